@@ -1,0 +1,1 @@
+//! D-Bus names shared by rdma-managerd and its clients.

@@ -1,0 +1,1 @@
+//! ibstat-compatible output.

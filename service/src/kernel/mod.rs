@@ -1,0 +1,214 @@
+//! The kernel boundary: everything the daemon reads from or does to the kernel and the
+//! filesystem goes through the [`Host`] trait. Nothing above this module touches a path or a
+//! socket.
+//!
+//! - [`sysfs`]: readers of `/sys/class/infiniband`, `/sys/class/net` and configfs, rooted at a
+//!   directory so that the simulated host's fixture tree is read by the very same code.
+//! - [`nldev`]: the RDMA netlink (NETLINK_RDMA, nldev) client.
+//! - [`rtnl`]: rtnetlink for IPoIB netdevs.
+//! - [`uevents`]: udev, or the kernel's uevent socket when no udevd runs.
+//! - [`linux`]: the real host. [`sim`]: the simulated host.
+
+pub mod error;
+pub mod linux;
+pub mod nldev;
+pub mod rtnl;
+pub mod sim;
+pub mod sysfs;
+pub mod uevents;
+
+use async_trait::async_trait;
+use serde::Serialize;
+use tokio::sync::mpsc;
+
+pub use error::{HostError, Op};
+
+use crate::model::{
+    CounterSnapshot, DeviceSnapshot, Guid, IpoibMode, NetdevSnapshot, RoceMode, SoftLinkType,
+};
+
+/// A device as the RDMA netlink GET dump describes it (what `rdma dev show` prints).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NlDevice {
+    pub index: u32,
+    pub name: String,
+    pub node_type: Option<u8>,
+    pub node_guid: Option<Guid>,
+    pub sys_image_guid: Option<Guid>,
+    pub fw_version: Option<String>,
+    pub cap_flags: Option<u64>,
+    pub protocol: Option<String>,
+    pub port_count: Option<u32>,
+}
+
+/// A port as the RDMA netlink PORT_GET dump describes it (what `rdma link show` prints).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NlPort {
+    pub dev_index: u32,
+    pub dev_name: String,
+    pub port: u32,
+    pub state: Option<u8>,
+    pub phys_state: Option<u8>,
+    pub lid: Option<u32>,
+    pub sm_lid: Option<u32>,
+    pub lmc: Option<u8>,
+    pub subnet_prefix: Option<u64>,
+    pub cap_flags: Option<u64>,
+    pub netdev_index: Option<u32>,
+    pub netdev_name: Option<String>,
+}
+
+/// RDMA subsystem settings (SYS_GET; `rdma sys show`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NlSys {
+    /// 1 = shared (netns_mode), 0 = exclusive.
+    pub netns_shared: Option<bool>,
+    pub copy_on_fork: Option<bool>,
+    /// Whether the kernel sends RDMA netlink monitor events (newer than Debian's 6.12).
+    pub monitor_mode: Option<bool>,
+}
+
+/// A request to create a soft RDMA device (`rdma link add NAME type TYPE netdev NETDEV`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NewLink {
+    pub name: String,
+    pub kind: SoftLinkType,
+    pub netdev: String,
+}
+
+/// A request to create an IPoIB child over rtnetlink (`ip link add link PARENT name NAME type
+/// ipoib pkey PKEY mode MODE`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NewIpoibChild {
+    pub parent: String,
+    /// The name; the kernel's rule `<parent>.%04x` is applied by the caller when absent.
+    pub name: String,
+    /// As given by the user; the kernel ORs in the full-membership bit.
+    pub pkey: u16,
+    pub mode: Option<IpoibMode>,
+    pub umcast: Option<bool>,
+}
+
+/// Changes to an existing netdev, applied in one rtnetlink request where possible.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct NetdevChange {
+    pub mtu: Option<u32>,
+    pub up: Option<bool>,
+    pub ipoib_mode: Option<IpoibMode>,
+    pub ipoib_umcast: Option<bool>,
+}
+
+/// Something changed in the kernel; subscribers re-read what the event names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum HostEvent {
+    RdmaAdded {
+        name: String,
+    },
+    RdmaRemoved {
+        name: String,
+    },
+    /// An RDMA device renamed (kernel uevent "move" or nldev RENAME).
+    RdmaRenamed {
+        old: String,
+        new: String,
+    },
+    /// RDMA device attributes changed (uevent "change"; port state needs a poll).
+    RdmaChanged {
+        name: String,
+    },
+    NetdevAdded {
+        name: String,
+    },
+    NetdevRemoved {
+        name: String,
+    },
+    NetdevChanged {
+        name: String,
+    },
+    NetdevRenamed {
+        old: String,
+        new: String,
+    },
+    /// Events were lost (ENOBUFS on a netlink socket): re-enumerate everything.
+    Overflow {
+        source: String,
+    },
+}
+
+/// Everything the daemon reads from or does to the kernel and the filesystem.
+///
+/// Reads never fail as a whole because one attribute is bad: snapshots carry a per-field
+/// result. Mutations return the kernel's errno as a typed [`HostError`].
+#[async_trait]
+pub trait Host: Send + Sync + 'static {
+    // ---- sysfs ------------------------------------------------------------------------------
+
+    /// Names of the RDMA devices in `/sys/class/infiniband`, sorted.
+    async fn rdma_device_names(&self) -> Result<Vec<String>, HostError>;
+    /// One device with its ports, GIDs and P_Keys (without counters).
+    async fn read_device(&self, name: &str) -> Result<DeviceSnapshot, HostError>;
+    /// Every device; a device that vanishes while being read is left out.
+    async fn read_devices(&self) -> Result<Vec<DeviceSnapshot>, HostError> {
+        let mut out = Vec::new();
+        for name in self.rdma_device_names().await? {
+            match self.read_device(&name).await {
+                Ok(d) => out.push(d),
+                Err(e) if e.is_not_found() => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
+    }
+    /// A port's counters, from the best source the port has.
+    async fn read_counters(&self, dev: &str, port: u32) -> Result<CounterSnapshot, HostError>;
+    /// Every netdev in `/sys/class/net`, sorted by name.
+    async fn read_netdevs(&self) -> Result<Vec<NetdevSnapshot>, HostError>;
+    /// Whether a kernel module is loaded (`/sys/module/<name>`).
+    async fn module_loaded(&self, module: &str) -> Result<bool, HostError>;
+
+    // ---- configfs (rdma_cm) -----------------------------------------------------------------
+
+    /// `default_roce_mode` of a port, creating `rdma_cm/<dev>` if needed.
+    async fn roce_mode(&self, dev: &str, port: u32) -> Result<RoceMode, HostError>;
+    async fn set_roce_mode(&self, dev: &str, port: u32, mode: RoceMode) -> Result<(), HostError>;
+    async fn roce_tos(&self, dev: &str, port: u32) -> Result<u8, HostError>;
+    async fn set_roce_tos(&self, dev: &str, port: u32, tos: u8) -> Result<(), HostError>;
+
+    // ---- RDMA netlink -----------------------------------------------------------------------
+
+    async fn nl_devices(&self) -> Result<Vec<NlDevice>, HostError>;
+    async fn nl_ports(&self) -> Result<Vec<NlPort>, HostError>;
+    async fn nl_sys(&self) -> Result<NlSys, HostError>;
+    /// A port's hw counters through STAT_GET (`rdma statistic show`), in kernel order.
+    async fn nl_port_stats(
+        &self,
+        dev_index: u32,
+        port: u32,
+    ) -> Result<Vec<(String, u64)>, HostError>;
+    async fn add_link(&self, link: &NewLink) -> Result<(), HostError>;
+    async fn delete_link(&self, dev_index: u32) -> Result<(), HostError>;
+    async fn rename_device(&self, dev_index: u32, new_name: &str) -> Result<(), HostError>;
+
+    // ---- rtnetlink --------------------------------------------------------------------------
+
+    async fn create_ipoib_child(&self, child: &NewIpoibChild) -> Result<(), HostError>;
+    async fn change_netdev(&self, name: &str, change: &NetdevChange) -> Result<(), HostError>;
+    async fn rename_netdev(&self, old: &str, new: &str) -> Result<(), HostError>;
+    async fn delete_netdev(&self, name: &str) -> Result<(), HostError>;
+
+    // ---- events -----------------------------------------------------------------------------
+
+    /// Starts watching the kernel; events arrive on the returned channel until it is dropped.
+    async fn subscribe(&self) -> Result<mpsc::UnboundedReceiver<HostEvent>, HostError>;
+
+    // ---- files the daemon owns (under /etc) -------------------------------------------------
+
+    /// Reads a file; `Ok(None)` when it does not exist.
+    async fn read_file(&self, path: &std::path::Path) -> Result<Option<Vec<u8>>, HostError>;
+    /// Replaces a file atomically: temp file in the same directory, fsync, rename, fsync dir.
+    async fn write_file_atomic(
+        &self,
+        path: &std::path::Path,
+        contents: &[u8],
+    ) -> Result<(), HostError>;
+}

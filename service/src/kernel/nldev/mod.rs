@@ -1,0 +1,1 @@
+//! RDMA netlink (NETLINK_RDMA, nldev) client.

@@ -1,0 +1,1 @@
+//! rtnetlink requests for IPoIB netdevs.

@@ -1,0 +1,1 @@
+//! sysfs and configfs readers.

@@ -1,0 +1,1 @@
+//! Kernel device events: udev, or the uevent netlink socket when no udevd runs.

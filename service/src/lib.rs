@@ -1,0 +1,12 @@
+//! rdma-managerd: the kernel boundary, the model of a host's RDMA state and (later) the daemon.
+//!
+//! Layers, data flowing kernel -> model -> bus:
+//! - [`model`]: plain types and the parsers of every sysfs/configfs format. No I/O.
+//! - [`kernel`]: the [`kernel::Host`] trait, everything the daemon reads from or does to the
+//!   kernel and the filesystem, with the real [`kernel::linux::LinuxHost`] and the
+//!   [`kernel::sim::SimHost`] that follows the kernel's rules and error codes.
+//! - [`ibstat`]: rdma-core `ibstat` compatible rendering of a host snapshot.
+
+pub mod ibstat;
+pub mod kernel;
+pub mod model;

@@ -1,0 +1,116 @@
+//! Kernel error numbers with their symbolic names, so that transcripts and messages say
+//! `EEXIST` rather than 17, and the simulated host returns exactly what the kernel returns.
+
+use serde::{Serialize, Serializer};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Errno(pub i32);
+
+impl Errno {
+    pub const EPERM: Errno = Errno(libc::EPERM);
+    pub const ENOENT: Errno = Errno(libc::ENOENT);
+    pub const EIO: Errno = Errno(libc::EIO);
+    pub const ENXIO: Errno = Errno(libc::ENXIO);
+    pub const EAGAIN: Errno = Errno(libc::EAGAIN);
+    pub const ENOMEM: Errno = Errno(libc::ENOMEM);
+    pub const EACCES: Errno = Errno(libc::EACCES);
+    pub const EBUSY: Errno = Errno(libc::EBUSY);
+    pub const EEXIST: Errno = Errno(libc::EEXIST);
+    pub const ENODEV: Errno = Errno(libc::ENODEV);
+    pub const EINVAL: Errno = Errno(libc::EINVAL);
+    pub const ERANGE: Errno = Errno(libc::ERANGE);
+    pub const ENOTUNIQ: Errno = Errno(libc::ENOTUNIQ);
+    pub const ENOBUFS: Errno = Errno(libc::ENOBUFS);
+    pub const EOPNOTSUPP: Errno = Errno(libc::EOPNOTSUPP);
+    pub const EPROTONOSUPPORT: Errno = Errno(libc::EPROTONOSUPPORT);
+    pub const EAFNOSUPPORT: Errno = Errno(libc::EAFNOSUPPORT);
+    pub const ETIMEDOUT: Errno = Errno(libc::ETIMEDOUT);
+    pub const ENAMETOOLONG: Errno = Errno(libc::ENAMETOOLONG);
+    pub const ENOTDIR: Errno = Errno(libc::ENOTDIR);
+
+    /// The symbolic name (`EEXIST`), or `E<number>` for numbers this table does not know.
+    pub fn name(self) -> String {
+        let known = [
+            Self::EPERM,
+            Self::ENOENT,
+            Self::EIO,
+            Self::ENXIO,
+            Self::EAGAIN,
+            Self::ENOMEM,
+            Self::EACCES,
+            Self::EBUSY,
+            Self::EEXIST,
+            Self::ENODEV,
+            Self::EINVAL,
+            Self::ERANGE,
+            Self::ENOTUNIQ,
+            Self::ENOBUFS,
+            Self::EOPNOTSUPP,
+            Self::EPROTONOSUPPORT,
+            Self::EAFNOSUPPORT,
+            Self::ETIMEDOUT,
+            Self::ENAMETOOLONG,
+            Self::ENOTDIR,
+        ];
+        let names = [
+            "EPERM",
+            "ENOENT",
+            "EIO",
+            "ENXIO",
+            "EAGAIN",
+            "ENOMEM",
+            "EACCES",
+            "EBUSY",
+            "EEXIST",
+            "ENODEV",
+            "EINVAL",
+            "ERANGE",
+            "ENOTUNIQ",
+            "ENOBUFS",
+            "EOPNOTSUPP",
+            "EPROTONOSUPPORT",
+            "EAFNOSUPPORT",
+            "ETIMEDOUT",
+            "ENAMETOOLONG",
+            "ENOTDIR",
+        ];
+        known
+            .iter()
+            .position(|e| *e == self)
+            .map(|i| names[i].to_string())
+            .unwrap_or_else(|| format!("E{}", self.0))
+    }
+
+    /// The C library's description ("File exists").
+    pub fn description(self) -> String {
+        std::io::Error::from_raw_os_error(self.0).to_string()
+    }
+
+    pub fn from_io(err: &std::io::Error) -> Errno {
+        Errno(err.raw_os_error().unwrap_or(libc::EIO))
+    }
+}
+
+impl std::fmt::Display for Errno {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.name(), self.description())
+    }
+}
+
+impl Serialize for Errno {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert_eq!(Errno::EEXIST.name(), "EEXIST");
+        assert_eq!(Errno(9999).name(), "E9999");
+        assert!(Errno::ENODEV.to_string().starts_with("ENODEV ("));
+    }
+}

@@ -1,0 +1,108 @@
+//! 64-bit GUIDs as sysfs prints them ("xxxx:xxxx:xxxx:xxxx", big-endian groups).
+
+use serde::{Serialize, Serializer};
+
+use super::attr::{trim_attr, AttrError, Field};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Guid(pub u64);
+
+impl Guid {
+    /// Parses sysfs's `node_guid` / `sys_image_guid` format.
+    pub fn parse_sysfs(raw: &str) -> Field<Guid> {
+        let s = trim_attr(raw).trim();
+        let groups: Vec<&str> = s.split(':').collect();
+        if groups.len() != 4 || groups.iter().any(|g| g.len() != 4) {
+            return Err(AttrError::malformed(s, "expected xxxx:xxxx:xxxx:xxxx"));
+        }
+        let mut value = 0u64;
+        for g in groups {
+            let part =
+                u16::from_str_radix(g, 16).map_err(|e| AttrError::malformed(s, e.to_string()))?;
+            value = (value << 16) | u64::from(part);
+        }
+        Ok(Guid(value))
+    }
+
+    /// The GUID a RoCE/rxe device derives from its netdev's MAC address (EUI-64: the
+    /// universal/local bit flipped and ff:fe inserted), as the kernel's `addrconf_addr_eui48`.
+    pub fn from_mac_eui64(mac: [u8; 6]) -> Guid {
+        let bytes = [
+            mac[0] ^ 0x02,
+            mac[1],
+            mac[2],
+            0xff,
+            0xfe,
+            mac[3],
+            mac[4],
+            mac[5],
+        ];
+        Guid(u64::from_be_bytes(bytes))
+    }
+
+    pub fn from_be_bytes(bytes: [u8; 8]) -> Guid {
+        Guid(u64::from_be_bytes(bytes))
+    }
+
+    pub fn to_be_bytes(self) -> [u8; 8] {
+        self.0.to_be_bytes()
+    }
+
+    /// sysfs / `rdma dev show` form: `04f6:b9ff:fe05:ca57`.
+    pub fn colon_form(self) -> String {
+        let v = self.0;
+        format!(
+            "{:04x}:{:04x}:{:04x}:{:04x}",
+            (v >> 48) & 0xffff,
+            (v >> 32) & 0xffff,
+            (v >> 16) & 0xffff,
+            v & 0xffff
+        )
+    }
+}
+
+impl std::fmt::Display for Guid {
+    /// ibstat form: `0x04f6b9fffe05ca57`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "0x{:016x}", self.0)
+    }
+}
+
+impl Serialize for Guid {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.colon_form())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_lab_capture_guid() {
+        let g = Guid::parse_sysfs("04f6:b9ff:fe05:ca57\n").unwrap();
+        assert_eq!(g.0, 0x04f6_b9ff_fe05_ca57);
+        assert_eq!(g.colon_form(), "04f6:b9ff:fe05:ca57");
+        assert_eq!(g.to_string(), "0x04f6b9fffe05ca57");
+    }
+
+    #[test]
+    fn rejects_malformed() {
+        for bad in [
+            "",
+            "04f6:b9ff:fe05",
+            "04f6:b9ff:fe05:ca5",
+            "04f6:b9ff:fe05:zz57",
+            "0x04f6b9fffe05ca57",
+        ] {
+            assert!(Guid::parse_sysfs(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn eui64_from_mac() {
+        // The lab's veth0 had MAC 06:f6:b9:05:ca:57 and rxe0 node GUID 04f6:b9ff:fe05:ca57.
+        let g = Guid::from_mac_eui64([0x06, 0xf6, 0xb9, 0x05, 0xca, 0x57]);
+        assert_eq!(g.colon_form(), "04f6:b9ff:fe05:ca57");
+    }
+}

@@ -1,0 +1,1 @@
+//! Scenario suite shared by the simulated host tests and the kernel lab.
