@@ -270,7 +270,7 @@ mod tests {
         assert_eq!(r.deci_gbps, 25);
         assert_eq!(r.to_sysfs(), "2.5 Gb/sec (1X SDR)");
         let r = Rate::parse_sysfs("10 Gb/sec (4X)").unwrap();
-        assert_eq!((r.deci_gbps, r.width, r.speed), (100, 4, None));
+        assert_eq!((r.deci_gbps, r.width, r.speed.clone()), (100, 4, None));
         assert_eq!(r.to_sysfs(), "10 Gb/sec (4X)");
         let r = Rate::parse_sysfs("200 Gb/sec (4X HDR)").unwrap();
         assert_eq!(r.bits_per_second(), 200_000_000_000);
