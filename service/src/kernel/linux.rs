@@ -1,1 +1,223 @@
-//! The real host.
+//! The real host: sysfs and configfs under `/`, RDMA netlink, rtnetlink, and udev or the
+//! kernel's uevent socket.
+
+use std::path::{Path, PathBuf};
+
+use async_trait::async_trait;
+use tokio::sync::{mpsc, OnceCell};
+
+use super::nldev::NldevClient;
+use super::rtnl::Rtnl;
+use super::sysfs::SysRoot;
+use super::{
+    files, Host, HostError, HostEvent, NetdevChange, NewIpoibChild, NewLink, NlDevice, NlPort,
+    NlSys, Op,
+};
+use crate::model::{CounterSnapshot, DeviceSnapshot, NetdevSnapshot, RoceMode};
+
+pub struct LinuxHost {
+    sys: SysRoot,
+    rtnl: OnceCell<Rtnl>,
+}
+
+impl Default for LinuxHost {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LinuxHost {
+    pub fn new() -> LinuxHost {
+        LinuxHost {
+            sys: SysRoot::system(),
+            rtnl: OnceCell::new(),
+        }
+    }
+
+    /// Whether this kernel has RDMA at all (`/sys/class/infiniband` exists).
+    pub fn has_rdma() -> bool {
+        Path::new("/sys/class/infiniband").is_dir()
+    }
+
+    async fn rtnl(&self) -> Result<&Rtnl, HostError> {
+        self.rtnl.get_or_try_init(Rtnl::open).await
+    }
+
+    /// Runs a blocking sysfs or netlink call on the blocking pool, so that a slow kernel
+    /// (a module autoload, a hung sysfs read) never stalls the async runtime.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        op: Op,
+        f: impl FnOnce(SysRoot) -> Result<T, HostError> + Send + 'static,
+    ) -> Result<T, HostError> {
+        let sys = self.sys.clone();
+        tokio::task::spawn_blocking(move || f(sys))
+            .await
+            .map_err(|e| HostError::Protocol {
+                op,
+                reason: format!("worker failed: {e}"),
+            })?
+    }
+}
+
+fn owned(p: &Path) -> PathBuf {
+    p.to_path_buf()
+}
+
+#[async_trait]
+impl Host for LinuxHost {
+    async fn rdma_device_names(&self) -> Result<Vec<String>, HostError> {
+        self.blocking(Op::ReadSysfs("infiniband".into()), |s| s.rdma_device_names())
+            .await
+    }
+
+    async fn read_device(&self, name: &str) -> Result<DeviceSnapshot, HostError> {
+        let name = name.to_string();
+        self.blocking(Op::ReadSysfs(name.clone()), move |s| s.read_device(&name))
+            .await
+    }
+
+    async fn read_devices(&self) -> Result<Vec<DeviceSnapshot>, HostError> {
+        // One trip to the blocking pool for the whole enumeration.
+        self.blocking(Op::ReadSysfs("infiniband".into()), |s| {
+            let mut out = Vec::new();
+            for name in s.rdma_device_names()? {
+                match s.read_device(&name) {
+                    Ok(d) => out.push(d),
+                    Err(e) if e.is_not_found() => continue,
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn read_counters(&self, dev: &str, port: u32) -> Result<CounterSnapshot, HostError> {
+        let dev = dev.to_string();
+        self.blocking(Op::ReadSysfs(dev.clone()), move |s| s.read_counters(&dev, port))
+            .await
+    }
+
+    async fn read_netdevs(&self) -> Result<Vec<NetdevSnapshot>, HostError> {
+        self.blocking(Op::ReadSysfs("net".into()), |s| s.read_netdevs())
+            .await
+    }
+
+    async fn module_loaded(&self, module: &str) -> Result<bool, HostError> {
+        let m = module.to_string();
+        self.blocking(Op::ReadSysfs("module".into()), move |s| Ok(s.module_loaded(&m)))
+            .await
+    }
+
+    async fn roce_mode(&self, dev: &str, port: u32) -> Result<RoceMode, HostError> {
+        let dev = dev.to_string();
+        self.blocking(Op::Configfs(dev.clone()), move |s| s.roce_mode(&dev, port))
+            .await
+    }
+
+    async fn set_roce_mode(&self, dev: &str, port: u32, mode: RoceMode) -> Result<(), HostError> {
+        let dev = dev.to_string();
+        self.blocking(Op::Configfs(dev.clone()), move |s| s.set_roce_mode(&dev, port, mode))
+            .await
+    }
+
+    async fn roce_tos(&self, dev: &str, port: u32) -> Result<u8, HostError> {
+        let dev = dev.to_string();
+        self.blocking(Op::Configfs(dev.clone()), move |s| s.roce_tos(&dev, port))
+            .await
+    }
+
+    async fn set_roce_tos(&self, dev: &str, port: u32, tos: u8) -> Result<(), HostError> {
+        let dev = dev.to_string();
+        self.blocking(Op::Configfs(dev.clone()), move |s| s.set_roce_tos(&dev, port, tos))
+            .await
+    }
+
+    async fn roce_configfs_dirs(&self) -> Result<Vec<String>, HostError> {
+        self.blocking(Op::Configfs("rdma_cm".into()), |s| s.roce_configfs_dirs())
+            .await
+    }
+
+    async fn nl_devices(&self) -> Result<Vec<NlDevice>, HostError> {
+        self.blocking(Op::NlDump("GET"), |_| NldevClient::open()?.devices())
+            .await
+    }
+
+    async fn nl_ports(&self) -> Result<Vec<NlPort>, HostError> {
+        self.blocking(Op::NlDump("PORT_GET"), |_| NldevClient::open()?.ports())
+            .await
+    }
+
+    async fn nl_sys(&self) -> Result<NlSys, HostError> {
+        self.blocking(Op::NlDump("SYS_GET"), |_| NldevClient::open()?.sys())
+            .await
+    }
+
+    async fn nl_port_stats(&self, dev_index: u32, port: u32) -> Result<Vec<(String, u64)>, HostError> {
+        self.blocking(Op::NlStatGet, move |_| NldevClient::open()?.port_stats(dev_index, port))
+            .await
+    }
+
+    async fn add_link(&self, link: &NewLink) -> Result<(), HostError> {
+        let link = link.clone();
+        self.blocking(Op::NlNewLink, move |_| NldevClient::open()?.new_link(&link))
+            .await
+    }
+
+    async fn delete_link(&self, dev_index: u32) -> Result<(), HostError> {
+        self.blocking(Op::NlDelLink, move |_| NldevClient::open()?.del_link(dev_index))
+            .await
+    }
+
+    async fn rename_device(&self, dev_index: u32, new_name: &str) -> Result<(), HostError> {
+        let name = new_name.to_string();
+        self.blocking(Op::NlSet, move |_| NldevClient::open()?.rename(dev_index, &name))
+            .await
+    }
+
+    async fn create_ipoib_child(&self, child: &NewIpoibChild) -> Result<(), HostError> {
+        self.rtnl().await?.create_ipoib_child(child).await
+    }
+
+    async fn change_netdev(&self, name: &str, change: &NetdevChange) -> Result<(), HostError> {
+        self.rtnl().await?.change(name, change).await
+    }
+
+    async fn rename_netdev(&self, old: &str, new: &str) -> Result<(), HostError> {
+        self.rtnl().await?.rename(old, new).await
+    }
+
+    async fn delete_netdev(&self, name: &str) -> Result<(), HostError> {
+        self.rtnl().await?.delete(name).await
+    }
+
+    async fn subscribe(&self) -> Result<mpsc::UnboundedReceiver<HostEvent>, HostError> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        super::uevents::spawn_uevents(tx.clone()).await?;
+        super::rtnl::spawn_link_events(tx.clone()).await?;
+        // RDMA netlink notifications exist only on kernels with monitor mode; udev/uevents
+        // cover device add, remove and rename everywhere.
+        if let Err(e) = super::nldev::spawn_notify(tx) {
+            tracing::debug!("RDMA netlink notifications unavailable: {e}");
+        }
+        Ok(rx)
+    }
+
+    async fn read_file(&self, path: &Path) -> Result<Option<Vec<u8>>, HostError> {
+        let p = owned(path);
+        self.blocking(Op::File(p.display().to_string()), move |_| {
+            files::read_optional(&p).map_err(|e| HostError::from_io(Op::File(p.display().to_string()), &e))
+        })
+        .await
+    }
+
+    async fn write_file_atomic(&self, path: &Path, contents: &[u8]) -> Result<(), HostError> {
+        let p = owned(path);
+        let c = contents.to_vec();
+        self.blocking(Op::File(p.display().to_string()), move |_| {
+            files::write_atomic(&p, &c).map_err(|e| HostError::from_io(Op::File(p.display().to_string()), &e))
+        })
+        .await
+    }
+}

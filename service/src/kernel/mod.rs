@@ -10,6 +10,7 @@
 //! - [`linux`]: the real host. [`sim`]: the simulated host.
 
 pub mod error;
+pub mod files;
 pub mod linux;
 pub mod nldev;
 pub mod rtnl;
@@ -173,6 +174,9 @@ pub trait Host: Send + Sync + 'static {
     async fn set_roce_mode(&self, dev: &str, port: u32, mode: RoceMode) -> Result<(), HostError>;
     async fn roce_tos(&self, dev: &str, port: u32) -> Result<u8, HostError>;
     async fn set_roce_tos(&self, dev: &str, port: u32, tos: u8) -> Result<(), HostError>;
+    /// Device directories present under `rdma_cm/` (they keep the name they were made with,
+    /// even after the device is renamed).
+    async fn roce_configfs_dirs(&self) -> Result<Vec<String>, HostError>;
 
     // ---- RDMA netlink -----------------------------------------------------------------------
 

@@ -1,1 +1,431 @@
-//! sysfs and configfs readers.
+//! Readers of sysfs (`/sys/class/infiniband`, `/sys/class/net`, `/sys/module`) and of
+//! rdma_cm's configfs, rooted at a directory: `/` on a real host, the fixture tree of the
+//! simulated host otherwise, so that both are read by the very same code.
+//!
+//! Reads are blocking and cheap; async callers run them on the blocking pool.
+
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+
+use super::{HostError, Op};
+use crate::model::attr::{parse_dec, parse_hex_u32, trim_attr};
+use crate::model::counters::{HW_BYTE_COUNTERS, PMA32_SATURATED};
+use crate::model::device::{parse_gid, GidEntry, GidType, NodeType, PkeyEntry, PortSnapshot};
+use crate::model::netdev::{parse_bool01, uevent_devtype, IpoibAttrs, ARPHRD_INFINIBAND};
+use crate::model::{
+    AttrError, CounterSnapshot, CounterSource, CounterWidth, DeviceKind, DeviceSnapshot, Errno,
+    Field, Guid, HwAddress, IpoibMode, LinkLayer, NetdevSnapshot, PhysState, PortState, Rate,
+    RoceMode,
+};
+
+/// The sysfs and configfs trees under one root directory.
+#[derive(Debug, Clone)]
+pub struct SysRoot {
+    root: PathBuf,
+}
+
+/// Reads one attribute file as text; errors become per-field [`AttrError`]s.
+pub fn read_attr(path: &Path) -> Field<String> {
+    match std::fs::read(path) {
+        Ok(bytes) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
+        Err(e) if e.kind() == ErrorKind::NotFound => Err(AttrError::Missing),
+        Err(e) => Err(AttrError::Unreadable(Errno::from_io(&e))),
+    }
+}
+
+fn read_parsed<T>(path: &Path, parse: impl FnOnce(&str) -> Field<T>) -> Field<T> {
+    read_attr(path).and_then(|raw| parse(&raw))
+}
+
+fn read_text(path: &Path) -> Field<String> {
+    read_attr(path).map(|raw| trim_attr(&raw).to_string())
+}
+
+/// Entries of a directory, sorted; a missing directory is empty.
+fn list_dir(path: &Path) -> Result<Vec<String>, std::io::Error> {
+    match std::fs::read_dir(path) {
+        Ok(rd) => {
+            let mut names: Vec<String> = rd
+                .filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect();
+            names.sort();
+            Ok(names)
+        }
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Numeric entries of a directory (ports, GID and P_Key indices), in numeric order.
+fn list_indices(path: &Path) -> Vec<u32> {
+    let mut v: Vec<u32> = list_dir(path)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+fn link_basename(path: &Path) -> Option<String> {
+    std::fs::read_link(path)
+        .ok()
+        .and_then(|t| t.file_name().map(|n| n.to_string_lossy().into_owned()))
+}
+
+fn read_u64(path: &Path) -> Field<u64> {
+    read_parsed(path, parse_dec::<u64>)
+}
+
+impl SysRoot {
+    pub fn new(root: impl Into<PathBuf>) -> SysRoot {
+        SysRoot { root: root.into() }
+    }
+
+    /// The real host.
+    pub fn system() -> SysRoot {
+        SysRoot::new("/")
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn ib_class(&self) -> PathBuf {
+        self.root.join("sys/class/infiniband")
+    }
+
+    pub fn net_class(&self) -> PathBuf {
+        self.root.join("sys/class/net")
+    }
+
+    pub fn rdma_cm(&self) -> PathBuf {
+        self.root.join("sys/kernel/config/rdma_cm")
+    }
+
+    pub fn device_dir(&self, dev: &str) -> PathBuf {
+        self.ib_class().join(dev)
+    }
+
+    pub fn port_dir(&self, dev: &str, port: u32) -> PathBuf {
+        self.device_dir(dev).join("ports").join(port.to_string())
+    }
+
+    pub fn netdev_dir(&self, name: &str) -> PathBuf {
+        self.net_class().join(name)
+    }
+
+    /// Names of the RDMA devices, sorted. No `/sys/class/infiniband` means none.
+    pub fn rdma_device_names(&self) -> Result<Vec<String>, HostError> {
+        let dir = self.ib_class();
+        list_dir(&dir).map_err(|e| HostError::from_io(Op::ReadSysfs(dir.display().to_string()), &e))
+    }
+
+    /// One device: attributes, ports, GIDs and P_Keys. Every attribute is read on its own, so
+    /// a bad file spoils only its field; only a vanished device directory fails the whole.
+    pub fn read_device(&self, name: &str) -> Result<DeviceSnapshot, HostError> {
+        let dir = self.device_dir(name);
+        if !dir.is_dir() {
+            return Err(HostError::NotFound(format!("RDMA device {name}")));
+        }
+        let node_type = read_parsed(&dir.join("node_type"), NodeType::parse_sysfs);
+        let parent_netdev = read_text(&dir.join("parent")).ok().filter(|p| !p.is_empty());
+        let pci_address = link_basename(&dir.join("device"));
+        let kind = match (&parent_netdev, &pci_address, &node_type) {
+            (_, Some(_), _) => DeviceKind::Hardware,
+            (Some(_), None, Ok(NodeType::Rnic)) => DeviceKind::Siw,
+            (Some(_), None, _) => DeviceKind::Rxe,
+            (None, None, _) => DeviceKind::OtherVirtual,
+        };
+        let mut netdevs = match &parent_netdev {
+            Some(p) => vec![p.clone()],
+            None => list_dir(&dir.join("device/net")).unwrap_or_default(),
+        };
+        netdevs.sort();
+        let mut ports = Vec::new();
+        for number in list_indices(&dir.join("ports")) {
+            ports.push(self.read_port(name, number));
+        }
+        if !dir.is_dir() {
+            // Unplugged while we read it: what we have may be a mix of stale and missing.
+            return Err(HostError::NotFound(format!("RDMA device {name}")));
+        }
+        Ok(DeviceSnapshot {
+            name: name.to_string(),
+            kind,
+            node_type,
+            node_guid: read_parsed(&dir.join("node_guid"), Guid::parse_sysfs),
+            sys_image_guid: read_parsed(&dir.join("sys_image_guid"), Guid::parse_sysfs),
+            fw_ver: read_text(&dir.join("fw_ver")),
+            node_desc: read_text(&dir.join("node_desc")),
+            hca_type: read_text(&dir.join("hca_type")),
+            hw_rev: read_text(&dir.join("hw_rev")),
+            board_id: read_text(&dir.join("board_id")),
+            parent_netdev,
+            pci_address,
+            netdevs,
+            ports,
+        })
+    }
+
+    /// One port without counters.
+    pub fn read_port(&self, dev: &str, number: u32) -> PortSnapshot {
+        let dir = self.port_dir(dev, number);
+        PortSnapshot {
+            number,
+            state: read_parsed(&dir.join("state"), PortState::parse_sysfs),
+            phys_state: read_parsed(&dir.join("phys_state"), PhysState::parse_sysfs),
+            lid: read_parsed(&dir.join("lid"), parse_hex_u32),
+            sm_lid: read_parsed(&dir.join("sm_lid"), parse_hex_u32),
+            lmc: read_parsed(&dir.join("lid_mask_count"), parse_dec::<u8>),
+            sm_sl: read_parsed(&dir.join("sm_sl"), parse_dec::<u8>),
+            cap_mask: read_parsed(&dir.join("cap_mask"), parse_hex_u32),
+            link_layer: read_parsed(&dir.join("link_layer"), LinkLayer::parse_sysfs),
+            rate: read_parsed(&dir.join("rate"), Rate::parse_sysfs),
+            gids: self.read_gids(&dir),
+            pkeys: self.read_pkeys(&dir),
+            counters: None,
+        }
+    }
+
+    /// Used GID entries. Unused entries are all zero; their `gid_attrs` fail with EINVAL, so
+    /// they are not read at all. An unreadable GID itself is skipped (it can only be unused
+    /// or vanishing).
+    fn read_gids(&self, port_dir: &Path) -> Vec<GidEntry> {
+        let mut out = Vec::new();
+        for index in list_indices(&port_dir.join("gids")) {
+            let Ok(gid) = read_parsed(&port_dir.join(format!("gids/{index}")), parse_gid) else {
+                continue;
+            };
+            if gid.is_unspecified() {
+                continue;
+            }
+            out.push(GidEntry {
+                index,
+                gid,
+                gid_type: read_parsed(
+                    &port_dir.join(format!("gid_attrs/types/{index}")),
+                    GidType::parse_sysfs,
+                ),
+                ndev: read_text(&port_dir.join(format!("gid_attrs/ndevs/{index}"))),
+            });
+        }
+        out
+    }
+
+    /// Non-zero P_Key table entries (the directory exists only when the table is non-empty).
+    fn read_pkeys(&self, port_dir: &Path) -> Vec<PkeyEntry> {
+        list_indices(&port_dir.join("pkeys"))
+            .into_iter()
+            .filter_map(|index| {
+                let pkey =
+                    read_parsed(&port_dir.join(format!("pkeys/{index}")), PkeyEntry::parse_value)
+                        .ok()?;
+                (pkey & 0x7fff != 0).then_some(PkeyEntry { index, pkey })
+            })
+            .collect()
+    }
+
+    /// A port's counters from the best source it has (see [`crate::model::counters`]).
+    pub fn read_counters(&self, dev: &str, port: u32) -> Result<CounterSnapshot, HostError> {
+        let dir = self.port_dir(dev, port);
+        if !dir.is_dir() {
+            return Err(HostError::NotFound(format!("port {port} of RDMA device {dev}")));
+        }
+        let pma_dir = dir.join("counters");
+        let hw = self.read_counter_dir(&dir.join("hw_counters"), &["lifespan"]);
+        let mut snap = CounterSnapshot {
+            source: CounterSource::None,
+            tx_bytes: Err(AttrError::Missing),
+            rx_bytes: Err(AttrError::Missing),
+            tx_packets: Err(AttrError::Missing),
+            rx_packets: Err(AttrError::Missing),
+            saturated: false,
+            pma: Vec::new(),
+            hw,
+        };
+        if pma_dir.join("port_xmit_data").exists() {
+            // With the extended-width capability the kernel adds unicast/multicast packet
+            // counters and the data/packet counters are 64 bits wide.
+            let width = if pma_dir.join("unicast_xmit_packets").exists() {
+                CounterWidth::Bits64
+            } else {
+                CounterWidth::Bits32
+            };
+            let words = |f: &str| read_u64(&pma_dir.join(f));
+            let (tx_w, rx_w) = (words("port_xmit_data"), words("port_rcv_data"));
+            let (tx_p, rx_p) = (words("port_xmit_packets"), words("port_rcv_packets"));
+            if width == CounterWidth::Bits32 {
+                snap.saturated = [&tx_w, &rx_w, &tx_p, &rx_p]
+                    .iter()
+                    .any(|v| matches!(v, Ok(x) if *x >= PMA32_SATURATED));
+            }
+            snap.source = CounterSource::Pma(width);
+            snap.tx_bytes = tx_w.map(|w| w.saturating_mul(4));
+            snap.rx_bytes = rx_w.map(|w| w.saturating_mul(4));
+            snap.tx_packets = tx_p;
+            snap.rx_packets = rx_p;
+            snap.pma = self.read_counter_dir(
+                &pma_dir,
+                &["port_xmit_data", "port_rcv_data", "port_xmit_packets", "port_rcv_packets"],
+            );
+            return Ok(snap);
+        }
+        let hw_value = |name: &str| snap.hw.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
+        for (tx, rx) in HW_BYTE_COUNTERS {
+            if let (Some(t), Some(r)) = (hw_value(tx), hw_value(rx)) {
+                snap.source = CounterSource::HwCounters;
+                snap.tx_bytes = Ok(t);
+                snap.rx_bytes = Ok(r);
+                return Ok(snap);
+            }
+        }
+        if let Some(ndev) = self.port_netdev(dev, port) {
+            let stats = self.netdev_dir(&ndev).join("statistics");
+            snap.source = CounterSource::Netdev(ndev);
+            snap.tx_bytes = read_u64(&stats.join("tx_bytes"));
+            snap.rx_bytes = read_u64(&stats.join("rx_bytes"));
+            snap.tx_packets = read_u64(&stats.join("tx_packets"));
+            snap.rx_packets = read_u64(&stats.join("rx_packets"));
+        }
+        Ok(snap)
+    }
+
+    /// Every readable "%llu" file of a counter directory, sorted by name.
+    fn read_counter_dir(&self, dir: &Path, skip: &[&str]) -> Vec<(String, u64)> {
+        list_dir(dir)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|n| !skip.contains(&n.as_str()))
+            .filter_map(|n| read_u64(&dir.join(&n)).ok().map(|v| (n, v)))
+            .collect()
+    }
+
+    /// The netdev carrying a port's traffic: the soft device's parent, the ndev of GID 0
+    /// (RoCE), or the PCI function's netdev whose `dev_port` is the port's.
+    pub fn port_netdev(&self, dev: &str, port: u32) -> Option<String> {
+        let dev_dir = self.device_dir(dev);
+        if let Ok(p) = read_text(&dev_dir.join("parent")) {
+            return Some(p);
+        }
+        if let Ok(nd) = read_text(&self.port_dir(dev, port).join("gid_attrs/ndevs/0")) {
+            if !nd.is_empty() {
+                return Some(nd);
+            }
+        }
+        list_dir(&dev_dir.join("device/net"))
+            .unwrap_or_default()
+            .into_iter()
+            .find(|nd| {
+                read_parsed(&self.netdev_dir(nd).join("dev_port"), parse_dec::<u32>)
+                    == Ok(port.saturating_sub(1))
+            })
+    }
+
+    /// Every netdev, sorted by name; one that vanishes while being read is left out.
+    pub fn read_netdevs(&self) -> Result<Vec<NetdevSnapshot>, HostError> {
+        let dir = self.net_class();
+        let names = list_dir(&dir)
+            .map_err(|e| HostError::from_io(Op::ReadSysfs(dir.display().to_string()), &e))?;
+        Ok(names
+            .iter()
+            .filter_map(|n| self.read_netdev(n).ok())
+            .collect())
+    }
+
+    pub fn read_netdev(&self, name: &str) -> Result<NetdevSnapshot, HostError> {
+        let dir = self.netdev_dir(name);
+        if !dir.is_dir() {
+            return Err(HostError::NotFound(format!("network interface {name}")));
+        }
+        let arphrd = read_parsed(&dir.join("type"), parse_dec::<u16>);
+        let ipoib = (arphrd == Ok(ARPHRD_INFINIBAND)).then(|| IpoibAttrs {
+            pkey: read_parsed(&dir.join("pkey"), parse_hex_u32).and_then(|v| {
+                u16::try_from(v).map_err(|_| AttrError::malformed(&v.to_string(), "above 0xffff"))
+            }),
+            mode: read_parsed(&dir.join("mode"), IpoibMode::parse_sysfs),
+            umcast: read_parsed(&dir.join("umcast"), parse_bool01),
+            port: read_parsed(&dir.join("dev_port"), parse_dec::<u32>).map(|p| p + 1),
+            parent: read_text(&dir.join("parent")).ok(),
+        });
+        Ok(NetdevSnapshot {
+            name: name.to_string(),
+            ifindex: read_parsed(&dir.join("ifindex"), parse_dec::<u32>),
+            arphrd,
+            address: read_parsed(&dir.join("address"), HwAddress::parse_sysfs),
+            mtu: read_parsed(&dir.join("mtu"), parse_dec::<u32>),
+            operstate: read_text(&dir.join("operstate")),
+            devtype: read_attr(&dir.join("uevent"))
+                .ok()
+                .and_then(|u| uevent_devtype(&u)),
+            pci_address: link_basename(&dir.join("device")),
+            ipoib,
+        })
+    }
+
+    pub fn module_loaded(&self, module: &str) -> bool {
+        self.root.join("sys/module").join(module).is_dir()
+    }
+
+    /// Device directories present under rdma_cm's configfs.
+    pub fn roce_configfs_dirs(&self) -> Result<Vec<String>, HostError> {
+        let dir = self.rdma_cm();
+        list_dir(&dir).map_err(|e| HostError::from_io(Op::Configfs(dir.display().to_string()), &e))
+    }
+
+    /// The port directory of rdma_cm's configfs for `dev`, made with `mkdir` as the kernel
+    /// wants (ENODEV when no such RDMA device).
+    pub fn roce_port_dir(&self, dev: &str, port: u32) -> Result<PathBuf, HostError> {
+        let cm = self.rdma_cm();
+        if !cm.is_dir() {
+            return Err(HostError::Unsupported {
+                what: "the RoCE default mode".into(),
+                why: "rdma_cm's configfs is missing: load the rdma_cm module and mount configfs on /sys/kernel/config".into(),
+            });
+        }
+        let dev_dir = cm.join(dev);
+        match std::fs::create_dir(&dev_dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(HostError::from_io(Op::Configfs(format!("mkdir rdma_cm/{dev}")), &e)),
+        }
+        let port_dir = dev_dir.join("ports").join(port.to_string());
+        if !port_dir.is_dir() {
+            return Err(HostError::NotFound(format!("port {port} of RDMA device {dev}")));
+        }
+        Ok(port_dir)
+    }
+
+    pub fn roce_mode(&self, dev: &str, port: u32) -> Result<RoceMode, HostError> {
+        let path = self.roce_port_dir(dev, port)?.join("default_roce_mode");
+        let raw = std::fs::read_to_string(&path)
+            .map_err(|e| HostError::from_io(Op::Configfs(format!("read {}", path.display())), &e))?;
+        RoceMode::parse_configfs(&raw).map_err(|e| HostError::Protocol {
+            op: Op::Configfs(path.display().to_string()),
+            reason: e.to_string(),
+        })
+    }
+
+    pub fn set_roce_mode(&self, dev: &str, port: u32, mode: RoceMode) -> Result<(), HostError> {
+        let path = self.roce_port_dir(dev, port)?.join("default_roce_mode");
+        std::fs::write(&path, mode.configfs_str())
+            .map_err(|e| HostError::from_io(Op::Configfs(format!("write {}", path.display())), &e))
+    }
+
+    pub fn roce_tos(&self, dev: &str, port: u32) -> Result<u8, HostError> {
+        let path = self.roce_port_dir(dev, port)?.join("default_roce_tos");
+        let raw = std::fs::read_to_string(&path)
+            .map_err(|e| HostError::from_io(Op::Configfs(format!("read {}", path.display())), &e))?;
+        parse_dec::<u8>(&raw).map_err(|e| HostError::Protocol {
+            op: Op::Configfs(path.display().to_string()),
+            reason: e.to_string(),
+        })
+    }
+
+    pub fn set_roce_tos(&self, dev: &str, port: u32, tos: u8) -> Result<(), HostError> {
+        let path = self.roce_port_dir(dev, port)?.join("default_roce_tos");
+        std::fs::write(&path, tos.to_string())
+            .map_err(|e| HostError::from_io(Op::Configfs(format!("write {}", path.display())), &e))
+    }
+}

@@ -1,1 +1,509 @@
-//! The simulated host.
+//! The simulated host: in-memory devices and netdevs that follow the kernel's rules and error
+//! codes (checked against the real kernel by the lab scenario suite), rendered as a sysfs tree
+//! that the real readers read. Hooks inject faults and raise events.
+
+pub mod fixtures;
+pub mod model;
+mod render;
+mod rules;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use async_trait::async_trait;
+use tokio::sync::mpsc;
+
+use super::sysfs::SysRoot;
+use super::{
+    files, Host, HostError, HostEvent, NetdevChange, NewIpoibChild, NewLink, NlDevice, NlPort,
+    NlSys, Op,
+};
+use crate::model::{
+    CounterSnapshot, DeviceSnapshot, Errno, NetdevSnapshot, PhysState, PortState, RoceMode,
+};
+pub use model::{HostSpec, SimDevice, SimGid, SimIpoib, SimKernel, SimNetdev, SimPma, SimPort};
+
+/// Operations a fault can be attached to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SimOp {
+    ReadDevice,
+    AddLink,
+    DeleteLink,
+    RenameDevice,
+    RoceRead,
+    RoceWrite,
+    CreateChild,
+    ChangeNetdev,
+    RenameNetdev,
+    DeleteNetdev,
+    WriteFile,
+}
+
+#[derive(Debug, Clone)]
+enum Fault {
+    /// The next `op` fails with `errno` and changes nothing.
+    Fail(SimOp, Errno),
+    /// Just before the next `op` runs, the device is hot-unplugged.
+    Unplug(SimOp, String),
+}
+
+/// A configfs `rdma_cm/<name>` group: bound to the device name it was made with.
+#[derive(Debug, Clone)]
+struct CmGroup {
+    bound_name: String,
+}
+
+pub(crate) struct SimState {
+    spec: HostSpec,
+    next_dev_index: u32,
+    next_ifindex: u32,
+    /// rdma_cm settings live with the device (cma_dev), keyed by device index and port.
+    roce: BTreeMap<(u32, u32), (RoceMode, u8)>,
+    cm_groups: Vec<CmGroup>,
+    faults: Vec<Fault>,
+    subscribers: Vec<mpsc::UnboundedSender<HostEvent>>,
+}
+
+struct Inner {
+    sys: SysRoot,
+    _tmp: Option<tempfile::TempDir>,
+    state: Mutex<SimState>,
+}
+
+/// A simulated RDMA host. Cheap to clone (shared state).
+#[derive(Clone)]
+pub struct SimHost {
+    inner: Arc<Inner>,
+}
+
+impl SimHost {
+    /// A host in a fresh temporary directory.
+    pub fn new(spec: HostSpec) -> Result<SimHost, HostError> {
+        let tmp = tempfile::tempdir()
+            .map_err(|e| HostError::from_io(Op::File("simulated host tree".into()), &e))?;
+        let root = tmp.path().to_path_buf();
+        Self::build(root, Some(tmp), spec)
+    }
+
+    /// A host whose tree lives in `dir` (created if needed; its `sys/` is replaced).
+    pub fn in_dir(dir: &Path, spec: HostSpec) -> Result<SimHost, HostError> {
+        let io = |e: std::io::Error| HostError::from_io(Op::File(dir.display().to_string()), &e);
+        std::fs::create_dir_all(dir).map_err(io)?;
+        match std::fs::remove_dir_all(dir.join("sys")) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(e)),
+            _ => {}
+        }
+        Self::build(dir.to_path_buf(), None, spec)
+    }
+
+    fn build(root: PathBuf, tmp: Option<tempfile::TempDir>, spec: HostSpec) -> Result<SimHost, HostError> {
+        let next_dev_index = spec.devices.iter().map(|d| d.index + 1).max().unwrap_or(0);
+        let next_ifindex = spec.netdevs.iter().map(|n| n.ifindex + 1).max().unwrap_or(2);
+        let state = SimState {
+            spec,
+            next_dev_index,
+            next_ifindex,
+            roce: BTreeMap::new(),
+            cm_groups: Vec::new(),
+            faults: Vec::new(),
+            subscribers: Vec::new(),
+        };
+        let host = SimHost {
+            inner: Arc::new(Inner {
+                sys: SysRoot::new(root),
+                _tmp: tmp,
+                state: Mutex::new(state),
+            }),
+        };
+        host.render_all()?;
+        Ok(host)
+    }
+
+    /// The root of the rendered tree (`<root>/sys/class/infiniband`, ...).
+    pub fn root(&self) -> &Path {
+        self.inner.sys.root()
+    }
+
+    pub fn sysroot(&self) -> &SysRoot {
+        &self.inner.sys
+    }
+
+    fn lock(&self) -> MutexGuard<'_, SimState> {
+        // A panic in another test thread must not poison every later call.
+        self.inner.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn render_err(e: std::io::Error) -> HostError {
+        HostError::from_io(Op::File("simulated sysfs tree".into()), &e)
+    }
+
+    fn render_all(&self) -> Result<(), HostError> {
+        let st = self.lock();
+        let root = self.root();
+        for d in &st.spec.devices {
+            render::render_device(root, d).map_err(Self::render_err)?;
+        }
+        for n in &st.spec.netdevs {
+            render::render_netdev(root, n).map_err(Self::render_err)?;
+        }
+        render::render_module(root, "rdma_rxe", st.spec.kernel.rxe_loaded).map_err(Self::render_err)?;
+        render::render_module(root, "siw", false).map_err(Self::render_err)?;
+        if st.spec.kernel.rdma_cm_configfs {
+            std::fs::create_dir_all(root.join("sys/kernel/config/rdma_cm")).map_err(Self::render_err)?;
+        }
+        Ok(())
+    }
+
+    /// A copy of the current state.
+    pub fn spec(&self) -> HostSpec {
+        self.lock().spec.clone()
+    }
+
+    // ---- fault injection and event hooks --------------------------------------------------
+
+    /// The next `op` fails with `errno` and changes nothing.
+    pub fn fail_next(&self, op: SimOp, errno: Errno) {
+        self.lock().faults.push(Fault::Fail(op, errno));
+    }
+
+    /// The device is unplugged just before the next `op` runs.
+    pub fn unplug_during_next(&self, op: SimOp, device: &str) {
+        self.lock().faults.push(Fault::Unplug(op, device.to_string()));
+    }
+
+    /// Removes a file of the rendered tree (a vanished attribute). `rel` is relative to the
+    /// root, e.g. `sys/class/infiniband/mlx5_0/ports/1/rate`.
+    pub fn vanish_file(&self, rel: &str) -> std::io::Result<()> {
+        std::fs::remove_file(self.root().join(rel))
+    }
+
+    /// Overwrites a file of the rendered tree with arbitrary text (a malformed attribute).
+    pub fn corrupt_file(&self, rel: &str, text: &str) -> std::io::Result<()> {
+        std::fs::write(self.root().join(rel), text)
+    }
+
+    /// Hot-unplugs a device (as a PCI removal would), raising RdmaRemoved.
+    pub fn unplug(&self, name: &str) -> Result<(), HostError> {
+        let mut st = self.lock();
+        self.remove_device_locked(&mut st, name)
+    }
+
+    /// Hot-plugs a device, raising RdmaAdded. Its index is assigned by the kernel's rule.
+    pub fn plug(&self, mut dev: SimDevice) -> Result<(), HostError> {
+        let mut st = self.lock();
+        if st.spec.devices.iter().any(|d| d.name == dev.name) {
+            return Err(HostError::kernel(Op::NlNewLink, Errno::EEXIST));
+        }
+        dev.index = st.next_dev_index;
+        st.next_dev_index += 1;
+        render::render_device(self.root(), &dev).map_err(Self::render_err)?;
+        let name = dev.name.clone();
+        st.spec.devices.push(dev);
+        Self::emit(&mut st, HostEvent::RdmaAdded { name });
+        Ok(())
+    }
+
+    /// Changes a port's state (a cable pulled, an SM appearing); raises RdmaChanged.
+    pub fn set_port_state(&self, dev: &str, port: u32, state: PortState, phys: PhysState) -> Result<(), HostError> {
+        self.with_port(dev, port, |p| {
+            p.state = state;
+            p.phys_state = phys;
+        })
+    }
+
+    /// Sets LID and SM LID of a port (a subnet manager assigning addresses).
+    pub fn set_port_lids(&self, dev: &str, port: u32, lid: u32, sm_lid: u32) -> Result<(), HostError> {
+        self.with_port(dev, port, |p| {
+            p.lid = lid;
+            p.sm_lid = sm_lid;
+        })
+    }
+
+    /// Adds traffic to a port's counters (PMA words, or its netdev's statistics).
+    pub fn add_traffic(&self, dev: &str, port: u32, tx_bytes: u64, rx_bytes: u64) -> Result<(), HostError> {
+        let netdev = self.inner.sys.port_netdev(dev, port);
+        let mut pma_port = false;
+        self.with_port_silent(dev, port, |p| {
+            if let Some(pma) = &mut p.pma {
+                pma_port = true;
+                pma.xmit_data += tx_bytes / 4;
+                pma.rcv_data += rx_bytes / 4;
+                pma.xmit_packets += tx_bytes.div_ceil(4096);
+                pma.rcv_packets += rx_bytes.div_ceil(4096);
+            }
+        })?;
+        if !pma_port {
+            if let Some(nd) = netdev {
+                let mut st = self.lock();
+                if let Some(n) = st.spec.netdevs.iter_mut().find(|n| n.name == nd) {
+                    n.tx_bytes += tx_bytes;
+                    n.rx_bytes += rx_bytes;
+                    n.tx_packets += tx_bytes.div_ceil(1500);
+                    n.rx_packets += rx_bytes.div_ceil(1500);
+                    render::render_netdev(self.root(), n).map_err(Self::render_err)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn with_port(&self, dev: &str, port: u32, f: impl FnOnce(&mut SimPort)) -> Result<(), HostError> {
+        self.with_port_silent(dev, port, f)?;
+        let mut st = self.lock();
+        Self::emit(&mut st, HostEvent::RdmaChanged { name: dev.to_string() });
+        Ok(())
+    }
+
+    fn with_port_silent(&self, dev: &str, port: u32, f: impl FnOnce(&mut SimPort)) -> Result<(), HostError> {
+        let mut st = self.lock();
+        let d = st
+            .spec
+            .devices
+            .iter_mut()
+            .find(|d| d.name == dev)
+            .ok_or_else(|| HostError::NotFound(format!("RDMA device {dev}")))?;
+        let p = d
+            .ports
+            .iter_mut()
+            .find(|p| p.number == port)
+            .ok_or_else(|| HostError::NotFound(format!("port {port} of RDMA device {dev}")))?;
+        f(p);
+        render::render_device(self.root(), d).map_err(Self::render_err)
+    }
+
+    /// Raises an event as if the kernel had sent it (e.g. an ENOBUFS overflow).
+    pub fn raise(&self, event: HostEvent) {
+        let mut st = self.lock();
+        Self::emit(&mut st, event);
+    }
+
+    fn emit(st: &mut SimState, event: HostEvent) {
+        st.subscribers.retain(|tx| tx.send(event.clone()).is_ok());
+    }
+
+    /// Takes the fault registered for `op`, if any, applying an unplug at once.
+    fn take_fault(&self, st: &mut SimState, op: SimOp) -> Result<(), HostError> {
+        let Some(pos) = st.faults.iter().position(|f| match f {
+            Fault::Fail(o, _) | Fault::Unplug(o, _) => *o == op,
+        }) else {
+            return Ok(());
+        };
+        match st.faults.remove(pos) {
+            Fault::Fail(_, errno) => Err(HostError::kernel(Op::File(format!("{op:?}")), errno)),
+            Fault::Unplug(_, dev) => {
+                // Already gone is fine: the point is that it is gone now.
+                let _ = self.remove_device_locked(st, &dev);
+                Ok(())
+            }
+        }
+    }
+
+    fn remove_device_locked(&self, st: &mut SimState, name: &str) -> Result<(), HostError> {
+        let pos = st
+            .spec
+            .devices
+            .iter()
+            .position(|d| d.name == name)
+            .ok_or_else(|| HostError::NotFound(format!("RDMA device {name}")))?;
+        let dev = st.spec.devices.remove(pos);
+        st.roce.retain(|(idx, _), _| *idx != dev.index);
+        render::remove_device(self.root(), name).map_err(Self::render_err)?;
+        Self::emit(st, HostEvent::RdmaRemoved { name: name.to_string() });
+        Ok(())
+    }
+
+    fn sys_path(&self, path: &Path) -> PathBuf {
+        self.root().join(path.strip_prefix("/").unwrap_or(path))
+    }
+}
+
+#[async_trait]
+impl Host for SimHost {
+    async fn rdma_device_names(&self) -> Result<Vec<String>, HostError> {
+        self.inner.sys.rdma_device_names()
+    }
+
+    async fn read_device(&self, name: &str) -> Result<DeviceSnapshot, HostError> {
+        {
+            let mut st = self.lock();
+            self.take_fault(&mut st, SimOp::ReadDevice)?;
+        }
+        self.inner.sys.read_device(name)
+    }
+
+    async fn read_counters(&self, dev: &str, port: u32) -> Result<CounterSnapshot, HostError> {
+        self.inner.sys.read_counters(dev, port)
+    }
+
+    async fn read_netdevs(&self) -> Result<Vec<NetdevSnapshot>, HostError> {
+        self.inner.sys.read_netdevs()
+    }
+
+    async fn module_loaded(&self, module: &str) -> Result<bool, HostError> {
+        Ok(self.inner.sys.module_loaded(module))
+    }
+
+    async fn roce_mode(&self, dev: &str, port: u32) -> Result<RoceMode, HostError> {
+        let mut st = self.lock();
+        self.take_fault(&mut st, SimOp::RoceRead)?;
+        rules::roce_get(&mut st, dev, port).map(|(m, _)| m)
+    }
+
+    async fn set_roce_mode(&self, dev: &str, port: u32, mode: RoceMode) -> Result<(), HostError> {
+        let mut st = self.lock();
+        self.take_fault(&mut st, SimOp::RoceWrite)?;
+        rules::roce_set_mode(&mut st, dev, port, mode)
+    }
+
+    async fn roce_tos(&self, dev: &str, port: u32) -> Result<u8, HostError> {
+        let mut st = self.lock();
+        self.take_fault(&mut st, SimOp::RoceRead)?;
+        rules::roce_get(&mut st, dev, port).map(|(_, t)| t)
+    }
+
+    async fn set_roce_tos(&self, dev: &str, port: u32, tos: u8) -> Result<(), HostError> {
+        let mut st = self.lock();
+        self.take_fault(&mut st, SimOp::RoceWrite)?;
+        rules::roce_set_tos(&mut st, dev, port, tos)
+    }
+
+    async fn roce_configfs_dirs(&self) -> Result<Vec<String>, HostError> {
+        let st = self.lock();
+        rules::configfs_present(&st)?;
+        let mut v: Vec<String> = st.cm_groups.iter().map(|g| g.bound_name.clone()).collect();
+        v.sort();
+        Ok(v)
+    }
+
+    async fn nl_devices(&self) -> Result<Vec<NlDevice>, HostError> {
+        Ok(rules::nl_devices(&self.lock()))
+    }
+
+    async fn nl_ports(&self) -> Result<Vec<NlPort>, HostError> {
+        Ok(rules::nl_ports(&self.lock()))
+    }
+
+    async fn nl_sys(&self) -> Result<NlSys, HostError> {
+        let st = self.lock();
+        Ok(NlSys {
+            netns_shared: Some(true),
+            copy_on_fork: Some(true),
+            monitor_mode: st.spec.kernel.monitor_mode.then_some(true),
+        })
+    }
+
+    async fn nl_port_stats(&self, dev_index: u32, port: u32) -> Result<Vec<(String, u64)>, HostError> {
+        rules::nl_port_stats(&self.lock(), dev_index, port)
+    }
+
+    async fn add_link(&self, link: &NewLink) -> Result<(), HostError> {
+        let mut st = self.lock();
+        self.take_fault(&mut st, SimOp::AddLink)?;
+        let dev = rules::new_link(&mut st, link)?;
+        render::render_device(self.root(), &dev).map_err(Self::render_err)?;
+        render::render_module(self.root(), "rdma_rxe", st.spec.kernel.rxe_loaded).map_err(Self::render_err)?;
+        Self::emit(&mut st, HostEvent::RdmaAdded { name: dev.name.clone() });
+        Ok(())
+    }
+
+    async fn delete_link(&self, dev_index: u32) -> Result<(), HostError> {
+        let mut st = self.lock();
+        self.take_fault(&mut st, SimOp::DeleteLink)?;
+        let name = rules::del_link_check(&st, dev_index)?;
+        self.remove_device_locked(&mut st, &name)
+    }
+
+    async fn rename_device(&self, dev_index: u32, new_name: &str) -> Result<(), HostError> {
+        let mut st = self.lock();
+        self.take_fault(&mut st, SimOp::RenameDevice)?;
+        let Some(old) = rules::rename_device(&mut st, dev_index, new_name)? else {
+            return Ok(());
+        };
+        render::remove_device(self.root(), &old).map_err(Self::render_err)?;
+        if let Some(d) = st.spec.devices.iter().find(|d| d.index == dev_index) {
+            render::render_device(self.root(), d).map_err(Self::render_err)?;
+        }
+        Self::emit(&mut st, HostEvent::RdmaRenamed { old, new: new_name.to_string() });
+        Ok(())
+    }
+
+    async fn create_ipoib_child(&self, child: &NewIpoibChild) -> Result<(), HostError> {
+        let mut st = self.lock();
+        self.take_fault(&mut st, SimOp::CreateChild)?;
+        let nd = rules::new_ipoib_child(&mut st, child)?;
+        render::render_netdev(self.root(), &nd).map_err(Self::render_err)?;
+        Self::emit(&mut st, HostEvent::NetdevAdded { name: nd.name });
+        Ok(())
+    }
+
+    async fn change_netdev(&self, name: &str, change: &NetdevChange) -> Result<(), HostError> {
+        let mut st = self.lock();
+        self.take_fault(&mut st, SimOp::ChangeNetdev)?;
+        let touched = rules::change_netdev(&mut st, name, change)?;
+        for n in st.spec.netdevs.iter().filter(|n| n.name == name) {
+            render::render_netdev(self.root(), n).map_err(Self::render_err)?;
+        }
+        for d in st.spec.devices.iter().filter(|d| touched.contains(&d.name)) {
+            render::render_device(self.root(), d).map_err(Self::render_err)?;
+        }
+        Self::emit(&mut st, HostEvent::NetdevChanged { name: name.to_string() });
+        for d in touched {
+            Self::emit(&mut st, HostEvent::RdmaChanged { name: d });
+        }
+        Ok(())
+    }
+
+    async fn rename_netdev(&self, old: &str, new: &str) -> Result<(), HostError> {
+        let mut st = self.lock();
+        self.take_fault(&mut st, SimOp::RenameNetdev)?;
+        let before = rules::find_netdev(&st, old)?.clone();
+        let touched = rules::rename_netdev(&mut st, old, new)?;
+        render::remove_netdev(self.root(), &before).map_err(Self::render_err)?;
+        for n in st.spec.netdevs.iter().filter(|n| n.name == new) {
+            render::render_netdev(self.root(), n).map_err(Self::render_err)?;
+        }
+        for d in st.spec.devices.iter().filter(|d| touched.contains(&d.name)) {
+            render::render_device(self.root(), d).map_err(Self::render_err)?;
+        }
+        Self::emit(&mut st, HostEvent::NetdevRenamed { old: old.to_string(), new: new.to_string() });
+        Ok(())
+    }
+
+    async fn delete_netdev(&self, name: &str) -> Result<(), HostError> {
+        let mut st = self.lock();
+        self.take_fault(&mut st, SimOp::DeleteNetdev)?;
+        let (gone, soft) = rules::delete_netdev(&mut st, name)?;
+        for dev in soft {
+            self.remove_device_locked(&mut st, &dev)?;
+        }
+        for nd in gone {
+            render::remove_netdev(self.root(), &nd).map_err(Self::render_err)?;
+            Self::emit(&mut st, HostEvent::NetdevRemoved { name: nd.name });
+        }
+        Ok(())
+    }
+
+    async fn subscribe(&self) -> Result<mpsc::UnboundedReceiver<HostEvent>, HostError> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.lock().subscribers.push(tx);
+        Ok(rx)
+    }
+
+    async fn read_file(&self, path: &Path) -> Result<Option<Vec<u8>>, HostError> {
+        let p = self.sys_path(path);
+        files::read_optional(&p).map_err(|e| HostError::from_io(Op::File(path.display().to_string()), &e))
+    }
+
+    async fn write_file_atomic(&self, path: &Path, contents: &[u8]) -> Result<(), HostError> {
+        {
+            let mut st = self.lock();
+            self.take_fault(&mut st, SimOp::WriteFile)?;
+        }
+        let p = self.sys_path(path);
+        if let Some(dir) = p.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| HostError::from_io(Op::File(path.display().to_string()), &e))?;
+        }
+        files::write_atomic(&p, contents).map_err(|e| HostError::from_io(Op::File(path.display().to_string()), &e))
+    }
+}

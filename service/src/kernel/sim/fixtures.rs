@@ -1,0 +1,394 @@
+//! Simulated hosts: the hardware of the guide and of current clusters, the kernel lab's
+//! veth pair, and generated large hosts for benchmarks. Formats and numbers follow the kernel
+//! (see rdma-facts.md); soft devices are made by the same rules as `rdma link add`.
+
+use std::net::Ipv6Addr;
+
+use super::model::{HostSpec, SimDevice, SimGid, SimIpoib, SimKernel, SimNetdev, SimPma, SimPort};
+use crate::model::{DeviceKind, GidType, Guid, IpoibMode, LinkLayer, NodeType, PhysState, PortState};
+
+fn gid(prefix: u64, guid: u64) -> Ipv6Addr {
+    Ipv6Addr::from((u128::from(prefix) << 64) | u128::from(guid))
+}
+
+fn v4_mapped(a: [u8; 4]) -> Ipv6Addr {
+    std::net::Ipv4Addr::from(a).to_ipv6_mapped()
+}
+
+const LINK_LOCAL: u64 = 0xfe80_0000_0000_0000;
+
+fn netdev(ifindex: u32, name: &str, kind: Option<&str>, mac: [u8; 6]) -> SimNetdev {
+    SimNetdev {
+        ifindex,
+        name: name.into(),
+        arphrd: 1,
+        address: mac.to_vec(),
+        mtu: 1500,
+        up: true,
+        carrier: true,
+        link_kind: kind.map(str::to_string),
+        peer: None,
+        pci_address: None,
+        ipoib: None,
+        tx_bytes: 0,
+        rx_bytes: 0,
+        tx_packets: 0,
+        rx_packets: 0,
+    }
+}
+
+fn loopback() -> SimNetdev {
+    let mut lo = netdev(1, "lo", Some("loopback"), [0; 6]);
+    lo.arphrd = 772;
+    lo.mtu = 65536;
+    lo
+}
+
+/// An IPoIB address: 4 bytes of flags and QPN, the subnet prefix, the port GUID.
+fn ipoib_address(connected_capable: bool, qpn: u32, port_guid: u64) -> Vec<u8> {
+    let mut a = Vec::with_capacity(20);
+    let flags = if connected_capable { 0x80 } else { 0x00 };
+    a.push(flags);
+    a.extend_from_slice(&qpn.to_be_bytes()[1..]);
+    a.extend_from_slice(&LINK_LOCAL.to_be_bytes());
+    a.extend_from_slice(&port_guid.to_be_bytes());
+    a
+}
+
+#[allow(clippy::too_many_arguments)]
+fn ipoib_netdev(
+    ifindex: u32,
+    name: &str,
+    pci: &str,
+    port: u32,
+    connected_capable: bool,
+    qpn: u32,
+    port_guid: u64,
+    ib_mtu: u32,
+) -> SimNetdev {
+    SimNetdev {
+        ifindex,
+        name: name.into(),
+        arphrd: 32,
+        address: ipoib_address(connected_capable, qpn, port_guid),
+        mtu: ib_mtu - 4,
+        up: true,
+        carrier: true,
+        link_kind: None,
+        peer: None,
+        pci_address: Some(pci.into()),
+        ipoib: Some(SimIpoib {
+            pkey: 0xffff,
+            mode: IpoibMode::Datagram,
+            umcast: false,
+            port,
+            parent: None,
+            legacy_files: true,
+            ib_mtu,
+        }),
+        tx_bytes: 0,
+        rx_bytes: 0,
+        tx_packets: 0,
+        rx_packets: 0,
+    }
+}
+
+fn ib_port(number: u32, port_guid: u64, rate: &str, lid: u32, sm_lid: u32, lmc: u8, cap_mask: u32) -> SimPort {
+    SimPort {
+        number,
+        state: PortState::Active,
+        phys_state: PhysState::LinkUp,
+        lid,
+        sm_lid,
+        lmc,
+        sm_sl: 0,
+        cap_mask,
+        link_layer: LinkLayer::InfiniBand,
+        rate: rate.into(),
+        gids: vec![SimGid {
+            index: 0,
+            gid: gid(LINK_LOCAL, port_guid),
+            gid_type: GidType::IbRoceV1,
+            ndev: None,
+        }],
+        gid_table_len: 8,
+        pkeys: vec![0xffff, 0, 0, 0, 0, 0, 0, 0],
+        pma: Some(SimPma {
+            extended: true,
+            xmit_data: 0,
+            rcv_data: 0,
+            xmit_packets: 0,
+            rcv_packets: 0,
+            errors: vec![
+                ("symbol_error".into(), 0),
+                ("link_error_recovery".into(), 0),
+                ("link_downed".into(), 0),
+                ("port_rcv_errors".into(), 0),
+                ("port_xmit_discards".into(), 0),
+                ("excessive_buffer_overrun_errors".into(), 0),
+                ("local_link_integrity_errors".into(), 0),
+                ("VL15_dropped".into(), 0),
+            ],
+        }),
+        hw_counters: vec![],
+        roce_types: vec![GidType::IbRoceV1],
+    }
+}
+
+/// A RoCE port over `ndev` with v1 and v2 GIDs for its link-local and IPv4 addresses.
+fn roce_port(number: u32, mac: [u8; 6], ndev: &str, rate: &str, ipv4: Option<[u8; 4]>) -> SimPort {
+    let ll = gid(LINK_LOCAL, Guid::from_mac_eui64(mac).0);
+    let mut gids = vec![
+        SimGid { index: 0, gid: ll, gid_type: GidType::IbRoceV1, ndev: Some(ndev.into()) },
+        SimGid { index: 1, gid: ll, gid_type: GidType::RoceV2, ndev: Some(ndev.into()) },
+    ];
+    if let Some(a) = ipv4 {
+        gids.push(SimGid { index: 2, gid: v4_mapped(a), gid_type: GidType::IbRoceV1, ndev: Some(ndev.into()) });
+        gids.push(SimGid { index: 3, gid: v4_mapped(a), gid_type: GidType::RoceV2, ndev: Some(ndev.into()) });
+    }
+    SimPort {
+        number,
+        state: PortState::Active,
+        phys_state: PhysState::LinkUp,
+        lid: 0,
+        sm_lid: 0,
+        lmc: 0,
+        sm_sl: 0,
+        cap_mask: 0x0401_0000,
+        link_layer: LinkLayer::Ethernet,
+        rate: rate.into(),
+        gids,
+        gid_table_len: 8,
+        pkeys: vec![0xffff],
+        pma: Some(SimPma {
+            extended: true,
+            xmit_data: 0,
+            rcv_data: 0,
+            xmit_packets: 0,
+            rcv_packets: 0,
+            errors: vec![("port_rcv_errors".into(), 0), ("port_xmit_discards".into(), 0)],
+        }),
+        hw_counters: vec![
+            ("out_of_buffer".into(), 0),
+            ("out_of_sequence".into(), 0),
+            ("rx_write_requests".into(), 0),
+            ("rx_read_requests".into(), 0),
+            ("np_cnp_sent".into(), 0),
+            ("rp_cnp_handled".into(), 0),
+        ],
+        roce_types: vec![GidType::IbRoceV1, GidType::RoceV2],
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn hca(
+    index: u32,
+    name: &str,
+    pci: &str,
+    hca_type: &str,
+    fw: &str,
+    node_guid: u64,
+    sys_image_guid: u64,
+    protocol: &str,
+    ports: Vec<SimPort>,
+) -> SimDevice {
+    SimDevice {
+        index,
+        name: name.into(),
+        kind: DeviceKind::Hardware,
+        node_type: NodeType::Ca,
+        node_guid: Guid(node_guid),
+        sys_image_guid: Guid(sys_image_guid),
+        fw_ver: fw.into(),
+        node_desc: format!("host01 {name}"),
+        hca_type: Some(hca_type.into()),
+        hw_rev: Some("0x0".into()),
+        board_id: Some("MT_0000000223".into()),
+        parent_netdev: None,
+        pci_address: Some(pci.into()),
+        protocol: protocol.into(),
+        cap_flags: 0x0000_0001_3d97_1c36,
+        ports,
+    }
+}
+
+/// The guide's two-port `mlx4_1`: port 1 InfiniBand (ACTIVE, LID 2, SM LID 2, LMC 1) with
+/// IPoIB `ib0` (connected mode capable, 32-bit PMA counters), port 2 Ethernet (RoCE).
+pub fn guide_mlx4(index: u32, first_ifindex: u32) -> (SimDevice, Vec<SimNetdev>) {
+    let pci = "0000:04:00.0";
+    let port1_guid = 0xf452_1403_0003_9381;
+    let eth_mac = [0xf4, 0x52, 0x14, 0x03, 0x93, 0x82];
+    let mut p1 = ib_port(1, port1_guid, "56 Gb/sec (4X FDR)", 2, 2, 1, 0x0251_486a);
+    if let Some(pma) = p1.pma.as_mut() {
+        // ConnectX-3 without extended counters: 32-bit, saturating.
+        pma.extended = false;
+    }
+    p1.pkeys = vec![0xffff, 0x8001, 0, 0];
+    let p2 = roce_port(2, eth_mac, "enp4s0d1", "40 Gb/sec (4X QDR)", None);
+    let mut dev = hca(index, "mlx4_1", pci, "MT4099", "2.42.5000", 0xf452_1403_0003_9380, 0xf452_1403_0003_9383, "ib", vec![p1, p2]);
+    dev.hw_rev = Some("1".into());
+    dev.board_id = Some("MT_1090120019".into());
+    let ib0 = ipoib_netdev(first_ifindex, "ib0", pci, 1, true, 0x48, port1_guid, 2048);
+    let mut eth = netdev(first_ifindex + 1, "enp4s0d1", None, eth_mac);
+    eth.pci_address = Some(pci.into());
+    (dev, vec![ib0, eth])
+}
+
+/// A ConnectX-6 (MT4123) on InfiniBand HDR with an enhanced-IPoIB parent (no connected mode)
+/// and two P_Key children made over rtnetlink.
+pub fn cx6_ib(index: u32, name: &str, pci: &str, guid: u64, first_ifindex: u32, ipoib_name: &str) -> (SimDevice, Vec<SimNetdev>) {
+    let mut p1 = ib_port(1, guid, "200 Gb/sec (4X HDR)", 0x12, 0x1, 0, 0xa651_e848);
+    p1.pkeys = vec![0xffff, 0x8002, 0x8003, 0x7fff];
+    let dev = hca(index, name, pci, "MT4123", "20.31.1014", guid, guid, "ib", vec![p1]);
+    let parent = ipoib_netdev(first_ifindex, ipoib_name, pci, 1, false, 0x1087, guid, 4096);
+    let mut out = vec![parent.clone()];
+    for (i, pkey) in [0x8002u16, 0x8003].into_iter().enumerate() {
+        let mut child = parent.clone();
+        child.ifindex = first_ifindex + 1 + i as u32;
+        child.name = format!("{ipoib_name}.{pkey:04x}");
+        child.link_kind = Some("ipoib".into());
+        child.address[3] = child.address[3].wrapping_add(1 + i as u8);
+        if let Some(ib) = child.ipoib.as_mut() {
+            ib.pkey = pkey;
+            ib.parent = Some(ipoib_name.into());
+            ib.legacy_files = false;
+        }
+        out.push(child);
+    }
+    (dev, out)
+}
+
+/// An mlx5 RoCE port (ConnectX-6 Dx, 100 GbE) with v1 and v2 GIDs.
+pub fn mlx5_roce(index: u32, ifindex: u32) -> (SimDevice, Vec<SimNetdev>) {
+    let pci = "0000:3b:00.1";
+    let mac = [0x0c, 0x42, 0xa1, 0x5e, 0x22, 0x91];
+    let port = roce_port(1, mac, "enp59s0f1np1", "100 Gb/sec (4X EDR)", Some([10, 20, 0, 11]));
+    let guid = Guid::from_mac_eui64(mac).0;
+    let mut dev = hca(index, "mlx5_1", pci, "MT4125", "22.36.1010", guid, guid, "roce", vec![port]);
+    dev.node_desc = "host01 mlx5_1".into();
+    let mut eth = netdev(ifindex, "enp59s0f1np1", None, mac);
+    eth.pci_address = Some(pci.into());
+    eth.mtu = 9000;
+    (dev, vec![eth])
+}
+
+/// The kernel lab's guest: `lo`, `dummy0` (the dummy module's default), and the veth pair the
+/// lab creates (`veth1` is registered first, so it gets the lower ifindex), with fixed MACs.
+pub fn lab_host(release: &str) -> HostSpec {
+    let mut dummy = netdev(2, "dummy0", Some("dummy"), [0x02, 0, 0, 0, 0, 0x10]);
+    dummy.up = false;
+    dummy.carrier = false;
+    let mut veth1 = netdev(3, "veth1", Some("veth"), [0x02, 0, 0, 0, 0, 0x02]);
+    veth1.peer = Some("veth0".into());
+    let mut veth0 = netdev(4, "veth0", Some("veth"), [0x02, 0, 0, 0, 0, 0x01]);
+    veth0.peer = Some("veth1".into());
+    veth0.mtu = 1500;
+    HostSpec {
+        kernel: SimKernel {
+            release: release.into(),
+            siw_available: false,
+            rdma_cm_configfs: true,
+            monitor_mode: false,
+            rxe_loaded: false,
+        },
+        devices: vec![],
+        netdevs: vec![loopback(), dummy, veth1, veth0],
+    }
+}
+
+/// The host `--simulate` shows: the guide's mlx4, a ConnectX-6 on InfiniBand with P_Key
+/// children, an mlx5 RoCE port and an rxe over an Ethernet port; siw available.
+pub fn demo_host() -> HostSpec {
+    let (mlx4, mut nds) = guide_mlx4(0, 2);
+    let (cx6, n2) = cx6_ib(1, "mlx5_0", "0000:3b:00.0", 0xb859_9f03_00d4_e62a, 10, "ibp59s0f0");
+    let (roce, n3) = mlx5_roce(2, 20);
+    nds.extend(n2);
+    nds.extend(n3);
+    let mut eth0 = netdev(30, "eth0", None, [0x52, 0x54, 0x00, 0x12, 0x34, 0x56]);
+    eth0.pci_address = Some("0000:00:03.0".into());
+    nds.push(eth0.clone());
+    nds.insert(0, loopback());
+    let mut spec = HostSpec {
+        kernel: SimKernel {
+            release: "demo".into(),
+            siw_available: true,
+            rdma_cm_configfs: true,
+            monitor_mode: false,
+            rxe_loaded: true,
+        },
+        devices: vec![mlx4, cx6, roce],
+        netdevs: nds,
+    };
+    let link = crate::kernel::NewLink {
+        name: "rxe0".into(),
+        kind: crate::model::SoftLinkType::Rxe,
+        netdev: "eth0".into(),
+    };
+    let mut tmp = super::SimState {
+        spec: spec.clone(),
+        next_dev_index: 3,
+        next_ifindex: 31,
+        roce: Default::default(),
+        cm_groups: vec![],
+        faults: vec![],
+        subscribers: vec![],
+    };
+    if let Ok(rxe) = super::rules::new_link(&mut tmp, &link) {
+        spec.devices.push(rxe);
+    }
+    spec
+}
+
+/// A generated host for benchmarks: `devices` ConnectX-6 HCAs with `ports` InfiniBand ports
+/// each and `ipoib` IPoIB interfaces spread over them (parents first, then P_Key children).
+pub fn large_host(devices: u32, ports: u32, ipoib: u32) -> HostSpec {
+    let mut spec = HostSpec {
+        kernel: SimKernel { release: "large".into(), ..SimKernel::default() },
+        devices: Vec::new(),
+        netdevs: vec![loopback()],
+    };
+    let mut ifindex = 2;
+    let mut parents = Vec::new();
+    for i in 0..devices {
+        let pci = format!("0000:{:02x}:{:02x}.0", 0x10 + i / 32, i % 32);
+        let base = 0xb859_9f03_0000_0000u64 | (u64::from(i) << 8);
+        let port_list = (1..=ports)
+            .map(|p| ib_port(p, base | u64::from(p), "200 Gb/sec (4X HDR)", 0x100 + i * 4 + p, 1, 0, 0xa651_e848))
+            .collect();
+        spec.devices.push(hca(i, &format!("mlx5_{i}"), &pci, "MT4123", "20.31.1014", base, base, "ib", port_list));
+        for p in 1..=ports {
+            if (parents.len() as u32) < ipoib.min(devices * ports) {
+                let name = format!("ib{i}p{p}");
+                spec.netdevs.push(ipoib_netdev(ifindex, &name, &pci, p, false, 0x1000 + ifindex, base | u64::from(p), 4096));
+                parents.push(name);
+                ifindex += 1;
+            }
+        }
+    }
+    let mut made = parents.len() as u32;
+    let mut pkey = 0x8002u16;
+    'outer: while made < ipoib && !parents.is_empty() {
+        for parent in parents.clone() {
+            if made >= ipoib {
+                break 'outer;
+            }
+            let Some(p) = spec.netdevs.iter().find(|n| n.name == parent).cloned() else {
+                break 'outer;
+            };
+            let mut child = p;
+            child.ifindex = ifindex;
+            child.name = format!("{parent}.{pkey:04x}");
+            child.link_kind = Some("ipoib".into());
+            if let Some(ib) = child.ipoib.as_mut() {
+                ib.pkey = pkey;
+                ib.parent = Some(parent.clone());
+                ib.legacy_files = false;
+            }
+            spec.netdevs.push(child);
+            ifindex += 1;
+            made += 1;
+        }
+        pkey += 1;
+    }
+    spec
+}

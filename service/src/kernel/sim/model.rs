@@ -1,0 +1,166 @@
+//! The simulated host's in-memory state: the devices and netdevs a kernel would hold.
+//! The sysfs tree is rendered from it (see `render`), and read back by the real readers.
+
+use std::net::Ipv6Addr;
+
+use crate::model::{
+    DeviceKind, GidType, Guid, IpoibMode, LinkLayer, NodeType, PhysState, PortState,
+};
+
+/// PMA PortCounters of a simulated port.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimPma {
+    /// Extended-width (64-bit) counters.
+    pub extended: bool,
+    /// 4-octet words.
+    pub xmit_data: u64,
+    pub rcv_data: u64,
+    pub xmit_packets: u64,
+    pub rcv_packets: u64,
+    /// Error counters (symbol_error, link_downed, ...).
+    pub errors: Vec<(String, u64)>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimGid {
+    pub index: u32,
+    pub gid: Ipv6Addr,
+    pub gid_type: GidType,
+    pub ndev: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimPort {
+    pub number: u32,
+    pub state: PortState,
+    pub phys_state: PhysState,
+    pub lid: u32,
+    pub sm_lid: u32,
+    pub lmc: u8,
+    pub sm_sl: u8,
+    pub cap_mask: u32,
+    pub link_layer: LinkLayer,
+    /// The exact `rate` text.
+    pub rate: String,
+    pub gids: Vec<SimGid>,
+    /// Size of the GID table (unused entries render as all-zero files).
+    pub gid_table_len: u32,
+    /// The full P_Key table; zero entries render as 0x0000.
+    pub pkeys: Vec<u16>,
+    pub pma: Option<SimPma>,
+    pub hw_counters: Vec<(String, u64)>,
+    /// GID types the port supports (what `default_roce_mode` accepts).
+    pub roce_types: Vec<GidType>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimDevice {
+    /// Kernel device index (cyclic allocation: never reused while the counter has not wrapped).
+    pub index: u32,
+    pub name: String,
+    pub kind: DeviceKind,
+    pub node_type: NodeType,
+    pub node_guid: Guid,
+    pub sys_image_guid: Guid,
+    pub fw_ver: String,
+    pub node_desc: String,
+    pub hca_type: Option<String>,
+    pub hw_rev: Option<String>,
+    pub board_id: Option<String>,
+    /// The netdev of a soft device.
+    pub parent_netdev: Option<String>,
+    pub pci_address: Option<String>,
+    /// `rdma dev show` protocol: ib, roce, iw.
+    pub protocol: String,
+    /// IB_DEVICE cap flags as RDMA netlink reports them.
+    pub cap_flags: u64,
+    pub ports: Vec<SimPort>,
+}
+
+/// IPoIB specifics of a simulated netdev.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimIpoib {
+    pub pkey: u16,
+    pub mode: IpoibMode,
+    pub umcast: bool,
+    /// HCA port number.
+    pub port: u32,
+    /// Parent interface of a child.
+    pub parent: Option<String>,
+    /// Created through sysfs `create_child` (has pkey/mode/umcast/parent files) rather than
+    /// rtnetlink (has none of them).
+    pub legacy_files: bool,
+    /// IB link MTU of the port (2048, 4096): datagram MTU is this minus 4.
+    pub ib_mtu: u32,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimNetdev {
+    pub ifindex: u32,
+    pub name: String,
+    /// ARPHRD_*.
+    pub arphrd: u16,
+    pub address: Vec<u8>,
+    pub mtu: u32,
+    pub up: bool,
+    pub carrier: bool,
+    /// rtnetlink kind (veth, dummy, ipoib, vlan) or None for a hardware function's netdev.
+    pub link_kind: Option<String>,
+    /// The other end of a veth pair.
+    pub peer: Option<String>,
+    pub pci_address: Option<String>,
+    pub ipoib: Option<SimIpoib>,
+    pub tx_bytes: u64,
+    pub rx_bytes: u64,
+    pub tx_packets: u64,
+    pub rx_packets: u64,
+}
+
+impl SimNetdev {
+    pub fn operstate(&self) -> &'static str {
+        match (self.up, self.carrier) {
+            (true, true) => "up",
+            (true, false) => "lowerlayerdown",
+            _ => "down",
+        }
+    }
+
+    pub fn mac(&self) -> Option<[u8; 6]> {
+        <[u8; 6]>::try_from(self.address.as_slice()).ok()
+    }
+}
+
+/// Kernel knobs that differ between kernels.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimKernel {
+    /// `uname -r` of the kernel this host imitates.
+    pub release: String,
+    /// CONFIG_RDMA_SIW (Debian's kernels: not set).
+    pub siw_available: bool,
+    /// rdma_cm loaded and configfs mounted.
+    pub rdma_cm_configfs: bool,
+    /// SYS MONITOR_MODE (no Debian kernel up to 6.12).
+    pub monitor_mode: bool,
+    /// rxe loaded (it is autoloaded by the first `rdma link add ... type rxe`).
+    pub rxe_loaded: bool,
+}
+
+impl Default for SimKernel {
+    fn default() -> Self {
+        SimKernel {
+            release: "sim".into(),
+            siw_available: false,
+            rdma_cm_configfs: true,
+            monitor_mode: false,
+            rxe_loaded: false,
+        }
+    }
+}
+
+/// Everything a simulated host holds.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct HostSpec {
+    pub kernel: SimKernel,
+    pub devices: Vec<SimDevice>,
+    pub netdevs: Vec<SimNetdev>,
+}

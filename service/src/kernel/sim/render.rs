@@ -1,0 +1,193 @@
+//! Renders the simulated state as a sysfs-shaped tree, in the exact text formats the kernel
+//! prints, so that the real readers in [`crate::kernel::sysfs`] read the simulated host.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::model::{SimDevice, SimNetdev, SimPort};
+use crate::model::device::gid_sysfs_form;
+use crate::model::netdev::ARPHRD_INFINIBAND;
+use crate::model::{Guid, HwAddress};
+
+fn put(path: &Path, text: &str) -> io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    // sysfs attributes end with a newline.
+    std::fs::write(path, format!("{text}\n"))
+}
+
+fn symlink(target: &str, link: &Path) -> io::Result<()> {
+    if let Some(dir) = link.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let _ = std::fs::remove_file(link);
+    std::os::unix::fs::symlink(target, link)
+}
+
+fn remove_tree(path: &Path) -> io::Result<()> {
+    match std::fs::remove_dir_all(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+pub fn pci_dir(root: &Path, pci: &str) -> PathBuf {
+    root.join("sys/devices/pci").join(pci)
+}
+
+/// Writes (or rewrites) `/sys/class/infiniband/<name>/`.
+pub fn render_device(root: &Path, dev: &SimDevice) -> io::Result<()> {
+    let dir = root.join("sys/class/infiniband").join(&dev.name);
+    remove_tree(&dir)?;
+    std::fs::create_dir_all(&dir)?;
+    put(&dir.join("node_type"), &format!("{}: {}", dev.node_type.number(), dev.node_type.sysfs_name()))?;
+    put(&dir.join("node_guid"), &dev.node_guid.colon_form())?;
+    put(&dir.join("sys_image_guid"), &dev.sys_image_guid.colon_form())?;
+    put(&dir.join("fw_ver"), &dev.fw_ver)?;
+    put(&dir.join("node_desc"), &dev.node_desc)?;
+    put(&dir.join("uevent"), &format!("NAME={}", dev.name))?;
+    for (file, value) in [("hca_type", &dev.hca_type), ("hw_rev", &dev.hw_rev), ("board_id", &dev.board_id)] {
+        if let Some(v) = value {
+            put(&dir.join(file), v)?;
+        }
+    }
+    if let Some(p) = &dev.parent_netdev {
+        put(&dir.join("parent"), p)?;
+    }
+    if let Some(pci) = &dev.pci_address {
+        std::fs::create_dir_all(pci_dir(root, pci).join("net"))?;
+        symlink(&format!("../../../devices/pci/{pci}"), &dir.join("device"))?;
+    }
+    for port in &dev.ports {
+        render_port(&dir.join("ports").join(port.number.to_string()), port)?;
+    }
+    Ok(())
+}
+
+fn render_port(dir: &Path, p: &SimPort) -> io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    put(&dir.join("state"), &format!("{}: {}", p.state.number(), p.state.sysfs_name()))?;
+    put(&dir.join("phys_state"), &format!("{}: {}", p.phys_state.number(), p.phys_state.sysfs_name()))?;
+    put(&dir.join("lid"), &format!("0x{:x}", p.lid))?;
+    put(&dir.join("sm_lid"), &format!("0x{:x}", p.sm_lid))?;
+    put(&dir.join("lid_mask_count"), &p.lmc.to_string())?;
+    put(&dir.join("sm_sl"), &p.sm_sl.to_string())?;
+    put(&dir.join("cap_mask"), &format!("0x{:08x}", p.cap_mask))?;
+    put(&dir.join("link_layer"), p.link_layer.as_str())?;
+    put(&dir.join("rate"), &p.rate)?;
+    let zero = "0000:0000:0000:0000:0000:0000:0000:0000";
+    std::fs::create_dir_all(dir.join("gid_attrs/types"))?;
+    std::fs::create_dir_all(dir.join("gid_attrs/ndevs"))?;
+    for i in 0..p.gid_table_len {
+        match p.gids.iter().find(|g| g.index == i) {
+            Some(g) => {
+                put(&dir.join(format!("gids/{i}")), &gid_sysfs_form(&g.gid))?;
+                put(&dir.join(format!("gid_attrs/types/{i}")), g.gid_type.as_str())?;
+                if let Some(nd) = &g.ndev {
+                    put(&dir.join(format!("gid_attrs/ndevs/{i}")), nd)?;
+                }
+            }
+            None => put(&dir.join(format!("gids/{i}")), zero)?,
+        }
+    }
+    for (i, pkey) in p.pkeys.iter().enumerate() {
+        put(&dir.join(format!("pkeys/{i}")), &format!("0x{pkey:04x}"))?;
+    }
+    if let Some(pma) = &p.pma {
+        let c = dir.join("counters");
+        let clamp = |v: u64| if pma.extended { v } else { v.min(0xffff_ffff) };
+        put(&c.join("port_xmit_data"), &clamp(pma.xmit_data).to_string())?;
+        put(&c.join("port_rcv_data"), &clamp(pma.rcv_data).to_string())?;
+        put(&c.join("port_xmit_packets"), &clamp(pma.xmit_packets).to_string())?;
+        put(&c.join("port_rcv_packets"), &clamp(pma.rcv_packets).to_string())?;
+        if pma.extended {
+            put(&c.join("unicast_xmit_packets"), &pma.xmit_packets.to_string())?;
+            put(&c.join("unicast_rcv_packets"), &pma.rcv_packets.to_string())?;
+            put(&c.join("multicast_xmit_packets"), "0")?;
+            put(&c.join("multicast_rcv_packets"), "0")?;
+        }
+        for (name, v) in &pma.errors {
+            put(&c.join(name), &v.to_string())?;
+        }
+    }
+    if !p.hw_counters.is_empty() {
+        let h = dir.join("hw_counters");
+        for (name, v) in &p.hw_counters {
+            put(&h.join(name), &v.to_string())?;
+        }
+        put(&h.join("lifespan"), "10")?;
+    }
+    Ok(())
+}
+
+pub fn remove_device(root: &Path, name: &str) -> io::Result<()> {
+    remove_tree(&root.join("sys/class/infiniband").join(name))
+}
+
+/// Writes (or rewrites) `/sys/class/net/<name>/`.
+pub fn render_netdev(root: &Path, nd: &SimNetdev) -> io::Result<()> {
+    let dir = root.join("sys/class/net").join(&nd.name);
+    remove_tree(&dir)?;
+    std::fs::create_dir_all(&dir)?;
+    put(&dir.join("ifindex"), &nd.ifindex.to_string())?;
+    put(&dir.join("type"), &nd.arphrd.to_string())?;
+    put(&dir.join("address"), &HwAddress(nd.address.clone()).to_sysfs())?;
+    put(&dir.join("mtu"), &nd.mtu.to_string())?;
+    put(&dir.join("operstate"), nd.operstate())?;
+    put(&dir.join("carrier"), if nd.carrier && nd.up { "1" } else { "0" })?;
+    let devtype = match nd.link_kind.as_deref() {
+        Some("vlan") => "DEVTYPE=vlan\n",
+        _ => "",
+    };
+    put(&dir.join("uevent"), &format!("{devtype}INTERFACE={}\nIFINDEX={}", nd.name, nd.ifindex))?;
+    let stats = dir.join("statistics");
+    put(&stats.join("tx_bytes"), &nd.tx_bytes.to_string())?;
+    put(&stats.join("rx_bytes"), &nd.rx_bytes.to_string())?;
+    put(&stats.join("tx_packets"), &nd.tx_packets.to_string())?;
+    put(&stats.join("rx_packets"), &nd.rx_packets.to_string())?;
+    if let Some(pci) = &nd.pci_address {
+        symlink(&format!("../../../devices/pci/{pci}"), &dir.join("device"))?;
+        std::fs::create_dir_all(pci_dir(root, pci).join("net").join(&nd.name))?;
+    }
+    if let (Some(ib), ARPHRD_INFINIBAND) = (&nd.ipoib, nd.arphrd) {
+        put(&dir.join("dev_port"), &(ib.port.saturating_sub(1)).to_string())?;
+        put(&dir.join("dev_id"), &format!("0x{:x}", ib.port.saturating_sub(1)))?;
+        if ib.legacy_files {
+            put(&dir.join("pkey"), &format!("0x{:04x}", ib.pkey))?;
+            put(&dir.join("mode"), ib.mode.as_str())?;
+            put(&dir.join("umcast"), if ib.umcast { "1" } else { "0" })?;
+            if let Some(parent) = &ib.parent {
+                put(&dir.join("parent"), parent)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn remove_netdev(root: &Path, nd: &SimNetdev) -> io::Result<()> {
+    if let Some(pci) = &nd.pci_address {
+        remove_tree(&pci_dir(root, pci).join("net").join(&nd.name))?;
+    }
+    remove_tree(&root.join("sys/class/net").join(&nd.name))
+}
+
+/// `/sys/module/<name>` for loaded modules.
+pub fn render_module(root: &Path, module: &str, loaded: bool) -> io::Result<()> {
+    let dir = root.join("sys/module").join(module);
+    if loaded {
+        std::fs::create_dir_all(dir)
+    } else {
+        remove_tree(&dir)
+    }
+}
+
+/// The RoCE default GID of a netdev: fe80::/64 with the EUI-64 of its MAC.
+pub fn default_gid(mac: [u8; 6]) -> std::net::Ipv6Addr {
+    let guid = Guid::from_mac_eui64(mac).to_be_bytes();
+    let mut o = [0u8; 16];
+    o[0] = 0xfe;
+    o[1] = 0x80;
+    o[8..].copy_from_slice(&guid);
+    std::net::Ipv6Addr::from(o)
+}

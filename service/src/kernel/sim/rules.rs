@@ -1,0 +1,621 @@
+//! The kernel's rules and error codes for every simulated operation, in the order the kernel
+//! checks them (drivers/infiniband/core/nldev.c, sw/rxe/rxe.c, ulp/ipoib, net/core/dev.c,
+//! core/cma_configfs.c). The lab scenario suite compares these against a real kernel.
+
+use super::model::{SimDevice, SimGid, SimIpoib, SimNetdev, SimPort};
+use super::{CmGroup, SimState};
+use crate::kernel::{HostError, NetdevChange, NewIpoibChild, NewLink, NlDevice, NlPort, Op};
+use crate::model::netdev::{ARPHRD_INFINIBAND, IPOIB_FLAGS_RC};
+use crate::model::{
+    DeviceKind, Errno, GidType, Guid, IpoibMode, LinkLayer, NodeType, PhysState, PortState,
+    RoceMode, SoftLinkType,
+};
+
+/// IPOIB_CM_MTU: the largest MTU of connected mode.
+pub const IPOIB_CM_MAX_MTU: u32 = 65520;
+/// ETH_MIN_MTU.
+const MIN_MTU: u32 = 68;
+/// ETH_MAX_MTU (veth, dummy).
+const ETH_MAX_MTU: u32 = 65535;
+
+fn nl(op: Op, errno: Errno) -> HostError {
+    HostError::kernel(op, errno)
+}
+
+pub fn find_netdev<'a>(st: &'a SimState, name: &str) -> Result<&'a SimNetdev, HostError> {
+    st.spec
+        .netdevs
+        .iter()
+        .find(|n| n.name == name)
+        .ok_or_else(|| HostError::NotFound(format!("network interface {name}")))
+}
+
+// ---- rdma_cm configfs ------------------------------------------------------------------------
+
+pub fn configfs_present(st: &SimState) -> Result<(), HostError> {
+    if st.spec.kernel.rdma_cm_configfs {
+        Ok(())
+    } else {
+        Err(HostError::Unsupported {
+            what: "the RoCE default mode".into(),
+            why: "rdma_cm's configfs is missing: load the rdma_cm module and mount configfs on /sys/kernel/config".into(),
+        })
+    }
+}
+
+/// `mkdir rdma_cm/<dev>` (EEXIST ignored), then resolve the group's bound name to a device as
+/// `cma_configfs_params_get` does: a group whose device was renamed or removed gives ENODEV.
+fn cm_port<'a>(st: &'a mut SimState, dev: &str, port: u32) -> Result<(&'a SimDevice, u32), HostError> {
+    configfs_present(st)?;
+    if !st.cm_groups.iter().any(|g| g.bound_name == dev) {
+        if !st.spec.devices.iter().any(|d| d.name == dev) {
+            return Err(nl(Op::Configfs(format!("mkdir rdma_cm/{dev}")), Errno::ENODEV));
+        }
+        st.cm_groups.push(CmGroup { bound_name: dev.to_string() });
+    }
+    let d = st
+        .spec
+        .devices
+        .iter()
+        .find(|d| d.name == dev)
+        .ok_or_else(|| nl(Op::Configfs(format!("rdma_cm/{dev}")), Errno::ENODEV))?;
+    if !d.ports.iter().any(|p| p.number == port) {
+        return Err(HostError::NotFound(format!("port {port} of RDMA device {dev}")));
+    }
+    Ok((d, port))
+}
+
+fn default_roce(p: &SimPort) -> (RoceMode, u8) {
+    // cma_add_one: RoCE v2 when the port supports it, else the first supported type.
+    if p.roce_types.contains(&GidType::RoceV2) {
+        (RoceMode::V2, 0)
+    } else {
+        (RoceMode::V1, 0)
+    }
+}
+
+pub fn roce_get(st: &mut SimState, dev: &str, port: u32) -> Result<(RoceMode, u8), HostError> {
+    let (d, port) = cm_port(st, dev, port)?;
+    let key = (d.index, port);
+    let default = d.ports.iter().find(|p| p.number == port).map(default_roce);
+    Ok(st.roce.get(&key).copied().or(default).unwrap_or((RoceMode::V1, 0)))
+}
+
+pub fn roce_set_mode(st: &mut SimState, dev: &str, port: u32, mode: RoceMode) -> Result<(), HostError> {
+    let (d, port) = cm_port(st, dev, port)?;
+    let p = d.ports.iter().find(|p| p.number == port);
+    // cma_set_default_gid_type: only GID types the port supports; anything else is EINVAL.
+    if !p.is_some_and(|p| p.roce_types.contains(&mode.gid_type())) {
+        return Err(nl(Op::Configfs(format!("write rdma_cm/{dev}/ports/{port}/default_roce_mode")), Errno::EINVAL));
+    }
+    let key = (d.index, port);
+    let current = roce_get(st, dev, port)?;
+    st.roce.insert(key, (mode, current.1));
+    Ok(())
+}
+
+pub fn roce_set_tos(st: &mut SimState, dev: &str, port: u32, tos: u8) -> Result<(), HostError> {
+    let (d, port) = cm_port(st, dev, port)?;
+    let key = (d.index, port);
+    let current = roce_get(st, dev, port)?;
+    st.roce.insert(key, (current.0, tos));
+    Ok(())
+}
+
+// ---- RDMA netlink ----------------------------------------------------------------------------
+
+pub fn nl_devices(st: &SimState) -> Vec<NlDevice> {
+    let mut v: Vec<NlDevice> = st
+        .spec
+        .devices
+        .iter()
+        .map(|d| NlDevice {
+            index: d.index,
+            name: d.name.clone(),
+            node_type: Some(d.node_type.number() as u8),
+            node_guid: Some(d.node_guid),
+            sys_image_guid: Some(d.sys_image_guid),
+            // nldev puts FW_VERSION only when the string is non-empty.
+            fw_version: (!d.fw_ver.is_empty()).then(|| d.fw_ver.clone()),
+            cap_flags: Some(d.cap_flags),
+            protocol: Some(d.protocol.clone()),
+            port_count: Some(d.ports.len() as u32),
+        })
+        .collect();
+    v.sort_by_key(|d| d.index);
+    v
+}
+
+pub fn nl_ports(st: &SimState) -> Vec<NlPort> {
+    let mut devs: Vec<&SimDevice> = st.spec.devices.iter().collect();
+    devs.sort_by_key(|d| d.index);
+    let mut out = Vec::new();
+    for d in devs {
+        for p in &d.ports {
+            let ib = p.link_layer == LinkLayer::InfiniBand;
+            let netdev = port_netdev(st, d, p);
+            out.push(NlPort {
+                dev_index: d.index,
+                dev_name: d.name.clone(),
+                port: p.number,
+                state: Some(p.state.number() as u8),
+                phys_state: Some(p.phys_state.number() as u8),
+                // fill_port_info puts LID, SM LID, LMC, subnet prefix only for IB ports.
+                lid: ib.then_some(p.lid),
+                sm_lid: ib.then_some(p.sm_lid),
+                lmc: ib.then_some(p.lmc),
+                subnet_prefix: ib.then_some(0xfe80_0000_0000_0000),
+                cap_flags: ib.then_some(u64::from(p.cap_mask)),
+                netdev_index: netdev.map(|n| n.ifindex),
+                netdev_name: netdev.map(|n| n.name.clone()),
+            });
+        }
+    }
+    out
+}
+
+/// `ib_device_get_netdev`: the soft device's netdev, or a RoCE port's Ethernet netdev.
+fn port_netdev<'a>(st: &'a SimState, d: &SimDevice, p: &SimPort) -> Option<&'a SimNetdev> {
+    if let Some(parent) = &d.parent_netdev {
+        return st.spec.netdevs.iter().find(|n| &n.name == parent);
+    }
+    if p.link_layer != LinkLayer::Ethernet {
+        return None;
+    }
+    let ndev = p.gids.iter().find(|g| g.index == 0).and_then(|g| g.ndev.clone())?;
+    st.spec.netdevs.iter().find(|n| n.name == ndev)
+}
+
+pub fn nl_port_stats(st: &SimState, dev_index: u32, port: u32) -> Result<Vec<(String, u64)>, HostError> {
+    let d = st
+        .spec
+        .devices
+        .iter()
+        .find(|d| d.index == dev_index)
+        .ok_or_else(|| nl(Op::NlStatGet, Errno::EINVAL))?;
+    let p = d
+        .ports
+        .iter()
+        .find(|p| p.number == port)
+        .ok_or_else(|| nl(Op::NlStatGet, Errno::EINVAL))?;
+    if p.hw_counters.is_empty() {
+        return Err(nl(Op::NlStatGet, Errno::EOPNOTSUPP));
+    }
+    Ok(p.hw_counters.clone())
+}
+
+/// rxe's hw_counters, in the driver's order (rxe_hw_counters.c).
+pub const RXE_COUNTERS: [&str; 15] = [
+    "sent_pkts",
+    "rcvd_pkts",
+    "duplicate_request",
+    "out_of_seq_request",
+    "rcvd_rnr_err",
+    "send_rnr_err",
+    "rcvd_seq_err",
+    "ack_deferred",
+    "retry_exceeded_err",
+    "retry_rnr_exceeded_err",
+    "completer_retry_err",
+    "send_err",
+    "link_downed",
+    "rdma_sends",
+    "rdma_recvs",
+];
+
+/// rxe's port as `rxe_query_port` reports it for its netdev.
+fn rxe_port(nd: &SimNetdev) -> SimPort {
+    let (state, phys_state) = rxe_port_state(nd);
+    let gids = nd
+        .mac()
+        .map(|mac| {
+            vec![SimGid {
+                index: 0,
+                gid: super::render::default_gid(mac),
+                gid_type: GidType::RoceV2,
+                ndev: Some(nd.name.clone()),
+            }]
+        })
+        .unwrap_or_default();
+    SimPort {
+        number: 1,
+        state,
+        phys_state,
+        lid: 0,
+        sm_lid: 0,
+        lmc: 0,
+        sm_sl: 0,
+        cap_mask: 0x0001_0000,
+        link_layer: LinkLayer::Ethernet,
+        // ib_get_eth_speed maps a 10 Gb/s netdev (veth) to 1X FDR10.
+        rate: "10 Gb/sec (1X FDR10)".into(),
+        gids,
+        gid_table_len: 16,
+        pkeys: vec![0xffff],
+        pma: None,
+        hw_counters: RXE_COUNTERS.iter().map(|c| (c.to_string(), 0)).collect(),
+        roce_types: vec![GidType::RoceV2],
+    }
+}
+
+fn rxe_port_state(nd: &SimNetdev) -> (PortState, PhysState) {
+    if nd.up && nd.carrier {
+        (PortState::Active, PhysState::LinkUp)
+    } else if nd.up {
+        (PortState::Down, PhysState::Polling)
+    } else {
+        (PortState::Down, PhysState::Disabled)
+    }
+}
+
+/// RDMA_NLDEV_CMD_NEWLINK, then the link type's `newlink`.
+pub fn new_link(st: &mut SimState, link: &NewLink) -> Result<SimDevice, HostError> {
+    let err = |e| nl(Op::NlNewLink, e);
+    if link.name.is_empty() || link.name.contains('%') {
+        return Err(err(Errno::EINVAL));
+    }
+    let nd = st
+        .spec
+        .netdevs
+        .iter()
+        .find(|n| n.name == link.netdev)
+        .ok_or_else(|| err(Errno::ENODEV))?
+        .clone();
+    match link.kind {
+        SoftLinkType::Siw if !st.spec.kernel.siw_available => return Err(err(Errno::EINVAL)),
+        SoftLinkType::Rxe => {
+            st.spec.kernel.rxe_loaded = true;
+            if nd.link_kind.as_deref() == Some("vlan") {
+                return Err(err(Errno::EPERM));
+            }
+        }
+        SoftLinkType::Siw => {}
+    }
+    let kind = match link.kind {
+        SoftLinkType::Rxe => DeviceKind::Rxe,
+        SoftLinkType::Siw => DeviceKind::Siw,
+    };
+    if st
+        .spec
+        .devices
+        .iter()
+        .any(|d| d.kind == kind && d.parent_netdev.as_deref() == Some(&nd.name))
+    {
+        return Err(err(Errno::EEXIST));
+    }
+    if st.spec.devices.iter().any(|d| d.name == link.name) {
+        return Err(err(Errno::EEXIST));
+    }
+    let guid = nd.mac().map(Guid::from_mac_eui64).unwrap_or_default();
+    let mut port = rxe_port(&nd);
+    let (node_type, protocol, node_desc) = match link.kind {
+        SoftLinkType::Rxe => (NodeType::Ca, "roce", "rxe"),
+        SoftLinkType::Siw => {
+            port.roce_types = vec![];
+            port.hw_counters = vec![];
+            port.pkeys = vec![];
+            (NodeType::Rnic, "iw", "siw")
+        }
+    };
+    let dev = SimDevice {
+        index: st.next_dev_index,
+        name: link.name.clone(),
+        kind,
+        node_type,
+        node_guid: guid,
+        sys_image_guid: guid,
+        fw_ver: String::new(),
+        node_desc: node_desc.into(),
+        hca_type: None,
+        hw_rev: None,
+        board_id: None,
+        parent_netdev: Some(nd.name.clone()),
+        pci_address: None,
+        protocol: protocol.into(),
+        cap_flags: 0x0000_0000_0ffe_1f2f,
+        ports: vec![port],
+    };
+    st.next_dev_index += 1;
+    st.spec.devices.push(dev.clone());
+    Ok(dev)
+}
+
+/// RDMA_NLDEV_CMD_DELLINK: only devices that allow user unregistration (rxe, siw).
+pub fn del_link_check(st: &SimState, dev_index: u32) -> Result<String, HostError> {
+    let d = st
+        .spec
+        .devices
+        .iter()
+        .find(|d| d.index == dev_index)
+        .ok_or_else(|| nl(Op::NlDelLink, Errno::EINVAL))?;
+    match d.kind {
+        DeviceKind::Rxe | DeviceKind::Siw => Ok(d.name.clone()),
+        _ => Err(nl(Op::NlDelLink, Errno::EINVAL)),
+    }
+}
+
+/// RDMA_NLDEV_CMD_SET with a name: `ib_device_rename`. Returns the old name, or None when the
+/// name is unchanged (the kernel returns success without doing anything).
+pub fn rename_device(st: &mut SimState, dev_index: u32, new_name: &str) -> Result<Option<String>, HostError> {
+    let err = |e| nl(Op::NlSet, e);
+    if !st.spec.devices.iter().any(|d| d.index == dev_index) {
+        return Err(err(Errno::EINVAL));
+    }
+    if new_name.is_empty() || new_name.contains('/') {
+        return Err(err(Errno::EINVAL));
+    }
+    let d = st
+        .spec
+        .devices
+        .iter()
+        .find(|d| d.index == dev_index)
+        .ok_or_else(|| err(Errno::EINVAL))?;
+    if d.name == new_name {
+        return Ok(None);
+    }
+    if st.spec.devices.iter().any(|d| d.name == new_name) {
+        return Err(err(Errno::EEXIST));
+    }
+    let d = st
+        .spec
+        .devices
+        .iter_mut()
+        .find(|d| d.index == dev_index)
+        .ok_or_else(|| err(Errno::EINVAL))?;
+    Ok(Some(std::mem::replace(&mut d.name, new_name.to_string())))
+}
+
+// ---- rtnetlink -------------------------------------------------------------------------------
+
+fn netdev_name_ok(name: &str) -> bool {
+    // dev_valid_name
+    !name.is_empty()
+        && name.len() < 16
+        && name != "."
+        && name != ".."
+        && !name.chars().any(|c| c == '/' || c == ':' || c.is_whitespace())
+}
+
+/// RTM_NEWLINK kind ipoib (`ipoib_new_child_link`).
+pub fn new_ipoib_child(st: &mut SimState, c: &NewIpoibChild) -> Result<SimNetdev, HostError> {
+    let err = |e| nl(Op::Rtnl("newlink"), e);
+    let parent = find_netdev(st, &c.parent)?.clone();
+    let Some(pib) = parent.ipoib.as_ref().filter(|_| parent.arphrd == ARPHRD_INFINIBAND) else {
+        return Err(err(Errno::ENODEV));
+    };
+    if pib.parent.is_some() {
+        return Err(err(Errno::EINVAL));
+    }
+    if c.pkey == 0 || c.pkey == 0x8000 {
+        return Err(err(Errno::EINVAL));
+    }
+    if !netdev_name_ok(&c.name) {
+        return Err(err(Errno::EINVAL));
+    }
+    if st.spec.netdevs.iter().any(|n| n.name == c.name) {
+        return Err(err(Errno::EEXIST));
+    }
+    let mode = c.mode.unwrap_or(IpoibMode::Datagram);
+    if mode == IpoibMode::Connected && !supports_connected(&parent) {
+        return Err(err(Errno::EINVAL));
+    }
+    let ifindex = st.next_ifindex;
+    st.next_ifindex += 1;
+    let mut address = parent.address.clone();
+    if address.len() == 20 {
+        // A child has its own UD QP: the QPN bytes differ from the parent's.
+        address[3] = address[3].wrapping_add((ifindex & 0xff) as u8);
+    }
+    let datagram_mtu = pib.ib_mtu.saturating_sub(4);
+    let nd = SimNetdev {
+        ifindex,
+        name: c.name.clone(),
+        arphrd: ARPHRD_INFINIBAND,
+        address,
+        mtu: if mode == IpoibMode::Connected { IPOIB_CM_MAX_MTU } else { datagram_mtu.min(parent.mtu) },
+        up: false,
+        carrier: parent.carrier,
+        link_kind: Some("ipoib".into()),
+        peer: None,
+        pci_address: parent.pci_address.clone(),
+        ipoib: Some(SimIpoib {
+            pkey: c.pkey | 0x8000,
+            mode,
+            umcast: c.umcast.unwrap_or(false),
+            port: pib.port,
+            parent: Some(parent.name.clone()),
+            legacy_files: false,
+            ib_mtu: pib.ib_mtu,
+        }),
+        tx_bytes: 0,
+        rx_bytes: 0,
+        tx_packets: 0,
+        rx_packets: 0,
+    };
+    st.spec.netdevs.push(nd.clone());
+    Ok(nd)
+}
+
+fn supports_connected(nd: &SimNetdev) -> bool {
+    nd.address.first().is_some_and(|b| b & IPOIB_FLAGS_RC != 0)
+}
+
+/// Applies a change as the kernel does: the IPoIB link data (mode, umcast) first, then MTU,
+/// then up/down; a failing step leaves the earlier ones applied. Returns the RDMA devices
+/// whose ports changed (soft devices over the netdev or its veth peer).
+pub fn change_netdev(st: &mut SimState, name: &str, ch: &NetdevChange) -> Result<Vec<String>, HostError> {
+    let err = |e| nl(Op::Rtnl("setlink"), e);
+    let idx = st
+        .spec
+        .netdevs
+        .iter()
+        .position(|n| n.name == name)
+        .ok_or_else(|| HostError::NotFound(format!("network interface {name}")))?;
+    if ch.ipoib_mode.is_some() || ch.ipoib_umcast.is_some() {
+        let nd = &mut st.spec.netdevs[idx];
+        let connected_ok = supports_connected(nd);
+        let Some(ib) = nd.ipoib.as_mut() else {
+            return Err(err(Errno::EOPNOTSUPP));
+        };
+        if let Some(mode) = ch.ipoib_mode {
+            if mode == IpoibMode::Connected && !connected_ok {
+                return Err(err(Errno::EINVAL));
+            }
+            if mode != ib.mode {
+                ib.mode = mode;
+                // ipoib_set_mode resizes the MTU to the new mode's limit.
+                nd.mtu = match mode {
+                    IpoibMode::Connected => IPOIB_CM_MAX_MTU,
+                    IpoibMode::Datagram => nd.mtu.min(ib.ib_mtu.saturating_sub(4)),
+                };
+            }
+        }
+        if let Some(u) = ch.ipoib_umcast {
+            if let Some(ib) = nd.ipoib.as_mut() {
+                ib.umcast = u;
+            }
+        }
+    }
+    if let Some(mtu) = ch.mtu {
+        let nd = &mut st.spec.netdevs[idx];
+        let max = match &nd.ipoib {
+            Some(ib) if ib.mode == IpoibMode::Connected => IPOIB_CM_MAX_MTU,
+            Some(ib) => ib.ib_mtu.saturating_sub(4),
+            None => ETH_MAX_MTU,
+        };
+        if !(MIN_MTU..=max).contains(&mtu) {
+            return Err(err(Errno::EINVAL));
+        }
+        nd.mtu = mtu;
+    }
+    let mut touched = Vec::new();
+    if let Some(up) = ch.up {
+        st.spec.netdevs[idx].up = up;
+        let peer = st.spec.netdevs[idx].peer.clone();
+        refresh_carrier(st, name);
+        if let Some(p) = peer {
+            refresh_carrier(st, &p);
+        }
+        let names: Vec<String> = std::iter::once(name.to_string())
+            .chain(st.spec.netdevs[idx].peer.clone())
+            .collect();
+        for n in names {
+            touched.extend(refresh_soft_ports(st, &n));
+        }
+    }
+    Ok(touched)
+}
+
+/// veth has carrier only when both ends are up; other netdevs follow their own state.
+fn refresh_carrier(st: &mut SimState, name: &str) {
+    let peer_up = st
+        .spec
+        .netdevs
+        .iter()
+        .find(|n| n.name == name)
+        .and_then(|n| n.peer.clone())
+        .and_then(|p| st.spec.netdevs.iter().find(|n| n.name == p).map(|n| n.up));
+    if let Some(n) = st.spec.netdevs.iter_mut().find(|n| n.name == name) {
+        if n.link_kind.as_deref() == Some("veth") {
+            n.carrier = n.up && peer_up.unwrap_or(false);
+        }
+    }
+}
+
+fn refresh_soft_ports(st: &mut SimState, netdev: &str) -> Vec<String> {
+    let Some(nd) = st.spec.netdevs.iter().find(|n| n.name == netdev).cloned() else {
+        return Vec::new();
+    };
+    let mut touched = Vec::new();
+    for d in st
+        .spec
+        .devices
+        .iter_mut()
+        .filter(|d| d.parent_netdev.as_deref() == Some(netdev))
+    {
+        let (s, p) = rxe_port_state(&nd);
+        for port in &mut d.ports {
+            port.state = s;
+            port.phys_state = p;
+        }
+        touched.push(d.name.clone());
+    }
+    touched
+}
+
+/// `dev_change_name`: the link must be down (EBUSY), the name free (EEXIST) and valid
+/// (EINVAL). Soft devices and GIDs follow the new name. Returns the RDMA devices touched.
+pub fn rename_netdev(st: &mut SimState, old: &str, new: &str) -> Result<Vec<String>, HostError> {
+    let err = |e| nl(Op::Rtnl("setlink"), e);
+    let nd = find_netdev(st, old)?;
+    if old == new {
+        return Ok(Vec::new());
+    }
+    if !netdev_name_ok(new) {
+        return Err(err(Errno::EINVAL));
+    }
+    if nd.up {
+        return Err(err(Errno::EBUSY));
+    }
+    if st.spec.netdevs.iter().any(|n| n.name == new) {
+        return Err(err(Errno::EEXIST));
+    }
+    for n in &mut st.spec.netdevs {
+        if n.name == old {
+            n.name = new.to_string();
+        }
+        if n.peer.as_deref() == Some(old) {
+            n.peer = Some(new.to_string());
+        }
+        if let Some(ib) = n.ipoib.as_mut() {
+            if ib.parent.as_deref() == Some(old) {
+                ib.parent = Some(new.to_string());
+            }
+        }
+    }
+    let mut touched = Vec::new();
+    for d in &mut st.spec.devices {
+        let mut hit = false;
+        if d.parent_netdev.as_deref() == Some(old) {
+            d.parent_netdev = Some(new.to_string());
+            hit = true;
+        }
+        for g in d.ports.iter_mut().flat_map(|p| p.gids.iter_mut()) {
+            if g.ndev.as_deref() == Some(old) {
+                g.ndev = Some(new.to_string());
+                hit = true;
+            }
+        }
+        if hit {
+            touched.push(d.name.clone());
+        }
+    }
+    Ok(touched)
+}
+
+/// RTM_DELLINK. A veth takes its peer with it; soft RDMA devices over a removed netdev are
+/// unregistered (NETDEV_UNREGISTER). An IPoIB parent belongs to its HCA: EOPNOTSUPP.
+/// Returns the removed netdevs and the soft devices to remove.
+pub fn delete_netdev(st: &mut SimState, name: &str) -> Result<(Vec<SimNetdev>, Vec<String>), HostError> {
+    let nd = find_netdev(st, name)?.clone();
+    if nd.link_kind.is_none() || nd.ipoib.as_ref().is_some_and(|ib| ib.parent.is_none()) {
+        return Err(nl(Op::Rtnl("dellink"), Errno::EOPNOTSUPP));
+    }
+    let names: Vec<String> = std::iter::once(nd.name.clone()).chain(nd.peer.clone()).collect();
+    let gone: Vec<SimNetdev> = st
+        .spec
+        .netdevs
+        .iter()
+        .filter(|n| names.contains(&n.name))
+        .cloned()
+        .collect();
+    st.spec.netdevs.retain(|n| !names.contains(&n.name));
+    let soft = st
+        .spec
+        .devices
+        .iter()
+        .filter(|d| d.parent_netdev.as_ref().is_some_and(|p| names.contains(p)))
+        .map(|d| d.name.clone())
+        .collect();
+    Ok((gone, soft))
+}
