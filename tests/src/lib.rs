@@ -1,1 +1,6 @@
-//! Scenario suite shared by the simulated host tests and the kernel lab.
+//! The scenario suite that runs against both the simulated host (in the normal test run) and
+//! the real kernel (in the QEMU lab, `tests/lab/`). Its transcript must be identical on both:
+//! where they differ, the simulation is wrong.
+
+pub mod reference;
+pub mod scenarios;

@@ -19,7 +19,10 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     let mode = std::fs::metadata(path)
         .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()))
         .unwrap_or(0o644);
-    std::fs::set_permissions(tmp.path(), std::os::unix::fs::PermissionsExt::from_mode(mode))?;
+    std::fs::set_permissions(
+        tmp.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(mode),
+    )?;
     tmp.persist(path).map_err(|e| e.error)?;
     std::fs::File::open(dir)?.sync_all()
 }
@@ -45,8 +48,12 @@ mod tests {
         write_atomic(&p, b"first\n").unwrap();
         std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
         write_atomic(&p, b"second\n").unwrap();
-        assert_eq!(read_optional(&p).unwrap().as_deref(), Some(&b"second\n"[..]));
-        let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&p).unwrap().permissions());
+        assert_eq!(
+            read_optional(&p).unwrap().as_deref(),
+            Some(&b"second\n"[..])
+        );
+        let mode =
+            std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&p).unwrap().permissions());
         assert_eq!(mode & 0o777, 0o600);
         // No temp files left behind.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);

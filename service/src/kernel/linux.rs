@@ -67,8 +67,10 @@ fn owned(p: &Path) -> PathBuf {
 #[async_trait]
 impl Host for LinuxHost {
     async fn rdma_device_names(&self) -> Result<Vec<String>, HostError> {
-        self.blocking(Op::ReadSysfs("infiniband".into()), |s| s.rdma_device_names())
-            .await
+        self.blocking(Op::ReadSysfs("infiniband".into()), |s| {
+            s.rdma_device_names()
+        })
+        .await
     }
 
     async fn read_device(&self, name: &str) -> Result<DeviceSnapshot, HostError> {
@@ -95,8 +97,10 @@ impl Host for LinuxHost {
 
     async fn read_counters(&self, dev: &str, port: u32) -> Result<CounterSnapshot, HostError> {
         let dev = dev.to_string();
-        self.blocking(Op::ReadSysfs(dev.clone()), move |s| s.read_counters(&dev, port))
-            .await
+        self.blocking(Op::ReadSysfs(dev.clone()), move |s| {
+            s.read_counters(&dev, port)
+        })
+        .await
     }
 
     async fn read_netdevs(&self) -> Result<Vec<NetdevSnapshot>, HostError> {
@@ -106,8 +110,10 @@ impl Host for LinuxHost {
 
     async fn module_loaded(&self, module: &str) -> Result<bool, HostError> {
         let m = module.to_string();
-        self.blocking(Op::ReadSysfs("module".into()), move |s| Ok(s.module_loaded(&m)))
-            .await
+        self.blocking(Op::ReadSysfs("module".into()), move |s| {
+            Ok(s.module_loaded(&m))
+        })
+        .await
     }
 
     async fn roce_mode(&self, dev: &str, port: u32) -> Result<RoceMode, HostError> {
@@ -118,8 +124,10 @@ impl Host for LinuxHost {
 
     async fn set_roce_mode(&self, dev: &str, port: u32, mode: RoceMode) -> Result<(), HostError> {
         let dev = dev.to_string();
-        self.blocking(Op::Configfs(dev.clone()), move |s| s.set_roce_mode(&dev, port, mode))
-            .await
+        self.blocking(Op::Configfs(dev.clone()), move |s| {
+            s.set_roce_mode(&dev, port, mode)
+        })
+        .await
     }
 
     async fn roce_tos(&self, dev: &str, port: u32) -> Result<u8, HostError> {
@@ -130,8 +138,10 @@ impl Host for LinuxHost {
 
     async fn set_roce_tos(&self, dev: &str, port: u32, tos: u8) -> Result<(), HostError> {
         let dev = dev.to_string();
-        self.blocking(Op::Configfs(dev.clone()), move |s| s.set_roce_tos(&dev, port, tos))
-            .await
+        self.blocking(Op::Configfs(dev.clone()), move |s| {
+            s.set_roce_tos(&dev, port, tos)
+        })
+        .await
     }
 
     async fn roce_configfs_dirs(&self) -> Result<Vec<String>, HostError> {
@@ -154,9 +164,15 @@ impl Host for LinuxHost {
             .await
     }
 
-    async fn nl_port_stats(&self, dev_index: u32, port: u32) -> Result<Vec<(String, u64)>, HostError> {
-        self.blocking(Op::NlStatGet, move |_| NldevClient::open()?.port_stats(dev_index, port))
-            .await
+    async fn nl_port_stats(
+        &self,
+        dev_index: u32,
+        port: u32,
+    ) -> Result<Vec<(String, u64)>, HostError> {
+        self.blocking(Op::NlStatGet, move |_| {
+            NldevClient::open()?.port_stats(dev_index, port)
+        })
+        .await
     }
 
     async fn add_link(&self, link: &NewLink) -> Result<(), HostError> {
@@ -166,14 +182,18 @@ impl Host for LinuxHost {
     }
 
     async fn delete_link(&self, dev_index: u32) -> Result<(), HostError> {
-        self.blocking(Op::NlDelLink, move |_| NldevClient::open()?.del_link(dev_index))
-            .await
+        self.blocking(Op::NlDelLink, move |_| {
+            NldevClient::open()?.del_link(dev_index)
+        })
+        .await
     }
 
     async fn rename_device(&self, dev_index: u32, new_name: &str) -> Result<(), HostError> {
         let name = new_name.to_string();
-        self.blocking(Op::NlSet, move |_| NldevClient::open()?.rename(dev_index, &name))
-            .await
+        self.blocking(Op::NlSet, move |_| {
+            NldevClient::open()?.rename(dev_index, &name)
+        })
+        .await
     }
 
     async fn create_ipoib_child(&self, child: &NewIpoibChild) -> Result<(), HostError> {
@@ -207,7 +227,8 @@ impl Host for LinuxHost {
     async fn read_file(&self, path: &Path) -> Result<Option<Vec<u8>>, HostError> {
         let p = owned(path);
         self.blocking(Op::File(p.display().to_string()), move |_| {
-            files::read_optional(&p).map_err(|e| HostError::from_io(Op::File(p.display().to_string()), &e))
+            files::read_optional(&p)
+                .map_err(|e| HostError::from_io(Op::File(p.display().to_string()), &e))
         })
         .await
     }
@@ -216,7 +237,8 @@ impl Host for LinuxHost {
         let p = owned(path);
         let c = contents.to_vec();
         self.blocking(Op::File(p.display().to_string()), move |_| {
-            files::write_atomic(&p, &c).map_err(|e| HostError::from_io(Op::File(p.display().to_string()), &e))
+            files::write_atomic(&p, &c)
+                .map_err(|e| HostError::from_io(Op::File(p.display().to_string()), &e))
         })
         .await
     }

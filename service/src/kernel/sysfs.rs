@@ -130,7 +130,9 @@ impl SysRoot {
             return Err(HostError::NotFound(format!("RDMA device {name}")));
         }
         let node_type = read_parsed(&dir.join("node_type"), NodeType::parse_sysfs);
-        let parent_netdev = read_text(&dir.join("parent")).ok().filter(|p| !p.is_empty());
+        let parent_netdev = read_text(&dir.join("parent"))
+            .ok()
+            .filter(|p| !p.is_empty());
         let pci_address = link_basename(&dir.join("device"));
         let kind = match (&parent_netdev, &pci_address, &node_type) {
             (_, Some(_), _) => DeviceKind::Hardware,
@@ -219,9 +221,11 @@ impl SysRoot {
         list_indices(&port_dir.join("pkeys"))
             .into_iter()
             .filter_map(|index| {
-                let pkey =
-                    read_parsed(&port_dir.join(format!("pkeys/{index}")), PkeyEntry::parse_value)
-                        .ok()?;
+                let pkey = read_parsed(
+                    &port_dir.join(format!("pkeys/{index}")),
+                    PkeyEntry::parse_value,
+                )
+                .ok()?;
                 (pkey & 0x7fff != 0).then_some(PkeyEntry { index, pkey })
             })
             .collect()
@@ -231,7 +235,9 @@ impl SysRoot {
     pub fn read_counters(&self, dev: &str, port: u32) -> Result<CounterSnapshot, HostError> {
         let dir = self.port_dir(dev, port);
         if !dir.is_dir() {
-            return Err(HostError::NotFound(format!("port {port} of RDMA device {dev}")));
+            return Err(HostError::NotFound(format!(
+                "port {port} of RDMA device {dev}"
+            )));
         }
         let pma_dir = dir.join("counters");
         let hw = self.read_counter_dir(&dir.join("hw_counters"), &["lifespan"]);
@@ -268,7 +274,12 @@ impl SysRoot {
             snap.rx_packets = rx_p;
             snap.pma = self.read_counter_dir(
                 &pma_dir,
-                &["port_xmit_data", "port_rcv_data", "port_xmit_packets", "port_rcv_packets"],
+                &[
+                    "port_xmit_data",
+                    "port_rcv_data",
+                    "port_xmit_packets",
+                    "port_rcv_packets",
+                ],
             );
             return Ok(snap);
         }
@@ -388,19 +399,27 @@ impl SysRoot {
         match std::fs::create_dir(&dev_dir) {
             Ok(()) => {}
             Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(HostError::from_io(Op::Configfs(format!("mkdir rdma_cm/{dev}")), &e)),
+            Err(e) => {
+                return Err(HostError::from_io(
+                    Op::Configfs(format!("mkdir rdma_cm/{dev}")),
+                    &e,
+                ))
+            }
         }
         let port_dir = dev_dir.join("ports").join(port.to_string());
         if !port_dir.is_dir() {
-            return Err(HostError::NotFound(format!("port {port} of RDMA device {dev}")));
+            return Err(HostError::NotFound(format!(
+                "port {port} of RDMA device {dev}"
+            )));
         }
         Ok(port_dir)
     }
 
     pub fn roce_mode(&self, dev: &str, port: u32) -> Result<RoceMode, HostError> {
         let path = self.roce_port_dir(dev, port)?.join("default_roce_mode");
-        let raw = std::fs::read_to_string(&path)
-            .map_err(|e| HostError::from_io(Op::Configfs(format!("read {}", path.display())), &e))?;
+        let raw = std::fs::read_to_string(&path).map_err(|e| {
+            HostError::from_io(Op::Configfs(format!("read {}", path.display())), &e)
+        })?;
         RoceMode::parse_configfs(&raw).map_err(|e| HostError::Protocol {
             op: Op::Configfs(path.display().to_string()),
             reason: e.to_string(),
@@ -415,8 +434,9 @@ impl SysRoot {
 
     pub fn roce_tos(&self, dev: &str, port: u32) -> Result<u8, HostError> {
         let path = self.roce_port_dir(dev, port)?.join("default_roce_tos");
-        let raw = std::fs::read_to_string(&path)
-            .map_err(|e| HostError::from_io(Op::Configfs(format!("read {}", path.display())), &e))?;
+        let raw = std::fs::read_to_string(&path).map_err(|e| {
+            HostError::from_io(Op::Configfs(format!("read {}", path.display())), &e)
+        })?;
         parse_dec::<u8>(&raw).map_err(|e| HostError::Protocol {
             op: Op::Configfs(path.display().to_string()),
             reason: e.to_string(),

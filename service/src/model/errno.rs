@@ -3,7 +3,7 @@
 
 use serde::{Serialize, Serializer};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Errno(pub i32);
 
 impl Errno {
@@ -88,6 +88,12 @@ impl Errno {
 
     pub fn from_io(err: &std::io::Error) -> Errno {
         Errno(err.raw_os_error().unwrap_or(libc::EIO))
+    }
+}
+
+impl std::fmt::Debug for Errno {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name())
     }
 }
 

@@ -5,7 +5,9 @@
 use std::net::Ipv6Addr;
 
 use super::model::{HostSpec, SimDevice, SimGid, SimIpoib, SimKernel, SimNetdev, SimPma, SimPort};
-use crate::model::{DeviceKind, GidType, Guid, IpoibMode, LinkLayer, NodeType, PhysState, PortState};
+use crate::model::{
+    DeviceKind, GidType, Guid, IpoibMode, LinkLayer, NodeType, PhysState, PortState,
+};
 
 fn gid(prefix: u64, guid: u64) -> Ipv6Addr {
     Ipv6Addr::from((u128::from(prefix) << 64) | u128::from(guid))
@@ -93,7 +95,15 @@ fn ipoib_netdev(
     }
 }
 
-fn ib_port(number: u32, port_guid: u64, rate: &str, lid: u32, sm_lid: u32, lmc: u8, cap_mask: u32) -> SimPort {
+fn ib_port(
+    number: u32,
+    port_guid: u64,
+    rate: &str,
+    lid: u32,
+    sm_lid: u32,
+    lmc: u8,
+    cap_mask: u32,
+) -> SimPort {
     SimPort {
         number,
         state: PortState::Active,
@@ -139,12 +149,32 @@ fn ib_port(number: u32, port_guid: u64, rate: &str, lid: u32, sm_lid: u32, lmc: 
 fn roce_port(number: u32, mac: [u8; 6], ndev: &str, rate: &str, ipv4: Option<[u8; 4]>) -> SimPort {
     let ll = gid(LINK_LOCAL, Guid::from_mac_eui64(mac).0);
     let mut gids = vec![
-        SimGid { index: 0, gid: ll, gid_type: GidType::IbRoceV1, ndev: Some(ndev.into()) },
-        SimGid { index: 1, gid: ll, gid_type: GidType::RoceV2, ndev: Some(ndev.into()) },
+        SimGid {
+            index: 0,
+            gid: ll,
+            gid_type: GidType::IbRoceV1,
+            ndev: Some(ndev.into()),
+        },
+        SimGid {
+            index: 1,
+            gid: ll,
+            gid_type: GidType::RoceV2,
+            ndev: Some(ndev.into()),
+        },
     ];
     if let Some(a) = ipv4 {
-        gids.push(SimGid { index: 2, gid: v4_mapped(a), gid_type: GidType::IbRoceV1, ndev: Some(ndev.into()) });
-        gids.push(SimGid { index: 3, gid: v4_mapped(a), gid_type: GidType::RoceV2, ndev: Some(ndev.into()) });
+        gids.push(SimGid {
+            index: 2,
+            gid: v4_mapped(a),
+            gid_type: GidType::IbRoceV1,
+            ndev: Some(ndev.into()),
+        });
+        gids.push(SimGid {
+            index: 3,
+            gid: v4_mapped(a),
+            gid_type: GidType::RoceV2,
+            ndev: Some(ndev.into()),
+        });
     }
     SimPort {
         number,
@@ -166,7 +196,10 @@ fn roce_port(number: u32, mac: [u8; 6], ndev: &str, rate: &str, ipv4: Option<[u8
             rcv_data: 0,
             xmit_packets: 0,
             rcv_packets: 0,
-            errors: vec![("port_rcv_errors".into(), 0), ("port_xmit_discards".into(), 0)],
+            errors: vec![
+                ("port_rcv_errors".into(), 0),
+                ("port_xmit_discards".into(), 0),
+            ],
         }),
         hw_counters: vec![
             ("out_of_buffer".into(), 0),
@@ -225,7 +258,17 @@ pub fn guide_mlx4(index: u32, first_ifindex: u32) -> (SimDevice, Vec<SimNetdev>)
     }
     p1.pkeys = vec![0xffff, 0x8001, 0, 0];
     let p2 = roce_port(2, eth_mac, "enp4s0d1", "40 Gb/sec (4X QDR)", None);
-    let mut dev = hca(index, "mlx4_1", pci, "MT4099", "2.42.5000", 0xf452_1403_0003_9380, 0xf452_1403_0003_9383, "ib", vec![p1, p2]);
+    let mut dev = hca(
+        index,
+        "mlx4_1",
+        pci,
+        "MT4099",
+        "2.42.5000",
+        0xf452_1403_0003_9380,
+        0xf452_1403_0003_9383,
+        "ib",
+        vec![p1, p2],
+    );
     dev.hw_rev = Some("1".into());
     dev.board_id = Some("MT_1090120019".into());
     let ib0 = ipoib_netdev(first_ifindex, "ib0", pci, 1, true, 0x48, port1_guid, 2048);
@@ -236,10 +279,27 @@ pub fn guide_mlx4(index: u32, first_ifindex: u32) -> (SimDevice, Vec<SimNetdev>)
 
 /// A ConnectX-6 (MT4123) on InfiniBand HDR with an enhanced-IPoIB parent (no connected mode)
 /// and two P_Key children made over rtnetlink.
-pub fn cx6_ib(index: u32, name: &str, pci: &str, guid: u64, first_ifindex: u32, ipoib_name: &str) -> (SimDevice, Vec<SimNetdev>) {
+pub fn cx6_ib(
+    index: u32,
+    name: &str,
+    pci: &str,
+    guid: u64,
+    first_ifindex: u32,
+    ipoib_name: &str,
+) -> (SimDevice, Vec<SimNetdev>) {
     let mut p1 = ib_port(1, guid, "200 Gb/sec (4X HDR)", 0x12, 0x1, 0, 0xa651_e848);
     p1.pkeys = vec![0xffff, 0x8002, 0x8003, 0x7fff];
-    let dev = hca(index, name, pci, "MT4123", "20.31.1014", guid, guid, "ib", vec![p1]);
+    let dev = hca(
+        index,
+        name,
+        pci,
+        "MT4123",
+        "20.31.1014",
+        guid,
+        guid,
+        "ib",
+        vec![p1],
+    );
     let parent = ipoib_netdev(first_ifindex, ipoib_name, pci, 1, false, 0x1087, guid, 4096);
     let mut out = vec![parent.clone()];
     for (i, pkey) in [0x8002u16, 0x8003].into_iter().enumerate() {
@@ -262,9 +322,25 @@ pub fn cx6_ib(index: u32, name: &str, pci: &str, guid: u64, first_ifindex: u32, 
 pub fn mlx5_roce(index: u32, ifindex: u32) -> (SimDevice, Vec<SimNetdev>) {
     let pci = "0000:3b:00.1";
     let mac = [0x0c, 0x42, 0xa1, 0x5e, 0x22, 0x91];
-    let port = roce_port(1, mac, "enp59s0f1np1", "100 Gb/sec (4X EDR)", Some([10, 20, 0, 11]));
+    let port = roce_port(
+        1,
+        mac,
+        "enp59s0f1np1",
+        "100 Gb/sec (4X EDR)",
+        Some([10, 20, 0, 11]),
+    );
     let guid = Guid::from_mac_eui64(mac).0;
-    let mut dev = hca(index, "mlx5_1", pci, "MT4125", "22.36.1010", guid, guid, "roce", vec![port]);
+    let mut dev = hca(
+        index,
+        "mlx5_1",
+        pci,
+        "MT4125",
+        "22.36.1010",
+        guid,
+        guid,
+        "roce",
+        vec![port],
+    );
     dev.node_desc = "host01 mlx5_1".into();
     let mut eth = netdev(ifindex, "enp59s0f1np1", None, mac);
     eth.pci_address = Some(pci.into());
@@ -300,7 +376,14 @@ pub fn lab_host(release: &str) -> HostSpec {
 /// children, an mlx5 RoCE port and an rxe over an Ethernet port; siw available.
 pub fn demo_host() -> HostSpec {
     let (mlx4, mut nds) = guide_mlx4(0, 2);
-    let (cx6, n2) = cx6_ib(1, "mlx5_0", "0000:3b:00.0", 0xb859_9f03_00d4_e62a, 10, "ibp59s0f0");
+    let (cx6, n2) = cx6_ib(
+        1,
+        "mlx5_0",
+        "0000:3b:00.0",
+        0xb859_9f03_00d4_e62a,
+        10,
+        "ibp59s0f0",
+    );
     let (roce, n3) = mlx5_roce(2, 20);
     nds.extend(n2);
     nds.extend(n3);
@@ -343,7 +426,10 @@ pub fn demo_host() -> HostSpec {
 /// each and `ipoib` IPoIB interfaces spread over them (parents first, then P_Key children).
 pub fn large_host(devices: u32, ports: u32, ipoib: u32) -> HostSpec {
     let mut spec = HostSpec {
-        kernel: SimKernel { release: "large".into(), ..SimKernel::default() },
+        kernel: SimKernel {
+            release: "large".into(),
+            ..SimKernel::default()
+        },
         devices: Vec::new(),
         netdevs: vec![loopback()],
     };
@@ -353,13 +439,42 @@ pub fn large_host(devices: u32, ports: u32, ipoib: u32) -> HostSpec {
         let pci = format!("0000:{:02x}:{:02x}.0", 0x10 + i / 32, i % 32);
         let base = 0xb859_9f03_0000_0000u64 | (u64::from(i) << 8);
         let port_list = (1..=ports)
-            .map(|p| ib_port(p, base | u64::from(p), "200 Gb/sec (4X HDR)", 0x100 + i * 4 + p, 1, 0, 0xa651_e848))
+            .map(|p| {
+                ib_port(
+                    p,
+                    base | u64::from(p),
+                    "200 Gb/sec (4X HDR)",
+                    0x100 + i * 4 + p,
+                    1,
+                    0,
+                    0xa651_e848,
+                )
+            })
             .collect();
-        spec.devices.push(hca(i, &format!("mlx5_{i}"), &pci, "MT4123", "20.31.1014", base, base, "ib", port_list));
+        spec.devices.push(hca(
+            i,
+            &format!("mlx5_{i}"),
+            &pci,
+            "MT4123",
+            "20.31.1014",
+            base,
+            base,
+            "ib",
+            port_list,
+        ));
         for p in 1..=ports {
             if (parents.len() as u32) < ipoib.min(devices * ports) {
                 let name = format!("ib{i}p{p}");
-                spec.netdevs.push(ipoib_netdev(ifindex, &name, &pci, p, false, 0x1000 + ifindex, base | u64::from(p), 4096));
+                spec.netdevs.push(ipoib_netdev(
+                    ifindex,
+                    &name,
+                    &pci,
+                    p,
+                    false,
+                    0x1000 + ifindex,
+                    base | u64::from(p),
+                    4096,
+                ));
                 parents.push(name);
                 ifindex += 1;
             }

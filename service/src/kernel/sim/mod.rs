@@ -97,9 +97,18 @@ impl SimHost {
         Self::build(dir.to_path_buf(), None, spec)
     }
 
-    fn build(root: PathBuf, tmp: Option<tempfile::TempDir>, spec: HostSpec) -> Result<SimHost, HostError> {
+    fn build(
+        root: PathBuf,
+        tmp: Option<tempfile::TempDir>,
+        spec: HostSpec,
+    ) -> Result<SimHost, HostError> {
         let next_dev_index = spec.devices.iter().map(|d| d.index + 1).max().unwrap_or(0);
-        let next_ifindex = spec.netdevs.iter().map(|n| n.ifindex + 1).max().unwrap_or(2);
+        let next_ifindex = spec
+            .netdevs
+            .iter()
+            .map(|n| n.ifindex + 1)
+            .max()
+            .unwrap_or(2);
         let state = SimState {
             spec,
             next_dev_index,
@@ -147,10 +156,12 @@ impl SimHost {
         for n in &st.spec.netdevs {
             render::render_netdev(root, n).map_err(Self::render_err)?;
         }
-        render::render_module(root, "rdma_rxe", st.spec.kernel.rxe_loaded).map_err(Self::render_err)?;
+        render::render_module(root, "rdma_rxe", st.spec.kernel.rxe_loaded)
+            .map_err(Self::render_err)?;
         render::render_module(root, "siw", false).map_err(Self::render_err)?;
         if st.spec.kernel.rdma_cm_configfs {
-            std::fs::create_dir_all(root.join("sys/kernel/config/rdma_cm")).map_err(Self::render_err)?;
+            std::fs::create_dir_all(root.join("sys/kernel/config/rdma_cm"))
+                .map_err(Self::render_err)?;
         }
         Ok(())
     }
@@ -169,7 +180,9 @@ impl SimHost {
 
     /// The device is unplugged just before the next `op` runs.
     pub fn unplug_during_next(&self, op: SimOp, device: &str) {
-        self.lock().faults.push(Fault::Unplug(op, device.to_string()));
+        self.lock()
+            .faults
+            .push(Fault::Unplug(op, device.to_string()));
     }
 
     /// Removes a file of the rendered tree (a vanished attribute). `rel` is relative to the
@@ -205,7 +218,13 @@ impl SimHost {
     }
 
     /// Changes a port's state (a cable pulled, an SM appearing); raises RdmaChanged.
-    pub fn set_port_state(&self, dev: &str, port: u32, state: PortState, phys: PhysState) -> Result<(), HostError> {
+    pub fn set_port_state(
+        &self,
+        dev: &str,
+        port: u32,
+        state: PortState,
+        phys: PhysState,
+    ) -> Result<(), HostError> {
         self.with_port(dev, port, |p| {
             p.state = state;
             p.phys_state = phys;
@@ -213,7 +232,13 @@ impl SimHost {
     }
 
     /// Sets LID and SM LID of a port (a subnet manager assigning addresses).
-    pub fn set_port_lids(&self, dev: &str, port: u32, lid: u32, sm_lid: u32) -> Result<(), HostError> {
+    pub fn set_port_lids(
+        &self,
+        dev: &str,
+        port: u32,
+        lid: u32,
+        sm_lid: u32,
+    ) -> Result<(), HostError> {
         self.with_port(dev, port, |p| {
             p.lid = lid;
             p.sm_lid = sm_lid;
@@ -221,7 +246,13 @@ impl SimHost {
     }
 
     /// Adds traffic to a port's counters (PMA words, or its netdev's statistics).
-    pub fn add_traffic(&self, dev: &str, port: u32, tx_bytes: u64, rx_bytes: u64) -> Result<(), HostError> {
+    pub fn add_traffic(
+        &self,
+        dev: &str,
+        port: u32,
+        tx_bytes: u64,
+        rx_bytes: u64,
+    ) -> Result<(), HostError> {
         let netdev = self.inner.sys.port_netdev(dev, port);
         let mut pma_port = false;
         self.with_port_silent(dev, port, |p| {
@@ -248,14 +279,29 @@ impl SimHost {
         Ok(())
     }
 
-    fn with_port(&self, dev: &str, port: u32, f: impl FnOnce(&mut SimPort)) -> Result<(), HostError> {
+    fn with_port(
+        &self,
+        dev: &str,
+        port: u32,
+        f: impl FnOnce(&mut SimPort),
+    ) -> Result<(), HostError> {
         self.with_port_silent(dev, port, f)?;
         let mut st = self.lock();
-        Self::emit(&mut st, HostEvent::RdmaChanged { name: dev.to_string() });
+        Self::emit(
+            &mut st,
+            HostEvent::RdmaChanged {
+                name: dev.to_string(),
+            },
+        );
         Ok(())
     }
 
-    fn with_port_silent(&self, dev: &str, port: u32, f: impl FnOnce(&mut SimPort)) -> Result<(), HostError> {
+    fn with_port_silent(
+        &self,
+        dev: &str,
+        port: u32,
+        f: impl FnOnce(&mut SimPort),
+    ) -> Result<(), HostError> {
         let mut st = self.lock();
         let d = st
             .spec
@@ -309,7 +355,12 @@ impl SimHost {
         let dev = st.spec.devices.remove(pos);
         st.roce.retain(|(idx, _), _| *idx != dev.index);
         render::remove_device(self.root(), name).map_err(Self::render_err)?;
-        Self::emit(st, HostEvent::RdmaRemoved { name: name.to_string() });
+        Self::emit(
+            st,
+            HostEvent::RdmaRemoved {
+                name: name.to_string(),
+            },
+        );
         Ok(())
     }
 
@@ -393,7 +444,11 @@ impl Host for SimHost {
         })
     }
 
-    async fn nl_port_stats(&self, dev_index: u32, port: u32) -> Result<Vec<(String, u64)>, HostError> {
+    async fn nl_port_stats(
+        &self,
+        dev_index: u32,
+        port: u32,
+    ) -> Result<Vec<(String, u64)>, HostError> {
         rules::nl_port_stats(&self.lock(), dev_index, port)
     }
 
@@ -402,8 +457,14 @@ impl Host for SimHost {
         self.take_fault(&mut st, SimOp::AddLink)?;
         let dev = rules::new_link(&mut st, link)?;
         render::render_device(self.root(), &dev).map_err(Self::render_err)?;
-        render::render_module(self.root(), "rdma_rxe", st.spec.kernel.rxe_loaded).map_err(Self::render_err)?;
-        Self::emit(&mut st, HostEvent::RdmaAdded { name: dev.name.clone() });
+        render::render_module(self.root(), "rdma_rxe", st.spec.kernel.rxe_loaded)
+            .map_err(Self::render_err)?;
+        Self::emit(
+            &mut st,
+            HostEvent::RdmaAdded {
+                name: dev.name.clone(),
+            },
+        );
         Ok(())
     }
 
@@ -424,7 +485,13 @@ impl Host for SimHost {
         if let Some(d) = st.spec.devices.iter().find(|d| d.index == dev_index) {
             render::render_device(self.root(), d).map_err(Self::render_err)?;
         }
-        Self::emit(&mut st, HostEvent::RdmaRenamed { old, new: new_name.to_string() });
+        Self::emit(
+            &mut st,
+            HostEvent::RdmaRenamed {
+                old,
+                new: new_name.to_string(),
+            },
+        );
         Ok(())
     }
 
@@ -447,7 +514,12 @@ impl Host for SimHost {
         for d in st.spec.devices.iter().filter(|d| touched.contains(&d.name)) {
             render::render_device(self.root(), d).map_err(Self::render_err)?;
         }
-        Self::emit(&mut st, HostEvent::NetdevChanged { name: name.to_string() });
+        Self::emit(
+            &mut st,
+            HostEvent::NetdevChanged {
+                name: name.to_string(),
+            },
+        );
         for d in touched {
             Self::emit(&mut st, HostEvent::RdmaChanged { name: d });
         }
@@ -466,7 +538,13 @@ impl Host for SimHost {
         for d in st.spec.devices.iter().filter(|d| touched.contains(&d.name)) {
             render::render_device(self.root(), d).map_err(Self::render_err)?;
         }
-        Self::emit(&mut st, HostEvent::NetdevRenamed { old: old.to_string(), new: new.to_string() });
+        Self::emit(
+            &mut st,
+            HostEvent::NetdevRenamed {
+                old: old.to_string(),
+                new: new.to_string(),
+            },
+        );
         Ok(())
     }
 
@@ -492,7 +570,8 @@ impl Host for SimHost {
 
     async fn read_file(&self, path: &Path) -> Result<Option<Vec<u8>>, HostError> {
         let p = self.sys_path(path);
-        files::read_optional(&p).map_err(|e| HostError::from_io(Op::File(path.display().to_string()), &e))
+        files::read_optional(&p)
+            .map_err(|e| HostError::from_io(Op::File(path.display().to_string()), &e))
     }
 
     async fn write_file_atomic(&self, path: &Path, contents: &[u8]) -> Result<(), HostError> {
@@ -502,8 +581,10 @@ impl Host for SimHost {
         }
         let p = self.sys_path(path);
         if let Some(dir) = p.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| HostError::from_io(Op::File(path.display().to_string()), &e))?;
+            std::fs::create_dir_all(dir)
+                .map_err(|e| HostError::from_io(Op::File(path.display().to_string()), &e))?;
         }
-        files::write_atomic(&p, contents).map_err(|e| HostError::from_io(Op::File(path.display().to_string()), &e))
+        files::write_atomic(&p, contents)
+            .map_err(|e| HostError::from_io(Op::File(path.display().to_string()), &e))
     }
 }

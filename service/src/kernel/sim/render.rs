@@ -41,13 +41,23 @@ pub fn render_device(root: &Path, dev: &SimDevice) -> io::Result<()> {
     let dir = root.join("sys/class/infiniband").join(&dev.name);
     remove_tree(&dir)?;
     std::fs::create_dir_all(&dir)?;
-    put(&dir.join("node_type"), &format!("{}: {}", dev.node_type.number(), dev.node_type.sysfs_name()))?;
+    put(
+        &dir.join("node_type"),
+        &format!("{}: {}", dev.node_type.number(), dev.node_type.sysfs_name()),
+    )?;
     put(&dir.join("node_guid"), &dev.node_guid.colon_form())?;
-    put(&dir.join("sys_image_guid"), &dev.sys_image_guid.colon_form())?;
+    put(
+        &dir.join("sys_image_guid"),
+        &dev.sys_image_guid.colon_form(),
+    )?;
     put(&dir.join("fw_ver"), &dev.fw_ver)?;
     put(&dir.join("node_desc"), &dev.node_desc)?;
     put(&dir.join("uevent"), &format!("NAME={}", dev.name))?;
-    for (file, value) in [("hca_type", &dev.hca_type), ("hw_rev", &dev.hw_rev), ("board_id", &dev.board_id)] {
+    for (file, value) in [
+        ("hca_type", &dev.hca_type),
+        ("hw_rev", &dev.hw_rev),
+        ("board_id", &dev.board_id),
+    ] {
         if let Some(v) = value {
             put(&dir.join(file), v)?;
         }
@@ -67,8 +77,14 @@ pub fn render_device(root: &Path, dev: &SimDevice) -> io::Result<()> {
 
 fn render_port(dir: &Path, p: &SimPort) -> io::Result<()> {
     std::fs::create_dir_all(dir)?;
-    put(&dir.join("state"), &format!("{}: {}", p.state.number(), p.state.sysfs_name()))?;
-    put(&dir.join("phys_state"), &format!("{}: {}", p.phys_state.number(), p.phys_state.sysfs_name()))?;
+    put(
+        &dir.join("state"),
+        &format!("{}: {}", p.state.number(), p.state.sysfs_name()),
+    )?;
+    put(
+        &dir.join("phys_state"),
+        &format!("{}: {}", p.phys_state.number(), p.phys_state.sysfs_name()),
+    )?;
     put(&dir.join("lid"), &format!("0x{:x}", p.lid))?;
     put(&dir.join("sm_lid"), &format!("0x{:x}", p.sm_lid))?;
     put(&dir.join("lid_mask_count"), &p.lmc.to_string())?;
@@ -83,7 +99,10 @@ fn render_port(dir: &Path, p: &SimPort) -> io::Result<()> {
         match p.gids.iter().find(|g| g.index == i) {
             Some(g) => {
                 put(&dir.join(format!("gids/{i}")), &gid_sysfs_form(&g.gid))?;
-                put(&dir.join(format!("gid_attrs/types/{i}")), g.gid_type.as_str())?;
+                put(
+                    &dir.join(format!("gid_attrs/types/{i}")),
+                    g.gid_type.as_str(),
+                )?;
                 if let Some(nd) = &g.ndev {
                     put(&dir.join(format!("gid_attrs/ndevs/{i}")), nd)?;
                 }
@@ -99,10 +118,19 @@ fn render_port(dir: &Path, p: &SimPort) -> io::Result<()> {
         let clamp = |v: u64| if pma.extended { v } else { v.min(0xffff_ffff) };
         put(&c.join("port_xmit_data"), &clamp(pma.xmit_data).to_string())?;
         put(&c.join("port_rcv_data"), &clamp(pma.rcv_data).to_string())?;
-        put(&c.join("port_xmit_packets"), &clamp(pma.xmit_packets).to_string())?;
-        put(&c.join("port_rcv_packets"), &clamp(pma.rcv_packets).to_string())?;
+        put(
+            &c.join("port_xmit_packets"),
+            &clamp(pma.xmit_packets).to_string(),
+        )?;
+        put(
+            &c.join("port_rcv_packets"),
+            &clamp(pma.rcv_packets).to_string(),
+        )?;
         if pma.extended {
-            put(&c.join("unicast_xmit_packets"), &pma.xmit_packets.to_string())?;
+            put(
+                &c.join("unicast_xmit_packets"),
+                &pma.xmit_packets.to_string(),
+            )?;
             put(&c.join("unicast_rcv_packets"), &pma.rcv_packets.to_string())?;
             put(&c.join("multicast_xmit_packets"), "0")?;
             put(&c.join("multicast_rcv_packets"), "0")?;
@@ -132,15 +160,24 @@ pub fn render_netdev(root: &Path, nd: &SimNetdev) -> io::Result<()> {
     std::fs::create_dir_all(&dir)?;
     put(&dir.join("ifindex"), &nd.ifindex.to_string())?;
     put(&dir.join("type"), &nd.arphrd.to_string())?;
-    put(&dir.join("address"), &HwAddress(nd.address.clone()).to_sysfs())?;
+    put(
+        &dir.join("address"),
+        &HwAddress(nd.address.clone()).to_sysfs(),
+    )?;
     put(&dir.join("mtu"), &nd.mtu.to_string())?;
     put(&dir.join("operstate"), nd.operstate())?;
-    put(&dir.join("carrier"), if nd.carrier && nd.up { "1" } else { "0" })?;
+    put(
+        &dir.join("carrier"),
+        if nd.carrier && nd.up { "1" } else { "0" },
+    )?;
     let devtype = match nd.link_kind.as_deref() {
         Some("vlan") => "DEVTYPE=vlan\n",
         _ => "",
     };
-    put(&dir.join("uevent"), &format!("{devtype}INTERFACE={}\nIFINDEX={}", nd.name, nd.ifindex))?;
+    put(
+        &dir.join("uevent"),
+        &format!("{devtype}INTERFACE={}\nIFINDEX={}", nd.name, nd.ifindex),
+    )?;
     let stats = dir.join("statistics");
     put(&stats.join("tx_bytes"), &nd.tx_bytes.to_string())?;
     put(&stats.join("rx_bytes"), &nd.rx_bytes.to_string())?;
@@ -151,8 +188,14 @@ pub fn render_netdev(root: &Path, nd: &SimNetdev) -> io::Result<()> {
         std::fs::create_dir_all(pci_dir(root, pci).join("net").join(&nd.name))?;
     }
     if let (Some(ib), ARPHRD_INFINIBAND) = (&nd.ipoib, nd.arphrd) {
-        put(&dir.join("dev_port"), &(ib.port.saturating_sub(1)).to_string())?;
-        put(&dir.join("dev_id"), &format!("0x{:x}", ib.port.saturating_sub(1)))?;
+        put(
+            &dir.join("dev_port"),
+            &(ib.port.saturating_sub(1)).to_string(),
+        )?;
+        put(
+            &dir.join("dev_id"),
+            &format!("0x{:x}", ib.port.saturating_sub(1)),
+        )?;
         if ib.legacy_files {
             put(&dir.join("pkey"), &format!("0x{:04x}", ib.pkey))?;
             put(&dir.join("mode"), ib.mode.as_str())?;

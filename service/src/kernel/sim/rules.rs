@@ -45,13 +45,22 @@ pub fn configfs_present(st: &SimState) -> Result<(), HostError> {
 
 /// `mkdir rdma_cm/<dev>` (EEXIST ignored), then resolve the group's bound name to a device as
 /// `cma_configfs_params_get` does: a group whose device was renamed or removed gives ENODEV.
-fn cm_port<'a>(st: &'a mut SimState, dev: &str, port: u32) -> Result<(&'a SimDevice, u32), HostError> {
+fn cm_port<'a>(
+    st: &'a mut SimState,
+    dev: &str,
+    port: u32,
+) -> Result<(&'a SimDevice, u32), HostError> {
     configfs_present(st)?;
     if !st.cm_groups.iter().any(|g| g.bound_name == dev) {
         if !st.spec.devices.iter().any(|d| d.name == dev) {
-            return Err(nl(Op::Configfs(format!("mkdir rdma_cm/{dev}")), Errno::ENODEV));
+            return Err(nl(
+                Op::Configfs(format!("mkdir rdma_cm/{dev}")),
+                Errno::ENODEV,
+            ));
         }
-        st.cm_groups.push(CmGroup { bound_name: dev.to_string() });
+        st.cm_groups.push(CmGroup {
+            bound_name: dev.to_string(),
+        });
     }
     let d = st
         .spec
@@ -60,7 +69,9 @@ fn cm_port<'a>(st: &'a mut SimState, dev: &str, port: u32) -> Result<(&'a SimDev
         .find(|d| d.name == dev)
         .ok_or_else(|| nl(Op::Configfs(format!("rdma_cm/{dev}")), Errno::ENODEV))?;
     if !d.ports.iter().any(|p| p.number == port) {
-        return Err(HostError::NotFound(format!("port {port} of RDMA device {dev}")));
+        return Err(HostError::NotFound(format!(
+            "port {port} of RDMA device {dev}"
+        )));
     }
     Ok((d, port))
 }
@@ -78,15 +89,30 @@ pub fn roce_get(st: &mut SimState, dev: &str, port: u32) -> Result<(RoceMode, u8
     let (d, port) = cm_port(st, dev, port)?;
     let key = (d.index, port);
     let default = d.ports.iter().find(|p| p.number == port).map(default_roce);
-    Ok(st.roce.get(&key).copied().or(default).unwrap_or((RoceMode::V1, 0)))
+    Ok(st
+        .roce
+        .get(&key)
+        .copied()
+        .or(default)
+        .unwrap_or((RoceMode::V1, 0)))
 }
 
-pub fn roce_set_mode(st: &mut SimState, dev: &str, port: u32, mode: RoceMode) -> Result<(), HostError> {
+pub fn roce_set_mode(
+    st: &mut SimState,
+    dev: &str,
+    port: u32,
+    mode: RoceMode,
+) -> Result<(), HostError> {
     let (d, port) = cm_port(st, dev, port)?;
     let p = d.ports.iter().find(|p| p.number == port);
     // cma_set_default_gid_type: only GID types the port supports; anything else is EINVAL.
     if !p.is_some_and(|p| p.roce_types.contains(&mode.gid_type())) {
-        return Err(nl(Op::Configfs(format!("write rdma_cm/{dev}/ports/{port}/default_roce_mode")), Errno::EINVAL));
+        return Err(nl(
+            Op::Configfs(format!(
+                "write rdma_cm/{dev}/ports/{port}/default_roce_mode"
+            )),
+            Errno::EINVAL,
+        ));
     }
     let key = (d.index, port);
     let current = roce_get(st, dev, port)?;
@@ -162,11 +188,19 @@ fn port_netdev<'a>(st: &'a SimState, d: &SimDevice, p: &SimPort) -> Option<&'a S
     if p.link_layer != LinkLayer::Ethernet {
         return None;
     }
-    let ndev = p.gids.iter().find(|g| g.index == 0).and_then(|g| g.ndev.clone())?;
+    let ndev = p
+        .gids
+        .iter()
+        .find(|g| g.index == 0)
+        .and_then(|g| g.ndev.clone())?;
     st.spec.netdevs.iter().find(|n| n.name == ndev)
 }
 
-pub fn nl_port_stats(st: &SimState, dev_index: u32, port: u32) -> Result<Vec<(String, u64)>, HostError> {
+pub fn nl_port_stats(
+    st: &SimState,
+    dev_index: u32,
+    port: u32,
+) -> Result<Vec<(String, u64)>, HostError> {
     let d = st
         .spec
         .devices
@@ -336,7 +370,11 @@ pub fn del_link_check(st: &SimState, dev_index: u32) -> Result<String, HostError
 
 /// RDMA_NLDEV_CMD_SET with a name: `ib_device_rename`. Returns the old name, or None when the
 /// name is unchanged (the kernel returns success without doing anything).
-pub fn rename_device(st: &mut SimState, dev_index: u32, new_name: &str) -> Result<Option<String>, HostError> {
+pub fn rename_device(
+    st: &mut SimState,
+    dev_index: u32,
+    new_name: &str,
+) -> Result<Option<String>, HostError> {
     let err = |e| nl(Op::NlSet, e);
     if !st.spec.devices.iter().any(|d| d.index == dev_index) {
         return Err(err(Errno::EINVAL));
@@ -373,14 +411,20 @@ fn netdev_name_ok(name: &str) -> bool {
         && name.len() < 16
         && name != "."
         && name != ".."
-        && !name.chars().any(|c| c == '/' || c == ':' || c.is_whitespace())
+        && !name
+            .chars()
+            .any(|c| c == '/' || c == ':' || c.is_whitespace())
 }
 
 /// RTM_NEWLINK kind ipoib (`ipoib_new_child_link`).
 pub fn new_ipoib_child(st: &mut SimState, c: &NewIpoibChild) -> Result<SimNetdev, HostError> {
     let err = |e| nl(Op::Rtnl("newlink"), e);
     let parent = find_netdev(st, &c.parent)?.clone();
-    let Some(pib) = parent.ipoib.as_ref().filter(|_| parent.arphrd == ARPHRD_INFINIBAND) else {
+    let Some(pib) = parent
+        .ipoib
+        .as_ref()
+        .filter(|_| parent.arphrd == ARPHRD_INFINIBAND)
+    else {
         return Err(err(Errno::ENODEV));
     };
     if pib.parent.is_some() {
@@ -412,7 +456,11 @@ pub fn new_ipoib_child(st: &mut SimState, c: &NewIpoibChild) -> Result<SimNetdev
         name: c.name.clone(),
         arphrd: ARPHRD_INFINIBAND,
         address,
-        mtu: if mode == IpoibMode::Connected { IPOIB_CM_MAX_MTU } else { datagram_mtu.min(parent.mtu) },
+        mtu: if mode == IpoibMode::Connected {
+            IPOIB_CM_MAX_MTU
+        } else {
+            datagram_mtu.min(parent.mtu)
+        },
         up: false,
         carrier: parent.carrier,
         link_kind: Some("ipoib".into()),
@@ -443,7 +491,11 @@ fn supports_connected(nd: &SimNetdev) -> bool {
 /// Applies a change as the kernel does: the IPoIB link data (mode, umcast) first, then MTU,
 /// then up/down; a failing step leaves the earlier ones applied. Returns the RDMA devices
 /// whose ports changed (soft devices over the netdev or its veth peer).
-pub fn change_netdev(st: &mut SimState, name: &str, ch: &NetdevChange) -> Result<Vec<String>, HostError> {
+pub fn change_netdev(
+    st: &mut SimState,
+    name: &str,
+    ch: &NetdevChange,
+) -> Result<Vec<String>, HostError> {
     let err = |e| nl(Op::Rtnl("setlink"), e);
     let idx = st
         .spec
@@ -596,12 +648,17 @@ pub fn rename_netdev(st: &mut SimState, old: &str, new: &str) -> Result<Vec<Stri
 /// RTM_DELLINK. A veth takes its peer with it; soft RDMA devices over a removed netdev are
 /// unregistered (NETDEV_UNREGISTER). An IPoIB parent belongs to its HCA: EOPNOTSUPP.
 /// Returns the removed netdevs and the soft devices to remove.
-pub fn delete_netdev(st: &mut SimState, name: &str) -> Result<(Vec<SimNetdev>, Vec<String>), HostError> {
+pub fn delete_netdev(
+    st: &mut SimState,
+    name: &str,
+) -> Result<(Vec<SimNetdev>, Vec<String>), HostError> {
     let nd = find_netdev(st, name)?.clone();
     if nd.link_kind.is_none() || nd.ipoib.as_ref().is_some_and(|ib| ib.parent.is_none()) {
         return Err(nl(Op::Rtnl("dellink"), Errno::EOPNOTSUPP));
     }
-    let names: Vec<String> = std::iter::once(nd.name.clone()).chain(nd.peer.clone()).collect();
+    let names: Vec<String> = std::iter::once(nd.name.clone())
+        .chain(nd.peer.clone())
+        .collect();
     let gone: Vec<SimNetdev> = st
         .spec
         .netdevs

@@ -1,0 +1,403 @@
+//! The lab scenarios: enumerate, add rxe over a veth, the kernel's refusals, RoCE mode,
+//! rename, port state following the netdev, delete, and the events of each.
+//!
+//! Every step appends one line to a transcript. Lines hold only what a correct simulation
+//! must reproduce exactly; values that legitimately vary between runs (counters that move
+//! with background traffic) are reduced to their shape.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rdma_managerd::ibstat;
+use rdma_managerd::kernel::{Host, HostError, HostEvent, NetdevChange, NewLink};
+use rdma_managerd::model::softlink::{classify_newlink_error, NewLinkContext};
+use rdma_managerd::model::{RoceMode, SoftLinkType};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use crate::reference::Reference;
+
+/// The lab's veth pair (made by tests/lab/run-lab.sh with fixed MACs).
+pub const NETDEV_A: &str = "veth0";
+pub const NETDEV_B: &str = "veth1";
+
+pub struct Run {
+    host: Arc<dyn Host>,
+    events: UnboundedReceiver<HostEvent>,
+    pub transcript: Vec<String>,
+    /// Disagreements with rdma-core's and iproute2's tools (real kernel only).
+    pub failures: Vec<String>,
+    reference: Option<Reference>,
+}
+
+fn show<T: std::fmt::Debug>(r: &Result<T, HostError>) -> String {
+    match r {
+        Ok(v) => format!("ok {v:?}"),
+        Err(e) => format!("err {}", e.code()),
+    }
+}
+
+impl Run {
+    pub async fn new(host: Arc<dyn Host>, reference: Option<Reference>) -> Result<Run, HostError> {
+        let events = host.subscribe().await?;
+        Ok(Run {
+            host,
+            events,
+            transcript: Vec::new(),
+            failures: Vec::new(),
+            reference,
+        })
+    }
+
+    fn line(&mut self, s: impl Into<String>) {
+        self.transcript.push(s.into());
+    }
+
+    /// Waits (bounded) for an event the kernel must send; other events are skipped.
+    async fn expect_event(&mut self, what: &str, want: impl Fn(&HostEvent) -> bool) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        let seen = loop {
+            match tokio::time::timeout_at(deadline, self.events.recv()).await {
+                Ok(Some(ev)) if want(&ev) => break true,
+                Ok(Some(_)) => continue,
+                Ok(None) | Err(_) => break false,
+            }
+        };
+        self.line(format!(
+            "event {what}: {}",
+            if seen { "seen" } else { "NOT SEEN" }
+        ));
+    }
+
+    async fn dev_index(&self, name: &str) -> Option<u32> {
+        self.host
+            .nl_devices()
+            .await
+            .ok()?
+            .into_iter()
+            .find(|d| d.name == name)
+            .map(|d| d.index)
+    }
+
+    async fn add(&mut self, name: &str, kind: SoftLinkType, netdev: &str) -> Result<(), HostError> {
+        let link = NewLink {
+            name: name.into(),
+            kind,
+            netdev: netdev.into(),
+        };
+        let r = self.host.add_link(&link).await;
+        let mut l = format!(
+            "add {name} type {} netdev {netdev}: {}",
+            kind.as_str(),
+            show(&r)
+        );
+        if let Err(e) = &r {
+            if let Some(errno) = e.errno() {
+                let devices = self.host.rdma_device_names().await.unwrap_or_default();
+                let devs = self.host.read_devices().await.unwrap_or_default();
+                let netdevs = self.host.read_netdevs().await.unwrap_or_default();
+                let nd = netdevs.iter().find(|n| n.name == netdev);
+                let ctx = NewLinkContext {
+                    name,
+                    kind,
+                    netdev,
+                    devices: &devices,
+                    existing_on_netdev: devs
+                        .iter()
+                        .find(|d| d.parent_netdev.as_deref() == Some(netdev))
+                        .map(|d| d.name.clone()),
+                    netdev_exists: nd.is_some(),
+                    netdev_is_vlan: nd.is_some_and(|n| n.is_vlan()),
+                    type_loaded: self
+                        .host
+                        .module_loaded(kind.module())
+                        .await
+                        .unwrap_or(false),
+                };
+                l.push_str(&format!(" => {:?}", classify_newlink_error(errno, &ctx)));
+            }
+        }
+        self.line(l);
+        r
+    }
+
+    /// The whole RDMA state, as our readers and our ibstat rendering see it; on the real
+    /// kernel also compared with `rdma` and `ibstat`.
+    async fn snapshot(&mut self, label: &str) {
+        self.line(format!("== state {label}"));
+        match self.host.nl_devices().await {
+            Ok(devs) => {
+                for d in &devs {
+                    self.line(format!(
+                        "nl dev {} {} node_type={:?} node_guid={} sys_image_guid={} fw={:?} protocol={:?} ports={:?}",
+                        d.index,
+                        d.name,
+                        d.node_type,
+                        d.node_guid.map(|g| g.colon_form()).unwrap_or_default(),
+                        d.sys_image_guid.map(|g| g.colon_form()).unwrap_or_default(),
+                        d.fw_version,
+                        d.protocol,
+                        d.port_count
+                    ));
+                }
+                if let Some(r) = &self.reference {
+                    self.failures.extend(r.check_dev_show(&devs));
+                }
+            }
+            Err(e) => self.line(format!("nl devices: err {}", e.code())),
+        }
+        match self.host.nl_ports().await {
+            Ok(ports) => {
+                for p in &ports {
+                    self.line(format!(
+                        "nl port {}/{} state={:?} phys={:?} lid={:?} sm_lid={:?} lmc={:?} netdev={:?}",
+                        p.dev_name, p.port, p.state, p.phys_state, p.lid, p.sm_lid, p.lmc, p.netdev_name
+                    ));
+                }
+                if let Some(r) = &self.reference {
+                    let netdevs = self.host.read_netdevs().await.unwrap_or_default();
+                    self.failures.extend(r.check_link_show(&ports, &netdevs));
+                }
+            }
+            Err(e) => self.line(format!("nl ports: err {}", e.code())),
+        }
+        match self.host.read_devices().await {
+            Ok(devs) => {
+                for d in &devs {
+                    let json =
+                        serde_json::to_string(d).unwrap_or_else(|e| format!("unserializable: {e}"));
+                    self.line(format!("sysfs {json}"));
+                    for p in &d.ports {
+                        let c = self.host.read_counters(&d.name, p.number).await;
+                        let shape = match &c {
+                            Ok(c) => format!(
+                                "source={:?} tx_bytes={} rx_bytes={} saturated={} hw={:?}",
+                                c.source,
+                                c.tx_bytes.is_ok(),
+                                c.rx_bytes.is_ok(),
+                                c.saturated,
+                                c.hw.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>()
+                            ),
+                            Err(e) => format!("err {}", e.code()),
+                        };
+                        self.line(format!("counters {}/{}: {shape}", d.name, p.number));
+                    }
+                }
+                let text = ibstat::render_all(&devs);
+                for l in text.lines() {
+                    self.line(format!("ibstat| {l}"));
+                }
+                if let Some(r) = &self.reference {
+                    self.failures.extend(r.check_ibstat(&text));
+                }
+            }
+            Err(e) => self.line(format!("sysfs devices: err {}", e.code())),
+        }
+    }
+
+    async fn stats_shape(&mut self, name: &str) {
+        let Some(idx) = self.dev_index(name).await else {
+            self.line(format!("stats {name}: no such device"));
+            return;
+        };
+        let r = self.host.nl_port_stats(idx, 1).await;
+        let l = match r {
+            Ok(v) => format!(
+                "stats {name}/1: {:?}",
+                v.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>()
+            ),
+            Err(e) => format!("stats {name}/1: err {}", e.code()),
+        };
+        self.line(l);
+    }
+
+    async fn netdevs(&mut self) {
+        let nds = self.host.read_netdevs().await.unwrap_or_default();
+        for n in nds
+            .iter()
+            .filter(|n| n.name == NETDEV_A || n.name == NETDEV_B)
+        {
+            self.line(format!(
+                "netdev {} ifindex={:?} type={:?} address={} mtu={:?} operstate={:?}",
+                n.name,
+                n.ifindex,
+                n.arphrd,
+                n.address.as_ref().map(|a| a.to_sysfs()).unwrap_or_default(),
+                n.mtu,
+                n.operstate
+            ));
+        }
+    }
+
+    async fn roce(&mut self, dev: &str, port: u32) {
+        let m = self.host.roce_mode(dev, port).await;
+        let t = self.host.roce_tos(dev, port).await;
+        self.line(format!(
+            "roce {dev}/{port}: mode {} tos {}",
+            show(&m),
+            show(&t)
+        ));
+    }
+
+    async fn set_roce(&mut self, dev: &str, port: u32, mode: RoceMode) {
+        let r = self.host.set_roce_mode(dev, port, mode).await;
+        self.line(format!(
+            "set roce {dev}/{port} {:?}: {}",
+            mode.configfs_str(),
+            show(&r)
+        ));
+    }
+
+    async fn configfs_dirs(&mut self) {
+        let r = self.host.roce_configfs_dirs().await;
+        self.line(format!("configfs rdma_cm: {}", show(&r)));
+    }
+
+    async fn set_up(&mut self, netdev: &str, up: bool) {
+        let r = self
+            .host
+            .change_netdev(
+                netdev,
+                &NetdevChange {
+                    up: Some(up),
+                    ..Default::default()
+                },
+            )
+            .await;
+        self.line(format!(
+            "set {netdev} {}: {}",
+            if up { "up" } else { "down" },
+            show(&r)
+        ));
+    }
+
+    async fn port_state(&mut self, dev: &str) {
+        let d = self.host.read_device(dev).await;
+        let l = match d {
+            Ok(d) => d
+                .ports
+                .iter()
+                .map(|p| format!("{dev}/{} {:?} {:?}", p.number, p.state, p.phys_state))
+                .collect::<Vec<_>>()
+                .join(", "),
+            Err(e) => format!("{dev}: err {}", e.code()),
+        };
+        self.line(format!("port state {l}"));
+    }
+}
+
+/// Runs every scenario in order. The transcript is the result; `failures` lists
+/// disagreements with the reference tools.
+pub async fn run_all(run: &mut Run) {
+    let nl_sys = run.host.nl_sys().await;
+    run.line(format!(
+        "sys monitor_mode={:?}",
+        nl_sys.as_ref().ok().map(|s| s.monitor_mode)
+    ));
+    run.netdevs().await;
+    let loaded = run.host.module_loaded("rdma_rxe").await;
+    run.line(format!("module rdma_rxe loaded before: {}", show(&loaded)));
+    run.snapshot("empty").await;
+
+    // Soft-RoCE over a veth.
+    let _ = run.add("rxe0", SoftLinkType::Rxe, NETDEV_A).await;
+    run.expect_event(
+        "RdmaAdded rxe0",
+        |e| matches!(e, HostEvent::RdmaAdded { name } if name == "rxe0"),
+    )
+    .await;
+    let loaded = run.host.module_loaded("rdma_rxe").await;
+    run.line(format!("module rdma_rxe loaded after: {}", show(&loaded)));
+    run.snapshot("rxe0").await;
+    run.stats_shape("rxe0").await;
+
+    // The kernel's refusals.
+    let _ = run.add("rxe0", SoftLinkType::Rxe, NETDEV_B).await;
+    let _ = run.add("rxe1", SoftLinkType::Rxe, NETDEV_A).await;
+    let _ = run.add("rxe2", SoftLinkType::Rxe, "nosuch0").await;
+    let _ = run.add("siw0", SoftLinkType::Siw, NETDEV_B).await;
+    let _ = run.add("rxe%d", SoftLinkType::Rxe, NETDEV_B).await;
+    let _ = run.add("", SoftLinkType::Rxe, NETDEV_B).await;
+
+    // RoCE default mode through configfs.
+    run.roce("rxe0", 1).await;
+    run.set_roce("rxe0", 1, RoceMode::V2).await;
+    run.set_roce("rxe0", 1, RoceMode::V1).await;
+    run.roce("rxe0", 1).await;
+    let r = run.host.set_roce_tos("rxe0", 1, 32).await;
+    run.line(format!("set roce tos rxe0/1 32: {}", show(&r)));
+    run.roce("rxe0", 1).await;
+    run.roce("rxe0", 2).await;
+    run.roce("nosuch", 1).await;
+    run.configfs_dirs().await;
+
+    // A second device, then rename.
+    let _ = run.add("rxe1", SoftLinkType::Rxe, NETDEV_B).await;
+    run.expect_event(
+        "RdmaAdded rxe1",
+        |e| matches!(e, HostEvent::RdmaAdded { name } if name == "rxe1"),
+    )
+    .await;
+    if let Some(idx) = run.dev_index("rxe0").await {
+        let r = run.host.rename_device(idx, "rxe1").await;
+        run.line(format!("rename rxe0 -> rxe1: {}", show(&r)));
+        let r = run.host.rename_device(idx, "rxe0").await;
+        run.line(format!("rename rxe0 -> rxe0: {}", show(&r)));
+        let r = run.host.rename_device(idx, "").await;
+        run.line(format!("rename rxe0 -> '': {}", show(&r)));
+        let r = run.host.rename_device(idx, "roce_lab").await;
+        run.line(format!("rename rxe0 -> roce_lab: {}", show(&r)));
+        run.expect_event("RdmaRenamed rxe0 -> roce_lab", |e| {
+            matches!(e, HostEvent::RdmaRenamed { old, new } if old == "rxe0" && new == "roce_lab")
+        })
+        .await;
+    } else {
+        run.line("rename: rxe0 has no index");
+    }
+    let r = run.host.rename_device(9999, "x").await;
+    run.line(format!("rename index 9999: {}", show(&r)));
+    run.configfs_dirs().await;
+    run.roce("rxe0", 1).await;
+    run.roce("roce_lab", 1).await;
+    run.set_roce("roce_lab", 1, RoceMode::V1).await;
+    run.set_roce("roce_lab", 1, RoceMode::V2).await;
+    run.configfs_dirs().await;
+    run.snapshot("renamed").await;
+
+    // Port state follows the netdev.
+    run.set_up(NETDEV_B, false).await;
+    run.port_state("roce_lab").await;
+    run.port_state("rxe1").await;
+    run.set_up(NETDEV_B, true).await;
+    run.port_state("roce_lab").await;
+    run.port_state("rxe1").await;
+
+    // Delete.
+    for name in ["roce_lab", "rxe1"] {
+        match run.dev_index(name).await {
+            Some(idx) => {
+                let r = run.host.delete_link(idx).await;
+                run.line(format!("delete {name}: {}", show(&r)));
+                let n = name.to_string();
+                run.expect_event(
+                    &format!("RdmaRemoved {name}"),
+                    move |e| matches!(e, HostEvent::RdmaRemoved { name } if *name == n),
+                )
+                .await;
+                let r = run.host.delete_link(idx).await;
+                run.line(format!("delete {name} again: {}", show(&r)));
+            }
+            None => run.line(format!("delete {name}: no index")),
+        }
+    }
+    run.snapshot("deleted").await;
+
+    // Indices are allocated cyclically: a new device does not reuse a freed index.
+    let _ = run.add("rxe0", SoftLinkType::Rxe, NETDEV_A).await;
+    run.snapshot("re-added").await;
+    if let Some(idx) = run.dev_index("rxe0").await {
+        let r = run.host.delete_link(idx).await;
+        run.line(format!("delete rxe0: {}", show(&r)));
+    }
+    run.configfs_dirs().await;
+    run.line("== end");
+}
