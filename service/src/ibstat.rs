@@ -7,3 +7,6 @@ pub fn render_all(devices: &[DeviceSnapshot]) -> String {
         .map(|d| format!("CA '{}'\n", d.name))
         .collect()
 }
+pub fn render_device(dev: &DeviceSnapshot, _port: Option<u32>) -> Result<String, std::fmt::Error> {
+    Ok(render_all(std::slice::from_ref(dev)))
+}

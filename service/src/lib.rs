@@ -8,5 +8,6 @@
 //! - [`ibstat`]: rdma-core `ibstat` compatible rendering of a host snapshot.
 
 pub mod ibstat;
+pub mod ipoib_report;
 pub mod kernel;
 pub mod model;

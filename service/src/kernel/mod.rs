@@ -136,6 +136,29 @@ pub enum HostEvent {
     },
 }
 
+/// Completes IPoIB attributes that sysfs lacks (children made over rtnetlink) with what
+/// rtnetlink's link info says; values sysfs did provide are kept.
+pub fn rtnl_fill_ipoib(
+    attrs: &mut crate::model::IpoibAttrs,
+    pkey: u16,
+    mode: IpoibMode,
+    umcast: bool,
+    parent: Option<String>,
+) {
+    if attrs.pkey.is_err() {
+        attrs.pkey = Ok(pkey);
+    }
+    if attrs.mode.is_err() {
+        attrs.mode = Ok(mode);
+    }
+    if attrs.umcast.is_err() {
+        attrs.umcast = Ok(umcast);
+    }
+    if attrs.parent.is_none() {
+        attrs.parent = parent;
+    }
+}
+
 /// Everything the daemon reads from or does to the kernel and the filesystem.
 ///
 /// Reads never fail as a whole because one attribute is bad: snapshots carry a per-field

@@ -388,7 +388,19 @@ impl Host for SimHost {
     }
 
     async fn read_netdevs(&self) -> Result<Vec<NetdevSnapshot>, HostError> {
-        self.inner.sys.read_netdevs()
+        let mut netdevs = self.inner.sys.read_netdevs()?;
+        // What the Linux host asks rtnetlink for: children made over rtnetlink have no
+        // pkey/mode/umcast/parent files.
+        let st = self.lock();
+        for nd in netdevs.iter_mut() {
+            let Some(sim) = st.spec.netdevs.iter().find(|n| n.name == nd.name) else {
+                continue;
+            };
+            if let (Some(attrs), Some(ib)) = (nd.ipoib.as_mut(), sim.ipoib.as_ref()) {
+                super::rtnl_fill_ipoib(attrs, ib.pkey, ib.mode, ib.umcast, ib.parent.clone());
+            }
+        }
+        Ok(netdevs)
     }
 
     async fn module_loaded(&self, module: &str) -> Result<bool, HostError> {
