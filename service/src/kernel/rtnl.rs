@@ -1,1 +1,0 @@
-//! rtnetlink requests for IPoIB netdevs.
