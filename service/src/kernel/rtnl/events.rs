@@ -110,12 +110,12 @@ pub fn decode_datagram(buf: &[u8]) -> Vec<RouteNetlinkMessage> {
     out
 }
 
-fn open_socket() -> Result<TokioSocket, HostError> {
+fn open_socket(rcvbuf: usize) -> Result<TokioSocket, HostError> {
     let op = || Op::Rtnl("link events");
     let mut socket = TokioSocket::new(NETLINK_ROUTE).map_err(|e| HostError::from_io(op(), &e))?;
     let s = socket.socket_mut();
     // A bigger buffer makes overflows rarer; failure to enlarge it is not fatal.
-    if let Err(e) = s.set_rx_buf_sz(RCVBUF) {
+    if let Err(e) = s.set_rx_buf_sz(rcvbuf) {
         tracing::debug!("rtnetlink: SO_RCVBUF: {e}");
     }
     s.bind(&SocketAddr::new(0, RTMGRP_LINK))
@@ -137,7 +137,15 @@ async fn resync(rtnl: &Rtnl, names: &mut LinkNames) {
 pub async fn spawn_link_events(
     tx: UnboundedSender<HostEvent>,
 ) -> Result<JoinHandle<()>, HostError> {
-    let socket = open_socket()?;
+    spawn_with_rcvbuf(tx, RCVBUF).await
+}
+
+/// [`spawn_link_events`] with a chosen socket receive buffer (tests make it tiny to overflow).
+pub(crate) async fn spawn_with_rcvbuf(
+    tx: UnboundedSender<HostEvent>,
+    rcvbuf: usize,
+) -> Result<JoinHandle<()>, HostError> {
+    let socket = open_socket(rcvbuf)?;
     let rtnl = Rtnl::open().await?;
     let mut names = LinkNames::new();
     names.reset(&rtnl.links().await?);
@@ -164,13 +172,15 @@ pub async fn spawn_link_events(
                 }
                 Err(e) if e.raw_os_error() == Some(Errno::ENOBUFS.0) => {
                     tracing::warn!("rtnetlink: receive buffer overflowed, events lost");
+                    // Re-read the names first, so that whatever the receiver does after
+                    // hearing of the overflow is seen against a fresh map.
+                    resync(&rtnl, &mut names).await;
                     let ev = HostEvent::Overflow {
                         source: "rtnetlink".into(),
                     };
                     if tx.send(ev).is_err() {
                         return;
                     }
-                    resync(&rtnl, &mut names).await;
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => {

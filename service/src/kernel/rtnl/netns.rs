@@ -62,3 +62,25 @@ pub(crate) async fn add_veth(name: &str, peer: &str) -> Result<(), rtnetlink::Er
         .execute()
         .await
 }
+
+/// Runs `sh -c script` from the namespace thread and waits for it (blocking the runtime,
+/// which tests use to let a socket's buffer overflow). Children inherit the calling thread's
+/// namespaces; the script checks that before doing anything, so it can never touch the host.
+pub(crate) fn sh_here(script: &str) -> Result<(), String> {
+    let me = std::fs::read_link("/proc/thread-self/ns/net")
+        .map_err(|e| format!("reading /proc/thread-self/ns/net: {e}"))?;
+    let guarded = format!(
+        "[ \"$(readlink /proc/self/ns/net)\" = '{}' ] || exit 99\n{script}",
+        me.display()
+    );
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(guarded)
+        .status()
+        .map_err(|e| format!("sh: {e}"))?;
+    match status.code() {
+        Some(0) => Ok(()),
+        Some(99) => Err("the child process is not in the test namespace".into()),
+        _ => Err(format!("script failed: {status}")),
+    }
+}

@@ -504,3 +504,37 @@ fn netns_link_events() {
             .is_ok());
     });
 }
+
+/// A tiny receive buffer and a burst of 40 veth pairs made while the task cannot read: the
+/// kernel reports ENOBUFS, the task says Overflow, rebuilds its map, and goes on.
+#[test]
+fn netns_link_events_overflow() {
+    run_or_skip("netns_link_events_overflow", || async {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let _task = events::spawn_with_rcvbuf(tx, 1).await.expect("link events");
+        if let Err(e) = super::netns::sh_here(
+            "for i in $(seq 1 40); do ip link add ov$i type veth peer name ow$i || exit 1; done",
+        ) {
+            eprintln!("SKIP: {e}");
+            return;
+        }
+        let overflow = HostEvent::Overflow {
+            source: "rtnetlink".into(),
+        };
+        assert!(wait_for(&mut rx, &overflow).await, "no overflow reported");
+        // After the resync, a rename is still seen as a rename.
+        while let Ok(Some(_)) = tokio::time::timeout(Duration::from_millis(300), rx.recv()).await {}
+        let rtnl = Rtnl::open().await.expect("open");
+        rtnl.rename("ov40", "ovR").await.expect("rename");
+        assert!(
+            wait_for(
+                &mut rx,
+                &HostEvent::NetdevRenamed {
+                    old: "ov40".into(),
+                    new: "ovR".into()
+                }
+            )
+            .await
+        );
+    });
+}

@@ -18,11 +18,11 @@ const RCVBUF: usize = 4 << 20;
 /// A uevent is at most UEVENT_BUFFER_SIZE (2048) bytes of variables plus the header.
 const DATAGRAM: usize = 16 << 10;
 
-pub(super) fn open() -> Result<TokioSocket, HostError> {
+pub(super) fn open(rcvbuf: usize) -> Result<TokioSocket, HostError> {
     let mut socket = TokioSocket::new(NETLINK_KOBJECT_UEVENT)
         .map_err(|e| HostError::from_io(Op::Uevents, &e))?;
     let s = socket.socket_mut();
-    if let Err(e) = s.set_rx_buf_sz(RCVBUF) {
+    if let Err(e) = s.set_rx_buf_sz(rcvbuf) {
         tracing::debug!("uevent: SO_RCVBUF: {e}");
     }
     s.bind(&SocketAddr::new(0, KERNEL_GROUP))
@@ -31,7 +31,15 @@ pub(super) fn open() -> Result<TokioSocket, HostError> {
 }
 
 pub(super) fn spawn(tx: UnboundedSender<HostEvent>) -> Result<JoinHandle<()>, HostError> {
-    let socket = open()?;
+    spawn_with_rcvbuf(tx, RCVBUF)
+}
+
+/// [`spawn`] with a chosen socket receive buffer (tests make it tiny to overflow).
+pub(super) fn spawn_with_rcvbuf(
+    tx: UnboundedSender<HostEvent>,
+    rcvbuf: usize,
+) -> Result<JoinHandle<()>, HostError> {
+    let socket = open(rcvbuf)?;
     Ok(tokio::spawn(async move {
         let mut buf: Vec<u8> = Vec::with_capacity(DATAGRAM);
         loop {

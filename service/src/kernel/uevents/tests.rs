@@ -285,3 +285,44 @@ fn udev_monitor_opens_and_stops() {
             .is_ok());
     });
 }
+
+/// A tiny receive buffer and a burst of uevents while the task cannot read: ENOBUFS becomes
+/// Overflow { source: "uevent" } and reading goes on.
+#[test]
+fn netns_kernel_uevents_overflow() {
+    run_or_skip("netns_kernel_uevents_overflow", || async {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let _task = match super::kobject::spawn_with_rcvbuf(tx, 1) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("SKIP: cannot open the uevent socket: {e}");
+                return;
+            }
+        };
+        if let Err(e) = crate::kernel::rtnl::netns::sh_here(
+            "for i in $(seq 1 40); do ip link add uo$i type veth peer name up$i || exit 1; done",
+        ) {
+            eprintln!("SKIP: {e}");
+            return;
+        }
+        let overflow = HostEvent::Overflow {
+            source: "uevent".into(),
+        };
+        assert!(wait_for(&mut rx, &overflow).await, "no overflow reported");
+        // Let the backlog drain (the tiny buffer may overflow more than once), then one
+        // rename makes exactly one uevent, which must arrive.
+        while let Ok(Some(_)) = tokio::time::timeout(Duration::from_millis(300), rx.recv()).await {}
+        let rtnl = Rtnl::open().await.expect("rtnl");
+        rtnl.rename("uo40", "uoR").await.expect("rename");
+        assert!(
+            wait_for(
+                &mut rx,
+                &HostEvent::NetdevRenamed {
+                    old: "uo40".into(),
+                    new: "uoR".into()
+                }
+            )
+            .await
+        );
+    });
+}
