@@ -1,1 +1,0 @@
-//! ibstat-compatible output.
