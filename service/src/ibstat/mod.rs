@@ -9,12 +9,12 @@
 //! `testdata/oracle.sh`), and agrees with the reading of the source below.
 //!
 //! Later upstream changes that this module does not follow (none is in Debian 44.0-2):
-//! - 2024-09 "ibdiags: Do not panic on ibstat query failure" (rdma-core 55+): a device that
-//!   cannot be read gets a warning and the next device is still printed; 44.0 exits.
-//! - 2026-03 "ibstat: ignore non-RDMA endpoint devices when umad_get_ca() fails".
-//! - 2026-06 "ibstat: show effective port bandwidth using ibv_query_port_speed()": an
-//!   `Effective speed:` line after `Rate:` when the verb succeeds.
-//! - 2026 libibumad: more than 9 ports per device.
+//! - "ibdiags: Do not panic on ibstat query failure" (v54.0): a device that cannot be read
+//!   gets a warning and the next device is still printed; 44.0 exits.
+//! - "ibstat: ignore non-RDMA endpoint devices when umad_get_ca() fails" (v63.0).
+//! - "ibstat: show effective port bandwidth using ibv_query_port_speed()" (after v64.0):
+//!   an `Effective speed:` line after `Rate:` when the verb succeeds.
+//! - "libibumad: Increase max ports supported to 192" (v64.0): more than 9 ports.
 //!
 //! # Format rules (ibstat.c v44.0)
 //! - Devices (`main`): `umad_get_ca_device_list` (umad.c) takes `readdir` order of

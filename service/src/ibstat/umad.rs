@@ -15,8 +15,8 @@ use crate::model::{AttrError, DeviceSnapshot, Field, PortSnapshot};
 /// `UMAD_CA_NAME_LEN` (umad.h): size of the name buffers in `umad_ca_t` / `umad_port_t`,
 /// and of `umad_port_t.link_layer`.
 pub(crate) const UMAD_CA_NAME_LEN: usize = 20;
-/// `UMAD_CA_MAX_PORTS` (umad.h v44.0): ports 0..=9. Raised to 192 upstream only in 2026
-/// (commit "libibumad: Increase max ports supported to 192"), after Debian's 44.0.
+/// `UMAD_CA_MAX_PORTS` (umad.h v44.0): ports 0..=9. Raised to 192 upstream in v64.0
+/// ("libibumad: Increase max ports supported to 192").
 pub(crate) const UMAD_CA_MAX_PORTS: u32 = 10;
 /// Buffer sizes of `umad_ca_t.fw_ver`, `.ca_type`, `.hw_ver` (umad.h).
 const FW_VER_LEN: usize = 20;
