@@ -104,8 +104,30 @@ impl Host for LinuxHost {
     }
 
     async fn read_netdevs(&self) -> Result<Vec<NetdevSnapshot>, HostError> {
-        self.blocking(Op::ReadSysfs("net".into()), |s| s.read_netdevs())
-            .await
+        let mut netdevs = self
+            .blocking(Op::ReadSysfs("net".into()), |s| s.read_netdevs())
+            .await?;
+        // Children made over rtnetlink have no pkey/mode/umcast/parent files: ask rtnetlink.
+        let needs_rtnl = |n: &NetdevSnapshot| n.ipoib.as_ref().is_some_and(|i| i.pkey.is_err());
+        if netdevs.iter().any(needs_rtnl) {
+            let rtnl = self.rtnl().await?;
+            let by_index: Vec<(u32, String)> = netdevs
+                .iter()
+                .filter_map(|n| n.ifindex.clone().ok().map(|i| (i, n.name.clone())))
+                .collect();
+            for nd in netdevs.iter_mut().filter(|n| needs_rtnl(n)) {
+                let Ok(Some(info)) = rtnl.ipoib_info(&nd.name).await else {
+                    continue;
+                };
+                let parent = info
+                    .parent_ifindex
+                    .and_then(|p| by_index.iter().find(|(i, _)| *i == p).map(|(_, n)| n.clone()));
+                if let (Some(attrs), Some(pkey), Some(mode)) = (nd.ipoib.as_mut(), info.pkey, info.mode) {
+                    super::rtnl_fill_ipoib(attrs, pkey, mode, info.umcast.unwrap_or(false), parent);
+                }
+            }
+        }
+        Ok(netdevs)
     }
 
     async fn module_loaded(&self, module: &str) -> Result<bool, HostError> {
