@@ -5,8 +5,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use rdma_managerd::kernel::sim::{fixtures, SimHost};
 use rdma_manager_tests::scenarios::{run_all, Run};
+use rdma_managerd::kernel::sim::{fixtures, SimHost};
 
 #[tokio::test]
 async fn simulated_host_agrees_with_recorded_real_kernels() {
@@ -17,9 +17,17 @@ async fn simulated_host_agrees_with_recorded_real_kernels() {
         .filter(|p| p.extension().is_some_and(|x| x == "transcript"))
         .collect();
     files.sort();
-    assert!(!files.is_empty(), "no recorded kernel transcripts in {}", dir.display());
+    assert!(
+        !files.is_empty(),
+        "no recorded kernel transcripts in {}",
+        dir.display()
+    );
     for file in files {
-        let release = file.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string();
+        let release = file
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default()
+            .to_string();
         let expected = std::fs::read_to_string(&file).expect("readable transcript");
         let host = SimHost::new(fixtures::lab_host(&release)).expect("lab host");
         let mut run = Run::new(Arc::new(host), None).await.expect("subscribe");

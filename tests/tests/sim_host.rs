@@ -224,14 +224,6 @@ async fn ipoib_children_follow_the_kernels_rules() {
             .errno(),
         Some(Errno::EINVAL)
     );
-    // Rename needs the link down.
-    let up = NetdevChange {
-        up: Some(true),
-        ..Default::default()
-    };
-    h.change_netdev("ibp59s0f0.0004", &up).await.unwrap();
-    let e = h.rename_netdev("ibp59s0f0.0004", "ib.4").await;
-    assert_eq!(e.unwrap_err().errno(), Some(Errno::EBUSY));
     h.delete_netdev("ibp59s0f0.0004").await.unwrap();
     assert_eq!(
         h.delete_netdev("ibp59s0f0").await.unwrap_err().errno(),
@@ -314,5 +306,69 @@ async fn files_are_written_atomically_under_the_root() {
     assert_eq!(
         h.read_file(p).await.unwrap().as_deref(),
         Some(&b"# test\n"[..])
+    );
+}
+
+#[tokio::test]
+async fn rename_while_up_depends_on_the_kernel() {
+    let up = NetdevChange {
+        up: Some(true),
+        ..Default::default()
+    };
+    // Linux 6.1: the link must be down.
+    let old = SimHost::new(fixtures::lab_host("6.1.0-40-amd64")).unwrap();
+    old.change_netdev("veth0", &up).await.unwrap();
+    assert_eq!(
+        old.rename_netdev("veth0", "v0").await.unwrap_err().errno(),
+        Some(Errno::EBUSY)
+    );
+    // Linux 6.2 and later rename live links; rxe follows the new name.
+    let new = SimHost::new(fixtures::lab_host("6.12.48+deb12-amd64")).unwrap();
+    let link = NewLink {
+        name: "rxe0".into(),
+        kind: SoftLinkType::Rxe,
+        netdev: "veth0".into(),
+    };
+    new.add_link(&link).await.unwrap();
+    new.rename_netdev("veth0", "v0").await.unwrap();
+    assert_eq!(
+        new.read_device("rxe0")
+            .await
+            .unwrap()
+            .parent_netdev
+            .as_deref(),
+        Some("v0")
+    );
+    assert_eq!(
+        new.rename_netdev("v0", "veth1").await.unwrap_err().errno(),
+        Some(Errno::EEXIST)
+    );
+    assert_eq!(
+        new.rename_netdev("v0", "a/b").await.unwrap_err().errno(),
+        Some(Errno::EINVAL)
+    );
+}
+
+#[tokio::test]
+async fn deleting_a_veth_unregisters_its_rxe() {
+    let h = SimHost::new(fixtures::lab_host("test")).unwrap();
+    let link = NewLink {
+        name: "rxe0".into(),
+        kind: SoftLinkType::Rxe,
+        netdev: "veth0".into(),
+    };
+    h.add_link(&link).await.unwrap();
+    h.delete_netdev("veth1").await.unwrap();
+    assert!(h.rdma_device_names().await.unwrap().is_empty());
+    let names: Vec<String> = h
+        .read_netdevs()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|n| n.name)
+        .collect();
+    assert!(
+        !names.contains(&"veth0".to_string()),
+        "a veth takes its peer with it"
     );
 }

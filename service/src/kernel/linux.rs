@@ -119,10 +119,15 @@ impl Host for LinuxHost {
                 let Ok(Some(info)) = rtnl.ipoib_info(&nd.name).await else {
                     continue;
                 };
-                let parent = info
-                    .parent_ifindex
-                    .and_then(|p| by_index.iter().find(|(i, _)| *i == p).map(|(_, n)| n.clone()));
-                if let (Some(attrs), Some(pkey), Some(mode)) = (nd.ipoib.as_mut(), info.pkey, info.mode) {
+                let parent = info.parent_ifindex.and_then(|p| {
+                    by_index
+                        .iter()
+                        .find(|(i, _)| *i == p)
+                        .map(|(_, n)| n.clone())
+                });
+                if let (Some(attrs), Some(pkey), Some(mode)) =
+                    (nd.ipoib.as_mut(), info.pkey, info.mode)
+                {
                     super::rtnl_fill_ipoib(attrs, pkey, mode, info.umcast.unwrap_or(false), parent);
                 }
             }

@@ -143,6 +143,8 @@ pub struct SimKernel {
     pub monitor_mode: bool,
     /// rxe loaded (it is autoloaded by the first `rdma link add ... type rxe`).
     pub rxe_loaded: bool,
+    /// Netdevs can be renamed while up (Linux 6.2 and later); before, EBUSY.
+    pub netdev_live_rename: bool,
 }
 
 impl Default for SimKernel {
@@ -153,6 +155,7 @@ impl Default for SimKernel {
             rdma_cm_configfs: true,
             monitor_mode: false,
             rxe_loaded: false,
+            netdev_live_rename: true,
         }
     }
 }

@@ -595,8 +595,8 @@ fn refresh_soft_ports(st: &mut SimState, netdev: &str) -> Vec<String> {
     touched
 }
 
-/// `dev_change_name`: the link must be down (EBUSY), the name free (EEXIST) and valid
-/// (EINVAL). Soft devices and GIDs follow the new name. Returns the RDMA devices touched.
+/// `dev_change_name`: the name free (EEXIST) and valid (EINVAL); before Linux 6.2 the link
+/// must also be down (EBUSY). Soft devices and GIDs follow the new name. Returns the RDMA devices touched.
 pub fn rename_netdev(st: &mut SimState, old: &str, new: &str) -> Result<Vec<String>, HostError> {
     let err = |e| nl(Op::Rtnl("setlink"), e);
     let nd = find_netdev(st, old)?;
@@ -606,7 +606,7 @@ pub fn rename_netdev(st: &mut SimState, old: &str, new: &str) -> Result<Vec<Stri
     if !netdev_name_ok(new) {
         return Err(err(Errno::EINVAL));
     }
-    if nd.up {
+    if nd.up && !st.spec.kernel.netdev_live_rename {
         return Err(err(Errno::EBUSY));
     }
     if st.spec.netdevs.iter().any(|n| n.name == new) {
