@@ -345,6 +345,68 @@ mod tests {
     }
 
     #[test]
+    fn client_is_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<NldevClient>();
+    }
+
+    #[test]
+    fn open_errors() {
+        let e = std::io::Error::from_raw_os_error(libc::EPROTONOSUPPORT);
+        assert_eq!(open_error(&e).code(), "Unsupported");
+        let e = std::io::Error::from_raw_os_error(libc::EMFILE);
+        assert_eq!(open_error(&e).errno(), Some(Errno(libc::EMFILE)));
+    }
+
+    /// Drives a real RDMA kernel (the QEMU lab), as root: `NLDEV_LAB_NETDEV=<ethernet netdev>
+    /// cargo test ... -- --ignored live_lab`. Creates rxe "nldevlab0" on it, reads it back,
+    /// renames and deletes it.
+    #[test]
+    #[ignore = "needs a kernel with RDMA netlink, rdma_rxe and CAP_NET_ADMIN"]
+    fn live_lab() {
+        let Ok(netdev) = std::env::var("NLDEV_LAB_NETDEV") else {
+            return;
+        };
+        let c = NldevClient::open().unwrap();
+        println!("sys: {:?}", c.sys().unwrap());
+        let link = NewLink {
+            name: "nldevlab0".into(),
+            kind: crate::model::SoftLinkType::Rxe,
+            netdev: netdev.clone(),
+        };
+        c.new_link(&link).unwrap();
+        assert_eq!(
+            c.new_link(&link).unwrap_err().errno(),
+            Some(Errno::EEXIST),
+            "same name again"
+        );
+        let mut bad = link.clone();
+        bad.name = "nldevlab1".into();
+        bad.netdev = "nosuchnetdev0".into();
+        println!("unknown netdev: {:?}", c.new_link(&bad).unwrap_err());
+        let devs = c.devices().unwrap();
+        println!("devices: {devs:?}");
+        let dev = devs.iter().find(|d| d.name == "nldevlab0").unwrap();
+        let ports = c.ports().unwrap();
+        println!("ports: {ports:?}");
+        let p = ports.iter().find(|p| p.dev_index == dev.index).unwrap();
+        assert_eq!(p.netdev_name.as_deref(), Some(netdev.as_str()));
+        let stats = c.port_stats(dev.index, 1).unwrap();
+        println!("stats: {stats:?}");
+        assert!(stats.iter().any(|(n, _)| n == "sent_pkts"));
+        c.rename(dev.index, "nldevlab_r").unwrap();
+        assert!(c.devices().unwrap().iter().any(|d| d.name == "nldevlab_r"));
+        c.del_link(dev.index).unwrap();
+        assert!(c.devices().unwrap().iter().all(|d| d.index != dev.index));
+        assert_eq!(
+            c.del_link(dev.index).unwrap_err().errno(),
+            Some(Errno::EINVAL),
+            "deleting a deleted device"
+        );
+        println!("NLDEV LIVE LAB OK");
+    }
+
+    #[test]
     fn timeouts_become_etimedout() {
         let e = std::io::Error::from_raw_os_error(libc::EAGAIN);
         assert_eq!(
