@@ -62,7 +62,8 @@ pub fn port_from_body(body: &[u8]) -> Result<NlPort, WireError> {
         port: required(t.u32(a::PORT_INDEX), a::PORT_INDEX, "PORT_INDEX")?,
         state: t.u8(a::PORT_STATE)?,
         phys_state: t.u8(a::PORT_PHYS_STATE)?,
-        // LID, SM_LID, LMC and SUBNET_PREFIX are only sent for InfiniBand ports.
+        // CAP_FLAGS, LID, SM_LID, LMC and SUBNET_PREFIX are only sent for InfiniBand ports
+        // (an rxe port on Debian's 6.1 and 6.12 has none of them).
         lid: t.u32(a::LID)?,
         sm_lid: t.u32(a::SM_LID)?,
         lmc: t.u8(a::LMC)?,

@@ -368,7 +368,11 @@ mod tests {
             return;
         };
         let c = NldevClient::open().unwrap();
-        println!("sys: {:?}", c.sys().unwrap());
+        let sys = c.sys().unwrap();
+        println!("sys: {sys:?}");
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let notifier = super::super::spawn_notify(tx).unwrap();
+        assert_eq!(notifier.is_some(), sys.monitor_mode == Some(true));
         let link = NewLink {
             name: "nldevlab0".into(),
             kind: crate::model::SoftLinkType::Rxe,
@@ -403,6 +407,34 @@ mod tests {
             Some(Errno::EINVAL),
             "deleting a deleted device"
         );
+        std::thread::sleep(Duration::from_millis(500));
+        let mut events = Vec::new();
+        while let Ok(ev) = rx.try_recv() {
+            events.push(ev);
+        }
+        println!("events: {events:?}");
+        if notifier.is_some() {
+            use crate::kernel::HostEvent;
+            let added = HostEvent::RdmaAdded {
+                name: "nldevlab0".into(),
+            };
+            let renamed = HostEvent::RdmaRenamed {
+                old: "nldevlab0".into(),
+                new: "nldevlab_r".into(),
+            };
+            let removed = HostEvent::RdmaRemoved {
+                name: "nldevlab_r".into(),
+            };
+            for want in [added, removed] {
+                assert!(events.contains(&want), "{want:?} missing");
+            }
+            // RENAME events are newer than monitor mode (Debian's 6.12.107 has the latter only).
+            println!("rename event seen: {}", events.contains(&renamed));
+        }
+        drop(rx);
+        if let Some(h) = notifier {
+            h.join().unwrap();
+        }
         println!("NLDEV LIVE LAB OK");
     }
 
