@@ -364,7 +364,8 @@ pub fn lab_host(release: &str) -> HostSpec {
             release: release.into(),
             siw_available: false,
             rdma_cm_configfs: true,
-            monitor_mode: false,
+            // Debian's 6.12 reports SYS MONITOR_MODE and sends REGISTER/UNREGISTER; 6.1 does not.
+            monitor_mode: !release.starts_with("6.1."),
             rxe_loaded: false,
             netdev_live_rename: !release.starts_with("6.1."),
         },
