@@ -52,7 +52,9 @@ while [ $# -gt 0 ]; do
 done
 
 [ -n "$scenario_bin" ] || { log "--scenario-bin is required"; usage; }
-[ -f "$scenario_bin" ] && [ -x "$scenario_bin" ] || die "scenario binary not executable: $scenario_bin"
+if [ ! -f "$scenario_bin" ] || [ ! -x "$scenario_bin" ]; then
+  die "scenario binary not executable: $scenario_bin"
+fi
 scenario_bin=$(readlink -f "$scenario_bin")
 if [ -n "$compare_with" ]; then
   [ -f "$compare_with" ] || die "--compare-with file not found: $compare_with"
@@ -139,10 +141,15 @@ fetch_kernel() {
   fi
   if [ -z "$found" ]; then
     # Offline fallback: newest cached package of this series.
-    local re cached
+    local re cached="" f b
     re=$(series_regex "$spec")
-    cached=$(cd "$WORK/debs" && ls -1 -- *.deb 2>/dev/null | while read -r f; do
-               [[ "${f%%_*}" =~ $re ]] && echo "$f"; done | sort -V | tail -n 1)
+    for f in "$WORK"/debs/*.deb; do
+      [ -e "$f" ] || continue
+      b=$(basename "$f")
+      if [[ "${b%%_*}" =~ $re ]] || [ "${b%%_*}" = "$spec" ]; then
+        cached=$(printf '%s\n%s\n' "$cached" "$b" | sed '/^$/d' | sort -V | tail -n 1)
+      fi
+    done
     [ -n "$cached" ] || { log "no package found for kernel '$spec'"; return 1; }
     log "apt knows no package for '$spec'; using cached $cached"
     FETCHED_DEB="$WORK/debs/$cached"
@@ -411,8 +418,9 @@ run_kernel() {
   fi
   deb=$FETCHED_DEB
   kroot=$(extract_kernel "$deb")
-  rel=$(ls -1 "$kroot/lib/modules" | head -n 1)
-  [ -n "$rel" ] || die "no lib/modules in $deb"
+  local mods=("$kroot"/lib/modules/*/modules.order)
+  [ -f "${mods[0]}" ] || die "no lib/modules/<release>/modules.order in $deb"
+  rel=$(basename "$(dirname "${mods[0]}")")
   vmlinuz="$kroot/boot/vmlinuz-$rel"
   [ -f "$vmlinuz" ] || die "no $vmlinuz"
   img="$WORK/initramfs/$rel.cpio.gz"
