@@ -44,6 +44,8 @@ int main(int argc, char **argv) {
     "rdma link add rxe1 type rxe netdev veth1 2>&1",
     "rdma -j dev show 2>&1",
     "rdma -j link show 2>&1",
+    "rdma -d -j dev show 2>&1",
+    "rdma -j statistic show 2>&1",
     "rdma dev show 2>&1",
     "rdma link show 2>&1",
     "ibstat 2>&1",
