@@ -26,6 +26,8 @@ pub struct Run {
     pub transcript: Vec<String>,
     /// Disagreements with rdma-core's and iproute2's tools (real kernel only).
     pub failures: Vec<String>,
+    /// How many comparisons with those tools were made.
+    pub reference_checks: usize,
     reference: Option<Reference>,
 }
 
@@ -44,6 +46,7 @@ impl Run {
             events,
             transcript: Vec::new(),
             failures: Vec::new(),
+            reference_checks: 0,
             reference,
         })
     }
@@ -141,6 +144,7 @@ impl Run {
                 }
                 if let Some(r) = &self.reference {
                     self.failures.extend(r.check_dev_show(&devs));
+                    self.reference_checks += 1;
                 }
             }
             Err(e) => self.line(format!("nl devices: err {}", e.code())),
@@ -156,6 +160,7 @@ impl Run {
                 if let Some(r) = &self.reference {
                     let netdevs = self.host.read_netdevs().await.unwrap_or_default();
                     self.failures.extend(r.check_link_show(&ports, &netdevs));
+                    self.reference_checks += 1;
                 }
             }
             Err(e) => self.line(format!("nl ports: err {}", e.code())),
@@ -188,6 +193,7 @@ impl Run {
                 }
                 if let Some(r) = &self.reference {
                     self.failures.extend(r.check_ibstat(&text));
+                    self.reference_checks += 1;
                 }
             }
             Err(e) => self.line(format!("sysfs devices: err {}", e.code())),

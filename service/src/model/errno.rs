@@ -19,6 +19,7 @@ impl Errno {
     pub const ENODEV: Errno = Errno(libc::ENODEV);
     pub const EINVAL: Errno = Errno(libc::EINVAL);
     pub const ERANGE: Errno = Errno(libc::ERANGE);
+    pub const ENFILE: Errno = Errno(libc::ENFILE);
     pub const ENOTUNIQ: Errno = Errno(libc::ENOTUNIQ);
     pub const ENOBUFS: Errno = Errno(libc::ENOBUFS);
     pub const EOPNOTSUPP: Errno = Errno(libc::EOPNOTSUPP);
@@ -43,6 +44,7 @@ impl Errno {
             Self::ENODEV,
             Self::EINVAL,
             Self::ERANGE,
+            Self::ENFILE,
             Self::ENOTUNIQ,
             Self::ENOBUFS,
             Self::EOPNOTSUPP,
@@ -65,6 +67,7 @@ impl Errno {
             "ENODEV",
             "EINVAL",
             "ERANGE",
+            "ENFILE",
             "ENOTUNIQ",
             "ENOBUFS",
             "EOPNOTSUPP",

@@ -76,7 +76,12 @@ pub struct NewLinkContext<'a> {
 /// Turns NEWLINK's errno into the cause a person can act on.
 pub fn classify_newlink_error(errno: Errno, ctx: &NewLinkContext<'_>) -> SoftLinkError {
     match errno {
-        Errno::EEXIST if ctx.devices.iter().any(|d| d == ctx.name) => {
+        // ib_register_device's assign_name answers ENFILE for a name already in use.
+        Errno::ENFILE => SoftLinkError::NameTaken(ctx.name.to_string()),
+        // rxe_newlink checks the netdev first: EEXIST when it already carries a device.
+        Errno::EEXIST
+            if ctx.existing_on_netdev.is_none() && ctx.devices.iter().any(|d| d == ctx.name) =>
+        {
             SoftLinkError::NameTaken(ctx.name.to_string())
         }
         Errno::EEXIST => SoftLinkError::NetdevHasLink {
@@ -122,8 +127,15 @@ mod tests {
     fn eexist_is_told_apart() {
         let devs = vec!["rxe0".to_string()];
         assert_eq!(
-            classify_newlink_error(Errno::EEXIST, &ctx(&devs, Some("rxe0"))),
+            classify_newlink_error(Errno::ENFILE, &ctx(&devs, None)),
             SoftLinkError::NameTaken("rxe0".into())
+        );
+        assert_eq!(
+            classify_newlink_error(Errno::EEXIST, &ctx(&devs, Some("rxe0"))),
+            SoftLinkError::NetdevHasLink {
+                netdev: "veth0".into(),
+                existing: "rxe0".into()
+            }
         );
         let devs = vec!["rxe9".to_string()];
         assert_eq!(

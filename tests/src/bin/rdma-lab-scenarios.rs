@@ -16,6 +16,7 @@ use rdma_managerd::kernel::Host;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    let real = args.first().map(String::as_str) == Some("real");
     let (host, reference): (Arc<dyn Host>, Option<Reference>) =
         match args.first().map(String::as_str) {
             Some("real") => (Arc::new(LinuxHost::new()), Some(Reference::from_path())),
@@ -34,6 +35,17 @@ async fn main() -> anyhow::Result<()> {
     }
     for f in &run.failures {
         eprintln!("REFERENCE MISMATCH: {f}");
+    }
+    if real {
+        eprintln!(
+            "reference: {} comparisons with rdma -j dev show, rdma -j link show and ibstat, {} mismatches",
+            run.reference_checks,
+            run.failures.len()
+        );
+        if run.reference_checks == 0 {
+            eprintln!("reference: no comparison was made");
+            std::process::exit(1);
+        }
     }
     if !run.failures.is_empty() {
         std::process::exit(1);

@@ -26,7 +26,7 @@ pub use decode::{
 };
 pub use encode::{
     encode_del_link, encode_get_dump, encode_new_link, encode_port_dump, encode_rename,
-    encode_stat_get, encode_sys_get,
+    encode_stat_get, encode_sys_get, validate_dev_name, validate_new_link,
 };
 pub use notify::spawn_notify;
 pub use socket::NldevClient;

@@ -348,17 +348,14 @@ pub fn mlx5_roce(index: u32, ifindex: u32) -> (SimDevice, Vec<SimNetdev>) {
     (dev, vec![eth])
 }
 
-/// The kernel lab's guest: `lo`, `dummy0` (the dummy module's default), and the veth pair the
-/// lab creates (`veth1` is registered first, so it gets the lower ifindex), with fixed MACs.
+/// The kernel lab's guest: `lo` and the veth pair the lab creates (`veth1` is registered
+/// first, so it gets the lower ifindex), with fixed MACs. The lab loads `dummy` with
+/// `numdummies=0`, so no `dummy0` shifts the indices.
 pub fn lab_host(release: &str) -> HostSpec {
-    let mut dummy = netdev(2, "dummy0", Some("dummy"), [0x02, 0, 0, 0, 0, 0x10]);
-    dummy.up = false;
-    dummy.carrier = false;
-    let mut veth1 = netdev(3, "veth1", Some("veth"), [0x02, 0, 0, 0, 0, 0x02]);
+    let mut veth1 = netdev(2, "veth1", Some("veth"), [0x02, 0, 0, 0, 0, 0x02]);
     veth1.peer = Some("veth0".into());
-    let mut veth0 = netdev(4, "veth0", Some("veth"), [0x02, 0, 0, 0, 0, 0x01]);
+    let mut veth0 = netdev(3, "veth0", Some("veth"), [0x02, 0, 0, 0, 0, 0x01]);
     veth0.peer = Some("veth1".into());
-    veth0.mtu = 1500;
     HostSpec {
         kernel: SimKernel {
             release: release.into(),
@@ -366,11 +363,12 @@ pub fn lab_host(release: &str) -> HostSpec {
             rdma_cm_configfs: true,
             // Debian's 6.12 reports SYS MONITOR_MODE and sends REGISTER/UNREGISTER; 6.1 does not.
             monitor_mode: !release.starts_with("6.1."),
-            rxe_loaded: false,
+            // The lab's /init loads every module up front (there is no modprobe to autoload).
+            rxe_loaded: true,
             netdev_live_rename: !release.starts_with("6.1."),
         },
         devices: vec![],
-        netdevs: vec![loopback(), dummy, veth1, veth0],
+        netdevs: vec![loopback(), veth1, veth0],
     }
 }
 

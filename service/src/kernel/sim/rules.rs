@@ -285,6 +285,8 @@ fn rxe_port_state(nd: &SimNetdev) -> (PortState, PhysState) {
 /// RDMA_NLDEV_CMD_NEWLINK, then the link type's `newlink`.
 pub fn new_link(st: &mut SimState, link: &NewLink) -> Result<SimDevice, HostError> {
     let err = |e| nl(Op::NlNewLink, e);
+    // The same checks the netlink client makes before sending anything.
+    crate::kernel::nldev::validate_new_link(link)?;
     if link.name.is_empty() || link.name.contains('%') {
         return Err(err(Errno::EINVAL));
     }
@@ -317,8 +319,9 @@ pub fn new_link(st: &mut SimState, link: &NewLink) -> Result<SimDevice, HostErro
     {
         return Err(err(Errno::EEXIST));
     }
+    // ib_register_device -> assign_name: a name in use is ENFILE (seen on 6.1 and 6.12).
     if st.spec.devices.iter().any(|d| d.name == link.name) {
-        return Err(err(Errno::EEXIST));
+        return Err(err(Errno::ENFILE));
     }
     let guid = nd.mac().map(Guid::from_mac_eui64).unwrap_or_default();
     let mut port = rxe_port(&nd);
@@ -376,6 +379,7 @@ pub fn rename_device(
     new_name: &str,
 ) -> Result<Option<String>, HostError> {
     let err = |e| nl(Op::NlSet, e);
+    crate::kernel::nldev::validate_dev_name(new_name)?;
     if !st.spec.devices.iter().any(|d| d.index == dev_index) {
         return Err(err(Errno::EINVAL));
     }
