@@ -32,7 +32,10 @@ mod tests {
     #[test]
     fn paths() {
         assert_eq!(device_path(3), "/org/rdmamanager/RdmaManager1/Device/3");
-        assert_eq!(port_path(3, 1), "/org/rdmamanager/RdmaManager1/Device/3/Port/1");
+        assert_eq!(
+            port_path(3, 1),
+            "/org/rdmamanager/RdmaManager1/Device/3/Port/1"
+        );
         assert_eq!(ipoib_path(12), "/org/rdmamanager/RdmaManager1/Ipoib/12");
     }
 }
