@@ -1,7 +1,7 @@
 //! The real host: sysfs and configfs under `/`, RDMA netlink, rtnetlink, and udev or the
 //! kernel's uevent socket.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use async_trait::async_trait;
 use tokio::sync::{mpsc, OnceCell};
@@ -58,10 +58,6 @@ impl LinuxHost {
                 reason: format!("worker failed: {e}"),
             })?
     }
-}
-
-fn owned(p: &Path) -> PathBuf {
-    p.to_path_buf()
 }
 
 #[async_trait]
@@ -252,7 +248,7 @@ impl Host for LinuxHost {
     }
 
     async fn read_file(&self, path: &Path) -> Result<Option<Vec<u8>>, HostError> {
-        let p = owned(path);
+        let p = path.to_path_buf();
         self.blocking(Op::File(p.display().to_string()), move |_| {
             files::read_optional(&p)
                 .map_err(|e| HostError::from_io(Op::File(p.display().to_string()), &e))
@@ -261,7 +257,7 @@ impl Host for LinuxHost {
     }
 
     async fn write_file_atomic(&self, path: &Path, contents: &[u8]) -> Result<(), HostError> {
-        let p = owned(path);
+        let p = path.to_path_buf();
         let c = contents.to_vec();
         self.blocking(Op::File(p.display().to_string()), move |_| {
             files::write_atomic(&p, &c)

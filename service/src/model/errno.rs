@@ -31,56 +31,33 @@ impl Errno {
 
     /// The symbolic name (`EEXIST`), or `E<number>` for numbers this table does not know.
     pub fn name(self) -> String {
-        let known = [
-            Self::EPERM,
-            Self::ENOENT,
-            Self::EIO,
-            Self::ENXIO,
-            Self::EAGAIN,
-            Self::ENOMEM,
-            Self::EACCES,
-            Self::EBUSY,
-            Self::EEXIST,
-            Self::ENODEV,
-            Self::EINVAL,
-            Self::ERANGE,
-            Self::ENFILE,
-            Self::ENOTUNIQ,
-            Self::ENOBUFS,
-            Self::EOPNOTSUPP,
-            Self::EPROTONOSUPPORT,
-            Self::EAFNOSUPPORT,
-            Self::ETIMEDOUT,
-            Self::ENAMETOOLONG,
-            Self::ENOTDIR,
+        const NAMES: [(Errno, &str); 21] = [
+            (Errno::EPERM, "EPERM"),
+            (Errno::ENOENT, "ENOENT"),
+            (Errno::EIO, "EIO"),
+            (Errno::ENXIO, "ENXIO"),
+            (Errno::EAGAIN, "EAGAIN"),
+            (Errno::ENOMEM, "ENOMEM"),
+            (Errno::EACCES, "EACCES"),
+            (Errno::EBUSY, "EBUSY"),
+            (Errno::EEXIST, "EEXIST"),
+            (Errno::ENODEV, "ENODEV"),
+            (Errno::EINVAL, "EINVAL"),
+            (Errno::ERANGE, "ERANGE"),
+            (Errno::ENFILE, "ENFILE"),
+            (Errno::ENOTUNIQ, "ENOTUNIQ"),
+            (Errno::ENOBUFS, "ENOBUFS"),
+            (Errno::EOPNOTSUPP, "EOPNOTSUPP"),
+            (Errno::EPROTONOSUPPORT, "EPROTONOSUPPORT"),
+            (Errno::EAFNOSUPPORT, "EAFNOSUPPORT"),
+            (Errno::ETIMEDOUT, "ETIMEDOUT"),
+            (Errno::ENAMETOOLONG, "ENAMETOOLONG"),
+            (Errno::ENOTDIR, "ENOTDIR"),
         ];
-        let names = [
-            "EPERM",
-            "ENOENT",
-            "EIO",
-            "ENXIO",
-            "EAGAIN",
-            "ENOMEM",
-            "EACCES",
-            "EBUSY",
-            "EEXIST",
-            "ENODEV",
-            "EINVAL",
-            "ERANGE",
-            "ENFILE",
-            "ENOTUNIQ",
-            "ENOBUFS",
-            "EOPNOTSUPP",
-            "EPROTONOSUPPORT",
-            "EAFNOSUPPORT",
-            "ETIMEDOUT",
-            "ENAMETOOLONG",
-            "ENOTDIR",
-        ];
-        known
+        NAMES
             .iter()
-            .position(|e| *e == self)
-            .map(|i| names[i].to_string())
+            .find(|(e, _)| *e == self)
+            .map(|(_, n)| n.to_string())
             .unwrap_or_else(|| format!("E{}", self.0))
     }
 
@@ -119,6 +96,7 @@ mod tests {
     #[test]
     fn names() {
         assert_eq!(Errno::EEXIST.name(), "EEXIST");
+        assert_eq!(Errno::ENFILE.name(), "ENFILE");
         assert_eq!(Errno(9999).name(), "E9999");
         assert!(Errno::ENODEV.to_string().starts_with("ENODEV ("));
     }

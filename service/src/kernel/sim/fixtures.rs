@@ -6,7 +6,7 @@ use std::net::Ipv6Addr;
 
 use super::model::{HostSpec, SimDevice, SimGid, SimIpoib, SimKernel, SimNetdev, SimPma, SimPort};
 use crate::model::{
-    DeviceKind, GidType, Guid, IpoibMode, LinkLayer, NodeType, PhysState, PortState,
+    DeviceKind, GidType, Guid, IpoibMode, LinkLayer, NodeType, PhysState, PortState, SoftLinkType,
 };
 
 fn gid(prefix: u64, guid: u64) -> Ipv6Addr {
@@ -403,23 +403,12 @@ pub fn demo_host() -> HostSpec {
         devices: vec![mlx4, cx6, roce],
         netdevs: nds,
     };
-    let link = crate::kernel::NewLink {
-        name: "rxe0".into(),
-        kind: crate::model::SoftLinkType::Rxe,
-        netdev: "eth0".into(),
-    };
-    let mut tmp = super::SimState {
-        spec: spec.clone(),
-        next_dev_index: 3,
-        next_ifindex: 31,
-        roce: Default::default(),
-        cm_groups: vec![],
-        faults: vec![],
-        subscribers: vec![],
-    };
-    if let Ok(rxe) = super::rules::new_link(&mut tmp, &link) {
-        spec.devices.push(rxe);
-    }
+    spec.devices.push(super::rules::soft_device(
+        3,
+        "rxe0",
+        SoftLinkType::Rxe,
+        &eth0,
+    ));
     spec
 }
 

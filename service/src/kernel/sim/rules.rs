@@ -323,21 +323,30 @@ pub fn new_link(st: &mut SimState, link: &NewLink) -> Result<SimDevice, HostErro
     if st.spec.devices.iter().any(|d| d.name == link.name) {
         return Err(err(Errno::ENFILE));
     }
+    let dev = soft_device(st.next_dev_index, &link.name, link.kind, &nd);
+    st.next_dev_index += 1;
+    st.spec.devices.push(dev.clone());
+    Ok(dev)
+}
+
+/// The device `rdma link add NAME type KIND netdev ND` registers: node GUID and GID 0 from the
+/// netdev's MAC, one port whose state follows the netdev.
+pub fn soft_device(index: u32, name: &str, kind: SoftLinkType, nd: &SimNetdev) -> SimDevice {
     let guid = nd.mac().map(Guid::from_mac_eui64).unwrap_or_default();
-    let mut port = rxe_port(&nd);
-    let (node_type, protocol, node_desc) = match link.kind {
-        SoftLinkType::Rxe => (NodeType::Ca, "roce", "rxe"),
+    let mut port = rxe_port(nd);
+    let (dev_kind, node_type, protocol, node_desc) = match kind {
+        SoftLinkType::Rxe => (DeviceKind::Rxe, NodeType::Ca, "roce", "rxe"),
         SoftLinkType::Siw => {
             port.roce_types = vec![];
             port.hw_counters = vec![];
             port.pkeys = vec![];
-            (NodeType::Rnic, "iw", "siw")
+            (DeviceKind::Siw, NodeType::Rnic, "iw", "siw")
         }
     };
-    let dev = SimDevice {
-        index: st.next_dev_index,
-        name: link.name.clone(),
-        kind,
+    SimDevice {
+        index,
+        name: name.to_string(),
+        kind: dev_kind,
         node_type,
         node_guid: guid,
         sys_image_guid: guid,
@@ -351,10 +360,7 @@ pub fn new_link(st: &mut SimState, link: &NewLink) -> Result<SimDevice, HostErro
         protocol: protocol.into(),
         cap_flags: 0x0000_0000_0ffe_1f2f,
         ports: vec![port],
-    };
-    st.next_dev_index += 1;
-    st.spec.devices.push(dev.clone());
-    Ok(dev)
+    }
 }
 
 /// RDMA_NLDEV_CMD_DELLINK: only devices that allow user unregistration (rxe, siw).
