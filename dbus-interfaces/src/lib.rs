@@ -1,5 +1,8 @@
-//! D-Bus names shared by rdma-managerd and its clients. The interfaces, their XML and the
-//! client proxies are added with the D-Bus service.
+//! D-Bus names, errors and polkit action ids shared by rdma-managerd and its clients.
+
+mod error;
+
+pub use error::Error;
 
 /// The well-known bus name and interface prefix.
 pub const BUS_NAME: &str = "org.rdmamanager.RdmaManager1";
@@ -9,6 +12,42 @@ pub const ROOT_PATH: &str = "/org/rdmamanager/RdmaManager1";
 pub const ERROR_PREFIX: &str = "org.rdmamanager.RdmaManager1.Error";
 /// Prefix of the polkit action ids (`<prefix>.manage-links`, ...).
 pub const POLKIT_PREFIX: &str = "org.rdmamanager.rdmamanager1";
+
+/// polkit actions, one per area. Every mutating method names the one it needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Soft RDMA links (rxe, siw).
+    ManageLinks,
+    /// IPoIB interfaces and P_Key children.
+    ManageIpoib,
+    /// Persistent names of netdevs and RDMA devices, and renames.
+    ManageNaming,
+    /// RoCE default mode and ToS.
+    ManageRoce,
+    /// Host setup: modules, memlock limits, NFS over RDMA, subnet manager.
+    ManageHost,
+}
+
+impl Action {
+    pub const ALL: [Action; 5] = [
+        Action::ManageLinks,
+        Action::ManageIpoib,
+        Action::ManageNaming,
+        Action::ManageRoce,
+        Action::ManageHost,
+    ];
+
+    /// The polkit action id (`org.rdmamanager.rdmamanager1.manage-links`, ...).
+    pub fn id(self) -> &'static str {
+        match self {
+            Action::ManageLinks => "org.rdmamanager.rdmamanager1.manage-links",
+            Action::ManageIpoib => "org.rdmamanager.rdmamanager1.manage-ipoib",
+            Action::ManageNaming => "org.rdmamanager.rdmamanager1.manage-naming",
+            Action::ManageRoce => "org.rdmamanager.rdmamanager1.manage-roce",
+            Action::ManageHost => "org.rdmamanager.rdmamanager1.manage-host",
+        }
+    }
+}
 
 /// Object path of an RDMA device, by its kernel index (which survives a rename).
 pub fn device_path(index: u32) -> String {
@@ -28,6 +67,13 @@ pub fn ipoib_path(ifindex: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn action_ids_share_the_prefix() {
+        for a in Action::ALL {
+            assert!(a.id().starts_with(POLKIT_PREFIX), "{a:?}");
+        }
+    }
 
     #[test]
     fn paths() {
