@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use tokio::sync::{mpsc, OnceCell};
 
 use super::nldev::NldevClient;
+use super::port_poll::{PortPoller, PortSource, SysfsPortPoller};
 use super::rtnl::Rtnl;
 use super::sysfs::SysRoot;
 use super::{
@@ -60,6 +61,36 @@ impl LinuxHost {
     }
 }
 
+impl LinuxHost {
+    /// Children made over rtnetlink have no pkey/mode/umcast/parent files: ask rtnetlink.
+    async fn fill_ipoib_from_rtnl(&self, netdevs: &mut [NetdevSnapshot]) -> Result<(), HostError> {
+        let needs_rtnl = |n: &NetdevSnapshot| n.ipoib.as_ref().is_some_and(|i| i.pkey.is_err());
+        if !netdevs.iter().any(needs_rtnl) {
+            return Ok(());
+        }
+        let rtnl = self.rtnl().await?;
+        for nd in netdevs.iter_mut().filter(|n| needs_rtnl(n)) {
+            let Ok(Some(info)) = rtnl.ipoib_info(&nd.name).await else {
+                continue;
+            };
+            let parent = match info.parent_ifindex {
+                Some(p) => {
+                    self.blocking(Op::ReadSysfs("net".into()), move |s| {
+                        Ok(s.netdev_name_by_index(p))
+                    })
+                    .await?
+                }
+                None => None,
+            };
+            if let (Some(attrs), Some(pkey), Some(mode)) = (nd.ipoib.as_mut(), info.pkey, info.mode)
+            {
+                super::rtnl_fill_ipoib(attrs, pkey, mode, info.umcast.unwrap_or(false), parent);
+            }
+        }
+        Ok(())
+    }
+}
+
 #[async_trait]
 impl Host for LinuxHost {
     async fn rdma_device_names(&self) -> Result<Vec<String>, HostError> {
@@ -99,36 +130,33 @@ impl Host for LinuxHost {
         .await
     }
 
+    async fn port_sources(&self, dev: &str) -> Result<Vec<PortSource>, HostError> {
+        let dev = dev.to_string();
+        self.blocking(Op::ReadSysfs(dev.clone()), move |s| s.port_sources(&dev))
+            .await
+    }
+
+    fn port_poller(&self) -> Box<dyn PortPoller> {
+        Box::new(SysfsPortPoller::new(self.sys.clone()))
+    }
+
     async fn read_netdevs(&self) -> Result<Vec<NetdevSnapshot>, HostError> {
         let mut netdevs = self
             .blocking(Op::ReadSysfs("net".into()), |s| s.read_netdevs())
             .await?;
-        // Children made over rtnetlink have no pkey/mode/umcast/parent files: ask rtnetlink.
-        let needs_rtnl = |n: &NetdevSnapshot| n.ipoib.as_ref().is_some_and(|i| i.pkey.is_err());
-        if netdevs.iter().any(needs_rtnl) {
-            let rtnl = self.rtnl().await?;
-            let by_index: Vec<(u32, String)> = netdevs
-                .iter()
-                .filter_map(|n| n.ifindex.clone().ok().map(|i| (i, n.name.clone())))
-                .collect();
-            for nd in netdevs.iter_mut().filter(|n| needs_rtnl(n)) {
-                let Ok(Some(info)) = rtnl.ipoib_info(&nd.name).await else {
-                    continue;
-                };
-                let parent = info.parent_ifindex.and_then(|p| {
-                    by_index
-                        .iter()
-                        .find(|(i, _)| *i == p)
-                        .map(|(_, n)| n.clone())
-                });
-                if let (Some(attrs), Some(pkey), Some(mode)) =
-                    (nd.ipoib.as_mut(), info.pkey, info.mode)
-                {
-                    super::rtnl_fill_ipoib(attrs, pkey, mode, info.umcast.unwrap_or(false), parent);
-                }
-            }
-        }
+        self.fill_ipoib_from_rtnl(&mut netdevs).await?;
         Ok(netdevs)
+    }
+
+    async fn read_netdev(&self, name: &str) -> Result<NetdevSnapshot, HostError> {
+        let name = name.to_string();
+        let nd = self
+            .blocking(Op::ReadSysfs(name.clone()), move |s| s.read_netdev(&name))
+            .await?;
+        let mut one = [nd];
+        self.fill_ipoib_from_rtnl(&mut one).await?;
+        let [nd] = one;
+        Ok(nd)
     }
 
     async fn module_loaded(&self, module: &str) -> Result<bool, HostError> {

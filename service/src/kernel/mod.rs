@@ -13,6 +13,7 @@ pub mod error;
 pub mod files;
 pub mod linux;
 pub mod nldev;
+pub mod port_poll;
 pub mod rtnl;
 pub mod sim;
 pub mod sysfs;
@@ -23,6 +24,7 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 
 pub use error::{HostError, Op};
+pub use port_poll::{PollTarget, PortPoller, PortReading, PortSource, TrafficCounters};
 
 use crate::model::{
     CounterSnapshot, DeviceSnapshot, Guid, IpoibMode, NetdevSnapshot, RoceMode, SoftLinkType,
@@ -185,8 +187,14 @@ pub trait Host: Send + Sync + 'static {
     }
     /// A port's counters, from the best source the port has.
     async fn read_counters(&self, dev: &str, port: u32) -> Result<CounterSnapshot, HostError>;
+    /// Counter source and netdev of every port of a device.
+    async fn port_sources(&self, dev: &str) -> Result<Vec<PortSource>, HostError>;
+    /// A poller of port state and traffic counters that keeps its files open between polls.
+    fn port_poller(&self) -> Box<dyn PortPoller>;
     /// Every netdev in `/sys/class/net`, sorted by name.
     async fn read_netdevs(&self) -> Result<Vec<NetdevSnapshot>, HostError>;
+    /// One netdev, with what rtnetlink adds for IPoIB children.
+    async fn read_netdev(&self, name: &str) -> Result<NetdevSnapshot, HostError>;
     /// Whether a kernel module is loaded (`/sys/module/<name>`).
     async fn module_loaded(&self, module: &str) -> Result<bool, HostError>;
 

@@ -7,6 +7,7 @@
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
+use super::port_poll::PortSource;
 use super::{HostError, Op};
 use crate::model::attr::{parse_dec, parse_hex_u32, trim_attr};
 use crate::model::counters::{HW_BYTE_COUNTERS, PMA32_SATURATED};
@@ -231,6 +232,48 @@ impl SysRoot {
             .collect()
     }
 
+    /// Where a port's traffic is counted: PMA `counters/` (64-bit when the kernel added the
+    /// extended unicast/multicast counters), byte counters among `hw_counters`, else the
+    /// netdev's statistics (see [`crate::model::counters`]).
+    pub fn counter_source(&self, dev: &str, port: u32) -> CounterSource {
+        let dir = self.port_dir(dev, port);
+        let pma_dir = dir.join("counters");
+        if pma_dir.join("port_xmit_data").exists() {
+            return CounterSource::Pma(if pma_dir.join("unicast_xmit_packets").exists() {
+                CounterWidth::Bits64
+            } else {
+                CounterWidth::Bits32
+            });
+        }
+        let hw = dir.join("hw_counters");
+        if HW_BYTE_COUNTERS
+            .iter()
+            .any(|(tx, rx)| hw.join(tx).exists() && hw.join(rx).exists())
+        {
+            return CounterSource::HwCounters;
+        }
+        match self.port_netdev(dev, port) {
+            Some(nd) => CounterSource::Netdev(nd),
+            None => CounterSource::None,
+        }
+    }
+
+    /// Counter source and netdev of every port of a device.
+    pub fn port_sources(&self, dev: &str) -> Result<Vec<PortSource>, HostError> {
+        let dir = self.device_dir(dev);
+        if !dir.is_dir() {
+            return Err(HostError::NotFound(format!("RDMA device {dev}")));
+        }
+        Ok(list_indices(&dir.join("ports"))
+            .into_iter()
+            .map(|port| PortSource {
+                port,
+                netdev: self.port_netdev(dev, port),
+                counters: self.counter_source(dev, port),
+            })
+            .collect())
+    }
+
     /// A port's counters from the best source it has (see [`crate::model::counters`]).
     pub fn read_counters(&self, dev: &str, port: u32) -> Result<CounterSnapshot, HostError> {
         let dir = self.port_dir(dev, port);
@@ -242,7 +285,7 @@ impl SysRoot {
         let pma_dir = dir.join("counters");
         let hw = self.read_counter_dir(&dir.join("hw_counters"), &["lifespan"]);
         let mut snap = CounterSnapshot {
-            source: CounterSource::None,
+            source: self.counter_source(dev, port),
             tx_bytes: Err(AttrError::Missing),
             rx_bytes: Err(AttrError::Missing),
             tx_packets: Err(AttrError::Missing),
@@ -251,54 +294,49 @@ impl SysRoot {
             pma: Vec::new(),
             hw,
         };
-        if pma_dir.join("port_xmit_data").exists() {
-            // With the extended-width capability the kernel adds unicast/multicast packet
-            // counters and the data/packet counters are 64 bits wide.
-            let width = if pma_dir.join("unicast_xmit_packets").exists() {
-                CounterWidth::Bits64
-            } else {
-                CounterWidth::Bits32
-            };
-            let words = |f: &str| read_u64(&pma_dir.join(f));
-            let (tx_w, rx_w) = (words("port_xmit_data"), words("port_rcv_data"));
-            let (tx_p, rx_p) = (words("port_xmit_packets"), words("port_rcv_packets"));
-            if width == CounterWidth::Bits32 {
-                snap.saturated = [&tx_w, &rx_w, &tx_p, &rx_p]
+        match snap.source.clone() {
+            CounterSource::Pma(width) => {
+                let words = |f: &str| read_u64(&pma_dir.join(f));
+                let (tx_w, rx_w) = (words("port_xmit_data"), words("port_rcv_data"));
+                let (tx_p, rx_p) = (words("port_xmit_packets"), words("port_rcv_packets"));
+                if width == CounterWidth::Bits32 {
+                    snap.saturated = [&tx_w, &rx_w, &tx_p, &rx_p]
+                        .iter()
+                        .any(|v| matches!(v, Ok(x) if *x >= PMA32_SATURATED));
+                }
+                snap.tx_bytes = tx_w.map(|w| w.saturating_mul(4));
+                snap.rx_bytes = rx_w.map(|w| w.saturating_mul(4));
+                snap.tx_packets = tx_p;
+                snap.rx_packets = rx_p;
+                snap.pma = self.read_counter_dir(
+                    &pma_dir,
+                    &[
+                        "port_xmit_data",
+                        "port_rcv_data",
+                        "port_xmit_packets",
+                        "port_rcv_packets",
+                    ],
+                );
+            }
+            CounterSource::HwCounters => {
+                let hw_value =
+                    |name: &str| snap.hw.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
+                if let Some((t, r)) = HW_BYTE_COUNTERS
                     .iter()
-                    .any(|v| matches!(v, Ok(x) if *x >= PMA32_SATURATED));
+                    .find_map(|(tx, rx)| Some((hw_value(tx)?, hw_value(rx)?)))
+                {
+                    snap.tx_bytes = Ok(t);
+                    snap.rx_bytes = Ok(r);
+                }
             }
-            snap.source = CounterSource::Pma(width);
-            snap.tx_bytes = tx_w.map(|w| w.saturating_mul(4));
-            snap.rx_bytes = rx_w.map(|w| w.saturating_mul(4));
-            snap.tx_packets = tx_p;
-            snap.rx_packets = rx_p;
-            snap.pma = self.read_counter_dir(
-                &pma_dir,
-                &[
-                    "port_xmit_data",
-                    "port_rcv_data",
-                    "port_xmit_packets",
-                    "port_rcv_packets",
-                ],
-            );
-            return Ok(snap);
-        }
-        let hw_value = |name: &str| snap.hw.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
-        for (tx, rx) in HW_BYTE_COUNTERS {
-            if let (Some(t), Some(r)) = (hw_value(tx), hw_value(rx)) {
-                snap.source = CounterSource::HwCounters;
-                snap.tx_bytes = Ok(t);
-                snap.rx_bytes = Ok(r);
-                return Ok(snap);
+            CounterSource::Netdev(ndev) => {
+                let stats = self.netdev_dir(&ndev).join("statistics");
+                snap.tx_bytes = read_u64(&stats.join("tx_bytes"));
+                snap.rx_bytes = read_u64(&stats.join("rx_bytes"));
+                snap.tx_packets = read_u64(&stats.join("tx_packets"));
+                snap.rx_packets = read_u64(&stats.join("rx_packets"));
             }
-        }
-        if let Some(ndev) = self.port_netdev(dev, port) {
-            let stats = self.netdev_dir(&ndev).join("statistics");
-            snap.source = CounterSource::Netdev(ndev);
-            snap.tx_bytes = read_u64(&stats.join("tx_bytes"));
-            snap.rx_bytes = read_u64(&stats.join("rx_bytes"));
-            snap.tx_packets = read_u64(&stats.join("tx_packets"));
-            snap.rx_packets = read_u64(&stats.join("rx_packets"));
+            CounterSource::None => {}
         }
         Ok(snap)
     }
@@ -373,6 +411,16 @@ impl SysRoot {
             pci_address: link_basename(&dir.join("device")),
             ipoib,
         })
+    }
+
+    /// The name of the netdev with this ifindex, if any.
+    pub fn netdev_name_by_index(&self, ifindex: u32) -> Option<String> {
+        list_dir(&self.net_class())
+            .unwrap_or_default()
+            .into_iter()
+            .find(|n| {
+                read_parsed(&self.netdev_dir(n).join("ifindex"), parse_dec::<u32>) == Ok(ifindex)
+            })
     }
 
     pub fn module_loaded(&self, module: &str) -> bool {

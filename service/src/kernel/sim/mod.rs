@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 use tokio::sync::mpsc;
 
+use super::port_poll::{PortPoller, PortSource, SysfsPortPoller};
 use super::sysfs::SysRoot;
 use super::{
     files, Host, HostError, HostEvent, NetdevChange, NewIpoibChild, NewLink, NlDevice, NlPort,
@@ -272,7 +273,7 @@ impl SimHost {
                     n.rx_bytes += rx_bytes;
                     n.tx_packets += tx_bytes.div_ceil(1500);
                     n.rx_packets += rx_bytes.div_ceil(1500);
-                    render::render_netdev(self.root(), n).map_err(Self::render_err)?;
+                    render::update_netdev(self.root(), n).map_err(Self::render_err)?;
                 }
             }
         }
@@ -315,7 +316,7 @@ impl SimHost {
             .find(|p| p.number == port)
             .ok_or_else(|| HostError::NotFound(format!("port {port} of RDMA device {dev}")))?;
         f(p);
-        render::render_device(self.root(), d).map_err(Self::render_err)
+        render::update_device(self.root(), d).map_err(Self::render_err)
     }
 
     /// Raises an event as if the kernel had sent it (e.g. an ENOBUFS overflow).
@@ -364,6 +365,20 @@ impl SimHost {
         Ok(())
     }
 
+    /// What the Linux host asks rtnetlink for: children made over rtnetlink have no
+    /// pkey/mode/umcast/parent files.
+    fn fill_ipoib(&self, netdevs: &mut [NetdevSnapshot]) {
+        let st = self.lock();
+        for nd in netdevs.iter_mut() {
+            let Some(sim) = st.spec.netdevs.iter().find(|n| n.name == nd.name) else {
+                continue;
+            };
+            if let (Some(attrs), Some(ib)) = (nd.ipoib.as_mut(), sim.ipoib.as_ref()) {
+                super::rtnl_fill_ipoib(attrs, ib.pkey, ib.mode, ib.umcast, ib.parent.clone());
+            }
+        }
+    }
+
     fn sys_path(&self, path: &Path) -> PathBuf {
         self.root().join(path.strip_prefix("/").unwrap_or(path))
     }
@@ -387,20 +402,25 @@ impl Host for SimHost {
         self.inner.sys.read_counters(dev, port)
     }
 
+    async fn port_sources(&self, dev: &str) -> Result<Vec<PortSource>, HostError> {
+        self.inner.sys.port_sources(dev)
+    }
+
+    fn port_poller(&self) -> Box<dyn PortPoller> {
+        Box::new(SysfsPortPoller::new(self.inner.sys.clone()))
+    }
+
     async fn read_netdevs(&self) -> Result<Vec<NetdevSnapshot>, HostError> {
         let mut netdevs = self.inner.sys.read_netdevs()?;
-        // What the Linux host asks rtnetlink for: children made over rtnetlink have no
-        // pkey/mode/umcast/parent files.
-        let st = self.lock();
-        for nd in netdevs.iter_mut() {
-            let Some(sim) = st.spec.netdevs.iter().find(|n| n.name == nd.name) else {
-                continue;
-            };
-            if let (Some(attrs), Some(ib)) = (nd.ipoib.as_mut(), sim.ipoib.as_ref()) {
-                super::rtnl_fill_ipoib(attrs, ib.pkey, ib.mode, ib.umcast, ib.parent.clone());
-            }
-        }
+        self.fill_ipoib(&mut netdevs);
         Ok(netdevs)
+    }
+
+    async fn read_netdev(&self, name: &str) -> Result<NetdevSnapshot, HostError> {
+        let mut one = [self.inner.sys.read_netdev(name)?];
+        self.fill_ipoib(&mut one);
+        let [nd] = one;
+        Ok(nd)
     }
 
     async fn module_loaded(&self, module: &str) -> Result<bool, HostError> {

@@ -38,8 +38,15 @@ pub fn pci_dir(root: &Path, pci: &str) -> PathBuf {
 
 /// Writes (or rewrites) `/sys/class/infiniband/<name>/`.
 pub fn render_device(root: &Path, dev: &SimDevice) -> io::Result<()> {
+    remove_tree(&root.join("sys/class/infiniband").join(&dev.name))?;
+    update_device(root, dev)
+}
+
+/// Rewrites the values of an already rendered device in place. Like sysfs, an attribute keeps
+/// its inode while the device exists, so a reader holding it open sees the new value. Only for
+/// changes of values, not of shape (ports, GIDs, files added or removed).
+pub fn update_device(root: &Path, dev: &SimDevice) -> io::Result<()> {
     let dir = root.join("sys/class/infiniband").join(&dev.name);
-    remove_tree(&dir)?;
     std::fs::create_dir_all(&dir)?;
     put(
         &dir.join("node_type"),
@@ -155,8 +162,13 @@ pub fn remove_device(root: &Path, name: &str) -> io::Result<()> {
 
 /// Writes (or rewrites) `/sys/class/net/<name>/`.
 pub fn render_netdev(root: &Path, nd: &SimNetdev) -> io::Result<()> {
+    remove_tree(&root.join("sys/class/net").join(&nd.name))?;
+    update_netdev(root, nd)
+}
+
+/// Rewrites the values of an already rendered netdev in place (see [`update_device`]).
+pub fn update_netdev(root: &Path, nd: &SimNetdev) -> io::Result<()> {
     let dir = root.join("sys/class/net").join(&nd.name);
-    remove_tree(&dir)?;
     std::fs::create_dir_all(&dir)?;
     put(&dir.join("ifindex"), &nd.ifindex.to_string())?;
     put(&dir.join("type"), &nd.arphrd.to_string())?;
