@@ -7,6 +7,8 @@
 //!   [`kernel::sim::SimHost`] that follows the kernel's rules and error codes.
 //! - [`ibstat`]: rdma-core `ibstat` compatible rendering of a host snapshot.
 
+pub mod dbus;
+pub mod engine;
 pub mod ibstat;
 pub mod ipoib_report;
 pub mod kernel;

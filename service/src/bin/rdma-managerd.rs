@@ -1,54 +1,71 @@
-//! rdma-managerd. Until the D-Bus service lands, `rdma-managerd show` prints the host's RDMA
-//! state the way `ibstat` does, followed by its IPoIB interfaces; on a host without RDMA (or
-//! with `--simulate`) it shows the simulated demo host.
+//! rdma-managerd: the RDMA/InfiniBand configuration service.
+//!
+//! With no command it serves the host's RDMA state on the system bus as
+//! `org.rdmamanager.RdmaManager1`. `show` prints the state the way `ibstat` does, followed by
+//! the IPoIB interfaces. On a host without RDMA, or with `--simulate`, both run on the
+//! simulated host.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{bail, Context};
+use rdma_managerd::dbus::server::{self, Bus};
+use rdma_managerd::engine::EngineConfig;
 use rdma_managerd::kernel::linux::LinuxHost;
-use rdma_managerd::kernel::sim::{fixtures, SimHost};
+use rdma_managerd::kernel::sim::{fixtures, traffic, HostSpec, SimHost};
 use rdma_managerd::kernel::Host;
 
-const USAGE: &str = "usage: rdma-managerd show [--simulate[=DIR]] [--json] [DEVICE [PORT]]
+const USAGE: &str =
+    "usage: rdma-managerd [--session | --address=ADDRESS] [--simulate[=DIR]] [--sim-host=SPEC]
+       rdma-managerd show [--simulate[=DIR]] [--sim-host=SPEC] [--json] [DEVICE [PORT]]
 
+  (no command)    serve on the system bus as org.rdmamanager.RdmaManager1
+  --session       serve on the session bus instead (development)
+  --address=ADDR  serve on the bus at ADDR (tests)
   show            print every RDMA device and port as ibstat does, then the IPoIB interfaces
-  --simulate      use the simulated demo host (the default when this host has no RDMA)
+  --simulate      use the simulated demo host (`show` does so when this host has no RDMA)
   --simulate=DIR  the same, with its sysfs-shaped tree kept in DIR
-  --json          print the state as JSON instead";
+  --sim-host=SPEC the simulated host: `demo` (default) or `large:DEVICES:PORTS:IPOIB`
+                  (a generated host for benchmarks, e.g. large:256:2:1024); implies --simulate
+  --json          (show) print the state as JSON instead";
 
+#[derive(Default)]
 struct Args {
+    show: bool,
+    bus: Option<Bus>,
     simulate: Option<Option<String>>,
+    sim_host: Option<String>,
     json: bool,
     device: Option<String>,
     port: Option<u32>,
 }
 
 fn parse_args() -> anyhow::Result<Args> {
-    let mut args = std::env::args().skip(1);
-    match args.next().as_deref() {
-        Some("show") => {}
-        Some("-h" | "--help") => {
-            println!("{USAGE}");
-            std::process::exit(0);
-        }
-        _ => bail!("{USAGE}"),
-    }
-    let mut out = Args {
-        simulate: None,
-        json: false,
-        device: None,
-        port: None,
-    };
-    for a in args {
+    let mut out = Args::default();
+    for (i, a) in std::env::args().skip(1).enumerate() {
         match a.as_str() {
+            "show" if i == 0 => out.show = true,
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                std::process::exit(0);
+            }
+            "--session" => out.bus = Some(Bus::Session),
+            "--system" => out.bus = Some(Bus::System),
             "--simulate" => out.simulate = Some(None),
-            "--json" => out.json = true,
+            "--json" if out.show => out.json = true,
+            s if s.starts_with("--address=") => {
+                out.bus = Some(Bus::Address(s["--address=".len()..].to_string()))
+            }
             s if s.starts_with("--simulate=") => {
                 out.simulate = Some(Some(s["--simulate=".len()..].to_string()))
             }
+            s if s.starts_with("--sim-host=") => {
+                out.sim_host = Some(s["--sim-host=".len()..].to_string());
+                out.simulate.get_or_insert(None);
+            }
             s if s.starts_with('-') => bail!("unknown option {s}\n{USAGE}"),
-            s if out.device.is_none() => out.device = Some(s.to_string()),
-            s if out.port.is_none() => {
+            s if out.show && out.device.is_none() => out.device = Some(s.to_string()),
+            s if out.show && out.port.is_none() => {
                 out.port = Some(
                     s.parse()
                         .with_context(|| format!("port {s:?} is not a number"))?,
@@ -60,29 +77,50 @@ fn parse_args() -> anyhow::Result<Args> {
     Ok(out)
 }
 
-#[tokio::main(flavor = "current_thread")]
-async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_writer(std::io::stderr)
-        .init();
-    let args = parse_args()?;
+fn sim_spec(spec: Option<&str>) -> anyhow::Result<(HostSpec, bool)> {
+    match spec {
+        None | Some("demo") => Ok((fixtures::demo_host(), true)),
+        Some(s) => {
+            let nums: Vec<u32> = s
+                .strip_prefix("large:")
+                .map(|r| r.split(':').filter_map(|n| n.parse().ok()).collect())
+                .unwrap_or_default();
+            match nums.as_slice() {
+                [d, p, i] if *d > 0 && *p > 0 && *d <= 4096 && *p <= 8 => {
+                    Ok((fixtures::large_host(*d, *p, *i), false))
+                }
+                _ => bail!("--sim-host={s}: expected demo or large:DEVICES:PORTS:IPOIB"),
+            }
+        }
+    }
+}
+
+/// The host to run on, and the simulated one when it is simulated (for demo traffic).
+fn make_host(
+    args: &Args,
+    fall_back: bool,
+) -> anyhow::Result<(Arc<dyn Host>, Option<SimHost>, bool)> {
     let simulate = match &args.simulate {
         Some(dir) => Some(dir.clone()),
-        None if !LinuxHost::has_rdma() => {
+        None if fall_back && !LinuxHost::has_rdma() => {
             eprintln!("This host has no RDMA devices (no /sys/class/infiniband): showing the simulated demo host.");
             Some(None)
         }
         None => None,
     };
-    let host: Arc<dyn Host> = match simulate {
-        Some(Some(dir)) => Arc::new(SimHost::in_dir(
-            std::path::Path::new(&dir),
-            fixtures::demo_host(),
-        )?),
-        Some(None) => Arc::new(SimHost::new(fixtures::demo_host())?),
-        None => Arc::new(LinuxHost::new()),
+    let Some(dir) = simulate else {
+        return Ok((Arc::new(LinuxHost::new()), None, false));
     };
+    let (spec, animate) = sim_spec(args.sim_host.as_deref())?;
+    let sim = match dir {
+        Some(dir) => SimHost::in_dir(std::path::Path::new(&dir), spec)?,
+        None => SimHost::new(spec)?,
+    };
+    Ok((Arc::new(sim.clone()), Some(sim), animate))
+}
+
+async fn show(args: &Args) -> anyhow::Result<()> {
+    let (host, _, _) = make_host(args, true)?;
     let devices = host.read_devices().await?;
     let netdevs = host.read_netdevs().await?;
     if args.json {
@@ -108,4 +146,59 @@ async fn main() -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+async fn daemon(args: &Args) -> anyhow::Result<()> {
+    let (host, sim, animate) = make_host(args, false)?;
+    let simulated = sim.is_some();
+    let _traffic = match (&sim, animate) {
+        (Some(sim), true) => Some(traffic::spawn_demo_traffic(
+            sim.clone(),
+            Duration::from_secs(1),
+        )),
+        _ => None,
+    };
+    let bus = args.bus.clone().unwrap_or(Bus::System);
+    let conn = server::connect(&bus).await?;
+    let service = server::serve(conn, host, simulated, EngineConfig::default()).await?;
+    tracing::info!(
+        name = rdma_manager_dbus::BUS_NAME,
+        simulated,
+        "serving; the bus name is owned"
+    );
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+        r = service.task => {
+            r.context("the engine stopped")?;
+            bail!("the engine stopped");
+        }
+    }
+    tracing::info!("stopping");
+    Ok(())
+}
+
+fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let args = parse_args()?;
+    // Two worker threads are plenty: the daemon spends its life waiting, and its blocking
+    // sysfs reads go to the blocking pool.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        if args.show {
+            show(&args).await
+        } else {
+            daemon(&args).await
+        }
+    })
 }

@@ -63,7 +63,7 @@ pub struct PortReading {
 }
 
 /// Polls ports. Blocking: run it on the blocking pool.
-pub trait PortPoller: Send {
+pub trait PortPoller: Send + Sync {
     fn poll(&mut self, targets: &[PollTarget]) -> Vec<PortReading>;
     /// Drops every descriptor kept for a device (it was re-read, renamed or removed).
     fn forget(&mut self, dev: &str);

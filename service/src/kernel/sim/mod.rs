@@ -6,6 +6,7 @@ pub mod fixtures;
 pub mod model;
 mod render;
 mod rules;
+pub mod traffic;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,65 @@
+//! The D-Bus layer: translates between the engine and the bus, and asks polkit before any
+//! change. Nothing here reads the kernel except on an explicit request (GetCounters).
+//!
+//! - [`objects`]: the interfaces and their property cells.
+//! - [`view`]: engine state to property values.
+//! - [`publisher`]: adds, updates and removes objects as the engine publishes, emitting
+//!   PropertiesChanged with only what changed (InterfacesAdded/Removed come from the
+//!   ObjectManager at the root).
+//! - [`polkit`]: authorization of mutating calls.
+//! - [`server`]: connection, name and start-up order.
+
+pub mod errors;
+pub mod objects;
+pub mod polkit;
+pub mod publisher;
+pub mod server;
+pub mod view;
+
+use std::sync::OnceLock;
+
+use rdma_manager_dbus::{Action, Error};
+use zbus::message::Header;
+use zbus::zvariant::OwnedObjectPath;
+
+use crate::engine::EngineHandle;
+
+/// What every object shares.
+pub struct Context {
+    engine: OnceLock<EngineHandle>,
+    authorizer: polkit::Authorizer,
+}
+
+impl Context {
+    pub fn new(authorizer: polkit::Authorizer) -> Context {
+        Context {
+            engine: OnceLock::new(),
+            authorizer,
+        }
+    }
+
+    /// The engine; set before the bus name is requested, so callers always find it.
+    pub fn engine(&self) -> Result<&EngineHandle, Error> {
+        self.engine
+            .get()
+            .ok_or_else(|| Error::Busy("rdma-managerd is still starting; try again".into()))
+    }
+
+    pub fn set_engine(&self, e: EngineHandle) {
+        let _ = self.engine.set(e);
+    }
+
+    /// Asks polkit whether the caller may do `action`; every mutating method calls this first.
+    pub async fn authorize(&self, header: &Header<'_>, action: Action) -> Result<(), Error> {
+        self.authorizer.check(header, action).await
+    }
+}
+
+/// The device index at the end of a `.../Device/<index>` path.
+pub fn device_index(path: &OwnedObjectPath) -> u32 {
+    path.as_str()
+        .rsplit('/')
+        .next()
+        .and_then(|i| i.parse().ok())
+        .unwrap_or(u32::MAX)
+}

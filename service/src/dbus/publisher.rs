@@ -1,0 +1,254 @@
+//! Keeps the bus objects equal to the engine's state: creates objects that appeared, removes
+//! those that went, and for the rest replaces the property cell and emits one
+//! PropertiesChanged with exactly the properties that differ. Publishing the same state twice
+//! emits nothing, which is what makes duplicated kernel events harmless.
+
+use std::borrow::Cow;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, RwLock};
+
+use async_trait::async_trait;
+use rdma_manager_dbus::{device_path, ipoib_path, port_path, ROOT_PATH};
+use tokio::sync::Mutex;
+use tracing::warn;
+use zbus::names::InterfaceName;
+use zbus::object_server::{Interface, SignalEmitter};
+use zbus::zvariant::Value;
+use zbus::Connection;
+
+use super::objects::{
+    Cell, DeviceObject, DeviceView, IpoibObject, IpoibView, PortObject, PortView, RootObject,
+    RootView,
+};
+use super::view::{device_view, ipoib_view, object_path, port_view, root_view};
+use super::Context;
+use crate::engine::{Dirty, HostState, Sample, Sink};
+
+#[derive(Default)]
+struct Published {
+    root: Option<Cell<RootView>>,
+    devices: HashMap<u32, Cell<DeviceView>>,
+    ports: HashMap<(u32, u32), Cell<PortView>>,
+    ipoib: HashMap<u32, Cell<IpoibView>>,
+}
+
+pub struct Publisher {
+    conn: Connection,
+    ctx: Arc<Context>,
+    simulated: bool,
+    tick_us: u64,
+    published: Mutex<Published>,
+}
+
+/// A view type and the object that shows it.
+trait Shown: Clone + PartialEq + Send + Sync + 'static {
+    type Object: Interface;
+    fn object(view: Cell<Self>, ctx: Arc<Context>) -> Self::Object;
+    fn changed(&self, old: &Self) -> Vec<(&'static str, Value<'static>)>;
+}
+
+macro_rules! shown {
+    ($view:ident, $obj:ident) => {
+        impl Shown for $view {
+            type Object = $obj;
+            fn object(view: Cell<Self>, ctx: Arc<Context>) -> $obj {
+                $obj { view, ctx }
+            }
+            fn changed(&self, old: &Self) -> Vec<(&'static str, Value<'static>)> {
+                $view::changed(self, old)
+            }
+        }
+    };
+}
+shown!(RootView, RootObject);
+shown!(DeviceView, DeviceObject);
+shown!(PortView, PortObject);
+shown!(IpoibView, IpoibObject);
+
+impl Publisher {
+    pub fn new(conn: &Connection, ctx: Arc<Context>, simulated: bool, tick_us: u64) -> Self {
+        Publisher {
+            conn: conn.clone(),
+            ctx,
+            simulated,
+            tick_us,
+            published: Mutex::new(Published::default()),
+        }
+    }
+
+    /// Creates the object or updates its cell, emitting what changed.
+    async fn upsert<V: Shown>(
+        &self,
+        path: &str,
+        cell: Option<&Cell<V>>,
+        new: V,
+    ) -> Option<Cell<V>> {
+        match cell {
+            Some(cell) => {
+                let changed = {
+                    let mut cur = cell.write().unwrap_or_else(|p| p.into_inner());
+                    let changed = new.changed(&cur);
+                    if !changed.is_empty() {
+                        *cur = new;
+                    }
+                    changed
+                };
+                if !changed.is_empty() {
+                    self.emit_changed::<V>(path, changed).await;
+                }
+                None
+            }
+            None => {
+                let cell = Arc::new(RwLock::new(new));
+                let obj = V::object(cell.clone(), self.ctx.clone());
+                if let Err(e) = self.conn.object_server().at(path, obj).await {
+                    warn!(%path, error = %e, "could not add object");
+                }
+                Some(cell)
+            }
+        }
+    }
+
+    async fn emit_changed<V: Shown>(
+        &self,
+        path: &str,
+        changed: Vec<(&'static str, Value<'static>)>,
+    ) {
+        let emitter = match SignalEmitter::new(&self.conn, path.to_string()) {
+            Ok(e) => e,
+            Err(e) => {
+                warn!(%path, error = %e, "bad object path");
+                return;
+            }
+        };
+        let iface: InterfaceName<'_> = <V::Object as Interface>::name();
+        let map: HashMap<&str, Value<'_>> = changed.into_iter().collect();
+        if let Err(e) =
+            zbus::fdo::Properties::properties_changed(&emitter, iface, map, Cow::Borrowed(&[]))
+                .await
+        {
+            warn!(%path, error = %e, "could not emit PropertiesChanged");
+        }
+    }
+
+    async fn remove<V: Shown>(&self, path: &str) {
+        if let Err(e) = self.conn.object_server().remove::<V::Object, _>(path).await {
+            warn!(%path, error = %e, "could not remove object");
+        }
+    }
+
+    async fn publish_device(&self, p: &mut Published, state: &HostState, index: u32) {
+        let path = device_path(index);
+        let old_ports: BTreeSet<u32> = p
+            .ports
+            .keys()
+            .filter(|(d, _)| *d == index)
+            .map(|(_, n)| *n)
+            .collect();
+        let Some(dev) = state.devices.get(&index) else {
+            for n in old_ports {
+                p.ports.remove(&(index, n));
+                self.remove::<PortView>(&port_path(index, n)).await;
+            }
+            if p.devices.remove(&index).is_some() {
+                self.remove::<DeviceView>(&path).await;
+            }
+            return;
+        };
+        // Ports that went first, then the device, then ports that came: a client never sees
+        // a port whose device does not exist.
+        for n in old_ports.iter().filter(|n| dev.snap.port(**n).is_none()) {
+            p.ports.remove(&(index, *n));
+            self.remove::<PortView>(&port_path(index, *n)).await;
+        }
+        if let Some(c) = self
+            .upsert(&path, p.devices.get(&index), device_view(dev))
+            .await
+        {
+            p.devices.insert(index, c);
+        }
+        for port in &dev.snap.ports {
+            let key = (index, port.number);
+            let view = port_view(dev, port);
+            if let Some(c) = self
+                .upsert(&port_path(index, port.number), p.ports.get(&key), view)
+                .await
+            {
+                p.ports.insert(key, c);
+            }
+        }
+    }
+
+    async fn publish_ipoib(&self, p: &mut Published, state: &HostState, dirty: &BTreeSet<u32>) {
+        for i in dirty.iter().filter(|i| !state.ipoib.contains_key(i)) {
+            if p.ipoib.remove(i).is_some() {
+                self.remove::<IpoibView>(&ipoib_path(*i)).await;
+            }
+        }
+        // Parent and Children link interfaces to each other: recompute them all (cheap, in
+        // memory) and let the comparison decide what is emitted.
+        for (i, st) in &state.ipoib {
+            let view = ipoib_view(state, st);
+            if let Some(c) = self.upsert(&ipoib_path(*i), p.ipoib.get(i), view).await {
+                p.ipoib.insert(*i, c);
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Sink for Publisher {
+    async fn publish(&self, state: &HostState, dirty: &Dirty) {
+        let mut p = self.published.lock().await;
+        if p.root.is_none() {
+            let c = self
+                .upsert(
+                    ROOT_PATH,
+                    None,
+                    root_view(state, self.simulated, self.tick_us),
+                )
+                .await;
+            p.root = c;
+        }
+        for index in &dirty.devices {
+            self.publish_device(&mut p, state, *index).await;
+        }
+        if !dirty.ipoib.is_empty() || !dirty.devices.is_empty() {
+            self.publish_ipoib(&mut p, state, &dirty.ipoib).await;
+        }
+        let root = p.root.clone();
+        self.upsert(
+            ROOT_PATH,
+            root.as_ref(),
+            root_view(state, self.simulated, self.tick_us),
+        )
+        .await;
+    }
+
+    async fn samples(&self, tick: u64, samples: &[((u32, u32), Sample)]) {
+        let Ok(engine) = self.ctx.engine() else {
+            return;
+        };
+        let time_us = engine.clock.wall_us(tick);
+        let rows = samples
+            .iter()
+            .map(|((d, p), s)| {
+                (
+                    object_path(port_path(*d, *p)),
+                    f64::from(s.rates.tx_bytes),
+                    f64::from(s.rates.rx_bytes),
+                    f64::from(s.rates.tx_packets),
+                    f64::from(s.rates.rx_packets),
+                    s.flags,
+                )
+            })
+            .collect();
+        let emitter = match SignalEmitter::new(&self.conn, ROOT_PATH) {
+            Ok(e) => e,
+            Err(_) => return,
+        };
+        if let Err(e) = RootObject::throughput_sampled(&emitter, time_us, rows).await {
+            warn!(error = %e, "could not emit ThroughputSampled");
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! What each bus object shows: the engine's [`HostState`] turned into property values.
+//! Pure functions; the objects in [`super::objects`] hold the result and the publisher
+//! compares old and new to emit only what changed.
+//!
+//! A value the kernel did not give (a missing or malformed attribute) shows as the empty
+//! string or zero, and the object's `Unreadable` property says which and why, so a client can
+//! tell "LID 0" from "LID unknown".
+
+use std::collections::HashMap;
+
+use rdma_manager_dbus::{device_path, ipoib_path, port_path};
+use zbus::zvariant::OwnedObjectPath;
+
+use crate::engine::{DeviceState, HostState, IpoibState};
+use crate::model::{CounterSource, CounterWidth, DeviceKind, Field, PortSnapshot};
+
+use super::objects::{DeviceView, IpoibView, PortView, RootView};
+
+/// An object path from a path we built; the fallback `/` never happens for our own paths.
+pub fn object_path(p: String) -> OwnedObjectPath {
+    OwnedObjectPath::try_from(p).unwrap_or_else(|_| OwnedObjectPath::default())
+}
+
+/// Collects unreadable attributes while turning fields into plain values.
+#[derive(Default)]
+struct Unreadable(HashMap<String, String>);
+
+impl Unreadable {
+    fn take<T: Default + Clone>(&mut self, name: &str, f: &Field<T>) -> T {
+        match f {
+            Ok(v) => v.clone(),
+            Err(e) => {
+                self.0.insert(name.to_string(), e.to_string());
+                T::default()
+            }
+        }
+    }
+
+    fn text<T>(&mut self, name: &str, f: &Field<T>, show: impl FnOnce(&T) -> String) -> String {
+        match f {
+            Ok(v) => show(v),
+            Err(e) => {
+                self.0.insert(name.to_string(), e.to_string());
+                String::new()
+            }
+        }
+    }
+}
+
+pub fn kind_name(k: DeviceKind) -> &'static str {
+    match k {
+        DeviceKind::Hardware => "hardware",
+        DeviceKind::Rxe => "rxe",
+        DeviceKind::Siw => "siw",
+        DeviceKind::OtherVirtual => "virtual",
+    }
+}
+
+/// `pma64`, `pma32`, `hw_counters`, `netdev`, `none`.
+pub fn counter_source_name(s: &CounterSource) -> &'static str {
+    match s {
+        CounterSource::Pma(CounterWidth::Bits64) => "pma64",
+        CounterSource::Pma(CounterWidth::Bits32) => "pma32",
+        CounterSource::HwCounters => "hw_counters",
+        CounterSource::Netdev(_) => "netdev",
+        CounterSource::None => "none",
+    }
+}
+
+pub fn device_view(d: &DeviceState) -> DeviceView {
+    let s = &d.snap;
+    let mut u = Unreadable::default();
+    DeviceView {
+        index: d.index,
+        name: s.name.clone(),
+        kind: kind_name(s.kind).to_string(),
+        node_type: u.text("NodeType", &s.node_type, |t| t.sysfs_name().to_string()),
+        protocol: d
+            .nl
+            .as_ref()
+            .and_then(|n| n.protocol.clone())
+            .unwrap_or_default(),
+        node_guid: u.text("NodeGuid", &s.node_guid, |g| g.to_string()),
+        sys_image_guid: u.text("SysImageGuid", &s.sys_image_guid, |g| g.to_string()),
+        fw_version: u.take("FwVersion", &s.fw_ver),
+        hca_type: u.take("HcaType", &s.hca_type),
+        hw_rev: u.take("HwRev", &s.hw_rev),
+        board_id: u.take("BoardId", &s.board_id),
+        node_desc: u.take("NodeDesc", &s.node_desc),
+        pci_address: s.pci_address.clone().unwrap_or_default(),
+        parent_netdev: s.parent_netdev.clone().unwrap_or_default(),
+        netdevs: s.netdevs.clone(),
+        ports: s
+            .ports
+            .iter()
+            .map(|p| object_path(port_path(d.index, p.number)))
+            .collect(),
+        unreadable: u.0,
+    }
+}
+
+pub fn port_view(d: &DeviceState, p: &PortSnapshot) -> PortView {
+    let mut u = Unreadable::default();
+    let source = d.sources.get(&p.number);
+    PortView {
+        device: object_path(device_path(d.index)),
+        device_name: d.snap.name.clone(),
+        number: p.number,
+        state: u.text("State", &p.state, |s| s.sysfs_name().to_string()),
+        phys_state: u.text("PhysState", &p.phys_state, |s| s.sysfs_name().to_string()),
+        link_layer: u.text("LinkLayer", &p.link_layer, |l| l.as_str().to_string()),
+        rate: u.text("Rate", &p.rate, |r| r.to_sysfs()),
+        rate_gbps: p
+            .rate
+            .as_ref()
+            .map(|r| f64::from(r.deci_gbps) / 10.0)
+            .unwrap_or(0.0),
+        lid: u.take("Lid", &p.lid),
+        sm_lid: u.take("SmLid", &p.sm_lid),
+        lmc: u.take("Lmc", &p.lmc),
+        sm_sl: u.take("SmSl", &p.sm_sl),
+        capability_mask: u.take("CapabilityMask", &p.cap_mask),
+        port_guid: p.port_guid().map(|g| g.to_string()).unwrap_or_default(),
+        gids: p
+            .gids
+            .iter()
+            .map(|g| {
+                (
+                    g.index,
+                    crate::model::device::gid_sysfs_form(&g.gid),
+                    g.gid_type
+                        .as_ref()
+                        .map(|t| t.as_str().to_string())
+                        .unwrap_or_default(),
+                    g.ndev.clone().unwrap_or_default(),
+                )
+            })
+            .collect(),
+        pkeys: p.pkeys.iter().map(|k| (k.index, k.pkey)).collect(),
+        netdev: source.and_then(|s| s.netdev.clone()).unwrap_or_default(),
+        counter_source: source
+            .map(|s| counter_source_name(&s.counters))
+            .unwrap_or("none")
+            .to_string(),
+        unreadable: u.0,
+    }
+}
+
+pub fn ipoib_view(st: &HostState, i: &IpoibState) -> IpoibView {
+    let n = &i.snap;
+    let mut u = Unreadable::default();
+    let attrs = n.ipoib.as_ref();
+    let field_or_missing =
+        |f: Option<&Field<u16>>| f.cloned().unwrap_or(Err(crate::model::AttrError::Missing));
+    let pkey: u16 = u.take("Pkey", &field_or_missing(attrs.map(|a| &a.pkey)));
+    let address = n.address.clone().ok();
+    let children = st
+        .ipoib
+        .values()
+        .filter(|c| {
+            c.snap.ipoib.as_ref().and_then(|a| a.parent.as_deref()) == Some(n.name.as_str())
+        })
+        .map(|c| object_path(ipoib_path(c.ifindex)))
+        .collect();
+    let parent_name = attrs.and_then(|a| a.parent.clone()).unwrap_or_default();
+    IpoibView {
+        name: n.name.clone(),
+        ifindex: i.ifindex,
+        parent: st
+            .ipoib
+            .values()
+            .find(|p| p.snap.name == parent_name)
+            .map(|p| object_path(ipoib_path(p.ifindex)))
+            .unwrap_or_default(),
+        parent_name,
+        device: i
+            .port
+            .map(|(d, _)| object_path(device_path(d)))
+            .unwrap_or_default(),
+        port: i
+            .port
+            .map(|(d, p)| object_path(port_path(d, p)))
+            .unwrap_or_default(),
+        pkey,
+        mode: match attrs.map(|a| &a.mode) {
+            Some(m) => u.text("Mode", m, |m| m.as_str().to_string()),
+            None => String::new(),
+        },
+        umcast: match attrs.map(|a| &a.umcast) {
+            Some(f) => u.take("Umcast", f),
+            None => false,
+        },
+        mtu: u.take("Mtu", &n.mtu),
+        hw_address: u.text("HwAddress", &n.address, |a| a.to_sysfs()),
+        port_guid: address
+            .as_ref()
+            .and_then(|a| a.ipoib_port_guid())
+            .map(|g| g.to_string())
+            .unwrap_or_default(),
+        oper_state: u.take("OperState", &n.operstate),
+        connected_mode_supported: address
+            .as_ref()
+            .and_then(|a| a.ipoib_supports_connected())
+            .unwrap_or(false),
+        children,
+        unreadable: u.0,
+    }
+}
+
+pub fn root_view(st: &HostState, simulated: bool, tick_us: u64) -> RootView {
+    RootView {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        simulated,
+        devices: st
+            .devices
+            .keys()
+            .map(|i| object_path(device_path(*i)))
+            .collect(),
+        ipoib_interfaces: st
+            .ipoib
+            .keys()
+            .map(|i| object_path(ipoib_path(*i)))
+            .collect(),
+        sample_interval_us: tick_us,
+        history_length: crate::engine::history::HISTORY_TICKS as u32,
+    }
+}

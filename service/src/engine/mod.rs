@@ -1,0 +1,439 @@
+//! The engine: owns the observed [`HostState`], keeps it current from kernel events, a 1 Hz
+//! port poll and a periodic resync, records throughput history, and runs mutations one at a
+//! time. It publishes through a [`Sink`] (the D-Bus layer), which never waits on the kernel:
+//! bus reads are served from what was last published.
+//!
+//! Events are hints. Whatever an event names is re-read and the result compared with what was
+//! published, so a duplicated event changes nothing, a lost one is repaired by the poll or the
+//! resync, and an overflow (ENOBUFS) or a storm is answered with one full re-enumeration.
+
+pub mod clock;
+pub mod history;
+mod ops;
+pub mod state;
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio::sync::{mpsc, oneshot};
+use tracing::{debug, info, warn};
+
+pub use clock::TickClock;
+pub use history::{History, Sample};
+pub use ops::OpError;
+pub use state::{DeviceState, Dirty, HostState, IpoibState};
+
+use crate::kernel::{Host, HostEvent, PollTarget, PortPoller, PortReading};
+
+/// Receives what the engine observed.
+#[async_trait]
+pub trait Sink: Send + Sync + 'static {
+    /// The state changed for the keys in `dirty` (all keys on the first call).
+    async fn publish(&self, state: &HostState, dirty: &Dirty);
+    /// One tick's throughput samples, keyed by (device index, port).
+    async fn samples(&self, tick: u64, samples: &[((u32, u32), Sample)]);
+}
+
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Port poll and sampling period.
+    pub tick: Duration,
+    /// Full re-enumeration every this many ticks, for changes no event reports (GIDs
+    /// following IP addresses, for one).
+    pub resync_ticks: u64,
+    /// More distinct names than this in one batch of events is a storm: re-enumerate.
+    pub storm_threshold: usize,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            tick: Duration::from_secs(1),
+            resync_ticks: 60,
+            storm_threshold: 64,
+        }
+    }
+}
+
+/// Requests to the engine.
+enum Command {
+    AddSoftLink {
+        name: String,
+        kind: String,
+        netdev: String,
+        reply: oneshot::Sender<Result<u32, OpError>>,
+    },
+    RemoveSoftLink {
+        name: String,
+        reply: oneshot::Sender<Result<(), OpError>>,
+    },
+}
+
+/// The bus layer's handle on the engine.
+#[derive(Clone)]
+pub struct EngineHandle {
+    commands: mpsc::Sender<Command>,
+    history: Arc<Mutex<History>>,
+    pub clock: TickClock,
+    pub host: Arc<dyn Host>,
+}
+
+impl EngineHandle {
+    /// Creates an rxe or siw device (`rdma link add NAME type TYPE netdev NETDEV`); returns
+    /// the new device's kernel index once it is published.
+    pub async fn add_soft_link(
+        &self,
+        name: &str,
+        kind: &str,
+        netdev: &str,
+    ) -> Result<u32, OpError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Command::AddSoftLink {
+            name: name.to_string(),
+            kind: kind.to_string(),
+            netdev: netdev.to_string(),
+            reply,
+        })
+        .await?;
+        rx.await
+            .map_err(|_| OpError::Failed("the engine stopped".into()))?
+    }
+
+    /// Removes an rxe or siw device (`rdma link delete NAME`).
+    pub async fn remove_soft_link(&self, name: &str) -> Result<(), OpError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Command::RemoveSoftLink {
+            name: name.to_string(),
+            reply,
+        })
+        .await?;
+        rx.await
+            .map_err(|_| OpError::Failed("the engine stopped".into()))?
+    }
+
+    async fn send(&self, c: Command) -> Result<(), OpError> {
+        self.commands
+            .send(c)
+            .await
+            .map_err(|_| OpError::Failed("the engine stopped".into()))
+    }
+
+    /// A port's recorded samples, oldest first.
+    pub fn history(&self, key: (u32, u32)) -> Vec<Sample> {
+        let h = self.history.lock().unwrap_or_else(|p| p.into_inner());
+        h.port(key).map(|p| p.samples()).unwrap_or_default()
+    }
+}
+
+/// Reads the host, publishes it, and starts the engine task.
+pub async fn start(
+    host: Arc<dyn Host>,
+    sink: Arc<dyn Sink>,
+    config: EngineConfig,
+) -> Result<(EngineHandle, tokio::task::JoinHandle<()>), crate::kernel::HostError> {
+    // Subscribe before the first read so that nothing between the two is missed.
+    let events = host.subscribe().await?;
+    let mut state = HostState::default();
+    let dirty = state.refresh_all(host.as_ref()).await?;
+    sink.publish(&state, &dirty).await;
+    info!(
+        devices = state.devices.len(),
+        ipoib = state.ipoib.len(),
+        "host enumerated"
+    );
+    let (tx, rx) = mpsc::channel(16);
+    let history = Arc::new(Mutex::new(History::default()));
+    let clock = TickClock::new(config.tick);
+    let handle = EngineHandle {
+        commands: tx,
+        history: history.clone(),
+        clock: clock.clone(),
+        host: host.clone(),
+    };
+    let poller = host.port_poller();
+    let engine = Engine {
+        host,
+        sink,
+        config,
+        state,
+        history,
+        clock,
+        poller: Some(poller),
+        forget: Vec::new(),
+    };
+    let task = tokio::spawn(engine.run(events, rx));
+    Ok((handle, task))
+}
+
+struct Engine {
+    host: Arc<dyn Host>,
+    sink: Arc<dyn Sink>,
+    config: EngineConfig,
+    state: HostState,
+    history: Arc<Mutex<History>>,
+    clock: TickClock,
+    poller: Option<Box<dyn PortPoller>>,
+    /// Devices re-read since the last poll, whose kept descriptors must be dropped.
+    forget: Vec<String>,
+}
+
+/// What a batch of events asks to re-read.
+#[derive(Default)]
+struct Wanted {
+    devices: BTreeSet<String>,
+    netdevs: BTreeSet<String>,
+    everything: bool,
+}
+
+impl Wanted {
+    fn add(&mut self, ev: HostEvent) {
+        match ev {
+            HostEvent::RdmaAdded { name }
+            | HostEvent::RdmaRemoved { name }
+            | HostEvent::RdmaChanged { name } => {
+                self.devices.insert(name);
+            }
+            HostEvent::RdmaRenamed { old, new } => {
+                self.devices.insert(old);
+                self.devices.insert(new);
+            }
+            HostEvent::NetdevAdded { name }
+            | HostEvent::NetdevRemoved { name }
+            | HostEvent::NetdevChanged { name } => {
+                self.netdevs.insert(name);
+            }
+            HostEvent::NetdevRenamed { old, new } => {
+                self.netdevs.insert(old);
+                self.netdevs.insert(new);
+            }
+            HostEvent::Overflow { source } => {
+                warn!(%source, "kernel events were lost; re-enumerating");
+                self.everything = true;
+            }
+        }
+    }
+}
+
+impl Engine {
+    async fn run(
+        mut self,
+        mut events: mpsc::UnboundedReceiver<HostEvent>,
+        mut commands: mpsc::Receiver<Command>,
+    ) {
+        let mut ticker = tokio::time::interval(self.config.tick);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let mut events_open = true;
+        loop {
+            tokio::select! {
+                ev = events.recv(), if events_open => match ev {
+                    Some(ev) => {
+                        let mut wanted = Wanted::default();
+                        wanted.add(ev);
+                        // Take the whole burst at once: a storm costs one pass.
+                        while let Ok(ev) = events.try_recv() {
+                            wanted.add(ev);
+                        }
+                        self.apply(wanted).await;
+                    }
+                    None => {
+                        warn!("kernel event watch ended; relying on the poll and resync");
+                        events_open = false;
+                    }
+                },
+                _ = ticker.tick() => self.tick().await,
+                cmd = commands.recv() => match cmd {
+                    Some(cmd) => self.command(cmd).await,
+                    None => break,
+                },
+            }
+        }
+    }
+
+    async fn apply(&mut self, mut wanted: Wanted) {
+        // A netdev change can change the ports it carries (RoCE GIDs, port state of rxe).
+        for d in self.state.devices.values() {
+            let linked = d.snap.parent_netdev.iter().chain(d.snap.netdevs.iter());
+            let carried = d.sources.values().filter_map(|s| s.netdev.as_ref());
+            if linked.chain(carried).any(|n| wanted.netdevs.contains(n)) {
+                wanted.devices.insert(d.name().to_string());
+            }
+        }
+        if wanted.devices.len() + wanted.netdevs.len() > self.config.storm_threshold {
+            debug!(
+                devices = wanted.devices.len(),
+                netdevs = wanted.netdevs.len(),
+                "event storm; re-enumerating"
+            );
+            wanted.everything = true;
+        }
+        let host = self.host.clone();
+        let result = if wanted.everything {
+            self.forget
+                .extend(self.state.devices.values().map(|d| d.name().to_string()));
+            self.state.refresh_all(host.as_ref()).await
+        } else {
+            let mut dirty = Dirty::default();
+            let mut r = Ok(());
+            if !wanted.devices.is_empty() {
+                self.forget.extend(wanted.devices.iter().cloned());
+                match self
+                    .state
+                    .refresh_devices(host.as_ref(), &wanted.devices)
+                    .await
+                {
+                    Ok(d) => dirty.merge(d),
+                    Err(e) => r = Err(e),
+                }
+            }
+            if !wanted.netdevs.is_empty() {
+                match self
+                    .state
+                    .refresh_netdevs(host.as_ref(), &wanted.netdevs)
+                    .await
+                {
+                    Ok(d) => dirty.merge(d),
+                    Err(e) => r = Err(e),
+                }
+            }
+            r.map(|_| dirty)
+        };
+        match result {
+            Ok(dirty) => self.publish(dirty).await,
+            Err(e) => warn!(error = %e, "re-reading the host failed; keeping the last state"),
+        }
+    }
+
+    async fn publish(&mut self, dirty: Dirty) {
+        if dirty.is_empty() {
+            return;
+        }
+        let state = &self.state;
+        {
+            let mut h = self.history.lock().unwrap_or_else(|p| p.into_inner());
+            h.retain(|(dev, port)| {
+                state
+                    .devices
+                    .get(dev)
+                    .is_some_and(|d| d.sources.contains_key(port))
+            });
+        }
+        self.sink.publish(&self.state, &dirty).await;
+    }
+
+    async fn tick(&mut self) {
+        let tick = self.clock.now();
+        if tick > 0 && tick % self.config.resync_ticks == 0 {
+            self.apply(Wanted {
+                everything: true,
+                ..Wanted::default()
+            })
+            .await;
+        }
+        let targets: Vec<(u32, PollTarget)> = self
+            .state
+            .devices
+            .values()
+            .flat_map(|d| {
+                d.sources.values().map(|s| {
+                    (
+                        d.index,
+                        PollTarget {
+                            dev: d.name().to_string(),
+                            port: s.port,
+                            counters: s.counters.clone(),
+                        },
+                    )
+                })
+            })
+            .collect();
+        let Some(mut poller) = self.poller.take() else {
+            return;
+        };
+        for dev in self.forget.drain(..) {
+            poller.forget(&dev);
+        }
+        let polled = {
+            let t: Vec<PollTarget> = targets.iter().map(|(_, t)| t.clone()).collect();
+            tokio::task::spawn_blocking(move || {
+                let readings = poller.poll(&t);
+                (poller, readings)
+            })
+            .await
+        };
+        let readings = match polled {
+            Ok((poller, readings)) => {
+                self.poller = Some(poller);
+                readings
+            }
+            Err(e) => {
+                warn!(error = %e, "port poll failed; starting a new poller");
+                self.poller = Some(self.host.port_poller());
+                return;
+            }
+        };
+        let mut moved = Wanted::default();
+        let mut samples = Vec::with_capacity(readings.len());
+        {
+            let mut h = self.history.lock().unwrap_or_else(|p| p.into_inner());
+            for ((index, t), r) in targets.iter().zip(readings.iter()) {
+                if self.port_moved(*index, t.port, r) {
+                    moved.devices.insert(t.dev.clone());
+                }
+                let key = (*index, t.port);
+                samples.push((key, h.port_mut(key).record(tick, &r.traffic)));
+            }
+        }
+        self.sink.samples(tick, &samples).await;
+        if !moved.devices.is_empty() {
+            self.apply(moved).await;
+        }
+    }
+
+    /// Whether the poll saw a port attribute that differs from the published state.
+    fn port_moved(&self, index: u32, port: u32, r: &PortReading) -> bool {
+        let Some(p) = self
+            .state
+            .devices
+            .get(&index)
+            .and_then(|d| d.snap.port(port))
+        else {
+            return false;
+        };
+        p.state != r.state || p.phys_state != r.phys_state || p.lid != r.lid || p.sm_lid != r.sm_lid
+    }
+
+    async fn command(&mut self, cmd: Command) {
+        match cmd {
+            Command::AddSoftLink {
+                name,
+                kind,
+                netdev,
+                reply,
+            } => {
+                let r = self.add_soft_link(&name, &kind, &netdev).await;
+                let _ = reply.send(r);
+            }
+            Command::RemoveSoftLink { name, reply } => {
+                let r = self.remove_soft_link(&name).await;
+                let _ = reply.send(r);
+            }
+        }
+    }
+
+    /// Re-reads the named devices after a change and publishes before the caller is answered,
+    /// so that an object path returned to it already exists.
+    async fn settle(&mut self, names: &[&str]) -> Result<(), OpError> {
+        let set: BTreeSet<String> = names.iter().map(|s| s.to_string()).collect();
+        self.forget.extend(set.iter().cloned());
+        let host = self.host.clone();
+        let dirty = self
+            .state
+            .refresh_devices(host.as_ref(), &set)
+            .await
+            .map_err(OpError::from_host)?;
+        self.publish(dirty).await;
+        Ok(())
+    }
+}

@@ -1,0 +1,270 @@
+//! The observed state of the host: every RDMA device (by kernel index), its ports with their
+//! counter sources, and every IPoIB netdev (by ifindex), linked to the port it runs on.
+//!
+//! Built and refreshed only through [`Host`] reads; a refresh replaces what it read and
+//! returns which keys changed, so the bus layer republishes just those.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use crate::kernel::{Host, HostError, NlDevice, PortSource};
+use crate::model::{DeviceSnapshot, NetdevSnapshot};
+
+/// A device as the daemon knows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DeviceState {
+    /// Kernel device index: stable across renames, reused only after removal.
+    pub index: u32,
+    /// What the RDMA netlink dump says (protocol, capabilities); `None` if the dump lacked it.
+    pub nl: Option<NlDevice>,
+    pub snap: DeviceSnapshot,
+    /// Per port: counter source and netdev.
+    pub sources: BTreeMap<u32, PortSource>,
+}
+
+impl DeviceState {
+    pub fn name(&self) -> &str {
+        &self.snap.name
+    }
+}
+
+/// An IPoIB netdev and the RDMA port it runs on, if known.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IpoibState {
+    pub ifindex: u32,
+    pub snap: NetdevSnapshot,
+    /// (device index, port number).
+    pub port: Option<(u32, u32)>,
+}
+
+/// Which objects a refresh touched.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Dirty {
+    pub devices: BTreeSet<u32>,
+    pub ipoib: BTreeSet<u32>,
+}
+
+impl Dirty {
+    pub fn is_empty(&self) -> bool {
+        self.devices.is_empty() && self.ipoib.is_empty()
+    }
+
+    pub fn merge(&mut self, other: Dirty) {
+        self.devices.extend(other.devices);
+        self.ipoib.extend(other.ipoib);
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct HostState {
+    pub devices: BTreeMap<u32, DeviceState>,
+    pub ipoib: BTreeMap<u32, IpoibState>,
+}
+
+impl HostState {
+    pub fn device_by_name(&self, name: &str) -> Option<&DeviceState> {
+        self.devices.values().find(|d| d.name() == name)
+    }
+
+    /// Reads everything.
+    pub async fn read(host: &dyn Host) -> Result<HostState, HostError> {
+        let mut st = HostState::default();
+        st.refresh_all(host).await?;
+        Ok(st)
+    }
+
+    /// Re-reads everything (start, netlink overflow, an event storm) and returns what differs.
+    pub async fn refresh_all(&mut self, host: &dyn Host) -> Result<Dirty, HostError> {
+        let nl = host.nl_devices().await?;
+        let mut devices = BTreeMap::new();
+        for name in host.rdma_device_names().await? {
+            if let Some(d) = read_device_state(host, &name, &nl).await? {
+                devices.insert(d.index, d);
+            }
+        }
+        let mut ipoib = BTreeMap::new();
+        for nd in host.read_netdevs().await? {
+            if let Some(i) = ipoib_state(nd) {
+                ipoib.insert(i.ifindex, i);
+            }
+        }
+        let mut dirty = Dirty::default();
+        diff_keys(&self.devices, &devices, &mut dirty.devices);
+        self.devices = devices;
+        diff_keys(&self.ipoib, &ipoib, &mut dirty.ipoib);
+        self.ipoib = ipoib;
+        dirty.ipoib.extend(self.relink_ipoib());
+        Ok(dirty)
+    }
+
+    /// Re-reads the devices with these names (added, removed, renamed or changed ones).
+    pub async fn refresh_devices(
+        &mut self,
+        host: &dyn Host,
+        names: &BTreeSet<String>,
+    ) -> Result<Dirty, HostError> {
+        let nl = host.nl_devices().await?;
+        let mut dirty = Dirty::default();
+        for name in names {
+            let fresh = read_device_state(host, name, &nl).await?;
+            // The name may have belonged to another index (renamed away, or removed and the
+            // name reused): drop whoever held it unless it is the fresh one.
+            let stale: Vec<u32> = self
+                .devices
+                .values()
+                .filter(|d| d.name() == name && Some(d.index) != fresh.as_ref().map(|f| f.index))
+                .map(|d| d.index)
+                .collect();
+            for idx in stale {
+                // Still present under another name? Then re-read it by that name.
+                match nl.iter().find(|n| n.index == idx) {
+                    Some(n) if n.name != *name => {
+                        if let Some(d) = read_device_state(host, &n.name, &nl).await? {
+                            self.put_device(d, &mut dirty);
+                        }
+                    }
+                    _ => {
+                        self.devices.remove(&idx);
+                        dirty.devices.insert(idx);
+                    }
+                }
+            }
+            if let Some(d) = fresh {
+                self.put_device(d, &mut dirty);
+            }
+        }
+        // Devices the kernel no longer lists at all (a missed removal).
+        let gone: Vec<u32> = self
+            .devices
+            .keys()
+            .copied()
+            .filter(|i| !nl.iter().any(|n| n.index == *i))
+            .collect();
+        for idx in gone {
+            self.devices.remove(&idx);
+            dirty.devices.insert(idx);
+        }
+        dirty.ipoib.extend(self.relink_ipoib());
+        Ok(dirty)
+    }
+
+    /// Re-reads the netdevs with these names.
+    pub async fn refresh_netdevs(
+        &mut self,
+        host: &dyn Host,
+        names: &BTreeSet<String>,
+    ) -> Result<Dirty, HostError> {
+        let mut dirty = Dirty::default();
+        for name in names {
+            let fresh = match host.read_netdev(name).await {
+                Ok(nd) => ipoib_state(nd),
+                Err(e) if e.is_not_found() => None,
+                Err(e) => return Err(e),
+            };
+            let stale: Vec<u32> = self
+                .ipoib
+                .values()
+                .filter(|i| {
+                    i.snap.name == *name && Some(i.ifindex) != fresh.as_ref().map(|f| f.ifindex)
+                })
+                .map(|i| i.ifindex)
+                .collect();
+            for idx in stale {
+                self.ipoib.remove(&idx);
+                dirty.ipoib.insert(idx);
+            }
+            if let Some(i) = fresh {
+                if self.ipoib.get(&i.ifindex) != Some(&i) {
+                    dirty.ipoib.insert(i.ifindex);
+                    self.ipoib.insert(i.ifindex, i);
+                }
+            }
+        }
+        dirty.ipoib.extend(self.relink_ipoib());
+        Ok(dirty)
+    }
+
+    fn put_device(&mut self, d: DeviceState, dirty: &mut Dirty) {
+        if self.devices.get(&d.index) != Some(&d) {
+            dirty.devices.insert(d.index);
+            self.devices.insert(d.index, d);
+        }
+    }
+
+    /// Links every IPoIB netdev to its device and port (same PCI function, `dev_port` + 1);
+    /// returns the ifindexes whose link changed.
+    fn relink_ipoib(&mut self) -> Vec<u32> {
+        let by_pci: BTreeMap<&str, u32> = self
+            .devices
+            .values()
+            .filter_map(|d| d.snap.pci_address.as_deref().map(|p| (p, d.index)))
+            .collect();
+        let mut changed = Vec::new();
+        for i in self.ipoib.values_mut() {
+            let port = i.snap.ipoib.as_ref().and_then(|a| a.port.clone().ok());
+            let dev = i.snap.pci_address.as_deref().and_then(|p| by_pci.get(p));
+            let link = match (dev, port) {
+                (Some(d), Some(p)) => Some((*d, p)),
+                _ => None,
+            };
+            if i.port != link {
+                i.port = link;
+                changed.push(i.ifindex);
+            }
+        }
+        changed
+    }
+}
+
+fn diff_keys<K: Ord + Copy, V: PartialEq>(
+    old: &BTreeMap<K, V>,
+    new: &BTreeMap<K, V>,
+    out: &mut BTreeSet<K>,
+) {
+    for (k, v) in new {
+        if old.get(k) != Some(v) {
+            out.insert(*k);
+        }
+    }
+    out.extend(old.keys().filter(|k| !new.contains_key(k)).copied());
+}
+
+fn ipoib_state(nd: NetdevSnapshot) -> Option<IpoibState> {
+    if !nd.is_ipoib() {
+        return None;
+    }
+    let ifindex = nd.ifindex.clone().ok()?;
+    Some(IpoibState {
+        ifindex,
+        snap: nd,
+        port: None,
+    })
+}
+
+/// Reads one device; `None` when it is gone (from sysfs or from the netlink dump).
+async fn read_device_state(
+    host: &dyn Host,
+    name: &str,
+    nl: &[NlDevice],
+) -> Result<Option<DeviceState>, HostError> {
+    let Some(nl_dev) = nl.iter().find(|n| n.name == name) else {
+        return Ok(None);
+    };
+    let snap = match host.read_device(name).await {
+        Ok(s) => s,
+        Err(e) if e.is_not_found() => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let sources = match host.port_sources(name).await {
+        Ok(s) => s.into_iter().map(|p| (p.port, p)).collect(),
+        Err(e) if e.is_not_found() => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    Ok(Some(DeviceState {
+        index: nl_dev.index,
+        nl: Some(nl_dev.clone()),
+        snap,
+        sources,
+    }))
+}
