@@ -1,8 +1,10 @@
 //! D-Bus names, errors and polkit action ids shared by rdma-managerd and its clients.
 
 mod error;
+pub mod proxies;
 
 pub use error::Error;
+pub use proxies::{DeviceProxy, IpoibProxy, ManagerProxy, PortProxy};
 
 /// The well-known bus name and interface prefix.
 pub const BUS_NAME: &str = "org.rdmamanager.RdmaManager1";

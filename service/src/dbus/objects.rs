@@ -147,22 +147,39 @@ bus_object! {
     object DeviceObject;
     interface "org.rdmamanager.RdmaManager1.Device";
     properties {
+        /// Kernel device index: stable across renames; the object path ends with it.
         index as "Index": u32,
+        /// Kernel name (mlx5_0, rxe0, ...); changes when the device is renamed.
         name as "Name": String,
+        /// hardware, rxe (Soft-RoCE), siw (Soft-iWARP) or virtual.
         kind as "Kind": String,
+        /// Node type as sysfs prints it: CA, RNIC, switch, router, ...
         node_type as "NodeType": String,
+        /// Protocol of the device as RDMA netlink reports it: ib, roce, iw, opa; empty if not reported.
         protocol as "Protocol": String,
+        /// Node GUID as ibstat prints it (0x followed by 16 hex digits).
         node_guid as "NodeGuid": String,
+        /// System image GUID, as ibstat prints it.
         sys_image_guid as "SysImageGuid": String,
+        /// Firmware version (fw_ver); empty for soft devices.
         fw_version as "FwVersion": String,
+        /// HCA type (hca_type), e.g. MT4123; empty when the driver has none.
         hca_type as "HcaType": String,
+        /// Hardware revision (hw_rev).
         hw_rev as "HwRev": String,
+        /// Board id (board_id), e.g. MT_0000000223.
         board_id as "BoardId": String,
+        /// Node description sent to the subnet manager (node_desc).
         node_desc as "NodeDesc": String,
+        /// PCI address (or auxiliary device) of the hardware; empty for soft devices.
         pci_address as "PciAddress": String,
+        /// The network interface a soft device (rxe, siw) runs over; empty otherwise.
         parent_netdev as "ParentNetdev": String,
+        /// Network interfaces of the same PCI function (IPoIB or Ethernet), or the parent of a soft device.
         netdevs as "Netdevs": Vec<String>,
+        /// The port objects, in port order.
         ports as "Ports": Vec<OwnedObjectPath>,
+        /// Attributes the kernel did not give, with the reason (missing, read failed: EINVAL, malformed ...); their properties show empty or zero.
         unreadable as "Unreadable": HashMap<String, String>,
     }
     methods {}
@@ -175,24 +192,43 @@ bus_object! {
     object PortObject;
     interface "org.rdmamanager.RdmaManager1.Port";
     properties {
+        /// The device object this belongs to; "/" when not known.
         device as "Device": OwnedObjectPath,
+        /// Kernel name of the device.
         device_name as "DeviceName": String,
+        /// Port number (from 1).
         number as "Number": u32,
+        /// Logical state: DOWN, INIT, ARMED, ACTIVE or ACTIVE_DEFER (INIT with an SM LID of 0 means no subnet manager configured the port).
         state as "State": String,
+        /// Physical state: Sleep, Polling, Disabled, PortConfigurationTraining, LinkUp, LinkErrorRecovery, Phy Test.
         phys_state as "PhysState": String,
+        /// InfiniBand or Ethernet (RoCE, iWARP, rxe, siw).
         link_layer as "LinkLayer": String,
+        /// Rate as sysfs prints it, e.g. "200 Gb/sec (4X HDR)".
         rate as "Rate": String,
+        /// Rate in Gb/s (2.5 for 1X SDR); 0 when unknown.
         rate_gbps as "RateGbps": f64,
+        /// Base LID assigned by the subnet manager (0 on Ethernet ports or before the SM assigns one).
         lid as "Lid": u32,
+        /// LID of the master subnet manager (0 when none was seen).
         sm_lid as "SmLid": u32,
+        /// LID mask count.
         lmc as "Lmc": u8,
+        /// Service level for talking to the subnet manager.
         sm_sl as "SmSl": u8,
+        /// Port capability mask (cap_mask).
         capability_mask as "CapabilityMask": u32,
+        /// Port GUID (the low 64 bits of GID 0), as ibstat prints it.
         port_guid as "PortGuid": String,
+        /// Used GID table entries: (index, GID, type "IB/RoCE v1" or "RoCE v2", netdev of a RoCE GID).
         gids as "Gids": Vec<(u32, String, String, String)>,
+        /// Non-zero P_Key table entries: (index, P_Key with the full-membership bit 0x8000).
         pkeys as "Pkeys": Vec<(u32, u16)>,
+        /// The network interface carrying this port's traffic, if any.
         netdev as "Netdev": String,
+        /// Where throughput is counted: pma64, pma32 (32-bit PMA counters, which saturate), hw_counters, netdev or none.
         counter_source as "CounterSource": String,
+        /// Attributes the kernel did not give, with the reason (missing, read failed: EINVAL, malformed ...); their properties show empty or zero.
         unreadable as "Unreadable": HashMap<String, String>,
     }
     methods {
@@ -265,21 +301,37 @@ bus_object! {
     object IpoibObject;
     interface "org.rdmamanager.RdmaManager1.Ipoib";
     properties {
+        /// Interface name (ib0, ib0.8001, ...).
         name as "Name": String,
+        /// Interface index; the object path ends with it.
         ifindex as "Ifindex": u32,
+        /// The parent interface object of a P_Key child; "/" for a port's own interface.
         parent as "Parent": OwnedObjectPath,
+        /// Name of the parent interface of a P_Key child; empty otherwise.
         parent_name as "ParentName": String,
+        /// The device object this belongs to; "/" when not known.
         device as "Device": OwnedObjectPath,
+        /// The RDMA port object the interface runs on; "/" when not known.
         port as "Port": OwnedObjectPath,
+        /// P_Key with the full-membership bit (0x8000) as the kernel stores it; 0xffff is the default partition.
         pkey as "Pkey": u16,
+        /// datagram or connected.
         mode as "Mode": String,
+        /// Whether user-space multicast is allowed (umcast).
         umcast as "Umcast": bool,
+        /// MTU in bytes.
         mtu as "Mtu": u32,
+        /// 20-byte IPoIB hardware address (flags, QPN, GID).
         hw_address as "HwAddress": String,
+        /// Port GUID (the low 64 bits of GID 0), as ibstat prints it.
         port_guid as "PortGuid": String,
+        /// Operational state: up, down, lowerlayerdown, unknown ...
         oper_state as "OperState": String,
+        /// Whether connected mode is possible: false on enhanced IPoIB (ConnectX-4 and later with ipoib_enhanced).
         connected_mode_supported as "ConnectedModeSupported": bool,
+        /// P_Key child interface objects of this interface.
         children as "Children": Vec<OwnedObjectPath>,
+        /// Attributes the kernel did not give, with the reason (missing, read failed: EINVAL, malformed ...); their properties show empty or zero.
         unreadable as "Unreadable": HashMap<String, String>,
     }
     methods {}

@@ -72,8 +72,9 @@ fn rate(prev: Option<u64>, now: Option<u64>, secs: f64) -> Option<f32> {
 }
 
 impl PortHistory {
-    /// Records the counters read at `tick` and returns the sample it produced.
-    pub fn record(&mut self, tick: u64, c: &TrafficCounters) -> Sample {
+    /// Records the counters read at `tick` (ticks are `period_secs` apart) and returns the
+    /// sample it produced; rates are per second.
+    pub fn record(&mut self, tick: u64, period_secs: f64, c: &TrafficCounters) -> Sample {
         let now = Raw {
             tick,
             tx_bytes: c.tx_bytes.clone().ok(),
@@ -84,7 +85,7 @@ impl PortHistory {
         let mut fl = if c.saturated { flags::SATURATED } else { 0 };
         let rates = match self.last {
             Some(prev) if prev.tick < tick => {
-                let secs = (tick - prev.tick) as f64;
+                let secs = (tick - prev.tick) as f64 * period_secs;
                 let tx = rate(prev.tx_bytes, now.tx_bytes, secs);
                 let rx = rate(prev.rx_bytes, now.rx_bytes, secs);
                 if tx.is_none() && rx.is_none() {
@@ -215,14 +216,17 @@ mod tests {
     #[test]
     fn rates_from_consecutive_readings() {
         let mut h = PortHistory::default();
-        assert_ne!(h.record(10, &counters(1000, 0)).flags & flags::NO_DATA, 0);
-        let s = h.record(11, &counters(5000, 2000));
+        assert_ne!(
+            h.record(10, 1.0, &counters(1000, 0)).flags & flags::NO_DATA,
+            0
+        );
+        let s = h.record(11, 1.0, &counters(5000, 2000));
         assert_eq!(s.flags, 0);
         assert_eq!(s.rates.tx_bytes, 4000.0);
         assert_eq!(s.rates.rx_bytes, 2000.0);
         assert_eq!(s.rates.tx_packets, 4.0);
         // Two ticks apart: the rate is per second.
-        let s = h.record(13, &counters(9000, 2000));
+        let s = h.record(13, 1.0, &counters(9000, 2000));
         assert_eq!(s.rates.tx_bytes, 2000.0);
         let got = h.samples();
         assert_eq!(got.iter().map(|s| s.tick).collect::<Vec<_>>(), vec![11, 13]);
@@ -232,11 +236,11 @@ mod tests {
     #[test]
     fn a_counter_going_back_is_a_reset_not_a_huge_rate() {
         let mut h = PortHistory::default();
-        h.record(1, &counters(10_000, 10_000));
-        let s = h.record(2, &counters(10, 10));
+        h.record(1, 1.0, &counters(10_000, 10_000));
+        let s = h.record(2, 1.0, &counters(10, 10));
         assert_ne!(s.flags & flags::NO_DATA, 0);
         assert!(h.samples().is_empty());
-        let s = h.record(3, &counters(110, 10));
+        let s = h.record(3, 1.0, &counters(110, 10));
         assert_eq!(s.rates.tx_bytes, 100.0);
     }
 
@@ -245,8 +249,8 @@ mod tests {
         let mut h = PortHistory::default();
         let mut c = counters(0, 0);
         c.saturated = true;
-        h.record(1, &c);
-        assert_eq!(h.record(2, &c).flags, flags::SATURATED);
+        h.record(1, 1.0, &c);
+        assert_eq!(h.record(2, 1.0, &c).flags, flags::SATURATED);
         let bad = TrafficCounters {
             tx_bytes: Err(AttrError::Missing),
             rx_bytes: Err(AttrError::Missing),
@@ -254,14 +258,14 @@ mod tests {
             rx_packets: Err(AttrError::Missing),
             saturated: false,
         };
-        assert_ne!(h.record(3, &bad).flags & flags::NO_DATA, 0);
+        assert_ne!(h.record(3, 1.0, &bad).flags & flags::NO_DATA, 0);
     }
 
     #[test]
     fn keeps_fifteen_minutes_and_no_more() {
         let mut h = PortHistory::default();
         for t in 0..(HISTORY_TICKS as u64 + 100) {
-            h.record(t, &counters(t * 100, 0));
+            h.record(t, 1.0, &counters(t * 100, 0));
         }
         assert_eq!(h.len(), HISTORY_TICKS);
         let s = h.samples();
@@ -273,7 +277,7 @@ mod tests {
             h.rates.capacity()
         );
         // A gap longer than the whole history starts afresh.
-        h.record(10_000, &counters(0, 0));
+        h.record(10_000, 1.0, &counters(0, 0));
         assert_eq!(h.len(), 1);
     }
 }

@@ -373,6 +373,7 @@ impl Engine {
                 return;
             }
         };
+        let period = self.clock.period().as_secs_f64();
         let mut moved = Wanted::default();
         let mut samples = Vec::with_capacity(readings.len());
         {
@@ -382,7 +383,7 @@ impl Engine {
                     moved.devices.insert(t.dev.clone());
                 }
                 let key = (*index, t.port);
-                samples.push((key, h.port_mut(key).record(tick, &r.traffic)));
+                samples.push((key, h.port_mut(key).record(tick, period, &r.traffic)));
             }
         }
         self.sink.samples(tick, &samples).await;

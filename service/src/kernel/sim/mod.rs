@@ -48,6 +48,8 @@ enum Fault {
     Fail(SimOp, Errno),
     /// Just before the next `op` runs, the device is hot-unplugged.
     Unplug(SimOp, String),
+    /// The next `op` takes this long (a module autoload, a hung sysfs read).
+    Delay(SimOp, std::time::Duration),
 }
 
 /// A configfs `rdma_cm/<name>` group: bound to the device name it was made with.
@@ -185,6 +187,11 @@ impl SimHost {
         self.lock()
             .faults
             .push(Fault::Unplug(op, device.to_string()));
+    }
+
+    /// The next `op` takes `d` before it does anything (a slow or hung kernel call).
+    pub fn delay_next(&self, op: SimOp, d: std::time::Duration) {
+        self.lock().faults.push(Fault::Delay(op, d));
     }
 
     /// Removes a file of the rendered tree (a vanished attribute). `rel` is relative to the
@@ -334,6 +341,7 @@ impl SimHost {
     fn take_fault(&self, st: &mut SimState, op: SimOp) -> Result<(), HostError> {
         let Some(pos) = st.faults.iter().position(|f| match f {
             Fault::Fail(o, _) | Fault::Unplug(o, _) => *o == op,
+            Fault::Delay(..) => false,
         }) else {
             return Ok(());
         };
@@ -344,6 +352,25 @@ impl SimHost {
                 let _ = self.remove_device_locked(st, &dev);
                 Ok(())
             }
+            Fault::Delay(..) => Ok(()),
+        }
+    }
+
+    /// Waits out a delay registered for `op`, if any, without holding the state lock.
+    async fn delay(&self, op: SimOp) {
+        let d = {
+            let mut st = self.lock();
+            let pos = st
+                .faults
+                .iter()
+                .position(|f| matches!(f, Fault::Delay(o, _) if *o == op));
+            match pos.map(|p| st.faults.remove(p)) {
+                Some(Fault::Delay(_, d)) => Some(d),
+                _ => None,
+            }
+        };
+        if let Some(d) = d {
+            tokio::time::sleep(d).await;
         }
     }
 
@@ -392,6 +419,7 @@ impl Host for SimHost {
     }
 
     async fn read_device(&self, name: &str) -> Result<DeviceSnapshot, HostError> {
+        self.delay(SimOp::ReadDevice).await;
         {
             let mut st = self.lock();
             self.take_fault(&mut st, SimOp::ReadDevice)?;

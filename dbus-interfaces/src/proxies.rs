@@ -1,0 +1,185 @@
+//! Client proxies of rdma-managerd's interfaces, for rdma-tui, tests and tools. They mirror
+//! the XML in `dbus-interfaces/xml/`, which a test compares with the live service.
+
+use std::collections::HashMap;
+
+use zbus::proxy;
+use zbus::zvariant::OwnedObjectPath;
+
+/// One port's throughput at one tick: (port object, TX bytes/s, RX bytes/s, TX packets/s,
+/// RX packets/s, flags).
+pub type PortSample = (OwnedObjectPath, f64, f64, f64, f64, u8);
+/// One recorded sample: (time µs since the epoch, TX bytes/s, RX bytes/s, TX packets/s,
+/// RX packets/s, flags).
+pub type HistorySample = (u64, f64, f64, f64, f64, u8);
+
+/// Sample flags.
+pub mod sample_flags {
+    /// A 32-bit PMA counter saturated: the rate is a lower bound.
+    pub const SATURATED: u8 = 1;
+    /// No rate for this tick.
+    pub const NO_DATA: u8 = 2;
+}
+
+#[proxy(
+    interface = "org.rdmamanager.RdmaManager1",
+    default_service = "org.rdmamanager.RdmaManager1",
+    default_path = "/org/rdmamanager/RdmaManager1",
+    gen_blocking = false
+)]
+pub trait Manager {
+    fn add_soft_link(
+        &self,
+        name: &str,
+        r#type: &str,
+        netdev: &str,
+    ) -> zbus::Result<OwnedObjectPath>;
+    fn remove_soft_link(&self, name: &str) -> zbus::Result<()>;
+
+    #[zbus(signal)]
+    fn throughput_sampled(&self, time_us: u64, samples: Vec<PortSample>) -> zbus::Result<()>;
+
+    #[zbus(property)]
+    fn version(&self) -> zbus::Result<String>;
+    #[zbus(property)]
+    fn simulated(&self) -> zbus::Result<bool>;
+    #[zbus(property)]
+    fn devices(&self) -> zbus::Result<Vec<OwnedObjectPath>>;
+    #[zbus(property)]
+    fn ipoib_interfaces(&self) -> zbus::Result<Vec<OwnedObjectPath>>;
+    #[zbus(property, name = "SampleIntervalUs")]
+    fn sample_interval_us(&self) -> zbus::Result<u64>;
+    #[zbus(property)]
+    fn history_length(&self) -> zbus::Result<u32>;
+}
+
+#[proxy(
+    interface = "org.rdmamanager.RdmaManager1.Device",
+    default_service = "org.rdmamanager.RdmaManager1",
+    gen_blocking = false
+)]
+pub trait Device {
+    #[zbus(property)]
+    fn index(&self) -> zbus::Result<u32>;
+    #[zbus(property)]
+    fn name(&self) -> zbus::Result<String>;
+    #[zbus(property)]
+    fn kind(&self) -> zbus::Result<String>;
+    #[zbus(property)]
+    fn node_type(&self) -> zbus::Result<String>;
+    #[zbus(property)]
+    fn protocol(&self) -> zbus::Result<String>;
+    #[zbus(property)]
+    fn node_guid(&self) -> zbus::Result<String>;
+    #[zbus(property)]
+    fn sys_image_guid(&self) -> zbus::Result<String>;
+    #[zbus(property)]
+    fn fw_version(&self) -> zbus::Result<String>;
+    #[zbus(property)]
+    fn hca_type(&self) -> zbus::Result<String>;
+    #[zbus(property)]
+    fn hw_rev(&self) -> zbus::Result<String>;
+    #[zbus(property)]
+    fn board_id(&self) -> zbus::Result<String>;
+    #[zbus(property)]
+    fn node_desc(&self) -> zbus::Result<String>;
+    #[zbus(property)]
+    fn pci_address(&self) -> zbus::Result<String>;
+    #[zbus(property)]
+    fn parent_netdev(&self) -> zbus::Result<String>;
+    #[zbus(property)]
+    fn netdevs(&self) -> zbus::Result<Vec<String>>;
+    #[zbus(property)]
+    fn ports(&self) -> zbus::Result<Vec<OwnedObjectPath>>;
+    #[zbus(property)]
+    fn unreadable(&self) -> zbus::Result<HashMap<String, String>>;
+}
+
+#[proxy(
+    interface = "org.rdmamanager.RdmaManager1.Port",
+    default_service = "org.rdmamanager.RdmaManager1",
+    gen_blocking = false
+)]
+pub trait Port {
+    fn get_throughput_history(&self) -> zbus::Result<Vec<HistorySample>>;
+    fn get_counters(&self) -> zbus::Result<(String, bool, HashMap<String, u64>)>;
+
+    #[zbus(property)]
+    fn device(&self) -> zbus::Result<OwnedObjectPath>;
+    #[zbus(property)]
+    fn device_name(&self) -> zbus::Result<String>;
+    #[zbus(property)]
+    fn number(&self) -> zbus::Result<u32>;
+    #[zbus(property)]
+    fn state(&self) -> zbus::Result<String>;
+    #[zbus(property)]
+    fn phys_state(&self) -> zbus::Result<String>;
+    #[zbus(property)]
+    fn link_layer(&self) -> zbus::Result<String>;
+    #[zbus(property)]
+    fn rate(&self) -> zbus::Result<String>;
+    #[zbus(property)]
+    fn rate_gbps(&self) -> zbus::Result<f64>;
+    #[zbus(property)]
+    fn lid(&self) -> zbus::Result<u32>;
+    #[zbus(property)]
+    fn sm_lid(&self) -> zbus::Result<u32>;
+    #[zbus(property)]
+    fn lmc(&self) -> zbus::Result<u8>;
+    #[zbus(property)]
+    fn sm_sl(&self) -> zbus::Result<u8>;
+    #[zbus(property)]
+    fn capability_mask(&self) -> zbus::Result<u32>;
+    #[zbus(property)]
+    fn port_guid(&self) -> zbus::Result<String>;
+    #[zbus(property)]
+    fn gids(&self) -> zbus::Result<Vec<(u32, String, String, String)>>;
+    #[zbus(property)]
+    fn pkeys(&self) -> zbus::Result<Vec<(u32, u16)>>;
+    #[zbus(property)]
+    fn netdev(&self) -> zbus::Result<String>;
+    #[zbus(property)]
+    fn counter_source(&self) -> zbus::Result<String>;
+    #[zbus(property)]
+    fn unreadable(&self) -> zbus::Result<HashMap<String, String>>;
+}
+
+#[proxy(
+    interface = "org.rdmamanager.RdmaManager1.Ipoib",
+    default_service = "org.rdmamanager.RdmaManager1",
+    gen_blocking = false
+)]
+pub trait Ipoib {
+    #[zbus(property)]
+    fn name(&self) -> zbus::Result<String>;
+    #[zbus(property)]
+    fn ifindex(&self) -> zbus::Result<u32>;
+    #[zbus(property)]
+    fn parent(&self) -> zbus::Result<OwnedObjectPath>;
+    #[zbus(property)]
+    fn parent_name(&self) -> zbus::Result<String>;
+    #[zbus(property)]
+    fn device(&self) -> zbus::Result<OwnedObjectPath>;
+    #[zbus(property)]
+    fn port(&self) -> zbus::Result<OwnedObjectPath>;
+    #[zbus(property)]
+    fn pkey(&self) -> zbus::Result<u16>;
+    #[zbus(property)]
+    fn mode(&self) -> zbus::Result<String>;
+    #[zbus(property)]
+    fn umcast(&self) -> zbus::Result<bool>;
+    #[zbus(property)]
+    fn mtu(&self) -> zbus::Result<u32>;
+    #[zbus(property)]
+    fn hw_address(&self) -> zbus::Result<String>;
+    #[zbus(property)]
+    fn port_guid(&self) -> zbus::Result<String>;
+    #[zbus(property)]
+    fn oper_state(&self) -> zbus::Result<String>;
+    #[zbus(property)]
+    fn connected_mode_supported(&self) -> zbus::Result<bool>;
+    #[zbus(property)]
+    fn children(&self) -> zbus::Result<Vec<OwnedObjectPath>>;
+    #[zbus(property)]
+    fn unreadable(&self) -> zbus::Result<HashMap<String, String>>;
+}

@@ -1,0 +1,573 @@
+//! rdma-managerd on a real dbus-daemon (a private bus), driven through the client proxies and
+//! busctl, on the simulated host so that hotplug, port changes, event storms, overflows and a
+//! slow kernel can be made to happen.
+
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use rdma_manager_dbus::{DeviceProxy, IpoibProxy, ManagerProxy, PortProxy, BUS_NAME, ROOT_PATH};
+use rdma_managerd::dbus::server::{self, Bus, Service};
+use rdma_managerd::engine::EngineConfig;
+use rdma_managerd::kernel::sim::{fixtures, SimHost, SimOp};
+use rdma_managerd::kernel::HostEvent;
+use rdma_managerd::model::{PhysState, PortState};
+use zbus::fdo::{ObjectManagerProxy, PropertiesProxy};
+use zbus::zvariant::OwnedObjectPath;
+use zbus::Connection;
+
+/// A private dbus-daemon with the session bus policy (anyone may own names), killed on drop.
+struct TestBus {
+    child: Child,
+    address: String,
+    _dir: tempfile::TempDir,
+}
+
+impl TestBus {
+    fn start() -> Option<TestBus> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let address = format!("unix:path={}", dir.path().join("bus").display());
+        let mut child = match Command::new("dbus-daemon")
+            .args(["--session", "--nofork", "--nopidfile"])
+            .arg(format!("--address={address}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+        {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("skipping: cannot start dbus-daemon: {e}");
+                return None;
+            }
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !dir.path().join("bus").exists() {
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("dbus-daemon did not create its socket");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Some(TestBus {
+            child,
+            address,
+            _dir: dir,
+        })
+    }
+}
+
+impl Drop for TestBus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+struct Running {
+    bus: TestBus,
+    sim: SimHost,
+    client: Connection,
+    _service: Service,
+}
+
+fn fast() -> EngineConfig {
+    EngineConfig {
+        tick: Duration::from_millis(100),
+        ..EngineConfig::default()
+    }
+}
+
+async fn start_with(sim: SimHost, config: EngineConfig) -> Option<Running> {
+    let bus = TestBus::start()?;
+    let conn = server::connect(&Bus::Address(bus.address.clone()))
+        .await
+        .expect("service connects");
+    let service = server::serve(conn, Arc::new(sim.clone()), true, config)
+        .await
+        .expect("service starts");
+    let client = zbus::connection::Builder::address(bus.address.as_str())
+        .expect("address")
+        .build()
+        .await
+        .expect("client connects");
+    Some(Running {
+        bus,
+        sim,
+        client,
+        _service: service,
+    })
+}
+
+async fn start() -> Option<Running> {
+    start_with(SimHost::new(fixtures::demo_host()).expect("demo"), fast()).await
+}
+
+fn path(p: &str) -> OwnedObjectPath {
+    OwnedObjectPath::try_from(p.to_string()).expect("path")
+}
+
+async fn managed(r: &Running) -> Vec<(String, Vec<String>)> {
+    let om = ObjectManagerProxy::builder(&r.client)
+        .destination(BUS_NAME)
+        .expect("dest")
+        .path(ROOT_PATH)
+        .expect("path")
+        .build()
+        .await
+        .expect("proxy");
+    let mut v: Vec<(String, Vec<String>)> = om
+        .get_managed_objects()
+        .await
+        .expect("GetManagedObjects")
+        .into_iter()
+        // zbus also lists the bare intermediate nodes (`.../Device`, `.../Port`) with no
+        // interfaces; they are not objects of ours.
+        .filter(|(_, ifaces)| !ifaces.is_empty())
+        .map(|(p, ifaces)| {
+            let mut names: Vec<String> = ifaces.keys().map(|i| i.to_string()).collect();
+            names.sort();
+            (p.to_string(), names)
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// Waits until `f` holds, polling; panics with `what` after 5 s.
+async fn eventually<F, Fut>(what: &str, mut f: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !f().await {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_device_port_and_ipoib_interface_is_an_object() {
+    let Some(r) = start().await else { return };
+    let objs = managed(&r).await;
+    let paths: Vec<&str> = objs.iter().map(|(p, _)| p.as_str()).collect();
+    let d = "/org/rdmamanager/RdmaManager1/Device";
+    let mut want = vec![
+        format!("{d}/0"),
+        format!("{d}/0/Port/1"),
+        format!("{d}/0/Port/2"),
+        format!("{d}/1"),
+        format!("{d}/1/Port/1"),
+        format!("{d}/2"),
+        format!("{d}/2/Port/1"),
+        format!("{d}/3"),
+        format!("{d}/3/Port/1"),
+    ];
+    let spec = r.sim.spec();
+    for nd in spec.netdevs.iter().filter(|n| n.ipoib.is_some()) {
+        want.push(format!(
+            "/org/rdmamanager/RdmaManager1/Ipoib/{}",
+            nd.ifindex
+        ));
+    }
+    // The ObjectManager lists what is below it, not itself.
+    want.sort();
+    assert_eq!(paths, want);
+
+    let mgr = ManagerProxy::new(&r.client).await.expect("manager");
+    assert!(mgr.simulated().await.expect("Simulated"));
+    assert_eq!(mgr.devices().await.expect("Devices").len(), 4);
+
+    let dev = DeviceProxy::builder(&r.client)
+        .path(format!("{d}/0"))
+        .expect("path")
+        .build()
+        .await
+        .expect("device");
+    assert_eq!(dev.name().await.unwrap(), "mlx4_1");
+    assert_eq!(dev.kind().await.unwrap(), "hardware");
+    assert_eq!(dev.node_type().await.unwrap(), "CA");
+    assert_eq!(dev.ports().await.unwrap().len(), 2);
+
+    let port = PortProxy::builder(&r.client)
+        .path(format!("{d}/0/Port/1"))
+        .expect("path")
+        .build()
+        .await
+        .expect("port");
+    assert_eq!(port.state().await.unwrap(), "ACTIVE");
+    assert_eq!(port.link_layer().await.unwrap(), "InfiniBand");
+    assert_eq!(
+        (port.lid().await.unwrap(), port.sm_lid().await.unwrap()),
+        (2, 2)
+    );
+    assert_eq!(port.pkeys().await.unwrap(), vec![(0, 0xffff), (1, 0x8001)]);
+    assert!(port.unreadable().await.unwrap().is_empty());
+
+    // An IPoIB interface points at its port, and a child at its parent.
+    let ib0 = spec
+        .netdevs
+        .iter()
+        .find(|n| n.name == "ib0")
+        .expect("ib0 in the demo host");
+    let ipoib = IpoibProxy::builder(&r.client)
+        .path(format!(
+            "/org/rdmamanager/RdmaManager1/Ipoib/{}",
+            ib0.ifindex
+        ))
+        .expect("path")
+        .build()
+        .await
+        .expect("ipoib");
+    assert_eq!(ipoib.name().await.unwrap(), "ib0");
+    assert_eq!(ipoib.port().await.unwrap(), path(&format!("{d}/0/Port/1")));
+    assert_eq!(ipoib.pkey().await.unwrap(), 0xffff);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hotplug_adds_and_removes_objects_with_their_ports() {
+    let Some(r) = start().await else { return };
+    let om = ObjectManagerProxy::builder(&r.client)
+        .destination(BUS_NAME)
+        .unwrap()
+        .path(ROOT_PATH)
+        .unwrap()
+        .build()
+        .await
+        .unwrap();
+    let mut added = om.receive_interfaces_added().await.unwrap();
+    let mut removed = om.receive_interfaces_removed().await.unwrap();
+    let before = managed(&r).await;
+    let spec = r.sim.spec();
+    let cx6 = spec
+        .devices
+        .iter()
+        .find(|d| d.name == "mlx5_0")
+        .cloned()
+        .expect("mlx5_0");
+
+    r.sim.unplug("mlx5_0").unwrap();
+    let mut gone = Vec::new();
+    while gone.len() < 2 {
+        let sig = tokio::time::timeout(Duration::from_secs(5), removed.next())
+            .await
+            .expect("InterfacesRemoved in time")
+            .expect("stream");
+        gone.push(sig.args().unwrap().object_path().to_string());
+    }
+    assert_eq!(
+        gone,
+        [
+            "/org/rdmamanager/RdmaManager1/Device/1/Port/1",
+            "/org/rdmamanager/RdmaManager1/Device/1"
+        ],
+        "the port goes before its device"
+    );
+
+    r.sim.plug(cx6).unwrap();
+    let mut came = Vec::new();
+    while came.len() < 2 {
+        let sig = tokio::time::timeout(Duration::from_secs(5), added.next())
+            .await
+            .expect("InterfacesAdded in time")
+            .expect("stream");
+        came.push(sig.args().unwrap().object_path().to_string());
+    }
+    // The kernel gives a re-plugged device a new index.
+    assert_eq!(
+        came,
+        [
+            "/org/rdmamanager/RdmaManager1/Device/4",
+            "/org/rdmamanager/RdmaManager1/Device/4/Port/1"
+        ]
+    );
+    let after = managed(&r).await;
+    assert_eq!(
+        after.len(),
+        before.len(),
+        "nothing lost, nothing duplicated"
+    );
+    let mgr = ManagerProxy::new(&r.client).await.unwrap();
+    assert!(mgr
+        .devices()
+        .await
+        .unwrap()
+        .contains(&path("/org/rdmamanager/RdmaManager1/Device/4")));
+}
+
+/// PropertiesChanged signals of one object, as (interface, changed property names).
+async fn changes_of(
+    r: &Running,
+    object: &str,
+) -> impl futures::Stream<Item = (String, Vec<String>)> {
+    let props = PropertiesProxy::builder(&r.client)
+        .destination(BUS_NAME)
+        .unwrap()
+        .path(object.to_string())
+        .unwrap()
+        .build()
+        .await
+        .unwrap();
+    props
+        .receive_properties_changed()
+        .await
+        .unwrap()
+        .map(|sig| {
+            let a = sig.args().unwrap();
+            let mut names: Vec<String> = a
+                .changed_properties()
+                .keys()
+                .map(|k| k.to_string())
+                .collect();
+            names.sort();
+            (a.interface_name().to_string(), names)
+        })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn port_changes_emit_only_what_changed() {
+    let Some(r) = start().await else { return };
+    let port = "/org/rdmamanager/RdmaManager1/Device/1/Port/1";
+    let mut changes = Box::pin(changes_of(&r, port).await);
+
+    // With an event (the kernel's change uevent).
+    r.sim
+        .set_port_state("mlx5_0", 1, PortState::Down, PhysState::Polling)
+        .unwrap();
+    let c = tokio::time::timeout(Duration::from_secs(5), changes.next())
+        .await
+        .expect("PropertiesChanged in time")
+        .unwrap();
+    assert_eq!(
+        c,
+        (
+            "org.rdmamanager.RdmaManager1.Port".to_string(),
+            vec!["PhysState".to_string(), "State".to_string()]
+        )
+    );
+
+    // Without any event: a subnet manager assigns LIDs. Only the poll can see it.
+    r.sim
+        .corrupt_file("sys/class/infiniband/mlx5_0/ports/1/lid", "0x77\n")
+        .unwrap();
+    let c = tokio::time::timeout(Duration::from_secs(5), changes.next())
+        .await
+        .expect("the poll notices a LID change")
+        .unwrap();
+    assert_eq!(c.1, vec!["Lid".to_string()]);
+    let p = PortProxy::builder(&r.client)
+        .path(port)
+        .unwrap()
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(p.lid().await.unwrap(), 0x77);
+
+    // The same event again changes nothing and emits nothing.
+    r.sim.raise(HostEvent::RdmaChanged {
+        name: "mlx5_0".into(),
+    });
+    assert!(
+        tokio::time::timeout(Duration::from_millis(400), changes.next())
+            .await
+            .is_err(),
+        "a duplicated event must not emit PropertiesChanged"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overflow_and_storms_end_in_the_true_state() {
+    let Some(r) = start_with(
+        SimHost::new(fixtures::demo_host()).unwrap(),
+        EngineConfig {
+            // No poll during the test: only the overflow handling can repair the state.
+            tick: Duration::from_secs(3600),
+            ..EngineConfig::default()
+        },
+    )
+    .await
+    else {
+        return;
+    };
+    let before = managed(&r).await;
+    // Changes whose events are lost: a device gone and a port moved, silently.
+    r.sim
+        .corrupt_file("sys/class/infiniband/mlx4_1/ports/1/state", "1: DOWN\n")
+        .unwrap();
+    r.sim.unplug("rxe0").unwrap();
+    // A storm of duplicates and junk, then the overflow that says events were lost.
+    for _ in 0..300 {
+        r.sim.raise(HostEvent::RdmaChanged {
+            name: "mlx4_1".into(),
+        });
+        r.sim.raise(HostEvent::NetdevChanged {
+            name: "no-such-netdev".into(),
+        });
+    }
+    r.sim.raise(HostEvent::Overflow {
+        source: "test".into(),
+    });
+    let p = PortProxy::builder(&r.client)
+        .path("/org/rdmamanager/RdmaManager1/Device/0/Port/1")
+        .unwrap()
+        .build()
+        .await
+        .unwrap();
+    eventually("port state DOWN after overflow", || async {
+        p.state().await.ok().as_deref() == Some("DOWN")
+    })
+    .await;
+    let after = managed(&r).await;
+    let mut want = before.clone();
+    want.retain(|(p, _)| !p.starts_with("/org/rdmamanager/RdmaManager1/Device/3"));
+    assert_eq!(after, want, "rxe0 gone, nothing else lost or duplicated");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_do_not_wait_for_a_slow_kernel() {
+    let Some(r) = start().await else { return };
+    // The next device read hangs for 3 s; an event makes the engine start it.
+    r.sim.delay_next(SimOp::ReadDevice, Duration::from_secs(3));
+    r.sim.raise(HostEvent::RdmaChanged {
+        name: "mlx4_1".into(),
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let t = Instant::now();
+    let objs = managed(&r).await;
+    let p = PortProxy::builder(&r.client)
+        .path("/org/rdmamanager/RdmaManager1/Device/0/Port/1")
+        .unwrap()
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(p.state().await.unwrap(), "ACTIVE");
+    assert!(!objs.is_empty());
+    assert!(
+        t.elapsed() < Duration::from_millis(1000),
+        "reads took {:?} while the kernel was slow",
+        t.elapsed()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn throughput_history_and_live_samples() {
+    let Some(r) = start().await else { return };
+    let mgr = ManagerProxy::new(&r.client).await.unwrap();
+    let mut live = mgr.receive_throughput_sampled().await.unwrap();
+    let port = "/org/rdmamanager/RdmaManager1/Device/0/Port/1";
+    // 4 MB per 100 ms tick for a second: 40 MB/s.
+    for _ in 0..12 {
+        r.sim
+            .add_traffic("mlx4_1", 1, 4_000_000, 1_000_000)
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let p = PortProxy::builder(&r.client)
+        .path(port)
+        .unwrap()
+        .build()
+        .await
+        .unwrap();
+    let h = p.get_throughput_history().await.unwrap();
+    assert!(h.len() >= 5, "history has {} samples", h.len());
+    let total_tx: f64 = h.iter().map(|s| s.1 * 0.1).sum();
+    // What was added is what the samples integrate to (give or take the edges).
+    assert!(
+        (30e6..=52e6).contains(&total_tx),
+        "integrated TX {total_tx} bytes"
+    );
+    assert!(h.windows(2).all(|w| w[0].0 < w[1].0), "oldest first");
+    let sig = tokio::time::timeout(Duration::from_secs(5), live.next())
+        .await
+        .expect("ThroughputSampled in time")
+        .unwrap();
+    let args = sig.args().unwrap();
+    assert!(args.samples().iter().any(|s| s.0 == path(port)));
+    assert_eq!(args.samples().len(), 5, "every port of the demo host");
+
+    let (source, saturated, counters) = p.get_counters().await.unwrap();
+    assert_eq!(source, "pma32");
+    assert!(!saturated);
+    assert!(counters.get("tx_bytes").copied().unwrap_or(0) >= 48_000_000);
+    assert!(counters.contains_key("symbol_error"), "{counters:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changes_are_refused_without_polkit() {
+    let Some(r) = start().await else { return };
+    let mgr = ManagerProxy::new(&r.client).await.unwrap();
+    let before = managed(&r).await;
+    let err = mgr
+        .add_soft_link("rxe9", "rxe", "eth0")
+        .await
+        .expect_err("no polkit on this bus: refused");
+    let name = match &err {
+        zbus::Error::MethodError(n, _, _) => n.to_string(),
+        other => panic!("unexpected error {other:?}"),
+    };
+    assert_eq!(name, "org.rdmamanager.RdmaManager1.Error.NotAuthorized");
+    assert_eq!(managed(&r).await, before, "nothing changed");
+    assert!(!r.sim.spec().devices.iter().any(|d| d.name == "rxe9"));
+}
+
+fn busctl(r: &Running, args: &[&str]) -> String {
+    let out = Command::new("busctl")
+        .arg(format!("--address={}", r.bus.address))
+        .args(args)
+        .output()
+        .expect("busctl runs");
+    assert!(
+        out.status.success(),
+        "busctl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn busctl_tree_introspect_and_get_property() {
+    let Some(r) = start().await else { return };
+    if Command::new("busctl").arg("--version").output().is_err() {
+        eprintln!("skipping: no busctl");
+        return;
+    }
+    let tree = busctl(&r, &["tree", BUS_NAME]);
+    assert!(
+        tree.contains("/org/rdmamanager/RdmaManager1/Device/0/Port/2"),
+        "{tree}"
+    );
+    let intro = busctl(
+        &r,
+        &[
+            "introspect",
+            BUS_NAME,
+            "/org/rdmamanager/RdmaManager1/Device/0/Port/1",
+        ],
+    );
+    assert!(intro.contains(".GetThroughputHistory"), "{intro}");
+    let state = busctl(
+        &r,
+        &[
+            "get-property",
+            BUS_NAME,
+            "/org/rdmamanager/RdmaManager1/Device/0/Port/1",
+            "org.rdmamanager.RdmaManager1.Port",
+            "State",
+        ],
+    );
+    assert_eq!(state.trim(), "s \"ACTIVE\"");
+    let json = busctl(
+        &r,
+        &[
+            "--json=short",
+            "get-property",
+            BUS_NAME,
+            ROOT_PATH,
+            "org.rdmamanager.RdmaManager1",
+            "Devices",
+        ],
+    );
+    let v: serde_json::Value = serde_json::from_str(&json).expect("json");
+    assert_eq!(v["data"].as_array().map(|a| a.len()), Some(4));
+}
