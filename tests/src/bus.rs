@@ -264,13 +264,22 @@ pub enum BusKind {
 }
 
 /// The configuration of a [`PrivateBus`]: the kind's default policy, then the inline policies
-/// and the included files in the order they were added (later ones win, as in dbus-daemon).
+/// and the included files in the order they were added (for the same context, later rules win,
+/// as in dbus-daemon).
 #[derive(Clone, Debug)]
 pub struct BusConfig {
     kind: BusKind,
-    policies: Vec<String>,
-    includes: Vec<PathBuf>,
+    parts: Vec<ConfigPart>,
     binds: Vec<Bind>,
+}
+
+/// An element added to the configuration after the kind's defaults.
+#[derive(Clone, Debug)]
+enum ConfigPart {
+    /// `<policy>` elements (XML text).
+    Policy(String),
+    /// `<include>path</include>`.
+    Include(PathBuf),
 }
 
 /// polkitd's own bus policy (as /usr/share/dbus-1/system.d/org.freedesktop.PolicyKit1.conf),
@@ -304,8 +313,7 @@ impl BusConfig {
     pub fn system() -> Self {
         Self {
             kind: BusKind::System,
-            policies: vec![POLKIT_BUS_POLICY.to_string()],
-            includes: Vec::new(),
+            parts: vec![ConfigPart::Policy(POLKIT_BUS_POLICY.to_string())],
             binds: Vec::new(),
         }
     }
@@ -314,8 +322,7 @@ impl BusConfig {
     pub fn session() -> Self {
         Self {
             kind: BusKind::Session,
-            policies: Vec::new(),
-            includes: Vec::new(),
+            parts: Vec::new(),
             binds: Vec::new(),
         }
     }
@@ -333,13 +340,13 @@ impl BusConfig {
 
     /// Adds `<include>path</include>`, a busconfig file such as a service's policy.
     pub fn include(mut self, path: impl Into<PathBuf>) -> Self {
-        self.includes.push(path.into());
+        self.parts.push(ConfigPart::Include(path.into()));
         self
     }
 
     /// Adds `<policy>` elements (XML text) to the configuration.
     pub fn policy(mut self, xml: impl Into<String>) -> Self {
-        self.policies.push(xml.into());
+        self.parts.push(ConfigPart::Policy(xml.into()));
         self
     }
 
@@ -367,15 +374,15 @@ impl BusConfig {
 {defaults}"#,
             xml_escape(socket.as_os_str())?
         )?;
-        for policy in &self.policies {
-            xml.push_str(policy);
-        }
-        for include in &self.includes {
-            writeln!(
-                xml,
-                "  <include>{}</include>",
-                xml_escape(include.as_os_str())?
-            )?;
+        for part in &self.parts {
+            match part {
+                ConfigPart::Policy(policy) => xml.push_str(policy),
+                ConfigPart::Include(path) => writeln!(
+                    xml,
+                    "  <include>{}</include>",
+                    xml_escape(path.as_os_str())?
+                )?,
+            }
         }
         xml.push_str("</busconfig>\n");
         Ok(xml)
@@ -795,16 +802,16 @@ mod tests {
     }
 
     #[test]
-    fn bus_config_lists_policies_then_includes() {
+    fn bus_config_keeps_the_order_of_policies_and_includes() {
         let xml = BusConfig::system()
-            .policy("<policy user=\"root\"/>")
             .include("/x/a&b.conf")
+            .policy("<policy user=\"root\"/>")
             .render(Path::new("/tmp/s"))
             .unwrap();
         assert!(xml.contains("<listen>unix:path=/tmp/s</listen>"));
         assert!(xml.contains("<type>system</type>"));
         assert!(xml.contains("<include>/x/a&amp;b.conf</include>"));
         let policy = xml.find("<policy user=\"root\"/>").unwrap();
-        assert!(policy < xml.find("<include>").unwrap());
+        assert!(xml.find("<include>").unwrap() < policy);
     }
 }

@@ -35,6 +35,23 @@ impl Poker {
     }
 }
 
+/// The system bus with the project's policy, plus a rule that lets anyone call `Poke` whatever
+/// that policy lists (it comes last, so it wins): these tests are about polkit, not the bus
+/// policy.
+fn system_bus(users: &UserDb) -> Result<PrivateBus> {
+    BusConfig::system()
+        .with_rdma_manager_policy()
+        .policy(
+            r#"<policy context="default">
+    <allow send_destination="org.rdmamanager.RdmaManager1"
+           send_interface="org.rdmamanager.RdmaManager1" send_member="Poke"/>
+  </policy>
+"#,
+        )
+        .users(users)
+        .start()
+}
+
 /// Serves `Poke` on the bus as root under the service's well-known name.
 async fn serve(bus: &PrivateBus) -> Result<zbus::Connection> {
     let conn = bus.connect().await?;
@@ -129,7 +146,7 @@ const LINKS: &str = "org.rdmamanager.rdmamanager1.manage-links";
 async fn root_is_authorized_by_polkitd_itself() -> Result<()> {
     require_harness!();
     let users = UserDb::new(false)?;
-    let bus = PrivateBus::system(&users)?;
+    let bus = system_bus(&users)?;
     // No rules at all: polkitd authorizes uid 0 by itself.
     let polkit = PrivatePolkit::start(&bus, &users, &PolkitConfig::rdma_manager()).await?;
     let _service = serve(&bus).await?;
@@ -144,7 +161,7 @@ async fn root_is_authorized_by_polkitd_itself() -> Result<()> {
 async fn unprivileged_user_is_refused_and_told_how_to_get_it() -> Result<()> {
     require_harness!();
     let users = UserDb::new(false)?;
-    let bus = PrivateBus::system(&users)?;
+    let bus = system_bus(&users)?;
     // The policy with known defaults (allow_any=auth_admin), and the group rule that does
     // not apply to a non-member.
     let config = PolkitConfig::new()
@@ -178,7 +195,7 @@ async fn unprivileged_user_is_refused_and_told_how_to_get_it() -> Result<()> {
 async fn rdma_group_member_is_authorized_by_the_example_rule() -> Result<()> {
     require_harness!();
     let users = UserDb::new(true)?;
-    let bus = PrivateBus::system(&users)?;
+    let bus = system_bus(&users)?;
     let config = PolkitConfig::rdma_manager().rdma_group_rule();
     let polkit = PrivatePolkit::start(&bus, &users, &config).await?;
     let _service = serve(&bus).await?;
@@ -204,7 +221,7 @@ async fn rdma_group_member_is_authorized_by_the_example_rule() -> Result<()> {
 async fn without_polkit_everything_is_refused() -> Result<()> {
     require_harness!();
     let users = UserDb::new(true)?;
-    let bus = PrivateBus::system(&users)?;
+    let bus = system_bus(&users)?;
     let _service = serve(&bus).await?;
     let member = Credentials::test_user(true);
     for who in [None, Some(&member)] {
