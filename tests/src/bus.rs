@@ -25,7 +25,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use rdma_manager_dbus::Action;
+use rdma_manager_dbus::{Action, BUS_NAME};
 use tempfile::TempDir;
 
 /// The unprivileged test user.
@@ -282,38 +282,39 @@ enum ConfigPart {
     Include(PathBuf),
 }
 
+/// A policy that lets `owners` (user names) own `name` and anyone send to it.
+pub fn name_policy(name: &str, owners: &[&str]) -> String {
+    let mut xml = String::new();
+    for user in owners {
+        // Writing to a String cannot fail.
+        let _ = writeln!(
+            xml,
+            r#"  <policy user="{user}"><allow own="{name}"/></policy>"#
+        );
+    }
+    let _ = writeln!(
+        xml,
+        r#"  <policy context="default"><allow send_destination="{name}"/></policy>"#
+    );
+    xml
+}
+
 /// polkitd's own bus policy (as /usr/share/dbus-1/system.d/org.freedesktop.PolicyKit1.conf),
-/// plus root, so polkitd can be started whatever its user is called.
-const POLKIT_BUS_POLICY: &str = r#"
-  <policy user="polkitd">
-    <allow own="org.freedesktop.PolicyKit1"/>
+/// plus root as an owner, so polkitd can be started whatever its user is called.
+fn polkit_bus_policy() -> String {
+    name_policy(POLKIT_BUS_NAME, &["polkitd", "root"])
+        + r#"  <policy user="polkitd">
     <allow send_interface="org.freedesktop.PolicyKit1.AuthenticationAgent"/>
   </policy>
-  <policy user="root">
-    <allow own="org.freedesktop.PolicyKit1"/>
-  </policy>
-  <policy context="default">
-    <allow send_destination="org.freedesktop.PolicyKit1"/>
-  </policy>
-"#;
-
-/// Stands in for dist/dbus/org.rdmamanager.RdmaManager1.conf while it does not exist: root may
-/// own the name, anyone may call it (the service checks polkit itself).
-const FALLBACK_SERVICE_POLICY: &str = r#"
-  <policy user="root">
-    <allow own="org.rdmamanager.RdmaManager1"/>
-  </policy>
-  <policy context="default">
-    <allow send_destination="org.rdmamanager.RdmaManager1"/>
-  </policy>
-"#;
+"#
+}
 
 impl BusConfig {
     /// A system bus: the default policy of Debian's system.conf, and polkitd's policy.
     pub fn system() -> Self {
         Self {
             kind: BusKind::System,
-            parts: vec![ConfigPart::Policy(POLKIT_BUS_POLICY.to_string())],
+            parts: vec![ConfigPart::Policy(polkit_bus_policy())],
             binds: Vec::new(),
         }
     }
@@ -328,13 +329,14 @@ impl BusConfig {
     }
 
     /// Adds rdma-manager's bus policy: dist/dbus/org.rdmamanager.RdmaManager1.conf when the
-    /// project has it, else a stand-in that lets root own the name and anyone call it.
+    /// project has it, else a stand-in that lets root own the name and anyone call it (the
+    /// service checks polkit itself).
     pub fn with_rdma_manager_policy(self) -> Self {
         let shipped = dist_file("dbus/org.rdmamanager.RdmaManager1.conf");
         if shipped.is_file() {
             self.include(shipped)
         } else {
-            self.policy(FALLBACK_SERVICE_POLICY)
+            self.policy(name_policy(BUS_NAME, &["root"]))
         }
     }
 

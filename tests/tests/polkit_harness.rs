@@ -77,15 +77,6 @@ enum Reply {
     Err(String, String),
 }
 
-impl Reply {
-    fn error_name(&self) -> Option<&str> {
-        match self {
-            Reply::Ok => None,
-            Reply::Err(name, _) => Some(name),
-        }
-    }
-}
-
 /// `busctl call ... Poke` as `who` (root when None). busctl prints only the error's message,
 /// so its sd-bus debug log is asked for the error name.
 async fn poke(bus: &PrivateBus, who: Option<&Credentials>, interactive: bool) -> Result<Reply> {
@@ -142,17 +133,49 @@ fn assert_refused(reply: &Reply, name: &str, words: &[&str], polkit_log: &str) {
 
 const LINKS: &str = "org.rdmamanager.rdmamanager1.manage-links";
 
+/// A system bus seeing `users`, the Poke service on it, and polkitd with `polkit` (none when
+/// None).
+struct Setup {
+    users: UserDb,
+    bus: PrivateBus,
+    polkit: Option<PrivatePolkit>,
+    _service: zbus::Connection,
+}
+
+impl Setup {
+    async fn new(in_rdma_group: bool, polkit: Option<PolkitConfig>) -> Result<Self> {
+        let users = UserDb::new(in_rdma_group)?;
+        let bus = system_bus(&users)?;
+        let polkit = match polkit {
+            Some(config) => Some(PrivatePolkit::start(&bus, &users, &config).await?),
+            None => None,
+        };
+        let _service = serve(&bus).await?;
+        Ok(Self {
+            users,
+            bus,
+            polkit,
+            _service,
+        })
+    }
+
+    async fn poke(&self, who: Option<&Credentials>, interactive: bool) -> Result<Reply> {
+        poke(&self.bus, who, interactive).await
+    }
+
+    fn polkit_log(&self) -> String {
+        self.polkit.as_ref().map(|p| p.log()).unwrap_or_default()
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn root_is_authorized_by_polkitd_itself() -> Result<()> {
     require_harness!();
-    let users = UserDb::new(false)?;
-    let bus = system_bus(&users)?;
     // No rules at all: polkitd authorizes uid 0 by itself.
-    let polkit = PrivatePolkit::start(&bus, &users, &PolkitConfig::rdma_manager()).await?;
-    let _service = serve(&bus).await?;
+    let t = Setup::new(false, Some(PolkitConfig::rdma_manager())).await?;
     for interactive in [false, true] {
-        let reply = poke(&bus, None, interactive).await?;
-        assert_eq!(reply, Reply::Ok, "polkitd log:\n{}", polkit.log());
+        let reply = t.poke(None, interactive).await?;
+        assert_eq!(reply, Reply::Ok, "polkitd log:\n{}", t.polkit_log());
     }
     Ok(())
 }
@@ -160,86 +183,66 @@ async fn root_is_authorized_by_polkitd_itself() -> Result<()> {
 #[tokio::test(flavor = "multi_thread")]
 async fn unprivileged_user_is_refused_and_told_how_to_get_it() -> Result<()> {
     require_harness!();
-    let users = UserDb::new(false)?;
-    let bus = system_bus(&users)?;
     // The policy with known defaults (allow_any=auth_admin), and the group rule that does
     // not apply to a non-member.
     let config = PolkitConfig::new()
         .generated_rdma_manager_policy()
         .rdma_group_rule();
-    let polkit = PrivatePolkit::start(&bus, &users, &config).await?;
-    let _service = serve(&bus).await?;
+    let t = Setup::new(false, Some(config)).await?;
     let user = Credentials::test_user(false);
 
     // polkitd answers "challenge" (auth_admin) without interaction ...
-    let reply = poke(&bus, Some(&user), false).await?;
-    assert_refused(
-        &reply,
-        "InteractiveAuthorizationRequired",
-        &[LINKS, "--allow-interactive-authorization=yes", "group rdma"],
-        &polkit.log(),
-    );
+    let reply = t.poke(Some(&user), false).await?;
+    let words = [LINKS, "--allow-interactive-authorization=yes", "group rdma"];
+    let kind = "InteractiveAuthorizationRequired";
+    assert_refused(&reply, kind, &words, &t.polkit_log());
     // ... and, with interaction allowed, still "challenge" because no authentication agent
     // serves the caller (there is no session at all): a refusal.
-    let reply = poke(&bus, Some(&user), true).await?;
-    assert_refused(
-        &reply,
-        "NotAuthorized",
-        &[LINKS, "authentication agent", "group rdma"],
-        &polkit.log(),
-    );
+    let reply = t.poke(Some(&user), true).await?;
+    let words = [LINKS, "authentication agent", "group rdma"];
+    assert_refused(&reply, "NotAuthorized", &words, &t.polkit_log());
     Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn rdma_group_member_is_authorized_by_the_example_rule() -> Result<()> {
     require_harness!();
-    let users = UserDb::new(true)?;
-    let bus = system_bus(&users)?;
     let config = PolkitConfig::rdma_manager().rdma_group_rule();
-    let polkit = PrivatePolkit::start(&bus, &users, &config).await?;
-    let _service = serve(&bus).await?;
+    let t = Setup::new(true, Some(config)).await?;
     let member = Credentials::test_user(true);
     for interactive in [false, true] {
-        let reply = poke(&bus, Some(&member), interactive).await?;
-        assert_eq!(reply, Reply::Ok, "polkitd log:\n{}", polkit.log());
+        let reply = t.poke(Some(&member), interactive).await?;
+        assert_eq!(reply, Reply::Ok, "polkitd log:\n{}", t.polkit_log());
     }
     // Out of the group (polkitd reads membership at every check), the same user is refused:
     // it was the rule that granted it.
-    users.set_in_rdma_group(false)?;
-    let reply = poke(&bus, Some(&Credentials::test_user(false)), true).await?;
-    assert_eq!(
-        reply.error_name(),
-        Some("NotAuthorized"),
-        "{reply:?}\npolkitd log:\n{}",
-        polkit.log()
-    );
+    t.users.set_in_rdma_group(false)?;
+    let reply = t.poke(Some(&Credentials::test_user(false)), true).await?;
+    assert_refused(&reply, "NotAuthorized", &[LINKS], &t.polkit_log());
     Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn without_polkit_everything_is_refused() -> Result<()> {
     require_harness!();
-    let users = UserDb::new(true)?;
-    let bus = system_bus(&users)?;
-    let _service = serve(&bus).await?;
+    let mut t = Setup::new(true, None).await?;
     let member = Credentials::test_user(true);
     for who in [None, Some(&member)] {
         for interactive in [false, true] {
-            let reply = poke(&bus, who, interactive).await?;
+            let reply = t.poke(who, interactive).await?;
             assert_refused(&reply, "NotAuthorized", &[LINKS, "not running"], "");
         }
     }
 
     // polkit going away later fails closed as well.
     let config = PolkitConfig::rdma_manager().rdma_group_rule();
-    let polkit = PrivatePolkit::start(&bus, &users, &config).await?;
-    assert_eq!(poke(&bus, Some(&member), false).await?, Reply::Ok);
-    drop(polkit);
-    let reply = poke(&bus, Some(&member), false).await?;
-    assert_refused(&reply, "NotAuthorized", &["not running"], "");
-    let reply = poke(&bus, None, false).await?;
-    assert_refused(&reply, "NotAuthorized", &["not running"], "");
+    t.polkit = Some(PrivatePolkit::start(&t.bus, &t.users, &config).await?);
+    assert_eq!(t.poke(Some(&member), false).await?, Reply::Ok);
+    t.polkit = None;
+    for who in [None, Some(&member)] {
+        let reply = t.poke(who, false).await?;
+        assert_refused(&reply, "NotAuthorized", &["not running"], "");
+    }
     Ok(())
 }
 
