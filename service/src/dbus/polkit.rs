@@ -68,6 +68,9 @@ impl Authorizer {
         let answer = self
             .check_authorization(sender.as_str(), action, interactive)
             .await;
+        if let Err(failure) = &answer {
+            tracing::warn!(action = action.id(), "could not ask polkit: {failure:?}");
+        }
         let verdict = decide(action, interactive, answer);
         match &verdict {
             Ok(()) => tracing::debug!(sender = %sender, action = action.id(), "authorized"),
