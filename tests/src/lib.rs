@@ -2,5 +2,6 @@
 //! the real kernel (in the QEMU lab, `tests/lab/`). Its transcript must be identical on both:
 //! where they differ, the simulation is wrong.
 
+pub mod bus;
 pub mod reference;
 pub mod scenarios;
