@@ -817,3 +817,67 @@ mod tests {
         assert!(xml.find("<include>").unwrap() < policy);
     }
 }
+
+/// What busctl got back from a method call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// Success, with busctl's output (`o "/org/..."`, ...).
+    Ok(String),
+    /// The D-Bus error name without the service's prefix, and busctl's message.
+    Err(String, String),
+}
+
+/// `busctl call BUS_NAME PATH IFACE METHOD [SIGNATURE ARGS...]` as `who` (root when None).
+/// busctl prints only the error's message, so its sd-bus debug log is asked for the name.
+pub async fn busctl_call(
+    bus: &PrivateBus,
+    who: Option<&Credentials>,
+    interactive: bool,
+    path: &str,
+    iface: &str,
+    method: &str,
+    args: &[String],
+) -> Result<Reply> {
+    let mut cmd: Command = bus.busctl();
+    cmd.env("SYSTEMD_LOG_LEVEL", "debug")
+        .arg(format!(
+            "--allow-interactive-authorization={}",
+            if interactive { "yes" } else { "no" }
+        ))
+        .args([
+            "--timeout=10",
+            "call",
+            rdma_manager_dbus::BUS_NAME,
+            path,
+            iface,
+            method,
+        ])
+        .args(args);
+    if let Some(who) = who {
+        who.apply(&mut cmd);
+    }
+    let out = tokio::process::Command::from(cmd)
+        .output()
+        .await
+        .context("running busctl")?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if out.status.success() {
+        return Ok(Reply::Ok(
+            String::from_utf8_lossy(&out.stdout).trim().to_string(),
+        ));
+    }
+    let name = stderr
+        .split_whitespace()
+        .filter_map(|w| w.strip_prefix("error-name="))
+        .find(|n| *n != "n/a")
+        .with_context(|| format!("no error name in busctl's output:\n{stderr}"))?;
+    let message = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("Call failed: "))
+        .unwrap_or_default();
+    let short = name
+        .strip_prefix(rdma_manager_dbus::ERROR_PREFIX)
+        .and_then(|n| n.strip_prefix('.'))
+        .unwrap_or(name);
+    Ok(Reply::Err(short.to_string(), message.to_string()))
+}

@@ -2,12 +2,13 @@
 //! busctl, on the simulated host so that hotplug, port changes, event storms, overflows and a
 //! slow kernel can be made to happen.
 
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use rdma_manager_dbus::{DeviceProxy, IpoibProxy, ManagerProxy, PortProxy, BUS_NAME, ROOT_PATH};
+use rdma_manager_tests::bus::PrivateBus;
 use rdma_managerd::dbus::server::{self, Bus, Service};
 use rdma_managerd::engine::EngineConfig;
 use rdma_managerd::kernel::sim::{fixtures, SimHost, SimOp};
@@ -17,55 +18,8 @@ use zbus::fdo::{ObjectManagerProxy, PropertiesProxy};
 use zbus::zvariant::OwnedObjectPath;
 use zbus::Connection;
 
-/// A private dbus-daemon with the session bus policy (anyone may own names), killed on drop.
-struct TestBus {
-    child: Child,
-    address: String,
-    _dir: tempfile::TempDir,
-}
-
-impl TestBus {
-    fn start() -> Option<TestBus> {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let address = format!("unix:path={}", dir.path().join("bus").display());
-        let mut child = match Command::new("dbus-daemon")
-            .args(["--session", "--nofork", "--nopidfile"])
-            .arg(format!("--address={address}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-        {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("skipping: cannot start dbus-daemon: {e}");
-                return None;
-            }
-        };
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while !dir.path().join("bus").exists() {
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                panic!("dbus-daemon did not create its socket");
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        Some(TestBus {
-            child,
-            address,
-            _dir: dir,
-        })
-    }
-}
-
-impl Drop for TestBus {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 struct Running {
-    bus: TestBus,
+    bus: PrivateBus,
     sim: SimHost,
     client: Connection,
     _service: Service,
@@ -79,18 +33,20 @@ fn fast() -> EngineConfig {
 }
 
 async fn start_with(sim: SimHost, config: EngineConfig) -> Option<Running> {
-    let bus = TestBus::start()?;
-    let conn = server::connect(&Bus::Address(bus.address.clone()))
+    let bus = match PrivateBus::session() {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("skipping: cannot start dbus-daemon: {e:#}");
+            return None;
+        }
+    };
+    let conn = server::connect(&Bus::Address(bus.address().to_string()))
         .await
         .expect("service connects");
     let service = server::serve(conn, Arc::new(sim.clone()), true, config)
         .await
         .expect("service starts");
-    let client = zbus::connection::Builder::address(bus.address.as_str())
-        .expect("address")
-        .build()
-        .await
-        .expect("client connects");
+    let client = bus.connect().await.expect("client connects");
     Some(Running {
         bus,
         sim,
@@ -512,11 +468,7 @@ async fn changes_are_refused_without_polkit() {
 }
 
 fn busctl(r: &Running, args: &[&str]) -> String {
-    let out = Command::new("busctl")
-        .arg(format!("--address={}", r.bus.address))
-        .args(args)
-        .output()
-        .expect("busctl runs");
+    let out = r.bus.busctl().args(args).output().expect("busctl runs");
     assert!(
         out.status.success(),
         "busctl {args:?}: {}",

@@ -1,0 +1,315 @@
+//! rdma-managerd's own methods under real polkitd on a private system bus with the project's
+//! bus policy: root may change things, an unprivileged user is refused for every mutating
+//! method (found by introspection, so a method added later is covered without editing this
+//! test) and nothing changes, and the shipped example rule grants group `rdma`.
+
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use rdma_manager_dbus::{BUS_NAME, ROOT_PATH};
+use rdma_manager_tests::bus::{
+    busctl_call, skip_reason, BusConfig, Credentials, PolkitConfig, PrivateBus, PrivatePolkit,
+    Reply, UserDb,
+};
+use rdma_managerd::dbus::server::{self, Service};
+use rdma_managerd::engine::EngineConfig;
+use rdma_managerd::kernel::sim::{fixtures, SimHost};
+
+/// Methods that only read; every other method of our interfaces must ask polkit.
+const READ_ONLY: [&str; 2] = ["GetThroughputHistory", "GetCounters"];
+
+macro_rules! require_harness {
+    () => {
+        if let Some(reason) = skip_reason() {
+            eprintln!("skipping: {reason}");
+            return Ok(());
+        }
+    };
+}
+
+struct Setup {
+    users: UserDb,
+    bus: PrivateBus,
+    _polkit: PrivatePolkit,
+    sim: SimHost,
+    _service: Service,
+}
+
+impl Setup {
+    async fn new(in_group: bool, config: PolkitConfig) -> Result<Setup> {
+        let users = UserDb::new(in_group)?;
+        let bus = BusConfig::system()
+            .with_rdma_manager_policy()
+            .users(&users)
+            .start()?;
+        let polkit = PrivatePolkit::start(&bus, &users, &config).await?;
+        let sim = SimHost::new(fixtures::demo_host())?;
+        let conn = bus.connect().await?;
+        let service = server::serve(conn, Arc::new(sim.clone()), true, EngineConfig::default())
+            .await
+            .context("serving")?;
+        Ok(Setup {
+            users,
+            bus,
+            _polkit: polkit,
+            sim,
+            _service: service,
+        })
+    }
+
+    async fn call(
+        &self,
+        who: Option<&Credentials>,
+        path: &str,
+        iface: &str,
+        method: &str,
+        args: &[&str],
+    ) -> Result<Reply> {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        busctl_call(&self.bus, who, true, path, iface, method, &args).await
+    }
+
+    fn device_names(&self) -> Vec<String> {
+        self.sim
+            .spec()
+            .devices
+            .iter()
+            .map(|d| d.name.clone())
+            .collect()
+    }
+}
+
+/// (object, interface, method, input signature) of every method of our interfaces on the
+/// objects of the demo host, from live introspection.
+async fn our_methods(bus: &PrivateBus) -> Result<Vec<(String, String, String, String)>> {
+    let conn = bus.connect().await?;
+    let mut objects = vec![ROOT_PATH.to_string()];
+    let om = zbus::fdo::ObjectManagerProxy::builder(&conn)
+        .destination(BUS_NAME)?
+        .path(ROOT_PATH)?
+        .build()
+        .await?;
+    // Every object: the demo host has a handful.
+    for (path, ifaces) in om.get_managed_objects().await? {
+        if !ifaces.is_empty() {
+            objects.push(path.to_string());
+        }
+    }
+    let mut out = Vec::new();
+    for path in objects {
+        let xml = zbus::fdo::IntrospectableProxy::builder(&conn)
+            .destination(BUS_NAME)?
+            .path(path.clone())?
+            .build()
+            .await?
+            .introspect()
+            .await?;
+        let mut iface = String::new();
+        let mut method: Option<(String, String)> = None;
+        // zbus nests the children's XML in a node's introspection: read only the object's own
+        // interfaces (depth 1).
+        let mut depth = 0;
+        for line in xml.lines().map(str::trim) {
+            if line.starts_with("<node") {
+                depth += 1;
+                if line.ends_with("/>") {
+                    depth -= 1;
+                }
+                continue;
+            }
+            if line.starts_with("</node>") {
+                depth -= 1;
+                continue;
+            }
+            if depth != 1 {
+                continue;
+            }
+            if let Some(n) = attr(line, "<interface name=") {
+                iface = n;
+            } else if let Some(n) = attr(line, "<method name=") {
+                method = Some((n, String::new()));
+            } else if line.starts_with("<arg") && line.contains("direction=\"in\"") {
+                if let (Some((_, sig)), Some(t)) = (method.as_mut(), attr(line, "type=")) {
+                    sig.push_str(&t);
+                }
+            } else if line.starts_with("</method>") {
+                if let Some((m, sig)) = method.take() {
+                    if iface.starts_with(BUS_NAME) {
+                        out.push((path.clone(), iface.clone(), m, sig));
+                    }
+                }
+            }
+        }
+    }
+    // One object per (interface, method) is enough.
+    out.sort_by(|a, b| (&a.1, &a.2).cmp(&(&b.1, &b.2)));
+    out.dedup_by(|a, b| a.1 == b.1 && a.2 == b.2);
+    Ok(out)
+}
+
+fn attr(line: &str, key: &str) -> Option<String> {
+    let rest = &line[line.find(key)? + key.len()..];
+    let rest = rest.strip_prefix('"')?;
+    Some(rest[..rest.find('"')?].to_string())
+}
+
+/// busctl arguments of some type-correct value for each signature character.
+fn dummy_args(sig: &str) -> Vec<String> {
+    let mut v = vec![sig.to_string()];
+    for c in sig.chars() {
+        v.push(match c {
+            's' => "rxe7".into(),
+            'o' => "/".into(),
+            'b' => "false".into(),
+            _ => "1".into(),
+        });
+    }
+    if sig.is_empty() {
+        v.clear();
+    }
+    v
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unprivileged_user_is_refused_every_change_and_nothing_changes() -> Result<()> {
+    require_harness!();
+    let t = Setup::new(false, PolkitConfig::rdma_manager()).await?;
+    let methods = our_methods(&t.bus).await?;
+    let mutating: Vec<_> = methods
+        .iter()
+        .filter(|m| !READ_ONLY.contains(&m.2.as_str()))
+        .collect();
+    assert!(
+        mutating.iter().any(|m| m.2 == "AddSoftLink")
+            && mutating.iter().any(|m| m.2 == "RemoveSoftLink"),
+        "{methods:?}"
+    );
+    let user = Credentials::test_user(false);
+    let before = t.device_names();
+    for (path, iface, method, sig) in mutating {
+        let args = dummy_args(sig);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        // Aim at something real where the method names a device.
+        let args: Vec<&str> = if method == "RemoveSoftLink" {
+            vec!["s", "rxe0"]
+        } else {
+            args
+        };
+        let reply = t.call(Some(&user), path, iface, method, &args).await?;
+        match &reply {
+            Reply::Err(name, msg) => {
+                assert_eq!(name, "NotAuthorized", "{iface}.{method}: {msg}");
+                assert!(msg.contains("org.rdmamanager.rdmamanager1."), "{msg}");
+            }
+            Reply::Ok(out) => panic!("{iface}.{method} succeeded for an unprivileged user: {out}"),
+        }
+        assert_eq!(
+            t.device_names(),
+            before,
+            "{iface}.{method} changed the host"
+        );
+    }
+    // The read-only methods stay open to everyone.
+    for (path, iface, method, _) in methods.iter().filter(|m| READ_ONLY.contains(&m.2.as_str())) {
+        let reply = t.call(Some(&user), path, iface, method, &[]).await?;
+        assert!(
+            matches!(reply, Reply::Ok(_)),
+            "{path} {iface}.{method}: {reply:?}"
+        );
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn root_may_add_and_remove_a_soft_link() -> Result<()> {
+    require_harness!();
+    let t = Setup::new(false, PolkitConfig::rdma_manager()).await?;
+    let reply = t
+        .call(
+            None,
+            ROOT_PATH,
+            BUS_NAME,
+            "AddSoftLink",
+            &["sss", "rxe9", "rxe", "eth0"],
+        )
+        .await?;
+    // eth0 already carries rxe0 in the demo host: the kernel's refusal, explained.
+    let Reply::Err(name, msg) = reply else {
+        panic!("a second rxe on eth0 must be refused: {reply:?}");
+    };
+    assert_eq!(name, "AlreadyExists", "{msg}");
+    assert!(msg.contains("rxe0") && msg.contains("eth0"), "{msg}");
+
+    let reply = t
+        .call(None, ROOT_PATH, BUS_NAME, "RemoveSoftLink", &["s", "rxe0"])
+        .await?;
+    assert!(matches!(reply, Reply::Ok(_)), "{reply:?}");
+    assert!(!t.device_names().contains(&"rxe0".to_string()));
+    let reply = t
+        .call(
+            None,
+            ROOT_PATH,
+            BUS_NAME,
+            "AddSoftLink",
+            &["sss", "rxe9", "rxe", "eth0"],
+        )
+        .await?;
+    let Reply::Ok(out) = reply else {
+        panic!("root may add a link: {reply:?}");
+    };
+    assert!(
+        out.starts_with("o \"/org/rdmamanager/RdmaManager1/Device/"),
+        "{out}"
+    );
+    assert!(t.device_names().contains(&"rxe9".to_string()));
+
+    // A bad name is refused before the kernel sees it.
+    let reply = t
+        .call(
+            None,
+            ROOT_PATH,
+            BUS_NAME,
+            "AddSoftLink",
+            &["sss", "bad/name", "rxe", "eth0"],
+        )
+        .await?;
+    assert!(
+        matches!(&reply, Reply::Err(n, _) if n == "InvalidArgument"),
+        "{reply:?}"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_example_rule_grants_group_rdma() -> Result<()> {
+    require_harness!();
+    let t = Setup::new(true, PolkitConfig::rdma_manager().rdma_group_rule()).await?;
+    let member = Credentials::test_user(true);
+    let reply = t
+        .call(
+            Some(&member),
+            ROOT_PATH,
+            BUS_NAME,
+            "RemoveSoftLink",
+            &["s", "rxe0"],
+        )
+        .await?;
+    assert!(matches!(reply, Reply::Ok(_)), "{reply:?}");
+    assert!(!t.device_names().contains(&"rxe0".to_string()));
+    // Taken out of the group, the same user is refused.
+    t.users.set_in_rdma_group(false)?;
+    let reply = t
+        .call(
+            Some(&Credentials::test_user(false)),
+            ROOT_PATH,
+            BUS_NAME,
+            "AddSoftLink",
+            &["sss", "rxe0", "rxe", "eth0"],
+        )
+        .await?;
+    assert!(
+        matches!(&reply, Reply::Err(n, _) if n == "NotAuthorized"),
+        "{reply:?}"
+    );
+    Ok(())
+}
