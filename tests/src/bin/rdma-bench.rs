@@ -76,11 +76,17 @@ fn live() -> usize {
 }
 
 const USAGE: &str = "usage: rdma-bench [--quick] [--daemon=PATH] [--shape=D:P:I] [--cpu-secs=N]
+                  [--only=SECTION,...]
 
   --quick        fewer runs and shorter windows (a minute or so instead of several)
   --daemon=PATH  the rdma-managerd binary (default: the one beside this program)
   --shape=D:P:I  devices, ports per device, IPoIB interfaces (default 256:2:1024)
-  --cpu-secs=N   length of the idle CPU window (default 60, --quick 10)";
+  --cpu-secs=N   length of the idle CPU window (default 60, --quick 10)
+  --only=...     run only these of startup, idle (RSS, CPU, GetManagedObjects), history,
+                 weigh (heap of model, state, history), hotplug
+
+The simulated host's tree is put in /dev/shm when it exists (sysfs is in memory too; set
+TMPDIR to choose another place).";
 
 struct Opts {
     quick: bool,
@@ -91,6 +97,15 @@ struct Opts {
     cycles: usize,
     cpu_secs: u64,
     fill_tick_ms: u64,
+    only: Option<Vec<String>>,
+}
+
+impl Opts {
+    fn runs(&self, section: &str) -> bool {
+        self.only
+            .as_ref()
+            .is_none_or(|o| o.iter().any(|s| s == section))
+    }
 }
 
 fn parse() -> Result<Opts> {
@@ -98,6 +113,7 @@ fn parse() -> Result<Opts> {
     let mut daemon = None;
     let mut shape = (256, 2, 1024);
     let mut cpu_secs = None;
+    let mut only = None;
     for a in std::env::args().skip(1) {
         match a.as_str() {
             "--quick" => quick = true,
@@ -107,6 +123,9 @@ fn parse() -> Result<Opts> {
             }
             s if s.starts_with("--daemon=") => daemon = Some(PathBuf::from(&s[9..])),
             s if s.starts_with("--cpu-secs=") => cpu_secs = Some(s[11..].parse()?),
+            s if s.starts_with("--only=") => {
+                only = Some(s[7..].split(',').map(str::to_string).collect())
+            }
             s if s.starts_with("--shape=") => {
                 let n: Vec<u32> = s[8..]
                     .split(':')
@@ -142,6 +161,7 @@ fn parse() -> Result<Opts> {
         cycles: if quick { 30 } else { 200 },
         cpu_secs: cpu_secs.unwrap_or(if quick { 10 } else { 60 }),
         fill_tick_ms: if quick { 10 } else { 20 },
+        only,
     })
 }
 
@@ -409,6 +429,7 @@ async fn idle_daemon(
     r.add("  file-backed (the binary's and libraries' pages)", "MiB", vec![file]);
 
     eprintln!("idle CPU at 1 Hz over {} s", opts.cpu_secs);
+
     let c0 = d.cpu_secs()?;
     let t0 = Instant::now();
     tokio::time::sleep(Duration::from_secs(opts.cpu_secs)).await;
@@ -426,6 +447,7 @@ async fn idle_daemon(
     eprintln!("GetManagedObjects ({} calls)", opts.gmo_calls);
     let (mut raw, mut typed) = (vec![], vec![]);
     let mut size = 0;
+    let c0 = d.cpu_secs()?;
     for _ in 0..opts.gmo_calls {
         let t = Instant::now();
         let reply = client
@@ -440,6 +462,7 @@ async fn idle_daemon(
         raw.push(ms(t.elapsed()));
         size = reply.data().len();
     }
+    let cpu_per_call = (d.cpu_secs()? - c0) * 1e3 / opts.gmo_calls as f64;
     let om = ObjectManagerProxy::builder(&client)
         .destination(BUS_NAME)?
         .path(ROOT_PATH)?
@@ -457,6 +480,11 @@ async fn idle_daemon(
         "ms",
         raw,
         "< 20 ms",
+    );
+    r.add(
+        "  the daemon's CPU per call (utime+stime / calls)",
+        "ms",
+        vec![cpu_per_call],
     );
     r.add("GetManagedObjects: the same, decoded by zbus", "ms", typed);
     r.note(format!(
@@ -668,6 +696,10 @@ async fn hotplug(opts: &Opts, bus: &PrivateBus, r: &mut Report) -> Result<()> {
 
 fn main() -> Result<()> {
     let opts = parse()?;
+    if std::env::var_os("TMPDIR").is_none() && std::path::Path::new("/dev/shm").is_dir() {
+        // Before any thread starts; the daemons inherit it.
+        std::env::set_var("TMPDIR", "/dev/shm");
+    }
     // As the daemon: two worker threads.
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -679,15 +711,26 @@ fn main() -> Result<()> {
         let mut r = Report::default();
         let (d, p, i) = opts.shape;
         eprintln!(
-            "rdma-bench: {} on large:{d}:{p}:{i}{}",
+            "rdma-bench: {} on large:{d}:{p}:{i}{}, simulated tree under {}",
             opts.daemon.display(),
-            if opts.quick { " (quick)" } else { "" }
+            if opts.quick { " (quick)" } else { "" },
+            std::env::temp_dir().display()
         );
-        startup(&opts, &bus, dir.path(), &mut r).await?;
-        idle_daemon(&opts, &bus, dir.path(), &mut r).await?;
-        history_full(&opts, &bus, dir.path(), &mut r).await?;
-        weigh(&opts, &mut r).await?;
-        hotplug(&opts, &bus, &mut r).await?;
+        if opts.runs("startup") {
+            startup(&opts, &bus, dir.path(), &mut r).await?;
+        }
+        if opts.runs("idle") {
+            idle_daemon(&opts, &bus, dir.path(), &mut r).await?;
+        }
+        if opts.runs("history") {
+            history_full(&opts, &bus, dir.path(), &mut r).await?;
+        }
+        if opts.runs("weigh") {
+            weigh(&opts, &mut r).await?;
+        }
+        if opts.runs("hotplug") {
+            hotplug(&opts, &bus, &mut r).await?;
+        }
         println!();
         r.print();
         Ok(())
