@@ -565,7 +565,7 @@ async fn history_full(
 
 // ---- in this process ------------------------------------------------------------------------
 
-async fn weigh(opts: &Opts, r: &mut Report) -> Result<()> {
+async fn weigh(opts: &Opts, bus: &PrivateBus, r: &mut Report) -> Result<()> {
     eprintln!("heap of the model, the state and a full history");
     let (d, p, i) = opts.shape;
     let before = live();
@@ -596,6 +596,14 @@ async fn weigh(opts: &Opts, r: &mut Report) -> Result<()> {
         }
     }
     let history_bytes = live() - before;
+    drop(history);
+    let before = live();
+    let conn = server::connect(&Bus::Address(bus.address().to_string())).await?;
+    let service = server::serve(conn, Arc::new(sim.clone()), true, EngineConfig::default()).await?;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let served_bytes = live() - before;
+    service.conn.release_name(BUS_NAME).await?;
+    service.task.abort();
     r.add(
         "heap: simulated host's own model (not in a real daemon)",
         "MiB",
@@ -607,7 +615,11 @@ async fn weigh(opts: &Opts, r: &mut Report) -> Result<()> {
         "MiB",
         vec![mib(history_bytes)],
     );
-    drop(history);
+    r.add(
+        "heap: served (connection, engine state, views, zbus objects)",
+        "MiB",
+        vec![mib(served_bytes)],
+    );
     Ok(())
 }
 
@@ -726,7 +738,7 @@ fn main() -> Result<()> {
             history_full(&opts, &bus, dir.path(), &mut r).await?;
         }
         if opts.runs("weigh") {
-            weigh(&opts, &mut r).await?;
+            weigh(&opts, &bus, &mut r).await?;
         }
         if opts.runs("hotplug") {
             hotplug(&opts, &bus, &mut r).await?;
