@@ -21,7 +21,7 @@ use super::objects::{
     Cell, DeviceObject, DeviceView, IpoibObject, IpoibView, PortObject, PortView, RootObject,
     RootView,
 };
-use super::view::{device_view, ipoib_view, object_path, port_view, root_view};
+use super::view::{device_view, ipoib_view, object_path, port_view, root_view, IpoibLinks};
 use super::Context;
 use crate::engine::{Dirty, HostState, Sample, Sink};
 
@@ -211,8 +211,9 @@ impl Publisher {
         }
         // Parent and Children link interfaces to each other: recompute them all (cheap, in
         // memory) and let the comparison decide what is emitted.
+        let links = IpoibLinks::new(state);
         for (i, st) in &state.ipoib {
-            let view = ipoib_view(state, st);
+            let view = ipoib_view(&links, st);
             if let Some(c) = self.upsert(&ipoib_path(*i), p.ipoib.get(i), view).await {
                 p.ipoib.insert(*i, c);
             }
