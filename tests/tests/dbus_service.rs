@@ -523,3 +523,57 @@ async fn busctl_tree_introspect_and_get_property() {
     let v: serde_json::Value = serde_json::from_str(&json).expect("json");
     assert_eq!(v["data"].as_array().map(|a| a.len()), Some(4));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn managed_objects_carry_what_get_all_returns() {
+    let Some(r) = start().await else { return };
+    let om = ObjectManagerProxy::builder(&r.client)
+        .destination(BUS_NAME)
+        .unwrap()
+        .path(ROOT_PATH)
+        .unwrap()
+        .build()
+        .await
+        .unwrap();
+    let check = |objs: zbus::fdo::ManagedObjects| {
+        let r = &r;
+        async move {
+            assert!(objs.len() > 9, "{} objects", objs.len());
+            for (path, ifaces) in objs {
+                assert_eq!(ifaces.len(), 1, "{path}: one interface of ours");
+                let props = PropertiesProxy::builder(&r.client)
+                    .destination(BUS_NAME)
+                    .unwrap()
+                    .path(path.clone())
+                    .unwrap()
+                    .build()
+                    .await
+                    .unwrap();
+                for (iface, got) in ifaces {
+                    let want = props.get_all(iface.as_ref()).await.unwrap();
+                    assert_eq!(got, want, "{path} {iface}");
+                }
+            }
+        }
+    };
+    check(om.get_managed_objects().await.unwrap()).await;
+    // After a change the cached entry is encoded again.
+    r.sim
+        .set_port_state("mlx5_0", 1, PortState::Down, PhysState::Polling)
+        .unwrap();
+    let port = PortProxy::builder(&r.client)
+        .path("/org/rdmamanager/RdmaManager1/Device/1/Port/1")
+        .unwrap()
+        .build()
+        .await
+        .unwrap();
+    eventually("port state DOWN", || async {
+        port.state().await.ok().as_deref() == Some("DOWN")
+    })
+    .await;
+    let objs = om.get_managed_objects().await.unwrap();
+    let state = &objs[&path("/org/rdmamanager/RdmaManager1/Device/1/Port/1")]
+        ["org.rdmamanager.RdmaManager1.Port"]["State"];
+    assert_eq!(state, &zbus::zvariant::OwnedValue::from(zbus::zvariant::Str::from("DOWN")));
+    check(objs).await;
+}
