@@ -574,6 +574,9 @@ async fn managed_objects_carry_what_get_all_returns() {
     let objs = om.get_managed_objects().await.unwrap();
     let state = &objs[&path("/org/rdmamanager/RdmaManager1/Device/1/Port/1")]
         ["org.rdmamanager.RdmaManager1.Port"]["State"];
-    assert_eq!(state, &zbus::zvariant::OwnedValue::from(zbus::zvariant::Str::from("DOWN")));
+    assert_eq!(
+        state,
+        &zbus::zvariant::OwnedValue::from(zbus::zvariant::Str::from("DOWN"))
+    );
     check(objs).await;
 }

@@ -256,7 +256,10 @@ mod tests {
         assert!(decode(cache.body().unwrap()).is_empty());
         // Paths of different lengths and values of different alignments, so the entries end
         // at every offset modulo 8.
-        for (i, name) in ["/a", "/bb/c", "/ddd/eeee/f", "/g/h"].into_iter().enumerate() {
+        for (i, name) in ["/a", "/bb/c", "/ddd/eeee/f", "/g/h"]
+            .into_iter()
+            .enumerate()
+        {
             let n = i as u32;
             cache.insert(name, iface(), move || {
                 vec![
@@ -271,7 +274,10 @@ mod tests {
         let m = decode(cache.body().unwrap());
         assert_eq!(m.len(), 4);
         let thing = &m[&OwnedObjectPath::try_from("/ddd/eeee/f").unwrap()]["org.example.Thing"];
-        assert_eq!(thing["Name"], OwnedValue::from(zbus::zvariant::Str::from("xxx")));
+        assert_eq!(
+            thing["Name"],
+            OwnedValue::from(zbus::zvariant::Str::from("xxx"))
+        );
         assert_eq!(thing["Number"], OwnedValue::from(2u32));
         assert_eq!(thing["Big"], OwnedValue::from(2u64 << 40));
 

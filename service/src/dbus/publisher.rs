@@ -118,9 +118,10 @@ impl Publisher {
                 if path != ROOT_PATH {
                     // The manager's own object is not among the objects it manages.
                     let c = cell.clone();
-                    self.managed.insert(path, <V::Object as Interface>::name(), move || {
-                        c.read().unwrap_or_else(|p| p.into_inner()).all()
-                    });
+                    self.managed
+                        .insert(path, <V::Object as Interface>::name(), move || {
+                            c.read().unwrap_or_else(|p| p.into_inner()).all()
+                        });
                 }
                 let obj = V::object(cell.clone(), self.ctx.clone());
                 if let Err(e) = self.conn.object_server().at(path, obj).await {

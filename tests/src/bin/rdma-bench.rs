@@ -380,13 +380,19 @@ impl Daemon {
     }
 }
 
-async fn startup(opts: &Opts, bus: &PrivateBus, dir: &std::path::Path, r: &mut Report) -> Result<()> {
+async fn startup(
+    opts: &Opts,
+    bus: &PrivateBus,
+    dir: &std::path::Path,
+    r: &mut Report,
+) -> Result<()> {
     eprintln!("start to name acquired ({} runs)", opts.startups);
     let watcher = bus.connect().await?;
     let (mut total, mut host, mut read, mut publish, mut serve) =
         (vec![], vec![], vec![], vec![], vec![]);
     for n in 0..opts.startups {
-        let (d, t) = Daemon::start(opts, bus, &watcher, &[], dir.join(format!("start{n}.log"))).await?;
+        let (d, t) =
+            Daemon::start(opts, bus, &watcher, &[], dir.join(format!("start{n}.log"))).await?;
         total.push(ms(t));
         for (key, into) in [
             ("host_ms", &mut host),
@@ -406,11 +412,27 @@ async fn startup(opts: &Opts, bus: &PrivateBus, dir: &std::path::Path, r: &mut R
         .map(|(t, (h, s))| t - h - s)
         .collect();
     r.add("startup: process start -> name owned (whole)", "ms", total);
-    r.add("  of which: simulated host generated and rendered", "ms", host);
-    r.add("  of which: connect, enumerate, publish, own the name", "ms", serve);
+    r.add(
+        "  of which: simulated host generated and rendered",
+        "ms",
+        host,
+    );
+    r.add(
+        "  of which: connect, enumerate, publish, own the name",
+        "ms",
+        serve,
+    );
     r.add("    of those: enumerating the host (engine)", "ms", read);
-    r.add("    of those: publishing every object (bus layer)", "ms", publish);
-    r.add("  of which: the rest (exec, runtime, signal delivery)", "ms", rest);
+    r.add(
+        "    of those: publishing every object (bus layer)",
+        "ms",
+        publish,
+    );
+    r.add(
+        "  of which: the rest (exec, runtime, signal delivery)",
+        "ms",
+        rest,
+    );
     Ok(())
 }
 
@@ -424,9 +446,18 @@ async fn idle_daemon(
     let (d, _) = Daemon::start(opts, bus, &client, &[], dir.join("idle.log")).await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let (rss, anon, file) = d.rss()?;
-    r.target("RSS 2 s after start, no client yet", "MiB", vec![rss], "< 16 MB");
+    r.target(
+        "RSS 2 s after start, no client yet",
+        "MiB",
+        vec![rss],
+        "< 16 MB",
+    );
     r.add("  anonymous (heap, stacks)", "MiB", vec![anon]);
-    r.add("  file-backed (the binary's and libraries' pages)", "MiB", vec![file]);
+    r.add(
+        "  file-backed (the binary's and libraries' pages)",
+        "MiB",
+        vec![file],
+    );
 
     eprintln!("idle CPU at 1 Hz over {} s", opts.cpu_secs);
 
@@ -436,13 +467,20 @@ async fn idle_daemon(
     let used = d.cpu_secs()? - c0;
     let pct = 100.0 * used / t0.elapsed().as_secs_f64();
     r.target(
-        format!("CPU idle, 1 Hz sampling of every port ({} s)", opts.cpu_secs),
+        format!(
+            "CPU idle, 1 Hz sampling of every port ({} s)",
+            opts.cpu_secs
+        ),
         "% core",
         vec![pct],
         "< 1 %",
     );
     let (rss, _, _) = d.rss()?;
-    r.add(format!("RSS after {} s idle", opts.cpu_secs), "MiB", vec![rss]);
+    r.add(
+        format!("RSS after {} s idle", opts.cpu_secs),
+        "MiB",
+        vec![rss],
+    );
 
     eprintln!("GetManagedObjects ({} calls)", opts.gmo_calls);
     let (mut raw, mut typed) = (vec![], vec![]);
@@ -507,7 +545,10 @@ async fn idle_daemon(
         size = reply.data().len();
     }
     r.add("Introspect of the root", "ms", intro);
-    r.note(format!("the root's introspection XML is {:.1} KiB", size as f64 / 1024.0));
+    r.note(format!(
+        "the root's introspection XML is {:.1} KiB",
+        size as f64 / 1024.0
+    ));
     let (rss, _, _) = d.rss()?;
     r.add("RSS after those calls", "MiB", vec![rss]);
     d.stop().await;
@@ -609,9 +650,16 @@ async fn weigh(opts: &Opts, bus: &PrivateBus, r: &mut Report) -> Result<()> {
         "MiB",
         vec![mib(spec_bytes)],
     );
-    r.add("heap: the engine's state of the host", "MiB", vec![mib(state_bytes)]);
     r.add(
-        format!("heap: full history, {} ports x {ticks} samples", ports.len()),
+        "heap: the engine's state of the host",
+        "MiB",
+        vec![mib(state_bytes)],
+    );
+    r.add(
+        format!(
+            "heap: full history, {} ports x {ticks} samples",
+            ports.len()
+        ),
         "MiB",
         vec![mib(history_bytes)],
     );
@@ -700,8 +748,16 @@ async fn hotplug(opts: &Opts, bus: &PrivateBus, r: &mut Report) -> Result<()> {
         plug,
         "p99 < 20 ms",
     );
-    r.add("hotplug: plug -> InterfacesAdded of its last port", "ms", plug_all);
-    r.add("  of which: SimHost::plug rendering the device's files", "ms", call);
+    r.add(
+        "hotplug: plug -> InterfacesAdded of its last port",
+        "ms",
+        plug_all,
+    );
+    r.add(
+        "  of which: SimHost::plug rendering the device's files",
+        "ms",
+        call,
+    );
     service.task.abort();
     Ok(())
 }
