@@ -63,15 +63,19 @@ fn path(p: &str) -> OwnedObjectPath {
     OwnedObjectPath::try_from(p.to_string()).expect("path")
 }
 
-async fn managed(r: &Running) -> Vec<(String, Vec<String>)> {
-    let om = ObjectManagerProxy::builder(&r.client)
+async fn object_manager(r: &Running) -> ObjectManagerProxy<'_> {
+    ObjectManagerProxy::builder(&r.client)
         .destination(BUS_NAME)
         .expect("dest")
         .path(ROOT_PATH)
         .expect("path")
         .build()
         .await
-        .expect("proxy");
+        .expect("proxy")
+}
+
+async fn managed(r: &Running) -> Vec<(String, Vec<String>)> {
+    let om = object_manager(r).await;
     let mut v: Vec<(String, Vec<String>)> = om
         .get_managed_objects()
         .await
@@ -184,14 +188,7 @@ async fn every_device_port_and_ipoib_interface_is_an_object() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hotplug_adds_and_removes_objects_with_their_ports() {
     let Some(r) = start().await else { return };
-    let om = ObjectManagerProxy::builder(&r.client)
-        .destination(BUS_NAME)
-        .unwrap()
-        .path(ROOT_PATH)
-        .unwrap()
-        .build()
-        .await
-        .unwrap();
+    let om = object_manager(&r).await;
     let mut added = om.receive_interfaces_added().await.unwrap();
     let mut removed = om.receive_interfaces_removed().await.unwrap();
     let before = managed(&r).await;
@@ -527,14 +524,7 @@ async fn busctl_tree_introspect_and_get_property() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn managed_objects_carry_what_get_all_returns() {
     let Some(r) = start().await else { return };
-    let om = ObjectManagerProxy::builder(&r.client)
-        .destination(BUS_NAME)
-        .unwrap()
-        .path(ROOT_PATH)
-        .unwrap()
-        .build()
-        .await
-        .unwrap();
+    let om = object_manager(&r).await;
     let check = |objs: zbus::fdo::ManagedObjects| {
         let r = &r;
         async move {

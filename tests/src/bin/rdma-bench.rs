@@ -436,6 +436,26 @@ async fn startup(
     Ok(())
 }
 
+/// Calls a method of the root `n` times: the milliseconds from call to whole reply received,
+/// and the size of the last reply.
+async fn time_root_call(
+    client: &Connection,
+    interface: &str,
+    method: &str,
+    n: usize,
+) -> Result<(Vec<f64>, usize)> {
+    let (mut times, mut size) = (vec![], 0);
+    for _ in 0..n {
+        let t = Instant::now();
+        let reply = client
+            .call_method(Some(BUS_NAME), ROOT_PATH, Some(interface), method, &())
+            .await?;
+        times.push(ms(t.elapsed()));
+        size = reply.data().len();
+    }
+    Ok((times, size))
+}
+
 async fn idle_daemon(
     opts: &Opts,
     bus: &PrivateBus,
@@ -483,23 +503,15 @@ async fn idle_daemon(
     );
 
     eprintln!("GetManagedObjects ({} calls)", opts.gmo_calls);
-    let (mut raw, mut typed) = (vec![], vec![]);
-    let mut size = 0;
+    let mut typed = vec![];
     let c0 = d.cpu_secs()?;
-    for _ in 0..opts.gmo_calls {
-        let t = Instant::now();
-        let reply = client
-            .call_method(
-                Some(BUS_NAME),
-                ROOT_PATH,
-                Some("org.freedesktop.DBus.ObjectManager"),
-                "GetManagedObjects",
-                &(),
-            )
-            .await?;
-        raw.push(ms(t.elapsed()));
-        size = reply.data().len();
-    }
+    let (raw, size) = time_root_call(
+        &client,
+        "org.freedesktop.DBus.ObjectManager",
+        "GetManagedObjects",
+        opts.gmo_calls,
+    )
+    .await?;
     let cpu_per_call = (d.cpu_secs()? - c0) * 1e3 / opts.gmo_calls as f64;
     let om = ObjectManagerProxy::builder(&client)
         .destination(BUS_NAME)?
@@ -529,21 +541,13 @@ async fn idle_daemon(
         "GetManagedObjects returns {objects} objects in {:.2} MiB",
         mib(size)
     ));
-    let mut intro = vec![];
-    for _ in 0..10 {
-        let t = Instant::now();
-        let reply = client
-            .call_method(
-                Some(BUS_NAME),
-                ROOT_PATH,
-                Some("org.freedesktop.DBus.Introspectable"),
-                "Introspect",
-                &(),
-            )
-            .await?;
-        intro.push(ms(t.elapsed()));
-        size = reply.data().len();
-    }
+    let (intro, size) = time_root_call(
+        &client,
+        "org.freedesktop.DBus.Introspectable",
+        "Introspect",
+        10,
+    )
+    .await?;
     r.add("Introspect of the root", "ms", intro);
     r.note(format!(
         "the root's introspection XML is {:.1} KiB",
