@@ -41,11 +41,15 @@ fn run(cmd: &mut Command) -> Result<()> {
 }
 
 fn time(what: &str, mut make: impl FnMut() -> Command) -> Result<()> {
-    run(&mut make())?; // warm-up
+    time_fn(what, || run(&mut make()))
+}
+
+fn time_fn(what: &str, mut f: impl FnMut() -> Result<()>) -> Result<()> {
+    f()?; // warm-up
     let mut ms: Vec<f64> = Vec::with_capacity(RUNS);
     for _ in 0..RUNS {
         let t = Instant::now();
-        run(&mut make())?;
+        f()?;
         ms.push(t.elapsed().as_secs_f64() * 1e3);
     }
     ms.sort_by(f64::total_cmp);
@@ -60,12 +64,16 @@ fn time(what: &str, mut make: impl FnMut() -> Command) -> Result<()> {
 }
 
 fn main() -> Result<()> {
-    if std::env::args().nth(1).as_deref() == Some("show") {
-        return tokio::runtime::Builder::new_multi_thread()
+    let rt = || {
+        tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
-            .build()?
-            .block_on(show());
+            .build()
+    };
+    match std::env::args().nth(1).as_deref() {
+        Some("show") => return rt()?.block_on(show()),
+        Some("noop") => return Ok(()),
+        _ => {}
     }
     for (name, netdev) in [("rxe0", "veth0"), ("rxe1", "veth1")] {
         run(Command::new("rdma").args(["link", "add", name, "type", "rxe", "netdev", netdev]))?;
@@ -82,6 +90,37 @@ fn main() -> Result<()> {
         let mut c = Command::new(&me);
         c.arg("show");
         c
+    })?;
+    // Where the time of the last goes: starting this program, and the reading and rendering
+    // alone (in this process, output discarded).
+    time("  this program doing nothing", || {
+        let mut c = Command::new(&me);
+        c.arg("noop");
+        c
+    })?;
+    let rt = rt()?;
+    time_fn("    devices (sysfs)", || {
+        rt.block_on(async {
+            std::hint::black_box(LinuxHost::new().read_devices().await?);
+            Ok(())
+        })
+    })?;
+    time_fn("    netdevs (sysfs, rtnetlink)", || {
+        rt.block_on(async {
+            std::hint::black_box(LinuxHost::new().read_netdevs().await?);
+            Ok(())
+        })
+    })?;
+    time_fn("  show's reads, in process", || {
+        rt.block_on(async {
+            let host = LinuxHost::new();
+            let devices = host.read_devices().await?;
+            let netdevs = host.read_netdevs().await?;
+            let text = rdma_managerd::ibstat::render_all(&devices)
+                + &rdma_managerd::ipoib_report::render_ipoib(&devices, &netdevs);
+            std::hint::black_box(text);
+            Ok(())
+        })
     })?;
     Ok(())
 }
