@@ -193,7 +193,6 @@ async fn daemon(args: &Args) -> anyhow::Result<()> {
         serve_ms = format!("{:.1}", serving.elapsed().as_secs_f64() * 1e3),
         "serving; the bus name is owned"
     );
-    let _trim = tokio::spawn(release_freed_memory());
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
@@ -205,22 +204,6 @@ async fn daemon(args: &Args) -> anyhow::Result<()> {
     }
     tracing::info!("stopping");
     Ok(())
-}
-
-/// Returns the heap the allocator keeps free to the system, now (after start-up's burst of
-/// reads) and then once a minute (after the periodic re-enumeration, a client's large reply).
-/// glibc only gives back the top of the heap by itself; the holes left by transient
-/// allocations stay resident until trimmed.
-async fn release_freed_memory() {
-    let mut every = tokio::time::interval(Duration::from_secs(60));
-    loop {
-        every.tick().await;
-        #[cfg(all(target_os = "linux", target_env = "gnu"))]
-        // SAFETY: malloc_trim only walks the allocator's own free lists.
-        unsafe {
-            libc::malloc_trim(0);
-        }
-    }
 }
 
 fn main() -> anyhow::Result<()> {
