@@ -179,15 +179,30 @@ async fn daemon(args: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
+/// Logs to the journal when systemd connected us to it (JOURNAL_STREAM), else to stderr.
+/// RUST_LOG filters either way (default: info).
+fn init_logging() {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let registry = tracing_subscriber::registry().with(filter);
+    if std::env::var_os("JOURNAL_STREAM").is_some() {
+        if let Ok(journald) = tracing_journald::layer() {
+            registry.with(journald).init();
+            return;
+        }
+    }
+    registry
+        .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
         .init();
+}
+
+fn main() -> anyhow::Result<()> {
     let args = parse_args()?;
+    if !args.show {
+        init_logging();
+    }
     // Two worker threads are plenty: the daemon spends its life waiting, and its blocking
     // sysfs reads go to the blocking pool.
     let rt = tokio::runtime::Builder::new_multi_thread()
