@@ -523,3 +523,39 @@ async fn busctl_tree_introspect_and_get_property() {
     let v: serde_json::Value = serde_json::from_str(&json).expect("json");
     assert_eq!(v["data"].as_array().map(|a| a.len()), Some(4));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_device_that_cannot_be_read_keeps_its_objects() {
+    let no_poll = EngineConfig {
+        tick: Duration::from_secs(3600),
+        ..EngineConfig::default()
+    };
+    let Some(r) = start_with(SimHost::new(fixtures::demo_host()).unwrap(), no_poll).await else {
+        return;
+    };
+    let before = managed(&r).await;
+    // The next device read fails with EIO, and a silent change elsewhere waits for a re-read.
+    r.sim
+        .fail_next(SimOp::ReadDevice, rdma_managerd::model::Errno::EIO);
+    r.sim
+        .corrupt_file("sys/class/infiniband/rxe0/ports/1/state", "1: DOWN\n")
+        .unwrap();
+    r.sim.raise(HostEvent::Overflow {
+        source: "test".into(),
+    });
+    let p = PortProxy::builder(&r.client)
+        .path("/org/rdmamanager/RdmaManager1/Device/3/Port/1")
+        .unwrap()
+        .build()
+        .await
+        .unwrap();
+    eventually("rxe0 port DOWN", || async {
+        p.state().await.ok().as_deref() == Some("DOWN")
+    })
+    .await;
+    assert_eq!(
+        managed(&r).await,
+        before,
+        "the unreadable device was not dropped"
+    );
+}

@@ -121,12 +121,19 @@ async fn committed_xml_matches_the_live_service() {
         }
         let have = std::fs::read_to_string(&file).unwrap_or_default();
         if have != want {
-            stale.push(format!("{}:\n--- committed\n{have}\n+++ live\n{want}", file.display()));
+            stale.push(format!(
+                "{}:\n--- committed\n{have}\n+++ live\n{want}",
+                file.display()
+            ));
         }
     }
     // No XML for an interface the service no longer has.
     for entry in std::fs::read_dir(xml_dir()).expect("xml dir") {
-        let f = entry.expect("entry").file_name().to_string_lossy().into_owned();
+        let f = entry
+            .expect("entry")
+            .file_name()
+            .to_string_lossy()
+            .into_owned();
         if !live.iter().any(|(n, _)| format!("{n}.xml") == f) {
             stale.push(format!("{f}: no such interface in the live service"));
         }
