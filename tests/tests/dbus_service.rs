@@ -559,3 +559,105 @@ async fn a_device_that_cannot_be_read_keeps_its_objects() {
         "the unreadable device was not dropped"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ipoib_changes_and_every_proxy_property_reads() {
+    use rdma_managerd::kernel::{Host, NetdevChange};
+    use rdma_managerd::model::IpoibMode;
+    let Some(r) = start().await else { return };
+    let ifindex = r
+        .sim
+        .spec()
+        .netdevs
+        .iter()
+        .find(|n| n.name == "ib0")
+        .map(|n| n.ifindex)
+        .expect("ib0");
+    let obj = format!("/org/rdmamanager/RdmaManager1/Ipoib/{ifindex}");
+    let mut changes = Box::pin(changes_of(&r, &obj).await);
+    r.sim
+        .change_netdev(
+            "ib0",
+            &NetdevChange {
+                mtu: Some(65520),
+                ipoib_mode: Some(IpoibMode::Connected),
+                ..NetdevChange::default()
+            },
+        )
+        .await
+        .expect("connected mode and a 64k MTU on mlx4's ib0");
+    let c = tokio::time::timeout(Duration::from_secs(5), changes.next())
+        .await
+        .expect("PropertiesChanged in time")
+        .unwrap();
+    assert_eq!(c.0, "org.rdmamanager.RdmaManager1.Ipoib");
+    assert_eq!(c.1, vec!["Mode".to_string(), "Mtu".to_string()]);
+
+    // Every property through the proxies: their signatures agree with the service.
+    let mgr = ManagerProxy::new(&r.client).await.unwrap();
+    mgr.version().await.unwrap();
+    mgr.ipoib_interfaces().await.unwrap();
+    mgr.sample_interval_us().await.unwrap();
+    mgr.history_length().await.unwrap();
+    for dev_path in mgr.devices().await.unwrap() {
+        let d = DeviceProxy::builder(&r.client)
+            .path(dev_path)
+            .unwrap()
+            .build()
+            .await
+            .unwrap();
+        d.index().await.unwrap();
+        d.protocol().await.unwrap();
+        d.node_guid().await.unwrap();
+        d.sys_image_guid().await.unwrap();
+        d.fw_version().await.unwrap();
+        d.hca_type().await.unwrap();
+        d.hw_rev().await.unwrap();
+        d.board_id().await.unwrap();
+        d.node_desc().await.unwrap();
+        d.pci_address().await.unwrap();
+        d.parent_netdev().await.unwrap();
+        d.netdevs().await.unwrap();
+        d.unreadable().await.unwrap();
+        for port_path in d.ports().await.unwrap() {
+            let p = PortProxy::builder(&r.client)
+                .path(port_path)
+                .unwrap()
+                .build()
+                .await
+                .unwrap();
+            p.device().await.unwrap();
+            p.device_name().await.unwrap();
+            p.number().await.unwrap();
+            p.phys_state().await.unwrap();
+            p.rate().await.unwrap();
+            p.rate_gbps().await.unwrap();
+            p.lmc().await.unwrap();
+            p.sm_sl().await.unwrap();
+            p.capability_mask().await.unwrap();
+            p.port_guid().await.unwrap();
+            p.gids().await.unwrap();
+            p.netdev().await.unwrap();
+            p.counter_source().await.unwrap();
+        }
+    }
+    let i = IpoibProxy::builder(&r.client)
+        .path(obj)
+        .unwrap()
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(i.mode().await.unwrap(), "connected");
+    assert_eq!(i.mtu().await.unwrap(), 65520);
+    i.ifindex().await.unwrap();
+    i.parent().await.unwrap();
+    i.parent_name().await.unwrap();
+    i.device().await.unwrap();
+    i.umcast().await.unwrap();
+    i.hw_address().await.unwrap();
+    assert!(i.connected_mode_supported().await.unwrap());
+    i.port_guid().await.unwrap();
+    i.oper_state().await.unwrap();
+    i.children().await.unwrap();
+    i.unreadable().await.unwrap();
+}
