@@ -71,6 +71,11 @@ fn ensure_success(what: &str, out: &Output) -> Result<()> {
 // ---------------------------------------------------------------------------------------------
 // make install / uninstall
 
+/// `make -C <repository> ARGS...`.
+fn make(args: &[String]) -> Result<Output> {
+    run(Command::new("make").arg("-C").arg(repo()).args(args))
+}
+
 /// A scratch root filled by `make install`, with placeholder binaries.
 struct Installed {
     dir: tempfile::TempDir,
@@ -92,14 +97,13 @@ impl Installed {
     fn new(extra: &[&str]) -> Result<Installed> {
         let dir = tempfile::tempdir()?;
         let bin = Self::bin_src(dir.path())?;
-        let out = run(Command::new("make")
-            .arg("-C")
-            .arg(repo())
-            .arg("install")
-            .arg(format!("DESTDIR={}", dir.path().join("root").display()))
-            .arg(format!("BINDIR_SRC={}", bin.display()))
-            .args(extra))?;
-        ensure_success("make install", &out)?;
+        let mut args = vec![
+            "install".to_string(),
+            format!("DESTDIR={}", dir.path().join("root").display()),
+            format!("BINDIR_SRC={}", bin.display()),
+        ];
+        args.extend(extra.iter().map(|a| a.to_string()));
+        ensure_success("make install", &make(&args)?)?;
         Ok(Installed { dir })
     }
 
@@ -191,11 +195,10 @@ fn make_install_puts_every_file_in_place_and_uninstall_removes_them() -> Result<
     let unit = read(&inst.path("/usr/lib/systemd/system/rdma-managerd.service"))?;
     ensure!(unit.contains("\nExecStart=/usr/sbin/rdma-managerd\n"));
 
-    let out = run(Command::new("make")
-        .arg("-C")
-        .arg(repo())
-        .arg("uninstall")
-        .arg(format!("DESTDIR={}", inst.root().display())))?;
+    let out = make(&[
+        "uninstall".into(),
+        format!("DESTDIR={}", inst.root().display()),
+    ])?;
     ensure_success("make uninstall", &out)?;
     let left = files_under(&inst.root())?;
     ensure!(left.is_empty(), "make uninstall left {left:?}");
@@ -257,15 +260,11 @@ fn make_install_without_built_binaries_says_what_to_do() -> Result<()> {
         return Ok(());
     }
     let scratch = tempfile::tempdir()?;
-    let out = run(Command::new("make")
-        .arg("-C")
-        .arg(repo())
-        .arg("install")
-        .arg(format!("DESTDIR={}", scratch.path().join("root").display()))
-        .arg(format!(
-            "BINDIR_SRC={}",
-            scratch.path().join("none").display()
-        )))?;
+    let out = make(&[
+        "install".into(),
+        format!("DESTDIR={}", scratch.path().join("root").display()),
+        format!("BINDIR_SRC={}", scratch.path().join("none").display()),
+    ])?;
     ensure!(!out.status.success(), "install without binaries succeeded");
     let err = String::from_utf8_lossy(&out.stderr);
     ensure!(err.contains("make build"), "unhelpful message: {err}");
