@@ -5,7 +5,8 @@
 //! constants of `rdma-manager-dbus`, so the files cannot drift from the code.
 //!
 //! A check whose tool is missing prints why and passes, unless `RDMA_MANAGER_REQUIRE_TOOLS=1`
-//! is set (CI), where a missing tool is a failure.
+//! is set (CI), where a missing tool is a failure. The bus policy's ownership and access checks
+//! need root; without it they are skipped the same way.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::PermissionsExt;
@@ -48,7 +49,8 @@ fn tool(name: &str, package: &str) -> Result<Option<PathBuf>> {
     Ok(found)
 }
 
-/// CI sets RDMA_MANAGER_REQUIRE_TOOLS=1: then no check may be skipped.
+/// CI sets RDMA_MANAGER_REQUIRE_TOOLS=1: then no check may be skipped (for a missing tool, or
+/// for want of root).
 fn require_tools() -> bool {
     std::env::var_os("RDMA_MANAGER_REQUIRE_TOOLS").is_some_and(|v| v == "1")
 }
@@ -754,7 +756,10 @@ async fn bus_policy_lets_only_root_own_the_name_and_everyone_call_it() -> Result
 
     // SAFETY: geteuid has no preconditions and cannot fail.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipping the ownership and access checks: they need root (to own the name and to switch to nobody)");
+        let why =
+            "the ownership and access checks need root (to own the name and to switch to nobody)";
+        ensure!(!require_tools(), "{why}, and RDMA_MANAGER_REQUIRE_TOOLS=1");
+        eprintln!("skipping: {why}");
         return Ok(());
     }
     if tool("setpriv", "util-linux")?.is_none() {
