@@ -36,6 +36,10 @@ async fn start_with(sim: SimHost, config: EngineConfig) -> Option<Running> {
     let bus = match PrivateBus::session() {
         Ok(b) => b,
         Err(e) => {
+            assert!(
+                !rdma_manager_tests::bus::tools_required(),
+                "cannot start dbus-daemon: {e:#}"
+            );
             eprintln!("skipping: cannot start dbus-daemon: {e:#}");
             return None;
         }

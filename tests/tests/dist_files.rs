@@ -52,7 +52,7 @@ fn tool(name: &str, package: &str) -> Result<Option<PathBuf>> {
 /// CI sets RDMA_MANAGER_REQUIRE_TOOLS=1: then no check may be skipped (for a missing tool, or
 /// for want of root).
 fn require_tools() -> bool {
-    std::env::var_os("RDMA_MANAGER_REQUIRE_TOOLS").is_some_and(|v| v == "1")
+    rdma_manager_tests::bus::tools_required()
 }
 
 fn run(cmd: &mut Command) -> Result<Output> {
