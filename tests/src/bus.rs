@@ -439,7 +439,7 @@ impl BusConfig {
 }
 
 /// system.conf's default policy (Debian 12, dbus 1.14).
-const SYSTEM_DEFAULT_POLICY: &str = r#"
+pub const SYSTEM_DEFAULT_POLICY: &str = r#"
   <policy context="default">
     <allow user="*"/>
     <deny own="*"/>

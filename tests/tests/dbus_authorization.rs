@@ -3,7 +3,6 @@
 //! method (found by introspection, so a method added later is covered without editing this
 //! test) and nothing changes, and the shipped example rule grants group `rdma`.
 
-use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use rdma_manager_dbus::{BUS_NAME, ROOT_PATH};
@@ -11,7 +10,8 @@ use rdma_manager_tests::bus::{
     busctl_call, skip_reason, BusConfig, Credentials, PolkitConfig, PrivateBus, PrivatePolkit,
     Reply, UserDb,
 };
-use rdma_managerd::dbus::server::{self, Service};
+use rdma_manager_tests::service::{attr, own_interfaces, serve_sim};
+use rdma_managerd::dbus::server::Service;
 use rdma_managerd::engine::EngineConfig;
 use rdma_managerd::kernel::sim::{fixtures, SimHost};
 
@@ -44,8 +44,7 @@ impl Setup {
             .start()?;
         let polkit = PrivatePolkit::start(&bus, &users, &config).await?;
         let sim = SimHost::new(fixtures::demo_host())?;
-        let conn = bus.connect().await?;
-        let service = server::serve(conn, Arc::new(sim.clone()), true, EngineConfig::default())
+        let service = serve_sim(&bus, &sim, EngineConfig::default())
             .await
             .context("serving")?;
         Ok(Setup {
@@ -104,37 +103,20 @@ async fn our_methods(bus: &PrivateBus) -> Result<Vec<(String, String, String, St
             .await?
             .introspect()
             .await?;
-        let mut iface = String::new();
-        let mut method: Option<(String, String)> = None;
-        // zbus nests the children's XML in a node's introspection: read only the object's own
-        // interfaces (depth 1).
-        let mut depth = 0;
-        for line in xml.lines().map(str::trim) {
-            if line.starts_with("<node") {
-                depth += 1;
-                if line.ends_with("/>") {
-                    depth -= 1;
-                }
+        for (iface, body) in own_interfaces(&xml) {
+            if !iface.starts_with(BUS_NAME) {
                 continue;
             }
-            if line.starts_with("</node>") {
-                depth -= 1;
-                continue;
-            }
-            if depth != 1 {
-                continue;
-            }
-            if let Some(n) = attr(line, "<interface name=") {
-                iface = n;
-            } else if let Some(n) = attr(line, "<method name=") {
-                method = Some((n, String::new()));
-            } else if line.starts_with("<arg") && line.contains("direction=\"in\"") {
-                if let (Some((_, sig)), Some(t)) = (method.as_mut(), attr(line, "type=")) {
-                    sig.push_str(&t);
-                }
-            } else if line.starts_with("</method>") {
-                if let Some((m, sig)) = method.take() {
-                    if iface.starts_with(BUS_NAME) {
+            let mut method: Option<(String, String)> = None;
+            for line in body.lines().map(str::trim) {
+                if let Some(n) = attr(line, "<method name=") {
+                    method = Some((n, String::new()));
+                } else if line.starts_with("<arg") && line.contains("direction=\"in\"") {
+                    if let (Some((_, sig)), Some(t)) = (method.as_mut(), attr(line, "type=")) {
+                        sig.push_str(&t);
+                    }
+                } else if line.starts_with("</method>") {
+                    if let Some((m, sig)) = method.take() {
                         out.push((path.clone(), iface.clone(), m, sig));
                     }
                 }
@@ -145,12 +127,6 @@ async fn our_methods(bus: &PrivateBus) -> Result<Vec<(String, String, String, St
     out.sort_by(|a, b| (&a.1, &a.2).cmp(&(&b.1, &b.2)));
     out.dedup_by(|a, b| a.1 == b.1 && a.2 == b.2);
     Ok(out)
-}
-
-fn attr(line: &str, key: &str) -> Option<String> {
-    let rest = &line[line.find(key)? + key.len()..];
-    let rest = rest.strip_prefix('"')?;
-    Some(rest[..rest.find('"')?].to_string())
 }
 
 /// busctl arguments of some type-correct value for each signature character.

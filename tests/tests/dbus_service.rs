@@ -3,13 +3,13 @@
 //! slow kernel can be made to happen.
 
 use std::process::Command;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use rdma_manager_dbus::{DeviceProxy, IpoibProxy, ManagerProxy, PortProxy, BUS_NAME, ROOT_PATH};
 use rdma_manager_tests::bus::PrivateBus;
-use rdma_managerd::dbus::server::{self, Bus, Service};
+use rdma_manager_tests::service::{serve_sim, session_bus_or_skip};
+use rdma_managerd::dbus::server::Service;
 use rdma_managerd::engine::EngineConfig;
 use rdma_managerd::kernel::sim::{fixtures, SimHost, SimOp};
 use rdma_managerd::kernel::HostEvent;
@@ -33,23 +33,8 @@ fn fast() -> EngineConfig {
 }
 
 async fn start_with(sim: SimHost, config: EngineConfig) -> Option<Running> {
-    let bus = match PrivateBus::session() {
-        Ok(b) => b,
-        Err(e) => {
-            assert!(
-                !rdma_manager_tests::bus::tools_required(),
-                "cannot start dbus-daemon: {e:#}"
-            );
-            eprintln!("skipping: cannot start dbus-daemon: {e:#}");
-            return None;
-        }
-    };
-    let conn = server::connect(&Bus::Address(bus.address().to_string()))
-        .await
-        .expect("service connects");
-    let service = server::serve(conn, Arc::new(sim.clone()), true, config)
-        .await
-        .expect("service starts");
+    let bus = session_bus_or_skip()?;
+    let service = serve_sim(&bus, &sim, config).await.expect("service starts");
     let client = bus.connect().await.expect("client connects");
     Some(Running {
         bus,

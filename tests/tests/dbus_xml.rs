@@ -5,11 +5,9 @@
 //! review the diff.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use rdma_manager_dbus::{BUS_NAME, ROOT_PATH};
-use rdma_manager_tests::bus::PrivateBus;
-use rdma_managerd::dbus::server::{self, Bus};
+use rdma_manager_tests::service::{own_interfaces, serve_sim, session_bus_or_skip};
 use rdma_managerd::engine::EngineConfig;
 use rdma_managerd::kernel::sim::{fixtures, SimHost};
 
@@ -19,68 +17,17 @@ const HEADER: &str = r#"<!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object 
 <node>
 "#;
 
-/// The `<interface>` elements of our interfaces on the object itself (not its children).
-fn own_interfaces(xml: &str) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let mut depth = 0;
-    let mut cur: Option<(String, String)> = None;
-    for line in xml.lines() {
-        let t = line.trim();
-        if cur.is_none() {
-            if t.starts_with("<node") {
-                depth += 1;
-                if t.ends_with("/>") {
-                    depth -= 1;
-                }
-                continue;
-            }
-            if t.starts_with("</node>") {
-                depth -= 1;
-                continue;
-            }
-        }
-        if depth != 1 {
-            continue;
-        }
-        if let Some(rest) = t.strip_prefix("<interface name=\"") {
-            let name = rest.split('"').next().unwrap_or_default().to_string();
-            if name.starts_with(BUS_NAME) {
-                cur = Some((name, String::new()));
-            }
-        }
-        if let Some((_, body)) = cur.as_mut() {
-            body.push_str(line.trim_end());
-            body.push('\n');
-            if t == "</interface>" {
-                out.extend(cur.take());
-            }
-        }
-    }
-    out
-}
-
 fn xml_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../dbus-interfaces/xml")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn committed_xml_matches_the_live_service() {
-    let bus = match PrivateBus::session() {
-        Ok(b) => b,
-        Err(e) => {
-            assert!(
-                !rdma_manager_tests::bus::tools_required(),
-                "cannot start dbus-daemon: {e:#}"
-            );
-            eprintln!("skipping: cannot start dbus-daemon: {e:#}");
-            return;
-        }
+    let Some(bus) = session_bus_or_skip() else {
+        return;
     };
     let sim = SimHost::new(fixtures::demo_host()).expect("demo");
-    let conn = server::connect(&Bus::Address(bus.address().to_string()))
-        .await
-        .expect("connect");
-    let _service = server::serve(conn, Arc::new(sim), true, EngineConfig::default())
+    let _service = serve_sim(&bus, &sim, EngineConfig::default())
         .await
         .expect("serve");
     let client = bus.connect().await.expect("client");
@@ -102,7 +49,11 @@ async fn committed_xml_matches_the_live_service() {
             .introspect()
             .await
             .unwrap_or_else(|e| panic!("introspecting {path}: {e}"));
-        live.extend(own_interfaces(&xml));
+        live.extend(
+            own_interfaces(&xml)
+                .into_iter()
+                .filter(|(n, _)| n.starts_with(BUS_NAME)),
+        );
     }
     let names: Vec<&str> = live.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(

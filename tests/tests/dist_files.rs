@@ -642,21 +642,7 @@ fn start_private_bus(dbus_daemon: &Path) -> Result<PrivateBus> {
   <listen>unix:path={socket}</listen>
   <auth>EXTERNAL</auth>
   <servicedir>{services}</servicedir>
-  <policy context="default">
-    <allow user="*"/>
-    <deny own="*"/>
-    <deny send_type="method_call"/>
-    <allow send_type="signal"/>
-    <allow send_requested_reply="true" send_type="method_return"/>
-    <allow send_requested_reply="true" send_type="error"/>
-    <allow receive_type="method_call"/>
-    <allow receive_type="method_return"/>
-    <allow receive_type="error"/>
-    <allow receive_type="signal"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Properties"/>
-  </policy>
+{default_policy}
   <policy user="root">
     <allow own="{CONTROL_NAME}"/>
   </policy>
@@ -666,6 +652,7 @@ fn start_private_bus(dbus_daemon: &Path) -> Result<PrivateBus> {
             socket = socket.display(),
             services = services.display(),
             policy = policy.display(),
+            default_policy = rdma_manager_tests::bus::SYSTEM_DEFAULT_POLICY,
         ),
     )?;
     let mut child = Command::new(dbus_daemon)
