@@ -3,7 +3,6 @@
 //! method (found by introspection, so a method added later is covered without editing this
 //! test) and nothing changes, and the shipped example rule grants group `rdma`.
 
-
 use anyhow::{Context, Result};
 use rdma_manager_dbus::{BUS_NAME, ROOT_PATH};
 use rdma_manager_tests::bus::{
@@ -66,6 +65,16 @@ impl Setup {
     ) -> Result<Reply> {
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         busctl_call(&self.bus, who, true, path, iface, method, &args).await
+    }
+
+    /// A method of the root object's manager interface.
+    async fn manager(
+        &self,
+        who: Option<&Credentials>,
+        method: &str,
+        args: &[&str],
+    ) -> Result<Reply> {
+        self.call(who, ROOT_PATH, BUS_NAME, method, args).await
     }
 
     fn device_names(&self) -> Vec<String> {
@@ -201,13 +210,7 @@ async fn root_may_add_and_remove_a_soft_link() -> Result<()> {
     require_harness!();
     let t = Setup::new(false, PolkitConfig::rdma_manager()).await?;
     let reply = t
-        .call(
-            None,
-            ROOT_PATH,
-            BUS_NAME,
-            "AddSoftLink",
-            &["sss", "rxe9", "rxe", "eth0"],
-        )
+        .manager(None, "AddSoftLink", &["sss", "rxe9", "rxe", "eth0"])
         .await?;
     // eth0 already carries rxe0 in the demo host: the kernel's refusal, explained.
     let Reply::Err(name, msg) = reply else {
@@ -216,19 +219,11 @@ async fn root_may_add_and_remove_a_soft_link() -> Result<()> {
     assert_eq!(name, "AlreadyExists", "{msg}");
     assert!(msg.contains("rxe0") && msg.contains("eth0"), "{msg}");
 
-    let reply = t
-        .call(None, ROOT_PATH, BUS_NAME, "RemoveSoftLink", &["s", "rxe0"])
-        .await?;
+    let reply = t.manager(None, "RemoveSoftLink", &["s", "rxe0"]).await?;
     assert!(matches!(reply, Reply::Ok(_)), "{reply:?}");
     assert!(!t.device_names().contains(&"rxe0".to_string()));
     let reply = t
-        .call(
-            None,
-            ROOT_PATH,
-            BUS_NAME,
-            "AddSoftLink",
-            &["sss", "rxe9", "rxe", "eth0"],
-        )
+        .manager(None, "AddSoftLink", &["sss", "rxe9", "rxe", "eth0"])
         .await?;
     let Reply::Ok(out) = reply else {
         panic!("root may add a link: {reply:?}");
@@ -241,13 +236,7 @@ async fn root_may_add_and_remove_a_soft_link() -> Result<()> {
 
     // A bad name is refused before the kernel sees it.
     let reply = t
-        .call(
-            None,
-            ROOT_PATH,
-            BUS_NAME,
-            "AddSoftLink",
-            &["sss", "bad/name", "rxe", "eth0"],
-        )
+        .manager(None, "AddSoftLink", &["sss", "bad/name", "rxe", "eth0"])
         .await?;
     assert!(
         matches!(&reply, Reply::Err(n, _) if n == "InvalidArgument"),
@@ -262,23 +251,15 @@ async fn the_example_rule_grants_group_rdma() -> Result<()> {
     let t = Setup::new(true, PolkitConfig::rdma_manager().rdma_group_rule()).await?;
     let member = Credentials::test_user(true);
     let reply = t
-        .call(
-            Some(&member),
-            ROOT_PATH,
-            BUS_NAME,
-            "RemoveSoftLink",
-            &["s", "rxe0"],
-        )
+        .manager(Some(&member), "RemoveSoftLink", &["s", "rxe0"])
         .await?;
     assert!(matches!(reply, Reply::Ok(_)), "{reply:?}");
     assert!(!t.device_names().contains(&"rxe0".to_string()));
     // Taken out of the group, the same user is refused.
     t.users.set_in_rdma_group(false)?;
     let reply = t
-        .call(
+        .manager(
             Some(&Credentials::test_user(false)),
-            ROOT_PATH,
-            BUS_NAME,
             "AddSoftLink",
             &["sss", "rxe0", "rxe", "eth0"],
         )
