@@ -193,8 +193,14 @@ fn init_logging() {
             return;
         }
     }
+    use std::io::IsTerminal;
+    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     registry
-        .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_ansi(colour)
+                .with_writer(std::io::stderr),
+        )
         .init();
 }
 
