@@ -52,23 +52,24 @@ fn path(p: &str) -> OwnedObjectPath {
     OwnedObjectPath::try_from(p.to_string()).expect("path")
 }
 
-async fn managed(r: &Running) -> Vec<(String, Vec<String>)> {
-    let om = ObjectManagerProxy::builder(&r.client)
+async fn object_manager(r: &Running) -> ObjectManagerProxy<'_> {
+    ObjectManagerProxy::builder(&r.client)
         .destination(BUS_NAME)
         .expect("dest")
         .path(ROOT_PATH)
         .expect("path")
         .build()
         .await
-        .expect("proxy");
+        .expect("proxy")
+}
+
+async fn managed(r: &Running) -> Vec<(String, Vec<String>)> {
+    let om = object_manager(r).await;
     let mut v: Vec<(String, Vec<String>)> = om
         .get_managed_objects()
         .await
         .expect("GetManagedObjects")
         .into_iter()
-        // zbus also lists the bare intermediate nodes (`.../Device`, `.../Port`) with no
-        // interfaces; they are not objects of ours.
-        .filter(|(_, ifaces)| !ifaces.is_empty())
         .map(|(p, ifaces)| {
             let mut names: Vec<String> = ifaces.keys().map(|i| i.to_string()).collect();
             names.sort();
@@ -173,14 +174,7 @@ async fn every_device_port_and_ipoib_interface_is_an_object() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hotplug_adds_and_removes_objects_with_their_ports() {
     let Some(r) = start().await else { return };
-    let om = ObjectManagerProxy::builder(&r.client)
-        .destination(BUS_NAME)
-        .unwrap()
-        .path(ROOT_PATH)
-        .unwrap()
-        .build()
-        .await
-        .unwrap();
+    let om = object_manager(&r).await;
     let mut added = om.receive_interfaces_added().await.unwrap();
     let mut removed = om.receive_interfaces_removed().await.unwrap();
     let before = managed(&r).await;
@@ -649,4 +643,54 @@ async fn ipoib_changes_and_every_proxy_property_reads() {
     i.oper_state().await.unwrap();
     i.children().await.unwrap();
     i.unreadable().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn managed_objects_carry_what_get_all_returns() {
+    let Some(r) = start().await else { return };
+    let om = object_manager(&r).await;
+    let check = |objs: zbus::fdo::ManagedObjects| {
+        let r = &r;
+        async move {
+            assert!(objs.len() > 9, "{} objects", objs.len());
+            for (path, ifaces) in objs {
+                assert_eq!(ifaces.len(), 1, "{path}: one interface of ours");
+                let props = PropertiesProxy::builder(&r.client)
+                    .destination(BUS_NAME)
+                    .unwrap()
+                    .path(path.clone())
+                    .unwrap()
+                    .build()
+                    .await
+                    .unwrap();
+                for (iface, got) in ifaces {
+                    let want = props.get_all(iface.as_ref()).await.unwrap();
+                    assert_eq!(got, want, "{path} {iface}");
+                }
+            }
+        }
+    };
+    check(om.get_managed_objects().await.unwrap()).await;
+    // After a change the cached entry is encoded again.
+    r.sim
+        .set_port_state("mlx5_0", 1, PortState::Down, PhysState::Polling)
+        .unwrap();
+    let port = PortProxy::builder(&r.client)
+        .path("/org/rdmamanager/RdmaManager1/Device/1/Port/1")
+        .unwrap()
+        .build()
+        .await
+        .unwrap();
+    eventually("port state DOWN", || async {
+        port.state().await.ok().as_deref() == Some("DOWN")
+    })
+    .await;
+    let objs = om.get_managed_objects().await.unwrap();
+    let state = &objs[&path("/org/rdmamanager/RdmaManager1/Device/1/Port/1")]
+        ["org.rdmamanager.RdmaManager1.Port"]["State"];
+    assert_eq!(
+        state,
+        &zbus::zvariant::OwnedValue::from(zbus::zvariant::Str::from("DOWN"))
+    );
+    check(objs).await;
 }

@@ -6,7 +6,7 @@
 //! simulated host.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use rdma_managerd::dbus::server::{self, Bus};
@@ -17,6 +17,7 @@ use rdma_managerd::kernel::Host;
 
 const USAGE: &str =
     "usage: rdma-managerd [--session | --address=ADDRESS] [--simulate[=DIR]] [--sim-host=SPEC]
+                     [--tick-ms=N]
        rdma-managerd show [--simulate[=DIR]] [--sim-host=SPEC] [--json] [DEVICE [PORT]]
 
   (no command)    serve on the system bus as org.rdmamanager.RdmaManager1
@@ -27,6 +28,8 @@ const USAGE: &str =
   --simulate=DIR  the same, with its sysfs-shaped tree kept in DIR
   --sim-host=SPEC the simulated host: `demo` (default) or `large:DEVICES:PORTS:IPOIB`
                   (a generated host for benchmarks, e.g. large:256:2:1024); implies --simulate
+  --tick-ms=N     port poll and sampling period in milliseconds (default 1000); the history
+                  still keeps 900 samples per port, so it covers 900 ticks (benchmarks)
   --json          (show) print the state as JSON instead";
 
 #[derive(Default)]
@@ -36,6 +39,7 @@ struct Args {
     simulate: Option<Option<String>>,
     sim_host: Option<String>,
     json: bool,
+    tick_ms: Option<u64>,
     device: Option<String>,
     port: Option<u32>,
 }
@@ -58,6 +62,15 @@ fn parse_args() -> anyhow::Result<Args> {
             }
             s if s.starts_with("--simulate=") => {
                 out.simulate = Some(Some(s["--simulate=".len()..].to_string()))
+            }
+            s if s.starts_with("--tick-ms=") => {
+                let ms: u64 = s["--tick-ms=".len()..]
+                    .parse()
+                    .with_context(|| format!("{s}: expected a number of milliseconds"))?;
+                if ms == 0 {
+                    bail!("{s}: the period must be at least 1 ms");
+                }
+                out.tick_ms = Some(ms);
             }
             s if s.starts_with("--sim-host=") => {
                 out.sim_host = Some(s["--sim-host=".len()..].to_string());
@@ -149,7 +162,11 @@ async fn show(args: &Args) -> anyhow::Result<()> {
 }
 
 async fn daemon(args: &Args) -> anyhow::Result<()> {
+    let started = Instant::now();
     let (host, sim, animate) = make_host(args, false)?;
+    // Building the simulated host renders its whole sysfs-shaped tree: a cost a real host
+    // does not have, reported apart from the daemon's own start-up.
+    let host_ms = started.elapsed().as_secs_f64() * 1e3;
     let simulated = sim.is_some();
     let _traffic = match (&sim, animate) {
         (Some(sim), true) => Some(traffic::spawn_demo_traffic(
@@ -159,13 +176,24 @@ async fn daemon(args: &Args) -> anyhow::Result<()> {
         _ => None,
     };
     let bus = args.bus.clone().unwrap_or(Bus::System);
+    let config = EngineConfig {
+        tick: args
+            .tick_ms
+            .map(Duration::from_millis)
+            .unwrap_or(EngineConfig::default().tick),
+        ..EngineConfig::default()
+    };
+    let serving = Instant::now();
     let conn = server::connect(&bus).await?;
-    let service = server::serve(conn, host, simulated, EngineConfig::default()).await?;
+    let service = server::serve(conn, host, simulated, config).await?;
     tracing::info!(
         name = rdma_manager_dbus::BUS_NAME,
         simulated,
+        host_ms = format!("{host_ms:.1}"),
+        serve_ms = format!("{:.1}", serving.elapsed().as_secs_f64() * 1e3),
         "serving; the bus name is owned"
     );
+    let _trim = tokio::spawn(release_freed_memory());
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
@@ -177,6 +205,22 @@ async fn daemon(args: &Args) -> anyhow::Result<()> {
     }
     tracing::info!("stopping");
     Ok(())
+}
+
+/// Returns the heap the allocator keeps free to the system, now (after start-up's burst of
+/// reads) and then once a minute (after the periodic re-enumeration, a client's large reply).
+/// glibc only gives back the top of the heap by itself; the holes left by transient
+/// allocations stay resident until trimmed.
+async fn release_freed_memory() {
+    let mut every = tokio::time::interval(Duration::from_secs(60));
+    loop {
+        every.tick().await;
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        // SAFETY: malloc_trim only walks the allocator's own free lists.
+        unsafe {
+            libc::malloc_trim(0);
+        }
+    }
 }
 
 /// Logs to the journal when systemd connected us to it (JOURNAL_STREAM), else to stderr.
@@ -205,6 +249,16 @@ fn init_logging() {
 }
 
 fn main() -> anyhow::Result<()> {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: before any other thread exists. Two malloc arenas instead of up to eight per
+    // core: the daemon's threads mostly wait, and every arena keeps its own freed memory.
+    // Blocks of 256 KiB and more (a large reply, an introspection) always get their own
+    // mapping, returned when freed: glibc would otherwise raise that bound as such blocks
+    // are freed and serve the next ones from the heap, which keeps them.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 256 * 1024);
+    }
     let args = parse_args()?;
     if !args.show {
         init_logging();

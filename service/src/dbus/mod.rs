@@ -3,6 +3,7 @@
 //!
 //! - [`objects`]: the interfaces and their property cells.
 //! - [`view`]: engine state to property values.
+//! - [`managed`]: the root's ObjectManager, answering GetManagedObjects from cached encodings.
 //! - [`publisher`]: adds, updates and removes objects as the engine publishes, emitting
 //!   PropertiesChanged with only what changed (InterfacesAdded/Removed come from the
 //!   ObjectManager at the root).
@@ -10,6 +11,7 @@
 //! - [`server`]: connection, name and start-up order.
 
 pub mod errors;
+pub mod managed;
 pub mod objects;
 pub mod polkit;
 pub mod publisher;

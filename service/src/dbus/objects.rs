@@ -2,8 +2,9 @@
 //! in a shared cell that the publisher replaces; getters read the cell and never touch the
 //! kernel, so a slow kernel call can never hold up a property read or GetManagedObjects.
 //!
-//! `bus_object!` declares, from one list, the view struct, its D-Bus getters and the
-//! comparison that yields the PropertiesChanged payload, so the three cannot drift apart.
+//! `bus_object!` declares, from one list, the view struct, its D-Bus getters, the comparison
+//! that yields the PropertiesChanged payload and the full list GetManagedObjects encodes, so
+//! they cannot drift apart.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -51,6 +52,11 @@ macro_rules! bus_object {
                     }
                 )*
                 out
+            }
+
+            /// Every property by D-Bus name, as GetAll and GetManagedObjects give them.
+            pub fn all(&self) -> Vec<(&'static str, Value<'static>)> {
+                vec![$( ($pname, Value::from(self.$field.clone())), )*]
             }
         }
 

@@ -16,11 +16,12 @@ use zbus::object_server::{Interface, SignalEmitter};
 use zbus::zvariant::Value;
 use zbus::Connection;
 
+use super::managed::ManagedCache;
 use super::objects::{
     Cell, DeviceObject, DeviceView, IpoibObject, IpoibView, PortObject, PortView, RootObject,
     RootView,
 };
-use super::view::{device_view, ipoib_view, object_path, port_view, root_view};
+use super::view::{device_view, ipoib_view, object_path, port_view, root_view, IpoibLinks};
 use super::Context;
 use crate::engine::{Dirty, HostState, Sample, Sink};
 
@@ -38,6 +39,8 @@ pub struct Publisher {
     simulated: bool,
     tick_us: u64,
     published: Mutex<Published>,
+    /// GetManagedObjects' encoded entries, dropped as objects change.
+    managed: Arc<ManagedCache>,
 }
 
 /// A view type and the object that shows it.
@@ -45,6 +48,7 @@ trait Shown: Clone + PartialEq + Send + Sync + 'static {
     type Object: Interface;
     fn object(view: Cell<Self>, ctx: Arc<Context>) -> Self::Object;
     fn changed(&self, old: &Self) -> Vec<(&'static str, Value<'static>)>;
+    fn all(&self) -> Vec<(&'static str, Value<'static>)>;
 }
 
 macro_rules! shown {
@@ -57,6 +61,9 @@ macro_rules! shown {
             fn changed(&self, old: &Self) -> Vec<(&'static str, Value<'static>)> {
                 $view::changed(self, old)
             }
+            fn all(&self) -> Vec<(&'static str, Value<'static>)> {
+                $view::all(self)
+            }
         }
     };
 }
@@ -66,13 +73,20 @@ shown!(PortView, PortObject);
 shown!(IpoibView, IpoibObject);
 
 impl Publisher {
-    pub fn new(conn: &Connection, ctx: Arc<Context>, simulated: bool, tick_us: u64) -> Self {
+    pub fn new(
+        conn: &Connection,
+        ctx: Arc<Context>,
+        managed: Arc<ManagedCache>,
+        simulated: bool,
+        tick_us: u64,
+    ) -> Self {
         Publisher {
             conn: conn.clone(),
             ctx,
             simulated,
             tick_us,
             published: Mutex::new(Published::default()),
+            managed,
         }
     }
 
@@ -94,14 +108,24 @@ impl Publisher {
                     changed
                 };
                 if !changed.is_empty() {
+                    self.managed.invalidate(path);
                     self.emit_changed::<V>(path, changed).await;
                 }
                 None
             }
             None => {
                 let cell = Arc::new(RwLock::new(new));
+                if path != ROOT_PATH {
+                    // The manager's own object is not among the objects it manages.
+                    let c = cell.clone();
+                    self.managed
+                        .insert(path, <V::Object as Interface>::name(), move || {
+                            c.read().unwrap_or_else(|p| p.into_inner()).all()
+                        });
+                }
                 let obj = V::object(cell.clone(), self.ctx.clone());
                 if let Err(e) = self.conn.object_server().at(path, obj).await {
+                    self.managed.remove(path);
                     warn!(%path, error = %e, "could not add object");
                 }
                 Some(cell)
@@ -132,6 +156,7 @@ impl Publisher {
     }
 
     async fn remove<V: Shown>(&self, path: &str) {
+        self.managed.remove(path);
         if let Err(e) = self.conn.object_server().remove::<V::Object, _>(path).await {
             warn!(%path, error = %e, "could not remove object");
         }
@@ -187,8 +212,9 @@ impl Publisher {
         }
         // Parent and Children link interfaces to each other: recompute them all (cheap, in
         // memory) and let the comparison decide what is emitted.
+        let links = IpoibLinks::new(state);
         for (i, st) in &state.ipoib {
-            let view = ipoib_view(state, st);
+            let view = ipoib_view(&links, st);
             if let Some(c) = self.upsert(&ipoib_path(*i), p.ipoib.get(i), view).await {
                 p.ipoib.insert(*i, c);
             }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use rdma_manager_dbus::{BUS_NAME, ROOT_PATH};
 use zbus::Connection;
 
+use super::managed::{ManagedCache, ManagedObjects};
 use super::polkit::Authorizer;
 use super::publisher::Publisher;
 use super::Context;
@@ -58,13 +59,20 @@ pub async fn serve(
     simulated: bool,
     config: EngineConfig,
 ) -> Result<Service, ServeError> {
+    let managed = Arc::new(ManagedCache::default());
     conn.object_server()
-        .at(ROOT_PATH, zbus::fdo::ObjectManager)
+        .at(ROOT_PATH, ManagedObjects::new(managed.clone()))
         .await
         .map_err(ServeError::Objects)?;
     let ctx = Arc::new(Context::new(Authorizer::new(&conn)));
     let tick_us = config.tick.as_micros() as u64;
-    let publisher = Arc::new(Publisher::new(&conn, ctx.clone(), simulated, tick_us));
+    let publisher = Arc::new(Publisher::new(
+        &conn,
+        ctx.clone(),
+        managed,
+        simulated,
+        tick_us,
+    ));
     let (engine, task) = engine::start(host, publisher, config).await?;
     ctx.set_engine(engine.clone());
     conn.request_name(BUS_NAME)

@@ -146,7 +146,30 @@ pub fn port_view(d: &DeviceState, p: &PortSnapshot) -> PortView {
     }
 }
 
-pub fn ipoib_view(st: &HostState, i: &IpoibState) -> IpoibView {
+/// How the IPoIB interfaces refer to each other by name, indexed once for all their views
+/// (looking each up in the whole list made a publish quadratic in their number).
+pub struct IpoibLinks<'a> {
+    /// Name to ifindex; the lowest ifindex when a name is (briefly) held twice.
+    by_name: HashMap<&'a str, u32>,
+    /// Parent name to the children's ifindexes, in ifindex order.
+    children: HashMap<&'a str, Vec<u32>>,
+}
+
+impl<'a> IpoibLinks<'a> {
+    pub fn new(st: &'a HostState) -> Self {
+        let mut by_name = HashMap::new();
+        let mut children: HashMap<&str, Vec<u32>> = HashMap::new();
+        for i in st.ipoib.values() {
+            by_name.entry(i.snap.name.as_str()).or_insert(i.ifindex);
+            if let Some(parent) = i.snap.ipoib.as_ref().and_then(|a| a.parent.as_deref()) {
+                children.entry(parent).or_default().push(i.ifindex);
+            }
+        }
+        IpoibLinks { by_name, children }
+    }
+}
+
+pub fn ipoib_view(links: &IpoibLinks<'_>, i: &IpoibState) -> IpoibView {
     let n = &i.snap;
     let mut u = Unreadable::default();
     let attrs = n.ipoib.as_ref();
@@ -154,23 +177,19 @@ pub fn ipoib_view(st: &HostState, i: &IpoibState) -> IpoibView {
         |f: Option<&Field<u16>>| f.cloned().unwrap_or(Err(crate::model::AttrError::Missing));
     let pkey: u16 = u.take("Pkey", &field_or_missing(attrs.map(|a| &a.pkey)));
     let address = n.address.clone().ok();
-    let children = st
-        .ipoib
-        .values()
-        .filter(|c| {
-            c.snap.ipoib.as_ref().and_then(|a| a.parent.as_deref()) == Some(n.name.as_str())
-        })
-        .map(|c| object_path(ipoib_path(c.ifindex)))
-        .collect();
+    let children = links
+        .children
+        .get(n.name.as_str())
+        .map(|c| c.iter().map(|i| object_path(ipoib_path(*i))).collect())
+        .unwrap_or_default();
     let parent_name = attrs.and_then(|a| a.parent.clone()).unwrap_or_default();
     IpoibView {
         name: n.name.clone(),
         ifindex: i.ifindex,
-        parent: st
-            .ipoib
-            .values()
-            .find(|p| p.snap.name == parent_name)
-            .map(|p| object_path(ipoib_path(p.ifindex)))
+        parent: links
+            .by_name
+            .get(parent_name.as_str())
+            .map(|p| object_path(ipoib_path(*p)))
             .unwrap_or_default(),
         parent_name,
         device: i

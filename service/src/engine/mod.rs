@@ -135,13 +135,17 @@ pub async fn start(
 ) -> Result<(EngineHandle, tokio::task::JoinHandle<()>), crate::kernel::HostError> {
     // Subscribe before the first read so that nothing between the two is missed.
     let events = host.subscribe().await?;
+    let t = std::time::Instant::now();
     let mut state = HostState::default();
     let dirty = state.refresh_all(host.as_ref()).await?;
+    let read_ms = t.elapsed().as_secs_f64() * 1e3;
     sink.publish(&state, &dirty).await;
     info!(
         devices = state.devices.len(),
         ipoib = state.ipoib.len(),
-        "host enumerated"
+        read_ms = format!("{read_ms:.1}"),
+        publish_ms = format!("{:.1}", t.elapsed().as_secs_f64() * 1e3 - read_ms),
+        "host enumerated and published"
     );
     let (tx, rx) = mpsc::channel(16);
     let history = Arc::new(Mutex::new(History::default()));

@@ -1,0 +1,310 @@
+//! `org.freedesktop.DBus.ObjectManager` at the root, answering GetManagedObjects from a cache of
+//! each object's encoded entry.
+//!
+//! zbus's own ObjectManager rebuilds the answer on every call: it asks every interface of
+//! every object for all its properties, collects them into hash maps of owned values and
+//! serializes those. With 256 devices x 2 ports and 1024 IPoIB interfaces that is 1800 objects
+//! and 1.3 MB, and cost about 35 ms of CPU per call. Here each object's dict entry
+//! `{o a{sa{sv}}}` is encoded once, when first asked for after it changed, and a call only
+//! concatenates the entries. That is sound because D-Bus aligns relative to the start of the
+//! body and a dict entry is 8-aligned: an entry encoded at offset 0 is the same bytes at any
+//! 8-aligned offset.
+//!
+//! InterfacesAdded and InterfacesRemoved are still emitted by zbus's object server, which
+//! recognizes an object manager by its interface name; the introspection is zbus's own.
+//! The [`Interface`] trait is implemented by hand because the `interface` macro can only reply
+//! with a value it serializes itself; zbus marks the trait as unstable, so a zbus upgrade may
+//! need this file adjusted (the D-Bus tests cover GetManagedObjects and the signals).
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use zbus::message::{Flags, Header, Message};
+use zbus::names::{InterfaceName, MemberName};
+use zbus::object_server::{DispatchResult2, Interface, SignalEmitter};
+use zbus::zvariant::serialized::Context;
+use zbus::zvariant::{Endian, ObjectPath, OwnedValue, Value};
+use zbus::{fdo, Connection, ObjectServer};
+
+/// GetManagedObjects' reply signature.
+const SIGNATURE: &str = "a{oa{sa{sv}}}";
+/// The cache and the replies are little-endian whatever the caller's byte order (D-Bus lets
+/// every message choose its own).
+const ENDIAN: Endian = Endian::Little;
+
+type Encoder = Box<dyn Fn() -> zbus::Result<Vec<u8>> + Send + Sync>;
+
+struct Entry {
+    encode: Encoder,
+    bytes: Option<Arc<Vec<u8>>>,
+}
+
+/// The objects under the root, by path, each with how to encode it and its encoding if it
+/// has not changed since.
+#[derive(Default)]
+pub struct ManagedCache {
+    entries: Mutex<BTreeMap<String, Entry>>,
+}
+
+impl ManagedCache {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Entry>> {
+        self.entries.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A new object; `props` gives its interface's current properties when it is encoded.
+    pub fn insert(
+        &self,
+        path: &str,
+        interface: InterfaceName<'static>,
+        props: impl Fn() -> Vec<(&'static str, Value<'static>)> + Send + Sync + 'static,
+    ) {
+        let owned = path.to_string();
+        let encode: Encoder = Box::new(move || encode_entry(&owned, &interface, props()));
+        self.lock().insert(
+            path.to_string(),
+            Entry {
+                encode,
+                bytes: None,
+            },
+        );
+    }
+
+    /// The object's properties changed.
+    pub fn invalidate(&self, path: &str) {
+        if let Some(e) = self.lock().get_mut(path) {
+            e.bytes = None;
+        }
+    }
+
+    pub fn remove(&self, path: &str) {
+        self.lock().remove(path);
+    }
+
+    /// The body of a GetManagedObjects reply.
+    pub fn body(&self) -> zbus::Result<Vec<u8>> {
+        let mut entries = self.lock();
+        let mut chunks = Vec::with_capacity(entries.len());
+        for e in entries.values_mut() {
+            let bytes = match &e.bytes {
+                Some(b) => b.clone(),
+                None => {
+                    let b = Arc::new((e.encode)()?);
+                    e.bytes = Some(b.clone());
+                    b
+                }
+            };
+            chunks.push(bytes);
+        }
+        drop(entries);
+        Ok(concat_entries(&chunks))
+    }
+}
+
+/// One dict entry `{o a{sa{sv}}}`, encoded at offset 0 (a struct of the same two fields has
+/// the same encoding).
+fn encode_entry(
+    path: &str,
+    interface: &InterfaceName<'static>,
+    props: Vec<(&'static str, Value<'static>)>,
+) -> zbus::Result<Vec<u8>> {
+    let path = ObjectPath::try_from(path)?;
+    let props: HashMap<&str, Value<'static>> = props.into_iter().collect();
+    let ifaces: HashMap<&str, HashMap<&str, Value<'static>>> =
+        [(interface.as_str(), props)].into_iter().collect();
+    let data = zbus::zvariant::to_bytes(Context::new_dbus(ENDIAN, 0), &(path, ifaces))?;
+    Ok(data.bytes().to_vec())
+}
+
+/// An array of dict entries from entries encoded at offset 0: the length, padding to 8 (even
+/// when empty), then each entry at the next multiple of 8.
+fn concat_entries(chunks: &[Arc<Vec<u8>>]) -> Vec<u8> {
+    let total: usize = chunks.iter().map(|c| c.len() + 7).sum();
+    let mut body = Vec::with_capacity(8 + total);
+    body.extend_from_slice(&[0; 8]);
+    for (i, c) in chunks.iter().enumerate() {
+        if i > 0 {
+            body.resize(body.len().next_multiple_of(8), 0);
+        }
+        body.extend_from_slice(c);
+    }
+    let len = u32::try_from(body.len() - 8).unwrap_or(u32::MAX);
+    body[..4].copy_from_slice(&len.to_le_bytes());
+    body
+}
+
+/// The root's ObjectManager.
+pub struct ManagedObjects {
+    cache: Arc<ManagedCache>,
+}
+
+impl ManagedObjects {
+    pub fn new(cache: Arc<ManagedCache>) -> Self {
+        ManagedObjects { cache }
+    }
+
+    async fn reply(&self, connection: &Connection, msg: &Message) -> fdo::Result<()> {
+        let hdr = msg.header();
+        if hdr.primary().flags().contains(Flags::NoReplyExpected) {
+            return Ok(());
+        }
+        let failed = |e: zbus::Error| fdo::Error::Failed(e.to_string());
+        let body = self.cache.body().map_err(failed)?;
+        // SAFETY: `body` is a well-formed a{oa{sa{sv}}} in ENDIAN: entries encoded by zvariant
+        // at offset 0, joined by `concat_entries` as the D-Bus format lays out an array.
+        let reply = unsafe {
+            Message::method_return(&hdr)
+                .map_err(failed)?
+                .endian(ENDIAN)
+                .build_raw_body(&body, SIGNATURE, vec![])
+        }
+        .map_err(failed)?;
+        connection.send(&reply).await.map_err(failed)
+    }
+}
+
+#[async_trait]
+impl Interface for ManagedObjects {
+    fn name() -> InterfaceName<'static> {
+        <fdo::ObjectManager as Interface>::name()
+    }
+
+    async fn get(
+        &self,
+        _property_name: &str,
+        _server: &ObjectServer,
+        _connection: &Connection,
+        _header: Option<&Header<'_>>,
+        _emitter: &SignalEmitter<'_>,
+    ) -> Option<fdo::Result<OwnedValue>> {
+        None
+    }
+
+    async fn get_all(
+        &self,
+        _server: &ObjectServer,
+        _connection: &Connection,
+        _header: Option<&Header<'_>>,
+        _emitter: &SignalEmitter<'_>,
+    ) -> fdo::Result<HashMap<String, OwnedValue>> {
+        Ok(HashMap::new())
+    }
+
+    async fn set_mut(
+        &mut self,
+        _property_name: &str,
+        _value: &Value<'_>,
+        _server: &ObjectServer,
+        _connection: &Connection,
+        _header: Option<&Header<'_>>,
+        _emitter: &SignalEmitter<'_>,
+    ) -> Option<fdo::Result<()>> {
+        None
+    }
+
+    fn call<'call>(
+        &'call self,
+        _server: &'call ObjectServer,
+        connection: &'call Connection,
+        msg: &'call Message,
+        name: MemberName<'call>,
+    ) -> DispatchResult2<'call> {
+        if name.as_str() != "GetManagedObjects" {
+            return DispatchResult2::NotFound;
+        }
+        DispatchResult2::Async(Box::pin(self.reply(connection, msg)))
+    }
+
+    fn call_mut<'call>(
+        &'call mut self,
+        _server: &'call ObjectServer,
+        _connection: &'call Connection,
+        _msg: &'call Message,
+        _name: MemberName<'call>,
+    ) -> DispatchResult2<'call> {
+        DispatchResult2::NotFound
+    }
+
+    fn introspect_to_writer(&self, writer: &mut dyn Write, level: usize) {
+        fdo::ObjectManager.introspect_to_writer(writer, level)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zbus::zvariant::serialized::Data;
+    use zbus::zvariant::OwnedObjectPath;
+
+    type Managed = HashMap<OwnedObjectPath, HashMap<String, HashMap<String, OwnedValue>>>;
+
+    fn decode(body: Vec<u8>) -> Managed {
+        let data = Data::new(body, Context::new_dbus(ENDIAN, 0));
+        let (m, used): (Managed, usize) = data.deserialize().expect("a valid a{oa{sa{sv}}}");
+        assert_eq!(used, data.len(), "no bytes left over");
+        m
+    }
+
+    fn iface() -> InterfaceName<'static> {
+        InterfaceName::from_static_str_unchecked("org.example.Thing")
+    }
+
+    #[test]
+    fn the_joined_entries_decode_as_the_whole_map() {
+        let cache = ManagedCache::default();
+        assert!(decode(cache.body().unwrap()).is_empty());
+        // Paths of different lengths and values of different alignments, so the entries end
+        // at every offset modulo 8.
+        for (i, name) in ["/a", "/bb/c", "/ddd/eeee/f", "/g/h"]
+            .into_iter()
+            .enumerate()
+        {
+            let n = i as u32;
+            cache.insert(name, iface(), move || {
+                vec![
+                    ("Name", Value::from("x".repeat(i + 1))),
+                    ("Number", Value::from(n)),
+                    ("Big", Value::from(u64::from(n) << 40)),
+                    ("Flag", Value::from(n % 2 == 0)),
+                    ("List", Value::from(vec![(n, "s".to_string())])),
+                ]
+            });
+        }
+        let m = decode(cache.body().unwrap());
+        assert_eq!(m.len(), 4);
+        let thing = &m[&OwnedObjectPath::try_from("/ddd/eeee/f").unwrap()]["org.example.Thing"];
+        assert_eq!(
+            thing["Name"],
+            OwnedValue::from(zbus::zvariant::Str::from("xxx"))
+        );
+        assert_eq!(thing["Number"], OwnedValue::from(2u32));
+        assert_eq!(thing["Big"], OwnedValue::from(2u64 << 40));
+
+        cache.remove("/bb/c");
+        cache.invalidate("/a");
+        let m = decode(cache.body().unwrap());
+        assert_eq!(m.len(), 3);
+        assert!(m.contains_key(&OwnedObjectPath::try_from("/g/h").unwrap()));
+    }
+
+    #[test]
+    fn an_invalidated_entry_is_encoded_again() {
+        let cache = ManagedCache::default();
+        let value = Arc::new(Mutex::new(1u32));
+        let v = value.clone();
+        cache.insert("/x", iface(), move || {
+            vec![("N", Value::from(*v.lock().unwrap()))]
+        });
+        let n = |m: &Managed| m.values().next().unwrap()["org.example.Thing"]["N"].clone();
+        assert_eq!(n(&decode(cache.body().unwrap())), OwnedValue::from(1u32));
+        *value.lock().unwrap() = 7;
+        assert_eq!(
+            n(&decode(cache.body().unwrap())),
+            OwnedValue::from(1u32),
+            "kept until invalidated"
+        );
+        cache.invalidate("/x");
+        assert_eq!(n(&decode(cache.body().unwrap())), OwnedValue::from(7u32));
+    }
+}

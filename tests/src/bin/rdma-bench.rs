@@ -1,0 +1,810 @@
+//! rdma-bench: the daemon's benchmarks on a generated simulated host (docs/PERFORMANCE.md).
+//!
+//! Starts a private dbus-daemon and, on it:
+//! - `rdma-managerd --address=<bus> --sim-host=large:D:P:I` as a process, several times: process
+//!   start until the bus name has an owner, with the daemon's own log of where the time went
+//!   (rendering the simulated tree, reading the host, publishing the objects);
+//! - one such daemon left idle: its RSS, its CPU over a window at the 1 Hz tick, then
+//!   GetManagedObjects and the root's Introspect from a client on the same bus;
+//! - one with a short tick (`--tick-ms`), until every port's 900-sample history is full: RSS;
+//! - in this process: the heap the simulated host's model, the engine's state and a full
+//!   history take, and the service on a SimHost that is unplugged and re-plugged while a client
+//!   times InterfacesRemoved/InterfacesAdded of the device.
+//!
+//! Prints a table (p50/p99/max). A benchmark, not a test: nothing is asserted, targets are
+//! printed beside the figures. Needs root (the private bus runs in its own mount namespace).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use futures::StreamExt;
+use rdma_manager_dbus::{device_path, BUS_NAME, ROOT_PATH};
+use rdma_manager_tests::bus::PrivateBus;
+use rdma_managerd::dbus::server::{self, Bus};
+use rdma_managerd::engine::{EngineConfig, History, HostState};
+use rdma_managerd::kernel::sim::{fixtures, SimHost};
+use rdma_managerd::kernel::TrafficCounters;
+use zbus::fdo::{DBusProxy, ObjectManagerProxy};
+use zbus::Connection;
+
+/// Counts the heap bytes this process has live (as requested, without malloc's overhead), to
+/// weigh data structures by building them.
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every call is forwarded to the system allocator unchanged; only a counter is kept.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        let p = System.alloc(l);
+        if !p.is_null() {
+            LIVE.fetch_add(l.size(), Ordering::Relaxed);
+        }
+        p
+    }
+    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+        let p = System.alloc_zeroed(l);
+        if !p.is_null() {
+            LIVE.fetch_add(l.size(), Ordering::Relaxed);
+        }
+        p
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        System.dealloc(p, l);
+        LIVE.fetch_sub(l.size(), Ordering::Relaxed);
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+        let q = System.realloc(p, l, new);
+        if !q.is_null() {
+            LIVE.fetch_add(new, Ordering::Relaxed);
+            LIVE.fetch_sub(l.size(), Ordering::Relaxed);
+        }
+        q
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+fn live() -> usize {
+    LIVE.load(Ordering::Relaxed)
+}
+
+const USAGE: &str = "usage: rdma-bench [--quick] [--daemon=PATH] [--shape=D:P:I] [--cpu-secs=N]
+                  [--only=SECTION,...]
+
+  --quick        fewer runs and shorter windows (a minute or so instead of several)
+  --daemon=PATH  the rdma-managerd binary (default: the one beside this program)
+  --shape=D:P:I  devices, ports per device, IPoIB interfaces (default 256:2:1024)
+  --cpu-secs=N   length of the idle CPU window (default 60, --quick 10)
+  --only=...     run only these of startup, idle (RSS, CPU, GetManagedObjects), history,
+                 weigh (heap of model, state, history), hotplug
+
+The simulated host's tree is put in /dev/shm when it exists (sysfs is in memory too; set
+TMPDIR to choose another place).";
+
+struct Opts {
+    quick: bool,
+    daemon: PathBuf,
+    shape: (u32, u32, u32),
+    startups: usize,
+    gmo_calls: usize,
+    cycles: usize,
+    cpu_secs: u64,
+    fill_tick_ms: u64,
+    only: Option<Vec<String>>,
+}
+
+impl Opts {
+    fn runs(&self, section: &str) -> bool {
+        self.only
+            .as_ref()
+            .is_none_or(|o| o.iter().any(|s| s == section))
+    }
+}
+
+fn parse() -> Result<Opts> {
+    let mut quick = false;
+    let mut daemon = None;
+    let mut shape = (256, 2, 1024);
+    let mut cpu_secs = None;
+    let mut only = None;
+    for a in std::env::args().skip(1) {
+        match a.as_str() {
+            "--quick" => quick = true,
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                std::process::exit(0);
+            }
+            s if s.starts_with("--daemon=") => daemon = Some(PathBuf::from(&s[9..])),
+            s if s.starts_with("--cpu-secs=") => cpu_secs = Some(s[11..].parse()?),
+            s if s.starts_with("--only=") => {
+                only = Some(s[7..].split(',').map(str::to_string).collect())
+            }
+            s if s.starts_with("--shape=") => {
+                let n: Vec<u32> = s[8..]
+                    .split(':')
+                    .map(|x| x.parse())
+                    .collect::<Result<_, _>>()?;
+                match n.as_slice() {
+                    [d, p, i] => shape = (*d, *p, *i),
+                    _ => bail!("--shape=D:P:I\n{USAGE}"),
+                }
+            }
+            s => bail!("unknown argument {s}\n{USAGE}"),
+        }
+    }
+    let daemon = match daemon {
+        Some(d) => d,
+        None => std::env::current_exe()?
+            .parent()
+            .context("the directory of this program")?
+            .join("rdma-managerd"),
+    };
+    if !daemon.is_file() {
+        bail!(
+            "{} not found: build it (cargo build --release) or give --daemon=PATH",
+            daemon.display()
+        );
+    }
+    Ok(Opts {
+        quick,
+        daemon,
+        shape,
+        startups: if quick { 3 } else { 10 },
+        gmo_calls: if quick { 20 } else { 50 },
+        cycles: if quick { 30 } else { 200 },
+        cpu_secs: cpu_secs.unwrap_or(if quick { 10 } else { 60 }),
+        fill_tick_ms: if quick { 10 } else { 20 },
+        only,
+    })
+}
+
+// ---- results --------------------------------------------------------------------------------
+
+struct Row {
+    what: String,
+    unit: &'static str,
+    values: Vec<f64>,
+    target: &'static str,
+}
+
+#[derive(Default)]
+struct Report {
+    rows: Vec<Row>,
+    notes: Vec<String>,
+}
+
+impl Report {
+    fn add(&mut self, what: impl Into<String>, unit: &'static str, values: Vec<f64>) {
+        self.target(what, unit, values, "");
+    }
+
+    fn target(
+        &mut self,
+        what: impl Into<String>,
+        unit: &'static str,
+        values: Vec<f64>,
+        target: &'static str,
+    ) {
+        let row = Row {
+            what: what.into(),
+            unit,
+            values,
+            target,
+        };
+        eprintln!("  {}", format_row(&row));
+        self.rows.push(row);
+    }
+
+    fn note(&mut self, n: impl Into<String>) {
+        let n = n.into();
+        eprintln!("  note: {n}");
+        self.notes.push(n);
+    }
+
+    fn print(&self) {
+        println!(
+            "{:<58} {:>4} {:>9} {:>9} {:>9}  {:<6} target",
+            "measure", "n", "p50", "p99", "max", "unit"
+        );
+        for r in &self.rows {
+            println!("{}", format_row(r));
+        }
+        for n in &self.notes {
+            println!("- {n}");
+        }
+    }
+}
+
+/// Nearest-rank percentile of sorted values.
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let rank = (p * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+fn format_row(r: &Row) -> String {
+    let mut v = r.values.clone();
+    v.sort_by(f64::total_cmp);
+    let f = |x: f64| {
+        if x >= 100.0 {
+            format!("{x:.0}")
+        } else {
+            format!("{x:.2}")
+        }
+    };
+    if v.is_empty() {
+        return format!("{:<58} {:>4} {:>9}", r.what, 0, "-");
+    }
+    format!(
+        "{:<58} {:>4} {:>9} {:>9} {:>9}  {:<6} {}",
+        r.what,
+        v.len(),
+        f(percentile(&v, 0.5)),
+        f(percentile(&v, 0.99)),
+        f(v[v.len() - 1]),
+        r.unit,
+        r.target
+    )
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn mib(bytes: usize) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
+}
+
+// ---- the daemon as a process ----------------------------------------------------------------
+
+struct Daemon {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Daemon {
+    /// Starts rdma-managerd on the bus and waits until it owns the name; returns it and the
+    /// time from just before the spawn until NameOwnerChanged arrived.
+    async fn start(
+        opts: &Opts,
+        bus: &PrivateBus,
+        watcher: &Connection,
+        extra: &[String],
+        log: PathBuf,
+    ) -> Result<(Daemon, Duration)> {
+        let dbus = DBusProxy::new(watcher).await?;
+        if dbus.name_has_owner(BUS_NAME.try_into()?).await? {
+            bail!("{BUS_NAME} is still owned by an earlier daemon");
+        }
+        let mut owners = dbus
+            .receive_name_owner_changed_with_args(&[(0, BUS_NAME)])
+            .await?;
+        let (d, p, i) = opts.shape;
+        let t0 = Instant::now();
+        let child = Command::new(&opts.daemon)
+            .arg(format!("--address={}", bus.address()))
+            .arg(format!("--sim-host=large:{d}:{p}:{i}"))
+            .args(extra)
+            .env("RUST_LOG", "info")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log)?)
+            .spawn()
+            .with_context(|| format!("starting {}", opts.daemon.display()))?;
+        let mut daemon = Daemon { child, log };
+        loop {
+            let sig = match tokio::time::timeout(Duration::from_secs(60), owners.next()).await {
+                Ok(Some(sig)) => sig,
+                _ => bail!("{BUS_NAME} not owned within 60 s:\n{}", daemon.log()),
+            };
+            if sig.args()?.new_owner().is_some() {
+                return Ok((daemon, t0.elapsed()));
+            }
+            if let Some(status) = daemon.child.try_wait()? {
+                bail!("rdma-managerd exited ({status}):\n{}", daemon.log());
+            }
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// A number the daemon logged as `key=value`, waiting up to a second for the line.
+    async fn logged(&self, key: &str) -> Option<f64> {
+        let needle = format!(" {key}=");
+        for _ in 0..100 {
+            let log = self.log();
+            if let Some(at) = log.find(&needle) {
+                let rest = &log[at + needle.len()..];
+                let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+                return rest[..end].trim_matches('"').parse().ok();
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        None
+    }
+
+    fn status_kib(&self, field: &str) -> Result<f64> {
+        let s = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))?;
+        s.lines()
+            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .with_context(|| format!("{field} in /proc/{}/status", self.pid()))
+    }
+
+    /// (VmRSS, RssAnon, RssFile) in MiB.
+    fn rss(&self) -> Result<(f64, f64, f64)> {
+        Ok((
+            self.status_kib("VmRSS")? / 1024.0,
+            self.status_kib("RssAnon")? / 1024.0,
+            self.status_kib("RssFile")? / 1024.0,
+        ))
+    }
+
+    /// utime + stime in seconds.
+    fn cpu_secs(&self) -> Result<f64> {
+        let s = std::fs::read_to_string(format!("/proc/{}/stat", self.pid()))?;
+        // Fields after the command name (which may contain spaces) in parentheses.
+        let rest = &s[s.rfind(')').context("stat")? + 2..];
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let ticks: u64 = f[11].parse::<u64>()? + f[12].parse::<u64>()?;
+        // SAFETY: sysconf has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+        Ok(ticks as f64 / hz)
+    }
+
+    /// SIGTERM, then SIGKILL after 5 s.
+    async fn stop(mut self) {
+        // SAFETY: kill on our own child's pid.
+        unsafe { libc::kill(self.pid() as i32, libc::SIGTERM) };
+        for _ in 0..500 {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn startup(
+    opts: &Opts,
+    bus: &PrivateBus,
+    dir: &std::path::Path,
+    r: &mut Report,
+) -> Result<()> {
+    eprintln!("start to name acquired ({} runs)", opts.startups);
+    let watcher = bus.connect().await?;
+    let (mut total, mut host, mut read, mut publish, mut serve) =
+        (vec![], vec![], vec![], vec![], vec![]);
+    for n in 0..opts.startups {
+        let (d, t) =
+            Daemon::start(opts, bus, &watcher, &[], dir.join(format!("start{n}.log"))).await?;
+        total.push(ms(t));
+        for (key, into) in [
+            ("host_ms", &mut host),
+            ("read_ms", &mut read),
+            ("publish_ms", &mut publish),
+            ("serve_ms", &mut serve),
+        ] {
+            if let Some(v) = d.logged(key).await {
+                into.push(v);
+            }
+        }
+        d.stop().await;
+    }
+    let rest: Vec<f64> = total
+        .iter()
+        .zip(host.iter().zip(serve.iter()))
+        .map(|(t, (h, s))| t - h - s)
+        .collect();
+    r.add("startup: process start -> name owned (whole)", "ms", total);
+    r.add(
+        "  of which: simulated host generated and rendered",
+        "ms",
+        host,
+    );
+    r.add(
+        "  of which: connect, enumerate, publish, own the name",
+        "ms",
+        serve,
+    );
+    r.add("    of those: enumerating the host (engine)", "ms", read);
+    r.add(
+        "    of those: publishing every object (bus layer)",
+        "ms",
+        publish,
+    );
+    r.add(
+        "  of which: the rest (exec, runtime, signal delivery)",
+        "ms",
+        rest,
+    );
+    Ok(())
+}
+
+/// Calls a method of the root `n` times: the milliseconds from call to whole reply received,
+/// and the size of the last reply.
+async fn time_root_call(
+    client: &Connection,
+    interface: &str,
+    method: &str,
+    n: usize,
+) -> Result<(Vec<f64>, usize)> {
+    let (mut times, mut size) = (vec![], 0);
+    for _ in 0..n {
+        let t = Instant::now();
+        let reply = client
+            .call_method(Some(BUS_NAME), ROOT_PATH, Some(interface), method, &())
+            .await?;
+        times.push(ms(t.elapsed()));
+        size = reply.data().len();
+    }
+    Ok((times, size))
+}
+
+async fn idle_daemon(
+    opts: &Opts,
+    bus: &PrivateBus,
+    dir: &std::path::Path,
+    r: &mut Report,
+) -> Result<()> {
+    let client = bus.connect().await?;
+    let (d, _) = Daemon::start(opts, bus, &client, &[], dir.join("idle.log")).await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (rss, anon, file) = d.rss()?;
+    r.target(
+        "RSS 2 s after start, no client yet",
+        "MiB",
+        vec![rss],
+        "< 16 MB",
+    );
+    r.add("  anonymous (heap, stacks)", "MiB", vec![anon]);
+    r.add(
+        "  file-backed (the binary's and libraries' pages)",
+        "MiB",
+        vec![file],
+    );
+
+    eprintln!("idle CPU at 1 Hz over {} s", opts.cpu_secs);
+
+    let c0 = d.cpu_secs()?;
+    let t0 = Instant::now();
+    tokio::time::sleep(Duration::from_secs(opts.cpu_secs)).await;
+    let used = d.cpu_secs()? - c0;
+    let pct = 100.0 * used / t0.elapsed().as_secs_f64();
+    r.target(
+        format!(
+            "CPU idle, 1 Hz sampling of every port ({} s)",
+            opts.cpu_secs
+        ),
+        "% core",
+        vec![pct],
+        "< 1 %",
+    );
+    let (rss, _, _) = d.rss()?;
+    r.add(
+        format!("RSS after {} s idle", opts.cpu_secs),
+        "MiB",
+        vec![rss],
+    );
+
+    eprintln!("GetManagedObjects ({} calls)", opts.gmo_calls);
+    let mut typed = vec![];
+    let c0 = d.cpu_secs()?;
+    let (raw, size) = time_root_call(
+        &client,
+        "org.freedesktop.DBus.ObjectManager",
+        "GetManagedObjects",
+        opts.gmo_calls,
+    )
+    .await?;
+    let cpu_per_call = (d.cpu_secs()? - c0) * 1e3 / opts.gmo_calls as f64;
+    let om = ObjectManagerProxy::builder(&client)
+        .destination(BUS_NAME)?
+        .path(ROOT_PATH)?
+        .build()
+        .await?;
+    let mut objects = 0;
+    for _ in 0..opts.gmo_calls.min(20) {
+        let t = Instant::now();
+        let all = om.get_managed_objects().await?;
+        typed.push(ms(t.elapsed()));
+        objects = all.values().filter(|i| !i.is_empty()).count();
+    }
+    r.target(
+        "GetManagedObjects: call -> whole reply received",
+        "ms",
+        raw,
+        "< 20 ms",
+    );
+    r.add(
+        "  the daemon's CPU per call (utime+stime / calls)",
+        "ms",
+        vec![cpu_per_call],
+    );
+    r.add("GetManagedObjects: the same, decoded by zbus", "ms", typed);
+    r.note(format!(
+        "GetManagedObjects returns {objects} objects in {:.2} MiB",
+        mib(size)
+    ));
+    let (intro, size) = time_root_call(
+        &client,
+        "org.freedesktop.DBus.Introspectable",
+        "Introspect",
+        10,
+    )
+    .await?;
+    r.add("Introspect of the root", "ms", intro);
+    r.note(format!(
+        "the root's introspection XML is {:.1} KiB",
+        size as f64 / 1024.0
+    ));
+    let (rss, _, _) = d.rss()?;
+    r.add("RSS after those calls", "MiB", vec![rss]);
+    d.stop().await;
+    Ok(())
+}
+
+async fn history_full(
+    opts: &Opts,
+    bus: &PrivateBus,
+    dir: &std::path::Path,
+    r: &mut Report,
+) -> Result<()> {
+    let tick = opts.fill_tick_ms;
+    let ticks = rdma_managerd::engine::history::HISTORY_TICKS as u64;
+    let wait = Duration::from_millis(tick * (ticks + 50)) + Duration::from_secs(2);
+    eprintln!("history full: --tick-ms={tick}, waiting {wait:?}");
+    let client = bus.connect().await?;
+    let (d, _) = Daemon::start(
+        opts,
+        bus,
+        &client,
+        &[format!("--tick-ms={tick}")],
+        dir.join("fill.log"),
+    )
+    .await?;
+    tokio::time::sleep(wait).await;
+    let (rss, anon, _) = d.rss()?;
+    let port = rdma_manager_dbus::port_path(0, 1);
+    let reply = client
+        .call_method(
+            Some(BUS_NAME),
+            port.as_str(),
+            Some("org.rdmamanager.RdmaManager1.Port"),
+            "GetThroughputHistory",
+            &(),
+        )
+        .await?;
+    let samples: Vec<(u64, f64, f64, f64, f64, u8)> = reply.body().deserialize()?;
+    r.target(
+        format!("RSS with every port's history full (--tick-ms={tick})"),
+        "MiB",
+        vec![rss],
+        "< 16 MB",
+    );
+    r.add("  anonymous", "MiB", vec![anon]);
+    r.note(format!(
+        "after {:.0} s at --tick-ms={tick}, {port} returned {} samples with data (ticks \
+         the poll could not keep up with are gaps, which hold their place in the ring)",
+        wait.as_secs_f64(),
+        samples.len()
+    ));
+    d.stop().await;
+    Ok(())
+}
+
+// ---- in this process ------------------------------------------------------------------------
+
+async fn weigh(opts: &Opts, bus: &PrivateBus, r: &mut Report) -> Result<()> {
+    eprintln!("heap of the model, the state and a full history");
+    let (d, p, i) = opts.shape;
+    let before = live();
+    let spec = fixtures::large_host(d, p, i);
+    let spec_bytes = live() - before;
+    let sim = SimHost::new(spec)?;
+    let before = live();
+    let state = HostState::read(&sim).await?;
+    let state_bytes = live() - before;
+    let ports: Vec<(u32, u32)> = state
+        .devices
+        .values()
+        .flat_map(|d| d.sources.keys().map(|p| (d.index, *p)))
+        .collect();
+    let before = live();
+    let mut history = History::default();
+    let ticks = rdma_managerd::engine::history::HISTORY_TICKS as u64;
+    for t in 0..ticks + 10 {
+        for key in &ports {
+            let c = TrafficCounters {
+                tx_bytes: Ok(t * 1000),
+                rx_bytes: Ok(t * 2000),
+                tx_packets: Ok(t),
+                rx_packets: Ok(t),
+                saturated: false,
+            };
+            history.port_mut(*key).record(t, 1.0, &c);
+        }
+    }
+    let history_bytes = live() - before;
+    drop(history);
+    let before = live();
+    let conn = server::connect(&Bus::Address(bus.address().to_string())).await?;
+    let service = server::serve(conn, Arc::new(sim.clone()), true, EngineConfig::default()).await?;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let served_bytes = live() - before;
+    service.conn.release_name(BUS_NAME).await?;
+    service.task.abort();
+    r.add(
+        "heap: simulated host's own model (not in a real daemon)",
+        "MiB",
+        vec![mib(spec_bytes)],
+    );
+    r.add(
+        "heap: the engine's state of the host",
+        "MiB",
+        vec![mib(state_bytes)],
+    );
+    r.add(
+        format!(
+            "heap: full history, {} ports x {ticks} samples",
+            ports.len()
+        ),
+        "MiB",
+        vec![mib(history_bytes)],
+    );
+    r.add(
+        "heap: served (connection, engine state, views, zbus objects)",
+        "MiB",
+        vec![mib(served_bytes)],
+    );
+    Ok(())
+}
+
+async fn hotplug(opts: &Opts, bus: &PrivateBus, r: &mut Report) -> Result<()> {
+    eprintln!("hotplug ({} unplug/plug cycles)", opts.cycles);
+    let (d, p, i) = opts.shape;
+    let sim = SimHost::new(fixtures::large_host(d, p, i))?;
+    let conn = server::connect(&Bus::Address(bus.address().to_string())).await?;
+    let service = server::serve(conn, Arc::new(sim.clone()), true, EngineConfig::default()).await?;
+    let client = bus.connect().await?;
+    let om = ObjectManagerProxy::builder(&client)
+        .destination(BUS_NAME)?
+        .path(ROOT_PATH)?
+        .build()
+        .await?;
+    let mut added = om.receive_interfaces_added().await?;
+    let mut removed = om.receive_interfaces_removed().await?;
+    let spec = sim.spec();
+    let (mut unplug, mut plug, mut plug_all, mut call) = (vec![], vec![], vec![], vec![]);
+    // The devices' current indexes (a re-plugged device gets a new one).
+    let mut index: Vec<u32> = spec.devices.iter().map(|d| d.index).collect();
+    let mut jitter = 0x2545_f491_4f6c_dd1du64;
+    let timeout = Duration::from_secs(10);
+    for n in 0..opts.cycles {
+        let k = n % spec.devices.len();
+        let dev = spec.devices[k].clone();
+        let gone = device_path(index[k]);
+        let t = Instant::now();
+        sim.unplug(&dev.name)?;
+        loop {
+            let sig = tokio::time::timeout(timeout, removed.next())
+                .await
+                .context("InterfacesRemoved in time")?
+                .context("stream")?;
+            if sig.args()?.object_path().as_str() == gone {
+                unplug.push(ms(t.elapsed()));
+                break;
+            }
+        }
+        // Spread the cycles over the tick's phase.
+        jitter ^= jitter << 13;
+        jitter ^= jitter >> 7;
+        jitter ^= jitter << 17;
+        tokio::time::sleep(Duration::from_millis(jitter % 40)).await;
+
+        let ports = dev.ports.len();
+        let t = Instant::now();
+        sim.plug(dev)?;
+        call.push(ms(t.elapsed()));
+        let mut seen = 0;
+        while seen <= ports {
+            let sig = tokio::time::timeout(timeout, added.next())
+                .await
+                .context("InterfacesAdded in time")?
+                .context("stream")?;
+            let path = sig.args()?.object_path().to_string();
+            if seen == 0 {
+                if path.contains("/Port/") {
+                    continue;
+                }
+                plug.push(ms(t.elapsed()));
+                index[k] = path.rsplit('/').next().unwrap_or("0").parse()?;
+            }
+            seen += 1;
+        }
+        plug_all.push(ms(t.elapsed()));
+        tokio::time::sleep(Duration::from_millis(jitter % 37)).await;
+    }
+    r.target(
+        "hotplug: unplug -> InterfacesRemoved of the device",
+        "ms",
+        unplug,
+        "p99 < 20 ms",
+    );
+    r.target(
+        "hotplug: plug -> InterfacesAdded of the device",
+        "ms",
+        plug,
+        "p99 < 20 ms",
+    );
+    r.add(
+        "hotplug: plug -> InterfacesAdded of its last port",
+        "ms",
+        plug_all,
+    );
+    r.add(
+        "  of which: SimHost::plug rendering the device's files",
+        "ms",
+        call,
+    );
+    service.task.abort();
+    Ok(())
+}
+
+fn main() -> Result<()> {
+    let opts = parse()?;
+    if std::env::var_os("TMPDIR").is_none() && std::path::Path::new("/dev/shm").is_dir() {
+        // Before any thread starts; the daemons inherit it.
+        std::env::set_var("TMPDIR", "/dev/shm");
+    }
+    // As the daemon: two worker threads.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let bus = PrivateBus::session().context("starting a private dbus-daemon")?;
+        let dir = tempfile::tempdir()?;
+        let mut r = Report::default();
+        let (d, p, i) = opts.shape;
+        eprintln!(
+            "rdma-bench: {} on large:{d}:{p}:{i}{}, simulated tree under {}",
+            opts.daemon.display(),
+            if opts.quick { " (quick)" } else { "" },
+            std::env::temp_dir().display()
+        );
+        if opts.runs("startup") {
+            startup(&opts, &bus, dir.path(), &mut r).await?;
+        }
+        if opts.runs("idle") {
+            idle_daemon(&opts, &bus, dir.path(), &mut r).await?;
+        }
+        if opts.runs("history") {
+            history_full(&opts, &bus, dir.path(), &mut r).await?;
+        }
+        if opts.runs("weigh") {
+            weigh(&opts, &bus, &mut r).await?;
+        }
+        if opts.runs("hotplug") {
+            hotplug(&opts, &bus, &mut r).await?;
+        }
+        println!();
+        r.print();
+        Ok(())
+    })
+}
