@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
 # Kernel lab: boot Debian's real kernels under QEMU (TCG) with Soft-RoCE (rdma_rxe) over a
-# veth pair, run the project's scenario runner inside, and collect its output.
-#
-# Usage: tests/lab/run-lab.sh --scenario-bin PATH [--kernels "6.1 6.12"] [--out DIR]
-#                             [--compare-with FILE] [--timeout SECS] [--apt-update]
+# veth pair, run the project's scenario runner inside, and collect its output; with
+# --daemon-bin, then run rdma-managerd on a real system bus in the guest and check it.
+# Usage: tests/lab/run-lab.sh --scenario-bin PATH [--daemon-bin PATH] [--kernels "6.1 6.12"]
+#                             [--out DIR] [--compare-with FILE] [--timeout SECS] [--apt-update]
 # See tests/lab/README.md.
 set -euo pipefail
 shopt -s inherit_errexit
 trap 'printf "[lab] ERROR: command failed (line %s): %s\n" "$LINENO" "$BASH_COMMAND" >&2' ERR
 
 LAB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO_DIR=$(cd "$LAB_DIR/../.." && pwd)
 WORK="${LAB_WORK:-$LAB_DIR/work}"
 
 PACKAGES=(qemu-system-x86 busybox-static cpio xz-utils kmod iproute2
           infiniband-diags ibverbs-utils ibverbs-providers)
+# Only with --daemon-bin: the system bus (dbus-daemon and Debian's system.conf) and busctl.
+DAEMON_PACKAGES=(dbus-daemon dbus-system-bus-common systemd)
 # Roots of the module set, in load order. Hard dependencies are added from modules.dep;
 # crc32_generic is a soft dependency of rdma_rxe (requested through the crypto API), so it
 # stays explicit. Modules marked ? are optional.
@@ -25,6 +28,7 @@ GUEST_TOOLS=(/usr/sbin/ip=ip /usr/sbin/rdma=rdma /usr/sbin/ibstat=ibstat
              /usr/bin/ibv_devinfo=ibv_devinfo)
 
 scenario_bin=""
+daemon_bin=""
 kernels="6.1 6.12"
 out_dir="$WORK/out"
 compare_with=""
@@ -41,6 +45,7 @@ usage() {
 while [ $# -gt 0 ]; do
   case "$1" in
     --scenario-bin) [ $# -ge 2 ] || usage; scenario_bin=$2; shift 2 ;;
+    --daemon-bin)   [ $# -ge 2 ] || usage; daemon_bin=$2; shift 2 ;;
     --kernels)      [ $# -ge 2 ] || usage; kernels=$2; shift 2 ;;
     --out)          [ $# -ge 2 ] || usage; out_dir=$2; shift 2 ;;
     --compare-with) [ $# -ge 2 ] || usage; compare_with=$2; shift 2 ;;
@@ -56,6 +61,13 @@ if [ ! -f "$scenario_bin" ] || [ ! -x "$scenario_bin" ]; then
   die "scenario binary not executable: $scenario_bin"
 fi
 scenario_bin=$(readlink -f "$scenario_bin")
+if [ -n "$daemon_bin" ]; then
+  if [ ! -f "$daemon_bin" ] || [ ! -x "$daemon_bin" ]; then
+    die "daemon binary not executable: $daemon_bin"
+  fi
+  daemon_bin=$(readlink -f "$daemon_bin")
+  PACKAGES+=("${DAEMON_PACKAGES[@]}")
+fi
 if [ -n "$compare_with" ]; then
   [ -f "$compare_with" ] || die "--compare-with file not found: $compare_with"
   compare_with=$(readlink -f "$compare_with")
@@ -227,6 +239,13 @@ copy_program() {
   copy_libs "$host" "$root"
 }
 
+# Like copy_program, without the debug info (the release profile keeps it: ten times the
+# size, and the guest has no use for it). Scripts and programs strip refuses stay as they are.
+copy_stripped() {
+  copy_program "$1" "$2" "$3"
+  if command -v strip >/dev/null; then strip --strip-debug "$3$2" 2>/dev/null || true; fi
+}
+
 host_tool() {
   local p
   p=$(PATH=/usr/sbin:/usr/bin:/sbin:/bin command -v "$1") || die "tool '$1' not found on the host"
@@ -316,7 +335,17 @@ ip link set veth1 up || fail "veth1 up"
 
 echo "lab-init: $(uname -r) ready, running scenarios" >&2
 /bin/rdma-lab-scenarios real >/dev/ttyS1
-finish $?
+status=$?
+# The daemon phase (with --daemon-bin): its lines go to the console, never to ttyS1. A failure
+# there turns a passing run into LAB-EXIT 240.
+if [ -x /bin/lab-daemon-checks ]; then
+  echo "lab-init: scenario runner exit $status, starting the daemon phase" >&2
+  if ! /bin/lab-daemon-checks; then
+    echo "lab-init: daemon checks failed" >&2
+    [ "$status" -ne 0 ] || status=240
+  fi
+fi
+finish $status
 EOF
   chmod 0755 "$1"
 }
@@ -385,15 +414,56 @@ build_initramfs() {
   local pdir=/usr/lib/x86_64-linux-gnu/libibverbs p
   [ -d "$pdir" ] || pdir=/lib/x86_64-linux-gnu/libibverbs
   for p in "$pdir"/*.so; do copy_program "$p" "$p" "$root"; done
-  copy_program "$scenario_bin" /bin/rdma-lab-scenarios "$root"
+  copy_stripped "$scenario_bin" /bin/rdma-lab-scenarios "$root"
   [ -e "$root/lib64/ld-linux-x86-64.so.2" ] || copy_file /lib64/ld-linux-x86-64.so.2 /lib64/ld-linux-x86-64.so.2 "$root"
 
   printf 'root:x:0:0:root:/root:/bin/sh\n' >"$root/etc/passwd"
   printf 'root:x:0:\n' >"$root/etc/group"
+  [ -z "$daemon_bin" ] || add_daemon_phase "$root"
   write_init "$root/init"
 
   (cd "$root" && find . -print0 | LC_ALL=C sort -z | cpio --null -o -H newc --quiet) | gzip -1 >"$img.tmp"
   mv "$img.tmp" "$img"
+}
+
+# The daemon phase: rdma-managerd, a system bus (dbus-daemon with Debian's system.conf and the
+# service's bus policy), busctl, and the checks /init runs after the scenario runner.
+add_daemon_phase() {
+  local root=$1
+  copy_stripped "$daemon_bin" /usr/sbin/rdma-managerd "$root"
+  copy_program "$(host_tool dbus-daemon)" /usr/bin/dbus-daemon "$root"
+  copy_program "$(host_tool busctl)" /usr/bin/busctl "$root"
+  copy_file /usr/share/dbus-1/system.conf /usr/share/dbus-1/system.conf "$root"
+  local policy=/usr/share/dbus-1/system.d/org.rdmamanager.RdmaManager1.conf
+  if [ -f "$REPO_DIR/dist/dbus/org.rdmamanager.RdmaManager1.conf" ]; then
+    copy_file "$REPO_DIR/dist/dbus/org.rdmamanager.RdmaManager1.conf" "$policy" "$root"
+  else
+    # Not in this tree yet: the same policy, minimal. Only root owns the name; anyone may
+    # call the service and receive its signals (polkit decides inside the daemon).
+    mkdir -p "$root$(dirname "$policy")"
+    cat >"$root$policy" <<'EOF'
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <policy user="root">
+    <allow own="org.rdmamanager.RdmaManager1"/>
+  </policy>
+  <policy context="default">
+    <allow send_destination="org.rdmamanager.RdmaManager1"/>
+    <allow receive_sender="org.rdmamanager.RdmaManager1"/>
+  </policy>
+</busconfig>
+EOF
+  fi
+  # dbus-daemon --system drops to the messagebus user; D-Bus wants a machine id. zbus looks
+  # for the system bus at /var/run/dbus/system_bus_socket.
+  printf 'messagebus:x:100:101::/nonexistent:/usr/sbin/nologin\n' >>"$root/etc/passwd"
+  printf 'messagebus:x:101:\n' >>"$root/etc/group"
+  printf '6c61622d6461656d6f6e2d6d61636869\n' >"$root/etc/machine-id"
+  mkdir -p "$root/var"
+  ln -s ../run "$root/var/run"
+  cp "$LAB_DIR/guest-daemon-checks.sh" "$root/bin/lab-daemon-checks"
+  chmod 0755 "$root/bin/lab-daemon-checks"
 }
 
 file_is_static() {
@@ -459,6 +529,7 @@ run_kernel() {
     log "kernel $rel: guest did not reach LAB-EXIT ($why); see $console"
     summary+=("$rel: NO LAB-EXIT ($why), total $((SECONDS - t0))s")
     failed=1
+    daemon_summary "$rel" "$console"
     return 0
   fi
   ran_releases+=("$rel")
@@ -466,11 +537,32 @@ run_kernel() {
   lines=$(wc -l <"$transcript")
   summary+=("$rel: LAB-EXIT $status, transcript $lines lines, boot+run ${boot_s}s, total $((SECONDS - t0))s")
   log "kernel $rel: LAB-EXIT $status after ${boot_s}s"
-  if [ "$status" -ne 0 ]; then
+  if [ "$status" -eq 240 ] && [ -n "$daemon_bin" ]; then
+    failed=1   # the scenarios passed; daemon_summary reports the failed checks
+  elif [ "$status" -ne 0 ]; then
     failed=1
     log "kernel $rel: scenario runner failed (status $status); see $console"
   fi
+  daemon_summary "$rel" "$console"
   return 0
+}
+
+# With --daemon-bin: the daemon phase's check lines from the console log of kernel $1. No
+# line at all counts as a failure (the phase did not run).
+daemon_summary() {
+  [ -n "$daemon_bin" ] || return 0
+  local rel=$1 console=$2 lines n_ok n_fail
+  lines=$(grep -a 'lab-daemon: \(ok\|FAIL\) ' "$console" | tr -d '\r' || true)
+  n_ok=$(grep -c 'lab-daemon: ok ' <<<"$lines" || true)
+  n_fail=$(grep -c 'lab-daemon: FAIL ' <<<"$lines" || true)
+  summary+=("$rel: daemon checks $n_ok ok, $n_fail FAIL")
+  while read -r line; do
+    [ -n "$line" ] && summary+=("  ${line#*lab-daemon: }")
+  done < <(grep 'lab-daemon: FAIL ' <<<"$lines" || true)
+  if [ "$n_fail" -gt 0 ] || [ "$n_ok" -eq 0 ]; then
+    failed=1
+    log "kernel $rel: daemon checks failed; see $console"
+  fi
 }
 
 # ---------------------------------------------------------------- main

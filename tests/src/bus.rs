@@ -42,9 +42,22 @@ const POLKIT_BUS_NAME: &str = "org.freedesktop.PolicyKit1";
 /// How long a daemon may take to come up.
 const START_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Whether CI asked that no test skip for a missing tool (`RDMA_MANAGER_REQUIRE_TOOLS=1`).
+pub fn tools_required() -> bool {
+    std::env::var_os("RDMA_MANAGER_REQUIRE_TOOLS").is_some_and(|v| v == "1")
+}
+
 /// Why the bus and polkit tests cannot run on this machine, if they cannot: not root, or a
-/// daemon or busctl missing.
+/// daemon or busctl missing. Under `RDMA_MANAGER_REQUIRE_TOOLS=1` that is a failure instead.
 pub fn skip_reason() -> Option<String> {
+    let why = skip_reason_here();
+    if let (Some(why), true) = (&why, tools_required()) {
+        panic!("{why}, and RDMA_MANAGER_REQUIRE_TOOLS=1 forbids skipping");
+    }
+    why
+}
+
+fn skip_reason_here() -> Option<String> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         return Some("needs root (mount namespaces, running clients as other uids)".into());
@@ -426,7 +439,7 @@ impl BusConfig {
 }
 
 /// system.conf's default policy (Debian 12, dbus 1.14).
-const SYSTEM_DEFAULT_POLICY: &str = r#"
+pub const SYSTEM_DEFAULT_POLICY: &str = r#"
   <policy context="default">
     <allow user="*"/>
     <deny own="*"/>

@@ -5,3 +5,4 @@
 pub mod bus;
 pub mod reference;
 pub mod scenarios;
+pub mod service;

@@ -55,16 +55,21 @@ impl Run {
         self.transcript.push(s.into());
     }
 
-    /// Waits (bounded) for an event the kernel must send; other events are skipped.
-    async fn expect_event(&mut self, what: &str, want: impl Fn(&HostEvent) -> bool) {
+    /// Waits (bounded) for an event; other events are skipped. Whether it came.
+    async fn wait_event(&mut self, want: impl Fn(&HostEvent) -> bool) -> bool {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-        let seen = loop {
+        loop {
             match tokio::time::timeout_at(deadline, self.events.recv()).await {
                 Ok(Some(ev)) if want(&ev) => break true,
                 Ok(Some(_)) => continue,
                 Ok(None) | Err(_) => break false,
             }
-        };
+        }
+    }
+
+    /// Waits (bounded) for an event the kernel must send, and records whether it came.
+    async fn expect_event(&mut self, what: &str, want: impl Fn(&HostEvent) -> bool) {
+        let seen = self.wait_event(want).await;
         self.line(format!(
             "event {what}: {}",
             if seen { "seen" } else { "NOT SEEN" }
@@ -274,6 +279,22 @@ impl Run {
             if up { "up" } else { "down" },
             show(&r)
         ));
+        // The peer gains or loses carrier with it, but the kernel applies that later, from its
+        // linkwatch work: rxe hears of it (NETDEV_CHANGE) just before the peer's RTM_NEWLINK
+        // goes out. Port states read before that event race with it. Nothing is recorded:
+        // the wait only orders the reads.
+        let peer = match netdev {
+            NETDEV_A => NETDEV_B,
+            NETDEV_B => NETDEV_A,
+            _ => return,
+        };
+        if r.is_ok()
+            && !self
+                .wait_event(|e| matches!(e, HostEvent::NetdevChanged { name } if name == peer))
+                .await
+        {
+            eprintln!("set {netdev}: no change of {peer} reported within 5 s");
+        }
     }
 
     async fn port_state(&mut self, dev: &str) {

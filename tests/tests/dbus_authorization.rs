@@ -3,15 +3,14 @@
 //! method (found by introspection, so a method added later is covered without editing this
 //! test) and nothing changes, and the shipped example rule grants group `rdma`.
 
-use std::sync::Arc;
-
 use anyhow::{Context, Result};
 use rdma_manager_dbus::{BUS_NAME, ROOT_PATH};
 use rdma_manager_tests::bus::{
     busctl_call, skip_reason, BusConfig, Credentials, PolkitConfig, PrivateBus, PrivatePolkit,
     Reply, UserDb,
 };
-use rdma_managerd::dbus::server::{self, Service};
+use rdma_manager_tests::service::{attr, own_interfaces, serve_sim};
+use rdma_managerd::dbus::server::Service;
 use rdma_managerd::engine::EngineConfig;
 use rdma_managerd::kernel::sim::{fixtures, SimHost};
 
@@ -44,8 +43,7 @@ impl Setup {
             .start()?;
         let polkit = PrivatePolkit::start(&bus, &users, &config).await?;
         let sim = SimHost::new(fixtures::demo_host())?;
-        let conn = bus.connect().await?;
-        let service = server::serve(conn, Arc::new(sim.clone()), true, EngineConfig::default())
+        let service = serve_sim(&bus, &sim, EngineConfig::default())
             .await
             .context("serving")?;
         Ok(Setup {
@@ -67,6 +65,16 @@ impl Setup {
     ) -> Result<Reply> {
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         busctl_call(&self.bus, who, true, path, iface, method, &args).await
+    }
+
+    /// A method of the root object's manager interface.
+    async fn manager(
+        &self,
+        who: Option<&Credentials>,
+        method: &str,
+        args: &[&str],
+    ) -> Result<Reply> {
+        self.call(who, ROOT_PATH, BUS_NAME, method, args).await
     }
 
     fn device_names(&self) -> Vec<String> {
@@ -104,37 +112,20 @@ async fn our_methods(bus: &PrivateBus) -> Result<Vec<(String, String, String, St
             .await?
             .introspect()
             .await?;
-        let mut iface = String::new();
-        let mut method: Option<(String, String)> = None;
-        // zbus nests the children's XML in a node's introspection: read only the object's own
-        // interfaces (depth 1).
-        let mut depth = 0;
-        for line in xml.lines().map(str::trim) {
-            if line.starts_with("<node") {
-                depth += 1;
-                if line.ends_with("/>") {
-                    depth -= 1;
-                }
+        for (iface, body) in own_interfaces(&xml) {
+            if !iface.starts_with(BUS_NAME) {
                 continue;
             }
-            if line.starts_with("</node>") {
-                depth -= 1;
-                continue;
-            }
-            if depth != 1 {
-                continue;
-            }
-            if let Some(n) = attr(line, "<interface name=") {
-                iface = n;
-            } else if let Some(n) = attr(line, "<method name=") {
-                method = Some((n, String::new()));
-            } else if line.starts_with("<arg") && line.contains("direction=\"in\"") {
-                if let (Some((_, sig)), Some(t)) = (method.as_mut(), attr(line, "type=")) {
-                    sig.push_str(&t);
-                }
-            } else if line.starts_with("</method>") {
-                if let Some((m, sig)) = method.take() {
-                    if iface.starts_with(BUS_NAME) {
+            let mut method: Option<(String, String)> = None;
+            for line in body.lines().map(str::trim) {
+                if let Some(n) = attr(line, "<method name=") {
+                    method = Some((n, String::new()));
+                } else if line.starts_with("<arg") && line.contains("direction=\"in\"") {
+                    if let (Some((_, sig)), Some(t)) = (method.as_mut(), attr(line, "type=")) {
+                        sig.push_str(&t);
+                    }
+                } else if line.starts_with("</method>") {
+                    if let Some((m, sig)) = method.take() {
                         out.push((path.clone(), iface.clone(), m, sig));
                     }
                 }
@@ -145,12 +136,6 @@ async fn our_methods(bus: &PrivateBus) -> Result<Vec<(String, String, String, St
     out.sort_by(|a, b| (&a.1, &a.2).cmp(&(&b.1, &b.2)));
     out.dedup_by(|a, b| a.1 == b.1 && a.2 == b.2);
     Ok(out)
-}
-
-fn attr(line: &str, key: &str) -> Option<String> {
-    let rest = &line[line.find(key)? + key.len()..];
-    let rest = rest.strip_prefix('"')?;
-    Some(rest[..rest.find('"')?].to_string())
 }
 
 /// busctl arguments of some type-correct value for each signature character.
@@ -225,13 +210,7 @@ async fn root_may_add_and_remove_a_soft_link() -> Result<()> {
     require_harness!();
     let t = Setup::new(false, PolkitConfig::rdma_manager()).await?;
     let reply = t
-        .call(
-            None,
-            ROOT_PATH,
-            BUS_NAME,
-            "AddSoftLink",
-            &["sss", "rxe9", "rxe", "eth0"],
-        )
+        .manager(None, "AddSoftLink", &["sss", "rxe9", "rxe", "eth0"])
         .await?;
     // eth0 already carries rxe0 in the demo host: the kernel's refusal, explained.
     let Reply::Err(name, msg) = reply else {
@@ -240,19 +219,11 @@ async fn root_may_add_and_remove_a_soft_link() -> Result<()> {
     assert_eq!(name, "AlreadyExists", "{msg}");
     assert!(msg.contains("rxe0") && msg.contains("eth0"), "{msg}");
 
-    let reply = t
-        .call(None, ROOT_PATH, BUS_NAME, "RemoveSoftLink", &["s", "rxe0"])
-        .await?;
+    let reply = t.manager(None, "RemoveSoftLink", &["s", "rxe0"]).await?;
     assert!(matches!(reply, Reply::Ok(_)), "{reply:?}");
     assert!(!t.device_names().contains(&"rxe0".to_string()));
     let reply = t
-        .call(
-            None,
-            ROOT_PATH,
-            BUS_NAME,
-            "AddSoftLink",
-            &["sss", "rxe9", "rxe", "eth0"],
-        )
+        .manager(None, "AddSoftLink", &["sss", "rxe9", "rxe", "eth0"])
         .await?;
     let Reply::Ok(out) = reply else {
         panic!("root may add a link: {reply:?}");
@@ -265,13 +236,7 @@ async fn root_may_add_and_remove_a_soft_link() -> Result<()> {
 
     // A bad name is refused before the kernel sees it.
     let reply = t
-        .call(
-            None,
-            ROOT_PATH,
-            BUS_NAME,
-            "AddSoftLink",
-            &["sss", "bad/name", "rxe", "eth0"],
-        )
+        .manager(None, "AddSoftLink", &["sss", "bad/name", "rxe", "eth0"])
         .await?;
     assert!(
         matches!(&reply, Reply::Err(n, _) if n == "InvalidArgument"),
@@ -286,23 +251,15 @@ async fn the_example_rule_grants_group_rdma() -> Result<()> {
     let t = Setup::new(true, PolkitConfig::rdma_manager().rdma_group_rule()).await?;
     let member = Credentials::test_user(true);
     let reply = t
-        .call(
-            Some(&member),
-            ROOT_PATH,
-            BUS_NAME,
-            "RemoveSoftLink",
-            &["s", "rxe0"],
-        )
+        .manager(Some(&member), "RemoveSoftLink", &["s", "rxe0"])
         .await?;
     assert!(matches!(reply, Reply::Ok(_)), "{reply:?}");
     assert!(!t.device_names().contains(&"rxe0".to_string()));
     // Taken out of the group, the same user is refused.
     t.users.set_in_rdma_group(false)?;
     let reply = t
-        .call(
+        .manager(
             Some(&Credentials::test_user(false)),
-            ROOT_PATH,
-            BUS_NAME,
             "AddSoftLink",
             &["sss", "rxe0", "rxe", "eth0"],
         )

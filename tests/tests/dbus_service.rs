@@ -3,13 +3,13 @@
 //! slow kernel can be made to happen.
 
 use std::process::Command;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use rdma_manager_dbus::{DeviceProxy, IpoibProxy, ManagerProxy, PortProxy, BUS_NAME, ROOT_PATH};
 use rdma_manager_tests::bus::PrivateBus;
-use rdma_managerd::dbus::server::{self, Bus, Service};
+use rdma_manager_tests::service::{serve_sim, session_bus_or_skip};
+use rdma_managerd::dbus::server::Service;
 use rdma_managerd::engine::EngineConfig;
 use rdma_managerd::kernel::sim::{fixtures, SimHost, SimOp};
 use rdma_managerd::kernel::HostEvent;
@@ -33,19 +33,8 @@ fn fast() -> EngineConfig {
 }
 
 async fn start_with(sim: SimHost, config: EngineConfig) -> Option<Running> {
-    let bus = match PrivateBus::session() {
-        Ok(b) => b,
-        Err(e) => {
-            eprintln!("skipping: cannot start dbus-daemon: {e:#}");
-            return None;
-        }
-    };
-    let conn = server::connect(&Bus::Address(bus.address().to_string()))
-        .await
-        .expect("service connects");
-    let service = server::serve(conn, Arc::new(sim.clone()), true, config)
-        .await
-        .expect("service starts");
+    let bus = session_bus_or_skip()?;
+    let service = serve_sim(&bus, &sim, config).await.expect("service starts");
     let client = bus.connect().await.expect("client connects");
     Some(Running {
         bus,
@@ -81,9 +70,6 @@ async fn managed(r: &Running) -> Vec<(String, Vec<String>)> {
         .await
         .expect("GetManagedObjects")
         .into_iter()
-        // zbus also lists the bare intermediate nodes (`.../Device`, `.../Port`) with no
-        // interfaces; they are not objects of ours.
-        .filter(|(_, ifaces)| !ifaces.is_empty())
         .map(|(p, ifaces)| {
             let mut names: Vec<String> = ifaces.keys().map(|i| i.to_string()).collect();
             names.sort();
@@ -519,6 +505,144 @@ async fn busctl_tree_introspect_and_get_property() {
     );
     let v: serde_json::Value = serde_json::from_str(&json).expect("json");
     assert_eq!(v["data"].as_array().map(|a| a.len()), Some(4));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_device_that_cannot_be_read_keeps_its_objects() {
+    let no_poll = EngineConfig {
+        tick: Duration::from_secs(3600),
+        ..EngineConfig::default()
+    };
+    let Some(r) = start_with(SimHost::new(fixtures::demo_host()).unwrap(), no_poll).await else {
+        return;
+    };
+    let before = managed(&r).await;
+    // The next device read fails with EIO, and a silent change elsewhere waits for a re-read.
+    r.sim
+        .fail_next(SimOp::ReadDevice, rdma_managerd::model::Errno::EIO);
+    r.sim
+        .corrupt_file("sys/class/infiniband/rxe0/ports/1/state", "1: DOWN\n")
+        .unwrap();
+    r.sim.raise(HostEvent::Overflow {
+        source: "test".into(),
+    });
+    let p = PortProxy::builder(&r.client)
+        .path("/org/rdmamanager/RdmaManager1/Device/3/Port/1")
+        .unwrap()
+        .build()
+        .await
+        .unwrap();
+    eventually("rxe0 port DOWN", || async {
+        p.state().await.ok().as_deref() == Some("DOWN")
+    })
+    .await;
+    assert_eq!(
+        managed(&r).await,
+        before,
+        "the unreadable device was not dropped"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ipoib_changes_and_every_proxy_property_reads() {
+    use rdma_managerd::kernel::{Host, NetdevChange};
+    use rdma_managerd::model::IpoibMode;
+    let Some(r) = start().await else { return };
+    let ifindex = r
+        .sim
+        .spec()
+        .netdevs
+        .iter()
+        .find(|n| n.name == "ib0")
+        .map(|n| n.ifindex)
+        .expect("ib0");
+    let obj = format!("/org/rdmamanager/RdmaManager1/Ipoib/{ifindex}");
+    let mut changes = Box::pin(changes_of(&r, &obj).await);
+    r.sim
+        .change_netdev(
+            "ib0",
+            &NetdevChange {
+                mtu: Some(65520),
+                ipoib_mode: Some(IpoibMode::Connected),
+                ..NetdevChange::default()
+            },
+        )
+        .await
+        .expect("connected mode and a 64k MTU on mlx4's ib0");
+    let c = tokio::time::timeout(Duration::from_secs(5), changes.next())
+        .await
+        .expect("PropertiesChanged in time")
+        .unwrap();
+    assert_eq!(c.0, "org.rdmamanager.RdmaManager1.Ipoib");
+    assert_eq!(c.1, vec!["Mode".to_string(), "Mtu".to_string()]);
+
+    // Every property through the proxies: their signatures agree with the service.
+    let mgr = ManagerProxy::new(&r.client).await.unwrap();
+    mgr.version().await.unwrap();
+    mgr.ipoib_interfaces().await.unwrap();
+    mgr.sample_interval_us().await.unwrap();
+    mgr.history_length().await.unwrap();
+    for dev_path in mgr.devices().await.unwrap() {
+        let d = DeviceProxy::builder(&r.client)
+            .path(dev_path)
+            .unwrap()
+            .build()
+            .await
+            .unwrap();
+        d.index().await.unwrap();
+        d.protocol().await.unwrap();
+        d.node_guid().await.unwrap();
+        d.sys_image_guid().await.unwrap();
+        d.fw_version().await.unwrap();
+        d.hca_type().await.unwrap();
+        d.hw_rev().await.unwrap();
+        d.board_id().await.unwrap();
+        d.node_desc().await.unwrap();
+        d.pci_address().await.unwrap();
+        d.parent_netdev().await.unwrap();
+        d.netdevs().await.unwrap();
+        d.unreadable().await.unwrap();
+        for port_path in d.ports().await.unwrap() {
+            let p = PortProxy::builder(&r.client)
+                .path(port_path)
+                .unwrap()
+                .build()
+                .await
+                .unwrap();
+            p.device().await.unwrap();
+            p.device_name().await.unwrap();
+            p.number().await.unwrap();
+            p.phys_state().await.unwrap();
+            p.rate().await.unwrap();
+            p.rate_gbps().await.unwrap();
+            p.lmc().await.unwrap();
+            p.sm_sl().await.unwrap();
+            p.capability_mask().await.unwrap();
+            p.port_guid().await.unwrap();
+            p.gids().await.unwrap();
+            p.netdev().await.unwrap();
+            p.counter_source().await.unwrap();
+        }
+    }
+    let i = IpoibProxy::builder(&r.client)
+        .path(obj)
+        .unwrap()
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(i.mode().await.unwrap(), "connected");
+    assert_eq!(i.mtu().await.unwrap(), 65520);
+    i.ifindex().await.unwrap();
+    i.parent().await.unwrap();
+    i.parent_name().await.unwrap();
+    i.device().await.unwrap();
+    i.umcast().await.unwrap();
+    i.hw_address().await.unwrap();
+    assert!(i.connected_mode_supported().await.unwrap());
+    i.port_guid().await.unwrap();
+    i.oper_state().await.unwrap();
+    i.children().await.unwrap();
+    i.unreadable().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -206,6 +206,31 @@ async fn daemon(args: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Logs to the journal when systemd connected us to it (JOURNAL_STREAM), else to stderr.
+/// RUST_LOG filters either way (default: info).
+fn init_logging() {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let registry = tracing_subscriber::registry().with(filter);
+    if std::env::var_os("JOURNAL_STREAM").is_some() {
+        if let Ok(journald) = tracing_journald::layer() {
+            registry.with(journald).init();
+            return;
+        }
+    }
+    use std::io::IsTerminal;
+    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    registry
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_ansi(colour)
+                .with_writer(std::io::stderr),
+        )
+        .init();
+}
+
 fn main() -> anyhow::Result<()> {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: before any other thread exists. Two malloc arenas instead of up to eight per
@@ -217,14 +242,10 @@ fn main() -> anyhow::Result<()> {
         libc::mallopt(libc::M_ARENA_MAX, 2);
         libc::mallopt(libc::M_MMAP_THRESHOLD, 256 * 1024);
     }
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
     let args = parse_args()?;
+    if !args.show {
+        init_logging();
+    }
     // Two worker threads are plenty: the daemon spends its life waiting, and its blocking
     // sysfs reads go to the blocking pool.
     let rt = tokio::runtime::Builder::new_multi_thread()

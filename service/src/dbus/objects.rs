@@ -89,7 +89,7 @@ bus_object! {
     properties {
         /// The daemon's version.
         version as "Version": String,
-        /// True when the daemon runs on a simulated host (`--simulate`).
+        /// True when the daemon runs on a simulated host (the simulate option), not the kernel.
         simulated as "Simulated": bool,
         /// Every RDMA device object.
         devices as "Devices": Vec<OwnedObjectPath>,

@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
+use tracing::warn;
 
 use crate::kernel::{Host, HostError, NlDevice, PortSource};
 use crate::model::{DeviceSnapshot, NetdevSnapshot};
@@ -79,8 +80,19 @@ impl HostState {
         let nl = host.nl_devices().await?;
         let mut devices = BTreeMap::new();
         for name in host.rdma_device_names().await? {
-            if let Some(d) = read_device_state(host, &name, &nl).await? {
-                devices.insert(d.index, d);
+            match read_device_state(host, &name, &nl).await {
+                Ok(Some(d)) => {
+                    devices.insert(d.index, d);
+                }
+                Ok(None) => {}
+                // One device that cannot be read keeps what was known of it; the others
+                // are still refreshed.
+                Err(e) => {
+                    warn!(device = %name, error = %e, "cannot re-read device; keeping its last state");
+                    if let Some(old) = self.device_by_name(&name) {
+                        devices.insert(old.index, old.clone());
+                    }
+                }
             }
         }
         let mut ipoib = BTreeMap::new();
@@ -107,7 +119,13 @@ impl HostState {
         let nl = host.nl_devices().await?;
         let mut dirty = Dirty::default();
         for name in names {
-            let fresh = read_device_state(host, name, &nl).await?;
+            let fresh = match read_device_state(host, name, &nl).await {
+                Ok(f) => f,
+                Err(e) => {
+                    warn!(device = %name, error = %e, "cannot re-read device; keeping its last state");
+                    continue;
+                }
+            };
             // The name may have belonged to another index (renamed away, or removed and the
             // name reused): drop whoever held it unless it is the fresh one.
             let stale: Vec<u32> = self

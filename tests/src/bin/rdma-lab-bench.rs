@@ -79,7 +79,10 @@ fn main() -> Result<()> {
         run(Command::new("rdma").args(["link", "add", name, "type", "rxe", "netdev", netdev]))?;
     }
     let me = std::env::current_exe()?;
-    println!("{:<28} {:>4} {:>8} {:>8} {:>8}  (ms)", "", "n", "p50", "p99", "max");
+    println!(
+        "{:<28} {:>4} {:>8} {:>8} {:>8}  (ms)",
+        "", "n", "p50", "p99", "max"
+    );
     time("ibstat", || Command::new("ibstat"))?;
     time("rdma dev show", || {
         let mut c = Command::new("rdma");

@@ -568,8 +568,19 @@ impl Host for SimHost {
     async fn change_netdev(&self, name: &str, change: &NetdevChange) -> Result<(), HostError> {
         let mut st = self.lock();
         self.take_fault(&mut st, SimOp::ChangeNetdev)?;
+        let carrier: Vec<bool> = st.spec.netdevs.iter().map(|n| n.carrier).collect();
         let touched = rules::change_netdev(&mut st, name, change)?;
-        for n in st.spec.netdevs.iter().filter(|n| n.name == name) {
+        // A veth's peer gains or loses carrier with it: the kernel reports that as a change
+        // of the peer (RTM_NEWLINK, from its linkwatch work).
+        let changed: Vec<String> = st
+            .spec
+            .netdevs
+            .iter()
+            .zip(carrier)
+            .filter(|(n, c)| n.name == name || n.carrier != *c)
+            .map(|(n, _)| n.name.clone())
+            .collect();
+        for n in st.spec.netdevs.iter().filter(|n| changed.contains(&n.name)) {
             render::render_netdev(self.root(), n).map_err(Self::render_err)?;
         }
         for d in st.spec.devices.iter().filter(|d| touched.contains(&d.name)) {
@@ -581,6 +592,9 @@ impl Host for SimHost {
                 name: name.to_string(),
             },
         );
+        for peer in changed.into_iter().filter(|n| n != name) {
+            Self::emit(&mut st, HostEvent::NetdevChanged { name: peer });
+        }
         for d in touched {
             Self::emit(&mut st, HostEvent::RdmaChanged { name: d });
         }

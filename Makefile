@@ -1,0 +1,94 @@
+# Build and install rdma-manager.
+#
+#   make build                  cargo build --release
+#   make install                install into $(DESTDIR)$(PREFIX) (default /usr) and /etc
+#   make uninstall              remove what install installed (not /etc/rdma-manager)
+#
+# install does not run cargo: it takes the binaries from $(BINDIR_SRC) (target/release by
+# default), so a package build can run "make build" as a user and "make install" as root.
+# Every directory can be overridden, e.g. make install DESTDIR=/tmp/root UNITDIR=/lib/systemd/system
+
+CARGO ?= cargo
+CARGOFLAGS ?= --locked
+INSTALL ?= install
+
+PREFIX ?= /usr
+SBINDIR ?= $(PREFIX)/sbin
+BINDIR ?= $(PREFIX)/bin
+DATADIR ?= $(PREFIX)/share
+MANDIR ?= $(DATADIR)/man
+DOCDIR ?= $(DATADIR)/doc/rdma-manager
+SYSCONFDIR ?= /etc
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+UDEVRULESDIR ?= $(PREFIX)/lib/udev/rules.d
+DBUSDIR ?= $(DATADIR)/dbus-1
+POLKITACTIONSDIR ?= $(DATADIR)/polkit-1/actions
+
+# Where install takes the built binaries from.
+BINDIR_SRC ?= target/release
+
+BUS_NAME := org.rdmamanager.RdmaManager1
+UNIT := rdma-managerd.service
+BUS_POLICY := dist/dbus/$(BUS_NAME).conf
+BUS_SERVICE := dist/dbus/$(BUS_NAME).service
+POLKIT_POLICY := dist/polkit/org.rdmamanager.rdmamanager1.policy
+POLKIT_EXAMPLE := dist/polkit/50-rdma-manager-rdma-group.rules
+UDEV_RULES := udev-rules/90-rdma-manager.rules
+# The introspection XML of every interface; none (yet) is fine.
+INTERFACE_XML ?= $(wildcard dbus-interfaces/xml/*.xml)
+
+# The unit and the activation file name /usr/sbin/rdma-managerd; install rewrites it to $(SBINDIR).
+SED_SBINDIR := sed -e 's|/usr/sbin/rdma-managerd|$(SBINDIR)/rdma-managerd|g'
+
+.PHONY: all build install uninstall
+
+all: build
+
+build:
+	$(CARGO) build --release $(CARGOFLAGS) --bin rdma-managerd --bin rdma-tui
+
+install:
+	@for b in rdma-managerd rdma-tui; do \
+	    if [ ! -x "$(BINDIR_SRC)/$$b" ]; then \
+	        echo "$(BINDIR_SRC)/$$b is missing: run 'make build' first" >&2; exit 1; \
+	    fi; \
+	done
+	$(INSTALL) -d -m 0755 "$(DESTDIR)$(SBINDIR)" "$(DESTDIR)$(BINDIR)"
+	$(INSTALL) -m 0755 "$(BINDIR_SRC)/rdma-managerd" "$(DESTDIR)$(SBINDIR)/rdma-managerd"
+	$(INSTALL) -m 0755 "$(BINDIR_SRC)/rdma-tui" "$(DESTDIR)$(BINDIR)/rdma-tui"
+	$(INSTALL) -d -m 0755 "$(DESTDIR)$(UNITDIR)"
+	$(SED_SBINDIR) dist/systemd/$(UNIT) > "$(DESTDIR)$(UNITDIR)/$(UNIT)"
+	chmod 0644 "$(DESTDIR)$(UNITDIR)/$(UNIT)"
+	$(INSTALL) -d -m 0755 "$(DESTDIR)$(DBUSDIR)/system.d" "$(DESTDIR)$(DBUSDIR)/system-services"
+	$(INSTALL) -m 0644 $(BUS_POLICY) "$(DESTDIR)$(DBUSDIR)/system.d/"
+	$(SED_SBINDIR) $(BUS_SERVICE) > "$(DESTDIR)$(DBUSDIR)/system-services/$(BUS_NAME).service"
+	chmod 0644 "$(DESTDIR)$(DBUSDIR)/system-services/$(BUS_NAME).service"
+ifneq ($(INTERFACE_XML),)
+	$(INSTALL) -d -m 0755 "$(DESTDIR)$(DBUSDIR)/interfaces"
+	$(INSTALL) -m 0644 $(INTERFACE_XML) "$(DESTDIR)$(DBUSDIR)/interfaces/"
+endif
+	$(INSTALL) -d -m 0755 "$(DESTDIR)$(POLKITACTIONSDIR)"
+	$(INSTALL) -m 0644 $(POLKIT_POLICY) "$(DESTDIR)$(POLKITACTIONSDIR)/"
+	$(INSTALL) -d -m 0755 "$(DESTDIR)$(UDEVRULESDIR)"
+	$(INSTALL) -m 0644 $(UDEV_RULES) "$(DESTDIR)$(UDEVRULESDIR)/"
+	$(INSTALL) -d -m 0755 "$(DESTDIR)$(MANDIR)/man8" "$(DESTDIR)$(MANDIR)/man1"
+	$(INSTALL) -m 0644 dist/man/rdma-managerd.8 "$(DESTDIR)$(MANDIR)/man8/"
+	$(INSTALL) -m 0644 dist/man/rdma-tui.1 "$(DESTDIR)$(MANDIR)/man1/"
+	$(INSTALL) -d -m 0755 "$(DESTDIR)$(DOCDIR)/examples"
+	$(INSTALL) -m 0644 $(POLKIT_EXAMPLE) "$(DESTDIR)$(DOCDIR)/examples/"
+	$(INSTALL) -d -m 0755 "$(DESTDIR)$(SYSCONFDIR)/rdma-manager"
+
+# Leaves $(SYSCONFDIR)/rdma-manager alone: it holds the administrator's configuration and state.
+uninstall:
+	rm -f "$(DESTDIR)$(SBINDIR)/rdma-managerd" "$(DESTDIR)$(BINDIR)/rdma-tui"
+	rm -f "$(DESTDIR)$(UNITDIR)/$(UNIT)"
+	rm -f "$(DESTDIR)$(DBUSDIR)/system.d/$(BUS_NAME).conf"
+	rm -f "$(DESTDIR)$(DBUSDIR)/system-services/$(BUS_NAME).service"
+ifneq ($(INTERFACE_XML),)
+	rm -f $(addprefix "$(DESTDIR)$(DBUSDIR)/interfaces/,$(addsuffix ",$(notdir $(INTERFACE_XML))))
+endif
+	rm -f "$(DESTDIR)$(POLKITACTIONSDIR)/$(notdir $(POLKIT_POLICY))"
+	rm -f "$(DESTDIR)$(UDEVRULESDIR)/$(notdir $(UDEV_RULES))"
+	rm -f "$(DESTDIR)$(MANDIR)/man8/rdma-managerd.8" "$(DESTDIR)$(MANDIR)/man1/rdma-tui.1"
+	rm -f "$(DESTDIR)$(DOCDIR)/examples/$(notdir $(POLKIT_EXAMPLE))"
+	-rmdir "$(DESTDIR)$(DOCDIR)/examples" "$(DESTDIR)$(DOCDIR)" 2>/dev/null

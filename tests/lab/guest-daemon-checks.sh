@@ -1,0 +1,244 @@
+#!/bin/sh
+# The kernel lab's daemon phase (tests/lab/README.md). /init runs this in the guest, as
+# /bin/lab-daemon-checks, after the scenario runner: it starts a real system bus and
+# rdma-managerd on the real kernel, then checks over D-Bus with busctl that an rxe device made
+# with `rdma link add` appears as an object and disappears on `rdma link delete`.
+#
+# Every check prints one line `lab-daemon: ok ...` or `lab-daemon: FAIL ...` on stdout (the
+# console); other lines are `lab-daemon: note ...`. Exit status 0 only if no check failed.
+# Nothing here writes to /dev/ttyS1: the transcript belongs to the scenario runner.
+
+# Functions below run through wait_for, which shellcheck cannot follow.
+# shellcheck disable=SC2317
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+export SYSTEMD_COLORS=0 SYSTEMD_PAGER=cat
+
+NAME=org.rdmamanager.RdmaManager1
+ROOT=/org/rdmamanager/RdmaManager1
+OM=org.freedesktop.DBus.ObjectManager
+SOCK=/run/dbus/system_bus_socket
+DEV=rxe_lab
+NETDEV=veth1   # up with carrier after the scenario runner; no RDMA device left on it
+DAEMON_LOG=/tmp/rdma-managerd.log
+BUS_LOG=/tmp/dbus-daemon.log
+MONITOR_LOG=/tmp/busctl-monitor.log
+
+fails=0
+ok()   { echo "lab-daemon: ok $*"; }
+fail() { echo "lab-daemon: FAIL $*"; fails=$((fails + 1)); }
+note() { echo "lab-daemon: note $*"; }
+bus()  { busctl --system --no-pager --no-legend "$@"; }
+
+# Centiseconds since boot, and the seconds between two of them.
+now_cs() { awk '{ printf "%d", $1 * 100 }' /proc/uptime; }
+since() { awk -v a="$1" -v b="$(now_cs)" 'BEGIN { printf "%.2f s", (b - a) / 100 }'; }
+
+# wait_for SECONDS COMMAND...: runs COMMAND every 0.1 s until it succeeds; false on timeout.
+wait_for() {
+  _limit=$(($(now_cs) + $1 * 100))
+  shift
+  until "$@"; do
+    [ "$(now_cs)" -lt "$_limit" ] || return 1
+    sleep 0.1
+  done
+}
+
+# Whether process $1 runs (a zombie does not: it exited and awaits `wait`).
+alive() {
+  [ -r "/proc/$1/stat" ] || return 1
+  [ "$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)" != Z ]
+}
+
+# Prints a log file with a prefix on every line.
+show_log() {
+  [ -s "$2" ] || return 0
+  sed "s/^/$1| /" "$2"
+}
+
+# The finish: logs, then the exit status.
+finish() {
+  [ -n "${monitor_pid:-}" ] && kill "$monitor_pid" 2>/dev/null
+  show_log dbus-daemon "$BUS_LOG"
+  show_log rdma-managerd "$DAEMON_LOG"
+  if [ "$fails" -eq 0 ]; then
+    note "all checks passed"
+    exit 0
+  fi
+  note "$fails check(s) failed"
+  exit 1
+}
+
+# The Device objects the service exports, one path a line.
+device_paths() {
+  bus --list tree "$NAME" 2>/dev/null | grep -E "^$ROOT/Device/[0-9]+\$"
+}
+
+# Sets dev_path to the Device object whose Name is $DEV; false if there is none.
+find_device() {
+  for _p in $(device_paths); do
+    if [ "$(bus get-property "$NAME" "$_p" "$NAME.Device" Name 2>/dev/null)" = "s \"$DEV\"" ]; then
+      dev_path=$_p
+      return 0
+    fi
+  done
+  return 1
+}
+device_gone() { ! device_paths | grep -qx "$dev_path"; }
+
+# (Not `busctl status`: it fetches the owner's credentials, which fails with ENOMEDIUM without
+# a cgroup file system.)
+name_owned() {
+  [ "$(bus call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus NameHasOwner s "$NAME" 2>/dev/null)" = "b true" ]
+}
+owned_or_dead() { name_owned || ! alive "$daemon_pid"; }
+daemon_gone() { ! alive "$daemon_pid"; }
+# Whether busctl monitor logged signal $1 carrying the object path $dev_path.
+monitor_saw() {
+  awk -v m="Member=$1" -v p="OBJECT_PATH \"$dev_path\";" '
+    index($0, "Member=") { cur = (index($0, m) > 0) }
+    cur && index($0, p) { found = 1 }
+    END { exit !found }' "$MONITOR_LOG"
+}
+
+# Port 1's State over D-Bus and in sysfs ("4: ACTIVE" -> ACTIVE).
+port_states_agree() {
+  dbus_state=$(bus get-property "$NAME" "$dev_path/Port/1" "$NAME.Port" State 2>&1)
+  sysfs_state=$(cat "/sys/class/infiniband/$DEV/ports/1/state" 2>&1)
+  [ "$dbus_state" = "s \"${sysfs_state#*: }\"" ]
+}
+
+# ---------------------------------------------------------------- leftovers
+left=$(ls /sys/class/infiniband 2>/dev/null)
+for d in $left; do
+  note "deleting $d, left by the scenario runner"
+  rdma link delete "$d" || fail "rdma link delete $d (left by the scenario runner)"
+done
+
+# ---------------------------------------------------------------- system bus
+mkdir -p /run/dbus
+t0=$(now_cs)
+dbus-daemon --system --nofork --nopidfile --nosyslog >"$BUS_LOG" 2>&1 &
+bus_pid=$!
+if wait_for 20 test -S "$SOCK"; then
+  ok "system bus: dbus-daemon $(dbus-daemon --version | awk 'NR == 1 { print $NF }') listening on $SOCK after $(since "$t0")"
+else
+  fail "system bus: no $SOCK after $(since "$t0") (dbus-daemon running: $(alive "$bus_pid" && echo yes || echo no))"
+  finish
+fi
+
+# ---------------------------------------------------------------- the daemon
+t0=$(now_cs)
+RUST_LOG=info NO_COLOR=1 rdma-managerd >"$DAEMON_LOG" 2>&1 &
+daemon_pid=$!
+wait_for 60 owned_or_dead
+if name_owned; then
+  ok "rdma-managerd owns $NAME on the system bus after $(since "$t0")"
+else
+  fail "rdma-managerd does not own $NAME after $(since "$t0") (running: $(alive "$daemon_pid" && echo yes || echo no))"
+  finish
+fi
+
+v=$(bus get-property "$NAME" "$ROOT" "$NAME" Simulated 2>&1)
+if [ "$v" = "b false" ]; then ok "Simulated is false (the real host)"; else fail "Simulated: $v"; fi
+
+intro=$(bus introspect "$NAME" "$ROOT" 2>/tmp/introspect.err)
+if echo "$intro" | grep -q "^$OM " && echo "$intro" | grep -q "^$NAME "; then
+  ok "introspect $ROOT: $(echo "$intro" | grep -c '^[a-z].* interface ') interfaces, $OM and $NAME among them"
+else
+  fail "introspect $ROOT: $(head -n 3 /tmp/introspect.err) $(echo "$intro" | head -n 3)"
+fi
+if [ -s /tmp/introspect.err ]; then
+  note "busctl introspect warned $(wc -l </tmp/introspect.err) time(s): $(sort /tmp/introspect.err | uniq -c | tr -s ' ' | tr '\n' ';')"
+fi
+
+n=$(device_paths | wc -l)
+if [ "$n" -eq 0 ]; then
+  ok "no Device object while the kernel has no RDMA device"
+else
+  fail "$n Device object(s) while the kernel has no RDMA device: $(device_paths | tr '\n' ' ')"
+fi
+
+# Signals of the ObjectManager, for InterfacesAdded and InterfacesRemoved.
+busctl --system --no-pager monitor --match "type='signal',interface='$OM'" >"$MONITOR_LOG" 2>&1 &
+monitor_pid=$!
+wait_for 10 grep -q "Monitoring bus message stream" "$MONITOR_LOG" \
+  || note "busctl monitor did not start: $(head -n 2 "$MONITOR_LOG")"
+
+# ---------------------------------------------------------------- add
+dev_path=""
+if rdma link add "$DEV" type rxe netdev "$NETDEV"; then
+  t0=$(now_cs)
+  ok "rdma link add $DEV type rxe netdev $NETDEV"
+else
+  fail "rdma link add $DEV type rxe netdev $NETDEV"
+  finish
+fi
+if wait_for 10 find_device; then
+  ok "$DEV appeared as $dev_path after $(since "$t0")"
+else
+  fail "no Device object named $DEV after $(since "$t0"): $(device_paths | tr '\n' ' ')"
+  finish
+fi
+
+kidx=$(rdma dev show "$DEV" 2>&1 | awk -F: 'NR == 1 { print $1 }')
+if [ "${dev_path##*/}" = "$kidx" ]; then
+  ok "the object path ends in the kernel index $kidx (rdma dev show)"
+else
+  fail "object $dev_path, kernel index ${kidx:-unknown}"
+fi
+
+v=$(bus get-property "$NAME" "$dev_path" "$NAME.Device" ParentNetdev 2>&1)
+if [ "$v" = "s \"$NETDEV\"" ]; then ok "$DEV ParentNetdev is $NETDEV"; else fail "$DEV ParentNetdev: $v"; fi
+
+if wait_for 5 port_states_agree; then
+  ok "$dev_path/Port/1 State is ${dbus_state#s } (sysfs: $sysfs_state)"
+else
+  fail "$dev_path/Port/1 State: $dbus_state (sysfs: $sysfs_state)"
+fi
+
+gmo=$(bus --json=pretty call "$NAME" "$ROOT" "$OM" GetManagedObjects 2>&1)
+if echo "$gmo" | grep -q "\"$dev_path/Port/1\""; then
+  ok "GetManagedObjects: $(echo "$gmo" | wc -l) lines (--json=pretty), $dev_path/Port/1 among the objects"
+else
+  fail "GetManagedObjects: no $dev_path/Port/1 in: $(echo "$gmo" | head -n 5)"
+fi
+
+if wait_for 5 monitor_saw InterfacesAdded; then
+  ok "busctl monitor saw InterfacesAdded for $dev_path"
+else
+  fail "busctl monitor saw no InterfacesAdded for $dev_path"
+fi
+
+# ---------------------------------------------------------------- delete
+if rdma link delete "$DEV"; then
+  t0=$(now_cs)
+  ok "rdma link delete $DEV"
+  if wait_for 10 device_gone; then
+    ok "$dev_path disappeared after $(since "$t0")"
+  else
+    fail "$dev_path still exported $(since "$t0") after the delete"
+  fi
+  if wait_for 5 monitor_saw InterfacesRemoved; then
+    ok "busctl monitor saw InterfacesRemoved for $dev_path"
+  else
+    fail "busctl monitor saw no InterfacesRemoved for $dev_path"
+  fi
+else
+  fail "rdma link delete $DEV"
+fi
+
+# ---------------------------------------------------------------- stop
+if alive "$daemon_pid"; then
+  kill -TERM "$daemon_pid"
+  if wait_for 10 daemon_gone; then
+    wait "$daemon_pid"
+    rc=$?
+    if [ "$rc" -eq 0 ]; then ok "rdma-managerd stopped on SIGTERM with status 0"; else fail "rdma-managerd exit status $rc after SIGTERM"; fi
+  else
+    fail "rdma-managerd still running 10 s after SIGTERM"
+  fi
+else
+  wait "$daemon_pid"
+  fail "rdma-managerd died during the checks (status $?)"
+fi
+finish

@@ -1,0 +1,111 @@
+//! The committed introspection XML (`dbus-interfaces/xml/`, installed to
+//! /usr/share/dbus-1/interfaces/) must be exactly what the live service says, documentation
+//! comments included. After an intended change of an interface, refresh the files with
+//! `RDMA_MANAGER_UPDATE_XML=1 cargo nextest run -p rdma-manager-tests --test dbus_xml` and
+//! review the diff.
+
+use std::path::PathBuf;
+
+use rdma_manager_dbus::{BUS_NAME, ROOT_PATH};
+use rdma_manager_tests::service::{own_interfaces, serve_sim, session_bus_or_skip};
+use rdma_managerd::engine::EngineConfig;
+use rdma_managerd::kernel::sim::{fixtures, SimHost};
+
+const HEADER: &str = r#"<!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object Introspection 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd">
+<!-- Generated from the live rdma-managerd and checked by tests/tests/dbus_xml.rs. -->
+<node>
+"#;
+
+fn xml_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../dbus-interfaces/xml")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn committed_xml_matches_the_live_service() {
+    let Some(bus) = session_bus_or_skip() else {
+        return;
+    };
+    let sim = SimHost::new(fixtures::demo_host()).expect("demo");
+    let _service = serve_sim(&bus, &sim, EngineConfig::default())
+        .await
+        .expect("serve");
+    let client = bus.connect().await.expect("client");
+    let mut live = Vec::new();
+    for path in [
+        ROOT_PATH.to_string(),
+        rdma_manager_dbus::device_path(0),
+        rdma_manager_dbus::port_path(0, 1),
+        rdma_manager_dbus::ipoib_path(2),
+    ] {
+        let xml = zbus::fdo::IntrospectableProxy::builder(&client)
+            .destination(BUS_NAME)
+            .unwrap()
+            .path(path.clone())
+            .unwrap()
+            .build()
+            .await
+            .unwrap()
+            .introspect()
+            .await
+            .unwrap_or_else(|e| panic!("introspecting {path}: {e}"));
+        live.extend(
+            own_interfaces(&xml)
+                .into_iter()
+                .filter(|(n, _)| n.starts_with(BUS_NAME)),
+        );
+    }
+    let names: Vec<&str> = live.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "org.rdmamanager.RdmaManager1",
+            "org.rdmamanager.RdmaManager1.Device",
+            "org.rdmamanager.RdmaManager1.Port",
+            "org.rdmamanager.RdmaManager1.Ipoib"
+        ]
+    );
+    // XML forbids "--" inside a comment, and zbus turns doc comments into XML comments.
+    for (name, body) in &live {
+        for comment in body.split("<!--").skip(1) {
+            let text = comment.split("-->").next().unwrap_or_default();
+            assert!(
+                !text.contains("--"),
+                "{name}: a doc comment contains \"--\", which makes the XML malformed: {text}"
+            );
+        }
+    }
+    let update = std::env::var_os("RDMA_MANAGER_UPDATE_XML").is_some();
+    let mut stale = Vec::new();
+    for (name, body) in &live {
+        let want = format!("{HEADER}{body}</node>\n");
+        let file = xml_dir().join(format!("{name}.xml"));
+        if update {
+            std::fs::write(&file, &want).expect("writing the XML");
+            continue;
+        }
+        let have = std::fs::read_to_string(&file).unwrap_or_default();
+        if have != want {
+            stale.push(format!(
+                "{}:\n--- committed\n{have}\n+++ live\n{want}",
+                file.display()
+            ));
+        }
+    }
+    // No XML for an interface the service no longer has.
+    for entry in std::fs::read_dir(xml_dir()).expect("xml dir") {
+        let f = entry
+            .expect("entry")
+            .file_name()
+            .to_string_lossy()
+            .into_owned();
+        if !live.iter().any(|(n, _)| format!("{n}.xml") == f) {
+            stale.push(format!("{f}: no such interface in the live service"));
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "dbus-interfaces/xml differs from the live service (refresh with RDMA_MANAGER_UPDATE_XML=1 and review):\n{}",
+        stale.join("\n")
+    );
+}
