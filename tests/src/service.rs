@@ -21,14 +21,32 @@ pub fn session_bus_or_skip() -> Option<PrivateBus> {
     }
 }
 
+/// A service serving a simulated host. The service holds the host in reference cycles, so
+/// the host's temporary tree is removed when this is dropped, not when the host is.
+pub struct ServedSim {
+    pub service: Service,
+    tree: std::path::PathBuf,
+}
+
+impl Drop for ServedSim {
+    fn drop(&mut self) {
+        self.service.task.abort();
+        let _ = std::fs::remove_dir_all(&self.tree);
+    }
+}
+
 /// Serves `sim` on `bus` under the well-known name, as the daemon would.
 pub async fn serve_sim(
     bus: &PrivateBus,
     sim: &SimHost,
     config: EngineConfig,
-) -> anyhow::Result<Service> {
+) -> anyhow::Result<ServedSim> {
     let conn = server::connect(&Bus::Address(bus.address().to_string())).await?;
-    Ok(server::serve(conn, Arc::new(sim.clone()), true, config).await?)
+    let service = server::serve(conn, Arc::new(sim.clone()), true, config).await?;
+    Ok(ServedSim {
+        service,
+        tree: sim.root().to_path_buf(),
+    })
 }
 
 /// The `<interface>` elements (name, text as introspected) of the object itself: zbus nests

@@ -9,8 +9,7 @@ use rdma_manager_tests::bus::{
     busctl_call, skip_reason, BusConfig, Credentials, PolkitConfig, PrivateBus, PrivatePolkit,
     Reply, UserDb,
 };
-use rdma_manager_tests::service::{attr, own_interfaces, serve_sim};
-use rdma_managerd::dbus::server::Service;
+use rdma_manager_tests::service::{attr, own_interfaces, serve_sim, ServedSim};
 use rdma_managerd::engine::EngineConfig;
 use rdma_managerd::kernel::sim::{fixtures, SimHost};
 
@@ -31,7 +30,7 @@ struct Setup {
     bus: PrivateBus,
     _polkit: PrivatePolkit,
     sim: SimHost,
-    _service: Service,
+    _service: ServedSim,
 }
 
 impl Setup {

@@ -8,8 +8,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use rdma_manager_dbus::{DeviceProxy, IpoibProxy, ManagerProxy, PortProxy, BUS_NAME, ROOT_PATH};
 use rdma_manager_tests::bus::PrivateBus;
-use rdma_manager_tests::service::{serve_sim, session_bus_or_skip};
-use rdma_managerd::dbus::server::Service;
+use rdma_manager_tests::service::{serve_sim, session_bus_or_skip, ServedSim};
 use rdma_managerd::engine::EngineConfig;
 use rdma_managerd::kernel::sim::{fixtures, SimHost, SimOp};
 use rdma_managerd::kernel::HostEvent;
@@ -22,7 +21,7 @@ struct Running {
     bus: PrivateBus,
     sim: SimHost,
     client: Connection,
-    _service: Service,
+    _service: ServedSim,
 }
 
 fn fast() -> EngineConfig {

@@ -164,6 +164,13 @@ async fn show(args: &Args) -> anyhow::Result<()> {
 async fn daemon(args: &Args) -> anyhow::Result<()> {
     let started = Instant::now();
     let (host, sim, animate) = make_host(args, false)?;
+    // The engine and the bus objects hold the simulated host in reference cycles, so its
+    // temporary tree would outlive the process; remove it on the way out (not a DIR the user
+    // chose with --simulate=DIR).
+    let _tree = match (&sim, &args.simulate) {
+        (Some(sim), Some(None)) => Some(RemoveOnDrop(sim.root().to_path_buf())),
+        _ => None,
+    };
     // Building the simulated host renders its whole sysfs-shaped tree: a cost a real host
     // does not have, reported apart from the daemon's own start-up.
     let host_ms = started.elapsed().as_secs_f64() * 1e3;
@@ -204,6 +211,15 @@ async fn daemon(args: &Args) -> anyhow::Result<()> {
     }
     tracing::info!("stopping");
     Ok(())
+}
+
+/// Removes a directory tree when dropped.
+struct RemoveOnDrop(std::path::PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// Logs to the journal when systemd connected us to it (JOURNAL_STREAM), else to stderr.

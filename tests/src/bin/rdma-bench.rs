@@ -649,6 +649,8 @@ async fn weigh(opts: &Opts, bus: &PrivateBus, r: &mut Report) -> Result<()> {
     let served_bytes = live() - before;
     service.conn.release_name(BUS_NAME).await?;
     service.task.abort();
+    // The service holds the host in reference cycles: its temporary tree is removed here.
+    let _ = std::fs::remove_dir_all(sim.root());
     r.add(
         "heap: simulated host's own model (not in a real daemon)",
         "MiB",
@@ -763,6 +765,8 @@ async fn hotplug(opts: &Opts, bus: &PrivateBus, r: &mut Report) -> Result<()> {
         call,
     );
     service.task.abort();
+    // The service holds the host in reference cycles: its temporary tree is removed here.
+    let _ = std::fs::remove_dir_all(sim.root());
     Ok(())
 }
 
