@@ -232,6 +232,27 @@ async fn hotplug_adds_and_removes_objects_with_their_ports() {
         .await
         .unwrap()
         .contains(&path("/org/rdmamanager/RdmaManager1/Device/4")));
+
+    // The sampling follows: the new device's port is sampled, the gone one's no longer.
+    let mut live = mgr.receive_throughput_sampled().await.unwrap();
+    let mut sampled = Vec::new();
+    for _ in 0..2 {
+        let sig = tokio::time::timeout(Duration::from_secs(5), live.next())
+            .await
+            .expect("ThroughputSampled in time")
+            .unwrap();
+        sampled = sig
+            .args()
+            .unwrap()
+            .samples()
+            .iter()
+            .map(|s| s.0.to_string())
+            .collect();
+    }
+    assert!(sampled.contains(&"/org/rdmamanager/RdmaManager1/Device/4/Port/1".to_string()));
+    assert!(!sampled
+        .iter()
+        .any(|p| p.starts_with("/org/rdmamanager/RdmaManager1/Device/1/")));
 }
 
 /// PropertiesChanged signals of one object, as (interface, changed property names).

@@ -169,10 +169,12 @@ pub async fn start(
         host: host.clone(),
     };
     let poller = host.port_poller();
+    let plan = Arc::new(PollPlan::of(&state));
     let engine = Engine {
         host,
         sink,
         config,
+        plan,
         state,
         history,
         clock,
@@ -183,11 +185,41 @@ pub async fn start(
     Ok((handle, task))
 }
 
+/// The ports the 1 Hz poll reads, derived from the state when devices change (not at every
+/// tick): `keys[i]` is the (device index, port) of `targets[i]`.
+struct PollPlan {
+    keys: Vec<(u32, u32)>,
+    targets: Vec<PollTarget>,
+}
+
+impl PollPlan {
+    fn of(state: &HostState) -> PollPlan {
+        let (keys, targets) = state
+            .devices
+            .values()
+            .flat_map(|d| {
+                d.sources.values().map(|s| {
+                    (
+                        (d.index, s.port),
+                        PollTarget {
+                            dev: d.name().to_string(),
+                            port: s.port,
+                            counters: s.counters.clone(),
+                        },
+                    )
+                })
+            })
+            .unzip();
+        PollPlan { keys, targets }
+    }
+}
+
 struct Engine {
     host: Arc<dyn Host>,
     sink: Arc<dyn Sink>,
     config: EngineConfig,
     state: HostState,
+    plan: Arc<PollPlan>,
     history: Arc<Mutex<History>>,
     clock: TickClock,
     poller: Option<Box<dyn PortPoller>>,
@@ -328,6 +360,9 @@ impl Engine {
         if dirty.is_empty() {
             return;
         }
+        if !dirty.devices.is_empty() {
+            self.plan = Arc::new(PollPlan::of(&self.state));
+        }
         let state = &self.state;
         {
             let mut h = self.history.lock().unwrap_or_else(|p| p.into_inner());
@@ -350,23 +385,7 @@ impl Engine {
             })
             .await;
         }
-        let targets: Vec<(u32, PollTarget)> = self
-            .state
-            .devices
-            .values()
-            .flat_map(|d| {
-                d.sources.values().map(|s| {
-                    (
-                        d.index,
-                        PollTarget {
-                            dev: d.name().to_string(),
-                            port: s.port,
-                            counters: s.counters.clone(),
-                        },
-                    )
-                })
-            })
-            .collect();
+        let plan = self.plan.clone();
         let Some(mut poller) = self.poller.take() else {
             return;
         };
@@ -374,9 +393,9 @@ impl Engine {
             poller.forget(&dev);
         }
         let polled = {
-            let t: Vec<PollTarget> = targets.iter().map(|(_, t)| t.clone()).collect();
+            let plan = plan.clone();
             tokio::task::spawn_blocking(move || {
-                let readings = poller.poll(&t);
+                let readings = poller.poll(&plan.targets);
                 (poller, readings)
             })
             .await
@@ -397,12 +416,11 @@ impl Engine {
         let mut samples = Vec::with_capacity(readings.len());
         {
             let mut h = self.history.lock().unwrap_or_else(|p| p.into_inner());
-            for ((index, t), r) in targets.iter().zip(readings.iter()) {
-                if self.port_moved(*index, t.port, r) {
+            for ((key, t), r) in plan.keys.iter().zip(&plan.targets).zip(&readings) {
+                if self.port_moved(key.0, key.1, r) {
                     moved.devices.insert(t.dev.clone());
                 }
-                let key = (*index, t.port);
-                samples.push((key, h.port_mut(key).record(tick, period, &r.traffic)));
+                samples.push((*key, h.port_mut(*key).record(tick, period, &r.traffic)));
             }
         }
         self.sink.samples(tick, &samples).await;
