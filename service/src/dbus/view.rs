@@ -173,9 +173,10 @@ pub fn ipoib_view(links: &IpoibLinks<'_>, i: &IpoibState) -> IpoibView {
     let n = &i.snap;
     let mut u = Unreadable::default();
     let attrs = n.ipoib.as_ref();
-    let field_or_missing =
-        |f: Option<&Field<u16>>| f.cloned().unwrap_or(Err(crate::model::AttrError::Missing));
-    let pkey: u16 = u.take("Pkey", &field_or_missing(attrs.map(|a| &a.pkey)));
+    let pkey = match attrs.map(|a| &a.pkey) {
+        Some(f) => u.take("Pkey", f),
+        None => 0,
+    };
     let address = n.address.clone().ok();
     let children = links
         .children
