@@ -241,6 +241,39 @@ async fn root_may_add_and_remove_a_soft_link() -> Result<()> {
         matches!(&reply, Reply::Err(n, _) if n == "InvalidArgument"),
         "{reply:?}"
     );
+
+    // Each other class of bad input: its typed error, and the host unchanged.
+    let before = t.device_names();
+    for (method, args, want) in [
+        (
+            "AddSoftLink",
+            &["sss", "rxe8", "roce", "eth0"][..],
+            "InvalidArgument",
+        ),
+        (
+            "AddSoftLink",
+            &["sss", "rxe8", "rxe", "nosuch0"][..],
+            "NotFound",
+        ),
+        (
+            "AddSoftLink",
+            &["sss", "", "rxe", "eth0"][..],
+            "InvalidArgument",
+        ),
+        ("RemoveSoftLink", &["s", "nosuch"][..], "NotFound"),
+        ("RemoveSoftLink", &["s", "mlx4_1"][..], "InvalidArgument"),
+    ] {
+        let reply = t.manager(None, method, args).await?;
+        assert!(
+            matches!(&reply, Reply::Err(n, _) if n == want),
+            "{method} {args:?}: {reply:?}"
+        );
+        assert_eq!(
+            t.device_names(),
+            before,
+            "{method} {args:?} changed the host"
+        );
+    }
     Ok(())
 }
 
