@@ -48,6 +48,49 @@ impl Guid {
         self.0.to_be_bytes()
     }
 
+    /// A GUID typed by a user, in any of the forms the tools print: sysfs and `ibv_devinfo`
+    /// (`0002:c903:0031:78f2`), ibstat (`0x0002c903003178f2`) or the last 8 bytes of an IPoIB
+    /// hardware address (`00:02:c9:03:00:31:78:f2`). Hex digits in either case.
+    pub fn parse_user(input: &str) -> Result<Guid, GuidFormatError> {
+        let bad = || GuidFormatError(input.to_string());
+        let hex_groups = |s: &str, n: usize, width: usize| -> Option<u64> {
+            let groups: Vec<&str> = s.split(':').collect();
+            if groups.len() != n || groups.iter().any(|g| g.len() != width) {
+                return None;
+            }
+            groups.iter().try_fold(0u64, |acc, g| {
+                if !g.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    return None;
+                }
+                let v = u64::from_str_radix(g, 16).ok()?;
+                Some((acc << (4 * width)) | v)
+            })
+        };
+        if let Some(hex) = input
+            .strip_prefix("0x")
+            .or_else(|| input.strip_prefix("0X"))
+        {
+            if hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return u64::from_str_radix(hex, 16).map(Guid).map_err(|_| bad());
+            }
+            return Err(bad());
+        }
+        hex_groups(input, 4, 4)
+            .or_else(|| hex_groups(input, 8, 2))
+            .map(Guid)
+            .ok_or_else(bad)
+    }
+
+    /// The form of the last 8 bytes of an IPoIB hardware address, lower case, as udev rules
+    /// match it: `00:02:c9:03:00:31:78:f2`.
+    pub fn address_form(self) -> String {
+        self.to_be_bytes()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<Vec<_>>()
+            .join(":")
+    }
+
     /// sysfs / `rdma dev show` form: `04f6:b9ff:fe05:ca57`.
     pub fn colon_form(self) -> String {
         let v = self.0;
@@ -60,6 +103,11 @@ impl Guid {
         )
     }
 }
+
+/// A GUID in none of the accepted forms.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+#[error("{0:?} is not a GUID; write it as 0002:c903:0031:78f2 (sysfs, ibv_devinfo), 0x0002c903003178f2 (ibstat) or 00:02:c9:03:00:31:78:f2 (the end of an IPoIB address)")]
+pub struct GuidFormatError(pub String);
 
 impl std::fmt::Display for Guid {
     /// ibstat form: `0x04f6b9fffe05ca57`.
@@ -96,6 +144,40 @@ mod tests {
             "0x04f6b9fffe05ca57",
         ] {
             assert!(Guid::parse_sysfs(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn user_forms() {
+        let want = Guid(0x0002_c903_0031_78f2);
+        for ok in [
+            "0002:c903:0031:78f2",
+            "0002:C903:0031:78F2",
+            "0x0002c903003178f2",
+            "0X0002C903003178F2",
+            "00:02:c9:03:00:31:78:f2",
+            "00:02:C9:03:00:31:78:F2",
+        ] {
+            assert_eq!(Guid::parse_user(ok), Ok(want), "{ok}");
+        }
+        assert_eq!(want.address_form(), "00:02:c9:03:00:31:78:f2");
+        for bad in [
+            "",
+            "0x2c903003178f2",
+            "0x0002c903003178f2\n",
+            " 0002:c903:0031:78f2",
+            "0002:c903:0031",
+            "0002c903003178f2",
+            "00:02:c9:03:00:31:78",
+            "0:02:c9:03:00:31:78:f2a",
+            "00:02:c9:03:00:31:78:g2",
+            "+002:c903:0031:78f2",
+            "0x+002c903003178f2",
+            "00-02-c9-03-00-31-78-f2",
+            "../../etc/passwd",
+        ] {
+            let e = Guid::parse_user(bad).unwrap_err();
+            assert!(e.to_string().contains("0x0002c903003178f2"), "{bad:?}: {e}");
         }
     }
 

@@ -11,8 +11,12 @@ pub mod guid;
 pub mod names;
 pub mod netdev;
 pub mod port;
+pub mod rdma_rename;
 pub mod roce;
 pub mod softlink;
+pub mod udev_ipoib;
+pub mod udev_rdma_naming;
+pub mod udev_rules;
 
 pub use attr::{AttrError, Field};
 pub use counters::{CounterSnapshot, CounterSource, CounterWidth};
