@@ -14,6 +14,7 @@ use super::{
     files, Host, HostError, HostEvent, NetdevChange, NewIpoibChild, NewLink, NlDevice, NlPort,
     NlSys, Op,
 };
+use crate::model::rdma_rename::RenameSysfs;
 use crate::model::{CounterSnapshot, DeviceSnapshot, NetdevSnapshot, RoceMode};
 
 pub struct LinuxHost {
@@ -98,6 +99,12 @@ impl Host for LinuxHost {
             s.rdma_device_names()
         })
         .await
+    }
+
+    async fn read_rename_sysfs(&self, dev: &str) -> Result<RenameSysfs, HostError> {
+        let dev = dev.to_string();
+        self.blocking(Op::ReadSysfs(dev.clone()), move |s| s.rename_sysfs(&dev))
+            .await
     }
 
     async fn read_device(&self, name: &str) -> Result<DeviceSnapshot, HostError> {

@@ -26,6 +26,7 @@ use tokio::sync::mpsc;
 pub use error::{HostError, Op};
 pub use port_poll::{PollTarget, PortPoller, PortReading, PortSource, TrafficCounters};
 
+use crate::model::rdma_rename::RenameSysfs;
 use crate::model::{
     CounterSnapshot, DeviceSnapshot, Guid, IpoibMode, NetdevSnapshot, RoceMode, SoftLinkType,
 };
@@ -42,6 +43,20 @@ pub struct NlDevice {
     pub cap_flags: Option<u64>,
     pub protocol: Option<String>,
     pub port_count: Option<u32>,
+    /// NAME_ASSIGN_TYPE (Linux 6.11 and later): 1 when user space gave the name (rxe, siw).
+    pub name_assign_type: Option<u8>,
+}
+
+impl NlDevice {
+    /// What rdma_rename takes from this dump: it needs the index, the name and the node GUID.
+    pub fn rename_identity(&self) -> Option<crate::model::rdma_rename::NetlinkIdentity> {
+        Some(crate::model::rdma_rename::NetlinkIdentity {
+            index: self.index,
+            node_guid: self.node_guid?,
+            protocol: self.protocol.clone(),
+            name_assign_type: self.name_assign_type,
+        })
+    }
 }
 
 /// A port as the RDMA netlink PORT_GET dump describes it (what `rdma link show` prints).
@@ -197,6 +212,9 @@ pub trait Host: Send + Sync + 'static {
     async fn read_netdev(&self, name: &str) -> Result<NetdevSnapshot, HostError>;
     /// Whether a kernel module is loaded (`/sys/module/<name>`).
     async fn module_loaded(&self, module: &str) -> Result<bool, HostError>;
+    /// What rdma-core's `rdma_rename` reads in sysfs to name a device (its parent's onboard
+    /// index, bus, PCI function, PF and VFs).
+    async fn read_rename_sysfs(&self, dev: &str) -> Result<RenameSysfs, HostError>;
 
     // ---- configfs (rdma_cm) -----------------------------------------------------------------
 

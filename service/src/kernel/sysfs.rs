@@ -13,6 +13,7 @@ use crate::model::attr::{parse_dec, parse_hex_u32, trim_attr};
 use crate::model::counters::{HW_BYTE_COUNTERS, PMA32_SATURATED};
 use crate::model::device::{parse_gid, GidEntry, GidType, NodeType, PkeyEntry, PortSnapshot};
 use crate::model::netdev::{parse_bool01, uevent_devtype, IpoibAttrs, ARPHRD_INFINIBAND};
+use crate::model::rdma_rename::{PciFunction, PciParent, PhysFn, RenameSysfs};
 use crate::model::{
     AttrError, CounterSnapshot, CounterSource, CounterWidth, DeviceKind, DeviceSnapshot, Errno,
     Field, Guid, HwAddress, IpoibMode, LinkLayer, NetdevSnapshot, PhysState, PortState, Rate,
@@ -77,6 +78,68 @@ fn link_basename(path: &Path) -> Option<String> {
 
 fn read_u64(path: &Path) -> Field<u64> {
     read_parsed(path, parse_dec::<u64>)
+}
+
+/// A file's text as C's `fopen` then `fscanf` would see it: `None` when it cannot be opened,
+/// an empty string when it opened but could not be read.
+fn fopen_text(path: &Path) -> Option<String> {
+    match read_attr(path) {
+        Ok(s) => Some(s),
+        Err(AttrError::Unreadable(e)) if !matches!(e, Errno::EACCES | Errno::EPERM) => {
+            Some(String::new())
+        }
+        Err(_) => None,
+    }
+}
+
+/// PCI_HEADER_TYPE: the byte of config space whose bit 7 marks a multi-function device.
+const PCI_HEADER_TYPE: usize = 0x0e;
+
+/// A PCI function directory as rdma_rename's `fill_pci_info` and `is_pci_multifunction` read
+/// it: the name it resolves to, `ari_enabled`, and config space (the first 64 bytes, which
+/// anyone may read).
+fn pci_function(path: &Path) -> Option<PciFunction> {
+    use std::io::Read;
+    let real = std::fs::canonicalize(path).ok()?;
+    let address = real.file_name()?.to_string_lossy().into_owned();
+    let mut header = [0u8; 64];
+    let header_type = std::fs::File::open(path.join("config"))
+        .and_then(|mut f| f.read_exact(&mut header))
+        .ok()
+        .map(|()| header[PCI_HEADER_TYPE]);
+    Some(PciFunction {
+        address,
+        ari_enabled: fopen_text(&path.join("ari_enabled")),
+        header_type,
+    })
+}
+
+/// The PCI function at `path`, and its PF and the PF's `virtfn<N>` links if it is a VF.
+fn pci_parent(path: &Path) -> Option<PciParent> {
+    let function = pci_function(path)?;
+    let pf_dir = path.join("physfn");
+    let physfn = pf_dir.is_dir().then(|| {
+        let mut virtfns: Vec<(u32, String)> = list_dir(&pf_dir)
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|n| {
+                let number = n.strip_prefix("virtfn")?.parse().ok()?;
+                Some((number, n))
+            })
+            .collect();
+        virtfns.sort();
+        PhysFn {
+            function: pci_function(&pf_dir).unwrap_or_default(),
+            virtfns: virtfns
+                .into_iter()
+                .map(|(_, n)| {
+                    let target = pci_function(&pf_dir.join(&n));
+                    (n, target)
+                })
+                .collect(),
+        }
+    });
+    Some(PciParent { function, physfn })
 }
 
 impl SysRoot {
@@ -170,6 +233,38 @@ impl SysRoot {
             netdevs,
             ports,
         })
+    }
+
+    /// What rdma-core's `rdma_rename` reads about a device's parent to name it (see
+    /// [`crate::model::rdma_rename`]): onboard indices, the bus, an SF's `sfnum`, and the PCI
+    /// function (for an SF the one above its auxiliary device) with its PF if it is a VF.
+    pub fn rename_sysfs(&self, name: &str) -> Result<RenameSysfs, HostError> {
+        let dir = self.device_dir(name);
+        if !dir.is_dir() {
+            return Err(HostError::NotFound(format!("RDMA device {name}")));
+        }
+        let parent = dir.join("device");
+        let subsystem = link_basename(&parent.join("subsystem"));
+        let pci = match subsystem.as_deref() {
+            Some("pci") => pci_parent(&parent),
+            // An SF: named after the PCI function its auxiliary device sits below.
+            Some("auxiliary") => std::fs::canonicalize(&parent)
+                .ok()
+                .and_then(|real| real.parent().and_then(pci_parent)),
+            _ => None,
+        };
+        let out = RenameSysfs {
+            has_parent: parent.is_dir(),
+            subsystem,
+            acpi_index: fopen_text(&parent.join("acpi_index")),
+            smbios_index: fopen_text(&parent.join("index")),
+            sfnum: fopen_text(&parent.join("sfnum")),
+            pci,
+        };
+        if !dir.is_dir() {
+            return Err(HostError::NotFound(format!("RDMA device {name}")));
+        }
+        Ok(out)
     }
 
     /// One port without counters.
@@ -495,5 +590,175 @@ impl SysRoot {
         let path = self.roce_port_dir(dev, port)?.join("default_roce_tos");
         std::fs::write(&path, tos.to_string())
             .map_err(|e| HostError::from_io(Op::Configfs(format!("write {}", path.display())), &e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::sim::{fixtures, SimHost};
+    use crate::kernel::Host;
+    use crate::model::rdma_rename::{rdma_rename, NamingPolicy, NoName, RenameInputs};
+
+    /// Every device of the naming fixture, read by the real readers from the simulated tree,
+    /// named under each policy as rdma_rename would.
+    #[tokio::test]
+    async fn rename_inputs_of_the_naming_host() {
+        let host = SimHost::new(fixtures::naming_host()).unwrap();
+        let nl = host.nl_devices().await.unwrap();
+        let mut got = Vec::new();
+        for name in host.rdma_device_names().await.unwrap() {
+            let inputs = RenameInputs {
+                name: name.clone(),
+                netlink: nl
+                    .iter()
+                    .find(|d| d.name == name)
+                    .and_then(|d| d.rename_identity()),
+                sysfs: host.read_rename_sysfs(&name).await.unwrap(),
+            };
+            let names: Vec<String> = [
+                NamingPolicy::Onboard,
+                NamingPolicy::Pci,
+                NamingPolicy::Guid,
+                NamingPolicy::Fallback,
+            ]
+            .iter()
+            .map(|p| rdma_rename(p, &inputs).unwrap_or_default())
+            .collect();
+            got.push((name, names));
+        }
+        let want = |n: &str, v: [&str; 4]| (n.to_string(), v.map(String::from).to_vec());
+        assert_eq!(
+            got,
+            vec![
+                want("mlx5_0", ["ibo1", "ibp1s0", "ibx946dae0300123450", "ibo1"]),
+                want(
+                    "mlx5_1",
+                    ["", "ibp59s0f0", "ibxb8599f0300d4e62a", "ibp59s0f0"]
+                ),
+                want(
+                    "mlx5_2",
+                    ["", "ibp59s0f0v1", "ibxb8599f0300d4e62c", "ibp59s0f0v1"]
+                ),
+                want(
+                    "mlx5_3",
+                    [
+                        "",
+                        "rocep193s0f0S88",
+                        "rocex00258dfffe7a1058",
+                        "rocep193s0f0S88"
+                    ]
+                ),
+                want("rxe0", ["", "", "", ""]),
+            ]
+        );
+        let sf = host.read_rename_sysfs("mlx5_3").await.unwrap();
+        assert_eq!(sf.subsystem.as_deref(), Some("auxiliary"));
+        assert_eq!(sf.sfnum.as_deref(), Some("88\n"));
+        assert_eq!(
+            sf.pci.map(|p| p.function.address).as_deref(),
+            Some("0000:c1:00.0")
+        );
+        let vf = host.read_rename_sysfs("mlx5_2").await.unwrap();
+        let pf = vf.pci.and_then(|p| p.physfn).unwrap();
+        assert_eq!(pf.function.address, "0000:3b:00.0");
+        assert_eq!(pf.function.header_type, Some(0x80));
+        assert_eq!(pf.virtfns.len(), 1);
+        let rxe = host.read_rename_sysfs("rxe0").await.unwrap();
+        assert!(!rxe.has_parent && rxe.subsystem.is_none() && rxe.pci.is_none());
+        assert!(matches!(
+            host.read_rename_sysfs("nope").await,
+            Err(HostError::NotFound(_))
+        ));
+    }
+
+    /// Before 6.11 the kernel does not say who named a device: NAME_GUID renames rxe too.
+    #[tokio::test]
+    async fn soft_devices_without_name_assign_type() {
+        let mut spec = fixtures::naming_host();
+        spec.kernel.name_assign_type = false;
+        let host = SimHost::new(spec).unwrap();
+        let nl = host.nl_devices().await.unwrap();
+        let rxe = nl.iter().find(|d| d.name == "rxe0").unwrap();
+        assert_eq!(rxe.name_assign_type, None);
+        let inputs = RenameInputs {
+            name: "rxe0".into(),
+            netlink: rxe.rename_identity(),
+            sysfs: host.read_rename_sysfs("rxe0").await.unwrap(),
+        };
+        assert_eq!(
+            rdma_rename(&NamingPolicy::Guid, &inputs).as_deref(),
+            Ok("rocex505400fffe123456")
+        );
+        assert!(matches!(
+            rdma_rename(&NamingPolicy::Fallback, &inputs),
+            Err(NoName::Fallback { .. })
+        ));
+    }
+
+    /// The layout of a real kernel: class entries are links into the device tree, `device`
+    /// and `physfn` are relative links, config space is binary and a VF's bus differs.
+    #[test]
+    fn rename_inputs_from_a_kernel_shaped_tree() {
+        use std::os::unix::fs::symlink;
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let bridge = root.join("sys/devices/pci0000:3a/0000:3a:00.0");
+        let pf = bridge.join("0000:3b:00.0");
+        let vf = bridge.join("0000:3c:00.2");
+        for d in [&pf, &vf] {
+            std::fs::create_dir_all(d).unwrap();
+            symlink("../../../../bus/pci", d.join("subsystem")).unwrap();
+            std::fs::write(d.join("ari_enabled"), "0\n").unwrap();
+        }
+        let mut config = vec![0u8; 256];
+        config[0x0e] = 0x80;
+        std::fs::write(pf.join("config"), &config).unwrap();
+        // Short config space: not multi-function.
+        std::fs::write(vf.join("config"), [0u8; 16]).unwrap();
+        symlink("../0000:3b:00.0", vf.join("physfn")).unwrap();
+        symlink("../0000:3c:00.2", pf.join("virtfn9")).unwrap();
+        symlink("../0000:3b:00.1", pf.join("virtfn10")).unwrap();
+        let ib = vf.join("infiniband/mlx5_9");
+        std::fs::create_dir_all(&ib).unwrap();
+        symlink("../../../0000:3c:00.2", ib.join("device")).unwrap();
+        std::fs::create_dir_all(root.join("sys/class/infiniband")).unwrap();
+        symlink(
+            "../../devices/pci0000:3a/0000:3a:00.0/0000:3c:00.2/infiniband/mlx5_9",
+            root.join("sys/class/infiniband/mlx5_9"),
+        )
+        .unwrap();
+        let s = SysRoot::new(root).rename_sysfs("mlx5_9").unwrap();
+        assert_eq!(s.subsystem.as_deref(), Some("pci"));
+        assert_eq!(s.acpi_index, None);
+        let parent = s.pci.clone().unwrap();
+        assert_eq!(parent.function.address, "0000:3c:00.2");
+        assert_eq!(parent.function.header_type, None);
+        let physfn = parent.physfn.unwrap();
+        assert_eq!(physfn.function.address, "0000:3b:00.0");
+        // virtfn10 points at a function that does not exist: unreadable, listed by number.
+        assert_eq!(
+            physfn
+                .virtfns
+                .iter()
+                .map(|(n, t)| (n.as_str(), t.is_some()))
+                .collect::<Vec<_>>(),
+            [("virtfn9", true), ("virtfn10", false)]
+        );
+        let inputs = RenameInputs {
+            name: "mlx5_9".into(),
+            netlink: Some(crate::model::rdma_rename::NetlinkIdentity {
+                index: 9,
+                node_guid: Guid(1),
+                protocol: Some("ib".into()),
+                name_assign_type: Some(0),
+            }),
+            sysfs: s,
+        };
+        // The VF matches virtfn9 before rdma_rename reaches the broken link.
+        assert_eq!(
+            rdma_rename(&NamingPolicy::Pci, &inputs).as_deref(),
+            Ok("ibp59s0f0v9")
+        );
     }
 }

@@ -56,6 +56,7 @@ pub mod attr {
     pub const STAT_HWCOUNTER_ENTRY_NAME: u16 = 82;
     pub const STAT_HWCOUNTER_ENTRY_VALUE: u16 = 83;
     pub const SYS_COPY_ON_FORK: u16 = 93;
+    pub const NAME_ASSIGN_TYPE: u16 = 101;
     pub const EVENT_TYPE: u16 = 102;
     pub const SYS_MONITOR_MODE: u16 = 103;
 }

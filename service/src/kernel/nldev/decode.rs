@@ -50,6 +50,7 @@ pub fn device_from_body(body: &[u8]) -> Result<NlDevice, WireError> {
         protocol: t.string(a::DEV_PROTOCOL)?,
         // In GET replies PORT_INDEX is the number of ports (rdma_end_port).
         port_count: t.u32(a::PORT_INDEX)?,
+        name_assign_type: t.u8(a::NAME_ASSIGN_TYPE)?,
     })
 }
 
@@ -293,6 +294,7 @@ mod tests {
                 cap_flags: Some(0x1234_5678_9abc),
                 protocol: Some("roce".into()),
                 port_count: Some(1),
+                name_assign_type: None,
             }
         );
         assert_eq!(
@@ -340,9 +342,11 @@ mod tests {
         let mut b = dev_body(1, "rxe0", 1, None);
         a_str(&mut b, 100, "veth0"); // PARENT_NAME
         a_u8(&mut b, 0x3000, 9); // something from the future
+        a_u8(&mut b, a::NAME_ASSIGN_TYPE, 1);
         let mut buf = kmsg(GET, NLM_F_MULTI, 1, &b);
         buf.extend(done(1));
         assert_eq!(decode_devices(&buf).unwrap()[0].name, "rxe0");
+        assert_eq!(decode_devices(&buf).unwrap()[0].name_assign_type, Some(1));
     }
 
     #[test]

@@ -339,6 +339,7 @@ mod tests {
             cap_flags: None,
             protocol: None,
             port_count: Some(1),
+            name_assign_type: None,
         }
     }
 

@@ -4,7 +4,10 @@
 
 use std::net::Ipv6Addr;
 
-use super::model::{HostSpec, SimDevice, SimGid, SimIpoib, SimKernel, SimNetdev, SimPma, SimPort};
+use super::model::{
+    HostSpec, SimDevice, SimGid, SimIpoib, SimKernel, SimNetdev, SimPciPlacement, SimPma, SimPort,
+    SimVf,
+};
 use crate::model::{
     DeviceKind, GidType, Guid, IpoibMode, LinkLayer, NodeType, PhysState, PortState, SoftLinkType,
 };
@@ -239,6 +242,7 @@ fn hca(
         board_id: Some("MT_0000000223".into()),
         parent_netdev: None,
         pci_address: Some(pci.into()),
+        placement: SimPciPlacement::default(),
         protocol: protocol.into(),
         cap_flags: 0x0000_0001_3d97_1c36,
         ports,
@@ -289,7 +293,7 @@ pub fn cx6_ib(
 ) -> (SimDevice, Vec<SimNetdev>) {
     let mut p1 = ib_port(1, guid, "200 Gb/sec (4X HDR)", 0x12, 0x1, 0, 0xa651_e848);
     p1.pkeys = vec![0xffff, 0x8002, 0x8003, 0x7fff];
-    let dev = hca(
+    let mut dev = hca(
         index,
         name,
         pci,
@@ -300,6 +304,8 @@ pub fn cx6_ib(
         "ib",
         vec![p1],
     );
+    // A dual-function card (its second function is the RoCE port of `mlx5_roce`).
+    dev.placement.multifunction = true;
     let parent = ipoib_netdev(first_ifindex, ipoib_name, pci, 1, false, 0x1087, guid, 4096);
     let mut out = vec![parent.clone()];
     for (i, pkey) in [0x8002u16, 0x8003].into_iter().enumerate() {
@@ -342,6 +348,7 @@ pub fn mlx5_roce(index: u32, ifindex: u32) -> (SimDevice, Vec<SimNetdev>) {
         vec![port],
     );
     dev.node_desc = "host01 mlx5_1".into();
+    dev.placement.multifunction = true;
     let mut eth = netdev(ifindex, "enp59s0f1np1", None, mac);
     eth.pci_address = Some(pci.into());
     eth.mtu = 9000;
@@ -366,6 +373,8 @@ pub fn lab_host(release: &str) -> HostSpec {
             // The lab's /init loads every module up front (there is no modprobe to autoload).
             rxe_loaded: true,
             netdev_live_rename: !release.starts_with("6.1."),
+            // NAME_ASSIGN_TYPE came with 6.11.
+            name_assign_type: !release.starts_with("6.1."),
         },
         devices: vec![],
         netdevs: vec![loopback(), veth1, veth0],
@@ -399,6 +408,7 @@ pub fn demo_host() -> HostSpec {
             monitor_mode: false,
             rxe_loaded: true,
             netdev_live_rename: true,
+            name_assign_type: true,
         },
         devices: vec![mlx4, cx6, roce],
         netdevs: nds,
@@ -410,6 +420,108 @@ pub fn demo_host() -> HostSpec {
         &eth0,
     ));
     spec
+}
+
+/// A host for device naming: every way rdma_rename names a device.
+///
+/// - `mlx5_0`: a ConnectX-7 on the motherboard (`0000:01:00.0`, single function, ACPI index
+///   1), InfiniBand, IPoIB `ib0` (NAME_FALLBACK: `ibo1`; NAME_PCI: `ibp1s0`);
+/// - `mlx5_1`: function 0 of a dual-function ConnectX-6 (`0000:3b:00.0`), InfiniBand, IPoIB
+///   `ib1` (`ibp59s0f0`), and `mlx5_2`, its SR-IOV VF 1 at `0000:3b:00.3` (`ibp59s0f0v1`);
+/// - `mlx5_3`: a sub-function (sfnum 88) of the BlueField at `0000:c1:00.0`, RoCE
+///   (`rocep193s0f0S88`);
+/// - `rxe0` over `eth0`, named by the user.
+pub fn naming_host() -> HostSpec {
+    let ib_hca = |index: u32, name: &str, pci: &str, guid: u64| {
+        hca(
+            index,
+            name,
+            pci,
+            "MT4129",
+            "28.39.1002",
+            guid,
+            guid,
+            "ib",
+            vec![ib_port(
+                1,
+                guid,
+                "400 Gb/sec (4X NDR)",
+                0x20 + index,
+                1,
+                0,
+                0xa651_e848,
+            )],
+        )
+    };
+    let mut onboard = ib_hca(0, "mlx5_0", "0000:01:00.0", 0x946d_ae03_0012_3450);
+    onboard.placement.acpi_index = Some("1\n".into());
+    let mut pf = ib_hca(1, "mlx5_1", "0000:3b:00.0", 0xb859_9f03_00d4_e62a);
+    pf.placement.multifunction = true;
+    let mut vf = ib_hca(2, "mlx5_2", "0000:3b:00.3", 0xb859_9f03_00d4_e62c);
+    vf.hca_type = Some("MT4124".into());
+    vf.placement.vf = Some(SimVf {
+        pf: "0000:3b:00.0".into(),
+        number: 1,
+        pf_multifunction: true,
+    });
+    let sf_mac = [0x02, 0x25, 0x8d, 0x7a, 0x10, 0x58];
+    let mut sf = hca(
+        3,
+        "mlx5_3",
+        "0000:c1:00.0",
+        "MT41686",
+        "24.35.2000",
+        Guid::from_mac_eui64(sf_mac).0,
+        Guid::from_mac_eui64(sf_mac).0,
+        "roce",
+        vec![roce_port(
+            1,
+            sf_mac,
+            "en3f0pf0sf88",
+            "100 Gb/sec (4X EDR)",
+            None,
+        )],
+    );
+    sf.placement = SimPciPlacement {
+        multifunction: true,
+        sfnum: Some(88),
+        ..SimPciPlacement::default()
+    };
+    let ib0 = ipoib_netdev(
+        2,
+        "ib0",
+        "0000:01:00.0",
+        1,
+        false,
+        0x1087,
+        0x946d_ae03_0012_3450,
+        4096,
+    );
+    let ib1 = ipoib_netdev(
+        3,
+        "ib1",
+        "0000:3b:00.0",
+        1,
+        false,
+        0x1088,
+        0xb859_9f03_00d4_e62a,
+        4096,
+    );
+    let mut sf_eth = netdev(4, "en3f0pf0sf88", None, sf_mac);
+    // The path of its parent below sys/devices/pci: the SF's auxiliary device.
+    sf_eth.pci_address = Some("0000:c1:00.0/mlx5_core.sf.88".into());
+    let mut eth0 = netdev(5, "eth0", None, [0x52, 0x54, 0x00, 0x12, 0x34, 0x56]);
+    eth0.pci_address = Some("0000:00:03.0".into());
+    let rxe = super::rules::soft_device(4, "rxe0", SoftLinkType::Rxe, &eth0);
+    HostSpec {
+        kernel: SimKernel {
+            release: "naming".into(),
+            rxe_loaded: true,
+            ..SimKernel::default()
+        },
+        devices: vec![onboard, pf, vf, sf, rxe],
+        netdevs: vec![loopback(), ib0, ib1, sf_eth, eth0],
+    }
 }
 
 /// A generated host for benchmarks: `devices` ConnectX-6 HCAs with `ports` InfiniBand ports

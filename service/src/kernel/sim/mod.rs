@@ -21,10 +21,14 @@ use super::{
     files, Host, HostError, HostEvent, NetdevChange, NewIpoibChild, NewLink, NlDevice, NlPort,
     NlSys, Op,
 };
+use crate::model::rdma_rename::RenameSysfs;
 use crate::model::{
     CounterSnapshot, DeviceSnapshot, Errno, NetdevSnapshot, PhysState, PortState, RoceMode,
 };
-pub use model::{HostSpec, SimDevice, SimGid, SimIpoib, SimKernel, SimNetdev, SimPma, SimPort};
+pub use model::{
+    HostSpec, SimDevice, SimGid, SimIpoib, SimKernel, SimNetdev, SimPciPlacement, SimPma, SimPort,
+    SimVf,
+};
 
 /// Operations a fault can be attached to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -454,6 +458,10 @@ impl Host for SimHost {
 
     async fn module_loaded(&self, module: &str) -> Result<bool, HostError> {
         Ok(self.inner.sys.module_loaded(module))
+    }
+
+    async fn read_rename_sysfs(&self, dev: &str) -> Result<RenameSysfs, HostError> {
+        self.inner.sys.rename_sysfs(dev)
     }
 
     async fn roce_mode(&self, dev: &str, port: u32) -> Result<RoceMode, HostError> {

@@ -53,6 +53,36 @@ pub struct SimPort {
     pub roce_types: Vec<GidType>,
 }
 
+/// An SR-IOV virtual function's place under its physical function.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimVf {
+    /// The PF's PCI address.
+    pub pf: String,
+    /// N of the PF's `virtfn<N>` link to this VF.
+    pub number: u32,
+    /// The PF's config space has the multi-function bit.
+    pub pf_multifunction: bool,
+}
+
+/// What sysfs shows of a hardware device's parent beyond its address: what rdma-core's
+/// `rdma_rename` reads to name the device.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SimPciPlacement {
+    /// `acpi_index` of the function (ACPI _DSM), as the file reads.
+    pub acpi_index: Option<String>,
+    /// `index` (SMBIOS type 41), as the file reads.
+    pub smbios_index: Option<String>,
+    /// Header type bit 7 in config space: the device has several functions.
+    pub multifunction: bool,
+    /// `ari_enabled` reads 1.
+    pub ari: bool,
+    /// The function is a VF.
+    pub vf: Option<SimVf>,
+    /// A sub-function: the device's parent is the auxiliary device `mlx5_core.sf.<n>` below
+    /// the PCI function, with this `sfnum`.
+    pub sfnum: Option<u32>,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimDevice {
     /// Kernel device index (cyclic allocation: never reused while the counter has not wrapped).
@@ -69,7 +99,10 @@ pub struct SimDevice {
     pub board_id: Option<String>,
     /// The netdev of a soft device.
     pub parent_netdev: Option<String>,
+    /// The PCI function (for an SF, the one its auxiliary device sits below).
     pub pci_address: Option<String>,
+    /// What rdma_rename reads there.
+    pub placement: SimPciPlacement,
     /// `rdma dev show` protocol: ib, roce, iw.
     pub protocol: String,
     /// IB_DEVICE cap flags as RDMA netlink reports them.
@@ -145,6 +178,8 @@ pub struct SimKernel {
     pub rxe_loaded: bool,
     /// Netdevs can be renamed while up (Linux 6.2 and later); before, EBUSY.
     pub netdev_live_rename: bool,
+    /// RDMA netlink reports NAME_ASSIGN_TYPE (Linux 6.11 and later).
+    pub name_assign_type: bool,
 }
 
 impl Default for SimKernel {
@@ -156,6 +191,7 @@ impl Default for SimKernel {
             monitor_mode: false,
             rxe_loaded: false,
             netdev_live_rename: true,
+            name_assign_type: true,
         }
     }
 }

@@ -4,7 +4,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::model::{SimDevice, SimNetdev, SimPort};
+use super::model::{SimDevice, SimNetdev, SimPciPlacement, SimPort};
 use crate::model::device::gid_sysfs_form;
 use crate::model::netdev::ARPHRD_INFINIBAND;
 use crate::model::{Guid, HwAddress};
@@ -73,11 +73,68 @@ pub fn update_device(root: &Path, dev: &SimDevice) -> io::Result<()> {
         put(&dir.join("parent"), p)?;
     }
     if let Some(pci) = &dev.pci_address {
-        std::fs::create_dir_all(pci_dir(root, pci).join("net"))?;
-        symlink(&format!("../../../devices/pci/{pci}"), &dir.join("device"))?;
+        render_pci_function(root, pci, &dev.placement)?;
+        let parent = match dev.placement.sfnum {
+            // An SF's parent is an auxiliary device below the PCI function.
+            Some(n) => {
+                let aux = format!("{pci}/mlx5_core.sf.{n}");
+                let aux_dir = pci_dir(root, &aux);
+                std::fs::create_dir_all(&aux_dir)?;
+                symlink("../../../../bus/auxiliary", &aux_dir.join("subsystem"))?;
+                put(&aux_dir.join("sfnum"), &n.to_string())?;
+                aux
+            }
+            None => pci.clone(),
+        };
+        std::fs::create_dir_all(pci_dir(root, &parent).join("net"))?;
+        symlink(
+            &format!("../../../devices/pci/{parent}"),
+            &dir.join("device"),
+        )?;
     }
     for port in &dev.ports {
         render_port(&dir.join("ports").join(port.number.to_string()), port)?;
+    }
+    Ok(())
+}
+
+/// The first 64 bytes of a Mellanox function's config space: vendor 0x15b3, and the header
+/// type (offset 0x0e) with bit 7 set for a multi-function device.
+fn config_space(multifunction: bool) -> Vec<u8> {
+    let mut c = vec![0u8; 64];
+    c[0] = 0xb3;
+    c[1] = 0x15;
+    c[0x0e] = if multifunction { 0x80 } else { 0x00 };
+    c
+}
+
+fn render_pci_dir(dir: &Path, multifunction: bool, ari: bool) -> io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    symlink("../../../bus/pci", &dir.join("subsystem"))?;
+    std::fs::write(dir.join("config"), config_space(multifunction))?;
+    put(&dir.join("ari_enabled"), if ari { "1" } else { "0" })
+}
+
+/// A PCI function's directory with what rdma_rename reads there: subsystem, config space,
+/// `ari_enabled`, onboard indices, and for a VF the `physfn` and `virtfn<N>` links.
+fn render_pci_function(root: &Path, pci: &str, pl: &SimPciPlacement) -> io::Result<()> {
+    let dir = pci_dir(root, pci);
+    render_pci_dir(&dir, pl.multifunction, pl.ari)?;
+    for (file, value) in [("acpi_index", &pl.acpi_index), ("index", &pl.smbios_index)] {
+        if let Some(v) = value {
+            std::fs::write(dir.join(file), v)?;
+        }
+    }
+    if let Some(vf) = &pl.vf {
+        let pf = pci_dir(root, &vf.pf);
+        if !pf.join("config").exists() {
+            render_pci_dir(&pf, vf.pf_multifunction, pl.ari)?;
+        }
+        symlink(&format!("../{}", vf.pf), &dir.join("physfn"))?;
+        symlink(
+            &format!("../{pci}"),
+            &pf.join(format!("virtfn{}", vf.number)),
+        )?;
     }
     Ok(())
 }

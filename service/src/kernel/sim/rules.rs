@@ -6,6 +6,7 @@ use super::model::{SimDevice, SimGid, SimIpoib, SimNetdev, SimPort};
 use super::{CmGroup, SimState};
 use crate::kernel::{HostError, NetdevChange, NewIpoibChild, NewLink, NlDevice, NlPort, Op};
 use crate::model::netdev::{ARPHRD_INFINIBAND, IPOIB_FLAGS_RC};
+use crate::model::rdma_rename::NAME_ASSIGN_TYPE_USER;
 use crate::model::{
     DeviceKind, Errno, GidType, Guid, IpoibMode, LinkLayer, NodeType, PhysState, PortState,
     RoceMode, SoftLinkType,
@@ -146,6 +147,11 @@ pub fn nl_devices(st: &SimState) -> Vec<NlDevice> {
             cap_flags: Some(d.cap_flags),
             protocol: Some(d.protocol.clone()),
             port_count: Some(d.ports.len() as u32),
+            // ib_mark_name_assigned_by_user: rxe and siw (rdma link add names them).
+            name_assign_type: st.spec.kernel.name_assign_type.then_some(match d.kind {
+                DeviceKind::Rxe | DeviceKind::Siw => NAME_ASSIGN_TYPE_USER,
+                _ => 0,
+            }),
         })
         .collect();
     v.sort_by_key(|d| d.index);
@@ -357,6 +363,7 @@ pub fn soft_device(index: u32, name: &str, kind: SoftLinkType, nd: &SimNetdev) -
         board_id: None,
         parent_netdev: Some(nd.name.clone()),
         pci_address: None,
+        placement: Default::default(),
         protocol: protocol.into(),
         cap_flags: 0x0000_0000_0ffe_1f2f,
         ports: vec![port],
