@@ -226,6 +226,22 @@ impl SimHost {
         Ok(())
     }
 
+    /// A network interface appears (a driver bound, a cable module inserted), raising
+    /// NetdevAdded. Its ifindex is assigned by the kernel's rule.
+    pub fn plug_netdev(&self, mut nd: SimNetdev) -> Result<(), HostError> {
+        let mut st = self.lock();
+        if st.spec.netdevs.iter().any(|n| n.name == nd.name) {
+            return Err(HostError::kernel(Op::Rtnl("RTM_NEWLINK"), Errno::EEXIST));
+        }
+        nd.ifindex = st.next_ifindex;
+        st.next_ifindex += 1;
+        render::render_netdev(self.root(), &nd).map_err(Self::render_err)?;
+        let name = nd.name.clone();
+        st.spec.netdevs.push(nd);
+        Self::emit(&mut st, HostEvent::NetdevAdded { name });
+        Ok(())
+    }
+
     /// Changes a port's state (a cable pulled, an SM appearing); raises RdmaChanged.
     pub fn set_port_state(
         &self,
