@@ -194,6 +194,16 @@ impl SimHost {
         self.lock().faults.push(Fault::Delay(op, d));
     }
 
+    /// Everything the simulated kernel holds (devices, netdevs, rdma_cm settings and groups),
+    /// as text: equal snapshots before and after a refused call show it changed nothing.
+    pub fn kernel_snapshot(&self) -> String {
+        let st = self.lock();
+        format!(
+            "{:#?}\nroce {:?}\ncm_groups {:?}",
+            st.spec, st.roce, st.cm_groups
+        )
+    }
+
     /// Removes a file of the rendered tree (a vanished attribute). `rel` is relative to the
     /// root, e.g. `sys/class/infiniband/mlx5_0/ports/1/rate`.
     pub fn vanish_file(&self, rel: &str) -> std::io::Result<()> {
