@@ -315,7 +315,19 @@ impl Engine {
         let result = if wanted.everything {
             self.forget
                 .extend(self.state.devices.values().map(|d| d.name().to_string()));
-            self.state.refresh_all(host.as_ref()).await
+            // Lost events (an overflow) may have carried appearances: find them by comparing.
+            let before = self.state.present_names();
+            let r = self.state.refresh_all(host.as_ref()).await;
+            let after = self.state.present_names();
+            wanted
+                .appeared
+                .devices
+                .extend(after.0.difference(&before.0).map(|(_, n)| n.clone()));
+            wanted
+                .appeared
+                .netdevs
+                .extend(after.1.difference(&before.1).map(|(_, n)| n.clone()));
+            r
         } else {
             let mut dirty = Dirty::default();
             let mut r = Ok(());

@@ -73,6 +73,21 @@ impl HostState {
         self.devices.values().find(|d| d.name() == name)
     }
 
+    /// (index, name) of every device and of every IPoIB interface: a pair that is new after a
+    /// re-read is something that appeared.
+    pub fn present_names(&self) -> (BTreeSet<(u32, String)>, BTreeSet<(u32, String)>) {
+        (
+            self.devices
+                .values()
+                .map(|d| (d.index, d.name().to_string()))
+                .collect(),
+            self.ipoib
+                .values()
+                .map(|i| (i.ifindex, i.snap.name.clone()))
+                .collect(),
+        )
+    }
+
     /// Reads everything.
     pub async fn read(host: &dyn Host) -> Result<HostState, HostError> {
         let mut st = HostState::default();
