@@ -51,6 +51,12 @@ pub trait Manager {
     fn sample_interval_us(&self) -> zbus::Result<u64>;
     #[zbus(property)]
     fn history_length(&self) -> zbus::Result<u32>;
+    /// Remembered soft links: (name, type, network interface).
+    #[zbus(property)]
+    fn soft_links(&self) -> zbus::Result<Vec<(String, String, String)>>;
+    /// Unusable files under /etc/rdma-manager, with the reason.
+    #[zbus(property)]
+    fn config_errors(&self) -> zbus::Result<std::collections::HashMap<String, String>>;
 }
 
 #[proxy(

@@ -7,6 +7,7 @@
 //!   [`kernel::sim::SimHost`] that follows the kernel's rules and error codes.
 //! - [`ibstat`]: rdma-core `ibstat` compatible rendering of a host snapshot.
 
+pub mod config;
 pub mod dbus;
 pub mod engine;
 pub mod ibstat;

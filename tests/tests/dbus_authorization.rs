@@ -3,15 +3,10 @@
 //! method (found by introspection, so a method added later is covered without editing this
 //! test) and nothing changes, and the shipped example rule grants group `rdma`.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use rdma_manager_dbus::{BUS_NAME, ROOT_PATH};
-use rdma_manager_tests::bus::{
-    busctl_call, skip_reason, BusConfig, Credentials, PolkitConfig, PrivateBus, PrivatePolkit,
-    Reply, UserDb,
-};
-use rdma_manager_tests::service::{attr, own_interfaces, serve_sim, ServedSim};
-use rdma_managerd::engine::EngineConfig;
-use rdma_managerd::kernel::sim::{fixtures, SimHost};
+use rdma_manager_tests::bus::{skip_reason, Credentials, PolkitConfig, PrivateBus, Reply};
+use rdma_manager_tests::service::{attr, own_interfaces, SystemSetup as Setup};
 
 /// Methods that only read; every other method of our interfaces must ask polkit.
 const READ_ONLY: [&str; 2] = ["GetThroughputHistory", "GetCounters"];
@@ -23,67 +18,6 @@ macro_rules! require_harness {
             return Ok(());
         }
     };
-}
-
-struct Setup {
-    users: UserDb,
-    bus: PrivateBus,
-    _polkit: PrivatePolkit,
-    sim: SimHost,
-    _service: ServedSim,
-}
-
-impl Setup {
-    async fn new(in_group: bool, config: PolkitConfig) -> Result<Setup> {
-        let users = UserDb::new(in_group)?;
-        let bus = BusConfig::system()
-            .with_rdma_manager_policy()
-            .users(&users)
-            .start()?;
-        let polkit = PrivatePolkit::start(&bus, &users, &config).await?;
-        let sim = SimHost::new(fixtures::demo_host())?;
-        let service = serve_sim(&bus, &sim, EngineConfig::default())
-            .await
-            .context("serving")?;
-        Ok(Setup {
-            users,
-            bus,
-            _polkit: polkit,
-            sim,
-            _service: service,
-        })
-    }
-
-    async fn call(
-        &self,
-        who: Option<&Credentials>,
-        path: &str,
-        iface: &str,
-        method: &str,
-        args: &[&str],
-    ) -> Result<Reply> {
-        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        busctl_call(&self.bus, who, true, path, iface, method, &args).await
-    }
-
-    /// A method of the root object's manager interface.
-    async fn manager(
-        &self,
-        who: Option<&Credentials>,
-        method: &str,
-        args: &[&str],
-    ) -> Result<Reply> {
-        self.call(who, ROOT_PATH, BUS_NAME, method, args).await
-    }
-
-    fn device_names(&self) -> Vec<String> {
-        self.sim
-            .spec()
-            .devices
-            .iter()
-            .map(|d| d.name.clone())
-            .collect()
-    }
 }
 
 /// (object, interface, method, input signature) of every method of our interfaces on the
@@ -140,11 +74,28 @@ async fn our_methods(bus: &PrivateBus) -> Result<Vec<(String, String, String, St
 /// busctl arguments of some type-correct value for each signature character.
 fn dummy_args(sig: &str) -> Vec<String> {
     let mut v = vec![sig.to_string()];
-    for c in sig.chars() {
+    let mut chars = sig.chars().peekable();
+    while let Some(c) = chars.next() {
         v.push(match c {
             's' => "rxe7".into(),
             'o' => "/".into(),
             'b' => "false".into(),
+            // An empty array: skip its element type (one basic type or a `{..}`/`(..)` group).
+            'a' => {
+                let mut depth = 0;
+                for e in chars.by_ref() {
+                    match e {
+                        '{' | '(' => depth += 1,
+                        '}' | ')' => depth -= 1,
+                        'a' => continue,
+                        _ => {}
+                    }
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                "0".into()
+            }
             _ => "1".into(),
         });
     }

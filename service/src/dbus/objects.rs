@@ -99,6 +99,10 @@ bus_object! {
         sample_interval_us as "SampleIntervalUs": u64,
         /// Samples of history kept per port.
         history_length as "HistoryLength": u32,
+        /// Soft links the daemon remembers and re-creates (name, type rxe or siw, network interface), from soft-links.toml.
+        soft_links as "SoftLinks": Vec<(String, String, String)>,
+        /// Persisted files under /etc/rdma-manager that cannot be used, with the reason; changes in their area are refused until they are fixed.
+        config_errors as "ConfigErrors": HashMap<String, String>,
     }
     methods {
         /// Creates a Soft-RoCE (`rxe`) or Soft-iWARP (`siw`) device over a network interface,

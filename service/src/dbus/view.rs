@@ -6,6 +6,7 @@
 //! string or zero, and the object's `Unreadable` property says which and why, so a client can
 //! tell "LID 0" from "LID unknown".
 
+use crate::config::ConfigError;
 use std::collections::HashMap;
 
 use rdma_manager_dbus::{device_path, ipoib_path, port_path};
@@ -243,5 +244,32 @@ pub fn root_view(st: &HostState, simulated: bool, tick_us: u64) -> RootView {
             .collect(),
         sample_interval_us: tick_us,
         history_length: crate::engine::history::HISTORY_TICKS as u32,
+        soft_links: st
+            .config
+            .soft_links
+            .as_ref()
+            .map(|s| {
+                s.links
+                    .iter()
+                    .map(|l| {
+                        (
+                            l.name.clone(),
+                            l.kind.as_str().to_string(),
+                            l.netdev.clone(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+        config_errors: st
+            .config
+            .errors()
+            .into_iter()
+            .map(|e| match e {
+                ConfigError::Malformed { path, .. }
+                | ConfigError::Unreadable { path, .. }
+                | ConfigError::Unwritable { path, .. } => (path.clone(), e.to_string()),
+            })
+            .collect(),
     }
 }

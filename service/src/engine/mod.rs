@@ -10,6 +10,9 @@
 pub mod clock;
 pub mod history;
 mod ops;
+mod ops_soft_links;
+mod persist;
+mod restore;
 pub mod state;
 
 use std::collections::BTreeSet;
@@ -17,6 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use futures::future::BoxFuture;
 use tokio::sync::{mpsc, oneshot};
 use tracing::{debug, info, warn};
 
@@ -57,67 +61,40 @@ impl Default for EngineConfig {
     }
 }
 
-/// Requests to the engine.
-enum Command {
-    AddSoftLink {
-        name: String,
-        kind: String,
-        netdev: String,
-        reply: oneshot::Sender<Result<u32, OpError>>,
-    },
-    RemoveSoftLink {
-        name: String,
-        reply: oneshot::Sender<Result<(), OpError>>,
-    },
-}
+/// A request to the engine: runs on the engine task with exclusive access to its state, so
+/// mutations are serialised and each sees the result of the one before. Each feature's
+/// operations build jobs in their own `ops_*` file through [`EngineHandle::call`].
+type Job = Box<dyn for<'a> FnOnce(&'a mut Engine) -> BoxFuture<'a, ()> + Send>;
 
 /// The bus layer's handle on the engine.
 #[derive(Clone)]
 pub struct EngineHandle {
-    commands: mpsc::Sender<Command>,
+    commands: mpsc::Sender<Job>,
     history: Arc<Mutex<History>>,
     pub clock: TickClock,
     pub host: Arc<dyn Host>,
 }
 
 impl EngineHandle {
-    /// Creates an rxe or siw device (`rdma link add NAME type TYPE netdev NETDEV`); returns
-    /// the new device's kernel index once it is published.
-    pub async fn add_soft_link(
-        &self,
-        name: &str,
-        kind: &str,
-        netdev: &str,
-    ) -> Result<u32, OpError> {
+    /// Runs `op` on the engine task, after every job sent before it, and returns its result.
+    pub(crate) async fn call<T, F>(&self, op: F) -> Result<T, OpError>
+    where
+        T: Send + 'static,
+        F: for<'a> FnOnce(&'a mut Engine) -> BoxFuture<'a, Result<T, OpError>> + Send + 'static,
+    {
         let (reply, rx) = oneshot::channel();
-        self.send(Command::AddSoftLink {
-            name: name.to_string(),
-            kind: kind.to_string(),
-            netdev: netdev.to_string(),
-            reply,
-        })
-        .await?;
-        rx.await
-            .map_err(|_| OpError::Failed("the engine stopped".into()))?
-    }
-
-    /// Removes an rxe or siw device (`rdma link delete NAME`).
-    pub async fn remove_soft_link(&self, name: &str) -> Result<(), OpError> {
-        let (reply, rx) = oneshot::channel();
-        self.send(Command::RemoveSoftLink {
-            name: name.to_string(),
-            reply,
-        })
-        .await?;
-        rx.await
-            .map_err(|_| OpError::Failed("the engine stopped".into()))?
-    }
-
-    async fn send(&self, c: Command) -> Result<(), OpError> {
+        let job: Job = Box::new(move |engine: &mut Engine| {
+            Box::pin(async move {
+                let r = op(engine).await;
+                let _ = reply.send(r);
+            })
+        });
         self.commands
-            .send(c)
+            .send(job)
             .await
-            .map_err(|_| OpError::Failed("the engine stopped".into()))
+            .map_err(|_| OpError::Failed("the engine stopped".into()))?;
+        rx.await
+            .map_err(|_| OpError::Failed("the engine stopped".into()))?
     }
 
     /// A port's recorded samples, oldest first.
@@ -147,8 +124,15 @@ pub async fn start(
     // Subscribe before the first read so that nothing between the two is missed.
     let events = host.subscribe().await?;
     let t = std::time::Instant::now();
-    let mut state = HostState::default();
-    let dirty = state.refresh_all(host.as_ref()).await?;
+    let mut state = HostState {
+        config: crate::config::Desired::load(host.as_ref()).await,
+        ..HostState::default()
+    };
+    for e in state.config.errors() {
+        warn!(error = %e, "persisted configuration is unusable; nothing from it is re-applied");
+    }
+    let mut dirty = state.refresh_all(host.as_ref()).await?;
+    dirty.config = true;
     let read_ms = t.elapsed().as_secs_f64() * 1e3;
     sink.publish(&state, &dirty).await;
     release_freed_memory();
@@ -214,7 +198,7 @@ impl PollPlan {
     }
 }
 
-struct Engine {
+pub(crate) struct Engine {
     host: Arc<dyn Host>,
     sink: Arc<dyn Sink>,
     config: EngineConfig,
@@ -233,27 +217,35 @@ struct Wanted {
     devices: BTreeSet<String>,
     netdevs: BTreeSet<String>,
     everything: bool,
+    /// Names that appeared (added, or renamed to): what was persisted for them is re-applied.
+    appeared: restore::Appeared,
 }
 
 impl Wanted {
     fn add(&mut self, ev: HostEvent) {
         match ev {
-            HostEvent::RdmaAdded { name }
-            | HostEvent::RdmaRemoved { name }
-            | HostEvent::RdmaChanged { name } => {
+            HostEvent::RdmaAdded { name } => {
+                self.appeared.devices.insert(name.clone());
+                self.devices.insert(name);
+            }
+            HostEvent::RdmaRemoved { name } | HostEvent::RdmaChanged { name } => {
                 self.devices.insert(name);
             }
             HostEvent::RdmaRenamed { old, new } => {
                 self.devices.insert(old);
+                self.appeared.devices.insert(new.clone());
                 self.devices.insert(new);
             }
-            HostEvent::NetdevAdded { name }
-            | HostEvent::NetdevRemoved { name }
-            | HostEvent::NetdevChanged { name } => {
+            HostEvent::NetdevAdded { name } => {
+                self.appeared.netdevs.insert(name.clone());
+                self.netdevs.insert(name);
+            }
+            HostEvent::NetdevRemoved { name } | HostEvent::NetdevChanged { name } => {
                 self.netdevs.insert(name);
             }
             HostEvent::NetdevRenamed { old, new } => {
                 self.netdevs.insert(old);
+                self.appeared.netdevs.insert(new.clone());
                 self.netdevs.insert(new);
             }
             HostEvent::Overflow { source } => {
@@ -268,8 +260,11 @@ impl Engine {
     async fn run(
         mut self,
         mut events: mpsc::UnboundedReceiver<HostEvent>,
-        mut commands: mpsc::Receiver<Command>,
+        mut commands: mpsc::Receiver<Job>,
     ) {
+        // What the kernel forgot (at boot, or while the daemon was stopped) is re-applied
+        // before any request is served.
+        self.restore(&restore::Appeared::start()).await;
         let mut ticker = tokio::time::interval(self.config.tick);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let mut events_open = true;
@@ -291,8 +286,8 @@ impl Engine {
                     }
                 },
                 _ = ticker.tick() => self.tick().await,
-                cmd = commands.recv() => match cmd {
-                    Some(cmd) => self.command(cmd).await,
+                job = commands.recv() => match job {
+                    Some(job) => job(&mut self).await,
                     None => break,
                 },
             }
@@ -320,7 +315,19 @@ impl Engine {
         let result = if wanted.everything {
             self.forget
                 .extend(self.state.devices.values().map(|d| d.name().to_string()));
-            self.state.refresh_all(host.as_ref()).await
+            // Lost events (an overflow) may have carried appearances: find them by comparing.
+            let before = self.state.present_names();
+            let r = self.state.refresh_all(host.as_ref()).await;
+            let after = self.state.present_names();
+            wanted
+                .appeared
+                .devices
+                .extend(after.0.difference(&before.0).map(|(_, n)| n.clone()));
+            wanted
+                .appeared
+                .netdevs
+                .extend(after.1.difference(&before.1).map(|(_, n)| n.clone()));
+            r
         } else {
             let mut dirty = Dirty::default();
             let mut r = Ok(());
@@ -353,6 +360,9 @@ impl Engine {
         }
         if wanted.everything {
             release_freed_memory();
+        }
+        if !wanted.appeared.is_empty() {
+            self.restore(&wanted.appeared).await;
         }
     }
 
@@ -440,24 +450,6 @@ impl Engine {
             return false;
         };
         p.state != r.state || p.phys_state != r.phys_state || p.lid != r.lid || p.sm_lid != r.sm_lid
-    }
-
-    async fn command(&mut self, cmd: Command) {
-        match cmd {
-            Command::AddSoftLink {
-                name,
-                kind,
-                netdev,
-                reply,
-            } => {
-                let r = self.add_soft_link(&name, &kind, &netdev).await;
-                let _ = reply.send(r);
-            }
-            Command::RemoveSoftLink { name, reply } => {
-                let r = self.remove_soft_link(&name).await;
-                let _ = reply.send(r);
-            }
-        }
     }
 
     /// Re-reads the named devices after a change and publishes before the caller is answered,

@@ -44,16 +44,19 @@ pub struct IpoibState {
 pub struct Dirty {
     pub devices: BTreeSet<u32>,
     pub ipoib: BTreeSet<u32>,
+    /// The persisted configuration changed (root properties derived from it).
+    pub config: bool,
 }
 
 impl Dirty {
     pub fn is_empty(&self) -> bool {
-        self.devices.is_empty() && self.ipoib.is_empty()
+        self.devices.is_empty() && self.ipoib.is_empty() && !self.config
     }
 
     pub fn merge(&mut self, other: Dirty) {
         self.devices.extend(other.devices);
         self.ipoib.extend(other.ipoib);
+        self.config |= other.config;
     }
 }
 
@@ -61,11 +64,28 @@ impl Dirty {
 pub struct HostState {
     pub devices: BTreeMap<u32, DeviceState>,
     pub ipoib: BTreeMap<u32, IpoibState>,
+    /// What the daemon has persisted (and re-applies), as last loaded or saved.
+    pub config: crate::config::Desired,
 }
 
 impl HostState {
     pub fn device_by_name(&self, name: &str) -> Option<&DeviceState> {
         self.devices.values().find(|d| d.name() == name)
+    }
+
+    /// (index, name) of every device and of every IPoIB interface: a pair that is new after a
+    /// re-read is something that appeared.
+    pub fn present_names(&self) -> (BTreeSet<(u32, String)>, BTreeSet<(u32, String)>) {
+        (
+            self.devices
+                .values()
+                .map(|d| (d.index, d.name().to_string()))
+                .collect(),
+            self.ipoib
+                .values()
+                .map(|i| (i.ifindex, i.snap.name.clone()))
+                .collect(),
+        )
     }
 
     /// Reads everything.

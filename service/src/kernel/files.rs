@@ -10,6 +10,8 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
+    // /etc/rdma-manager is made by the package; a hand install may lack it.
+    std::fs::create_dir_all(dir)?;
     let mut tmp = tempfile::Builder::new()
         .prefix(".rdma-manager-")
         .tempfile_in(dir)?;

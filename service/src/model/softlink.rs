@@ -1,11 +1,12 @@
 //! Soft RDMA links (Soft-RoCE `rxe`, Soft-iWARP `siw`) and the meaning of the kernel's
 //! refusals of `RDMA_NLDEV_CMD_NEWLINK`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::Errno;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum SoftLinkType {
     Rxe,
     Siw,

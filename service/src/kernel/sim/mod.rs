@@ -198,6 +198,16 @@ impl SimHost {
         self.lock().faults.push(Fault::Delay(op, d));
     }
 
+    /// Everything the simulated kernel holds (devices, netdevs, rdma_cm settings and groups),
+    /// as text: equal snapshots before and after a refused call show it changed nothing.
+    pub fn kernel_snapshot(&self) -> String {
+        let st = self.lock();
+        format!(
+            "{:#?}\nroce {:?}\ncm_groups {:?}",
+            st.spec, st.roce, st.cm_groups
+        )
+    }
+
     /// Removes a file of the rendered tree (a vanished attribute). `rel` is relative to the
     /// root, e.g. `sys/class/infiniband/mlx5_0/ports/1/rate`.
     pub fn vanish_file(&self, rel: &str) -> std::io::Result<()> {
@@ -227,6 +237,22 @@ impl SimHost {
         let name = dev.name.clone();
         st.spec.devices.push(dev);
         Self::emit(&mut st, HostEvent::RdmaAdded { name });
+        Ok(())
+    }
+
+    /// A network interface appears (a driver bound, a cable module inserted), raising
+    /// NetdevAdded. Its ifindex is assigned by the kernel's rule.
+    pub fn plug_netdev(&self, mut nd: SimNetdev) -> Result<(), HostError> {
+        let mut st = self.lock();
+        if st.spec.netdevs.iter().any(|n| n.name == nd.name) {
+            return Err(HostError::kernel(Op::Rtnl("RTM_NEWLINK"), Errno::EEXIST));
+        }
+        nd.ifindex = st.next_ifindex;
+        st.next_ifindex += 1;
+        render::render_netdev(self.root(), &nd).map_err(Self::render_err)?;
+        let name = nd.name.clone();
+        st.spec.netdevs.push(nd);
+        Self::emit(&mut st, HostEvent::NetdevAdded { name });
         Ok(())
     }
 

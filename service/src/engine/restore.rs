@@ -1,0 +1,51 @@
+//! Re-applying what was persisted: at start, and when a device or network interface appears
+//! (added, or renamed to a name). Each area looks only at what appeared, so a change the user
+//! made by hand to something already present is left alone until it appears again.
+//!
+//! A restore that fails is logged and not retried until the thing appears again: nothing here
+//! answers a caller, and a failing step must not turn into a loop.
+
+use std::collections::BTreeSet;
+
+use super::Engine;
+
+/// What appeared since the last restore.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Appeared {
+    /// Daemon start: everything present counts as appeared.
+    pub start: bool,
+    /// RDMA device names.
+    pub devices: BTreeSet<String>,
+    /// Network interface names.
+    pub netdevs: BTreeSet<String>,
+}
+
+impl Appeared {
+    pub fn start() -> Appeared {
+        Appeared {
+            start: true,
+            ..Appeared::default()
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        !self.start && self.devices.is_empty() && self.netdevs.is_empty()
+    }
+
+    #[allow(dead_code)] // used by the RoCE and IPoIB areas
+    pub fn device(&self, name: &str) -> bool {
+        self.start || self.devices.contains(name)
+    }
+
+    pub fn netdev(&self, name: &str) -> bool {
+        self.start || self.netdevs.contains(name)
+    }
+}
+
+impl Engine {
+    /// Re-applies every area for what appeared. Soft links go first: a restored link is a
+    /// device that appears, and its RoCE settings follow on its add event.
+    pub(super) async fn restore(&mut self, appeared: &Appeared) {
+        self.restore_soft_links(appeared).await;
+    }
+}

@@ -1,0 +1,270 @@
+//! The bad-input suite: every mutating method, against each class of bad input (empty, too
+//! long, wrong characters, `../` and `/`, quotes and newlines, out-of-range numbers, unknown or
+//! vanished objects, a device unplugged mid-call, two conflicting calls at once), answers with
+//! its typed error and leaves both the simulated kernel and every file under /etc as they
+//! were. Calls go through busctl, the real bus and real polkitd, as root.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::Result;
+use rdma_manager_dbus::ROOT_PATH;
+use rdma_manager_tests::bus::{skip_reason, PolkitConfig, Reply};
+use rdma_manager_tests::service::SystemSetup;
+use rdma_managerd::kernel::sim::SimOp;
+
+macro_rules! require_harness {
+    () => {
+        if let Some(reason) = skip_reason() {
+            eprintln!("skipping: {reason}");
+            return Ok(());
+        }
+    };
+}
+
+/// Every file under the simulated host's /etc, with its bytes.
+fn etc_files(root: &Path) -> BTreeMap<String, Vec<u8>> {
+    fn walk(dir: &Path, root: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, root, out);
+            } else if let Ok(bytes) = std::fs::read(&p) {
+                let rel = p.strip_prefix(root).unwrap_or(&p).display().to_string();
+                out.insert(rel, bytes);
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(&root.join("etc"), root, &mut out);
+    out
+}
+
+/// The kernel and the disk, to compare before and after a refused call.
+#[derive(PartialEq)]
+struct World {
+    kernel: String,
+    etc: BTreeMap<String, Vec<u8>>,
+}
+
+impl std::fmt::Debug for World {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let etc: Vec<String> = self
+            .etc
+            .iter()
+            .map(|(k, v)| format!("{k}: {}", String::from_utf8_lossy(v)))
+            .collect();
+        write!(f, "{}\n{}", self.kernel, etc.join("\n"))
+    }
+}
+
+fn world(t: &SystemSetup) -> World {
+    World {
+        kernel: t.sim.kernel_snapshot(),
+        etc: etc_files(t.sim.root()),
+    }
+}
+
+/// One refused call: (object path, interface suffix or "" for the root interface, method,
+/// busctl signature and arguments, the error name wanted).
+pub struct Case {
+    pub path: String,
+    pub iface: &'static str,
+    pub method: &'static str,
+    pub args: Vec<String>,
+    pub want: &'static str,
+}
+
+fn case(
+    path: &str,
+    iface: &'static str,
+    method: &'static str,
+    args: &[&str],
+    want: &'static str,
+) -> Case {
+    Case {
+        path: path.to_string(),
+        iface,
+        method,
+        args: args.iter().map(|s| s.to_string()).collect(),
+        want,
+    }
+}
+
+/// Runs every case and checks the error name and that nothing changed.
+async fn refused(t: &SystemSetup, cases: &[Case]) -> Result<()> {
+    let mut failures = Vec::new();
+    for c in cases {
+        let before = world(t);
+        let iface = if c.iface.is_empty() {
+            rdma_manager_dbus::BUS_NAME.to_string()
+        } else {
+            format!("{}.{}", rdma_manager_dbus::BUS_NAME, c.iface)
+        };
+        let args: Vec<&str> = c.args.iter().map(String::as_str).collect();
+        let reply = t.call(None, &c.path, &iface, c.method, &args).await?;
+        let label = format!("{} {}.{}({:?})", c.path, iface, c.method, c.args);
+        match &reply {
+            Reply::Err(name, msg) if name == c.want => {
+                assert!(
+                    !msg.trim().is_empty(),
+                    "{label}: an error without a sentence"
+                );
+            }
+            other => failures.push(format!("{label}: wanted {}, got {other:?}", c.want)),
+        }
+        let after = world(t);
+        if after != before {
+            failures.push(format!(
+                "{label} changed something:\nbefore {before:?}\nafter {after:?}"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    Ok(())
+}
+
+/// Names that no RDMA device or network interface may have, one per class.
+fn bad_names() -> Vec<(&'static str, String)> {
+    vec![
+        ("empty", String::new()),
+        ("too long for a netdev", "x".repeat(16)),
+        ("too long for an RDMA device", "x".repeat(64)),
+        ("slash", "a/b".into()),
+        ("parent directory", "../etc".into()),
+        ("dot-dot", "..".into()),
+        ("double quote", "a\"b".into()),
+        ("single quote", "a'b".into()),
+        ("newline", "a\nb".into()),
+        ("space", "a b".into()),
+        ("glob", "ib*".into()),
+        ("percent template", "rxe%d".into()),
+        ("udev operator", "x\",RUN+=\"/bin/sh".into()),
+        ("non-ASCII", "ïb0".into()),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn soft_link_methods_refuse_bad_input_and_change_nothing() -> Result<()> {
+    require_harness!();
+    let t = SystemSetup::new(false, PolkitConfig::rdma_manager()).await?;
+    let mut cases = Vec::new();
+    for (_, bad) in bad_names() {
+        // A bad link name (except the 16-byte one, a valid RDMA name over a taken netdev).
+        if bad.len() != 16 {
+            cases.push(case(
+                ROOT_PATH,
+                "",
+                "AddSoftLink",
+                &["sss", &bad, "rxe", "eth0"],
+                "InvalidArgument",
+            ));
+            cases.push(case(
+                ROOT_PATH,
+                "",
+                "RemoveSoftLink",
+                &["s", &bad],
+                "InvalidArgument",
+            ));
+        }
+        // A bad netdev name.
+        if bad.len() != 64 {
+            cases.push(case(
+                ROOT_PATH,
+                "",
+                "AddSoftLink",
+                &["sss", "rxe5", "rxe", &bad],
+                "InvalidArgument",
+            ));
+        }
+    }
+    for bad_type in ["", "RXE", "roce", "rxe ", "siw\n", "../rxe"] {
+        cases.push(case(
+            ROOT_PATH,
+            "",
+            "AddSoftLink",
+            &["sss", "rxe5", bad_type, "eth0"],
+            "InvalidArgument",
+        ));
+    }
+    // Unknown or taken objects.
+    cases.push(case(
+        ROOT_PATH,
+        "",
+        "AddSoftLink",
+        &["sss", "rxe5", "rxe", "nosuch0"],
+        "NotFound",
+    ));
+    cases.push(case(
+        ROOT_PATH,
+        "",
+        "AddSoftLink",
+        &["sss", "mlx4_1", "siw", "eth0"],
+        "AlreadyExists",
+    ));
+    cases.push(case(
+        ROOT_PATH,
+        "",
+        "RemoveSoftLink",
+        &["s", "nosuch"],
+        "NotFound",
+    ));
+    cases.push(case(
+        ROOT_PATH,
+        "",
+        "RemoveSoftLink",
+        &["s", "mlx4_1"],
+        "InvalidArgument",
+    ));
+    refused(&t, &cases).await?;
+
+    // A device unplugged mid-call: the kernel call finds it gone.
+    t.sim.unplug_during_next(SimOp::DeleteLink, "rxe0");
+    let etc = etc_files(t.sim.root());
+    let reply = t.manager(None, "RemoveSoftLink", &["s", "rxe0"]).await?;
+    assert!(
+        matches!(&reply, Reply::Err(n, _) if n == "NotFound"),
+        "{reply:?}"
+    );
+    assert_eq!(etc_files(t.sim.root()), etc, "nothing written");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn conflicting_soft_link_calls_are_serialised() -> Result<()> {
+    require_harness!();
+    let t = SystemSetup::new(false, PolkitConfig::rdma_manager()).await?;
+    // rxe0 is over eth0: remove it, then race two adds of different names over eth0.
+    let reply = t.manager(None, "RemoveSoftLink", &["s", "rxe0"]).await?;
+    assert!(matches!(reply, Reply::Ok(_)), "{reply:?}");
+    let (a, b) = tokio::join!(
+        t.manager(None, "AddSoftLink", &["sss", "rxe_a", "rxe", "eth0"]),
+        t.manager(None, "AddSoftLink", &["sss", "rxe_b", "rxe", "eth0"]),
+    );
+    let (a, b) = (a?, b?);
+    let won: Vec<&str> = [("rxe_a", &a), ("rxe_b", &b)]
+        .iter()
+        .filter(|(_, r)| matches!(r, Reply::Ok(_)))
+        .map(|(n, _)| *n)
+        .collect();
+    assert_eq!(won.len(), 1, "exactly one wins: {a:?} {b:?}");
+    let lost = if won[0] == "rxe_a" { &b } else { &a };
+    assert!(
+        matches!(lost, Reply::Err(n, _) if n == "AlreadyExists"),
+        "{lost:?}"
+    );
+    let file = t
+        .etc_file("/etc/rdma-manager/soft-links.toml")
+        .expect("persisted");
+    assert!(file.contains(won[0]), "{file}");
+    assert!(
+        !file.contains(if won[0] == "rxe_a" { "rxe_b" } else { "rxe_a" }),
+        "{file}"
+    );
+    let names = t.device_names();
+    assert!(names.contains(&won[0].to_string()), "{names:?}");
+    Ok(())
+}
