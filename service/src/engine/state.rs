@@ -60,6 +60,9 @@ impl Dirty {
     }
 }
 
+/// Objects by (kernel index or ifindex, name).
+pub type NamedKeys = BTreeSet<(u32, String)>;
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct HostState {
     pub devices: BTreeMap<u32, DeviceState>,
@@ -75,7 +78,7 @@ impl HostState {
 
     /// (index, name) of every device and of every IPoIB interface: a pair that is new after a
     /// re-read is something that appeared.
-    pub fn present_names(&self) -> (BTreeSet<(u32, String)>, BTreeSet<(u32, String)>) {
+    pub fn present_names(&self) -> (NamedKeys, NamedKeys) {
         (
             self.devices
                 .values()
