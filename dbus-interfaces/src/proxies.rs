@@ -35,6 +35,14 @@ pub trait Manager {
         netdev: &str,
     ) -> zbus::Result<OwnedObjectPath>;
     fn remove_soft_link(&self, name: &str) -> zbus::Result<()>;
+    fn set_ipoib_name(&self, port_guid: &str, name: &str, apply_now: bool) -> zbus::Result<()>;
+    fn remove_ipoib_name(&self, port_guid: &str) -> zbus::Result<()>;
+    fn set_rdma_naming_policy(&self, policy: &str, apply_now: bool) -> zbus::Result<()>;
+    fn set_rdma_fixed_name(&self, node_guid: &str, name: &str, apply_now: bool)
+        -> zbus::Result<()>;
+    fn remove_rdma_fixed_name(&self, node_guid: &str) -> zbus::Result<()>;
+    /// (device, policy, name or empty, active, reason).
+    fn preview_rdma_names(&self) -> zbus::Result<Vec<(String, String, String, bool, String)>>;
 
     #[zbus(signal)]
     fn throughput_sampled(&self, time_us: u64, samples: Vec<PortSample>) -> zbus::Result<()>;
@@ -57,6 +65,16 @@ pub trait Manager {
     /// Unusable files under /etc/rdma-manager, with the reason.
     #[zbus(property)]
     fn config_errors(&self) -> zbus::Result<std::collections::HashMap<String, String>>;
+    /// IPoIB naming rules: (port GUID, name, managed, line).
+    #[zbus(property)]
+    fn ipoib_names(&self) -> zbus::Result<Vec<(String, String, bool, u32)>>;
+    #[zbus(property)]
+    fn rdma_naming_policy(&self) -> zbus::Result<String>;
+    #[zbus(property)]
+    fn rdma_naming_policy_source(&self) -> zbus::Result<String>;
+    /// Fixed RDMA device names: (node GUID, name, managed, line).
+    #[zbus(property)]
+    fn rdma_fixed_names(&self) -> zbus::Result<Vec<(String, String, bool, u32)>>;
 }
 
 #[proxy(
@@ -65,6 +83,8 @@ pub trait Manager {
     gen_blocking = false
 )]
 pub trait Device {
+    /// Renames the device now (`rdma dev set NAME name NEW`).
+    fn rename(&self, new_name: &str) -> zbus::Result<()>;
     #[zbus(property)]
     fn index(&self) -> zbus::Result<u32>;
     #[zbus(property)]

@@ -9,7 +9,7 @@ use rdma_manager_tests::bus::{skip_reason, Credentials, PolkitConfig, PrivateBus
 use rdma_manager_tests::service::{attr, own_interfaces, SystemSetup as Setup};
 
 /// Methods that only read; every other method of our interfaces must ask polkit.
-const READ_ONLY: [&str; 2] = ["GetThroughputHistory", "GetCounters"];
+const READ_ONLY: [&str; 3] = ["GetThroughputHistory", "GetCounters", "PreviewRdmaNames"];
 
 macro_rules! require_harness {
     () => {

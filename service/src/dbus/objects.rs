@@ -101,8 +101,16 @@ bus_object! {
         history_length as "HistoryLength": u32,
         /// Soft links the daemon remembers and re-creates (name, type rxe or siw, network interface), from soft-links.toml.
         soft_links as "SoftLinks": Vec<(String, String, String)>,
-        /// Persisted files under /etc/rdma-manager that cannot be used, with the reason; changes in their area are refused until they are fixed.
+        /// Persisted files under /etc/rdma-manager, and udev rules files the daemon manages, that cannot be used, with the reason; changes in their area are refused until they are fixed.
         config_errors as "ConfigErrors": HashMap<String, String>,
+        /// IPoIB naming rules of /etc/udev/rules.d/70-persistent-ipoib.rules: (port GUID as ibstat prints it, interface name, managed by rdma-managerd, line number). Rules not managed are the users' own and are never rewritten.
+        ipoib_names as "IpoibNames": Vec<(String, String, bool, u32)>,
+        /// The RDMA device naming policy udev applies when a device is added: NAME_KERNEL, NAME_ONBOARD, NAME_PCI, NAME_GUID or NAME_FALLBACK.
+        rdma_naming_policy as "RdmaNamingPolicy": String,
+        /// The rules file the policy is read from (the override in /etc/udev/rules.d or rdma-core's file); empty when none exists and rdma-core's default is assumed.
+        rdma_naming_policy_source as "RdmaNamingPolicySource": String,
+        /// Fixed RDMA device names (NAME_FIXED) in the rules file RdmaNamingPolicySource names: (node GUID as ibstat prints it, name, managed by rdma-managerd, line number).
+        rdma_fixed_names as "RdmaFixedNames": Vec<(String, String, bool, u32)>,
     }
     methods {
         /// Creates a Soft-RoCE (`rxe`) or Soft-iWARP (`siw`) device over a network interface,
@@ -136,6 +144,97 @@ bus_object! {
                 .remove_soft_link(name)
                 .await
                 .map_err(super::errors::op_error)
+        }
+
+        /// Gives the IPoIB interface of the port with this GUID (0002:c903:0031:78f2, 0x0002c903003178f2 or 00:02:c9:03:00:31:78:f2) a persistent name in 70-persistent-ipoib.rules, and renames the interface now if apply_now is true.
+        async fn set_ipoib_name(
+            &self,
+            port_guid: &str,
+            name: &str,
+            apply_now: bool,
+            #[zbus(header)] header: Header<'_>,
+        ) -> Result<(), Error> {
+            self.ctx.authorize(&header, Action::ManageNaming).await?;
+            self.ctx
+                .engine()?
+                .set_ipoib_name(port_guid, name, apply_now)
+                .await
+                .map_err(super::errors::op_error)
+        }
+
+        /// Removes the persistent name rdma-managerd gave a port's IPoIB interface; the interface keeps its current name until it is added again.
+        async fn remove_ipoib_name(
+            &self,
+            port_guid: &str,
+            #[zbus(header)] header: Header<'_>,
+        ) -> Result<(), Error> {
+            self.ctx.authorize(&header, Action::ManageNaming).await?;
+            self.ctx
+                .engine()?
+                .remove_ipoib_name(port_guid)
+                .await
+                .map_err(super::errors::op_error)
+        }
+
+        /// Sets the naming policy of RDMA devices (NAME_KERNEL, NAME_ONBOARD, NAME_PCI, NAME_GUID, NAME_FALLBACK) in the override of 60-rdma-persistent-naming.rules; with apply_now, renames present devices to the names the policy gives them.
+        async fn set_rdma_naming_policy(
+            &self,
+            policy: &str,
+            apply_now: bool,
+            #[zbus(header)] header: Header<'_>,
+        ) -> Result<(), Error> {
+            self.ctx.authorize(&header, Action::ManageNaming).await?;
+            self.ctx
+                .engine()?
+                .set_rdma_naming_policy(policy, apply_now)
+                .await
+                .map_err(super::errors::op_error)
+        }
+
+        /// Gives the RDMA device with this node GUID a fixed name (NAME_FIXED) in the override; with apply_now, renames it now.
+        async fn set_rdma_fixed_name(
+            &self,
+            node_guid: &str,
+            name: &str,
+            apply_now: bool,
+            #[zbus(header)] header: Header<'_>,
+        ) -> Result<(), Error> {
+            self.ctx.authorize(&header, Action::ManageNaming).await?;
+            self.ctx
+                .engine()?
+                .set_rdma_fixed_name(node_guid, name, apply_now)
+                .await
+                .map_err(super::errors::op_error)
+        }
+
+        /// Removes the fixed name rdma-managerd gave a device; the policy names it from its next addition.
+        async fn remove_rdma_fixed_name(
+            &self,
+            node_guid: &str,
+            #[zbus(header)] header: Header<'_>,
+        ) -> Result<(), Error> {
+            self.ctx.authorize(&header, Action::ManageNaming).await?;
+            self.ctx
+                .engine()?
+                .remove_rdma_fixed_name(node_guid)
+                .await
+                .map_err(super::errors::op_error)
+        }
+
+        /// For every RDMA device and every policy (and its fixed name, if it has one): (device, policy, the name rdma_rename gives, or empty, true for what the rules in force do when the device is next added, the reason there is no name or what to know about it).
+        async fn preview_rdma_names(
+            &self,
+        ) -> Result<Vec<(String, String, String, bool, String)>, Error> {
+            let rows = self
+                .ctx
+                .engine()?
+                .preview_rdma_names()
+                .await
+                .map_err(super::errors::op_error)?;
+            Ok(rows
+                .into_iter()
+                .map(|r| (r.device, r.policy, r.name, r.active, r.reason))
+                .collect())
         }
 
         /// One tick's throughput of every port: the tick's time (µs since the epoch) and per
@@ -192,7 +291,22 @@ bus_object! {
         /// Attributes the kernel did not give, with the reason (missing, read failed: EINVAL, malformed ...); their properties show empty or zero.
         unreadable as "Unreadable": HashMap<String, String>,
     }
-    methods {}
+    methods {
+        /// Renames the device now, as `rdma dev set NAME name NEW` does; the kernel forgets it when the device is added again (SetRdmaFixedName persists a name).
+        async fn rename(
+            &self,
+            new_name: &str,
+            #[zbus(header)] header: Header<'_>,
+        ) -> Result<(), Error> {
+            self.ctx.authorize(&header, Action::ManageNaming).await?;
+            let index = self.view.read().unwrap_or_else(|p| p.into_inner()).index;
+            self.ctx
+                .engine()?
+                .rename_device(index, new_name)
+                .await
+                .map_err(super::errors::op_error)
+        }
+    }
 }
 
 bus_object! {

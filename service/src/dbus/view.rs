@@ -270,6 +270,21 @@ pub fn root_view(st: &HostState, simulated: bool, tick_us: u64) -> RootView {
                 | ConfigError::Unreadable { path, .. }
                 | ConfigError::Unwritable { path, .. } => (path.clone(), e.to_string()),
             })
+            .chain(st.naming.errors.clone())
+            .collect(),
+        ipoib_names: st
+            .naming
+            .ipoib_rules
+            .iter()
+            .map(|r| (r.port_guid.to_string(), r.name.clone(), r.managed, r.line))
+            .collect(),
+        rdma_naming_policy: st.naming.policy.clone(),
+        rdma_naming_policy_source: st.naming.policy_source.clone(),
+        rdma_fixed_names: st
+            .naming
+            .fixed
+            .iter()
+            .map(|(g, n, m, l)| (g.to_string(), n.clone(), *m, *l))
             .collect(),
     }
 }

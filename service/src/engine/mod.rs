@@ -10,6 +10,7 @@
 pub mod clock;
 pub mod history;
 mod ops;
+mod ops_naming;
 mod ops_soft_links;
 mod persist;
 mod restore;
@@ -27,6 +28,7 @@ use tracing::{debug, info, warn};
 pub use clock::TickClock;
 pub use history::{History, Sample};
 pub use ops::OpError;
+pub use ops_naming::NamingState;
 pub use state::{DeviceState, Dirty, HostState, IpoibState};
 
 use crate::kernel::{Host, HostEvent, PollTarget, PortPoller, PortReading};
@@ -131,6 +133,7 @@ pub async fn start(
     for e in state.config.errors() {
         warn!(error = %e, "persisted configuration is unusable; nothing from it is re-applied");
     }
+    state.naming = ops_naming::load_naming(host.as_ref()).await;
     let mut dirty = state.refresh_all(host.as_ref()).await?;
     dirty.config = true;
     let read_ms = t.elapsed().as_secs_f64() * 1e3;
@@ -359,6 +362,8 @@ impl Engine {
             Err(e) => warn!(error = %e, "re-reading the host failed; keeping the last state"),
         }
         if wanted.everything {
+            // Rules files edited by hand are noticed at the periodic re-read.
+            self.refresh_naming().await;
             release_freed_memory();
         }
         if !wanted.appeared.is_empty() {

@@ -37,7 +37,9 @@ impl OpError {
                 Errno::EINVAL => OpError::InvalidArgument(e.to_string()),
                 _ => OpError::Failed(e.to_string()),
             },
-            HostError::Protocol { .. } => OpError::Failed(e.to_string()),
+            HostError::Protocol { .. } | HostError::Command { .. } => {
+                OpError::Failed(e.to_string())
+            }
         }
     }
 }

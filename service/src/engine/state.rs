@@ -69,6 +69,8 @@ pub struct HostState {
     pub ipoib: BTreeMap<u32, IpoibState>,
     /// What the daemon has persisted (and re-applies), as last loaded or saved.
     pub config: crate::config::Desired,
+    /// The udev naming rules, as last read.
+    pub naming: super::NamingState,
 }
 
 impl HostState {

@@ -18,6 +18,8 @@ pub enum Op {
     Rtnl(&'static str),
     Uevents,
     File(String),
+    /// `udevadm control --reload`.
+    UdevReload,
 }
 
 impl std::fmt::Display for Op {
@@ -34,6 +36,7 @@ impl std::fmt::Display for Op {
             Op::Rtnl(what) => write!(f, "rtnetlink {what}"),
             Op::Uevents => write!(f, "watching kernel events"),
             Op::File(p) => write!(f, "file {p}"),
+            Op::UdevReload => write!(f, "udevadm control --reload"),
         }
     }
 }
@@ -55,6 +58,9 @@ pub enum HostError {
     /// A request was refused before reaching the kernel.
     #[error("invalid request: {0}")]
     Invalid(String),
+    /// A helper program failed (its exit status and what it printed).
+    #[error("{op} failed: {reason}")]
+    Command { op: Op, reason: String },
 }
 
 impl HostError {
@@ -92,6 +98,7 @@ impl HostError {
             HostError::Unsupported { .. } => "Unsupported".into(),
             HostError::Protocol { .. } => "Protocol".into(),
             HostError::Invalid(_) => "Invalid".into(),
+            HostError::Command { .. } => "Command".into(),
         }
     }
 }

@@ -17,15 +17,34 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
         .tempfile_in(dir)?;
     tmp.write_all(contents)?;
     tmp.as_file().sync_all()?;
-    // Keep the mode of the file being replaced; new files get 0644 (rules files are read by udev).
-    let mode = std::fs::metadata(path)
-        .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()))
+    // Keep the mode of the regular file being replaced; new files get 0644 (rules files are
+    // read by udev). Not the mode of what a link points at: a rules file masked with a link
+    // to /dev/null would hand its 0666 to the file that replaces the link.
+    let mode = std::fs::symlink_metadata(path)
+        .ok()
+        .filter(|m| m.file_type().is_file())
+        .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o7777)
         .unwrap_or(0o644);
     std::fs::set_permissions(
         tmp.path(),
         std::os::unix::fs::PermissionsExt::from_mode(mode),
     )?;
     tmp.persist(path).map_err(|e| e.error)?;
+    std::fs::File::open(dir)?.sync_all()
+}
+
+/// Removes a file; one that does not exist is fine. The directory is synced so the removal
+/// survives a crash like a write does.
+pub fn remove_optional(path: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    }
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     std::fs::File::open(dir)?.sync_all()
 }
 
@@ -62,8 +81,33 @@ mod tests {
     }
 
     #[test]
-    fn missing_directory_is_an_error_not_a_panic() {
+    fn a_link_to_dev_null_is_replaced_by_a_0644_file() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(write_atomic(&dir.path().join("nope/file"), b"x").is_err());
+        let p = dir.path().join("60-rdma-persistent-naming.rules");
+        std::os::unix::fs::symlink("/dev/null", &p).unwrap();
+        write_atomic(&p, b"rule\n").unwrap();
+        let meta = std::fs::symlink_metadata(&p).unwrap();
+        assert!(meta.file_type().is_file());
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o777,
+            0o644
+        );
+        remove_optional(&p).unwrap();
+        remove_optional(&p).unwrap();
+        assert_eq!(read_optional(&p).unwrap(), None);
+    }
+
+    #[test]
+    fn missing_directory_is_made_and_an_impossible_one_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        write_atomic(&dir.path().join("made/file"), b"x").unwrap();
+        assert_eq!(
+            read_optional(&dir.path().join("made/file"))
+                .unwrap()
+                .as_deref(),
+            Some(&b"x"[..])
+        );
+        // A directory that cannot exist (a regular file is in its place) is an error.
+        assert!(write_atomic(&dir.path().join("made/file/below"), b"x").is_err());
     }
 }

@@ -17,6 +17,9 @@ use super::{
 use crate::model::rdma_rename::RenameSysfs;
 use crate::model::{CounterSnapshot, DeviceSnapshot, NetdevSnapshot, RoceMode};
 
+/// udevd's control socket: it exists while udevd runs.
+pub const UDEV_CONTROL: &str = "/run/udev/control";
+
 pub struct LinuxHost {
     sys: SysRoot,
     rtnl: OnceCell<Rtnl>,
@@ -289,6 +292,38 @@ impl Host for LinuxHost {
                 .map_err(|e| HostError::from_io(Op::File(p.display().to_string()), &e))
         })
         .await
+    }
+
+    async fn remove_file(&self, path: &Path) -> Result<(), HostError> {
+        let p = path.to_path_buf();
+        self.blocking(Op::File(p.display().to_string()), move |_| {
+            files::remove_optional(&p)
+                .map_err(|e| HostError::from_io(Op::File(p.display().to_string()), &e))
+        })
+        .await
+    }
+
+    async fn reload_udev_rules(&self) -> Result<bool, HostError> {
+        if !Path::new(UDEV_CONTROL).exists() {
+            return Ok(false);
+        }
+        let out = tokio::process::Command::new("udevadm")
+            .args(["control", "--reload"])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .await
+            .map_err(|e| HostError::Command {
+                op: Op::UdevReload,
+                reason: format!("cannot run udevadm: {e}"),
+            })?;
+        if !out.status.success() {
+            let said = String::from_utf8_lossy(&out.stderr).trim().to_string();
+            return Err(HostError::Command {
+                op: Op::UdevReload,
+                reason: format!("{} ({said})", out.status),
+            });
+        }
+        Ok(true)
     }
 
     async fn write_file_atomic(&self, path: &Path, contents: &[u8]) -> Result<(), HostError> {

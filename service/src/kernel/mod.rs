@@ -258,6 +258,11 @@ pub trait Host: Send + Sync + 'static {
 
     /// Reads a file; `Ok(None)` when it does not exist.
     async fn read_file(&self, path: &std::path::Path) -> Result<Option<Vec<u8>>, HostError>;
+    /// Removes a file; one that does not exist is not an error.
+    async fn remove_file(&self, path: &std::path::Path) -> Result<(), HostError>;
+    /// Tells udevd to re-read its rules (`udevadm control --reload`) when it runs (its control
+    /// socket `/run/udev/control` exists); `Ok(false)` when no udevd runs.
+    async fn reload_udev_rules(&self) -> Result<bool, HostError>;
     /// Replaces a file atomically: temp file in the same directory, fsync, rename, fsync dir.
     async fn write_file_atomic(
         &self,

@@ -44,6 +44,8 @@ pub enum SimOp {
     RenameNetdev,
     DeleteNetdev,
     WriteFile,
+    RemoveFile,
+    ReloadUdev,
 }
 
 #[derive(Debug, Clone)]
@@ -71,6 +73,8 @@ pub(crate) struct SimState {
     cm_groups: Vec<CmGroup>,
     faults: Vec<Fault>,
     subscribers: Vec<mpsc::UnboundedSender<HostEvent>>,
+    /// `udevadm control --reload` calls made while udevd ran.
+    udev_reloads: u32,
 }
 
 struct Inner {
@@ -125,6 +129,7 @@ impl SimHost {
             cm_groups: Vec::new(),
             faults: Vec::new(),
             subscribers: Vec::new(),
+            udev_reloads: 0,
         };
         let host = SimHost {
             inner: Arc::new(Inner {
@@ -206,6 +211,25 @@ impl SimHost {
             "{:#?}\nroce {:?}\ncm_groups {:?}",
             st.spec, st.roce, st.cm_groups
         )
+    }
+
+    /// Starts or stops the simulated udevd: its control socket `run/udev/control` under the
+    /// root exists while it runs.
+    pub fn set_udevd_running(&self, running: bool) -> std::io::Result<()> {
+        let control = self.sys_path(Path::new(super::linux::UDEV_CONTROL));
+        if running {
+            if let Some(dir) = control.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            std::fs::write(control, b"")
+        } else {
+            files::remove_optional(&control)
+        }
+    }
+
+    /// How many times udevd was told to reload its rules.
+    pub fn udev_reloads(&self) -> u32 {
+        self.lock().udev_reloads
     }
 
     /// Removes a file of the rendered tree (a vanished attribute). `rel` is relative to the
@@ -681,6 +705,33 @@ impl Host for SimHost {
         let p = self.sys_path(path);
         files::read_optional(&p)
             .map_err(|e| HostError::from_io(Op::File(path.display().to_string()), &e))
+    }
+
+    async fn remove_file(&self, path: &Path) -> Result<(), HostError> {
+        {
+            let mut st = self.lock();
+            self.take_fault(&mut st, SimOp::RemoveFile)?;
+        }
+        files::remove_optional(&self.sys_path(path))
+            .map_err(|e| HostError::from_io(Op::File(path.display().to_string()), &e))
+    }
+
+    async fn reload_udev_rules(&self) -> Result<bool, HostError> {
+        let mut st = self.lock();
+        if let Err(e) = self.take_fault(&mut st, SimOp::ReloadUdev) {
+            return Err(HostError::Command {
+                op: Op::UdevReload,
+                reason: format!("exit status: 1 ({e})"),
+            });
+        }
+        if !self
+            .sys_path(Path::new(super::linux::UDEV_CONTROL))
+            .exists()
+        {
+            return Ok(false);
+        }
+        st.udev_reloads += 1;
+        Ok(true)
     }
 
     async fn write_file_atomic(&self, path: &Path, contents: &[u8]) -> Result<(), HostError> {

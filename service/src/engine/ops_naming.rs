@@ -1,0 +1,672 @@
+//! Persistent names: IPoIB interface names in `70-persistent-ipoib.rules`, the RDMA device
+//! naming policy and fixed names in the override of `60-rdma-persistent-naming.rules`, the
+//! preview of what each policy names each device, and renaming a device now.
+//!
+//! Every change follows the same steps: validate (nothing touched), rename in the kernel when
+//! asked to apply now, write the rules file, tell udevd to reload, publish. A step that fails
+//! undoes the ones before it (names renamed back, the file's previous bytes put back), so the
+//! files and the kernel are as they were.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use serde::Serialize;
+use tracing::{info, warn};
+
+use crate::kernel::{Host, HostError};
+use crate::model::names::{validate_netdev_name, validate_rdma_name};
+use crate::model::rdma_rename::{RenameInputs, NAME_ASSIGN_TYPE_USER};
+use crate::model::udev_ipoib::{
+    IpoibNameRule, IpoibRuleChange, IpoibRuleError, IpoibRulesFile, IPOIB_RULES_PATH,
+};
+use crate::model::udev_rdma_naming::{
+    attr_lookup, preview, NamingRuleError, NamingRules, PreviewDevice, PreviewRow,
+    NAMING_OVERRIDE_PATH, NAMING_VENDOR_PATHS,
+};
+use crate::model::{Errno, Field, Guid, LinkLayer};
+
+use super::{DeviceState, Dirty, Engine, EngineHandle, OpError};
+
+/// What the naming rules say, as last read; shown on the root object.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct NamingState {
+    /// Every IPoIB naming rule of 70-persistent-ipoib.rules, the daemon's and the users'.
+    pub ipoib_rules: Vec<IpoibNameRule>,
+    /// The RDMA naming policy in force (NAME_FALLBACK, ...).
+    pub policy: String,
+    /// The rules file it comes from; empty when none was found (rdma-core's default).
+    pub policy_source: String,
+    /// Fixed device names of that file: (node GUID, name, managed, line).
+    pub fixed: Vec<(Guid, String, bool, u32)>,
+    /// Rules files that cannot be read or changed, with the reason.
+    pub errors: BTreeMap<String, String>,
+}
+
+impl EngineHandle {
+    /// Gives the IPoIB interface of the port with this GUID a persistent name, and renames it
+    /// now if `apply_now`.
+    pub async fn set_ipoib_name(
+        &self,
+        port_guid: &str,
+        name: &str,
+        apply_now: bool,
+    ) -> Result<(), OpError> {
+        let (guid, name) = (port_guid.to_string(), name.to_string());
+        self.call(move |e| Box::pin(async move { e.set_ipoib_name(&guid, &name, apply_now).await }))
+            .await
+    }
+
+    /// Removes the daemon's persistent name for a port's IPoIB interface.
+    pub async fn remove_ipoib_name(&self, port_guid: &str) -> Result<(), OpError> {
+        let guid = port_guid.to_string();
+        self.call(move |e| Box::pin(async move { e.remove_ipoib_name(&guid).await }))
+            .await
+    }
+
+    /// Sets the host's RDMA device naming policy, and renames devices now if `apply_now`.
+    pub async fn set_rdma_naming_policy(
+        &self,
+        policy: &str,
+        apply_now: bool,
+    ) -> Result<(), OpError> {
+        let policy = policy.to_string();
+        self.call(move |e| {
+            Box::pin(async move { e.set_rdma_naming_policy(&policy, apply_now).await })
+        })
+        .await
+    }
+
+    /// Gives the device with this node GUID a fixed name (NAME_FIXED).
+    pub async fn set_rdma_fixed_name(
+        &self,
+        node_guid: &str,
+        name: &str,
+        apply_now: bool,
+    ) -> Result<(), OpError> {
+        let (guid, name) = (node_guid.to_string(), name.to_string());
+        self.call(move |e| {
+            Box::pin(async move { e.set_rdma_fixed_name(&guid, &name, apply_now).await })
+        })
+        .await
+    }
+
+    /// Removes the daemon's fixed name of a device.
+    pub async fn remove_rdma_fixed_name(&self, node_guid: &str) -> Result<(), OpError> {
+        let guid = node_guid.to_string();
+        self.call(move |e| Box::pin(async move { e.remove_rdma_fixed_name(&guid).await }))
+            .await
+    }
+
+    /// For every device, the name each policy gives it, the one in force marked.
+    pub async fn preview_rdma_names(&self) -> Result<Vec<PreviewRow>, OpError> {
+        self.call(|e| Box::pin(async move { e.preview_rdma_names().await }))
+            .await
+    }
+
+    /// Renames an RDMA device now (`rdma dev set OLD name NEW`); not persisted.
+    pub async fn rename_device(&self, index: u32, new_name: &str) -> Result<(), OpError> {
+        let name = new_name.to_string();
+        self.call(move |e| Box::pin(async move { e.rename_device_now(index, &name).await }))
+            .await
+    }
+}
+
+fn parse_guid(what: &str, s: &str) -> Result<Guid, OpError> {
+    Guid::parse_user(s).map_err(|e| OpError::InvalidArgument(format!("{e} ({what})")))
+}
+
+fn ipoib_error(e: IpoibRuleError) -> OpError {
+    let m = e.to_string();
+    match e {
+        IpoibRuleError::BadGuid(_) | IpoibRuleError::BadName { .. } => OpError::InvalidArgument(m),
+        IpoibRuleError::NameTaken { .. } | IpoibRuleError::UserRule { .. } => {
+            OpError::AlreadyExists(m)
+        }
+        IpoibRuleError::NotNamed(_) => OpError::NotFound(m),
+        IpoibRuleError::UnmanagedRemoval { .. } => OpError::InvalidArgument(m),
+        IpoibRuleError::Block(_) => OpError::Failed(m),
+    }
+}
+
+fn naming_error(e: NamingRuleError) -> OpError {
+    let m = e.to_string();
+    match e {
+        NamingRuleError::UnknownPolicy(_)
+        | NamingRuleError::BadGuid(_)
+        | NamingRuleError::BadName { .. } => OpError::InvalidArgument(m),
+        NamingRuleError::UserPolicyRule { .. }
+        | NamingRuleError::UserFixedRule { .. }
+        | NamingRuleError::NameTaken { .. } => OpError::AlreadyExists(m),
+        NamingRuleError::NotFixed(_) => OpError::NotFound(m),
+        NamingRuleError::Block(_) => OpError::Failed(m),
+    }
+}
+
+/// The same error with more said at the end (what an undo did).
+fn with_suffix(e: OpError, more: &str) -> OpError {
+    match e {
+        OpError::InvalidArgument(m) => OpError::InvalidArgument(m + more),
+        OpError::NotFound(m) => OpError::NotFound(m + more),
+        OpError::NotSupported(m) => OpError::NotSupported(m + more),
+        OpError::AlreadyExists(m) => OpError::AlreadyExists(m + more),
+        OpError::Busy(m) => OpError::Busy(m + more),
+        OpError::Failed(m) => OpError::Failed(m + more),
+    }
+}
+
+fn file_error(path: &str, e: HostError) -> OpError {
+    OpError::Failed(format!(
+        "{path} could not be read: {e}; nothing was changed"
+    ))
+}
+
+/// The naming rules in force: the override, else the shipped file, else rdma-core's default;
+/// with the path they come from.
+async fn active_naming(host: &dyn Host) -> Result<(NamingRules, Option<String>), OpError> {
+    for path in std::iter::once(NAMING_OVERRIDE_PATH).chain(NAMING_VENDOR_PATHS) {
+        let bytes = host
+            .read_file(Path::new(path))
+            .await
+            .map_err(|e| file_error(path, e))?;
+        if let Some(b) = bytes {
+            return Ok((NamingRules::parse(Some(&b)), Some(path.to_string())));
+        }
+    }
+    Ok((NamingRules::rdma_core_default(), None))
+}
+
+/// Reads the naming rules files.
+pub(super) async fn load_naming(host: &dyn Host) -> NamingState {
+    let mut st = NamingState::default();
+    match host.read_file(Path::new(IPOIB_RULES_PATH)).await {
+        Ok(bytes) => {
+            let f = IpoibRulesFile::parse(bytes.as_deref());
+            if let Err(e) = f.render() {
+                st.errors.insert(IPOIB_RULES_PATH.into(), e.to_string());
+            }
+            st.ipoib_rules = f.rules().to_vec();
+        }
+        Err(e) => {
+            st.errors.insert(IPOIB_RULES_PATH.into(), e.to_string());
+        }
+    }
+    match active_naming(host).await {
+        Ok((rules, source)) => {
+            if source.as_deref() == Some(NAMING_OVERRIDE_PATH) {
+                if let Err(e) = rules.render() {
+                    st.errors.insert(NAMING_OVERRIDE_PATH.into(), e.to_string());
+                }
+            }
+            st.policy = rules.host_policy().keyword().to_string();
+            st.policy_source = source.unwrap_or_default();
+            st.fixed = rules.fixed_names();
+        }
+        Err(e) => {
+            st.errors.insert(NAMING_OVERRIDE_PATH.into(), e.to_string());
+        }
+    }
+    st
+}
+
+/// The sysfs attributes udev rule conditions may test, from a device's snapshot.
+fn device_attrs(d: &DeviceState) -> BTreeMap<String, String> {
+    let s = &d.snap;
+    let mut a = BTreeMap::new();
+    let mut put = |k: &str, v: &Field<String>| {
+        if let Ok(v) = v {
+            a.insert(k.to_string(), v.clone());
+        }
+    };
+    put("board_id", &s.board_id);
+    put("hca_type", &s.hca_type);
+    put("hw_rev", &s.hw_rev);
+    put("fw_ver", &s.fw_ver);
+    put("node_desc", &s.node_desc);
+    if let Ok(g) = &s.node_guid {
+        a.insert("node_guid".into(), g.colon_form());
+    }
+    if let Ok(g) = &s.sys_image_guid {
+        a.insert("sys_image_guid".into(), g.colon_form());
+    }
+    if let Ok(t) = &s.node_type {
+        a.insert(
+            "node_type".into(),
+            format!("{}: {}", t.number(), t.sysfs_name()),
+        );
+    }
+    a
+}
+
+/// What renaming an RDMA device to `name` got back from the kernel, in words.
+fn explain_device_rename(e: HostError, old: &str, name: &str) -> OpError {
+    match e.errno() {
+        Some(Errno::EEXIST) => OpError::AlreadyExists(format!(
+            "an RDMA device named {name} already exists; choose another name for {old}"
+        )),
+        _ => OpError::from_host(e),
+    }
+}
+
+impl Engine {
+    /// Re-reads the naming rules; publishes the root when they changed.
+    pub(super) async fn refresh_naming(&mut self) {
+        let st = load_naming(self.host.as_ref()).await;
+        if st != self.state.naming {
+            self.state.naming = st;
+            self.publish(Dirty {
+                config: true,
+                ..Dirty::default()
+            })
+            .await;
+        }
+    }
+
+    /// Writes a rules file, then tells udevd. When the reload fails the previous bytes are put
+    /// back (or the file removed, if there was none).
+    async fn write_rules(
+        &self,
+        path: &str,
+        before: &Option<Vec<u8>>,
+        after: &[u8],
+    ) -> Result<(), OpError> {
+        let p = Path::new(path);
+        self.host
+            .write_file_atomic(p, after)
+            .await
+            .map_err(|e| OpError::Failed(format!("{path} could not be written: {e}")))?;
+        match self.host.reload_udev_rules().await {
+            Ok(running) => {
+                if !running {
+                    info!(%path, "udevd is not running; the rules apply when it starts");
+                }
+                Ok(())
+            }
+            Err(e) => {
+                let restored = match before {
+                    Some(b) => self.host.write_file_atomic(p, b).await,
+                    None => self.host.remove_file(p).await,
+                };
+                Err(OpError::Failed(match restored {
+                    Ok(()) => format!("{e}; {path} was put back as it was"),
+                    Err(r) => {
+                        format!("{e}; putting {path} back also failed ({r}): check it by hand")
+                    }
+                }))
+            }
+        }
+    }
+
+    /// Renames RDMA devices back after a later step failed; says what could not be undone.
+    async fn undo_device_renames(&mut self, done: &[(u32, String, String)]) -> String {
+        let mut left = Vec::new();
+        for (index, old, new) in done.iter().rev() {
+            if let Err(e) = self.host.rename_device(*index, old).await {
+                warn!(device = %new, to = %old, error = %e, "could not rename the device back");
+                left.push(format!("{new} could not be renamed back to {old} ({e})"));
+            }
+        }
+        let names: Vec<&str> = done
+            .iter()
+            .flat_map(|(_, o, n)| [o.as_str(), n.as_str()])
+            .collect();
+        let _ = self.settle(&names).await;
+        if left.is_empty() {
+            if done.is_empty() {
+                String::new()
+            } else {
+                "; the devices renamed were renamed back".into()
+            }
+        } else {
+            format!("; {}", left.join("; "))
+        }
+    }
+
+    /// Re-reads renamed netdevs and the naming rules, and publishes before the caller is
+    /// answered.
+    async fn settle_netdevs(&mut self, names: &[&str]) {
+        let set: BTreeSet<String> = names.iter().map(|s| s.to_string()).collect();
+        let host = self.host.clone();
+        match self.state.refresh_netdevs(host.as_ref(), &set).await {
+            Ok(dirty) => self.publish(dirty).await,
+            Err(e) => warn!(error = %e, "re-reading renamed interfaces failed"),
+        }
+    }
+
+    pub(super) async fn set_ipoib_name(
+        &mut self,
+        port_guid: &str,
+        name: &str,
+        apply_now: bool,
+    ) -> Result<(), OpError> {
+        let guid = parse_guid("port GUID", port_guid)?;
+        validate_netdev_name(name).map_err(|e| {
+            OpError::InvalidArgument(format!("{e} (IPoIB interface name {name:?})"))
+        })?;
+        let on_port = self.state.devices.values().any(|d| {
+            d.snap
+                .ports
+                .iter()
+                .any(|p| p.port_guid() == Some(guid) && p.link_layer == Ok(LinkLayer::InfiniBand))
+        });
+        if !on_port {
+            return Err(OpError::NotFound(format!(
+                "no InfiniBand port of this host has port GUID {}; the ports' GUIDs are in ibstat's \"Port GUID\" and on the Port objects (PortGuid)",
+                guid.colon_form()
+            )));
+        }
+        // The port's own IPoIB interface (its children share the GUID, not the name).
+        let current = self
+            .state
+            .ipoib
+            .values()
+            .find(|i| {
+                i.snap
+                    .address
+                    .as_ref()
+                    .ok()
+                    .and_then(|a| a.ipoib_port_guid())
+                    == Some(guid)
+                    && i.snap.ipoib.as_ref().is_some_and(|ib| ib.parent.is_none())
+            })
+            .map(|i| i.snap.name.clone());
+        if current.as_deref() != Some(name) && self.host.read_netdev(name).await.is_ok() {
+            return Err(OpError::AlreadyExists(format!(
+                "a network interface named {name} already exists; choose another name"
+            )));
+        }
+        let path = Path::new(IPOIB_RULES_PATH);
+        let before = self
+            .host
+            .read_file(path)
+            .await
+            .map_err(|e| file_error(IPOIB_RULES_PATH, e))?;
+        let mut rules = IpoibRulesFile::parse(before.as_deref());
+        let change = rules.set(guid, name).map_err(ipoib_error)?;
+        let after = rules.render().map_err(ipoib_error)?;
+        // The kernel step.
+        let mut renamed: Option<String> = None;
+        if let (true, Some(cur)) = (apply_now, current.as_deref()) {
+            if cur != name {
+                if let Err(e) = self.host.rename_netdev(cur, name).await {
+                    return Err(match e.errno() {
+                        Some(Errno::EBUSY) => OpError::Busy(format!(
+                            "{cur} is up, and this kernel (before Linux 6.2) renames only interfaces that are down: bring it down first (ip link set {cur} down), or leave apply_now false to have the name from the next boot"
+                        )),
+                        Some(Errno::EEXIST) => OpError::AlreadyExists(format!(
+                            "a network interface named {name} already exists; choose another name"
+                        )),
+                        _ => OpError::from_host(e),
+                    });
+                }
+                renamed = Some(cur.to_string());
+            }
+        }
+        // Persist, then tell udevd; undo the rename when either fails.
+        if change != IpoibRuleChange::Unchanged {
+            if let Err(e) = self.write_rules(IPOIB_RULES_PATH, &before, &after).await {
+                let undo = match &renamed {
+                    Some(old) => match self.host.rename_netdev(name, old).await {
+                        Ok(()) => format!("; {name} was renamed back to {old}"),
+                        Err(u) => format!(
+                            "; renaming {name} back to {old} also failed ({u}): rename it with ip link set {name} name {old}"
+                        ),
+                    },
+                    None => String::new(),
+                };
+                if let Some(old) = &renamed {
+                    self.settle_netdevs(&[old, name]).await;
+                }
+                return Err(with_suffix(e, &undo));
+            }
+        }
+        if let Some(old) = &renamed {
+            self.settle_netdevs(&[old, name]).await;
+        }
+        self.refresh_naming().await;
+        Ok(())
+    }
+
+    pub(super) async fn remove_ipoib_name(&mut self, port_guid: &str) -> Result<(), OpError> {
+        let guid = parse_guid("port GUID", port_guid)?;
+        let before = self
+            .host
+            .read_file(Path::new(IPOIB_RULES_PATH))
+            .await
+            .map_err(|e| file_error(IPOIB_RULES_PATH, e))?;
+        let mut rules = IpoibRulesFile::parse(before.as_deref());
+        rules.remove(guid).map_err(ipoib_error)?;
+        let after = rules.render().map_err(ipoib_error)?;
+        self.write_rules(IPOIB_RULES_PATH, &before, &after).await?;
+        self.refresh_naming().await;
+        Ok(())
+    }
+
+    /// The override as it is, and the policy that is in force without it (carried into it
+    /// when the daemon creates it).
+    async fn naming_override(
+        &self,
+    ) -> Result<
+        (
+            Option<Vec<u8>>,
+            NamingRules,
+            crate::model::rdma_rename::NamingPolicy,
+        ),
+        OpError,
+    > {
+        let (active, _) = active_naming(self.host.as_ref()).await?;
+        let before = self
+            .host
+            .read_file(Path::new(NAMING_OVERRIDE_PATH))
+            .await
+            .map_err(|e| file_error(NAMING_OVERRIDE_PATH, e))?;
+        let rules = NamingRules::parse(before.as_deref());
+        Ok((before, rules, active.host_policy()))
+    }
+
+    /// The present devices as the naming rules see them.
+    async fn preview_devices(&self) -> Result<Vec<PreviewDevice>, OpError> {
+        let mut out = Vec::new();
+        for d in self.state.devices.values() {
+            let sysfs = match self.host.read_rename_sysfs(d.name()).await {
+                Ok(s) => s,
+                Err(e) if e.is_not_found() => continue,
+                Err(e) => return Err(OpError::from_host(e)),
+            };
+            out.push(PreviewDevice {
+                name: d.name().to_string(),
+                node_guid: d.snap.node_guid.clone().ok(),
+                attrs: device_attrs(d),
+                inputs: RenameInputs {
+                    name: d.name().to_string(),
+                    netlink: d.nl.as_ref().and_then(|n| n.rename_identity()),
+                    sysfs,
+                },
+            });
+        }
+        Ok(out)
+    }
+
+    /// Renames every device whose name the rules in `rules` decide differs from its current
+    /// one; on a refusal the ones done are renamed back. Returns the renames done.
+    async fn apply_naming(
+        &mut self,
+        rules: &NamingRules,
+    ) -> Result<Vec<(u32, String, String)>, OpError> {
+        let devices = self.preview_devices().await?;
+        let mut plan = Vec::new();
+        for d in &devices {
+            let lookup = attr_lookup(&d.attrs);
+            let decision = rules.decide(&lookup, &|p| {
+                crate::model::rdma_rename::rdma_rename(p, &d.inputs)
+            });
+            if let (Some(name), Some(index)) =
+                (decision.name, d.inputs.netlink.as_ref().map(|n| n.index))
+            {
+                if name != d.name {
+                    plan.push((index, d.name.clone(), name));
+                }
+            }
+        }
+        let mut done = Vec::new();
+        for (index, old, new) in plan {
+            if let Err(e) = self.host.rename_device(index, &new).await {
+                let err = explain_device_rename(e, &old, &new);
+                let undo = self.undo_device_renames(&done).await;
+                return Err(with_suffix(err, &undo));
+            }
+            done.push((index, old, new));
+        }
+        Ok(done)
+    }
+
+    /// Writes the override and reloads udevd after the devices were renamed; on failure the
+    /// renames are undone.
+    async fn persist_naming(
+        &mut self,
+        before: &Option<Vec<u8>>,
+        after: &[u8],
+        done: Vec<(u32, String, String)>,
+    ) -> Result<(), OpError> {
+        if before.as_deref() != Some(after) {
+            if let Err(e) = self.write_rules(NAMING_OVERRIDE_PATH, before, after).await {
+                let undo = self.undo_device_renames(&done).await;
+                return Err(with_suffix(e, &undo));
+            }
+        }
+        let names: Vec<&str> = done
+            .iter()
+            .flat_map(|(_, o, n)| [o.as_str(), n.as_str()])
+            .collect();
+        if !names.is_empty() {
+            self.settle(&names).await?;
+        }
+        self.refresh_naming().await;
+        Ok(())
+    }
+
+    pub(super) async fn set_rdma_naming_policy(
+        &mut self,
+        policy: &str,
+        apply_now: bool,
+    ) -> Result<(), OpError> {
+        let (before, mut rules, _) = self.naming_override().await?;
+        rules.set_policy(policy).map_err(naming_error)?;
+        let after = rules.render().map_err(naming_error)?;
+        let done = if apply_now {
+            self.apply_naming(&NamingRules::parse(Some(&after))).await?
+        } else {
+            Vec::new()
+        };
+        self.persist_naming(&before, &after, done).await
+    }
+
+    pub(super) async fn set_rdma_fixed_name(
+        &mut self,
+        node_guid: &str,
+        name: &str,
+        apply_now: bool,
+    ) -> Result<(), OpError> {
+        let guid = parse_guid("node GUID", node_guid)?;
+        validate_rdma_name(name)
+            .map_err(|e| OpError::InvalidArgument(format!("{e} (RDMA device name {name:?})")))?;
+        let dev = self
+            .state
+            .devices
+            .values()
+            .find(|d| d.snap.node_guid.as_ref().ok() == Some(&guid))
+            .ok_or_else(|| {
+                OpError::NotFound(format!(
+                    "no RDMA device of this host has node GUID {}; the devices' GUIDs are in ibstat's \"Node GUID\" and on the Device objects (NodeGuid)",
+                    guid.colon_form()
+                ))
+            })?;
+        let (index, current) = (dev.index, dev.name().to_string());
+        if dev.nl.as_ref().and_then(|n| n.name_assign_type) == Some(NAME_ASSIGN_TYPE_USER) {
+            return Err(OpError::InvalidArgument(format!(
+                "{current} was named by whoever created it (rdma link add), and rdma_rename leaves such devices alone, so a fixed name would never apply; rename it with the Device's Rename method, or re-create the soft link under the name you want"
+            )));
+        }
+        if let Some(other) = self
+            .state
+            .devices
+            .values()
+            .find(|d| d.name() == name && d.index != index)
+        {
+            return Err(OpError::AlreadyExists(format!(
+                "{name} is the name of another RDMA device now ({}, node GUID {}); choose another name",
+                other.name(),
+                other
+                    .snap
+                    .node_guid
+                    .as_ref()
+                    .map(|g| g.colon_form())
+                    .unwrap_or_default()
+            )));
+        }
+        let (before, mut rules, inherited) = self.naming_override().await?;
+        rules
+            .set_fixed(guid, name, &inherited)
+            .map_err(naming_error)?;
+        let after = rules.render().map_err(naming_error)?;
+        let mut done = Vec::new();
+        if apply_now && current != name {
+            self.host
+                .rename_device(index, name)
+                .await
+                .map_err(|e| explain_device_rename(e, &current, name))?;
+            done.push((index, current, name.to_string()));
+        }
+        self.persist_naming(&before, &after, done).await
+    }
+
+    pub(super) async fn remove_rdma_fixed_name(&mut self, node_guid: &str) -> Result<(), OpError> {
+        let guid = parse_guid("node GUID", node_guid)?;
+        let (before, mut rules, _) = self.naming_override().await?;
+        rules.remove_fixed(guid).map_err(naming_error)?;
+        let after = rules.render().map_err(naming_error)?;
+        self.persist_naming(&before, &after, Vec::new()).await
+    }
+
+    pub(super) async fn preview_rdma_names(&mut self) -> Result<Vec<PreviewRow>, OpError> {
+        let (rules, _) = active_naming(self.host.as_ref()).await?;
+        let devices = self.preview_devices().await?;
+        Ok(preview(&rules, &devices))
+    }
+
+    pub(super) async fn rename_device_now(
+        &mut self,
+        index: u32,
+        new_name: &str,
+    ) -> Result<(), OpError> {
+        validate_rdma_name(new_name).map_err(|e| {
+            OpError::InvalidArgument(format!("{e} (RDMA device name {new_name:?})"))
+        })?;
+        let old = self
+            .state
+            .devices
+            .get(&index)
+            .map(|d| d.name().to_string())
+            .ok_or_else(|| {
+                OpError::NotFound(format!("there is no RDMA device with index {index}"))
+            })?;
+        if old == new_name {
+            return Ok(());
+        }
+        if let Err(e) = self.host.rename_device(index, new_name).await {
+            // SET on an index that is gone is EINVAL: say what happened instead.
+            let gone = self
+                .host
+                .nl_devices()
+                .await
+                .map(|d| !d.iter().any(|d| d.index == index))
+                .unwrap_or(false);
+            let _ = self.settle(&[&old]).await;
+            return Err(if gone {
+                OpError::NotFound(format!("{old} disappeared while it was being renamed"))
+            } else {
+                explain_device_rename(e, &old, new_name)
+            });
+        }
+        self.settle(&[&old, new_name]).await
+    }
+}
