@@ -879,3 +879,55 @@ async fn a_policy_that_cannot_be_applied_is_undone() -> Result<()> {
     assert_eq!(device_name_of(&t, 1), "mlx5_1");
     Ok(())
 }
+
+/// The rules the daemon writes pass udev's own checker, where the installed udev has one
+/// (`udevadm verify`, systemd 254 and later).
+#[test]
+fn written_rules_pass_udevadm_verify() -> Result<()> {
+    use rdma_managerd::model::rdma_rename::NamingPolicy;
+    use rdma_managerd::model::udev_ipoib::IpoibRulesFile;
+    use rdma_managerd::model::udev_rdma_naming::NamingRules;
+    use rdma_managerd::model::Guid;
+
+    let mut ipoib = IpoibRulesFile::parse(Some(USER_IPOIB.as_bytes()));
+    ipoib.set(Guid(0x946d_ae03_0012_3450), "hpc_ib0")?;
+    ipoib.set(Guid(0xb859_9f03_00d4_e62a), "hpc_ib1")?;
+    let mut naming = NamingRules::parse(None);
+    naming.set_fixed(Guid(0xb859_9f03_00d4_e62a), "hpc0", &NamingPolicy::Fallback)?;
+    naming.set_policy("NAME_PCI")?;
+    let dir = tempfile::tempdir()?;
+    let files = [
+        (
+            dir.path().join("70-persistent-ipoib.rules"),
+            ipoib.render()?,
+        ),
+        (
+            dir.path().join("60-rdma-persistent-naming.rules"),
+            naming.render()?,
+        ),
+    ];
+    for (p, bytes) in &files {
+        std::fs::write(p, bytes)?;
+    }
+    let verify = std::process::Command::new("udevadm")
+        .args(["verify", "--help"])
+        .output();
+    if !verify.is_ok_and(|o| o.status.success()) {
+        eprintln!("skipping: udevadm has no verify command (systemd < 254)");
+        return Ok(());
+    }
+    for (p, _) in &files {
+        let out = std::process::Command::new("udevadm")
+            .args(["verify", "--resolve-names=never"])
+            .arg(p)
+            .output()?;
+        assert!(
+            out.status.success(),
+            "udevadm verify {}: {}{}",
+            p.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(())
+}

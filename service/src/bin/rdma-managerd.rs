@@ -26,8 +26,10 @@ const USAGE: &str =
   show            print every RDMA device and port as ibstat does, then the IPoIB interfaces
   --simulate      use the simulated demo host (`show` does so when this host has no RDMA)
   --simulate=DIR  the same, with its sysfs-shaped tree kept in DIR
-  --sim-host=SPEC the simulated host: `demo` (default) or `large:DEVICES:PORTS:IPOIB`
-                  (a generated host for benchmarks, e.g. large:256:2:1024); implies --simulate
+  --sim-host=SPEC the simulated host: `demo` (default), `naming` (an onboard HCA, a PF and
+                  its VF, an SF and rxe: every way devices are named) or
+                  `large:DEVICES:PORTS:IPOIB` (a generated host for benchmarks, e.g.
+                  large:256:2:1024); implies --simulate
   --tick-ms=N     port poll and sampling period in milliseconds (default 1000); the history
                   still keeps 900 samples per port, so it covers 900 ticks (benchmarks)
   --json          (show) print the state as JSON instead";
@@ -93,6 +95,7 @@ fn parse_args() -> anyhow::Result<Args> {
 fn sim_spec(spec: Option<&str>) -> anyhow::Result<(HostSpec, bool)> {
     match spec {
         None | Some("demo") => Ok((fixtures::demo_host(), true)),
+        Some("naming") => Ok((fixtures::naming_host(), false)),
         Some(s) => {
             let nums: Vec<u32> = s
                 .strip_prefix("large:")
@@ -102,7 +105,7 @@ fn sim_spec(spec: Option<&str>) -> anyhow::Result<(HostSpec, bool)> {
                 [d, p, i] if *d > 0 && *p > 0 && *d <= 4096 && *p <= 8 => {
                     Ok((fixtures::large_host(*d, *p, *i), false))
                 }
-                _ => bail!("--sim-host={s}: expected demo or large:DEVICES:PORTS:IPOIB"),
+                _ => bail!("--sim-host={s}: expected demo, naming or large:DEVICES:PORTS:IPOIB"),
             }
         }
     }

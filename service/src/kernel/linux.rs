@@ -19,6 +19,8 @@ use crate::model::{CounterSnapshot, DeviceSnapshot, NetdevSnapshot, RoceMode};
 
 /// udevd's control socket: it exists while udevd runs.
 pub const UDEV_CONTROL: &str = "/run/udev/control";
+/// How long `udevadm control --reload` may take.
+const UDEVADM_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 pub struct LinuxHost {
     sys: SysRoot,
@@ -307,11 +309,21 @@ impl Host for LinuxHost {
         if !Path::new(UDEV_CONTROL).exists() {
             return Ok(false);
         }
-        let out = tokio::process::Command::new("udevadm")
+        // Mutations wait on this; a udevd that does not answer must not hold them forever.
+        let run = tokio::process::Command::new("udevadm")
             .args(["control", "--reload"])
             .stdin(std::process::Stdio::null())
-            .output()
+            .kill_on_drop(true)
+            .output();
+        let out = tokio::time::timeout(UDEVADM_TIMEOUT, run)
             .await
+            .map_err(|_| HostError::Command {
+                op: Op::UdevReload,
+                reason: format!(
+                    "udevd did not answer within {} s",
+                    UDEVADM_TIMEOUT.as_secs()
+                ),
+            })?
             .map_err(|e| HostError::Command {
                 op: Op::UdevReload,
                 reason: format!("cannot run udevadm: {e}"),

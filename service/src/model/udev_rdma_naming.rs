@@ -459,10 +459,10 @@ impl NamingRules {
                 Ok(true) => {}
                 Ok(false) => continue,
                 Err(key) => {
-                    notes.push(format!(
-                        "the rule on line {} depends on {key}, which rdma-manager cannot evaluate; assumed not to match",
-                        rule.line
-                    ));
+                    notes.push(DecisionNote::Unevaluable {
+                        line: rule.line,
+                        key,
+                    });
                     continue;
                 }
             }
@@ -481,12 +481,12 @@ impl NamingRules {
                     skip_to = rule.goto.as_deref();
                 }
                 // Exit 1: the rule does not match.
-                Err(e) => {
-                    notes.push(format!(
-                        "{} (line {}) gives no name: {e}",
-                        rule.policy.keyword(),
-                        rule.line
-                    ));
+                Err(why) => {
+                    notes.push(DecisionNote::NoName {
+                        line: rule.line,
+                        policy: rule.policy.clone(),
+                        why,
+                    });
                     kept_by.get_or_insert((rule.policy.clone(), rule.line));
                 }
             }
@@ -504,6 +504,19 @@ impl NamingRules {
     }
 }
 
+/// A rule that did not name the device, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+pub enum DecisionNote {
+    #[error("the rule on line {line} depends on {key}, which rdma-manager cannot evaluate; assumed not to match")]
+    Unevaluable { line: u32, key: String },
+    #[error("{} (line {line}) gives no name: {why}", .policy.keyword())]
+    NoName {
+        line: u32,
+        policy: NamingPolicy,
+        why: NoName,
+    },
+}
+
 /// What the rules do to one device when it is added.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Decision {
@@ -514,7 +527,7 @@ pub struct Decision {
     /// That rule's line.
     pub line: Option<u32>,
     /// Rules that did not apply, and why.
-    pub notes: Vec<String>,
+    pub notes: Vec<DecisionNote>,
 }
 
 /// One device as the preview sees it.
@@ -616,7 +629,16 @@ pub fn preview(rules: &NamingRules, devices: &[PreviewDevice]) -> Vec<PreviewRow
                 }
             };
             if active {
-                reason.extend(decision.notes.iter().cloned());
+                // A note that this policy gives no name says again what the row says.
+                reason.extend(
+                    decision
+                        .notes
+                        .iter()
+                        .filter(
+                            |n| !matches!(n, DecisionNote::NoName { policy, .. } if *policy == p),
+                        )
+                        .map(|n| n.to_string()),
+                );
             }
             rows.push(PreviewRow {
                 device: d.name.clone(),
@@ -926,7 +948,7 @@ ACTION=="add", SUBSYSTEM=="infiniband", PROGRAM="rdma_rename %k NAME_FALLBACK"
         assert_eq!(d.name, None);
         assert_eq!(d.policy, NamingPolicy::Fixed("soft0".into()));
         assert_eq!(d.notes.len(), 2, "{:?}", d.notes);
-        assert!(d.notes[0].contains("given by the user"));
+        assert!(d.notes[0].to_string().contains("given by the user"));
         // Conditions that cannot be evaluated are said so.
         let r = NamingRules::parse(Some(
             b"KERNEL==\"mlx5_*\", PROGRAM=\"rdma_rename %k NAME_PCI\"\n",
@@ -934,7 +956,7 @@ ACTION=="add", SUBSYSTEM=="infiniband", PROGRAM="rdma_rename %k NAME_FALLBACK"
         let d = decide(&r, &cx6());
         assert_eq!(d.name, None);
         assert_eq!(d.policy, NamingPolicy::Kernel);
-        assert!(d.notes[0].contains("KERNEL"), "{:?}", d.notes);
+        assert!(d.notes[0].to_string().contains("KERNEL"), "{:?}", d.notes);
         // A NAME_KERNEL rule first: later rules still run.
         let r = NamingRules::parse(Some(
             b"SUBSYSTEM==\"infiniband\", PROGRAM=\"rdma_rename %k NAME_KERNEL\"\nSUBSYSTEM==\"infiniband\", PROGRAM=\"rdma_rename %k NAME_PCI\"\n",
@@ -974,7 +996,10 @@ ACTION=="add", SUBSYSTEM=="infiniband", PROGRAM="rdma_rename %k NAME_FALLBACK"
         let rx = row("rxe0", "NAME_FALLBACK");
         assert!(rx.active);
         assert_eq!(rx.name, "");
-        assert!(rx.reason.contains("given by the user"));
+        assert_eq!(
+            rx.reason,
+            "its name was given by the user (the kernel reports NAME_ASSIGN_TYPE user, as for rxe and siw); rdma_rename leaves it alone"
+        );
         // A device already named by the policy; a name another device has now.
         let mut named = cx6();
         named.name = "ibp59s0f0".into();
