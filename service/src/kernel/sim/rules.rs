@@ -339,7 +339,9 @@ pub fn soft_device(index: u32, name: &str, kind: SoftLinkType, nd: &SimNetdev) -
     let (dev_kind, node_type, protocol, node_desc) = match kind {
         SoftLinkType::Rxe => (DeviceKind::Rxe, NodeType::Ca, "roce", "rxe"),
         SoftLinkType::Siw => {
-            port.roce_types = vec![];
+            // Not a RoCE port: rdma_cm's mask for it is the IB type alone, so configfs
+            // accepts only "IB/RoCE v1" (roce_gid_type_mask_support).
+            port.roce_types = vec![GidType::IbRoceV1];
             port.hw_counters = vec![];
             port.pkeys = vec![];
             (DeviceKind::Siw, NodeType::Rnic, "iw", "siw")
