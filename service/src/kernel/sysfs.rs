@@ -535,3 +535,55 @@ pub fn rdma_cm_missing(module_loaded: bool, mounted: Option<bool>) -> HostError 
         why,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn why(e: HostError) -> String {
+        match e {
+            HostError::Unsupported { why, .. } => why,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_missing_rdma_cm_names_the_cause_and_the_fix() {
+        let both = why(rdma_cm_missing(false, Some(false)));
+        assert!(both.contains("`modprobe rdma_cm`") && both.contains("`mount -t configfs"));
+        let module = why(rdma_cm_missing(false, Some(true)));
+        assert!(module.contains("`modprobe rdma_cm`") && !module.contains("mount"));
+        assert!(why(rdma_cm_missing(false, None)).contains("modprobe"));
+        let mount = why(rdma_cm_missing(true, Some(false)));
+        assert!(mount.contains("`mount -t configfs none /sys/kernel/config`"));
+        assert!(!mount.contains("modprobe"));
+        assert!(why(rdma_cm_missing(true, Some(true)))
+            .contains("CONFIG_INFINIBAND_ADDR_TRANS_CONFIGFS"));
+    }
+
+    #[test]
+    fn the_tree_tells_module_and_mount() -> std::io::Result<()> {
+        let tmp = tempfile::tempdir()?;
+        let sys = SysRoot::new(tmp.path().to_path_buf());
+        assert_eq!(sys.configfs_mounted(), None);
+        std::fs::create_dir_all(tmp.path().join("proc/self"))?;
+        std::fs::write(
+            tmp.path().join("proc/self/mounts"),
+            "sysfs /sys sysfs rw 0 0\n",
+        )?;
+        assert_eq!(sys.configfs_mounted(), Some(false));
+        assert!(why(sys.rdma_cm_missing()).contains("not loaded and configfs is not mounted"));
+        std::fs::write(
+            tmp.path().join("proc/self/mounts"),
+            "sysfs /sys sysfs rw 0 0\nconfigfs /sys/kernel/config configfs rw,relatime 0 0\n",
+        )?;
+        std::fs::create_dir_all(tmp.path().join("sys/module/rdma_cm"))?;
+        assert_eq!(sys.configfs_mounted(), Some(true));
+        assert!(sys.roce_mode("mlx5_0", 1).is_err());
+        assert!(matches!(
+            sys.roce_configfs_dirs(),
+            Err(HostError::Unsupported { .. })
+        ));
+        Ok(())
+    }
+}
