@@ -10,6 +10,7 @@
 pub mod clock;
 pub mod history;
 mod ops;
+mod ops_roce;
 mod ops_soft_links;
 mod persist;
 mod restore;
@@ -27,7 +28,7 @@ use tracing::{debug, info, warn};
 pub use clock::TickClock;
 pub use history::{History, Sample};
 pub use ops::OpError;
-pub use state::{DeviceState, Dirty, HostState, IpoibState};
+pub use state::{DeviceState, Dirty, HostState, IpoibState, PortRoce};
 
 use crate::kernel::{Host, HostEvent, PollTarget, PortPoller, PortReading};
 
