@@ -116,7 +116,9 @@ async fn an_unprivileged_user_is_refused_every_change_and_nothing_changes() -> R
         .collect();
     assert!(
         mutating.iter().any(|m| m.2 == "AddSoftLink")
-            && mutating.iter().any(|m| m.2 == "RemoveSoftLink"),
+            && mutating.iter().any(|m| m.2 == "RemoveSoftLink")
+            && mutating.iter().any(|m| m.2 == "SetRoceMode")
+            && mutating.iter().any(|m| m.2 == "SetRoceTos"),
         "{methods:?}"
     );
     let user = Credentials::test_user(false);
@@ -144,6 +146,11 @@ async fn an_unprivileged_user_is_refused_every_change_and_nothing_changes() -> R
             "{iface}.{method} changed the host"
         );
     }
+    assert_eq!(
+        t.etc_file("/etc/rdma-manager/roce.toml"),
+        None,
+        "nothing was persisted"
+    );
     // The read-only methods stay open to everyone.
     for (path, iface, method, _) in methods.iter().filter(|m| READ_ONLY.contains(&m.2.as_str())) {
         let reply = t.call(Some(&user), path, iface, method, &[]).await?;

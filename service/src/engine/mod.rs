@@ -11,6 +11,7 @@ pub mod clock;
 pub mod history;
 mod ops;
 mod ops_naming;
+mod ops_roce;
 mod ops_soft_links;
 mod persist;
 mod restore;
@@ -29,7 +30,7 @@ pub use clock::TickClock;
 pub use history::{History, Sample};
 pub use ops::OpError;
 pub use ops_naming::NamingState;
-pub use state::{DeviceState, Dirty, HostState, IpoibState};
+pub use state::{DeviceState, Dirty, HostState, IpoibState, PortRoce};
 
 use crate::kernel::{Host, HostEvent, PollTarget, PortPoller, PortReading};
 

@@ -71,6 +71,10 @@ pub(crate) struct SimState {
     /// rdma_cm settings live with the device (cma_dev), keyed by device index and port.
     roce: BTreeMap<(u32, u32), (RoceMode, u8)>,
     cm_groups: Vec<CmGroup>,
+    /// `/sys/module/rdma_cm` (the module registers `rdma_cm/` in configfs).
+    rdma_cm_loaded: bool,
+    /// configfs mounted on `/sys/kernel/config`.
+    configfs_mounted: bool,
     faults: Vec<Fault>,
     subscribers: Vec<mpsc::UnboundedSender<HostEvent>>,
     /// `udevadm control --reload` calls made while udevd ran.
@@ -121,12 +125,15 @@ impl SimHost {
             .map(|n| n.ifindex + 1)
             .max()
             .unwrap_or(2);
+        let cm = spec.kernel.rdma_cm_configfs;
         let state = SimState {
             spec,
             next_dev_index,
             next_ifindex,
             roce: BTreeMap::new(),
             cm_groups: Vec::new(),
+            rdma_cm_loaded: cm,
+            configfs_mounted: cm,
             faults: Vec::new(),
             subscribers: Vec::new(),
             udev_reloads: 0,
@@ -172,11 +179,43 @@ impl SimHost {
         render::render_module(root, "rdma_rxe", st.spec.kernel.rxe_loaded)
             .map_err(Self::render_err)?;
         render::render_module(root, "siw", false).map_err(Self::render_err)?;
-        if st.spec.kernel.rdma_cm_configfs {
-            std::fs::create_dir_all(root.join("sys/kernel/config/rdma_cm"))
-                .map_err(Self::render_err)?;
+        Self::render_rdma_cm(root, &st)
+    }
+
+    /// `sys/module/rdma_cm` and `sys/kernel/config/rdma_cm` as the flags say.
+    fn render_rdma_cm(root: &Path, st: &SimState) -> Result<(), HostError> {
+        render::render_module(root, "rdma_cm", st.rdma_cm_loaded).map_err(Self::render_err)?;
+        let dir = root.join("sys/kernel/config/rdma_cm");
+        if st.rdma_cm_loaded && st.configfs_mounted {
+            std::fs::create_dir_all(dir).map_err(Self::render_err)
+        } else {
+            match std::fs::remove_dir_all(dir) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Self::render_err(e)),
+                _ => Ok(()),
+            }
         }
-        Ok(())
+    }
+
+    /// Loads or unloads rdma_cm (`modprobe rdma_cm` / `modprobe -r rdma_cm`). Unloading
+    /// forgets every configfs group and every RoCE default: a reload starts from the
+    /// kernel's defaults (RoCE v2 where supported, ToS 0), as after a reboot.
+    pub fn set_rdma_cm_loaded(&self, loaded: bool) -> Result<(), HostError> {
+        let mut st = self.lock();
+        if !loaded {
+            st.roce.clear();
+            st.cm_groups.clear();
+        }
+        st.rdma_cm_loaded = loaded;
+        st.spec.kernel.rdma_cm_configfs = st.rdma_cm_loaded && st.configfs_mounted;
+        Self::render_rdma_cm(self.root(), &st)
+    }
+
+    /// Mounts or unmounts configfs on `/sys/kernel/config`; rdma_cm keeps its settings.
+    pub fn set_configfs_mounted(&self, mounted: bool) -> Result<(), HostError> {
+        let mut st = self.lock();
+        st.configfs_mounted = mounted;
+        st.spec.kernel.rdma_cm_configfs = st.rdma_cm_loaded && st.configfs_mounted;
+        Self::render_rdma_cm(self.root(), &st)
     }
 
     /// A copy of the current state.
