@@ -931,3 +931,62 @@ fn written_rules_pass_udevadm_verify() -> Result<()> {
     }
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unplugged_devices_are_not_found_and_their_rules_can_still_be_removed() -> Result<()> {
+    require_harness!();
+    let t = setup(&[]).await?;
+    ok(&t
+        .manager(None, "SetIpoibName", &["ssb", IB0_GUID, "hpc_ib0", "false"])
+        .await?);
+    ok(&t
+        .manager(
+            None,
+            "SetRdmaFixedName",
+            &["ssb", "946d:ae03:0012:3450", "hpc0", "false"],
+        )
+        .await?);
+    t.sim.unplug("mlx5_0")?;
+    let gone = device_path(0);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while root_property(&t, "Devices")
+        .await?
+        .contains(&format!("\"{gone}\""))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "mlx5_0 still published"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let msg = refused(
+        &t,
+        ROOT_PATH,
+        "",
+        "SetIpoibName",
+        &["ssb", IB0_GUID, "hpc_ib9", "false"],
+        "NotFound",
+    )
+    .await?;
+    assert!(msg.contains("946d:ae03:0012:3450"), "{msg}");
+    refused(
+        &t,
+        ROOT_PATH,
+        "",
+        "SetRdmaFixedName",
+        &["ssb", "0x946dae0300123450", "hpc9", "false"],
+        "NotFound",
+    )
+    .await?;
+    // A card taken out for good: its names can still be removed.
+    ok(&t.manager(None, "RemoveIpoibName", &["s", IB0_GUID]).await?);
+    ok(&t
+        .manager(None, "RemoveRdmaFixedName", &["s", "0x946dae0300123450"])
+        .await?);
+    // The daemon's rule was all the file had: it is gone, as before.
+    assert_eq!(file(&t, IPOIB), None);
+    assert!(!file(&t, OVERRIDE)
+        .unwrap_or_default()
+        .contains("NAME_FIXED"));
+    Ok(())
+}

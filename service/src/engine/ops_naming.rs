@@ -261,8 +261,8 @@ impl Engine {
         }
     }
 
-    /// Writes a rules file, then tells udevd. When the reload fails the previous bytes are put
-    /// back (or the file removed, if there was none).
+    /// Writes a rules file (removes it when nothing is left in it), then tells udevd. When the
+    /// reload fails the previous bytes are put back (or the file removed, if there was none).
     async fn write_rules(
         &self,
         path: &str,
@@ -270,10 +270,14 @@ impl Engine {
         after: &[u8],
     ) -> Result<(), OpError> {
         let p = Path::new(path);
-        self.host
-            .write_file_atomic(p, after)
-            .await
-            .map_err(|e| OpError::Failed(format!("{path} could not be written: {e}")))?;
+        // Nothing left (the daemon's block was all there was): no file, as before the daemon
+        // wrote one.
+        let written = if after.is_empty() {
+            self.host.remove_file(p).await
+        } else {
+            self.host.write_file_atomic(p, after).await
+        };
+        written.map_err(|e| OpError::Failed(format!("{path} could not be written: {e}")))?;
         match self.host.reload_udev_rules().await {
             Ok(running) => {
                 if !running {
