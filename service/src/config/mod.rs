@@ -7,6 +7,7 @@
 //! from it is re-applied, and every change in that area is refused until the file is fixed, so
 //! hand edits are not silently lost.
 
+pub mod ipoib;
 pub mod soft_links;
 
 use std::path::Path;
@@ -16,6 +17,7 @@ use serde::Serialize;
 
 use crate::kernel::{Host, HostError};
 
+pub use ipoib::{IpoibChildEntry, IpoibConfig, IpoibPortEntry, IpoibSettings};
 pub use soft_links::{SoftLinkEntry, SoftLinks};
 
 /// Where the daemon's own files live.
@@ -122,12 +124,14 @@ fn one_line(s: &str) -> String {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Desired {
     pub soft_links: Loaded<SoftLinks>,
+    pub ipoib: Loaded<IpoibConfig>,
 }
 
 impl Default for Desired {
     fn default() -> Self {
         Desired {
             soft_links: Ok(SoftLinks::default()),
+            ipoib: Ok(IpoibConfig::default()),
         }
     }
 }
@@ -135,7 +139,7 @@ impl Default for Desired {
 impl Desired {
     /// The areas that cannot be used, and why.
     pub fn errors(&self) -> Vec<&ConfigError> {
-        [self.soft_links.as_ref().err()]
+        [self.soft_links.as_ref().err(), self.ipoib.as_ref().err()]
             .into_iter()
             .flatten()
             .collect()
@@ -145,6 +149,7 @@ impl Desired {
     pub async fn load(host: &dyn Host) -> Desired {
         Desired {
             soft_links: load(host).await,
+            ipoib: load(host).await,
         }
     }
 }
