@@ -47,5 +47,6 @@ impl Engine {
     /// device that appears, and its RoCE settings follow on its add event.
     pub(super) async fn restore(&mut self, appeared: &Appeared) {
         self.restore_soft_links(appeared).await;
+        self.restore_ipoib(appeared).await;
     }
 }
