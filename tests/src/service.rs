@@ -25,13 +25,29 @@ pub fn session_bus_or_skip() -> Option<PrivateBus> {
 /// the host's temporary tree is removed when this is dropped, not when the host is.
 pub struct ServedSim {
     pub service: Service,
-    tree: std::path::PathBuf,
+    /// Removed on drop unless the service was stopped with [`ServedSim::stop_keeping_tree`].
+    tree: Option<std::path::PathBuf>,
 }
 
 impl Drop for ServedSim {
     fn drop(&mut self) {
         self.service.task.abort();
-        let _ = std::fs::remove_dir_all(&self.tree);
+        if let Some(tree) = &self.tree {
+            let _ = std::fs::remove_dir_all(tree);
+        }
+    }
+}
+
+impl ServedSim {
+    /// Stops the service as stopping the daemon would (the bus name is released), and leaves
+    /// the host's tree, with the files under its `etc/`, for a service started after it.
+    pub async fn stop_keeping_tree(mut self) {
+        self.tree = None;
+        let _ = self
+            .service
+            .conn
+            .release_name(rdma_manager_dbus::BUS_NAME)
+            .await;
     }
 }
 
@@ -45,7 +61,7 @@ pub async fn serve_sim(
     let service = server::serve(conn, Arc::new(sim.clone()), true, config).await?;
     Ok(ServedSim {
         service,
-        tree: sim.root().to_path_buf(),
+        tree: Some(sim.root().to_path_buf()),
     })
 }
 

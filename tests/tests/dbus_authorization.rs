@@ -76,6 +76,16 @@ impl Setup {
         self.call(who, ROOT_PATH, BUS_NAME, method, args).await
     }
 
+    /// Every netdev with its IPoIB settings, as the simulated kernel has them.
+    fn netdevs(&self) -> Vec<String> {
+        self.sim
+            .spec()
+            .netdevs
+            .iter()
+            .map(|n| format!("{} mtu {} {:?}", n.name, n.mtu, n.ipoib))
+            .collect()
+    }
+
     fn device_names(&self) -> Vec<String> {
         self.sim
             .spec()
@@ -137,21 +147,71 @@ async fn our_methods(bus: &PrivateBus) -> Result<Vec<(String, String, String, St
     Ok(out)
 }
 
-/// busctl arguments of some type-correct value for each signature character.
+/// busctl arguments of some type-correct value for each argument of the signature
+/// (containers as empty arrays, variants as a string).
 fn dummy_args(sig: &str) -> Vec<String> {
-    let mut v = vec![sig.to_string()];
-    for c in sig.chars() {
-        v.push(match c {
-            's' => "rxe7".into(),
-            'o' => "/".into(),
-            'b' => "false".into(),
-            _ => "1".into(),
-        });
-    }
     if sig.is_empty() {
-        v.clear();
+        return Vec::new();
+    }
+    let sig: Vec<char> = sig.chars().collect();
+    let mut v = vec![sig.iter().collect::<String>()];
+    let mut i = 0;
+    while i < sig.len() {
+        i = dummy_value(&sig, i, &mut v);
     }
     v
+}
+
+/// Pushes busctl's text for the complete type at `i`; returns where the next one starts.
+fn dummy_value(sig: &[char], i: usize, out: &mut Vec<String>) -> usize {
+    match sig[i] {
+        'a' => {
+            out.push("0".into());
+            skip_type(sig, i + 1)
+        }
+        '(' => {
+            let mut j = i + 1;
+            while j < sig.len() && sig[j] != ')' {
+                j = dummy_value(sig, j, out);
+            }
+            j + 1
+        }
+        c => {
+            out.extend(match c {
+                's' => vec!["rxe7".to_string()],
+                'o' => vec!["/".into()],
+                'b' => vec!["false".into()],
+                'g' => vec!["s".into()],
+                'v' => vec!["s".into(), "x".into()],
+                _ => vec!["1".into()],
+            });
+            i + 1
+        }
+    }
+}
+
+/// Where the complete type at `i` ends.
+fn skip_type(sig: &[char], i: usize) -> usize {
+    match sig.get(i) {
+        Some('a') => skip_type(sig, i + 1),
+        Some('(') | Some('{') => {
+            let mut j = i + 1;
+            while j < sig.len() && sig[j] != ')' && sig[j] != '}' {
+                j = skip_type(sig, j);
+            }
+            j + 1
+        }
+        _ => i + 1,
+    }
+}
+
+#[test]
+fn dummy_arguments_follow_the_signature() {
+    assert_eq!(dummy_args(""), Vec::<String>::new());
+    assert_eq!(dummy_args("sss"), ["sss", "rxe7", "rxe7", "rxe7"]);
+    assert_eq!(dummy_args("qsa{sv}"), ["qsa{sv}", "1", "rxe7", "0"]);
+    assert_eq!(dummy_args("a(qs)b"), ["a(qs)b", "0", "false"]);
+    assert_eq!(dummy_args("(us)v"), ["(us)v", "1", "rxe7", "s", "x"]);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -163,13 +223,20 @@ async fn an_unprivileged_user_is_refused_every_change_and_nothing_changes() -> R
         .iter()
         .filter(|m| !READ_ONLY.contains(&m.2.as_str()))
         .collect();
-    assert!(
-        mutating.iter().any(|m| m.2 == "AddSoftLink")
-            && mutating.iter().any(|m| m.2 == "RemoveSoftLink"),
-        "{methods:?}"
-    );
+    for want in [
+        "AddSoftLink",
+        "RemoveSoftLink",
+        "CreateChild",
+        "Delete",
+        "SetMode",
+        "SetMtu",
+        "SetUmcast",
+    ] {
+        assert!(mutating.iter().any(|m| m.2 == want), "{want}: {methods:?}");
+    }
     let user = Credentials::test_user(false);
     let before = t.device_names();
+    let netdevs_before = t.netdevs();
     for (path, iface, method, sig) in mutating {
         let args = dummy_args(sig);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -191,6 +258,15 @@ async fn an_unprivileged_user_is_refused_every_change_and_nothing_changes() -> R
             t.device_names(),
             before,
             "{iface}.{method} changed the host"
+        );
+        assert_eq!(
+            t.netdevs(),
+            netdevs_before,
+            "{iface}.{method} changed a netdev"
+        );
+        assert!(
+            !t.sim.root().join("etc/rdma-manager").exists(),
+            "{iface}.{method} wrote the configuration"
         );
     }
     // The read-only methods stay open to everyone.
