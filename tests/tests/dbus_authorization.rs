@@ -354,6 +354,44 @@ async fn root_may_add_and_remove_a_soft_link() -> Result<()> {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn root_may_create_and_delete_an_ipoib_child() -> Result<()> {
+    require_harness!();
+    let t = Setup::new(false, PolkitConfig::rdma_manager()).await?;
+    let ib0 = t
+        .sim
+        .spec()
+        .netdevs
+        .iter()
+        .find(|n| n.name == "ib0")
+        .map(|n| rdma_manager_dbus::ipoib_path(n.ifindex))
+        .context("the demo host has ib0")?;
+    let iface = "org.rdmamanager.RdmaManager1.Ipoib";
+    let reply = t
+        .call(
+            None,
+            &ib0,
+            iface,
+            "CreateChild",
+            &["qsa{sv}", "0x0002", "", "1", "umcast", "b", "true"],
+        )
+        .await?;
+    let Reply::Ok(out) = reply else {
+        panic!("root may create a child: {reply:?}");
+    };
+    let child = out
+        .strip_prefix("o \"")
+        .and_then(|p| p.strip_suffix('"'))
+        .with_context(|| format!("an object path: {out}"))?
+        .to_string();
+    assert!(t.sim.spec().netdevs.iter().any(|n| n.name == "ib0.0002"));
+    assert!(t.sim.root().join("etc/rdma-manager/ipoib.toml").is_file());
+    let reply = t.call(None, &child, iface, "Delete", &[]).await?;
+    assert!(matches!(reply, Reply::Ok(_)), "{reply:?}");
+    assert!(!t.sim.spec().netdevs.iter().any(|n| n.name == "ib0.0002"));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn the_example_rule_grants_group_rdma() -> Result<()> {
     require_harness!();
     let t = Setup::new(true, PolkitConfig::rdma_manager().rdma_group_rule()).await?;
