@@ -201,6 +201,14 @@ impl Engine {
         Ok(())
     }
 
+    /// Settles after a kernel step that succeeded: a failed re-read is repaired by the next
+    /// event or resync and must not stop the change from being saved.
+    async fn settle_or_warn(&mut self, names: &[&str]) {
+        if let Err(e) = self.settle_netdevs(names).await {
+            warn!(netdevs = ?names, error = %e, "re-reading after an IPoIB change failed");
+        }
+    }
+
     /// Gives an RTM_NEWLINK errno its meaning for a child.
     fn explain_new_child(&self, e: HostError, c: &NewIpoibChild) -> OpError {
         let Some(errno) = e.errno() else {
@@ -423,7 +431,7 @@ impl Engine {
             .delete_netdev(&child.name)
             .await
             .map_err(OpError::from_host)?;
-        self.settle_netdevs(&[&child.name, &parent]).await?;
+        self.settle_or_warn(&[&child.name, &parent]).await;
         if let Err(e) = self.persist(persisted).await {
             // Undo: it would come back at the next start anyway, so put it back now.
             let settings = remembered.map(|r| r.settings()).unwrap_or_default();
@@ -451,7 +459,8 @@ impl Engine {
         Ok(())
     }
 
-    /// Makes a child again as it was (mode and umcast at creation, then the MTU).
+    /// Makes a child again (mode and umcast at creation, then the MTU): as it `was` in the
+    /// kernel when that is known (undoing a delete), else as `remembered` (a restore).
     async fn recreate(
         &mut self,
         parent: &str,
@@ -464,12 +473,12 @@ impl Engine {
             parent: parent.to_string(),
             name: name.to_string(),
             pkey,
-            mode: remembered.mode.or(was.mode),
-            umcast: remembered.umcast.or(was.umcast),
+            mode: was.mode.or(remembered.mode),
+            umcast: was.umcast.or(remembered.umcast),
         };
         let made = self.host.create_ipoib_child(&req).await;
         let made = match made {
-            Ok(()) => match remembered.mtu.or(was.mtu) {
+            Ok(()) => match was.mtu.or(remembered.mtu) {
                 Some(mtu) => {
                     let ch = NetdevChange {
                         mtu: Some(mtu),
@@ -572,7 +581,7 @@ impl Engine {
             let _ = self.settle_netdevs(&[&name]).await;
             return Err(why);
         }
-        self.settle_netdevs(&[&name]).await?;
+        self.settle_or_warn(&[&name]).await;
         if let Err(e) = self.persist(persisted).await {
             let mut back = NetdevChange::default();
             if ch.ipoib_mode.is_some() && iface.mode != ch.ipoib_mode {
@@ -670,9 +679,7 @@ impl Engine {
                     "could not re-apply remembered IPoIB settings");
             }
         }
-        if let Err(e) = self.settle_netdevs(&[&iface.name]).await {
-            warn!(interface = %iface.name, error = %e, "re-reading the interface failed");
-        }
+        self.settle_or_warn(&[&iface.name]).await;
     }
 
     /// Re-creates a remembered child of `parent` that the kernel does not have.
