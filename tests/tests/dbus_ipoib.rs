@@ -866,3 +866,30 @@ async fn a_restore_that_fails_is_logged_not_retried() {
     r.proxy("ib0.0002").await.delete().await.expect("deleted");
     assert_eq!(ib0.persisted_children().await.unwrap().len(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_file_is_reported_kept_and_blocks_changes() {
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::create_dir_all(dir.path().join("etc/rdma-manager")).expect("etc");
+    let broken = "[[port]]\nguid = \"0xf452140300039381\"\nmtu = \"big\"\n";
+    std::fs::write(dir.path().join("etc/rdma-manager/ipoib.toml"), broken).expect("file");
+    let Some(r) = start_on(rebooted(dir.path())).await else {
+        return;
+    };
+    let mgr = rdma_manager_dbus::ManagerProxy::builder(&r.client)
+        .cache_properties(zbus::proxy::CacheProperties::No)
+        .build()
+        .await
+        .expect("manager");
+    let errors = mgr.config_errors().await.expect("ConfigErrors");
+    let why = errors
+        .get("/etc/rdma-manager/ipoib.toml")
+        .expect("ipoib.toml reported");
+    assert!(why.contains("will not overwrite"), "{why}");
+    let before = r.snapshot();
+    let (name, msg) = refusal(r.proxy("ib0").await.set_umcast(true).await.unwrap_err());
+    assert_eq!(name, "Failed", "{msg}");
+    assert!(msg.contains("ipoib.toml"), "{msg}");
+    assert_eq!(r.snapshot(), before);
+    assert_eq!(r.file().as_deref(), Some(broken));
+}
