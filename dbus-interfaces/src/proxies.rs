@@ -109,6 +109,8 @@ pub trait Device {
 pub trait Port {
     fn get_throughput_history(&self) -> zbus::Result<Vec<HistorySample>>;
     fn get_counters(&self) -> zbus::Result<(String, bool, HashMap<String, u64>)>;
+    fn set_roce_mode(&self, mode: &str) -> zbus::Result<()>;
+    fn set_roce_tos(&self, tos: u8) -> zbus::Result<()>;
 
     #[zbus(property)]
     fn device(&self) -> zbus::Result<OwnedObjectPath>;
@@ -148,6 +150,14 @@ pub trait Port {
     fn counter_source(&self) -> zbus::Result<String>;
     #[zbus(property)]
     fn unreadable(&self) -> zbus::Result<HashMap<String, String>>;
+    #[zbus(property)]
+    fn roce_mode(&self) -> zbus::Result<String>;
+    #[zbus(property)]
+    fn roce_tos(&self) -> zbus::Result<u8>;
+    #[zbus(property)]
+    fn roce_modes(&self) -> zbus::Result<Vec<String>>;
+    #[zbus(property)]
+    fn roce_persisted(&self) -> zbus::Result<bool>;
 }
 
 #[proxy(

@@ -21,6 +21,10 @@ DEV=rxe_lab
 NETDEV=veth1   # up with carrier after the scenario runner; no RDMA device left on it
 DAEMON_LOG=/tmp/rdma-managerd.log
 BUS_LOG=/tmp/dbus-daemon.log
+POLKIT_LOG=/tmp/polkitd.log
+SOFT_LINKS=/etc/rdma-manager/soft-links.toml
+ROCE_TOML=/etc/rdma-manager/roce.toml
+CM=/sys/kernel/config/rdma_cm
 MONITOR_LOG=/tmp/busctl-monitor.log
 
 fails=0
@@ -59,6 +63,7 @@ show_log() {
 finish() {
   [ -n "${monitor_pid:-}" ] && kill "$monitor_pid" 2>/dev/null
   show_log dbus-daemon "$BUS_LOG"
+  show_log polkitd "$POLKIT_LOG"
   show_log rdma-managerd "$DAEMON_LOG"
   if [ "$fails" -eq 0 ]; then
     note "all checks passed"
@@ -126,7 +131,33 @@ else
   finish
 fi
 
+# ---------------------------------------------------------------- polkit
+# Every change below is authorized by a real polkitd: root is allowed by polkit itself.
+t0=$(now_cs)
+/usr/lib/polkit-1/polkitd --no-debug >"$POLKIT_LOG" 2>&1 &
+polkit_pid=$!
+polkit_owned() {
+  [ "$(bus call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus NameHasOwner s org.freedesktop.PolicyKit1 2>/dev/null)" = "b true" ]
+}
+if wait_for 30 polkit_owned; then
+  ok "polkitd owns org.freedesktop.PolicyKit1 after $(since "$t0")"
+else
+  fail "polkitd does not own org.freedesktop.PolicyKit1 after $(since "$t0") (running: $(alive "$polkit_pid" && echo yes || echo no))"
+fi
+
 # ---------------------------------------------------------------- the daemon
+start_daemon() {
+  t0=$(now_cs)
+  RUST_LOG=info NO_COLOR=1 rdma-managerd >>"$DAEMON_LOG" 2>&1 &
+  daemon_pid=$!
+  wait_for 60 owned_or_dead
+}
+stop_daemon() {
+  alive "$daemon_pid" || return 1
+  kill -TERM "$daemon_pid"
+  wait_for 10 daemon_gone || return 1
+  wait "$daemon_pid"
+}
 t0=$(now_cs)
 RUST_LOG=info NO_COLOR=1 rdma-managerd >"$DAEMON_LOG" 2>&1 &
 daemon_pid=$!
@@ -225,6 +256,103 @@ if rdma link delete "$DEV"; then
   fi
 else
   fail "rdma link delete $DEV"
+fi
+
+
+# ---------------------------------------------------------------- configuration over D-Bus
+# The daemon's own operations on the real kernel, through busctl and polkit: a soft link
+# that is remembered, RoCE defaults through configfs, a rename, and a restart after which
+# the kernel has forgotten both.
+call() { busctl --system --no-pager "$@" 2>&1; }
+dev_prop() { bus get-property "$NAME" "$dev_path" "$NAME.Device" "$1" 2>&1; }
+port_prop() { bus get-property "$NAME" "$dev_path/Port/1" "$NAME.Port" "$1" 2>&1; }
+cm_attr() { cat "$CM/$1/ports/1/$2" 2>&1; }
+named() { [ "$(dev_prop Name)" = "s \"$1\"" ]; }
+tos_is() { [ "$(port_prop RoceTos)" = "y $1" ] && [ "$(cm_attr "$2" default_roce_tos)" = "$1" ]; }
+
+out=$(call call "$NAME" "$ROOT" "$NAME" AddSoftLink sss "$DEV" rxe "$NETDEV")
+case "$out" in
+  "o \"$ROOT/Device/"*)
+    dev_path=$(echo "$out" | sed 's/^o "\(.*\)"$/\1/')
+    ok "AddSoftLink $DEV rxe $NETDEV through polkit: $dev_path" ;;
+  *) fail "AddSoftLink $DEV rxe $NETDEV: $out"; finish ;;
+esac
+if [ -d "/sys/class/infiniband/$DEV" ] && grep -q "name = \"$DEV\"" "$SOFT_LINKS" 2>/dev/null; then
+  ok "$DEV is in the kernel and remembered in $SOFT_LINKS"
+else
+  fail "$DEV in the kernel: $(ls /sys/class/infiniband | tr '\n' ' '); $SOFT_LINKS: $(cat "$SOFT_LINKS" 2>&1 | tr '\n' ' ')"
+fi
+out=$(call call "$NAME" "$ROOT" "$NAME" AddSoftLink sss rxe_dup rxe "$NETDEV")
+case "$out" in
+  *"$NETDEV"*"$DEV"*|*"$DEV"*"$NETDEV"*) ok "a second rxe on $NETDEV refused: $out" ;;
+  *) fail "a second rxe on $NETDEV: $out" ;;
+esac
+
+out=$(call call "$NAME" "$dev_path/Port/1" "$NAME.Port" SetRoceMode s v2)
+v=$(cm_attr "$DEV" default_roce_mode)
+if [ -z "$out" ] && [ "$v" = "RoCE v2" ] && [ "$(port_prop RoceMode)" = 's "v2"' ]; then
+  ok "SetRoceMode v2: configfs default_roce_mode is \"$v\", RoceMode v2"
+else
+  fail "SetRoceMode v2: reply \"$out\", configfs \"$v\", RoceMode $(port_prop RoceMode)"
+fi
+before=$(cat "$ROCE_TOML" 2>&1)
+out=$(call call "$NAME" "$dev_path/Port/1" "$NAME.Port" SetRoceMode s v1)
+case "$out" in
+  *v2*)
+    if [ "$(cm_attr "$DEV" default_roce_mode)" = "RoCE v2" ] && [ "$(cat "$ROCE_TOML" 2>&1)" = "$before" ]; then
+      ok "SetRoceMode v1 refused with the reason, nothing changed: $out"
+    else
+      fail "SetRoceMode v1 refused but something changed: configfs $(cm_attr "$DEV" default_roce_mode)"
+    fi ;;
+  *) fail "SetRoceMode v1 on rxe: $out" ;;
+esac
+out=$(call call "$NAME" "$dev_path/Port/1" "$NAME.Port" SetRoceTos y 96)
+if [ -z "$out" ] && tos_is 96 "$DEV" && grep -q 96 "$ROCE_TOML" 2>/dev/null; then
+  ok "SetRoceTos 96: configfs and RoceTos agree, remembered in $ROCE_TOML"
+else
+  fail "SetRoceTos 96: reply \"$out\", configfs $(cm_attr "$DEV" default_roce_tos), RoceTos $(port_prop RoceTos), $ROCE_TOML: $(cat "$ROCE_TOML" 2>&1 | tr '\n' ' ')"
+fi
+
+# A rename: the configfs group stays bound to the old name (ENODEV); the daemon follows the
+# device and its settings are there under the new name.
+if rdma dev set "$DEV" name rxe_renamed; then
+  if wait_for 10 named rxe_renamed; then
+    ok "rdma dev set $DEV name rxe_renamed: the same object $dev_path is renamed"
+  else
+    fail "after rdma dev set name rxe_renamed, $dev_path Name: $(dev_prop Name)"
+  fi
+  if wait_for 10 tos_is 96 rxe_renamed; then
+    ok "after the rename, RoCE settings under $CM/rxe_renamed: mode $(cm_attr rxe_renamed default_roce_mode), ToS $(cm_attr rxe_renamed default_roce_tos); old group: $(cm_attr "$DEV" default_roce_tos)"
+  else
+    fail "after the rename: RoceTos $(port_prop RoceTos), $CM/rxe_renamed: $(cm_attr rxe_renamed default_roce_tos)"
+  fi
+  rdma dev set rxe_renamed name "$DEV" || fail "rdma dev set rxe_renamed name $DEV"
+  wait_for 10 named "$DEV" || fail "after renaming back, Name: $(dev_prop Name)"
+else
+  fail "rdma dev set $DEV name rxe_renamed"
+fi
+
+# A restart after the kernel forgot: the link is re-created, then its RoCE settings.
+if stop_daemon; then ok "rdma-managerd stopped"; else fail "rdma-managerd did not stop"; fi
+rdma link delete "$DEV" || fail "rdma link delete $DEV while the daemon is stopped"
+start_daemon
+if name_owned; then ok "rdma-managerd started again after $(since "$t0")"; else fail "rdma-managerd did not start again"; finish; fi
+if wait_for 10 find_device; then
+  ok "$DEV re-created from $SOFT_LINKS as $dev_path after $(since "$t0")"
+  if wait_for 10 tos_is 96 "$DEV"; then
+    ok "its RoCE ToS 96 re-applied (a new device starts at 0): mode $(cm_attr "$DEV" default_roce_mode)"
+  else
+    fail "RoCE not re-applied: RoceTos $(port_prop RoceTos), configfs $(cm_attr "$DEV" default_roce_tos)"
+  fi
+else
+  fail "$DEV not re-created after the restart: $(ls /sys/class/infiniband | tr '\n' ' ')"
+fi
+
+out=$(call call "$NAME" "$ROOT" "$NAME" RemoveSoftLink s "$DEV")
+if [ -z "$out" ] && wait_for 10 device_gone && ! grep -q "name = \"$DEV\"" "$SOFT_LINKS"; then
+  ok "RemoveSoftLink $DEV: gone from the kernel and from $SOFT_LINKS"
+else
+  fail "RemoveSoftLink $DEV: \"$out\", kernel: $(ls /sys/class/infiniband | tr '\n' ' '), file: $(cat "$SOFT_LINKS" 2>&1 | tr '\n' ' ')"
 fi
 
 # ---------------------------------------------------------------- stop

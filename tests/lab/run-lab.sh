@@ -16,7 +16,7 @@ WORK="${LAB_WORK:-$LAB_DIR/work}"
 PACKAGES=(qemu-system-x86 busybox-static cpio xz-utils kmod iproute2
           infiniband-diags ibverbs-utils ibverbs-providers)
 # Only with --daemon-bin: the system bus (dbus-daemon and Debian's system.conf) and busctl.
-DAEMON_PACKAGES=(dbus-daemon dbus-system-bus-common systemd)
+DAEMON_PACKAGES=(dbus-daemon dbus-system-bus-common systemd polkitd)
 # Roots of the module set, in load order. Hard dependencies are added from modules.dep;
 # crc32_generic is a soft dependency of rdma_rxe (requested through the crypto API), so it
 # stays explicit. Modules marked ? are optional.
@@ -460,6 +460,16 @@ EOF
   printf 'messagebus:x:100:101::/nonexistent:/usr/sbin/nologin\n' >>"$root/etc/passwd"
   printf 'messagebus:x:101:\n' >>"$root/etc/group"
   printf '6c61622d6461656d6f6e2d6d61636869\n' >"$root/etc/machine-id"
+  # polkitd decides every change the checks make (root is authorized by polkit itself): its
+  # bus policy, the project's actions, and the polkitd user it drops to.
+  copy_program /usr/lib/polkit-1/polkitd /usr/lib/polkit-1/polkitd "$root"
+  copy_file /usr/share/dbus-1/system.d/org.freedesktop.PolicyKit1.conf \
+    /usr/share/dbus-1/system.d/org.freedesktop.PolicyKit1.conf "$root"
+  copy_file "$REPO_DIR/dist/polkit/org.rdmamanager.rdmamanager1.policy" \
+    /usr/share/polkit-1/actions/org.rdmamanager.rdmamanager1.policy "$root"
+  mkdir -p "$root/etc/polkit-1/rules.d" "$root/usr/share/polkit-1/rules.d" "$root/var/lib/polkit-1"
+  printf 'polkitd:x:996:996:polkit:/nonexistent:/usr/sbin/nologin\n' >>"$root/etc/passwd"
+  printf 'polkitd:x:996:\n' >>"$root/etc/group"
   mkdir -p "$root/var"
   ln -s ../run "$root/var/run"
   cp "$LAB_DIR/guest-daemon-checks.sh" "$root/bin/lab-daemon-checks"

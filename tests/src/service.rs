@@ -6,7 +6,14 @@ use rdma_managerd::dbus::server::{self, Bus, Service};
 use rdma_managerd::engine::EngineConfig;
 use rdma_managerd::kernel::sim::SimHost;
 
-use crate::bus::{tools_required, PrivateBus};
+use anyhow::{Context, Result};
+use rdma_manager_dbus::{BUS_NAME, ROOT_PATH};
+use rdma_managerd::kernel::sim::fixtures;
+
+use crate::bus::{
+    busctl_call, tools_required, BusConfig, Credentials, PolkitConfig, PrivateBus, PrivatePolkit,
+    Reply, UserDb,
+};
 
 /// A private session-policy bus, or `None` (with the reason printed) when dbus-daemon cannot
 /// run here; under `RDMA_MANAGER_REQUIRE_TOOLS=1` that is a failure instead.
@@ -25,15 +32,14 @@ pub fn session_bus_or_skip() -> Option<PrivateBus> {
 /// the host's temporary tree is removed when this is dropped, not when the host is.
 pub struct ServedSim {
     pub service: Service,
-    /// Removed on drop unless the service was stopped with [`ServedSim::stop_keeping_tree`].
-    tree: Option<std::path::PathBuf>,
+    tree: std::path::PathBuf,
 }
 
 impl Drop for ServedSim {
     fn drop(&mut self) {
         self.service.task.abort();
-        if let Some(tree) = &self.tree {
-            let _ = std::fs::remove_dir_all(tree);
+        if !self.tree.as_os_str().is_empty() {
+            let _ = std::fs::remove_dir_all(&self.tree);
         }
     }
 }
@@ -42,12 +48,8 @@ impl ServedSim {
     /// Stops the service as stopping the daemon would (the bus name is released), and leaves
     /// the host's tree, with the files under its `etc/`, for a service started after it.
     pub async fn stop_keeping_tree(mut self) {
-        self.tree = None;
-        let _ = self
-            .service
-            .conn
-            .release_name(rdma_manager_dbus::BUS_NAME)
-            .await;
+        self.tree = std::path::PathBuf::new();
+        let _ = self.service.conn.release_name(BUS_NAME).await;
     }
 }
 
@@ -61,7 +63,7 @@ pub async fn serve_sim(
     let service = server::serve(conn, Arc::new(sim.clone()), true, config).await?;
     Ok(ServedSim {
         service,
-        tree: Some(sim.root().to_path_buf()),
+        tree: sim.root().to_path_buf(),
     })
 }
 
@@ -108,4 +110,105 @@ pub fn attr(line: &str, key: &str) -> Option<String> {
     let rest = &line[line.find(key)? + key.len()..];
     let rest = rest.strip_prefix('"')?;
     Some(rest[..rest.find('"')?].to_string())
+}
+
+/// The daemon on the simulated demo host, on a private *system* bus with the project's bus
+/// policy and a real polkitd: root (`who` = None) is authorized by polkit itself, the test
+/// user (uid 4242) is not unless a rule grants it. Use it for every test of a mutating method.
+pub struct SystemSetup {
+    pub users: UserDb,
+    pub bus: PrivateBus,
+    _polkit: PrivatePolkit,
+    pub sim: SimHost,
+    _service: ServedSim,
+}
+
+impl SystemSetup {
+    pub async fn new(in_group: bool, config: PolkitConfig) -> Result<SystemSetup> {
+        Self::with_host(in_group, config, SimHost::new(fixtures::demo_host())?).await
+    }
+
+    /// As [`SystemSetup::new`], on a given simulated host.
+    pub async fn with_host(
+        in_group: bool,
+        config: PolkitConfig,
+        sim: SimHost,
+    ) -> Result<SystemSetup> {
+        let users = UserDb::new(in_group)?;
+        let bus = BusConfig::system()
+            .with_rdma_manager_policy()
+            .users(&users)
+            .start()?;
+        let polkit = PrivatePolkit::start(&bus, &users, &config).await?;
+        let service = serve_sim(&bus, &sim, EngineConfig::default())
+            .await
+            .context("serving")?;
+        Ok(SystemSetup {
+            users,
+            bus,
+            _polkit: polkit,
+            sim,
+            _service: service,
+        })
+    }
+
+    pub async fn call(
+        &self,
+        who: Option<&Credentials>,
+        path: &str,
+        iface: &str,
+        method: &str,
+        args: &[&str],
+    ) -> Result<Reply> {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        busctl_call(&self.bus, who, true, path, iface, method, &args).await
+    }
+
+    /// A method of the root object's manager interface.
+    pub async fn manager(
+        &self,
+        who: Option<&Credentials>,
+        method: &str,
+        args: &[&str],
+    ) -> Result<Reply> {
+        self.call(who, ROOT_PATH, BUS_NAME, method, args).await
+    }
+
+    pub fn device_names(&self) -> Vec<String> {
+        self.sim
+            .spec()
+            .devices
+            .iter()
+            .map(|d| d.name.clone())
+            .collect()
+    }
+
+    /// A file the daemon wrote, by its absolute path on a real host (`/etc/...`), read from
+    /// the simulated host's tree; `None` when absent.
+    pub fn etc_file(&self, path: &str) -> Option<String> {
+        let p = self.sim.root().join(path.trim_start_matches('/'));
+        std::fs::read_to_string(p).ok()
+    }
+
+    /// Stops the daemon (it gives up the bus name and its engine ends) and starts a new one
+    /// on the same simulated host and files, as a restart or a reboot would. Change the
+    /// simulated kernel in `between` to model what the kernel forgot meanwhile.
+    pub async fn restart_daemon(&mut self, between: impl FnOnce(&SimHost)) -> Result<()> {
+        let old = &mut self._service;
+        old.service.task.abort();
+        old.service
+            .conn
+            .release_name(BUS_NAME)
+            .await
+            .context("releasing the bus name")?;
+        between(&self.sim);
+        let new = serve_sim(&self.bus, &self.sim, EngineConfig::default())
+            .await
+            .context("serving again")?;
+        // The old service must not remove the tree the new one serves.
+        let mut old = std::mem::replace(&mut self._service, new);
+        old.tree = std::path::PathBuf::new();
+        drop(old);
+        Ok(())
+    }
 }

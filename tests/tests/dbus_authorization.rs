@@ -5,13 +5,8 @@
 
 use anyhow::{Context, Result};
 use rdma_manager_dbus::{BUS_NAME, ROOT_PATH};
-use rdma_manager_tests::bus::{
-    busctl_call, skip_reason, BusConfig, Credentials, PolkitConfig, PrivateBus, PrivatePolkit,
-    Reply, UserDb,
-};
-use rdma_manager_tests::service::{attr, own_interfaces, serve_sim, ServedSim};
-use rdma_managerd::engine::EngineConfig;
-use rdma_managerd::kernel::sim::{fixtures, SimHost};
+use rdma_manager_tests::bus::{skip_reason, Credentials, PolkitConfig, PrivateBus, Reply};
+use rdma_manager_tests::service::{attr, own_interfaces, SystemSetup as Setup};
 
 /// Methods that only read; every other method of our interfaces must ask polkit.
 const READ_ONLY: [&str; 2] = ["GetThroughputHistory", "GetCounters"];
@@ -23,77 +18,6 @@ macro_rules! require_harness {
             return Ok(());
         }
     };
-}
-
-struct Setup {
-    users: UserDb,
-    bus: PrivateBus,
-    _polkit: PrivatePolkit,
-    sim: SimHost,
-    _service: ServedSim,
-}
-
-impl Setup {
-    async fn new(in_group: bool, config: PolkitConfig) -> Result<Setup> {
-        let users = UserDb::new(in_group)?;
-        let bus = BusConfig::system()
-            .with_rdma_manager_policy()
-            .users(&users)
-            .start()?;
-        let polkit = PrivatePolkit::start(&bus, &users, &config).await?;
-        let sim = SimHost::new(fixtures::demo_host())?;
-        let service = serve_sim(&bus, &sim, EngineConfig::default())
-            .await
-            .context("serving")?;
-        Ok(Setup {
-            users,
-            bus,
-            _polkit: polkit,
-            sim,
-            _service: service,
-        })
-    }
-
-    async fn call(
-        &self,
-        who: Option<&Credentials>,
-        path: &str,
-        iface: &str,
-        method: &str,
-        args: &[&str],
-    ) -> Result<Reply> {
-        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        busctl_call(&self.bus, who, true, path, iface, method, &args).await
-    }
-
-    /// A method of the root object's manager interface.
-    async fn manager(
-        &self,
-        who: Option<&Credentials>,
-        method: &str,
-        args: &[&str],
-    ) -> Result<Reply> {
-        self.call(who, ROOT_PATH, BUS_NAME, method, args).await
-    }
-
-    /// Every netdev with its IPoIB settings, as the simulated kernel has them.
-    fn netdevs(&self) -> Vec<String> {
-        self.sim
-            .spec()
-            .netdevs
-            .iter()
-            .map(|n| format!("{} mtu {} {:?}", n.name, n.mtu, n.ipoib))
-            .collect()
-    }
-
-    fn device_names(&self) -> Vec<String> {
-        self.sim
-            .spec()
-            .devices
-            .iter()
-            .map(|d| d.name.clone())
-            .collect()
-    }
 }
 
 /// (object, interface, method, input signature) of every method of our interfaces on the
@@ -147,62 +71,38 @@ async fn our_methods(bus: &PrivateBus) -> Result<Vec<(String, String, String, St
     Ok(out)
 }
 
-/// busctl arguments of some type-correct value for each argument of the signature
-/// (containers as empty arrays, variants as a string).
+/// busctl arguments of some type-correct value for each signature character.
 fn dummy_args(sig: &str) -> Vec<String> {
-    if sig.is_empty() {
-        return Vec::new();
+    let mut v = vec![sig.to_string()];
+    let mut chars = sig.chars().peekable();
+    while let Some(c) = chars.next() {
+        v.push(match c {
+            's' => "rxe7".into(),
+            'o' => "/".into(),
+            'b' => "false".into(),
+            // An empty array: skip its element type (one basic type or a `{..}`/`(..)` group).
+            'a' => {
+                let mut depth = 0;
+                for e in chars.by_ref() {
+                    match e {
+                        '{' | '(' => depth += 1,
+                        '}' | ')' => depth -= 1,
+                        'a' => continue,
+                        _ => {}
+                    }
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                "0".into()
+            }
+            _ => "1".into(),
+        });
     }
-    let sig: Vec<char> = sig.chars().collect();
-    let mut v = vec![sig.iter().collect::<String>()];
-    let mut i = 0;
-    while i < sig.len() {
-        i = dummy_value(&sig, i, &mut v);
+    if sig.is_empty() {
+        v.clear();
     }
     v
-}
-
-/// Pushes busctl's text for the complete type at `i`; returns where the next one starts.
-fn dummy_value(sig: &[char], i: usize, out: &mut Vec<String>) -> usize {
-    match sig[i] {
-        'a' => {
-            out.push("0".into());
-            skip_type(sig, i + 1)
-        }
-        '(' => {
-            let mut j = i + 1;
-            while j < sig.len() && sig[j] != ')' {
-                j = dummy_value(sig, j, out);
-            }
-            j + 1
-        }
-        c => {
-            out.extend(match c {
-                's' => vec!["rxe7".to_string()],
-                'o' => vec!["/".into()],
-                'b' => vec!["false".into()],
-                'g' => vec!["s".into()],
-                'v' => vec!["s".into(), "x".into()],
-                _ => vec!["1".into()],
-            });
-            i + 1
-        }
-    }
-}
-
-/// Where the complete type at `i` ends.
-fn skip_type(sig: &[char], i: usize) -> usize {
-    match sig.get(i) {
-        Some('a') => skip_type(sig, i + 1),
-        Some('(') | Some('{') => {
-            let mut j = i + 1;
-            while j < sig.len() && sig[j] != ')' && sig[j] != '}' {
-                j = skip_type(sig, j);
-            }
-            j + 1
-        }
-        _ => i + 1,
-    }
 }
 
 #[test]
@@ -211,7 +111,16 @@ fn dummy_arguments_follow_the_signature() {
     assert_eq!(dummy_args("sss"), ["sss", "rxe7", "rxe7", "rxe7"]);
     assert_eq!(dummy_args("qsa{sv}"), ["qsa{sv}", "1", "rxe7", "0"]);
     assert_eq!(dummy_args("a(qs)b"), ["a(qs)b", "0", "false"]);
-    assert_eq!(dummy_args("(us)v"), ["(us)v", "1", "rxe7", "s", "x"]);
+}
+
+/// Every netdev with its IPoIB settings, as the simulated kernel has them.
+fn netdevs(t: &Setup) -> Vec<String> {
+    t.sim
+        .spec()
+        .netdevs
+        .iter()
+        .map(|n| format!("{} mtu {} {:?}", n.name, n.mtu, n.ipoib))
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -223,20 +132,19 @@ async fn an_unprivileged_user_is_refused_every_change_and_nothing_changes() -> R
         .iter()
         .filter(|m| !READ_ONLY.contains(&m.2.as_str()))
         .collect();
-    for want in [
-        "AddSoftLink",
-        "RemoveSoftLink",
-        "CreateChild",
-        "Delete",
-        "SetMode",
-        "SetMtu",
-        "SetUmcast",
-    ] {
+    assert!(
+        mutating.iter().any(|m| m.2 == "AddSoftLink")
+            && mutating.iter().any(|m| m.2 == "RemoveSoftLink")
+            && mutating.iter().any(|m| m.2 == "SetRoceMode")
+            && mutating.iter().any(|m| m.2 == "SetRoceTos"),
+        "{methods:?}"
+    );
+    for want in ["CreateChild", "Delete", "SetMode", "SetMtu", "SetUmcast"] {
         assert!(mutating.iter().any(|m| m.2 == want), "{want}: {methods:?}");
     }
     let user = Credentials::test_user(false);
     let before = t.device_names();
-    let netdevs_before = t.netdevs();
+    let netdevs_before = netdevs(&t);
     for (path, iface, method, sig) in mutating {
         let args = dummy_args(sig);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -260,14 +168,16 @@ async fn an_unprivileged_user_is_refused_every_change_and_nothing_changes() -> R
             "{iface}.{method} changed the host"
         );
         assert_eq!(
-            t.netdevs(),
+            netdevs(&t),
             netdevs_before,
             "{iface}.{method} changed a netdev"
         );
-        assert!(
-            !t.sim.root().join("etc/rdma-manager").exists(),
-            "{iface}.{method} wrote the configuration"
-        );
+    }
+    for file in [
+        "/etc/rdma-manager/roce.toml",
+        "/etc/rdma-manager/ipoib.toml",
+    ] {
+        assert_eq!(t.etc_file(file), None, "nothing was persisted in {file}");
     }
     // The read-only methods stay open to everyone.
     for (path, iface, method, _) in methods.iter().filter(|m| READ_ONLY.contains(&m.2.as_str())) {
@@ -384,7 +294,7 @@ async fn root_may_create_and_delete_an_ipoib_child() -> Result<()> {
         .with_context(|| format!("an object path: {out}"))?
         .to_string();
     assert!(t.sim.spec().netdevs.iter().any(|n| n.name == "ib0.0002"));
-    assert!(t.sim.root().join("etc/rdma-manager/ipoib.toml").is_file());
+    assert!(t.etc_file("/etc/rdma-manager/ipoib.toml").is_some());
     let reply = t.call(None, &child, iface, "Delete", &[]).await?;
     assert!(matches!(reply, Reply::Ok(_)), "{reply:?}");
     assert!(!t.sim.spec().netdevs.iter().any(|n| n.name == "ib0.0002"));

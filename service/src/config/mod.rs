@@ -8,6 +8,7 @@
 //! hand edits are not silently lost.
 
 pub mod ipoib;
+pub mod roce;
 pub mod soft_links;
 
 use std::path::Path;
@@ -18,6 +19,7 @@ use serde::Serialize;
 use crate::kernel::{Host, HostError};
 
 pub use ipoib::{IpoibChildEntry, IpoibConfig, IpoibPortEntry, IpoibSettings};
+pub use roce::{RocePortEntry, RoceSettings};
 pub use soft_links::{SoftLinkEntry, SoftLinks};
 
 /// Where the daemon's own files live.
@@ -125,6 +127,7 @@ fn one_line(s: &str) -> String {
 pub struct Desired {
     pub soft_links: Loaded<SoftLinks>,
     pub ipoib: Loaded<IpoibConfig>,
+    pub roce: Loaded<RoceSettings>,
 }
 
 impl Default for Desired {
@@ -132,6 +135,7 @@ impl Default for Desired {
         Desired {
             soft_links: Ok(SoftLinks::default()),
             ipoib: Ok(IpoibConfig::default()),
+            roce: Ok(RoceSettings::default()),
         }
     }
 }
@@ -139,10 +143,14 @@ impl Default for Desired {
 impl Desired {
     /// The areas that cannot be used, and why.
     pub fn errors(&self) -> Vec<&ConfigError> {
-        [self.soft_links.as_ref().err(), self.ipoib.as_ref().err()]
-            .into_iter()
-            .flatten()
-            .collect()
+        [
+            self.soft_links.as_ref().err(),
+            self.ipoib.as_ref().err(),
+            self.roce.as_ref().err(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
     }
 
     /// Reads every area.
@@ -150,6 +158,7 @@ impl Desired {
         Desired {
             soft_links: load(host).await,
             ipoib: load(host).await,
+            roce: load(host).await,
         }
     }
 }

@@ -240,8 +240,49 @@ bus_object! {
         counter_source as "CounterSource": String,
         /// Attributes the kernel did not give, with the reason (missing, read failed: EINVAL, malformed ...); their properties show empty or zero.
         unreadable as "Unreadable": HashMap<String, String>,
+        /// rdma_cm's default RoCE version for connections from this port (configfs default_roce_mode): "v1" or "v2"; "" when this is not a RoCE port or it cannot be read (see Unreadable).
+        roce_mode as "RoceMode": String,
+        /// rdma_cm's default type of service for RoCE connections from this port (configfs default_roce_tos); 0 when not a RoCE port.
+        roce_tos as "RoceTos": u8,
+        /// The RoCE versions this port supports, from the types of its GID table entries: "v1", "v2".
+        roce_modes as "RoceModes": Vec<String>,
+        /// Whether the daemon remembers a RoCE mode or ToS for this port (roce.toml) and re-applies it at start and when the device appears.
+        roce_persisted as "RocePersisted": bool,
     }
     methods {
+        /// Sets rdma_cm's default RoCE version of this port ("v1" or "v2"; "1", "2",
+        /// "IB/RoCE v1" and "RoCE v2" are accepted too) and remembers it. Both ends of a
+        /// connection must use the same version.
+        async fn set_roce_mode(
+            &self,
+            mode: &str,
+            #[zbus(header)] header: Header<'_>,
+        ) -> Result<(), Error> {
+            self.ctx.authorize(&header, Action::ManageRoce).await?;
+            let v = read(&self.view);
+            self.ctx
+                .engine()?
+                .set_roce_mode(super::device_index(&v.device), v.number, mode)
+                .await
+                .map_err(super::errors::op_error)
+        }
+
+        /// Sets rdma_cm's default type of service for RoCE connections of this port and
+        /// remembers it.
+        async fn set_roce_tos(
+            &self,
+            tos: u8,
+            #[zbus(header)] header: Header<'_>,
+        ) -> Result<(), Error> {
+            self.ctx.authorize(&header, Action::ManageRoce).await?;
+            let v = read(&self.view);
+            self.ctx
+                .engine()?
+                .set_roce_tos(super::device_index(&v.device), v.number, tos)
+                .await
+                .map_err(super::errors::op_error)
+        }
+
         /// The recorded throughput, oldest first: (time µs since the epoch, TX bytes/s,
         /// RX bytes/s, TX packets/s, RX packets/s, flags), one a second for up to 15 minutes.
         async fn get_throughput_history(

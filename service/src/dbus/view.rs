@@ -6,7 +6,7 @@
 //! string or zero, and the object's `Unreadable` property says which and why, so a client can
 //! tell "LID 0" from "LID unknown".
 
-use crate::config::ConfigError;
+use crate::config::{ConfigError, Desired};
 use std::collections::HashMap;
 
 use rdma_manager_dbus::{device_path, ipoib_path, port_path};
@@ -100,9 +100,41 @@ pub fn device_view(d: &DeviceState) -> DeviceView {
     }
 }
 
-pub fn port_view(d: &DeviceState, p: &PortSnapshot) -> PortView {
+pub fn port_view(d: &DeviceState, p: &PortSnapshot, config: &Desired) -> PortView {
     let mut u = Unreadable::default();
     let source = d.sources.get(&p.number);
+    let roce = d.roce.get(&p.number);
+    // Only RoCE ports have a reading; a failed one is named in Unreadable.
+    let (roce_mode, roce_tos) = match roce {
+        Some(r) => (
+            match &r.mode {
+                Ok(m) => m.short().to_string(),
+                Err(e) => {
+                    u.0.insert("RoceMode".into(), e.clone());
+                    String::new()
+                }
+            },
+            match &r.tos {
+                Ok(t) => *t,
+                Err(e) => {
+                    u.0.insert("RoceTos".into(), e.clone());
+                    0
+                }
+            },
+        ),
+        None => (String::new(), 0),
+    };
+    let roce_modes = match roce {
+        Some(_) => crate::model::roce::supported_modes(p)
+            .into_iter()
+            .map(|m| m.short().to_string())
+            .collect(),
+        None => Vec::new(),
+    };
+    let roce_persisted = match (&d.snap.node_guid, &config.roce) {
+        (Ok(g), Ok(s)) => s.entry(*g, p.number).is_some_and(|e| !e.is_empty()),
+        _ => false,
+    };
     PortView {
         device: object_path(device_path(d.index)),
         device_name: d.snap.name.clone(),
@@ -144,6 +176,10 @@ pub fn port_view(d: &DeviceState, p: &PortSnapshot) -> PortView {
             .unwrap_or("none")
             .to_string(),
         unreadable: u.0,
+        roce_mode,
+        roce_tos,
+        roce_modes,
+        roce_persisted,
     }
 }
 

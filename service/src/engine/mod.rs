@@ -11,6 +11,7 @@ pub mod clock;
 pub mod history;
 mod ops;
 mod ops_ipoib;
+mod ops_roce;
 mod ops_soft_links;
 mod persist;
 mod restore;
@@ -28,7 +29,7 @@ use tracing::{debug, info, warn};
 pub use clock::TickClock;
 pub use history::{History, Sample};
 pub use ops::OpError;
-pub use state::{DeviceState, Dirty, HostState, IpoibState};
+pub use state::{DeviceState, Dirty, HostState, IpoibState, PortRoce};
 
 use crate::kernel::{Host, HostEvent, PollTarget, PortPoller, PortReading};
 
@@ -316,7 +317,19 @@ impl Engine {
         let result = if wanted.everything {
             self.forget
                 .extend(self.state.devices.values().map(|d| d.name().to_string()));
-            self.state.refresh_all(host.as_ref()).await
+            // Lost events (an overflow) may have carried appearances: find them by comparing.
+            let before = self.state.present_names();
+            let r = self.state.refresh_all(host.as_ref()).await;
+            let after = self.state.present_names();
+            wanted
+                .appeared
+                .devices
+                .extend(after.0.difference(&before.0).map(|(_, n)| n.clone()));
+            wanted
+                .appeared
+                .netdevs
+                .extend(after.1.difference(&before.1).map(|(_, n)| n.clone()));
+            r
         } else {
             let mut dirty = Dirty::default();
             let mut r = Ok(());

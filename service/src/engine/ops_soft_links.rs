@@ -163,10 +163,23 @@ impl Engine {
             }
         };
         let index = dev.index;
-        self.host
-            .delete_link(index)
-            .await
-            .map_err(OpError::from_host)?;
+        if let Err(e) = self.host.delete_link(index).await {
+            // DELLINK on an index that is gone is EINVAL: say what happened instead.
+            let still_there = self
+                .host
+                .rdma_device_names()
+                .await
+                .map(|n| n.iter().any(|d| d == name))
+                .unwrap_or(true);
+            let _ = self.settle(&[name]).await;
+            return Err(if still_there {
+                OpError::from_host(e)
+            } else {
+                OpError::NotFound(format!(
+                    "{name} disappeared while it was being removed (its netdev went away, or someone else deleted it)"
+                ))
+            });
+        }
         self.settle(&[name]).await?;
         if let Err(e) = self.persist(persisted).await {
             // Undo: it would come back at the next start anyway, so put it back now.

@@ -32,7 +32,6 @@ impl Appeared {
         !self.start && self.devices.is_empty() && self.netdevs.is_empty()
     }
 
-    #[allow(dead_code)] // used by the RoCE and IPoIB areas
     pub fn device(&self, name: &str) -> bool {
         self.start || self.devices.contains(name)
     }
@@ -48,5 +47,6 @@ impl Engine {
     pub(super) async fn restore(&mut self, appeared: &Appeared) {
         self.restore_soft_links(appeared).await;
         self.restore_ipoib(appeared).await;
+        self.restore_roce(appeared).await;
     }
 }

@@ -10,7 +10,8 @@ use serde::Serialize;
 use tracing::warn;
 
 use crate::kernel::{Host, HostError, NlDevice, PortSource};
-use crate::model::{DeviceSnapshot, NetdevSnapshot};
+use crate::model::roce::is_roce_port;
+use crate::model::{DeviceSnapshot, NetdevSnapshot, RoceMode};
 
 /// A device as the daemon knows it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -22,6 +23,26 @@ pub struct DeviceState {
     pub snap: DeviceSnapshot,
     /// Per port: counter source and netdev.
     pub sources: BTreeMap<u32, PortSource>,
+    /// Per RoCE port: rdma_cm's defaults as configfs reads them.
+    pub roce: BTreeMap<u32, PortRoce>,
+}
+
+/// A RoCE port's `default_roce_mode` and `default_roce_tos`, or why each could not be read
+/// (rdma_cm not loaded, configfs not mounted, the device gone).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PortRoce {
+    pub mode: Result<RoceMode, String>,
+    pub tos: Result<u8, String>,
+}
+
+impl PortRoce {
+    /// Reads both (reading makes `rdma_cm/<dev>` in configfs, as the kernel expects).
+    pub async fn read(host: &dyn Host, dev: &str, port: u32) -> PortRoce {
+        PortRoce {
+            mode: host.roce_mode(dev, port).await.map_err(|e| e.to_string()),
+            tos: host.roce_tos(dev, port).await.map_err(|e| e.to_string()),
+        }
+    }
 }
 
 impl DeviceState {
@@ -60,6 +81,9 @@ impl Dirty {
     }
 }
 
+/// Objects by (kernel index or ifindex, name).
+pub type NamedKeys = BTreeSet<(u32, String)>;
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct HostState {
     pub devices: BTreeMap<u32, DeviceState>,
@@ -71,6 +95,21 @@ pub struct HostState {
 impl HostState {
     pub fn device_by_name(&self, name: &str) -> Option<&DeviceState> {
         self.devices.values().find(|d| d.name() == name)
+    }
+
+    /// (index, name) of every device and of every IPoIB interface: a pair that is new after a
+    /// re-read is something that appeared.
+    pub fn present_names(&self) -> (NamedKeys, NamedKeys) {
+        (
+            self.devices
+                .values()
+                .map(|d| (d.index, d.name().to_string()))
+                .collect(),
+            self.ipoib
+                .values()
+                .map(|i| (i.ifindex, i.snap.name.clone()))
+                .collect(),
+        )
     }
 
     /// Reads everything.
@@ -284,10 +323,19 @@ async fn read_device_state(
         Err(e) if e.is_not_found() => return Ok(None),
         Err(e) => return Err(e),
     };
+    let mut roce = BTreeMap::new();
+    for p in snap
+        .ports
+        .iter()
+        .filter(|p| is_roce_port(&snap.node_type, p))
+    {
+        roce.insert(p.number, PortRoce::read(host, name, p.number).await);
+    }
     Ok(Some(DeviceState {
         index: nl_dev.index,
         nl: Some(nl_dev.clone()),
         snap,
         sources,
+        roce,
     }))
 }

@@ -10,6 +10,8 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
+    // /etc/rdma-manager is made by the package; a hand install may lack it.
+    std::fs::create_dir_all(dir)?;
     let mut tmp = tempfile::Builder::new()
         .prefix(".rdma-manager-")
         .tempfile_in(dir)?;
@@ -60,8 +62,11 @@ mod tests {
     }
 
     #[test]
-    fn missing_directory_is_an_error_not_a_panic() {
+    fn missing_directory_is_made_and_an_impossible_one_is_an_error_not_a_panic() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(write_atomic(&dir.path().join("nope/file"), b"x").is_err());
+        write_atomic(&dir.path().join("new/file"), b"x").unwrap();
+        assert_eq!(std::fs::read(dir.path().join("new/file")).unwrap(), b"x");
+        std::fs::write(dir.path().join("plain"), b"").unwrap();
+        assert!(write_atomic(&dir.path().join("plain/file"), b"x").is_err());
     }
 }

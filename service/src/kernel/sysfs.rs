@@ -427,9 +427,28 @@ impl SysRoot {
         self.root.join("sys/module").join(module).is_dir()
     }
 
+    /// Whether configfs is mounted on `/sys/kernel/config`, from `/proc/self/mounts` under
+    /// the root; `None` when that cannot be read (as in a simulated tree).
+    pub fn configfs_mounted(&self) -> Option<bool> {
+        let text = std::fs::read_to_string(self.root.join("proc/self/mounts")).ok()?;
+        Some(text.lines().any(|l| {
+            let mut f = l.split_whitespace();
+            let (_, dir, fstype) = (f.next(), f.next(), f.next());
+            dir == Some("/sys/kernel/config") && fstype == Some("configfs")
+        }))
+    }
+
+    /// Why `rdma_cm/` is absent, as far as the tree tells.
+    pub fn rdma_cm_missing(&self) -> HostError {
+        rdma_cm_missing(self.module_loaded("rdma_cm"), self.configfs_mounted())
+    }
+
     /// Device directories present under rdma_cm's configfs.
     pub fn roce_configfs_dirs(&self) -> Result<Vec<String>, HostError> {
         let dir = self.rdma_cm();
+        if !dir.is_dir() {
+            return Err(self.rdma_cm_missing());
+        }
         list_dir(&dir).map_err(|e| HostError::from_io(Op::Configfs(dir.display().to_string()), &e))
     }
 
@@ -438,10 +457,7 @@ impl SysRoot {
     pub fn roce_port_dir(&self, dev: &str, port: u32) -> Result<PathBuf, HostError> {
         let cm = self.rdma_cm();
         if !cm.is_dir() {
-            return Err(HostError::Unsupported {
-                what: "the RoCE default mode".into(),
-                why: "rdma_cm's configfs is missing: load the rdma_cm module and mount configfs on /sys/kernel/config".into(),
-            });
+            return Err(self.rdma_cm_missing());
         }
         let dev_dir = cm.join(dev);
         match std::fs::create_dir(&dev_dir) {
@@ -495,5 +511,79 @@ impl SysRoot {
         let path = self.roce_port_dir(dev, port)?.join("default_roce_tos");
         std::fs::write(&path, tos.to_string())
             .map_err(|e| HostError::from_io(Op::Configfs(format!("write {}", path.display())), &e))
+    }
+}
+
+/// The error for a missing `/sys/kernel/config/rdma_cm`, saying which of its two conditions
+/// fails and what to run: the rdma_cm module registers the directory, and configfs must be
+/// mounted for it to show. `mounted` is `None` when it could not be told.
+pub fn rdma_cm_missing(module_loaded: bool, mounted: Option<bool>) -> HostError {
+    const MODPROBE: &str = "`modprobe rdma_cm`";
+    const MOUNT: &str = "`mount -t configfs none /sys/kernel/config`";
+    let why = match (module_loaded, mounted) {
+        (false, Some(false)) => format!(
+            "the rdma_cm module is not loaded and configfs is not mounted: run {MODPROBE} and {MOUNT}"
+        ),
+        (false, _) => format!("the rdma_cm module is not loaded: run {MODPROBE}"),
+        (true, Some(false)) => format!("configfs is not mounted: run {MOUNT}"),
+        (true, _) => format!(
+            "/sys/kernel/config/rdma_cm is missing although rdma_cm is loaded: mount configfs ({MOUNT}), or the kernel was built without CONFIG_INFINIBAND_ADDR_TRANS_CONFIGFS"
+        ),
+    };
+    HostError::Unsupported {
+        what: "rdma_cm's configfs (RoCE default mode and ToS)".into(),
+        why,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn why(e: HostError) -> String {
+        match e {
+            HostError::Unsupported { why, .. } => why,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_missing_rdma_cm_names_the_cause_and_the_fix() {
+        let both = why(rdma_cm_missing(false, Some(false)));
+        assert!(both.contains("`modprobe rdma_cm`") && both.contains("`mount -t configfs"));
+        let module = why(rdma_cm_missing(false, Some(true)));
+        assert!(module.contains("`modprobe rdma_cm`") && !module.contains("mount"));
+        assert!(why(rdma_cm_missing(false, None)).contains("modprobe"));
+        let mount = why(rdma_cm_missing(true, Some(false)));
+        assert!(mount.contains("`mount -t configfs none /sys/kernel/config`"));
+        assert!(!mount.contains("modprobe"));
+        assert!(why(rdma_cm_missing(true, Some(true)))
+            .contains("CONFIG_INFINIBAND_ADDR_TRANS_CONFIGFS"));
+    }
+
+    #[test]
+    fn the_tree_tells_module_and_mount() -> std::io::Result<()> {
+        let tmp = tempfile::tempdir()?;
+        let sys = SysRoot::new(tmp.path().to_path_buf());
+        assert_eq!(sys.configfs_mounted(), None);
+        std::fs::create_dir_all(tmp.path().join("proc/self"))?;
+        std::fs::write(
+            tmp.path().join("proc/self/mounts"),
+            "sysfs /sys sysfs rw 0 0\n",
+        )?;
+        assert_eq!(sys.configfs_mounted(), Some(false));
+        assert!(why(sys.rdma_cm_missing()).contains("not loaded and configfs is not mounted"));
+        std::fs::write(
+            tmp.path().join("proc/self/mounts"),
+            "sysfs /sys sysfs rw 0 0\nconfigfs /sys/kernel/config configfs rw,relatime 0 0\n",
+        )?;
+        std::fs::create_dir_all(tmp.path().join("sys/module/rdma_cm"))?;
+        assert_eq!(sys.configfs_mounted(), Some(true));
+        assert!(sys.roce_mode("mlx5_0", 1).is_err());
+        assert!(matches!(
+            sys.roce_configfs_dirs(),
+            Err(HostError::Unsupported { .. })
+        ));
+        Ok(())
     }
 }

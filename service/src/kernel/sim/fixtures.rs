@@ -19,6 +19,11 @@ fn v4_mapped(a: [u8; 4]) -> Ipv6Addr {
 
 const LINK_LOCAL: u64 = 0xfe80_0000_0000_0000;
 
+/// A plain Ethernet interface, up with carrier (its ifindex is reassigned when plugged).
+pub fn ethernet(name: &str, mac: [u8; 6]) -> SimNetdev {
+    netdev(0, name, None, mac)
+}
+
 fn netdev(ifindex: u32, name: &str, kind: Option<&str>, mac: [u8; 6]) -> SimNetdev {
     SimNetdev {
         ifindex,

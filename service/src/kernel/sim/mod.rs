@@ -65,6 +65,10 @@ pub(crate) struct SimState {
     /// rdma_cm settings live with the device (cma_dev), keyed by device index and port.
     roce: BTreeMap<(u32, u32), (RoceMode, u8)>,
     cm_groups: Vec<CmGroup>,
+    /// `/sys/module/rdma_cm` (the module registers `rdma_cm/` in configfs).
+    rdma_cm_loaded: bool,
+    /// configfs mounted on `/sys/kernel/config`.
+    configfs_mounted: bool,
     faults: Vec<Fault>,
     subscribers: Vec<mpsc::UnboundedSender<HostEvent>>,
 }
@@ -113,12 +117,15 @@ impl SimHost {
             .map(|n| n.ifindex + 1)
             .max()
             .unwrap_or(2);
+        let cm = spec.kernel.rdma_cm_configfs;
         let state = SimState {
             spec,
             next_dev_index,
             next_ifindex,
             roce: BTreeMap::new(),
             cm_groups: Vec::new(),
+            rdma_cm_loaded: cm,
+            configfs_mounted: cm,
             faults: Vec::new(),
             subscribers: Vec::new(),
         };
@@ -163,11 +170,43 @@ impl SimHost {
         render::render_module(root, "rdma_rxe", st.spec.kernel.rxe_loaded)
             .map_err(Self::render_err)?;
         render::render_module(root, "siw", false).map_err(Self::render_err)?;
-        if st.spec.kernel.rdma_cm_configfs {
-            std::fs::create_dir_all(root.join("sys/kernel/config/rdma_cm"))
-                .map_err(Self::render_err)?;
+        Self::render_rdma_cm(root, &st)
+    }
+
+    /// `sys/module/rdma_cm` and `sys/kernel/config/rdma_cm` as the flags say.
+    fn render_rdma_cm(root: &Path, st: &SimState) -> Result<(), HostError> {
+        render::render_module(root, "rdma_cm", st.rdma_cm_loaded).map_err(Self::render_err)?;
+        let dir = root.join("sys/kernel/config/rdma_cm");
+        if st.rdma_cm_loaded && st.configfs_mounted {
+            std::fs::create_dir_all(dir).map_err(Self::render_err)
+        } else {
+            match std::fs::remove_dir_all(dir) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Self::render_err(e)),
+                _ => Ok(()),
+            }
         }
-        Ok(())
+    }
+
+    /// Loads or unloads rdma_cm (`modprobe rdma_cm` / `modprobe -r rdma_cm`). Unloading
+    /// forgets every configfs group and every RoCE default: a reload starts from the
+    /// kernel's defaults (RoCE v2 where supported, ToS 0), as after a reboot.
+    pub fn set_rdma_cm_loaded(&self, loaded: bool) -> Result<(), HostError> {
+        let mut st = self.lock();
+        if !loaded {
+            st.roce.clear();
+            st.cm_groups.clear();
+        }
+        st.rdma_cm_loaded = loaded;
+        st.spec.kernel.rdma_cm_configfs = st.rdma_cm_loaded && st.configfs_mounted;
+        Self::render_rdma_cm(self.root(), &st)
+    }
+
+    /// Mounts or unmounts configfs on `/sys/kernel/config`; rdma_cm keeps its settings.
+    pub fn set_configfs_mounted(&self, mounted: bool) -> Result<(), HostError> {
+        let mut st = self.lock();
+        st.configfs_mounted = mounted;
+        st.spec.kernel.rdma_cm_configfs = st.rdma_cm_loaded && st.configfs_mounted;
+        Self::render_rdma_cm(self.root(), &st)
     }
 
     /// A copy of the current state.
@@ -192,6 +231,16 @@ impl SimHost {
     /// The next `op` takes `d` before it does anything (a slow or hung kernel call).
     pub fn delay_next(&self, op: SimOp, d: std::time::Duration) {
         self.lock().faults.push(Fault::Delay(op, d));
+    }
+
+    /// Everything the simulated kernel holds (devices, netdevs, rdma_cm settings and groups),
+    /// as text: equal snapshots before and after a refused call show it changed nothing.
+    pub fn kernel_snapshot(&self) -> String {
+        let st = self.lock();
+        format!(
+            "{:#?}\nroce {:?}\ncm_groups {:?}",
+            st.spec, st.roce, st.cm_groups
+        )
     }
 
     /// Removes a file of the rendered tree (a vanished attribute). `rel` is relative to the
@@ -223,6 +272,22 @@ impl SimHost {
         let name = dev.name.clone();
         st.spec.devices.push(dev);
         Self::emit(&mut st, HostEvent::RdmaAdded { name });
+        Ok(())
+    }
+
+    /// A network interface appears (a driver bound, a cable module inserted), raising
+    /// NetdevAdded. Its ifindex is assigned by the kernel's rule.
+    pub fn plug_netdev(&self, mut nd: SimNetdev) -> Result<(), HostError> {
+        let mut st = self.lock();
+        if st.spec.netdevs.iter().any(|n| n.name == nd.name) {
+            return Err(HostError::kernel(Op::Rtnl("RTM_NEWLINK"), Errno::EEXIST));
+        }
+        nd.ifindex = st.next_ifindex;
+        st.next_ifindex += 1;
+        render::render_netdev(self.root(), &nd).map_err(Self::render_err)?;
+        let name = nd.name.clone();
+        st.spec.netdevs.push(nd);
+        Self::emit(&mut st, HostEvent::NetdevAdded { name });
         Ok(())
     }
 

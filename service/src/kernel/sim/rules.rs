@@ -34,14 +34,16 @@ pub fn find_netdev<'a>(st: &'a SimState, name: &str) -> Result<&'a SimNetdev, Ho
 
 // ---- rdma_cm configfs ------------------------------------------------------------------------
 
+/// `rdma_cm/` exists only with the module loaded and configfs mounted; the error is the one
+/// the sysfs reader gives for the same tree.
 pub fn configfs_present(st: &SimState) -> Result<(), HostError> {
-    if st.spec.kernel.rdma_cm_configfs {
+    if st.rdma_cm_loaded && st.configfs_mounted {
         Ok(())
     } else {
-        Err(HostError::Unsupported {
-            what: "the RoCE default mode".into(),
-            why: "rdma_cm's configfs is missing: load the rdma_cm module and mount configfs on /sys/kernel/config".into(),
-        })
+        Err(crate::kernel::sysfs::rdma_cm_missing(
+            st.rdma_cm_loaded,
+            Some(st.configfs_mounted),
+        ))
     }
 }
 
@@ -339,7 +341,9 @@ pub fn soft_device(index: u32, name: &str, kind: SoftLinkType, nd: &SimNetdev) -
     let (dev_kind, node_type, protocol, node_desc) = match kind {
         SoftLinkType::Rxe => (DeviceKind::Rxe, NodeType::Ca, "roce", "rxe"),
         SoftLinkType::Siw => {
-            port.roce_types = vec![];
+            // Not a RoCE port: rdma_cm's mask for it is the IB type alone, so configfs
+            // accepts only "IB/RoCE v1" (roce_gid_type_mask_support).
+            port.roce_types = vec![GidType::IbRoceV1];
             port.hw_counters = vec![];
             port.pkeys = vec![];
             (DeviceKind::Siw, NodeType::Rnic, "iw", "siw")
