@@ -381,3 +381,95 @@ async fn ipoib_methods_refuse_bad_input_and_change_nothing() -> Result<()> {
     assert!(matches!(&b, Reply::Err(n, _) if n == "NotFound"), "{b:?}");
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn roce_methods_refuse_bad_input_and_change_nothing() -> Result<()> {
+    require_harness!();
+    let t = SystemSetup::new(false, PolkitConfig::rdma_manager()).await?;
+    // The demo host: Device/0 mlx4_1 (InfiniBand), Device/2 mlx5_1 (RoCE v1 and v2),
+    // Device/3 rxe0 (RoCE v2 only).
+    let roce = format!("{ROOT_PATH}/Device/2/Port/1");
+    let rxe = format!("{ROOT_PATH}/Device/3/Port/1");
+    let ib = format!("{ROOT_PATH}/Device/0/Port/1");
+    let gone = format!("{ROOT_PATH}/Device/99/Port/1");
+    let long = "v".repeat(300);
+    let mut cases = Vec::new();
+    for bad in [
+        "", "v3", "RoCE v3", "v2\nv1", "../v2", "/v2", "\"v2\"", "'v2'", "0", "3", "v-1", &long,
+    ] {
+        cases.push(case(
+            &roce,
+            "Port",
+            "SetRoceMode",
+            &["s", bad],
+            "InvalidArgument",
+        ));
+    }
+    cases.push(case(
+        &rxe,
+        "Port",
+        "SetRoceMode",
+        &["s", "v1"],
+        "NotSupported",
+    ));
+    cases.push(case(
+        &ib,
+        "Port",
+        "SetRoceMode",
+        &["s", "v2"],
+        "NotSupported",
+    ));
+    cases.push(case(
+        &ib,
+        "Port",
+        "SetRoceTos",
+        &["y", "32"],
+        "NotSupported",
+    ));
+    for (method, args) in [("SetRoceMode", ["s", "v2"]), ("SetRoceTos", ["y", "32"])] {
+        cases.push(case(
+            &gone,
+            "Port",
+            method,
+            &args,
+            "org.freedesktop.DBus.Error.UnknownObject",
+        ));
+    }
+    refused(&t, &cases).await?;
+
+    // Out of range for the D-Bus type itself: busctl refuses to send it, nothing arrives.
+    let before = world(&t);
+    let reply = t
+        .call(
+            None,
+            &roce,
+            &format!("{}.Port", rdma_manager_dbus::BUS_NAME),
+            "SetRoceTos",
+            &["y", "256"],
+        )
+        .await;
+    assert!(
+        !matches!(reply, Ok(Reply::Ok(_))),
+        "a ToS of 256 cannot be sent: {reply:?}"
+    );
+    assert_eq!(world(&t), before);
+
+    // A device unplugged mid-call.
+    t.sim.unplug_during_next(SimOp::RoceWrite, "mlx5_1");
+    let etc = etc_files(t.sim.root());
+    let reply = t
+        .call(
+            None,
+            &roce,
+            &format!("{}.Port", rdma_manager_dbus::BUS_NAME),
+            "SetRoceMode",
+            &["s", "v2"],
+        )
+        .await?;
+    assert!(
+        matches!(&reply, Reply::Err(n, _) if n == "NotFound" || n == "org.freedesktop.DBus.Error.UnknownObject"),
+        "{reply:?}"
+    );
+    assert_eq!(etc_files(t.sim.root()), etc, "nothing written");
+    Ok(())
+}
