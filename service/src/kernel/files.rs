@@ -62,8 +62,11 @@ mod tests {
     }
 
     #[test]
-    fn missing_directory_is_an_error_not_a_panic() {
+    fn missing_directory_is_made_and_an_impossible_one_is_an_error_not_a_panic() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(write_atomic(&dir.path().join("nope/file"), b"x").is_err());
+        write_atomic(&dir.path().join("new/file"), b"x").unwrap();
+        assert_eq!(std::fs::read(dir.path().join("new/file")).unwrap(), b"x");
+        std::fs::write(dir.path().join("plain"), b"").unwrap();
+        assert!(write_atomic(&dir.path().join("plain/file"), b"x").is_err());
     }
 }
