@@ -186,6 +186,19 @@ pub trait Port {
     gen_blocking = false
 )]
 pub trait Ipoib {
+    /// Creates a P_Key child of this port interface; settings: mode (s), mtu (u), umcast (b).
+    fn create_child(
+        &self,
+        pkey: u16,
+        name: &str,
+        settings: HashMap<&str, zbus::zvariant::Value<'_>>,
+    ) -> zbus::Result<OwnedObjectPath>;
+    /// Deletes this P_Key child and forgets it.
+    fn delete(&self) -> zbus::Result<()>;
+    fn set_mode(&self, mode: &str) -> zbus::Result<()>;
+    fn set_mtu(&self, mtu: u32) -> zbus::Result<()>;
+    fn set_umcast(&self, umcast: bool) -> zbus::Result<()>;
+
     #[zbus(property)]
     fn name(&self) -> zbus::Result<String>;
     #[zbus(property)]
@@ -218,4 +231,13 @@ pub trait Ipoib {
     fn children(&self) -> zbus::Result<Vec<OwnedObjectPath>>;
     #[zbus(property)]
     fn unreadable(&self) -> zbus::Result<HashMap<String, String>>;
+    /// Whether ipoib.toml remembers this interface.
+    #[zbus(property)]
+    fn persisted(&self) -> zbus::Result<bool>;
+    /// The remembered settings (mode, mtu, umcast), as text.
+    #[zbus(property)]
+    fn persisted_settings(&self) -> zbus::Result<HashMap<String, String>>;
+    /// On a port's own interface: the remembered children (P_Key, name).
+    #[zbus(property)]
+    fn persisted_children(&self) -> zbus::Result<Vec<(u16, String)>>;
 }

@@ -44,6 +44,15 @@ impl Drop for ServedSim {
     }
 }
 
+impl ServedSim {
+    /// Stops the service as stopping the daemon would (the bus name is released), and leaves
+    /// the host's tree, with the files under its `etc/`, for a service started after it.
+    pub async fn stop_keeping_tree(mut self) {
+        self.tree = std::path::PathBuf::new();
+        let _ = self.service.conn.release_name(BUS_NAME).await;
+    }
+}
+
 /// Serves `sim` on `bus` under the well-known name, as the daemon would.
 pub async fn serve_sim(
     bus: &PrivateBus,

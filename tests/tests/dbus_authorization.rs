@@ -3,7 +3,7 @@
 //! method (found by introspection, so a method added later is covered without editing this
 //! test) and nothing changes, and the shipped example rule grants group `rdma`.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use rdma_manager_dbus::{BUS_NAME, ROOT_PATH};
 use rdma_manager_tests::bus::{skip_reason, Credentials, PolkitConfig, PrivateBus, Reply};
 use rdma_manager_tests::service::{attr, own_interfaces, SystemSetup as Setup};
@@ -105,6 +105,24 @@ fn dummy_args(sig: &str) -> Vec<String> {
     v
 }
 
+#[test]
+fn dummy_arguments_follow_the_signature() {
+    assert_eq!(dummy_args(""), Vec::<String>::new());
+    assert_eq!(dummy_args("sss"), ["sss", "rxe7", "rxe7", "rxe7"]);
+    assert_eq!(dummy_args("qsa{sv}"), ["qsa{sv}", "1", "rxe7", "0"]);
+    assert_eq!(dummy_args("a(qs)b"), ["a(qs)b", "0", "false"]);
+}
+
+/// Every netdev with its IPoIB settings, as the simulated kernel has them.
+fn netdevs(t: &Setup) -> Vec<String> {
+    t.sim
+        .spec()
+        .netdevs
+        .iter()
+        .map(|n| format!("{} mtu {} {:?}", n.name, n.mtu, n.ipoib))
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn an_unprivileged_user_is_refused_every_change_and_nothing_changes() -> Result<()> {
     require_harness!();
@@ -121,8 +139,12 @@ async fn an_unprivileged_user_is_refused_every_change_and_nothing_changes() -> R
             && mutating.iter().any(|m| m.2 == "SetRoceTos"),
         "{methods:?}"
     );
+    for want in ["CreateChild", "Delete", "SetMode", "SetMtu", "SetUmcast"] {
+        assert!(mutating.iter().any(|m| m.2 == want), "{want}: {methods:?}");
+    }
     let user = Credentials::test_user(false);
     let before = t.device_names();
+    let netdevs_before = netdevs(&t);
     for (path, iface, method, sig) in mutating {
         let args = dummy_args(sig);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -145,12 +167,18 @@ async fn an_unprivileged_user_is_refused_every_change_and_nothing_changes() -> R
             before,
             "{iface}.{method} changed the host"
         );
+        assert_eq!(
+            netdevs(&t),
+            netdevs_before,
+            "{iface}.{method} changed a netdev"
+        );
     }
-    assert_eq!(
-        t.etc_file("/etc/rdma-manager/roce.toml"),
-        None,
-        "nothing was persisted"
-    );
+    for file in [
+        "/etc/rdma-manager/roce.toml",
+        "/etc/rdma-manager/ipoib.toml",
+    ] {
+        assert_eq!(t.etc_file(file), None, "nothing was persisted in {file}");
+    }
     // The read-only methods stay open to everyone.
     for (path, iface, method, _) in methods.iter().filter(|m| READ_ONLY.contains(&m.2.as_str())) {
         let reply = t.call(Some(&user), path, iface, method, &[]).await?;
@@ -232,6 +260,44 @@ async fn root_may_add_and_remove_a_soft_link() -> Result<()> {
             "{method} {args:?} changed the host"
         );
     }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn root_may_create_and_delete_an_ipoib_child() -> Result<()> {
+    require_harness!();
+    let t = Setup::new(false, PolkitConfig::rdma_manager()).await?;
+    let ib0 = t
+        .sim
+        .spec()
+        .netdevs
+        .iter()
+        .find(|n| n.name == "ib0")
+        .map(|n| rdma_manager_dbus::ipoib_path(n.ifindex))
+        .context("the demo host has ib0")?;
+    let iface = "org.rdmamanager.RdmaManager1.Ipoib";
+    let reply = t
+        .call(
+            None,
+            &ib0,
+            iface,
+            "CreateChild",
+            &["qsa{sv}", "0x0002", "", "1", "umcast", "b", "true"],
+        )
+        .await?;
+    let Reply::Ok(out) = reply else {
+        panic!("root may create a child: {reply:?}");
+    };
+    let child = out
+        .strip_prefix("o \"")
+        .and_then(|p| p.strip_suffix('"'))
+        .with_context(|| format!("an object path: {out}"))?
+        .to_string();
+    assert!(t.sim.spec().netdevs.iter().any(|n| n.name == "ib0.0002"));
+    assert!(t.etc_file("/etc/rdma-manager/ipoib.toml").is_some());
+    let reply = t.call(None, &child, iface, "Delete", &[]).await?;
+    assert!(matches!(reply, Reply::Ok(_)), "{reply:?}");
+    assert!(!t.sim.spec().netdevs.iter().any(|n| n.name == "ib0.0002"));
     Ok(())
 }
 

@@ -225,10 +225,50 @@ async fn ipoib_children_follow_the_kernels_rules() {
         Some(Errno::EINVAL)
     );
     h.delete_netdev("ibp59s0f0.0004").await.unwrap();
+    // A port's own interface: the kernel's ipoib dellink ignores it and answers success.
+    let before = h.spec().netdevs;
+    h.delete_netdev("ibp59s0f0").await.unwrap();
+    assert_eq!(h.spec().netdevs, before);
+    // A hardware function's netdev has no link ops at all.
     assert_eq!(
-        h.delete_netdev("ibp59s0f0").await.unwrap_err().errno(),
+        h.delete_netdev("eth0").await.unwrap_err().errno(),
         Some(Errno::EOPNOTSUPP)
     );
+    // The name is checked before the parent: a taken name is EEXIST even under a non-IB
+    // parent (the request's NLM_F_EXCL).
+    let mut taken = child(0x0006, None);
+    taken.parent = "eth0".into();
+    taken.name = "ib0".into();
+    assert_eq!(
+        h.create_ipoib_child(&taken).await.unwrap_err().errno(),
+        Some(Errno::EEXIST)
+    );
+    // Datagram MTUs start at 72 (68 + the 4-byte IPoIB header); connected has no floor.
+    h.create_ipoib_child(&child(0x0007, None)).await.unwrap();
+    for (mtu, ok) in [(71, false), (72, true)] {
+        assert_eq!(
+            h.change_netdev("ibp59s0f0.0007", &mtu_of(mtu))
+                .await
+                .is_ok(),
+            ok,
+            "{mtu}"
+        );
+    }
+    h.change_netdev("ib0", &mtu_of(60)).await.unwrap();
+    assert_eq!(
+        h.change_netdev("ib0", &mtu_of(65521))
+            .await
+            .unwrap_err()
+            .errno(),
+        Some(Errno::EINVAL)
+    );
+}
+
+fn mtu_of(m: u32) -> NetdevChange {
+    NetdevChange {
+        mtu: Some(m),
+        ..Default::default()
+    }
 }
 
 #[tokio::test]

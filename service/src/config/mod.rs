@@ -7,6 +7,7 @@
 //! from it is re-applied, and every change in that area is refused until the file is fixed, so
 //! hand edits are not silently lost.
 
+pub mod ipoib;
 pub mod roce;
 pub mod soft_links;
 
@@ -17,6 +18,7 @@ use serde::Serialize;
 
 use crate::kernel::{Host, HostError};
 
+pub use ipoib::{IpoibChildEntry, IpoibConfig, IpoibPortEntry, IpoibSettings};
 pub use roce::{RocePortEntry, RoceSettings};
 pub use soft_links::{SoftLinkEntry, SoftLinks};
 
@@ -124,6 +126,7 @@ fn one_line(s: &str) -> String {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Desired {
     pub soft_links: Loaded<SoftLinks>,
+    pub ipoib: Loaded<IpoibConfig>,
     pub roce: Loaded<RoceSettings>,
 }
 
@@ -131,6 +134,7 @@ impl Default for Desired {
     fn default() -> Self {
         Desired {
             soft_links: Ok(SoftLinks::default()),
+            ipoib: Ok(IpoibConfig::default()),
             roce: Ok(RoceSettings::default()),
         }
     }
@@ -139,16 +143,21 @@ impl Default for Desired {
 impl Desired {
     /// The areas that cannot be used, and why.
     pub fn errors(&self) -> Vec<&ConfigError> {
-        [self.soft_links.as_ref().err(), self.roce.as_ref().err()]
-            .into_iter()
-            .flatten()
-            .collect()
+        [
+            self.soft_links.as_ref().err(),
+            self.ipoib.as_ref().err(),
+            self.roce.as_ref().err(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
     }
 
     /// Reads every area.
     pub async fn load(host: &dyn Host) -> Desired {
         Desired {
             soft_links: load(host).await,
+            ipoib: load(host).await,
             roce: load(host).await,
         }
     }

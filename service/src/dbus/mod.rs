@@ -1,7 +1,7 @@
 //! The D-Bus layer: translates between the engine and the bus, and asks polkit before any
 //! change. Nothing here reads the kernel except on an explicit request (GetCounters).
 //!
-//! - [`objects`]: the interfaces and their property cells.
+//! - [`objects`]: the interfaces and their property cells; [`ipoib`]: CreateChild's settings.
 //! - [`view`]: engine state to property values.
 //! - [`managed`]: the root's ObjectManager, answering GetManagedObjects from cached encodings.
 //! - [`publisher`]: adds, updates and removes objects as the engine publishes, emitting
@@ -11,6 +11,7 @@
 //! - [`server`]: connection, name and start-up order.
 
 pub mod errors;
+pub mod ipoib;
 pub mod managed;
 pub mod objects;
 pub mod polkit;

@@ -498,6 +498,83 @@ bus_object! {
         children as "Children": Vec<OwnedObjectPath>,
         /// Attributes the kernel did not give, with the reason (missing, read failed: EINVAL, malformed ...); their properties show empty or zero.
         unreadable as "Unreadable": HashMap<String, String>,
+        /// Whether the daemon remembers this interface in ipoib.toml: a P_Key child it re-creates, or a port's interface with settings it re-applies.
+        persisted as "Persisted": bool,
+        /// The remembered settings re-applied when the interface appears (mode, mtu, umcast), as text.
+        persisted_settings as "PersistedSettings": HashMap<String, String>,
+        /// On a port's own interface: the remembered P_Key children (P_Key with the full-membership bit, name), re-created when it appears; empty on a child.
+        persisted_children as "PersistedChildren": Vec<(u16, String)>,
     }
-    methods {}
+    methods {
+        /// Creates a P_Key child of this port interface, as `ip link add link PARENT name NAME
+        /// type ipoib pkey PKEY` does, applies the settings and remembers it; returns its object.
+        /// An empty name gives the kernel's `PARENT.xxxx` (the P_Key as given, the parent cut to
+        /// 10 characters if needed). Settings: mode (s), mtu (u), umcast (b). The kernel sets
+        /// the full-membership bit: P_Key 0x0002 joins the partition as 0x8002.
+        async fn create_child(
+            &self,
+            pkey: u16,
+            name: &str,
+            settings: HashMap<String, zbus::zvariant::OwnedValue>,
+            #[zbus(header)] header: Header<'_>,
+        ) -> Result<OwnedObjectPath, Error> {
+            self.ctx.authorize(&header, Action::ManageIpoib).await?;
+            let settings = super::ipoib::child_settings(&settings)?;
+            let parent = read(&self.view).ifindex;
+            let child = self
+                .ctx
+                .engine()?
+                .ipoib_create_child(parent, u32::from(pkey), name, settings)
+                .await
+                .map_err(super::errors::op_error)?;
+            Ok(super::view::object_path(rdma_manager_dbus::ipoib_path(child)))
+        }
+
+        /// Deletes this P_Key child, as `ip link delete` does, and forgets it. A port's own
+        /// interface cannot be deleted.
+        async fn delete(&self, #[zbus(header)] header: Header<'_>) -> Result<(), Error> {
+            self.ctx.authorize(&header, Action::ManageIpoib).await?;
+            let ifindex = read(&self.view).ifindex;
+            self.ctx
+                .engine()?
+                .ipoib_delete(ifindex)
+                .await
+                .map_err(super::errors::op_error)
+        }
+
+        /// Sets the transport mode, datagram or connected, and remembers it. The kernel
+        /// resizes the MTU with the mode (connected: 65520).
+        async fn set_mode(&self, mode: &str, #[zbus(header)] header: Header<'_>) -> Result<(), Error> {
+            self.ctx.authorize(&header, Action::ManageIpoib).await?;
+            let ifindex = read(&self.view).ifindex;
+            self.ctx
+                .engine()?
+                .ipoib_set_mode(ifindex, mode)
+                .await
+                .map_err(super::errors::op_error)
+        }
+
+        /// Sets the MTU and remembers it: datagram mode allows 72 to the port's InfiniBand MTU
+        /// minus 4 (at most 4092), connected mode 68 to 65520.
+        async fn set_mtu(&self, mtu: u32, #[zbus(header)] header: Header<'_>) -> Result<(), Error> {
+            self.ctx.authorize(&header, Action::ManageIpoib).await?;
+            let ifindex = read(&self.view).ifindex;
+            self.ctx
+                .engine()?
+                .ipoib_set_mtu(ifindex, mtu)
+                .await
+                .map_err(super::errors::op_error)
+        }
+
+        /// Allows (true) or stops (false) user-space multicast (umcast) and remembers it.
+        async fn set_umcast(&self, umcast: bool, #[zbus(header)] header: Header<'_>) -> Result<(), Error> {
+            self.ctx.authorize(&header, Action::ManageIpoib).await?;
+            let ifindex = read(&self.view).ifindex;
+            self.ctx
+                .engine()?
+                .ipoib_set_umcast(ifindex, umcast)
+                .await
+                .map_err(super::errors::op_error)
+        }
+    }
 }

@@ -239,7 +239,8 @@ impl Sink for Publisher {
         for index in &dirty.devices {
             self.publish_device(&mut p, state, *index).await;
         }
-        if !dirty.ipoib.is_empty() || !dirty.devices.is_empty() {
+        // IPoIB views show what ipoib.toml remembers: a saved change republishes them too.
+        if !dirty.ipoib.is_empty() || !dirty.devices.is_empty() || dirty.config {
             self.publish_ipoib(&mut p, state, &dirty.ipoib).await;
         }
         let root = p.root.clone();

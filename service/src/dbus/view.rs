@@ -190,6 +190,8 @@ pub struct IpoibLinks<'a> {
     by_name: HashMap<&'a str, u32>,
     /// Parent name to the children's ifindexes, in ifindex order.
     children: HashMap<&'a str, Vec<u32>>,
+    /// What ipoib.toml remembers (nothing when the file is unusable).
+    persisted: Option<&'a crate::config::IpoibConfig>,
 }
 
 impl<'a> IpoibLinks<'a> {
@@ -202,7 +204,11 @@ impl<'a> IpoibLinks<'a> {
                 children.entry(parent).or_default().push(i.ifindex);
             }
         }
-        IpoibLinks { by_name, children }
+        IpoibLinks {
+            by_name,
+            children,
+            persisted: st.config.ipoib.as_ref().ok(),
+        }
     }
 }
 
@@ -221,6 +227,7 @@ pub fn ipoib_view(links: &IpoibLinks<'_>, i: &IpoibState) -> IpoibView {
         .map(|c| c.iter().map(|i| object_path(ipoib_path(*i))).collect())
         .unwrap_or_default();
     let parent_name = attrs.and_then(|a| a.parent.clone()).unwrap_or_default();
+    let remembered = remembered_ipoib(links, i);
     IpoibView {
         name: n.name.clone(),
         ifindex: i.ifindex,
@@ -261,6 +268,52 @@ pub fn ipoib_view(links: &IpoibLinks<'_>, i: &IpoibState) -> IpoibView {
             .unwrap_or(false),
         children,
         unreadable: u.0,
+        persisted: remembered.0,
+        persisted_settings: remembered.1,
+        persisted_children: remembered.2,
+    }
+}
+
+/// What ipoib.toml remembers for an interface: whether it is remembered, its settings, and
+/// for a port's own interface the children to re-create. Entries are found by port GUID and,
+/// for a child, its P_Key.
+fn remembered_ipoib(
+    links: &IpoibLinks<'_>,
+    i: &IpoibState,
+) -> (bool, HashMap<String, String>, Vec<(u16, String)>) {
+    let guid = i
+        .snap
+        .address
+        .as_ref()
+        .ok()
+        .and_then(|a| a.ipoib_port_guid());
+    let Some(port) = guid.and_then(|g| links.persisted.and_then(|p| p.port(g))) else {
+        return Default::default();
+    };
+    let attrs = i.snap.ipoib.as_ref();
+    if attrs.and_then(|a| a.parent.as_ref()).is_none() {
+        let settings = port.settings();
+        let children = port
+            .children
+            .iter()
+            .map(|c| (c.pkey, c.name.clone()))
+            .collect();
+        return (
+            !settings.is_empty(),
+            settings.describe().into_iter().collect(),
+            children,
+        );
+    }
+    match attrs
+        .and_then(|a| a.pkey.clone().ok())
+        .and_then(|p| port.child(p))
+    {
+        Some(c) => (
+            true,
+            c.settings().describe().into_iter().collect(),
+            Vec::new(),
+        ),
+        None => Default::default(),
     }
 }
 

@@ -10,6 +10,7 @@
 pub mod clock;
 pub mod history;
 mod ops;
+mod ops_ipoib;
 mod ops_naming;
 mod ops_roce;
 mod ops_soft_links;

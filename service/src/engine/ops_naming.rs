@@ -327,7 +327,7 @@ impl Engine {
 
     /// Re-reads renamed netdevs and the naming rules, and publishes before the caller is
     /// answered.
-    async fn settle_netdevs(&mut self, names: &[&str]) {
+    async fn settle_renamed_netdevs(&mut self, names: &[&str]) {
         let set: BTreeSet<String> = names.iter().map(|s| s.to_string()).collect();
         let host = self.host.clone();
         match self.state.refresh_netdevs(host.as_ref(), &set).await {
@@ -418,13 +418,13 @@ impl Engine {
                     None => String::new(),
                 };
                 if let Some(old) = &renamed {
-                    self.settle_netdevs(&[old, name]).await;
+                    self.settle_renamed_netdevs(&[old, name]).await;
                 }
                 return Err(with_suffix(e, &undo));
             }
         }
         if let Some(old) = &renamed {
-            self.settle_netdevs(&[old, name]).await;
+            self.settle_renamed_netdevs(&[old, name]).await;
         }
         self.refresh_naming().await;
         Ok(())

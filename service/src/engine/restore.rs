@@ -46,6 +46,7 @@ impl Engine {
     /// device that appears, and its RoCE settings follow on its add event.
     pub(super) async fn restore(&mut self, appeared: &Appeared) {
         self.restore_soft_links(appeared).await;
+        self.restore_ipoib(appeared).await;
         self.restore_roce(appeared).await;
     }
 }

@@ -8,6 +8,7 @@ pub mod counters;
 pub mod device;
 pub mod errno;
 pub mod guid;
+pub mod ipoib;
 pub mod names;
 pub mod netdev;
 pub mod port;

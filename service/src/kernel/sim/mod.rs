@@ -654,6 +654,7 @@ impl Host for SimHost {
     }
 
     async fn create_ipoib_child(&self, child: &NewIpoibChild) -> Result<(), HostError> {
+        self.delay(SimOp::CreateChild).await;
         let mut st = self.lock();
         self.take_fault(&mut st, SimOp::CreateChild)?;
         let nd = rules::new_ipoib_child(&mut st, child)?;
@@ -663,6 +664,7 @@ impl Host for SimHost {
     }
 
     async fn change_netdev(&self, name: &str, change: &NetdevChange) -> Result<(), HostError> {
+        self.delay(SimOp::ChangeNetdev).await;
         let mut st = self.lock();
         self.take_fault(&mut st, SimOp::ChangeNetdev)?;
         let carrier: Vec<bool> = st.spec.netdevs.iter().map(|n| n.carrier).collect();
@@ -721,6 +723,7 @@ impl Host for SimHost {
     }
 
     async fn delete_netdev(&self, name: &str) -> Result<(), HostError> {
+        self.delay(SimOp::DeleteNetdev).await;
         let mut st = self.lock();
         self.take_fault(&mut st, SimOp::DeleteNetdev)?;
         let (gone, soft) = rules::delete_netdev(&mut st, name)?;

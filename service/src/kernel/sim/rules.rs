@@ -16,6 +16,8 @@ use crate::model::{
 pub const IPOIB_CM_MAX_MTU: u32 = 65520;
 /// ETH_MIN_MTU.
 const MIN_MTU: u32 = 68;
+/// IPOIB_ENCAP_LEN: `ipoib_change_mtu` refuses datagram MTUs below ETH_MIN_MTU plus this.
+const IPOIB_ENCAP_LEN: u32 = 4;
 /// ETH_MAX_MTU (veth, dummy).
 const ETH_MAX_MTU: u32 = 65535;
 
@@ -437,10 +439,19 @@ fn netdev_name_ok(name: &str) -> bool {
             .any(|c| c == '/' || c == ':' || c.is_whitespace())
 }
 
-/// RTM_NEWLINK kind ipoib (`ipoib_new_child_link`).
+/// RTM_NEWLINK kind ipoib, in the kernel's order: `__rtnl_newlink` answers EEXIST for a taken
+/// name first (the request carries NLM_F_EXCL), then `ipoib_new_child_link` checks the parent
+/// (ENODEV unless InfiniBand, EINVAL for a child), `__ipoib_vlan_add` the P_Key (0 and 0x8000
+/// EINVAL), `register_netdevice` the name (EINVAL), and last `ipoib_changelink` the mode
+/// (EINVAL without IPOIB_FLAGS_RC; the child is unregistered again). Duplicate P_Keys are
+/// allowed for rtnetlink children (`is_child_unique` checks only legacy ones).
 pub fn new_ipoib_child(st: &mut SimState, c: &NewIpoibChild) -> Result<SimNetdev, HostError> {
     let err = |e| nl(Op::Rtnl("newlink"), e);
+    // The client resolves the parent's name to its ifindex before sending anything.
     let parent = find_netdev(st, &c.parent)?.clone();
+    if st.spec.netdevs.iter().any(|n| n.name == c.name) {
+        return Err(err(Errno::EEXIST));
+    }
     let Some(pib) = parent
         .ipoib
         .as_ref()
@@ -456,9 +467,6 @@ pub fn new_ipoib_child(st: &mut SimState, c: &NewIpoibChild) -> Result<SimNetdev
     }
     if !netdev_name_ok(&c.name) {
         return Err(err(Errno::EINVAL));
-    }
-    if st.spec.netdevs.iter().any(|n| n.name == c.name) {
-        return Err(err(Errno::EEXIST));
     }
     let mode = c.mode.unwrap_or(IpoibMode::Datagram);
     if mode == IpoibMode::Connected && !supports_connected(&parent) {
@@ -551,12 +559,18 @@ pub fn change_netdev(
     }
     if let Some(mtu) = ch.mtu {
         let nd = &mut st.spec.netdevs[idx];
-        let max = match &nd.ipoib {
-            Some(ib) if ib.mode == IpoibMode::Connected => IPOIB_CM_MAX_MTU,
-            Some(ib) => ib.ib_mtu.saturating_sub(4),
-            None => ETH_MAX_MTU,
+        // ipoib_change_mtu: connected mode only caps at the CM MTU (an IPoIB netdev's min_mtu
+        // is 0: ipoib_setup_common does not call ether_setup); datagram mode wants
+        // ETH_MIN_MTU + IPOIB_ENCAP_LEN up to the port's IB MTU minus IPOIB_ENCAP_LEN.
+        let (min, max) = match &nd.ipoib {
+            Some(ib) if ib.mode == IpoibMode::Connected => (0, IPOIB_CM_MAX_MTU),
+            Some(ib) => (
+                MIN_MTU + IPOIB_ENCAP_LEN,
+                ib.ib_mtu.saturating_sub(IPOIB_ENCAP_LEN),
+            ),
+            None => (MIN_MTU, ETH_MAX_MTU),
         };
-        if !(MIN_MTU..=max).contains(&mtu) {
+        if !(min..=max).contains(&mtu) {
             return Err(err(Errno::EINVAL));
         }
         nd.mtu = mtu;
@@ -667,14 +681,20 @@ pub fn rename_netdev(st: &mut SimState, old: &str, new: &str) -> Result<Vec<Stri
 }
 
 /// RTM_DELLINK. A veth takes its peer with it; soft RDMA devices over a removed netdev are
-/// unregistered (NETDEV_UNREGISTER). An IPoIB parent belongs to its HCA: EOPNOTSUPP.
-/// Returns the removed netdevs and the soft devices to remove.
+/// unregistered (NETDEV_UNREGISTER). A netdev without rtnl_link_ops (a hardware function's)
+/// is EOPNOTSUPP. An IPoIB parent has the ipoib link ops (`ipoib_add_port` sets them), whose
+/// `ipoib_del_child_link` returns without doing anything when there is no parent: the
+/// request succeeds and the parent stays. Returns the removed netdevs and the soft devices
+/// to remove.
 pub fn delete_netdev(
     st: &mut SimState,
     name: &str,
 ) -> Result<(Vec<SimNetdev>, Vec<String>), HostError> {
     let nd = find_netdev(st, name)?.clone();
-    if nd.link_kind.is_none() || nd.ipoib.as_ref().is_some_and(|ib| ib.parent.is_none()) {
+    if nd.ipoib.as_ref().is_some_and(|ib| ib.parent.is_none()) {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    if nd.link_kind.is_none() {
         return Err(nl(Op::Rtnl("dellink"), Errno::EOPNOTSUPP));
     }
     let names: Vec<String> = std::iter::once(nd.name.clone())

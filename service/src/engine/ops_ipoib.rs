@@ -1,0 +1,762 @@
+//! IPoIB: P_Key children and the mode, MTU and umcast of IPoIB interfaces. Each change is
+//! validated, made in the kernel (rtnetlink, as `ip link` does), published, then persisted in
+//! `ipoib.toml` under the port's GUID; when the save fails the kernel change is undone. What was
+//! persisted is re-applied when a port's interface (or a child) appears.
+
+use tracing::{info, warn};
+
+use crate::config::{IpoibChildEntry, IpoibConfig, IpoibSettings};
+use crate::kernel::{HostError, NetdevChange, NewIpoibChild};
+use crate::model::ipoib::{
+    check_mtu, default_child_name, full_member, parse_mode, validate_pkey, IpoibError,
+};
+use crate::model::names::validate_netdev_name;
+use crate::model::{Errno, Guid, IpoibMode};
+
+use super::restore::Appeared;
+use super::state::IpoibState;
+use super::{Dirty, Engine, EngineHandle, OpError};
+
+impl EngineHandle {
+    /// Creates a P_Key child of the port interface with `parent` ifindex, applies `settings`
+    /// and remembers it; returns the child's ifindex once it is published.
+    pub async fn ipoib_create_child(
+        &self,
+        parent: u32,
+        pkey: u32,
+        name: &str,
+        settings: IpoibSettings,
+    ) -> Result<u32, OpError> {
+        let name = name.to_string();
+        self.call(move |e| {
+            Box::pin(async move { e.ipoib_create_child(parent, pkey, &name, settings).await })
+        })
+        .await
+    }
+
+    /// Deletes a P_Key child and forgets it.
+    pub async fn ipoib_delete(&self, ifindex: u32) -> Result<(), OpError> {
+        self.call(move |e| Box::pin(async move { e.ipoib_delete(ifindex).await }))
+            .await
+    }
+
+    /// Sets the transport mode (`datagram` or `connected`) and remembers it.
+    pub async fn ipoib_set_mode(&self, ifindex: u32, mode: &str) -> Result<(), OpError> {
+        let mode = parse_mode(mode).map_err(invalid)?;
+        self.call(move |e| Box::pin(async move { e.ipoib_set_mode(ifindex, mode).await }))
+            .await
+    }
+
+    /// Sets the MTU and remembers it.
+    pub async fn ipoib_set_mtu(&self, ifindex: u32, mtu: u32) -> Result<(), OpError> {
+        self.call(move |e| Box::pin(async move { e.ipoib_set_mtu(ifindex, mtu).await }))
+            .await
+    }
+
+    /// Allows or stops user-space multicast (umcast) and remembers it.
+    pub async fn ipoib_set_umcast(&self, ifindex: u32, umcast: bool) -> Result<(), OpError> {
+        self.call(move |e| Box::pin(async move { e.ipoib_set_umcast(ifindex, umcast).await }))
+            .await
+    }
+}
+
+fn invalid(e: IpoibError) -> OpError {
+    OpError::InvalidArgument(e.to_string())
+}
+
+/// The same kind of error with more said.
+fn and_then_say(e: OpError, more: &str) -> OpError {
+    match e {
+        OpError::InvalidArgument(m) => OpError::InvalidArgument(format!("{m}; {more}")),
+        OpError::NotFound(m) => OpError::NotFound(format!("{m}; {more}")),
+        OpError::NotSupported(m) => OpError::NotSupported(format!("{m}; {more}")),
+        OpError::AlreadyExists(m) => OpError::AlreadyExists(format!("{m}; {more}")),
+        OpError::Busy(m) => OpError::Busy(format!("{m}; {more}")),
+        OpError::Failed(m) => OpError::Failed(format!("{m}; {more}")),
+    }
+}
+
+/// Why connected mode cannot be had on an interface whose address lacks IPOIB_FLAGS_RC.
+pub(crate) fn connected_unsupported(name: &str) -> OpError {
+    OpError::NotSupported(format!(
+        "{name} cannot use connected mode: its hardware address lacks the connected-mode flag (0x80 in the first byte), as on every enhanced IPoIB interface (mlx5: ConnectX-4 and later), and the kernel refuses the switch; \
+         stay in datagram mode (MTU up to 4092), or, with MLNX_OFED's ib_ipoib, turn enhanced IPoIB off with `options ib_ipoib ipoib_enhanced=0` in /etc/modprobe.d/ and reload the driver (the kernel's own ib_ipoib has no such option)"
+    ))
+}
+
+/// What an operation needs to know about an IPoIB interface, from the published state.
+#[derive(Debug, Clone)]
+struct Iface {
+    ifindex: u32,
+    name: String,
+    /// The parent's name, for a P_Key child.
+    parent: Option<String>,
+    pkey: Option<u16>,
+    guid: Option<Guid>,
+    /// Whether the address allows connected mode; `None` when it is unreadable.
+    connected_ok: Option<bool>,
+    mode: Option<IpoibMode>,
+    mtu: Option<u32>,
+    umcast: Option<bool>,
+}
+
+impl Iface {
+    fn of(i: &IpoibState) -> Iface {
+        let attrs = i.snap.ipoib.as_ref();
+        let address = i.snap.address.as_ref().ok();
+        Iface {
+            ifindex: i.ifindex,
+            name: i.snap.name.clone(),
+            parent: attrs.and_then(|a| a.parent.clone()),
+            pkey: attrs.and_then(|a| a.pkey.clone().ok()),
+            guid: address.and_then(|a| a.ipoib_port_guid()),
+            connected_ok: address.and_then(|a| a.ipoib_supports_connected()),
+            mode: attrs.and_then(|a| a.mode.clone().ok()),
+            mtu: i.snap.mtu.clone().ok(),
+            umcast: attrs.and_then(|a| a.umcast.clone().ok()),
+        }
+    }
+
+    /// The port GUID its settings are remembered under.
+    fn port_guid(&self) -> Result<Guid, OpError> {
+        self.guid.ok_or_else(|| {
+            OpError::Failed(format!(
+                "cannot tell which InfiniBand port {} runs on (its 20-byte hardware address is unreadable), and IPoIB settings are remembered by port GUID; nothing was changed",
+                self.name
+            ))
+        })
+    }
+
+    /// The port GUID, after checking that a child's P_Key (its identity among the port's
+    /// children) is known: what the interface's settings are remembered under.
+    fn identity(&self) -> Result<Guid, OpError> {
+        let guid = self.port_guid()?;
+        if self.parent.is_some() && self.pkey.is_none() {
+            return Err(OpError::Failed(format!(
+                "cannot tell the P_Key of {}, which tells it apart from its port's other children; nothing was changed",
+                self.name
+            )));
+        }
+        Ok(guid)
+    }
+
+    fn settings(&self) -> IpoibSettings {
+        IpoibSettings {
+            mode: self.mode,
+            mtu: self.mtu,
+            umcast: self.umcast,
+        }
+    }
+
+    /// Refuses connected mode up front where the kernel would refuse it.
+    fn check_mode(&self, mode: IpoibMode) -> Result<(), OpError> {
+        if mode == IpoibMode::Connected && self.connected_ok == Some(false) {
+            return Err(connected_unsupported(&self.name));
+        }
+        Ok(())
+    }
+}
+
+impl Engine {
+    fn ipoib_iface(&self, ifindex: u32) -> Result<Iface, OpError> {
+        self.state
+            .ipoib
+            .get(&ifindex)
+            .map(Iface::of)
+            .ok_or_else(|| {
+                OpError::NotFound(format!(
+                    "there is no IPoIB interface with ifindex {ifindex} any more (it was removed)"
+                ))
+            })
+    }
+
+    fn ipoib_by_name(&self, name: &str) -> Option<Iface> {
+        self.state
+            .ipoib
+            .values()
+            .find(|i| i.snap.name == name)
+            .map(Iface::of)
+    }
+
+    /// The children of `parent` the kernel has now.
+    fn ipoib_children(&self, parent: &str) -> Vec<Iface> {
+        self.state
+            .ipoib
+            .values()
+            .map(Iface::of)
+            .filter(|i| i.parent.as_deref() == Some(parent))
+            .collect()
+    }
+
+    /// Re-reads the named netdevs after a change and publishes before the caller is answered.
+    async fn settle_netdevs(&mut self, names: &[&str]) -> Result<(), OpError> {
+        let set = names.iter().map(|s| s.to_string()).collect();
+        let host = self.host.clone();
+        let dirty: Dirty = self
+            .state
+            .refresh_netdevs(host.as_ref(), &set)
+            .await
+            .map_err(OpError::from_host)?;
+        self.publish(dirty).await;
+        Ok(())
+    }
+
+    /// Settles after a kernel step that succeeded: a failed re-read is repaired by the next
+    /// event or resync and must not stop the change from being saved.
+    async fn settle_or_warn(&mut self, names: &[&str]) {
+        if let Err(e) = self.settle_netdevs(names).await {
+            warn!(netdevs = ?names, error = %e, "re-reading after an IPoIB change failed");
+        }
+    }
+
+    /// Gives an RTM_NEWLINK errno its meaning for a child.
+    fn explain_new_child(&self, e: HostError, c: &NewIpoibChild) -> OpError {
+        let Some(errno) = e.errno() else {
+            return OpError::from_host(e);
+        };
+        let (parent, name) = (&c.parent, &c.name);
+        match errno {
+            Errno::EEXIST => OpError::AlreadyExists(format!(
+                "a network interface named {name} exists already (EEXIST); give the child another name"
+            )),
+            Errno::ENODEV => OpError::NotFound(format!(
+                "{parent} is not an InfiniBand interface (any more) (ENODEV); nothing was created"
+            )),
+            Errno::EOPNOTSUPP => OpError::NotSupported(format!(
+                "the kernel cannot make IPoIB children over rtnetlink (EOPNOTSUPP): is the ib_ipoib module loaded? ({e})"
+            )),
+            Errno::EINVAL => match c.mode {
+                Some(IpoibMode::Connected) => OpError::NotSupported(format!(
+                    "the kernel refused {name} in connected mode (EINVAL): {parent}'s HCA cannot do connected mode; create it in datagram mode"
+                )),
+                _ => OpError::InvalidArgument(format!(
+                    "the kernel refused to make {name} on {parent} with P_Key {:#06x} (EINVAL); nothing was created",
+                    c.pkey
+                )),
+            },
+            _ => OpError::from_host(e),
+        }
+    }
+
+    /// Gives a changelink errno its meaning for an IPoIB interface.
+    fn explain_change(&self, e: HostError, name: &str, ch: &NetdevChange) -> OpError {
+        match e.errno() {
+            Some(Errno::EINVAL) if ch.ipoib_mode == Some(IpoibMode::Connected) => {
+                connected_unsupported(name)
+            }
+            Some(Errno::EINVAL) if ch.mtu.is_some() => {
+                let mtu = ch.mtu.unwrap_or_default();
+                let mode = self
+                    .ipoib_by_name(name)
+                    .and_then(|i| ch.ipoib_mode.or(i.mode))
+                    .unwrap_or(IpoibMode::Datagram);
+                OpError::InvalidArgument(match mode {
+                    IpoibMode::Datagram => format!(
+                        "the kernel refused MTU {mtu} on {name} (EINVAL): in datagram mode the MTU is at most the port's InfiniBand MTU minus the 4-byte IPoIB header, which is 2044 when the port's InfiniBand MTU is 2048; use a smaller MTU, or connected mode"
+                    ),
+                    IpoibMode::Connected => format!(
+                        "the kernel refused MTU {mtu} on {name} in connected mode (EINVAL): this HCA's connected-mode limit is below 65520 (the kernel lowers it when the HCA has no shared receive queues); use a smaller MTU"
+                    ),
+                })
+            }
+            Some(Errno::EBUSY) => OpError::Busy(format!(
+                "the kernel was busy changing {name}'s mode (EBUSY); nothing else was changed, try again"
+            )),
+            Some(Errno::EOPNOTSUPP) => OpError::NotSupported(format!(
+                "{name} does not take IPoIB settings over rtnetlink (EOPNOTSUPP): is it an IPoIB interface of the ib_ipoib driver? ({e})"
+            )),
+            _ => OpError::from_host(e),
+        }
+    }
+
+    pub(super) async fn ipoib_create_child(
+        &mut self,
+        parent_ifindex: u32,
+        pkey: u32,
+        name: &str,
+        settings: IpoibSettings,
+    ) -> Result<u32, OpError> {
+        let parent = self.ipoib_iface(parent_ifindex)?;
+        if let Some(pp) = &parent.parent {
+            return Err(OpError::InvalidArgument(format!(
+                "{} is itself a P_Key child of {pp}, and the kernel makes no children of children; call CreateChild on {pp}",
+                parent.name
+            )));
+        }
+        let pkey = validate_pkey(pkey).map_err(invalid)?;
+        let effective = full_member(pkey);
+        let name = if name.is_empty() {
+            default_child_name(&parent.name, pkey)
+        } else {
+            validate_netdev_name(name)
+                .map_err(|e| OpError::InvalidArgument(format!("{e} (interface name {name:?})")))?;
+            name.to_string()
+        };
+        let mut settings = settings;
+        let mode = settings.mode.unwrap_or(IpoibMode::Datagram);
+        parent.check_mode(mode)?;
+        if let Some(mtu) = settings.mtu {
+            check_mtu(mode, mtu).map_err(invalid)?;
+            // An MTU is remembered with the mode it fits.
+            settings.mode = Some(mode);
+        }
+        if parent.pkey == Some(effective) {
+            return Err(OpError::AlreadyExists(format!(
+                "{} itself carries P_Key {effective:#06x}; a child would join the same partition",
+                parent.name
+            )));
+        }
+        if let Some(twin) = self
+            .ipoib_children(&parent.name)
+            .into_iter()
+            .find(|c| c.pkey == Some(effective))
+        {
+            return Err(OpError::AlreadyExists(format!(
+                "{} is already the child of {} with P_Key {effective:#06x} (the kernel sets the full-membership bit 0x8000, so {:#06x} and {effective:#06x} are the same partition)",
+                twin.name,
+                parent.name,
+                effective & !0x8000
+            )));
+        }
+        match self.host.read_netdev(&name).await {
+            Ok(_) => {
+                return Err(OpError::AlreadyExists(format!(
+                    "a network interface named {name} exists already; give the child another name"
+                )))
+            }
+            Err(e) if e.is_not_found() => {}
+            Err(e) => return Err(OpError::from_host(e)),
+        }
+        let guid = parent.port_guid()?;
+        let mut persisted: IpoibConfig = self.config()?;
+
+        let req = NewIpoibChild {
+            parent: parent.name.clone(),
+            name: name.clone(),
+            pkey,
+            mode: settings.mode,
+            umcast: settings.umcast,
+        };
+        if let Err(e) = self.host.create_ipoib_child(&req).await {
+            return Err(self.explain_new_child(e, &req));
+        }
+        if let Err(e) = self.settle_netdevs(&[&name, &parent.name]).await {
+            return Err(self.undo_create(&name, e).await);
+        }
+        let Some(child) = self.ipoib_by_name(&name) else {
+            return Err(OpError::Failed(format!(
+                "the kernel accepted {name} but it vanished before it could be published"
+            )));
+        };
+        if let Some(mtu) = settings.mtu {
+            let ch = NetdevChange {
+                mtu: Some(mtu),
+                ..NetdevChange::default()
+            };
+            if let Err(e) = self.host.change_netdev(&name, &ch).await {
+                let why = self.explain_change(e, &name, &ch);
+                return Err(self.undo_create(&name, why).await);
+            }
+            if let Err(e) = self.settle_netdevs(&[&name]).await {
+                return Err(self.undo_create(&name, e).await);
+            }
+        }
+        // A name is one child's; an older entry for this P_Key (a child that could not be
+        // re-created) is replaced by the one just made.
+        for p in &mut persisted.ports {
+            p.children.retain(|c| c.name != name);
+        }
+        let port = persisted.port_mut(guid);
+        port.children.retain(|c| c.pkey != effective);
+        let mut entry = IpoibChildEntry {
+            name: name.clone(),
+            pkey: effective,
+            mode: None,
+            mtu: None,
+            umcast: None,
+        };
+        entry.set(settings);
+        port.children.push(entry);
+        if let Err(e) = self.persist(persisted).await {
+            return Err(self.undo_create(&name, e).await);
+        }
+        info!(child = %name, parent = %parent.name, pkey = format!("{effective:#06x}"), "created IPoIB child");
+        Ok(child.ifindex)
+    }
+
+    /// Deletes a child made moments ago because a later step failed.
+    async fn undo_create(&mut self, name: &str, why: OpError) -> OpError {
+        let undo = self.host.delete_netdev(name).await;
+        let _ = self.settle_netdevs(&[name]).await;
+        match undo {
+            Ok(()) => and_then_say(why, &format!("{name} was removed again")),
+            Err(u) => and_then_say(
+                why,
+                &format!(
+                    "removing {name} again also failed ({u}): remove it with `ip link delete {name}`"
+                ),
+            ),
+        }
+    }
+
+    pub(super) async fn ipoib_delete(&mut self, ifindex: u32) -> Result<(), OpError> {
+        let child = self.ipoib_iface(ifindex)?;
+        let Some(parent) = child.parent.clone() else {
+            return Err(OpError::InvalidArgument(format!(
+                "{} is a port's own IPoIB interface: it belongs to the HCA's driver and exists as long as the port does (the kernel ignores a delete of it); only P_Key children can be deleted",
+                child.name
+            )));
+        };
+        let mut persisted: IpoibConfig = self.config()?;
+        let pkey = child.pkey;
+        // Forget the remembered child of this P_Key, unless another child of the same P_Key
+        // (made by hand) stays.
+        let twin = self
+            .ipoib_children(&parent)
+            .into_iter()
+            .any(|c| c.ifindex != ifindex && c.pkey == pkey);
+        let remembered = match (child.guid, pkey) {
+            (Some(g), Some(p)) if !twin => persisted
+                .ports
+                .iter_mut()
+                .find(|e| e.guid == g)
+                .and_then(|e| {
+                    let i = e.children.iter().position(|c| c.pkey == p)?;
+                    Some(e.children.remove(i))
+                }),
+            _ => None,
+        };
+        persisted.prune();
+        self.host
+            .delete_netdev(&child.name)
+            .await
+            .map_err(OpError::from_host)?;
+        self.settle_or_warn(&[&child.name, &parent]).await;
+        if let Err(e) = self.persist(persisted).await {
+            // Undo: it would come back at the next start anyway, so put it back now.
+            let settings = remembered.map(|r| r.settings()).unwrap_or_default();
+            let restored = self
+                .recreate(
+                    &parent,
+                    &child.name,
+                    pkey.unwrap_or(0x8000),
+                    child.settings(),
+                    settings,
+                )
+                .await;
+            return Err(match restored {
+                Ok(()) => and_then_say(e, &format!("{} was created again", child.name)),
+                Err(u) => and_then_say(
+                    e,
+                    &format!(
+                        "creating {} again also failed ({u}); it will be re-created at the next start",
+                        child.name
+                    ),
+                ),
+            });
+        }
+        info!(child = %child.name, parent = %parent, "deleted IPoIB child");
+        Ok(())
+    }
+
+    /// Makes a child again (mode and umcast at creation, then the MTU): as it `was` in the
+    /// kernel when that is known (undoing a delete), else as `remembered` (a restore).
+    async fn recreate(
+        &mut self,
+        parent: &str,
+        name: &str,
+        pkey: u16,
+        was: IpoibSettings,
+        remembered: IpoibSettings,
+    ) -> Result<(), OpError> {
+        let req = NewIpoibChild {
+            parent: parent.to_string(),
+            name: name.to_string(),
+            pkey,
+            mode: was.mode.or(remembered.mode),
+            umcast: was.umcast.or(remembered.umcast),
+        };
+        let made = self.host.create_ipoib_child(&req).await;
+        let made = match made {
+            Ok(()) => match was.mtu.or(remembered.mtu) {
+                Some(mtu) => {
+                    let ch = NetdevChange {
+                        mtu: Some(mtu),
+                        ..NetdevChange::default()
+                    };
+                    self.host
+                        .change_netdev(name, &ch)
+                        .await
+                        .map_err(|e| self.explain_change(e, name, &ch))
+                }
+                None => Ok(()),
+            },
+            Err(e) => Err(self.explain_new_child(e, &req)),
+        };
+        let _ = self.settle_netdevs(&[name, parent]).await;
+        made
+    }
+
+    pub(super) async fn ipoib_set_mode(
+        &mut self,
+        ifindex: u32,
+        mode: IpoibMode,
+    ) -> Result<(), OpError> {
+        let iface = self.ipoib_iface(ifindex)?;
+        iface.check_mode(mode)?;
+        let guid = iface.identity()?;
+        let mut persisted: IpoibConfig = self.config()?;
+        let mut wanted = remembered_settings(&persisted, &iface);
+        if iface.mode != Some(mode) {
+            // The kernel resizes the MTU to the new mode's default: a remembered MTU would
+            // no longer be what the interface has.
+            wanted.mtu = None;
+        }
+        wanted.mode = Some(mode);
+        remember(&mut persisted, &iface, guid, wanted);
+        let ch = NetdevChange {
+            ipoib_mode: Some(mode),
+            ..NetdevChange::default()
+        };
+        self.change_then_persist(&iface, ch, persisted).await
+    }
+
+    pub(super) async fn ipoib_set_mtu(&mut self, ifindex: u32, mtu: u32) -> Result<(), OpError> {
+        let iface = self.ipoib_iface(ifindex)?;
+        let mode = iface.mode.unwrap_or(IpoibMode::Datagram);
+        check_mtu(mode, mtu).map_err(|e| {
+            OpError::InvalidArgument(format!("{e} ({} is in {} mode)", iface.name, mode.as_str()))
+        })?;
+        let guid = iface.identity()?;
+        let mut persisted: IpoibConfig = self.config()?;
+        let mut wanted = remembered_settings(&persisted, &iface);
+        wanted.mtu = Some(mtu);
+        // An MTU is remembered with the mode it fits.
+        wanted.mode = Some(mode);
+        remember(&mut persisted, &iface, guid, wanted);
+        let ch = NetdevChange {
+            mtu: Some(mtu),
+            ..NetdevChange::default()
+        };
+        self.change_then_persist(&iface, ch, persisted).await?;
+        if let Some(now) = self.ipoib_by_name(&iface.name).and_then(|i| i.mtu) {
+            if now != mtu {
+                info!(interface = %iface.name, asked = mtu, effective = now,
+                    "the kernel keeps the datagram MTU within the partition's broadcast group MTU");
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) async fn ipoib_set_umcast(
+        &mut self,
+        ifindex: u32,
+        umcast: bool,
+    ) -> Result<(), OpError> {
+        let iface = self.ipoib_iface(ifindex)?;
+        let guid = iface.identity()?;
+        let mut persisted: IpoibConfig = self.config()?;
+        let mut wanted = remembered_settings(&persisted, &iface);
+        wanted.umcast = Some(umcast);
+        remember(&mut persisted, &iface, guid, wanted);
+        let ch = NetdevChange {
+            ipoib_umcast: Some(umcast),
+            ..NetdevChange::default()
+        };
+        self.change_then_persist(&iface, ch, persisted).await
+    }
+
+    /// Applies `ch`, publishes, saves `persisted`; when the save fails, puts back what `ch`
+    /// changed.
+    async fn change_then_persist(
+        &mut self,
+        iface: &Iface,
+        ch: NetdevChange,
+        persisted: IpoibConfig,
+    ) -> Result<(), OpError> {
+        let name = iface.name.clone();
+        if let Err(e) = self.host.change_netdev(&name, &ch).await {
+            let why = self.explain_change(e, &name, &ch);
+            // A refused step may follow one the kernel applied (mode before MTU): re-read.
+            let _ = self.settle_netdevs(&[&name]).await;
+            return Err(why);
+        }
+        self.settle_or_warn(&[&name]).await;
+        if let Err(e) = self.persist(persisted).await {
+            let mut back = NetdevChange::default();
+            if ch.ipoib_mode.is_some() && iface.mode != ch.ipoib_mode {
+                back.ipoib_mode = iface.mode;
+                // A mode change resized the MTU: the old one goes back after the mode.
+                back.mtu = iface.mtu;
+            }
+            if ch.mtu.is_some() {
+                back.mtu = iface.mtu;
+            }
+            if ch.ipoib_umcast.is_some() {
+                back.ipoib_umcast = iface.umcast;
+            }
+            let undo = if back == NetdevChange::default() {
+                Ok(())
+            } else {
+                self.host.change_netdev(&name, &back).await
+            };
+            let _ = self.settle_netdevs(&[&name]).await;
+            return Err(match undo {
+                Ok(()) => and_then_say(e, &format!("{name} was set back as it was")),
+                Err(u) => and_then_say(
+                    e,
+                    &format!("setting {name} back also failed ({u}); the change lasts until the next reboot"),
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Re-applies remembered IPoIB settings and children to the interfaces that appeared.
+    pub(super) async fn restore_ipoib(&mut self, appeared: &Appeared) {
+        let Ok(persisted) = self.config::<IpoibConfig>() else {
+            return;
+        };
+        if persisted.ports.is_empty() {
+            return;
+        }
+        let appeared: Vec<Iface> = self
+            .state
+            .ipoib
+            .values()
+            .filter(|i| appeared.netdev(&i.snap.name))
+            .map(Iface::of)
+            .collect();
+        // Ports first: their children are made, then every child that appeared gets its
+        // settings (the ones made here appear again with their own event and find nothing to
+        // change).
+        for iface in appeared.iter().filter(|i| i.parent.is_none()) {
+            let Some(port) = iface.guid.and_then(|g| persisted.port(g)) else {
+                continue;
+            };
+            self.restore_settings(iface, port.settings()).await;
+            for entry in &port.children {
+                self.restore_child(iface, entry).await;
+            }
+        }
+        for iface in appeared.iter().filter(|i| i.parent.is_some()) {
+            let entry = match (iface.guid, iface.pkey) {
+                (Some(g), Some(p)) => persisted.port(g).and_then(|e| e.child(p)),
+                _ => None,
+            };
+            if let Some(entry) = entry {
+                // Re-read: this may be a child just made above.
+                let now = self
+                    .ipoib_by_name(&iface.name)
+                    .unwrap_or_else(|| iface.clone());
+                self.restore_settings(&now, entry.settings()).await;
+            }
+        }
+    }
+
+    /// Applies the settings that differ from what the interface has; logs a refusal.
+    async fn restore_settings(&mut self, iface: &Iface, wanted: IpoibSettings) {
+        let mut ch = NetdevChange::default();
+        if wanted.mode.is_some() && wanted.mode != iface.mode {
+            ch.ipoib_mode = wanted.mode;
+        }
+        // After a mode change the kernel has resized the MTU: set the remembered one again.
+        if wanted.mtu.is_some() && (wanted.mtu != iface.mtu || ch.ipoib_mode.is_some()) {
+            ch.mtu = wanted.mtu;
+        }
+        if wanted.umcast.is_some() && wanted.umcast != iface.umcast {
+            ch.ipoib_umcast = wanted.umcast;
+        }
+        if ch == NetdevChange::default() {
+            return;
+        }
+        match self.host.change_netdev(&iface.name, &ch).await {
+            Ok(()) => info!(interface = %iface.name, mode = ?ch.ipoib_mode, mtu = ?ch.mtu,
+                umcast = ?ch.ipoib_umcast, "re-applied remembered IPoIB settings"),
+            Err(e) => {
+                let why = self.explain_change(e, &iface.name, &ch);
+                warn!(interface = %iface.name, error = %why,
+                    "could not re-apply remembered IPoIB settings");
+            }
+        }
+        self.settle_or_warn(&[&iface.name]).await;
+    }
+
+    /// Re-creates a remembered child of `parent` that the kernel does not have.
+    async fn restore_child(&mut self, parent: &Iface, entry: &IpoibChildEntry) {
+        let children = self.ipoib_children(&parent.name);
+        if children.iter().any(|c| c.pkey == Some(entry.pkey)) {
+            return; // Present (under its name or another): its settings follow below.
+        }
+        match self.host.read_netdev(&entry.name).await {
+            Ok(_) => {
+                warn!(child = %entry.name, parent = %parent.name,
+                    "not re-creating the remembered IPoIB child: another interface has its name");
+                return;
+            }
+            Err(e) if e.is_not_found() => {}
+            Err(e) => {
+                warn!(child = %entry.name, error = %e, "cannot tell whether the name is free");
+                return;
+            }
+        }
+        let settings = entry.settings();
+        match self
+            .recreate(
+                &parent.name,
+                &entry.name,
+                entry.pkey,
+                IpoibSettings::default(),
+                settings,
+            )
+            .await
+        {
+            Ok(()) => info!(child = %entry.name, parent = %parent.name,
+                pkey = format!("{:#06x}", entry.pkey), "re-created remembered IPoIB child"),
+            Err(e) => warn!(child = %entry.name, parent = %parent.name, error = %e,
+                "could not re-create remembered IPoIB child"),
+        }
+    }
+}
+
+/// What is remembered for an interface now (empty when nothing is).
+fn remembered_settings(persisted: &IpoibConfig, iface: &Iface) -> IpoibSettings {
+    let Some(port) = iface.guid.and_then(|g| persisted.port(g)) else {
+        return IpoibSettings::default();
+    };
+    match (&iface.parent, iface.pkey) {
+        (None, _) => port.settings(),
+        (Some(_), Some(p)) => port.child(p).map(|c| c.settings()).unwrap_or_default(),
+        (Some(_), None) => IpoibSettings::default(),
+    }
+}
+
+/// Stores `wanted` as what is remembered for the interface. A child the daemon did not make
+/// is remembered from now on (with its name and P_Key), so that its setting survives a reboot.
+fn remember(persisted: &mut IpoibConfig, iface: &Iface, guid: Guid, wanted: IpoibSettings) {
+    match (&iface.parent, iface.pkey) {
+        (None, _) => persisted.port_mut(guid).set(wanted),
+        (Some(_), pkey) => {
+            let pkey = pkey.unwrap_or(0);
+            for p in &mut persisted.ports {
+                p.children
+                    .retain(|c| c.name != iface.name || (p.guid == guid && c.pkey == pkey));
+            }
+            let port = persisted.port_mut(guid);
+            match port.child_mut(pkey) {
+                Some(c) => c.set(wanted),
+                None => {
+                    let mut entry = IpoibChildEntry {
+                        name: iface.name.clone(),
+                        pkey: full_member(pkey),
+                        mode: None,
+                        mtu: None,
+                        umcast: None,
+                    };
+                    entry.set(wanted);
+                    port.children.push(entry);
+                }
+            }
+        }
+    }
+}
