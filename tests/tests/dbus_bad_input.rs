@@ -3,6 +3,10 @@
 //! vanished objects, a device unplugged mid-call, two conflicting calls at once), answers with
 //! its typed error and leaves both the simulated kernel and every file under /etc as they
 //! were. Calls go through busctl, the real bus and real polkitd, as root.
+//!
+//! Soft links, IPoIB and RoCE are here; the persistent-naming methods have the same suite in
+//! `dbus_naming.rs` (`ipoib_name_refusals_change_nothing`, `naming_refusals_change_nothing`),
+//! next to the rules files they compare byte for byte.
 
 use std::collections::BTreeMap;
 use std::path::Path;
