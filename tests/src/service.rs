@@ -212,3 +212,35 @@ impl SystemSetup {
         Ok(())
     }
 }
+
+/// Every file under the given top-level directories of a simulated host's tree (`etc`, `usr`),
+/// by path relative to the tree, with its bytes: equal maps before and after a refused call
+/// show nothing was written.
+pub fn tree_files(
+    root: &std::path::Path,
+    dirs: &[&str],
+) -> std::collections::BTreeMap<String, Vec<u8>> {
+    fn walk(
+        dir: &std::path::Path,
+        root: &std::path::Path,
+        out: &mut std::collections::BTreeMap<String, Vec<u8>>,
+    ) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, root, out);
+            } else if let Ok(bytes) = std::fs::read(&p) {
+                let rel = p.strip_prefix(root).unwrap_or(&p).display().to_string();
+                out.insert(rel, bytes);
+            }
+        }
+    }
+    let mut out = std::collections::BTreeMap::new();
+    for d in dirs {
+        walk(&root.join(d), root, &mut out);
+    }
+    out
+}

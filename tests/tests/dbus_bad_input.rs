@@ -14,7 +14,7 @@ use std::path::Path;
 use anyhow::Result;
 use rdma_manager_dbus::ROOT_PATH;
 use rdma_manager_tests::bus::{skip_reason, PolkitConfig, Reply};
-use rdma_manager_tests::service::SystemSetup;
+use rdma_manager_tests::service::{tree_files, SystemSetup};
 use rdma_managerd::kernel::sim::SimOp;
 
 macro_rules! require_harness {
@@ -28,23 +28,7 @@ macro_rules! require_harness {
 
 /// Every file under the simulated host's /etc, with its bytes.
 fn etc_files(root: &Path) -> BTreeMap<String, Vec<u8>> {
-    fn walk(dir: &Path, root: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(&p, root, out);
-            } else if let Ok(bytes) = std::fs::read(&p) {
-                let rel = p.strip_prefix(root).unwrap_or(&p).display().to_string();
-                out.insert(rel, bytes);
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(&root.join("etc"), root, &mut out);
-    out
+    tree_files(root, &["etc"])
 }
 
 /// The kernel and the disk, to compare before and after a refused call.

@@ -10,7 +10,7 @@ use std::path::Path;
 use anyhow::Result;
 use rdma_manager_dbus::{device_path, BUS_NAME, ROOT_PATH};
 use rdma_manager_tests::bus::{skip_reason, PolkitConfig, Reply};
-use rdma_manager_tests::service::SystemSetup;
+use rdma_manager_tests::service::{tree_files, SystemSetup};
 use rdma_managerd::kernel::sim::{fixtures, HostSpec, SimHost, SimOp};
 use rdma_managerd::model::Errno;
 
@@ -107,24 +107,7 @@ fn err<'a>(reply: &'a Reply, name: &str) -> &'a str {
 
 /// Every file under the simulated host's /etc and /usr, with its bytes.
 fn files(root: &Path) -> BTreeMap<String, Vec<u8>> {
-    fn walk(dir: &Path, root: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(&p, root, out);
-            } else if let Ok(bytes) = std::fs::read(&p) {
-                let rel = p.strip_prefix(root).unwrap_or(&p).display().to_string();
-                out.insert(rel, bytes);
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(&root.join("etc"), root, &mut out);
-    walk(&root.join("usr"), root, &mut out);
-    out
+    tree_files(root, &["etc", "usr"])
 }
 
 /// The kernel and the files, to compare before and after a refused call.
