@@ -304,6 +304,40 @@ async fn forgotten_settings_are_restored_at_start_and_when_the_device_returns() 
         async move { tos(&sim, "rxe0").await == Some(32) }
     })
     .await;
+
+    // The same with its events lost (ENOBUFS): the re-read after the overflow finds the new
+    // device and re-applies what is remembered for it.
+    let index = |sim: &SimHost| {
+        sim.spec()
+            .devices
+            .iter()
+            .find(|d| d.name == "rxe0")
+            .map(|d| d.index)
+    };
+    t.sim.lose_events(true);
+    t.sim.delete_link(index(&t.sim).expect("rxe0")).await?;
+    t.sim
+        .add_link(&NewLink {
+            name: "rxe0".into(),
+            kind: SoftLinkType::Rxe,
+            netdev: "eth0".into(),
+        })
+        .await?;
+    assert_eq!(
+        tos(&t.sim, "rxe0").await,
+        Some(0),
+        "a new device starts at 0"
+    );
+    t.sim.lose_events(false);
+    t.sim.raise(HostEvent::Overflow {
+        source: "test".into(),
+    });
+    let sim = t.sim.clone();
+    eventually("rxe0's ToS re-applied after the overflow", || {
+        let sim = sim.clone();
+        async move { tos(&sim, "rxe0").await == Some(32) }
+    })
+    .await;
     Ok(())
 }
 

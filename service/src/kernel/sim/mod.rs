@@ -77,6 +77,8 @@ pub(crate) struct SimState {
     configfs_mounted: bool,
     faults: Vec<Fault>,
     subscribers: Vec<mpsc::UnboundedSender<HostEvent>>,
+    /// While set, events are dropped, as a netlink socket's overflowing buffer loses them.
+    losing_events: bool,
     /// `udevadm control --reload` calls made while udevd ran.
     udev_reloads: u32,
 }
@@ -136,6 +138,7 @@ impl SimHost {
             configfs_mounted: cm,
             faults: Vec::new(),
             subscribers: Vec::new(),
+            losing_events: false,
             udev_reloads: 0,
         };
         let host = SimHost {
@@ -240,6 +243,13 @@ impl SimHost {
     /// The next `op` takes `d` before it does anything (a slow or hung kernel call).
     pub fn delay_next(&self, op: SimOp, d: std::time::Duration) {
         self.lock().faults.push(Fault::Delay(op, d));
+    }
+
+    /// Drops every event from now on (`true`) or delivers them again (`false`); what was
+    /// dropped is lost, as with ENOBUFS, and a [`HostEvent::Overflow`] is what a subscriber
+    /// would then see (raise it with [`SimHost::raise`]).
+    pub fn lose_events(&self, lose: bool) {
+        self.lock().losing_events = lose;
     }
 
     /// Everything the simulated kernel holds (devices, netdevs, rdma_cm settings and groups),
@@ -427,6 +437,9 @@ impl SimHost {
     }
 
     fn emit(st: &mut SimState, event: HostEvent) {
+        if st.losing_events {
+            return;
+        }
         st.subscribers.retain(|tx| tx.send(event.clone()).is_ok());
     }
 
