@@ -313,14 +313,7 @@ mod guid_text {
     }
 
     pub fn parse(text: &str) -> Option<Guid> {
-        let t = text.trim();
-        if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-            if hex.len() != 16 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-                return None;
-            }
-            return u64::from_str_radix(hex, 16).ok().map(Guid);
-        }
-        Guid::parse_sysfs(t).ok()
+        Guid::parse_user(text.trim()).ok()
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Guid, D::Error> {
