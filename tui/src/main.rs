@@ -1,10 +1,55 @@
-//! rdma-tui, the terminal client of rdma-managerd. It is built on the service's D-Bus API,
-//! which does not exist yet; until then this binary only says so.
+//! rdma-tui: the terminal client of rdma-managerd (see `rdma-tui --help` and rdma-tui(1)).
 
-fn main() {
-    eprintln!(
-        "rdma-tui: the terminal client arrives with the rdma-managerd D-Bus service.\n\
-         For now, `rdma-managerd show` prints this host's RDMA state the way ibstat does."
-    );
-    std::process::exit(2);
+use anyhow::Context;
+use rdma_tui::cli::{self, Mode};
+use rdma_tui::client::{self, BusChoice};
+
+fn main() -> anyhow::Result<()> {
+    let args = cli::parse(std::env::args().skip(1))?;
+    match args.mode {
+        Mode::Help => {
+            println!("{}", cli::USAGE);
+            return Ok(());
+        }
+        Mode::Version => {
+            println!("rdma-tui {}", env!("CARGO_PKG_VERSION"));
+            return Ok(());
+        }
+        _ => {}
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(run(args))
 }
+
+async fn run(args: cli::Args) -> anyhow::Result<()> {
+    // The demo's service lives as long as this function.
+    let demo = if args.demo {
+        Some(rdma_tui::demo::start().await?)
+    } else {
+        None
+    };
+    let bus = match &demo {
+        Some(d) => BusChoice::Address(d.address.clone()),
+        None => args.bus.clone(),
+    };
+    let conn = client::connect(&bus)
+        .await
+        .with_context(|| format!("cannot connect to the {bus:?} bus"))?;
+    match args.mode {
+        Mode::Interactive => rdma_tui::terminal::run(conn, args.mouse).await,
+        Mode::Json => {
+            let model = client::read_model(&conn).await.context(NOT_RUNNING)?;
+            println!("{}", serde_json::to_string_pretty(&model)?);
+            Ok(())
+        }
+        Mode::Ibstat { .. } => anyhow::bail!("--ibstat is not written yet"),
+        Mode::Help | Mode::Version => Ok(()),
+    }
+}
+
+const NOT_RUNNING: &str =
+    "cannot read rdma-managerd's state (is it running? `systemctl status rdma-managerd`)";

@@ -29,6 +29,17 @@ const ALLOW_USER_INTERACTION: u32 = 1;
 #[derive(Clone, Debug)]
 pub struct Authorizer {
     conn: zbus::Connection,
+    mode: Mode,
+}
+
+/// Who decides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// polkit (every real service).
+    Polkit,
+    /// Only callers running as this uid, asked of the bus (the demo's simulated daemon, which
+    /// runs as the user on a private bus and holds nothing that user does not already have).
+    SameUser(u32),
 }
 
 /// polkit's `AuthorizationResult`: (is_authorized, is_challenge, details).
@@ -46,7 +57,22 @@ enum PolkitFailure {
 impl Authorizer {
     /// An authorizer that asks polkit over `conn` (the connection the service's objects live on).
     pub fn new(conn: &zbus::Connection) -> Self {
-        Self { conn: conn.clone() }
+        Self {
+            conn: conn.clone(),
+            mode: Mode::Polkit,
+        }
+    }
+
+    /// An authorizer for a simulated daemon serving one user: a caller is allowed when the bus
+    /// says its uid is this process's effective uid, and refused otherwise. It never asks
+    /// polkit, so it must only serve a simulated host (`rdma-tui --demo`).
+    pub fn same_user_for_simulation(conn: &zbus::Connection) -> Self {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let uid = unsafe { libc::geteuid() };
+        Self {
+            conn: conn.clone(),
+            mode: Mode::SameUser(uid),
+        }
     }
 
     /// Asks org.freedesktop.PolicyKit1 whether the sender of `header` may do `action`.
@@ -61,6 +87,9 @@ impl Authorizer {
                 action.id()
             )));
         };
+        if let Mode::SameUser(uid) = self.mode {
+            return self.check_same_user(sender.as_str(), uid, action).await;
+        }
         let interactive = header
             .primary()
             .flags()
@@ -83,6 +112,27 @@ impl Authorizer {
             ),
         }
         verdict
+    }
+
+    async fn check_same_user(&self, sender: &str, uid: u32, action: Action) -> Result<(), Error> {
+        let caller = async {
+            let dbus = zbus::fdo::DBusProxy::new(&self.conn).await?;
+            let name = zbus::names::BusName::try_from(sender)?;
+            Ok::<u32, zbus::Error>(dbus.get_connection_unix_user(name).await?)
+        }
+        .await;
+        match caller {
+            Ok(c) if c == uid => Ok(()),
+            Ok(c) => Err(Error::NotAuthorized(format!(
+                "Not authorized to perform {}: this simulated service serves only uid {uid}, \
+                 and the caller is uid {c}.",
+                action.id()
+            ))),
+            Err(e) => Err(Error::NotAuthorized(format!(
+                "Not authorized to perform {}: the bus did not say who the caller is ({e}).",
+                action.id()
+            ))),
+        }
     }
 
     async fn check_authorization(

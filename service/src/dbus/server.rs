@@ -52,19 +52,31 @@ pub async fn connect(bus: &Bus) -> Result<Connection, ServeError> {
     builder.build().await.map_err(ServeError::Connect)
 }
 
-/// Serves `host` on `conn` and owns the bus name.
+/// Serves `host` on `conn` and owns the bus name; changes are authorized by polkit.
 pub async fn serve(
     conn: Connection,
     host: Arc<dyn Host>,
     simulated: bool,
     config: EngineConfig,
 ) -> Result<Service, ServeError> {
+    let authorizer = Authorizer::new(&conn);
+    serve_with(conn, host, simulated, config, authorizer).await
+}
+
+/// [`serve`] with another authorizer ([`Authorizer::same_user_for_simulation`] for the demo).
+pub async fn serve_with(
+    conn: Connection,
+    host: Arc<dyn Host>,
+    simulated: bool,
+    config: EngineConfig,
+    authorizer: Authorizer,
+) -> Result<Service, ServeError> {
     let managed = Arc::new(ManagedCache::default());
     conn.object_server()
         .at(ROOT_PATH, ManagedObjects::new(managed.clone()))
         .await
         .map_err(ServeError::Objects)?;
-    let ctx = Arc::new(Context::new(Authorizer::new(&conn)));
+    let ctx = Arc::new(Context::new(authorizer));
     let tick_us = config.tick.as_micros() as u64;
     let publisher = Arc::new(Publisher::new(
         &conn,

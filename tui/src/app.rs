@@ -1,0 +1,460 @@
+//! The application: the model, the pages, the status line, and the keys every page shares
+//! (nmtui/htop conventions: Tab and Shift-Tab or 1..7 between pages, arrows within one,
+//! Enter to act, Esc to go back, `?`/F1 for help, `q`/F10 to quit). It knows nothing of the
+//! terminal or the bus: [`crate::terminal`] feeds it events and carries out its calls.
+
+use std::collections::HashMap;
+
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEventKind};
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+use ratatui::Frame;
+
+use crate::client::{Call, CallError, CallOutput, ErrorKind, Update};
+use crate::model::Model;
+use crate::pages::{all_pages, Outcome, Page, PageId, RenderCtx};
+use crate::theme::Theme;
+
+/// Where the connection to the service stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Connection {
+    Connecting,
+    Connected,
+    /// The service left the bus (it is read again when it comes back).
+    Gone,
+    Fatal(String),
+}
+
+/// The status line: the last thing that happened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    None,
+    Info(String),
+    Error(String),
+}
+
+pub struct App {
+    pub model: Model,
+    pub theme: Theme,
+    pub connection: Connection,
+    pub status: Status,
+    pub help: bool,
+    pub quit: bool,
+    pages: Vec<Box<dyn Page>>,
+    current: usize,
+    /// The area each page was last drawn in (for mouse events).
+    page_area: Rect,
+    /// The tab bar's area and each tab's column span (for clicks).
+    tabs: Vec<(u16, u16)>,
+    tab_row: u16,
+    next_call: u64,
+    /// Calls in flight: id to the page that asked.
+    pending: HashMap<u64, PageId>,
+    /// Calls to make, taken by the loop.
+    outbox: Vec<(u64, Call)>,
+}
+
+impl App {
+    pub fn new(theme: Theme) -> App {
+        App {
+            model: Model::default(),
+            theme,
+            connection: Connection::Connecting,
+            status: Status::None,
+            help: false,
+            quit: false,
+            pages: all_pages(),
+            current: 0,
+            page_area: Rect::default(),
+            tabs: Vec::new(),
+            tab_row: 0,
+            next_call: 1,
+            pending: HashMap::new(),
+            outbox: Vec::new(),
+        }
+    }
+
+    /// An application showing `model` (tests, snapshots, benchmarks).
+    pub fn with_model(model: Model, theme: Theme) -> App {
+        let mut app = App::new(theme);
+        app.model = model;
+        app.connection = Connection::Connected;
+        app
+    }
+
+    pub fn current_page(&self) -> PageId {
+        self.pages[self.current].id()
+    }
+
+    /// Shows a page (and makes the call it wants on being shown).
+    pub fn show(&mut self, id: PageId) {
+        if let Some(i) = self.pages.iter().position(|p| p.id() == id) {
+            self.current = i;
+            if let Some(call) = self.pages[i].on_show(&self.model) {
+                self.queue(id, call);
+            }
+        }
+    }
+
+    /// Shows a page with a port selected.
+    pub fn show_port(&mut self, id: PageId, port: &str) {
+        if let Some(p) = self.pages.iter_mut().find(|p| p.id() == id) {
+            p.focus_port(port, &self.model);
+        }
+        self.show(id);
+    }
+
+    /// The calls to make now, with their ids.
+    pub fn take_calls(&mut self) -> Vec<(u64, Call)> {
+        std::mem::take(&mut self.outbox)
+    }
+
+    /// The port whose counters the shown page wants.
+    pub fn counters_port(&self) -> Option<String> {
+        self.pages[self.current].counters_port(&self.model)
+    }
+
+    /// Queues a read of the shown page's counters (once a second while it is shown).
+    pub fn poll_counters(&mut self) {
+        if let Some(port) = self.counters_port() {
+            let id = self.current_page();
+            self.queue(id, Call::GetCounters { port });
+        }
+    }
+
+    fn queue(&mut self, page: PageId, call: Call) {
+        let id = self.next_call;
+        self.next_call += 1;
+        self.pending.insert(id, page);
+        self.outbox.push((id, call));
+    }
+
+    /// Applies something from the bus.
+    pub fn apply(&mut self, update: Update) {
+        match update {
+            Update::Loaded(model) => {
+                // Histories arrive after the load; keep those already drawn meanwhile.
+                let history = std::mem::take(&mut self.model.history);
+                self.model = *model;
+                self.model.history = history;
+                self.model
+                    .history
+                    .retain(|p, _| self.model.ports.contains_key(p));
+                self.connection = Connection::Connected;
+                let id = self.current_page();
+                if let Some(call) = self.pages[self.current].on_show(&self.model) {
+                    self.queue(id, call);
+                }
+            }
+            Update::ServiceGone => self.connection = Connection::Gone,
+            Update::Properties {
+                path,
+                iface,
+                changed,
+            } => self.model.set_properties(&path, &iface, changed.iter()),
+            Update::Added { path, interfaces } => self.model.add_object(&path, &interfaces),
+            Update::Removed { path, ifaces } => self.model.remove_object(&path, &ifaces),
+            Update::Samples { time_us, samples } => self.model.add_samples(time_us, &samples),
+            Update::History { port, samples } => self.model.set_history(&port, samples),
+            Update::Counters {
+                port,
+                source,
+                saturated,
+                values,
+            } => self.model.set_counters(&port, source, saturated, values),
+            Update::CallDone { id, call, result } => self.call_done(id, &call, &result),
+            Update::Fatal(e) => self.connection = Connection::Fatal(e),
+        }
+    }
+
+    fn call_done(&mut self, id: u64, call: &Call, result: &Result<CallOutput, CallError>) {
+        let page = self.pending.remove(&id);
+        if let Some(p) = page.and_then(|pid| self.pages.iter_mut().find(|p| p.id() == pid)) {
+            p.call_done(call, result);
+        }
+        match (call, result) {
+            (Call::GetCounters { .. } | Call::PreviewRdmaNames, Ok(_)) => {}
+            (Call::GetCounters { .. }, Err(_)) => {}
+            (_, Ok(_)) => self.status = Status::Info(format!("Done: {}", describe(call))),
+            (_, Err(e)) => self.status = Status::Error(error_text(call, e)),
+        }
+    }
+
+    /// Handles a terminal event.
+    pub fn handle_event(&mut self, event: &Event) {
+        match event {
+            Event::Key(key) if key.kind != KeyEventKind::Release => self.handle_key(*key),
+            Event::Mouse(m) => self.handle_mouse(*m),
+            _ => {}
+        }
+    }
+
+    pub fn handle_key(&mut self, key: KeyEvent) {
+        if self.help {
+            // Any key closes the help (and does nothing else).
+            self.help = false;
+            return;
+        }
+        if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
+            self.quit = true;
+            return;
+        }
+        let outcome = self.pages[self.current].handle_key(key, &self.model);
+        if outcome != Outcome::Ignored {
+            self.outcome(outcome);
+            return;
+        }
+        let editing = self.pages[self.current].editing();
+        match key.code {
+            KeyCode::Char('q') if !editing => self.quit = true,
+            KeyCode::F(10) => self.quit = true,
+            KeyCode::Char('?') if !editing => self.help = true,
+            KeyCode::F(1) => self.help = true,
+            KeyCode::Tab => self.cycle(1),
+            KeyCode::BackTab => self.cycle(-1),
+            KeyCode::Char(c @ '1'..='7') if !editing => {
+                let i = c as usize - '1' as usize;
+                self.show(PageId::ALL[i]);
+            }
+            KeyCode::Esc => {
+                if self.current_page() != PageId::Overview {
+                    self.show(PageId::Overview);
+                } else {
+                    self.status = Status::None;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn cycle(&mut self, delta: isize) {
+        let n = PageId::ALL.len() as isize;
+        let i = (self.current as isize + delta).rem_euclid(n) as usize;
+        self.show(PageId::ALL[i]);
+    }
+
+    fn outcome(&mut self, outcome: Outcome) {
+        match outcome {
+            Outcome::Ignored | Outcome::Handled => {}
+            Outcome::Call(call) => {
+                let id = self.current_page();
+                self.status = Status::Info(format!("{}...", describe(&call)));
+                self.queue(id, call);
+            }
+            Outcome::ShowPort(page, port) => self.show_port(page, &port),
+            Outcome::Message(m) => self.status = Status::Info(m),
+        }
+    }
+
+    fn handle_mouse(&mut self, m: crossterm::event::MouseEvent) {
+        if self.help {
+            if matches!(m.kind, MouseEventKind::Down(_)) {
+                self.help = false;
+            }
+            return;
+        }
+        if let MouseEventKind::Down(_) = m.kind {
+            if m.row == self.tab_row {
+                if let Some(i) = self
+                    .tabs
+                    .iter()
+                    .position(|(a, b)| m.column >= *a && m.column < *b)
+                {
+                    self.show(PageId::ALL[i]);
+                    return;
+                }
+            }
+        }
+        let area = self.page_area;
+        let outcome = self.pages[self.current].handle_mouse(m, area, &self.model);
+        self.outcome(outcome);
+    }
+
+    /// Draws the whole screen: tabs, the page, the status line and the key hints.
+    pub fn render(&mut self, frame: &mut Frame, now_us: u64) {
+        let area = frame.area();
+        // An error gets up to three lines: refusals say what was refused and how to get it.
+        let status_height = match &self.status {
+            Status::Error(e) if self.connection == Connection::Connected => {
+                let width = area.width.max(1) as usize;
+                (e.chars().count() + 2).div_ceil(width).clamp(1, 3) as u16
+            }
+            _ => 1,
+        };
+        let [tabs, body, status, keys] = Layout::vertical([
+            Constraint::Length(1),
+            Constraint::Min(1),
+            Constraint::Length(status_height),
+            Constraint::Length(1),
+        ])
+        .areas(area);
+        self.render_tabs(frame, tabs);
+        self.page_area = body;
+        let ctx = RenderCtx {
+            model: &self.model,
+            theme: self.theme,
+            now_us,
+        };
+        self.pages[self.current].render(frame, body, &ctx);
+        self.render_status(frame, status);
+        self.render_keys(frame, keys);
+        if self.help {
+            self.render_help(frame, body);
+        }
+    }
+
+    fn render_tabs(&mut self, frame: &mut Frame, area: Rect) {
+        let t = self.theme;
+        let mut spans = Vec::new();
+        let mut col = area.x;
+        self.tabs.clear();
+        self.tab_row = area.y;
+        for (i, id) in PageId::ALL.iter().enumerate() {
+            let text = format!(" {} {} ", i + 1, id.label());
+            let w = text.chars().count() as u16;
+            self.tabs.push((col, col + w));
+            col += w;
+            let style = if i == self.current {
+                t.selected().add_modifier(ratatui::style::Modifier::BOLD)
+            } else {
+                t.normal()
+            };
+            spans.push(Span::styled(text, style));
+        }
+        frame.render_widget(Paragraph::new(Line::from(spans)), area);
+    }
+
+    fn render_status(&self, frame: &mut Frame, area: Rect) {
+        let t = self.theme;
+        let line = match (&self.connection, &self.status) {
+            (Connection::Fatal(e), _) => Line::styled(format!("! {e}"), t.bad()),
+            (Connection::Gone, _) => Line::styled(
+                "! rdma-managerd is not on the bus; waiting for it to return",
+                t.bad(),
+            ),
+            (Connection::Connecting, _) => Line::styled("Connecting to rdma-managerd...", t.dim()),
+            (Connection::Connected, Status::Error(e)) => Line::styled(format!("! {e}"), t.bad()),
+            (Connection::Connected, Status::Info(i)) => Line::styled(i.clone(), t.normal()),
+            (Connection::Connected, Status::None) => {
+                let m = &self.model;
+                let mut s = format!(
+                    "{} devices, {} ports, {} IPoIB",
+                    m.devices.len(),
+                    m.ports.len(),
+                    m.ipoib.len()
+                );
+                if m.manager.simulated {
+                    s.push_str(" - simulated host");
+                }
+                if !m.manager.config_errors.is_empty() {
+                    s.push_str(&format!(
+                        " - {} unusable configuration file(s)",
+                        m.manager.config_errors.len()
+                    ));
+                }
+                Line::styled(s, t.dim())
+            }
+        };
+        frame.render_widget(Paragraph::new(line).wrap(Wrap { trim: true }), area);
+    }
+
+    fn render_keys(&self, frame: &mut Frame, area: Rect) {
+        let t = self.theme;
+        let mut hints = self.pages[self.current].hints();
+        hints.extend([("Tab", "page"), ("?", "help"), ("q", "quit")]);
+        let mut spans = Vec::new();
+        for (k, what) in hints {
+            spans.push(Span::styled(k, t.key()));
+            spans.push(Span::styled(format!(" {what}  "), t.normal()));
+        }
+        frame.render_widget(Paragraph::new(Line::from(spans)), area);
+    }
+
+    fn render_help(&self, frame: &mut Frame, body: Rect) {
+        let t = self.theme;
+        let w = body.width.min(70);
+        let h = body.height.min(20);
+        let area = Rect {
+            x: body.x + (body.width - w) / 2,
+            y: body.y + (body.height - h) / 2,
+            width: w,
+            height: h,
+        };
+        let mut lines = vec![
+            Line::styled("Keys", t.title()),
+            Line::raw("Tab / Shift-Tab, 1..7  next / previous page, or a page by number"),
+            Line::raw("Up/Down, PgUp/PgDn     move in a list"),
+            Line::raw("Enter                  open, or change the selected item"),
+            Line::raw("Esc                    cancel a form; back to the overview"),
+            Line::raw("? or F1                this help (any key closes it)"),
+            Line::raw("q, F10 or Ctrl-C       quit"),
+            Line::raw("Mouse                  click a tab or a row; wheel scrolls"),
+            Line::raw(""),
+            Line::styled(
+                format!("This page ({})", self.current_page().label()),
+                t.title(),
+            ),
+        ];
+        for (k, what) in self.pages[self.current].hints() {
+            lines.push(Line::from(vec![
+                Span::styled(format!("{k:<22} "), t.key()),
+                Span::raw(what),
+            ]));
+        }
+        lines.push(Line::raw(""));
+        lines.push(Line::styled(
+            "Changes go to rdma-managerd and need its polkit actions.",
+            t.dim(),
+        ));
+        frame.render_widget(Clear, area);
+        frame.render_widget(
+            Paragraph::new(lines)
+                .wrap(Wrap { trim: false })
+                .block(Block::default().borders(Borders::ALL).title(" Help ")),
+            area,
+        );
+    }
+}
+
+/// A call in words, for the status line.
+pub fn describe(call: &Call) -> String {
+    match call {
+        Call::AddSoftLink { name, kind, netdev } => format!("add {kind} link {name} on {netdev}"),
+        Call::RemoveSoftLink { name } => format!("remove soft link {name}"),
+        Call::CreateIpoibChild { name, pkey, .. } => {
+            format!("create IPoIB child {name} (P_Key 0x{pkey:04x})")
+        }
+        Call::DeleteIpoib { path } => format!("delete {}", short(path)),
+        Call::SetIpoibMode { mode, .. } => format!("set IPoIB mode {mode}"),
+        Call::SetIpoibMtu { mtu, .. } => format!("set IPoIB MTU {mtu}"),
+        Call::SetIpoibUmcast { umcast, .. } => format!("set umcast {}", u8::from(*umcast)),
+        Call::SetRoceMode { mode, .. } => format!("set RoCE mode {mode}"),
+        Call::SetRoceTos { tos, .. } => format!("set RoCE ToS {tos}"),
+        Call::SetIpoibName { guid, name, .. } => format!("name IPoIB {guid} {name}"),
+        Call::RemoveIpoibName { guid } => format!("remove IPoIB name of {guid}"),
+        Call::SetRdmaNamingPolicy { policy, .. } => format!("set naming policy {policy}"),
+        Call::SetRdmaFixedName { guid, name, .. } => format!("name device {guid} {name}"),
+        Call::RemoveRdmaFixedName { guid } => format!("remove fixed name of {guid}"),
+        Call::RenameDevice { name, .. } => format!("rename device to {name}"),
+        Call::PreviewRdmaNames => "preview RDMA names".into(),
+        Call::GetCounters { .. } => "read counters".into(),
+    }
+}
+
+fn short(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// A failed call for the status line; authorization failures name the action and the way to
+/// get it (the service's sentence already says both).
+pub fn error_text(call: &Call, e: &CallError) -> String {
+    let what = describe(call);
+    match e.kind {
+        ErrorKind::NotAuthorized | ErrorKind::InteractiveAuthorizationRequired => {
+            format!("Cannot {what}: {}", e.message)
+        }
+        ErrorKind::Bus => format!("Cannot {what}: the bus failed: {}", e.message),
+        _ => format!("Cannot {what}: {}", e.message),
+    }
+}

@@ -1,0 +1,624 @@
+//! The D-Bus side: connects to rdma-managerd, reads its objects once (GetManagedObjects and
+//! each port's throughput history), then forwards the service's signals as [`Update`]s:
+//! PropertiesChanged, InterfacesAdded/Removed, ThroughputSampled, and the bus name's owner
+//! changing (a restarted daemon is read again). Nothing is re-read on a timer. Changes are
+//! [`Call`]s made through the `rdma-manager-dbus` proxies; each answer comes back as an
+//! [`Update::CallDone`].
+
+use std::collections::{BTreeMap, HashMap};
+
+use futures::StreamExt;
+use rdma_manager_dbus::proxies::{DeviceProxy, IpoibProxy, ManagerProxy, PortProxy};
+use rdma_manager_dbus::{BUS_NAME, ROOT_PATH};
+use tokio::sync::mpsc::UnboundedSender;
+use zbus::fdo::{DBusProxy, ObjectManagerProxy};
+use zbus::proxy::CacheProperties;
+use zbus::zvariant::{OwnedValue, Value};
+use zbus::{Connection, MatchRule, MessageStream};
+
+use crate::model::{Interfaces, Model, PORT_IFACE};
+
+/// Which bus the service is on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BusChoice {
+    System,
+    Session,
+    Address(String),
+}
+
+/// Something that changed, for the UI loop to apply to its [`Model`].
+#[derive(Debug)]
+pub enum Update {
+    /// The whole state, read at start or after the service (re)appeared.
+    Loaded(Box<Model>),
+    /// The service left the bus.
+    ServiceGone,
+    Properties {
+        path: String,
+        iface: String,
+        changed: HashMap<String, OwnedValue>,
+    },
+    Added {
+        path: String,
+        interfaces: Interfaces,
+    },
+    Removed {
+        path: String,
+        ifaces: Vec<String>,
+    },
+    Samples {
+        time_us: u64,
+        samples: Vec<(String, f64, f64, f64, f64, u8)>,
+    },
+    History {
+        port: String,
+        samples: Vec<rdma_manager_dbus::proxies::HistorySample>,
+    },
+    Counters {
+        port: String,
+        source: String,
+        saturated: bool,
+        values: BTreeMap<String, u64>,
+    },
+    /// A [`Call`] finished.
+    CallDone {
+        id: u64,
+        call: Call,
+        result: Result<CallOutput, CallError>,
+    },
+    /// The connection to the bus failed for good.
+    Fatal(String),
+}
+
+/// A change (or a read-only query) the user asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Call {
+    AddSoftLink {
+        name: String,
+        kind: String,
+        netdev: String,
+    },
+    RemoveSoftLink {
+        name: String,
+    },
+    CreateIpoibChild {
+        parent: String,
+        pkey: u16,
+        name: String,
+        mode: Option<String>,
+        mtu: Option<u32>,
+        umcast: Option<bool>,
+    },
+    DeleteIpoib {
+        path: String,
+    },
+    SetIpoibMode {
+        path: String,
+        mode: String,
+    },
+    SetIpoibMtu {
+        path: String,
+        mtu: u32,
+    },
+    SetIpoibUmcast {
+        path: String,
+        umcast: bool,
+    },
+    SetRoceMode {
+        port: String,
+        mode: String,
+    },
+    SetRoceTos {
+        port: String,
+        tos: u8,
+    },
+    SetIpoibName {
+        guid: String,
+        name: String,
+        apply_now: bool,
+    },
+    RemoveIpoibName {
+        guid: String,
+    },
+    SetRdmaNamingPolicy {
+        policy: String,
+        apply_now: bool,
+    },
+    SetRdmaFixedName {
+        guid: String,
+        name: String,
+        apply_now: bool,
+    },
+    RemoveRdmaFixedName {
+        guid: String,
+    },
+    RenameDevice {
+        device: String,
+        name: String,
+    },
+    /// Read-only: what each RDMA naming policy would name every device.
+    PreviewRdmaNames,
+    /// Read-only: a port's counters now.
+    GetCounters {
+        port: String,
+    },
+}
+
+/// One line of `PreviewRdmaNames`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamePreview {
+    pub device: String,
+    pub policy: String,
+    pub name: String,
+    pub active: bool,
+    pub reason: String,
+}
+
+/// What a successful call returned.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallOutput {
+    Done,
+    /// The object created.
+    Created(String),
+    Preview(Vec<NamePreview>),
+    Counters,
+}
+
+/// The kinds of failure the service distinguishes (its D-Bus error names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    InvalidArgument,
+    NotFound,
+    NotSupported,
+    AlreadyExists,
+    Busy,
+    NotAuthorized,
+    InteractiveAuthorizationRequired,
+    Failed,
+    /// The bus itself (the service is not running, a timeout).
+    Bus,
+}
+
+/// A failed call: its kind and the service's sentence.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct CallError {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+impl CallError {
+    /// True when polkit refused (or would have asked for a password).
+    pub fn is_authorization(&self) -> bool {
+        matches!(
+            self.kind,
+            ErrorKind::NotAuthorized | ErrorKind::InteractiveAuthorizationRequired
+        )
+    }
+
+    /// The polkit action named in the message, if any.
+    pub fn action(&self) -> Option<&str> {
+        self.message
+            .split(|c: char| c.is_whitespace() || c == ':' || c == ',')
+            .find(|w| w.starts_with(rdma_manager_dbus::POLKIT_PREFIX))
+            .map(|w| w.trim_end_matches('.'))
+    }
+}
+
+impl From<zbus::Error> for CallError {
+    fn from(e: zbus::Error) -> Self {
+        use rdma_manager_dbus::Error as E;
+        let (kind, message) = match E::from(e) {
+            E::InvalidArgument(m) => (ErrorKind::InvalidArgument, m),
+            E::NotFound(m) => (ErrorKind::NotFound, m),
+            E::NotSupported(m) => (ErrorKind::NotSupported, m),
+            E::AlreadyExists(m) => (ErrorKind::AlreadyExists, m),
+            E::Busy(m) => (ErrorKind::Busy, m),
+            E::NotAuthorized(m) => (ErrorKind::NotAuthorized, m),
+            E::InteractiveAuthorizationRequired(m) => {
+                (ErrorKind::InteractiveAuthorizationRequired, m)
+            }
+            E::Failed(m) => (ErrorKind::Failed, m),
+            E::ZBus(e) => (ErrorKind::Bus, bus_error_text(&e)),
+        };
+        CallError { kind, message }
+    }
+}
+
+/// A bus-level error as a sentence (zbus's Display of a method error is its D-Bus name).
+fn bus_error_text(e: &zbus::Error) -> String {
+    match e {
+        zbus::Error::MethodError(name, Some(msg), _) => format!("{msg} ({name})"),
+        zbus::Error::MethodError(name, None, _) => name.to_string(),
+        e => e.to_string(),
+    }
+}
+
+/// Connects to the bus the service is on.
+pub async fn connect(bus: &BusChoice) -> zbus::Result<Connection> {
+    match bus {
+        BusChoice::System => Connection::system().await,
+        BusChoice::Session => Connection::session().await,
+        BusChoice::Address(a) => {
+            zbus::connection::Builder::address(a.as_str())?
+                .build()
+                .await
+        }
+    }
+}
+
+/// Reads everything the service publishes (no history).
+pub async fn read_model(conn: &Connection) -> zbus::Result<Model> {
+    let om = ObjectManagerProxy::builder(conn)
+        .destination(BUS_NAME)?
+        .path(ROOT_PATH)?
+        .cache_properties(CacheProperties::No)
+        .build()
+        .await?;
+    let objects = om.get_managed_objects().await?;
+    let mut model = Model::default();
+    // The root's own interface is not among the managed objects.
+    let root = zbus::fdo::PropertiesProxy::builder(conn)
+        .destination(BUS_NAME)?
+        .path(ROOT_PATH)?
+        .cache_properties(CacheProperties::No)
+        .build()
+        .await?;
+    let iface = zbus::names::InterfaceName::try_from(crate::model::MANAGER_IFACE)?;
+    let props = root.get_all(iface).await?;
+    model.set_properties(ROOT_PATH, crate::model::MANAGER_IFACE, props.iter());
+    for (path, ifaces) in objects {
+        let interfaces: Interfaces = ifaces
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        model.add_object(path.as_str(), &interfaces);
+    }
+    Ok(model)
+}
+
+/// Reads every port's throughput history, all calls in flight at once.
+pub async fn read_histories(
+    conn: &Connection,
+    ports: Vec<String>,
+) -> Vec<(
+    String,
+    zbus::Result<Vec<rdma_manager_dbus::proxies::HistorySample>>,
+)> {
+    let calls = ports.into_iter().map(|port| async move {
+        let r = async {
+            port_proxy(conn, &port)
+                .await?
+                .get_throughput_history()
+                .await
+        }
+        .await;
+        (port, r)
+    });
+    futures::future::join_all(calls).await
+}
+
+async fn port_proxy<'a>(conn: &Connection, path: &'a str) -> zbus::Result<PortProxy<'a>> {
+    PortProxy::builder(conn)
+        .path(path)?
+        .cache_properties(CacheProperties::No)
+        .build()
+        .await
+}
+
+async fn ipoib_proxy<'a>(conn: &Connection, path: &'a str) -> zbus::Result<IpoibProxy<'a>> {
+    IpoibProxy::builder(conn)
+        .path(path)?
+        .cache_properties(CacheProperties::No)
+        .build()
+        .await
+}
+
+async fn manager_proxy(conn: &Connection) -> zbus::Result<ManagerProxy<'static>> {
+    ManagerProxy::builder(conn)
+        .cache_properties(CacheProperties::No)
+        .build()
+        .await
+}
+
+/// Loads the state and its histories, sending `Loaded` then one `History` per port.
+async fn load(conn: &Connection, tx: &UnboundedSender<Update>) -> zbus::Result<()> {
+    let model = read_model(conn).await?;
+    let ports: Vec<String> = model.ports.keys().cloned().collect();
+    let _ = tx.send(Update::Loaded(Box::new(model)));
+    for (port, r) in read_histories(conn, ports).await {
+        match r {
+            Ok(samples) => {
+                let _ = tx.send(Update::History { port, samples });
+            }
+            Err(e) => tracing::debug!(port, "no history: {e}"),
+        }
+    }
+    Ok(())
+}
+
+/// Subscribes to the service's signals, loads the state, and forwards changes until the
+/// receiver is gone. Subscribing first means nothing that happens during the load is lost
+/// (applying a change twice is harmless).
+pub async fn run(conn: Connection, tx: UnboundedSender<Update>) {
+    if let Err(e) = run_inner(&conn, &tx).await {
+        let _ = tx.send(Update::Fatal(format!("lost the bus: {e}")));
+    }
+}
+
+async fn run_inner(conn: &Connection, tx: &UnboundedSender<Update>) -> zbus::Result<()> {
+    let changed_rule = MatchRule::builder()
+        .msg_type(zbus::message::Type::Signal)
+        .sender(BUS_NAME)?
+        .interface("org.freedesktop.DBus.Properties")?
+        .member("PropertiesChanged")?
+        .path_namespace(ROOT_PATH)?
+        .build();
+    let mut changed = MessageStream::for_match_rule(changed_rule, conn, Some(256)).await?;
+    let om = ObjectManagerProxy::builder(conn)
+        .destination(BUS_NAME)?
+        .path(ROOT_PATH)?
+        .cache_properties(CacheProperties::No)
+        .build()
+        .await?;
+    let mut added = om.receive_interfaces_added().await?;
+    let mut removed = om.receive_interfaces_removed().await?;
+    let manager = manager_proxy(conn).await?;
+    let mut sampled = manager.receive_throughput_sampled().await?;
+    let dbus = DBusProxy::new(conn).await?;
+    let mut owners = dbus
+        .receive_name_owner_changed_with_args(&[(0, BUS_NAME)])
+        .await?;
+
+    if let Err(e) = load(conn, tx).await {
+        tracing::info!("service not readable yet: {e}");
+        let _ = tx.send(Update::ServiceGone);
+    }
+    loop {
+        tokio::select! {
+            Some(msg) = changed.next() => {
+                let Ok(msg) = msg else { continue };
+                let Some(path) = msg.header().path().map(|p| p.to_string()) else { continue };
+                let body = msg.body();
+                let Ok((iface, props, _invalidated)) =
+                    body.deserialize::<(String, HashMap<String, OwnedValue>, Vec<String>)>()
+                else {
+                    continue;
+                };
+                if tx.send(Update::Properties { path, iface, changed: props }).is_err() {
+                    return Ok(());
+                }
+            }
+            Some(sig) = added.next() => {
+                let Ok(args) = sig.args() else { continue };
+                let path = args.object_path().to_string();
+                let interfaces: Interfaces = args
+                    .interfaces_and_properties()
+                    .iter()
+                    .map(|(k, v)| {
+                        let props = v
+                            .iter()
+                            .filter_map(|(n, val)| {
+                                OwnedValue::try_from(val.try_clone().ok()?).ok().map(|o| (n.to_string(), o))
+                            })
+                            .collect();
+                        (k.to_string(), props)
+                    })
+                    .collect();
+                let is_port = interfaces.contains_key(PORT_IFACE);
+                if tx.send(Update::Added { path: path.clone(), interfaces }).is_err() {
+                    return Ok(());
+                }
+                if is_port {
+                    if let Ok(p) = port_proxy(conn, &path).await {
+                        if let Ok(samples) = p.get_throughput_history().await {
+                            let _ = tx.send(Update::History { port: path, samples });
+                        }
+                    }
+                }
+            }
+            Some(sig) = removed.next() => {
+                let Ok(args) = sig.args() else { continue };
+                let path = args.object_path().to_string();
+                let ifaces = args.interfaces().iter().map(|i| i.to_string()).collect();
+                if tx.send(Update::Removed { path, ifaces }).is_err() {
+                    return Ok(());
+                }
+            }
+            Some(sig) = sampled.next() => {
+                let Ok(args) = sig.args() else { continue };
+                let samples = args
+                    .samples()
+                    .iter()
+                    .map(|(p, a, b, c, d, f)| (p.as_str().to_string(), *a, *b, *c, *d, *f))
+                    .collect();
+                if tx.send(Update::Samples { time_us: *args.time_us(), samples }).is_err() {
+                    return Ok(());
+                }
+            }
+            Some(sig) = owners.next() => {
+                let Ok(args) = sig.args() else { continue };
+                if args.new_owner().is_some() {
+                    if let Err(e) = load(conn, tx).await {
+                        tracing::info!("service not readable: {e}");
+                    }
+                } else if tx.send(Update::ServiceGone).is_err() {
+                    return Ok(());
+                }
+            }
+            else => return Err(zbus::Error::Failure("the bus connection closed".into())),
+        }
+    }
+}
+
+/// Makes one call and reports its answer (and, for GetCounters, the reading).
+pub async fn perform(conn: &Connection, id: u64, call: Call, tx: &UnboundedSender<Update>) {
+    let result = perform_inner(conn, &call, tx)
+        .await
+        .map_err(CallError::from);
+    let _ = tx.send(Update::CallDone { id, call, result });
+}
+
+async fn perform_inner(
+    conn: &Connection,
+    call: &Call,
+    tx: &UnboundedSender<Update>,
+) -> zbus::Result<CallOutput> {
+    let done = |_: ()| CallOutput::Done;
+    match call {
+        Call::AddSoftLink { name, kind, netdev } => manager_proxy(conn)
+            .await?
+            .add_soft_link(name, kind, netdev)
+            .await
+            .map(|p| CallOutput::Created(p.as_str().to_string())),
+        Call::RemoveSoftLink { name } => manager_proxy(conn)
+            .await?
+            .remove_soft_link(name)
+            .await
+            .map(done),
+        Call::CreateIpoibChild {
+            parent,
+            pkey,
+            name,
+            mode,
+            mtu,
+            umcast,
+        } => {
+            let mut settings: HashMap<&str, Value<'_>> = HashMap::new();
+            if let Some(m) = mode {
+                settings.insert("mode", Value::from(m.as_str()));
+            }
+            if let Some(m) = mtu {
+                settings.insert("mtu", Value::from(*m));
+            }
+            if let Some(u) = umcast {
+                settings.insert("umcast", Value::from(*u));
+            }
+            ipoib_proxy(conn, parent)
+                .await?
+                .create_child(*pkey, name, settings)
+                .await
+                .map(|p| CallOutput::Created(p.as_str().to_string()))
+        }
+        Call::DeleteIpoib { path } => ipoib_proxy(conn, path).await?.delete().await.map(done),
+        Call::SetIpoibMode { path, mode } => ipoib_proxy(conn, path)
+            .await?
+            .set_mode(mode)
+            .await
+            .map(done),
+        Call::SetIpoibMtu { path, mtu } => {
+            ipoib_proxy(conn, path).await?.set_mtu(*mtu).await.map(done)
+        }
+        Call::SetIpoibUmcast { path, umcast } => ipoib_proxy(conn, path)
+            .await?
+            .set_umcast(*umcast)
+            .await
+            .map(done),
+        Call::SetRoceMode { port, mode } => port_proxy(conn, port)
+            .await?
+            .set_roce_mode(mode)
+            .await
+            .map(done),
+        Call::SetRoceTos { port, tos } => port_proxy(conn, port)
+            .await?
+            .set_roce_tos(*tos)
+            .await
+            .map(done),
+        Call::SetIpoibName {
+            guid,
+            name,
+            apply_now,
+        } => manager_proxy(conn)
+            .await?
+            .set_ipoib_name(guid, name, *apply_now)
+            .await
+            .map(done),
+        Call::RemoveIpoibName { guid } => manager_proxy(conn)
+            .await?
+            .remove_ipoib_name(guid)
+            .await
+            .map(done),
+        Call::SetRdmaNamingPolicy { policy, apply_now } => manager_proxy(conn)
+            .await?
+            .set_rdma_naming_policy(policy, *apply_now)
+            .await
+            .map(done),
+        Call::SetRdmaFixedName {
+            guid,
+            name,
+            apply_now,
+        } => manager_proxy(conn)
+            .await?
+            .set_rdma_fixed_name(guid, name, *apply_now)
+            .await
+            .map(done),
+        Call::RemoveRdmaFixedName { guid } => manager_proxy(conn)
+            .await?
+            .remove_rdma_fixed_name(guid)
+            .await
+            .map(done),
+        Call::RenameDevice { device, name } => DeviceProxy::builder(conn)
+            .path(device.as_str())?
+            .cache_properties(CacheProperties::No)
+            .build()
+            .await?
+            .rename(name)
+            .await
+            .map(done),
+        Call::PreviewRdmaNames => {
+            let rows = manager_proxy(conn).await?.preview_rdma_names().await?;
+            Ok(CallOutput::Preview(
+                rows.into_iter()
+                    .map(|(device, policy, name, active, reason)| NamePreview {
+                        device,
+                        policy,
+                        name,
+                        active,
+                        reason,
+                    })
+                    .collect(),
+            ))
+        }
+        Call::GetCounters { port } => {
+            let (source, saturated, values) = port_proxy(conn, port).await?.get_counters().await?;
+            let _ = tx.send(Update::Counters {
+                port: port.clone(),
+                source,
+                saturated,
+                values: values.into_iter().collect(),
+            });
+            Ok(CallOutput::Counters)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn service_errors_keep_their_kind_and_action() {
+        let e = zbus::Error::MethodError(
+            zbus::names::OwnedErrorName::try_from(
+                "org.rdmamanager.RdmaManager1.Error.NotAuthorized",
+            )
+            .expect("name"),
+            Some(
+                "Not authorized to perform org.rdmamanager.rdmamanager1.manage-ipoib: polkit \
+                 refused the caller."
+                    .into(),
+            ),
+            zbus::message::Message::method_call("/", "X")
+                .expect("msg")
+                .build(&())
+                .expect("msg"),
+        );
+        let c = CallError::from(e);
+        assert_eq!(c.kind, ErrorKind::NotAuthorized);
+        assert!(c.is_authorization());
+        assert_eq!(
+            c.action(),
+            Some("org.rdmamanager.rdmamanager1.manage-ipoib")
+        );
+    }
+}

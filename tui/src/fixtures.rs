@@ -1,0 +1,115 @@
+//! Recorded models for snapshot tests and benchmarks: the demo host as rdma-managerd published
+//! it (`rdma-tui --demo --json`, in `tests/data/demo-model.json`), with a deterministic
+//! throughput history, and a large host made of copies of it.
+
+use crate::model::{Model, Sample};
+
+/// The time of the newest sample in the fixtures' histories (µs since the epoch): snapshots
+/// draw "now" as this.
+pub const NOW_US: u64 = 1_790_000_000_000_000;
+
+/// The demo host, with a full history (900 samples) on every port.
+pub fn demo_model() -> Model {
+    let mut model: Model = match serde_json::from_str(include_str!("../tests/data/demo-model.json"))
+    {
+        Ok(m) => m,
+        // The file is part of the source; a test shows it parses.
+        Err(e) => panic!("tests/data/demo-model.json: {e}"),
+    };
+    fill_history(&mut model);
+    model
+}
+
+/// Every port gets `history_length` samples ending at [`NOW_US`]: a slow wave per port,
+/// scaled to a fraction of its link rate, so graphs have shape and differ between ports.
+pub fn fill_history(model: &mut Model) {
+    let n = model.history_capacity();
+    let ports: Vec<(String, f64)> = model
+        .ports
+        .values()
+        .map(|p| (p.path.clone(), p.rate_gbps))
+        .collect();
+    for (k, (port, gbps)) in ports.into_iter().enumerate() {
+        let peak = gbps.max(1.0) * 1e9 / 8.0 * 0.6;
+        let h = model.history.entry(port).or_default();
+        h.samples.clear();
+        for i in 0..n {
+            let t = i as f64 / 60.0 + k as f64;
+            let tx = peak * (0.5 + 0.4 * t.sin()) * if k % 2 == 0 { 1.0 } else { 0.3 };
+            let rx = peak * (0.5 + 0.4 * (t * 0.7).cos());
+            h.push(
+                Sample {
+                    time_us: NOW_US - (n - 1 - i) as u64 * 1_000_000,
+                    tx_bytes: tx,
+                    rx_bytes: rx,
+                    tx_packets: tx / 4096.0,
+                    rx_packets: rx / 4096.0,
+                    saturated: false,
+                },
+                n,
+            );
+        }
+    }
+}
+
+/// A host of `devices` dual-port InfiniBand HCAs (64 ports from 32), named mlx5_0.., built
+/// from the demo's InfiniBand HCA, each port with a full history.
+pub fn large_model(devices: u32) -> Model {
+    let demo = demo_model();
+    let mut model = Model {
+        manager: demo.manager.clone(),
+        ..Model::default()
+    };
+    model.manager.devices.clear();
+    let Some(template) = demo.devices.values().find(|d| d.name == "mlx5_0") else {
+        return model;
+    };
+    let Some(port_template) = demo.ports.get(&template.ports[0]) else {
+        return model;
+    };
+    for i in 0..devices {
+        let path = rdma_manager_dbus::device_path(i);
+        let mut d = template.clone();
+        d.path = path.clone();
+        d.index = i;
+        d.name = format!("mlx5_{i}");
+        d.node_guid = format!("0x0c42a10300{i:06x}");
+        d.ports.clear();
+        for n in 1..=2 {
+            let pp = rdma_manager_dbus::port_path(i, n);
+            let mut p = port_template.clone();
+            p.path = pp.clone();
+            p.device = path.clone();
+            p.device_name = d.name.clone();
+            p.number = n;
+            p.lid = 100 + 2 * i + n;
+            p.netdev = format!("ibp{i}s0f{}", n - 1);
+            if (i + n) % 7 == 0 {
+                p.state = "INIT".into();
+                p.phys_state = "LinkUp".into();
+                p.sm_lid = 0;
+            }
+            d.ports.push(pp.clone());
+            model.ports.insert(pp, p);
+        }
+        model.manager.devices.push(path.clone());
+        model.devices.insert(path, d);
+    }
+    fill_history(&mut model);
+    model
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixtures_parse_and_fill() {
+        let m = demo_model();
+        assert_eq!(m.devices.len(), 4);
+        assert!(m.history.values().all(|h| h.samples.len() == 900));
+        let l = large_model(32);
+        assert_eq!(l.ports.len(), 64);
+        assert_eq!(l.ports_in_order().len(), 64);
+    }
+}

@@ -1,0 +1,20 @@
+//! rdma-tui: the terminal client of rdma-managerd. An interactive editor (IPoIB, soft links,
+//! RoCE, naming) and a live ibstat-style monitor with bandwidth graphs, built only on the
+//! service's D-Bus API.
+//!
+//! - [`model`]: the client's copy of the published objects, kept current by signals.
+//! - [`client`]: the bus: the initial read, the signal subscriptions, the calls.
+//! - [`app`] and [`pages`]: what is drawn and what keys do, independent of terminal and bus.
+//! - [`terminal`]: the event loop that joins them on a real terminal.
+//! - [`demo`]: a simulated rdma-managerd on a private bus, for `--demo`.
+
+pub mod app;
+pub mod cli;
+pub mod client;
+pub mod demo;
+pub mod fixtures;
+pub mod model;
+pub mod pages;
+pub mod terminal;
+pub mod theme;
+pub mod units;

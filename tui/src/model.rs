@@ -1,0 +1,643 @@
+//! The client's copy of what rdma-managerd publishes: the root's properties and one typed record
+//! per Device, Port and Ipoib object, kept current by applying the service's signals
+//! ([`crate::client::Update`]). Views render from this and nothing else, so the same views can
+//! be drawn from a recorded model in tests.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use rdma_manager_dbus::proxies::{sample_flags, HistorySample};
+use serde::{Deserialize, Serialize};
+use zbus::zvariant::{OwnedObjectPath, OwnedValue};
+
+/// Interface names, as the service publishes them.
+pub const MANAGER_IFACE: &str = "org.rdmamanager.RdmaManager1";
+pub const DEVICE_IFACE: &str = "org.rdmamanager.RdmaManager1.Device";
+pub const PORT_IFACE: &str = "org.rdmamanager.RdmaManager1.Port";
+pub const IPOIB_IFACE: &str = "org.rdmamanager.RdmaManager1.Ipoib";
+
+/// A property whose value had another type than the API declares (a service of another
+/// version): the property is left as it was and the problem is shown, never a panic.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("property {name}: {reason}")]
+pub struct PropertyError {
+    pub name: String,
+    pub reason: String,
+}
+
+/// Converts one property value into the field's type.
+fn convert<T>(name: &str, v: &OwnedValue) -> Result<T, PropertyError>
+where
+    T: TryFrom<OwnedValue>,
+    <T as TryFrom<OwnedValue>>::Error: std::fmt::Display,
+{
+    let owned = v.try_clone().map_err(|e| PropertyError {
+        name: name.to_string(),
+        reason: e.to_string(),
+    })?;
+    T::try_from(owned).map_err(|e| PropertyError {
+        name: name.to_string(),
+        reason: e.to_string(),
+    })
+}
+
+fn paths(v: Vec<OwnedObjectPath>) -> Vec<String> {
+    v.into_iter().map(|p| p.as_str().to_string()).collect()
+}
+
+/// Declares a record of one interface's properties: each field with the D-Bus name it comes
+/// from, and optionally the wire type it is converted from.
+macro_rules! record {
+    ($(#[$m:meta])* $ty:ident {
+        $($(#[$fm:meta])* $field:ident : $t:ty = $name:literal $(via $wire:ty => $conv:expr)?),* $(,)?
+    }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+        pub struct $ty {
+            /// The object path.
+            pub path: String,
+            $($(#[$fm])* pub $field: $t,)*
+        }
+
+        impl $ty {
+            /// Sets the property `name`; `Ok(false)` for a property this client does not know.
+            #[allow(clippy::redundant_closure_call)]
+            pub fn set(&mut self, name: &str, v: &OwnedValue) -> Result<bool, PropertyError> {
+                match name {
+                    $($name => {
+                        record!(@set self, $field, $t, name, v $(, $wire, $conv)?);
+                        Ok(true)
+                    })*
+                    _ => Ok(false),
+                }
+            }
+        }
+    };
+    (@set $self:ident, $field:ident, $t:ty, $name:ident, $v:ident) => {
+        $self.$field = convert::<$t>($name, $v)?;
+    };
+    (@set $self:ident, $field:ident, $t:ty, $name:ident, $v:ident, $wire:ty, $conv:expr) => {
+        let wire: $wire = convert::<$wire>($name, $v)?;
+        let conv: fn($wire) -> $t = $conv;
+        $self.$field = conv(wire);
+    };
+}
+
+/// A remembered soft link (the root's `SoftLinks`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SoftLink {
+    pub name: String,
+    pub kind: String,
+    pub netdev: String,
+}
+
+/// A naming rule (`IpoibNames`, `RdmaFixedNames`): GUID, name, whether the daemon's block
+/// holds it, and its line in the rules file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NameRule {
+    pub guid: String,
+    pub name: String,
+    pub managed: bool,
+    pub line: u32,
+}
+
+fn name_rules(v: Vec<(String, String, bool, u32)>) -> Vec<NameRule> {
+    v.into_iter()
+        .map(|(guid, name, managed, line)| NameRule {
+            guid,
+            name,
+            managed,
+            line,
+        })
+        .collect()
+}
+
+record!(
+    /// The root object (`org.rdmamanager.RdmaManager1`).
+    Manager {
+        version: String = "Version",
+        simulated: bool = "Simulated",
+        devices: Vec<String> = "Devices" via Vec<OwnedObjectPath> => paths,
+        ipoib_interfaces: Vec<String> = "IpoibInterfaces" via Vec<OwnedObjectPath> => paths,
+        sample_interval_us: u64 = "SampleIntervalUs",
+        history_length: u32 = "HistoryLength",
+        soft_links: Vec<SoftLink> = "SoftLinks" via Vec<(String, String, String)> => |v| v
+            .into_iter()
+            .map(|(name, kind, netdev)| SoftLink { name, kind, netdev })
+            .collect(),
+        config_errors: BTreeMap<String, String> = "ConfigErrors"
+            via HashMap<String, String> => |m| m.into_iter().collect(),
+        ipoib_names: Vec<NameRule> = "IpoibNames"
+            via Vec<(String, String, bool, u32)> => name_rules,
+        rdma_naming_policy: String = "RdmaNamingPolicy",
+        rdma_naming_policy_source: String = "RdmaNamingPolicySource",
+        rdma_fixed_names: Vec<NameRule> = "RdmaFixedNames"
+            via Vec<(String, String, bool, u32)> => name_rules,
+    }
+);
+
+record!(
+    /// An RDMA device (`...Device`).
+    Device {
+        index: u32 = "Index",
+        name: String = "Name",
+        /// `hca`, `rxe`, `siw`, ...
+        kind: String = "Kind",
+        node_type: String = "NodeType",
+        protocol: String = "Protocol",
+        node_guid: String = "NodeGuid",
+        sys_image_guid: String = "SysImageGuid",
+        fw_version: String = "FwVersion",
+        hca_type: String = "HcaType",
+        hw_rev: String = "HwRev",
+        board_id: String = "BoardId",
+        node_desc: String = "NodeDesc",
+        pci_address: String = "PciAddress",
+        parent_netdev: String = "ParentNetdev",
+        netdevs: Vec<String> = "Netdevs",
+        ports: Vec<String> = "Ports" via Vec<OwnedObjectPath> => paths,
+        unreadable: BTreeMap<String, String> = "Unreadable"
+            via HashMap<String, String> => |m| m.into_iter().collect(),
+    }
+);
+
+/// One GID table entry.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Gid {
+    pub index: u32,
+    pub gid: String,
+    /// `IB/RoCE v1`, `RoCE v2`, or empty.
+    pub gid_type: String,
+    pub netdev: String,
+}
+
+/// One P_Key table entry.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pkey {
+    pub index: u32,
+    pub pkey: u16,
+}
+
+record!(
+    /// A port (`...Port`).
+    Port {
+        device: String = "Device" via OwnedObjectPath => |p| p.as_str().to_string(),
+        device_name: String = "DeviceName",
+        number: u32 = "Number",
+        state: String = "State",
+        phys_state: String = "PhysState",
+        link_layer: String = "LinkLayer",
+        rate: String = "Rate",
+        rate_gbps: f64 = "RateGbps",
+        lid: u32 = "Lid",
+        sm_lid: u32 = "SmLid",
+        lmc: u8 = "Lmc",
+        sm_sl: u8 = "SmSl",
+        capability_mask: u32 = "CapabilityMask",
+        port_guid: String = "PortGuid",
+        gids: Vec<Gid> = "Gids" via Vec<(u32, String, String, String)> => |v| v
+            .into_iter()
+            .map(|(index, gid, gid_type, netdev)| Gid { index, gid, gid_type, netdev })
+            .collect(),
+        pkeys: Vec<Pkey> = "Pkeys" via Vec<(u32, u16)> => |v| v
+            .into_iter()
+            .map(|(index, pkey)| Pkey { index, pkey })
+            .collect(),
+        netdev: String = "Netdev",
+        counter_source: String = "CounterSource",
+        unreadable: BTreeMap<String, String> = "Unreadable"
+            via HashMap<String, String> => |m| m.into_iter().collect(),
+        roce_mode: String = "RoceMode",
+        roce_tos: u8 = "RoceTos",
+        roce_modes: Vec<String> = "RoceModes",
+        roce_persisted: bool = "RocePersisted",
+    }
+);
+
+record!(
+    /// An IPoIB interface (`...Ipoib`): a port's own or a P_Key child.
+    Ipoib {
+        name: String = "Name",
+        ifindex: u32 = "Ifindex",
+        parent: String = "Parent" via OwnedObjectPath => |p| p.as_str().to_string(),
+        parent_name: String = "ParentName",
+        device: String = "Device" via OwnedObjectPath => |p| p.as_str().to_string(),
+        port: String = "Port" via OwnedObjectPath => |p| p.as_str().to_string(),
+        pkey: u16 = "Pkey",
+        mode: String = "Mode",
+        umcast: bool = "Umcast",
+        mtu: u32 = "Mtu",
+        hw_address: String = "HwAddress",
+        port_guid: String = "PortGuid",
+        oper_state: String = "OperState",
+        connected_mode_supported: bool = "ConnectedModeSupported",
+        children: Vec<String> = "Children" via Vec<OwnedObjectPath> => paths,
+        unreadable: BTreeMap<String, String> = "Unreadable"
+            via HashMap<String, String> => |m| m.into_iter().collect(),
+        persisted: bool = "Persisted",
+        persisted_settings: BTreeMap<String, String> = "PersistedSettings"
+            via HashMap<String, String> => |m| m.into_iter().collect(),
+        persisted_children: Vec<(u16, String)> = "PersistedChildren",
+    }
+);
+
+impl Port {
+    /// True for a port whose link is up (ACTIVE).
+    pub fn is_active(&self) -> bool {
+        self.state == "ACTIVE"
+    }
+
+    /// True for an InfiniBand port (as opposed to Ethernet: RoCE, iWARP).
+    pub fn is_infiniband(&self) -> bool {
+        self.link_layer == "InfiniBand"
+    }
+}
+
+impl Ipoib {
+    /// A P_Key child (as opposed to a port's own interface).
+    pub fn is_child(&self) -> bool {
+        !self.parent_name.is_empty()
+    }
+}
+
+/// One throughput sample of a port.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// Microseconds since the epoch.
+    pub time_us: u64,
+    pub tx_bytes: f64,
+    pub rx_bytes: f64,
+    pub tx_packets: f64,
+    pub rx_packets: f64,
+    /// A 32-bit counter saturated: the rate is a lower bound.
+    pub saturated: bool,
+}
+
+impl Sample {
+    /// `None` for a tick without a rate (flag NO_DATA), which the history leaves out too.
+    pub fn from_wire(s: HistorySample) -> Option<Sample> {
+        let (time_us, tx_bytes, rx_bytes, tx_packets, rx_packets, flags) = s;
+        if flags & sample_flags::NO_DATA != 0 {
+            return None;
+        }
+        Some(Sample {
+            time_us,
+            tx_bytes,
+            rx_bytes,
+            tx_packets,
+            rx_packets,
+            saturated: flags & sample_flags::SATURATED != 0,
+        })
+    }
+}
+
+/// A port's throughput history: the daemon's 15 minutes at start, then each signalled sample.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct History {
+    pub samples: VecDeque<Sample>,
+}
+
+impl History {
+    /// Appends a sample, keeping at most `capacity` and time order (a sample older than the
+    /// newest, e.g. a signal that raced the initial history read, is dropped).
+    pub fn push(&mut self, s: Sample, capacity: usize) {
+        if self.samples.back().is_some_and(|b| b.time_us >= s.time_us) {
+            return;
+        }
+        self.samples.push_back(s);
+        while self.samples.len() > capacity.max(1) {
+            self.samples.pop_front();
+        }
+    }
+
+    /// The newest sample.
+    pub fn last(&self) -> Option<&Sample> {
+        self.samples.back()
+    }
+}
+
+/// Counters of a port as `Port.GetCounters` returned them, and the reading before.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Counters {
+    pub source: String,
+    pub saturated: bool,
+    pub values: BTreeMap<String, u64>,
+    /// Counter names whose value rose since the previous reading.
+    pub rising: Vec<String>,
+}
+
+impl Counters {
+    /// The PMA error counters (the ones worth highlighting when they rise).
+    pub const ERRORS: &'static [&'static str] = &[
+        "symbol_error",
+        "link_error_recovery",
+        "link_downed",
+        "port_rcv_errors",
+        "port_rcv_remote_physical_errors",
+        "port_rcv_switch_relay_errors",
+        "port_xmit_discards",
+        "port_xmit_constraint_errors",
+        "port_rcv_constraint_errors",
+        "local_link_integrity_errors",
+        "excessive_buffer_overrun_errors",
+        "VL15_dropped",
+        "port_xmit_wait",
+    ];
+
+    /// True for an error counter.
+    pub fn is_error(name: &str) -> bool {
+        Self::ERRORS.contains(&name) || name.contains("err") || name.contains("drop")
+    }
+
+    /// A new reading, noting what rose since `previous`.
+    pub fn next(
+        previous: Option<&Counters>,
+        source: String,
+        saturated: bool,
+        values: BTreeMap<String, u64>,
+    ) -> Counters {
+        let rising = match previous {
+            Some(p) => values
+                .iter()
+                .filter(|(k, v)| p.values.get(*k).is_some_and(|old| *v > old))
+                .map(|(k, _)| k.clone())
+                .collect(),
+            None => Vec::new(),
+        };
+        Counters {
+            source,
+            saturated,
+            values,
+            rising,
+        }
+    }
+}
+
+/// Everything the client knows.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Model {
+    pub manager: Manager,
+    pub devices: BTreeMap<String, Device>,
+    pub ports: BTreeMap<String, Port>,
+    pub ipoib: BTreeMap<String, Ipoib>,
+    #[serde(skip)]
+    pub history: HashMap<String, History>,
+    #[serde(skip)]
+    pub counters: HashMap<String, Counters>,
+    /// Properties that could not be read, as "path: property: reason".
+    #[serde(skip)]
+    pub problems: Vec<String>,
+}
+
+/// One object's interfaces and their properties, as GetManagedObjects and InterfacesAdded
+/// carry them.
+pub type Interfaces = HashMap<String, HashMap<String, OwnedValue>>;
+
+impl Model {
+    /// How many samples a port's history keeps: the daemon's own length (15 minutes).
+    pub fn history_capacity(&self) -> usize {
+        match self.manager.history_length {
+            0 => 900,
+            n => n as usize,
+        }
+    }
+
+    /// Adds or updates an object from its interfaces.
+    pub fn add_object(&mut self, path: &str, interfaces: &Interfaces) {
+        for (iface, props) in interfaces {
+            self.set_properties(path, iface, props.iter());
+        }
+    }
+
+    /// Removes the interfaces `ifaces` of the object at `path`.
+    pub fn remove_object(&mut self, path: &str, ifaces: &[String]) {
+        for iface in ifaces {
+            match iface.as_str() {
+                DEVICE_IFACE => {
+                    self.devices.remove(path);
+                }
+                PORT_IFACE => {
+                    self.ports.remove(path);
+                    self.history.remove(path);
+                    self.counters.remove(path);
+                }
+                IPOIB_IFACE => {
+                    self.ipoib.remove(path);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Applies changed properties of one interface of one object (creating its record).
+    pub fn set_properties<'a>(
+        &mut self,
+        path: &str,
+        iface: &str,
+        props: impl Iterator<Item = (&'a String, &'a OwnedValue)>,
+    ) {
+        let mut problems = Vec::new();
+        macro_rules! apply {
+            ($map:expr) => {{
+                let rec = $map.entry(path.to_string()).or_default();
+                rec.path = path.to_string();
+                for (name, value) in props {
+                    if let Err(e) = rec.set(name, value) {
+                        problems.push(format!("{path}: {e}"));
+                    }
+                }
+            }};
+        }
+        match iface {
+            MANAGER_IFACE => {
+                self.manager.path = path.to_string();
+                for (name, value) in props {
+                    if let Err(e) = self.manager.set(name, value) {
+                        problems.push(format!("{path}: {e}"));
+                    }
+                }
+            }
+            DEVICE_IFACE => apply!(self.devices),
+            PORT_IFACE => apply!(self.ports),
+            IPOIB_IFACE => apply!(self.ipoib),
+            _ => {}
+        }
+        self.problems.extend(problems);
+    }
+
+    /// Records a port's history as `GetThroughputHistory` returned it.
+    pub fn set_history(&mut self, port: &str, samples: Vec<HistorySample>) {
+        let capacity = self.history_capacity();
+        let h = self.history.entry(port.to_string()).or_default();
+        let mut fresh = History::default();
+        for s in samples.into_iter().filter_map(Sample::from_wire) {
+            fresh.push(s, capacity);
+        }
+        // Samples signalled while the history was being read come after it.
+        for s in std::mem::take(&mut h.samples) {
+            fresh.push(s, capacity);
+        }
+        *h = fresh;
+    }
+
+    /// Appends one signalled sample of every port.
+    pub fn add_samples(&mut self, time_us: u64, samples: &[(String, f64, f64, f64, f64, u8)]) {
+        let capacity = self.history_capacity();
+        for (port, tx, rx, txp, rxp, flags) in samples {
+            if let Some(s) = Sample::from_wire((time_us, *tx, *rx, *txp, *rxp, *flags)) {
+                self.history
+                    .entry(port.clone())
+                    .or_default()
+                    .push(s, capacity);
+            }
+        }
+    }
+
+    /// Records a counter reading of a port.
+    pub fn set_counters(
+        &mut self,
+        port: &str,
+        source: String,
+        saturated: bool,
+        values: BTreeMap<String, u64>,
+    ) {
+        let next = Counters::next(self.counters.get(port), source, saturated, values);
+        self.counters.insert(port.to_string(), next);
+    }
+
+    /// Devices in kernel index order.
+    pub fn devices_in_order(&self) -> Vec<&Device> {
+        let mut v: Vec<&Device> = self.devices.values().collect();
+        v.sort_by(|a, b| a.index.cmp(&b.index).then(a.name.cmp(&b.name)));
+        v
+    }
+
+    /// A device's ports in port number order (those the model has).
+    pub fn ports_of(&self, device: &Device) -> Vec<&Port> {
+        let mut v: Vec<&Port> = device
+            .ports
+            .iter()
+            .filter_map(|p| self.ports.get(p))
+            .collect();
+        v.sort_by_key(|p| p.number);
+        v
+    }
+
+    /// Every port, by device index then number.
+    pub fn ports_in_order(&self) -> Vec<&Port> {
+        self.devices_in_order()
+            .into_iter()
+            .flat_map(|d| self.ports_of(d))
+            .collect()
+    }
+
+    /// IPoIB interfaces: each port's own interface followed by its children, by name.
+    pub fn ipoib_in_order(&self) -> Vec<&Ipoib> {
+        let mut parents: Vec<&Ipoib> = self.ipoib.values().filter(|i| !i.is_child()).collect();
+        parents.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut out = Vec::with_capacity(self.ipoib.len());
+        for p in parents {
+            out.push(p);
+            let mut kids: Vec<&Ipoib> = self
+                .ipoib
+                .values()
+                .filter(|i| i.is_child() && i.parent_name == p.name)
+                .collect();
+            kids.sort_by_key(|i| i.pkey);
+            out.extend(kids);
+        }
+        // Children whose parent is not (yet) known still show.
+        let mut orphans: Vec<&Ipoib> = self
+            .ipoib
+            .values()
+            .filter(|i| i.is_child() && !out.iter().any(|o| o.path == i.path))
+            .collect();
+        orphans.sort_by(|a, b| a.name.cmp(&b.name));
+        out.extend(orphans);
+        out
+    }
+
+    /// The IPoIB interfaces that carry a port (its own and its children).
+    pub fn ipoib_of_port(&self, port: &str) -> Vec<&Ipoib> {
+        let mut v: Vec<&Ipoib> = self.ipoib.values().filter(|i| i.port == port).collect();
+        v.sort_by(|a, b| a.is_child().cmp(&b.is_child()).then(a.name.cmp(&b.name)));
+        v
+    }
+
+    /// The device a port belongs to.
+    pub fn device_of(&self, port: &Port) -> Option<&Device> {
+        self.devices.get(&port.device)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zbus::zvariant::Value;
+
+    fn val<'a>(v: impl Into<Value<'a>>) -> OwnedValue {
+        OwnedValue::try_from(v.into()).expect("owned")
+    }
+
+    #[test]
+    fn properties_fill_records_and_bad_types_are_reported() {
+        let mut m = Model::default();
+        let path = "/org/rdmamanager/RdmaManager1/Device/0/Port/1".to_string();
+        let props: HashMap<String, OwnedValue> = HashMap::from([
+            ("State".to_string(), val("ACTIVE")),
+            ("Lid".to_string(), val(7u32)),
+            (
+                "Gids".to_string(),
+                val(vec![(
+                    0u32,
+                    "fe80::1".to_string(),
+                    "RoCE v2".to_string(),
+                    "eth0".to_string(),
+                )]),
+            ),
+            ("SmLid".to_string(), val("not a number")),
+            ("Future".to_string(), val(1u8)),
+        ]);
+        m.set_properties(&path, PORT_IFACE, props.iter());
+        let p = &m.ports[&path];
+        assert_eq!(p.state, "ACTIVE");
+        assert_eq!(p.lid, 7);
+        assert_eq!(p.gids[0].gid_type, "RoCE v2");
+        assert_eq!(p.sm_lid, 0);
+        assert_eq!(m.problems.len(), 1, "{:?}", m.problems);
+        assert!(m.problems[0].contains("SmLid"));
+        m.remove_object(&path, &[PORT_IFACE.to_string()]);
+        assert!(m.ports.is_empty());
+    }
+
+    #[test]
+    fn history_keeps_order_and_capacity_and_skips_no_data() {
+        let mut m = Model::default();
+        m.manager.history_length = 3;
+        let p = "/p";
+        m.add_samples(5, &[(p.to_string(), 1.0, 2.0, 0.0, 0.0, 0)]);
+        m.set_history(
+            p,
+            vec![
+                (1, 1.0, 1.0, 0.0, 0.0, 0),
+                (2, 1.0, 1.0, 0.0, 0.0, sample_flags::NO_DATA),
+                (3, 1.0, 1.0, 0.0, 0.0, sample_flags::SATURATED),
+                (4, 1.0, 1.0, 0.0, 0.0, 0),
+            ],
+        );
+        let times: Vec<u64> = m.history[p].samples.iter().map(|s| s.time_us).collect();
+        assert_eq!(times, vec![3, 4, 5]);
+        assert!(m.history[p].samples[0].saturated);
+        m.add_samples(4, &[(p.to_string(), 1.0, 2.0, 0.0, 0.0, 0)]);
+        assert_eq!(m.history[p].last().map(|s| s.time_us), Some(5));
+    }
+
+    #[test]
+    fn rising_counters_are_noted() {
+        let mut m = Model::default();
+        let v = |n| BTreeMap::from([("symbol_error".to_string(), n), ("x".to_string(), 1)]);
+        m.set_counters("/p", "pma64".into(), false, v(1));
+        assert!(m.counters["/p"].rising.is_empty());
+        m.set_counters("/p", "pma64".into(), false, v(3));
+        assert_eq!(m.counters["/p"].rising, vec!["symbol_error".to_string()]);
+    }
+}
