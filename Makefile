@@ -23,6 +23,10 @@ UNITDIR ?= $(PREFIX)/lib/systemd/system
 UDEVRULESDIR ?= $(PREFIX)/lib/udev/rules.d
 DBUSDIR ?= $(DATADIR)/dbus-1
 POLKITACTIONSDIR ?= $(DATADIR)/polkit-1/actions
+APPLICATIONSDIR ?= $(DATADIR)/applications
+BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
+ZSHCOMPDIR ?= $(DATADIR)/zsh/vendor-completions
+FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
 
 # Where install takes the built binaries from.
 BINDIR_SRC ?= target/release
@@ -34,6 +38,7 @@ BUS_SERVICE := dist/dbus/$(BUS_NAME).service
 POLKIT_POLICY := dist/polkit/org.rdmamanager.rdmamanager1.policy
 POLKIT_EXAMPLE := dist/polkit/50-rdma-manager-rdma-group.rules
 UDEV_RULES := udev-rules/90-rdma-manager.rules
+DESKTOP := dist/desktop/org.rdmamanager.RdmaTui.desktop
 # The introspection XML of every interface; none (yet) is fine.
 INTERFACE_XML ?= $(wildcard dbus-interfaces/xml/*.xml)
 
@@ -76,6 +81,12 @@ endif
 	$(INSTALL) -m 0644 dist/man/rdma-tui.1 "$(DESTDIR)$(MANDIR)/man1/"
 	$(INSTALL) -d -m 0755 "$(DESTDIR)$(DOCDIR)/examples"
 	$(INSTALL) -m 0644 $(POLKIT_EXAMPLE) "$(DESTDIR)$(DOCDIR)/examples/"
+	$(INSTALL) -d -m 0755 "$(DESTDIR)$(APPLICATIONSDIR)" "$(DESTDIR)$(BASHCOMPDIR)" \
+	    "$(DESTDIR)$(ZSHCOMPDIR)" "$(DESTDIR)$(FISHCOMPDIR)"
+	$(INSTALL) -m 0644 $(DESKTOP) "$(DESTDIR)$(APPLICATIONSDIR)/"
+	$(INSTALL) -m 0644 dist/completions/rdma-tui.bash "$(DESTDIR)$(BASHCOMPDIR)/rdma-tui"
+	$(INSTALL) -m 0644 dist/completions/_rdma-tui "$(DESTDIR)$(ZSHCOMPDIR)/_rdma-tui"
+	$(INSTALL) -m 0644 dist/completions/rdma-tui.fish "$(DESTDIR)$(FISHCOMPDIR)/rdma-tui.fish"
 	$(INSTALL) -d -m 0755 "$(DESTDIR)$(SYSCONFDIR)/rdma-manager"
 
 # Leaves $(SYSCONFDIR)/rdma-manager alone: it holds the administrator's configuration and state.
@@ -91,4 +102,7 @@ endif
 	rm -f "$(DESTDIR)$(UDEVRULESDIR)/$(notdir $(UDEV_RULES))"
 	rm -f "$(DESTDIR)$(MANDIR)/man8/rdma-managerd.8" "$(DESTDIR)$(MANDIR)/man1/rdma-tui.1"
 	rm -f "$(DESTDIR)$(DOCDIR)/examples/$(notdir $(POLKIT_EXAMPLE))"
+	rm -f "$(DESTDIR)$(APPLICATIONSDIR)/$(notdir $(DESKTOP))"
+	rm -f "$(DESTDIR)$(BASHCOMPDIR)/rdma-tui" "$(DESTDIR)$(ZSHCOMPDIR)/_rdma-tui"
+	rm -f "$(DESTDIR)$(FISHCOMPDIR)/rdma-tui.fish"
 	-rmdir "$(DESTDIR)$(DOCDIR)/examples" "$(DESTDIR)$(DOCDIR)" 2>/dev/null

@@ -143,6 +143,13 @@ fn expected_files() -> Result<BTreeMap<String, u32>> {
             "/usr/share/doc/rdma-manager/examples/50-rdma-manager-rdma-group.rules",
             0o644,
         ),
+        (
+            "/usr/share/applications/org.rdmamanager.RdmaTui.desktop",
+            0o644,
+        ),
+        ("/usr/share/bash-completion/completions/rdma-tui", 0o644),
+        ("/usr/share/zsh/vendor-completions/_rdma-tui", 0o644),
+        ("/usr/share/fish/vendor_completions.d/rdma-tui.fish", 0o644),
     ]
     .into_iter()
     .map(|(p, m)| (p.to_string(), m))
@@ -1095,6 +1102,11 @@ fn man_pages_format_cleanly_and_name_the_api() -> Result<()> {
     for option in ["--session", "--simulate", "--json"] {
         ensure!(plain.contains(option), "rdma-managerd.8 lacks {option}");
     }
+    // rdma-tui.1 documents every option of the client's usage.
+    let tui_plain = tui.replace("\\-", "-").replace("\\c", "");
+    for option in rdma_tui::cli::OPTIONS.map(|o| o.trim_end_matches('=')) {
+        ensure!(tui_plain.contains(option), "rdma-tui.1 lacks {option}");
+    }
 
     let Some(groff) = tool("groff", "groff-base")? else {
         return Ok(());
@@ -1106,6 +1118,95 @@ fn man_pages_format_cleanly_and_name_the_api() -> Result<()> {
         ensure_success(&format!("groff {page}"), &out)?;
         let warnings = String::from_utf8_lossy(&out.stderr);
         ensure!(warnings.trim().is_empty(), "groff on {page}:\n{warnings}");
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// rdma-tui's desktop entry and shell completions
+
+#[test]
+fn desktop_entry_validates_and_opens_the_client_in_a_terminal() -> Result<()> {
+    let path = repo().join("dist/desktop/org.rdmamanager.RdmaTui.desktop");
+    let ini = parse_ini(&read(&path)?)?;
+    ensure!(one(&ini, "Desktop Entry", "Exec")? == "rdma-tui");
+    ensure!(one(&ini, "Desktop Entry", "Terminal")? == "true");
+    ensure!(one(&ini, "Desktop Entry", "Type")? == "Application");
+    let Some(validate) = tool("desktop-file-validate", "desktop-file-utils")? else {
+        return Ok(());
+    };
+    let out = run(Command::new(validate).arg(&path))?;
+    ensure_success("desktop-file-validate", &out)?;
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    ensure!(said.trim().is_empty(), "desktop-file-validate: {said}");
+    Ok(())
+}
+
+/// Runs the bash completion for `words` (the last one being completed) against a fake
+/// sysfs, and returns COMPREPLY.
+fn bash_complete(sysfs: &Path, words: &[&str]) -> Result<Vec<String>> {
+    let script = repo().join("dist/completions/rdma-tui.bash");
+    let quoted: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
+    let program = format!(
+        "source '{}'; COMP_WORDS=({}); COMP_CWORD={}; _rdma_tui; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        script.display(),
+        quoted.join(" "),
+        words.len() - 1
+    );
+    let out = run(Command::new("bash")
+        .args(["--norc", "-c", &program])
+        .env("RDMA_TUI_SYSFS", sysfs))?;
+    ensure_success("bash completion", &out)?;
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect())
+}
+
+#[test]
+fn bash_completion_offers_options_devices_and_ports() -> Result<()> {
+    let sysfs = tempfile::tempdir()?;
+    for (dev, ports) in [("mlx5_0", &["1"][..]), ("mlx4_1", &["1", "2"][..])] {
+        for p in ports {
+            std::fs::create_dir_all(sysfs.path().join(dev).join("ports").join(p))?;
+        }
+    }
+    let mut opts = bash_complete(sysfs.path(), &["rdma-tui", "--i"])?;
+    opts.sort();
+    assert_eq!(opts, vec!["--ibstat".to_string()]);
+    let mut devs = bash_complete(sysfs.path(), &["rdma-tui", "--ibstat", ""])?;
+    devs.sort();
+    assert_eq!(devs, vec!["mlx4_1".to_string(), "mlx5_0".to_string()]);
+    let ports = bash_complete(sysfs.path(), &["rdma-tui", "--ibstat", "mlx4_1", ""])?;
+    assert_eq!(ports, vec!["1".to_string(), "2".to_string()]);
+    ensure!(bash_complete(sysfs.path(), &["rdma-tui", "--ibstat", "mlx4_1", "1", ""])?.is_empty());
+    // Without --ibstat, words are options only.
+    ensure!(bash_complete(sysfs.path(), &["rdma-tui", ""])?.contains(&"--demo".to_string()));
+    Ok(())
+}
+
+#[test]
+fn completions_know_every_option_of_the_client() -> Result<()> {
+    // Every long option rdma-tui accepts is offered by each shell's completion.
+    let options: Vec<&str> = rdma_tui::cli::OPTIONS
+        .iter()
+        .filter(|o| o.starts_with("--"))
+        .map(|o| o.trim_end_matches('='))
+        .collect();
+    for file in ["rdma-tui.bash", "_rdma-tui", "rdma-tui.fish"] {
+        let text = read(&repo().join("dist/completions").join(file))?;
+        for o in &options {
+            let fish_form = format!("-l {}", o.trim_start_matches("--"));
+            ensure!(
+                text.contains(o) || text.contains(&fish_form),
+                "{file} lacks {o}"
+            );
+        }
     }
     Ok(())
 }

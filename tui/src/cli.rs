@@ -24,6 +24,21 @@ pub const USAGE: &str =
 Keys: Tab/Shift-Tab or 1..7 pages, arrows move, Enter acts, Esc back, ? help, q quit.
 NO_COLOR=1 draws without colour.";
 
+/// Every option [`parse`] accepts, as documentation and completions must list them.
+pub const OPTIONS: [&str; 11] = [
+    "--demo",
+    "--system",
+    "--session",
+    "--address=",
+    "--no-mouse",
+    "--ibstat",
+    "--json",
+    "-h",
+    "--help",
+    "-V",
+    "--version",
+];
+
 /// What to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Mode {
@@ -120,5 +135,18 @@ mod tests {
         assert!(p(&["--bogus"]).is_err());
         assert!(p(&["--address="]).is_err());
         assert!(p(&["--demo"]).expect("parses").demo);
+    }
+
+    #[test]
+    fn every_listed_option_parses_and_is_in_the_usage() {
+        for o in OPTIONS {
+            let arg = if o.ends_with('=') {
+                format!("{o}unix:path=/x")
+            } else {
+                o.to_string()
+            };
+            assert!(p(&[&arg]).is_ok(), "{o}");
+            assert!(USAGE.contains(o.trim_end_matches('=')), "{o}");
+        }
     }
 }
