@@ -1,0 +1,120 @@
+//! `rdma-tui --demo`: the simulated service it starts on its private bus serves every change
+//! to the user who started it, and refuses anyone else without asking polkit.
+
+use std::sync::Arc;
+
+use anyhow::{ensure, Context, Result};
+use rdma_manager_dbus::proxies::ManagerProxy;
+use rdma_manager_tests::bus::{busctl_call, BusConfig, Credentials, Reply, UserDb};
+use rdma_managerd::dbus::polkit::Authorizer;
+use rdma_managerd::dbus::server::{self, Bus};
+use rdma_managerd::engine::EngineConfig;
+use rdma_managerd::kernel::sim::{fixtures, SimHost};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn demo_serves_changes_to_its_user_and_the_client_sees_them() -> Result<()> {
+    if let Some(reason) = rdma_manager_tests::bus::skip_reason() {
+        eprintln!("skipping: {reason}");
+        return Ok(());
+    }
+    let demo = rdma_tui::demo::start().await?;
+    let conn = rdma_tui::client::connect(&rdma_tui::client::BusChoice::Address(
+        demo.address.clone(),
+    ))
+    .await?;
+    let before = rdma_tui::client::read_model(&conn).await?;
+    ensure!(before.manager.simulated, "the demo host is simulated");
+    ensure!(before.devices.values().any(|d| d.name == "mlx5_0"));
+    let manager = ManagerProxy::new(&conn).await?;
+    // eth0 already carries rxe0 on the demo host; siw may share it.
+    manager
+        .add_soft_link("siw0", "siw", "eth0")
+        .await
+        .context("the demo's own user may change it")?;
+    let after = rdma_tui::client::read_model(&conn).await?;
+    ensure!(
+        after.devices.values().any(|d| d.name == "siw0"),
+        "siw0 appears"
+    );
+    ensure!(after
+        .manager
+        .soft_links
+        .iter()
+        .any(|l| l.name == "siw0" && l.kind == "siw"));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn same_user_authorizer_refuses_other_users_without_polkit() -> Result<()> {
+    if let Some(reason) = rdma_manager_tests::bus::skip_reason() {
+        eprintln!("skipping: {reason}");
+        return Ok(());
+    }
+    // SAFETY: no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        ensure!(
+            !rdma_manager_tests::bus::tools_required(),
+            "running as another user needs root"
+        );
+        eprintln!("skipping: running a caller as another user needs root");
+        return Ok(());
+    }
+    // A system-type bus (with the user database that knows the test user) and no polkitd.
+    let users = UserDb::new(false)?;
+    let bus = BusConfig::system()
+        .with_rdma_manager_policy()
+        .users(&users)
+        .start()?;
+    let sim = SimHost::new(fixtures::demo_host())?;
+    let conn = server::connect(&Bus::Address(bus.address().to_string())).await?;
+    let authorizer = Authorizer::same_user_for_simulation(&conn);
+    let service = server::serve_with(
+        conn,
+        Arc::new(sim.clone()),
+        true,
+        EngineConfig::default(),
+        authorizer,
+    )
+    .await?;
+    let add = |name: &str| {
+        vec![
+            "sss".to_string(),
+            name.to_string(),
+            "siw".to_string(),
+            "eth0".to_string(),
+        ]
+    };
+    let root = rdma_manager_dbus::ROOT_PATH;
+    let iface = rdma_manager_dbus::BUS_NAME;
+    let other = Credentials::test_user(true);
+    let refused = busctl_call(
+        &bus,
+        Some(&other),
+        false,
+        root,
+        iface,
+        "AddSoftLink",
+        &add("siw0"),
+    )
+    .await?;
+    match &refused {
+        Reply::Err(name, msg) => {
+            ensure!(name == "NotAuthorized", "{refused:?}");
+            ensure!(
+                msg.contains("manage-links") && msg.contains("uid 4242"),
+                "{msg}"
+            );
+        }
+        Reply::Ok(_) => anyhow::bail!("another user was allowed: {refused:?}"),
+    }
+    ensure!(
+        !sim.kernel_snapshot().contains("siw0"),
+        "nothing changed after the refusal"
+    );
+    // Root started this service, so root is its user.
+    let allowed = busctl_call(&bus, None, false, root, iface, "AddSoftLink", &add("siw0")).await?;
+    ensure!(matches!(allowed, Reply::Ok(_)), "{allowed:?}");
+    service.task.abort();
+    let _ = std::fs::remove_dir_all(sim.root());
+    Ok(())
+}
