@@ -5,6 +5,7 @@ use rdma_tui::cli::{self, Mode};
 use rdma_tui::client::{self, BusChoice};
 
 fn main() -> anyhow::Result<()> {
+    let started = std::time::Instant::now();
     let args = cli::parse(std::env::args().skip(1))?;
     match args.mode {
         Mode::Help => {
@@ -22,10 +23,10 @@ fn main() -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(run(args))
+    runtime.block_on(run(args, started))
 }
 
-async fn run(args: cli::Args) -> anyhow::Result<()> {
+async fn run(args: cli::Args, started: std::time::Instant) -> anyhow::Result<()> {
     // The demo's service lives as long as this function.
     let demo = if args.demo {
         Some(rdma_tui::demo::start().await?)
@@ -40,7 +41,7 @@ async fn run(args: cli::Args) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot connect to the {bus:?} bus"))?;
     match args.mode {
-        Mode::Interactive => rdma_tui::terminal::run(conn, args.mouse).await,
+        Mode::Interactive => rdma_tui::terminal::run(conn, args.mouse, started).await,
         Mode::Json => {
             let model = client::read_model(&conn).await.context(NOT_RUNNING)?;
             println!("{}", serde_json::to_string_pretty(&model)?);

@@ -4,7 +4,7 @@
 //! next signal (once a second from ThroughputSampled) or key.
 
 use std::io::stdout;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crossterm::event::{DisableMouseCapture, EnableMouseCapture, EventStream};
 use crossterm::execute;
@@ -24,15 +24,21 @@ pub fn now_us() -> u64 {
         .unwrap_or(0)
 }
 
-/// Runs the interactive client on `conn` until the user quits.
-pub async fn run(conn: Connection, mouse: bool) -> anyhow::Result<()> {
+/// Benchmarks only: when this names a file, the client writes the milliseconds from `started`
+/// to its first full frame (state loaded, every port's history in) there, and exits.
+pub const FIRST_FRAME_ENV: &str = "RDMA_TUI_BENCH_FIRST_FRAME";
+
+/// Runs the interactive client on `conn` until the user quits. `started` is when the process
+/// started (for [`FIRST_FRAME_ENV`]).
+pub async fn run(conn: Connection, mouse: bool, started: Instant) -> anyhow::Result<()> {
     let (tx, mut rx) = mpsc::unbounded_channel::<Update>();
     let listener = tokio::spawn(client::run(conn.clone(), tx.clone()));
     let mut terminal = ratatui::init();
     if mouse {
         let _ = execute!(stdout(), EnableMouseCapture);
     }
-    let result = event_loop(&mut terminal, &conn, &tx, &mut rx).await;
+    let first_frame = std::env::var_os(FIRST_FRAME_ENV).map(|f| (f, started));
+    let result = event_loop(&mut terminal, &conn, &tx, &mut rx, first_frame).await;
     if mouse {
         let _ = execute!(stdout(), DisableMouseCapture);
     }
@@ -46,6 +52,7 @@ async fn event_loop(
     conn: &Connection,
     tx: &mpsc::UnboundedSender<Update>,
     rx: &mut mpsc::UnboundedReceiver<Update>,
+    first_frame: Option<(std::ffi::OsString, Instant)>,
 ) -> anyhow::Result<()> {
     let mut app = App::new(Theme::from_env());
     let mut events = EventStream::new();
@@ -57,6 +64,14 @@ async fn event_loop(
             let now = now_us();
             terminal.draw(|f| app.render(f, now))?;
             dirty = false;
+            if let Some((file, started)) = &first_frame {
+                let m = &app.model;
+                if !m.ports.is_empty() && m.ports.keys().all(|p| m.history.contains_key(p)) {
+                    let ms = started.elapsed().as_secs_f64() * 1e3;
+                    std::fs::write(file, format!("{ms:.2}\n"))?;
+                    return Ok(());
+                }
+            }
         }
         tokio::select! {
             ev = events.next() => match ev {
