@@ -6,3 +6,4 @@ pub mod bus;
 pub mod reference;
 pub mod scenarios;
 pub mod service;
+pub mod tmux;
