@@ -187,8 +187,13 @@ pub fn window(history: &History, now_us: u64, window_us: u64) -> impl Iterator<I
 /// data, the service gone) must not show its last rate as the current one.
 pub fn current_sample(history: Option<&History>, now_us: u64, interval_us: u64) -> Option<Sample> {
     let s = *history?.last()?;
-    let stale_after = interval_us.max(1_000_000).saturating_mul(3);
-    (now_us.saturating_sub(s.time_us) <= stale_after).then_some(s)
+    (now_us.saturating_sub(s.time_us) <= stale_after(interval_us)).then_some(s)
+}
+
+/// How old a sample may be and still stand for the present: three sampling intervals (of
+/// at least a second), so one late or lost tick does not count as a stop.
+pub fn stale_after(interval_us: u64) -> u64 {
+    interval_us.max(1_000_000).saturating_mul(3)
 }
 
 /// Current, average and peak of one direction over a window.
@@ -225,61 +230,79 @@ pub fn rate_stats<'a>(
 /// Bars from low to high, a space for "no sample in this column".
 const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
 
-/// A one-line sparkline of `value` over the last `window_us` before `now_us`, `width`
-/// columns wide, each column the average of the samples in its slice of time (a space where
-/// there is none). The top bar is `full_scale` (values above it are clipped), or the window's
-/// peak when there is no scale to measure against.
-pub fn sparkline(
-    history: Option<&History>,
-    now_us: u64,
-    window_us: u64,
-    width: usize,
-    full_scale: Option<f64>,
-    value: impl Fn(&Sample) -> f64,
-) -> String {
-    if width == 0 || window_us == 0 {
-        return String::new();
-    }
-    let mut sums = vec![0.0f64; width];
-    let mut counts = vec![0u32; width];
-    if let Some(h) = history {
-        let start = now_us.saturating_sub(window_us);
-        for s in window(h, now_us, window_us) {
-            let v = value(s);
-            // A sample stands for the interval that ends at its time, so the one at the
-            // window's very start belongs to the interval before it.
-            if !v.is_finite() || s.time_us <= start || s.time_us > now_us {
-                continue;
-            }
-            // Integer arithmetic: samples exactly on a column boundary must not land in the
-            // next column by rounding and leave a hole.
-            let num = u128::from(s.time_us - start) * width as u128;
-            let col = num.div_ceil(u128::from(window_us)) as usize;
-            let col = col.clamp(1, width) - 1;
-            sums[col] += v.max(0.0);
-            counts[col] += 1;
+/// A one-line sparkline: `width` columns covering the `window_us` before `now_us`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spark {
+    pub now_us: u64,
+    pub window_us: u64,
+    pub width: usize,
+    /// The value of the top bar (higher ones are clipped); `None`: the window's peak.
+    pub full_scale: Option<f64>,
+    /// How long a sample still stands for "now" in a column without its own sample, so a
+    /// tick that came late or was lost does not leave a hole, while a real stop does.
+    pub hold_us: u64,
+}
+
+impl Spark {
+    /// The line for `value`: each column the average of the samples in its slice of time,
+    /// the previous column's value when the newest sample before it is recent enough, else
+    /// a space.
+    pub fn render(&self, history: Option<&History>, value: impl Fn(&Sample) -> f64) -> String {
+        let (width, window_us) = (self.width, self.window_us);
+        if width == 0 || window_us == 0 {
+            return String::new();
         }
-    }
-    let avgs: Vec<Option<f64>> = sums
-        .iter()
-        .zip(&counts)
-        .map(|(s, c)| (*c > 0).then(|| s / f64::from(*c)))
-        .collect();
-    let peak = avgs.iter().flatten().fold(0.0f64, |a, b| a.max(*b));
-    let scale = match full_scale {
-        Some(s) if s.is_finite() && s > 0.0 => s,
-        _ => peak,
-    }
-    .max(f64::MIN_POSITIVE);
-    avgs.iter()
-        .map(|v| match v {
-            None => ' ',
-            Some(v) => {
-                let i = ((v / scale) * (BARS.len() - 1) as f64).round() as usize;
-                BARS[i.min(BARS.len() - 1)]
+        let mut sums = vec![0.0f64; width];
+        let mut counts = vec![0u32; width];
+        let mut newest = vec![0u64; width];
+        let start = self.now_us.saturating_sub(window_us);
+        if let Some(h) = history {
+            for s in window(h, self.now_us, window_us) {
+                let v = value(s);
+                if !v.is_finite() || s.time_us > self.now_us {
+                    continue;
+                }
+                // Integer arithmetic: samples exactly on a column boundary must not land in
+                // the next column by rounding and leave a hole.
+                let num = u128::from(s.time_us - start) * width as u128;
+                let col = num.div_ceil(u128::from(window_us)) as usize;
+                let col = col.clamp(1, width) - 1;
+                sums[col] += v.max(0.0);
+                counts[col] += 1;
+                newest[col] = newest[col].max(s.time_us);
             }
-        })
-        .collect()
+        }
+        let mut avgs: Vec<Option<f64>> = Vec::with_capacity(width);
+        let mut last: Option<(u64, f64)> = None;
+        for col in 0..width {
+            let end = start + (u128::from(window_us) * (col as u128 + 1) / width as u128) as u64;
+            if counts[col] > 0 {
+                let avg = sums[col] / f64::from(counts[col]);
+                last = Some((newest[col], avg));
+                avgs.push(Some(avg));
+            } else {
+                avgs.push(
+                    last.filter(|(t, _)| end.saturating_sub(*t) <= self.hold_us)
+                        .map(|(_, v)| v),
+                );
+            }
+        }
+        let peak = avgs.iter().flatten().fold(0.0f64, |a, b| a.max(*b));
+        let scale = match self.full_scale {
+            Some(s) if s.is_finite() && s > 0.0 => s,
+            _ => peak,
+        }
+        .max(f64::MIN_POSITIVE);
+        avgs.iter()
+            .map(|v| match v {
+                None => ' ',
+                Some(v) => {
+                    let i = ((v / scale) * (BARS.len() - 1) as f64).round() as usize;
+                    BARS[i.min(BARS.len() - 1)]
+                }
+            })
+            .collect()
+    }
 }
 
 /// A port's link rate in bytes per second (0 when unknown), the unit histories are in.
@@ -346,41 +369,69 @@ mod tests {
     #[test]
     fn sparkline_averages_columns_and_marks_gaps() {
         let m = fixtures::demo_model();
-        let (path, h) = m.history.iter().next().expect("history");
-        let _ = path;
-        let s = sparkline(Some(h), fixtures::NOW_US, 60_000_000, 10, None, |s| {
-            s.tx_bytes
-        });
+        let h = m.history.values().next();
+        let spark = |now_us, width, full_scale| Spark {
+            now_us,
+            window_us: 60_000_000,
+            width,
+            full_scale,
+            hold_us: 0,
+        };
+        let s = spark(fixtures::NOW_US, 10, None).render(h, |s| s.tx_bytes);
         assert_eq!(s.chars().count(), 10);
         assert!(s.chars().all(|c| BARS.contains(&c)), "{s}");
         assert!(s.contains('█'), "the peak reaches the top: {s}");
         // One column per sample: none left empty by rounding.
-        let s = sparkline(Some(h), fixtures::NOW_US, 60_000_000, 60, None, |s| {
-            s.tx_bytes
-        });
+        let s = spark(fixtures::NOW_US, 60, None).render(h, |s| s.tx_bytes);
         assert!(!s.contains(' '), "{s}");
         // Against a fixed scale: half of it is the middle bar, more is clipped.
-        let half = sparkline(Some(h), fixtures::NOW_US, 60_000_000, 4, None, |_| 1.0);
-        assert_eq!(half, "████");
-        let half = sparkline(Some(h), fixtures::NOW_US, 60_000_000, 4, Some(2.0), |_| 1.0);
-        assert_eq!(half, "▅▅▅▅");
-        let over = sparkline(Some(h), fixtures::NOW_US, 60_000_000, 2, Some(0.5), |_| 1.0);
-        assert_eq!(over, "██");
-        // Nothing in the last minute an hour from now: all gaps.
-        let later = sparkline(
-            Some(h),
-            fixtures::NOW_US + 3_600_000_000,
-            60_000_000,
-            5,
-            None,
-            |s| s.tx_bytes,
-        );
-        assert_eq!(later, "     ");
+        assert_eq!(spark(fixtures::NOW_US, 4, None).render(h, |_| 1.0), "████");
         assert_eq!(
-            sparkline(None, 0, 60_000_000, 3, None, |s| s.tx_bytes),
-            "   "
+            spark(fixtures::NOW_US, 4, Some(2.0)).render(h, |_| 1.0),
+            "▅▅▅▅"
         );
-        assert_eq!(sparkline(Some(h), 0, 0, 3, None, |s| s.tx_bytes), "");
+        assert_eq!(
+            spark(fixtures::NOW_US, 2, Some(0.5)).render(h, |_| 1.0),
+            "██"
+        );
+        // Nothing in the last minute an hour from now: all gaps.
+        let later = spark(fixtures::NOW_US + 3_600_000_000, 5, None).render(h, |s| s.tx_bytes);
+        assert_eq!(later, "     ");
+        assert_eq!(spark(0, 3, None).render(None, |s| s.tx_bytes), "   ");
+        let zero = Spark {
+            window_us: 0,
+            ..spark(0, 3, None)
+        };
+        assert_eq!(zero.render(h, |s| s.tx_bytes), "");
+    }
+
+    #[test]
+    fn a_late_tick_is_held_and_a_stop_is_a_gap() {
+        let mut h = History::default();
+        // Samples each second for 60 s, but none at 30 s and none after 50 s.
+        for t in (1..=50u64).filter(|t| *t != 30) {
+            let s = Sample {
+                time_us: t * 1_000_000,
+                tx_bytes: 1.0,
+                rx_bytes: 0.0,
+                tx_packets: 0.0,
+                rx_packets: 0.0,
+                saturated: false,
+            };
+            h.push(s, 100);
+        }
+        let spark = Spark {
+            now_us: 60_000_000,
+            window_us: 60_000_000,
+            width: 60,
+            full_scale: Some(1.0),
+            hold_us: 3_000_000,
+        };
+        let s: Vec<char> = spark.render(Some(&h), |s| s.tx_bytes).chars().collect();
+        assert_eq!(s[29], '█', "the missing tick at 30 s is held");
+        assert_eq!(s[52], '█', "held up to 3 s after the last sample");
+        assert_eq!(s[53], ' ', "then the stop shows");
+        assert_eq!(s[59], ' ');
     }
 
     #[test]

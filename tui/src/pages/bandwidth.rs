@@ -9,7 +9,7 @@ use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph};
+use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph, Wrap};
 use ratatui::Frame;
 
 use super::{Outcome, Page, PageId, RenderCtx};
@@ -379,8 +379,8 @@ impl Page for BandwidthPage {
         if side {
             let w = 34u16.min(body.width);
             let r = Rect::new(body.right() - w, body.y, w, body.height);
-            frame.render_widget(Paragraph::new(facts), r);
-            body.width -= w + 1;
+            frame.render_widget(Paragraph::new(facts).wrap(Wrap { trim: true }), r);
+            body.width = body.width.saturating_sub(w + 1);
         } else {
             // Never more facts than leave the chart a few rows.
             let n = (facts.len() as u16).min(body.height.saturating_sub(5));
@@ -523,7 +523,8 @@ impl Page for BandwidthPage {
     fn hints(&self) -> Vec<(&'static str, &'static str)> {
         vec![
             ("←→ [ ]", "port"),
-            ("w + -", "window"),
+            ("w", "window"),
+            ("+ -", "zoom"),
             ("Enter", "port detail"),
         ]
     }

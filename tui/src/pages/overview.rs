@@ -19,7 +19,7 @@ use crate::theme::Theme;
 use crate::units::bits_per_second;
 use crate::widgets::{
     current_sample, fit, fit_names, fit_rate, link_bytes_per_s, link_layer_short, port_netdevs,
-    rate_forms, sparkline, PortCursor,
+    rate_forms, stale_after, PortCursor, Spark,
 };
 
 /// The sparkline covers this much time, whatever its width.
@@ -393,9 +393,14 @@ fn cell(model: &Model, port: &Port, col: Col, width: usize, ctx: &RenderCtx) -> 
             // (full duplex), so a full bar is a busy link and an idle port's noise stays flat.
             // Without a known rate, the shape of the minute is all there is to show.
             let full = Some(link_bytes_per_s(port) * 2.0).filter(|f| *f > 0.0);
-            let s = sparkline(history, ctx.now_us, SPARK_WINDOW_US, width, full, |s| {
-                s.tx_bytes + s.rx_bytes
-            });
+            let spark = Spark {
+                now_us: ctx.now_us,
+                window_us: SPARK_WINDOW_US,
+                width,
+                full_scale: full,
+                hold_us: stale_after(interval),
+            };
+            let s = spark.render(history, |s| s.tx_bytes + s.rx_bytes);
             // Neither TX's nor RX's colour: it is both.
             (s, t.normal())
         }
