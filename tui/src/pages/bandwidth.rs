@@ -379,7 +379,7 @@ impl Page for BandwidthPage {
         if side {
             let w = 34u16.min(body.width);
             let r = Rect::new(body.right() - w, body.y, w, body.height);
-            frame.render_widget(Paragraph::new(facts).wrap(Wrap { trim: true }), r);
+            frame.render_widget(Paragraph::new(facts).wrap(Wrap { trim: false }), r);
             body.width = body.width.saturating_sub(w + 1);
         } else {
             // Never more facts than leave the chart a few rows.
