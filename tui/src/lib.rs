@@ -7,6 +7,7 @@
 //! - [`app`] and [`pages`]: what is drawn and what keys do, independent of terminal and bus.
 //! - [`terminal`]: the event loop that joins them on a real terminal.
 //! - [`demo`]: a simulated rdma-managerd on a private bus, for `--demo`.
+//! - [`widgets`]: drawing helpers the monitor pages share (port selection, sparklines, fits).
 
 pub mod app;
 pub mod cli;
@@ -18,3 +19,4 @@ pub mod pages;
 pub mod terminal;
 pub mod theme;
 pub mod units;
+pub mod widgets;

@@ -1,26 +1,693 @@
-//! (placeholder until this page is written)
+//! Port detail: everything about one port, laid out the way `ibstat` prints a CA and its port
+//! (same fields, same order), then what ibstat leaves out: the device's kind, description,
+//! PCI address and board, the network interfaces on the port, the GID and P_Key tables, RoCE
+//! settings, the counters (read once a second while the page is shown) and the properties the
+//! service could not read. Wide screens get two columns; the page scrolls when it is longer
+//! than the screen.
 
-use crossterm::event::KeyEvent;
+use std::net::Ipv6Addr;
+
+use crossterm::event::{KeyCode, KeyEvent, MouseEvent, MouseEventKind};
 use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::{Outcome, Page, PageId, RenderCtx};
-use crate::model::Model;
+use crate::model::{Counters, Device, Model, Port};
+use crate::theme::Theme;
+use crate::widgets::{fit, port_name, PortCursor};
+
+/// Width of the labels in the key-value sections ("System image GUID" and a gap).
+const LABEL: usize = 19;
+/// At this width and wider the sections go in two columns.
+const TWO_COLUMNS: u16 = 130;
 
 #[derive(Debug, Default)]
-pub struct DetailPage {}
+pub struct DetailPage {
+    cursor: PortCursor,
+    /// First content line shown.
+    scroll: usize,
+    /// Content lines below the header the last frame had room for (PgUp/PgDn step).
+    height: usize,
+}
+
+/// `  Label              value`, the label dim so the values stand out.
+fn kv(t: Theme, label: &str, value: impl Into<String>, style: Style) -> Line<'static> {
+    Line::from(vec![
+        Span::styled(format!("  {label:<LABEL$}"), t.dim()),
+        Span::styled(value.into(), style),
+    ])
+}
+
+/// A value, or why there is none: the property's entry in `unreadable`, else `-`.
+fn value_or_reason(
+    t: Theme,
+    value: &str,
+    property: &str,
+    unreadable: &std::collections::BTreeMap<String, String>,
+) -> (String, Style) {
+    if !value.is_empty() {
+        return (value.to_string(), t.normal());
+    }
+    match unreadable.get(property) {
+        Some(reason) => (format!("({reason})"), t.dim()),
+        None => ("-".to_string(), t.dim()),
+    }
+}
+
+fn title(t: Theme, text: impl Into<String>) -> Line<'static> {
+    Line::styled(text.into(), t.title())
+}
+
+/// The CA part of ibstat, then the device facts ibstat does not print.
+fn device_lines(t: Theme, d: &Device) -> Vec<Line<'static>> {
+    let u = &d.unreadable;
+    let field = |label: &str, value: &str, prop: &str| {
+        let (v, s) = value_or_reason(t, value, prop, u);
+        kv(t, label, v, s)
+    };
+    let mut kind = d.kind.clone();
+    let extra: Vec<&str> = [d.node_type.as_str(), d.protocol.as_str()]
+        .into_iter()
+        .filter(|s| !s.is_empty())
+        .collect();
+    if !extra.is_empty() {
+        kind = format!("{kind} ({})", extra.join(", "));
+    }
+    let mut lines = vec![
+        title(t, format!("CA '{}'", d.name)),
+        field("CA type", &d.hca_type, "HcaType"),
+        kv(t, "Number of ports", d.ports.len().to_string(), t.normal()),
+        field("Firmware version", &d.fw_version, "FwVersion"),
+        field("Hardware version", &d.hw_rev, "HwRev"),
+        field("Node GUID", &d.node_guid, "NodeGuid"),
+        field("System image GUID", &d.sys_image_guid, "SysImageGuid"),
+        kv(t, "Kind", kind, t.normal()),
+        field("Node description", &d.node_desc, "NodeDesc"),
+        field("PCI address", &d.pci_address, "PciAddress"),
+        field("Board ID", &d.board_id, "BoardId"),
+    ];
+    if !d.parent_netdev.is_empty() {
+        // A software device (rxe, siw) runs over this interface.
+        lines.push(kv(t, "Over netdev", d.parent_netdev.clone(), t.normal()));
+    }
+    lines
+}
+
+/// The port part of ibstat, then its interfaces and RoCE settings.
+fn port_lines(t: Theme, model: &Model, p: &Port) -> Vec<Line<'static>> {
+    let u = &p.unreadable;
+    let field = |label: &str, value: &str, prop: &str, style: Style| {
+        let (v, s) = value_or_reason(t, value, prop, u);
+        kv(t, label, v, if value.is_empty() { s } else { style })
+    };
+    let phys_style = if p.phys_state == "LinkUp" {
+        t.normal()
+    } else {
+        t.warn()
+    };
+    let sm = if p.is_infiniband() && p.sm_lid == 0 && matches!(p.state.as_str(), "INIT" | "ARMED") {
+        (
+            "0 (no subnet manager has configured this port)".to_string(),
+            t.warn(),
+        )
+    } else {
+        (p.sm_lid.to_string(), t.normal())
+    };
+    let mut lines = vec![
+        title(t, format!("Port {}", p.number)),
+        field("State", &p.state, "State", t.port_state(&p.state)),
+        field("Physical state", &p.phys_state, "PhysState", phys_style),
+        field("Rate", &p.rate, "Rate", t.normal()),
+        kv(t, "Base LID", p.lid.to_string(), t.normal()),
+        kv(t, "LMC", p.lmc.to_string(), t.normal()),
+        kv(t, "SM LID", sm.0, sm.1),
+        kv(t, "SM SL", p.sm_sl.to_string(), t.normal()),
+        kv(
+            t,
+            "Capability mask",
+            format!("0x{:08x}", p.capability_mask),
+            t.normal(),
+        ),
+        field("Port GUID", &p.port_guid, "PortGuid", t.normal()),
+        field("Link layer", &p.link_layer, "LinkLayer", t.normal()),
+        field("Netdev", &p.netdev, "Netdev", t.normal()),
+    ];
+    let ipoib = model.ipoib_of_port(&p.path);
+    for (i, ip) in ipoib.iter().enumerate() {
+        let mut facts = Vec::new();
+        if ip.is_child() {
+            facts.push(format!("P_Key 0x{:04x}", ip.pkey));
+        }
+        if !ip.mode.is_empty() {
+            facts.push(ip.mode.clone());
+        }
+        if ip.mtu > 0 {
+            facts.push(format!("MTU {}", ip.mtu));
+        }
+        let state_style = if ip.oper_state == "up" {
+            t.good()
+        } else {
+            t.warn()
+        };
+        let label = if i == 0 { "IPoIB" } else { "" };
+        let mut line = kv(t, label, ip.name.clone(), t.normal());
+        if !facts.is_empty() {
+            line.spans
+                .push(Span::styled(format!(" ({})", facts.join(", ")), t.dim()));
+        }
+        if !ip.oper_state.is_empty() {
+            line.spans
+                .push(Span::styled(format!(" {}", ip.oper_state), state_style));
+        }
+        lines.push(line);
+    }
+    if !p.is_infiniband() && (!p.roce_mode.is_empty() || !p.roce_modes.is_empty()) {
+        lines.push(Line::raw(""));
+        lines.push(title(t, "RoCE"));
+        let supported = if p.roce_modes.is_empty() {
+            String::new()
+        } else {
+            format!(" (supports {})", p.roce_modes.join(", "))
+        };
+        let (mode, style) = value_or_reason(t, &p.roce_mode, "RoceMode", u);
+        lines.push(kv(t, "Mode", format!("{mode}{supported}"), style));
+        lines.push(kv(t, "ToS", p.roce_tos.to_string(), t.normal()));
+        lines.push(kv(
+            t,
+            "Kept on reboot",
+            if p.roce_persisted { "yes" } else { "no" },
+            t.normal(),
+        ));
+    }
+    lines
+}
+
+/// A GID as the kernel writes it when it fits, else compressed (`fe80::b859:9f03:d4:e62a`).
+fn gid_text(gid: &str, width: usize) -> String {
+    if gid.chars().count() <= width {
+        return gid.to_string();
+    }
+    match gid.parse::<Ipv6Addr>() {
+        Ok(a) => fit(&a.to_string(), width),
+        Err(_) => fit(gid, width),
+    }
+}
+
+fn gid_lines(t: Theme, p: &Port, width: usize) -> Vec<Line<'static>> {
+    let mut lines = vec![title(t, format!("GIDs ({})", p.gids.len()))];
+    if p.gids.is_empty() {
+        lines.push(Line::styled("  none", t.dim()));
+        return lines;
+    }
+    let type_w = p
+        .gids
+        .iter()
+        .map(|g| g.gid_type.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(4);
+    let has_netdev = p.gids.iter().any(|g| !g.netdev.is_empty());
+    let netdev_w = if has_netdev {
+        p.gids
+            .iter()
+            .map(|g| g.netdev.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(6)
+            + 2
+    } else {
+        0
+    };
+    // "  idx  " + GID + "  " + type + netdev.
+    let gid_w = width.saturating_sub(7 + 2 + type_w + netdev_w).clamp(8, 39);
+    let mut head = format!("  {:>3}  {:<gid_w$}  {:<type_w$}", "Idx", "GID", "Type");
+    if has_netdev {
+        head.push_str("  Netdev");
+    }
+    lines.push(Line::styled(head, t.dim()));
+    for g in &p.gids {
+        let mut s = format!(
+            "  {:>3}  {:<gid_w$}  {:<type_w$}",
+            g.index,
+            gid_text(&g.gid, gid_w),
+            g.gid_type
+        );
+        if has_netdev {
+            s.push_str("  ");
+            s.push_str(&g.netdev);
+        }
+        lines.push(Line::raw(s));
+    }
+    lines
+}
+
+fn pkey_lines(t: Theme, p: &Port) -> Vec<Line<'static>> {
+    let mut lines = vec![title(t, format!("P_Keys ({})", p.pkeys.len()))];
+    if p.pkeys.is_empty() {
+        lines.push(Line::styled("  none", t.dim()));
+        return lines;
+    }
+    lines.push(Line::styled("  Idx  P_Key   Membership", t.dim()));
+    for k in &p.pkeys {
+        // Bit 15 is the membership; the rest is the partition (0x7fff the default one).
+        let member = if k.pkey & 0x8000 != 0 {
+            "full"
+        } else {
+            "limited"
+        };
+        let note = match k.pkey & 0x7fff {
+            0x7fff => "  default partition",
+            0 => "  invalid",
+            _ => "",
+        };
+        lines.push(Line::from(vec![
+            Span::raw(format!("  {:>3}  0x{:04x}  {member:<7}", k.index, k.pkey)),
+            Span::styled(note, t.dim()),
+        ]));
+    }
+    lines
+}
+
+/// The data counters first (what people look at, in perfquery's order), then the error
+/// counters, then the rest.
+fn counter_rank(name: &str) -> u8 {
+    match name {
+        "tx_bytes" => 0,
+        "rx_bytes" => 1,
+        "tx_packets" => 2,
+        "rx_packets" => 3,
+        n if Counters::is_error(n) => 4,
+        _ => 5,
+    }
+}
+
+fn counter_lines(t: Theme, model: &Model, p: &Port) -> Vec<Line<'static>> {
+    let Some(c) = model.counters.get(&p.path) else {
+        let mut lines = vec![title(t, "Counters")];
+        lines.push(Line::styled("  reading...", t.dim()));
+        return lines;
+    };
+    let source = if c.source.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", c.source)
+    };
+    let mut lines = vec![title(t, format!("Counters{source}"))];
+    if c.saturated {
+        lines.push(Line::styled(
+            "  32-bit counters saturated: these are lower bounds",
+            t.warn(),
+        ));
+    }
+    if c.values.is_empty() {
+        lines.push(Line::styled("  none readable", t.dim()));
+        return lines;
+    }
+    let mut names: Vec<(&String, &u64)> = c.values.iter().collect();
+    names.sort_by(|a, b| {
+        counter_rank(a.0)
+            .cmp(&counter_rank(b.0))
+            .then_with(|| a.0.to_lowercase().cmp(&b.0.to_lowercase()))
+    });
+    let name_w = names
+        .iter()
+        .map(|(n, _)| n.chars().count())
+        .max()
+        .unwrap_or(0);
+    let value_w = names
+        .iter()
+        .map(|(_, v)| v.to_string().len())
+        .max()
+        .unwrap_or(1);
+    for (name, value) in names {
+        let error = Counters::is_error(name);
+        let rising = error && c.rising.iter().any(|r| r == name);
+        // A mark as well as the colour: without colour the rising ones must still show.
+        let (mark, style) = if rising {
+            ("▲", t.bad())
+        } else if error && *value > 0 {
+            ("!", t.warn())
+        } else {
+            (" ", t.normal())
+        };
+        let mut spans = vec![
+            Span::styled(format!(" {mark} "), style),
+            Span::styled(format!("{name:<name_w$}  "), style),
+            Span::styled(format!("{value:>value_w$}"), style),
+        ];
+        if rising {
+            spans.push(Span::styled("  rising", style));
+        }
+        lines.push(Line::from(spans));
+    }
+    lines
+}
+
+fn unreadable_lines(t: Theme, d: Option<&Device>, p: &Port) -> Vec<Line<'static>> {
+    let mut entries: Vec<(String, String)> = Vec::new();
+    if let Some(d) = d {
+        entries.extend(
+            d.unreadable
+                .iter()
+                .map(|(k, v)| (format!("Device {k}"), v.clone())),
+        );
+    }
+    entries.extend(
+        p.unreadable
+            .iter()
+            .map(|(k, v)| (format!("Port {k}"), v.clone())),
+    );
+    if entries.is_empty() {
+        return Vec::new();
+    }
+    let w = entries
+        .iter()
+        .map(|(k, _)| k.chars().count())
+        .max()
+        .unwrap_or(0);
+    let mut lines = vec![title(t, "Not readable")];
+    for (k, v) in entries {
+        lines.push(Line::from(vec![
+            Span::styled(format!("  {k:<w$}  "), t.dim()),
+            Span::styled(v, t.warn()),
+        ]));
+    }
+    lines
+}
+
+/// Appends `more` after a blank line (sections are separated by one).
+fn append(lines: &mut Vec<Line<'static>>, more: Vec<Line<'static>>) {
+    if more.is_empty() {
+        return;
+    }
+    if !lines.is_empty() {
+        lines.push(Line::raw(""));
+    }
+    lines.extend(more);
+}
+
+impl DetailPage {
+    /// The header: which port, its state in a word, and where it is in the list.
+    fn header(&self, t: Theme, model: &Model, p: &Port, width: usize) -> Line<'static> {
+        let mut spans = vec![
+            Span::styled(port_name(p), t.title()),
+            Span::raw("  "),
+            Span::styled(
+                if p.state.is_empty() {
+                    "?".to_string()
+                } else {
+                    p.state.clone()
+                },
+                t.port_state(&p.state),
+            ),
+            Span::raw("  "),
+            Span::raw(format!("{}  {}", p.phys_state, p.rate)),
+        ];
+        let n = model.ports_in_order().len();
+        let right = format!("port {} of {n}", self.cursor.position(model) + 1);
+        let used: usize = spans.iter().map(|s| s.content.chars().count()).sum();
+        if let Some(gap) = width.checked_sub(used + right.chars().count()) {
+            spans.push(Span::raw(" ".repeat(gap.max(1))));
+            spans.push(Span::styled(right, t.dim()));
+        }
+        Line::from(spans)
+    }
+}
 
 impl Page for DetailPage {
     fn id(&self) -> PageId {
         PageId::Detail
     }
 
-    fn render(&mut self, frame: &mut Frame, area: Rect, _ctx: &RenderCtx) {
-        frame.render_widget(Paragraph::new("not written yet"), area);
+    fn render(&mut self, frame: &mut Frame, area: Rect, ctx: &RenderCtx) {
+        let t = ctx.theme;
+        let model = ctx.model;
+        if area.width == 0 || area.height == 0 {
+            return;
+        }
+        let Some(p) = self.cursor.current(model) else {
+            self.height = 0;
+            frame.render_widget(
+                Paragraph::new(Line::styled("No RDMA ports on this host.", t.dim())),
+                area,
+            );
+            return;
+        };
+        let device = model.device_of(p);
+        let header = self.header(t, model, p, area.width as usize);
+        frame.render_widget(header, Rect::new(area.x, area.y, area.width, 1));
+        let body = Rect::new(
+            area.x,
+            area.y.saturating_add(1),
+            area.width,
+            area.height.saturating_sub(1),
+        );
+        self.height = body.height as usize;
+
+        // The ibstat part on the left, the tables on the right; one column below the width
+        // where a GID row and the ibstat part fit side by side.
+        let two = area.width >= TWO_COLUMNS;
+        let left_w = if two {
+            (area.width as usize * 2 / 5).max(62)
+        } else {
+            area.width as usize
+        };
+        let right_w = if two {
+            (area.width as usize).saturating_sub(left_w + 2)
+        } else {
+            area.width as usize
+        };
+        let mut left = Vec::new();
+        if let Some(d) = device {
+            append(&mut left, device_lines(t, d));
+        }
+        append(&mut left, port_lines(t, model, p));
+        let mut right = Vec::new();
+        append(&mut right, gid_lines(t, p, right_w));
+        append(&mut right, pkey_lines(t, p));
+        append(&mut right, counter_lines(t, model, p));
+        if two {
+            append(&mut left, unreadable_lines(t, device, p));
+        } else {
+            append(&mut right, unreadable_lines(t, device, p));
+            append(&mut left, right);
+            right = Vec::new();
+        }
+        let len = left.len().max(right.len());
+        self.scroll = self.scroll.min(len.saturating_sub(self.height));
+        let scroll = u16::try_from(self.scroll).unwrap_or(u16::MAX);
+        if body.height == 0 {
+            return;
+        }
+        let lw = u16::try_from(left_w).unwrap_or(u16::MAX).min(body.width);
+        frame.render_widget(
+            Paragraph::new(left).scroll((scroll, 0)),
+            Rect::new(body.x, body.y, lw, body.height),
+        );
+        if two {
+            let rx = body.x + lw + 2;
+            let rw = body.width.saturating_sub(lw + 2);
+            frame.render_widget(
+                Paragraph::new(right).scroll((scroll, 0)),
+                Rect::new(rx, body.y, rw, body.height),
+            );
+        }
+        // Say there is more below (or above): the page is often longer than 24 lines.
+        if len > self.height && body.width > 12 {
+            let last = (self.scroll + self.height).min(len);
+            let note = format!(" {}-{} of {len} ", self.scroll + 1, last);
+            let w = note.chars().count() as u16;
+            if w < body.width {
+                let r = Rect::new(body.right() - w, body.bottom() - 1, w, 1);
+                frame.render_widget(Line::styled(note, t.selected()), r);
+            }
+        }
     }
 
-    fn handle_key(&mut self, _key: KeyEvent, _model: &Model) -> Outcome {
-        Outcome::Ignored
+    fn handle_key(&mut self, key: KeyEvent, model: &Model) -> Outcome {
+        let page = self.height.saturating_sub(1).max(1);
+        match key.code {
+            KeyCode::Up | KeyCode::Char('k') => self.scroll = self.scroll.saturating_sub(1),
+            // Render clamps the scroll to the content.
+            KeyCode::Down | KeyCode::Char('j') => self.scroll = self.scroll.saturating_add(1),
+            KeyCode::PageUp => self.scroll = self.scroll.saturating_sub(page),
+            KeyCode::PageDown => self.scroll = self.scroll.saturating_add(page),
+            KeyCode::Home => self.scroll = 0,
+            KeyCode::End => self.scroll = usize::MAX,
+            KeyCode::Left | KeyCode::Char('[') => {
+                self.cursor.step(-1, model);
+                self.scroll = 0;
+            }
+            KeyCode::Right | KeyCode::Char(']') => {
+                self.cursor.step(1, model);
+                self.scroll = 0;
+            }
+            KeyCode::Char('g') => {
+                return match self.cursor.current(model) {
+                    Some(p) => Outcome::ShowPort(PageId::Bandwidth, p.path.clone()),
+                    None => Outcome::Handled,
+                };
+            }
+            _ => return Outcome::Ignored,
+        }
+        Outcome::Handled
+    }
+
+    fn handle_mouse(&mut self, event: MouseEvent, _area: Rect, _model: &Model) -> Outcome {
+        match event.kind {
+            MouseEventKind::ScrollDown => self.scroll = self.scroll.saturating_add(3),
+            MouseEventKind::ScrollUp => self.scroll = self.scroll.saturating_sub(3),
+            _ => return Outcome::Ignored,
+        }
+        Outcome::Handled
+    }
+
+    fn focus_port(&mut self, port: &str, model: &Model) {
+        self.cursor.select_path(port, model);
+        self.scroll = 0;
+    }
+
+    fn counters_port(&self, model: &Model) -> Option<String> {
+        self.cursor.current(model).map(|p| p.path.clone())
+    }
+
+    fn hints(&self) -> Vec<(&'static str, &'static str)> {
+        vec![("←→ [ ]", "port"), ("↑↓", "scroll"), ("g", "bandwidth")]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures;
+    use crossterm::event::KeyModifiers;
+    use std::collections::BTreeMap;
+
+    fn key(code: KeyCode) -> KeyEvent {
+        KeyEvent::new(code, KeyModifiers::NONE)
+    }
+
+    fn render(page: &mut DetailPage, model: &Model, w: u16, h: u16) -> ratatui::buffer::Buffer {
+        let backend = ratatui::backend::TestBackend::new(w, h);
+        let mut term = ratatui::Terminal::new(backend).expect("terminal");
+        let ctx = RenderCtx {
+            model,
+            theme: Theme::colored(),
+            now_us: fixtures::NOW_US,
+        };
+        term.draw(|f| page.render(f, f.area(), &ctx)).expect("draw");
+        term.backend().buffer().clone()
+    }
+
+    fn find(buf: &ratatui::buffer::Buffer, needle: &str) -> Option<(u16, u16)> {
+        (0..buf.area.height).find_map(|y| {
+            let row: Vec<String> = (0..buf.area.width)
+                .map(|x| buf[(x, y)].symbol().to_string())
+                .collect();
+            let text = row.concat();
+            let byte = text.find(needle)?;
+            Some((text[..byte].chars().count() as u16, y))
+        })
+    }
+
+    #[test]
+    fn ports_switch_and_the_counters_follow() {
+        let m = fixtures::demo_model();
+        let ports: Vec<String> = m.ports_in_order().iter().map(|p| p.path.clone()).collect();
+        let mut p = DetailPage::default();
+        assert_eq!(p.counters_port(&m), Some(ports[0].clone()));
+        assert_eq!(p.handle_key(key(KeyCode::Right), &m), Outcome::Handled);
+        assert_eq!(p.counters_port(&m), Some(ports[1].clone()));
+        p.handle_key(key(KeyCode::Char(']')), &m);
+        p.handle_key(key(KeyCode::Char('[')), &m);
+        p.handle_key(key(KeyCode::Left), &m);
+        p.handle_key(key(KeyCode::Left), &m);
+        assert_eq!(p.counters_port(&m), Some(ports[0].clone()));
+        p.focus_port(&ports[3], &m);
+        assert_eq!(p.counters_port(&m), Some(ports[3].clone()));
+        assert_eq!(
+            p.handle_key(key(KeyCode::Char('g')), &m),
+            Outcome::ShowPort(PageId::Bandwidth, ports[3].clone())
+        );
+        assert_eq!(p.handle_key(key(KeyCode::Tab), &m), Outcome::Ignored);
+        assert_eq!(p.counters_port(&Model::default()), None);
+    }
+
+    #[test]
+    fn scrolling_stops_at_the_end() {
+        let m = fixtures::demo_model();
+        let mut p = DetailPage::default();
+        render(&mut p, &m, 80, 21);
+        p.handle_key(key(KeyCode::End), &m);
+        let buf = render(&mut p, &m, 80, 21);
+        assert!(p.scroll > 0);
+        let at_end = p.scroll;
+        p.handle_key(key(KeyCode::Down), &m);
+        render(&mut p, &m, 80, 21);
+        assert_eq!(p.scroll, at_end);
+        assert!(find(&buf, "P_Keys").is_some() || find(&buf, "Counters").is_some());
+        p.handle_key(key(KeyCode::Up), &m);
+        assert_eq!(p.scroll, at_end - 1);
+        p.handle_key(key(KeyCode::Home), &m);
+        assert_eq!(p.scroll, 0);
+    }
+
+    #[test]
+    fn error_counters_are_marked_and_coloured() {
+        let mut m = fixtures::demo_model();
+        let port = m.ports_in_order()[0].path.clone();
+        let v = |errs: u64, recov: u64| {
+            BTreeMap::from([
+                ("tx_bytes".to_string(), 1000),
+                ("symbol_error".to_string(), errs),
+                ("link_error_recovery".to_string(), recov),
+                ("link_downed".to_string(), 0),
+            ])
+        };
+        m.set_counters(&port, "pma32".into(), false, v(1, 2));
+        m.set_counters(&port, "pma32".into(), false, v(5, 2));
+        let mut p = DetailPage::default();
+        let buf = render(&mut p, &m, 200, 60);
+        let t = Theme::colored();
+        let (x, y) = find(&buf, "symbol_error").expect("shown");
+        assert_eq!(buf[(x, y)].fg, t.bad().fg.expect("bad colour"));
+        assert_eq!(buf[(x - 2, y)].symbol(), "▲");
+        let (x, y) = find(&buf, "link_error_recovery").expect("shown");
+        assert_eq!(buf[(x, y)].fg, t.warn().fg.expect("warn colour"));
+        assert_eq!(buf[(x - 2, y)].symbol(), "!");
+        let (x, y) = find(&buf, "link_downed").expect("shown");
+        assert_eq!(buf[(x - 2, y)].symbol(), " ");
+        assert_ne!(buf[(x, y)].fg, t.warn().fg.expect("warn colour"));
+    }
+
+    #[test]
+    fn unreadable_properties_are_shown_with_their_reason() {
+        let m = fixtures::demo_model();
+        let rxe = m
+            .ports_in_order()
+            .iter()
+            .find(|p| p.device_name == "rxe0")
+            .map(|p| p.path.clone())
+            .expect("rxe0 port");
+        let mut p = DetailPage::default();
+        p.focus_port(&rxe, &m);
+        let buf = render(&mut p, &m, 200, 60);
+        assert!(find(&buf, "Device HcaType").is_some());
+        assert!(find(&buf, "(not present)").is_some());
+    }
+
+    #[test]
+    fn gids_are_compressed_only_when_narrow() {
+        let g = "fe80:0000:0000:0000:b859:9f03:00d4:e62a";
+        assert_eq!(gid_text(g, 39), g);
+        assert_eq!(gid_text(g, 30), "fe80::b859:9f03:d4:e62a");
+        assert_eq!(
+            gid_text("0000:0000:0000:0000:0000:ffff:0a14:000b", 20),
+            "::ffff:10.20.0.11"
+        );
+        assert_eq!(gid_text("garbage-that-is-long", 8), "garbage…");
     }
 }
