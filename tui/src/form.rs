@@ -92,6 +92,7 @@ impl TextInput {
     /// `None` so the form can use them (Tab, Enter, Esc, Up, Down).
     fn key(&mut self, key: KeyEvent) -> Option<bool> {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let alt = key.modifiers.contains(KeyModifiers::ALT);
         match key.code {
             KeyCode::Left => {
                 self.cursor = self.cursor.saturating_sub(1);
@@ -143,7 +144,9 @@ impl TextInput {
                 self.set(&v);
                 Some(true)
             }
-            KeyCode::Char(c) if !ctrl && !c.is_control() => {
+            // Alt+letter is a shortcut in other programs (and Esc typed fast before a
+            // letter arrives as one): never text.
+            KeyCode::Char(c) if !ctrl && !alt && !c.is_control() => {
                 if self.len() >= self.max_len {
                     return Some(false);
                 }
@@ -206,7 +209,7 @@ pub struct Field {
     pub error: Option<String>,
     /// Allowed, but worth knowing before sending.
     pub warning: Option<String>,
-    /// Help, shown dimmed under the field.
+    /// Help, shown dimmed under the field while it has the keyboard.
     pub note: Option<String>,
     /// Edited by the user since the form opened.
     pub touched: bool,
@@ -499,20 +502,23 @@ impl Form {
     /// The call failed: say why, keep every value, and let the user edit and retry.
     pub fn fail(&mut self, what: &str, e: &CallError) {
         self.pending = false;
-        let headline = match e.kind {
-            ErrorKind::NotAuthorized | ErrorKind::InteractiveAuthorizationRequired => {
-                match e.action() {
-                    Some(a) => format!("Not authorized to {what}: polkit action {a}"),
-                    None => format!("Not authorized to {what}"),
+        let mut message = e.message.clone();
+        let headline = match (e.kind, e.action()) {
+            (ErrorKind::NotAuthorized | ErrorKind::InteractiveAuthorizationRequired, Some(a)) => {
+                // The sentence starts by naming the action again; the headline has it.
+                let prefix = format!("Not authorized to perform {a}: ");
+                if let Some(rest) = message.strip_prefix(&prefix) {
+                    message = rest.to_string();
                 }
+                format!("Not authorized to {what}: polkit action {a}")
             }
-            ErrorKind::Bus => format!("Cannot {what}: the bus failed"),
+            (ErrorKind::NotAuthorized | ErrorKind::InteractiveAuthorizationRequired, None) => {
+                format!("Not authorized to {what}")
+            }
+            (ErrorKind::Bus, _) => format!("Cannot {what}: the bus failed"),
             _ => format!("Cannot {what}"),
         };
-        self.error = Some(FormError {
-            headline,
-            message: e.message.clone(),
-        });
+        self.error = Some(FormError { headline, message });
     }
 
     /// The error shown after a failed call, as one sentence (tests).
@@ -632,8 +638,14 @@ impl Form {
         let (lines, focus_line, cursor) = self.lines(inner_width, theme);
         let popup = Form::popup(area, lines.len());
         let inner_height = popup.height.saturating_sub(2) as usize;
-        // Keep the field with the keyboard in view when the form is taller than the screen.
-        let scroll = (focus_line + 1).saturating_sub(inner_height);
+        // A form taller than the screen scrolls: the field with the keyboard stays in view
+        // and, after a failed call, as much of the answer and the buttons below it as fits.
+        let total = lines.len();
+        let scroll = if self.error.is_some() || self.pending {
+            total.saturating_sub(inner_height).min(focus_line)
+        } else {
+            (focus_line + 1).saturating_sub(inner_height)
+        };
         frame.render_widget(Clear, popup);
         let block = Block::default()
             .borders(Borders::ALL)
@@ -708,12 +720,14 @@ impl Form {
                     let (s, cur) = text_box(input, avail);
                     let style = if focused { t.selected() } else { t.normal() };
                     if input.value.is_empty() && !input.placeholder.is_empty() && !focused {
+                        // In parentheses, so that it is not taken for a value without colour.
+                        let hint = format!("({})", input.placeholder);
                         let inner = (input.max_len + 1)
-                            .max(input.placeholder.chars().count())
+                            .max(hint.chars().count())
                             .min(avail.saturating_sub(2));
                         spans.push(Span::raw("["));
                         spans.push(Span::styled(
-                            format!("{:<inner$}", truncate(&input.placeholder, inner)),
+                            format!("{:<inner$}", truncate(&hint, inner)),
                             t.dim(),
                         ));
                         spans.push(Span::raw("]"));
@@ -741,7 +755,7 @@ impl Form {
                     if let Some(reason) = &o.disabled {
                         messages(
                             &mut out,
-                            &format!("{} unavailable: {reason}", o.label),
+                            &format!("{}: unavailable ({reason})", o.label),
                             "",
                             t.dim(),
                         );
@@ -758,7 +772,8 @@ impl Form {
                     );
                 }
             }
-            if let Some(n) = &f.note {
+            // Help follows the keyboard: only the focused field's, so forms fit 80x24.
+            if let Some(n) = f.note.as_ref().filter(|_| focused) {
                 messages(&mut out, n, "", t.dim());
             }
             if let Some(e) = &f.error {

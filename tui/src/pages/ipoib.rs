@@ -127,7 +127,7 @@ fn create_session(model: &Model, parent: &Ipoib, pkey: &str, name: &str) -> Sess
             format!("{} ({})", parent.name, port_label(model, parent)),
         ))
         .field(Field::text("pkey", "P_Key", pkey, 6).placeholder("hex, e.g. 8002"))
-        .field(Field::text("name", "Name", name, 20).placeholder("<parent>.<P_Key>"))
+        .field(Field::text("name", "Name", name, 20).placeholder("parent.P_Key"))
         .field(Field::choice(
             "mode",
             "Mode",
@@ -146,13 +146,14 @@ fn create_session(model: &Model, parent: &Ipoib, pkey: &str, name: &str) -> Sess
             auto_name: name.to_string(),
         },
     );
-    check_create(&mut s, model);
+    check_create(&mut s, model, None);
     s
 }
 
 /// Checks the create form, as CreateChild will: the P_Key, a free partition and name, the
-/// MTU within the chosen mode's limits. The name follows the P_Key until the user edits it.
-fn check_create(s: &mut Session<Dialog>, model: &Model) {
+/// MTU within the chosen mode's limits. The name follows the P_Key (when `changed` is the
+/// P_Key) until the user edits it; a name the user emptied stays empty to type into.
+fn check_create(s: &mut Session<Dialog>, model: &Model, changed: Option<&str>) {
     let Dialog::Create { parent, auto_name } = &mut s.kind else {
         return;
     };
@@ -190,7 +191,7 @@ fn check_create(s: &mut Session<Dialog>, model: &Model) {
         pkey.as_ref().ok().and_then(|p| check::pkey_note(*p)),
     );
     let name = form.text("name").to_string();
-    if name.is_empty() || name == *auto_name {
+    if changed == Some("pkey") && (name.is_empty() || name == *auto_name) {
         // No default from a P_Key that is not one: a stale name would look like a valid one.
         let fresh = match &pkey {
             Ok(p) => default_child_name(&parent.name, *p),
@@ -269,7 +270,7 @@ fn check_edit(s: &mut Session<Dialog>, model: &Model) {
         }
         .to_string()
     });
-    form.set_note("mode", note);
+    form.set_warning("mode", note);
     let err = if mtu_to_send(form, iface) {
         check::mtu(form.text("mtu"), &mode).err()
     } else {
@@ -373,7 +374,7 @@ impl IpoibPage {
         };
         if !i.is_child() {
             return Outcome::Message(format!(
-                "{} is the port's own interface (its driver's); only P_Key children can be deleted",
+                "{} belongs to the port's driver: only P_Key children can be deleted",
                 i.name
             ));
         }
@@ -404,12 +405,12 @@ impl IpoibPage {
                 self.session = None;
                 Outcome::Handled
             }
-            FormEvent::Changed(_) => {
-                recheck(s, model);
+            FormEvent::Changed(id) => {
+                recheck(s, model, Some(id));
                 Outcome::Handled
             }
             FormEvent::Submit => {
-                recheck(s, model);
+                recheck(s, model, None);
                 if s.form.has_errors() {
                     s.form.refuse();
                     return Outcome::Handled;
@@ -446,16 +447,11 @@ impl IpoibPage {
             FormEvent::Handled => Outcome::Handled,
         }
     }
-
-    /// The form being shown (tests read it).
-    pub fn form(&self) -> Option<&Form> {
-        self.session.as_ref().map(|s| &s.form)
-    }
 }
 
-fn recheck(s: &mut Session<Dialog>, model: &Model) {
+fn recheck(s: &mut Session<Dialog>, model: &Model, changed: Option<&str>) {
     match s.kind {
-        Dialog::Create { .. } => check_create(s, model),
+        Dialog::Create { .. } => check_create(s, model, changed),
         Dialog::Edit { .. } => check_edit(s, model),
         Dialog::Delete { .. } => {}
     }
@@ -611,7 +607,7 @@ fn render_table(frame: &mut Frame, area: Rect, model: &Model, rows: &[Row], sel:
                         Span::raw(i.mtu.to_string()),
                         Span::raw(if i.umcast { "on" } else { "off" }),
                         Span::styled(i.oper_state.clone(), oper_style(&i.oper_state, t)),
-                        Span::raw(if i.persisted { "yes" } else { "" }),
+                        Span::raw(if i.persisted { "yes" } else { "no" }),
                     ];
                     if wide {
                         cells.push(Span::raw(i.port_guid.clone()));

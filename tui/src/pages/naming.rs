@@ -42,6 +42,9 @@ pub const POLICIES: [(&str, &str); 5] = [
     ),
 ];
 
+/// The field a name form names: the device (fixed names) or the port (IPoIB names).
+const FOLLOWED: &str = "target";
+
 const RDMA_RULES: &str = "60-rdma-persistent-naming.rules";
 const IPOIB_RULES: &str = "70-persistent-ipoib.rules";
 
@@ -184,7 +187,7 @@ impl NamingPage {
                 "rename the present devices now; else each gets its name when next added (boot)",
             ));
         let mut s = Session::new(form, Dialog::Policy);
-        self.check(&mut s, model);
+        self.check(&mut s, model, Some(FOLLOWED));
         s
     }
 
@@ -196,8 +199,7 @@ impl NamingPage {
                 let o = ChoiceOption::new(d.path.clone(), format!("{} ({})", d.name, d.node_guid));
                 if is_soft(d) {
                     o.disabled(
-                        "named by its creator (rdma link add): rdma_rename leaves it alone; \
-                         r renames it now",
+                        "named by its creator, and rdma_rename leaves it alone (r renames it now)",
                     )
                 } else {
                     o
@@ -207,7 +209,7 @@ impl NamingPage {
         let selected = device.map(|d| d.path.as_str()).unwrap_or("");
         let form =
             Form::new("Fixed RDMA device name", "Set")
-                .field(Field::choice("device", "Device", options, selected))
+                .field(Field::choice(FOLLOWED, "Device", options, selected))
                 .field(Field::text("name", "Name", "", 64).placeholder("e.g. hpc0"))
                 .field(Field::check("apply", "Rename now", false).with_note(
                     "rename the device now; else it gets the name when next added (boot)",
@@ -218,7 +220,7 @@ impl NamingPage {
                 auto_name: String::new(),
             },
         );
-        self.check(&mut s, model);
+        self.check(&mut s, model, Some(FOLLOWED));
         s
     }
 
@@ -239,7 +241,7 @@ impl NamingPage {
             .map(|p| p.path.as_str())
             .unwrap_or("");
         let form = Form::new("IPoIB interface name", "Set")
-            .field(Field::choice("port", "Port", options, selected))
+            .field(Field::choice(FOLLOWED, "Port", options, selected))
             .field(Field::text("name", "Name", "", 20).placeholder("e.g. hpc_ib0"))
             .field(Field::check("apply", "Rename now", false).with_note(
                 "rename the interface now (before Linux 6.2 only while it is down); else \
@@ -251,7 +253,7 @@ impl NamingPage {
                 auto_name: String::new(),
             },
         );
-        self.check(&mut s, model);
+        self.check(&mut s, model, Some(FOLLOWED));
         s
     }
 
@@ -272,12 +274,14 @@ impl NamingPage {
                 device: device.path.clone(),
             },
         );
-        self.check(&mut s, model);
+        self.check(&mut s, model, Some(FOLLOWED));
         s
     }
 
     /// Checks a form as the daemon will, and fills in what follows from a choice.
-    fn check(&self, s: &mut Session<Dialog>, model: &Model) {
+    /// `changed` is the field just edited: a name follows the chosen device or port (its
+    /// rule's name) until the user edits it.
+    fn check(&self, s: &mut Session<Dialog>, model: &Model, changed: Option<&str>) {
         let form = &mut s.form;
         match &mut s.kind {
             Dialog::Policy => {
@@ -297,7 +301,7 @@ impl NamingPage {
             }
             Dialog::Fixed { auto_name } => {
                 let device = form
-                    .choice("device")
+                    .choice(FOLLOWED)
                     .and_then(|p| model.devices.get(p))
                     .filter(|d| !is_soft(d));
                 let rule = device.and_then(|d| {
@@ -308,7 +312,7 @@ impl NamingPage {
                         .find(|r| same_guid(&r.guid, &d.node_guid))
                 });
                 let name = form.text("name").to_string();
-                if name.is_empty() || name == *auto_name {
+                if changed == Some(FOLLOWED) && (name.is_empty() || name == *auto_name) {
                     let fresh = rule.map(|r| r.name.clone()).unwrap_or_default();
                     form.set_text("name", &fresh);
                     *auto_name = fresh;
@@ -316,12 +320,12 @@ impl NamingPage {
                 let name = form.text("name").to_string();
                 let Some(device) = device else {
                     form.set_error(
-                        "device",
+                        FOLLOWED,
                         Some("no device here can have a fixed name".into()),
                     );
                     return;
                 };
-                form.set_error("device", None);
+                form.set_error(FOLLOWED, None);
                 let err = check::rdma_name(&name).err().or_else(|| {
                     if let Some(other) = model
                         .devices
@@ -329,8 +333,8 @@ impl NamingPage {
                         .find(|d| d.name == name && d.path != device.path)
                     {
                         return Some(format!(
-                            "{name} is the name of another device now ({})",
-                            other.name
+                            "another device (node GUID {}) is named {name} now",
+                            other.node_guid
                         ));
                     }
                     model
@@ -350,7 +354,7 @@ impl NamingPage {
                 form.set_warning("name", warn);
             }
             Dialog::IpoibName { auto_name } => {
-                let port = form.choice("port").and_then(|p| model.ports.get(p));
+                let port = form.choice(FOLLOWED).and_then(|p| model.ports.get(p));
                 let rule = port.and_then(|p| {
                     model
                         .manager
@@ -359,17 +363,17 @@ impl NamingPage {
                         .find(|r| same_guid(&r.guid, &p.port_guid))
                 });
                 let name = form.text("name").to_string();
-                if name.is_empty() || name == *auto_name {
+                if changed == Some(FOLLOWED) && (name.is_empty() || name == *auto_name) {
                     let fresh = rule.map(|r| r.name.clone()).unwrap_or_default();
                     form.set_text("name", &fresh);
                     *auto_name = fresh;
                 }
                 let name = form.text("name").to_string();
                 let Some(port) = port else {
-                    form.set_error("port", Some("this host has no InfiniBand port".into()));
+                    form.set_error(FOLLOWED, Some("this host has no InfiniBand port".into()));
                     return;
                 };
-                form.set_error("port", None);
+                form.set_error(FOLLOWED, None);
                 let own = ipoib_of(model, port);
                 let err = check::netdev_name(&name).err().or_else(|| {
                     if let Some(r) = rule.filter(|r| !r.managed) {
@@ -439,12 +443,12 @@ impl NamingPage {
                 apply_now,
             },
             Dialog::Fixed { .. } => Call::SetRdmaFixedName {
-                guid: model.devices.get(form.choice("device")?)?.node_guid.clone(),
+                guid: model.devices.get(form.choice(FOLLOWED)?)?.node_guid.clone(),
                 name,
                 apply_now,
             },
             Dialog::IpoibName { .. } => Call::SetIpoibName {
-                guid: model.ports.get(form.choice("port")?)?.port_guid.clone(),
+                guid: model.ports.get(form.choice(FOLLOWED)?)?.port_guid.clone(),
                 name,
                 apply_now,
             },
@@ -527,13 +531,13 @@ impl NamingPage {
                         .find(|p| same_guid(&p.port_guid, &r.guid))
                     {
                         if let Some(crate::form::FieldKind::Choice(c)) =
-                            s.form.get_mut("port").map(|f| &mut f.kind)
+                            s.form.get_mut(FOLLOWED).map(|f| &mut f.kind)
                         {
                             if let Some(k) = c.options.iter().position(|o| o.value == p.path) {
                                 c.selected = k;
                             }
                         }
-                        self.check(&mut s, model);
+                        self.check(&mut s, model, Some(FOLLOWED));
                     }
                 }
                 self.open(s)
@@ -548,12 +552,12 @@ impl NamingPage {
         };
         let out = match s.form.handle_key(key) {
             FormEvent::Cancel => return Outcome::Handled,
-            FormEvent::Changed(_) => {
-                self.check(&mut s, model);
+            FormEvent::Changed(id) => {
+                self.check(&mut s, model, Some(id));
                 Outcome::Handled
             }
             FormEvent::Submit => {
-                self.check(&mut s, model);
+                self.check(&mut s, model, None);
                 if s.form.has_errors() {
                     s.form.refuse();
                     Outcome::Handled
@@ -568,11 +572,6 @@ impl NamingPage {
         };
         self.session = Some(s);
         out
-    }
-
-    /// The form being shown (tests read it).
-    pub fn form(&self) -> Option<&Form> {
-        self.session.as_ref().map(|s| &s.form)
     }
 }
 
@@ -702,7 +701,7 @@ impl Page for NamingPage {
         }
         vec![
             ("p", "policy"),
-            ("f", "fixed name"),
+            ("f", "fixed"),
             ("i", "IPoIB name"),
             ("r", "rename"),
             ("d", "remove"),
@@ -741,14 +740,23 @@ impl NamingPage {
         } else {
             m.rdma_naming_policy_source.clone()
         };
-        out.push(Line::from(vec![
+        let head = format!("RDMA device naming policy: {policy}");
+        let mut spans = vec![
             Span::styled("RDMA device naming policy: ", t.title()),
             Span::styled(
                 policy,
                 t.normal().add_modifier(ratatui::style::Modifier::BOLD),
             ),
-            Span::styled(format!("  ({source})"), t.dim()),
-        ]));
+        ];
+        // The source beside the policy when it fits, else under it.
+        let source = format!("  ({source})");
+        if head.chars().count() + source.chars().count() <= width {
+            spans.push(Span::styled(source, t.dim()));
+            out.push(Line::from(spans));
+        } else {
+            out.push(Line::from(spans));
+            out.push(Line::styled(truncate(&source, width), t.dim()));
+        }
         for (path, reason) in &m.config_errors {
             if path.ends_with(RDMA_RULES) || path.ends_with(IPOIB_RULES) {
                 out.push(Line::styled(

@@ -151,11 +151,6 @@ impl RocePage {
             FormEvent::Handled => Outcome::Handled,
         }
     }
-
-    /// The form being shown (tests read it).
-    pub fn form(&self) -> Option<&Form> {
-        self.session.as_ref().map(|s| &s.form)
-    }
 }
 
 impl Page for RocePage {

@@ -154,20 +154,21 @@ fn add_session(model: &Model) -> Session<Dialog> {
         )
         .field(Field::text("name", "Name", &name, 64));
     let mut s = Session::new(form, Dialog::Add { auto_name: name });
-    check_add(&mut s, model);
+    check_add(&mut s, model, None);
     s
 }
 
 /// Checks the add form as AddSoftLink will, and what the kernel would refuse that the model
-/// can tell: a name in use, an interface that already carries a device of that type.
-fn check_add(s: &mut Session<Dialog>, model: &Model) {
+/// can tell: a name in use, an interface that already carries a device of that type. The
+/// name follows the type (when `changed` is the type) until the user edits it.
+fn check_add(s: &mut Session<Dialog>, model: &Model, changed: Option<&str>) {
     let Dialog::Add { auto_name } = &mut s.kind else {
         return;
     };
     let form = &mut s.form;
     let kind = form.choice("kind").unwrap_or("rxe").to_string();
     let name = form.text("name").to_string();
-    if name.is_empty() || name == *auto_name {
+    if changed == Some("kind") && (name.is_empty() || name == *auto_name) {
         let fresh = free_name(model, &kind);
         form.set_text("name", &fresh);
         *auto_name = fresh;
@@ -214,7 +215,7 @@ fn check_add(s: &mut Session<Dialog>, model: &Model) {
     let hw = model
         .devices
         .values()
-        .find(|d| !is_soft(d) && d.netdevs.iter().any(|n| *n == netdev));
+        .find(|d| !is_soft(d) && d.netdevs.contains(&netdev));
     let note = match hw {
         Some(d) => Some(format!(
             "{netdev} belongs to {}, which does RDMA in hardware already",
@@ -225,7 +226,7 @@ fn check_add(s: &mut Session<Dialog>, model: &Model) {
         )),
         None => None,
     };
-    form.set_note("netdev", note);
+    form.set_warning("netdev", note);
 }
 
 impl SoftLinksPage {
@@ -282,12 +283,12 @@ impl SoftLinksPage {
                 self.session = None;
                 Outcome::Handled
             }
-            FormEvent::Changed(_) => {
-                check_add(s, model);
+            FormEvent::Changed(id) => {
+                check_add(s, model, Some(id));
                 Outcome::Handled
             }
             FormEvent::Submit => {
-                check_add(s, model);
+                check_add(s, model, None);
                 if s.form.has_errors() {
                     s.form.refuse();
                     return Outcome::Handled;
@@ -304,11 +305,6 @@ impl SoftLinksPage {
             }
             FormEvent::Handled => Outcome::Handled,
         }
-    }
-
-    /// The form being shown (tests read it).
-    pub fn form(&self) -> Option<&Form> {
-        self.session.as_ref().map(|s| &s.form)
     }
 }
 
