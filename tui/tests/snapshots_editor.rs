@@ -235,3 +235,38 @@ fn tiny_terminals_do_not_panic() {
         let _ = screen(&mut app, 80, 24);
     }
 }
+
+/// What rdma-managerd remembers but cannot find: a P_Key child that could not be created
+/// again and a soft link whose interface is gone are listed, marked absent.
+#[test]
+fn remembered_but_absent() {
+    let mut model = fixtures::demo_model();
+    if let Some(ib0) = model.ipoib.get_mut(IPOIB_IB0) {
+        ib0.persisted = true;
+        ib0.persisted_settings
+            .insert("mode".into(), "connected".into());
+        ib0.persisted_children = vec![(0x0002, "ib0.0002".into())];
+    }
+    model.manager.soft_links = vec![
+        rdma_tui::model::SoftLink {
+            name: "rxe0".into(),
+            kind: "rxe".into(),
+            netdev: "eth0".into(),
+        },
+        rdma_tui::model::SoftLink {
+            name: "siw1".into(),
+            kind: "siw".into(),
+            netdev: "eth2".into(),
+        },
+    ];
+    let mut app = App::with_model(model, Theme::colored());
+    app.show(PageId::Ipoib);
+    press(&mut app, KeyCode::Down);
+    assert_snapshot!("ipoib_absent_child", screen(&mut app, 80, 24));
+    // Enter on it: the create form, filled in as it was remembered.
+    press(&mut app, KeyCode::Enter);
+    assert_snapshot!("ipoib_absent_child_recreate", screen(&mut app, 80, 24));
+    app.show(PageId::SoftLinks);
+    press(&mut app, KeyCode::End);
+    assert_snapshot!("soft_links_absent", screen(&mut app, 80, 24));
+}

@@ -625,7 +625,7 @@ fn render_table(frame: &mut Frame, area: Rect, model: &Model, rows: &[Row], sel:
                 TableRow::new(vec![
                     Span::styled(name.clone(), t.dim()),
                     Span::styled(parent_name, t.dim()),
-                    Span::styled(hex16(full_member(*pkey)), t.dim()),
+                    Span::styled(hex16(*pkey), t.dim()),
                     Span::raw(""),
                     Span::raw(""),
                     Span::raw(""),
