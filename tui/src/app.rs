@@ -170,14 +170,19 @@ impl App {
 
     fn call_done(&mut self, id: u64, call: &Call, result: &Result<CallOutput, CallError>) {
         let page = self.pending.remove(&id);
+        let mut next = None;
         if let Some(p) = page.and_then(|pid| self.pages.iter_mut().find(|p| p.id() == pid)) {
             p.call_done(call, result);
+            next = p.next_call().map(|c| (p.id(), c));
         }
         match (call, result) {
             (Call::GetCounters { .. } | Call::PreviewRdmaNames, Ok(_)) => {}
             (Call::GetCounters { .. }, Err(_)) => {}
             (_, Ok(_)) => self.status = Status::Info(format!("Done: {}", describe(call))),
             (_, Err(e)) => self.status = Status::Error(error_text(call, e)),
+        }
+        if let Some((page, call)) = next {
+            self.queue(page, call);
         }
     }
 
@@ -362,7 +367,10 @@ impl App {
     fn render_keys(&self, frame: &mut Frame, area: Rect) {
         let t = self.theme;
         let mut hints = self.pages[self.current].hints();
-        hints.extend([("Tab", "page"), ("?", "help"), ("q", "quit")]);
+        // An open form has the keyboard: Tab moves between its fields and q is typed.
+        if !self.pages[self.current].editing() {
+            hints.extend([("Tab", "page"), ("?", "help"), ("q", "quit")]);
+        }
         let mut spans = Vec::new();
         for (k, what) in hints {
             spans.push(Span::styled(k, t.key()));

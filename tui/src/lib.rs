@@ -5,15 +5,20 @@
 //! - [`model`]: the client's copy of the published objects, kept current by signals.
 //! - [`client`]: the bus: the initial read, the signal subscriptions, the calls.
 //! - [`app`] and [`pages`]: what is drawn and what keys do, independent of terminal and bus.
+//! - [`form`] and [`edit`]: the popup form and what else the editing pages share;
+//!   [`check`]: the service's rules for typed values, checked before a call.
 //! - [`terminal`]: the event loop that joins them on a real terminal.
 //! - [`demo`]: a simulated rdma-managerd on a private bus, for `--demo`.
 //! - [`widgets`]: drawing helpers the monitor pages share (port selection, sparklines, fits).
 
 pub mod app;
+pub mod check;
 pub mod cli;
 pub mod client;
 pub mod demo;
+pub mod edit;
 pub mod fixtures;
+pub mod form;
 pub mod model;
 pub mod pages;
 pub mod terminal;

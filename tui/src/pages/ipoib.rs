@@ -1,26 +1,790 @@
-//! (placeholder until this page is written)
+//! The IPoIB page: every IPoIB interface (each port's own and its P_Key children, and children
+//! rdma-managerd remembers that are absent), with forms to create a P_Key child, to change an
+//! interface's mode, MTU and umcast, and to delete a child.
 
-use crossterm::event::KeyEvent;
-use ratatui::layout::Rect;
-use ratatui::widgets::Paragraph;
+use crossterm::event::{KeyCode, KeyEvent};
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph, Row as TableRow, Table, TableState, Wrap};
 use ratatui::Frame;
+use rdma_managerd::model::ipoib::{default_child_name, full_member};
 
 use super::{Outcome, Page, PageId, RenderCtx};
-use crate::model::Model;
+use crate::check;
+use crate::client::{Call, CallError, CallOutput};
+use crate::edit::{self, hex16, Answer, Session};
+use crate::form::{ChoiceOption, Field, Form, FormEvent};
+use crate::model::{Ipoib, Model};
+use crate::theme::Theme;
+
+/// Why a port's interface cannot switch to connected mode.
+const NO_CONNECTED: &str = "enhanced IPoIB has no connected mode";
+
+/// One line of the list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Row {
+    /// A present interface (object path).
+    Iface(String),
+    /// A child rdma-managerd remembers that is not present (it could not be re-created).
+    Absent {
+        parent: String,
+        pkey: u16,
+        name: String,
+    },
+}
+
+/// What the open form does.
+#[derive(Debug)]
+enum Dialog {
+    /// Create a P_Key child of `parent` (the port's own interface). `auto_name` is the name
+    /// last filled in from the P_Key: the name follows the P_Key until the user edits it.
+    Create { parent: String, auto_name: String },
+    /// Change mode, MTU and umcast of an interface.
+    Edit { path: String },
+    /// Delete a child (a confirmation).
+    Delete { path: String },
+}
 
 #[derive(Debug, Default)]
-pub struct IpoibPage {}
+pub struct IpoibPage {
+    selected: usize,
+    /// An interface to select as soon as the model has it (a child just created).
+    select_path: Option<String>,
+    session: Option<Session<Dialog>>,
+}
+
+/// The list: each port's own interface, its children, then its remembered absent children.
+fn rows(model: &Model) -> Vec<Row> {
+    let all = model.ipoib_in_order();
+    let mut out = Vec::with_capacity(all.len());
+    let mut iter = all.iter().peekable();
+    while let Some(i) = iter.next() {
+        out.push(Row::Iface(i.path.clone()));
+        if i.is_child() {
+            continue;
+        }
+        while let Some(c) = iter.next_if(|c| c.is_child() && c.parent == i.path) {
+            out.push(Row::Iface(c.path.clone()));
+        }
+        for (pkey, name) in &i.persisted_children {
+            let present = model.ipoib.values().any(|c| {
+                c.is_child()
+                    && c.parent == i.path
+                    && (c.name == *name || c.pkey == full_member(*pkey))
+            });
+            if !present {
+                out.push(Row::Absent {
+                    parent: i.path.clone(),
+                    pkey: *pkey,
+                    name: name.clone(),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// "mlx5_0/1", as `rdma link` names a port.
+fn port_label(model: &Model, iface: &Ipoib) -> String {
+    match model.ports.get(&iface.port) {
+        Some(p) => format!("{}/{}", p.device_name, p.number),
+        None => "?".into(),
+    }
+}
+
+/// Every interface name the model knows (a new child's name must be none of them).
+fn names_in_use(model: &Model) -> Vec<String> {
+    let mut v: Vec<String> = model.ipoib.values().map(|i| i.name.clone()).collect();
+    v.extend(
+        model
+            .devices
+            .values()
+            .flat_map(|d| d.netdevs.iter().cloned()),
+    );
+    v.extend(model.ports.values().map(|p| p.netdev.clone()));
+    v.retain(|n| !n.is_empty());
+    v
+}
+
+fn mode_options(connected_ok: bool) -> Vec<ChoiceOption> {
+    let connected = ChoiceOption::plain("connected");
+    vec![
+        ChoiceOption::plain("datagram"),
+        if connected_ok {
+            connected
+        } else {
+            connected.disabled(NO_CONNECTED)
+        },
+    ]
+}
+
+/// The form creating a child of `parent`, with the P_Key and name given (empty: to type).
+fn create_session(model: &Model, parent: &Ipoib, pkey: &str, name: &str) -> Session<Dialog> {
+    let form = Form::new("New P_Key child", "Create")
+        .field(Field::info(
+            "parent",
+            "Parent",
+            format!("{} ({})", parent.name, port_label(model, parent)),
+        ))
+        .field(Field::text("pkey", "P_Key", pkey, 6).placeholder("hex, e.g. 8002"))
+        .field(Field::text("name", "Name", name, 20).placeholder("parent.P_Key"))
+        .field(Field::choice(
+            "mode",
+            "Mode",
+            mode_options(parent.connected_mode_supported),
+            "datagram",
+        ))
+        .field(Field::text("mtu", "MTU", "", 6).placeholder("the kernel's default"))
+        .field(
+            Field::check("umcast", "Umcast", false)
+                .with_note("user-space multicast; off unless applications need it"),
+        );
+    let mut s = Session::new(
+        form,
+        Dialog::Create {
+            parent: parent.path.clone(),
+            auto_name: name.to_string(),
+        },
+    );
+    check_create(&mut s, model, None);
+    s
+}
+
+/// Checks the create form, as CreateChild will: the P_Key, a free partition and name, the
+/// MTU within the chosen mode's limits. The name follows the P_Key (when `changed` is the
+/// P_Key) until the user edits it; a name the user emptied stays empty to type into.
+fn check_create(s: &mut Session<Dialog>, model: &Model, changed: Option<&str>) {
+    let Dialog::Create { parent, auto_name } = &mut s.kind else {
+        return;
+    };
+    let form = &mut s.form;
+    let Some(parent) = model.ipoib.get(parent.as_str()) else {
+        form.set_error("pkey", Some("the parent interface is gone".into()));
+        return;
+    };
+    let pkey = check::pkey(form.text("pkey")).and_then(|p| {
+        let effective = full_member(p);
+        if parent.pkey == effective {
+            return Err(format!(
+                "{} itself carries {}; a child would join the same partition",
+                parent.name,
+                hex16(effective)
+            ));
+        }
+        match model
+            .ipoib
+            .values()
+            .find(|c| c.is_child() && c.parent == parent.path && c.pkey == effective)
+        {
+            Some(twin) => Err(format!(
+                "{} already has P_Key {} ({} and {} are one partition)",
+                twin.name,
+                hex16(effective),
+                hex16(effective & 0x7fff),
+                hex16(effective)
+            )),
+            None => Ok(p),
+        }
+    });
+    form.set_warning(
+        "pkey",
+        pkey.as_ref().ok().and_then(|p| check::pkey_note(*p)),
+    );
+    let name = form.text("name").to_string();
+    if changed == Some("pkey") && (name.is_empty() || name == *auto_name) {
+        // No default from a P_Key that is not one: a stale name would look like a valid one.
+        let fresh = match &pkey {
+            Ok(p) => default_child_name(&parent.name, *p),
+            Err(_) => String::new(),
+        };
+        form.set_text("name", &fresh);
+        *auto_name = fresh;
+    }
+    form.set_error("pkey", pkey.err());
+    let name = form.text("name").to_string();
+    let name_err = check::netdev_name(&name).err().or_else(|| {
+        names_in_use(model)
+            .contains(&name)
+            .then(|| format!("an interface named {name} exists already"))
+    });
+    form.set_error("name", name_err);
+    let mode = form.choice("mode").unwrap_or("datagram").to_string();
+    let mtu = check::mtu(form.text("mtu"), &mode).err();
+    form.set_error("mtu", mtu);
+}
+
+fn edit_session(model: &Model, iface: &Ipoib) -> Session<Dialog> {
+    let what = if iface.is_child() {
+        format!(
+            "{} (P_Key {}, child of {})",
+            iface.name,
+            hex16(iface.pkey),
+            iface.parent_name
+        )
+    } else {
+        format!("{} ({})", iface.name, port_label(model, iface))
+    };
+    let form = Form::new(format!("IPoIB {}", iface.name), "Apply")
+        .field(Field::info("iface", "Interface", what))
+        .field(Field::choice(
+            "mode",
+            "Mode",
+            mode_options(iface.connected_mode_supported),
+            &iface.mode,
+        ))
+        .field(Field::text("mtu", "MTU", &iface.mtu.to_string(), 6))
+        .field(Field::check("umcast", "Umcast", iface.umcast));
+    let mut s = Session::new(
+        form,
+        Dialog::Edit {
+            path: iface.path.clone(),
+        },
+    );
+    check_edit(&mut s, model);
+    s
+}
+
+/// Whether the edit form's MTU is to be sent: it differs from the interface's, or the mode
+/// changes (which resets the MTU) and the user typed one.
+fn mtu_to_send(form: &Form, iface: &Ipoib) -> bool {
+    let mode_changes = form.choice("mode").is_some_and(|m| m != iface.mode);
+    let text = form.text("mtu");
+    !text.is_empty() && (text != iface.mtu.to_string() || (mode_changes && form.touched("mtu")))
+}
+
+fn check_edit(s: &mut Session<Dialog>, model: &Model) {
+    let Dialog::Edit { path } = &s.kind else {
+        return;
+    };
+    let form = &mut s.form;
+    let Some(iface) = model.ipoib.get(path.as_str()) else {
+        form.set_error("mtu", Some("the interface is gone".into()));
+        return;
+    };
+    let mode = form.choice("mode").unwrap_or("datagram").to_string();
+    let note = (mode != iface.mode).then(|| {
+        if mode == "connected" {
+            "changing the mode resets the MTU (connected: 65520); an MTU typed below is set after"
+        } else {
+            "changing the mode resets the MTU (datagram: the broadcast group's); an MTU typed below is set after"
+        }
+        .to_string()
+    });
+    form.set_warning("mode", note);
+    let err = if mtu_to_send(form, iface) {
+        check::mtu(form.text("mtu"), &mode).err()
+    } else {
+        None
+    };
+    form.set_error("mtu", err);
+}
+
+/// The calls an edit makes, in the order the daemon wants them: mode (which resets the MTU),
+/// then MTU, then umcast; only what differs from the interface now.
+fn edit_calls(form: &Form, iface: &Ipoib) -> Vec<Call> {
+    let mut calls = Vec::new();
+    let path = iface.path.clone();
+    if let Some(mode) = form.choice("mode").filter(|m| *m != iface.mode) {
+        calls.push(Call::SetIpoibMode {
+            path: path.clone(),
+            mode: mode.to_string(),
+        });
+    }
+    if mtu_to_send(form, iface) {
+        let mode = form.choice("mode").unwrap_or("datagram");
+        if let Ok(Some(mtu)) = check::mtu(form.text("mtu"), mode) {
+            calls.push(Call::SetIpoibMtu {
+                path: path.clone(),
+                mtu,
+            });
+        }
+    }
+    let umcast = form.checked("umcast");
+    if umcast != iface.umcast {
+        calls.push(Call::SetIpoibUmcast { path, umcast });
+    }
+    calls
+}
+
+impl IpoibPage {
+    fn selected_row(&self, model: &Model) -> Option<Row> {
+        rows(model).get(self.selected).cloned()
+    }
+
+    /// The port's own interface of the selected row (where a child is created).
+    fn selected_parent<'m>(&self, model: &'m Model) -> Option<&'m Ipoib> {
+        let path = match self.selected_row(model)? {
+            Row::Iface(p) => {
+                let i = model.ipoib.get(&p)?;
+                if i.is_child() {
+                    i.parent.clone()
+                } else {
+                    p
+                }
+            }
+            Row::Absent { parent, .. } => parent,
+        };
+        model.ipoib.get(&path)
+    }
+
+    fn open_create(&mut self, model: &Model) -> Outcome {
+        match self.selected_parent(model) {
+            Some(parent) => {
+                self.session = Some(create_session(model, parent, "", ""));
+                Outcome::Handled
+            }
+            None => Outcome::Message(
+                "No IPoIB interface to make a child of: ib_ipoib makes one per InfiniBand port"
+                    .into(),
+            ),
+        }
+    }
+
+    fn open_selected(&mut self, model: &Model) -> Outcome {
+        match self.selected_row(model) {
+            Some(Row::Iface(p)) => match model.ipoib.get(&p) {
+                Some(i) => {
+                    self.session = Some(edit_session(model, i));
+                    Outcome::Handled
+                }
+                None => Outcome::Ignored,
+            },
+            // A remembered child that is absent is made again through CreateChild.
+            Some(Row::Absent { parent, pkey, name }) => match model.ipoib.get(&parent) {
+                Some(par) => {
+                    self.session = Some(create_session(model, par, &hex16(pkey), &name));
+                    Outcome::Handled
+                }
+                None => Outcome::Ignored,
+            },
+            None => Outcome::Ignored,
+        }
+    }
+
+    fn open_delete(&mut self, model: &Model) -> Outcome {
+        let Some(Row::Iface(p)) = self.selected_row(model) else {
+            return Outcome::Message(
+                "A remembered child that is absent is forgotten by creating it again (Enter) \
+                 and deleting it, or by editing /etc/rdma-manager/ipoib.toml"
+                    .into(),
+            );
+        };
+        let Some(i) = model.ipoib.get(&p) else {
+            return Outcome::Ignored;
+        };
+        if !i.is_child() {
+            return Outcome::Message(format!(
+                "{} belongs to the port's driver: only P_Key children can be deleted",
+                i.name
+            ));
+        }
+        let mut question = vec![format!(
+            "Delete {} (P_Key {}, child of {})?",
+            i.name,
+            hex16(i.pkey),
+            i.parent_name
+        )];
+        if i.persisted {
+            question.push(
+                "rdma-managerd forgets it too: it is not created again at the next start.".into(),
+            );
+        }
+        self.session = Some(Session::new(
+            Form::confirm(format!("Delete {}", i.name), question, "Delete"),
+            Dialog::Delete { path: p },
+        ));
+        Outcome::Handled
+    }
+
+    fn form_key(&mut self, key: KeyEvent, model: &Model) -> Outcome {
+        let Some(s) = &mut self.session else {
+            return Outcome::Ignored;
+        };
+        match s.form.handle_key(key) {
+            FormEvent::Cancel => {
+                self.session = None;
+                Outcome::Handled
+            }
+            FormEvent::Changed(id) => {
+                recheck(s, model, Some(id));
+                Outcome::Handled
+            }
+            FormEvent::Submit => {
+                recheck(s, model, None);
+                if s.form.has_errors() {
+                    s.form.refuse();
+                    return Outcome::Handled;
+                }
+                let calls = match &s.kind {
+                    Dialog::Create { parent, .. } => {
+                        let mode = s.form.choice("mode").unwrap_or("datagram");
+                        let Ok(pkey) = check::pkey(s.form.text("pkey")) else {
+                            return Outcome::Handled;
+                        };
+                        vec![Call::CreateIpoibChild {
+                            parent: parent.clone(),
+                            pkey,
+                            name: s.form.text("name").to_string(),
+                            // Datagram is the kernel's default: only a choice that differs
+                            // is sent (and remembered).
+                            mode: (mode != "datagram").then(|| mode.to_string()),
+                            mtu: check::mtu(s.form.text("mtu"), mode).ok().flatten(),
+                            umcast: s.form.checked("umcast").then_some(true),
+                        }]
+                    }
+                    Dialog::Edit { path } => match model.ipoib.get(path.as_str()) {
+                        Some(i) => edit_calls(&s.form, i),
+                        None => Vec::new(),
+                    },
+                    Dialog::Delete { path } => vec![Call::DeleteIpoib { path: path.clone() }],
+                };
+                if calls.is_empty() {
+                    self.session = None;
+                    return Outcome::Message("Nothing changed.".into());
+                }
+                s.send(calls)
+            }
+            FormEvent::Handled => Outcome::Handled,
+        }
+    }
+}
+
+fn recheck(s: &mut Session<Dialog>, model: &Model, changed: Option<&str>) {
+    match s.kind {
+        Dialog::Create { .. } => check_create(s, model, changed),
+        Dialog::Edit { .. } => check_edit(s, model),
+        Dialog::Delete { .. } => {}
+    }
+}
 
 impl Page for IpoibPage {
     fn id(&self) -> PageId {
         PageId::Ipoib
     }
 
-    fn render(&mut self, frame: &mut Frame, area: Rect, _ctx: &RenderCtx) {
-        frame.render_widget(Paragraph::new("not written yet"), area);
+    fn render(&mut self, frame: &mut Frame, area: Rect, ctx: &RenderCtx) {
+        let model = ctx.model;
+        let t = ctx.theme;
+        let rows = rows(model);
+        if let Some(p) = &self.select_path {
+            if let Some(i) = rows.iter().position(|r| *r == Row::Iface(p.clone())) {
+                self.selected = i;
+                self.select_path = None;
+            }
+        }
+        self.selected = self.selected.min(rows.len().saturating_sub(1));
+        // The details follow the list directly; on a tall screen the rest stays empty.
+        let list_height = (rows.len() as u16 + 2).max(3);
+        let [list, details, _] = Layout::vertical([
+            Constraint::Max(list_height),
+            Constraint::Length(6),
+            Constraint::Min(0),
+        ])
+        .areas(area);
+        render_table(frame, list, model, &rows, self.selected, t);
+        render_details(frame, details, model, rows.get(self.selected), t);
+        if let Some(s) = &self.session {
+            s.form.render(frame, area, t);
+        }
     }
 
-    fn handle_key(&mut self, _key: KeyEvent, _model: &Model) -> Outcome {
-        Outcome::Ignored
+    fn handle_key(&mut self, key: KeyEvent, model: &Model) -> Outcome {
+        if self.session.is_some() {
+            if edit::global_key(&key) {
+                return Outcome::Ignored;
+            }
+            return self.form_key(key, model);
+        }
+        let n = rows(model).len();
+        if let Some(i) = edit::list_key(&key, self.selected, n) {
+            self.selected = i;
+            return Outcome::Handled;
+        }
+        match key.code {
+            KeyCode::Char('n') | KeyCode::Insert => self.open_create(model),
+            KeyCode::Enter | KeyCode::Char('e') => self.open_selected(model),
+            KeyCode::Char('d') | KeyCode::Delete => self.open_delete(model),
+            _ => Outcome::Ignored,
+        }
+    }
+
+    fn focus_port(&mut self, port: &str, model: &Model) {
+        if let Some(i) = rows(model).iter().position(|r| match r {
+            Row::Iface(p) => model
+                .ipoib
+                .get(p)
+                .is_some_and(|i| i.port == port && !i.is_child()),
+            Row::Absent { .. } => false,
+        }) {
+            self.selected = i;
+        }
+    }
+
+    fn call_done(&mut self, call: &Call, result: &Result<CallOutput, CallError>) {
+        let Some(s) = &mut self.session else {
+            return;
+        };
+        if let Answer::Finished(out) = s.answer(call, result) {
+            if let CallOutput::Created(path) = out {
+                self.select_path = Some(path);
+            }
+            self.session = None;
+        }
+    }
+
+    fn next_call(&mut self) -> Option<Call> {
+        self.session.as_mut().and_then(Session::next_call)
+    }
+
+    fn editing(&self) -> bool {
+        self.session.is_some()
+    }
+
+    fn hints(&self) -> Vec<(&'static str, &'static str)> {
+        if self.session.is_some() {
+            return edit::form_hints();
+        }
+        vec![("n", "new child"), ("Enter", "edit"), ("d", "delete")]
+    }
+}
+
+fn render_table(frame: &mut Frame, area: Rect, model: &Model, rows: &[Row], sel: usize, t: Theme) {
+    if rows.is_empty() {
+        frame.render_widget(
+            Paragraph::new(vec![
+                Line::styled("IPoIB interfaces", t.title()),
+                Line::raw(""),
+                Line::raw(
+                    "None. The kernel's ib_ipoib module makes one for every InfiniBand port \
+                     (modprobe ib_ipoib); P_Key children are made from it.",
+                ),
+            ])
+            .wrap(Wrap { trim: true }),
+            area,
+        );
+        return;
+    }
+    let wide = area.width >= 110;
+    let mut header = vec![
+        "Interface",
+        "On",
+        "P_Key",
+        "Mode",
+        "MTU",
+        "umcast",
+        "State",
+        "Remembered",
+    ];
+    let mut widths = vec![
+        Constraint::Length(15),
+        Constraint::Length(13),
+        Constraint::Length(6),
+        Constraint::Length(9),
+        Constraint::Length(5),
+        Constraint::Length(6),
+        Constraint::Length(6),
+        Constraint::Length(10),
+    ];
+    if wide {
+        header.push("Port GUID");
+        widths.push(Constraint::Length(18));
+    }
+    let body: Vec<TableRow> = rows
+        .iter()
+        .map(|r| match r {
+            Row::Iface(p) => match model.ipoib.get(p) {
+                Some(i) => {
+                    let on = if i.is_child() {
+                        i.parent_name.clone()
+                    } else {
+                        port_label(model, i)
+                    };
+                    let mut cells = vec![
+                        Span::raw(i.name.clone()),
+                        Span::raw(on),
+                        Span::raw(hex16(i.pkey)),
+                        Span::raw(i.mode.clone()),
+                        Span::raw(i.mtu.to_string()),
+                        Span::raw(if i.umcast { "on" } else { "off" }),
+                        Span::styled(i.oper_state.clone(), oper_style(&i.oper_state, t)),
+                        Span::raw(if i.persisted { "yes" } else { "no" }),
+                    ];
+                    if wide {
+                        cells.push(Span::raw(i.port_guid.clone()));
+                    }
+                    TableRow::new(cells)
+                }
+                None => TableRow::new(vec![Span::raw("?")]),
+            },
+            Row::Absent { parent, pkey, name } => {
+                let parent_name = model
+                    .ipoib
+                    .get(parent)
+                    .map(|i| i.name.clone())
+                    .unwrap_or_default();
+                TableRow::new(vec![
+                    Span::styled(name.clone(), t.dim()),
+                    Span::styled(parent_name, t.dim()),
+                    Span::styled(hex16(*pkey), t.dim()),
+                    Span::raw(""),
+                    Span::raw(""),
+                    Span::raw(""),
+                    Span::styled("absent", t.warn()),
+                    Span::raw("yes"),
+                ])
+            }
+        })
+        .collect();
+    let [title, table] = Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(area);
+    frame.render_widget(
+        Paragraph::new(Line::styled(
+            format!("IPoIB interfaces ({})", rows.len()),
+            t.title(),
+        )),
+        title,
+    );
+    let table_widget = Table::new(body, widths)
+        .header(TableRow::new(header).style(t.dim()))
+        .row_highlight_style(t.selected())
+        .highlight_symbol("> ");
+    let mut state = TableState::default().with_selected(Some(sel));
+    frame.render_stateful_widget(table_widget, table, &mut state);
+}
+
+fn oper_style(state: &str, t: Theme) -> ratatui::style::Style {
+    match state {
+        "up" => t.good(),
+        "down" | "lowerlayerdown" => t.bad(),
+        _ => t.warn(),
+    }
+}
+
+/// What the list does not show about the selected interface.
+fn render_details(frame: &mut Frame, area: Rect, model: &Model, row: Option<&Row>, t: Theme) {
+    let mut lines: Vec<Line> = Vec::new();
+    for (path, reason) in &model.manager.config_errors {
+        if path.ends_with("ipoib.toml") {
+            lines.push(Line::styled(
+                format!(
+                    "! {path} is unusable ({reason}): IPoIB changes are refused until it is fixed"
+                ),
+                t.bad(),
+            ));
+        }
+    }
+    match row {
+        Some(Row::Iface(p)) => {
+            if let Some(i) = model.ipoib.get(p) {
+                lines.extend(iface_details(model, i, t));
+            }
+        }
+        Some(Row::Absent { pkey, name, .. }) => {
+            lines.push(Line::raw(format!(
+                "{name} (P_Key {}) is remembered but absent: it could not be created again.",
+                hex16(*pkey)
+            )));
+            lines.push(Line::styled(
+                "Enter creates it again; the journal says why it failed.",
+                t.dim(),
+            ));
+        }
+        None => {}
+    }
+    frame.render_widget(
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: true })
+            .block(Block::default().borders(Borders::TOP).border_style(t.dim())),
+        area,
+    );
+}
+
+fn iface_details(model: &Model, i: &Ipoib, t: Theme) -> Vec<Line<'static>> {
+    let mut lines = Vec::new();
+    let role = if i.is_child() {
+        format!(
+            "P_Key child of {} on {}",
+            i.parent_name,
+            port_label(model, i)
+        )
+    } else {
+        format!("the own interface of port {}", port_label(model, i))
+    };
+    lines.push(Line::from(vec![
+        Span::styled(i.name.clone(), t.title()),
+        Span::raw(format!(": {role}, port GUID {}", i.port_guid)),
+    ]));
+    let full = if i.pkey & 0x8000 != 0 {
+        "full member"
+    } else {
+        "limited member"
+    };
+    let cm = if i.connected_mode_supported {
+        "connected mode available"
+    } else {
+        "enhanced IPoIB: no connected mode"
+    };
+    lines.push(Line::raw(format!("P_Key {} ({full}), {cm}", hex16(i.pkey))));
+    if i.persisted {
+        let settings: Vec<String> = i
+            .persisted_settings
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        let what = if settings.is_empty() {
+            "as created".to_string()
+        } else {
+            settings.join(", ")
+        };
+        lines.push(Line::styled(
+            format!("Remembered by rdma-managerd ({what}): applied again at every start."),
+            t.good(),
+        ));
+    } else if i.is_child() {
+        lines.push(Line::styled(
+            "Not remembered: gone after a reboot. A change made here remembers it.",
+            t.warn(),
+        ));
+    } else {
+        lines.push(Line::styled(
+            "Nothing remembered: the driver's defaults after a reboot.",
+            t.dim(),
+        ));
+    }
+    if !i.persisted_children.is_empty() {
+        let kids: Vec<String> = i
+            .persisted_children
+            .iter()
+            .map(|(p, n)| format!("{n} ({})", hex16(*p)))
+            .collect();
+        lines.push(Line::raw(format!(
+            "Remembered children: {}",
+            kids.join(", ")
+        )));
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::demo_model;
+
+    #[test]
+    fn absent_remembered_children_are_listed_after_the_present_ones() {
+        let mut m = demo_model();
+        let parent = "/org/rdmamanager/RdmaManager1/Ipoib/10";
+        if let Some(p) = m.ipoib.get_mut(parent) {
+            p.persisted_children = vec![(0x8002, "ibp59s0f0.8002".into()), (0x0010, "x".into())];
+        }
+        let r = rows(&m);
+        assert_eq!(r.len(), 5, "{r:?}");
+        assert_eq!(
+            r[4],
+            Row::Absent {
+                parent: parent.into(),
+                pkey: 0x0010,
+                name: "x".into()
+            }
+        );
     }
 }

@@ -97,6 +97,13 @@ pub trait Page {
     /// The answer to a call this page asked for. A form that failed keeps what was typed.
     fn call_done(&mut self, _call: &Call, _result: &Result<CallOutput, CallError>) {}
 
+    /// The next call to make, asked right after each answer this page got: a form that changes
+    /// several settings sends them one after the other, each once the one before succeeded,
+    /// and a page refreshes what a change made stale.
+    fn next_call(&mut self) -> Option<Call> {
+        None
+    }
+
     /// True while a text field has the keyboard: letters (even `q`) go to it.
     fn editing(&self) -> bool {
         false

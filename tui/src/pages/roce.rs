@@ -1,26 +1,373 @@
-//! (placeholder until this page is written)
+//! The RoCE page: rdma_cm's defaults of every RoCE port (the RoCE version and type of service
+//! of connections made through rdma_cm), with a form to change them.
 
-use crossterm::event::KeyEvent;
-use ratatui::layout::Rect;
-use ratatui::widgets::Paragraph;
+use crossterm::event::{KeyCode, KeyEvent};
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph, Row as TableRow, Table, TableState, Wrap};
 use ratatui::Frame;
 
 use super::{Outcome, Page, PageId, RenderCtx};
-use crate::model::Model;
+use crate::check;
+use crate::client::{Call, CallError, CallOutput};
+use crate::edit::{self, Answer, Session};
+use crate::form::{ChoiceOption, Field, Form, FormEvent};
+use crate::model::{Model, Port};
+use crate::theme::Theme;
+
+/// RoCE versions, as the API names them, and the GID type each needs.
+const MODES: [(&str, &str); 2] = [("v1", "IB/RoCE v1"), ("v2", "RoCE v2")];
+
+#[derive(Debug)]
+struct Edit {
+    port: String,
+}
 
 #[derive(Debug, Default)]
-pub struct RocePage {}
+pub struct RocePage {
+    selected: usize,
+    session: Option<Session<Edit>>,
+}
+
+/// RoCE ports: Ethernet ports that are not iWARP (rdma_cm's RoCE defaults do not apply to
+/// iWARP).
+fn roce_ports(model: &Model) -> Vec<&Port> {
+    model
+        .ports_in_order()
+        .into_iter()
+        .filter(|p| p.link_layer == "Ethernet")
+        .filter(|p| {
+            model
+                .device_of(p)
+                .is_none_or(|d| d.kind != "siw" && d.protocol != "iw")
+        })
+        .collect()
+}
+
+fn port_label(p: &Port) -> String {
+    format!("{}/{}", p.device_name, p.number)
+}
+
+fn edit_session(port: &Port) -> Session<Edit> {
+    let options = MODES
+        .iter()
+        .map(|(m, gid_type)| {
+            let o = ChoiceOption::new(*m, format!("RoCE {m}"));
+            if port.roce_modes.iter().any(|s| s == m) {
+                o
+            } else {
+                o.disabled(format!("the GID table has no {gid_type} entries"))
+            }
+        })
+        .collect();
+    let netdev = if port.netdev.is_empty() {
+        String::new()
+    } else {
+        format!(" over {}", port.netdev)
+    };
+    let form = Form::new(format!("RoCE defaults of {}", port_label(port)), "Apply")
+        .field(Field::info(
+            "port",
+            "Port",
+            format!("{}{netdev}", port_label(port)),
+        ))
+        .field(
+            Field::choice("mode", "Version", options, &port.roce_mode)
+                .with_note("both ends of a connection must use the same version"),
+        )
+        .field(
+            Field::text("tos", "ToS", &port.roce_tos.to_string(), 3)
+                .with_note("0 to 255: DSCP x 4 + ECN (106: DSCP 26, ECN-capable)"),
+        );
+    let mut s = Session::new(
+        form,
+        Edit {
+            port: port.path.clone(),
+        },
+    );
+    check_edit(&mut s.form);
+    s
+}
+
+fn check_edit(form: &mut Form) {
+    let err = check::tos(form.text("tos")).err();
+    form.set_error("tos", err);
+}
+
+/// The calls an edit makes: only what differs from the port now, the version first.
+fn edit_calls(form: &Form, port: &Port) -> Vec<Call> {
+    let mut calls = Vec::new();
+    if let Some(mode) = form.choice("mode") {
+        // A version the port lacks is never sent (the choice cannot select it, but a port
+        // whose modes are unreadable starts on one).
+        if mode != port.roce_mode && port.roce_modes.iter().any(|m| m == mode) {
+            calls.push(Call::SetRoceMode {
+                port: port.path.clone(),
+                mode: mode.to_string(),
+            });
+        }
+    }
+    if let Ok(tos) = check::tos(form.text("tos")) {
+        if tos != port.roce_tos {
+            calls.push(Call::SetRoceTos {
+                port: port.path.clone(),
+                tos,
+            });
+        }
+    }
+    calls
+}
+
+impl RocePage {
+    fn form_key(&mut self, key: KeyEvent, model: &Model) -> Outcome {
+        let Some(s) = &mut self.session else {
+            return Outcome::Ignored;
+        };
+        match s.form.handle_key(key) {
+            FormEvent::Cancel => {
+                self.session = None;
+                Outcome::Handled
+            }
+            FormEvent::Changed(_) => {
+                check_edit(&mut s.form);
+                Outcome::Handled
+            }
+            FormEvent::Submit => {
+                check_edit(&mut s.form);
+                if s.form.has_errors() {
+                    s.form.refuse();
+                    return Outcome::Handled;
+                }
+                let calls = match model.ports.get(&s.kind.port) {
+                    Some(p) => edit_calls(&s.form, p),
+                    None => Vec::new(),
+                };
+                if calls.is_empty() {
+                    self.session = None;
+                    return Outcome::Message("Nothing changed.".into());
+                }
+                s.send(calls)
+            }
+            FormEvent::Handled => Outcome::Handled,
+        }
+    }
+}
 
 impl Page for RocePage {
     fn id(&self) -> PageId {
         PageId::Roce
     }
 
-    fn render(&mut self, frame: &mut Frame, area: Rect, _ctx: &RenderCtx) {
-        frame.render_widget(Paragraph::new("not written yet"), area);
+    fn render(&mut self, frame: &mut Frame, area: Rect, ctx: &RenderCtx) {
+        let model = ctx.model;
+        let t = ctx.theme;
+        let ports = roce_ports(model);
+        self.selected = self.selected.min(ports.len().saturating_sub(1));
+        let list_height = (ports.len() as u16 + 2).max(3);
+        let [list, details, _] = Layout::vertical([
+            Constraint::Max(list_height),
+            Constraint::Length(7),
+            Constraint::Min(0),
+        ])
+        .areas(area);
+        if ports.is_empty() {
+            frame.render_widget(
+                Paragraph::new(vec![
+                    Line::styled("RoCE ports", t.title()),
+                    Line::raw(""),
+                    Line::raw(
+                        "None. RoCE ports are the Ethernet ports of RDMA devices (a ConnectX \
+                         port in Ethernet mode, Soft-RoCE); InfiniBand ports have no RoCE \
+                         settings.",
+                    ),
+                ])
+                .wrap(Wrap { trim: true }),
+                area,
+            );
+        } else {
+            render_table(frame, list, &ports, self.selected, t);
+            render_details(frame, details, model, ports.get(self.selected).copied(), t);
+        }
+        if let Some(s) = &self.session {
+            s.form.render(frame, area, t);
+        }
     }
 
-    fn handle_key(&mut self, _key: KeyEvent, _model: &Model) -> Outcome {
-        Outcome::Ignored
+    fn handle_key(&mut self, key: KeyEvent, model: &Model) -> Outcome {
+        if self.session.is_some() {
+            if edit::global_key(&key) {
+                return Outcome::Ignored;
+            }
+            return self.form_key(key, model);
+        }
+        let ports = roce_ports(model);
+        if let Some(i) = edit::list_key(&key, self.selected, ports.len()) {
+            self.selected = i;
+            return Outcome::Handled;
+        }
+        match key.code {
+            KeyCode::Enter | KeyCode::Char('e') => match ports.get(self.selected) {
+                Some(p) => {
+                    self.session = Some(edit_session(p));
+                    Outcome::Handled
+                }
+                None => Outcome::Message("No RoCE port to change.".into()),
+            },
+            _ => Outcome::Ignored,
+        }
+    }
+
+    fn focus_port(&mut self, port: &str, model: &Model) {
+        if let Some(i) = roce_ports(model).iter().position(|p| p.path == port) {
+            self.selected = i;
+        }
+    }
+
+    fn call_done(&mut self, call: &Call, result: &Result<CallOutput, CallError>) {
+        let Some(s) = &mut self.session else {
+            return;
+        };
+        if let Answer::Finished(_) = s.answer(call, result) {
+            self.session = None;
+        }
+    }
+
+    fn next_call(&mut self) -> Option<Call> {
+        self.session.as_mut().and_then(Session::next_call)
+    }
+
+    fn editing(&self) -> bool {
+        self.session.is_some()
+    }
+
+    fn hints(&self) -> Vec<(&'static str, &'static str)> {
+        if self.session.is_some() {
+            return edit::form_hints();
+        }
+        vec![("Enter", "change version/ToS")]
+    }
+}
+
+fn render_table(frame: &mut Frame, area: Rect, ports: &[&Port], sel: usize, t: Theme) {
+    let header = vec![
+        "Port",
+        "Netdev",
+        "State",
+        "Version",
+        "Supported",
+        "ToS",
+        "Remembered",
+    ];
+    let widths = vec![
+        Constraint::Length(14),
+        Constraint::Length(15),
+        Constraint::Length(8),
+        Constraint::Length(7),
+        Constraint::Length(9),
+        Constraint::Length(4),
+        Constraint::Length(10),
+    ];
+    let body: Vec<TableRow> = ports
+        .iter()
+        .map(|p| {
+            let mode = if p.roce_mode.is_empty() {
+                Span::styled("?", t.warn())
+            } else {
+                Span::raw(p.roce_mode.clone())
+            };
+            TableRow::new(vec![
+                Span::raw(port_label(p)),
+                Span::raw(p.netdev.clone()),
+                Span::styled(p.state.clone(), t.port_state(&p.state)),
+                mode,
+                Span::raw(p.roce_modes.join(" ")),
+                Span::raw(p.roce_tos.to_string()),
+                Span::raw(if p.roce_persisted { "yes" } else { "no" }),
+            ])
+        })
+        .collect();
+    let [title, table] = Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(area);
+    frame.render_widget(
+        Paragraph::new(Line::styled(
+            format!("RoCE ports: rdma_cm defaults ({})", ports.len()),
+            t.title(),
+        )),
+        title,
+    );
+    let mut state = TableState::default().with_selected(Some(sel));
+    frame.render_stateful_widget(
+        Table::new(body, widths)
+            .header(TableRow::new(header).style(t.dim()))
+            .row_highlight_style(t.selected())
+            .highlight_symbol("> "),
+        table,
+        &mut state,
+    );
+}
+
+fn render_details(frame: &mut Frame, area: Rect, model: &Model, port: Option<&Port>, t: Theme) {
+    let mut lines: Vec<Line> = Vec::new();
+    for (path, reason) in &model.manager.config_errors {
+        if path.ends_with("roce.toml") {
+            lines.push(Line::styled(
+                format!("! {path} is unusable ({reason}): changes are refused until it is fixed"),
+                t.bad(),
+            ));
+        }
+    }
+    if let Some(p) = port {
+        let mode = if p.roce_mode.is_empty() {
+            "unknown".to_string()
+        } else {
+            format!("RoCE {}", p.roce_mode)
+        };
+        lines.push(Line::from(vec![
+            Span::styled(port_label(p), t.title()),
+            Span::raw(format!(
+                ": connections through rdma_cm use {mode}, ToS {}",
+                p.roce_tos
+            )),
+        ]));
+        if let Some(why) = p.unreadable.get("RoceMode") {
+            lines.push(Line::styled(
+                format!("! RoCE mode unreadable: {why}"),
+                t.bad(),
+            ));
+        }
+        if p.roce_persisted {
+            lines.push(Line::styled(
+                "Remembered by rdma-managerd: written back at start and when the device appears.",
+                t.good(),
+            ));
+        } else {
+            lines.push(Line::styled(
+                "Not remembered: the kernel's defaults after a reboot or a driver reload.",
+                t.dim(),
+            ));
+        }
+    }
+    lines.push(Line::styled(
+        "Both ends of a connection must use the same RoCE version. Applications that choose \
+         their GID themselves are not affected.",
+        t.dim(),
+    ));
+    frame.render_widget(
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: true })
+            .block(Block::default().borders(Borders::TOP).border_style(t.dim())),
+        area,
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::demo_model;
+
+    #[test]
+    fn roce_ports_are_the_ethernet_ones() {
+        let m = demo_model();
+        let labels: Vec<String> = roce_ports(&m).iter().map(|p| port_label(p)).collect();
+        assert_eq!(labels, vec!["mlx4_1/2", "mlx5_1/1", "rxe0/1"]);
     }
 }

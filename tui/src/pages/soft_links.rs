@@ -1,26 +1,572 @@
-//! (placeholder until this page is written)
+//! The soft links page: Soft-RoCE (rxe) and Soft-iWARP (siw) devices, present and
+//! remembered, with a form to add one over an Ethernet interface (`rdma link add`) and a
+//! confirmation to remove one (`rdma link delete`, and forgotten).
 
-use crossterm::event::KeyEvent;
-use ratatui::layout::Rect;
-use ratatui::widgets::Paragraph;
+use std::collections::BTreeSet;
+
+use crossterm::event::{KeyCode, KeyEvent};
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph, Row as TableRow, Table, TableState, Wrap};
 use ratatui::Frame;
 
 use super::{Outcome, Page, PageId, RenderCtx};
-use crate::model::Model;
+use crate::check;
+use crate::client::{Call, CallError, CallOutput};
+use crate::edit::{self, Answer, Session};
+use crate::form::{ChoiceOption, Field, Form, FormEvent};
+use crate::model::{Device, Model};
+use crate::theme::Theme;
+
+/// The kinds of soft devices.
+const SOFT_KINDS: [&str; 2] = ["rxe", "siw"];
+
+fn is_soft(d: &Device) -> bool {
+    SOFT_KINDS.contains(&d.kind.as_str())
+}
+
+/// One line of the list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Row {
+    /// A present soft device (object path).
+    Device(String),
+    /// A remembered link that is not present: its name.
+    Absent(String),
+}
+
+#[derive(Debug)]
+enum Dialog {
+    /// Add a link; `auto_name` is the name last filled in from the type, which the name
+    /// follows until the user edits it.
+    Add {
+        auto_name: String,
+    },
+    Remove {
+        name: String,
+    },
+}
 
 #[derive(Debug, Default)]
-pub struct SoftLinksPage {}
+pub struct SoftLinksPage {
+    selected: usize,
+    /// A device to select as soon as the model has it (a link just added).
+    select_path: Option<String>,
+    session: Option<Session<Dialog>>,
+}
+
+fn rows(model: &Model) -> Vec<Row> {
+    let present: Vec<&Device> = model
+        .devices_in_order()
+        .into_iter()
+        .filter(|d| is_soft(d))
+        .collect();
+    let mut out: Vec<Row> = present
+        .iter()
+        .map(|d| Row::Device(d.path.clone()))
+        .collect();
+    for l in &model.manager.soft_links {
+        if !present.iter().any(|d| d.name == l.name) {
+            out.push(Row::Absent(l.name.clone()));
+        }
+    }
+    out
+}
+
+/// Ethernet interfaces an rxe or siw can run over, as far as the model knows them (the bus
+/// publishes no list of all interfaces: the form also takes any typed name).
+pub fn netdev_candidates(model: &Model) -> Vec<String> {
+    let ipoib: BTreeSet<&str> = model.ipoib.values().map(|i| i.name.as_str()).collect();
+    let mut ib_netdevs: BTreeSet<&str> = ipoib.clone();
+    for p in model.ports.values().filter(|p| p.is_infiniband()) {
+        ib_netdevs.insert(p.netdev.as_str());
+    }
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    let mut add = |n: &str| {
+        if !n.is_empty() && !ib_netdevs.contains(n) && seen.insert(n.to_string()) {
+            out.push(n.to_string());
+        }
+    };
+    for d in model.devices_in_order() {
+        add(&d.parent_netdev);
+    }
+    for p in model.ports_in_order() {
+        if p.is_infiniband() {
+            continue;
+        }
+        add(&p.netdev);
+        for g in &p.gids {
+            add(&g.netdev);
+        }
+    }
+    for d in model.devices_in_order() {
+        for n in &d.netdevs {
+            add(n);
+        }
+    }
+    out
+}
+
+/// The soft device of `kind` over `netdev`, if any.
+fn soft_on<'m>(model: &'m Model, netdev: &str, kind: Option<&str>) -> Option<&'m Device> {
+    model
+        .devices
+        .values()
+        .find(|d| is_soft(d) && d.parent_netdev == netdev && kind.is_none_or(|k| d.kind == k))
+}
+
+/// The first `<kind><N>` that no device and no remembered link has.
+fn free_name(model: &Model, kind: &str) -> String {
+    let taken = |n: &str| {
+        model.devices.values().any(|d| d.name == n)
+            || model.manager.soft_links.iter().any(|l| l.name == n)
+    };
+    (0..)
+        .map(|i| format!("{kind}{i}"))
+        .find(|n| !taken(n))
+        .unwrap_or_else(|| format!("{kind}0"))
+}
+
+fn add_session(model: &Model) -> Session<Dialog> {
+    let candidates = netdev_candidates(model);
+    // First an interface without a soft device: the kernel allows one rxe per interface.
+    let netdev = candidates
+        .iter()
+        .find(|n| soft_on(model, n, None).is_none())
+        .or(candidates.first())
+        .cloned()
+        .unwrap_or_default();
+    let name = free_name(model, "rxe");
+    let form = Form::new("Add a soft RDMA link", "Add")
+        .field(Field::choice(
+            "kind",
+            "Type",
+            vec![
+                ChoiceOption::new("rxe", "rxe (Soft-RoCE)"),
+                ChoiceOption::new("siw", "siw (Soft-iWARP)"),
+            ],
+            "rxe",
+        ))
+        .field(
+            Field::text("netdev", "Netdev", &netdev, 20)
+                .placeholder("an Ethernet interface")
+                .suggestions(candidates),
+        )
+        .field(Field::text("name", "Name", &name, 64));
+    let mut s = Session::new(form, Dialog::Add { auto_name: name });
+    check_add(&mut s, model, None);
+    s
+}
+
+/// Checks the add form as AddSoftLink will, and what the kernel would refuse that the model
+/// can tell: a name in use, an interface that already carries a device of that type. The
+/// name follows the type (when `changed` is the type) until the user edits it.
+fn check_add(s: &mut Session<Dialog>, model: &Model, changed: Option<&str>) {
+    let Dialog::Add { auto_name } = &mut s.kind else {
+        return;
+    };
+    let form = &mut s.form;
+    let kind = form.choice("kind").unwrap_or("rxe").to_string();
+    let name = form.text("name").to_string();
+    if changed == Some("kind") && (name.is_empty() || name == *auto_name) {
+        let fresh = free_name(model, &kind);
+        form.set_text("name", &fresh);
+        *auto_name = fresh;
+    }
+    let name = form.text("name").to_string();
+    let name_err = check::rdma_name(&name).err().or_else(|| {
+        model
+            .devices
+            .values()
+            .any(|d| d.name == name)
+            .then(|| format!("an RDMA device named {name} exists already"))
+    });
+    form.set_error("name", name_err);
+    let remembered = model
+        .manager
+        .soft_links
+        .iter()
+        .find(|l| l.name == name && !model.devices.values().any(|d| d.name == name));
+    form.set_warning(
+        "name",
+        remembered.map(|l| {
+            format!(
+                "{name} is remembered over {}; adding replaces that entry",
+                l.netdev
+            )
+        }),
+    );
+    let netdev = form.text("netdev").to_string();
+    let netdev_err = if netdev.is_empty() {
+        Some("give the Ethernet interface to run over (Space: the ones known)".to_string())
+    } else {
+        check::netdev_name(&netdev).err().or_else(|| {
+            if model.ipoib.values().any(|i| i.name == netdev) {
+                Some(format!(
+                    "{netdev} is an IPoIB interface; {kind} runs over Ethernet"
+                ))
+            } else {
+                soft_on(model, &netdev, Some(&kind))
+                    .map(|d| format!("{netdev} already carries {} ({kind})", d.name))
+            }
+        })
+    };
+    form.set_error("netdev", netdev_err);
+    let hw = model
+        .devices
+        .values()
+        .find(|d| !is_soft(d) && d.netdevs.contains(&netdev));
+    let note = match hw {
+        Some(d) => Some(format!(
+            "{netdev} belongs to {}, which does RDMA in hardware already",
+            d.name
+        )),
+        None if !netdev.is_empty() && !netdev_candidates(model).contains(&netdev) => Some(format!(
+            "{netdev} is not among the interfaces known here; the daemon checks it"
+        )),
+        None => None,
+    };
+    form.set_warning("netdev", note);
+}
+
+impl SoftLinksPage {
+    fn selected_row(&self, model: &Model) -> Option<Row> {
+        rows(model).get(self.selected).cloned()
+    }
+
+    fn open_remove(&mut self, model: &Model) -> Outcome {
+        let (name, question) = match self.selected_row(model) {
+            Some(Row::Device(p)) => {
+                let Some(d) = model.devices.get(&p) else {
+                    return Outcome::Ignored;
+                };
+                let mut q = vec![format!(
+                    "Remove {} ({} over {})? This is rdma link delete {}.",
+                    d.name, d.kind, d.parent_netdev, d.name
+                )];
+                if model.manager.soft_links.iter().any(|l| l.name == d.name) {
+                    q.push("rdma-managerd forgets it too: it is not added again at start.".into());
+                }
+                (d.name.clone(), q)
+            }
+            Some(Row::Absent(name)) => {
+                let over = model
+                    .manager
+                    .soft_links
+                    .iter()
+                    .find(|l| l.name == name)
+                    .map(|l| format!(" ({} over {})", l.kind, l.netdev))
+                    .unwrap_or_default();
+                (
+                    name.clone(),
+                    vec![format!(
+                        "Forget {name}{over}? It is not present: rdma-managerd only stops \
+                         adding it again."
+                    )],
+                )
+            }
+            None => return Outcome::Ignored,
+        };
+        self.session = Some(Session::new(
+            Form::confirm(format!("Remove {name}"), question, "Remove"),
+            Dialog::Remove { name },
+        ));
+        Outcome::Handled
+    }
+
+    fn form_key(&mut self, key: KeyEvent, model: &Model) -> Outcome {
+        let Some(s) = &mut self.session else {
+            return Outcome::Ignored;
+        };
+        match s.form.handle_key(key) {
+            FormEvent::Cancel => {
+                self.session = None;
+                Outcome::Handled
+            }
+            FormEvent::Changed(id) => {
+                check_add(s, model, Some(id));
+                Outcome::Handled
+            }
+            FormEvent::Submit => {
+                check_add(s, model, None);
+                if s.form.has_errors() {
+                    s.form.refuse();
+                    return Outcome::Handled;
+                }
+                let call = match &s.kind {
+                    Dialog::Add { .. } => Call::AddSoftLink {
+                        name: s.form.text("name").to_string(),
+                        kind: s.form.choice("kind").unwrap_or("rxe").to_string(),
+                        netdev: s.form.text("netdev").to_string(),
+                    },
+                    Dialog::Remove { name } => Call::RemoveSoftLink { name: name.clone() },
+                };
+                s.send(vec![call])
+            }
+            FormEvent::Handled => Outcome::Handled,
+        }
+    }
+}
 
 impl Page for SoftLinksPage {
     fn id(&self) -> PageId {
         PageId::SoftLinks
     }
 
-    fn render(&mut self, frame: &mut Frame, area: Rect, _ctx: &RenderCtx) {
-        frame.render_widget(Paragraph::new("not written yet"), area);
+    fn render(&mut self, frame: &mut Frame, area: Rect, ctx: &RenderCtx) {
+        let model = ctx.model;
+        let t = ctx.theme;
+        let rows = rows(model);
+        if let Some(p) = &self.select_path {
+            if let Some(i) = rows.iter().position(|r| *r == Row::Device(p.clone())) {
+                self.selected = i;
+                self.select_path = None;
+            }
+        }
+        self.selected = self.selected.min(rows.len().saturating_sub(1));
+        let list_height = (rows.len() as u16 + 2).max(3);
+        let [list, details, _] = Layout::vertical([
+            Constraint::Max(list_height),
+            Constraint::Length(7),
+            Constraint::Min(0),
+        ])
+        .areas(area);
+        render_table(frame, list, model, &rows, self.selected, t);
+        render_details(frame, details, model, rows.get(self.selected), t);
+        if let Some(s) = &self.session {
+            s.form.render(frame, area, t);
+        }
     }
 
-    fn handle_key(&mut self, _key: KeyEvent, _model: &Model) -> Outcome {
-        Outcome::Ignored
+    fn handle_key(&mut self, key: KeyEvent, model: &Model) -> Outcome {
+        if self.session.is_some() {
+            if edit::global_key(&key) {
+                return Outcome::Ignored;
+            }
+            return self.form_key(key, model);
+        }
+        let n = rows(model).len();
+        if let Some(i) = edit::list_key(&key, self.selected, n) {
+            self.selected = i;
+            return Outcome::Handled;
+        }
+        match key.code {
+            KeyCode::Char('a') | KeyCode::Insert => {
+                self.session = Some(add_session(model));
+                Outcome::Handled
+            }
+            KeyCode::Char('d') | KeyCode::Delete => self.open_remove(model),
+            KeyCode::Enter => match self.selected_row(model) {
+                Some(Row::Device(p)) => match model.devices.get(&p).and_then(|d| d.ports.first()) {
+                    Some(port) => Outcome::ShowPort(PageId::Detail, port.clone()),
+                    None => Outcome::Ignored,
+                },
+                _ => Outcome::Ignored,
+            },
+            _ => Outcome::Ignored,
+        }
+    }
+
+    fn call_done(&mut self, call: &Call, result: &Result<CallOutput, CallError>) {
+        let Some(s) = &mut self.session else {
+            return;
+        };
+        if let Answer::Finished(out) = s.answer(call, result) {
+            if let CallOutput::Created(path) = out {
+                self.select_path = Some(path);
+            }
+            self.session = None;
+        }
+    }
+
+    fn next_call(&mut self) -> Option<Call> {
+        self.session.as_mut().and_then(Session::next_call)
+    }
+
+    fn editing(&self) -> bool {
+        self.session.is_some()
+    }
+
+    fn hints(&self) -> Vec<(&'static str, &'static str)> {
+        if self.session.is_some() {
+            return edit::form_hints();
+        }
+        vec![("a", "add"), ("d", "remove"), ("Enter", "port")]
+    }
+}
+
+fn render_table(frame: &mut Frame, area: Rect, model: &Model, rows: &[Row], sel: usize, t: Theme) {
+    if rows.is_empty() {
+        frame.render_widget(
+            Paragraph::new(vec![
+                Line::styled("Soft RDMA links", t.title()),
+                Line::raw(""),
+                Line::raw(
+                    "None. a adds Soft-RoCE (rxe) or Soft-iWARP (siw) over an Ethernet \
+                     interface, as rdma link add rxe0 type rxe netdev eth0 does.",
+                ),
+            ])
+            .wrap(Wrap { trim: true }),
+            area,
+        );
+        return;
+    }
+    let wide = area.width >= 100;
+    let mut header = vec!["Name", "Type", "Netdev", "Port state", "Remembered"];
+    let mut widths = vec![
+        Constraint::Length(15),
+        Constraint::Length(4),
+        Constraint::Length(15),
+        Constraint::Length(12),
+        Constraint::Length(10),
+    ];
+    if wide {
+        header.push("Node GUID");
+        widths.push(Constraint::Length(18));
+    }
+    let remembered = |name: &str| model.manager.soft_links.iter().any(|l| l.name == name);
+    let body: Vec<TableRow> = rows
+        .iter()
+        .map(|r| match r {
+            Row::Device(p) => match model.devices.get(p) {
+                Some(d) => {
+                    let states: Vec<String> =
+                        model.ports_of(d).iter().map(|p| p.state.clone()).collect();
+                    let state = states.join(",");
+                    let mut cells = vec![
+                        Span::raw(d.name.clone()),
+                        Span::raw(d.kind.clone()),
+                        Span::raw(d.parent_netdev.clone()),
+                        Span::styled(
+                            state.clone(),
+                            t.port_state(states.first().map(String::as_str).unwrap_or("")),
+                        ),
+                        Span::raw(if remembered(&d.name) { "yes" } else { "no" }),
+                    ];
+                    if wide {
+                        cells.push(Span::raw(d.node_guid.clone()));
+                    }
+                    TableRow::new(cells)
+                }
+                None => TableRow::new(vec![Span::raw("?")]),
+            },
+            Row::Absent(name) => {
+                let l = model.manager.soft_links.iter().find(|l| l.name == *name);
+                TableRow::new(vec![
+                    Span::styled(name.clone(), t.dim()),
+                    Span::styled(l.map(|l| l.kind.clone()).unwrap_or_default(), t.dim()),
+                    Span::styled(l.map(|l| l.netdev.clone()).unwrap_or_default(), t.dim()),
+                    Span::styled("absent", t.warn()),
+                    Span::raw("yes"),
+                ])
+            }
+        })
+        .collect();
+    let [title, table] = Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(area);
+    frame.render_widget(
+        Paragraph::new(Line::styled(
+            format!("Soft RDMA links ({})", rows.len()),
+            t.title(),
+        )),
+        title,
+    );
+    let mut state = TableState::default().with_selected(Some(sel));
+    frame.render_stateful_widget(
+        Table::new(body, widths)
+            .header(TableRow::new(header).style(t.dim()))
+            .row_highlight_style(t.selected())
+            .highlight_symbol("> "),
+        table,
+        &mut state,
+    );
+}
+
+fn render_details(frame: &mut Frame, area: Rect, model: &Model, row: Option<&Row>, t: Theme) {
+    let mut lines: Vec<Line> = Vec::new();
+    for (path, reason) in &model.manager.config_errors {
+        if path.ends_with("soft-links.toml") {
+            lines.push(Line::styled(
+                format!("! {path} is unusable ({reason}): changes are refused until it is fixed"),
+                t.bad(),
+            ));
+        }
+    }
+    match row {
+        Some(Row::Device(p)) => {
+            if let Some(d) = model.devices.get(p) {
+                let what = if d.kind == "siw" {
+                    "Soft-iWARP"
+                } else {
+                    "Soft-RoCE"
+                };
+                lines.push(Line::from(vec![
+                    Span::styled(d.name.clone(), t.title()),
+                    Span::raw(format!(
+                        ": {what} ({}) over {}, node GUID {}",
+                        d.kind, d.parent_netdev, d.node_guid
+                    )),
+                ]));
+                if model.manager.soft_links.iter().any(|l| l.name == d.name) {
+                    lines.push(Line::styled(
+                        "Remembered by rdma-managerd: added again at start and whenever its interface appears.",
+                        t.good(),
+                    ));
+                } else {
+                    lines.push(Line::styled(
+                        "Not remembered (made by hand): gone after a reboot.",
+                        t.warn(),
+                    ));
+                }
+            }
+        }
+        Some(Row::Absent(name)) => {
+            if let Some(l) = model.manager.soft_links.iter().find(|l| l.name == *name) {
+                lines.push(Line::raw(format!(
+                    "{} ({} over {}) is remembered but absent: {} is missing, carries another \
+                     soft device, or the link was deleted by hand. d forgets it.",
+                    l.name, l.kind, l.netdev, l.netdev
+                )));
+            }
+        }
+        None => {}
+    }
+    lines.push(Line::styled(
+        "rxe: RoCE v2 over any Ethernet interface. siw: iWARP over TCP. Both need the peer to \
+         speak the same protocol.",
+        t.dim(),
+    ));
+    frame.render_widget(
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: true })
+            .block(Block::default().borders(Borders::TOP).border_style(t.dim())),
+        area,
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::demo_model;
+    use crate::model::SoftLink;
+
+    #[test]
+    fn candidates_are_ethernet_interfaces_only() {
+        let m = demo_model();
+        let c = netdev_candidates(&m);
+        assert_eq!(c, vec!["eth0", "enp4s0d1", "enp59s0f1np1"], "{c:?}");
+    }
+
+    #[test]
+    fn free_names_skip_devices_and_remembered_links() {
+        let mut m = demo_model();
+        assert_eq!(free_name(&m, "rxe"), "rxe1");
+        assert_eq!(free_name(&m, "siw"), "siw0");
+        m.manager.soft_links.push(SoftLink {
+            name: "rxe1".into(),
+            kind: "rxe".into(),
+            netdev: "eth9".into(),
+        });
+        assert_eq!(free_name(&m, "rxe"), "rxe2");
+        assert_eq!(rows(&m).last(), Some(&Row::Absent("rxe1".into())));
     }
 }

@@ -1,0 +1,153 @@
+//! The service's rules for what a user types, checked in the form before anything is sent.
+//!
+//! The checks are rdma-managerd's own functions (the client links the daemon's model crate for
+//! `--demo` anyway), so a value the form accepts is one the daemon's argument check accepts
+//! too; only the sentences are shorter, to fit under a field.
+
+use rdma_managerd::model::ipoib::{
+    check_mtu, validate_pkey, IpoibError, CONNECTED_MAX_MTU, CONNECTED_MIN_MTU, DATAGRAM_MAX_MTU,
+    DATAGRAM_MIN_MTU, PKEY_FULL_MEMBER,
+};
+use rdma_managerd::model::names::{validate_netdev_name, validate_rdma_name};
+use rdma_managerd::model::IpoibMode;
+
+/// A P_Key as typed: 1 to 4 hex digits, `0x` optional (`8002`, `0x8002`).
+pub fn pkey(text: &str) -> Result<u16, String> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Err("give the P_Key in hex, e.g. 8002 (0x is optional)".into());
+    }
+    let hex = t
+        .strip_prefix("0x")
+        .or_else(|| t.strip_prefix("0X"))
+        .unwrap_or(t);
+    if hex.is_empty() || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(format!(
+            "{t:?} is not hexadecimal; a P_Key is 0x0001 to 0xffff, e.g. 8002"
+        ));
+    }
+    let value = u32::from_str_radix(hex, 16)
+        .map_err(|_| format!("{t} does not fit in 16 bits; P_Keys are 0x0001 to 0xffff"))?;
+    validate_pkey(value).map_err(|e| match e {
+        IpoibError::PkeyZero => "0x0000 is the invalid P_Key; give 0x0001 to 0x7fff, with or \
+                                 without the full-membership bit 0x8000"
+            .to_string(),
+        IpoibError::PkeyFullMemberOnly => "0x8000 is the full-membership bit alone (partition \
+                                           0, invalid); give 0x8001 to 0xffff"
+            .to_string(),
+        IpoibError::PkeyTooLarge(v) => {
+            format!("{v:#x} does not fit in 16 bits; P_Keys are 0x0001 to 0xffff")
+        }
+        other => other.to_string(),
+    })
+}
+
+/// What to know about a valid P_Key before using it: the kernel sets the full-membership bit.
+pub fn pkey_note(pkey: u16) -> Option<String> {
+    (pkey & PKEY_FULL_MEMBER == 0).then(|| {
+        format!(
+            "the full-membership bit is clear: the kernel sets it, so the child's P_Key reads \
+             {:#06x} (the default name keeps {pkey:04x} as given)",
+            pkey | PKEY_FULL_MEMBER
+        )
+    })
+}
+
+/// A network interface name, as `CreateChild` and `SetIpoibName` check it.
+pub fn netdev_name(name: &str) -> Result<(), String> {
+    validate_netdev_name(name).map_err(|e| e.to_string())
+}
+
+/// An RDMA device name, as `AddSoftLink`, `SetRdmaFixedName` and `Rename` check it.
+pub fn rdma_name(name: &str) -> Result<(), String> {
+    validate_rdma_name(name).map_err(|e| e.to_string())
+}
+
+/// An IPoIB mode by its D-Bus name.
+pub fn ipoib_mode(mode: &str) -> IpoibMode {
+    if mode == "connected" {
+        IpoibMode::Connected
+    } else {
+        IpoibMode::Datagram
+    }
+}
+
+/// An MTU as typed, checked against the limits of `mode`; empty means "leave it to the
+/// kernel".
+pub fn mtu(text: &str, mode: &str) -> Result<Option<u32>, String> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Ok(None);
+    }
+    let limits = || match ipoib_mode(mode) {
+        IpoibMode::Datagram => format!(
+            "datagram mode allows {DATAGRAM_MIN_MTU} to {DATAGRAM_MAX_MTU} (the port's \
+             InfiniBand MTU minus 4; 2044 on a 2048-byte link); connected up to \
+             {CONNECTED_MAX_MTU}"
+        ),
+        IpoibMode::Connected => {
+            format!("connected mode allows {CONNECTED_MIN_MTU} to {CONNECTED_MAX_MTU}")
+        }
+    };
+    let v: u32 = t
+        .parse()
+        .map_err(|_| format!("{t:?} is not a number; {}", limits()))?;
+    check_mtu(ipoib_mode(mode), v)
+        .map(|()| Some(v))
+        .map_err(|_| format!("MTU {v}: {}", limits()))
+}
+
+/// A RoCE type of service as typed: 0 to 255.
+pub fn tos(text: &str) -> Result<u8, String> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Err("give the type of service, 0 to 255 (e.g. 106 for DSCP 26)".into());
+    }
+    t.parse::<u8>()
+        .map_err(|_| format!("{t:?} is not 0 to 255; the ToS is one byte (e.g. 106)"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pkeys() {
+        assert_eq!(pkey("8002"), Ok(0x8002));
+        assert_eq!(pkey("0x8002"), Ok(0x8002));
+        assert_eq!(pkey(" 0X7fff "), Ok(0x7fff));
+        assert_eq!(pkey("2"), Ok(0x0002));
+        for bad in [
+            "", "0x", "0", "0x0000", "8000", "0x8000", "10000", "zz", "-1", "0x8g02",
+        ] {
+            assert!(pkey(bad).is_err(), "{bad:?}");
+        }
+        assert!(pkey("8000").unwrap_err().contains("full-membership"));
+        assert!(pkey_note(0x0002).is_some());
+        assert!(pkey_note(0x8002).is_none());
+    }
+
+    #[test]
+    fn mtus_follow_the_mode() {
+        assert_eq!(mtu("", "datagram"), Ok(None));
+        assert_eq!(mtu("2044", "datagram"), Ok(Some(2044)));
+        assert!(mtu("71", "datagram").is_err());
+        assert!(mtu("4093", "datagram").is_err());
+        assert_eq!(mtu("65520", "connected"), Ok(Some(65520)));
+        assert!(mtu("65521", "connected").is_err());
+        assert!(mtu("1e3", "connected").is_err());
+    }
+
+    #[test]
+    fn names_and_tos() {
+        assert!(netdev_name("ib0.8005").is_ok());
+        assert!(netdev_name("ib0:1").is_err());
+        assert!(netdev_name("sixteen_chars_xx").is_err());
+        assert!(netdev_name("").is_err());
+        assert!(rdma_name("rxe_lab0").is_ok());
+        assert!(rdma_name("a/b").is_err());
+        assert_eq!(tos("106"), Ok(106));
+        assert!(tos("256").is_err());
+        assert!(tos("").is_err());
+    }
+}
