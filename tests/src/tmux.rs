@@ -75,7 +75,10 @@ impl Tmux {
         if !out.status.success() {
             bail!(
                 "tmux {}: {}",
-                args.iter().map(|a| a.as_ref()).collect::<Vec<_>>().join(" "),
+                args.iter()
+                    .map(|a| a.as_ref())
+                    .collect::<Vec<_>>()
+                    .join(" "),
                 String::from_utf8_lossy(&out.stderr).trim()
             );
         }

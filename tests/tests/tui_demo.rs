@@ -18,10 +18,9 @@ async fn demo_serves_changes_to_its_user_and_the_client_sees_them() -> Result<()
         return Ok(());
     }
     let demo = rdma_tui::demo::start().await?;
-    let conn = rdma_tui::client::connect(&rdma_tui::client::BusChoice::Address(
-        demo.address.clone(),
-    ))
-    .await?;
+    let conn =
+        rdma_tui::client::connect(&rdma_tui::client::BusChoice::Address(demo.address.clone()))
+            .await?;
     let before = rdma_tui::client::read_model(&conn).await?;
     ensure!(before.manager.simulated, "the demo host is simulated");
     ensure!(before.devices.values().any(|d| d.name == "mlx5_0"));

@@ -308,7 +308,10 @@ fn bench_idle(o: &Opts, bus: &PrivateBus) -> Result<()> {
         std::thread::sleep(Duration::from_secs(o.idle_secs));
         let pct = (cpu_secs(pid)? - c0) / t0.elapsed().as_secs_f64() * 100.0;
         row(
-            &format!("rdma-tui CPU while showing {page}, 64 ports at 1 Hz, {} s", o.idle_secs),
+            &format!(
+                "rdma-tui CPU while showing {page}, 64 ports at 1 Hz, {} s",
+                o.idle_secs
+            ),
             "< 2 % of a core",
             vec![pct],
             "%",
