@@ -7,12 +7,14 @@
 //! - [`app`] and [`pages`]: what is drawn and what keys do, independent of terminal and bus.
 //! - [`terminal`]: the event loop that joins them on a real terminal.
 //! - [`demo`]: a simulated rdma-managerd on a private bus, for `--demo`.
+//! - [`ibstat`]: `--ibstat`, rdma-core's ibstat output rendered from the objects.
 
 pub mod app;
 pub mod cli;
 pub mod client;
 pub mod demo;
 pub mod fixtures;
+pub mod ibstat;
 pub mod model;
 pub mod pages;
 pub mod terminal;
