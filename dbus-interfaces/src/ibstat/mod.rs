@@ -63,8 +63,10 @@
 //! then exits (`IBPANIC("stat of IB device '%s' failed")`) after what it printed so far:
 //! [`run_all`] gives that output and the [`IbstatError`]. `ibstat NAME` for a device not in
 //! the list fails with `'NAME' IB device can't be found` ([`render_named`]). Both programs
-//! print what ibstat printed up to the failure on standard output, then ibstat's message
-//! (without its `ibpanic: [pid] main:` decoration) on standard error, and exit non-zero.
+//! print what ibstat printed up to the failure on standard output, then ibstat's message on
+//! standard error as `Error: <message>` (not ibstat's `ibpanic: [pid] main: <message>: <errno
+//! text>`), followed by our reason when libibumad could not read a device
+//! ([`IbstatError::cause`]), and exit with status 1 (ibstat: 255).
 //!
 //! A *malformed* value is not a failure for libibumad: it reads every number with `strtoul`
 //! (`"ACTIVE"` reads 0 and prints `State: ???`, `"garbage"` as a lid prints `Base lid: 0`).
