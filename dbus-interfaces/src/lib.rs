@@ -1,6 +1,8 @@
-//! D-Bus names, errors and polkit action ids shared by rdma-managerd and its clients.
+//! D-Bus names, errors and polkit action ids shared by rdma-managerd and its clients, and the
+//! [`ibstat`] renderer both print with.
 
 mod error;
+pub mod ibstat;
 pub mod proxies;
 
 pub use error::Error;

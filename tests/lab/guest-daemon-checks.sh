@@ -240,6 +240,106 @@ else
   fail "busctl monitor saw no InterfacesAdded for $dev_path"
 fi
 
+# ---------------------------------------------------------------- rdma-tui --ibstat
+# With rdma-tui in the image (run-lab.sh --tui-bin): what it prints from the daemon's objects
+# must be what rdma-core's ibstat prints from sysfs, byte for byte. A second device, made after
+# rxe_lab but sorting before it (ibstat's order is strcmp, not the kernel's index order).
+DEV2=rxe_a
+NETDEV2=veth0   # the other end of the pair, up, with no RDMA device left on it
+IB_OUT=/tmp/ibstat.out
+IB_ERR=/tmp/ibstat.err
+TUI_OUT=/tmp/rdma-tui.out
+TUI_ERR=/tmp/rdma-tui.err
+
+# ibstat_pair ARGS...: ibstat ARGS and rdma-tui --ibstat ARGS, their output in the files above
+# and their exit statuses in ib_rc and tui_rc.
+ibstat_pair() {
+  ibstat "$@" >"$IB_OUT" 2>"$IB_ERR"
+  ib_rc=$?
+  rdma-tui --ibstat "$@" >"$TUI_OUT" 2>"$TUI_ERR"
+  tui_rc=$?
+}
+# Both succeed and print the same bytes.
+ibstat_same() {
+  ibstat_pair "$@"
+  [ "$ib_rc" -eq 0 ] && [ "$tui_rc" -eq 0 ] && cmp -s "$IB_OUT" "$TUI_OUT"
+}
+# After a failed ibstat_same: why, and the difference, as notes.
+ibstat_differs() {
+  fail "rdma-tui --ibstat${*:+ $*}$when: status $tui_rc, ibstat${*:+ $*}: status $ib_rc, outputs $(cmp "$IB_OUT" "$TUI_OUT" 2>&1)"
+  diff "$IB_OUT" "$TUI_OUT" 2>&1 | sed 's/^/lab-daemon: note ibstat-vs-rdma-tui| /'
+  sed 's/^/lab-daemon: note rdma-tui stderr| /' "$TUI_ERR"
+  sed 's/^/lab-daemon: note ibstat stderr| /' "$IB_ERR"
+}
+# check_same ARGS...: waits up to 10 s for the daemon to show what the kernel shows. $when,
+# if set, says in which situation.
+when=""
+check_same() {
+  if wait_for 10 ibstat_same "$@"; then
+    ok "rdma-tui --ibstat${*:+ $*} equals ibstat${*:+ $*} byte for byte$when ($(wc -l <"$TUI_OUT") lines, $(grep -c "^CA" "$TUI_OUT") device(s))"
+  else
+    ibstat_differs "$@"
+  fi
+  when=""
+}
+# check_fails MESSAGE ARGS...: both fail with MESSAGE on stderr and nothing on stdout.
+check_fails() {
+  _msg=$1
+  shift
+  ibstat_pair "$@"
+  if [ "$ib_rc" -ne 0 ] && [ "$tui_rc" -ne 0 ] && [ ! -s "$IB_OUT" ] && [ ! -s "$TUI_OUT" ] \
+     && grep -qF "$_msg" "$IB_ERR" && grep -qF "$_msg" "$TUI_ERR"; then
+    ok "rdma-tui --ibstat $* fails as ibstat does (status $tui_rc, ibstat $ib_rc): $_msg"
+  else
+    fail "rdma-tui --ibstat $* (status $tui_rc): $(head -c 300 "$TUI_OUT" "$TUI_ERR" | tr '\n' ' '); ibstat (status $ib_rc): $(head -c 300 "$IB_OUT" "$IB_ERR" | tr '\n' ' ')"
+  fi
+}
+# Whether ibstat shows the states $1 (rxe_a) and $2 (rxe_lab), in that (strcmp) order.
+ibstat_states() {
+  [ "$(ibstat 2>/dev/null | awk '/State: / && !/Physical/ { printf "%s ", $2 }')" = "$1 $2 " ]
+}
+
+if command -v rdma-tui >/dev/null; then
+  if rdma link add "$DEV2" type rxe netdev "$NETDEV2"; then
+    ok "rdma link add $DEV2 type rxe netdev $NETDEV2 (for the ibstat comparisons)"
+  else
+    fail "rdma link add $DEV2 type rxe netdev $NETDEV2"
+  fi
+  check_same
+  if [ "$(grep "^CA '" "$TUI_OUT" | tr '\n' ' ')" = "CA '$DEV2' CA '$DEV' " ]; then
+    ok "rdma-tui --ibstat lists $DEV2 before $DEV (strcmp order; kernel indexes $(rdma dev show "$DEV2" | awk -F: 'NR == 1 { print $1 }') and $kidx)"
+  else
+    fail "rdma-tui --ibstat device order: $(grep "^CA" "$TUI_OUT" | tr '\n' ' ')"
+  fi
+  check_same "$DEV"
+  check_same "$DEV" 1
+  check_same "$DEV2" 1
+  check_fails "'nosuch' IB device can't be found" nosuch
+  check_fails "CA: '$DEV' has no port number 2 - max (1)" "$DEV" 2
+  # The ports follow their netdevs: $NETDEV2 down takes both ends' carrier, so both ports go
+  # DOWN (Disabled); rdma-tui must follow the kernel there and back.
+  if ip link set "$NETDEV2" down && wait_for 10 ibstat_states Down Down; then
+    when=" with both ports Down ($NETDEV2 down)"
+    check_same
+  else
+    fail "after ip link set $NETDEV2 down, ibstat shows: $(ibstat 2>&1 | grep -E "^CA|State" | tr -s '\t\n' '  ')"
+  fi
+  if ip link set "$NETDEV2" up && wait_for 20 ibstat_states Active Active; then
+    when=" with both ports Active again ($NETDEV2 up)"
+    check_same
+  else
+    fail "after ip link set $NETDEV2 up, ibstat shows: $(ibstat 2>&1 | grep -E "^CA|State" | tr -s '\t\n' '  ')"
+  fi
+  dev2_gone() { ! rdma-tui --ibstat 2>/dev/null | grep -q "^CA '$DEV2'"; }
+  if rdma link delete "$DEV2" && wait_for 10 dev2_gone; then
+    ok "rdma link delete $DEV2: gone from rdma-tui --ibstat"
+  else
+    fail "rdma link delete $DEV2, or it stays in rdma-tui --ibstat"
+  fi
+else
+  note "no rdma-tui in the image (run-lab.sh --tui-bin): ibstat comparisons skipped"
+fi
+
 # ---------------------------------------------------------------- delete
 if rdma link delete "$DEV"; then
   t0=$(now_cs)

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Kernel lab: boot Debian's real kernels under QEMU (TCG) with Soft-RoCE (rdma_rxe) over a
 # veth pair, run the project's scenario runner inside, and collect its output; with
-# --daemon-bin, then run rdma-managerd on a real system bus in the guest and check it.
-# Usage: tests/lab/run-lab.sh --scenario-bin PATH [--daemon-bin PATH] [--kernels "6.1 6.12"]
-#                             [--out DIR] [--compare-with FILE] [--timeout SECS] [--apt-update]
+# --daemon-bin, then run rdma-managerd on a real system bus in the guest and check it (with
+# --tui-bin also rdma-tui --ibstat against the real ibstat).
+# Usage: tests/lab/run-lab.sh --scenario-bin PATH [--daemon-bin PATH [--tui-bin PATH]]
+#          [--kernels "6.1 6.12"] [--out DIR] [--compare-with FILE] [--timeout SECS] [--apt-update]
 # See tests/lab/README.md.
 set -euo pipefail
 shopt -s inherit_errexit
@@ -29,6 +30,7 @@ GUEST_TOOLS=(/usr/sbin/ip=ip /usr/sbin/rdma=rdma /usr/sbin/ibstat=ibstat
 
 scenario_bin=""
 daemon_bin=""
+tui_bin=""
 kernels="6.1 6.12"
 out_dir="$WORK/out"
 compare_with=""
@@ -38,7 +40,7 @@ force_update=0
 log()  { printf '[lab] %s\n' "$*" >&2; }
 die()  { printf '[lab] ERROR: %s\n' "$*" >&2; exit 1; }
 usage() {
-  sed -n 's/^# \{0,1\}//; 5,6p' "${BASH_SOURCE[0]}" >&2
+  sed -n 's/^# \{0,1\}//; 6,7p' "${BASH_SOURCE[0]}" >&2
   exit "${1:-2}"
 }
 
@@ -46,6 +48,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --scenario-bin) [ $# -ge 2 ] || usage; scenario_bin=$2; shift 2 ;;
     --daemon-bin)   [ $# -ge 2 ] || usage; daemon_bin=$2; shift 2 ;;
+    --tui-bin)      [ $# -ge 2 ] || usage; tui_bin=$2; shift 2 ;;
     --kernels)      [ $# -ge 2 ] || usage; kernels=$2; shift 2 ;;
     --out)          [ $# -ge 2 ] || usage; out_dir=$2; shift 2 ;;
     --compare-with) [ $# -ge 2 ] || usage; compare_with=$2; shift 2 ;;
@@ -67,6 +70,13 @@ if [ -n "$daemon_bin" ]; then
   fi
   daemon_bin=$(readlink -f "$daemon_bin")
   PACKAGES+=("${DAEMON_PACKAGES[@]}")
+fi
+if [ -n "$tui_bin" ]; then
+  [ -n "$daemon_bin" ] || die "--tui-bin needs --daemon-bin (rdma-tui reads the daemon's objects)"
+  if [ ! -f "$tui_bin" ] || [ ! -x "$tui_bin" ]; then
+    die "rdma-tui binary not executable: $tui_bin"
+  fi
+  tui_bin=$(readlink -f "$tui_bin")
 fi
 if [ -n "$compare_with" ]; then
   [ -f "$compare_with" ] || die "--compare-with file not found: $compare_with"
@@ -431,6 +441,8 @@ build_initramfs() {
 add_daemon_phase() {
   local root=$1
   copy_stripped "$daemon_bin" /usr/sbin/rdma-managerd "$root"
+  # rdma-tui --ibstat is compared with ibstat by the checks when it is there.
+  [ -z "$tui_bin" ] || copy_stripped "$tui_bin" /usr/bin/rdma-tui "$root"
   copy_program "$(host_tool dbus-daemon)" /usr/bin/dbus-daemon "$root"
   copy_program "$(host_tool busctl)" /usr/bin/busctl "$root"
   copy_file /usr/share/dbus-1/system.conf /usr/share/dbus-1/system.conf "$root"

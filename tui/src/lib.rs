@@ -10,6 +10,7 @@
 //! - [`terminal`]: the event loop that joins them on a real terminal.
 //! - [`demo`]: a simulated rdma-managerd on a private bus, for `--demo`.
 //! - [`widgets`]: drawing helpers the monitor pages share (port selection, sparklines, fits).
+//! - [`ibstat`]: `--ibstat`, rdma-core's ibstat output rendered from the objects.
 
 pub mod app;
 pub mod check;
@@ -19,6 +20,7 @@ pub mod demo;
 pub mod edit;
 pub mod fixtures;
 pub mod form;
+pub mod ibstat;
 pub mod model;
 pub mod pages;
 pub mod terminal;

@@ -1,5 +1,7 @@
 //! rdma-tui: the terminal client of rdma-managerd (see `rdma-tui --help` and rdma-tui(1)).
 
+use std::io::Write as _;
+
 use anyhow::Context;
 use rdma_tui::cli::{self, Mode};
 use rdma_tui::client::{self, BusChoice};
@@ -47,7 +49,19 @@ async fn run(args: cli::Args, started: std::time::Instant) -> anyhow::Result<()>
             println!("{}", serde_json::to_string_pretty(&model)?);
             Ok(())
         }
-        Mode::Ibstat { .. } => anyhow::bail!("--ibstat is not written yet"),
+        Mode::Ibstat { device, port } => {
+            let model = client::read_model(&conn).await.context(NOT_RUNNING)?;
+            // As ibstat 44.0: what was printed before a failure stays printed, then the
+            // message, and a failure status.
+            let run = rdma_tui::ibstat::run(&model, device.as_deref(), port);
+            let mut out = std::io::stdout().lock();
+            out.write_all(run.stdout.as_bytes())?;
+            out.flush()?;
+            match run.error {
+                None => Ok(()),
+                Some(e) => Err(rdma_tui::ibstat::report(e)),
+            }
+        }
         Mode::Help | Mode::Version => Ok(()),
     }
 }

@@ -5,12 +5,14 @@
 //! the IPoIB interfaces. On a host without RDMA, or with `--simulate`, both run on the
 //! simulated host.
 
+use std::io::Write as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use rdma_managerd::dbus::server::{self, Bus};
 use rdma_managerd::engine::EngineConfig;
+use rdma_managerd::ibstat;
 use rdma_managerd::kernel::linux::LinuxHost;
 use rdma_managerd::kernel::sim::{fixtures, traffic, HostSpec, SimHost};
 use rdma_managerd::kernel::Host;
@@ -144,23 +146,35 @@ async fn show(args: &Args) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&state)?);
         return Ok(());
     }
-    let text = match &args.device {
-        None => rdma_managerd::ibstat::render_all(&devices),
-        Some(name) => {
-            let dev = devices
-                .iter()
-                .find(|d| &d.name == name)
-                .with_context(|| format!("no RDMA device named {name}"))?;
-            rdma_managerd::ibstat::render_device(dev, args.port)?
-        }
+    // As ibstat 44.0: what was printed before a failure stays printed, then its message
+    // (here with our reason behind it) and a failure status; the IPoIB table only follows a
+    // complete device list.
+    let run = match &args.device {
+        None => ibstat::run_all(&devices),
+        Some(name) => match ibstat::render_named(&devices, name, args.port) {
+            Ok(stdout) => ibstat::IbstatRun {
+                stdout,
+                error: None,
+            },
+            Err(e) => ibstat::IbstatRun {
+                stdout: String::new(),
+                error: Some(e),
+            },
+        },
     };
-    print!("{text}");
-    if args.device.is_none() {
-        print!(
-            "{}",
-            rdma_managerd::ipoib_report::render_ipoib(&devices, &netdevs)
-        );
+    let mut out = std::io::stdout().lock();
+    out.write_all(run.stdout.as_bytes())?;
+    if let Some(e) = run.error {
+        out.flush()?;
+        return Err(match e.cause() {
+            Some(cause) => anyhow::Error::msg(cause.to_string()).context(e.to_string()),
+            None => anyhow::Error::msg(e.to_string()),
+        });
     }
+    if args.device.is_none() {
+        out.write_all(rdma_managerd::ipoib_report::render_ipoib(&devices, &netdevs).as_bytes())?;
+    }
+    out.flush()?;
     Ok(())
 }
 

@@ -22,7 +22,7 @@ fn digit_value(b: u8) -> Option<u64> {
 /// leading `0`, else 10; base 16 also accepts the `0x` prefix. Digits are read until the first
 /// character that is not a digit of the base; none at all gives 0. Overflow gives
 /// `ULONG_MAX`; a minus sign negates in unsigned arithmetic.
-pub(crate) fn strtoul(s: &str, base: u32) -> u64 {
+pub fn strtoul(s: &str, base: u32) -> u64 {
     let b = s.as_bytes();
     let mut i = 0;
     while i < b.len() && is_c_space(b[i]) {
@@ -78,7 +78,7 @@ pub(crate) fn strtoul(s: &str, base: u32) -> u64 {
 
 /// libibumad `sys_read_uint` (sysfs.c): `strtoul(text, NULL, 0)` stored in an `unsigned`,
 /// i.e. truncated to 32 bits.
-pub(crate) fn read_uint(text: &str) -> u32 {
+pub fn read_uint(text: &str) -> u32 {
     // Truncation is the C assignment `unsigned = unsigned long`.
     (strtoul(text, 0) & 0xffff_ffff) as u32
 }
@@ -89,7 +89,7 @@ pub(crate) fn read_uint(text: &str) -> u32 {
 /// newline of the C string becomes the terminator.
 ///
 /// `content` is the whole file as the kernel serves it (including its trailing newline).
-pub(crate) fn read_string(content: &str, max_len: usize) -> String {
+pub fn read_string(content: &str, max_len: usize) -> String {
     let bytes = content.as_bytes();
     let keep = bytes.len().min(max_len.saturating_sub(1));
     let mut s = &bytes[..keep];
@@ -109,7 +109,7 @@ pub(crate) fn read_string(content: &str, max_len: usize) -> String {
 ///
 /// The result is the numeric GUID: libibumad stores it big-endian (`htobe64`) and ibstat
 /// converts it back (`be64toh`) before printing, so no byte swapping shows.
-pub(crate) fn read_guid(content: &str) -> Option<u64> {
+pub fn read_guid(content: &str) -> Option<u64> {
     let buf = read_string(content, 32);
     let mut pieces = buf.split([':', ' ', '\t', '\n']);
     let mut guid: u64 = 0;
@@ -124,7 +124,7 @@ pub(crate) fn read_guid(content: &str) -> Option<u64> {
 /// `)`, the five characters before the first `)` are compared case-insensitively with
 /// `fdr10`. (With fewer than five characters before the `)` the C code reads outside its
 /// buffer; that cannot happen with a kernel rate string and is taken as "not FDR10".)
-pub(crate) fn is_fdr10(rate_content: &str) -> bool {
+pub fn is_fdr10(rate_content: &str) -> bool {
     let buf = read_string(rate_content, 32);
     match buf.find(')') {
         Some(p) if p >= 5 => buf.as_bytes()[p - 5..p].eq_ignore_ascii_case(b"fdr10"),

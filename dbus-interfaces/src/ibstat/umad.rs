@@ -1,0 +1,150 @@
+//! libibumad's `umad_ca_t` / `umad_port_t` (rdma-core v44.0, `libibumad/umad.h`) and the
+//! parts of `get_ca` / `get_port` (`libibumad/umad.c`) that do not depend on where the
+//! values come from: buffer sizes, the port limit and order, the rate and link layer rules.
+//! Each source ([`super::IbstatDevice`]) reads its own values and hands them to these.
+
+use std::collections::BTreeMap;
+
+use super::clib;
+
+/// `UMAD_CA_NAME_LEN` (umad.h): size of the name buffers in `umad_ca_t` / `umad_port_t`,
+/// and of `umad_port_t.link_layer`.
+pub const UMAD_CA_NAME_LEN: usize = 20;
+/// `UMAD_CA_MAX_PORTS` (umad.h v44.0): ports 0..=9. Raised to 192 upstream in v64.0
+/// ("libibumad: Increase max ports supported to 192").
+pub const UMAD_CA_MAX_PORTS: u32 = 10;
+/// Buffer sizes of `umad_ca_t.fw_ver`, `.ca_type`, `.hw_ver` (umad.h).
+pub const FW_VER_LEN: usize = 20;
+pub const CA_TYPE_LEN: usize = 40;
+pub const HW_VER_LEN: usize = 20;
+/// `char buf[32]` in ibstat.c `is_fdr10` / sysfs.c `sys_read_uint`.
+pub const SMALL_BUF: usize = 32;
+
+/// One port as `get_port` (umad.c) fills `umad_port_t`, plus ibstat's own `is_fdr10` result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UmadPort {
+    pub portnum: u32,
+    pub base_lid: u32,
+    pub lmc: u32,
+    pub sm_lid: u32,
+    pub state: u32,
+    pub phys_state: u32,
+    pub rate: u32,
+    pub fdr10: bool,
+    pub capmask: u32,
+    pub port_guid: u64,
+    pub link_layer: String,
+}
+
+/// One device as `get_ca` (umad.c) fills `umad_ca_t`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UmadCa {
+    pub name: String,
+    pub node_type: u32,
+    /// The highest port number (not a count): `get_ca` keeps the maximum.
+    pub numports: u32,
+    pub fw_ver: String,
+    pub ca_type: String,
+    pub hw_ver: String,
+    pub node_guid: u64,
+    pub system_guid: u64,
+    /// Indexed by port number, as `umad_ca_t.ports[]`.
+    pub ports: BTreeMap<u32, UmadPort>,
+}
+
+/// Why a source could not give a [`UmadCa`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CaError {
+    /// libibumad fails on this device, for the reason given (ours: ibstat only says
+    /// "stat of IB device '...' failed").
+    Fails(String),
+    /// The source does not hold what libibumad would read, so what ibstat prints is not
+    /// known (e.g. a malformed value whose raw text the D-Bus view does not carry).
+    Unknown(String),
+}
+
+impl CaError {
+    /// The same error with `what: ` before its reason (`port 1: sm_sl: not present`).
+    pub fn within(self, what: &str) -> CaError {
+        match self {
+            CaError::Fails(r) => CaError::Fails(format!("{what}: {r}")),
+            CaError::Unknown(r) => CaError::Unknown(format!("{what}: {r}")),
+        }
+    }
+}
+
+impl From<String> for CaError {
+    fn from(reason: String) -> Self {
+        CaError::Fails(reason)
+    }
+}
+
+/// `get_ca` copies the name with `strncpy(ca_name, name, 19)` into an uninitialised 20-byte
+/// buffer and then builds sysfs paths from it: a name of 20 or more characters names no
+/// existing directory, and the device fails. 19 characters leave the buffer unterminated
+/// (undefined behaviour: the result depends on stack contents). Debian's ibstat 44.0-2 usually
+/// succeeds there, but `ibstat -p` was once seen to fail on a 19-character device without
+/// ports; this takes the usual outcome (success).
+pub fn check_name(name: &str) -> Result<(), CaError> {
+    if name.len() >= UMAD_CA_NAME_LEN {
+        return Err(CaError::Fails(format!(
+            "libibumad keeps at most {} characters of a device name; {:?} has {}",
+            UMAD_CA_NAME_LEN - 1,
+            name,
+            name.len()
+        )));
+    }
+    Ok(())
+}
+
+/// An optional `umad_ca_t` string (`fw_ver`, `hw_ver`, `ca_type`): `sys_read_string` of the
+/// file's content into a buffer of `len` bytes; empty when the file cannot be read.
+pub fn ca_string(content: Option<&str>, len: usize) -> String {
+    content
+        .map(|c| clib::read_string(c, len))
+        .unwrap_or_default()
+}
+
+/// The rate file's content as `get_port` (`sys_read_uint`: `strtoul` of at most 31 bytes)
+/// and ibstat's `is_fdr10` read it: (`umad_port_t.rate`, FDR10).
+pub fn read_rate(content: &str) -> (u32, bool) {
+    let rate = clib::read_uint(&clib::read_string(content, SMALL_BUF));
+    (rate, clib::is_fdr10(content))
+}
+
+/// `umad_port_t.link_layer`: the file read into its 20-byte buffer, "IB" when it cannot be
+/// read ("assume IB by default", umad.c `get_port`).
+pub fn link_layer(content: Option<&str>) -> String {
+    match content {
+        Some(c) => clib::read_string(c, UMAD_CA_NAME_LEN),
+        None => "IB".to_string(),
+    }
+}
+
+/// `get_ca`'s walk of the `ports` directory: entries in `alphasort` order of their names
+/// (`"10"` before `"2"`), each numbered 0..=9 (10 or more fails the device), each read with
+/// `get_port` (whose failure fails the device). Gives `numports` (the highest number) and
+/// the ports by number.
+pub fn collect_ports<P>(
+    ports: &[P],
+    number: impl Fn(&P) -> u32,
+    mut get_port: impl FnMut(&P) -> Result<UmadPort, CaError>,
+) -> Result<(u32, BTreeMap<u32, UmadPort>), CaError> {
+    let mut by_name: Vec<&P> = ports.iter().collect();
+    by_name.sort_by_key(|p| number(p).to_string());
+    let mut out = BTreeMap::new();
+    let mut numports = 0;
+    for port in by_name {
+        let n = number(port);
+        if n >= UMAD_CA_MAX_PORTS {
+            return Err(CaError::Fails(format!(
+                "port {n} above libibumad's limit of {} ports",
+                UMAD_CA_MAX_PORTS - 1
+            )));
+        }
+        let p = get_port(port).map_err(|e| e.within(&format!("port {n}")))?;
+        numports = numports.max(n);
+        out.entry(n).or_insert(p);
+    }
+    Ok((numports, out))
+}

@@ -1,0 +1,636 @@
+//! `rdma-tui --ibstat [DEVICE [PORT]]`: what rdma-core's `ibstat` (v44.0) prints, rendered
+//! from the D-Bus objects the client holds ([`Model`]). The format is
+//! [`rdma_manager_dbus::ibstat`], the one `rdma-managerd show` prints with; this module
+//! rebuilds libibumad's `umad_ca_t` from the properties ([`BusDevice`]).
+//!
+//! What a property holds, and how libibumad would have read the file behind it:
+//! - `Device.NodeType` is the word sysfs writes after the number (`CA`, `switch`, `router`,
+//!   `RNIC`, ...) and is mapped back to the number (`strtoul` of `1: CA` is 1).
+//!   `Port.State` (`ACTIVE`, ...) and `Port.PhysState` (`LinkUp`, `Phy Test`, ...) likewise.
+//! - `NodeGuid`, `SysImageGuid`, `PortGuid` are `0x%016x`; `PortGuid` is empty when the port
+//!   has no GID 0 (libibumad reads the all-zero GID: GUID 0).
+//! - `Rate` is the kernel's text (`10 Gb/sec (1X FDR10)`), read as libibumad and `is_fdr10`
+//!   read the file; `FwVersion`, `HcaType`, `HwRev`, `LinkLayer` are the file's text without
+//!   its newline and are cut to the `umad_ca_t` buffers.
+//! - Numbers (`Lid`, `SmLid`, `Lmc`, `SmSl`, `CapabilityMask`) are the values themselves.
+//! - A property the service could not read is empty or zero and named, with the reason, in
+//!   the object's `Unreadable` map. "not present" and "read failed: ..." are read failures,
+//!   which fail the device (required attributes) or print empty / `IB` (optional ones)
+//!   exactly as in ibstat. "malformed value ...": the file had a value the service could not
+//!   parse, which libibumad would have read with `strtoul`; the bus does not carry that raw
+//!   text, so the device gives [`CaError::Unknown`] and rdma-tui stops there with a message
+//!   of its own rather than print a guess (see the module doc of the renderer).
+
+use std::collections::BTreeMap;
+
+use rdma_manager_dbus::ibstat::umad::{
+    ca_string, check_name, collect_ports, link_layer, read_rate, CA_TYPE_LEN, FW_VER_LEN,
+    HW_VER_LEN,
+};
+use rdma_manager_dbus::ibstat::{
+    self as render, CaError, IbstatDevice, IbstatError, IbstatRun, UmadCa, UmadPort,
+};
+
+use crate::model::{Device, Model, Port};
+
+/// How the service's reason for an unreadable attribute starts when the file was read but
+/// its text could not be parsed (`AttrError::Malformed` in the service).
+pub const MALFORMED: &str = "malformed value";
+
+/// A Device object and its Port objects, as libibumad would see the device.
+#[derive(Debug, Clone)]
+pub struct BusDevice<'a> {
+    pub device: &'a Device,
+    /// The device's `Ports`, resolved; `Err(path)` for a port object the model does not hold.
+    ports: Vec<Result<&'a Port, &'a str>>,
+}
+
+impl<'a> BusDevice<'a> {
+    pub fn new(model: &'a Model, device: &'a Device) -> Self {
+        let ports = device
+            .ports
+            .iter()
+            .map(|path| model.ports.get(path).ok_or(path.as_str()))
+            .collect();
+        BusDevice { device, ports }
+    }
+}
+
+/// Every device of the model (ibstat's filter and order are the renderer's).
+pub fn devices(model: &Model) -> Vec<BusDevice<'_>> {
+    model
+        .devices
+        .values()
+        .map(|d| BusDevice::new(model, d))
+        .collect()
+}
+
+/// One ibstat run on the model: `ibstat` (no device), `ibstat DEVICE` or
+/// `ibstat DEVICE PORT`. The output up to a failure, and the failure.
+pub fn run(model: &Model, device: Option<&str>, port: Option<u32>) -> IbstatRun {
+    let devs = devices(model);
+    match device {
+        None => render::run_all(&devs),
+        Some(name) => match render::render_named(&devs, name, port) {
+            Ok(stdout) => IbstatRun {
+                stdout,
+                error: None,
+            },
+            Err(e) => IbstatRun {
+                stdout: String::new(),
+                error: Some(e),
+            },
+        },
+    }
+}
+
+/// The error to exit with: ibstat's message, with our reason behind it when there is one.
+pub fn report(e: IbstatError) -> anyhow::Error {
+    match e.cause() {
+        Some(cause) => anyhow::Error::msg(cause.to_string()).context(e.to_string()),
+        None => anyhow::Error::msg(e.to_string()),
+    }
+}
+
+/// What an object's `Unreadable` map says of a property.
+enum Reading<'r> {
+    /// Not named: the property holds the value.
+    Read,
+    /// Named with a read failure ("not present", "read failed: ..."): libibumad fails too.
+    Failed(&'r str),
+}
+
+/// `Err(Unknown)` for a malformed value (see the module doc); `file` is the sysfs name.
+fn reading<'r>(
+    unreadable: &'r BTreeMap<String, String>,
+    prop: &str,
+    file: &str,
+) -> Result<Reading<'r>, CaError> {
+    match unreadable.get(prop) {
+        None => Ok(Reading::Read),
+        Some(reason) if reason.starts_with(MALFORMED) => Err(CaError::Unknown(format!(
+            "{file}: the service read a {reason}; libibumad would read its raw text, which \
+             the bus does not carry"
+        ))),
+        Some(reason) => Ok(Reading::Failed(reason)),
+    }
+}
+
+/// A required `sys_read_uint` attribute: its value, or the failure of the device.
+fn required(
+    unreadable: &BTreeMap<String, String>,
+    prop: &str,
+    file: &str,
+    value: u32,
+) -> Result<u32, CaError> {
+    match reading(unreadable, prop, file)? {
+        Reading::Read => Ok(value),
+        Reading::Failed(reason) => Err(CaError::Fails(format!("{file}: {reason}"))),
+    }
+}
+
+/// The content of an optional text file (`Some("text\n")`), `None` when it could not be read.
+fn optional_text(
+    unreadable: &BTreeMap<String, String>,
+    prop: &str,
+    file: &str,
+    value: &str,
+) -> Result<Option<String>, CaError> {
+    Ok(match reading(unreadable, prop, file)? {
+        Reading::Read => Some(format!("{value}\n")),
+        Reading::Failed(_) => None,
+    })
+}
+
+/// `0x%016x` back to the number.
+fn parse_guid(text: &str) -> Option<u64> {
+    let hex = text.strip_prefix("0x")?;
+    (hex.len() == 16)
+        .then(|| u64::from_str_radix(hex, 16).ok())
+        .flatten()
+}
+
+fn guid(
+    unreadable: &BTreeMap<String, String>,
+    prop: &str,
+    file: &str,
+    value: &str,
+) -> Result<u64, CaError> {
+    match reading(unreadable, prop, file)? {
+        Reading::Read => parse_guid(value)
+            .ok_or_else(|| CaError::Unknown(format!("{prop} {value:?} is not 0x%016x"))),
+        Reading::Failed(reason) => Err(CaError::Fails(format!("{file}: {reason}"))),
+    }
+}
+
+/// `enum rdma_node_type` by the word sysfs writes after the number.
+fn node_type_number(word: &str) -> Option<u32> {
+    Some(match word {
+        "CA" => 1,
+        "switch" => 2,
+        "router" => 3,
+        "RNIC" => 4,
+        "usNIC" => 5,
+        "usNIC UDP" => 6,
+        "unspecified" => 7,
+        _ => return None,
+    })
+}
+
+/// `enum ib_port_state` by its sysfs word.
+fn port_state_number(word: &str) -> Option<u32> {
+    Some(match word {
+        "NOP" => 0,
+        "DOWN" => 1,
+        "INIT" => 2,
+        "ARMED" => 3,
+        "ACTIVE" => 4,
+        "ACTIVE_DEFER" => 5,
+        _ => return None,
+    })
+}
+
+/// `enum ib_port_phys_state` by its sysfs word (`Phy Test` with the space sysfs writes).
+fn phys_state_number(word: &str) -> Option<u32> {
+    Some(match word {
+        "Sleep" => 1,
+        "Polling" => 2,
+        "Disabled" => 3,
+        "PortConfigurationTraining" => 4,
+        "LinkUp" => 5,
+        "LinkErrorRecovery" => 6,
+        "Phy Test" => 7,
+        _ => return None,
+    })
+}
+
+/// A word property mapped to its number; a word this client does not know (a newer
+/// service) leaves the output unknown.
+fn word(
+    unreadable: &BTreeMap<String, String>,
+    prop: &str,
+    file: &str,
+    value: &str,
+    number: fn(&str) -> Option<u32>,
+) -> Result<u32, CaError> {
+    match reading(unreadable, prop, file)? {
+        Reading::Read => number(value)
+            .ok_or_else(|| CaError::Unknown(format!("{prop} {value:?} is not a known {file}"))),
+        Reading::Failed(reason) => Err(CaError::Fails(format!("{file}: {reason}"))),
+    }
+}
+
+impl IbstatDevice for BusDevice<'_> {
+    fn name(&self) -> &str {
+        &self.device.name
+    }
+
+    fn node_type(&self) -> Option<u32> {
+        if self.device.unreadable.contains_key("NodeType") {
+            return None;
+        }
+        node_type_number(&self.device.node_type)
+    }
+
+    /// `get_ca` in libibumad's order (see the service's `umad.rs`): the name, `node_type`,
+    /// `fw_ver`, `hw_rev`, `hca_type`, `node_guid`, `sys_image_guid`, the ports.
+    fn get_ca(&self) -> Result<UmadCa, CaError> {
+        let d = self.device;
+        let u = &d.unreadable;
+        check_name(&d.name)?;
+        let node_type = self
+            .node_type()
+            .ok_or_else(|| CaError::Fails("node_type unreadable".to_string()))?;
+        let fw_ver = ca_string(
+            optional_text(u, "FwVersion", "fw_ver", &d.fw_version)?.as_deref(),
+            FW_VER_LEN,
+        );
+        let hw_ver = ca_string(
+            optional_text(u, "HwRev", "hw_rev", &d.hw_rev)?.as_deref(),
+            HW_VER_LEN,
+        );
+        let ca_type = ca_string(
+            optional_text(u, "HcaType", "hca_type", &d.hca_type)?.as_deref(),
+            CA_TYPE_LEN,
+        );
+        let node_guid = guid(u, "NodeGuid", "node_guid", &d.node_guid)?;
+        let system_guid = guid(u, "SysImageGuid", "sys_image_guid", &d.sys_image_guid)?;
+        let ports = self
+            .ports
+            .iter()
+            .map(|p| {
+                p.map_err(|path| {
+                    CaError::Unknown(format!("the client holds no port object {path}"))
+                })
+            })
+            .collect::<Result<Vec<&Port>, CaError>>()?;
+        let (numports, ports) = collect_ports(&ports, |p| p.number, |p| get_port(p))?;
+        Ok(UmadCa {
+            name: d.name.clone(),
+            node_type,
+            numports,
+            fw_ver,
+            ca_type,
+            hw_ver,
+            node_guid,
+            system_guid,
+            ports,
+        })
+    }
+}
+
+/// `get_port` in libibumad's order: `lid_mask_count`, `sm_lid`, `sm_sl`, `lid`, `state`,
+/// `phys_state`, `rate`, `cap_mask` (required), `link_layer` (optional), `gids/0`, `pkeys/`.
+fn get_port(p: &Port) -> Result<UmadPort, CaError> {
+    let u = &p.unreadable;
+    let lmc = required(u, "Lmc", "lid_mask_count", u32::from(p.lmc))?;
+    let sm_lid = required(u, "SmLid", "sm_lid", p.sm_lid)?;
+    required(u, "SmSl", "sm_sl", u32::from(p.sm_sl))?;
+    let base_lid = required(u, "Lid", "lid", p.lid)?;
+    let state = word(u, "State", "state", &p.state, port_state_number)?;
+    let phys_state = word(
+        u,
+        "PhysState",
+        "phys_state",
+        &p.phys_state,
+        phys_state_number,
+    )?;
+    let (rate, fdr10) = match reading(u, "Rate", "rate")? {
+        Reading::Read => read_rate(&format!("{}\n", p.rate)),
+        Reading::Failed(reason) => return Err(CaError::Fails(format!("rate: {reason}"))),
+    };
+    let capmask = required(u, "CapabilityMask", "cap_mask", p.capability_mask)?;
+    let link_layer =
+        link_layer(optional_text(u, "LinkLayer", "link_layer", &p.link_layer)?.as_deref());
+    let port_guid = match p.port_guid.as_str() {
+        "" => 0,
+        text => parse_guid(text)
+            .ok_or_else(|| CaError::Unknown(format!("PortGuid {text:?} is not 0x%016x")))?,
+    };
+    // As in the service: no P_Key at all is "no pkeys found" for libibumad.
+    if p.pkeys.is_empty() {
+        return Err(CaError::Fails(
+            "no pkeys found (empty P_Key table)".to_string(),
+        ));
+    }
+    Ok(UmadPort {
+        portnum: p.number,
+        base_lid,
+        lmc,
+        sm_lid,
+        state,
+        phys_state,
+        rate,
+        fdr10,
+        capmask,
+        port_guid,
+        link_layer,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::demo_model;
+    use rdma_managerd::kernel::sim::{fixtures, SimHost};
+    use rdma_managerd::kernel::Host;
+    use rdma_managerd::model::{AttrError, DeviceSnapshot, Errno};
+
+    /// The demo host as `rdma-managerd show --simulate` reads it.
+    async fn demo_snapshots() -> Vec<DeviceSnapshot> {
+        let host = SimHost::new(fixtures::demo_host()).expect("simulated demo host");
+        host.read_devices()
+            .await
+            .expect("read the simulated devices")
+    }
+
+    /// The recorded demo model and the service on the simulated demo host print the same,
+    /// for every device and every port, and in full.
+    #[tokio::test]
+    async fn demo_model_prints_what_managerd_show_prints() {
+        let snaps = demo_snapshots().await;
+        let model = demo_model();
+        let ours = run(&model, None, None);
+        assert_eq!(ours.error, None);
+        assert_eq!(ours.stdout, rdma_managerd::ibstat::render_all(&snaps));
+        // rxe0 has no hca_type or hw_rev: the empty values with their trailing space.
+        assert!(ours.stdout.contains("CA 'rxe0'\n\tCA type: \n"));
+        assert!(ours.stdout.contains("\t\tRate: 10 (FDR10)\n"));
+        // strcmp order, not the kernel index order of the model.
+        let names: Vec<&str> = ours
+            .stdout
+            .lines()
+            .filter(|l| l.starts_with("CA '"))
+            .collect();
+        assert_eq!(
+            names,
+            ["CA 'mlx4_1'", "CA 'mlx5_0'", "CA 'mlx5_1'", "CA 'rxe0'"]
+        );
+        for snap in &snaps {
+            let expected = rdma_managerd::ibstat::render_device(snap, None);
+            assert_eq!(
+                render::render_named(&devices(&model), &snap.name, None),
+                expected,
+                "{}",
+                snap.name
+            );
+            for port in 0..=3 {
+                let expected = rdma_managerd::ibstat::render_device(snap, Some(port));
+                let ours = run(&model, Some(&snap.name), Some(port));
+                assert_eq!(
+                    ours.error.map(Err).unwrap_or(Ok(ours.stdout)),
+                    expected,
+                    "{} {port}",
+                    snap.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn unknown_device_and_port_give_ibstat_messages() {
+        let model = demo_model();
+        let msg = |d: &str, p: Option<u32>| {
+            let r = run(&model, Some(d), p);
+            if r.error.is_some() {
+                assert_eq!(r.stdout, "", "ibstat prints nothing for {d} {p:?}");
+            }
+            r.error.map(|e| e.to_string())
+        };
+        assert_eq!(
+            msg("nosuch", None).as_deref(),
+            Some("'nosuch' IB device can't be found")
+        );
+        assert_eq!(
+            msg("mlx4_1", Some(3)).as_deref(),
+            Some("CA: 'mlx4_1' has no port number 3 - max (2)")
+        );
+        // A CA has no port 0.
+        assert_eq!(
+            msg("rxe0", Some(0)).as_deref(),
+            Some("CA: 'rxe0' has no port number 0 - max (1)")
+        );
+        assert_eq!(
+            msg("rxe0", Some(1)),
+            None,
+            "rxe0 port 1 prints without error"
+        );
+    }
+
+    #[test]
+    fn iwarp_and_unreadable_node_types_are_not_listed() {
+        let mut model = demo_model();
+        let Some(rxe) = model.devices.values_mut().find(|d| d.name == "rxe0") else {
+            panic!("the demo has rxe0");
+        };
+        rxe.node_type = "RNIC".into();
+        let r = run(&model, None, None);
+        assert!(!r.stdout.contains("rxe0"), "{}", r.stdout);
+        assert_eq!(
+            run(&model, Some("rxe0"), None).error.map(|e| e.to_string()),
+            Some("'rxe0' IB device can't be found".to_string())
+        );
+        let Some(rxe) = model.devices.values_mut().find(|d| d.name == "rxe0") else {
+            panic!("the demo has rxe0");
+        };
+        rxe.node_type = String::new();
+        rxe.unreadable
+            .insert("NodeType".into(), "read failed: EIO".into());
+        assert!(!run(&model, None, None).stdout.contains("rxe0"));
+    }
+
+    /// A malformed value (the raw text is not on the bus) stops the output at its device with
+    /// our own message, after the devices before it.
+    #[test]
+    fn malformed_values_stop_with_our_message() {
+        let mut model = demo_model();
+        let before = run(&model, Some("mlx4_1"), None).stdout;
+        let dev = model
+            .devices
+            .values()
+            .find(|d| d.name == "mlx5_0")
+            .expect("the demo has mlx5_0");
+        let port = model
+            .ports
+            .get_mut(&dev.ports[0])
+            .expect("the demo has mlx5_0's port");
+        port.unreadable.insert(
+            "Lid".into(),
+            "malformed value \"garbage\": invalid digit found in string".into(),
+        );
+        let r = run(&model, None, None);
+        assert_eq!(r.stdout, before);
+        let Some(e @ IbstatError::Unknown { .. }) = r.error else {
+            panic!("{:?}", r.error);
+        };
+        assert_eq!(
+            e.to_string(),
+            "cannot tell what ibstat prints for 'mlx5_0': port 1: lid: the service read a \
+             malformed value \"garbage\": invalid digit found in string; libibumad would read \
+             its raw text, which the bus does not carry"
+        );
+        // An unknown state word (a newer service) is not guessed either.
+        let port = model
+            .ports
+            .values_mut()
+            .find(|p| p.device_name == "mlx4_1")
+            .expect("the demo has mlx4_1's ports");
+        port.state = "SLEEPY".into();
+        assert!(matches!(
+            run(&model, Some("mlx4_1"), None).error,
+            Some(IbstatError::Unknown { .. })
+        ));
+    }
+
+    #[test]
+    fn report_puts_ibstat_message_first() {
+        let e = IbstatError::StatFailed {
+            name: "a0".into(),
+            cause: "node_guid: not present".into(),
+        };
+        assert_eq!(
+            format!("{:#}", report(e)),
+            "stat of IB device 'a0' failed: node_guid: not present"
+        );
+        let e = IbstatError::NotFound { name: "x".into() };
+        assert_eq!(format!("{:#}", report(e)), "'x' IB device can't be found");
+    }
+
+    /// The service's reason for a malformed value starts as this module expects.
+    #[test]
+    fn malformed_reason_is_recognised() {
+        let e = AttrError::malformed("garbage", "expected a number");
+        assert!(e.to_string().starts_with(MALFORMED), "{e}");
+        assert!(!AttrError::Missing.to_string().starts_with(MALFORMED));
+        assert!(!AttrError::Unreadable(Errno::EIO)
+            .to_string()
+            .starts_with(MALFORMED));
+    }
+
+    /// The same unreadable attribute in the service's model and on the bus: the same output
+    /// up to the same failure (or the same empty / `IB` value).
+    #[tokio::test]
+    async fn unreadable_attributes_fail_or_print_as_in_the_service() {
+        type SnapEdit = fn(&mut DeviceSnapshot);
+        type BusEdit = fn(&mut Device, &mut Port);
+        let cases: [(&str, SnapEdit, BusEdit); 12] = [
+            (
+                "sm_sl",
+                |d| d.ports[0].sm_sl = Err(AttrError::Missing),
+                |_, p| {
+                    p.unreadable.insert("SmSl".into(), "not present".into());
+                },
+            ),
+            (
+                "lid",
+                |d| d.ports[0].lid = Err(AttrError::Missing),
+                |_, p| {
+                    p.unreadable.insert("Lid".into(), "not present".into());
+                },
+            ),
+            (
+                "lmc",
+                |d| d.ports[0].lmc = Err(AttrError::Missing),
+                |_, p| {
+                    p.unreadable.insert("Lmc".into(), "not present".into());
+                },
+            ),
+            (
+                "sm_lid",
+                |d| d.ports[0].sm_lid = Err(AttrError::Missing),
+                |_, p| {
+                    p.unreadable.insert("SmLid".into(), "not present".into());
+                },
+            ),
+            (
+                "state",
+                |d| d.ports[0].state = Err(AttrError::Missing),
+                |_, p| {
+                    p.state.clear();
+                    p.unreadable.insert("State".into(), "not present".into());
+                },
+            ),
+            (
+                "phys_state",
+                |d| d.ports[0].phys_state = Err(AttrError::Missing),
+                |_, p| {
+                    p.phys_state.clear();
+                    p.unreadable
+                        .insert("PhysState".into(), "not present".into());
+                },
+            ),
+            (
+                "rate",
+                |d| d.ports[0].rate = Err(AttrError::Missing),
+                |_, p| {
+                    p.rate.clear();
+                    p.unreadable.insert("Rate".into(), "not present".into());
+                },
+            ),
+            (
+                "cap_mask",
+                |d| d.ports[0].cap_mask = Err(AttrError::Missing),
+                |_, p| {
+                    p.unreadable
+                        .insert("CapabilityMask".into(), "not present".into());
+                },
+            ),
+            (
+                "pkeys",
+                |d| d.ports[0].pkeys.clear(),
+                |_, p| p.pkeys.clear(),
+            ),
+            (
+                "node_guid",
+                |d| d.node_guid = Err(AttrError::Missing),
+                |d, _| {
+                    d.node_guid.clear();
+                    d.unreadable.insert("NodeGuid".into(), "not present".into());
+                },
+            ),
+            (
+                "link_layer",
+                |d| d.ports[0].link_layer = Err(AttrError::Missing),
+                |_, p| {
+                    p.link_layer.clear();
+                    p.unreadable
+                        .insert("LinkLayer".into(), "not present".into());
+                },
+            ),
+            (
+                "fw_ver",
+                |d| d.fw_ver = Err(AttrError::Missing),
+                |d, _| {
+                    d.fw_version.clear();
+                    d.unreadable
+                        .insert("FwVersion".into(), "not present".into());
+                },
+            ),
+        ];
+        assert_eq!(AttrError::Missing.to_string(), "not present");
+        let base = demo_snapshots().await;
+        for (what, snap_edit, bus_edit) in cases {
+            // mlx5_0: two devices print before it, one after.
+            let mut snaps = base.clone();
+            let snap = snaps
+                .iter_mut()
+                .find(|d| d.name == "mlx5_0")
+                .expect("the demo has mlx5_0");
+            snap_edit(snap);
+            let mut model = demo_model();
+            let dev = model
+                .devices
+                .values_mut()
+                .find(|d| d.name == "mlx5_0")
+                .expect("the demo has mlx5_0");
+            let port = model
+                .ports
+                .get_mut(&dev.ports[0])
+                .expect("the demo has mlx5_0's port");
+            bus_edit(dev, port);
+            let theirs = rdma_managerd::ibstat::run_all(&snaps);
+            let ours = run(&model, None, None);
+            assert_eq!(ours, theirs, "{what}");
+        }
+    }
+}
