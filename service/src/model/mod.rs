@@ -4,6 +4,7 @@
 //! configfs attribute to these parsers, so every format is unit-tested without a kernel.
 
 pub mod attr;
+pub mod conf_lines;
 pub mod counters;
 pub mod device;
 pub mod errno;
@@ -12,6 +13,7 @@ pub mod ipoib;
 pub mod names;
 pub mod netdev;
 pub mod port;
+pub mod rdma_modules;
 pub mod rdma_rename;
 pub mod roce;
 pub mod softlink;
