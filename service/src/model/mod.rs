@@ -10,6 +10,7 @@ pub mod device;
 pub mod errno;
 pub mod guid;
 pub mod ipoib;
+pub mod memlock;
 pub mod names;
 pub mod netdev;
 pub mod port;
