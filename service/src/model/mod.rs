@@ -13,6 +13,7 @@ pub mod ipoib;
 pub mod memlock;
 pub mod names;
 pub mod netdev;
+pub mod nfs_conf;
 pub mod port;
 pub mod rdma_modules;
 pub mod rdma_rename;
