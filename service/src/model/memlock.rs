@@ -15,9 +15,9 @@
 //!   the session instead.
 //! - A line: leading white space is skipped, everything from the first `#` is a comment (also
 //!   at the end of a line), then four fields: domain, type and item split on blanks and tabs,
-//!   the value the rest of the line with blanks and tabs trimmed (since 1.6.1; before 1.6.0
-//!   each field was one `%s` word, so a `\r` of a CRLF file ended the value and words after it
-//!   were dropped: see [`NoteKind::VersionDependent`]). Type, item and value are compared
+//!   the value the rest of the line with blanks and tabs trimmed (the rest since 1.6.0, trimmed
+//!   since 1.6.1; before 1.6.0 each field was one `%s` word, so a `\r` of a CRLF file ended
+//!   the value and words after it were dropped: see [`NoteKind::VersionDependent`]). Type, item and value are compared
 //!   case-insensitively, the domain exactly.
 //! - Domains: a user name, `@group`, `*` (default), `%`/`%group` (maxlogins only: a memlock
 //!   line with one does nothing), uid ranges `min:max`, `:uid`, `min:` and gid ranges
@@ -64,7 +64,7 @@ pub const RDMA_GROUP: &str = "rdma";
 /// pam_limits turns a KiB value at or above RLIM_INFINITY / 1024 (64-bit) into unlimited.
 pub const KIB_LIMIT: u64 = u64::MAX / 1024;
 /// What applies when no line sets a limit.
-pub const NOT_SET: &str = "not set by the limits files: the session keeps the limit of the process that opened it (for sshd or a getty, what systemd gives services: DefaultLimitMEMLOCK= in system.conf, else the kernel's default, 8 MiB since Linux 5.16 and 64 KiB before)";
+pub const NOT_SET: &str = "not set by the limits files: the session keeps the limit of the process that opened it (for sshd or a getty, what systemd gives services: DefaultLimitMEMLOCK= in system.conf, else the kernel's default: 8 MiB on recent kernels, 64 KiB on older ones such as RHEL 8's)";
 
 /// A memlock value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -331,7 +331,7 @@ pub enum NoteKind {
     Skipped,
     /// The line is read but does nothing for memlock.
     Ignored,
-    /// Linux-PAM before 1.6 reads the value differently (one word, any white space ends it).
+    /// Linux-PAM before 1.6.0 reads the value differently (one word, any white space ends it).
     VersionDependent,
 }
 
@@ -854,7 +854,7 @@ impl State {
                         r.map_or("the line skipped".to_string(), |v| v.to_string())
                     };
                     self.note(&origin, &text, NoteKind::VersionDependent, format!(
-                        "Linux-PAM 1.6.1 and later read the value {value:?} as {}, older versions (RHEL 9's 1.5.1, Debian 12's 1.5.2) read only its first word: {}",
+                        "Linux-PAM 1.6.0 and later read the value {value:?} as {}, older versions (RHEL 9's 1.5.1, Debian 12's 1.5.2) read only its first word: {}",
                         show(read),
                         show(old.unwrap_or(Err(())))
                     ));
@@ -1361,7 +1361,7 @@ bob hard memlock 5\n";
         assert!(r.notes[3].reason.contains("maxlogins"));
     }
 
-    /// Linux-PAM 1.6.1+ keeps a CRLF file's `\r` in the value, so `unlimited\r` is a wrong
+    /// Linux-PAM 1.6.0+ keeps a CRLF file's `\r` in the value, so `unlimited\r` is a wrong
     /// value there, while older versions (sscanf) read `unlimited`.
     #[test]
     fn crlf_values_depend_on_the_version() {
