@@ -17,8 +17,8 @@
 //!   at the end of a line), then four fields: domain, type and item split on blanks and tabs,
 //!   the value the rest of the line with blanks and tabs trimmed (the rest since 1.6.0, trimmed
 //!   since 1.6.1; before 1.6.0 each field was one `%s` word, so a `\r` of a CRLF file ended
-//!   the value and words after it were dropped: see [`NoteKind::VersionDependent`]). Type, item and value are compared
-//!   case-insensitively, the domain exactly.
+//!   the value and words after it were dropped: see [`NoteKind::VersionDependent`]). Type,
+//!   item and value are compared case-insensitively, the domain exactly.
 //! - Domains: a user name, `@group`, `*` (default), `%`/`%group` (maxlogins only: a memlock
 //!   line with one does nothing), uid ranges `min:max`, `:uid`, `min:` and gid ranges
 //!   `@min:max`, `@:gid`, `@min:`. `@:gid` looks at every group of the user, the other gid
@@ -64,7 +64,11 @@ pub const RDMA_GROUP: &str = "rdma";
 /// pam_limits turns a KiB value at or above RLIM_INFINITY / 1024 (64-bit) into unlimited.
 pub const KIB_LIMIT: u64 = u64::MAX / 1024;
 /// What applies when no line sets a limit.
-pub const NOT_SET: &str = "not set by the limits files: the session keeps the limit of the process that opened it (for sshd or a getty, what systemd gives services: DefaultLimitMEMLOCK= in system.conf, else the kernel's default: 8 MiB on recent kernels, 64 KiB on older ones such as RHEL 8's)";
+pub const NOT_SET: &str = "not set by the limits files: the session keeps the limit of the \
+    process that opened it (for sshd or a getty, what systemd gives \
+    services: DefaultLimitMEMLOCK= in system.conf, else the kernel's \
+    default: 8 MiB on recent kernels, 64 KiB on older ones such as RHEL \
+    8's)";
 
 /// A memlock value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -379,6 +383,13 @@ pub struct DaemonFileReport {
     pub hard: DaemonOutcome,
 }
 
+/// A `<domain> -` line that applies.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NoLimitsLine {
+    pub origin: Origin,
+    pub domain: String,
+}
+
 /// The memlock limits a subject's sessions get, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct MemlockResolution {
@@ -387,7 +398,7 @@ pub struct MemlockResolution {
     /// Both set and soft above hard: the session gets the hard value as its soft limit too.
     pub soft_lowered_to_hard: bool,
     /// A `<domain> -` line that applies: no limit is set at all.
-    pub no_limits: Option<(Origin, String)>,
+    pub no_limits: Option<NoLimitsLine>,
     /// Entries that apply to some members and not others.
     pub conditional: Vec<ConditionalEntry>,
     pub notes: Vec<LineNote>,
@@ -750,7 +761,7 @@ struct DaemonHit {
 struct State {
     soft: Option<Slot>,
     hard: Option<Slot>,
-    no_limits: Option<(Origin, String)>,
+    no_limits: Option<NoLimitsLine>,
     conditional: Vec<ConditionalEntry>,
     notes: Vec<LineNote>,
     files_read: Vec<String>,
@@ -779,7 +790,13 @@ impl State {
             if outranks(&self.soft) {
                 if hard {
                     let origin = slot.origin.clone();
-                    self.note(&origin, text, NoteKind::Ignored, "a '-' line whose soft part is outranked by an earlier, more specific entry stops there: pam_limits does not set its hard part either");
+                    self.note(
+                        &origin,
+                        text,
+                        NoteKind::Ignored,
+                        "a '-' line whose soft part is outranked by an earlier, more specific \
+                        entry stops there: pam_limits does not set its hard part either",
+                    );
                 }
                 return;
             }
@@ -797,7 +814,13 @@ impl State {
         match fields {
             Fields::Nothing => true,
             Fields::Invalid => {
-                self.note(&origin, &text, NoteKind::Skipped, "not a limit line: pam_limits wants <domain> <type> <item> <value>, or <domain> - (no limits)");
+                self.note(
+                    &origin,
+                    &text,
+                    NoteKind::Skipped,
+                    "not a limit line: pam_limits wants <domain> <type> <item> <value>, or \
+                    <domain> - (no limits)",
+                );
                 true
             }
             Fields::BadRange(domain) => {
@@ -811,7 +834,7 @@ impl State {
             }
             Fields::NoLimits { domain } => match match_no_limits(&domain, subject) {
                 Match::Yes(_) => {
-                    self.no_limits = Some((origin, domain));
+                    self.no_limits = Some(NoLimitsLine { origin, domain });
                     false
                 }
                 Match::Depends(reason) => {
@@ -853,14 +876,25 @@ impl State {
                     let show = |r: Result<MemlockValue, ()>| {
                         r.map_or("the line skipped".to_string(), |v| v.to_string())
                     };
-                    self.note(&origin, &text, NoteKind::VersionDependent, format!(
-                        "Linux-PAM 1.6.0 and later read the value {value:?} as {}, older versions (RHEL 9's 1.5.1, Debian 12's 1.5.2) read only its first word: {}",
-                        show(read),
-                        show(old.unwrap_or(Err(())))
-                    ));
+                    self.note(
+                        &origin,
+                        &text,
+                        NoteKind::VersionDependent,
+                        format!(
+                            "Linux-PAM 1.6.0 and later read the value {value:?} as {}, older \
+                            versions (RHEL 9's 1.5.1, Debian 12's 1.5.2) read only its first word: \
+                            {}",
+                            show(read),
+                            show(old.unwrap_or(Err(())))
+                        ),
+                    );
                 }
                 let Ok(v) = read else {
-                    self.note(&origin, &text, NoteKind::Skipped, format!("{value:?} is not a limit value: pam_limits logs \"wrong limit value\" and skips the line"));
+                    let why = format!(
+                        "{value:?} is not a limit value: pam_limits logs \"wrong limit value\" \
+                         and skips the line"
+                    );
+                    self.note(&origin, &text, NoteKind::Skipped, why);
                     return true;
                 };
                 let class = match m {
@@ -913,7 +947,10 @@ pub fn resolve(sources: &LimitsSources, subject: &Subject) -> MemlockResolution 
     let mut files: Vec<(&str, &[u8])> = Vec::new();
     match &sources.limits_conf {
         Some(b) => files.push((LIMITS_CONF, b)),
-        None => caveats.push(format!("{LIMITS_CONF} is missing: Linux-PAM 1.5.3 and later skip it, older versions (RHEL 9's 1.5.1, Debian 12's 1.5.2) fail the session instead")),
+        None => caveats.push(format!(
+            "{LIMITS_CONF} is missing: Linux-PAM 1.5.3 and later skip it, older \
+            versions (RHEL 9's 1.5.1, Debian 12's 1.5.2) fail the session instead"
+        )),
     }
     let mut dropins: Vec<&LimitsFile> = sources
         .dropins
@@ -943,17 +980,24 @@ pub fn resolve(sources: &LimitsSources, subject: &Subject) -> MemlockResolution 
         }
     }
     if subject.uid == Some(0) || subject.user.as_deref() == Some("root") {
-        caveats.push("Debian's pam_limits does not apply group and '*' entries to root: only entries naming root count there".into());
+        caveats.push(
+            "Debian's pam_limits does not apply group and '*' entries to root: only \
+            entries naming root count there"
+                .into(),
+        );
     }
     let daemon_file = sources
         .dropins
         .iter()
         .find(|f| f.path == DAEMON_FILE)
         .map(|f| daemon_report(&st, f));
-    let setting = |s: &Option<Slot>| {
-        match (&st.no_limits, s) {
-        (Some((o, d)), _) => LimitSetting::NotSet {
-            why: format!("{o} (\"{d} -\") tells pam_limits to set no limits for this user; the limit is {NOT_SET}"),
+    let setting = |s: &Option<Slot>| match (&st.no_limits, s) {
+        (Some(n), _) => LimitSetting::NotSet {
+            why: format!(
+                "{} (\"{} -\") tells pam_limits to set no limits for this user; the \
+                    limit is {NOT_SET}",
+                n.origin, n.domain
+            ),
         },
         (None, Some(s)) => LimitSetting::Set {
             value: s.value,
@@ -961,8 +1005,9 @@ pub fn resolve(sources: &LimitsSources, subject: &Subject) -> MemlockResolution 
             domain: s.domain.clone(),
             class: s.class,
         },
-        (None, None) => LimitSetting::NotSet { why: NOT_SET.to_string() },
-    }
+        (None, None) => LimitSetting::NotSet {
+            why: NOT_SET.to_string(),
+        },
     };
     let soft = setting(&st.soft);
     let hard = setting(&st.hard);
@@ -1002,10 +1047,10 @@ fn daemon_report(st: &State, file: &LimitsFile) -> DaemonFileReport {
         if !has {
             return DaemonOutcome::NoEntry;
         }
-        if let Some((by, domain)) = &st.no_limits {
+        if let Some(n) = &st.no_limits {
             return DaemonOutcome::NoLimitsLine {
-                by: by.clone(),
-                domain: domain.clone(),
+                by: n.origin.clone(),
+                domain: n.domain.clone(),
             };
         }
         if !hit {
@@ -1021,7 +1066,8 @@ fn daemon_report(st: &State, file: &LimitsFile) -> DaemonFileReport {
                     )
                 } else {
                     format!(
-                        "{} is read after {DAEMON_FILE_NAME} (C-locale order of the names), and the last entry of the same kind wins",
+                        "{} is read after {DAEMON_FILE_NAME} (C-locale order of the names), and \
+                            the last entry of the same kind wins",
                         base_name(&s.origin.file)
                     )
                 };
@@ -1284,7 +1330,13 @@ mod tests {
             file: MAIN.into(),
             line: 2,
         };
-        assert_eq!(r.no_limits, Some((origin.clone(), "@rdma".into())));
+        assert_eq!(
+            r.no_limits,
+            Some(NoLimitsLine {
+                origin: origin.clone(),
+                domain: "@rdma".into()
+            })
+        );
         assert!(matches!(&r.soft, LimitSetting::NotSet { why } if why.contains("no limits")));
         assert_eq!(r.files_read, [MAIN]);
         let d = r.daemon_file.unwrap();

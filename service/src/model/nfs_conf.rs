@@ -570,7 +570,11 @@ impl Reader<'_> {
                     let found = self.sources.includes.iter().find(|f| f.path == target);
                     match found {
                         Some(_) if depth >= MAX_INCLUDE_DEPTH => {
-                            self.note(path, line, format!("include {target}: too deep, not followed (an include loop makes nfs-utils recurse forever)"));
+                            let why = format!(
+                                "include {target}: too deep, not followed (an include loop \
+                                 makes nfs-utils recurse forever)"
+                            );
+                            self.note(path, line, why);
                         }
                         Some(f) => {
                             let f = f.clone();
@@ -579,7 +583,10 @@ impl Reader<'_> {
                         None => {
                             self.missing_includes.push(target.clone());
                             if !optional {
-                                self.note(path, line, format!("include {target}: cannot be read (nfs-utils warns and goes on)"));
+                                let why = format!(
+                                    "include {target}: cannot be read (nfs-utils warns and goes on)"
+                                );
+                                self.note(path, line, why);
                             }
                         }
                     }
@@ -756,7 +763,10 @@ pub fn resolve(sources: &NfsConfSources) -> NfsRdmaResolution {
                 file: USR_NFS_CONF.into(),
                 line: 0,
             },
-            text: format!("{USR_NFS_CONF} and {USR_NFS_CONF_D} are read, then discarded: reading {NFS_CONF} drops every setting read before it"),
+            text: format!(
+                "{USR_NFS_CONF} and {USR_NFS_CONF_D} are read, then discarded: reading \
+                {NFS_CONF} drops every setting read before it"
+            ),
         });
     }
     if let (
@@ -788,19 +798,34 @@ pub fn resolve(sources: &NfsConfSources) -> NfsRdmaResolution {
         if let Some(name) = a.value.strip_prefix('$') {
             notes.push(NfsNote {
                 origin: a.origin.clone(),
-                text: format!("rdma={}: a variable {name} in nfsd's environment would replace what [environment] says", a.value),
+                text: format!(
+                    "rdma={}: a variable {name} in nfsd's environment would replace what \
+                    [environment] says",
+                    a.value
+                ),
             });
         }
         if conf_bool(a.effective()) == Some(false) {
             notes.push(NfsNote {
                 origin: a.origin.clone(),
-                text: format!("rpc.nfsd also reads a false rdma as a port (the old form) and logs \"unable to interpret port name {}\"; nfsdctl does not", a.effective()),
+                text: format!(
+                    "rpc.nfsd also reads a false rdma as a port (the old form) and logs \
+                    \"unable to interpret port name {}\"; nfsdctl does not",
+                    a.effective()
+                ),
             });
         }
         if conf_bool(a.effective()).is_none() {
             let text = match RdmaPort::read(a.effective()) {
-                RdmaPort::Invalid { reason, .. } => format!("rdma={} is neither a boolean nor a port ({reason}): no RDMA listener", a.effective()),
-                _ => format!("rdma={} is the form before nfs-utils 2.4.2 (a port): rpc.nfsd listens on it, nfsdctl does not; write rdma=y and rdma-port", a.effective()),
+                RdmaPort::Invalid { reason, .. } => format!(
+                    "rdma={} is neither a boolean nor a port ({reason}): no RDMA listener",
+                    a.effective()
+                ),
+                _ => format!(
+                    "rdma={} is the form before nfs-utils 2.4.2 (a port): rpc.nfsd listens \
+                    on it, nfsdctl does not; write rdma=y and rdma-port",
+                    a.effective()
+                ),
             };
             notes.push(NfsNote {
                 origin: a.origin.clone(),

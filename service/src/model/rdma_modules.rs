@@ -501,9 +501,14 @@ impl ModulesFile {
 
 fn unusable_reason(text: &str) -> String {
     if text.contains([' ', '\t']) {
-        "the loader looks the whole line up as one module name, so words after the name (options, comments) make it fail; module options belong in /etc/modprobe.d".into()
+        "the loader looks the whole line up as one module name, so words after \
+            the name (options, comments) make it fail; module options belong in \
+            /etc/modprobe.d"
+            .into()
     } else {
-        "not a module name; the loader looks it up as a module alias and rdma-managerd does not interpret it".into()
+        "not a module name; the loader looks it up as a module alias and \
+            rdma-managerd does not interpret it"
+            .into()
     }
 }
 
