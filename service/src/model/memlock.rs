@@ -1386,6 +1386,32 @@ mod tests {
     }
 
     #[test]
+    fn dash_type_and_default_entries() {
+        // '*' alone applies to everyone, as a default entry.
+        let r = member(&sources(Some("*  soft  memlock  64\n"), vec![]));
+        assert!(matches!(
+            r.soft,
+            LimitSetting::Set {
+                value: Kib(64),
+                class: DomainClass::Default,
+                ..
+            }
+        ));
+        assert_eq!(r.hard.value(), None);
+        // '-' sets both, and a later group line of one type replaces only that type.
+        let r = member(&sources(
+            Some("@rdma\t-\tmemlock\tunlimited\n"),
+            vec![dropin("50-site.conf", "@rdma hard memlock 4096\n")],
+        ));
+        assert_eq!(set(&r.soft), (Unlimited, format!("{MAIN}:1")));
+        assert_eq!(
+            set(&r.hard),
+            (Kib(4096), format!("{LIMITS_D}/50-site.conf:1"))
+        );
+        assert!(r.soft_lowered_to_hard);
+    }
+
+    #[test]
     fn lines_pam_limits_skips_or_ignores() {
         let main = "\
 @rdma soft memlock abc\n\
