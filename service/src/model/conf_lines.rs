@@ -6,6 +6,22 @@
 //! where it matters to us, and each parser decides for itself what a `\r` before the `\n`
 //! means, because the tools differ there.
 
+use serde::Serialize;
+
+/// A line of a file, for results that say where a setting comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct Origin {
+    pub file: String,
+    /// 1-based; 0 when the whole file is meant.
+    pub line: u32,
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)
+    }
+}
+
 /// One physical line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RawLine<'a> {

@@ -43,6 +43,7 @@
 use serde::Serialize;
 
 use super::conf_lines;
+pub use super::conf_lines::Origin;
 
 /// The main file.
 pub const LIMITS_CONF: &str = "/etc/security/limits.conf";
@@ -284,19 +285,6 @@ impl DomainClass {
             DomainClass::Group => 1,
             DomainClass::Default => 4,
         }
-    }
-}
-
-/// A line of a file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Origin {
-    pub file: String,
-    pub line: u32,
-}
-
-impl std::fmt::Display for Origin {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}", self.file, self.line)
     }
 }
 

@@ -42,6 +42,8 @@ use std::cmp::Ordering;
 
 use serde::Serialize;
 
+pub use super::conf_lines::Origin;
+
 pub const NFS_CONF: &str = "/etc/nfs.conf";
 pub const NFS_CONF_D: &str = "/etc/nfs.conf.d";
 pub const USR_NFS_CONF: &str = "/usr/etc/nfs.conf";
@@ -185,19 +187,6 @@ pub struct NfsConfSources {
     pub etc_dropins: Vec<ConfFile>,
     /// Files named by `include` lines, by the path nfs-utils opens ([`include_paths`]).
     pub includes: Vec<ConfFile>,
-}
-
-/// A line of a file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Origin {
-    pub file: String,
-    pub line: u32,
-}
-
-impl std::fmt::Display for Origin {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}", self.file, self.line)
-    }
 }
 
 /// The effective value of a key and where it came from.
