@@ -678,6 +678,27 @@ fn range_text(min: u32, max: Option<u32>) -> String {
     }
 }
 
+/// `@group` and gid ranges, alike in both kinds of line.
+fn match_group(group: &str, range: Range, subject: &Subject) -> Match {
+    match range {
+        Range::None if subject.in_group(group) => Match::Yes(DomainClass::Group),
+        Range::None => Match::No,
+        Range::One(gid) => subject.in_gid(gid),
+        Range::MinMax(min, max) => subject.primary_in(min, Some(max), DomainClass::Group),
+        Range::Min(min) => subject.primary_in(min, None, DomainClass::Group),
+    }
+}
+
+/// A uid range (a user entry); `None` for a domain without one.
+fn match_uid_range(range: Range, subject: &Subject) -> Option<Match> {
+    match range {
+        Range::None => None,
+        Range::One(uid) => Some(subject.uid_in(uid, Some(uid))),
+        Range::MinMax(min, max) => Some(subject.uid_in(min, Some(max))),
+        Range::Min(min) => Some(subject.uid_in(min, None)),
+    }
+}
+
 /// The domain of a four-field line (`parse_config_file()`'s `i == 4` branch).
 fn match_entry(domain: &str, subject: &Subject) -> Match {
     // Already checked by parse_line.
@@ -686,24 +707,16 @@ fn match_entry(domain: &str, subject: &Subject) -> Match {
         return Match::Yes(DomainClass::User);
     }
     if let Some(group) = domain.strip_prefix('@') {
-        return match range {
-            Range::None if subject.in_group(group) => Match::Yes(DomainClass::Group),
-            Range::None => Match::No,
-            Range::One(gid) => subject.in_gid(gid),
-            Range::MinMax(min, max) => subject.primary_in(min, Some(max), DomainClass::Group),
-            Range::Min(min) => subject.primary_in(min, None, DomainClass::Group),
-        };
+        return match_group(group, range, subject);
     }
     if domain.starts_with('%') {
         return Match::Percent;
     }
-    match range {
-        Range::None if domain == "*" => Match::Yes(DomainClass::Default),
-        Range::None => Match::No,
-        Range::One(uid) => subject.uid_in(uid, Some(uid)),
-        Range::MinMax(min, max) => subject.uid_in(min, Some(max)),
-        Range::Min(min) => subject.uid_in(min, None),
-    }
+    match_uid_range(range, subject).unwrap_or(if domain == "*" {
+        Match::Yes(DomainClass::Default)
+    } else {
+        Match::No
+    })
 }
 
 /// The domain of a `<domain> -` line: the user, a group of theirs, or a uid range; never `*`.
@@ -713,21 +726,10 @@ fn match_no_limits(domain: &str, subject: &Subject) -> Match {
         return Match::Yes(DomainClass::User);
     }
     if let Some(group) = domain.strip_prefix('@') {
-        return match range {
-            Range::None if subject.in_group(group) => Match::Yes(DomainClass::Group),
-            Range::None => Match::No,
-            Range::One(gid) => subject.in_gid(gid),
-            Range::MinMax(min, max) => subject.primary_in(min, Some(max), DomainClass::Group),
-            Range::Min(min) => subject.primary_in(min, None, DomainClass::Group),
-        };
+        return match_group(group, range, subject);
     }
     // Here '%' is not special: "%:5 -" is read as a uid range.
-    match range {
-        Range::None => Match::No,
-        Range::One(uid) => subject.uid_in(uid, Some(uid)),
-        Range::MinMax(min, max) => subject.uid_in(min, Some(max)),
-        Range::Min(min) => subject.uid_in(min, None),
-    }
+    match_uid_range(range, subject).unwrap_or(Match::No)
 }
 
 #[derive(Debug, Clone)]
