@@ -48,6 +48,38 @@ pub fn remove_optional(path: &Path) -> std::io::Result<()> {
     std::fs::File::open(dir)?.sync_all()
 }
 
+/// The names of the entries of a directory that are not directories themselves (regular
+/// files, links to them, dangling links and other non-directories), sorted by their bytes;
+/// `None` when the directory does not exist.
+///
+/// Directories are left out because every caller reads the names it gets as files; a
+/// directory called `x.conf` would only turn into an EISDIR error there. Dangling links are
+/// kept: the tools that read these directories skip them as missing files, and so does
+/// [`read_optional`]. Names that are not UTF-8 are left out: a `String` cannot carry them, and
+/// no file the daemon writes or D-Bus can name has one.
+pub fn list_dir_optional(path: &Path) -> std::io::Result<Option<Vec<String>>> {
+    let entries = match std::fs::read_dir(path) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let mut names = Vec::new();
+    for entry in entries {
+        let entry = entry?;
+        let Ok(name) = entry.file_name().into_string() else {
+            continue;
+        };
+        // Follows links, so a link to a directory is left out too; a dangling link fails
+        // and is kept.
+        let is_dir = std::fs::metadata(entry.path()).is_ok_and(|m| m.is_dir());
+        if !is_dir {
+            names.push(name);
+        }
+    }
+    names.sort();
+    Ok(Some(names))
+}
+
 /// Reads a file; `None` when it does not exist.
 pub fn read_optional(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
     match std::fs::read(path) {
@@ -95,6 +127,54 @@ mod tests {
         remove_optional(&p).unwrap();
         remove_optional(&p).unwrap();
         assert_eq!(read_optional(&p).unwrap(), None);
+    }
+
+    #[test]
+    fn lists_files_sorted_without_directories() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("limits.d");
+        assert_eq!(list_dir_optional(&d).unwrap(), None);
+        std::fs::create_dir(&d).unwrap();
+        assert_eq!(list_dir_optional(&d).unwrap(), Some(vec![]));
+        for name in ["b.conf", "a.conf", "A.conf", "10-x.conf", ".hidden.conf"] {
+            std::fs::write(d.join(name), b"").unwrap();
+        }
+        std::fs::create_dir(d.join("subdir.conf")).unwrap();
+        std::os::unix::fs::symlink("subdir.conf", d.join("link-to-dir.conf")).unwrap();
+        std::os::unix::fs::symlink("a.conf", d.join("link.conf")).unwrap();
+        std::os::unix::fs::symlink("nowhere", d.join("dangling.conf")).unwrap();
+        assert_eq!(
+            list_dir_optional(&d).unwrap().unwrap(),
+            [
+                ".hidden.conf",
+                "10-x.conf",
+                "A.conf",
+                "a.conf",
+                "b.conf",
+                "dangling.conf",
+                "link.conf"
+            ]
+        );
+        // A file where a directory is expected is an error (ENOTDIR), not "absent".
+        assert_eq!(
+            list_dir_optional(&d.join("a.conf"))
+                .unwrap_err()
+                .raw_os_error(),
+            Some(libc::ENOTDIR)
+        );
+    }
+
+    #[test]
+    fn a_name_that_is_not_utf8_is_left_out() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(std::ffi::OsStr::from_bytes(b"x\xff.conf")),
+            b"",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("ok.conf"), b"").unwrap();
+        assert_eq!(list_dir_optional(dir.path()).unwrap().unwrap(), ["ok.conf"]);
     }
 
     #[test]

@@ -296,6 +296,15 @@ impl Host for LinuxHost {
         .await
     }
 
+    async fn list_dir(&self, path: &Path) -> Result<Option<Vec<String>>, HostError> {
+        let p = path.to_path_buf();
+        self.blocking(Op::File(p.display().to_string()), move |_| {
+            files::list_dir_optional(&p)
+                .map_err(|e| HostError::from_io(Op::File(p.display().to_string()), &e))
+        })
+        .await
+    }
+
     async fn remove_file(&self, path: &Path) -> Result<(), HostError> {
         let p = path.to_path_buf();
         self.blocking(Op::File(p.display().to_string()), move |_| {
@@ -346,5 +355,25 @@ impl Host for LinuxHost {
                 .map_err(|e| HostError::from_io(Op::File(p.display().to_string()), &e))
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn list_dir_of_a_real_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let host = LinuxHost::new();
+        let d = dir.path().join("nfs.conf.d");
+        assert_eq!(host.list_dir(&d).await.unwrap(), None);
+        std::fs::create_dir(&d).unwrap();
+        std::fs::write(d.join("rdma-manager.conf"), b"").unwrap();
+        std::fs::write(d.join("local.conf"), b"").unwrap();
+        assert_eq!(
+            host.list_dir(&d).await.unwrap().unwrap(),
+            ["local.conf", "rdma-manager.conf"]
+        );
     }
 }

@@ -258,6 +258,10 @@ pub trait Host: Send + Sync + 'static {
 
     /// Reads a file; `Ok(None)` when it does not exist.
     async fn read_file(&self, path: &std::path::Path) -> Result<Option<Vec<u8>>, HostError>;
+    /// Names of the files in a directory (every entry but directories), sorted by their bytes;
+    /// `Ok(None)` when the directory does not exist. Drop-in directories (`limits.d`,
+    /// `nfs.conf.d`) are read with it; each caller orders the names as its tool does.
+    async fn list_dir(&self, path: &std::path::Path) -> Result<Option<Vec<String>>, HostError>;
     /// Removes a file; one that does not exist is not an error.
     async fn remove_file(&self, path: &std::path::Path) -> Result<(), HostError>;
     /// Tells udevd to re-read its rules (`udevadm control --reload`) when it runs (its control

@@ -4,14 +4,18 @@
 //! configfs attribute to these parsers, so every format is unit-tested without a kernel.
 
 pub mod attr;
+pub mod conf_lines;
 pub mod counters;
 pub mod device;
 pub mod errno;
 pub mod guid;
 pub mod ipoib;
+pub mod memlock;
 pub mod names;
 pub mod netdev;
+pub mod nfs_conf;
 pub mod port;
+pub mod rdma_modules;
 pub mod rdma_rename;
 pub mod roce;
 pub mod softlink;

@@ -72,13 +72,8 @@ pub fn split_lines(bytes: &[u8]) -> Vec<Line> {
     out
 }
 
-/// The line terminator a file uses: CRLF when its first terminated line ends so, else LF.
-pub fn file_eol(bytes: &[u8]) -> &'static str {
-    match bytes.iter().position(|b| *b == b'\n') {
-        Some(i) if i > 0 && bytes[i - 1] == b'\r' => "\r\n",
-        _ => "\n",
-    }
-}
+/// The line terminator a file uses (shared with the host-setup files).
+pub use super::conf_lines::file_eol;
 
 /// A comparison or assignment operator of a udev rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -762,6 +762,11 @@ impl Host for SimHost {
             .map_err(|e| HostError::from_io(Op::File(path.display().to_string()), &e))
     }
 
+    async fn list_dir(&self, path: &Path) -> Result<Option<Vec<String>>, HostError> {
+        files::list_dir_optional(&self.sys_path(path))
+            .map_err(|e| HostError::from_io(Op::File(path.display().to_string()), &e))
+    }
+
     async fn remove_file(&self, path: &Path) -> Result<(), HostError> {
         {
             let mut st = self.lock();
@@ -801,5 +806,40 @@ impl Host for SimHost {
         }
         files::write_atomic(&p, contents)
             .map_err(|e| HostError::from_io(Op::File(path.display().to_string()), &e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The simulated host lists directories of its own tree: what the daemon wrote there, in
+    /// byte order, and nothing of the real host's `/etc`.
+    #[tokio::test]
+    async fn list_dir_reads_the_simulated_tree() {
+        let host = SimHost::new(fixtures::demo_host()).unwrap();
+        let dir = Path::new("/etc/security/limits.d");
+        assert_eq!(host.list_dir(dir).await.unwrap(), None);
+        host.write_file_atomic(&dir.join("zz-rdma-manager.conf"), b"x\n")
+            .await
+            .unwrap();
+        host.write_file_atomic(&dir.join("20-nproc.conf"), b"y\n")
+            .await
+            .unwrap();
+        assert_eq!(
+            host.list_dir(dir).await.unwrap().unwrap(),
+            ["20-nproc.conf", "zz-rdma-manager.conf"]
+        );
+        host.remove_file(&dir.join("20-nproc.conf")).await.unwrap();
+        assert_eq!(
+            host.list_dir(dir).await.unwrap().unwrap(),
+            ["zz-rdma-manager.conf"]
+        );
+        // A file where a directory is expected: the errno, as on the real host.
+        let err = host
+            .list_dir(&dir.join("zz-rdma-manager.conf"))
+            .await
+            .unwrap_err();
+        assert_eq!(err.errno(), Some(Errno::ENOTDIR));
     }
 }
