@@ -14,8 +14,10 @@
 //! ALREADY_ENABLED from either addPort means the port is open already, which is what was asked.
 //!
 //! [`Firewalld::running`] asks only the bus whether the name has an owner, and every call goes
-//! out with NO_AUTO_START: firewalld's package installs a D-Bus activation file, and asking must
-//! not start a firewall the administrator left stopped.
+//! out with NO_AUTO_START: asking must not start a firewall the administrator left stopped.
+//! firewalld 1.3.3 ships no D-Bus activation file, but its unit is aliased as
+//! `dbus-org.fedoraproject.FirewallD1.service`, so one activation file (a distribution's or an
+//! administrator's) would make any call without that flag start it.
 
 use std::fmt;
 
@@ -158,6 +160,7 @@ impl Firewalld {
         port: u16,
         protocol: Protocol,
     ) -> Result<bool, SystemError> {
+        check_port(port)?;
         self.call(
             PATH,
             ZONE_INTERFACE,
@@ -175,6 +178,7 @@ impl Firewalld {
         port: u16,
         protocol: Protocol,
     ) -> Result<bool, SystemError> {
+        check_port(port)?;
         let zone = self.zone_name(zone).await?;
         let path = self.config_zone(&zone).await?;
         self.call(
@@ -196,6 +200,7 @@ impl Firewalld {
         port: u16,
         protocol: Protocol,
     ) -> Result<PortAddition, SystemError> {
+        check_port(port)?;
         // The permanent zone object is found by name, so an empty zone is resolved once and the
         // same name is used for both steps.
         let zone = self.zone_name(zone).await?;
@@ -238,6 +243,15 @@ impl Firewalld {
     async fn config_zone(&self, zone: &str) -> Result<OwnedObjectPath, SystemError> {
         self.call(CONFIG_PATH, CONFIG_INTERFACE, "getZoneByName", &(zone,))
             .await
+    }
+}
+
+/// Port 0 is no port to firewalld (functions.getPortID takes 1 to 65535).
+fn check_port(port: u16) -> Result<(), SystemError> {
+    if port == 0 {
+        Err(SystemError::Invalid("port 0 cannot be opened".into()))
+    } else {
+        Ok(())
     }
 }
 

@@ -174,9 +174,9 @@ fn classify(service: Service, e: zbus::Error) -> SystemError {
     }
 }
 
-/// One method call to `service` with `NO_AUTO_START`: a client must never start firewalld (its
-/// package installs a D-Bus activation file) just by asking whether it runs or by trying to open
-/// a port; a stopped service stays stopped and the call fails with ServiceUnknown.
+/// One method call to `service` with `NO_AUTO_START`: a client must never start firewalld (where
+/// the bus can activate it) just by asking it something; a stopped service stays stopped and the
+/// call fails with ServiceUnknown.
 async fn call<B, R>(
     conn: &zbus::Connection,
     service: Service,
