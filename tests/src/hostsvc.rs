@@ -337,6 +337,7 @@ pub struct UserSystemd {
     child: Child,
     cgroups: Vec<OwnCgroup>,
     socket: PathBuf,
+    unit_dir: PathBuf,
     _dir: TempDir,
 }
 
@@ -513,6 +514,7 @@ impl UserSystemd {
             child,
             cgroups,
             socket,
+            unit_dir,
             _dir: dir,
         };
         sd.wait_until_ready().await?;
@@ -539,6 +541,11 @@ impl UserSystemd {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+
+    /// The directory of its units, also its configuration directory.
+    pub fn unit_dir(&self) -> &Path {
+        &self.unit_dir
     }
 
     /// A connection to the manager's bus.

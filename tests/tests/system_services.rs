@@ -778,10 +778,12 @@ async fn systemd_stand_in_matches_real_systemd_manager() {
         return;
     };
     let real_transcript = systemd_transcript(&real.connect().await.expect("connects")).await;
+    let unit_dir = real.unit_dir().display().to_string();
     drop(real);
 
     let bus = PrivateBus::session().expect("bus");
     let standin = StandInSystemd::start(&bus).await.expect("stand-in");
+    standin.set_config_dir(&unit_dir);
     for (name, _, unit) in units {
         let name = if name == "tpl@.service" {
             "tpl@rdma.service"

@@ -116,6 +116,8 @@ struct State {
     reloads: u32,
     job_delay: Duration,
     signal_before_reply: bool,
+    /// Where masking symlinks and enablement symlinks are, as systemd names them in messages.
+    config_dir: String,
 }
 
 type Shared = Arc<Mutex<State>>;
@@ -384,6 +386,7 @@ impl Manager {
             files.join(",")
         ));
         let mut st = lock(&self.state);
+        let config_dir = st.config_dir.clone();
         let mut carries = true;
         let mut changes = Vec::new();
         for name in &files {
@@ -394,9 +397,10 @@ impl Manager {
                 ));
             };
             if unit.unit_file_state == "masked" {
+                // install.c names the masking symlink's path.
                 return Err(NamedError::new(
                     UNIT_MASKED,
-                    format!("Unit file {name} is masked."),
+                    format!("Unit file {config_dir}/{name} is masked."),
                 ));
             }
             if !unit.install_info {
@@ -406,7 +410,7 @@ impl Manager {
             let (state, dir) = if runtime {
                 ("enabled-runtime", "/run/systemd/system")
             } else {
-                ("enabled", "/etc/systemd/system")
+                ("enabled", config_dir.as_str())
             };
             if unit.unit_file_state == state {
                 continue;
@@ -431,6 +435,7 @@ impl Manager {
             files.join(",")
         ));
         let mut st = lock(&self.state);
+        let config_dir = st.config_dir.clone();
         let mut changes = Vec::new();
         for name in &files {
             let Some(unit) = st.units.get_mut(name) else {
@@ -442,7 +447,7 @@ impl Manager {
             let (state, dir) = if runtime {
                 ("enabled-runtime", "/run/systemd/system")
             } else {
-                ("enabled", "/etc/systemd/system")
+                ("enabled", config_dir.as_str())
             };
             if unit.unit_file_state != state {
                 continue;
@@ -489,6 +494,7 @@ impl StandInSystemd {
             reloads: 0,
             job_delay: Duration::from_millis(20),
             signal_before_reply: false,
+            config_dir: "/etc/systemd/system".into(),
         }));
         conn.object_server()
             .at(
@@ -528,6 +534,12 @@ impl StandInSystemd {
     /// How long jobs take before they end.
     pub fn set_job_delay(&self, delay: Duration) {
         lock(&self.state).job_delay = delay;
+    }
+
+    /// The configuration directory systemd would report in paths (/etc/systemd/system for the
+    /// system manager; a user manager's is its own).
+    pub fn set_config_dir(&self, dir: &str) {
+        lock(&self.state).config_dir = dir.to_string();
     }
 
     /// Makes jobs end, and JobRemoved go out, before the method's reply.
