@@ -6,6 +6,8 @@
 //!   kernel and the filesystem, with the real [`kernel::linux::LinuxHost`] and the
 //!   [`kernel::sim::SimHost`] that follows the kernel's rules and error codes.
 //! - [`ibstat`]: rdma-core `ibstat` compatible rendering of a host snapshot.
+//! - [`system`]: clients of the host's services on the system bus (systemd, firewalld) for host
+//!   setup, behind the [`system::SystemServices`] trait.
 
 pub mod config;
 pub mod dbus;
@@ -14,3 +16,4 @@ pub mod ibstat;
 pub mod ipoib_report;
 pub mod kernel;
 pub mod model;
+pub mod system;

@@ -3,7 +3,9 @@
 //! where they differ, the simulation is wrong.
 
 pub mod bus;
+pub mod hostsvc;
 pub mod reference;
 pub mod scenarios;
 pub mod service;
+pub mod standins;
 pub mod tmux;
