@@ -6,12 +6,15 @@ pub mod ibstat;
 pub mod proxies;
 
 pub use error::Error;
-pub use proxies::{DeviceProxy, IpoibProxy, ManagerProxy, PortProxy};
+pub use proxies::{DeviceProxy, HostProxy, IpoibProxy, ManagerProxy, PortProxy};
 
 /// The well-known bus name and interface prefix.
 pub const BUS_NAME: &str = "org.rdmamanager.RdmaManager1";
 /// The root object (ObjectManager).
 pub const ROOT_PATH: &str = "/org/rdmamanager/RdmaManager1";
+/// The Host object (`org.rdmamanager.RdmaManager1.Host`): modules, memlock limits, NFS over
+/// RDMA, subnet manager.
+pub const HOST_PATH: &str = "/org/rdmamanager/RdmaManager1/Host";
 /// Prefix of every D-Bus error the service returns (`<prefix>.InvalidArgument`, ...).
 pub const ERROR_PREFIX: &str = "org.rdmamanager.RdmaManager1.Error";
 /// Prefix of the polkit action ids (`<prefix>.manage-links`, ...).

@@ -241,3 +241,74 @@ pub trait Ipoib {
     #[zbus(property)]
     fn persisted_children(&self) -> zbus::Result<Vec<(u16, String)>>;
 }
+
+/// One step of a host change: (step, outcome, detail); outcome is "done", "unchanged",
+/// "skipped", "failed", or "not-run" for the steps after a failure.
+pub type HostStep = (String, String, String);
+
+/// The host's setup (`/org/rdmamanager/RdmaManager1/Host`): the kernel modules rdma-core
+/// loads, the pinned-memory limits of group rdma, NFS over RDMA, and the subnet manager.
+/// Every method needs the polkit action `org.rdmamanager.rdmamanager1.manage-host`.
+#[proxy(
+    interface = "org.rdmamanager.RdmaManager1.Host",
+    default_service = "org.rdmamanager.RdmaManager1",
+    default_path = "/org/rdmamanager/RdmaManager1/Host",
+    gen_blocking = false
+)]
+pub trait Host {
+    /// Enables or disables `module` in `/etc/rdma/modules/<set>.conf`.
+    fn set_module_enabled(&self, set: &str, module: &str, enabled: bool) -> zbus::Result<()>;
+    /// Restarts `rdma-load-modules@<set>.service`.
+    fn apply_modules(&self, set: &str) -> zbus::Result<Vec<HostStep>>;
+    /// Writes the daemon's limits.d file ("unlimited" or KiB, soft <= hard); returns notes.
+    fn set_memlock_limits(&self, soft: &str, hard: &str) -> zbus::Result<Vec<String>>;
+    /// Removes the daemon's limits.d file.
+    fn reset_memlock_limits(&self) -> zbus::Result<()>;
+    /// Enables (port 0: 20049) or disables NFS over RDMA; returns the steps.
+    fn set_nfs_rdma(&self, enabled: bool, port: u16) -> zbus::Result<Vec<HostStep>>;
+    fn start_subnet_manager(&self) -> zbus::Result<()>;
+    fn stop_subnet_manager(&self) -> zbus::Result<()>;
+    fn set_subnet_manager_enabled(&self, enabled: bool) -> zbus::Result<()>;
+
+    /// (set, module, description, enabled in the file, loaded now, line).
+    #[zbus(property)]
+    fn modules(&self) -> zbus::Result<Vec<(String, String, String, bool, bool, u32)>>;
+    /// ActiveState of `rdma-load-modules@rdma.service` ("" when systemd cannot be asked).
+    #[zbus(property)]
+    fn modules_unit(&self) -> zbus::Result<String>;
+    /// "unlimited", KiB as decimal text, or "" when no limits file sets it.
+    #[zbus(property)]
+    fn memlock_soft(&self) -> zbus::Result<String>;
+    #[zbus(property)]
+    fn memlock_hard(&self) -> zbus::Result<String>;
+    /// "soft"/"hard" -> "file:line".
+    #[zbus(property)]
+    fn memlock_origin(&self) -> zbus::Result<HashMap<String, String>>;
+    /// (soft, hard) in the daemon's own file, ("", "") without one.
+    #[zbus(property)]
+    fn memlock_managed(&self) -> zbus::Result<(String, String)>;
+    #[zbus(property)]
+    fn memlock_notes(&self) -> zbus::Result<Vec<String>>;
+    #[zbus(property)]
+    fn nfs_rdma(&self) -> zbus::Result<bool>;
+    /// 0 when disabled.
+    #[zbus(property)]
+    fn nfs_rdma_port(&self) -> zbus::Result<u16>;
+    /// "rdma"/"rdma-port" -> "file:line".
+    #[zbus(property)]
+    fn nfs_rdma_origin(&self) -> zbus::Result<HashMap<String, String>>;
+    #[zbus(property)]
+    fn nfs_notes(&self) -> zbus::Result<Vec<String>>;
+    /// (load_state, active_state, unit_file_state) of nfs-server.service.
+    #[zbus(property)]
+    fn nfs_server(&self) -> zbus::Result<(String, String, String)>;
+    #[zbus(property)]
+    fn firewalld(&self) -> zbus::Result<bool>;
+    /// (load_state, active_state, unit_file_state) of opensm.service.
+    #[zbus(property)]
+    fn opensm(&self) -> zbus::Result<(String, String, String)>;
+    /// Per InfiniBand port: (port object, "device/port", state, SM LID, verdict "seen",
+    /// "stuck-init" or "none").
+    #[zbus(property)]
+    fn subnet_managers(&self) -> zbus::Result<Vec<(OwnedObjectPath, String, String, u32, String)>>;
+}

@@ -1,5 +1,5 @@
 //! The application: the model, the pages, the status line, and the keys every page shares
-//! (nmtui/htop conventions: Tab and Shift-Tab or 1..7 between pages, arrows within one,
+//! (nmtui/htop conventions: Tab and Shift-Tab or 1..8 between pages, arrows within one,
 //! Enter to act, Esc to go back, `?`/F1 for help, `q`/F10 to quit). It knows nothing of the
 //! terminal or the bus: [`crate::terminal`] feeds it events and carries out its calls.
 
@@ -178,6 +178,14 @@ impl App {
         match (call, result) {
             (Call::GetCounters { .. } | Call::PreviewRdmaNames, Ok(_)) => {}
             (Call::GetCounters { .. }, Err(_)) => {}
+            (_, Ok(CallOutput::Steps(steps))) if steps.iter().any(|s| s.failed()) => {
+                let failed: Vec<String> = steps
+                    .iter()
+                    .filter(|s| s.failed())
+                    .map(|s| format!("{} failed: {}", s.step, s.detail))
+                    .collect();
+                self.status = Status::Error(format!("{}: {}", describe(call), failed.join("; ")));
+            }
             (_, Ok(_)) => self.status = Status::Info(format!("Done: {}", describe(call))),
             (_, Err(e)) => self.status = Status::Error(error_text(call, e)),
         }
@@ -218,7 +226,7 @@ impl App {
             KeyCode::F(1) => self.help = true,
             KeyCode::Tab => self.cycle(1),
             KeyCode::BackTab => self.cycle(-1),
-            KeyCode::Char(c @ '1'..='7') if !editing => {
+            KeyCode::Char(c @ '1'..='8') if !editing => {
                 let i = c as usize - '1' as usize;
                 self.show(PageId::ALL[i]);
             }
@@ -315,8 +323,15 @@ impl App {
         let mut col = area.x;
         self.tabs.clear();
         self.tab_row = area.y;
+        // " N label " per tab; the short labels when the full ones do not fit.
+        let full: usize = PageId::ALL
+            .iter()
+            .map(|id| id.label().chars().count() + 4)
+            .sum();
+        let short = full > area.width as usize;
         for (i, id) in PageId::ALL.iter().enumerate() {
-            let text = format!(" {} {} ", i + 1, id.label());
+            let label = if short { id.short_label() } else { id.label() };
+            let text = format!(" {} {} ", i + 1, label);
             let w = text.chars().count() as u16;
             self.tabs.push((col, col + w));
             col += w;
@@ -381,8 +396,10 @@ impl App {
 
     fn render_help(&self, frame: &mut Frame, body: Rect) {
         let t = self.theme;
+        let page_keys = self.pages[self.current].help();
         let w = body.width.min(70);
-        let h = body.height.min(20);
+        // Room for the page's keys (at least the 20 lines every page had).
+        let h = body.height.min((page_keys.len() as u16 + 14).max(20));
         let area = Rect {
             x: body.x + (body.width - w) / 2,
             y: body.y + (body.height - h) / 2,
@@ -391,7 +408,7 @@ impl App {
         };
         let mut lines = vec![
             Line::styled("Keys", t.title()),
-            Line::raw("Tab / Shift-Tab, 1..7  next / previous page, or a page by number"),
+            Line::raw("Tab / Shift-Tab, 1..8  next / previous page, or a page by number"),
             Line::raw("Up/Down, PgUp/PgDn     move in a list"),
             Line::raw("Enter                  open, or change the selected item"),
             Line::raw("Esc                    cancel a form; back to the overview"),
@@ -404,7 +421,7 @@ impl App {
                 t.title(),
             ),
         ];
-        for (k, what) in self.pages[self.current].hints() {
+        for (k, what) in page_keys {
             lines.push(Line::from(vec![
                 Span::styled(format!("{k:<22} "), t.key()),
                 Span::raw(what),
@@ -447,6 +464,33 @@ pub fn describe(call: &Call) -> String {
         Call::RenameDevice { name, .. } => format!("rename device to {name}"),
         Call::PreviewRdmaNames => "preview RDMA names".into(),
         Call::GetCounters { .. } => "read counters".into(),
+        Call::SetModuleEnabled {
+            set,
+            module,
+            enabled,
+        } => format!(
+            "{} {module} in /etc/rdma/modules/{set}.conf",
+            if *enabled { "enable" } else { "disable" }
+        ),
+        Call::ApplyModules { set } => format!("restart rdma-load-modules@{set}.service"),
+        Call::SetMemlockLimits { soft, hard } => {
+            format!("set the memlock limits of group rdma to soft {soft}, hard {hard}")
+        }
+        Call::ResetMemlockLimits => "remove rdma-manager's memlock limits".into(),
+        Call::SetNfsRdma {
+            enabled: true,
+            port,
+        } => format!(
+            "enable NFS over RDMA on port {}",
+            if *port == 0 { 20049 } else { *port }
+        ),
+        Call::SetNfsRdma { enabled: false, .. } => "disable NFS over RDMA".into(),
+        Call::StartSubnetManager => "start opensm".into(),
+        Call::StopSubnetManager => "stop opensm".into(),
+        Call::SetSubnetManagerEnabled { enabled } => format!(
+            "{} opensm at boot",
+            if *enabled { "enable" } else { "disable" }
+        ),
     }
 }
 

@@ -8,7 +8,9 @@ use rdma_managerd::model::ipoib::{
     check_mtu, validate_pkey, IpoibError, CONNECTED_MAX_MTU, CONNECTED_MIN_MTU, DATAGRAM_MAX_MTU,
     DATAGRAM_MIN_MTU, PKEY_FULL_MEMBER,
 };
+use rdma_managerd::model::memlock::{self, MemlockError, MemlockValue};
 use rdma_managerd::model::names::{validate_netdev_name, validate_rdma_name};
+use rdma_managerd::model::nfs_conf::{self, NFSRDMA_PORT};
 use rdma_managerd::model::IpoibMode;
 
 /// A P_Key as typed: 1 to 4 hex digits, `0x` optional (`8002`, `0x8002`).
@@ -107,6 +109,58 @@ pub fn tos(text: &str) -> Result<u8, String> {
         .map_err(|_| format!("{t:?} is not 0 to 255; the ToS is one byte (e.g. 106)"))
 }
 
+/// One memlock limit as typed: "unlimited" or a whole number of KiB, as SetMemlockLimits
+/// takes it (the text to send).
+pub fn memlock_value(text: &str) -> Result<String, String> {
+    let t = text.trim();
+    if t.eq_ignore_ascii_case("unlimited") {
+        return Ok("unlimited".into());
+    }
+    if t.is_empty() {
+        return Err("give \"unlimited\" or a number of KiB, e.g. 65536 (64 MiB)".into());
+    }
+    MemlockValue::parse_setting(t)
+        .map(MemlockValue::conf_text)
+        .map_err(|e| match e {
+            MemlockError::BadValue(_) => {
+                format!("{t:?} is not \"unlimited\" or a whole number of KiB (at least 1, no unit)")
+            }
+            other => other.to_string(),
+        })
+}
+
+/// The pair of memlock limits as typed: each valid, and soft not above hard. The error is
+/// the soft field's (the hard one's own errors come from [`memlock_value`]).
+pub fn memlock_pair(soft: &str, hard: &str) -> Result<(String, String), String> {
+    let s = memlock_value(soft)?;
+    let h = memlock_value(hard).map_err(|_| "the hard limit is not valid".to_string())?;
+    let (Ok(sv), Ok(hv)) = (
+        MemlockValue::parse_setting(&s),
+        MemlockValue::parse_setting(&h),
+    ) else {
+        return Err("not a memlock value".into());
+    };
+    memlock::validate(sv, hv).map_err(|e| match e {
+        MemlockError::SoftAboveHard { soft, hard } => {
+            format!("the soft limit ({soft}) is above the hard limit ({hard}); soft <= hard")
+        }
+        other => other.to_string(),
+    })?;
+    Ok((s, h))
+}
+
+/// The port of NFS over RDMA as typed: 1 to 65535; empty means the standard 20049.
+pub fn nfs_port(text: &str) -> Result<u16, String> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Ok(NFSRDMA_PORT);
+    }
+    let v: u32 = t
+        .parse()
+        .map_err(|_| format!("{t:?} is not a port: give 1 to 65535 (the standard is 20049)"))?;
+    nfs_conf::validate_port(v).map_err(|e| e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,6 +190,27 @@ mod tests {
         assert_eq!(mtu("65520", "connected"), Ok(Some(65520)));
         assert!(mtu("65521", "connected").is_err());
         assert!(mtu("1e3", "connected").is_err());
+    }
+
+    #[test]
+    fn memlock_and_nfs_port() {
+        assert_eq!(memlock_value("unlimited"), Ok("unlimited".into()));
+        assert_eq!(memlock_value(" Unlimited "), Ok("unlimited".into()));
+        assert_eq!(memlock_value("65536"), Ok("65536".into()));
+        for bad in ["", "0", "-1", "64M", "1.5", "infinity", "18014398509481984"] {
+            assert!(memlock_value(bad).is_err(), "{bad:?}");
+        }
+        assert!(memlock_pair("1024", "unlimited").is_ok());
+        assert!(memlock_pair("2048", "2048").is_ok());
+        let e = memlock_pair("unlimited", "1024").unwrap_err();
+        assert!(e.contains("above the hard limit"), "{e}");
+        assert!(memlock_pair("4096", "1024").is_err());
+        assert_eq!(nfs_port(""), Ok(20049));
+        assert_eq!(nfs_port("20049"), Ok(20049));
+        assert_eq!(nfs_port("1"), Ok(1));
+        for bad in ["0", "65536", "x", "-5"] {
+            assert!(nfs_port(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -21,7 +21,7 @@ pub const USAGE: &str =
   -h, --help      this text
   -V, --version   the version
 
-Keys: Tab/Shift-Tab or 1..7 pages, arrows move, Enter acts, Esc back, ? help, q quit.
+Keys: Tab/Shift-Tab or 1..8 pages, arrows move, Enter acts, Esc back, ? help, q quit.
 NO_COLOR=1 draws without colour.";
 
 /// Every option [`parse`] accepts, as documentation and completions must list them.

@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use futures::StreamExt;
-use rdma_manager_dbus::proxies::{DeviceProxy, IpoibProxy, ManagerProxy, PortProxy};
+use rdma_manager_dbus::proxies::{DeviceProxy, HostProxy, IpoibProxy, ManagerProxy, PortProxy};
 use rdma_manager_dbus::{BUS_NAME, ROOT_PATH};
 use tokio::sync::mpsc::UnboundedSender;
 use zbus::fdo::{DBusProxy, ObjectManagerProxy};
@@ -142,6 +142,58 @@ pub enum Call {
     GetCounters {
         port: String,
     },
+    /// Host: enable or disable a module in `/etc/rdma/modules/<set>.conf`.
+    SetModuleEnabled {
+        set: String,
+        module: String,
+        enabled: bool,
+    },
+    /// Host: restart `rdma-load-modules@<set>.service` (answers [`CallOutput::Steps`]).
+    ApplyModules {
+        set: String,
+    },
+    /// Host: the memlock limits of group rdma (answers [`CallOutput::Notes`]).
+    SetMemlockLimits {
+        soft: String,
+        hard: String,
+    },
+    /// Host: remove the daemon's memlock file.
+    ResetMemlockLimits,
+    /// Host: NFS over RDMA on or off (port 0: 20049; answers [`CallOutput::Steps`]).
+    SetNfsRdma {
+        enabled: bool,
+        port: u16,
+    },
+    StartSubnetManager,
+    StopSubnetManager,
+    SetSubnetManagerEnabled {
+        enabled: bool,
+    },
+}
+
+/// One step of a host change as the service reported it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step {
+    pub step: String,
+    /// "done", "unchanged", "skipped", "failed" or "not-run".
+    pub outcome: String,
+    pub detail: String,
+}
+
+impl Step {
+    pub fn from_wire(v: Vec<(String, String, String)>) -> Vec<Step> {
+        v.into_iter()
+            .map(|(step, outcome, detail)| Step {
+                step,
+                outcome,
+                detail,
+            })
+            .collect()
+    }
+
+    pub fn failed(&self) -> bool {
+        self.outcome == "failed"
+    }
 }
 
 /// One line of `PreviewRdmaNames`.
@@ -162,6 +214,10 @@ pub enum CallOutput {
     Created(String),
     Preview(Vec<NamePreview>),
     Counters,
+    /// What a host change did, step by step.
+    Steps(Vec<Step>),
+    /// Sentences about a change (when it applies, what overrides it).
+    Notes(Vec<String>),
 }
 
 /// The kinds of failure the service distinguishes (its D-Bus error names).
@@ -309,6 +365,13 @@ async fn port_proxy<'a>(conn: &Connection, path: &'a str) -> zbus::Result<PortPr
 async fn ipoib_proxy<'a>(conn: &Connection, path: &'a str) -> zbus::Result<IpoibProxy<'a>> {
     IpoibProxy::builder(conn)
         .path(path)?
+        .cache_properties(CacheProperties::No)
+        .build()
+        .await
+}
+
+async fn host_proxy(conn: &Connection) -> zbus::Result<HostProxy<'static>> {
+    HostProxy::builder(conn)
         .cache_properties(CacheProperties::No)
         .build()
         .await
@@ -589,6 +652,50 @@ async fn perform_inner(
             });
             Ok(CallOutput::Counters)
         }
+        Call::SetModuleEnabled {
+            set,
+            module,
+            enabled,
+        } => host_proxy(conn)
+            .await?
+            .set_module_enabled(set, module, *enabled)
+            .await
+            .map(done),
+        Call::ApplyModules { set } => host_proxy(conn)
+            .await?
+            .apply_modules(set)
+            .await
+            .map(|v| CallOutput::Steps(Step::from_wire(v))),
+        Call::SetMemlockLimits { soft, hard } => host_proxy(conn)
+            .await?
+            .set_memlock_limits(soft, hard)
+            .await
+            .map(CallOutput::Notes),
+        Call::ResetMemlockLimits => host_proxy(conn)
+            .await?
+            .reset_memlock_limits()
+            .await
+            .map(done),
+        Call::SetNfsRdma { enabled, port } => host_proxy(conn)
+            .await?
+            .set_nfs_rdma(*enabled, *port)
+            .await
+            .map(|v| CallOutput::Steps(Step::from_wire(v))),
+        Call::StartSubnetManager => host_proxy(conn)
+            .await?
+            .start_subnet_manager()
+            .await
+            .map(done),
+        Call::StopSubnetManager => host_proxy(conn)
+            .await?
+            .stop_subnet_manager()
+            .await
+            .map(done),
+        Call::SetSubnetManagerEnabled { enabled } => host_proxy(conn)
+            .await?
+            .set_subnet_manager_enabled(*enabled)
+            .await
+            .map(done),
     }
 }
 

@@ -1,8 +1,11 @@
 //! Recorded models for snapshot tests and benchmarks: the demo host as rdma-managerd published
 //! it (`rdma-tui --demo --json`, in `tests/data/demo-model.json`), with a deterministic
-//! throughput history, and a large host made of copies of it.
+//! throughput history and a Host record built here ([`demo_host`]), and a large host made of
+//! copies of it.
 
-use crate::model::{Model, Sample};
+use std::collections::BTreeMap;
+
+use crate::model::{Host, ManagedLimits, Model, RdmaModule, Sample, SubnetManager, UnitState};
 
 /// The time of the newest sample in the fixtures' histories (µs since the epoch): snapshots
 /// draw "now" as this.
@@ -17,6 +20,140 @@ pub fn demo_model() -> Model {
         Err(e) => panic!("tests/data/demo-model.json: {e}"),
     };
     fill_history(&mut model);
+    model.host = Some(demo_host(&model));
+    model
+}
+
+/// The demo host's Host object: rdma-core's module files as shipped (rds_rdma commented out),
+/// the NFS modules in the file but not loaded, no memlock limit set, NFS over RDMA off with
+/// nfs-server installed but stopped, no firewalld, opensm installed but stopped and disabled,
+/// and a subnet manager seen on both InfiniBand ports.
+pub fn demo_host(model: &Model) -> Host {
+    let module = |set: &str, module: &str, description: &str, enabled, loaded, line| RdmaModule {
+        set: set.into(),
+        module: module.into(),
+        description: description.into(),
+        enabled,
+        loaded,
+        line,
+    };
+    let unit = |load: &str, active: &str, file: &str| UnitState {
+        load_state: load.into(),
+        active_state: active.into(),
+        unit_file_state: file.into(),
+    };
+    let subnet_managers = model
+        .ports_in_order()
+        .into_iter()
+        .filter(|p| p.is_infiniband())
+        .map(|p| SubnetManager {
+            port: p.path.clone(),
+            name: format!("{}/{}", p.device_name, p.number),
+            state: p.state.clone(),
+            sm_lid: p.sm_lid,
+            verdict: if p.sm_lid != 0 {
+                "seen"
+            } else if p.state == "INIT" {
+                "stuck-init"
+            } else {
+                "none"
+            }
+            .into(),
+        })
+        .collect();
+    Host {
+        path: rdma_manager_dbus::HOST_PATH.into(),
+        modules: vec![
+            module(
+                "infiniband",
+                "ib_ipoib",
+                "InfiniBand over IP netdevice",
+                true,
+                true,
+                3,
+            ),
+            module(
+                "infiniband",
+                "ib_umad",
+                "Access to fabric management SMPs and GMPs from userspace.",
+                true,
+                true,
+                6,
+            ),
+            module(
+                "rdma",
+                "ib_uverbs",
+                "User access to RDMA verbs (supports libibverbs)",
+                true,
+                true,
+                12,
+            ),
+            module(
+                "rdma",
+                "rdma_ucm",
+                "User access to RDMA connection management (supports librdmacm)",
+                true,
+                true,
+                15,
+            ),
+            module(
+                "rdma",
+                "rds_rdma",
+                "RDS over RDMA support",
+                false,
+                false,
+                18,
+            ),
+            module(
+                "rdma",
+                "xprtrdma",
+                "NFS over RDMA client support",
+                true,
+                false,
+                21,
+            ),
+            module(
+                "rdma",
+                "svcrdma",
+                "NFS over RDMA server support",
+                true,
+                false,
+                24,
+            ),
+        ],
+        modules_unit: "active".into(),
+        memlock_soft: String::new(),
+        memlock_hard: String::new(),
+        memlock_origin: BTreeMap::new(),
+        memlock_managed: ManagedLimits::default(),
+        memlock_notes: vec![format!(
+            "The memlock limit of group rdma is {}.",
+            rdma_managerd::model::memlock::NOT_SET
+        )],
+        nfs_rdma: false,
+        nfs_rdma_port: 0,
+        nfs_rdma_origin: BTreeMap::new(),
+        nfs_notes: vec![
+            "No file sets rdma=y: the NFS server listens on TCP only (/etc/nfs.conf has \
+             \"# rdma=n\" commented out)."
+                .into(),
+        ],
+        nfs_server: unit("loaded", "inactive", "disabled"),
+        firewalld: false,
+        opensm: unit("loaded", "inactive", "disabled"),
+        subnet_managers,
+    }
+}
+
+/// The demo host with mlx5_0's port in INIT and no subnet manager answering on it.
+pub fn stuck_init_model() -> Model {
+    let mut model = demo_model();
+    let port = rdma_manager_dbus::port_path(1, 1);
+    if let Some(p) = model.ports.get_mut(&port) {
+        p.state = "INIT".into();
+        p.sm_lid = 0;
+    }
+    model.host = Some(demo_host(&model));
     model
 }
 
@@ -111,5 +248,20 @@ mod tests {
         let l = large_model(32);
         assert_eq!(l.ports.len(), 64);
         assert_eq!(l.ports_in_order().len(), 64);
+        let h = m.host.unwrap_or_default();
+        assert_eq!(h.subnet_managers.len(), 2);
+        assert!(h.subnet_managers.iter().all(|s| s.verdict == "seen"));
+        let s = stuck_init_model().host.unwrap_or_default();
+        assert_eq!(s.subnet_managers[1].verdict, "stuck-init");
+    }
+
+    #[test]
+    fn json_carries_the_host() {
+        let m = demo_model();
+        let json = serde_json::to_string(&m).unwrap_or_default();
+        assert!(json.contains("\"host\":{"), "{json}");
+        assert!(json.contains("\"subnet_managers\""));
+        let back: Model = serde_json::from_str(&json).unwrap_or_default();
+        assert_eq!(back.host, m.host);
     }
 }

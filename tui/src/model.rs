@@ -14,6 +14,7 @@ pub const MANAGER_IFACE: &str = "org.rdmamanager.RdmaManager1";
 pub const DEVICE_IFACE: &str = "org.rdmamanager.RdmaManager1.Device";
 pub const PORT_IFACE: &str = "org.rdmamanager.RdmaManager1.Port";
 pub const IPOIB_IFACE: &str = "org.rdmamanager.RdmaManager1.Ipoib";
+pub const HOST_IFACE: &str = "org.rdmamanager.RdmaManager1.Host";
 
 /// A property whose value had another type than the API declares (a service of another
 /// version): the property is left as it was and the problem is shown, never a panic.
@@ -240,6 +241,126 @@ record!(
     }
 );
 
+/// One module line of `/etc/rdma/modules/<set>.conf` (the Host's `Modules`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RdmaModule {
+    /// The file's stem: "rdma", "infiniband", "roce", ...
+    pub set: String,
+    pub module: String,
+    /// The comment block above the line, joined with spaces.
+    pub description: String,
+    /// Loaded by the file (not commented out).
+    pub enabled: bool,
+    /// Loaded in the kernel now.
+    pub loaded: bool,
+    pub line: u32,
+}
+
+/// A systemd unit's (load state, active state, unit file state); all empty when systemd
+/// could not be asked.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnitState {
+    pub load_state: String,
+    pub active_state: String,
+    pub unit_file_state: String,
+}
+
+impl UnitState {
+    fn from_wire((load_state, active_state, unit_file_state): (String, String, String)) -> Self {
+        UnitState {
+            load_state,
+            active_state,
+            unit_file_state,
+        }
+    }
+
+    /// systemd could not be asked.
+    pub fn unknown(&self) -> bool {
+        self.load_state.is_empty() && self.active_state.is_empty()
+    }
+
+    /// The unit exists (its package is installed).
+    pub fn installed(&self) -> bool {
+        !self.unknown() && self.load_state != "not-found"
+    }
+
+    pub fn active(&self) -> bool {
+        self.active_state == "active"
+    }
+
+    /// Started at boot (`enabled`, or `enabled-runtime`).
+    pub fn enabled(&self) -> bool {
+        self.unit_file_state.starts_with("enabled")
+    }
+}
+
+/// The daemon's own memlock entries (`MemlockManaged`): empty when it has no file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManagedLimits {
+    pub soft: String,
+    pub hard: String,
+}
+
+/// Whether a subnet manager answers on an InfiniBand port (`SubnetManagers`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubnetManager {
+    /// The port's object path.
+    pub port: String,
+    /// "device/port".
+    pub name: String,
+    pub state: String,
+    pub sm_lid: u32,
+    /// "seen", "stuck-init" or "none".
+    pub verdict: String,
+}
+
+record!(
+    /// The host's setup (`...Host`): rdma-core's modules, the pinned-memory limits of group
+    /// rdma, NFS over RDMA and the subnet manager.
+    Host {
+        modules: Vec<RdmaModule> = "Modules"
+            via Vec<(String, String, String, bool, bool, u32)> => |v| v
+            .into_iter()
+            .map(|(set, module, description, enabled, loaded, line)| RdmaModule {
+                set,
+                module,
+                description,
+                enabled,
+                loaded,
+                line,
+            })
+            .collect(),
+        modules_unit: String = "ModulesUnit",
+        memlock_soft: String = "MemlockSoft",
+        memlock_hard: String = "MemlockHard",
+        memlock_origin: BTreeMap<String, String> = "MemlockOrigin"
+            via HashMap<String, String> => |m| m.into_iter().collect(),
+        memlock_managed: ManagedLimits = "MemlockManaged"
+            via (String, String) => |(soft, hard)| ManagedLimits { soft, hard },
+        memlock_notes: Vec<String> = "MemlockNotes",
+        nfs_rdma: bool = "NfsRdma",
+        nfs_rdma_port: u16 = "NfsRdmaPort",
+        nfs_rdma_origin: BTreeMap<String, String> = "NfsRdmaOrigin"
+            via HashMap<String, String> => |m| m.into_iter().collect(),
+        nfs_notes: Vec<String> = "NfsNotes",
+        nfs_server: UnitState = "NfsServer"
+            via (String, String, String) => UnitState::from_wire,
+        firewalld: bool = "Firewalld",
+        opensm: UnitState = "Opensm" via (String, String, String) => UnitState::from_wire,
+        subnet_managers: Vec<SubnetManager> = "SubnetManagers"
+            via Vec<(OwnedObjectPath, String, String, u32, String)> => |v| v
+            .into_iter()
+            .map(|(port, name, state, sm_lid, verdict)| SubnetManager {
+                port: port.as_str().to_string(),
+                name,
+                state,
+                sm_lid,
+                verdict,
+            })
+            .collect(),
+    }
+);
+
 impl Port {
     /// True for a port whose link is up (ACTIVE).
     pub fn is_active(&self) -> bool {
@@ -379,6 +500,9 @@ pub struct Model {
     pub devices: BTreeMap<String, Device>,
     pub ports: BTreeMap<String, Port>,
     pub ipoib: BTreeMap<String, Ipoib>,
+    /// The Host object, once the service published it (a service without it: `None`).
+    #[serde(default)]
+    pub host: Option<Host>,
     #[serde(skip)]
     pub history: HashMap<String, History>,
     #[serde(skip)]
@@ -423,6 +547,9 @@ impl Model {
                 IPOIB_IFACE => {
                     self.ipoib.remove(path);
                 }
+                HOST_IFACE if self.host.as_ref().is_some_and(|h| h.path == path) => {
+                    self.host = None;
+                }
                 _ => {}
             }
         }
@@ -459,6 +586,15 @@ impl Model {
             DEVICE_IFACE => apply!(self.devices),
             PORT_IFACE => apply!(self.ports),
             IPOIB_IFACE => apply!(self.ipoib),
+            HOST_IFACE => {
+                let host = self.host.get_or_insert_with(Host::default);
+                host.path = path.to_string();
+                for (name, value) in props {
+                    if let Err(e) = host.set(name, value) {
+                        problems.push(format!("{path}: {e}"));
+                    }
+                }
+            }
             _ => {}
         }
         self.problems.extend(problems);
@@ -607,6 +743,95 @@ mod tests {
         assert!(m.problems[0].contains("SmLid"));
         m.remove_object(&path, &[PORT_IFACE.to_string()]);
         assert!(m.ports.is_empty());
+    }
+
+    #[test]
+    fn host_properties_fill_the_host_record() {
+        let mut m = Model::default();
+        let path = rdma_manager_dbus::HOST_PATH;
+        let port = OwnedObjectPath::try_from("/org/rdmamanager/RdmaManager1/Device/1/Port/1")
+            .expect("path");
+        let props: HashMap<String, OwnedValue> = HashMap::from([
+            (
+                "Modules".to_string(),
+                val(vec![(
+                    "rdma".to_string(),
+                    "rds_rdma".to_string(),
+                    "RDS over RDMA support".to_string(),
+                    false,
+                    false,
+                    18u32,
+                )]),
+            ),
+            ("ModulesUnit".to_string(), val("active")),
+            ("MemlockSoft".to_string(), val("unlimited")),
+            ("MemlockHard".to_string(), val("")),
+            (
+                "MemlockOrigin".to_string(),
+                val(HashMap::from([(
+                    "soft".to_string(),
+                    "/etc/security/limits.d/zz-rdma-manager.conf:5".to_string(),
+                )])),
+            ),
+            (
+                "MemlockManaged".to_string(),
+                val(("unlimited".to_string(), "unlimited".to_string())),
+            ),
+            ("MemlockNotes".to_string(), val(vec!["a note".to_string()])),
+            ("NfsRdma".to_string(), val(true)),
+            ("NfsRdmaPort".to_string(), val(20049u16)),
+            (
+                "NfsServer".to_string(),
+                val((
+                    "not-found".to_string(),
+                    "inactive".to_string(),
+                    String::new(),
+                )),
+            ),
+            ("Firewalld".to_string(), val(true)),
+            (
+                "Opensm".to_string(),
+                val((
+                    "loaded".to_string(),
+                    "active".to_string(),
+                    "enabled".to_string(),
+                )),
+            ),
+            (
+                "SubnetManagers".to_string(),
+                val(vec![(
+                    port,
+                    "mlx5_0/1".to_string(),
+                    "INIT".to_string(),
+                    0u32,
+                    "stuck-init".to_string(),
+                )]),
+            ),
+        ]);
+        m.set_properties(path, HOST_IFACE, props.iter());
+        assert!(m.problems.is_empty(), "{:?}", m.problems);
+        let h = m.host.clone().unwrap_or_default();
+        assert_eq!(h.path, path);
+        assert_eq!(h.modules[0].module, "rds_rdma");
+        assert_eq!(h.modules[0].line, 18);
+        assert_eq!(h.memlock_managed.hard, "unlimited");
+        assert_eq!(h.nfs_rdma_port, 20049);
+        assert!(!h.nfs_server.installed());
+        assert!(h.opensm.active() && h.opensm.enabled());
+        assert_eq!(h.subnet_managers[0].verdict, "stuck-init");
+        assert_eq!(h.subnet_managers[0].name, "mlx5_0/1");
+        // Only what changed: the rest stays.
+        let changed = HashMap::from([("NfsRdma".to_string(), val(false))]);
+        m.set_properties(path, HOST_IFACE, changed.iter());
+        let h = m.host.clone().unwrap_or_default();
+        assert!(!h.nfs_rdma);
+        assert_eq!(h.modules.len(), 1);
+        // A wrong type is reported, not applied.
+        let bad = HashMap::from([("NfsRdmaPort".to_string(), val("x"))]);
+        m.set_properties(path, HOST_IFACE, bad.iter());
+        assert_eq!(m.problems.len(), 1);
+        m.remove_object(path, &[HOST_IFACE.to_string()]);
+        assert!(m.host.is_none());
     }
 
     #[test]

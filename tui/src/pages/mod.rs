@@ -4,6 +4,7 @@
 
 pub mod bandwidth;
 pub mod detail;
+pub mod host;
 pub mod ipoib;
 pub mod naming;
 pub mod overview;
@@ -18,7 +19,7 @@ use crate::client::{Call, CallError, CallOutput};
 use crate::model::Model;
 use crate::theme::Theme;
 
-/// The pages, in tab order (the number keys 1..=7 choose them).
+/// The pages, in tab order (the number keys 1..=8 choose them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PageId {
     Overview,
@@ -28,10 +29,11 @@ pub enum PageId {
     SoftLinks,
     Roce,
     Naming,
+    Host,
 }
 
 impl PageId {
-    pub const ALL: [PageId; 7] = [
+    pub const ALL: [PageId; 8] = [
         PageId::Overview,
         PageId::Detail,
         PageId::Bandwidth,
@@ -39,9 +41,10 @@ impl PageId {
         PageId::SoftLinks,
         PageId::Roce,
         PageId::Naming,
+        PageId::Host,
     ];
 
-    /// The tab's label (short: all seven fit in 80 columns).
+    /// The tab's label.
     pub fn label(self) -> &'static str {
         match self {
             PageId::Overview => "Overview",
@@ -51,6 +54,15 @@ impl PageId {
             PageId::SoftLinks => "Soft links",
             PageId::Roce => "RoCE",
             PageId::Naming => "Naming",
+            PageId::Host => "Host",
+        }
+    }
+
+    /// The tab's label where the full ones do not fit (all eight fit in 80 columns).
+    pub fn short_label(self) -> &'static str {
+        match self {
+            PageId::SoftLinks => "Links",
+            other => other.label(),
         }
     }
 }
@@ -123,6 +135,11 @@ pub trait Page {
     fn hints(&self) -> Vec<(&'static str, &'static str)> {
         Vec::new()
     }
+
+    /// The page's keys for the help: every key, where the footer has room for a few.
+    fn help(&self) -> Vec<(&'static str, &'static str)> {
+        self.hints()
+    }
 }
 
 /// Every page, in [`PageId::ALL`] order.
@@ -135,6 +152,7 @@ pub fn all_pages() -> Vec<Box<dyn Page>> {
         Box::new(soft_links::SoftLinksPage::default()),
         Box::new(roce::RocePage::default()),
         Box::new(naming::NamingPage::default()),
+        Box::new(host::HostPage::default()),
     ]
 }
 
