@@ -526,3 +526,14 @@ fn tiny_terminals_do_not_panic() {
     app.show(PageId::Host);
     let _ = screen(&mut app, 40, 10);
 }
+
+#[test]
+fn host_help_lists_every_key() {
+    let mut app = host_app();
+    press(&mut app, KeyCode::Char('?'));
+    let s = screen(&mut app, 80, 24);
+    for k in ["Space or Enter", "M ", "s / x / e", "polkit actions"] {
+        assert!(s.contains(k), "{k}\n{s}");
+    }
+    assert_snapshot!("host_help_80x24", s);
+}

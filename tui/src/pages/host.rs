@@ -1046,14 +1046,12 @@ impl Page for HostPage {
 
     fn help(&self) -> Vec<(&'static str, &'static str)> {
         vec![
-            ("Up/Down", "move over the rows of every section"),
             ("Space or Enter", "enable/disable the selected module"),
             ("a", "apply: restart rdma-load-modules@<set>"),
             ("m or Enter", "set the memlock limits of group rdma"),
             ("M", "remove rdma-manager's memlock limits"),
             ("n or Enter", "NFS over RDMA on/off, port"),
-            ("s / x", "start / stop opensm"),
-            ("e", "enable/disable opensm at boot"),
+            ("s / x / e", "start / stop opensm; enable it at boot or not"),
             ("Enter on a port", "its detail page"),
         ]
     }
