@@ -12,6 +12,8 @@ pub use proxies::{DeviceProxy, IpoibProxy, ManagerProxy, PortProxy};
 pub const BUS_NAME: &str = "org.rdmamanager.RdmaManager1";
 /// The root object (ObjectManager).
 pub const ROOT_PATH: &str = "/org/rdmamanager/RdmaManager1";
+/// The Host object: host setup (modules, memlock, NFS over RDMA, subnet manager).
+pub const HOST_PATH: &str = "/org/rdmamanager/RdmaManager1/Host";
 /// Prefix of every D-Bus error the service returns (`<prefix>.InvalidArgument`, ...).
 pub const ERROR_PREFIX: &str = "org.rdmamanager.RdmaManager1.Error";
 /// Prefix of the polkit action ids (`<prefix>.manage-links`, ...).
