@@ -11,9 +11,16 @@ use rdma_manager_dbus::{BUS_NAME, ROOT_PATH};
 use rdma_managerd::kernel::sim::fixtures;
 
 use crate::bus::{
-    busctl_call, tools_required, BusConfig, Credentials, PolkitConfig, PrivateBus, PrivatePolkit,
-    Reply, UserDb,
+    busctl_call, name_policy, tools_required, BusConfig, Credentials, PolkitConfig, PrivateBus,
+    PrivatePolkit, Reply, UserDb,
 };
+use crate::standins::{StandInFirewalld, StandInSystemd};
+
+/// The stand-ins of systemd and firewalld a [`SystemSetup`] runs next to the daemon.
+pub struct HostServices {
+    pub systemd: StandInSystemd,
+    pub firewalld: StandInFirewalld,
+}
 
 /// A private session-policy bus, or `None` (with the reason printed) when dbus-daemon cannot
 /// run here; under `RDMA_MANAGER_REQUIRE_TOOLS=1` that is a failure instead.
@@ -150,6 +157,48 @@ impl SystemSetup {
             sim,
             _service: service,
         })
+    }
+
+    /// As [`SystemSetup::with_host`], with the stand-ins of systemd and firewalld (zone
+    /// "public") owning their names on the same private system bus, where the daemon's
+    /// `BusSystemServices` reaches them over its own connection, as on a real host. `prepare`
+    /// fills the units before the daemon first reads them; the simulated host gets host
+    /// setup's files first ([`fixtures::install_host_setup`]).
+    pub async fn with_host_services(
+        sim: SimHost,
+        prepare: impl FnOnce(&HostServices),
+    ) -> Result<(SystemSetup, HostServices)> {
+        fixtures::install_host_setup(&sim)?;
+        let users = UserDb::new(false)?;
+        let bus = BusConfig::system()
+            .with_rdma_manager_policy()
+            .policy(name_policy("org.freedesktop.systemd1", &["root"]))
+            .policy(name_policy("org.fedoraproject.FirewallD1", &["root"]))
+            .users(&users)
+            .start()?;
+        let polkit = PrivatePolkit::start(&bus, &users, &PolkitConfig::rdma_manager()).await?;
+        let services = HostServices {
+            systemd: StandInSystemd::start(&bus)
+                .await
+                .context("systemd stand-in")?,
+            firewalld: StandInFirewalld::start(&bus, &["public"])
+                .await
+                .context("firewalld stand-in")?,
+        };
+        prepare(&services);
+        let service = serve_sim(&bus, &sim, EngineConfig::default())
+            .await
+            .context("serving")?;
+        Ok((
+            SystemSetup {
+                users,
+                bus,
+                _polkit: polkit,
+                sim,
+                _service: service,
+            },
+            services,
+        ))
     }
 
     pub async fn call(

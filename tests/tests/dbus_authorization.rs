@@ -139,7 +139,21 @@ async fn an_unprivileged_user_is_refused_every_change_and_nothing_changes() -> R
             && mutating.iter().any(|m| m.2 == "SetRoceTos"),
         "{methods:?}"
     );
-    for want in ["CreateChild", "Delete", "SetMode", "SetMtu", "SetUmcast"] {
+    for want in [
+        "CreateChild",
+        "Delete",
+        "SetMode",
+        "SetMtu",
+        "SetUmcast",
+        "SetModuleEnabled",
+        "ApplyModules",
+        "SetMemlockLimits",
+        "ResetMemlockLimits",
+        "SetNfsRdma",
+        "StartSubnetManager",
+        "StopSubnetManager",
+        "SetSubnetManagerEnabled",
+    ] {
         assert!(mutating.iter().any(|m| m.2 == want), "{want}: {methods:?}");
     }
     let user = Credentials::test_user(false);

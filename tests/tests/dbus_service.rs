@@ -116,6 +116,8 @@ async fn every_device_port_and_ipoib_interface_is_an_object() {
             nd.ifindex
         ));
     }
+    // Host setup's object is always there.
+    want.push(rdma_manager_dbus::HOST_PATH.to_string());
     // The ObjectManager lists what is below it, not itself.
     want.sort();
     assert_eq!(paths, want);

@@ -37,6 +37,7 @@ async fn committed_xml_matches_the_live_service() {
         rdma_manager_dbus::device_path(0),
         rdma_manager_dbus::port_path(0, 1),
         rdma_manager_dbus::ipoib_path(2),
+        rdma_manager_dbus::HOST_PATH.to_string(),
     ] {
         let xml = zbus::fdo::IntrospectableProxy::builder(&client)
             .destination(BUS_NAME)
@@ -62,7 +63,8 @@ async fn committed_xml_matches_the_live_service() {
             "org.rdmamanager.RdmaManager1",
             "org.rdmamanager.RdmaManager1.Device",
             "org.rdmamanager.RdmaManager1.Port",
-            "org.rdmamanager.RdmaManager1.Ipoib"
+            "org.rdmamanager.RdmaManager1.Ipoib",
+            "org.rdmamanager.RdmaManager1.Host"
         ]
     );
     // XML forbids "--" inside a comment, and zbus turns doc comments into XML comments.

@@ -73,6 +73,7 @@ async fn same_user_authorizer_refuses_other_users_without_polkit() -> Result<()>
         true,
         EngineConfig::default(),
         authorizer,
+        Arc::new(rdma_managerd::system::sim::SimSystemServices::new()),
     )
     .await?;
     let add = |name: &str| {

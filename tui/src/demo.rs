@@ -102,6 +102,7 @@ pub async fn start() -> anyhow::Result<Demo> {
         .with_context(|| format!("cannot write {}", config.display()))?;
     let (bus, address) = start_bus(&config)?;
     let sim = SimHost::new(fixtures::demo_host()).context("cannot build the simulated host")?;
+    fixtures::install_host_setup(&sim).context("cannot write the simulated host's files")?;
     let sim_root = sim.root().to_path_buf();
     let traffic = traffic::spawn_demo_traffic(sim.clone(), Duration::from_secs(1));
     let conn = server::connect(&Bus::Address(address.clone())).await?;
@@ -112,6 +113,7 @@ pub async fn start() -> anyhow::Result<Demo> {
         true,
         EngineConfig::default(),
         authorizer,
+        Arc::new(rdma_managerd::system::sim::SimSystemServices::new()),
     )
     .await?;
     Ok(Demo {

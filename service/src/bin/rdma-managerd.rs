@@ -134,6 +134,9 @@ fn make_host(
         Some(dir) => SimHost::in_dir(std::path::Path::new(&dir), spec)?,
         None => SimHost::new(spec)?,
     };
+    // Host setup's files (rdma-core's module lists, limits.conf, nfs.conf) and the modules a
+    // host with RDMA hardware has loaded; files already in a --simulate=DIR tree are kept.
+    rdma_managerd::kernel::sim::fixtures::install_host_setup(&sim)?;
     Ok((Arc::new(sim.clone()), Some(sim), animate))
 }
 
@@ -209,7 +212,14 @@ async fn daemon(args: &Args) -> anyhow::Result<()> {
     };
     let serving = Instant::now();
     let conn = server::connect(&bus).await?;
-    let service = server::serve(conn, host, simulated, config).await?;
+    let service = if simulated {
+        // A simulated host has no systemd or firewalld of its own to drive.
+        let authorizer = rdma_managerd::dbus::polkit::Authorizer::new(&conn);
+        let system = Arc::new(rdma_managerd::system::sim::SimSystemServices::new());
+        server::serve_with(conn, host, simulated, config, authorizer, system).await?
+    } else {
+        server::serve(conn, host, simulated, config).await?
+    };
     tracing::info!(
         name = rdma_manager_dbus::BUS_NAME,
         simulated,

@@ -578,3 +578,153 @@ bus_object! {
         }
     }
 }
+
+bus_object! {
+    /// Host setup's properties.
+    view HostView;
+    /// `org.rdmamanager.RdmaManager1.Host` at `Host`.
+    object HostObject;
+    interface "org.rdmamanager.RdmaManager1.Host";
+    properties {
+        /// One entry per module line of every /etc/rdma/modules/*.conf: (set, the file's name without .conf; module; description, the comment above it; enabled in the file; loaded now, /sys/module/NAME exists; line number).
+        modules as "Modules": Vec<(String, String, String, bool, bool, u32)>,
+        /// ActiveState of rdma-load-modules@rdma.service, the unit that loads the rdma set; empty when systemd cannot be asked.
+        modules_unit as "ModulesUnit": String,
+        /// The soft memlock limit a member of group rdma gets from pam_limits: "unlimited", a number of KiB, or empty when no limits file sets it (the limit of the process that opened the session applies).
+        memlock_soft as "MemlockSoft": String,
+        /// The hard memlock limit a member of group rdma gets, as MemlockSoft.
+        memlock_hard as "MemlockHard": String,
+        /// Where each limit comes from: "soft" and "hard" to "file:line"; a key is absent when no line sets that limit.
+        memlock_origin as "MemlockOrigin": HashMap<String, String>,
+        /// (soft, hard) in the daemon's own file /etc/security/limits.d/zz-rdma-manager.conf; ("", "") when it has none.
+        memlock_managed as "MemlockManaged": (String, String),
+        /// Sentences about the limits: the daemon's file overridden by another entry (which and why), version caveats, when changes take effect, the default when no line sets a limit.
+        memlock_notes as "MemlockNotes": Vec<String>,
+        /// Whether the NFS server listens for RDMA: [nfsd] rdma as nfs-utils reads nfs.conf and its drop-ins.
+        nfs_rdma as "NfsRdma": bool,
+        /// The port the NFS server listens on for RDMA ([nfsd] rdma-port, default 20049); 0 when NfsRdma is false.
+        nfs_rdma_port as "NfsRdmaPort": u16,
+        /// Where the settings come from: "rdma" and "rdma-port" to "file:line"; a key is absent when no file sets it.
+        nfs_rdma_origin as "NfsRdmaOrigin": HashMap<String, String>,
+        /// Sentences about the NFS settings: lines nfs-utils reads differently than they seem, overridden settings, when changes take effect.
+        nfs_notes as "NfsNotes": Vec<String>,
+        /// (load state, active state, unit-file state) of nfs-server.service; load state "not-found" means not installed; all empty when systemd cannot be asked.
+        nfs_server as "NfsServer": (String, String, String),
+        /// Whether firewalld runs.
+        firewalld as "Firewalld": bool,
+        /// (load state, active state, unit-file state) of opensm.service, the subnet manager, as NfsServer.
+        opensm as "Opensm": (String, String, String),
+        /// Per InfiniBand port: (port object, "device/port", port state such as ACTIVE, SM LID, verdict): "seen" when the SM LID is not 0, "stuck-init" when the port is INIT with SM LID 0 (no subnet manager answers), "none" otherwise.
+        subnet_managers as "SubnetManagers": Vec<(OwnedObjectPath, String, String, u32, String)>,
+    }
+    methods {
+        /// Enables or disables a module in /etc/rdma/modules/SET.conf by (un)commenting its line, keeping every other byte; a module not listed is appended when enabled. Takes effect when the set's unit next runs (ApplyModules).
+        async fn set_module_enabled(
+            &self,
+            set: &str,
+            module: &str,
+            enabled: bool,
+            #[zbus(header)] header: Header<'_>,
+        ) -> Result<(), Error> {
+            self.ctx.authorize(&header, Action::ManageHost).await?;
+            self.ctx
+                .engine()?
+                .set_module_enabled(set, module, enabled)
+                .await
+                .map_err(super::errors::op_error)
+        }
+
+        /// Restarts rdma-load-modules@SET.service, which loads the modules the set enables (it does not unload disabled ones); returns the steps: (step, outcome, detail).
+        async fn apply_modules(
+            &self,
+            set: &str,
+            #[zbus(header)] header: Header<'_>,
+        ) -> Result<Vec<(String, String, String)>, Error> {
+            self.ctx.authorize(&header, Action::ManageHost).await?;
+            self.ctx
+                .engine()?
+                .apply_modules(set)
+                .await
+                .map_err(super::errors::op_error)
+        }
+
+        /// Sets the memlock limits of group rdma in /etc/security/limits.d/zz-rdma-manager.conf: "unlimited" or a positive number of KiB each, soft not above hard; returns notes (when it takes effect, entries that override it).
+        async fn set_memlock_limits(
+            &self,
+            soft: &str,
+            hard: &str,
+            #[zbus(header)] header: Header<'_>,
+        ) -> Result<Vec<String>, Error> {
+            self.ctx.authorize(&header, Action::ManageHost).await?;
+            self.ctx
+                .engine()?
+                .set_memlock_limits(soft, hard)
+                .await
+                .map_err(super::errors::op_error)
+        }
+
+        /// Removes the daemon's limits file; the other limits files decide again. Nothing to remove is success.
+        async fn reset_memlock_limits(&self, #[zbus(header)] header: Header<'_>) -> Result<(), Error> {
+            self.ctx.authorize(&header, Action::ManageHost).await?;
+            self.ctx
+                .engine()?
+                .reset_memlock_limits()
+                .await
+                .map_err(super::errors::op_error)
+        }
+
+        /// Enables NFS over RDMA on this NFS server (port 0 means 20049): the drop-in /etc/nfs.conf.d/zz-rdma-manager.conf, xprtrdma and svcrdma in rdma.conf, the port in firewalld's default zone when it runs, then a restart of nfs-server.service; or disables it (port must be 0). Returns the steps: (step, outcome done, unchanged, skipped, failed or not-run, detail).
+        async fn set_nfs_rdma(
+            &self,
+            enabled: bool,
+            port: u16,
+            #[zbus(header)] header: Header<'_>,
+        ) -> Result<Vec<(String, String, String)>, Error> {
+            self.ctx.authorize(&header, Action::ManageHost).await?;
+            self.ctx
+                .engine()?
+                .set_nfs_rdma(enabled, port)
+                .await
+                .map_err(super::errors::op_error)
+        }
+
+        /// Starts opensm.service, the subnet manager, and waits for the job to end.
+        async fn start_subnet_manager(&self, #[zbus(header)] header: Header<'_>) -> Result<(), Error> {
+            self.ctx.authorize(&header, Action::ManageHost).await?;
+            self.ctx
+                .engine()?
+                .subnet_manager(crate::engine::SmVerb::Start)
+                .await
+                .map_err(super::errors::op_error)
+        }
+
+        /// Stops opensm.service and waits for the job to end.
+        async fn stop_subnet_manager(&self, #[zbus(header)] header: Header<'_>) -> Result<(), Error> {
+            self.ctx.authorize(&header, Action::ManageHost).await?;
+            self.ctx
+                .engine()?
+                .subnet_manager(crate::engine::SmVerb::Stop)
+                .await
+                .map_err(super::errors::op_error)
+        }
+
+        /// Enables (starts at boot) or disables opensm.service, as systemctl enable or disable does.
+        async fn set_subnet_manager_enabled(
+            &self,
+            enabled: bool,
+            #[zbus(header)] header: Header<'_>,
+        ) -> Result<(), Error> {
+            self.ctx.authorize(&header, Action::ManageHost).await?;
+            let verb = if enabled {
+                crate::engine::SmVerb::Enable
+            } else {
+                crate::engine::SmVerb::Disable
+            };
+            self.ctx
+                .engine()?
+                .subnet_manager(verb)
+                .await
+                .map_err(super::errors::op_error)
+        }
+    }
+}

@@ -8,7 +8,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, RwLock};
 
 use async_trait::async_trait;
-use rdma_manager_dbus::{device_path, ipoib_path, port_path, ROOT_PATH};
+use rdma_manager_dbus::{device_path, ipoib_path, port_path, HOST_PATH, ROOT_PATH};
 use tokio::sync::Mutex;
 use tracing::warn;
 use zbus::names::InterfaceName;
@@ -18,10 +18,12 @@ use zbus::Connection;
 
 use super::managed::ManagedCache;
 use super::objects::{
-    Cell, DeviceObject, DeviceView, IpoibObject, IpoibView, PortObject, PortView, RootObject,
-    RootView,
+    Cell, DeviceObject, DeviceView, HostObject, HostView, IpoibObject, IpoibView, PortObject,
+    PortView, RootObject, RootView,
 };
-use super::view::{device_view, ipoib_view, object_path, port_view, root_view, IpoibLinks};
+use super::view::{
+    device_view, host_view, ipoib_view, object_path, port_view, root_view, IpoibLinks,
+};
 use super::Context;
 use crate::engine::{Dirty, HostState, Sample, Sink};
 
@@ -31,6 +33,7 @@ struct Published {
     devices: HashMap<u32, Cell<DeviceView>>,
     ports: HashMap<(u32, u32), Cell<PortView>>,
     ipoib: HashMap<u32, Cell<IpoibView>>,
+    host: Option<Cell<HostView>>,
 }
 
 pub struct Publisher {
@@ -71,6 +74,7 @@ shown!(RootView, RootObject);
 shown!(DeviceView, DeviceObject);
 shown!(PortView, PortObject);
 shown!(IpoibView, IpoibObject);
+shown!(HostView, HostObject);
 
 impl Publisher {
     pub fn new(
@@ -242,6 +246,15 @@ impl Sink for Publisher {
         // IPoIB views show what ipoib.toml remembers: a saved change republishes them too.
         if !dirty.ipoib.is_empty() || !dirty.devices.is_empty() || dirty.config {
             self.publish_ipoib(&mut p, state, &dirty.ipoib).await;
+        }
+        // SubnetManagers follows the ports, so the Host view is recomputed at every publish;
+        // the comparison emits only what changed.
+        let host = p.host.clone();
+        if let Some(c) = self
+            .upsert(HOST_PATH, host.as_ref(), host_view(state))
+            .await
+        {
+            p.host = Some(c);
         }
         let root = p.root.clone();
         self.upsert(

@@ -13,6 +13,7 @@ use super::publisher::Publisher;
 use super::Context;
 use crate::engine::{self, EngineConfig, EngineHandle};
 use crate::kernel::Host;
+use crate::system::{BusSystemServices, SystemServices};
 
 /// Which bus to serve on.
 #[derive(Debug, Clone)]
@@ -52,7 +53,8 @@ pub async fn connect(bus: &Bus) -> Result<Connection, ServeError> {
     builder.build().await.map_err(ServeError::Connect)
 }
 
-/// Serves `host` on `conn` and owns the bus name; changes are authorized by polkit.
+/// Serves `host` on `conn` and owns the bus name; changes are authorized by polkit, and host
+/// setup talks to systemd and firewalld over the same connection.
 pub async fn serve(
     conn: Connection,
     host: Arc<dyn Host>,
@@ -60,16 +62,19 @@ pub async fn serve(
     config: EngineConfig,
 ) -> Result<Service, ServeError> {
     let authorizer = Authorizer::new(&conn);
-    serve_with(conn, host, simulated, config, authorizer).await
+    let system = Arc::new(BusSystemServices::new(&conn));
+    serve_with(conn, host, simulated, config, authorizer, system).await
 }
 
-/// [`serve`] with another authorizer ([`Authorizer::same_user_for_simulation`] for the demo).
+/// [`serve`] with another authorizer ([`Authorizer::same_user_for_simulation`] for the demo)
+/// and other host services ([`crate::system::sim::SimSystemServices`] on a simulated host).
 pub async fn serve_with(
     conn: Connection,
     host: Arc<dyn Host>,
     simulated: bool,
     config: EngineConfig,
     authorizer: Authorizer,
+    system: Arc<dyn SystemServices>,
 ) -> Result<Service, ServeError> {
     let managed = Arc::new(ManagedCache::default());
     conn.object_server()
@@ -85,7 +90,7 @@ pub async fn serve_with(
         simulated,
         tick_us,
     ));
-    let (engine, task) = engine::start(host, publisher, config).await?;
+    let (engine, task) = engine::start(host, system, publisher, config).await?;
     ctx.set_engine(engine.clone());
     conn.request_name(BUS_NAME)
         .await

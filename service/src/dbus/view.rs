@@ -377,3 +377,68 @@ pub fn root_view(st: &HostState, simulated: bool, tick_us: u64) -> RootView {
             .collect(),
     }
 }
+
+/// The verdict on a port's subnet manager: an SM LID means one answered; INIT with none means
+/// the port waits for one that never came (the guide's sign that no opensm runs).
+pub fn sm_verdict(state: Option<crate::model::PortState>, sm_lid: u32) -> &'static str {
+    match (state, sm_lid) {
+        (_, l) if l != 0 => "seen",
+        (Some(crate::model::PortState::Init), 0) => "stuck-init",
+        _ => "none",
+    }
+}
+
+/// The Host object: host setup as last read, and per InfiniBand port what it says about the
+/// subnet manager (recomputed from the ports at every publish, so it follows them).
+pub fn host_view(st: &HostState) -> super::objects::HostView {
+    let h = &st.host_setup;
+    let mut sms = Vec::new();
+    for d in st.devices.values() {
+        for p in &d.snap.ports {
+            if p.link_layer != Ok(crate::model::LinkLayer::InfiniBand) {
+                continue;
+            }
+            let state = p.state.as_ref().ok().copied();
+            let sm_lid = p.sm_lid.as_ref().ok().copied().unwrap_or(0);
+            sms.push((
+                object_path(port_path(d.index, p.number)),
+                format!("{}/{}", d.name(), p.number),
+                state
+                    .map(|s| s.sysfs_name().to_string())
+                    .unwrap_or_default(),
+                sm_lid,
+                sm_verdict(state, sm_lid).to_string(),
+            ));
+        }
+    }
+    super::objects::HostView {
+        modules: h
+            .modules
+            .iter()
+            .map(|m| {
+                (
+                    m.set.clone(),
+                    m.module.clone(),
+                    m.description.clone(),
+                    m.enabled,
+                    m.loaded,
+                    m.line,
+                )
+            })
+            .collect(),
+        modules_unit: h.modules_unit.clone(),
+        memlock_soft: h.memlock_soft.clone(),
+        memlock_hard: h.memlock_hard.clone(),
+        memlock_origin: h.memlock_origin.clone().into_iter().collect(),
+        memlock_managed: h.memlock_managed.clone(),
+        memlock_notes: h.memlock_notes.clone(),
+        nfs_rdma: h.nfs_rdma,
+        nfs_rdma_port: h.nfs_rdma_port,
+        nfs_rdma_origin: h.nfs_rdma_origin.clone().into_iter().collect(),
+        nfs_notes: h.nfs_notes.clone(),
+        nfs_server: h.nfs_server.clone(),
+        firewalld: h.firewalld,
+        opensm: h.opensm.clone(),
+        subnet_managers: sms,
+    }
+}

@@ -10,6 +10,7 @@
 pub mod clock;
 pub mod history;
 mod ops;
+mod ops_host;
 mod ops_ipoib;
 mod ops_naming;
 mod ops_roce;
@@ -30,10 +31,12 @@ use tracing::{debug, info, warn};
 pub use clock::TickClock;
 pub use history::{History, Sample};
 pub use ops::OpError;
+pub use ops_host::{HostSetupState, ModuleRow, SmVerb, Step};
 pub use ops_naming::NamingState;
 pub use state::{DeviceState, Dirty, HostState, IpoibState, PortRoce};
 
 use crate::kernel::{Host, HostEvent, PollTarget, PortPoller, PortReading};
+use crate::system::SystemServices;
 
 /// Receives what the engine observed.
 #[async_trait]
@@ -119,9 +122,11 @@ fn release_freed_memory() {
     }
 }
 
-/// Reads the host, publishes it, and starts the engine task.
+/// Reads the host, publishes it, and starts the engine task. `system` is how host setup
+/// reaches systemd and firewalld.
 pub async fn start(
     host: Arc<dyn Host>,
+    system: Arc<dyn SystemServices>,
     sink: Arc<dyn Sink>,
     config: EngineConfig,
 ) -> Result<(EngineHandle, tokio::task::JoinHandle<()>), crate::kernel::HostError> {
@@ -136,8 +141,10 @@ pub async fn start(
         warn!(error = %e, "persisted configuration is unusable; nothing from it is re-applied");
     }
     state.naming = ops_naming::load_naming(host.as_ref()).await;
+    state.host_setup = ops_host::load_host_setup(host.as_ref(), system.as_ref()).await;
     let mut dirty = state.refresh_all(host.as_ref()).await?;
     dirty.config = true;
+    dirty.host = true;
     let read_ms = t.elapsed().as_secs_f64() * 1e3;
     sink.publish(&state, &dirty).await;
     release_freed_memory();
@@ -161,6 +168,7 @@ pub async fn start(
     let plan = Arc::new(PollPlan::of(&state));
     let engine = Engine {
         host,
+        system,
         sink,
         config,
         plan,
@@ -205,6 +213,7 @@ impl PollPlan {
 
 pub(crate) struct Engine {
     host: Arc<dyn Host>,
+    system: Arc<dyn SystemServices>,
     sink: Arc<dyn Sink>,
     config: EngineConfig,
     state: HostState,
@@ -364,8 +373,10 @@ impl Engine {
             Err(e) => warn!(error = %e, "re-reading the host failed; keeping the last state"),
         }
         if wanted.everything {
-            // Rules files edited by hand are noticed at the periodic re-read.
+            // Rules files, host setup files and units changed by hand are noticed at the
+            // periodic re-read.
             self.refresh_naming().await;
+            self.refresh_host_setup().await;
             release_freed_memory();
         }
         if !wanted.appeared.is_empty() {

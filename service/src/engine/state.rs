@@ -67,17 +67,20 @@ pub struct Dirty {
     pub ipoib: BTreeSet<u32>,
     /// The persisted configuration changed (root properties derived from it).
     pub config: bool,
+    /// Host setup changed (the Host object).
+    pub host: bool,
 }
 
 impl Dirty {
     pub fn is_empty(&self) -> bool {
-        self.devices.is_empty() && self.ipoib.is_empty() && !self.config
+        self.devices.is_empty() && self.ipoib.is_empty() && !self.config && !self.host
     }
 
     pub fn merge(&mut self, other: Dirty) {
         self.devices.extend(other.devices);
         self.ipoib.extend(other.ipoib);
         self.config |= other.config;
+        self.host |= other.host;
     }
 }
 
@@ -92,6 +95,8 @@ pub struct HostState {
     pub config: crate::config::Desired,
     /// The udev naming rules, as last read.
     pub naming: super::NamingState,
+    /// Host setup (modules, memlock, NFS over RDMA, opensm), as last read.
+    pub host_setup: super::HostSetupState,
 }
 
 impl HostState {

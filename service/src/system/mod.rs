@@ -17,6 +17,7 @@
 //! against, in docs/HOST-SETUP.md ("systemd and firewalld over D-Bus").
 
 pub mod firewalld;
+pub mod sim;
 pub mod systemd;
 
 use std::fmt;

@@ -614,3 +614,72 @@ pub fn large_host(devices: u32, ports: u32, ipoib: u32) -> HostSpec {
     }
     spec
 }
+
+/// The files of host setup as a freshly installed host has them: rdma-core's
+/// `/etc/rdma/modules/{rdma,infiniband,roce}.conf` (`# rds_rdma` disabled, `xprtrdma` and
+/// `svcrdma` enabled), Debian 12's `/etc/security/limits.conf` (no memlock line), Debian
+/// 12's `/etc/nfs.conf` (`# rdma=n`) and an empty `/etc/nfs.conf.d/`. Files already in the
+/// tree are kept, so a daemon restarted on the same tree sees its own edits.
+pub const HOST_SETUP_FILES: &[(&str, &str)] = &[
+    (
+        "/etc/rdma/modules/rdma.conf",
+        include_str!("../../model/testdata/host_setup/rdma-core-rdma.conf"),
+    ),
+    (
+        "/etc/rdma/modules/infiniband.conf",
+        include_str!("../../model/testdata/host_setup/rdma-core-infiniband.conf"),
+    ),
+    (
+        "/etc/rdma/modules/roce.conf",
+        include_str!("../../model/testdata/host_setup/rdma-core-roce.conf"),
+    ),
+    (
+        "/etc/security/limits.conf",
+        include_str!("../../model/testdata/host_setup/debian12-limits.conf"),
+    ),
+    (
+        "/etc/nfs.conf",
+        include_str!("../../model/testdata/host_setup/debian12-nfs.conf"),
+    ),
+];
+
+/// The modules a host with InfiniBand hardware has loaded once rdma-core's units ran: those
+/// enabled in the files above and their dependencies (`ib_core`, `rdma_cm`, ...); `svcrdma`
+/// and `rds_rdma` are not, as on a host that is not an NFS server.
+pub const HOST_SETUP_LOADED_MODULES: &[&str] = &[
+    "ib_core",
+    "ib_cm",
+    "iw_cm",
+    "ib_uverbs",
+    "ib_umad",
+    "ib_ipoib",
+    "ib_iser",
+    "rdma_ucm",
+    "xprtrdma",
+    "mlx4_ib",
+    "mlx5_ib",
+];
+
+/// Writes [`HOST_SETUP_FILES`] (those not present yet), makes `/etc/nfs.conf.d/` and loads
+/// [`HOST_SETUP_LOADED_MODULES`] in `sim`.
+pub fn install_host_setup(sim: &super::SimHost) -> Result<(), crate::kernel::HostError> {
+    let io = |path: &std::path::Path, e: std::io::Error| {
+        crate::kernel::HostError::from_io(crate::kernel::Op::File(path.display().to_string()), &e)
+    };
+    for (path, text) in HOST_SETUP_FILES {
+        let p = sim.root().join(path.trim_start_matches('/'));
+        if p.exists() {
+            continue;
+        }
+        if let Some(dir) = p.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| io(&p, e))?;
+        }
+        std::fs::write(&p, text).map_err(|e| io(&p, e))?;
+    }
+    let d = sim.root().join("etc/nfs.conf.d");
+    std::fs::create_dir_all(&d).map_err(|e| io(&d, e))?;
+    for m in HOST_SETUP_LOADED_MODULES {
+        sim.set_module_loaded(m, true)?;
+    }
+    Ok(())
+}

@@ -213,6 +213,20 @@ impl SimHost {
         Self::render_rdma_cm(self.root(), &st)
     }
 
+    /// Loads or unloads a module by name (`/sys/module/<name>`, `-` written as `_` as the
+    /// kernel does), for what host setup shows as "loaded now". rdma_cm and rdma_rxe have
+    /// their own switches, which also change what the kernel offers.
+    pub fn set_module_loaded(&self, module: &str, loaded: bool) -> Result<(), HostError> {
+        let name = module.replace('-', "_");
+        if name.is_empty() || name.contains('/') || name.starts_with('.') {
+            return Err(HostError::Invalid(format!(
+                "{module:?} is not a module name"
+            )));
+        }
+        let _st = self.lock();
+        render::render_module(self.root(), &name, loaded).map_err(Self::render_err)
+    }
+
     /// Mounts or unmounts configfs on `/sys/kernel/config`; rdma_cm keeps its settings.
     pub fn set_configfs_mounted(&self, mounted: bool) -> Result<(), HostError> {
         let mut st = self.lock();

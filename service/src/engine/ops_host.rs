@@ -1,0 +1,778 @@
+//! Host setup (Red Hat's "Configuring InfiniBand and RDMA networks"): the kernel modules
+//! rdma-core loads, the memlock limit of the `rdma` group, NFS over RDMA on the server and the
+//! subnet manager. Files are read and written through [`Host`] (so the simulated host keeps
+//! them in its tree), units and firewall ports go through [`SystemServices`]. The state is
+//! read at start, after every change and at every full re-read (hand edits show within a
+//! minute); the file formats are the pure `model::{rdma_modules, memlock, nfs_conf}`.
+//!
+//! No TOML here: the files themselves are the persisted state, as for the naming rules.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::{Engine, EngineHandle, OpError};
+use crate::kernel::Host;
+use crate::model::memlock::{self, DaemonOutcome, LimitSetting, MemlockValue, NoteKind};
+use crate::model::nfs_conf::{self, NfsRdmaRequest, NfsRdmaState};
+use crate::model::rdma_modules::{self, ModuleChange, ModulesFile, RdmaModulesError};
+use crate::system::{
+    Protocol, SystemError, SystemServices, UnitStatus, NFS_SERVER_UNIT, OPENSM_UNIT,
+    RDMA_LOAD_MODULES_UNIT,
+};
+
+/// Said after every memlock change and shown with the limits: pam_limits applies limits when
+/// a session opens.
+pub const NEXT_LOGIN_NOTE: &str = "Limits apply to login sessions opened afterwards (log in \
+    again and check with \"ulimit -l\"); running sessions and services keep theirs.";
+
+/// How includes are followed at most (each round reads the files the last one named).
+const MAX_INCLUDE_ROUNDS: usize = 16;
+
+/// One module line of `/etc/rdma/modules/*.conf`, as the Host object shows it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ModuleRow {
+    /// The file's stem: "rdma", "infiniband", "roce", ...
+    pub set: String,
+    pub module: String,
+    pub description: String,
+    pub enabled: bool,
+    /// `/sys/module/<name>` exists now.
+    pub loaded: bool,
+    pub line: u32,
+}
+
+/// A unit's (load state, active state, unit-file state); all empty when systemd cannot be
+/// asked.
+pub type UnitTriple = (String, String, String);
+
+/// Everything host setup shows, as last read.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct HostSetupState {
+    pub modules: Vec<ModuleRow>,
+    pub modules_unit: String,
+    pub memlock_soft: String,
+    pub memlock_hard: String,
+    pub memlock_origin: BTreeMap<String, String>,
+    pub memlock_managed: (String, String),
+    pub memlock_notes: Vec<String>,
+    pub nfs_rdma: bool,
+    pub nfs_rdma_port: u16,
+    pub nfs_rdma_origin: BTreeMap<String, String>,
+    pub nfs_notes: Vec<String>,
+    pub nfs_server: UnitTriple,
+    pub firewalld: bool,
+    pub opensm: UnitTriple,
+}
+
+/// One step of a multi-step change: (step, outcome, detail); outcome is "done",
+/// "unchanged", "skipped", "failed" or "not-run".
+pub type Step = (String, String, String);
+
+fn step(name: &str, outcome: &str, detail: impl Into<String>) -> Step {
+    (name.to_string(), outcome.to_string(), detail.into())
+}
+
+fn triple(s: &UnitStatus) -> UnitTriple {
+    (
+        s.load_state.clone(),
+        s.active_state.clone(),
+        s.unit_file_state.clone(),
+    )
+}
+
+/// A file's bytes; an unreadable file counts as absent (and says so in the log), since one
+/// bad file must not hide the rest of the state.
+async fn read_opt(host: &dyn Host, path: &str) -> Option<Vec<u8>> {
+    match host.read_file(Path::new(path)).await {
+        Ok(b) => b,
+        Err(e) => {
+            tracing::warn!(%path, error = %e, "cannot read a host setup file");
+            None
+        }
+    }
+}
+
+async fn list(host: &dyn Host, dir: &str) -> Vec<String> {
+    match host.list_dir(Path::new(dir)).await {
+        Ok(names) => names.unwrap_or_default(),
+        Err(e) => {
+            tracing::warn!(%dir, error = %e, "cannot list a host setup directory");
+            Vec::new()
+        }
+    }
+}
+
+async fn read_modules(host: &dyn Host) -> Vec<ModuleRow> {
+    let mut rows = Vec::new();
+    for name in list(host, rdma_modules::MODULES_DIR).await {
+        // rdma-core's units name files by instance: only `<set>.conf` with a valid set name
+        // can be loaded by `rdma-load-modules@<set>.service`.
+        let Some(set) = name.strip_suffix(".conf") else {
+            continue;
+        };
+        let Ok(path) = rdma_modules::modules_file_path(set) else {
+            continue;
+        };
+        let Some(bytes) = read_opt(host, &path.to_string_lossy()).await else {
+            continue;
+        };
+        for e in ModulesFile::parse(&bytes).modules() {
+            let loaded = host
+                .module_loaded(&e.module.replace('-', "_"))
+                .await
+                .unwrap_or(false);
+            rows.push(ModuleRow {
+                set: set.to_string(),
+                module: e.module,
+                description: e.description.unwrap_or_default(),
+                enabled: e.enabled,
+                loaded,
+                line: e.line,
+            });
+        }
+    }
+    rows
+}
+
+async fn limits_sources(host: &dyn Host) -> memlock::LimitsSources {
+    let mut dropins = Vec::new();
+    for name in memlock::dropin_names(&list(host, memlock::LIMITS_D).await) {
+        let path = format!("{}/{name}", memlock::LIMITS_D);
+        if let Some(bytes) = read_opt(host, &path).await {
+            dropins.push(memlock::LimitsFile { path, bytes });
+        }
+    }
+    memlock::LimitsSources {
+        limits_conf: read_opt(host, memlock::LIMITS_CONF).await,
+        dropins,
+    }
+}
+
+fn limit_text(s: &LimitSetting) -> String {
+    s.value().map(MemlockValue::conf_text).unwrap_or_default()
+}
+
+fn read_memlock(st: &mut HostSetupState, sources: &memlock::LimitsSources) {
+    let r = memlock::resolve_group_member(sources, memlock::RDMA_GROUP, None);
+    st.memlock_soft = limit_text(&r.soft);
+    st.memlock_hard = limit_text(&r.hard);
+    st.memlock_origin.clear();
+    let mut notes = Vec::new();
+    for (key, s) in [("soft", &r.soft), ("hard", &r.hard)] {
+        match s {
+            LimitSetting::Set { origin, .. } => {
+                st.memlock_origin.insert(key.into(), origin.to_string());
+            }
+            LimitSetting::NotSet { why } => notes.push(format!("The {key} limit is {why}.")),
+        }
+    }
+    if r.soft_lowered_to_hard {
+        notes.push(
+            "The soft limit is above the hard one: pam_limits lowers it to the hard limit.".into(),
+        );
+    }
+    st.memlock_managed = (String::new(), String::new());
+    if let Some(d) = &r.daemon_file {
+        let text = |v: Option<MemlockValue>| v.map(MemlockValue::conf_text).unwrap_or_default();
+        st.memlock_managed = (text(d.settings.soft), text(d.settings.hard));
+        for (key, o) in [("soft", &d.soft), ("hard", &d.hard)] {
+            match o {
+                DaemonOutcome::Overridden { by, domain, reason } => notes.push(format!(
+                    "The {key} limit of {} is overridden by {by} ({domain}): {reason}.",
+                    memlock::DAEMON_FILE
+                )),
+                DaemonOutcome::NoLimitsLine { by, domain } => notes.push(format!(
+                    "{by} (\"{domain} -\") tells pam_limits to set no limits at all, so the {key} \
+                    limit of {} does nothing.",
+                    memlock::DAEMON_FILE
+                )),
+                _ => {}
+            }
+        }
+    }
+    for n in r
+        .notes
+        .iter()
+        .filter(|n| n.kind == NoteKind::VersionDependent)
+    {
+        notes.push(format!("{}: {}", n.origin, n.reason));
+    }
+    for c in &r.conditional {
+        notes.push(format!("{}: {}", c.origin, c.reason));
+    }
+    notes.extend(r.caveats.iter().cloned());
+    notes.push(NEXT_LOGIN_NOTE.into());
+    st.memlock_notes = notes;
+}
+
+async fn nfs_sources(host: &dyn Host) -> nfs_conf::NfsConfSources {
+    async fn dropins(host: &dyn Host, dir: &str) -> Vec<nfs_conf::ConfFile> {
+        let mut out = Vec::new();
+        for name in nfs_conf::dropin_names(&list(host, dir).await) {
+            let path = format!("{dir}/{name}");
+            if let Some(bytes) = read_opt(host, &path).await {
+                out.push(nfs_conf::ConfFile { path, bytes });
+            }
+        }
+        out
+    }
+    let mut s = nfs_conf::NfsConfSources {
+        usr_etc_conf: read_opt(host, nfs_conf::USR_NFS_CONF).await,
+        usr_etc_dropins: dropins(host, nfs_conf::USR_NFS_CONF_D).await,
+        etc_conf: read_opt(host, nfs_conf::NFS_CONF).await,
+        etc_dropins: dropins(host, nfs_conf::NFS_CONF_D).await,
+        includes: Vec::new(),
+    };
+    // Included files are read in rounds until the model names none it lacks; a missing one
+    // is simply not added, which the model reads as nfs-utils does (skipped).
+    for _ in 0..MAX_INCLUDE_ROUNDS {
+        let wanted = nfs_conf::include_paths(&s);
+        if wanted.is_empty() {
+            break;
+        }
+        let mut added = false;
+        for path in wanted {
+            if let Some(bytes) = read_opt(host, &path).await {
+                s.includes.push(nfs_conf::ConfFile { path, bytes });
+                added = true;
+            }
+        }
+        if !added {
+            break;
+        }
+    }
+    s
+}
+
+fn read_nfs(st: &mut HostSetupState, sources: &nfs_conf::NfsConfSources) {
+    let r = nfs_conf::resolve(sources);
+    let (on, port) = match &r.state {
+        NfsRdmaState::Enabled { port } => (true, port.number().unwrap_or(0)),
+        NfsRdmaState::Disabled | NfsRdmaState::LegacyPort { .. } => (false, 0),
+    };
+    st.nfs_rdma = on;
+    st.nfs_rdma_port = port;
+    st.nfs_rdma_origin.clear();
+    if let Some(a) = &r.rdma {
+        st.nfs_rdma_origin
+            .insert("rdma".into(), a.origin.to_string());
+    }
+    if let Some(a) = &r.rdma_port {
+        st.nfs_rdma_origin
+            .insert("rdma-port".into(), a.origin.to_string());
+    }
+    let mut notes: Vec<String> = r
+        .notes
+        .iter()
+        .map(|n| format!("{}: {}", n.origin, n.text))
+        .collect();
+    if let NfsRdmaState::LegacyPort { port } = &r.state {
+        notes.push(format!(
+            "rdma holds a port ({}), the form before nfs-utils 2.4.2: only rpc.nfsd listens on \
+            it, nfsdctl does not",
+            port.number().map(|p| p.to_string()).unwrap_or_default()
+        ));
+    }
+    if let Some(d) = &r.daemon_dropin {
+        for (key, o) in [("rdma", &d.rdma), ("rdma-port", &d.rdma_port)] {
+            if let nfs_conf::KeyOutcome::Overridden { by } = o {
+                notes.push(format!(
+                    "{key} of {} is overridden by {by}, read after it",
+                    nfs_conf::DAEMON_DROPIN
+                ));
+            }
+        }
+    }
+    notes.push(
+        "Settings apply when nfs-server.service next starts (SetNfsRdma restarts it).".into(),
+    );
+    st.nfs_notes = notes;
+}
+
+async fn unit(system: &dyn SystemServices, name: &str) -> UnitTriple {
+    match system.unit_status(name).await {
+        Ok(s) => triple(&s),
+        Err(e) => {
+            tracing::debug!(unit = name, error = %e, "cannot ask systemd about a unit");
+            UnitTriple::default()
+        }
+    }
+}
+
+/// Reads everything host setup shows.
+pub(super) async fn load_host_setup(
+    host: &dyn Host,
+    system: &dyn SystemServices,
+) -> HostSetupState {
+    let mut st = HostSetupState {
+        modules: read_modules(host).await,
+        modules_unit: unit(system, RDMA_LOAD_MODULES_UNIT).await.1,
+        nfs_server: unit(system, NFS_SERVER_UNIT).await,
+        firewalld: system.firewalld_running().await.unwrap_or(false),
+        opensm: unit(system, OPENSM_UNIT).await,
+        ..HostSetupState::default()
+    };
+    read_memlock(&mut st, &limits_sources(host).await);
+    read_nfs(&mut st, &nfs_sources(host).await);
+    st
+}
+
+fn modules_error(e: RdmaModulesError) -> OpError {
+    OpError::InvalidArgument(e.to_string())
+}
+
+/// A systemd or firewalld failure in the caller's terms.
+fn system_error(e: SystemError) -> OpError {
+    let m = e.to_string();
+    match e {
+        SystemError::NoSuchUnit { .. } => OpError::NotFound(m),
+        SystemError::NotRunning { .. } => OpError::NotSupported(m),
+        SystemError::Invalid(_) => OpError::InvalidArgument(m),
+        _ => OpError::Failed(m),
+    }
+}
+
+fn modules_path(set: &str) -> Result<String, OpError> {
+    rdma_modules::modules_file_path(set)
+        .map(|p| p.to_string_lossy().into_owned())
+        .map_err(modules_error)
+}
+
+fn absent_modules_file(path: &str) -> OpError {
+    OpError::NotFound(format!(
+        "{path} does not exist: rdma-core provides the module lists (install rdma-core)"
+    ))
+}
+
+fn modules_unit(set: &str) -> String {
+    format!("rdma-load-modules@{set}.service")
+}
+
+impl EngineHandle {
+    pub async fn set_module_enabled(
+        &self,
+        set: &str,
+        module: &str,
+        enabled: bool,
+    ) -> Result<(), OpError> {
+        let (set, module) = (set.to_string(), module.to_string());
+        self.call(move |e| {
+            Box::pin(async move { e.set_module_enabled(&set, &module, enabled).await })
+        })
+        .await
+    }
+
+    pub async fn apply_modules(&self, set: &str) -> Result<Vec<Step>, OpError> {
+        let set = set.to_string();
+        self.call(move |e| Box::pin(async move { e.apply_modules(&set).await }))
+            .await
+    }
+
+    pub async fn set_memlock_limits(&self, soft: &str, hard: &str) -> Result<Vec<String>, OpError> {
+        let (soft, hard) = (soft.to_string(), hard.to_string());
+        self.call(move |e| Box::pin(async move { e.set_memlock_limits(&soft, &hard).await }))
+            .await
+    }
+
+    pub async fn reset_memlock_limits(&self) -> Result<(), OpError> {
+        self.call(|e| Box::pin(async move { e.reset_memlock_limits().await }))
+            .await
+    }
+
+    pub async fn set_nfs_rdma(&self, enabled: bool, port: u16) -> Result<Vec<Step>, OpError> {
+        self.call(move |e| Box::pin(async move { e.set_nfs_rdma(enabled, port).await }))
+            .await
+    }
+
+    /// Starts ("start"), stops ("stop"), enables ("enable") or disables ("disable")
+    /// opensm.service.
+    pub async fn subnet_manager(&self, verb: SmVerb) -> Result<(), OpError> {
+        self.call(move |e| Box::pin(async move { e.subnet_manager(verb).await }))
+            .await
+    }
+}
+
+/// What is asked of opensm.service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SmVerb {
+    Start,
+    Stop,
+    Enable,
+    Disable,
+}
+
+impl Engine {
+    /// Re-reads host setup and publishes the Host object when it changed.
+    pub(super) async fn refresh_host_setup(&mut self) {
+        let st = load_host_setup(self.host.as_ref(), self.system.as_ref()).await;
+        if st != self.state.host_setup {
+            self.state.host_setup = st;
+            self.publish(super::Dirty {
+                host: true,
+                ..super::Dirty::default()
+            })
+            .await;
+        }
+    }
+
+    async fn set_module_enabled(
+        &mut self,
+        set: &str,
+        module: &str,
+        enabled: bool,
+    ) -> Result<(), OpError> {
+        let path = modules_path(set)?;
+        rdma_modules::validate_module_name(module).map_err(modules_error)?;
+        let r = self.edit_module(&path, module, enabled).await;
+        self.refresh_host_setup().await;
+        r.map(|_| ())
+    }
+
+    /// Enables or disables one module in a list; the file is written only when it changes.
+    async fn edit_module(
+        &self,
+        path: &str,
+        module: &str,
+        enabled: bool,
+    ) -> Result<ModuleChange, OpError> {
+        let bytes = self
+            .host
+            .read_file(Path::new(path))
+            .await
+            .map_err(OpError::from_host)?
+            .ok_or_else(|| absent_modules_file(path))?;
+        let edit = ModulesFile::parse(&bytes)
+            .set_enabled(module, enabled)
+            .map_err(modules_error)?;
+        if edit.change != ModuleChange::Unchanged {
+            self.host
+                .write_file_atomic(Path::new(path), &edit.bytes)
+                .await
+                .map_err(OpError::from_host)?;
+        }
+        Ok(edit.change)
+    }
+
+    async fn apply_modules(&mut self, set: &str) -> Result<Vec<Step>, OpError> {
+        let path = modules_path(set)?;
+        if self
+            .host
+            .read_file(Path::new(&path))
+            .await
+            .map_err(OpError::from_host)?
+            .is_none()
+        {
+            return Err(absent_modules_file(&path));
+        }
+        let unit = modules_unit(set);
+        let r = self.system.restart_unit(&unit).await;
+        self.refresh_host_setup().await;
+        match r {
+            Ok(res) => Ok(vec![step(
+                "restart",
+                "done",
+                format!("{unit} restarted (job result {res}); modules already loaded stay loaded"),
+            )]),
+            Err(SystemError::JobFailed { result, .. }) => Ok(vec![step(
+                "restart",
+                "failed",
+                format!("the restart job of {unit} ended with result \"{result}\" (see journalctl -u {unit})"),
+            )]),
+            Err(e) => Err(system_error(e)),
+        }
+    }
+
+    async fn set_memlock_limits(&mut self, soft: &str, hard: &str) -> Result<Vec<String>, OpError> {
+        let invalid = |e: memlock::MemlockError| OpError::InvalidArgument(e.to_string());
+        let s = MemlockValue::parse_setting(soft).map_err(invalid)?;
+        let h = MemlockValue::parse_setting(hard).map_err(invalid)?;
+        let text = memlock::render_daemon_file(memlock::RDMA_GROUP, s, h).map_err(invalid)?;
+        let current = self
+            .host
+            .read_file(Path::new(memlock::DAEMON_FILE))
+            .await
+            .map_err(OpError::from_host)?;
+        let r = if current.as_deref() == Some(text.as_bytes()) {
+            Ok(())
+        } else {
+            self.host
+                .write_file_atomic(Path::new(memlock::DAEMON_FILE), text.as_bytes())
+                .await
+                .map_err(OpError::from_host)
+        };
+        self.refresh_host_setup().await;
+        r.map(|_| self.state.host_setup.memlock_notes.clone())
+    }
+
+    async fn reset_memlock_limits(&mut self) -> Result<(), OpError> {
+        let r = self
+            .host
+            .remove_file(Path::new(memlock::DAEMON_FILE))
+            .await
+            .map_err(OpError::from_host);
+        self.refresh_host_setup().await;
+        r
+    }
+
+    async fn set_nfs_rdma(&mut self, enabled: bool, port: u16) -> Result<Vec<Step>, OpError> {
+        let invalid = |e: nfs_conf::NfsConfError| OpError::InvalidArgument(e.to_string());
+        let request = if enabled {
+            let port = if port == 0 {
+                nfs_conf::NFSRDMA_PORT
+            } else {
+                nfs_conf::validate_port(u32::from(port)).map_err(invalid)?
+            };
+            NfsRdmaRequest::Enable { port }
+        } else {
+            if port != 0 {
+                return Err(OpError::InvalidArgument(format!(
+                    "port {port} given when disabling NFS over RDMA: give 0 (the port only applies when enabling)"
+                )));
+            }
+            NfsRdmaRequest::Disable
+        };
+        let steps = match request {
+            NfsRdmaRequest::Enable { port } => self.enable_nfs_rdma(port).await,
+            NfsRdmaRequest::Disable => self.disable_nfs_rdma().await,
+        };
+        self.refresh_host_setup().await;
+        Ok(steps)
+    }
+
+    /// Writes the daemon's drop-in when its bytes differ; "done" or "unchanged".
+    async fn write_dropin(&self, text: &str) -> Result<&'static str, String> {
+        let path = Path::new(nfs_conf::DAEMON_DROPIN);
+        let current = self.host.read_file(path).await.map_err(|e| e.to_string())?;
+        if current.as_deref() == Some(text.as_bytes()) {
+            return Ok("unchanged");
+        }
+        self.host
+            .write_file_atomic(path, text.as_bytes())
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok("done")
+    }
+
+    async fn enable_nfs_rdma(&self, port: u16) -> Vec<Step> {
+        let mut steps = Vec::new();
+        let rest = |steps: &mut Vec<Step>, names: &[&str]| {
+            for n in names {
+                steps.push(step(n, "not-run", "an earlier step failed"));
+            }
+        };
+        // (1) the drop-in.
+        let text = match nfs_conf::render_dropin(NfsRdmaRequest::Enable { port }) {
+            Ok(t) => t,
+            Err(e) => {
+                steps.push(step("nfs.conf", "failed", e.to_string()));
+                rest(&mut steps, &["modules", "firewall", "nfs-server"]);
+                return steps;
+            }
+        };
+        match self.write_dropin(&text).await {
+            Ok(o) => steps.push(step(
+                "nfs.conf",
+                o,
+                format!(
+                    "{}: [nfsd] rdma=y, rdma-port={port}",
+                    nfs_conf::DAEMON_DROPIN
+                ),
+            )),
+            Err(e) => {
+                steps.push(step("nfs.conf", "failed", e));
+                rest(&mut steps, &["modules", "firewall", "nfs-server"]);
+                return steps;
+            }
+        }
+        // (2) the modules the client and the server side need, loaded by rdma-core's unit.
+        let path = format!("{}/rdma.conf", rdma_modules::MODULES_DIR);
+        let mut changed = Vec::new();
+        let mut failure = None;
+        for m in ["xprtrdma", "svcrdma"] {
+            match self.edit_module(&path, m, true).await {
+                Ok(ModuleChange::Unchanged) => {}
+                Ok(_) => changed.push(m),
+                Err(OpError::NotFound(msg)) => {
+                    failure = Some(("skipped", msg));
+                    break;
+                }
+                Err(e) => {
+                    failure = Some(("failed", e.to_string()));
+                    break;
+                }
+            }
+        }
+        match failure {
+            Some(("failed", msg)) => {
+                steps.push(step("modules", "failed", msg));
+                rest(&mut steps, &["firewall", "nfs-server"]);
+                return steps;
+            }
+            Some((o, msg)) => steps.push(step("modules", o, msg)),
+            None if changed.is_empty() => steps.push(step(
+                "modules",
+                "unchanged",
+                format!("xprtrdma and svcrdma are enabled in {path}"),
+            )),
+            None => steps.push(step(
+                "modules",
+                "done",
+                format!("enabled {} in {path}", changed.join(" and ")),
+            )),
+        }
+        // (3) the firewall, as the guide's firewall-cmd --add-port (runtime and permanent).
+        match self.system.firewalld_running().await {
+            Ok(false) => steps.push(step(
+                "firewall",
+                "skipped",
+                "firewalld does not run; nothing to open",
+            )),
+            Err(e) => {
+                steps.push(step("firewall", "failed", e.to_string()));
+                rest(&mut steps, &["nfs-server"]);
+                return steps;
+            }
+            Ok(true) => {
+                let mut added_any = false;
+                let mut zone = String::new();
+                for proto in [Protocol::Tcp, Protocol::Udp] {
+                    match self.system.firewall_add_port("", port, proto).await {
+                        Ok(a) => {
+                            added_any |= a.runtime == crate::system::Added::Now
+                                || a.permanent == crate::system::Added::Now;
+                            zone = a.zone;
+                        }
+                        Err(e) => {
+                            steps.push(step("firewall", "failed", e.to_string()));
+                            rest(&mut steps, &["nfs-server"]);
+                            return steps;
+                        }
+                    }
+                }
+                steps.push(step(
+                    "firewall",
+                    if added_any { "done" } else { "unchanged" },
+                    format!("{port}/tcp and {port}/udp open in zone {zone}, runtime and permanent"),
+                ));
+            }
+        }
+        // (4) the server reads nfs.conf when it starts.
+        steps.push(self.restart_nfs_server().await);
+        steps
+    }
+
+    async fn disable_nfs_rdma(&self) -> Vec<Step> {
+        let mut steps = Vec::new();
+        let sources = nfs_sources(self.host.as_ref()).await;
+        let r = nfs_conf::resolve(&sources);
+        let others_enable = !matches!(r.without_daemon_dropin, NfsRdmaState::Disabled);
+        let has_dropin = sources
+            .etc_dropins
+            .iter()
+            .any(|f| f.path == nfs_conf::DAEMON_DROPIN);
+        let firewall_note = "the firewall port stays open (close it with firewall-cmd \
+            --remove-port=PORT/tcp --remove-port=PORT/udp, with and without --permanent)";
+        let outcome = if others_enable {
+            // Another file enables RDMA: only an rdma=n read last turns it off.
+            match nfs_conf::render_dropin(NfsRdmaRequest::Disable) {
+                Ok(text) => self.write_dropin(&text).await.map(|o| {
+                    step(
+                        "nfs.conf",
+                        o,
+                        format!(
+                            "{}: [nfsd] rdma=n, since another file enables RDMA; {firewall_note}",
+                            nfs_conf::DAEMON_DROPIN
+                        ),
+                    )
+                }),
+                Err(e) => Err(e.to_string()),
+            }
+        } else if has_dropin {
+            self.host
+                .remove_file(Path::new(nfs_conf::DAEMON_DROPIN))
+                .await
+                .map(|_| {
+                    step(
+                        "nfs.conf",
+                        "done",
+                        format!("removed {}; {firewall_note}", nfs_conf::DAEMON_DROPIN),
+                    )
+                })
+                .map_err(|e| e.to_string())
+        } else {
+            Ok(step(
+                "nfs.conf",
+                "unchanged",
+                format!("no file enables NFS over RDMA; {firewall_note}"),
+            ))
+        };
+        match outcome {
+            Ok(s) => steps.push(s),
+            Err(e) => {
+                steps.push(step("nfs.conf", "failed", e));
+                steps.push(step("nfs-server", "not-run", "an earlier step failed"));
+                return steps;
+            }
+        }
+        steps.push(self.restart_nfs_server().await);
+        steps
+    }
+
+    async fn restart_nfs_server(&self) -> Step {
+        match self.system.unit_status(NFS_SERVER_UNIT).await {
+            Ok(s) if s.load_state == "not-found" => {
+                return step(
+                    "nfs-server",
+                    "skipped",
+                    format!("{NFS_SERVER_UNIT} is not installed (nfs-utils)"),
+                )
+            }
+            Ok(_) => {}
+            Err(e) => return step("nfs-server", "failed", e.to_string()),
+        }
+        match self.system.restart_unit(NFS_SERVER_UNIT).await {
+            Ok(_) => step("nfs-server", "done", format!("{NFS_SERVER_UNIT} restarted")),
+            Err(SystemError::JobFailed { result, .. }) => step(
+                "nfs-server",
+                "failed",
+                format!(
+                    "the restart job of {NFS_SERVER_UNIT} ended with result \"{result}\" (see journalctl -u {NFS_SERVER_UNIT})"
+                ),
+            ),
+            Err(e) => step("nfs-server", "failed", e.to_string()),
+        }
+    }
+
+    async fn subnet_manager(&mut self, verb: SmVerb) -> Result<(), OpError> {
+        let r = self.subnet_manager_inner(verb).await;
+        self.refresh_host_setup().await;
+        r
+    }
+
+    async fn subnet_manager_inner(&self, verb: SmVerb) -> Result<(), OpError> {
+        let status = self
+            .system
+            .unit_status(OPENSM_UNIT)
+            .await
+            .map_err(system_error)?;
+        if status.load_state == "not-found" {
+            return Err(OpError::NotFound(format!(
+                "{OPENSM_UNIT} is not installed (package opensm)"
+            )));
+        }
+        let r = match verb {
+            SmVerb::Start => self.system.start_unit(OPENSM_UNIT).await.map(|_| ()),
+            SmVerb::Stop => self.system.stop_unit(OPENSM_UNIT).await.map(|_| ()),
+            SmVerb::Enable => self.system.enable_unit(OPENSM_UNIT).await.map(|_| ()),
+            SmVerb::Disable => self.system.disable_unit(OPENSM_UNIT).await.map(|_| ()),
+        };
+        r.map_err(|e| match e {
+            SystemError::JobFailed { result, verb, .. } => OpError::Failed(format!(
+                "the {verb} job of {OPENSM_UNIT} ended with result \"{result}\" (see journalctl -u {OPENSM_UNIT})"
+            )),
+            e => system_error(e),
+        })
+    }
+}

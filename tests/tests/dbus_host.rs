@@ -1,0 +1,709 @@
+//! Host setup over D-Bus: the Host object driven with busctl as root under the real polkitd,
+//! on the simulated demo host with rdma-core's, Debian's limits and nfs.conf files, and with
+//! the stand-ins of systemd and firewalld on the same private system bus (the daemon reaches
+//! them through its own `BusSystemServices`, as on a real host). Each change is checked in
+//! the file bytes, the properties and the stand-ins' call logs; each refusal leaves every file
+//! under /etc as it was.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use rdma_manager_dbus::{BUS_NAME, ERROR_PREFIX, HOST_PATH};
+use rdma_manager_tests::bus::{skip_reason, Reply};
+use rdma_manager_tests::service::{tree_files, HostServices, SystemSetup};
+use rdma_manager_tests::standins::StandInUnit;
+use rdma_managerd::kernel::sim::{fixtures, SimHost};
+use rdma_managerd::model::{PhysState, PortState};
+use serde_json::Value;
+
+macro_rules! require_harness {
+    () => {
+        if let Some(reason) = skip_reason() {
+            eprintln!("skipping: {reason}");
+            return Ok(());
+        }
+    };
+}
+
+const IFACE: &str = "org.rdmamanager.RdmaManager1.Host";
+
+async fn setup(prepare: impl FnOnce(&HostServices)) -> Result<(SystemSetup, HostServices)> {
+    let sim = SimHost::new(fixtures::demo_host())?;
+    SystemSetup::with_host_services(sim, prepare).await
+}
+
+/// The usual host: nfs-server and opensm installed and stopped, firewalld running.
+fn usual(s: &HostServices) {
+    s.systemd
+        .add_unit("nfs-server.service", StandInUnit::service());
+    s.systemd.add_unit("opensm.service", StandInUnit::service());
+    s.systemd.add_unit(
+        "rdma-load-modules@rdma.service",
+        StandInUnit::service().static_unit(),
+    );
+}
+
+/// A property as busctl's JSON gives it.
+async fn prop(t: &SystemSetup, name: &str) -> Result<Value> {
+    let out = t
+        .bus
+        .busctl()
+        .args([
+            "--json=short",
+            "get-property",
+            BUS_NAME,
+            HOST_PATH,
+            IFACE,
+            name,
+        ])
+        .output()
+        .context("busctl get-property")?;
+    if !out.status.success() {
+        bail!("{name}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let v: Value = serde_json::from_slice(&out.stdout)?;
+    Ok(v["data"].clone())
+}
+
+/// A Host method as root: its JSON reply data, or (error name without prefix, message).
+async fn call(
+    t: &SystemSetup,
+    method: &str,
+    args: &[&str],
+) -> Result<Result<Value, (String, String)>> {
+    let out = t
+        .bus
+        .busctl()
+        .env("SYSTEMD_LOG_LEVEL", "debug")
+        .args([
+            "--json=short",
+            "--timeout=10",
+            "--",
+            "call",
+            BUS_NAME,
+            HOST_PATH,
+            IFACE,
+            method,
+        ])
+        .args(args)
+        .output()
+        .context("busctl call")?;
+    if out.status.success() {
+        let text = String::from_utf8_lossy(&out.stdout);
+        if text.trim().is_empty() {
+            return Ok(Ok(Value::Null));
+        }
+        let v: Value = serde_json::from_str(&text)?;
+        return Ok(Ok(v["data"][0].clone()));
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let name = stderr
+        .split_whitespace()
+        .filter_map(|w| w.strip_prefix("error-name="))
+        .find(|n| *n != "n/a")
+        .with_context(|| format!("no error name in:\n{stderr}"))?;
+    let message = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("Call failed: "))
+        .unwrap_or_default();
+    let short = name
+        .strip_prefix(ERROR_PREFIX)
+        .and_then(|n| n.strip_prefix('.'))
+        .unwrap_or(name);
+    Ok(Err((short.to_string(), message.to_string())))
+}
+
+fn etc(t: &SystemSetup) -> BTreeMap<String, Vec<u8>> {
+    tree_files(t.sim.root(), &["etc"])
+}
+
+/// (step, outcome) pairs of a steps reply.
+fn outcomes(v: &Value) -> Vec<(String, String)> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .map(|s| {
+                    (
+                        s[0].as_str().unwrap_or("").into(),
+                        s[1].as_str().unwrap_or("").into(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn pairs(want: &[(&str, &str)]) -> Vec<(String, String)> {
+    want.iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
+}
+
+/// The Modules row (enabled, loaded) of a module of a set.
+async fn module(t: &SystemSetup, set: &str, name: &str) -> Result<Option<(bool, bool)>> {
+    let v = prop(t, "Modules").await?;
+    Ok(v.as_array().and_then(|a| {
+        a.iter().find(|r| r[0] == set && r[1] == name).map(|r| {
+            (
+                r[3].as_bool().unwrap_or(false),
+                r[4].as_bool().unwrap_or(false),
+            )
+        })
+    }))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn modules_enable_disable_round_trip_and_apply() -> Result<()> {
+    require_harness!();
+    let (t, s) = setup(usual).await?;
+    let original = t
+        .etc_file("/etc/rdma/modules/rdma.conf")
+        .context("rdma.conf")?;
+    assert_eq!(module(&t, "rdma", "rds_rdma").await?, Some((false, false)));
+    assert_eq!(module(&t, "rdma", "xprtrdma").await?, Some((true, true)));
+    let v = prop(&t, "Modules").await?;
+    let row = v
+        .as_array()
+        .and_then(|a| a.iter().find(|r| r[1] == "svcrdma"))
+        .context("svcrdma row")?;
+    assert_eq!(row[2], "NFS over RDMA server support");
+    assert_eq!(row[5], 21);
+
+    call(&t, "SetModuleEnabled", &["ssb", "rdma", "rds_rdma", "true"])
+        .await?
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    let enabled = t
+        .etc_file("/etc/rdma/modules/rdma.conf")
+        .context("rdma.conf")?;
+    assert_eq!(
+        enabled,
+        original.replace("# rds_rdma\n", "rds_rdma\n"),
+        "only the module's line changes"
+    );
+    assert_eq!(module(&t, "rdma", "rds_rdma").await?, Some((true, false)));
+    call(
+        &t,
+        "SetModuleEnabled",
+        &["ssb", "rdma", "rds_rdma", "false"],
+    )
+    .await?
+    .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    assert_eq!(
+        t.etc_file("/etc/rdma/modules/rdma.conf").as_deref(),
+        Some(original.as_str()),
+        "disabling again gives the original bytes back"
+    );
+
+    let steps = call(&t, "ApplyModules", &["s", "rdma"])
+        .await?
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    assert_eq!(outcomes(&steps), pairs(&[("restart", "done")]));
+    assert!(
+        s.systemd
+            .calls()
+            .iter()
+            .any(|c| c.contains("RestartUnit") && c.contains("rdma-load-modules@rdma.service")),
+        "{:?}",
+        s.systemd.calls()
+    );
+    assert_eq!(prop(&t, "ModulesUnit").await?, "active");
+
+    let e = call(&t, "SetModuleEnabled", &["ssb", "opa", "ib_ipoib", "true"]).await?;
+    match e {
+        Err((name, msg)) => {
+            assert_eq!(name, "NotFound");
+            assert!(msg.contains("rdma-core"), "{msg}");
+        }
+        Ok(v) => bail!("absent set accepted: {v}"),
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn memlock_set_reset_and_override() -> Result<()> {
+    require_harness!();
+    let (t, _s) = setup(usual).await?;
+    assert_eq!(prop(&t, "MemlockSoft").await?, "");
+    assert_eq!(
+        prop(&t, "MemlockManaged").await?,
+        serde_json::json!(["", ""])
+    );
+    let notes = call(&t, "SetMemlockLimits", &["ss", "unlimited", "unlimited"])
+        .await?
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    let file = t
+        .etc_file("/etc/security/limits.d/zz-rdma-manager.conf")
+        .context("daemon file")?;
+    assert!(
+        file.contains("@rdma soft memlock unlimited\n@rdma hard memlock unlimited\n"),
+        "{file}"
+    );
+    assert!(notes.to_string().contains("login"), "{notes}");
+    assert_eq!(prop(&t, "MemlockSoft").await?, "unlimited");
+    assert_eq!(prop(&t, "MemlockHard").await?, "unlimited");
+    assert_eq!(
+        prop(&t, "MemlockManaged").await?,
+        serde_json::json!(["unlimited", "unlimited"])
+    );
+    let origin = prop(&t, "MemlockOrigin").await?;
+    assert_eq!(
+        origin["soft"],
+        "/etc/security/limits.d/zz-rdma-manager.conf:7"
+    );
+
+    // A group entry in a file read after the daemon's overrides it.
+    let later = t.sim.root().join("etc/security/limits.d/zzz-site.conf");
+    std::fs::write(&later, "@rdma hard memlock 1048576\n")?;
+    let notes = call(&t, "SetMemlockLimits", &["ss", "65536", "unlimited"])
+        .await?
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    let text = notes.to_string();
+    assert!(text.contains("zzz-site.conf:1"), "{text}");
+    assert_eq!(prop(&t, "MemlockSoft").await?, "65536");
+    assert_eq!(prop(&t, "MemlockHard").await?, "1048576");
+    std::fs::remove_file(&later)?;
+
+    call(&t, "ResetMemlockLimits", &[])
+        .await?
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    assert_eq!(
+        t.etc_file("/etc/security/limits.d/zz-rdma-manager.conf"),
+        None
+    );
+    assert_eq!(prop(&t, "MemlockSoft").await?, "");
+    assert_eq!(
+        prop(&t, "MemlockManaged").await?,
+        serde_json::json!(["", ""])
+    );
+    let notes = prop(&t, "MemlockNotes").await?.to_string();
+    assert!(notes.contains("not set by the limits files"), "{notes}");
+    // Nothing to remove is success.
+    call(&t, "ResetMemlockLimits", &[])
+        .await?
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn nfs_rdma_enable_with_firewalld_and_disable() -> Result<()> {
+    require_harness!();
+    let (t, s) = setup(usual).await?;
+    assert_eq!(prop(&t, "NfsRdma").await?, false);
+    assert_eq!(prop(&t, "Firewalld").await?, true);
+    // Let svcrdma be disabled first, so the modules step has something to do.
+    call(&t, "SetModuleEnabled", &["ssb", "rdma", "svcrdma", "false"])
+        .await?
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    let steps = call(&t, "SetNfsRdma", &["bq", "true", "0"])
+        .await?
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    assert_eq!(
+        outcomes(&steps),
+        pairs(&[
+            ("nfs.conf", "done"),
+            ("modules", "done"),
+            ("firewall", "done"),
+            ("nfs-server", "done")
+        ])
+    );
+    let dropin = t
+        .etc_file("/etc/nfs.conf.d/zz-rdma-manager.conf")
+        .context("drop-in")?;
+    assert!(
+        dropin.contains("[nfsd]\nrdma=y\nrdma-port=20049\n"),
+        "{dropin}"
+    );
+    for permanent in [false, true] {
+        let ports = s.firewalld.ports("public", permanent);
+        for proto in ["tcp", "udp"] {
+            assert!(
+                ports.contains(&("20049".to_string(), proto.to_string())),
+                "{permanent}: {ports:?}"
+            );
+        }
+    }
+    assert!(s
+        .systemd
+        .calls()
+        .iter()
+        .any(|c| c.contains("RestartUnit") && c.contains("nfs-server.service")));
+    assert_eq!(prop(&t, "NfsRdma").await?, true);
+    assert_eq!(prop(&t, "NfsRdmaPort").await?, 20049);
+    assert_eq!(
+        prop(&t, "NfsRdmaOrigin").await?["rdma"],
+        "/etc/nfs.conf.d/zz-rdma-manager.conf:7"
+    );
+    assert_eq!(prop(&t, "NfsServer").await?[1], "active");
+    assert_eq!(
+        module(&t, "rdma", "svcrdma").await?.map(|m| m.0),
+        Some(true)
+    );
+
+    // Again: nothing left to do but the restart.
+    let steps = call(&t, "SetNfsRdma", &["bq", "true", "20049"])
+        .await?
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    assert_eq!(
+        outcomes(&steps),
+        pairs(&[
+            ("nfs.conf", "unchanged"),
+            ("modules", "unchanged"),
+            ("firewall", "unchanged"),
+            ("nfs-server", "done")
+        ])
+    );
+
+    let steps = call(&t, "SetNfsRdma", &["bq", "false", "0"])
+        .await?
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    assert_eq!(
+        outcomes(&steps),
+        pairs(&[("nfs.conf", "done"), ("nfs-server", "done")])
+    );
+    assert!(steps.to_string().contains("stays open"), "{steps}");
+    assert_eq!(t.etc_file("/etc/nfs.conf.d/zz-rdma-manager.conf"), None);
+    assert_eq!(prop(&t, "NfsRdma").await?, false);
+    assert_eq!(prop(&t, "NfsRdmaPort").await?, 0);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn nfs_rdma_without_firewalld_and_with_a_failing_server() -> Result<()> {
+    require_harness!();
+    let (t, s) = setup(|s| {
+        s.systemd.add_unit(
+            "nfs-server.service",
+            StandInUnit::service().failing("failed"),
+        );
+    })
+    .await?;
+    s.firewalld.stop().await?;
+    let steps = call(&t, "SetNfsRdma", &["bq", "true", "20050"])
+        .await?
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    assert_eq!(
+        outcomes(&steps),
+        pairs(&[
+            ("nfs.conf", "done"),
+            ("modules", "unchanged"),
+            ("firewall", "skipped"),
+            ("nfs-server", "failed")
+        ])
+    );
+    assert!(steps.to_string().contains("\\\"failed\\\""), "{steps}");
+    assert!(s.firewalld.calls().iter().all(|c| !c.contains("addPort")));
+    assert_eq!(prop(&t, "NfsRdmaPort").await?, 20050);
+    assert_eq!(prop(&t, "Firewalld").await?, false);
+    assert_eq!(prop(&t, "NfsServer").await?[1], "failed");
+
+    // A drop-in that cannot be written: every later step is not run.
+    t.sim.fail_next(
+        rdma_managerd::kernel::sim::SimOp::WriteFile,
+        rdma_managerd::model::Errno::EACCES,
+    );
+    let steps = call(&t, "SetNfsRdma", &["bq", "true", "20051"])
+        .await?
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    assert_eq!(
+        outcomes(&steps),
+        pairs(&[
+            ("nfs.conf", "failed"),
+            ("modules", "not-run"),
+            ("firewall", "not-run"),
+            ("nfs-server", "not-run")
+        ])
+    );
+    assert_eq!(prop(&t, "NfsRdmaPort").await?, 20050);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn nfs_server_not_installed_is_skipped() -> Result<()> {
+    require_harness!();
+    let (t, _s) = setup(|_| {}).await?;
+    assert_eq!(prop(&t, "NfsServer").await?[0], "not-found");
+    let steps = call(&t, "SetNfsRdma", &["bq", "true", "0"])
+        .await?
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    assert_eq!(
+        outcomes(&steps).last().map(|s| s.1.as_str()),
+        Some("skipped")
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn opensm_start_stop_enable_and_not_installed() -> Result<()> {
+    require_harness!();
+    let (t, s) = setup(usual).await?;
+    assert_eq!(
+        prop(&t, "Opensm").await?,
+        serde_json::json!(["loaded", "inactive", "disabled"])
+    );
+    for (method, args, want) in [
+        (
+            "StartSubnetManager",
+            vec![],
+            ["loaded", "active", "disabled"],
+        ),
+        (
+            "SetSubnetManagerEnabled",
+            vec!["b", "true"],
+            ["loaded", "active", "enabled"],
+        ),
+        (
+            "StopSubnetManager",
+            vec![],
+            ["loaded", "inactive", "enabled"],
+        ),
+        (
+            "SetSubnetManagerEnabled",
+            vec!["b", "false"],
+            ["loaded", "inactive", "disabled"],
+        ),
+    ] {
+        call(&t, method, &args)
+            .await?
+            .map_err(|e| anyhow::anyhow!("{method}: {e:?}"))?;
+        assert_eq!(
+            prop(&t, "Opensm").await?,
+            serde_json::json!(want),
+            "{method}"
+        );
+    }
+    assert!(s.systemd.reloads() >= 2);
+
+    s.systemd
+        .add_unit("opensm.service", StandInUnit::service().failing("failed"));
+    match call(&t, "StartSubnetManager", &[]).await? {
+        Err((name, msg)) => {
+            assert_eq!(name, "Failed");
+            assert!(msg.contains("failed"), "{msg}");
+        }
+        Ok(v) => bail!("a failing start succeeded: {v}"),
+    }
+
+    let (t, _s) = setup(|_| {}).await?;
+    for (method, args) in [
+        ("StartSubnetManager", vec![]),
+        ("StopSubnetManager", vec![]),
+        ("SetSubnetManagerEnabled", vec!["b", "true"]),
+    ] {
+        match call(&t, method, &args).await? {
+            Err((name, msg)) => {
+                assert_eq!(name, "NotFound", "{method}");
+                assert!(msg.contains("opensm"), "{msg}");
+            }
+            Ok(v) => bail!("{method} without opensm succeeded: {v}"),
+        }
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn subnet_manager_verdicts_follow_the_ports() -> Result<()> {
+    require_harness!();
+    let (t, _s) = setup(usual).await?;
+    t.sim
+        .set_port_state("mlx5_0", 1, PortState::Init, PhysState::LinkUp)?;
+    t.sim.set_port_lids("mlx5_0", 1, 0, 0)?;
+    let verdict = |v: &Value, port: &str| -> Option<(String, String)> {
+        v.as_array()?.iter().find(|r| r[1] == port).map(|r| {
+            (
+                r[2].as_str().unwrap_or("").to_string(),
+                r[4].as_str().unwrap_or("").to_string(),
+            )
+        })
+    };
+    let mut last = Value::Null;
+    for _ in 0..50 {
+        last = prop(&t, "SubnetManagers").await?;
+        if verdict(&last, "mlx5_0/1") == Some(("INIT".into(), "stuck-init".into())) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        verdict(&last, "mlx5_0/1"),
+        Some(("INIT".into(), "stuck-init".into())),
+        "{last}"
+    );
+    t.sim
+        .set_port_state("mlx5_0", 1, PortState::Active, PhysState::LinkUp)?;
+    t.sim.set_port_lids("mlx5_0", 1, 7, 1)?;
+    for _ in 0..50 {
+        last = prop(&t, "SubnetManagers").await?;
+        if verdict(&last, "mlx5_0/1").map(|v| v.1) == Some("seen".into()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        verdict(&last, "mlx5_0/1"),
+        Some(("ACTIVE".into(), "seen".into())),
+        "{last}"
+    );
+    t.sim
+        .set_port_state("mlx5_0", 1, PortState::Down, PhysState::Polling)?;
+    t.sim.set_port_lids("mlx5_0", 1, 0, 0)?;
+    for _ in 0..50 {
+        last = prop(&t, "SubnetManagers").await?;
+        if verdict(&last, "mlx5_0/1").map(|v| v.1) == Some("none".into()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(verdict(&last, "mlx5_0/1").map(|v| v.1), Some("none".into()));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_input_is_refused_and_changes_nothing() -> Result<()> {
+    require_harness!();
+    let (t, s) = setup(usual).await?;
+    let nl = "a\nb";
+    let long = "x".repeat(56);
+    let cases: Vec<(&str, Vec<&str>, &str)> = vec![
+        (
+            "SetModuleEnabled",
+            vec!["ssb", "", "ib_iser", "true"],
+            "InvalidArgument",
+        ),
+        (
+            "SetModuleEnabled",
+            vec!["ssb", "../rdma", "ib_iser", "true"],
+            "InvalidArgument",
+        ),
+        (
+            "SetModuleEnabled",
+            vec!["ssb", "RDMA", "ib_iser", "true"],
+            "InvalidArgument",
+        ),
+        (
+            "SetModuleEnabled",
+            vec!["ssb", "rd ma", "ib_iser", "true"],
+            "InvalidArgument",
+        ),
+        (
+            "SetModuleEnabled",
+            vec!["ssb", "rdma", "", "true"],
+            "InvalidArgument",
+        ),
+        (
+            "SetModuleEnabled",
+            vec!["ssb", "rdma", "a/b", "true"],
+            "InvalidArgument",
+        ),
+        (
+            "SetModuleEnabled",
+            vec!["ssb", "rdma", "..", "true"],
+            "InvalidArgument",
+        ),
+        (
+            "SetModuleEnabled",
+            vec!["ssb", "rdma", "ib iser", "true"],
+            "InvalidArgument",
+        ),
+        (
+            "SetModuleEnabled",
+            vec!["ssb", "rdma", nl, "true"],
+            "InvalidArgument",
+        ),
+        (
+            "SetModuleEnabled",
+            vec!["ssb", "rdma", &long, "true"],
+            "InvalidArgument",
+        ),
+        (
+            "SetModuleEnabled",
+            vec!["ssb", "nosuchset", "ib_iser", "true"],
+            "NotFound",
+        ),
+        ("ApplyModules", vec!["s", ""], "InvalidArgument"),
+        ("ApplyModules", vec!["s", "../../x"], "InvalidArgument"),
+        ("ApplyModules", vec!["s", nl], "InvalidArgument"),
+        ("ApplyModules", vec!["s", "nosuchset"], "NotFound"),
+        (
+            "SetMemlockLimits",
+            vec!["ss", "abc", "unlimited"],
+            "InvalidArgument",
+        ),
+        (
+            "SetMemlockLimits",
+            vec!["ss", "-1", "unlimited"],
+            "InvalidArgument",
+        ),
+        (
+            "SetMemlockLimits",
+            vec!["ss", "0", "unlimited"],
+            "InvalidArgument",
+        ),
+        ("SetMemlockLimits", vec!["ss", "", ""], "InvalidArgument"),
+        (
+            "SetMemlockLimits",
+            vec!["ss", "unlimited", "1024"],
+            "InvalidArgument",
+        ),
+        (
+            "SetMemlockLimits",
+            vec!["ss", "2048", "1024"],
+            "InvalidArgument",
+        ),
+        (
+            "SetMemlockLimits",
+            vec!["ss", "64M", "unlimited"],
+            "InvalidArgument",
+        ),
+        (
+            "SetMemlockLimits",
+            vec!["ss", "99999999999999999999999", "unlimited"],
+            "InvalidArgument",
+        ),
+        (
+            "SetMemlockLimits",
+            vec!["ss", "18014398509481983", "unlimited"],
+            "InvalidArgument",
+        ),
+        (
+            "SetNfsRdma",
+            vec!["bq", "false", "20049"],
+            "InvalidArgument",
+        ),
+    ];
+    // Status reads (LoadUnit) may happen; no job or unit-file change may.
+    let changes = || -> Vec<String> {
+        s.systemd
+            .calls()
+            .into_iter()
+            .filter(|c| !c.starts_with("LoadUnit"))
+            .collect()
+    };
+    let calls_before = changes();
+    let mut failures = Vec::new();
+    for (method, args, want) in &cases {
+        let before = etc(&t);
+        let reply = call(&t, method, args).await?;
+        match &reply {
+            Err((name, msg)) if name == want && !msg.trim().is_empty() => {}
+            other => failures.push(format!("{method}{args:?}: wanted {want}, got {other:?}")),
+        }
+        if etc(&t) != before {
+            failures.push(format!("{method}{args:?} changed a file under /etc"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_eq!(changes(), calls_before, "no unit was touched");
+    // A port that does not fit in q is refused by busctl before the bus.
+    let reply = t
+        .call(
+            None,
+            HOST_PATH,
+            IFACE,
+            "SetNfsRdma",
+            &["bq", "true", "70000"],
+        )
+        .await;
+    assert!(!matches!(reply, Ok(Reply::Ok(_))), "{reply:?}");
+    Ok(())
+}
