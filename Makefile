@@ -88,6 +88,9 @@ endif
 	$(INSTALL) -m 0644 dist/completions/_rdma-tui "$(DESTDIR)$(ZSHCOMPDIR)/_rdma-tui"
 	$(INSTALL) -m 0644 dist/completions/rdma-tui.fish "$(DESTDIR)$(FISHCOMPDIR)/rdma-tui.fish"
 	$(INSTALL) -d -m 0755 "$(DESTDIR)$(SYSCONFDIR)/rdma-manager"
+	# NFS over RDMA is set in a drop-in there; nfs-utils reads it (since 2.5.3) but RHEL 9's
+	# package does not ship the directory, and the sandboxed daemon cannot create it.
+	$(INSTALL) -d -m 0755 "$(DESTDIR)$(SYSCONFDIR)/nfs.conf.d"
 
 # Leaves $(SYSCONFDIR)/rdma-manager alone: it holds the administrator's configuration and state.
 uninstall:
