@@ -239,17 +239,29 @@ fn start_tui(bus: &PrivateBus, bin: &Path, env: &str) -> Result<u32> {
         bin.join("rdma-tui").display(),
         bus.address()
     );
-    tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        "bench",
-        "-x",
-        "200",
-        "-y",
-        "60",
-        &cmd,
-    ])?;
+    // The previous server may still be exiting ("server exited unexpectedly"): retry.
+    let new_session = || {
+        tmux(&[
+            "new-session",
+            "-d",
+            "-s",
+            "bench",
+            "-x",
+            "200",
+            "-y",
+            "60",
+            &cmd,
+        ])
+    };
+    let mut started = new_session();
+    for _ in 0..20 {
+        if started.is_ok() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        started = new_session();
+    }
+    started?;
     let pid = tmux(&["list-panes", "-t", "bench", "-F", "#{pane_pid}"])?;
     pid.trim().parse().context("pane pid")
 }
