@@ -1,15 +1,18 @@
-//! What the editing pages (IPoIB, soft links, RoCE, naming) share: a form together with the
-//! calls it is sending ([`Session`]), the keys that move in a list, and the footer hints of an
-//! open form.
+//! What the editing pages (IPoIB, soft links, RoCE, naming, host) share: a form together with
+//! the calls it is sending ([`Session`]), how keys, answers and drawing reach an open form, the
+//! list-and-details layout and the keys that move in a list, and the footer hints of an open form.
 
 use std::collections::VecDeque;
 
 use crossterm::event::{KeyCode, KeyEvent};
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::Frame;
 
 use crate::app::describe;
 use crate::client::{Call, CallError, CallOutput};
 use crate::form::Form;
 use crate::pages::Outcome;
+use crate::theme::Theme;
 
 /// What an answer meant to a [`Session`].
 #[derive(Debug, Clone, PartialEq)]
@@ -98,6 +101,87 @@ impl<K> Session<K> {
     }
 }
 
+/// Hands an answer to the open form (if any) and closes the form once its last call
+/// succeeded; returns that call's output then. For pages with nothing to do on other answers:
+/// a failure stays on the form, which shows it.
+pub fn answer_and_close<K>(
+    session: &mut Option<Session<K>>,
+    call: &Call,
+    result: &Result<CallOutput, CallError>,
+) -> Option<CallOutput> {
+    let Answer::Finished(out) = session.as_mut()?.answer(call, result) else {
+        return None;
+    };
+    *session = None;
+    Some(out)
+}
+
+/// A key while a form may be open: `None` when none is (the page's own keys apply); else help
+/// and quit are left to the application and every other key goes to the form (`form_key`),
+/// so typing in a field never triggers a page key.
+pub fn key_to_form(
+    form_open: bool,
+    key: &KeyEvent,
+    form_key: impl FnOnce() -> Outcome,
+) -> Option<Outcome> {
+    if !form_open {
+        return None;
+    }
+    Some(if global_key(key) {
+        Outcome::Ignored
+    } else {
+        form_key()
+    })
+}
+
+/// Draws the open form, if any, over the page.
+pub fn render_form<K>(frame: &mut Frame, area: Rect, session: &Option<Session<K>>, theme: Theme) {
+    if let Some(s) = session {
+        s.form.render(frame, area, theme);
+    }
+}
+
+/// A list page's areas: the list, as tall as its rows and borders (at least 3 lines), with
+/// the details (`details_height` lines) right below it; on a tall screen the rest stays empty.
+pub fn list_and_details(area: Rect, rows: usize, details_height: u16) -> [Rect; 2] {
+    let list_height = (rows as u16 + 2).max(3);
+    let [list, details, _] = Layout::vertical([
+        Constraint::Max(list_height),
+        Constraint::Length(details_height),
+        Constraint::Min(0),
+    ])
+    .areas(area);
+    [list, details]
+}
+
+/// Selects the row a finished create asked for (`wanted`, an object path) once the model
+/// shows it (the new object may arrive after the answer), and keeps the selection on a row. `is` tells whether a row is that object.
+pub fn select_wanted<R>(
+    rows: &[R],
+    wanted: &mut Option<String>,
+    selected: &mut usize,
+    is: impl Fn(&R, &str) -> bool,
+) {
+    if let Some(p) = wanted {
+        if let Some(i) = rows.iter().position(|r| is(r, p)) {
+            *selected = i;
+            *wanted = None;
+        }
+    }
+    *selected = (*selected).min(rows.len().saturating_sub(1));
+}
+
+/// Moves `selected` for a list key (see [`list_key`]); true when `key` was one.
+pub fn move_in_list(key: &KeyEvent, selected: &mut usize, len: usize) -> bool {
+    match list_key(key, *selected, len) {
+        Some(i) => {
+            *selected = i;
+            true
+        }
+        None => false,
+    }
+}
+
 /// Moves a list selection for the usual keys (arrows, j/k, Home/End, PgUp/PgDn); `None` for
 /// other keys.
 pub fn list_key(key: &KeyEvent, index: usize, len: usize) -> Option<usize> {
@@ -116,6 +200,18 @@ pub fn list_key(key: &KeyEvent, index: usize, len: usize) -> Option<usize> {
 /// True for the keys an open form leaves to the application (help, quit).
 pub fn global_key(key: &KeyEvent) -> bool {
     matches!(key.code, KeyCode::F(1) | KeyCode::F(10))
+}
+
+/// The footer: the form's keys while one is open, else the page's own (`page`).
+pub fn hints(
+    form_open: bool,
+    page: Vec<(&'static str, &'static str)>,
+) -> Vec<(&'static str, &'static str)> {
+    if form_open {
+        form_hints()
+    } else {
+        page
+    }
 }
 
 /// The footer while a form is open.

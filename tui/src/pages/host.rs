@@ -745,9 +745,7 @@ impl HostPage {
     }
 
     fn page_key(&mut self, key: KeyEvent, host: &Host) -> Outcome {
-        let n = rows(host).len();
-        if let Some(i) = edit::list_key(&key, self.selected, n) {
-            self.selected = i;
+        if edit::move_in_list(&key, &mut self.selected, rows(host).len()) {
             self.follow(host);
             return Outcome::Handled;
         }
@@ -970,14 +968,11 @@ impl Page for HostPage {
     }
 
     fn handle_key(&mut self, key: KeyEvent, model: &Model) -> Outcome {
-        if self.session.is_some() {
-            if edit::global_key(&key) {
-                return Outcome::Ignored;
-            }
-            return match &model.host {
-                Some(h) => self.form_key(key, h),
-                None => self.form_key(key, &Host::default()),
-            };
+        if let Some(out) = edit::key_to_form(self.session.is_some(), &key, || match &model.host {
+            Some(h) => self.form_key(key, h),
+            None => self.form_key(key, &Host::default()),
+        }) {
+            return out;
         }
         if self.report.take().is_some()
             && matches!(key.code, KeyCode::Esc | KeyCode::Enter | KeyCode::Char(' '))

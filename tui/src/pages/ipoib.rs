@@ -12,7 +12,7 @@ use rdma_managerd::model::ipoib::{default_child_name, full_member};
 use super::{Outcome, Page, PageId, RenderCtx};
 use crate::check;
 use crate::client::{Call, CallError, CallOutput};
-use crate::edit::{self, hex16, Answer, Session};
+use crate::edit::{self, hex16, Session};
 use crate::form::{ChoiceOption, Field, Form, FormEvent};
 use crate::model::{Ipoib, Model};
 use crate::theme::Theme;
@@ -466,38 +466,25 @@ impl Page for IpoibPage {
         let model = ctx.model;
         let t = ctx.theme;
         let rows = rows(model);
-        if let Some(p) = &self.select_path {
-            if let Some(i) = rows.iter().position(|r| *r == Row::Iface(p.clone())) {
-                self.selected = i;
-                self.select_path = None;
-            }
-        }
-        self.selected = self.selected.min(rows.len().saturating_sub(1));
-        // The details follow the list directly; on a tall screen the rest stays empty.
-        let list_height = (rows.len() as u16 + 2).max(3);
-        let [list, details, _] = Layout::vertical([
-            Constraint::Max(list_height),
-            Constraint::Length(6),
-            Constraint::Min(0),
-        ])
-        .areas(area);
+        edit::select_wanted(
+            &rows,
+            &mut self.select_path,
+            &mut self.selected,
+            |r, p| matches!(r, Row::Iface(i) if i == p),
+        );
+        let [list, details] = edit::list_and_details(area, rows.len(), 6);
         render_table(frame, list, model, &rows, self.selected, t);
         render_details(frame, details, model, rows.get(self.selected), t);
-        if let Some(s) = &self.session {
-            s.form.render(frame, area, t);
-        }
+        edit::render_form(frame, area, &self.session, t);
     }
 
     fn handle_key(&mut self, key: KeyEvent, model: &Model) -> Outcome {
-        if self.session.is_some() {
-            if edit::global_key(&key) {
-                return Outcome::Ignored;
-            }
-            return self.form_key(key, model);
+        if let Some(out) =
+            edit::key_to_form(self.session.is_some(), &key, || self.form_key(key, model))
+        {
+            return out;
         }
-        let n = rows(model).len();
-        if let Some(i) = edit::list_key(&key, self.selected, n) {
-            self.selected = i;
+        if edit::move_in_list(&key, &mut self.selected, rows(model).len()) {
             return Outcome::Handled;
         }
         match key.code {
@@ -521,14 +508,10 @@ impl Page for IpoibPage {
     }
 
     fn call_done(&mut self, call: &Call, result: &Result<CallOutput, CallError>) {
-        let Some(s) = &mut self.session else {
-            return;
-        };
-        if let Answer::Finished(out) = s.answer(call, result) {
-            if let CallOutput::Created(path) = out {
-                self.select_path = Some(path);
-            }
-            self.session = None;
+        if let Some(CallOutput::Created(path)) =
+            edit::answer_and_close(&mut self.session, call, result)
+        {
+            self.select_path = Some(path);
         }
     }
 
@@ -541,10 +524,10 @@ impl Page for IpoibPage {
     }
 
     fn hints(&self) -> Vec<(&'static str, &'static str)> {
-        if self.session.is_some() {
-            return edit::form_hints();
-        }
-        vec![("n", "new child"), ("Enter", "edit"), ("d", "delete")]
+        edit::hints(
+            self.session.is_some(),
+            vec![("n", "new child"), ("Enter", "edit"), ("d", "delete")],
+        )
     }
 }
 

@@ -597,21 +597,16 @@ impl Page for NamingPage {
         let height = area.height as usize;
         let scroll = (sel_line + 2).saturating_sub(height).min(sel_line);
         frame.render_widget(Paragraph::new(lines).scroll((scroll as u16, 0)), area);
-        if let Some(s) = &self.session {
-            s.form.render(frame, area, t);
-        }
+        edit::render_form(frame, area, &self.session, t);
     }
 
     fn handle_key(&mut self, key: KeyEvent, model: &Model) -> Outcome {
-        if self.session.is_some() {
-            if edit::global_key(&key) {
-                return Outcome::Ignored;
-            }
-            return self.form_key(key, model);
+        if let Some(out) =
+            edit::key_to_form(self.session.is_some(), &key, || self.form_key(key, model))
+        {
+            return out;
         }
-        let n = items(model).len();
-        if let Some(i) = edit::list_key(&key, self.selected, n) {
-            self.selected = i;
+        if edit::move_in_list(&key, &mut self.selected, items(model).len()) {
             return Outcome::Handled;
         }
         match key.code {
@@ -696,16 +691,16 @@ impl Page for NamingPage {
     }
 
     fn hints(&self) -> Vec<(&'static str, &'static str)> {
-        if self.session.is_some() {
-            return edit::form_hints();
-        }
-        vec![
-            ("p", "policy"),
-            ("f", "fixed"),
-            ("i", "IPoIB name"),
-            ("r", "rename"),
-            ("d", "remove"),
-        ]
+        edit::hints(
+            self.session.is_some(),
+            vec![
+                ("p", "policy"),
+                ("f", "fixed"),
+                ("i", "IPoIB name"),
+                ("r", "rename"),
+                ("d", "remove"),
+            ],
+        )
     }
 }
 

@@ -10,7 +10,7 @@ use ratatui::Frame;
 use super::{Outcome, Page, PageId, RenderCtx};
 use crate::check;
 use crate::client::{Call, CallError, CallOutput};
-use crate::edit::{self, Answer, Session};
+use crate::edit::{self, Session};
 use crate::form::{ChoiceOption, Field, Form, FormEvent};
 use crate::model::{Model, Port};
 use crate::theme::Theme;
@@ -163,13 +163,7 @@ impl Page for RocePage {
         let t = ctx.theme;
         let ports = roce_ports(model);
         self.selected = self.selected.min(ports.len().saturating_sub(1));
-        let list_height = (ports.len() as u16 + 2).max(3);
-        let [list, details, _] = Layout::vertical([
-            Constraint::Max(list_height),
-            Constraint::Length(7),
-            Constraint::Min(0),
-        ])
-        .areas(area);
+        let [list, details] = edit::list_and_details(area, ports.len(), 7);
         if ports.is_empty() {
             frame.render_widget(
                 Paragraph::new(vec![
@@ -188,21 +182,17 @@ impl Page for RocePage {
             render_table(frame, list, &ports, self.selected, t);
             render_details(frame, details, model, ports.get(self.selected).copied(), t);
         }
-        if let Some(s) = &self.session {
-            s.form.render(frame, area, t);
-        }
+        edit::render_form(frame, area, &self.session, t);
     }
 
     fn handle_key(&mut self, key: KeyEvent, model: &Model) -> Outcome {
-        if self.session.is_some() {
-            if edit::global_key(&key) {
-                return Outcome::Ignored;
-            }
-            return self.form_key(key, model);
+        if let Some(out) =
+            edit::key_to_form(self.session.is_some(), &key, || self.form_key(key, model))
+        {
+            return out;
         }
         let ports = roce_ports(model);
-        if let Some(i) = edit::list_key(&key, self.selected, ports.len()) {
-            self.selected = i;
+        if edit::move_in_list(&key, &mut self.selected, ports.len()) {
             return Outcome::Handled;
         }
         match key.code {
@@ -224,12 +214,7 @@ impl Page for RocePage {
     }
 
     fn call_done(&mut self, call: &Call, result: &Result<CallOutput, CallError>) {
-        let Some(s) = &mut self.session else {
-            return;
-        };
-        if let Answer::Finished(_) = s.answer(call, result) {
-            self.session = None;
-        }
+        edit::answer_and_close(&mut self.session, call, result);
     }
 
     fn next_call(&mut self) -> Option<Call> {
@@ -241,10 +226,10 @@ impl Page for RocePage {
     }
 
     fn hints(&self) -> Vec<(&'static str, &'static str)> {
-        if self.session.is_some() {
-            return edit::form_hints();
-        }
-        vec![("Enter", "change version/ToS")]
+        edit::hints(
+            self.session.is_some(),
+            vec![("Enter", "change version/ToS")],
+        )
     }
 }
 

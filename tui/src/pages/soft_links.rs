@@ -13,7 +13,7 @@ use ratatui::Frame;
 use super::{Outcome, Page, PageId, RenderCtx};
 use crate::check;
 use crate::client::{Call, CallError, CallOutput};
-use crate::edit::{self, Answer, Session};
+use crate::edit::{self, Session};
 use crate::form::{ChoiceOption, Field, Form, FormEvent};
 use crate::model::{Device, Model};
 use crate::theme::Theme;
@@ -317,37 +317,25 @@ impl Page for SoftLinksPage {
         let model = ctx.model;
         let t = ctx.theme;
         let rows = rows(model);
-        if let Some(p) = &self.select_path {
-            if let Some(i) = rows.iter().position(|r| *r == Row::Device(p.clone())) {
-                self.selected = i;
-                self.select_path = None;
-            }
-        }
-        self.selected = self.selected.min(rows.len().saturating_sub(1));
-        let list_height = (rows.len() as u16 + 2).max(3);
-        let [list, details, _] = Layout::vertical([
-            Constraint::Max(list_height),
-            Constraint::Length(7),
-            Constraint::Min(0),
-        ])
-        .areas(area);
+        edit::select_wanted(
+            &rows,
+            &mut self.select_path,
+            &mut self.selected,
+            |r, p| matches!(r, Row::Device(d) if d == p),
+        );
+        let [list, details] = edit::list_and_details(area, rows.len(), 7);
         render_table(frame, list, model, &rows, self.selected, t);
         render_details(frame, details, model, rows.get(self.selected), t);
-        if let Some(s) = &self.session {
-            s.form.render(frame, area, t);
-        }
+        edit::render_form(frame, area, &self.session, t);
     }
 
     fn handle_key(&mut self, key: KeyEvent, model: &Model) -> Outcome {
-        if self.session.is_some() {
-            if edit::global_key(&key) {
-                return Outcome::Ignored;
-            }
-            return self.form_key(key, model);
+        if let Some(out) =
+            edit::key_to_form(self.session.is_some(), &key, || self.form_key(key, model))
+        {
+            return out;
         }
-        let n = rows(model).len();
-        if let Some(i) = edit::list_key(&key, self.selected, n) {
-            self.selected = i;
+        if edit::move_in_list(&key, &mut self.selected, rows(model).len()) {
             return Outcome::Handled;
         }
         match key.code {
@@ -368,14 +356,10 @@ impl Page for SoftLinksPage {
     }
 
     fn call_done(&mut self, call: &Call, result: &Result<CallOutput, CallError>) {
-        let Some(s) = &mut self.session else {
-            return;
-        };
-        if let Answer::Finished(out) = s.answer(call, result) {
-            if let CallOutput::Created(path) = out {
-                self.select_path = Some(path);
-            }
-            self.session = None;
+        if let Some(CallOutput::Created(path)) =
+            edit::answer_and_close(&mut self.session, call, result)
+        {
+            self.select_path = Some(path);
         }
     }
 
@@ -388,10 +372,10 @@ impl Page for SoftLinksPage {
     }
 
     fn hints(&self) -> Vec<(&'static str, &'static str)> {
-        if self.session.is_some() {
-            return edit::form_hints();
-        }
-        vec![("a", "add"), ("d", "remove"), ("Enter", "port")]
+        edit::hints(
+            self.session.is_some(),
+            vec![("a", "add"), ("d", "remove"), ("Enter", "port")],
+        )
     }
 }
 
