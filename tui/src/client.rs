@@ -305,21 +305,11 @@ pub async fn connect(bus: &BusChoice) -> zbus::Result<Connection> {
 
 /// Reads everything the service publishes (no history).
 pub async fn read_model(conn: &Connection) -> zbus::Result<Model> {
-    let om = ObjectManagerProxy::builder(conn)
-        .destination(BUS_NAME)?
-        .path(ROOT_PATH)?
-        .cache_properties(CacheProperties::No)
-        .build()
-        .await?;
+    let om = root_proxy::<ObjectManagerProxy>(conn).await?;
     let objects = om.get_managed_objects().await?;
     let mut model = Model::default();
     // The root's own interface is not among the managed objects.
-    let root = zbus::fdo::PropertiesProxy::builder(conn)
-        .destination(BUS_NAME)?
-        .path(ROOT_PATH)?
-        .cache_properties(CacheProperties::No)
-        .build()
-        .await?;
+    let root = root_proxy::<zbus::fdo::PropertiesProxy>(conn).await?;
     let iface = zbus::names::InterfaceName::try_from(crate::model::MANAGER_IFACE)?;
     let props = root.get_all(iface).await?;
     model.set_properties(ROOT_PATH, crate::model::MANAGER_IFACE, props.iter());
@@ -354,34 +344,52 @@ pub async fn read_histories(
     futures::future::join_all(calls).await
 }
 
-async fn port_proxy<'a>(conn: &Connection, path: &'a str) -> zbus::Result<PortProxy<'a>> {
-    PortProxy::builder(conn)
-        .path(path)?
+/// A proxy of the service's object at `path` (`None`: the interface's own object). No proxy
+/// of the client caches properties: the model is read and kept up to date separately
+/// (`read_model`, `watch`), and proxies only make calls.
+async fn proxy<'a, P>(conn: &Connection, path: Option<&'a str>) -> zbus::Result<P>
+where
+    P: zbus::proxy::Defaults + From<zbus::Proxy<'a>>,
+{
+    let mut builder = zbus::proxy::Builder::<P>::new(conn);
+    if let Some(path) = path {
+        builder = builder.path(path)?;
+    }
+    builder.cache_properties(CacheProperties::No).build().await
+}
+
+/// A proxy of a standard interface (ObjectManager, Properties) of the service's root object;
+/// these interfaces name no service of their own, so the destination is set here.
+async fn root_proxy<P>(conn: &Connection) -> zbus::Result<P>
+where
+    P: zbus::proxy::Defaults + From<zbus::Proxy<'static>>,
+{
+    zbus::proxy::Builder::<P>::new(conn)
+        .destination(BUS_NAME)?
+        .path(ROOT_PATH)?
         .cache_properties(CacheProperties::No)
         .build()
         .await
+}
+
+async fn port_proxy<'a>(conn: &Connection, path: &'a str) -> zbus::Result<PortProxy<'a>> {
+    proxy(conn, Some(path)).await
 }
 
 async fn ipoib_proxy<'a>(conn: &Connection, path: &'a str) -> zbus::Result<IpoibProxy<'a>> {
-    IpoibProxy::builder(conn)
-        .path(path)?
-        .cache_properties(CacheProperties::No)
-        .build()
-        .await
+    proxy(conn, Some(path)).await
+}
+
+async fn device_proxy<'a>(conn: &Connection, path: &'a str) -> zbus::Result<DeviceProxy<'a>> {
+    proxy(conn, Some(path)).await
 }
 
 async fn host_proxy(conn: &Connection) -> zbus::Result<HostProxy<'static>> {
-    HostProxy::builder(conn)
-        .cache_properties(CacheProperties::No)
-        .build()
-        .await
+    proxy(conn, None).await
 }
 
 async fn manager_proxy(conn: &Connection) -> zbus::Result<ManagerProxy<'static>> {
-    ManagerProxy::builder(conn)
-        .cache_properties(CacheProperties::No)
-        .build()
-        .await
+    proxy(conn, None).await
 }
 
 /// Loads the state and its histories, sending `Loaded` then one `History` per port.
@@ -418,12 +426,7 @@ async fn run_inner(conn: &Connection, tx: &UnboundedSender<Update>) -> zbus::Res
         .path_namespace(ROOT_PATH)?
         .build();
     let mut changed = MessageStream::for_match_rule(changed_rule, conn, Some(256)).await?;
-    let om = ObjectManagerProxy::builder(conn)
-        .destination(BUS_NAME)?
-        .path(ROOT_PATH)?
-        .cache_properties(CacheProperties::No)
-        .build()
-        .await?;
+    let om = root_proxy::<ObjectManagerProxy>(conn).await?;
     let mut added = om.receive_interfaces_added().await?;
     let mut removed = om.receive_interfaces_removed().await?;
     let manager = manager_proxy(conn).await?;
@@ -620,10 +623,7 @@ async fn perform_inner(
             .remove_rdma_fixed_name(guid)
             .await
             .map(done),
-        Call::RenameDevice { device, name } => DeviceProxy::builder(conn)
-            .path(device.as_str())?
-            .cache_properties(CacheProperties::No)
-            .build()
+        Call::RenameDevice { device, name } => device_proxy(conn, device)
             .await?
             .rename(name)
             .await
