@@ -535,22 +535,10 @@ mod tests {
     use super::*;
     use crate::fixtures;
     use crate::model::History;
-    use crossterm::event::KeyModifiers;
-
-    fn key(code: KeyCode) -> KeyEvent {
-        KeyEvent::new(code, KeyModifiers::NONE)
-    }
+    use crate::pages::test_support::{self, key};
 
     fn text(page: &mut BandwidthPage, model: &Model, w: u16, h: u16) -> String {
-        let backend = ratatui::backend::TestBackend::new(w, h);
-        let mut term = ratatui::Terminal::new(backend).expect("terminal");
-        let ctx = RenderCtx {
-            model,
-            theme: Theme::colored(),
-            now_us: fixtures::NOW_US,
-        };
-        term.draw(|f| page.render(f, f.area(), &ctx)).expect("draw");
-        format!("{}", term.backend())
+        format!("{}", test_support::draw(page, model, w, h))
     }
 
     #[test]

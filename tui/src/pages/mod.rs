@@ -10,6 +10,8 @@ pub mod naming;
 pub mod overview;
 pub mod roce;
 pub mod soft_links;
+#[cfg(test)]
+mod test_support;
 
 use crossterm::event::{KeyEvent, MouseEvent};
 use ratatui::layout::Rect;

@@ -736,22 +736,11 @@ impl Page for OverviewPage {
 mod tests {
     use super::*;
     use crate::fixtures;
+    use crate::pages::test_support::{self, key};
     use crossterm::event::KeyModifiers;
 
-    fn key(code: KeyCode) -> KeyEvent {
-        KeyEvent::new(code, KeyModifiers::NONE)
-    }
-
     fn render(page: &mut OverviewPage, model: &Model, w: u16, h: u16) -> ratatui::buffer::Buffer {
-        let backend = ratatui::backend::TestBackend::new(w, h);
-        let mut term = ratatui::Terminal::new(backend).expect("terminal");
-        let ctx = RenderCtx {
-            model,
-            theme: Theme::colored(),
-            now_us: fixtures::NOW_US,
-        };
-        term.draw(|f| page.render(f, f.area(), &ctx)).expect("draw");
-        term.backend().buffer().clone()
+        test_support::draw(page, model, w, h).buffer().clone()
     }
 
     fn row_text(buf: &ratatui::buffer::Buffer, y: u16) -> String {
