@@ -707,3 +707,83 @@ async fn bad_input_is_refused_and_changes_nothing() -> Result<()> {
     assert!(!matches!(reply, Ok(Reply::Ok(_))), "{reply:?}");
     Ok(())
 }
+
+/// A property of any object as busctl's JSON gives it.
+async fn object_prop(t: &SystemSetup, path: &str, iface: &str, name: &str) -> Result<Value> {
+    let out = t
+        .bus
+        .busctl()
+        .args(["--json=short", "get-property", BUS_NAME, path, iface, name])
+        .output()
+        .context("busctl get-property")?;
+    if !out.status.success() {
+        bail!("{path} {name}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let v: Value = serde_json::from_slice(&out.stdout)?;
+    Ok(v["data"].clone())
+}
+
+/// A systemd job that never ends (nfs-server's restart) holds only the call that asked for it:
+/// a port change on the host is still read and published meanwhile.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hanging_unit_job_does_not_stall_port_updates() -> Result<()> {
+    require_harness!();
+    let (t, s) = setup(|s| {
+        usual(s);
+        s.systemd
+            .add_unit("nfs-server.service", StandInUnit::service().hanging());
+    })
+    .await?;
+    let port = format!("{}/Device/1/Port/1", rdma_manager_dbus::ROOT_PATH);
+    let port_iface = "org.rdmamanager.RdmaManager1.Port";
+    assert_eq!(
+        object_prop(
+            &t,
+            &port.replace("/Port/1", ""),
+            "org.rdmamanager.RdmaManager1.Device",
+            "Name"
+        )
+        .await?,
+        "mlx5_0"
+    );
+    let before = object_prop(&t, &port, port_iface, "State").await?;
+
+    let t = std::sync::Arc::new(t);
+    let caller = {
+        let t = t.clone();
+        tokio::spawn(async move { call(&t, "SetNfsRdma", &["bq", "true", "0"]).await })
+    };
+    // Wait until the daemon waits for the restart job.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !s
+        .systemd
+        .calls()
+        .iter()
+        .any(|c| c.contains("RestartUnit") && c.contains("nfs-server.service"))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no restart of nfs-server: {:?}",
+            s.systemd.calls()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    t.sim
+        .set_port_state("mlx5_0", 1, PortState::Down, PhysState::Polling)?;
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let now = object_prop(&t, &port, port_iface, "State").await?;
+        if now != before {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the port change was not published while the restart job hung (State still {now})"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!caller.is_finished(), "the restart job does not end");
+    caller.abort();
+    Ok(())
+}

@@ -70,7 +70,9 @@ impl Default for EngineConfig {
 
 /// A request to the engine: runs on the engine task with exclusive access to its state, so
 /// mutations are serialised and each sees the result of the one before. Each feature's
-/// operations build jobs in their own `ops_*` file through [`EngineHandle::call`].
+/// operations build jobs in their own `ops_*` file through [`EngineHandle::call`]. A job must
+/// not wait on anything slow outside the host (systemd, firewalld): the poll and the events
+/// wait for it; host setup calls those services from the caller's task (`ops_host`).
 type Job = Box<dyn for<'a> FnOnce(&'a mut Engine) -> BoxFuture<'a, ()> + Send>;
 
 /// The bus layer's handle on the engine.
@@ -80,6 +82,7 @@ pub struct EngineHandle {
     history: Arc<Mutex<History>>,
     pub clock: TickClock,
     pub host: Arc<dyn Host>,
+    host_setup: Arc<ops_host::HostSetupShared>,
 }
 
 impl EngineHandle {
@@ -158,17 +161,21 @@ pub async fn start(
     let (tx, rx) = mpsc::channel(16);
     let history = Arc::new(Mutex::new(History::default()));
     let clock = TickClock::new(config.tick);
+    let host_setup = Arc::new(ops_host::HostSetupShared::new(system));
     let handle = EngineHandle {
-        commands: tx,
+        commands: tx.clone(),
         history: history.clone(),
         clock: clock.clone(),
         host: host.clone(),
+        host_setup: host_setup.clone(),
     };
     let poller = host.port_poller();
     let plan = Arc::new(PollPlan::of(&state));
     let engine = Engine {
         host,
-        system,
+        host_setup,
+        units_status_seq: 0,
+        commands: tx.downgrade(),
         sink,
         config,
         plan,
@@ -213,7 +220,13 @@ impl PollPlan {
 
 pub(crate) struct Engine {
     host: Arc<dyn Host>,
-    system: Arc<dyn SystemServices>,
+    /// How host setup reaches systemd and firewalld; asked off the engine task only.
+    host_setup: Arc<ops_host::HostSetupShared>,
+    /// The number of the units' status last taken (see `ops_host`).
+    units_status_seq: u64,
+    /// The engine's own queue, for results of work it started on other tasks; weak, so the
+    /// engine still ends when every handle is gone.
+    commands: mpsc::WeakSender<Job>,
     sink: Arc<dyn Sink>,
     config: EngineConfig,
     state: HostState,

@@ -5,10 +5,21 @@
 //! read at start, after every change and at every full re-read (hand edits show within a
 //! minute); the file formats are the pure `model::{rdma_modules, memlock, nfs_conf}`.
 //!
+//! Where each part runs: files are read and written on the engine task (engine jobs), so they
+//! are serialised with every other change; systemd and firewalld are never called there,
+//! since a systemd job may take up to its timeout and the engine must keep polling ports,
+//! handling kernel events and publishing meanwhile. A Host method holds a lock of its own
+//! (host-setup operations never overlap), runs its file steps as engine jobs and its unit and
+//! firewall steps on the caller's task, then has the engine re-read the files and publish with
+//! the units' status it asked for. The periodic re-read reads the files on the engine and asks
+//! for the units' status from a task of its own, which sends the answer back as an engine job.
+//!
 //! No TOML here: the files themselves are the persisted state, as for the naming rules.
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -301,21 +312,89 @@ async fn unit(system: &dyn SystemServices, name: &str) -> UnitTriple {
     }
 }
 
-/// Reads everything host setup shows.
-pub(super) async fn load_host_setup(
-    host: &dyn Host,
-    system: &dyn SystemServices,
-) -> HostSetupState {
-    let mut st = HostSetupState {
-        modules: read_modules(host).await,
+/// What systemd and firewalld say about host setup's units: asked off the engine task, since
+/// each call may wait for its timeout when systemd is slow.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct UnitsStatus {
+    modules_unit: String,
+    nfs_server: UnitTriple,
+    firewalld: bool,
+    opensm: UnitTriple,
+}
+
+/// What host-setup operations share between the callers' tasks and the engine.
+pub(super) struct HostSetupShared {
+    system: Arc<dyn SystemServices>,
+    /// Held by each Host method for its whole run: host-setup operations never overlap.
+    lock: tokio::sync::Mutex<()>,
+    /// Numbers each asking of the units' status, so that an older answer never replaces a
+    /// newer one.
+    status_seq: AtomicU64,
+    /// A periodic asking is under way.
+    fetching: AtomicBool,
+}
+
+impl HostSetupShared {
+    pub(super) fn new(system: Arc<dyn SystemServices>) -> Self {
+        HostSetupShared {
+            system,
+            lock: tokio::sync::Mutex::new(()),
+            status_seq: AtomicU64::new(0),
+            fetching: AtomicBool::new(false),
+        }
+    }
+
+    fn next_status(&self) -> u64 {
+        self.status_seq.fetch_add(1, Ordering::AcqRel) + 1
+    }
+}
+
+/// Asks systemd about the three units and whether firewalld runs.
+pub(super) async fn load_units_status(system: &dyn SystemServices) -> UnitsStatus {
+    UnitsStatus {
         modules_unit: unit(system, RDMA_LOAD_MODULES_UNIT).await.1,
         nfs_server: unit(system, NFS_SERVER_UNIT).await,
         firewalld: system.firewalld_running().await.unwrap_or(false),
         opensm: unit(system, OPENSM_UNIT).await,
+    }
+}
+
+impl HostSetupState {
+    fn set_units(&mut self, u: UnitsStatus) {
+        self.modules_unit = u.modules_unit;
+        self.nfs_server = u.nfs_server;
+        self.firewalld = u.firewalld;
+        self.opensm = u.opensm;
+    }
+
+    fn units(&self) -> UnitsStatus {
+        UnitsStatus {
+            modules_unit: self.modules_unit.clone(),
+            nfs_server: self.nfs_server.clone(),
+            firewalld: self.firewalld,
+            opensm: self.opensm.clone(),
+        }
+    }
+}
+
+/// Reads host setup's files; the units' fields are left empty.
+async fn load_host_files(host: &dyn Host) -> HostSetupState {
+    let mut st = HostSetupState {
+        modules: read_modules(host).await,
         ..HostSetupState::default()
     };
     read_memlock(&mut st, &limits_sources(host).await);
     read_nfs(&mut st, &nfs_sources(host).await);
+    st
+}
+
+/// Reads everything host setup shows (at start, before the engine task runs).
+pub(super) async fn load_host_setup(
+    host: &dyn Host,
+    system: &dyn SystemServices,
+) -> HostSetupState {
+    let mut st = load_host_files(host).await;
+    st.set_units(load_units_status(system).await);
     st
 }
 
@@ -350,48 +429,251 @@ fn modules_unit(set: &str) -> String {
     format!("rdma-load-modules@{set}.service")
 }
 
+/// The not-run steps after a failed one.
+fn not_run(steps: &mut Vec<Step>, names: &[&str]) {
+    for n in names {
+        steps.push(step(n, "not-run", "an earlier step failed"));
+    }
+}
+
+/// Host methods. Each holds the host-setup lock for its whole run, so host-setup operations
+/// never overlap; its file steps run as engine jobs (serialised with every other change to
+/// the host), its systemd and firewalld steps run here, on the caller's task, so that a slow
+/// or hung systemd job (up to the job timeout) never holds the engine: the port poll, kernel
+/// events and publishing go on meanwhile. At the end the engine re-reads the files and
+/// publishes the Host object with the units' status asked here.
 impl EngineHandle {
+    /// Asks systemd and firewalld here, then has the engine re-read the files and publish;
+    /// returns the state published.
+    async fn refresh_host_setup(&self) -> Result<HostSetupState, OpError> {
+        let seq = self.host_setup.next_status();
+        let units = load_units_status(self.host_setup.system.as_ref()).await;
+        self.call(move |e| {
+            Box::pin(async move {
+                e.apply_units_status(seq, units).await;
+                Ok(e.state.host_setup.clone())
+            })
+        })
+        .await
+    }
+
     pub async fn set_module_enabled(
         &self,
         set: &str,
         module: &str,
         enabled: bool,
     ) -> Result<(), OpError> {
+        let _serial = self.host_setup.lock.lock().await;
         let (set, module) = (set.to_string(), module.to_string());
-        self.call(move |e| {
-            Box::pin(async move { e.set_module_enabled(&set, &module, enabled).await })
-        })
-        .await
+        let r = self
+            .call(move |e| {
+                Box::pin(async move {
+                    let path = modules_path(&set)?;
+                    rdma_modules::validate_module_name(&module).map_err(modules_error)?;
+                    e.edit_module(&path, &module, enabled).await.map(|_| ())
+                })
+            })
+            .await;
+        self.refresh_host_setup().await?;
+        r
     }
 
     pub async fn apply_modules(&self, set: &str) -> Result<Vec<Step>, OpError> {
+        let _serial = self.host_setup.lock.lock().await;
+        let unit = modules_unit(set);
         let set = set.to_string();
-        self.call(move |e| Box::pin(async move { e.apply_modules(&set).await }))
-            .await
+        self.call(move |e| Box::pin(async move { e.modules_file_exists(&set).await }))
+            .await?;
+        let r = self.host_setup.system.restart_unit(&unit).await;
+        self.refresh_host_setup().await?;
+        match r {
+            Ok(res) => Ok(vec![step(
+                "restart",
+                "done",
+                format!("{unit} restarted (job result {res}); modules already loaded stay loaded"),
+            )]),
+            Err(SystemError::JobFailed { result, .. }) => Ok(vec![step(
+                "restart",
+                "failed",
+                format!("the restart job of {unit} ended with result \"{result}\" (see journalctl -u {unit})"),
+            )]),
+            Err(e) => Err(system_error(e)),
+        }
     }
 
     pub async fn set_memlock_limits(&self, soft: &str, hard: &str) -> Result<Vec<String>, OpError> {
-        let (soft, hard) = (soft.to_string(), hard.to_string());
-        self.call(move |e| Box::pin(async move { e.set_memlock_limits(&soft, &hard).await }))
-            .await
+        let invalid = |e: memlock::MemlockError| OpError::InvalidArgument(e.to_string());
+        let s = MemlockValue::parse_setting(soft).map_err(invalid)?;
+        let h = MemlockValue::parse_setting(hard).map_err(invalid)?;
+        let text = memlock::render_daemon_file(memlock::RDMA_GROUP, s, h).map_err(invalid)?;
+        let _serial = self.host_setup.lock.lock().await;
+        let r = self
+            .call(move |e| Box::pin(async move { e.write_memlock_file(&text).await }))
+            .await;
+        let st = self.refresh_host_setup().await?;
+        r.map(|_| st.memlock_notes)
     }
 
     pub async fn reset_memlock_limits(&self) -> Result<(), OpError> {
-        self.call(|e| Box::pin(async move { e.reset_memlock_limits().await }))
-            .await
+        let _serial = self.host_setup.lock.lock().await;
+        let r = self
+            .call(|e| {
+                Box::pin(async move {
+                    e.host
+                        .remove_file(Path::new(memlock::DAEMON_FILE))
+                        .await
+                        .map_err(OpError::from_host)
+                })
+            })
+            .await;
+        self.refresh_host_setup().await?;
+        r
     }
 
     pub async fn set_nfs_rdma(&self, enabled: bool, port: u16) -> Result<Vec<Step>, OpError> {
-        self.call(move |e| Box::pin(async move { e.set_nfs_rdma(enabled, port).await }))
-            .await
+        let invalid = |e: nfs_conf::NfsConfError| OpError::InvalidArgument(e.to_string());
+        let request = if enabled {
+            let port = if port == 0 {
+                nfs_conf::NFSRDMA_PORT
+            } else {
+                nfs_conf::validate_port(u32::from(port)).map_err(invalid)?
+            };
+            NfsRdmaRequest::Enable { port }
+        } else {
+            if port != 0 {
+                return Err(OpError::InvalidArgument(format!(
+                    "port {port} given when disabling NFS over RDMA: give 0 (the port only applies when enabling)"
+                )));
+            }
+            NfsRdmaRequest::Disable
+        };
+        let _serial = self.host_setup.lock.lock().await;
+        let steps = match request {
+            NfsRdmaRequest::Enable { port } => self.enable_nfs_rdma(port).await?,
+            NfsRdmaRequest::Disable => self.disable_nfs_rdma().await?,
+        };
+        self.refresh_host_setup().await?;
+        Ok(steps)
+    }
+
+    async fn enable_nfs_rdma(&self, port: u16) -> Result<Vec<Step>, OpError> {
+        // (1) the drop-in and (2) the modules, on the engine.
+        let mut steps = self
+            .call(move |e| Box::pin(async move { Ok(e.enable_nfs_rdma_files(port).await) }))
+            .await?;
+        if steps.iter().any(|s| s.1 == "failed") {
+            return Ok(steps);
+        }
+        let system = self.host_setup.system.as_ref();
+        // (3) the firewall, as the guide's firewall-cmd --add-port (runtime and permanent).
+        match system.firewalld_running().await {
+            Ok(false) => steps.push(step(
+                "firewall",
+                "skipped",
+                "firewalld does not run; nothing to open",
+            )),
+            Err(e) => {
+                steps.push(step("firewall", "failed", e.to_string()));
+                not_run(&mut steps, &["nfs-server"]);
+                return Ok(steps);
+            }
+            Ok(true) => {
+                let mut added_any = false;
+                let mut zone = String::new();
+                for proto in [Protocol::Tcp, Protocol::Udp] {
+                    match system.firewall_add_port("", port, proto).await {
+                        Ok(a) => {
+                            added_any |= a.runtime == crate::system::Added::Now
+                                || a.permanent == crate::system::Added::Now;
+                            zone = a.zone;
+                        }
+                        Err(e) => {
+                            steps.push(step("firewall", "failed", e.to_string()));
+                            not_run(&mut steps, &["nfs-server"]);
+                            return Ok(steps);
+                        }
+                    }
+                }
+                steps.push(step(
+                    "firewall",
+                    if added_any { "done" } else { "unchanged" },
+                    format!("{port}/tcp and {port}/udp open in zone {zone}, runtime and permanent"),
+                ));
+            }
+        }
+        // (4) the server reads nfs.conf when it starts.
+        steps.push(restart_nfs_server(system).await);
+        Ok(steps)
+    }
+
+    async fn disable_nfs_rdma(&self) -> Result<Vec<Step>, OpError> {
+        let mut steps = self
+            .call(|e| Box::pin(async move { Ok(e.disable_nfs_rdma_files().await) }))
+            .await?;
+        if steps.iter().any(|s| s.1 == "failed") {
+            return Ok(steps);
+        }
+        steps.push(restart_nfs_server(self.host_setup.system.as_ref()).await);
+        Ok(steps)
     }
 
     /// Starts ("start"), stops ("stop"), enables ("enable") or disables ("disable")
     /// opensm.service.
     pub async fn subnet_manager(&self, verb: SmVerb) -> Result<(), OpError> {
-        self.call(move |e| Box::pin(async move { e.subnet_manager(verb).await }))
-            .await
+        let _serial = self.host_setup.lock.lock().await;
+        let r = subnet_manager(self.host_setup.system.as_ref(), verb).await;
+        self.refresh_host_setup().await?;
+        r
     }
+}
+
+async fn restart_nfs_server(system: &dyn SystemServices) -> Step {
+    match system.unit_status(NFS_SERVER_UNIT).await {
+        Ok(s) if s.load_state == "not-found" => {
+            return step(
+                "nfs-server",
+                "skipped",
+                format!("{NFS_SERVER_UNIT} is not installed (nfs-utils)"),
+            )
+        }
+        Ok(_) => {}
+        Err(e) => return step("nfs-server", "failed", e.to_string()),
+    }
+    match system.restart_unit(NFS_SERVER_UNIT).await {
+        Ok(_) => step("nfs-server", "done", format!("{NFS_SERVER_UNIT} restarted")),
+        Err(SystemError::JobFailed { result, .. }) => step(
+            "nfs-server",
+            "failed",
+            format!(
+                "the restart job of {NFS_SERVER_UNIT} ended with result \"{result}\" (see journalctl -u {NFS_SERVER_UNIT})"
+            ),
+        ),
+        Err(e) => step("nfs-server", "failed", e.to_string()),
+    }
+}
+
+async fn subnet_manager(system: &dyn SystemServices, verb: SmVerb) -> Result<(), OpError> {
+    let status = system
+        .unit_status(OPENSM_UNIT)
+        .await
+        .map_err(system_error)?;
+    if status.load_state == "not-found" {
+        return Err(OpError::NotFound(format!(
+            "{OPENSM_UNIT} is not installed (package opensm)"
+        )));
+    }
+    let r = match verb {
+        SmVerb::Start => system.start_unit(OPENSM_UNIT).await.map(|_| ()),
+        SmVerb::Stop => system.stop_unit(OPENSM_UNIT).await.map(|_| ()),
+        SmVerb::Enable => system.enable_unit(OPENSM_UNIT).await.map(|_| ()),
+        SmVerb::Disable => system.disable_unit(OPENSM_UNIT).await.map(|_| ()),
+    };
+    r.map_err(|e| match e {
+        SystemError::JobFailed { result, verb, .. } => OpError::Failed(format!(
+            "the {verb} job of {OPENSM_UNIT} ended with result \"{result}\" (see journalctl -u {OPENSM_UNIT})"
+        )),
+        e => system_error(e),
+    })
 }
 
 /// What is asked of opensm.service.
@@ -404,9 +686,15 @@ pub enum SmVerb {
 }
 
 impl Engine {
-    /// Re-reads host setup and publishes the Host object when it changed.
-    pub(super) async fn refresh_host_setup(&mut self) {
-        let st = load_host_setup(self.host.as_ref(), self.system.as_ref()).await;
+    /// Re-reads host setup's files, keeps the units' status as last asked, and publishes the
+    /// Host object when it changed.
+    async fn refresh_host_files(&mut self) {
+        let mut st = load_host_files(self.host.as_ref()).await;
+        st.set_units(self.state.host_setup.units());
+        self.publish_host_setup(st).await;
+    }
+
+    async fn publish_host_setup(&mut self, st: HostSetupState) {
         if st != self.state.host_setup {
             self.state.host_setup = st;
             self.publish(super::Dirty {
@@ -417,17 +705,55 @@ impl Engine {
         }
     }
 
-    async fn set_module_enabled(
-        &mut self,
-        set: &str,
-        module: &str,
-        enabled: bool,
-    ) -> Result<(), OpError> {
+    /// Re-reads the files and takes the units' status asked off the engine as number `seq`,
+    /// unless a status asked later was already taken.
+    async fn apply_units_status(&mut self, seq: u64, units: UnitsStatus) {
+        let mut st = load_host_files(self.host.as_ref()).await;
+        if seq > self.units_status_seq {
+            self.units_status_seq = seq;
+            st.set_units(units);
+        } else {
+            st.set_units(self.state.host_setup.units());
+        }
+        self.publish_host_setup(st).await;
+    }
+
+    /// The periodic re-read: the files now, the units' status from a task of its own that
+    /// sends it back as an engine job, so that a slow or hung systemd never stalls the poll.
+    /// One such task at a time.
+    pub(super) async fn refresh_host_setup(&mut self) {
+        self.refresh_host_files().await;
+        if self.host_setup.fetching.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let shared = self.host_setup.clone();
+        let commands = self.commands.clone();
+        tokio::spawn(async move {
+            let seq = shared.next_status();
+            let units = load_units_status(shared.system.as_ref()).await;
+            shared.fetching.store(false, Ordering::Release);
+            if let Some(tx) = commands.upgrade() {
+                let job: super::Job = Box::new(move |e: &mut Engine| {
+                    Box::pin(async move { e.apply_units_status(seq, units).await })
+                });
+                let _ = tx.send(job).await;
+            }
+        });
+    }
+
+    /// Fails with NotFound when the set's modules file does not exist.
+    async fn modules_file_exists(&self, set: &str) -> Result<(), OpError> {
         let path = modules_path(set)?;
-        rdma_modules::validate_module_name(module).map_err(modules_error)?;
-        let r = self.edit_module(&path, module, enabled).await;
-        self.refresh_host_setup().await;
-        r.map(|_| ())
+        if self
+            .host
+            .read_file(Path::new(&path))
+            .await
+            .map_err(OpError::from_host)?
+            .is_none()
+        {
+            return Err(absent_modules_file(&path));
+        }
+        Ok(())
     }
 
     /// Enables or disables one module in a list; the file is written only when it changes.
@@ -455,90 +781,20 @@ impl Engine {
         Ok(edit.change)
     }
 
-    async fn apply_modules(&mut self, set: &str) -> Result<Vec<Step>, OpError> {
-        let path = modules_path(set)?;
-        if self
-            .host
-            .read_file(Path::new(&path))
-            .await
-            .map_err(OpError::from_host)?
-            .is_none()
-        {
-            return Err(absent_modules_file(&path));
-        }
-        let unit = modules_unit(set);
-        let r = self.system.restart_unit(&unit).await;
-        self.refresh_host_setup().await;
-        match r {
-            Ok(res) => Ok(vec![step(
-                "restart",
-                "done",
-                format!("{unit} restarted (job result {res}); modules already loaded stay loaded"),
-            )]),
-            Err(SystemError::JobFailed { result, .. }) => Ok(vec![step(
-                "restart",
-                "failed",
-                format!("the restart job of {unit} ended with result \"{result}\" (see journalctl -u {unit})"),
-            )]),
-            Err(e) => Err(system_error(e)),
-        }
-    }
-
-    async fn set_memlock_limits(&mut self, soft: &str, hard: &str) -> Result<Vec<String>, OpError> {
-        let invalid = |e: memlock::MemlockError| OpError::InvalidArgument(e.to_string());
-        let s = MemlockValue::parse_setting(soft).map_err(invalid)?;
-        let h = MemlockValue::parse_setting(hard).map_err(invalid)?;
-        let text = memlock::render_daemon_file(memlock::RDMA_GROUP, s, h).map_err(invalid)?;
+    /// Writes the daemon's memlock file when its bytes differ.
+    async fn write_memlock_file(&self, text: &str) -> Result<(), OpError> {
         let current = self
             .host
             .read_file(Path::new(memlock::DAEMON_FILE))
             .await
             .map_err(OpError::from_host)?;
-        let r = if current.as_deref() == Some(text.as_bytes()) {
-            Ok(())
-        } else {
-            self.host
-                .write_file_atomic(Path::new(memlock::DAEMON_FILE), text.as_bytes())
-                .await
-                .map_err(OpError::from_host)
-        };
-        self.refresh_host_setup().await;
-        r.map(|_| self.state.host_setup.memlock_notes.clone())
-    }
-
-    async fn reset_memlock_limits(&mut self) -> Result<(), OpError> {
-        let r = self
-            .host
-            .remove_file(Path::new(memlock::DAEMON_FILE))
+        if current.as_deref() == Some(text.as_bytes()) {
+            return Ok(());
+        }
+        self.host
+            .write_file_atomic(Path::new(memlock::DAEMON_FILE), text.as_bytes())
             .await
-            .map_err(OpError::from_host);
-        self.refresh_host_setup().await;
-        r
-    }
-
-    async fn set_nfs_rdma(&mut self, enabled: bool, port: u16) -> Result<Vec<Step>, OpError> {
-        let invalid = |e: nfs_conf::NfsConfError| OpError::InvalidArgument(e.to_string());
-        let request = if enabled {
-            let port = if port == 0 {
-                nfs_conf::NFSRDMA_PORT
-            } else {
-                nfs_conf::validate_port(u32::from(port)).map_err(invalid)?
-            };
-            NfsRdmaRequest::Enable { port }
-        } else {
-            if port != 0 {
-                return Err(OpError::InvalidArgument(format!(
-                    "port {port} given when disabling NFS over RDMA: give 0 (the port only applies when enabling)"
-                )));
-            }
-            NfsRdmaRequest::Disable
-        };
-        let steps = match request {
-            NfsRdmaRequest::Enable { port } => self.enable_nfs_rdma(port).await,
-            NfsRdmaRequest::Disable => self.disable_nfs_rdma().await,
-        };
-        self.refresh_host_setup().await;
-        Ok(steps)
+            .map_err(OpError::from_host)
     }
 
     /// Writes the daemon's drop-in when its bytes differ; "done" or "unchanged".
@@ -555,19 +811,16 @@ impl Engine {
         Ok("done")
     }
 
-    async fn enable_nfs_rdma(&self, port: u16) -> Vec<Step> {
+    /// The file steps of enabling NFS over RDMA; after a failed one, every later step
+    /// (firewall and nfs-server included) is listed as not run.
+    async fn enable_nfs_rdma_files(&self, port: u16) -> Vec<Step> {
         let mut steps = Vec::new();
-        let rest = |steps: &mut Vec<Step>, names: &[&str]| {
-            for n in names {
-                steps.push(step(n, "not-run", "an earlier step failed"));
-            }
-        };
         // (1) the drop-in.
         let text = match nfs_conf::render_dropin(NfsRdmaRequest::Enable { port }) {
             Ok(t) => t,
             Err(e) => {
                 steps.push(step("nfs.conf", "failed", e.to_string()));
-                rest(&mut steps, &["modules", "firewall", "nfs-server"]);
+                not_run(&mut steps, &["modules", "firewall", "nfs-server"]);
                 return steps;
             }
         };
@@ -582,7 +835,7 @@ impl Engine {
             )),
             Err(e) => {
                 steps.push(step("nfs.conf", "failed", e));
-                rest(&mut steps, &["modules", "firewall", "nfs-server"]);
+                not_run(&mut steps, &["modules", "firewall", "nfs-server"]);
                 return steps;
             }
         }
@@ -607,8 +860,7 @@ impl Engine {
         match failure {
             Some(("failed", msg)) => {
                 steps.push(step("modules", "failed", msg));
-                rest(&mut steps, &["firewall", "nfs-server"]);
-                return steps;
+                not_run(&mut steps, &["firewall", "nfs-server"]);
             }
             Some((o, msg)) => steps.push(step("modules", o, msg)),
             None if changed.is_empty() => steps.push(step(
@@ -622,48 +874,12 @@ impl Engine {
                 format!("enabled {} in {path}", changed.join(" and ")),
             )),
         }
-        // (3) the firewall, as the guide's firewall-cmd --add-port (runtime and permanent).
-        match self.system.firewalld_running().await {
-            Ok(false) => steps.push(step(
-                "firewall",
-                "skipped",
-                "firewalld does not run; nothing to open",
-            )),
-            Err(e) => {
-                steps.push(step("firewall", "failed", e.to_string()));
-                rest(&mut steps, &["nfs-server"]);
-                return steps;
-            }
-            Ok(true) => {
-                let mut added_any = false;
-                let mut zone = String::new();
-                for proto in [Protocol::Tcp, Protocol::Udp] {
-                    match self.system.firewall_add_port("", port, proto).await {
-                        Ok(a) => {
-                            added_any |= a.runtime == crate::system::Added::Now
-                                || a.permanent == crate::system::Added::Now;
-                            zone = a.zone;
-                        }
-                        Err(e) => {
-                            steps.push(step("firewall", "failed", e.to_string()));
-                            rest(&mut steps, &["nfs-server"]);
-                            return steps;
-                        }
-                    }
-                }
-                steps.push(step(
-                    "firewall",
-                    if added_any { "done" } else { "unchanged" },
-                    format!("{port}/tcp and {port}/udp open in zone {zone}, runtime and permanent"),
-                ));
-            }
-        }
-        // (4) the server reads nfs.conf when it starts.
-        steps.push(self.restart_nfs_server().await);
         steps
     }
 
-    async fn disable_nfs_rdma(&self) -> Vec<Step> {
+    /// The file step of disabling NFS over RDMA; when it fails, nfs-server is listed as not
+    /// run.
+    async fn disable_nfs_rdma_files(&self) -> Vec<Step> {
         let mut steps = Vec::new();
         let sources = nfs_sources(self.host.as_ref()).await;
         let r = nfs_conf::resolve(&sources);
@@ -712,67 +928,9 @@ impl Engine {
             Ok(s) => steps.push(s),
             Err(e) => {
                 steps.push(step("nfs.conf", "failed", e));
-                steps.push(step("nfs-server", "not-run", "an earlier step failed"));
-                return steps;
+                not_run(&mut steps, &["nfs-server"]);
             }
         }
-        steps.push(self.restart_nfs_server().await);
         steps
-    }
-
-    async fn restart_nfs_server(&self) -> Step {
-        match self.system.unit_status(NFS_SERVER_UNIT).await {
-            Ok(s) if s.load_state == "not-found" => {
-                return step(
-                    "nfs-server",
-                    "skipped",
-                    format!("{NFS_SERVER_UNIT} is not installed (nfs-utils)"),
-                )
-            }
-            Ok(_) => {}
-            Err(e) => return step("nfs-server", "failed", e.to_string()),
-        }
-        match self.system.restart_unit(NFS_SERVER_UNIT).await {
-            Ok(_) => step("nfs-server", "done", format!("{NFS_SERVER_UNIT} restarted")),
-            Err(SystemError::JobFailed { result, .. }) => step(
-                "nfs-server",
-                "failed",
-                format!(
-                    "the restart job of {NFS_SERVER_UNIT} ended with result \"{result}\" (see journalctl -u {NFS_SERVER_UNIT})"
-                ),
-            ),
-            Err(e) => step("nfs-server", "failed", e.to_string()),
-        }
-    }
-
-    async fn subnet_manager(&mut self, verb: SmVerb) -> Result<(), OpError> {
-        let r = self.subnet_manager_inner(verb).await;
-        self.refresh_host_setup().await;
-        r
-    }
-
-    async fn subnet_manager_inner(&self, verb: SmVerb) -> Result<(), OpError> {
-        let status = self
-            .system
-            .unit_status(OPENSM_UNIT)
-            .await
-            .map_err(system_error)?;
-        if status.load_state == "not-found" {
-            return Err(OpError::NotFound(format!(
-                "{OPENSM_UNIT} is not installed (package opensm)"
-            )));
-        }
-        let r = match verb {
-            SmVerb::Start => self.system.start_unit(OPENSM_UNIT).await.map(|_| ()),
-            SmVerb::Stop => self.system.stop_unit(OPENSM_UNIT).await.map(|_| ()),
-            SmVerb::Enable => self.system.enable_unit(OPENSM_UNIT).await.map(|_| ()),
-            SmVerb::Disable => self.system.disable_unit(OPENSM_UNIT).await.map(|_| ()),
-        };
-        r.map_err(|e| match e {
-            SystemError::JobFailed { result, verb, .. } => OpError::Failed(format!(
-                "the {verb} job of {OPENSM_UNIT} ended with result \"{result}\" (see journalctl -u {OPENSM_UNIT})"
-            )),
-            e => system_error(e),
-        })
     }
 }
