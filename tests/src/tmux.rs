@@ -21,7 +21,12 @@ pub fn workspace_bin(name: &str) -> Result<PathBuf> {
     if !bin.is_file() {
         let release = profile_dir.file_name().is_some_and(|n| n == "release");
         let mut cargo = Command::new(env!("CARGO"));
-        cargo.args(["build", "--bin", name]);
+        // From the workspace root, naming the package: cargo runs tests in the test crate's
+        // directory, whose own package has no such binary.
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        cargo
+            .current_dir(root)
+            .args(["build", "--workspace", "--bin", name]);
         if release {
             cargo.arg("--release");
         }
