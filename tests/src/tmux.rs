@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-/// A workspace binary built by this cargo (`target/<profile>/<name>`), building it when it
-/// is missing (integration tests of one crate do not build another crate's binaries).
+/// A workspace binary built by this cargo (`target/<profile>/<name>`), brought up to date first
+/// (integration tests of one crate do not build another crate's binaries).
 pub fn workspace_bin(name: &str) -> Result<PathBuf> {
     let exe = std::env::current_exe()?;
     // target/<profile>/deps/<test> -> target/<profile>
@@ -18,7 +18,8 @@ pub fn workspace_bin(name: &str) -> Result<PathBuf> {
         .and_then(|d| d.parent())
         .context("the test binary is not in target/<profile>/deps")?;
     let bin = profile_dir.join(name);
-    if !bin.is_file() {
+    // Always asked for (a no-op when it is current), so a test never drives a stale binary.
+    {
         let release = profile_dir.file_name().is_some_and(|n| n == "release");
         let mut cargo = Command::new(env!("CARGO"));
         // From the workspace root, naming the package: cargo runs tests in the test crate's

@@ -51,6 +51,8 @@ pub struct App {
     next_call: u64,
     /// Calls in flight: id to the page that asked.
     pending: HashMap<u64, PageId>,
+    /// The counters read in flight, if any (see [`App::poll_counters`]).
+    counters_call: Option<u64>,
     /// Calls to make, taken by the loop.
     outbox: Vec<(u64, Call)>,
 }
@@ -71,6 +73,7 @@ impl App {
             tab_row: 0,
             next_call: 1,
             pending: HashMap::new(),
+            counters_call: None,
             outbox: Vec::new(),
         }
     }
@@ -117,17 +120,25 @@ impl App {
 
     /// Queues a read of the shown page's counters (once a second while it is shown).
     pub fn poll_counters(&mut self) {
+        // One read at a time: a slow PMA read or a hung service must not pile calls up.
+        if self
+            .counters_call
+            .is_some_and(|id| self.pending.contains_key(&id))
+        {
+            return;
+        }
         if let Some(port) = self.counters_port() {
-            let id = self.current_page();
-            self.queue(id, Call::GetCounters { port });
+            let page = self.current_page();
+            self.counters_call = Some(self.queue(page, Call::GetCounters { port }));
         }
     }
 
-    fn queue(&mut self, page: PageId, call: Call) {
+    fn queue(&mut self, page: PageId, call: Call) -> u64 {
         let id = self.next_call;
         self.next_call += 1;
         self.pending.insert(id, page);
         self.outbox.push((id, call));
+        id
     }
 
     /// Applies something from the bus.
@@ -367,6 +378,12 @@ impl App {
                 if m.manager.simulated {
                     s.push_str(" - simulated host");
                 }
+                if !m.problems.is_empty() {
+                    s.push_str(&format!(
+                        " - {} propert(ies) of an unexpected type, left as they were",
+                        m.problems.len()
+                    ));
+                }
                 if !m.manager.config_errors.is_empty() {
                     s.push_str(&format!(
                         " - {} unusable configuration file(s)",
@@ -508,5 +525,69 @@ pub fn error_text(call: &Call, e: &CallError) -> String {
         }
         ErrorKind::Bus => format!("Cannot {what}: the bus failed: {}", e.message),
         _ => format!("Cannot {what}: {}", e.message),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_are_read_one_call_at_a_time() {
+        let mut app = App::with_model(crate::fixtures::demo_model(), Theme::monochrome());
+        app.show(PageId::Detail);
+        app.poll_counters();
+        app.poll_counters();
+        let calls = app.take_calls();
+        assert_eq!(calls.len(), 1, "{calls:?}");
+        assert!(matches!(calls[0].1, Call::GetCounters { .. }));
+        // Still unanswered a second later: nothing more is queued.
+        app.poll_counters();
+        assert!(app.take_calls().is_empty());
+        let (id, call) = calls[0].clone();
+        app.apply(Update::CallDone {
+            id,
+            call,
+            result: Ok(CallOutput::Counters),
+        });
+        app.poll_counters();
+        assert_eq!(app.take_calls().len(), 1);
+    }
+
+    #[test]
+    fn properties_of_an_unexpected_type_are_counted_once_on_the_status_line() {
+        use zbus::zvariant::{OwnedValue, Value};
+        let mut app = App::with_model(crate::fixtures::demo_model(), Theme::monochrome());
+        let path = app.model.ports.keys().next().cloned().unwrap_or_default();
+        let bad = HashMap::from([(
+            "Lid".to_string(),
+            OwnedValue::try_from(Value::from("not a number")).expect("owned"),
+        )]);
+        for _ in 0..3 {
+            app.apply(Update::Properties {
+                path: path.clone(),
+                iface: crate::model::PORT_IFACE.to_string(),
+                changed: bad
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.try_clone().expect("clone")))
+                    .collect(),
+            });
+        }
+        assert_eq!(app.model.problems.len(), 1);
+        let backend = ratatui::backend::TestBackend::new(100, 24);
+        let mut term = ratatui::Terminal::new(backend).expect("terminal");
+        term.draw(|f| app.render(f, crate::fixtures::NOW_US))
+            .expect("draw");
+        let text: String = term
+            .backend()
+            .buffer()
+            .content()
+            .iter()
+            .map(|c| c.symbol())
+            .collect();
+        assert!(
+            text.contains("1 propert(ies) of an unexpected type"),
+            "{text}"
+        );
     }
 }

@@ -597,7 +597,12 @@ impl Model {
             }
             _ => {}
         }
-        self.problems.extend(problems);
+        // The same bad value sent again is one problem, not a growing list.
+        for p in problems {
+            if !self.problems.contains(&p) {
+                self.problems.push(p);
+            }
+        }
     }
 
     /// Records a port's history as `GetThroughputHistory` returned it.

@@ -450,7 +450,7 @@ impl EngineHandle {
         let units = load_units_status(self.host_setup.system.as_ref()).await;
         self.call(move |e| {
             Box::pin(async move {
-                e.apply_units_status(seq, units).await;
+                e.apply_units_status(seq, units, true).await;
                 Ok(e.state.host_setup.clone())
             })
         })
@@ -705,10 +705,15 @@ impl Engine {
         }
     }
 
-    /// Re-reads the files and takes the units' status asked off the engine as number `seq`,
-    /// unless a status asked later was already taken.
-    async fn apply_units_status(&mut self, seq: u64, units: UnitsStatus) {
-        let mut st = load_host_files(self.host.as_ref()).await;
+    /// Takes the units' status asked off the engine as number `seq`, unless a status asked
+    /// later was already taken. After an operation the files are re-read with it
+    /// (`reread_files`); the periodic fetch read them just before it asked.
+    async fn apply_units_status(&mut self, seq: u64, units: UnitsStatus, reread_files: bool) {
+        let mut st = if reread_files {
+            load_host_files(self.host.as_ref()).await
+        } else {
+            self.state.host_setup.clone()
+        };
         if seq > self.units_status_seq {
             self.units_status_seq = seq;
             st.set_units(units);
@@ -734,7 +739,7 @@ impl Engine {
             shared.fetching.store(false, Ordering::Release);
             if let Some(tx) = commands.upgrade() {
                 let job: super::Job = Box::new(move |e: &mut Engine| {
-                    Box::pin(async move { e.apply_units_status(seq, units).await })
+                    Box::pin(async move { e.apply_units_status(seq, units, false).await })
                 });
                 let _ = tx.send(job).await;
             }
