@@ -292,7 +292,7 @@ fn bus_error_text(e: &zbus::Error) -> String {
 
 /// Connects to the bus the service is on.
 pub async fn connect(bus: &BusChoice) -> zbus::Result<Connection> {
-    match bus {
+    let conn = match bus {
         BusChoice::System => Connection::system().await,
         BusChoice::Session => Connection::session().await,
         BusChoice::Address(a) => {
@@ -300,7 +300,12 @@ pub async fn connect(bus: &BusChoice) -> zbus::Result<Connection> {
                 .build()
                 .await
         }
-    }
+    }?;
+    // Starts zbus's object server, which answers org.freedesktop.DBus.Peer.Ping: the service
+    // pings a client it has sent much to, and counts what the client has read by the answer
+    // (docs/RELIABILITY.md). A zbus connection without it never answers.
+    let _ = conn.object_server();
+    Ok(conn)
 }
 
 /// Reads everything the service publishes (no history).

@@ -228,9 +228,15 @@ async fn daemon(args: &Args) -> anyhow::Result<()> {
         "serving; the bus name is owned"
     );
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let lost = service.wait_lost();
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}
+        reason = lost => {
+            // A failure status, so that systemd's Restart=on-failure starts a new daemon,
+            // which connects and owns the name again.
+            bail!("stopping: {reason}");
+        }
         r = service.task => {
             r.context("the engine stopped")?;
             bail!("the engine stopped");

@@ -151,6 +151,9 @@ impl ManagedObjects {
         }
         let failed = |e: zbus::Error| fdo::Error::Failed(e.to_string());
         let body = self.cache.body().map_err(failed)?;
+        // Large by nature (1.5 MB for 1800 objects): counted against what the caller has not
+        // read yet (see `limits`).
+        super::limits::charge_current(body.len() as u64);
         // SAFETY: `body` is a well-formed a{oa{sa{sv}}} in ENDIAN: entries encoded by zvariant
         // at offset 0, joined by `concat_entries` as the D-Bus format lays out an array.
         let reply = unsafe {

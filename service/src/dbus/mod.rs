@@ -8,10 +8,14 @@
 //!   PropertiesChanged with only what changed (InterfacesAdded/Removed come from the
 //!   ObjectManager at the root).
 //! - [`polkit`]: authorization of mutating calls.
+//! - [`guard`]: wraps every interface: exact argument signatures, no reply where none was asked
+//!   for, and the [`limits`] of what one client may have the daemon send it unread.
 //! - [`server`]: connection, name and start-up order.
 
 pub mod errors;
+pub mod guard;
 pub mod ipoib;
+pub mod limits;
 pub mod managed;
 pub mod objects;
 pub mod polkit;
@@ -19,7 +23,7 @@ pub mod publisher;
 pub mod server;
 pub mod view;
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use rdma_manager_dbus::{Action, Error};
 use zbus::message::Header;
@@ -31,14 +35,21 @@ use crate::engine::EngineHandle;
 pub struct Context {
     engine: OnceLock<EngineHandle>,
     authorizer: polkit::Authorizer,
+    limits: Arc<limits::Limits>,
 }
 
 impl Context {
-    pub fn new(authorizer: polkit::Authorizer) -> Context {
+    pub fn new(authorizer: polkit::Authorizer, limits: Arc<limits::Limits>) -> Context {
         Context {
             engine: OnceLock::new(),
             authorizer,
+            limits,
         }
+    }
+
+    /// The per-client bounds every interface is guarded by.
+    pub fn limits(&self) -> Arc<limits::Limits> {
+        self.limits.clone()
     }
 
     /// The engine; set before the bus name is requested, so callers always find it.

@@ -405,8 +405,10 @@ bus_object! {
             let v = read(&self.view);
             let engine = self.ctx.engine()?;
             let key = (super::device_index(&v.device), v.number);
-            Ok(engine
-                .history(key)
+            let samples = engine.history(key);
+            // (t d d d d y) is 48 bytes with its alignment.
+            super::limits::charge_current(samples.len() as u64 * 48);
+            Ok(samples
                 .into_iter()
                 .map(|s| {
                     (

@@ -16,6 +16,7 @@ use zbus::object_server::{Interface, SignalEmitter};
 use zbus::zvariant::Value;
 use zbus::Connection;
 
+use super::guard::Guarded;
 use super::managed::ManagedCache;
 use super::objects::{
     Cell, DeviceObject, DeviceView, HostObject, HostView, IpoibObject, IpoibView, PortObject,
@@ -127,7 +128,8 @@ impl Publisher {
                             c.read().unwrap_or_else(|p| p.into_inner()).all()
                         });
                 }
-                let obj = V::object(cell.clone(), self.ctx.clone());
+                let obj =
+                    Guarded::new(V::object(cell.clone(), self.ctx.clone()), self.ctx.limits());
                 if let Err(e) = self.conn.object_server().at(path, obj).await {
                     self.managed.remove(path);
                     warn!(%path, error = %e, "could not add object");
@@ -161,7 +163,8 @@ impl Publisher {
 
     async fn remove<V: Shown>(&self, path: &str) {
         self.managed.remove(path);
-        if let Err(e) = self.conn.object_server().remove::<V::Object, _>(path).await {
+        let name = <V::Object as Interface>::name();
+        if let Err(e) = self.conn.object_server().remove_named(path, name).await {
             warn!(%path, error = %e, "could not remove object");
         }
     }

@@ -7,6 +7,8 @@ use std::sync::Arc;
 use rdma_manager_dbus::{BUS_NAME, ROOT_PATH};
 use zbus::Connection;
 
+use super::guard::Guarded;
+use super::limits::{LimitConfig, Limits};
 use super::managed::{ManagedCache, ManagedObjects};
 use super::polkit::Authorizer;
 use super::publisher::Publisher;
@@ -29,6 +31,55 @@ pub struct Service {
     pub conn: Connection,
     pub engine: EngineHandle,
     pub task: tokio::task::JoinHandle<()>,
+    /// Becomes `Some(reason)` when the service can no longer serve: its bus connection closed
+    /// or its name was taken away. The daemon then exits with a failure status so that
+    /// systemd's `Restart=on-failure` starts it again.
+    pub lost: tokio::sync::watch::Receiver<Option<String>>,
+}
+
+impl Service {
+    /// Waits until the service has lost its bus connection or its name, and says which.
+    pub fn wait_lost(&self) -> impl std::future::Future<Output = String> + Send + 'static {
+        let mut lost = self.lost.clone();
+        async move {
+            let reason = match lost.wait_for(|l| l.is_some()).await {
+                Ok(l) => l.clone().unwrap_or_default(),
+                Err(_) => "the watch of the bus connection ended".to_string(),
+            };
+            reason
+        }
+    }
+}
+
+/// Watches `conn` for its end: a stream of the bus's NameLost signals for our name ends when
+/// the connection's socket closes (zbus ends every stream then), and yields when the bus takes
+/// the name away. Subscribed before the name is requested, so that nothing is missed.
+async fn watch_connection(
+    conn: &Connection,
+) -> Result<tokio::sync::watch::Receiver<Option<String>>, ServeError> {
+    use futures::StreamExt;
+    let rule = zbus::MatchRule::builder()
+        .msg_type(zbus::message::Type::Signal)
+        .sender("org.freedesktop.DBus")
+        .and_then(|b| b.interface("org.freedesktop.DBus"))
+        .and_then(|b| b.member("NameLost"))
+        .and_then(|b| b.add_arg(BUS_NAME))
+        .map_err(ServeError::Objects)?
+        .build();
+    let mut stream = zbus::MessageStream::for_match_rule(rule, conn, Some(4))
+        .await
+        .map_err(ServeError::Objects)?;
+    let (tx, rx) = tokio::sync::watch::channel(None);
+    tokio::spawn(async move {
+        let reason = match stream.next().await {
+            Some(Ok(_)) => format!("the bus took the name {BUS_NAME} away"),
+            Some(Err(e)) => format!("the bus connection failed: {e}"),
+            None => "the bus connection closed".to_string(),
+        };
+        tracing::error!(%reason, "cannot serve any longer");
+        let _ = tx.send(Some(reason));
+    });
+    Ok(rx)
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -76,12 +127,18 @@ pub async fn serve_with(
     authorizer: Authorizer,
     system: Arc<dyn SystemServices>,
 ) -> Result<Service, ServeError> {
+    let lost = watch_connection(&conn).await?;
+    let limits = Limits::new(LimitConfig::default());
+    limits.attach(&conn);
     let managed = Arc::new(ManagedCache::default());
     conn.object_server()
-        .at(ROOT_PATH, ManagedObjects::new(managed.clone()))
+        .at(
+            ROOT_PATH,
+            Guarded::new(ManagedObjects::new(managed.clone()), limits.clone()),
+        )
         .await
         .map_err(ServeError::Objects)?;
-    let ctx = Arc::new(Context::new(authorizer));
+    let ctx = Arc::new(Context::new(authorizer, limits));
     let tick_us = config.tick.as_micros() as u64;
     let publisher = Arc::new(Publisher::new(
         &conn,
@@ -95,5 +152,10 @@ pub async fn serve_with(
     conn.request_name(BUS_NAME)
         .await
         .map_err(ServeError::Name)?;
-    Ok(Service { conn, engine, task })
+    Ok(Service {
+        conn,
+        engine,
+        task,
+        lost,
+    })
 }

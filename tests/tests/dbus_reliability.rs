@@ -1,0 +1,427 @@
+//! The service under clients that misbehave, and when its bus goes away, on a real
+//! dbus-daemon: a client that never reads its replies cannot freeze the service for everyone
+//! else; every method answers a call of the wrong signature with InvalidArgs; a call that asked
+//! for no reply gets none, not even an error; the daemon exits with a failure status when its
+//! bus connection closes.
+
+use std::collections::HashMap;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use futures::StreamExt;
+use rdma_manager_dbus::{BUS_NAME, ROOT_PATH};
+use rdma_manager_tests::service::{serve_sim, session_bus_or_skip};
+use rdma_manager_tests::tmux::workspace_bin;
+use rdma_managerd::dbus::guard::method_signatures;
+use rdma_managerd::engine::EngineConfig;
+use rdma_managerd::kernel::sim::{fixtures, SimHost};
+use zbus::message::{Flags, Message, Type};
+
+const OBJECT_MANAGER: &str = "org.freedesktop.DBus.ObjectManager";
+
+/// The error name of a failed call, or None when it succeeded.
+async fn error_name<B>(
+    conn: &zbus::Connection,
+    path: &str,
+    iface: &str,
+    method: &str,
+    body: &B,
+) -> Option<String>
+where
+    B: serde::Serialize + zbus::zvariant::DynamicType,
+{
+    match conn
+        .call_method(Some(BUS_NAME), path, Some(iface), method, body)
+        .await
+    {
+        Ok(_) => None,
+        Err(zbus::Error::MethodError(name, _, _)) => Some(name.to_string()),
+        Err(e) => Some(format!("transport: {e}")),
+    }
+}
+
+/// The daemon's own interfaces at `path`, with each method's input signature.
+async fn methods_at(conn: &zbus::Connection, path: &str) -> Vec<(String, String, String)> {
+    let reply = conn
+        .call_method(
+            Some(BUS_NAME),
+            path,
+            Some("org.freedesktop.DBus.Introspectable"),
+            "Introspect",
+            &(),
+        )
+        .await
+        .expect("introspection");
+    let xml: String = reply.body().deserialize().expect("a string");
+    let mut out = Vec::new();
+    for (iface, text) in rdma_manager_tests::service::own_interfaces(&xml) {
+        if !iface.starts_with("org.rdmamanager.") && iface != OBJECT_MANAGER {
+            continue;
+        }
+        for (method, sig) in method_signatures(&text) {
+            out.push((iface.clone(), method, sig));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_method_refuses_a_wrong_signature_with_invalid_args() -> Result<()> {
+    let Some(bus) = session_bus_or_skip() else {
+        return Ok(());
+    };
+    let sim = SimHost::new(fixtures::demo_host())?;
+    let _served = serve_sim(&bus, &sim, EngineConfig::default()).await?;
+    let conn = bus.connect().await?;
+    let paths = [
+        ROOT_PATH.to_string(),
+        rdma_manager_dbus::device_path(0),
+        rdma_manager_dbus::port_path(0, 1),
+        rdma_manager_dbus::HOST_PATH.to_string(),
+    ];
+    let mut ipoib_path = None;
+    let managed = conn
+        .call_method(
+            Some(BUS_NAME),
+            ROOT_PATH,
+            Some(OBJECT_MANAGER),
+            "GetManagedObjects",
+            &(),
+        )
+        .await?;
+    let objects: HashMap<
+        zbus::zvariant::OwnedObjectPath,
+        HashMap<String, HashMap<String, zbus::zvariant::OwnedValue>>,
+    > = managed.body().deserialize()?;
+    for (path, ifaces) in &objects {
+        if ifaces.contains_key("org.rdmamanager.RdmaManager1.Ipoib") {
+            ipoib_path = Some(path.to_string());
+        }
+    }
+    let mut checked = 0;
+    let mut wrong = Vec::new();
+    for path in paths.iter().cloned().chain(ipoib_path) {
+        for (iface, method, sig) in methods_at(&conn, &path).await {
+            // A method without arguments is called with one; a method with arguments with a
+            // single argument of another type than its first (an int64, or a string where
+            // it takes an int64).
+            let (kind, got) = if sig.is_empty() {
+                (
+                    "an extra argument",
+                    error_name(&conn, &path, &iface, &method, &(7i64, "x")).await,
+                )
+            } else if sig.starts_with('x') {
+                (
+                    "a wrong type",
+                    error_name(&conn, &path, &iface, &method, &("x",)).await,
+                )
+            } else {
+                (
+                    "a wrong type",
+                    error_name(&conn, &path, &iface, &method, &(7i64,)).await,
+                )
+            };
+            checked += 1;
+            if got.as_deref() != Some("org.freedesktop.DBus.Error.InvalidArgs") {
+                wrong.push(format!(
+                    "{path} {iface}.{method}({sig}) with {kind}: {got:?}"
+                ));
+            }
+        }
+    }
+    // Every method of every committed interface, and GetManagedObjects.
+    let xml_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../dbus-interfaces/xml");
+    let mut committed = 1;
+    for entry in std::fs::read_dir(&xml_dir)? {
+        committed += method_signatures(&std::fs::read_to_string(entry?.path())?).len();
+    }
+    assert_eq!(checked, committed, "every method is checked once");
+    assert!(
+        wrong.is_empty(),
+        "not refused with InvalidArgs:\n{}",
+        wrong.join("\n")
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_asked_for_no_reply_gets_no_error_either() -> Result<()> {
+    let Some(bus) = session_bus_or_skip() else {
+        return Ok(());
+    };
+    let sim = SimHost::new(fixtures::demo_host())?;
+    let _served = serve_sim(&bus, &sim, EngineConfig::default()).await?;
+    let conn = bus.connect().await?;
+    let mut replies = zbus::MessageStream::from(&conn);
+    let root_iface = "org.rdmamanager.RdmaManager1";
+    // Each of these fails: a wrong signature, an unknown method of a served interface, and a
+    // refusal of the handler itself (there is no polkit on this bus, so AddSoftLink is refused).
+    let calls: Vec<(&str, &str, &str, Message)> = vec![
+        ("wrong signature", root_iface, "AddSoftLink", {
+            Message::method_call(ROOT_PATH, "AddSoftLink")?
+                .destination(BUS_NAME)?
+                .interface(root_iface)?
+                .with_flags(Flags::NoReplyExpected)?
+                .build(&(1u32,))?
+        }),
+        ("unknown method", root_iface, "NoSuchMethod", {
+            Message::method_call(ROOT_PATH, "NoSuchMethod")?
+                .destination(BUS_NAME)?
+                .interface(root_iface)?
+                .with_flags(Flags::NoReplyExpected)?
+                .build(&())?
+        }),
+        ("refused by the handler", root_iface, "AddSoftLink", {
+            Message::method_call(ROOT_PATH, "AddSoftLink")?
+                .destination(BUS_NAME)?
+                .interface(root_iface)?
+                .with_flags(Flags::NoReplyExpected)?
+                .build(&("rxe9", "rxe", "eth0"))?
+        }),
+    ];
+    let mut silent = HashMap::new();
+    for (what, _, _, msg) in &calls {
+        silent.insert(msg.primary_header().serial_num(), *what);
+        conn.send(msg).await?;
+    }
+    // The same calls expecting a reply: each must get its error, which also shows that the
+    // flagged ones, sent before, have been handled.
+    for (what, iface, method, msg) in &calls {
+        let body = msg.body();
+        let r = match body.signature().to_string_no_parens().as_str() {
+            "u" => error_name(&conn, ROOT_PATH, iface, method, &(1u32,)).await,
+            "" => error_name(&conn, ROOT_PATH, iface, method, &()).await,
+            _ => error_name(&conn, ROOT_PATH, iface, method, &("rxe9", "rxe", "eth0")).await,
+        };
+        assert!(
+            r.is_some(),
+            "{what}: the same call with a reply expected must fail"
+        );
+    }
+    // One more round trip through the daemon, then nothing queued may answer a silent call.
+    error_name(&conn, ROOT_PATH, "org.freedesktop.DBus.Peer", "Ping", &()).await;
+    let deadline = Instant::now() + Duration::from_millis(500);
+    while let Ok(Some(Ok(m))) = tokio::time::timeout_at(deadline.into(), replies.next()).await {
+        if m.message_type() != Type::Error {
+            continue;
+        }
+        if let Some(serial) = m.header().reply_serial() {
+            if let Some(what) = silent.get(&serial) {
+                panic!(
+                    "{what}: an error reply was sent to a call flagged NO_REPLY_EXPECTED: {m:?}"
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn the_daemon_exits_with_a_failure_when_its_bus_goes_away() -> Result<()> {
+    let Some(bus) = session_bus_or_skip() else {
+        return Ok(());
+    };
+    let daemon = workspace_bin("rdma-managerd")?;
+    let mut child = Command::new(daemon)
+        .arg(format!("--address={}", bus.address()))
+        .arg("--simulate")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("starting rdma-managerd")?;
+    let rt = tokio::runtime::Runtime::new()?;
+    rt.block_on(bus.wait_for_name(BUS_NAME, Duration::from_secs(30)))?;
+    drop(bus);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output()?;
+            panic!(
+                "rdma-managerd still runs 10 s after its bus went away:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let out = child.wait_with_output()?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!status.success(), "exit status {status}, stderr:\n{stderr}");
+    assert!(stderr.contains("bus connection"), "says why:\n{stderr}");
+    Ok(())
+}
+
+/// Sends `calls` GetManagedObjects from a connection whose replies nobody reads until
+/// `release` is told; then reads them all and returns (answers, LimitsExceeded refusals).
+fn unread_client(
+    address: String,
+    calls: usize,
+    sent: std::sync::mpsc::Sender<()>,
+    release: std::sync::mpsc::Receiver<()>,
+) -> std::thread::JoinHandle<Result<(usize, usize)>> {
+    std::thread::spawn(move || {
+        // The connection's reader runs on this thread's runtime only: while the thread waits
+        // for `release`, nothing reads the socket, as in a client that is stuck or malicious.
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let conn = rt.block_on(zbus::connection::Builder::address(address.as_str())?.build())?;
+        let mut stream = zbus::MessageStream::from(&conn);
+        let mut serials = std::collections::HashSet::new();
+        rt.block_on(async {
+            for _ in 0..calls {
+                let m = Message::method_call(ROOT_PATH, "GetManagedObjects")?
+                    .destination(BUS_NAME)?
+                    .interface(OBJECT_MANAGER)?
+                    .build(&())?;
+                serials.insert(m.primary_header().serial_num());
+                conn.send(&m).await?;
+            }
+            anyhow::Ok(())
+        })?;
+        let _ = sent.send(());
+        let _ = release.recv();
+        let (mut answers, mut refusals) = (0, 0);
+        rt.block_on(async {
+            while answers + refusals < calls {
+                let m = tokio::time::timeout(Duration::from_secs(60), stream.next())
+                    .await
+                    .context("the replies stopped coming")?
+                    .context("stream ended")??;
+                let Some(serial) = m.header().reply_serial() else {
+                    continue;
+                };
+                if !serials.contains(&serial) {
+                    continue;
+                }
+                match m.message_type() {
+                    Type::MethodReturn => answers += 1,
+                    Type::Error
+                        if m.header().error_name().map(|n| n.as_str())
+                            == Some("org.freedesktop.DBus.Error.LimitsExceeded") =>
+                    {
+                        refusals += 1
+                    }
+                    _ => anyhow::bail!("unexpected reply {m:?}"),
+                }
+            }
+            anyhow::Ok(())
+        })?;
+        Ok((answers, refusals))
+    })
+}
+
+/// What another client sees: latencies of GetManagedObjects and root GetAll calls, and the
+/// ThroughputSampled signals it receives, over `span`.
+async fn well_behaved_client(conn: &zbus::Connection, span: Duration) -> Result<(Vec<f64>, usize)> {
+    let rule = zbus::MatchRule::builder()
+        .msg_type(Type::Signal)
+        .interface("org.rdmamanager.RdmaManager1")?
+        .member("ThroughputSampled")?
+        .build();
+    let mut signals = zbus::MessageStream::for_match_rule(rule, conn, Some(64)).await?;
+    let counted = tokio::spawn(async move {
+        let mut n = 0;
+        let end = Instant::now() + span;
+        while let Ok(Some(_)) = tokio::time::timeout_at(end.into(), signals.next()).await {
+            n += 1;
+        }
+        n
+    });
+    let mut latencies = Vec::new();
+    let end = Instant::now() + span;
+    while Instant::now() < end {
+        let t = Instant::now();
+        tokio::time::timeout(
+            Duration::from_secs(5),
+            conn.call_method(
+                Some(BUS_NAME),
+                ROOT_PATH,
+                Some(OBJECT_MANAGER),
+                "GetManagedObjects",
+                &(),
+            ),
+        )
+        .await
+        .context("GetManagedObjects not answered within 5 s: the service is frozen")??;
+        latencies.push(t.elapsed().as_secs_f64() * 1e3);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok((latencies, counted.await?))
+}
+
+fn p99(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[((v.len() as f64 * 0.99).ceil() as usize)
+        .saturating_sub(1)
+        .min(v.len() - 1)]
+}
+
+/// One client sends far more GetManagedObjects than the bus would queue for it (dbus-daemon's
+/// default incoming quota of 127 MiB, charged to rdma-managerd until the replies are read) and
+/// reads nothing. Without bounds the bus stops reading from the service, which then answers
+/// nobody; with them the excess is refused with LimitsExceeded and another client's calls and
+/// signals go on. Prints the other client's p99 latency and signal count before and during.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_never_reads_cannot_freeze_the_service() -> Result<()> {
+    let Some(bus) = session_bus_or_skip() else {
+        return Ok(());
+    };
+    // 64 devices x 2 ports and 256 IPoIB interfaces: GetManagedObjects is about 0.4 MB.
+    let sim = SimHost::new(fixtures::large_host(64, 2, 256))?;
+    let _served = serve_sim(&bus, &sim, EngineConfig::default()).await?;
+    let other = bus.connect().await?;
+    // Answers Peer.Ping, as every D-Bus library does by itself (zbus once its object server
+    // runs), by which the service learns that this client reads.
+    let _ = other.object_server();
+    let size = other
+        .call_method(
+            Some(BUS_NAME),
+            ROOT_PATH,
+            Some(OBJECT_MANAGER),
+            "GetManagedObjects",
+            &(),
+        )
+        .await?
+        .body()
+        .len();
+    let calls = (160usize << 20) / size + 1;
+    let span = Duration::from_secs(6);
+    let (mut before, signals_before) = well_behaved_client(&other, span).await?;
+
+    let (sent_tx, sent_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = std::sync::mpsc::channel();
+    let stuck = unread_client(bus.address().to_string(), calls, sent_tx, release_rx);
+    tokio::task::spawn_blocking(move || sent_rx.recv()).await??;
+    let during = well_behaved_client(&other, span).await;
+    let _ = release_tx.send(());
+    let (answers, refusals) = tokio::task::spawn_blocking(move || stuck.join())
+        .await?
+        .map_err(|_| anyhow::anyhow!("the unread client panicked"))??;
+    let (mut during, signals_during) = during?;
+    let (p_before, p_during) = (p99(&mut before), p99(&mut during));
+    println!(
+        "reply {size} B x {calls} unread calls: {answers} answered, {refusals} refused; other \
+         client: p99 {p_before:.1} ms before, {p_during:.1} ms during ({} and {} calls), \
+         ThroughputSampled {signals_before} before, {signals_during} during ({} s each)",
+        before.len(),
+        during.len(),
+        span.as_secs()
+    );
+    assert!(refusals > 0, "the excess was refused");
+    assert!(
+        answers as u64 * size as u64 <= 24 << 20,
+        "what one connection may leave unread stays bounded"
+    );
+    assert!(
+        signals_during + 1 >= signals_before,
+        "signals go on: {signals_during} during, {signals_before} before"
+    );
+    Ok(())
+}
