@@ -125,7 +125,8 @@ fn release_freed_memory() {
     }
 }
 
-/// Reads the host, publishes it, and starts the engine task. `system` is how host setup
+/// Reads the host, publishes it, re-applies what was persisted (publishing the result), and
+/// starts the engine task. `system` is how host setup
 /// reaches systemd and firewalld.
 pub async fn start(
     host: Arc<dyn Host>,
@@ -171,7 +172,7 @@ pub async fn start(
     };
     let poller = host.port_poller();
     let plan = Arc::new(PollPlan::of(&state));
-    let engine = Engine {
+    let mut engine = Engine {
         host,
         host_setup,
         units_status_seq: 0,
@@ -185,6 +186,11 @@ pub async fn start(
         poller: Some(poller),
         forget: Vec::new(),
     };
+    // What the kernel forgot (at boot, or while the daemon was stopped) is re-applied, and
+    // its result published, before this returns: the bus name is requested only after that,
+    // so no client can read the values from before the restore. Events the restore causes
+    // (a re-created link's add) wait in `events` and find nothing left to change.
+    engine.restore(&restore::Appeared::start()).await;
     let task = tokio::spawn(engine.run(events, rx));
     Ok((handle, task))
 }
@@ -289,9 +295,6 @@ impl Engine {
         mut events: mpsc::UnboundedReceiver<HostEvent>,
         mut commands: mpsc::Receiver<Job>,
     ) {
-        // What the kernel forgot (at boot, or while the daemon was stopped) is re-applied
-        // before any request is served.
-        self.restore(&restore::Appeared::start()).await;
         let mut ticker = tokio::time::interval(self.config.tick);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let mut events_open = true;

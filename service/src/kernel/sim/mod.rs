@@ -587,6 +587,7 @@ impl Host for SimHost {
     }
 
     async fn set_roce_mode(&self, dev: &str, port: u32, mode: RoceMode) -> Result<(), HostError> {
+        self.delay(SimOp::RoceWrite).await;
         let mut st = self.lock();
         self.take_fault(&mut st, SimOp::RoceWrite)?;
         rules::roce_set_mode(&mut st, dev, port, mode)
@@ -599,6 +600,7 @@ impl Host for SimHost {
     }
 
     async fn set_roce_tos(&self, dev: &str, port: u32, tos: u8) -> Result<(), HostError> {
+        self.delay(SimOp::RoceWrite).await;
         let mut st = self.lock();
         self.take_fault(&mut st, SimOp::RoceWrite)?;
         rules::roce_set_tos(&mut st, dev, port, tos)
