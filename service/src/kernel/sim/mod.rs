@@ -10,6 +10,7 @@ pub mod traffic;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
@@ -87,6 +88,9 @@ struct Inner {
     sys: SysRoot,
     _tmp: Option<tempfile::TempDir>,
     state: Mutex<SimState>,
+    /// While not 0, the errno every read of the host fails with (see [`SimHost::fail_reads`]).
+    /// Shared with the port pollers, which outlive no host but must not lock its state.
+    read_fault: Arc<AtomicI32>,
 }
 
 /// A simulated RDMA host. Cheap to clone (shared state).
@@ -146,6 +150,7 @@ impl SimHost {
                 sys: SysRoot::new(root),
                 _tmp: tmp,
                 state: Mutex::new(state),
+                read_fault: Arc::new(AtomicI32::new(0)),
             }),
         };
         host.render_all()?;
@@ -257,6 +262,23 @@ impl SimHost {
     /// The next `op` takes `d` before it does anything (a slow or hung kernel call).
     pub fn delay_next(&self, op: SimOp, d: std::time::Duration) {
         self.lock().faults.push(Fault::Delay(op, d));
+    }
+
+    /// While `Some`, every read of the host fails with that errno and changes nothing: the
+    /// sysfs and netlink reads, and the port poll's attributes. `EMFILE` is what a daemon out
+    /// of file descriptors sees. `None` lets reads through again.
+    pub fn fail_reads(&self, errno: Option<Errno>) {
+        self.inner
+            .read_fault
+            .store(errno.map_or(0, |e| e.0), Ordering::SeqCst);
+    }
+
+    /// The error of a read while [`SimHost::fail_reads`] is set.
+    fn read_fault(&self, what: &str) -> Result<(), HostError> {
+        match self.inner.read_fault.load(Ordering::SeqCst) {
+            0 => Ok(()),
+            n => Err(HostError::kernel(Op::ReadSysfs(what.to_string()), Errno(n))),
+        }
     }
 
     /// Drops every event from now on (`true`) or delivers them again (`false`); what was
@@ -532,13 +554,54 @@ impl SimHost {
     }
 }
 
+/// The sysfs poller over the simulated tree, whose reads fail while
+/// [`SimHost::fail_reads`] is set.
+struct SimPortPoller {
+    sysfs: SysfsPortPoller,
+    read_fault: Arc<AtomicI32>,
+}
+
+impl PortPoller for SimPortPoller {
+    fn poll(&mut self, targets: &[super::PollTarget]) -> Vec<super::PortReading> {
+        let errno = match self.read_fault.load(Ordering::SeqCst) {
+            0 => return self.sysfs.poll(targets),
+            n => Errno(n),
+        };
+        fn e<T>(errno: Errno) -> crate::model::Field<T> {
+            Err(crate::model::AttrError::Unreadable(errno))
+        }
+        targets
+            .iter()
+            .map(|_| super::PortReading {
+                state: e(errno),
+                phys_state: e(errno),
+                lid: e(errno),
+                sm_lid: e(errno),
+                traffic: super::TrafficCounters {
+                    tx_bytes: e(errno),
+                    rx_bytes: e(errno),
+                    tx_packets: e(errno),
+                    rx_packets: e(errno),
+                    saturated: false,
+                },
+            })
+            .collect()
+    }
+
+    fn forget(&mut self, dev: &str) {
+        self.sysfs.forget(dev);
+    }
+}
+
 #[async_trait]
 impl Host for SimHost {
     async fn rdma_device_names(&self) -> Result<Vec<String>, HostError> {
+        self.read_fault("/sys/class/infiniband")?;
         self.inner.sys.rdma_device_names()
     }
 
     async fn read_device(&self, name: &str) -> Result<DeviceSnapshot, HostError> {
+        self.read_fault(name)?;
         self.delay(SimOp::ReadDevice).await;
         {
             let mut st = self.lock();
@@ -548,24 +611,31 @@ impl Host for SimHost {
     }
 
     async fn read_counters(&self, dev: &str, port: u32) -> Result<CounterSnapshot, HostError> {
+        self.read_fault(dev)?;
         self.inner.sys.read_counters(dev, port)
     }
 
     async fn port_sources(&self, dev: &str) -> Result<Vec<PortSource>, HostError> {
+        self.read_fault(dev)?;
         self.inner.sys.port_sources(dev)
     }
 
     fn port_poller(&self) -> Box<dyn PortPoller> {
-        Box::new(SysfsPortPoller::new(self.inner.sys.clone()))
+        Box::new(SimPortPoller {
+            sysfs: SysfsPortPoller::new(self.inner.sys.clone()),
+            read_fault: self.inner.read_fault.clone(),
+        })
     }
 
     async fn read_netdevs(&self) -> Result<Vec<NetdevSnapshot>, HostError> {
+        self.read_fault("/sys/class/net")?;
         let mut netdevs = self.inner.sys.read_netdevs()?;
         self.fill_ipoib(&mut netdevs);
         Ok(netdevs)
     }
 
     async fn read_netdev(&self, name: &str) -> Result<NetdevSnapshot, HostError> {
+        self.read_fault(name)?;
         let mut one = [self.inner.sys.read_netdev(name)?];
         self.fill_ipoib(&mut one);
         let [nd] = one;
@@ -615,10 +685,12 @@ impl Host for SimHost {
     }
 
     async fn nl_devices(&self) -> Result<Vec<NlDevice>, HostError> {
+        self.read_fault("RDMA netlink")?;
         Ok(rules::nl_devices(&self.lock()))
     }
 
     async fn nl_ports(&self) -> Result<Vec<NlPort>, HostError> {
+        self.read_fault("RDMA netlink")?;
         Ok(rules::nl_ports(&self.lock()))
     }
 
