@@ -325,7 +325,7 @@ impl SimHost {
 
     /// Overwrites a file of the rendered tree with arbitrary text (a malformed attribute).
     pub fn corrupt_file(&self, rel: &str, text: &str) -> std::io::Result<()> {
-        std::fs::write(self.root().join(rel), text)
+        render::put_bytes(self.root(), &self.root().join(rel), text.as_bytes())
     }
 
     /// Hot-unplugs a device (as a PCI removal would), raising RdmaRemoved.
@@ -622,7 +622,9 @@ impl Host for SimHost {
 
     fn port_poller(&self) -> Box<dyn PortPoller> {
         Box::new(SimPortPoller {
-            sysfs: SysfsPortPoller::new(self.inner.sys.clone()),
+            // The simulated tree's files are replaced by rename: a kept descriptor would
+            // read the old value forever.
+            sysfs: SysfsPortPoller::reopening(self.inner.sys.clone()),
             read_fault: self.inner.read_fault.clone(),
         })
     }
@@ -900,6 +902,62 @@ impl Host for SimHost {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A reader racing the simulated host's writer never sees a file half written: every
+    /// value it reads is one the host wrote whole (the node GUID, unchanged throughout, and
+    /// a port state and a counter whose text changes length at every write).
+    #[test]
+    fn a_concurrent_reader_never_sees_a_torn_file() {
+        let host = SimHost::new(fixtures::demo_host()).unwrap();
+        let dev = "mlx5_0";
+        let dir = host.root().join("sys/class/infiniband").join(dev);
+        let guid = std::fs::read_to_string(dir.join("node_guid")).unwrap();
+        let port = dir.join("ports/1");
+        assert!(port.join("counters/port_xmit_data").exists(), "a PMA port");
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let reader = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut reads = 0u64;
+                let mut last = 0u64;
+                while !stop.load(Ordering::SeqCst) {
+                    let g = std::fs::read_to_string(dir.join("node_guid")).unwrap();
+                    assert_eq!(g, guid, "node_guid torn");
+                    let st = std::fs::read_to_string(port.join("state")).unwrap();
+                    assert!(
+                        st == "4: ACTIVE\n" || st == "1: DOWN\n",
+                        "state torn: {st:?}"
+                    );
+                    let c = std::fs::read_to_string(port.join("counters/port_xmit_data")).unwrap();
+                    let n: u64 = c
+                        .strip_suffix('\n')
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or_else(|| panic!("counter torn: {c:?}"));
+                    assert!(n >= last, "counter went back from {last} to {n}");
+                    last = n;
+                    reads += 1;
+                }
+                reads
+            })
+        };
+        let start = std::time::Instant::now();
+        let mut writes = 0u32;
+        while start.elapsed() < std::time::Duration::from_millis(1500) && !reader.is_finished() {
+            let (state, phys) = if writes % 2 == 0 {
+                (PortState::Down, PhysState::Disabled)
+            } else {
+                (PortState::Active, PhysState::LinkUp)
+            };
+            host.set_port_state(dev, 1, state, phys).unwrap();
+            // 4 words = 1, then 10, 100, ...: the counter's text grows by a digit a write.
+            host.add_traffic(dev, 1, 4 * 10u64.pow(writes % 12), 0)
+                .unwrap();
+            writes += 1;
+        }
+        stop.store(true, Ordering::SeqCst);
+        let reads = reader.join().expect("no torn read");
+        assert!(writes > 10 && reads > 10, "{writes} writes, {reads} reads");
+    }
 
     /// The simulated host lists directories of its own tree: what the daemon wrote there, in
     /// byte order, and nothing of the real host's `/etc`.
