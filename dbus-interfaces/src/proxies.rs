@@ -75,6 +75,10 @@ pub trait Manager {
     /// Fixed RDMA device names: (node GUID, name, managed, line).
     #[zbus(property)]
     fn rdma_fixed_names(&self) -> zbus::Result<Vec<(String, String, bool, u32)>>;
+    /// (stale, reason, since µs since the epoch): whether the published state may be behind
+    /// the kernel because the daemon cannot re-read the host.
+    #[zbus(property)]
+    fn state_stale(&self) -> zbus::Result<(bool, String, u64)>;
 }
 
 #[proxy(

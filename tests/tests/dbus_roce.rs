@@ -341,6 +341,30 @@ async fn forgotten_settings_are_restored_at_start_and_when_the_device_returns() 
     Ok(())
 }
 
+/// The restore at start is done, and published, before the bus name is owned: the first read
+/// after the name appears already shows the remembered values, however slow the kernel is to
+/// take them (here each configfs write takes a second, so a restore racing the name loses).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_first_read_after_a_restart_shows_the_restored_settings() -> Result<()> {
+    require_harness!();
+    let mut t = setup().await?;
+    ok(&set_mode(&t, MLX5, "v1").await?);
+    ok(&set_tos(&t, RXE, 32).await?);
+    t.restart_daemon(|sim| {
+        sim.set_rdma_cm_loaded(false).expect("unload");
+        sim.set_rdma_cm_loaded(true).expect("load");
+        sim.delay_next(SimOp::RoceWrite, Duration::from_secs(1));
+        sim.delay_next(SimOp::RoceWrite, Duration::from_secs(1));
+    })
+    .await?;
+    // restart_daemon returns once the new daemon owns the name: no waiting here.
+    assert_eq!(prop(&t, MLX5, "RoceMode").await?, "v s \"v1\"");
+    assert_eq!(prop(&t, RXE, "RoceTos").await?, "v y 32");
+    assert_eq!(mode(&t.sim, "mlx5_1").await, Some(RoceMode::V1));
+    assert_eq!(tos(&t.sim, "rxe0").await, Some(32));
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_failed_save_puts_the_kernel_value_back() -> Result<()> {
     require_harness!();

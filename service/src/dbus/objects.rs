@@ -111,6 +111,8 @@ bus_object! {
         rdma_naming_policy_source as "RdmaNamingPolicySource": String,
         /// Fixed RDMA device names (NAME_FIXED) in the rules file RdmaNamingPolicySource names: (node GUID as ibstat prints it, name, managed by rdma-managerd, line number).
         rdma_fixed_names as "RdmaFixedNames": Vec<(String, String, bool, u32)>,
+        /// (stale, reason, since): true while the daemon cannot re-read the host (out of file descriptors, for one) and publishes the last state it read, which may be behind the kernel; the reason; when it became stale, in microseconds since the Unix epoch. (false, "", 0) when the state is current. The daemon re-reads until it can and clears it by itself.
+        state_stale as "StateStale": (bool, String, u64),
     }
     methods {
         /// Creates a Soft-RoCE (`rxe`) or Soft-iWARP (`siw`) device over a network interface,

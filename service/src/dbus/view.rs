@@ -375,6 +375,11 @@ pub fn root_view(st: &HostState, simulated: bool, tick_us: u64) -> RootView {
             .iter()
             .map(|(g, n, m, l)| (g.to_string(), n.clone(), *m, *l))
             .collect(),
+        state_stale: st
+            .stale
+            .as_ref()
+            .map(|s| (true, s.reason.clone(), s.since_unix_us))
+            .unwrap_or_default(),
     }
 }
 

@@ -17,6 +17,7 @@ mod ops_roce;
 mod ops_soft_links;
 mod persist;
 mod restore;
+mod stale;
 pub mod state;
 
 use std::collections::BTreeSet;
@@ -33,7 +34,7 @@ pub use history::{History, Sample};
 pub use ops::OpError;
 pub use ops_host::{HostSetupState, ModuleRow, SmVerb, Step};
 pub use ops_naming::NamingState;
-pub use state::{DeviceState, Dirty, HostState, IpoibState, PortRoce};
+pub use state::{DeviceState, Dirty, HostState, IpoibState, PortRoce, Stale};
 
 use crate::kernel::{Host, HostEvent, PollTarget, PortPoller, PortReading};
 use crate::system::SystemServices;
@@ -125,7 +126,8 @@ fn release_freed_memory() {
     }
 }
 
-/// Reads the host, publishes it, and starts the engine task. `system` is how host setup
+/// Reads the host, publishes it, re-applies what was persisted (publishing the result), and
+/// starts the engine task. `system` is how host setup
 /// reaches systemd and firewalld.
 pub async fn start(
     host: Arc<dyn Host>,
@@ -171,7 +173,7 @@ pub async fn start(
     };
     let poller = host.port_poller();
     let plan = Arc::new(PollPlan::of(&state));
-    let engine = Engine {
+    let mut engine = Engine {
         host,
         host_setup,
         units_status_seq: 0,
@@ -184,7 +186,13 @@ pub async fn start(
         clock,
         poller: Some(poller),
         forget: Vec::new(),
+        stale: stale::Staleness::default(),
     };
+    // What the kernel forgot (at boot, or while the daemon was stopped) is re-applied, and
+    // its result published, before this returns: the bus name is requested only after that,
+    // so no client can read the values from before the restore. Events the restore causes
+    // (a re-created link's add) wait in `events` and find nothing left to change.
+    engine.restore(&restore::Appeared::start()).await;
     let task = tokio::spawn(engine.run(events, rx));
     Ok((handle, task))
 }
@@ -236,6 +244,8 @@ pub(crate) struct Engine {
     poller: Option<Box<dyn PortPoller>>,
     /// Devices re-read since the last poll, whose kept descriptors must be dropped.
     forget: Vec<String>,
+    /// Why the published state may be behind the kernel (see `stale.rs`).
+    stale: stale::Staleness,
 }
 
 /// What a batch of events asks to re-read.
@@ -289,9 +299,6 @@ impl Engine {
         mut events: mpsc::UnboundedReceiver<HostEvent>,
         mut commands: mpsc::Receiver<Job>,
     ) {
-        // What the kernel forgot (at boot, or while the daemon was stopped) is re-applied
-        // before any request is served.
-        self.restore(&restore::Appeared::start()).await;
         let mut ticker = tokio::time::interval(self.config.tick);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let mut events_open = true;
@@ -382,8 +389,20 @@ impl Engine {
             r.map(|_| dirty)
         };
         match result {
-            Ok(dirty) => self.publish(dirty).await,
-            Err(e) => warn!(error = %e, "re-reading the host failed; keeping the last state"),
+            Ok(mut dirty) => {
+                let unread = std::mem::take(&mut dirty.unread);
+                self.publish(dirty).await;
+                if !unread.is_empty() {
+                    self.read_failed(unread.join("; ")).await;
+                } else if wanted.everything {
+                    // Only a full re-read vouches for everything published.
+                    self.read_succeeded().await;
+                }
+            }
+            Err(e) => {
+                warn!(error = %e, "re-reading the host failed; keeping the last state");
+                self.read_failed(e.to_string()).await;
+            }
         }
         if wanted.everything {
             // Rules files, host setup files and units changed by hand are noticed at the
@@ -419,7 +438,10 @@ impl Engine {
 
     async fn tick(&mut self) {
         let tick = self.clock.now();
-        if tick > 0 && tick % self.config.resync_ticks == 0 {
+        // A failed re-read is retried in full at the next tick, then with a backoff of a few
+        // ticks, rather than left to the periodic resync.
+        let retry = self.stale.retry_due(tick);
+        if retry || (tick > 0 && tick % self.config.resync_ticks == 0) {
             self.apply(Wanted {
                 everything: true,
                 ..Wanted::default()
@@ -449,9 +471,13 @@ impl Engine {
             Err(e) => {
                 warn!(error = %e, "port poll failed; starting a new poller");
                 self.poller = Some(self.host.port_poller());
+                self.poll_failed(Some(format!("port poll failed: {e}")))
+                    .await;
                 return;
             }
         };
+        self.poll_failed(stale::unreadable(&plan.targets, &readings))
+            .await;
         let period = self.clock.period().as_secs_f64();
         let mut moved = Wanted::default();
         let mut samples = Vec::with_capacity(readings.len());
@@ -480,7 +506,16 @@ impl Engine {
         else {
             return false;
         };
-        p.state != r.state || p.phys_state != r.phys_state || p.lid != r.lid || p.sm_lid != r.sm_lid
+        // A value that could not be read is unknown, not changed: the poll's failure is
+        // published as staleness instead, and the first clean poll compares again.
+        let moved = |published: bool, unreadable: bool| !published && !unreadable;
+        moved(p.state == r.state, stale::is_unreadable(&r.state))
+            || moved(
+                p.phys_state == r.phys_state,
+                stale::is_unreadable(&r.phys_state),
+            )
+            || moved(p.lid == r.lid, stale::is_unreadable(&r.lid))
+            || moved(p.sm_lid == r.sm_lid, stale::is_unreadable(&r.sm_lid))
     }
 
     /// Re-reads the named devices after a change and publishes before the caller is answered,
@@ -489,12 +524,18 @@ impl Engine {
         let set: BTreeSet<String> = names.iter().map(|s| s.to_string()).collect();
         self.forget.extend(set.iter().cloned());
         let host = self.host.clone();
-        let dirty = self
-            .state
-            .refresh_devices(host.as_ref(), &set)
-            .await
-            .map_err(OpError::from_host)?;
+        let mut dirty = match self.state.refresh_devices(host.as_ref(), &set).await {
+            Ok(d) => d,
+            Err(e) => {
+                self.read_failed(e.to_string()).await;
+                return Err(OpError::from_host(e));
+            }
+        };
+        let unread = std::mem::take(&mut dirty.unread);
         self.publish(dirty).await;
+        if !unread.is_empty() {
+            self.read_failed(unread.join("; ")).await;
+        }
         Ok(())
     }
 }

@@ -69,6 +69,9 @@ pub struct Dirty {
     pub config: bool,
     /// Host setup changed (the Host object).
     pub host: bool,
+    /// Devices that could not be re-read and keep their last state, with the reason: the
+    /// published state may be behind the kernel for them (not a change to publish).
+    pub unread: Vec<String>,
 }
 
 impl Dirty {
@@ -81,6 +84,7 @@ impl Dirty {
         self.ipoib.extend(other.ipoib);
         self.config |= other.config;
         self.host |= other.host;
+        self.unread.extend(other.unread);
     }
 }
 
@@ -97,6 +101,17 @@ pub struct HostState {
     pub naming: super::NamingState,
     /// Host setup (modules, memlock, NFS over RDMA, opensm), as last read.
     pub host_setup: super::HostSetupState,
+    /// Set while the host cannot be read (out of file descriptors, for one): what is
+    /// published is the last state read, which may be behind the kernel.
+    pub stale: Option<Stale>,
+}
+
+/// Why the published state may be behind the kernel, and since when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Stale {
+    pub reason: String,
+    /// When the first failed read happened, in microseconds since the Unix epoch.
+    pub since_unix_us: u64,
 }
 
 impl HostState {
@@ -130,6 +145,7 @@ impl HostState {
     pub async fn refresh_all(&mut self, host: &dyn Host) -> Result<Dirty, HostError> {
         let nl = host.nl_devices().await?;
         let mut devices = BTreeMap::new();
+        let mut unread = Vec::new();
         for name in host.rdma_device_names().await? {
             match read_device_state(host, &name, &nl).await {
                 Ok(Some(d)) => {
@@ -140,6 +156,7 @@ impl HostState {
                 // are still refreshed.
                 Err(e) => {
                     warn!(device = %name, error = %e, "cannot re-read device; keeping its last state");
+                    unread.push(format!("{name}: {e}"));
                     if let Some(old) = self.device_by_name(&name) {
                         devices.insert(old.index, old.clone());
                     }
@@ -152,7 +169,10 @@ impl HostState {
                 ipoib.insert(i.ifindex, i);
             }
         }
-        let mut dirty = Dirty::default();
+        let mut dirty = Dirty {
+            unread,
+            ..Dirty::default()
+        };
         diff_keys(&self.devices, &devices, &mut dirty.devices);
         self.devices = devices;
         diff_keys(&self.ipoib, &ipoib, &mut dirty.ipoib);
@@ -174,6 +194,7 @@ impl HostState {
                 Ok(f) => f,
                 Err(e) => {
                     warn!(device = %name, error = %e, "cannot re-read device; keeping its last state");
+                    dirty.unread.push(format!("{name}: {e}"));
                     continue;
                 }
             };

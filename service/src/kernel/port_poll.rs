@@ -94,18 +94,36 @@ pub struct SysfsPortPoller {
     /// good part of a 1 Hz poll's CPU on hundreds of ports.
     files: HashMap<OsString, (String, File)>,
     buf: Vec<u8>,
+    /// Whether descriptors are kept between polls: on sysfs, where a kept descriptor reads
+    /// the current value. A tree whose files are replaced by rename (the simulated host's)
+    /// must be reopened at every read, or a kept descriptor reads the old file forever.
+    keep_open: bool,
 }
 
 impl SysfsPortPoller {
+    /// A poller that keeps its descriptors (the real sysfs).
     pub fn new(sys: SysRoot) -> SysfsPortPoller {
         SysfsPortPoller {
             sys,
             files: HashMap::new(),
             buf: vec![0; 64],
+            keep_open: true,
+        }
+    }
+
+    /// A poller that opens every file afresh at each read, for a tree whose files are
+    /// replaced atomically rather than rewritten (the simulated host).
+    pub fn reopening(sys: SysRoot) -> SysfsPortPoller {
+        SysfsPortPoller {
+            keep_open: false,
+            ..SysfsPortPoller::new(sys)
         }
     }
 
     fn read(&mut self, dev: &str, path: PathBuf) -> Field<String> {
+        if !self.keep_open {
+            self.files.clear();
+        }
         if !self.files.contains_key(path.as_os_str()) {
             match File::open(&path) {
                 Ok(f) => {
@@ -221,7 +239,7 @@ mod tests {
             .iter()
             .position(|t| matches!(t.counters, CounterSource::Pma(_)))
             .expect("a PMA port in the demo host");
-        let mut poller = SysfsPortPoller::new(sim.sysroot().clone());
+        let mut poller = SysfsPortPoller::reopening(sim.sysroot().clone());
         let before = poller.poll(&targets);
         assert!(before[pma].state.is_ok());
         let tx0 = before[pma].traffic.tx_bytes.clone().expect("tx");
@@ -230,9 +248,9 @@ mod tests {
             .expect("traffic");
         let after = poller.poll(&targets);
         assert_eq!(after[pma].traffic.tx_bytes, Ok(tx0 + 4000));
-        // The same reading through a fresh poller: the kept descriptors are not stale.
+        // The same reading through a fresh poller: what the poller holds is not stale.
         assert_eq!(
-            SysfsPortPoller::new(sim.sysroot().clone()).poll(&targets),
+            SysfsPortPoller::reopening(sim.sysroot().clone()).poll(&targets),
             after
         );
     }
@@ -246,7 +264,7 @@ mod tests {
             port: 1,
             counters: CounterSource::None,
         };
-        let mut poller = SysfsPortPoller::new(sim.sysroot().clone());
+        let mut poller = SysfsPortPoller::reopening(sim.sysroot().clone());
         assert!(poller.poll(std::slice::from_ref(&target))[0].state.is_ok());
         sim.unplug(&dev).expect("unplug");
         poller.forget(&dev);

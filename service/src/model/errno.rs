@@ -20,6 +20,7 @@ impl Errno {
     pub const EINVAL: Errno = Errno(libc::EINVAL);
     pub const ERANGE: Errno = Errno(libc::ERANGE);
     pub const ENFILE: Errno = Errno(libc::ENFILE);
+    pub const EMFILE: Errno = Errno(libc::EMFILE);
     pub const ENOTUNIQ: Errno = Errno(libc::ENOTUNIQ);
     pub const ENOBUFS: Errno = Errno(libc::ENOBUFS);
     pub const EOPNOTSUPP: Errno = Errno(libc::EOPNOTSUPP);
@@ -31,7 +32,7 @@ impl Errno {
 
     /// The symbolic name (`EEXIST`), or `E<number>` for numbers this table does not know.
     pub fn name(self) -> String {
-        const NAMES: [(Errno, &str); 21] = [
+        const NAMES: [(Errno, &str); 22] = [
             (Errno::EPERM, "EPERM"),
             (Errno::ENOENT, "ENOENT"),
             (Errno::EIO, "EIO"),
@@ -45,6 +46,7 @@ impl Errno {
             (Errno::EINVAL, "EINVAL"),
             (Errno::ERANGE, "ERANGE"),
             (Errno::ENFILE, "ENFILE"),
+            (Errno::EMFILE, "EMFILE"),
             (Errno::ENOTUNIQ, "ENOTUNIQ"),
             (Errno::ENOBUFS, "ENOBUFS"),
             (Errno::EOPNOTSUPP, "EOPNOTSUPP"),

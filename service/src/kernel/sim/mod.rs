@@ -10,6 +10,7 @@ pub mod traffic;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
@@ -87,6 +88,9 @@ struct Inner {
     sys: SysRoot,
     _tmp: Option<tempfile::TempDir>,
     state: Mutex<SimState>,
+    /// While not 0, the errno every read of the host fails with (see [`SimHost::fail_reads`]).
+    /// Shared with the port pollers, which outlive no host but must not lock its state.
+    read_fault: Arc<AtomicI32>,
 }
 
 /// A simulated RDMA host. Cheap to clone (shared state).
@@ -146,6 +150,7 @@ impl SimHost {
                 sys: SysRoot::new(root),
                 _tmp: tmp,
                 state: Mutex::new(state),
+                read_fault: Arc::new(AtomicI32::new(0)),
             }),
         };
         host.render_all()?;
@@ -259,6 +264,23 @@ impl SimHost {
         self.lock().faults.push(Fault::Delay(op, d));
     }
 
+    /// While `Some`, every read of the host fails with that errno and changes nothing: the
+    /// sysfs and netlink reads, and the port poll's attributes. `EMFILE` is what a daemon out
+    /// of file descriptors sees. `None` lets reads through again.
+    pub fn fail_reads(&self, errno: Option<Errno>) {
+        self.inner
+            .read_fault
+            .store(errno.map_or(0, |e| e.0), Ordering::SeqCst);
+    }
+
+    /// The error of a read while [`SimHost::fail_reads`] is set.
+    fn read_fault(&self, what: &str) -> Result<(), HostError> {
+        match self.inner.read_fault.load(Ordering::SeqCst) {
+            0 => Ok(()),
+            n => Err(HostError::kernel(Op::ReadSysfs(what.to_string()), Errno(n))),
+        }
+    }
+
     /// Drops every event from now on (`true`) or delivers them again (`false`); what was
     /// dropped is lost, as with ENOBUFS, and a [`HostEvent::Overflow`] is what a subscriber
     /// would then see (raise it with [`SimHost::raise`]).
@@ -303,7 +325,7 @@ impl SimHost {
 
     /// Overwrites a file of the rendered tree with arbitrary text (a malformed attribute).
     pub fn corrupt_file(&self, rel: &str, text: &str) -> std::io::Result<()> {
-        std::fs::write(self.root().join(rel), text)
+        render::put_bytes(self.root(), &self.root().join(rel), text.as_bytes())
     }
 
     /// Hot-unplugs a device (as a PCI removal would), raising RdmaRemoved.
@@ -532,13 +554,54 @@ impl SimHost {
     }
 }
 
+/// The sysfs poller over the simulated tree, whose reads fail while
+/// [`SimHost::fail_reads`] is set.
+struct SimPortPoller {
+    sysfs: SysfsPortPoller,
+    read_fault: Arc<AtomicI32>,
+}
+
+impl PortPoller for SimPortPoller {
+    fn poll(&mut self, targets: &[super::PollTarget]) -> Vec<super::PortReading> {
+        let errno = match self.read_fault.load(Ordering::SeqCst) {
+            0 => return self.sysfs.poll(targets),
+            n => Errno(n),
+        };
+        fn e<T>(errno: Errno) -> crate::model::Field<T> {
+            Err(crate::model::AttrError::Unreadable(errno))
+        }
+        targets
+            .iter()
+            .map(|_| super::PortReading {
+                state: e(errno),
+                phys_state: e(errno),
+                lid: e(errno),
+                sm_lid: e(errno),
+                traffic: super::TrafficCounters {
+                    tx_bytes: e(errno),
+                    rx_bytes: e(errno),
+                    tx_packets: e(errno),
+                    rx_packets: e(errno),
+                    saturated: false,
+                },
+            })
+            .collect()
+    }
+
+    fn forget(&mut self, dev: &str) {
+        self.sysfs.forget(dev);
+    }
+}
+
 #[async_trait]
 impl Host for SimHost {
     async fn rdma_device_names(&self) -> Result<Vec<String>, HostError> {
+        self.read_fault("/sys/class/infiniband")?;
         self.inner.sys.rdma_device_names()
     }
 
     async fn read_device(&self, name: &str) -> Result<DeviceSnapshot, HostError> {
+        self.read_fault(name)?;
         self.delay(SimOp::ReadDevice).await;
         {
             let mut st = self.lock();
@@ -548,24 +611,33 @@ impl Host for SimHost {
     }
 
     async fn read_counters(&self, dev: &str, port: u32) -> Result<CounterSnapshot, HostError> {
+        self.read_fault(dev)?;
         self.inner.sys.read_counters(dev, port)
     }
 
     async fn port_sources(&self, dev: &str) -> Result<Vec<PortSource>, HostError> {
+        self.read_fault(dev)?;
         self.inner.sys.port_sources(dev)
     }
 
     fn port_poller(&self) -> Box<dyn PortPoller> {
-        Box::new(SysfsPortPoller::new(self.inner.sys.clone()))
+        Box::new(SimPortPoller {
+            // The simulated tree's files are replaced by rename: a kept descriptor would
+            // read the old value forever.
+            sysfs: SysfsPortPoller::reopening(self.inner.sys.clone()),
+            read_fault: self.inner.read_fault.clone(),
+        })
     }
 
     async fn read_netdevs(&self) -> Result<Vec<NetdevSnapshot>, HostError> {
+        self.read_fault("/sys/class/net")?;
         let mut netdevs = self.inner.sys.read_netdevs()?;
         self.fill_ipoib(&mut netdevs);
         Ok(netdevs)
     }
 
     async fn read_netdev(&self, name: &str) -> Result<NetdevSnapshot, HostError> {
+        self.read_fault(name)?;
         let mut one = [self.inner.sys.read_netdev(name)?];
         self.fill_ipoib(&mut one);
         let [nd] = one;
@@ -587,6 +659,7 @@ impl Host for SimHost {
     }
 
     async fn set_roce_mode(&self, dev: &str, port: u32, mode: RoceMode) -> Result<(), HostError> {
+        self.delay(SimOp::RoceWrite).await;
         let mut st = self.lock();
         self.take_fault(&mut st, SimOp::RoceWrite)?;
         rules::roce_set_mode(&mut st, dev, port, mode)
@@ -599,6 +672,7 @@ impl Host for SimHost {
     }
 
     async fn set_roce_tos(&self, dev: &str, port: u32, tos: u8) -> Result<(), HostError> {
+        self.delay(SimOp::RoceWrite).await;
         let mut st = self.lock();
         self.take_fault(&mut st, SimOp::RoceWrite)?;
         rules::roce_set_tos(&mut st, dev, port, tos)
@@ -613,10 +687,12 @@ impl Host for SimHost {
     }
 
     async fn nl_devices(&self) -> Result<Vec<NlDevice>, HostError> {
+        self.read_fault("RDMA netlink")?;
         Ok(rules::nl_devices(&self.lock()))
     }
 
     async fn nl_ports(&self) -> Result<Vec<NlPort>, HostError> {
+        self.read_fault("RDMA netlink")?;
         Ok(rules::nl_ports(&self.lock()))
     }
 
@@ -826,6 +902,62 @@ impl Host for SimHost {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A reader racing the simulated host's writer never sees a file half written: every
+    /// value it reads is one the host wrote whole (the node GUID, unchanged throughout, and
+    /// a port state and a counter whose text changes length at every write).
+    #[test]
+    fn a_concurrent_reader_never_sees_a_torn_file() {
+        let host = SimHost::new(fixtures::demo_host()).unwrap();
+        let dev = "mlx5_0";
+        let dir = host.root().join("sys/class/infiniband").join(dev);
+        let guid = std::fs::read_to_string(dir.join("node_guid")).unwrap();
+        let port = dir.join("ports/1");
+        assert!(port.join("counters/port_xmit_data").exists(), "a PMA port");
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let reader = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut reads = 0u64;
+                let mut last = 0u64;
+                while !stop.load(Ordering::SeqCst) {
+                    let g = std::fs::read_to_string(dir.join("node_guid")).unwrap();
+                    assert_eq!(g, guid, "node_guid torn");
+                    let st = std::fs::read_to_string(port.join("state")).unwrap();
+                    assert!(
+                        st == "4: ACTIVE\n" || st == "1: DOWN\n",
+                        "state torn: {st:?}"
+                    );
+                    let c = std::fs::read_to_string(port.join("counters/port_xmit_data")).unwrap();
+                    let n: u64 = c
+                        .strip_suffix('\n')
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or_else(|| panic!("counter torn: {c:?}"));
+                    assert!(n >= last, "counter went back from {last} to {n}");
+                    last = n;
+                    reads += 1;
+                }
+                reads
+            })
+        };
+        let start = std::time::Instant::now();
+        let mut writes = 0u32;
+        while start.elapsed() < std::time::Duration::from_millis(1500) && !reader.is_finished() {
+            let (state, phys) = if writes % 2 == 0 {
+                (PortState::Down, PhysState::Disabled)
+            } else {
+                (PortState::Active, PhysState::LinkUp)
+            };
+            host.set_port_state(dev, 1, state, phys).unwrap();
+            // 4 words = 1, then 10, 100, ...: the counter's text grows by a digit a write.
+            host.add_traffic(dev, 1, 4 * 10u64.pow(writes % 12), 0)
+                .unwrap();
+            writes += 1;
+        }
+        stop.store(true, Ordering::SeqCst);
+        let reads = reader.join().expect("no torn read");
+        assert!(writes > 10 && reads > 10, "{writes} writes, {reads} reads");
+    }
 
     /// The simulated host lists directories of its own tree: what the daemon wrote there, in
     /// byte order, and nothing of the real host's `/etc`.
