@@ -79,7 +79,16 @@ impl Authorizer {
     ///
     /// Interaction (a password prompt through the caller's polkit authentication agent) is
     /// allowed only when the caller set ALLOW_INTERACTIVE_AUTHORIZATION on its call.
+    ///
+    /// The refusal's sentence is cut to [`rdma_manager_dbus::text::MESSAGE_MAX_BYTES`]: it may
+    /// quote what polkit or the bus answered.
     pub async fn check(&self, header: &Header<'_>, action: Action) -> Result<(), Error> {
+        self.check_uncapped(header, action)
+            .await
+            .map_err(Error::capped)
+    }
+
+    async fn check_uncapped(&self, header: &Header<'_>, action: Action) -> Result<(), Error> {
         let Some(sender) = header.sender() else {
             tracing::warn!(action = action.id(), "refusing a call without a sender");
             return Err(Error::NotAuthorized(format!(
@@ -98,9 +107,13 @@ impl Authorizer {
             .check_authorization(sender.as_str(), action, interactive)
             .await;
         if let Err(failure) = &answer {
-            tracing::warn!(action = action.id(), "could not ask polkit: {failure:?}");
+            tracing::warn!(
+                action = action.id(),
+                "could not ask polkit: {}",
+                rdma_manager_dbus::text::cap_message(&format!("{failure:?}"))
+            );
         }
-        let verdict = decide(action, interactive, answer);
+        let verdict = decide(action, interactive, answer).map_err(Error::capped);
         match &verdict {
             Ok(()) => tracing::debug!(sender = %sender, action = action.id(), "authorized"),
             Err(e) => tracing::info!(
