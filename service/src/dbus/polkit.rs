@@ -203,13 +203,23 @@ fn classify(e: &zbus::Error) -> PolkitFailure {
     }
 }
 
-/// What an administrator can do about a refusal.
+/// What an administrator can do about a refusal. The example rule grants only the network
+/// actions, and only to an active login session: the hint promises no more than that.
 fn how_to_get_it(action: Action) -> String {
-    format!(
-        "an administrator can grant {} with a polkit rule, for example by adding the user to \
-         group rdma with the example rules rdma-manager ships (50-rdma-manager-rdma-group.rules)",
-        action.id()
-    )
+    match action {
+        Action::ManageHost => format!(
+            "an administrator can grant {} with a polkit rule of their own (host setup is \
+             not in the example rules rdma-manager ships: it changes the whole machine)",
+            action.id()
+        ),
+        _ => format!(
+            "an administrator can grant {} with a polkit rule, for example by adding the user \
+             to group rdma with the example rules rdma-manager ships \
+             (50-rdma-manager-rdma-group.rules), which grant it from an active login session, \
+             local or over SSH",
+            action.id()
+        ),
+    }
 }
 
 /// Turns polkit's answer (or the failure to get one) into the method's result.
@@ -307,9 +317,9 @@ mod tests {
 
     #[test]
     fn challenge_with_interaction_is_a_refusal() {
-        let words = ["authentication agent", "group rdma"];
+        let words = ["authentication agent", "group rdma", "active login session"];
         assert_refused(
-            Action::ManageHost,
+            Action::ManageIpoib,
             true,
             answer(false, true),
             "NotAuthorized",
@@ -322,6 +332,14 @@ mod tests {
         ));
         let words = ["because it was dismissed"];
         assert_refused(Action::ManageHost, true, dismissed, "NotAuthorized", &words);
+    }
+
+    #[test]
+    fn host_setup_is_not_promised_by_the_example_rule() {
+        let e = decide(Action::ManageHost, false, answer(false, false)).expect_err("refused");
+        let m = e.message();
+        assert!(m.contains("polkit rule of their own"), "{m}");
+        assert!(!m.contains("group rdma"), "{m}");
     }
 
     #[test]
