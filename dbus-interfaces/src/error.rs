@@ -42,4 +42,44 @@ impl Error {
             | Error::Failed(m) => m.clone(),
         }
     }
+
+    /// The same error with its sentence cut to [`crate::text::MESSAGE_MAX_BYTES`]: the service
+    /// passes every error it sends through this, so that no sentence, whatever it quotes, can
+    /// make a reply too large for the bus.
+    pub fn capped(self) -> Self {
+        use crate::text::cap_message;
+        match self {
+            Error::ZBus(e) => Error::ZBus(e),
+            Error::InvalidArgument(m) => Error::InvalidArgument(cap_message(&m)),
+            Error::NotFound(m) => Error::NotFound(cap_message(&m)),
+            Error::NotSupported(m) => Error::NotSupported(cap_message(&m)),
+            Error::AlreadyExists(m) => Error::AlreadyExists(cap_message(&m)),
+            Error::Busy(m) => Error::Busy(cap_message(&m)),
+            Error::NotAuthorized(m) => Error::NotAuthorized(cap_message(&m)),
+            Error::InteractiveAuthorizationRequired(m) => {
+                Error::InteractiveAuthorizationRequired(cap_message(&m))
+            }
+            Error::Failed(m) => Error::Failed(cap_message(&m)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capped_keeps_the_kind_and_bounds_the_sentence() {
+        let long = "z".repeat(1 << 20);
+        let e = Error::InvalidArgument(long.clone()).capped();
+        assert!(
+            matches!(&e, Error::InvalidArgument(m) if m.len() <= crate::text::MESSAGE_MAX_BYTES)
+        );
+        let e = Error::NotAuthorized(long).capped();
+        assert!(matches!(&e, Error::NotAuthorized(m) if m.len() <= crate::text::MESSAGE_MAX_BYTES));
+        assert_eq!(
+            Error::Busy("short".into()).capped(),
+            Error::Busy("short".into())
+        );
+    }
 }

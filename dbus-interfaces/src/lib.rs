@@ -4,6 +4,7 @@
 mod error;
 pub mod ibstat;
 pub mod proxies;
+pub mod text;
 
 pub use error::Error;
 pub use proxies::{DeviceProxy, HostProxy, IpoibProxy, ManagerProxy, PortProxy};

@@ -573,9 +573,12 @@ pub struct PolkitConfig {
     inline_rules: Vec<(String, String)>,
 }
 
-/// The example rule: members of group `rdma` may do all of rdma-manager's actions. Stands in for
-/// dist/polkit/50-rdma-manager-rdma-group.rules while it does not exist.
-pub const RDMA_GROUP_RULE: &str = r#"polkit.addRule(function(action, subject) {
+/// A test-only grant, not the shipped example: members of group `rdma` may do every one of
+/// rdma-manager's actions, with or without a session. Tests that need an authorized
+/// unprivileged caller use it ([`PolkitConfig::harness_group_grant`]); the shipped rule grants
+/// only callers in an active login session, which this harness has none of, and is tested as
+/// shipped through [`PolkitConfig::rdma_group_rule`].
+pub const HARNESS_GROUP_GRANT: &str = r#"polkit.addRule(function(action, subject) {
     if (action.id.indexOf("org.rdmamanager.rdmamanager1.") == 0 && subject.isInGroup("rdma")) {
         return polkit.Result.YES;
     }
@@ -627,16 +630,16 @@ impl PolkitConfig {
         self
     }
 
-    /// Adds the example rule that grants rdma-manager's actions to group `rdma`:
-    /// dist/polkit/50-rdma-manager-rdma-group.rules when the project has it, else
-    /// [`RDMA_GROUP_RULE`].
+    /// Adds the example rule exactly as shipped, dist/polkit/50-rdma-manager-rdma-group.rules:
+    /// group `rdma` gets the network actions from an active login session only.
     pub fn rdma_group_rule(self) -> Self {
-        let shipped = dist_file("polkit/50-rdma-manager-rdma-group.rules");
-        if shipped.is_file() {
-            self.rules_file(shipped)
-        } else {
-            self.rules("50-rdma-manager-rdma-group.rules", RDMA_GROUP_RULE)
-        }
+        self.rules_file(dist_file("polkit/50-rdma-manager-rdma-group.rules"))
+    }
+
+    /// Adds [`HARNESS_GROUP_GRANT`], the test-only rule that grants every action to group
+    /// `rdma` without a session.
+    pub fn harness_group_grant(self) -> Self {
+        self.rules("90-test-harness-group-grant.rules", HARNESS_GROUP_GRANT)
     }
 
     /// Fills `actions` and `rules` with copies of the configured files.

@@ -1,7 +1,8 @@
 //! rdma-managerd's own methods under real polkitd on a private system bus with the project's
 //! bus policy: root may change things, an unprivileged user is refused for every mutating
 //! method (found by introspection, so a method added later is covered without editing this
-//! test) and nothing changes, and the shipped example rule grants group `rdma`.
+//! test) and nothing changes; the shipped example rule grants a member of group `rdma` nothing
+//! without an active login session, and a group rule (the harness's grant) does grant.
 
 use anyhow::{Context, Result};
 use rdma_manager_dbus::{BUS_NAME, ROOT_PATH};
@@ -157,9 +158,44 @@ async fn an_unprivileged_user_is_refused_every_change_and_nothing_changes() -> R
         assert!(mutating.iter().any(|m| m.2 == want), "{want}: {methods:?}");
     }
     let user = Credentials::test_user(false);
+    refused_every_change(&t, &user, &mutating).await?;
+    // The read-only methods stay open to everyone.
+    for (path, iface, method, _) in methods.iter().filter(|m| READ_ONLY.contains(&m.2.as_str())) {
+        let reply = t.call(Some(&user), path, iface, method, &[]).await?;
+        assert!(
+            matches!(reply, Reply::Ok(_)),
+            "{path} {iface}.{method}: {reply:?}"
+        );
+    }
+    Ok(())
+}
+
+/// The shipped example rule, as shipped: a member of group `rdma` whose call comes from no
+/// login session (as a daemon, a cron job, this test harness: there is no logind here, so
+/// polkit's `subject.active` is false) gets nothing from it, for every action.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_shipped_group_rule_grants_nothing_without_an_active_session() -> Result<()> {
+    require_harness!();
+    let t = Setup::new(true, PolkitConfig::rdma_manager().rdma_group_rule()).await?;
+    let methods = our_methods(&t.bus).await?;
+    let mutating: Vec<_> = methods
+        .iter()
+        .filter(|m| !READ_ONLY.contains(&m.2.as_str()))
+        .collect();
+    let member = Credentials::test_user(true);
+    refused_every_change(&t, &member, &mutating).await
+}
+
+/// Calls every method of `mutating` as `user` and checks that each is refused by polkit and
+/// changes nothing.
+async fn refused_every_change(
+    t: &Setup,
+    user: &Credentials,
+    mutating: &[&(String, String, String, String)],
+) -> Result<()> {
     let before = t.device_names();
-    let netdevs_before = netdevs(&t);
-    for (path, iface, method, sig) in mutating {
+    let netdevs_before = netdevs(t);
+    for (path, iface, method, sig) in mutating.iter().copied() {
         let args = dummy_args(sig);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         // Aim at something real where the method names a device.
@@ -168,7 +204,7 @@ async fn an_unprivileged_user_is_refused_every_change_and_nothing_changes() -> R
         } else {
             args
         };
-        let reply = t.call(Some(&user), path, iface, method, &args).await?;
+        let reply = t.call(Some(user), path, iface, method, &args).await?;
         match &reply {
             Reply::Err(name, msg) => {
                 assert_eq!(name, "NotAuthorized", "{iface}.{method}: {msg}");
@@ -182,7 +218,7 @@ async fn an_unprivileged_user_is_refused_every_change_and_nothing_changes() -> R
             "{iface}.{method} changed the host"
         );
         assert_eq!(
-            netdevs(&t),
+            netdevs(t),
             netdevs_before,
             "{iface}.{method} changed a netdev"
         );
@@ -192,14 +228,6 @@ async fn an_unprivileged_user_is_refused_every_change_and_nothing_changes() -> R
         "/etc/rdma-manager/ipoib.toml",
     ] {
         assert_eq!(t.etc_file(file), None, "nothing was persisted in {file}");
-    }
-    // The read-only methods stay open to everyone.
-    for (path, iface, method, _) in methods.iter().filter(|m| READ_ONLY.contains(&m.2.as_str())) {
-        let reply = t.call(Some(&user), path, iface, method, &[]).await?;
-        assert!(
-            matches!(reply, Reply::Ok(_)),
-            "{path} {iface}.{method}: {reply:?}"
-        );
     }
     Ok(())
 }
@@ -316,9 +344,10 @@ async fn root_may_create_and_delete_an_ipoib_child() -> Result<()> {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn the_example_rule_grants_group_rdma() -> Result<()> {
+async fn a_group_rule_grants_group_rdma() -> Result<()> {
     require_harness!();
-    let t = Setup::new(true, PolkitConfig::rdma_manager().rdma_group_rule()).await?;
+    // The harness's grant, not the shipped rule (which needs an active session).
+    let t = Setup::new(true, PolkitConfig::rdma_manager().harness_group_grant()).await?;
     let member = Credentials::test_user(true);
     let reply = t
         .manager(Some(&member), "RemoveSoftLink", &["s", "rxe0"])

@@ -561,7 +561,8 @@ fn js_code_only(text: &str) -> Result<String> {
 }
 
 #[test]
-fn polkit_rules_example_grants_the_prefix_to_group_rdma() -> Result<()> {
+fn polkit_rules_example_grants_the_network_actions_to_active_sessions_of_group_rdma() -> Result<()>
+{
     let text = read(&repo().join("dist/polkit").join(RULES_EXAMPLE))?;
     let code = js_code_only(&text)?;
     let mut stack = Vec::new();
@@ -584,13 +585,28 @@ fn polkit_rules_example_grants_the_prefix_to_group_rdma() -> Result<()> {
     ensure!(code
         .trim_start()
         .starts_with("polkit.addRule(function(action, subject)"));
+    // The rule's text without its comment lines (which name manage-host to say why not).
+    let rule: String = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n");
     for needle in [
-        format!("action.id.indexOf(\"{POLKIT_PREFIX}.\") === 0"),
+        format!("\"{POLKIT_PREFIX}.manage-links\""),
+        format!("\"{POLKIT_PREFIX}.manage-ipoib\""),
+        format!("\"{POLKIT_PREFIX}.manage-roce\""),
+        format!("\"{POLKIT_PREFIX}.manage-naming\""),
+        "subject.active".to_string(),
         "subject.isInGroup(\"rdma\")".to_string(),
         "return polkit.Result.YES;".to_string(),
     ] {
-        ensure!(text.contains(&needle), "the example lacks {needle}");
+        ensure!(rule.contains(&needle), "the example lacks {needle}");
     }
+    // Host setup stays with an administrator; a prefix match would grant it too.
+    ensure!(
+        !rule.contains("manage-host") && !rule.contains(&format!("\"{POLKIT_PREFIX}.\"")),
+        "the example grants host setup"
+    );
     // polkit's JavaScript engine (duktape) is ES5: no startsWith, arrow functions or let.
     for es6 in ["startsWith", "=>", "let ", "const "] {
         ensure!(!code.contains(es6), "the example uses {es6:?}");

@@ -27,6 +27,7 @@ use crate::model::ipoib::{check_mtu, full_member, parse_mode, validate_pkey, Ipo
 use crate::model::ipoib::{CONNECTED_MAX_MTU, CONNECTED_MIN_MTU};
 use crate::model::names::validate_netdev_name;
 use crate::model::{Guid, IpoibMode};
+use rdma_manager_dbus::text::quote_capped;
 
 /// Settings of one IPoIB interface as the user set them; `None` is left as the kernel has it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -225,7 +226,7 @@ impl ConfigFile for IpoibConfig {
             }
             p.settings().validate().map_err(|e| format!("{at}: {e}"))?;
             for (j, c) in p.children.iter().enumerate() {
-                let at = format!("{at}, child {} ({:?})", j + 1, c.name);
+                let at = format!("{at}, child {} ({})", j + 1, quote_capped(&c.name));
                 validate_netdev_name(&c.name).map_err(|e| format!("{at}: name: {e}"))?;
                 c.settings().validate().map_err(|e| format!("{at}: {e}"))?;
                 if p.children[..j].iter().any(|o| o.pkey == c.pkey) {
@@ -236,8 +237,8 @@ impl ConfigFile for IpoibConfig {
                 }
                 if names.contains(&c.name.as_str()) {
                     return Err(format!(
-                        "{at}: the name {:?} is given to two children",
-                        c.name
+                        "{at}: the name {} is given to two children",
+                        quote_capped(&c.name)
                     ));
                 }
                 names.push(&c.name);
@@ -292,7 +293,8 @@ mod pkey_text {
             match parsed {
                 Some(n) => checked(n),
                 None => Err(E::custom(format!(
-                    "P_Key {v:?} is not a number; write it as \"0x8002\""
+                    "P_Key {v_q} is not a number; write it as \"0x8002\"",
+                    v_q = quote_capped(v)
                 ))),
             }
         }
@@ -320,8 +322,8 @@ mod guid_text {
         let text = String::deserialize(d)?;
         parse(&text).ok_or_else(|| {
             de::Error::custom(format!(
-                "port GUID {text:?} is not 0x followed by 16 hex digits (as ibstat prints it) or xxxx:xxxx:xxxx:xxxx"
-            ))
+                "port GUID {text_q} is not 0x followed by 16 hex digits (as ibstat prints it) or xxxx:xxxx:xxxx:xxxx"
+            , text_q = quote_capped(&text)))
         })
     }
 }

@@ -113,14 +113,22 @@ pub async fn save<T: ConfigFile>(host: &dyn Host, value: &T) -> Result<(), Confi
         })
 }
 
-/// toml's messages span several lines with a source excerpt; a D-Bus error wants one.
+/// toml's messages span several lines with a source excerpt; a D-Bus error wants one. The
+/// excerpt quotes the broken line whole, however long it is, so each line of the message is
+/// cut to [`EXCERPT_MAX_BYTES`]: the position and the reason, which come before and after
+/// it, are kept.
 fn one_line(s: &str) -> String {
     s.lines()
         .map(str::trim)
         .filter(|l| !l.is_empty())
+        .map(|l| rdma_manager_dbus::text::cap_text(l, EXCERPT_MAX_BYTES))
         .collect::<Vec<_>>()
         .join(" ")
 }
+
+/// The longest line of a TOML error message kept whole (its source excerpt is one line of the
+/// file).
+const EXCERPT_MAX_BYTES: usize = 256;
 
 /// Everything the daemon has persisted, as last loaded or saved.
 #[derive(Debug, Clone, PartialEq, Serialize)]

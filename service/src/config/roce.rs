@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{ConfigFile, Desired, Loaded};
 use crate::model::{Guid, RoceMode};
+use rdma_manager_dbus::text::quote_capped;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -52,18 +53,26 @@ pub fn parse_guid(s: &str) -> Result<Guid, String> {
     let g = if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
         if hex.is_empty() || hex.len() > 16 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(format!(
-                "node_guid {s:?} is not a GUID (0x and 16 hex digits, or xxxx:xxxx:xxxx:xxxx)"
+                "node_guid {s_q} is not a GUID (0x and 16 hex digits, or xxxx:xxxx:xxxx:xxxx)",
+                s_q = quote_capped(s)
             ));
         }
-        Guid(u64::from_str_radix(hex, 16).map_err(|e| format!("node_guid {s:?}: {e}"))?)
+        Guid(
+            u64::from_str_radix(hex, 16)
+                .map_err(|e| format!("node_guid {s_q}: {e}", s_q = quote_capped(s)))?,
+        )
     } else {
         Guid::parse_sysfs(t).map_err(|_| {
-            format!("node_guid {s:?} is not a GUID (0x and 16 hex digits, or xxxx:xxxx:xxxx:xxxx)")
+            format!(
+                "node_guid {s_q} is not a GUID (0x and 16 hex digits, or xxxx:xxxx:xxxx:xxxx)",
+                s_q = quote_capped(s)
+            )
         })?
     };
     if g.0 == 0 {
         return Err(format!(
-            "node_guid {s:?} is zero, which no device has once it is set up"
+            "node_guid {s_q} is zero, which no device has once it is set up",
+            s_q = quote_capped(s)
         ));
     }
     Ok(g)

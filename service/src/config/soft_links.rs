@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::{ConfigFile, Desired, Loaded};
 use crate::model::names::{validate_netdev_name, validate_rdma_name};
 use crate::model::SoftLinkType;
+use rdma_manager_dbus::text::quote_capped;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -55,14 +56,14 @@ impl ConfigFile for SoftLinks {
         for (i, l) in self.links.iter().enumerate() {
             validate_rdma_name(&l.name).map_err(|e| format!("link {}: name: {e}", i + 1))?;
             validate_netdev_name(&l.netdev)
-                .map_err(|e| format!("link {} ({}): netdev: {e}", i + 1, l.name))?;
+                .map_err(|e| format!("link {} ({}): netdev: {e}", i + 1, quote_capped(&l.name)))?;
             if self.links[..i].iter().any(|o| o.name == l.name) {
-                return Err(format!("link {:?} is listed twice", l.name));
+                return Err(format!("link {} is listed twice", quote_capped(&l.name)));
             }
             if self.links[..i].iter().any(|o| o.netdev == l.netdev) {
                 return Err(format!(
-                    "netdev {:?} is listed for two links; a netdev carries at most one",
-                    l.netdev
+                    "netdev {} is listed for two links; a netdev carries at most one",
+                    quote_capped(&l.netdev)
                 ));
             }
         }

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use rdma_manager_dbus::text::quote_capped;
 use rdma_manager_dbus::Error;
 use zbus::zvariant::{OwnedValue, Value};
 
@@ -14,13 +15,19 @@ const KNOWN: &str = "mode (s: \"datagram\" or \"connected\"), mtu (u) and umcast
 
 fn wrong_type(key: &str, want: &str, got: &Value<'_>) -> Error {
     Error::InvalidArgument(format!(
-        "setting {key:?} must be of D-Bus type {want}, not {}; the settings are {KNOWN}",
+        "setting {} must be of D-Bus type {want}, not {}; the settings are {KNOWN}",
+        quote_capped(key),
         got.value_signature()
     ))
 }
 
-/// Reads CreateChild's settings.
+/// Reads CreateChild's settings. A refusal's sentence is capped: it quotes the caller's keys
+/// and values.
 pub fn child_settings(raw: &HashMap<String, OwnedValue>) -> Result<IpoibSettings, Error> {
+    read_settings(raw).map_err(Error::capped)
+}
+
+fn read_settings(raw: &HashMap<String, OwnedValue>) -> Result<IpoibSettings, Error> {
     let mut s = IpoibSettings::default();
     // Sorted, so that the first complaint does not depend on hash order.
     let mut keys: Vec<&String> = raw.keys().collect();
@@ -43,7 +50,8 @@ pub fn child_settings(raw: &HashMap<String, OwnedValue>) -> Result<IpoibSettings
             ("umcast", other) => return Err(wrong_type("umcast", "b", other)),
             (other, _) => {
                 return Err(Error::InvalidArgument(format!(
-                    "setting {other:?} is not known; the settings are {KNOWN}"
+                    "setting {} is not known; the settings are {KNOWN}",
+                    quote_capped(other)
                 )))
             }
         }

@@ -79,7 +79,16 @@ impl Authorizer {
     ///
     /// Interaction (a password prompt through the caller's polkit authentication agent) is
     /// allowed only when the caller set ALLOW_INTERACTIVE_AUTHORIZATION on its call.
+    ///
+    /// The refusal's sentence is cut to [`rdma_manager_dbus::text::MESSAGE_MAX_BYTES`]: it may
+    /// quote what polkit or the bus answered.
     pub async fn check(&self, header: &Header<'_>, action: Action) -> Result<(), Error> {
+        self.check_uncapped(header, action)
+            .await
+            .map_err(Error::capped)
+    }
+
+    async fn check_uncapped(&self, header: &Header<'_>, action: Action) -> Result<(), Error> {
         let Some(sender) = header.sender() else {
             tracing::warn!(action = action.id(), "refusing a call without a sender");
             return Err(Error::NotAuthorized(format!(
@@ -98,9 +107,13 @@ impl Authorizer {
             .check_authorization(sender.as_str(), action, interactive)
             .await;
         if let Err(failure) = &answer {
-            tracing::warn!(action = action.id(), "could not ask polkit: {failure:?}");
+            tracing::warn!(
+                action = action.id(),
+                "could not ask polkit: {}",
+                rdma_manager_dbus::text::cap_message(&format!("{failure:?}"))
+            );
         }
-        let verdict = decide(action, interactive, answer);
+        let verdict = decide(action, interactive, answer).map_err(Error::capped);
         match &verdict {
             Ok(()) => tracing::debug!(sender = %sender, action = action.id(), "authorized"),
             Err(e) => tracing::info!(
@@ -190,13 +203,23 @@ fn classify(e: &zbus::Error) -> PolkitFailure {
     }
 }
 
-/// What an administrator can do about a refusal.
+/// What an administrator can do about a refusal. The example rule grants only the network
+/// actions, and only to an active login session: the hint promises no more than that.
 fn how_to_get_it(action: Action) -> String {
-    format!(
-        "an administrator can grant {} with a polkit rule, for example by adding the user to \
-         group rdma with the example rules rdma-manager ships (50-rdma-manager-rdma-group.rules)",
-        action.id()
-    )
+    match action {
+        Action::ManageHost => format!(
+            "an administrator can grant {} with a polkit rule of their own (host setup is \
+             not in the example rules rdma-manager ships: it changes the whole machine)",
+            action.id()
+        ),
+        _ => format!(
+            "an administrator can grant {} with a polkit rule, for example by adding the user \
+             to group rdma with the example rules rdma-manager ships \
+             (50-rdma-manager-rdma-group.rules), which grant it from an active login session, \
+             local or over SSH",
+            action.id()
+        ),
+    }
 }
 
 /// Turns polkit's answer (or the failure to get one) into the method's result.
@@ -294,9 +317,9 @@ mod tests {
 
     #[test]
     fn challenge_with_interaction_is_a_refusal() {
-        let words = ["authentication agent", "group rdma"];
+        let words = ["authentication agent", "group rdma", "active login session"];
         assert_refused(
-            Action::ManageHost,
+            Action::ManageIpoib,
             true,
             answer(false, true),
             "NotAuthorized",
@@ -309,6 +332,14 @@ mod tests {
         ));
         let words = ["because it was dismissed"];
         assert_refused(Action::ManageHost, true, dismissed, "NotAuthorized", &words);
+    }
+
+    #[test]
+    fn host_setup_is_not_promised_by_the_example_rule() {
+        let e = decide(Action::ManageHost, false, answer(false, false)).expect_err("refused");
+        let m = e.message();
+        assert!(m.contains("polkit rule of their own"), "{m}");
+        assert!(!m.contains("group rdma"), "{m}");
     }
 
     #[test]

@@ -9,6 +9,7 @@
 use crate::config::{ConfigError, Desired};
 use std::collections::HashMap;
 
+use rdma_manager_dbus::text::cap_message;
 use rdma_manager_dbus::{device_path, ipoib_path, port_path};
 use zbus::zvariant::OwnedObjectPath;
 
@@ -360,20 +361,30 @@ pub fn root_view(st: &HostState, simulated: bool, tick_us: u64) -> RootView {
                 | ConfigError::Unwritable { path, .. } => (path.clone(), e.to_string()),
             })
             .chain(st.naming.errors.clone())
+            // The reasons quote the files; each value is capped so that the property stays
+            // far below the bus's message limit whatever a file holds.
+            .map(|(path, why)| (cap_message(&path), cap_message(&why)))
             .collect(),
         ipoib_names: st
             .naming
             .ipoib_rules
             .iter()
-            .map(|r| (r.port_guid.to_string(), r.name.clone(), r.managed, r.line))
+            .map(|r| {
+                (
+                    r.port_guid.to_string(),
+                    cap_message(&r.name),
+                    r.managed,
+                    r.line,
+                )
+            })
             .collect(),
-        rdma_naming_policy: st.naming.policy.clone(),
-        rdma_naming_policy_source: st.naming.policy_source.clone(),
+        rdma_naming_policy: cap_message(&st.naming.policy),
+        rdma_naming_policy_source: cap_message(&st.naming.policy_source),
         rdma_fixed_names: st
             .naming
             .fixed
             .iter()
-            .map(|(g, n, m, l)| (g.to_string(), n.clone(), *m, *l))
+            .map(|(g, n, m, l)| (g.to_string(), cap_message(n), *m, *l))
             .collect(),
         state_stale: st
             .stale
@@ -391,6 +402,13 @@ pub fn sm_verdict(state: Option<crate::model::PortState>, sm_lid: u32) -> &'stat
         (Some(crate::model::PortState::Init), 0) => "stuck-init",
         _ => "none",
     }
+}
+
+/// A map of texts from files, each key and value capped.
+fn cap_map<'a>(m: impl IntoIterator<Item = (&'a String, &'a String)>) -> HashMap<String, String> {
+    m.into_iter()
+        .map(|(k, v)| (cap_message(k), cap_message(v)))
+        .collect()
 }
 
 /// The Host object: host setup as last read, and per InfiniBand port what it says about the
@@ -417,14 +435,16 @@ pub fn host_view(st: &HostState) -> super::objects::HostView {
         }
     }
     super::objects::HostView {
+        // Every text below comes from files that users edit: capped (see "Sizes" in
+        // docs/RELIABILITY.md).
         modules: h
             .modules
             .iter()
             .map(|m| {
                 (
-                    m.set.clone(),
-                    m.module.clone(),
-                    m.description.clone(),
+                    cap_message(&m.set),
+                    cap_message(&m.module),
+                    cap_message(&m.description),
                     m.enabled,
                     m.loaded,
                     m.line,
@@ -432,15 +452,18 @@ pub fn host_view(st: &HostState) -> super::objects::HostView {
             })
             .collect(),
         modules_unit: h.modules_unit.clone(),
-        memlock_soft: h.memlock_soft.clone(),
-        memlock_hard: h.memlock_hard.clone(),
-        memlock_origin: h.memlock_origin.clone().into_iter().collect(),
-        memlock_managed: h.memlock_managed.clone(),
-        memlock_notes: h.memlock_notes.clone(),
+        memlock_soft: cap_message(&h.memlock_soft),
+        memlock_hard: cap_message(&h.memlock_hard),
+        memlock_origin: cap_map(&h.memlock_origin),
+        memlock_managed: (
+            cap_message(&h.memlock_managed.0),
+            cap_message(&h.memlock_managed.1),
+        ),
+        memlock_notes: h.memlock_notes.iter().map(|n| cap_message(n)).collect(),
         nfs_rdma: h.nfs_rdma,
         nfs_rdma_port: h.nfs_rdma_port,
-        nfs_rdma_origin: h.nfs_rdma_origin.clone().into_iter().collect(),
-        nfs_notes: h.nfs_notes.clone(),
+        nfs_rdma_origin: cap_map(&h.nfs_rdma_origin),
+        nfs_notes: h.nfs_notes.iter().map(|n| cap_message(n)).collect(),
         nfs_server: h.nfs_server.clone(),
         firewalld: h.firewalld,
         opensm: h.opensm.clone(),

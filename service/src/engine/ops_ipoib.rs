@@ -16,6 +16,7 @@ use crate::model::{Errno, Guid, IpoibMode};
 use super::restore::Appeared;
 use super::state::IpoibState;
 use super::{Dirty, Engine, EngineHandle, OpError};
+use rdma_manager_dbus::text::quote_capped;
 
 impl EngineHandle {
     /// Creates a P_Key child of the port interface with `parent` ifindex, applies `settings`
@@ -288,8 +289,12 @@ impl Engine {
         let name = if name.is_empty() {
             default_child_name(&parent.name, pkey)
         } else {
-            validate_netdev_name(name)
-                .map_err(|e| OpError::InvalidArgument(format!("{e} (interface name {name:?})")))?;
+            validate_netdev_name(name).map_err(|e| {
+                OpError::InvalidArgument(format!(
+                    "{e} (interface name {name_q})",
+                    name_q = quote_capped(name)
+                ))
+            })?;
             name.to_string()
         };
         let mut settings = settings;

@@ -26,6 +26,7 @@ use crate::model::udev_rdma_naming::{
 use crate::model::{Errno, Field, Guid, LinkLayer};
 
 use super::{DeviceState, Dirty, Engine, EngineHandle, OpError};
+use rdma_manager_dbus::text::quote_capped;
 
 /// What the naming rules say, as last read; shown on the root object.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -344,7 +345,10 @@ impl Engine {
     ) -> Result<(), OpError> {
         let guid = parse_guid("port GUID", port_guid)?;
         validate_netdev_name(name).map_err(|e| {
-            OpError::InvalidArgument(format!("{e} (IPoIB interface name {name:?})"))
+            OpError::InvalidArgument(format!(
+                "{e} (IPoIB interface name {name_q})",
+                name_q = quote_capped(name)
+            ))
         })?;
         let on_port = self.state.devices.values().any(|d| {
             d.snap
@@ -571,8 +575,12 @@ impl Engine {
         apply_now: bool,
     ) -> Result<(), OpError> {
         let guid = parse_guid("node GUID", node_guid)?;
-        validate_rdma_name(name)
-            .map_err(|e| OpError::InvalidArgument(format!("{e} (RDMA device name {name:?})")))?;
+        validate_rdma_name(name).map_err(|e| {
+            OpError::InvalidArgument(format!(
+                "{e} (RDMA device name {name_q})",
+                name_q = quote_capped(name)
+            ))
+        })?;
         let dev = self
             .state
             .devices
@@ -643,7 +651,10 @@ impl Engine {
         new_name: &str,
     ) -> Result<(), OpError> {
         validate_rdma_name(new_name).map_err(|e| {
-            OpError::InvalidArgument(format!("{e} (RDMA device name {new_name:?})"))
+            OpError::InvalidArgument(format!(
+                "{e} (RDMA device name {new_name_q})",
+                new_name_q = quote_capped(new_name)
+            ))
         })?;
         let old = self
             .state

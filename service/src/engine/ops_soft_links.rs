@@ -11,6 +11,7 @@ use crate::model::{DeviceKind, SoftLinkType};
 
 use super::restore::Appeared;
 use super::{Engine, EngineHandle, OpError};
+use rdma_manager_dbus::text::quote_capped;
 
 impl EngineHandle {
     /// Creates an rxe or siw device (`rdma link add NAME type TYPE netdev NETDEV`) and
@@ -35,11 +36,18 @@ impl EngineHandle {
 }
 
 fn check_names(name: &str, netdev: Option<&str>) -> Result<(), OpError> {
-    validate_rdma_name(name)
-        .map_err(|e| OpError::InvalidArgument(format!("{e} (RDMA device name {name:?})")))?;
+    validate_rdma_name(name).map_err(|e| {
+        OpError::InvalidArgument(format!(
+            "{e} (RDMA device name {name_q})",
+            name_q = quote_capped(name)
+        ))
+    })?;
     if let Some(netdev) = netdev {
         validate_netdev_name(netdev).map_err(|e| {
-            OpError::InvalidArgument(format!("{e} (network interface name {netdev:?})"))
+            OpError::InvalidArgument(format!(
+                "{e} (network interface name {netdev_q})",
+                netdev_q = quote_capped(netdev)
+            ))
         })?;
     }
     Ok(())
@@ -54,7 +62,8 @@ impl Engine {
     ) -> Result<u32, OpError> {
         let kind = SoftLinkType::parse(kind).ok_or_else(|| {
             OpError::InvalidArgument(format!(
-                "link type {kind:?} is not known; use \"rxe\" (Soft-RoCE) or \"siw\" (Soft-iWARP)"
+                "link type {kind_q} is not known; use \"rxe\" (Soft-RoCE) or \"siw\" (Soft-iWARP)",
+                kind_q = quote_capped(kind)
             ))
         })?;
         check_names(name, Some(netdev))?;
@@ -149,8 +158,8 @@ impl Engine {
             return match entry {
                 Some(_) => self.persist(persisted).await,
                 None => Err(OpError::NotFound(format!(
-                    "there is no RDMA device named {name:?} and no remembered soft link of that name"
-                ))),
+                    "there is no RDMA device named {name_q} and no remembered soft link of that name"
+                , name_q = quote_capped(name)))),
             };
         };
         let (kind, netdev) = match (dev.snap.kind, dev.snap.parent_netdev.clone()) {

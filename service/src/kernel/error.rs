@@ -61,6 +61,9 @@ pub enum HostError {
     /// A helper program failed (its exit status and what it printed).
     #[error("{op} failed: {reason}")]
     Command { op: Op, reason: String },
+    /// A file is larger than the daemon reads (`files::MAX_READ_BYTES`); it was not read.
+    #[error("{path} has {size} bytes, more than the {limit} bytes rdma-managerd reads from a configuration file, so it was not read; shorten it or move it away")]
+    TooLarge { path: String, size: u64, limit: u64 },
 }
 
 impl HostError {
@@ -99,6 +102,7 @@ impl HostError {
             HostError::Protocol { .. } => "Protocol".into(),
             HostError::Invalid(_) => "Invalid".into(),
             HostError::Command { .. } => "Command".into(),
+            HostError::TooLarge { .. } => "TooLarge".into(),
         }
     }
 }

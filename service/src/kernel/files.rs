@@ -4,6 +4,8 @@
 use std::io::Write;
 use std::path::Path;
 
+use super::{HostError, Op};
+
 /// Temp file in the same directory, write, fsync, rename over the target, fsync the directory.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     let dir = path
@@ -80,13 +82,57 @@ pub fn list_dir_optional(path: &Path) -> std::io::Result<Option<Vec<String>>> {
     Ok(Some(names))
 }
 
-/// Reads a file; `None` when it does not exist.
-pub fn read_optional(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
-    match std::fs::read(path) {
-        Ok(b) => Ok(Some(b)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e),
+/// The largest file the daemon reads: 1 MiB. Every file it reads is a configuration file
+/// (its own TOML, udev rules, limits.conf, nfs.conf, module lists) of a few KiB; one larger
+/// is damaged or not what its name says, and reading it whole would put megabytes into
+/// memory, messages and properties. See "Sizes" in docs/RELIABILITY.md.
+pub const MAX_READ_BYTES: u64 = 1 << 20;
+
+/// Why [`read_optional`] did not return a file's bytes.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// The file has more than the limit; `size` is its length as far as it was seen.
+    #[error("the file has {size} bytes, more than the {limit} bytes rdma-managerd reads")]
+    TooLarge { size: u64, limit: u64 },
+}
+
+/// Reads a file of at most `limit` bytes; `None` when it does not exist. A longer file is
+/// refused without being read: its size is checked first, and the read stops one byte past
+/// the limit in case the file grows or does not report its size.
+pub fn read_optional(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, ReadError> {
+    use std::io::Read;
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let size = file.metadata()?.len();
+    if size > limit {
+        return Err(ReadError::TooLarge { size, limit });
     }
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
+    let read = bytes.len() as u64;
+    if read > limit {
+        return Err(ReadError::TooLarge { size: read, limit });
+    }
+    Ok(Some(bytes))
+}
+
+/// [`read_optional`] with the daemon's limit, its errors as [`HostError`]s naming `shown` (the
+/// path as the host calls it; the simulated host reads it under its own tree).
+pub fn read_for_host(shown: &Path, real: &Path) -> Result<Option<Vec<u8>>, HostError> {
+    let op = || Op::File(shown.display().to_string());
+    read_optional(real, MAX_READ_BYTES).map_err(|e| match e {
+        ReadError::Io(e) => HostError::from_io(op(), &e),
+        ReadError::TooLarge { size, limit } => HostError::TooLarge {
+            path: shown.display().to_string(),
+            size,
+            limit,
+        },
+    })
 }
 
 #[cfg(test)]
@@ -97,12 +143,12 @@ mod tests {
     fn replaces_whole_file_and_keeps_mode() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("70-persistent-ipoib.rules");
-        assert_eq!(read_optional(&p).unwrap(), None);
+        assert_eq!(read_optional(&p, MAX_READ_BYTES).unwrap(), None);
         write_atomic(&p, b"first\n").unwrap();
         std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
         write_atomic(&p, b"second\n").unwrap();
         assert_eq!(
-            read_optional(&p).unwrap().as_deref(),
+            read_optional(&p, MAX_READ_BYTES).unwrap().as_deref(),
             Some(&b"second\n"[..])
         );
         let mode =
@@ -126,7 +172,7 @@ mod tests {
         );
         remove_optional(&p).unwrap();
         remove_optional(&p).unwrap();
-        assert_eq!(read_optional(&p).unwrap(), None);
+        assert_eq!(read_optional(&p, MAX_READ_BYTES).unwrap(), None);
     }
 
     #[test]
@@ -175,6 +221,48 @@ mod tests {
         .unwrap();
         std::fs::write(dir.path().join("ok.conf"), b"").unwrap();
         assert_eq!(list_dir_optional(dir.path()).unwrap().unwrap(), ["ok.conf"]);
+    }
+
+    #[test]
+    fn a_file_over_the_limit_is_refused_unread() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("limits.conf");
+        std::fs::write(&p, vec![b'x'; 101]).unwrap();
+        assert!(matches!(
+            read_optional(&p, 100),
+            Err(ReadError::TooLarge {
+                size: 101,
+                limit: 100
+            })
+        ));
+        assert_eq!(read_optional(&p, 101).unwrap().map(|b| b.len()), Some(101));
+        // The daemon's limit, as the host reports it: a typed error naming the file.
+        std::fs::write(&p, vec![b'#'; MAX_READ_BYTES as usize + 1]).unwrap();
+        let e = read_for_host(Path::new("/etc/security/limits.conf"), &p).unwrap_err();
+        assert_eq!(e.code(), "TooLarge");
+        let m = e.to_string();
+        assert!(
+            m.contains("/etc/security/limits.conf") && m.contains("1048577"),
+            "{m}"
+        );
+        std::fs::write(&p, vec![b'#'; MAX_READ_BYTES as usize]).unwrap();
+        assert!(read_for_host(Path::new("/x"), &p).unwrap().is_some());
+    }
+
+    #[test]
+    fn a_file_without_a_size_is_cut_at_the_limit() {
+        // /proc files report a size of 0 and may be of any length: the read stops past the
+        // limit.
+        let p = Path::new("/proc/self/maps");
+        if p.exists() {
+            assert!(matches!(
+                read_optional(p, 16),
+                Err(ReadError::TooLarge {
+                    size: 17,
+                    limit: 16
+                })
+            ));
+        }
     }
 
     #[test]

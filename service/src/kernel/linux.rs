@@ -290,8 +290,7 @@ impl Host for LinuxHost {
     async fn read_file(&self, path: &Path) -> Result<Option<Vec<u8>>, HostError> {
         let p = path.to_path_buf();
         self.blocking(Op::File(p.display().to_string()), move |_| {
-            files::read_optional(&p)
-                .map_err(|e| HostError::from_io(Op::File(p.display().to_string()), &e))
+            files::read_for_host(&p, &p)
         })
         .await
     }

@@ -256,7 +256,9 @@ pub trait Host: Send + Sync + 'static {
 
     // ---- files the daemon owns (under /etc) -------------------------------------------------
 
-    /// Reads a file; `Ok(None)` when it does not exist.
+    /// Reads a file; `Ok(None)` when it does not exist. A file over
+    /// [`files::MAX_READ_BYTES`] is refused unread with [`HostError::TooLarge`]: every file
+    /// the daemon reads is a configuration file of a few KiB.
     async fn read_file(&self, path: &std::path::Path) -> Result<Option<Vec<u8>>, HostError>;
     /// Names of the files in a directory (every entry but directories), sorted by their bytes;
     /// `Ok(None)` when the directory does not exist. Drop-in directories (`limits.d`,

@@ -3,6 +3,7 @@
 use serde::Serialize;
 
 use super::Errno;
+use rdma_manager_dbus::text::quote_capped;
 
 /// Why one attribute could not be read or understood.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
@@ -14,7 +15,7 @@ pub enum AttrError {
     #[error("read failed: {0}")]
     Unreadable(Errno),
     /// The text does not have the format the kernel documents.
-    #[error("malformed value {value:?}: {reason}")]
+    #[error("malformed value {value_q}: {reason}", value_q = quote_capped(.value))]
     Malformed { value: String, reason: String },
 }
 

@@ -3,6 +3,7 @@
 use serde::{Serialize, Serializer};
 
 use super::attr::{trim_attr, AttrError, Field};
+use rdma_manager_dbus::text::quote_capped;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct Guid(pub u64);
@@ -106,7 +107,7 @@ impl Guid {
 
 /// A GUID in none of the accepted forms.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
-#[error("{0:?} is not a GUID; write it as 0002:c903:0031:78f2 (sysfs, ibv_devinfo), 0x0002c903003178f2 (ibstat) or 00:02:c9:03:00:31:78:f2 (the end of an IPoIB address)")]
+#[error("{q0} is not a GUID; write it as 0002:c903:0031:78f2 (sysfs, ibv_devinfo), 0x0002c903003178f2 (ibstat) or 00:02:c9:03:00:31:78:f2 (the end of an IPoIB address)", q0 = quote_capped(.0))]
 pub struct GuidFormatError(pub String);
 
 impl std::fmt::Display for Guid {

@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use super::names::NETDEV_NAME_MAX;
 use super::IpoibMode;
+use rdma_manager_dbus::text::quote_capped;
 
 /// The full-membership bit of a P_Key. The kernel ORs it into every IPoIB P_Key.
 pub const PKEY_FULL_MEMBER: u16 = 0x8000;
@@ -43,7 +44,7 @@ pub enum IpoibError {
     PkeyFullMemberOnly,
     #[error("P_Key {0:#x} does not fit in 16 bits; P_Keys are 0x0001 to 0xffff")]
     PkeyTooLarge(u32),
-    #[error("transport mode {0:?} is not known; use \"datagram\" (the default) or \"connected\"")]
+    #[error("transport mode {q0} is not known; use \"datagram\" (the default) or \"connected\"", q0 = quote_capped(.0))]
     UnknownMode(String),
     #[error(
         "MTU {mtu} is below the smallest datagram-mode MTU, {DATAGRAM_MIN_MTU} (IPv4's minimum of {ETH_MIN_MTU} plus the {IPOIB_ENCAP_LEN}-byte IPoIB header)"

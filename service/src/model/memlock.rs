@@ -44,6 +44,7 @@ use serde::Serialize;
 
 use super::conf_lines;
 pub use super::conf_lines::Origin;
+use rdma_manager_dbus::text::quote_capped;
 
 /// The main file.
 pub const LIMITS_CONF: &str = "/etc/security/limits.conf";
@@ -125,8 +126,8 @@ impl std::fmt::Display for MemlockValue {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
 pub enum MemlockError {
     #[error(
-        "{0:?} is not a memlock value: give a whole number of KiB (at least 1) or \"unlimited\""
-    )]
+        "{q0} is not a memlock value: give a whole number of KiB (at least 1) or \"unlimited\""
+    , q0 = quote_capped(.0))]
     BadValue(String),
     #[error(
         "{kib} KiB is more than pam_limits can set (it would become unlimited); give \"unlimited\""
@@ -137,7 +138,7 @@ pub enum MemlockError {
         soft: MemlockValue,
         hard: MemlockValue,
     },
-    #[error("{0:?} is not a group name the daemon writes: use letters, digits, '_', '.' and '-', not starting with '-', at most 32 bytes")]
+    #[error("{q0} is not a group name the daemon writes: use letters, digits, '_', '.' and '-', not starting with '-', at most 32 bytes", q0 = quote_capped(.0))]
     BadGroup(String),
 }
 
@@ -818,7 +819,10 @@ impl State {
                     &origin,
                     &text,
                     NoteKind::Skipped,
-                    format!("{domain:?} is not a valid uid or gid range"),
+                    format!(
+                        "{domain_q} is not a valid uid or gid range",
+                        domain_q = quote_capped(&domain)
+                    ),
                 );
                 true
             }
@@ -856,7 +860,10 @@ impl State {
                         &origin,
                         &text,
                         NoteKind::Skipped,
-                        format!("unknown limit type {ltype:?}: use soft, hard or -"),
+                        format!(
+                            "unknown limit type {ltype_q}: use soft, hard or -",
+                            ltype_q = quote_capped(&ltype)
+                        ),
                     );
                     return true;
                 }
@@ -871,18 +878,20 @@ impl State {
                         &text,
                         NoteKind::VersionDependent,
                         format!(
-                            "Linux-PAM 1.6.0 and later read the value {value:?} as {}, older \
+                            "Linux-PAM 1.6.0 and later read the value {value_q} as {}, older \
                             versions (RHEL 9's 1.5.1, Debian 12's 1.5.2) read only its first word: \
                             {}",
                             show(read),
-                            show(old.unwrap_or(Err(())))
+                            show(old.unwrap_or(Err(()))),
+                            value_q = quote_capped(&value)
                         ),
                     );
                 }
                 let Ok(v) = read else {
                     let why = format!(
-                        "{value:?} is not a limit value: pam_limits logs \"wrong limit value\" \
-                         and skips the line"
+                        "{value_q} is not a limit value: pam_limits logs \"wrong limit value\" \
+                         and skips the line",
+                        value_q = quote_capped(&value)
                     );
                     self.note(&origin, &text, NoteKind::Skipped, why);
                     return true;

@@ -48,6 +48,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::conf_lines::{self, file_eol, terminate_last_line};
+use rdma_manager_dbus::text::quote_capped;
 
 /// Where rdma-core keeps the module lists.
 pub const MODULES_DIR: &str = "/etc/rdma/modules";
@@ -93,7 +94,7 @@ pub enum RdmaModulesError {
     ModuleTooLong { len: usize },
     #[error("{0:?} cannot be part of a module name: use letters, digits, '_' and '-' (the list holds one name a line; module options belong in /etc/modprobe.d)")]
     ModuleBadChar(char),
-    #[error("{0:?} is not a module list name: use lower-case letters, digits, '_' and '-' (the file is {MODULES_DIR}/<name>.conf)")]
+    #[error("{q0} is not a module list name: use lower-case letters, digits, '_' and '-' (the file is {MODULES_DIR}/<name>.conf)", q0 = quote_capped(.0))]
     BadSetName(String),
 }
 

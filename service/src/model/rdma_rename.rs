@@ -21,6 +21,7 @@
 use serde::Serialize;
 
 use super::guid::Guid;
+use rdma_manager_dbus::text::quote_capped;
 
 /// RDMA_NAME_ASSIGN_TYPE_USER: the name was given by user space (rxe, siw, SMI sub devices).
 pub const NAME_ASSIGN_TYPE_USER: u8 = 1;
@@ -174,7 +175,7 @@ pub enum NoName {
     NotOnboard,
     #[error("{file} is empty")]
     OnboardEmpty { file: &'static str },
-    #[error("{file} {value:?} is not a number")]
+    #[error("{file} {value_q} is not a number", value_q = quote_capped(.value))]
     OnboardNotNumber { file: &'static str, value: String },
     #[error("{file} {value} is above {ONBOARD_INDEX_MAX}")]
     OnboardTooLarge { file: &'static str, value: u32 },
@@ -184,7 +185,7 @@ pub enum NoName {
     NotPci { bus: Option<String> },
     #[error("its parent is an auxiliary device without sfnum")]
     SfWithoutSfnum,
-    #[error("its PCI address {0:?} is not domain:bus:slot.function")]
+    #[error("its PCI address {q0} is not domain:bus:slot.function", q0 = quote_capped(.0))]
     BadPciAddress(String),
     #[error("a virtfn link of its physical function cannot be read")]
     VirtfnUnreadable,

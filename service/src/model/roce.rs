@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use super::attr::{trim_attr, AttrError, Field};
 use super::{GidType, LinkLayer, NodeType, PortSnapshot};
+use rdma_manager_dbus::text::quote_capped;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum RoceMode {
@@ -57,8 +58,8 @@ impl RoceMode {
             "v2" | "2" | "roce v2" | "rocev2" => Ok(RoceMode::V2),
             "" => Err("no RoCE mode given; use \"v1\" or \"v2\"".into()),
             _ => Err(format!(
-                "RoCE mode {raw:?} is not known; use \"v1\" or \"v2\" (or \"IB/RoCE v1\", \"RoCE v2\")"
-            )),
+                "RoCE mode {raw_q} is not known; use \"v1\" or \"v2\" (or \"IB/RoCE v1\", \"RoCE v2\")"
+            , raw_q = quote_capped(raw))),
         }
     }
 

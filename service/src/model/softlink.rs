@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::Errno;
+use rdma_manager_dbus::text::quote_capped;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -41,13 +42,13 @@ impl SoftLinkType {
 /// A refused soft link, told apart from the kernel's errno and what the host looked like.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
 pub enum SoftLinkError {
-    #[error("an RDMA device named {0:?} already exists; choose another name")]
+    #[error("an RDMA device named {q0} already exists; choose another name", q0 = quote_capped(.0))]
     NameTaken(String),
-    #[error("network interface {netdev:?} already carries a soft RDMA device ({existing}); remove it first")]
+    #[error("network interface {netdev_q} already carries a soft RDMA device ({existing}); remove it first", netdev_q = quote_capped(.netdev))]
     NetdevHasLink { netdev: String, existing: String },
-    #[error("there is no network interface named {0:?}")]
+    #[error("there is no network interface named {q0}", q0 = quote_capped(.0))]
     UnknownNetdev(String),
-    #[error("{0:?} is a VLAN interface; Soft-RoCE runs over the underlying interface and uses its VLANs through GIDs")]
+    #[error("{q0} is a VLAN interface; Soft-RoCE runs over the underlying interface and uses its VLANs through GIDs", q0 = quote_capped(.0))]
     VlanNetdev(String),
     #[error("link type {kind} is not available on this kernel: module {module} is missing (CONFIG_{config} is not set)")]
     TypeUnavailable {

@@ -16,6 +16,7 @@ use serde::Serialize;
 use super::guid::{Guid, GuidFormatError};
 use super::names::{validate_netdev_name, NameError};
 use super::udev_rules::{parse_rule, BlockError, BlockFile, RuleOp, RuleToken};
+use rdma_manager_dbus::text::quote_capped;
 
 /// Where the rules live.
 pub const IPOIB_RULES_PATH: &str = "/etc/udev/rules.d/70-persistent-ipoib.rules";
@@ -43,7 +44,7 @@ pub struct IpoibNameRule {
 pub enum IpoibRuleError {
     #[error(transparent)]
     BadGuid(#[from] GuidFormatError),
-    #[error("{source} (IPoIB interface name {name:?})")]
+    #[error("{source} (IPoIB interface name {name_q})", name_q = quote_capped(.name))]
     BadName { name: String, source: NameError },
     #[error("the name {name} is already given to port GUID {} {}", .other.colon_form(),
         match .user_line {
@@ -56,13 +57,13 @@ pub enum IpoibRuleError {
         /// The line of the user's rule; `None` when the daemon gave the name.
         user_line: Option<u32>,
     },
-    #[error("line {line} of {IPOIB_RULES_PATH} already names port GUID {} {name:?}, in a rule rdma-managerd does not manage and never rewrites; edit or delete that line by hand, then try again",
-        .guid.colon_form())]
+    #[error("line {line} of {IPOIB_RULES_PATH} already names port GUID {} {name_q}, in a rule rdma-managerd does not manage and never rewrites; edit or delete that line by hand, then try again",
+        .guid.colon_form(), name_q = quote_capped(.name))]
     UserRule { guid: Guid, name: String, line: u32 },
     #[error("no rule in {IPOIB_RULES_PATH} names port GUID {}", .0.colon_form())]
     NotNamed(Guid),
-    #[error("port GUID {} is named {name:?} by line {line} of {IPOIB_RULES_PATH}, a rule rdma-managerd does not manage; edit or delete that line by hand",
-        .guid.colon_form())]
+    #[error("port GUID {} is named {name_q} by line {line} of {IPOIB_RULES_PATH}, a rule rdma-managerd does not manage; edit or delete that line by hand",
+        .guid.colon_form(), name_q = quote_capped(.name))]
     UnmanagedRemoval { guid: Guid, name: String, line: u32 },
     #[error("{IPOIB_RULES_PATH} cannot be changed safely: {0}; fix the markers by hand")]
     Block(#[from] BlockError),

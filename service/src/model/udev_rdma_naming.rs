@@ -19,6 +19,7 @@ use super::guid::{Guid, GuidFormatError};
 use super::names::{validate_rdma_name, NameError};
 use super::rdma_rename::{NamingPolicy, NoName};
 use super::udev_rules::{parse_rule, BlockError, BlockFile, RuleOp, RuleToken};
+use rdma_manager_dbus::text::quote_capped;
 
 /// The override the daemon manages.
 pub const NAMING_OVERRIDE_PATH: &str = "/etc/udev/rules.d/60-rdma-persistent-naming.rules";
@@ -155,15 +156,15 @@ fn program_policy(program: &str) -> Option<NamingPolicy> {
 /// Why a change to the naming rules was refused; each says what to do instead.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
 pub enum NamingRuleError {
-    #[error("{0:?} is not a naming policy; use one of NAME_KERNEL, NAME_ONBOARD, NAME_PCI, NAME_GUID, NAME_FALLBACK (a fixed name is set per device with SetRdmaFixedName)")]
+    #[error("{q0} is not a naming policy; use one of NAME_KERNEL, NAME_ONBOARD, NAME_PCI, NAME_GUID, NAME_FALLBACK (a fixed name is set per device with SetRdmaFixedName)", q0 = quote_capped(.0))]
     UnknownPolicy(String),
     #[error(transparent)]
     BadGuid(#[from] GuidFormatError),
-    #[error("{source} (RDMA device name {name:?})")]
+    #[error("{source} (RDMA device name {name_q})", name_q = quote_capped(.name))]
     BadName { name: String, source: NameError },
     #[error("line {line} of {NAMING_OVERRIDE_PATH} sets the naming policy itself ({policy}) in a rule rdma-managerd does not manage and never rewrites; delete that line (or the whole file, if it is a copy of rdma-core's), then try again")]
     UserPolicyRule { line: u32, policy: String },
-    #[error("line {line} of {NAMING_OVERRIDE_PATH} already gives the device with node GUID {} the fixed name {name:?}, in a rule rdma-managerd does not manage; edit or delete that line by hand", .guid.colon_form())]
+    #[error("line {line} of {NAMING_OVERRIDE_PATH} already gives the device with node GUID {} the fixed name {name_q}, in a rule rdma-managerd does not manage; edit or delete that line by hand", .guid.colon_form(), name_q = quote_capped(.name))]
     UserFixedRule { guid: Guid, name: String, line: u32 },
     #[error("the fixed name {name} is already given to node GUID {} {}", .other.colon_form(),
         match .user_line {

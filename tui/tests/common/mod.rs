@@ -98,7 +98,8 @@ pub fn not_authorized() -> CallError {
                   refused the caller; an administrator can grant \
                   org.rdmamanager.rdmamanager1.manage-ipoib with a polkit rule, for example by \
                   adding the user to group rdma with the example rules rdma-manager ships \
-                  (50-rdma-manager-rdma-group.rules)."
+                  (50-rdma-manager-rdma-group.rules), which grant it from an active login \
+                  session, local or over SSH."
             .into(),
     }
 }

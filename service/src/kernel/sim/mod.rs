@@ -847,9 +847,7 @@ impl Host for SimHost {
     }
 
     async fn read_file(&self, path: &Path) -> Result<Option<Vec<u8>>, HostError> {
-        let p = self.sys_path(path);
-        files::read_optional(&p)
-            .map_err(|e| HostError::from_io(Op::File(path.display().to_string()), &e))
+        files::read_for_host(path, &self.sys_path(path))
     }
 
     async fn list_dir(&self, path: &Path) -> Result<Option<Vec<String>>, HostError> {
