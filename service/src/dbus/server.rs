@@ -1,6 +1,7 @@
-//! Start-up order: connect, put the ObjectManager at the root, enumerate the host and publish
-//! every object, start the engine, and only then request the well-known name, so that a
-//! client activated by the name (or systemd's Type=dbus) finds the full model at once.
+//! Start-up order: connect, watch the connection, put the ObjectManager at the root, enumerate
+//! the host, re-apply what was persisted and publish every object, start the engine, and only
+//! then request the well-known name, so that a client activated by the name (or systemd's
+//! Type=dbus) finds the full, restored model at once.
 
 use std::sync::Arc;
 
