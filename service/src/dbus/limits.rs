@@ -18,6 +18,11 @@
 //! many calls in progress. Nothing else is refused, and a client that reads its replies never
 //! meets a limit: the bounds are far above what reading once and then following signals needs.
 //!
+//! Calls admitted together must not all pass a bound none of them has reached yet: each call
+//! reserves, when admitted, as much as the largest reply the daemon has sent (or can send: the
+//! model's size is noted at start), and the reservation is replaced by the reply's real size
+//! when the call ends.
+//!
 //! A reply's bytes are charged when the handler has sent it (methods) or computed it
 //! (properties, whose reply zbus sends just after): a Ping sent at that moment may overtake
 //! replies of other calls still being sent, which can only make the book a few replies too
@@ -29,6 +34,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use zbus::names::UniqueName;
+
+/// What a call reserves at least: a small reply.
+const SMALL_RESERVATION: u64 = 4 << 10;
 
 /// The bounds. The defaults keep the sum of everything unread well below dbus-daemon's
 /// default incoming quota of the system bus (127 MiB), with room for signals.
@@ -98,6 +106,9 @@ struct Book {
     unread: u64,
     /// Calls admitted and not finished.
     calls: u32,
+    /// What those calls' replies may carry, reserved when each was admitted (calls admitted
+    /// at once must not all pass a bound that none of them has reached yet).
+    reserved: u64,
     /// Whether a Ping is on its way.
     probing: bool,
 }
@@ -105,15 +116,19 @@ struct Book {
 #[derive(Debug, Default)]
 struct Books {
     by_connection: HashMap<String, Book>,
+    /// Unread and reserved bytes of every connection.
     total_unread: u64,
+    /// The largest reply sent so far: what a call in progress may still send.
+    largest_reply: u64,
 }
 
 impl Books {
+    /// Unread and reserved bytes, and calls in progress, of every connection of `uid`.
     fn uid_sums(&self, uid: u32) -> (u64, u32) {
         self.by_connection
             .values()
             .filter(|b| b.uid == Some(uid))
-            .fold((0, 0), |(u, c), b| (u + b.unread, c + b.calls))
+            .fold((0, 0), |(u, c), b| (u + b.unread + b.reserved, c + b.calls))
     }
 
     fn settle(&mut self, sender: &str, bytes: u64) {
@@ -126,7 +141,7 @@ impl Books {
 
     fn forget(&mut self, sender: &str) {
         if let Some(b) = self.by_connection.remove(sender) {
-            self.total_unread -= b.unread;
+            self.total_unread -= b.unread + b.reserved;
         }
     }
 }
@@ -217,13 +232,15 @@ impl Limits {
     fn check_and_count(self: &Arc<Self>, sender: &str) -> Result<Permit, LimitError> {
         let c = &self.config;
         let mut books = self.lock();
+        // This call may send as much as the largest reply so far (at least a small one).
+        let reserve = books.largest_reply.max(SMALL_RESERVATION);
         let total = books.total_unread;
         let book = books.by_connection.entry(sender.to_string()).or_default();
-        let (unread, calls, uid) = (book.unread, book.calls, book.uid);
+        let (unread, calls, uid) = (book.unread + book.reserved, book.calls, book.uid);
         if calls >= c.calls_per_connection {
             return Err(LimitError::CallsConnection { calls });
         }
-        if unread >= c.unread_per_connection {
+        if unread + reserve > c.unread_per_connection {
             return Err(LimitError::UnreadConnection {
                 unread,
                 bound: c.unread_per_connection,
@@ -237,7 +254,7 @@ impl Limits {
                     calls: uid_calls,
                 });
             }
-            if uid_unread >= c.unread_per_uid {
+            if uid_unread + reserve > c.unread_per_uid {
                 return Err(LimitError::UnreadUid {
                     uid,
                     unread: uid_unread,
@@ -245,17 +262,20 @@ impl Limits {
                 });
             }
         }
-        if total >= c.unread_total {
+        if total + reserve > c.unread_total {
             return Err(LimitError::UnreadTotal {
                 unread: total,
                 bound: c.unread_total,
             });
         }
+        books.total_unread += reserve;
         if let Some(b) = books.by_connection.get_mut(sender) {
             b.calls += 1;
+            b.reserved += reserve;
         }
         Ok(Permit {
             counted: Some((self.clone(), sender.to_string())),
+            reserved: reserve,
             bytes: Arc::default(),
         })
     }
@@ -274,6 +294,7 @@ impl Limits {
         }
         {
             let mut books = self.lock();
+            books.largest_reply = books.largest_reply.max(bytes);
             books.total_unread += bytes;
             books
                 .by_connection
@@ -284,10 +305,23 @@ impl Limits {
         self.probe_if_due(sender);
     }
 
-    fn finish_call(&self, sender: &str) {
-        if let Some(b) = self.lock().by_connection.get_mut(sender) {
-            b.calls = b.calls.saturating_sub(1);
-        }
+    /// A call admitted with `reserved` bytes ended (its reply, if any, charged already).
+    fn finish_call(&self, sender: &str, reserved: u64) {
+        let mut books = self.lock();
+        let Some(b) = books.by_connection.get_mut(sender) else {
+            return;
+        };
+        let released = reserved.min(b.reserved);
+        b.calls = b.calls.saturating_sub(1);
+        b.reserved -= released;
+        books.total_unread -= released;
+    }
+
+    /// Records the size of a reply the daemon can send, before anyone asked for it (the
+    /// model's GetManagedObjects at start), so that the first calls already reserve it.
+    pub fn note_reply_size(&self, bytes: u64) {
+        let mut books = self.lock();
+        books.largest_reply = books.largest_reply.max(bytes);
     }
 
     /// Starts a Ping to `sender` if enough is unread and none is on its way.
@@ -369,6 +403,8 @@ impl Limits {
 /// will carry ([`charge_current`]), charged when the call has been answered ([`Permit::finish`]).
 pub struct Permit {
     counted: Option<(Arc<Limits>, String)>,
+    /// Bytes reserved for this call's reply when it was admitted.
+    reserved: u64,
     bytes: Arc<AtomicU64>,
 }
 
@@ -376,6 +412,7 @@ impl Permit {
     fn uncounted() -> Permit {
         Permit {
             counted: None,
+            reserved: 0,
             bytes: Arc::default(),
         }
     }
@@ -403,7 +440,7 @@ impl Permit {
 impl Drop for Permit {
     fn drop(&mut self) {
         if let Some((limits, sender)) = &self.counted {
-            limits.finish_call(sender);
+            limits.finish_call(sender, self.reserved);
         }
     }
 }

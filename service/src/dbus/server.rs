@@ -139,16 +139,21 @@ pub async fn serve_with(
         )
         .await
         .map_err(ServeError::Objects)?;
-    let ctx = Arc::new(Context::new(authorizer, limits));
+    let ctx = Arc::new(Context::new(authorizer, limits.clone()));
     let tick_us = config.tick.as_micros() as u64;
     let publisher = Arc::new(Publisher::new(
         &conn,
         ctx.clone(),
-        managed,
+        managed.clone(),
         simulated,
         tick_us,
     ));
     let (engine, task) = engine::start(host, system, publisher, config).await?;
+    // The model's size, so that the first GetManagedObjects calls already reserve what they
+    // will send (see `limits`); the encoding is kept for the first call.
+    if let Ok(body) = managed.body() {
+        limits.note_reply_size(body.len() as u64);
+    }
     ctx.set_engine(engine.clone());
     conn.request_name(BUS_NAME)
         .await
