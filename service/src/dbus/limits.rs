@@ -455,3 +455,100 @@ tokio::task_local! {
 pub fn charge_current(bytes: u64) {
     let _ = CURRENT.try_with(|b| b.fetch_add(bytes, Ordering::Relaxed));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn small() -> LimitConfig {
+        LimitConfig {
+            unread_per_connection: 100_000,
+            unread_per_uid: 150_000,
+            unread_total: 200_000,
+            calls_per_connection: 4,
+            calls_per_uid: 8,
+            probe_after: 1 << 30,
+            probe_timeout: Duration::from_secs(1),
+        }
+    }
+
+    fn name(s: &str) -> UniqueName<'_> {
+        UniqueName::try_from(s).expect("a unique name")
+    }
+
+    #[tokio::test]
+    async fn unread_replies_refuse_further_calls_until_settled() {
+        let limits = Limits::new(small());
+        let a = name(":1.1");
+        let p = limits.admit(Some(&a)).await.expect("first call");
+        p.add(90_000);
+        p.finish(256);
+        assert_eq!(limits.unread(":1.1"), 90_000);
+        // 90,000 unread and a reservation of the largest reply (90,000) pass 100,000.
+        let e = limits.admit(Some(&a)).await.err().expect("refused");
+        assert!(
+            matches!(e, LimitError::UnreadConnection { unread: 90_000, .. }),
+            "{e}"
+        );
+        // Another connection is not held back by this one's books...
+        let b = name(":1.2");
+        let p = limits.admit(Some(&b)).await.expect("another connection");
+        drop(p);
+        // ...until the total is reached.
+        limits.lock().settle(":1.1", 90_000);
+        assert_eq!(limits.unread(":1.1"), 0);
+        assert!(limits.admit(Some(&a)).await.is_ok(), "admitted once read");
+    }
+
+    #[tokio::test]
+    async fn calls_admitted_together_reserve_the_largest_reply() {
+        let limits = Limits::new(small());
+        limits.note_reply_size(30_000);
+        let a = name(":1.1");
+        // Three calls in progress reserve 90,000: a fourth would pass 100,000 before any of
+        // them has sent a byte.
+        let held: Vec<Permit> = futures::future::join_all((0..3).map(|_| limits.admit(Some(&a))))
+            .await
+            .into_iter()
+            .collect::<Result<_, _>>()
+            .expect("three admitted");
+        assert!(matches!(
+            limits.admit(Some(&a)).await,
+            Err(LimitError::UnreadConnection { .. })
+        ));
+        drop(held);
+        assert_eq!(limits.lock().total_unread, 0, "reservations are released");
+        assert!(limits.admit(Some(&a)).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn calls_in_progress_are_bounded_and_a_departed_peer_is_forgotten() {
+        let limits = Limits::new(small());
+        let a = name(":1.1");
+        let held: Vec<Permit> = futures::future::join_all((0..4).map(|_| limits.admit(Some(&a))))
+            .await
+            .into_iter()
+            .collect::<Result<_, _>>()
+            .expect("four admitted");
+        assert_eq!(
+            limits.admit(Some(&a)).await.err(),
+            Some(LimitError::CallsConnection { calls: 4 })
+        );
+        drop(held);
+        let p = limits.admit(Some(&a)).await.expect("admitted");
+        p.add(50_000);
+        p.finish(0);
+        limits.lock().forget(":1.1");
+        assert_eq!(limits.lock().total_unread, 0);
+        assert_eq!(limits.unread(":1.1"), 0);
+    }
+
+    #[tokio::test]
+    async fn a_call_without_a_sender_is_not_counted() {
+        let limits = Limits::new(small());
+        let p = limits.admit(None).await.expect("admitted");
+        p.add(1 << 40);
+        p.finish(0);
+        assert_eq!(limits.lock().total_unread, 0);
+    }
+}
