@@ -151,37 +151,6 @@ impl<I: Interface> Guarded<I> {
         Ok(())
     }
 
-    /// Wraps the interface's own answer: admitted first, charged after, silent when no reply
-    /// was asked for.
-    fn guard<'call>(
-        &'call self,
-        connection: &'call Connection,
-        msg: &'call Message,
-        inner: DispatchResult2<'call>,
-    ) -> DispatchResult2<'call> {
-        let f = match inner {
-            DispatchResult2::Async(f) => f,
-            other => return other,
-        };
-        let limits = self.limits.clone();
-        DispatchResult2::Async(Box::pin(async move {
-            let hdr = msg.header();
-            let permit = match limits.admit(hdr.sender()).await {
-                Ok(p) => p,
-                Err(e) => return refuse(connection, msg, limits_error(e)).await,
-            };
-            let result = permit.scope(f).await;
-            permit.finish(SMALL_REPLY);
-            match result {
-                Err(e) if hdr.primary().flags().contains(Flags::NoReplyExpected) => {
-                    tracing::debug!(error = %e, "not answering a call that asked for no reply");
-                    Ok(())
-                }
-                other => other,
-            }
-        }))
-    }
-
     /// Admits a property read and charges its reply.
     async fn admit_read(&self, header: Option<&Header<'_>>, bytes: u64) -> fdo::Result<()> {
         let sender = header.and_then(|h| h.sender());
@@ -190,6 +159,36 @@ impl<I: Interface> Guarded<I> {
         permit.finish(SMALL_REPLY);
         Ok(())
     }
+}
+
+/// Wraps an interface's own answer: admitted first, charged after, silent when no reply was
+/// asked for.
+fn admitted<'call>(
+    limits: Arc<Limits>,
+    connection: &'call Connection,
+    msg: &'call Message,
+    inner: DispatchResult2<'call>,
+) -> DispatchResult2<'call> {
+    let f = match inner {
+        DispatchResult2::Async(f) => f,
+        other => return other,
+    };
+    DispatchResult2::Async(Box::pin(async move {
+        let hdr = msg.header();
+        let permit = match limits.admit(hdr.sender()).await {
+            Ok(p) => p,
+            Err(e) => return refuse(connection, msg, limits_error(e)).await,
+        };
+        let result = permit.scope(f).await;
+        permit.finish(SMALL_REPLY);
+        match result {
+            Err(e) if hdr.primary().flags().contains(Flags::NoReplyExpected) => {
+                tracing::debug!(error = %e, "not answering a call that asked for no reply");
+                Ok(())
+            }
+            other => other,
+        }
+    }))
 }
 
 /// The encoded size of a property value, as it travels in a reply.
@@ -285,7 +284,7 @@ impl<I: Interface> Interface for Guarded<I> {
             return DispatchResult2::Async(Box::pin(refuse(connection, msg, e)));
         }
         let inner = self.inner.call(server, connection, msg, name);
-        self.guard(connection, msg, inner)
+        admitted(self.limits.clone(), connection, msg, inner)
     }
 
     fn call_mut<'call>(
@@ -300,23 +299,7 @@ impl<I: Interface> Interface for Guarded<I> {
         }
         let limits = self.limits.clone();
         let inner = self.inner.call_mut(server, connection, msg, name);
-        let f = match inner {
-            DispatchResult2::Async(f) => f,
-            other => return other,
-        };
-        DispatchResult2::Async(Box::pin(async move {
-            let hdr = msg.header();
-            let permit = match limits.admit(hdr.sender()).await {
-                Ok(p) => p,
-                Err(e) => return refuse(connection, msg, limits_error(e)).await,
-            };
-            let result = permit.scope(f).await;
-            permit.finish(SMALL_REPLY);
-            match result {
-                Err(_) if hdr.primary().flags().contains(Flags::NoReplyExpected) => Ok(()),
-                other => other,
-            }
-        }))
+        admitted(limits, connection, msg, inner)
     }
 
     fn introspect_to_writer(&self, writer: &mut dyn Write, level: usize) {
