@@ -153,10 +153,11 @@ async fn daemon(args: &Args) -> anyhow::Result<()> {
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}
-        reason = lost => {
+        _ = lost => {
             // A failure status, so that systemd's Restart=on-failure starts a new daemon,
-            // which connects and owns the name again.
-            bail!("stopping: {reason}");
+            // which connects and owns the name again. The reason is logged once, by the
+            // watch (`cannot serve any longer`).
+            return Err(AlreadyLogged.into());
         }
         r = service.task => {
             r.context("the engine stopped")?;
@@ -167,6 +168,12 @@ async fn daemon(args: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A failure that was logged where it happened: main exits with a failure status without
+/// saying it again.
+#[derive(Debug, thiserror::Error)]
+#[error("(logged)")]
+struct AlreadyLogged;
+
 /// Removes a directory tree when dropped.
 struct RemoveOnDrop(std::path::PathBuf);
 
@@ -176,13 +183,19 @@ impl Drop for RemoveOnDrop {
     }
 }
 
+/// What is logged without RUST_LOG: the daemon's own messages from `info` up, zbus's only
+/// from `error`. zbus warns in its own terms about what the daemon then reports in its own
+/// (when the bus goes away: `Failed to parse NameLost`, `Broken pipe`, before the daemon's
+/// one `cannot serve any longer`); RUST_LOG=info,zbus=debug shows them.
+const DEFAULT_LOG_FILTER: &str = "info,zbus=error";
+
 /// Logs to the journal when systemd connected us to it (JOURNAL_STREAM), else to stderr.
-/// RUST_LOG filters either way (default: info).
+/// RUST_LOG filters either way (default: [`DEFAULT_LOG_FILTER`]).
 fn init_logging() {
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER));
     let registry = tracing_subscriber::registry().with(filter);
     if std::env::var_os("JOURNAL_STREAM").is_some() {
         if let Ok(journald) = tracing_journald::layer() {
@@ -223,6 +236,7 @@ fn main() -> ExitCode {
     // them from main would print a backtrace whenever RUST_BACKTRACE is set.
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.is::<AlreadyLogged>() => ExitCode::FAILURE,
         Err(e) => {
             let top: &(dyn std::error::Error + 'static) = e.as_ref();
             eprintln!("Error: {}", rdma_manager_dbus::text::error_chain(top));
