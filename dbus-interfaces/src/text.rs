@@ -120,3 +120,45 @@ mod tests {
         assert!(q.len() <= 6 * QUOTE_HEAD_BYTES + 40, "{}", q.len());
     }
 }
+
+/// An error and its causes on one line, as anyhow's `{:#}` writes them (`outer: inner`),
+/// leaving out a cause whose text the line already ends with: zbus and std give an I/O
+/// error both in their own message and as its source, which would print it twice. For the
+/// programs' own error messages (never a backtrace).
+pub fn error_chain(top: &(dyn std::error::Error + 'static)) -> String {
+    let mut line = top.to_string();
+    let mut cause = top.source();
+    while let Some(e) = cause {
+        let text = e.to_string();
+        if !line.ends_with(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+        cause = e.source();
+    }
+    line
+}
+
+#[cfg(test)]
+mod error_chain_tests {
+    use super::error_chain;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("cannot connect: {0}")]
+    struct Repeats(#[source] std::io::Error);
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("outer")]
+    struct Outer(#[source] std::io::Error);
+
+    #[test]
+    fn causes_follow_once() {
+        let io = || std::io::Error::from_raw_os_error(2);
+        let text = io().to_string();
+        assert_eq!(
+            error_chain(&Repeats(io())),
+            format!("cannot connect: {text}")
+        );
+        assert_eq!(error_chain(&Outer(io())), format!("outer: {text}"));
+    }
+}

@@ -9,6 +9,7 @@
 //! - [`system`]: clients of the host's services on the system bus (systemd, firewalld) for host
 //!   setup, behind the [`system::SystemServices`] trait.
 
+pub mod cli;
 pub mod config;
 pub mod dbus;
 pub mod engine;

@@ -57,7 +57,145 @@ fn bad_arguments_are_refused() {
     let out = show(&["--bogus"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown option --bogus"));
-    let out = show(&["--simulate", "mlx4_1", "x"]);
+    // ibstat's -d has no equivalent: refused with the reason, nothing printed.
+    let out = show(&["--simulate", "-d"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("libibumad"));
+    // ibstat ignores arguments after the port; they are refused here.
+    let out = show(&["--simulate", "mlx4_1", "1", "extra"]);
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("port \"x\" is not a number"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("\"extra\""));
+}
+
+/// Every ibstat option through the real binary: `show ARGS` prints what the renderer
+/// prints for the same arguments on the same (simulated demo) host, and fails exactly when
+/// it fails. The renderer itself is compared with ibstat 44.0's own outputs in
+/// `src/ibstat/tests.rs` (`every_option_matches_ibstat`).
+#[tokio::test]
+async fn every_ibstat_option_prints_what_ibstat_prints() {
+    use rdma_managerd::ibstat::{run, IbstatArgs};
+    use rdma_managerd::kernel::sim::{fixtures, SimHost};
+    use rdma_managerd::kernel::Host;
+    let host = SimHost::new(fixtures::demo_host()).expect("simulated demo host");
+    let devices = host
+        .read_devices()
+        .await
+        .expect("read the simulated devices");
+    let cases: &[&[&str]] = &[
+        &["-l"],
+        &["-s"],
+        &["-p"],
+        &["--port_list"],
+        &["-lp"],
+        &["-l", "mlx4_1"],
+        &["-p", "mlx4_1"],
+        &["-s", "mlx4_1", "2"],
+        &["mlx4_1", "--short"],
+        &["mlx4_1", "0x2"],
+        &["mlx4_1", "x"],
+        &["--", "mlx4_1", "-1"],
+        &["-v", "-z", "/nonexistent", "rxe0"],
+        &["-p", "nosuch"],
+        &["-l", "nosuch"],
+    ];
+    for case in cases {
+        let mut expected_args = IbstatArgs::default();
+        let mut it = case.iter().map(|s| s.to_string());
+        let mut only_positional = false;
+        while let Some(a) = it.next() {
+            if a == "--" {
+                only_positional = true;
+            } else if only_positional
+                || !expected_args
+                    .option(&a, || it.next())
+                    .expect("an ibstat option")
+            {
+                expected_args.positional(&a).expect("a device or port");
+            }
+        }
+        let expected = run(&devices, &expected_args);
+        let mut args = vec!["--simulate"];
+        args.extend_from_slice(case);
+        let out = show(&args);
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            expected.stdout,
+            "show {case:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            out.status.success(),
+            expected.error.is_none(),
+            "show {case:?}"
+        );
+        if let Some(e) = expected.error {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(stderr.contains(&e.to_string()), "show {case:?}: {stderr}");
+        }
+    }
+    // The options reach the renderer: -l is the names, -p the GUIDs, -s no port.
+    let l = show(&["--simulate", "-l"]);
+    assert_eq!(
+        String::from_utf8_lossy(&l.stdout),
+        "mlx4_1\nmlx5_0\nmlx5_1\nrxe0\n"
+    );
+    let s = String::from_utf8_lossy(&show(&["--simulate", "-s"]).stdout).into_owned();
+    assert!(
+        s.starts_with("CA 'mlx4_1'\n") && !s.contains("Port 1:"),
+        "{s}"
+    );
+}
+
+/// A user's mistake is a message, never a backtrace, whatever RUST_BACKTRACE says.
+#[test]
+fn errors_are_messages_without_backtraces() {
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_rdma-managerd"))
+            .args(args)
+            .env("RUST_BACKTRACE", "1")
+            .env("RUST_LIB_BACKTRACE", "1")
+            .env("DBUS_SYSTEM_BUS_ADDRESS", "unix:path=/nonexistent/bus")
+            .output()
+            .expect("rdma-managerd runs")
+    };
+    for (args, code, reason) in [
+        (
+            &["show", "--simulate", "nosuch"][..],
+            1,
+            "'nosuch' IB device can't be found",
+        ),
+        (
+            &["show", "--simulate", "mlx4_1", "3"],
+            1,
+            "has no port number 3",
+        ),
+        (&["--bogus"], 2, "unknown option --bogus"),
+        (&["--tick-ms=0"], 2, "at least 1 ms"),
+        (&["--address=unix:path=/nonexistent/bus"], 1, "no bus at"),
+        (&[], 1, "rdma-managerd serves on the system bus"),
+    ] {
+        let out = run(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
+        assert!(err.contains(reason), "{args:?}: {err}");
+        assert!(!err.to_lowercase().contains("backtrace"), "{args:?}: {err}");
+    }
+}
+
+/// `--help` lists every option the parser takes.
+#[test]
+fn help_lists_every_option() {
+    let out = Command::new(env!("CARGO_BIN_EXE_rdma-managerd"))
+        .arg("--help")
+        .output()
+        .expect("rdma-managerd runs");
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    for o in rdma_managerd::cli::OPTIONS
+        .iter()
+        .chain(&rdma_managerd::cli::IBSTAT_VALUE_OPTIONS)
+    {
+        assert!(help.contains(o.trim_end_matches('=')), "--help lacks {o}");
+    }
 }

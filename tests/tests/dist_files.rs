@@ -1115,12 +1115,25 @@ fn man_pages_format_cleanly_and_name_the_api() -> Result<()> {
     for a in Action::ALL {
         ensure!(plain.contains(a.id()), "rdma-managerd.8 lacks {}", a.id());
     }
-    for option in ["--session", "--simulate", "--json"] {
-        ensure!(plain.contains(option), "rdma-managerd.8 lacks {option}");
+    // Each page documents every option its program's parser takes (the parsers' unit
+    // tests check that each listed option parses and is in --help).
+    let daemon_plain = plain.replace("\\c", "");
+    for option in rdma_managerd::cli::OPTIONS
+        .iter()
+        .chain(&rdma_managerd::cli::IBSTAT_VALUE_OPTIONS)
+        .map(|o| o.trim_end_matches('='))
+    {
+        ensure!(
+            daemon_plain.contains(option),
+            "rdma-managerd.8 lacks {option}"
+        );
     }
-    // rdma-tui.1 documents every option of the client's usage.
     let tui_plain = tui.replace("\\-", "-").replace("\\c", "");
-    for option in rdma_tui::cli::OPTIONS.map(|o| o.trim_end_matches('=')) {
+    for option in rdma_tui::cli::OPTIONS
+        .iter()
+        .chain(&rdma_tui::cli::IBSTAT_VALUE_OPTIONS)
+        .map(|o| o.trim_end_matches('='))
+    {
         ensure!(tui_plain.contains(option), "rdma-tui.1 lacks {option}");
     }
 
@@ -1201,8 +1214,17 @@ fn bash_completion_offers_options_devices_and_ports() -> Result<()> {
     let ports = bash_complete(sysfs.path(), &["rdma-tui", "--ibstat", "mlx4_1", ""])?;
     assert_eq!(ports, vec!["1".to_string(), "2".to_string()]);
     ensure!(bash_complete(sysfs.path(), &["rdma-tui", "--ibstat", "mlx4_1", "1", ""])?.is_empty());
-    // Without --ibstat, words are options only.
-    ensure!(bash_complete(sysfs.path(), &["rdma-tui", ""])?.contains(&"--demo".to_string()));
+    // Without --ibstat, words are options only, and not ibstat's.
+    let plain = bash_complete(sysfs.path(), &["rdma-tui", ""])?;
+    ensure!(plain.contains(&"--demo".to_string()) && !plain.contains(&"--short".to_string()));
+    // After --ibstat, ibstat's options too, and the device after them (-z takes a file).
+    let opts = bash_complete(sysfs.path(), &["rdma-tui", "--ibstat", "--s"])?;
+    ensure!(opts.contains(&"--short".to_string()), "{opts:?}");
+    let ports = bash_complete(
+        sysfs.path(),
+        &["rdma-tui", "--ibstat", "-z", "/x.conf", "-s", "mlx4_1", ""],
+    )?;
+    ensure!(ports == ["1", "2"], "{ports:?}");
     Ok(())
 }
 
@@ -1211,6 +1233,7 @@ fn completions_know_every_option_of_the_client() -> Result<()> {
     // Every long option rdma-tui accepts is offered by each shell's completion.
     let options: Vec<&str> = rdma_tui::cli::OPTIONS
         .iter()
+        .chain(&rdma_tui::cli::IBSTAT_VALUE_OPTIONS)
         .filter(|o| o.starts_with("--"))
         .map(|o| o.trim_end_matches('='))
         .collect();

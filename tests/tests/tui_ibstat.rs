@@ -104,7 +104,8 @@ async fn show(bins: &Bins, dir: &Path, sim_host: &str, extra: &[&str]) -> Result
 }
 
 /// Serves `spec` (`--sim-host=sim_host` for `show`) and compares the two programs: every
-/// device, then `DEV`, `DEV 0`, `DEV 1` and `DEV 2` for each device named in `one_by_one`
+/// device, ibstat's options (`-l`, `-s`, `-p`, combined, with the first device), then `DEV`,
+/// `DEV 0`, `DEV 1` and `DEV 2` for each device named in `one_by_one`
 /// (all when `None`; each `show` renders the whole tree again, about a second). Gives
 /// `rdma-tui --ibstat`'s output, `None` when the test cannot run here.
 async fn compare(
@@ -132,6 +133,24 @@ async fn compare(
     };
     let ports: Vec<String> = (0..=2).map(|p| p.to_string()).collect();
     let mut cases: Vec<Vec<&str>> = vec![vec!["nosuch"]];
+    // ibstat's options, alone and combined (-p before -l before -s), then with a device.
+    cases.extend([
+        vec!["-l"],
+        vec!["-s"],
+        vec!["-p"],
+        vec!["-lp"],
+        vec!["--short"],
+    ]);
+    cases.push(vec!["-p", "nosuch"]);
+    if let Some(first) = names.first().copied() {
+        cases.extend([
+            vec!["-l", first],
+            vec!["-p", first],
+            vec!["-s", first, "1"],
+            vec![first, "0x1"],
+            vec![first, "--port_list"],
+        ]);
+    }
     for name in names {
         cases.push(vec![name]);
         cases.extend(ports.iter().map(|p| vec![name, p.as_str()]));

@@ -1,12 +1,12 @@
 //! Command-line arguments.
 
-use anyhow::{bail, Context};
+use rdma_manager_dbus::ibstat::IbstatArgs;
 
 use crate::client::BusChoice;
 
 pub const USAGE: &str =
     "usage: rdma-tui [--system | --session | --address=ADDRESS | --demo] [--no-mouse]
-       rdma-tui [BUS] --ibstat [DEVICE [PORT]]
+       rdma-tui [BUS] --ibstat [IBSTAT OPTIONS] [DEVICE [PORT]]
        rdma-tui [BUS] --json
 
   (no option)     the interactive editor and monitor of rdma-managerd on the system bus
@@ -17,15 +17,25 @@ pub const USAGE: &str =
   --address=ADDR  rdma-managerd on the bus at ADDR
   --no-mouse      leave the mouse to the terminal (select and paste text)
   --ibstat        print what rdma-core's ibstat prints for the service's state, and exit
-  --json          print the service's whole state as JSON, and exit
+  --json          print the service's whole state as JSON, and exit (docs/JSON.md)
   -h, --help      this text
   -V, --version   the version
+
+IBSTAT OPTIONS (with --ibstat), as ibstat 44.0 prints them, byte for byte:
+  -l, --list_of_cas    the device names only
+  -s, --short          the device headers only
+  -p, --port_list      the port GUIDs only
+  -v, --verbose        taken, changes nothing (as in ibstat)
+  -z, --config FILE    taken, changes nothing (ibstat's config sets nothing it uses)
+  DEVICE [PORT]        one device, or one port of it (PORT read as C's strtol does)
+  ibstat's -d (libibumad's debug trace) is refused: nothing here reads through libibumad.
 
 Keys: Tab/Shift-Tab or 1..8 pages, arrows move, Enter acts, Esc back, ? help, q quit.
 NO_COLOR=1 draws without colour.";
 
-/// Every option [`parse`] accepts, as documentation and completions must list them.
-pub const OPTIONS: [&str; 11] = [
+/// Every option [`parse`] accepts, as documentation and completions must list them (a
+/// trailing `=` takes a value in the same argument).
+pub const OPTIONS: [&str; 19] = [
     "--demo",
     "--system",
     "--session",
@@ -37,16 +47,24 @@ pub const OPTIONS: [&str; 11] = [
     "--help",
     "-V",
     "--version",
+    "-l",
+    "--list_of_cas",
+    "-s",
+    "--short",
+    "-p",
+    "--port_list",
+    "-v",
+    "--verbose",
 ];
+
+/// ibstat's options that take a value in the next argument.
+pub const IBSTAT_VALUE_OPTIONS: [&str; 2] = ["-z", "--config"];
 
 /// What to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Mode {
     Interactive,
-    Ibstat {
-        device: Option<String>,
-        port: Option<u32>,
-    },
+    Ibstat(IbstatArgs),
     Json,
     Help,
     Version,
@@ -60,15 +78,36 @@ pub struct Args {
     pub mouse: bool,
 }
 
-pub fn parse<I: IntoIterator<Item = String>>(args: I) -> anyhow::Result<Args> {
+/// A command line that cannot be run, with the reason (the caller adds the usage).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+fn usage(msg: impl Into<String>) -> UsageError {
+    UsageError(msg.into())
+}
+
+pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Args, UsageError> {
     let mut out = Args {
         mode: Mode::Interactive,
         bus: BusChoice::System,
         demo: false,
         mouse: true,
     };
-    let mut positional = Vec::new();
-    for a in args {
+    let mut ibstat = false;
+    let mut ibstat_args = IbstatArgs::default();
+    // The first of ibstat's options or arguments, to name when there is no --ibstat.
+    let mut for_ibstat: Option<String> = None;
+    let mut only_positional = false;
+    let mut it = args.into_iter();
+    while let Some(a) = it.next() {
+        if only_positional {
+            ibstat_args
+                .positional(&a)
+                .map_err(|e| usage(e.to_string()))?;
+            for_ibstat.get_or_insert(a);
+            continue;
+        }
         match a.as_str() {
             "-h" | "--help" => out.mode = Mode::Help,
             "-V" | "--version" => out.mode = Mode::Version,
@@ -77,35 +116,40 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> anyhow::Result<Args> {
             "--session" => out.bus = BusChoice::Session,
             "--no-mouse" => out.mouse = false,
             "--json" => out.mode = Mode::Json,
-            "--ibstat" => {
-                out.mode = Mode::Ibstat {
-                    device: None,
-                    port: None,
-                }
-            }
+            "--ibstat" => ibstat = true,
+            "--" => only_positional = true,
             s if s.starts_with("--address=") => {
                 let addr = &s["--address=".len()..];
                 if addr.is_empty() {
-                    bail!("--address= needs a D-Bus address");
+                    return Err(usage("--address= needs a D-Bus address"));
                 }
                 out.bus = BusChoice::Address(addr.to_string());
             }
-            s if s.starts_with('-') => bail!("unknown option {s}\n{USAGE}"),
-            s => positional.push(s.to_string()),
-        }
-    }
-    match (&mut out.mode, positional.as_slice()) {
-        (_, []) => {}
-        (Mode::Ibstat { device, port }, [d, rest @ ..]) if rest.len() <= 1 => {
-            *device = Some(d.clone());
-            if let Some(p) = rest.first() {
-                *port = Some(
-                    p.parse()
-                        .with_context(|| format!("port {p:?} is not a number"))?,
-                );
+            s => {
+                let taken = ibstat_args
+                    .option(s, || it.next())
+                    .map_err(|e| usage(e.to_string()))?;
+                if !taken && s.starts_with('-') && s.len() > 1 {
+                    return Err(usage(format!("unknown option {s}")));
+                }
+                if !taken {
+                    ibstat_args
+                        .positional(s)
+                        .map_err(|e| usage(e.to_string()))?;
+                }
+                for_ibstat.get_or_insert_with(|| s.to_string());
             }
         }
-        (_, extra) => bail!("unexpected argument {:?}\n{USAGE}", extra.join(" ")),
+    }
+    match (&out.mode, ibstat, for_ibstat) {
+        (Mode::Help | Mode::Version, _, _) => {}
+        (Mode::Json, true, _) => return Err(usage("--json and --ibstat: choose one")),
+        (_, true, _) => out.mode = Mode::Ibstat(ibstat_args),
+        (_, false, Some(what)) if what.starts_with('-') => {
+            return Err(usage(format!("{what} is an option of --ibstat")))
+        }
+        (_, false, Some(what)) => return Err(usage(format!("unexpected argument {what:?}"))),
+        (_, false, None) => {}
     }
     Ok(out)
 }
@@ -114,8 +158,15 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> anyhow::Result<Args> {
 mod tests {
     use super::*;
 
-    fn p(a: &[&str]) -> anyhow::Result<Args> {
+    fn p(a: &[&str]) -> Result<Args, UsageError> {
         parse(a.iter().map(|s| s.to_string()))
+    }
+
+    fn ibstat(a: &[&str]) -> IbstatArgs {
+        match p(a).map(|a| a.mode) {
+            Ok(Mode::Ibstat(args)) => args,
+            other => panic!("{a:?}: {other:?}"),
+        }
     }
 
     #[test]
@@ -124,17 +175,38 @@ mod tests {
         let a = p(&["--ibstat", "rxe0", "1", "--session"]).expect("parses");
         assert_eq!(
             a.mode,
-            Mode::Ibstat {
+            Mode::Ibstat(IbstatArgs {
                 device: Some("rxe0".into()),
-                port: Some(1)
-            }
+                port: Some("1".into()),
+                ..IbstatArgs::default()
+            })
         );
         assert_eq!(a.bus, BusChoice::Session);
-        assert!(p(&["--ibstat", "rxe0", "x"]).is_err());
+        // The port is read as ibstat reads it (strtol): "x" is port 0.
+        assert_eq!(ibstat(&["--ibstat", "rxe0", "x"]).dev_port(), 0);
+        assert!(p(&["--ibstat", "rxe0", "1", "2"]).is_err());
         assert!(p(&["rxe0"]).is_err());
-        assert!(p(&["--bogus"]).is_err());
+        assert!(p(&["--bogus"]).is_err_and(|e| e.0 == "unknown option --bogus"));
         assert!(p(&["--address="]).is_err());
         assert!(p(&["--demo"]).expect("parses").demo);
+        assert!(p(&["--json", "--ibstat"]).is_err());
+    }
+
+    #[test]
+    fn ibstat_options() {
+        let a = ibstat(&["--ibstat", "-l"]);
+        assert!(a.list_only);
+        let a = ibstat(&["-sp", "--ibstat", "mlx4_1", "0x2"]);
+        assert!(a.short && a.port_list);
+        assert_eq!((a.device.as_deref(), a.dev_port()), (Some("mlx4_1"), 2));
+        assert_eq!(ibstat(&["--ibstat", "--", "mlx4_1", "-1"]).dev_port(), -1);
+        assert_eq!(
+            ibstat(&["--ibstat", "-v", "-z", "/x.conf"]),
+            IbstatArgs::default()
+        );
+        assert!(p(&["--ibstat", "-d"]).is_err_and(|e| e.0.contains("libibumad")));
+        // ibstat's options without --ibstat say so.
+        assert!(p(&["-l"]).is_err_and(|e| e.0 == "-l is an option of --ibstat"));
     }
 
     #[test]
@@ -145,8 +217,13 @@ mod tests {
             } else {
                 o.to_string()
             };
-            assert!(p(&[&arg]).is_ok(), "{o}");
+            let parsed = p(&[&arg]).or_else(|_| p(&["--ibstat", &arg]));
+            assert!(parsed.is_ok(), "{o}: {parsed:?}");
             assert!(USAGE.contains(o.trim_end_matches('=')), "{o}");
+        }
+        for o in IBSTAT_VALUE_OPTIONS {
+            assert!(p(&["--ibstat", o, "/x"]).is_ok(), "{o}");
+            assert!(USAGE.contains(o), "{o}");
         }
     }
 }

@@ -28,7 +28,7 @@ use rdma_manager_dbus::ibstat::umad::{
     HW_VER_LEN,
 };
 use rdma_manager_dbus::ibstat::{
-    self as render, CaError, IbstatDevice, IbstatError, IbstatRun, UmadCa, UmadPort,
+    self as render, CaError, IbstatArgs, IbstatDevice, IbstatError, IbstatRun, UmadCa, UmadPort,
 };
 
 use crate::model::{Device, Model, Port};
@@ -65,23 +65,10 @@ pub fn devices(model: &Model) -> Vec<BusDevice<'_>> {
         .collect()
 }
 
-/// One ibstat run on the model: `ibstat` (no device), `ibstat DEVICE` or
-/// `ibstat DEVICE PORT`. The output up to a failure, and the failure.
-pub fn run(model: &Model, device: Option<&str>, port: Option<u32>) -> IbstatRun {
-    let devs = devices(model);
-    match device {
-        None => render::run_all(&devs),
-        Some(name) => match render::render_named(&devs, name, port) {
-            Ok(stdout) => IbstatRun {
-                stdout,
-                error: None,
-            },
-            Err(e) => IbstatRun {
-                stdout: String::new(),
-                error: Some(e),
-            },
-        },
-    }
+/// One ibstat run on the model with ibstat's arguments (`-l`, `-s`, `-p`, `DEVICE [PORT]`):
+/// the output up to a failure, and the failure.
+pub fn run(model: &Model, args: &IbstatArgs) -> IbstatRun {
+    render::run(&devices(model), args)
 }
 
 /// The error to exit with: ibstat's message, with our reason behind it when there is one.
@@ -336,6 +323,16 @@ mod tests {
     use rdma_managerd::kernel::Host;
     use rdma_managerd::model::{AttrError, DeviceSnapshot, Errno};
 
+    /// `ibstat [DEVICE [PORT]]` on the model.
+    fn run_dp(model: &Model, device: Option<&str>, port: Option<u32>) -> IbstatRun {
+        let args = IbstatArgs {
+            device: device.map(str::to_string),
+            port: port.map(|p| p.to_string()),
+            ..IbstatArgs::default()
+        };
+        run(model, &args)
+    }
+
     /// The demo host as `rdma-managerd show --simulate` reads it.
     async fn demo_snapshots() -> Vec<DeviceSnapshot> {
         let host = SimHost::new(fixtures::demo_host()).expect("simulated demo host");
@@ -350,7 +347,7 @@ mod tests {
     async fn demo_model_prints_what_managerd_show_prints() {
         let snaps = demo_snapshots().await;
         let model = demo_model();
-        let ours = run(&model, None, None);
+        let ours = run_dp(&model, None, None);
         assert_eq!(ours.error, None);
         assert_eq!(ours.stdout, rdma_managerd::ibstat::render_all(&snaps));
         // rxe0 has no hca_type or hw_rev: the empty values with their trailing space.
@@ -376,7 +373,7 @@ mod tests {
             );
             for port in 0..=3 {
                 let expected = rdma_managerd::ibstat::render_device(snap, Some(port));
-                let ours = run(&model, Some(&snap.name), Some(port));
+                let ours = run_dp(&model, Some(&snap.name), Some(port));
                 assert_eq!(
                     ours.error.map(Err).unwrap_or(Ok(ours.stdout)),
                     expected,
@@ -391,7 +388,7 @@ mod tests {
     fn unknown_device_and_port_give_ibstat_messages() {
         let model = demo_model();
         let msg = |d: &str, p: Option<u32>| {
-            let r = run(&model, Some(d), p);
+            let r = run_dp(&model, Some(d), p);
             if r.error.is_some() {
                 assert_eq!(r.stdout, "", "ibstat prints nothing for {d} {p:?}");
             }
@@ -424,10 +421,12 @@ mod tests {
             panic!("the demo has rxe0");
         };
         rxe.node_type = "RNIC".into();
-        let r = run(&model, None, None);
+        let r = run_dp(&model, None, None);
         assert!(!r.stdout.contains("rxe0"), "{}", r.stdout);
         assert_eq!(
-            run(&model, Some("rxe0"), None).error.map(|e| e.to_string()),
+            run_dp(&model, Some("rxe0"), None)
+                .error
+                .map(|e| e.to_string()),
             Some("'rxe0' IB device can't be found".to_string())
         );
         let Some(rxe) = model.devices.values_mut().find(|d| d.name == "rxe0") else {
@@ -436,7 +435,7 @@ mod tests {
         rxe.node_type = String::new();
         rxe.unreadable
             .insert("NodeType".into(), "read failed: EIO".into());
-        assert!(!run(&model, None, None).stdout.contains("rxe0"));
+        assert!(!run_dp(&model, None, None).stdout.contains("rxe0"));
     }
 
     /// A malformed value (the raw text is not on the bus) stops the output at its device with
@@ -444,7 +443,7 @@ mod tests {
     #[test]
     fn malformed_values_stop_with_our_message() {
         let mut model = demo_model();
-        let before = run(&model, Some("mlx4_1"), None).stdout;
+        let before = run_dp(&model, Some("mlx4_1"), None).stdout;
         let dev = model
             .devices
             .values()
@@ -458,7 +457,7 @@ mod tests {
             "Lid".into(),
             "malformed value \"garbage\": invalid digit found in string".into(),
         );
-        let r = run(&model, None, None);
+        let r = run_dp(&model, None, None);
         assert_eq!(r.stdout, before);
         let Some(e @ IbstatError::Unknown { .. }) = r.error else {
             panic!("{:?}", r.error);
@@ -477,7 +476,7 @@ mod tests {
             .expect("the demo has mlx4_1's ports");
         port.state = "SLEEPY".into();
         assert!(matches!(
-            run(&model, Some("mlx4_1"), None).error,
+            run_dp(&model, Some("mlx4_1"), None).error,
             Some(IbstatError::Unknown { .. })
         ));
     }
@@ -629,7 +628,7 @@ mod tests {
                 .expect("the demo has mlx5_0's port");
             bus_edit(dev, port);
             let theirs = rdma_managerd::ibstat::run_all(&snaps);
-            let ours = run(&model, None, None);
+            let ours = run_dp(&model, None, None);
             assert_eq!(ours, theirs, "{what}");
         }
     }

@@ -1,31 +1,48 @@
 //! rdma-tui: the terminal client of rdma-managerd (see `rdma-tui --help` and rdma-tui(1)).
 
 use std::io::Write as _;
+use std::process::ExitCode;
 
 use anyhow::Context;
 use rdma_tui::cli::{self, Mode};
 use rdma_tui::client::{self, BusChoice};
 
-fn main() -> anyhow::Result<()> {
+fn main() -> ExitCode {
     let started = std::time::Instant::now();
-    let args = cli::parse(std::env::args().skip(1))?;
+    let args = match cli::parse(std::env::args().skip(1)) {
+        Ok(args) => args,
+        Err(e) => {
+            eprintln!("Error: {e}\n\n{}", cli::USAGE);
+            return ExitCode::from(2);
+        }
+    };
     match args.mode {
         Mode::Help => {
             println!("{}", cli::USAGE);
-            return Ok(());
+            return ExitCode::SUCCESS;
         }
         Mode::Version => {
             println!("rdma-tui {}", env!("CARGO_PKG_VERSION"));
-            return Ok(());
+            return ExitCode::SUCCESS;
         }
         _ => {}
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    // Errors are printed here as messages (the context, then its causes): returning
+    // them from main would print a backtrace whenever RUST_BACKTRACE is set.
+    let result = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .context("cannot start the async runtime")?;
-    runtime.block_on(run(args, started))
+        .context("cannot start the async runtime")
+        .and_then(|runtime| runtime.block_on(run(args, started)));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            let top: &(dyn std::error::Error + 'static) = e.as_ref();
+            eprintln!("Error: {}", rdma_manager_dbus::text::error_chain(top));
+            ExitCode::FAILURE
+        }
+    }
 }
 
 async fn run(args: cli::Args, started: std::time::Instant) -> anyhow::Result<()> {
@@ -41,7 +58,7 @@ async fn run(args: cli::Args, started: std::time::Instant) -> anyhow::Result<()>
     };
     let conn = client::connect(&bus)
         .await
-        .with_context(|| format!("cannot connect to the {bus:?} bus"))?;
+        .with_context(|| cannot_connect(&bus))?;
     match args.mode {
         Mode::Interactive => rdma_tui::terminal::run(conn, args.mouse, started).await,
         Mode::Json => {
@@ -49,11 +66,11 @@ async fn run(args: cli::Args, started: std::time::Instant) -> anyhow::Result<()>
             println!("{}", serde_json::to_string_pretty(&model)?);
             Ok(())
         }
-        Mode::Ibstat { device, port } => {
+        Mode::Ibstat(ibstat) => {
             let model = client::read_model(&conn).await.context(NOT_RUNNING)?;
             // As ibstat 44.0: what was printed before a failure stays printed, then the
             // message, and a failure status.
-            let run = rdma_tui::ibstat::run(&model, device.as_deref(), port);
+            let run = rdma_tui::ibstat::run(&model, &ibstat);
             let mut out = std::io::stdout().lock();
             out.write_all(run.stdout.as_bytes())?;
             out.flush()?;
@@ -66,5 +83,22 @@ async fn run(args: cli::Args, started: std::time::Instant) -> anyhow::Result<()>
     }
 }
 
-const NOT_RUNNING: &str =
-    "cannot read rdma-managerd's state (is it running? `systemctl status rdma-managerd`)";
+/// What to say when the bus cannot be reached: which bus, and what to do about it (the
+/// cause, e.g. "No such file or directory (os error 2)", follows).
+fn cannot_connect(bus: &BusChoice) -> String {
+    match bus {
+        BusChoice::System => "cannot connect to the system bus, where rdma-managerd serves \
+             (is D-Bus running? then start the service: `systemctl start rdma-managerd`; \
+             or try `rdma-tui --demo`, which needs neither)"
+            .to_string(),
+        BusChoice::Session => "cannot connect to the session bus (is a desktop session \
+             running? `rdma-managerd --session --simulate` serves there; or try \
+             `rdma-tui --demo`)"
+            .to_string(),
+        BusChoice::Address(a) => format!("cannot connect to the bus at {a}"),
+    }
+}
+
+const NOT_RUNNING: &str = "cannot read rdma-managerd's state (is it running? start it with \
+     `systemctl start rdma-managerd`, see `systemctl status rdma-managerd`; or try \
+     `rdma-tui --demo`)";

@@ -16,13 +16,16 @@ fn digit_value(b: u8) -> Option<u64> {
     }
 }
 
-/// `strtoul(s, NULL, base)` on a 64-bit Linux (`unsigned long` is 64 bits) for base 0 or 16.
-///
-/// Leading white space and one sign are skipped; base 0 picks 16 after `0x`/`0X`, 8 after a
-/// leading `0`, else 10; base 16 also accepts the `0x` prefix. Digits are read until the first
-/// character that is not a digit of the base; none at all gives 0. Overflow gives
-/// `ULONG_MAX`; a minus sign negates in unsigned arithmetic.
-pub fn strtoul(s: &str, base: u32) -> u64 {
+/// What `strtoul` and `strtol` scan: the sign, the magnitude of the digits, and whether
+/// that magnitude overflowed 64 bits.
+struct Scanned {
+    negative: bool,
+    magnitude: u64,
+    overflow: bool,
+}
+
+/// The common scan of `strtoul` / `strtol` for base 0 or 16 (see [`strtoul`]).
+fn scan(s: &str, base: u32) -> Scanned {
     let b = s.as_bytes();
     let mut i = 0;
     while i < b.len() && is_c_space(b[i]) {
@@ -55,25 +58,61 @@ pub fn strtoul(s: &str, base: u32) -> u64 {
         }
         other => u64::from(other),
     };
-    let mut value: u64 = 0;
+    let mut magnitude: u64 = 0;
     let mut overflow = false;
     while let Some(d) = b.get(i).and_then(|&c| digit_value(c)) {
         if d >= radix {
             break;
         }
-        match value.checked_mul(radix).and_then(|v| v.checked_add(d)) {
-            Some(v) => value = v,
+        match magnitude.checked_mul(radix).and_then(|v| v.checked_add(d)) {
+            Some(v) => magnitude = v,
             None => overflow = true,
         }
         i += 1;
     }
-    if overflow {
-        u64::MAX
-    } else if negative {
-        value.wrapping_neg()
-    } else {
-        value
+    Scanned {
+        negative,
+        magnitude,
+        overflow,
     }
+}
+
+/// `strtoul(s, NULL, base)` on a 64-bit Linux (`unsigned long` is 64 bits) for base 0 or 16.
+///
+/// Leading white space and one sign are skipped; base 0 picks 16 after `0x`/`0X`, 8 after a
+/// leading `0`, else 10; base 16 also accepts the `0x` prefix. Digits are read until the first
+/// character that is not a digit of the base; none at all gives 0. Overflow gives
+/// `ULONG_MAX`; a minus sign negates in unsigned arithmetic.
+pub fn strtoul(s: &str, base: u32) -> u64 {
+    let n = scan(s, base);
+    if n.overflow {
+        u64::MAX
+    } else if n.negative {
+        n.magnitude.wrapping_neg()
+    } else {
+        n.magnitude
+    }
+}
+
+/// `strtol(s, NULL, base)` on a 64-bit Linux for base 0 or 16: the scan of [`strtoul`], with
+/// a result outside `long` clamped to `LONG_MIN` / `LONG_MAX`.
+pub fn strtol(s: &str, base: u32) -> i64 {
+    let n = scan(s, base);
+    let magnitude = i128::from(n.magnitude);
+    let value = match (n.overflow, n.negative) {
+        (true, false) => return i64::MAX,
+        (true, true) => return i64::MIN,
+        (false, false) => magnitude,
+        (false, true) => -magnitude,
+    };
+    i64::try_from(value).unwrap_or(if n.negative { i64::MIN } else { i64::MAX })
+}
+
+/// `int = strtol(s, NULL, 0)` as ibstat reads its port argument: the `long` is cut to the
+/// low 32 bits (GCC's conversion to `int`).
+pub fn strtol_int(s: &str) -> i32 {
+    // Truncation is the C assignment `int = long`.
+    strtol(s, 0) as i32
 }
 
 /// libibumad `sys_read_uint` (sysfs.c): `strtoul(text, NULL, 0)` stored in an `unsigned`,
@@ -157,6 +196,26 @@ mod tests {
         assert_eq!(strtoul("zz", 16), 0);
         assert_eq!(read_uint("0x1ffffffff"), 0xffff_ffff);
         assert_eq!(read_uint("300"), 300);
+    }
+
+    #[test]
+    fn strtol_like_glibc() {
+        assert_eq!(strtol("2", 0), 2);
+        assert_eq!(strtol("0x2", 0), 2);
+        assert_eq!(strtol("010", 0), 8);
+        assert_eq!(strtol(" 3abc", 0), 3);
+        assert_eq!(strtol("abc", 0), 0);
+        assert_eq!(strtol("-1", 0), -1);
+        assert_eq!(strtol("+7", 0), 7);
+        assert_eq!(strtol("9223372036854775807", 0), i64::MAX);
+        assert_eq!(strtol("9223372036854775808", 0), i64::MAX);
+        assert_eq!(strtol("-9223372036854775808", 0), i64::MIN);
+        assert_eq!(strtol("-9223372036854775809", 0), i64::MIN);
+        assert_eq!(strtol("99999999999999999999999", 0), i64::MAX);
+        // The low 32 bits of the long, as C's `int = long` on GCC.
+        assert_eq!(strtol_int("4294967297"), 1);
+        assert_eq!(strtol_int("2147483648"), i32::MIN);
+        assert_eq!(strtol_int("-1"), -1);
     }
 
     #[test]

@@ -87,11 +87,13 @@
 //!   ibstat either. `gids/0` is never named unreadable on the bus: a port without GID 0
 //!   prints GUID 0 from both sources (the all-zero GID of an unused entry).
 
+pub mod args;
 pub mod clib;
 pub mod umad;
 
 use std::fmt::Write as _;
 
+pub use args::{IbstatArgError, IbstatArgs};
 pub use umad::{CaError, UmadCa, UmadPort};
 
 /// A device as ibstat sees it through libibumad. The service implements it on its model
@@ -330,6 +332,54 @@ fn stat_all<D: IbstatDevice>(devices: &[D], mode: Mode) -> IbstatRun {
     let mut stdout = String::new();
     for dev in device_list(devices) {
         if let Err(e) = ca_stat(&mut stdout, dev, mode) {
+            return IbstatRun::stopped(stdout, e);
+        }
+    }
+    IbstatRun {
+        stdout,
+        error: None,
+    }
+}
+
+/// One ibstat run with `args`, as ibstat 44.0's `main` does it: the devices ibstat lists,
+/// or the one named (`'NAME' IB device can't be found` when it is not listed, with nothing
+/// printed); then `-p` (the port GUIDs) before `-l` (the names) before `-s` (the headers)
+/// before a port (`ibstat DEV PORT`, which `-s` overrides) before the full output. The output
+/// up to a failure, and the failure.
+pub fn run<D: IbstatDevice>(devices: &[D], args: &IbstatArgs) -> IbstatRun {
+    let listed = device_list(devices);
+    let selected = match &args.device {
+        None => listed,
+        Some(name) => match listed.into_iter().find(|d| d.name() == name) {
+            Some(dev) => vec![dev],
+            None => {
+                let name = name.clone();
+                return IbstatRun::stopped(String::new(), IbstatError::NotFound { name });
+            }
+        },
+    };
+    let mut stdout = String::new();
+    if args.port_list {
+        for dev in selected {
+            if let Err(e) = port_guids(&mut stdout, dev) {
+                return IbstatRun::stopped(stdout, e);
+            }
+        }
+        return IbstatRun {
+            stdout,
+            error: None,
+        };
+    }
+    let dev_port = args.dev_port();
+    let mode = match u32::try_from(dev_port) {
+        _ if args.short => Mode::Short,
+        Ok(port) => Mode::Port(port),
+        Err(_) => Mode::Full,
+    };
+    for dev in selected {
+        if args.list_only {
+            let _ = writeln!(stdout, "{}", dev.name());
+        } else if let Err(e) = ca_stat(&mut stdout, dev, mode) {
             return IbstatRun::stopped(stdout, e);
         }
     }

@@ -6,93 +6,18 @@
 //! simulated host.
 
 use std::io::Write as _;
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use rdma_managerd::cli::{self, Args, Command};
 use rdma_managerd::dbus::server::{self, Bus};
 use rdma_managerd::engine::EngineConfig;
-use rdma_managerd::ibstat;
+use rdma_managerd::ibstat::{self, IbstatArgs};
 use rdma_managerd::kernel::linux::LinuxHost;
 use rdma_managerd::kernel::sim::{fixtures, traffic, HostSpec, SimHost};
 use rdma_managerd::kernel::Host;
-
-const USAGE: &str =
-    "usage: rdma-managerd [--session | --address=ADDRESS] [--simulate[=DIR]] [--sim-host=SPEC]
-                     [--tick-ms=N]
-       rdma-managerd show [--simulate[=DIR]] [--sim-host=SPEC] [--json] [DEVICE [PORT]]
-
-  (no command)    serve on the system bus as org.rdmamanager.RdmaManager1
-  --session       serve on the session bus instead (development)
-  --address=ADDR  serve on the bus at ADDR (tests)
-  show            print every RDMA device and port as ibstat does, then the IPoIB interfaces
-  --simulate      use the simulated demo host (`show` does so when this host has no RDMA)
-  --simulate=DIR  the same, with its sysfs-shaped tree kept in DIR
-  --sim-host=SPEC the simulated host: `demo` (default), `naming` (an onboard HCA, a PF and
-                  its VF, an SF and rxe: every way devices are named) or
-                  `large:DEVICES:PORTS:IPOIB` (a generated host for benchmarks, e.g.
-                  large:256:2:1024); implies --simulate
-  --tick-ms=N     port poll and sampling period in milliseconds (default 1000); the history
-                  still keeps 900 samples per port, so it covers 900 ticks (benchmarks)
-  --json          (show) print the state as JSON instead";
-
-#[derive(Default)]
-struct Args {
-    show: bool,
-    bus: Option<Bus>,
-    simulate: Option<Option<String>>,
-    sim_host: Option<String>,
-    json: bool,
-    tick_ms: Option<u64>,
-    device: Option<String>,
-    port: Option<u32>,
-}
-
-fn parse_args() -> anyhow::Result<Args> {
-    let mut out = Args::default();
-    for (i, a) in std::env::args().skip(1).enumerate() {
-        match a.as_str() {
-            "show" if i == 0 => out.show = true,
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                std::process::exit(0);
-            }
-            "--session" => out.bus = Some(Bus::Session),
-            "--system" => out.bus = Some(Bus::System),
-            "--simulate" => out.simulate = Some(None),
-            "--json" if out.show => out.json = true,
-            s if s.starts_with("--address=") => {
-                out.bus = Some(Bus::Address(s["--address=".len()..].to_string()))
-            }
-            s if s.starts_with("--simulate=") => {
-                out.simulate = Some(Some(s["--simulate=".len()..].to_string()))
-            }
-            s if s.starts_with("--tick-ms=") => {
-                let ms: u64 = s["--tick-ms=".len()..]
-                    .parse()
-                    .with_context(|| format!("{s}: expected a number of milliseconds"))?;
-                if ms == 0 {
-                    bail!("{s}: the period must be at least 1 ms");
-                }
-                out.tick_ms = Some(ms);
-            }
-            s if s.starts_with("--sim-host=") => {
-                out.sim_host = Some(s["--sim-host=".len()..].to_string());
-                out.simulate.get_or_insert(None);
-            }
-            s if s.starts_with('-') => bail!("unknown option {s}\n{USAGE}"),
-            s if out.show && out.device.is_none() => out.device = Some(s.to_string()),
-            s if out.show && out.port.is_none() => {
-                out.port = Some(
-                    s.parse()
-                        .with_context(|| format!("port {s:?} is not a number"))?,
-                )
-            }
-            s => bail!("unexpected argument {s:?}\n{USAGE}"),
-        }
-    }
-    Ok(out)
-}
 
 fn sim_spec(spec: Option<&str>) -> anyhow::Result<(HostSpec, bool)> {
     match spec {
@@ -140,31 +65,21 @@ fn make_host(
     Ok((Arc::new(sim.clone()), Some(sim), animate))
 }
 
-async fn show(args: &Args) -> anyhow::Result<()> {
+/// `rdma-managerd show`: the state as JSON, or what ibstat prints with the same arguments
+/// (then the IPoIB table, after a plain `ibstat`'s output).
+async fn show(args: &Args, json: bool, ibstat_args: &IbstatArgs) -> anyhow::Result<()> {
     let (host, _, _) = make_host(args, true)?;
     let devices = host.read_devices().await?;
     let netdevs = host.read_netdevs().await?;
-    if args.json {
+    if json {
         let state = serde_json::json!({ "devices": devices, "netdevs": netdevs });
         println!("{}", serde_json::to_string_pretty(&state)?);
         return Ok(());
     }
     // As ibstat 44.0: what was printed before a failure stays printed, then its message
     // (here with our reason behind it) and a failure status; the IPoIB table only follows a
-    // complete device list.
-    let run = match &args.device {
-        None => ibstat::run_all(&devices),
-        Some(name) => match ibstat::render_named(&devices, name, args.port) {
-            Ok(stdout) => ibstat::IbstatRun {
-                stdout,
-                error: None,
-            },
-            Err(e) => ibstat::IbstatRun {
-                stdout: String::new(),
-                error: Some(e),
-            },
-        },
-    };
+    // complete plain device list.
+    let run = ibstat::run(&devices, ibstat_args);
     let mut out = std::io::stdout().lock();
     out.write_all(run.stdout.as_bytes())?;
     if let Some(e) = run.error {
@@ -174,7 +89,7 @@ async fn show(args: &Args) -> anyhow::Result<()> {
             None => anyhow::Error::msg(e.to_string()),
         });
     }
-    if args.device.is_none() {
+    if *ibstat_args == IbstatArgs::default() {
         out.write_all(rdma_managerd::ipoib_report::render_ipoib(&devices, &netdevs).as_bytes())?;
     }
     out.flush()?;
@@ -211,7 +126,13 @@ async fn daemon(args: &Args) -> anyhow::Result<()> {
         ..EngineConfig::default()
     };
     let serving = Instant::now();
-    let conn = server::connect(&bus).await?;
+    let conn = server::connect(&bus).await.with_context(|| match &bus {
+        Bus::System => "rdma-managerd serves on the system bus: is D-Bus running? (for \
+                        development: --session or --address=ADDRESS, with --simulate)"
+            .to_string(),
+        Bus::Session => "no session bus (is a desktop session running?)".to_string(),
+        Bus::Address(a) => format!("no bus at {a}"),
+    })?;
     let service = if simulated {
         // A simulated host has no systemd or firewalld of its own to drive.
         let authorizer = rdma_managerd::dbus::polkit::Authorizer::new(&conn);
@@ -232,10 +153,11 @@ async fn daemon(args: &Args) -> anyhow::Result<()> {
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}
-        reason = lost => {
+        _ = lost => {
             // A failure status, so that systemd's Restart=on-failure starts a new daemon,
-            // which connects and owns the name again.
-            bail!("stopping: {reason}");
+            // which connects and owns the name again. The reason is logged once, by the
+            // watch (`cannot serve any longer`).
+            return Err(AlreadyLogged.into());
         }
         r = service.task => {
             r.context("the engine stopped")?;
@@ -246,6 +168,12 @@ async fn daemon(args: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A failure that was logged where it happened: main exits with a failure status without
+/// saying it again.
+#[derive(Debug, thiserror::Error)]
+#[error("(logged)")]
+struct AlreadyLogged;
+
 /// Removes a directory tree when dropped.
 struct RemoveOnDrop(std::path::PathBuf);
 
@@ -255,13 +183,19 @@ impl Drop for RemoveOnDrop {
     }
 }
 
+/// What is logged without RUST_LOG: the daemon's own messages from `info` up, zbus's only
+/// from `error`. zbus warns in its own terms about what the daemon then reports in its own
+/// (when the bus goes away: `Failed to parse NameLost`, `Broken pipe`, before the daemon's
+/// one `cannot serve any longer`); RUST_LOG=info,zbus=debug shows them.
+const DEFAULT_LOG_FILTER: &str = "info,zbus=error";
+
 /// Logs to the journal when systemd connected us to it (JOURNAL_STREAM), else to stderr.
-/// RUST_LOG filters either way (default: info).
+/// RUST_LOG filters either way (default: [`DEFAULT_LOG_FILTER`]).
 fn init_logging() {
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER));
     let registry = tracing_subscriber::registry().with(filter);
     if std::env::var_os("JOURNAL_STREAM").is_some() {
         if let Ok(journald) = tracing_journald::layer() {
@@ -280,7 +214,7 @@ fn init_logging() {
         .init();
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> ExitCode {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: before any other thread exists. Two malloc arenas instead of up to eight per
     // core: the daemon's threads mostly wait, and every arena keeps its own freed memory.
@@ -291,21 +225,50 @@ fn main() -> anyhow::Result<()> {
         libc::mallopt(libc::M_ARENA_MAX, 2);
         libc::mallopt(libc::M_MMAP_THRESHOLD, 256 * 1024);
     }
-    let args = parse_args()?;
-    if !args.show {
-        init_logging();
+    let args = match cli::parse(std::env::args().skip(1)) {
+        Ok(args) => args,
+        Err(e) => {
+            eprintln!("Error: {e}\n\n{}", cli::USAGE);
+            return ExitCode::from(2);
+        }
+    };
+    // Errors are printed here as messages (the context, then its causes): returning
+    // them from main would print a backtrace whenever RUST_BACKTRACE is set.
+    match run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.is::<AlreadyLogged>() => ExitCode::FAILURE,
+        Err(e) => {
+            let top: &(dyn std::error::Error + 'static) = e.as_ref();
+            eprintln!("Error: {}", rdma_manager_dbus::text::error_chain(top));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: Args) -> anyhow::Result<()> {
+    match &args.command {
+        Command::Help => {
+            println!("{}", cli::USAGE);
+            return Ok(());
+        }
+        Command::Version => {
+            println!("rdma-managerd {}", env!("CARGO_PKG_VERSION"));
+            return Ok(());
+        }
+        Command::Serve => init_logging(),
+        Command::Show { .. } => {}
     }
     // Two worker threads are plenty: the daemon spends its life waiting, and its blocking
     // sysfs reads go to the blocking pool.
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
-        .build()?;
+        .build()
+        .context("cannot start the async runtime")?;
     rt.block_on(async {
-        if args.show {
-            show(&args).await
-        } else {
-            daemon(&args).await
+        match &args.command {
+            Command::Show { json, ibstat } => show(&args, *json, ibstat).await,
+            _ => daemon(&args).await,
         }
     })
 }

@@ -19,7 +19,7 @@ use crate::kernel::Host;
 use crate::system::{BusSystemServices, SystemServices};
 
 /// Which bus to serve on.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Bus {
     System,
     Session,

@@ -38,3 +38,76 @@ impl TickClock {
         self.period
     }
 }
+
+/// The ticks the engine has sampled, so that no tick is sampled twice.
+///
+/// The interval that wakes the engine and the [`TickClock`] that numbers ticks are two
+/// timers: the interval started when the engine's loop did, the clock before the start-up
+/// read, so the interval fires between two ticks of the clock. When the loop is late (a
+/// long re-read, a burst of events), the interval fires the missed tick at once and the
+/// next one on its own schedule, which can be milliseconds later: both round to the same
+/// tick, and sampling that tick again gave a second `ThroughputSampled` with the same
+/// timestamp and all-zero rates (counters 2 ms apart).
+#[derive(Debug, Default)]
+pub struct SampledTicks {
+    last: Option<u64>,
+}
+
+impl SampledTicks {
+    /// Whether `tick` is due for sampling (later than every tick sampled so far); if so,
+    /// it is now sampled.
+    pub fn take(&mut self, tick: u64) -> bool {
+        if self.last.is_some_and(|last| tick <= last) {
+            return false;
+        }
+        self.last = Some(tick);
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The interval's firings when the loop is late by almost a period, numbered as the
+    /// clock numbers them: two firings round to the same tick, and only the first is
+    /// sampled.
+    #[tokio::test(start_paused = true)]
+    async fn a_late_loop_does_not_sample_a_tick_twice() {
+        let period = Duration::from_millis(1000);
+        let clock_start = tokio::time::Instant::now();
+        // The loop starts 300 ms after the clock (the start-up read).
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let mut ticker = tokio::time::interval(period);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let tick_of = |at: tokio::time::Instant| {
+            ((at - clock_start).as_secs_f64() / period.as_secs_f64()).round() as u64
+        };
+        let mut sampled = SampledTicks::default();
+        let mut fired = Vec::new();
+        for n in 0..6 {
+            ticker.tick().await;
+            let tick = tick_of(tokio::time::Instant::now());
+            fired.push((tick, sampled.take(tick)));
+            if n == 2 {
+                // The loop is busy for 1.998 periods after this tick.
+                tokio::time::sleep(Duration::from_millis(1998)).await;
+            }
+        }
+        let ticks: Vec<u64> = fired.iter().map(|(t, _)| *t).collect();
+        // Ticks 0, 1, 2; then the missed one fires late (at 4.298: tick 4) and the next
+        // on schedule 2 ms later (4.3: tick 4 again); then 5, 6.
+        assert_eq!(ticks, [0, 1, 2, 4, 4, 5], "{fired:?}");
+        let taken: Vec<u64> = fired.iter().filter(|(_, s)| *s).map(|(t, _)| *t).collect();
+        assert_eq!(taken, [0, 1, 2, 4, 5], "{fired:?}");
+    }
+
+    #[test]
+    fn earlier_ticks_are_not_taken_either() {
+        let mut s = SampledTicks::default();
+        assert!(s.take(7));
+        assert!(!s.take(7));
+        assert!(!s.take(6));
+        assert!(s.take(9));
+    }
+}

@@ -103,7 +103,11 @@ impl PortHistory {
                 ZERO
             }
         };
-        self.last = Some(now);
+        // A tick read again (or an earlier one) keeps the first reading of the tick, so the
+        // next tick's rate is over a whole period, not over the few milliseconds since.
+        if self.last.is_none_or(|prev| prev.tick < tick) {
+            self.last = Some(now);
+        }
         self.push(tick, rates, fl);
         Sample {
             tick,
@@ -211,6 +215,18 @@ mod tests {
             rx_packets: Ok(rx / 1000),
             saturated: false,
         }
+    }
+
+    #[test]
+    fn a_tick_read_twice_keeps_its_first_reading() {
+        let mut h = PortHistory::default();
+        h.record(10, 1.0, &counters(1000, 0));
+        // Read again 2 ms later: no rate of its own, and the first reading stays.
+        let again = h.record(10, 1.0, &counters(1008, 0));
+        assert_ne!(again.flags & flags::NO_DATA, 0);
+        let s = h.record(11, 1.0, &counters(5000, 0));
+        // Over the whole period from the first reading (not 3992 from the second).
+        assert_eq!(s.rates.tx_bytes, 4000.0);
     }
 
     #[test]

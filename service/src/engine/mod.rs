@@ -184,6 +184,7 @@ pub async fn start(
         state,
         history,
         clock,
+        sampled: clock::SampledTicks::default(),
         poller: Some(poller),
         forget: Vec::new(),
         stale: stale::Staleness::default(),
@@ -241,6 +242,8 @@ pub(crate) struct Engine {
     plan: Arc<PollPlan>,
     history: Arc<Mutex<History>>,
     clock: TickClock,
+    /// The ticks sampled so far: each is sampled once.
+    sampled: clock::SampledTicks,
     poller: Option<Box<dyn PortPoller>>,
     /// Devices re-read since the last poll, whose kept descriptors must be dropped.
     forget: Vec<String>,
@@ -438,6 +441,10 @@ impl Engine {
 
     async fn tick(&mut self) {
         let tick = self.clock.now();
+        if !self.sampled.take(tick) {
+            // The interval fired twice within one tick of the clock (see SampledTicks).
+            return;
+        }
         // A failed re-read is retried in full at the next tick, then with a backoff of a few
         // ticks, rather than left to the periodic resync.
         let retry = self.stale.retry_due(tick);

@@ -16,6 +16,6 @@ mod tests;
 
 pub use rdma_manager_dbus::ibstat::{
     device_list, render_all, render_all_short, render_device, render_device_port_guids,
-    render_device_short, render_list, render_named, render_port_guids, run_all, run_port_guids,
-    IbstatDevice, IbstatError, IbstatRun,
+    render_device_short, render_list, render_named, render_port_guids, run, run_all,
+    run_port_guids, IbstatArgError, IbstatArgs, IbstatDevice, IbstatError, IbstatRun,
 };

@@ -761,3 +761,131 @@ fn hand_built_gid_uses_low_64_bits() {
         Ok(include_str!("testdata/lab_mlx4_1.stdout"))
     );
 }
+
+/// One oracle case: ibstat's arguments and what ibstat 44.0 printed for them.
+struct OracleCase {
+    args: &'static [&'static str],
+    stdout: &'static str,
+    rc: &'static str,
+    stderr: &'static str,
+}
+
+macro_rules! oracle {
+    ($name:literal, $args:expr) => {
+        OracleCase {
+            args: $args,
+            stdout: include_str!(concat!("testdata/", $name, ".stdout")),
+            rc: include_str!(concat!("testdata/", $name, ".rc")),
+            stderr: "",
+        }
+    };
+    ($name:literal, $args:expr, stderr) => {
+        OracleCase {
+            stderr: include_str!(concat!("testdata/", $name, ".stderr")),
+            ..oracle!($name, $args)
+        }
+    };
+}
+
+/// The command line as both programs take ibstat's part of it (`IbstatArgs`: options, then
+/// the device and the port).
+fn ibstat_args(args: &[&str]) -> IbstatArgs {
+    let mut out = IbstatArgs::default();
+    let mut it = args.iter().map(|s| s.to_string());
+    let mut only_positional = false;
+    while let Some(a) = it.next() {
+        if a == "--" {
+            only_positional = true;
+            continue;
+        }
+        let taken = !only_positional
+            && out
+                .option(&a, || it.next())
+                .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        if !taken {
+            out.positional(&a)
+                .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        }
+    }
+    out
+}
+
+/// Every ibstat option, alone, combined, long, with a device and a port, and the failures
+/// under them, against what ibstat 44.0 printed for the same files: the same standard
+/// output, success exactly when ibstat succeeded, and ibstat's message.
+#[test]
+fn every_option_matches_ibstat() {
+    let lab_cases = [
+        oracle!("lab_all", &[]),
+        oracle!("lab_list", &["-l"]),
+        oracle!("lab_ports", &["-p"]),
+        oracle!("lab_short", &["-s"]),
+        oracle!("lab_rxe0", &["rxe0"]),
+        oracle!("lab_rxe0_1", &["rxe0", "1"]),
+        oracle!("lab_mlx4_1", &["mlx4_1"]),
+        oracle!("lab_mlx4_1_2", &["mlx4_1", "2"]),
+        oracle!("lab_mlx4_1_3", &["mlx4_1", "3"], stderr),
+        oracle!("lab_mlx4_1_0", &["mlx4_1", "0"], stderr),
+        oracle!("lab_mlx5_0_short", &["-s", "mlx5_0"]),
+        oracle!("lab_iwp0s1", &["iwp0s1"], stderr),
+        oracle!("opt_list_mlx4_1", &["-l", "mlx4_1"]),
+        oracle!("opt_ports_mlx4_1", &["-p", "mlx4_1"]),
+        oracle!("opt_short_mlx4_1_2", &["-s", "mlx4_1", "2"]),
+        oracle!("opt_lp", &["-lp"]),
+        oracle!("opt_ls", &["-l", "-s"]),
+        oracle!("opt_long", &["--list_of_cas"]),
+        oracle!("opt_long_short", &["--short"]),
+        oracle!("opt_long_ports", &["--port_list"]),
+        oracle!("opt_after", &["mlx4_1", "--short"]),
+        oracle!("opt_mlx4_1_hex", &["mlx4_1", "0x2"]),
+        oracle!("opt_mlx4_1_junk", &["mlx4_1", "2abc"]),
+        oracle!("opt_mlx4_1_word", &["mlx4_1", "abc"], stderr),
+        oracle!("opt_mlx4_1_neg", &["--", "mlx4_1", "-1"]),
+        oracle!("opt_verbose", &["-v"]),
+        oracle!("opt_config", &["-z", "/nonexistent/ibdiag.conf"]),
+        oracle!("opt_ports_nosuch", &["-p", "nosuch"], stderr),
+        oracle!("opt_list_nosuch", &["-l", "nosuch"], stderr),
+        oracle!("opt_list_iwp0s1", &["-l", "iwp0s1"], stderr),
+    ];
+    let fail_cases = [
+        oracle!("fail_all", &[], stderr),
+        oracle!("fail_list", &["-l"]),
+        oracle!("fail_ports", &["-p"], stderr),
+        oracle!("fail_short", &["-s"], stderr),
+    ];
+    let odd_cases = [
+        oracle!("odd_all", &[]),
+        oracle!("odd_ports", &["-p"]),
+        oracle!("odd_list", &["-l"]),
+        oracle!("odd_r1_3", &["r1", "3"]),
+    ];
+    for (devs, cases) in [
+        (lab(), &lab_cases[..]),
+        (fail_scenario(), &fail_cases[..]),
+        (odd(), &odd_cases[..]),
+    ] {
+        for case in cases {
+            let args = case.args;
+            let run = run(&devs, &ibstat_args(args));
+            assert_eq!(run.stdout, case.stdout, "ibstat {args:?}");
+            assert_eq!(
+                run.error.is_none(),
+                case.rc.trim() == "0",
+                "ibstat {args:?}: {:?}, ibstat's status {}",
+                run.error,
+                case.rc.trim()
+            );
+            if let Some(e) = run.error {
+                // "ibpanic: [PID] main: <message>: <errno text>" or
+                // "ibwarn: [PID] ca_stat: <message>".
+                let msg = e.to_string();
+                assert!(
+                    case.stderr.contains(&format!(": {msg}\n"))
+                        || case.stderr.contains(&format!(": {msg}: ")),
+                    "ibstat {args:?}: {msg:?} not in {:?}",
+                    case.stderr
+                );
+            }
+        }
+    }
+}

@@ -60,6 +60,25 @@ run lab_mlx4_1_3 mlx4_1 3
 run lab_mlx4_1_0 mlx4_1 0
 run lab_mlx5_0_short -s mlx5_0
 run lab_iwp0s1 iwp0s1
+# Every option of ibstat: alone, combined, long, with a device and a port, after them.
+run opt_list_mlx4_1 -l mlx4_1
+run opt_ports_mlx4_1 -p mlx4_1
+run opt_short_mlx4_1_2 -s mlx4_1 2
+run opt_lp -lp
+run opt_ls -l -s
+run opt_long --list_of_cas
+run opt_long_short --short
+run opt_long_ports --port_list
+run opt_after mlx4_1 --short
+run opt_mlx4_1_hex mlx4_1 0x2
+run opt_mlx4_1_junk mlx4_1 2abc
+run opt_mlx4_1_word mlx4_1 abc
+run opt_mlx4_1_neg -- mlx4_1 -1
+run opt_verbose -v
+run opt_config -z /nonexistent/ibdiag.conf
+run opt_ports_nosuch -p nosuch
+run opt_list_nosuch -l nosuch
+run opt_list_iwp0s1 -l iwp0s1
 
 # Scenario "odd": unusual and malformed values that libibumad still accepts.
 reset
@@ -99,6 +118,8 @@ mkdev Aok "1: CA" 0000:0000:0000:0007 0000:0000:0000:0007 - - -; okport Aok 1
 for d in a0 a1 a2 a3 a5 a9 b1; do run fail_$d $d; done
 run fail_all
 run fail_list -l
+run fail_ports -p
+run fail_short -s
 
 # Scenario "names": libibumad's 20-byte name buffer.
 reset

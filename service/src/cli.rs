@@ -1,0 +1,295 @@
+//! rdma-managerd's command line: [`USAGE`] (what `--help` prints), [`OPTIONS`] (every option
+//! [`parse`] takes, which the man page and the tests check against) and [`parse`].
+//!
+//! `show` takes ibstat's own options and arguments too (`-l`, `-s`, `-p`, `-v`, `-z FILE`,
+//! `DEVICE [PORT]`; see [`rdma_manager_dbus::ibstat::args`]), so that a script written for
+//! ibstat runs unchanged against `rdma-managerd show`.
+
+use rdma_manager_dbus::ibstat::IbstatArgs;
+
+use crate::dbus::server::Bus;
+
+pub const USAGE: &str =
+    "usage: rdma-managerd [--system | --session | --address=ADDRESS] [--simulate[=DIR]]
+                     [--sim-host=SPEC] [--tick-ms=N]
+       rdma-managerd show [--simulate[=DIR]] [--sim-host=SPEC] [--json]
+       rdma-managerd show [--simulate[=DIR]] [--sim-host=SPEC] [IBSTAT OPTIONS] [DEVICE [PORT]]
+
+  (no command)    serve on the system bus as org.rdmamanager.RdmaManager1
+  --system        serve on the system bus (the default)
+  --session       serve on the session bus instead (development)
+  --address=ADDR  serve on the bus at ADDR (tests)
+  --tick-ms=N     port poll and sampling period in milliseconds (default 1000); the history
+                  still keeps 900 samples per port, so it covers 900 ticks (benchmarks)
+  show            print every RDMA device and port as ibstat does, then the IPoIB interfaces
+  --simulate      use the simulated demo host (`show` does so when this host has no RDMA)
+  --simulate=DIR  the same, with its sysfs-shaped tree kept in DIR
+  --sim-host=SPEC the simulated host: `demo` (default), `naming` (an onboard HCA, a PF and
+                  its VF, an SF and rxe: every way devices are named) or
+                  `large:DEVICES:PORTS:IPOIB` (a generated host for benchmarks, e.g.
+                  large:256:2:1024); implies --simulate
+  --json          (show) print the state as JSON instead (docs/JSON.md)
+  -h, --help      this text
+  -V, --version   the version
+
+IBSTAT OPTIONS (show), as ibstat 44.0 prints them, byte for byte:
+  -l, --list_of_cas    the device names only
+  -s, --short          the device headers only
+  -p, --port_list      the port GUIDs only
+  -v, --verbose        taken, changes nothing (as in ibstat)
+  -z, --config FILE    taken, changes nothing (ibstat's config sets nothing it uses)
+  DEVICE [PORT]        one device, or one port of it (PORT read as C's strtol does)
+  ibstat's -d (libibumad's debug trace) is refused: nothing here reads through libibumad.";
+
+/// Every option [`parse`] takes, as `--help`, the man page and completions must list them
+/// (a trailing `=` takes a value in the same argument).
+pub const OPTIONS: [&str; 21] = [
+    "show",
+    "--system",
+    "--session",
+    "--address=",
+    "--tick-ms=",
+    "--simulate",
+    "--simulate=",
+    "--sim-host=",
+    "--json",
+    "-h",
+    "--help",
+    "-V",
+    "--version",
+    "-l",
+    "--list_of_cas",
+    "-s",
+    "--short",
+    "-p",
+    "--port_list",
+    "-v",
+    "--verbose",
+];
+
+/// Options of ibstat that take a value in the next argument (not in [`OPTIONS`], which the
+/// tests parse one by one).
+pub const IBSTAT_VALUE_OPTIONS: [&str; 2] = ["-z", "--config"];
+
+/// What to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    Serve,
+    Show { json: bool, ibstat: IbstatArgs },
+    Help,
+    Version,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Args {
+    pub command: Command,
+    pub bus: Option<Bus>,
+    pub simulate: Option<Option<String>>,
+    pub sim_host: Option<String>,
+    pub tick_ms: Option<u64>,
+}
+
+/// A command line that cannot be run, with the reason (the caller adds the usage).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+fn usage(msg: impl Into<String>) -> UsageError {
+    UsageError(msg.into())
+}
+
+/// Parses the arguments after the program name.
+pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Args, UsageError> {
+    let mut out = Args {
+        command: Command::Serve,
+        bus: None,
+        simulate: None,
+        sim_host: None,
+        tick_ms: None,
+    };
+    let mut it = args.into_iter().peekable();
+    let show = it.peek().is_some_and(|a| a == "show");
+    if show {
+        it.next();
+    }
+    let mut json = false;
+    let mut ibstat = IbstatArgs::default();
+    let mut ibstat_given: Option<String> = None;
+    let mut serve_only: Option<String> = None;
+    let mut help = false;
+    let mut version = false;
+    let mut only_positional = false;
+    while let Some(a) = it.next() {
+        if only_positional {
+            positional(show, &mut ibstat, &a)?;
+            ibstat_given.get_or_insert(a);
+            continue;
+        }
+        match a.as_str() {
+            "-h" | "--help" => help = true,
+            "-V" | "--version" => version = true,
+            "--session" => out.bus = Some(Bus::Session),
+            "--system" => out.bus = Some(Bus::System),
+            "--simulate" => out.simulate = Some(None),
+            "--json" => json = true,
+            "--" => only_positional = true,
+            s if s.starts_with("--address=") => {
+                let addr = &s["--address=".len()..];
+                if addr.is_empty() {
+                    return Err(usage("--address= needs a D-Bus address"));
+                }
+                out.bus = Some(Bus::Address(addr.to_string()));
+            }
+            s if s.starts_with("--simulate=") => {
+                let dir = &s["--simulate=".len()..];
+                if dir.is_empty() {
+                    return Err(usage("--simulate= needs a directory"));
+                }
+                out.simulate = Some(Some(dir.to_string()));
+            }
+            s if s.starts_with("--tick-ms=") => {
+                let ms: u64 = s["--tick-ms=".len()..]
+                    .parse()
+                    .map_err(|_| usage(format!("{s}: expected a number of milliseconds")))?;
+                if ms == 0 {
+                    return Err(usage(format!("{s}: the period must be at least 1 ms")));
+                }
+                out.tick_ms = Some(ms);
+            }
+            s if s.starts_with("--sim-host=") => {
+                out.sim_host = Some(s["--sim-host=".len()..].to_string());
+                out.simulate.get_or_insert(None);
+            }
+            s => {
+                let taken = ibstat
+                    .option(s, || it.next())
+                    .map_err(|e| usage(e.to_string()))?;
+                if taken {
+                    ibstat_given.get_or_insert_with(|| s.to_string());
+                } else if s.starts_with('-') && s.len() > 1 {
+                    return Err(usage(format!("unknown option {s}")));
+                } else {
+                    positional(show, &mut ibstat, s)?;
+                    ibstat_given.get_or_insert_with(|| s.to_string());
+                }
+            }
+        }
+        if matches!(a.as_str(), "--session" | "--system") || a.starts_with("--address=") {
+            serve_only.get_or_insert(a.clone());
+        }
+        if a.starts_with("--tick-ms=") {
+            serve_only.get_or_insert(a);
+        }
+    }
+    out.command = if help {
+        Command::Help
+    } else if version {
+        Command::Version
+    } else if show {
+        if let Some(opt) = &serve_only {
+            return Err(usage(format!(
+                "{opt} is for serving; `show` reads the host itself"
+            )));
+        }
+        if let (true, Some(what)) = (json, &ibstat_given) {
+            return Err(usage(format!(
+                "--json prints the whole state: {what} is ibstat's, not for --json"
+            )));
+        }
+        Command::Show { json, ibstat }
+    } else {
+        if json {
+            return Err(usage("--json is an option of `show`"));
+        }
+        if let Some(what) = ibstat_given {
+            return Err(usage(format!(
+                "{what} is for `show` (rdma-managerd show {what} ...)"
+            )));
+        }
+        Command::Serve
+    };
+    Ok(out)
+}
+
+fn positional(show: bool, ibstat: &mut IbstatArgs, arg: &str) -> Result<(), UsageError> {
+    if !show {
+        return Err(usage(format!("unexpected argument {arg:?}")));
+    }
+    ibstat.positional(arg).map_err(|e| usage(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(a: &[&str]) -> Result<Args, UsageError> {
+        parse(a.iter().map(|s| s.to_string()))
+    }
+
+    fn ibstat(a: &[&str]) -> IbstatArgs {
+        match p(a).map(|a| a.command) {
+            Ok(Command::Show {
+                ibstat,
+                json: false,
+            }) => ibstat,
+            other => panic!("{a:?}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn serve_and_show() {
+        assert_eq!(p(&[]).map(|a| a.command), Ok(Command::Serve));
+        let a = p(&["--session", "--tick-ms=10"]).expect("parses");
+        assert_eq!((a.bus, a.tick_ms), (Some(Bus::Session), Some(10)));
+        assert_eq!(p(&["--system"]).expect("parses").bus, Some(Bus::System));
+        let a = p(&["show", "--simulate", "--json"]).expect("parses");
+        assert!(matches!(a.command, Command::Show { json: true, .. }));
+        assert_eq!(a.simulate, Some(None));
+        assert!(p(&["--tick-ms=0"]).is_err());
+        assert!(p(&["--tick-ms=x"]).is_err());
+        assert!(p(&["--address="]).is_err());
+        assert!(p(&["--bogus"]).is_err_and(|e| e.0 == "unknown option --bogus"));
+        assert!(p(&["mlx4_1"]).is_err());
+        assert!(p(&["--json"]).is_err());
+        assert!(p(&["-l"]).is_err_and(|e| e.0.contains("for `show`")));
+        assert!(p(&["show", "--session"]).is_err());
+        assert!(p(&["show", "--tick-ms=5"]).is_err());
+        assert!(p(&["show", "--json", "-l"]).is_err());
+        assert!(p(&["show", "--json", "mlx4_1"]).is_err());
+        assert_eq!(p(&["show", "-h"]).map(|a| a.command), Ok(Command::Help));
+        assert_eq!(p(&["-V"]).map(|a| a.command), Ok(Command::Version));
+    }
+
+    #[test]
+    fn show_takes_ibstats_options() {
+        let a = ibstat(&["show", "-l"]);
+        assert!(a.list_only);
+        let a = ibstat(&["show", "mlx4_1", "-sp", "0x2"]);
+        assert!(a.short && a.port_list);
+        assert_eq!((a.device.as_deref(), a.dev_port()), (Some("mlx4_1"), 2));
+        let a = ibstat(&["show", "--", "mlx4_1", "-1"]);
+        assert_eq!(a.dev_port(), -1);
+        assert!(p(&["show", "-d"]).is_err_and(|e| e.0.contains("libibumad")));
+        assert!(p(&["show", "a", "1", "b"]).is_err());
+        assert!(ibstat(&["show", "-z", "/etc/x.conf", "-v"]) == IbstatArgs::default());
+    }
+
+    #[test]
+    fn every_listed_option_parses_and_is_in_the_usage() {
+        for o in OPTIONS {
+            let arg = if o.ends_with('=') {
+                format!("{o}1")
+            } else {
+                o.to_string()
+            };
+            // ibstat's options are taken after `show`.
+            let parsed = p(&[&arg]).or_else(|_| p(&["show", &arg]));
+            assert!(parsed.is_ok(), "{o}: {parsed:?}");
+            assert!(USAGE.contains(o.trim_end_matches('=')), "{o}");
+        }
+        for o in IBSTAT_VALUE_OPTIONS {
+            assert!(p(&["show", o, "/x"]).is_ok(), "{o}");
+            assert!(USAGE.contains(o), "{o}");
+        }
+    }
+}
