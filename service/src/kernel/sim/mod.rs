@@ -938,9 +938,14 @@ mod tests {
                 reads
             })
         };
+        // Counted, not timed: a loaded machine writes slowly, and the test needs enough writes
+        // interleaved with reads (a minute is only the bound against hanging).
         let start = std::time::Instant::now();
         let mut writes = 0u32;
-        while start.elapsed() < std::time::Duration::from_millis(1500) && !reader.is_finished() {
+        while writes < 40
+            && start.elapsed() < std::time::Duration::from_secs(60)
+            && !reader.is_finished()
+        {
             let (state, phys) = if writes % 2 == 0 {
                 (PortState::Down, PhysState::Disabled)
             } else {
