@@ -16,6 +16,7 @@ mod ops_naming;
 mod ops_roce;
 mod ops_soft_links;
 mod persist;
+mod renames;
 mod restore;
 mod stale;
 pub mod state;
@@ -256,6 +257,8 @@ struct Wanted {
     everything: bool,
     /// Names that appeared (added, or renamed to): what was persisted for them is re-applied.
     appeared: restore::Appeared,
+    /// Netdev renames (old, new), in order: what is remembered by name follows them.
+    renamed: Vec<(String, String)>,
 }
 
 impl Wanted {
@@ -281,6 +284,7 @@ impl Wanted {
                 self.netdevs.insert(name);
             }
             HostEvent::NetdevRenamed { old, new } => {
+                self.renamed.push((old.clone(), new.clone()));
                 self.netdevs.insert(old);
                 self.appeared.netdevs.insert(new.clone());
                 self.netdevs.insert(new);
@@ -410,6 +414,11 @@ impl Engine {
             self.refresh_naming().await;
             self.refresh_host_setup().await;
             release_freed_memory();
+        }
+        // Before the restore: a link remembered over a netdev that was renamed is found
+        // under its new name.
+        for (old, new) in &wanted.renamed {
+            self.follow_netdev_rename(old, new).await;
         }
         if !wanted.appeared.is_empty() {
             self.restore(&wanted.appeared).await;
