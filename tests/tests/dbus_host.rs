@@ -615,6 +615,32 @@ async fn bad_input_is_refused_and_changes_nothing() -> Result<()> {
             vec!["ssb", "rdma", &long, "true"],
             "InvalidArgument",
         ),
+        // A leading '-' reads as an option to modprobe; kmod takes '_' as '-'.
+        (
+            "SetModuleEnabled",
+            vec!["ssb", "rdma", "-x", "true"],
+            "InvalidArgument",
+        ),
+        (
+            "SetModuleEnabled",
+            vec!["ssb", "rdma", "-x", "false"],
+            "InvalidArgument",
+        ),
+        (
+            "SetModuleEnabled",
+            vec!["ssb", "rdma", "--help", "true"],
+            "InvalidArgument",
+        ),
+        (
+            "SetModuleEnabled",
+            vec!["ssb", "rdma", "_x", "true"],
+            "InvalidArgument",
+        ),
+        (
+            "SetModuleEnabled",
+            vec!["ssb", "rdma", "-", "true"],
+            "InvalidArgument",
+        ),
         (
             "SetModuleEnabled",
             vec!["ssb", "nosuchset", "ib_iser", "true"],

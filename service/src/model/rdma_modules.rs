@@ -94,20 +94,26 @@ pub enum RdmaModulesError {
     ModuleTooLong { len: usize },
     #[error("{0:?} cannot be part of a module name: use letters, digits, '_' and '-' (the list holds one name a line; module options belong in /etc/modprobe.d)")]
     ModuleBadChar(char),
+    #[error("a module name starts with a letter or a digit, not {0:?}: a leading '-' is read as an option by modprobe, and kmod takes '_' and '-' as the same character")]
+    ModuleLeading(char),
     #[error("{q0} is not a module list name: use lower-case letters, digits, '_' and '-' (the file is {MODULES_DIR}/<name>.conf)", q0 = quote_capped(.0))]
     BadSetName(String),
 }
 
 /// A kernel module name as the module loader accepts it: 1 to [`MODULE_NAME_MAX`] bytes of
-/// ASCII letters, digits, `_` and `-` (module file names; kmod reads `-` as `_`). Stricter
-/// than kmod, which also looks up aliases such as `pci:v*`: such a line is kept as it is but
-/// never written by the daemon.
+/// ASCII letters, digits, `_` and `-` (module file names; kmod reads `-` as `_`), starting
+/// with a letter or a digit (`8021q`): a name starting with `-` is an option on modprobe's
+/// command line, and `_x` is the same name to kmod. Stricter than kmod, which also looks up
+/// aliases such as `pci:v*`: such a line is kept as it is but never written by the daemon.
 pub fn validate_module_name(name: &str) -> Result<(), RdmaModulesError> {
-    if name.is_empty() {
+    let Some(first) = name.chars().next() else {
         return Err(RdmaModulesError::EmptyModule);
-    }
+    };
     if name.len() > MODULE_NAME_MAX {
         return Err(RdmaModulesError::ModuleTooLong { len: name.len() });
+    }
+    if first == '-' || first == '_' {
+        return Err(RdmaModulesError::ModuleLeading(first));
     }
     match name
         .chars()
@@ -861,6 +867,24 @@ iw_cm
         }
         assert!(validate_module_name(&"m".repeat(55)).is_ok());
         assert!(validate_module_name("BusLogic").is_ok());
+        assert!(validate_module_name("8021q").is_ok());
+        assert!(validate_module_name("ib-iser").is_ok());
+        // A leading '-' is an option to modprobe, and kmod reads '_' as '-'.
+        for bad in ["-x", "_x", "-", "_", "--help", "-ib_iser"] {
+            let first = bad.chars().next().unwrap_or('-');
+            assert_eq!(
+                validate_module_name(bad),
+                Err(RdmaModulesError::ModuleLeading(first)),
+                "{bad:?}"
+            );
+            assert_eq!(
+                f.set_enabled(bad, true),
+                Err(RdmaModulesError::ModuleLeading(first)),
+                "{bad:?}"
+            );
+        }
+        let msg = RdmaModulesError::ModuleLeading('-').to_string();
+        assert!(msg.contains("letter or a digit"), "{msg}");
         let msg = RdmaModulesError::ModuleBadChar(' ').to_string();
         assert!(msg.contains("modprobe.d"), "{msg}");
     }
