@@ -813,3 +813,66 @@ async fn a_hanging_unit_job_does_not_stall_port_updates() -> Result<()> {
     caller.abort();
     Ok(())
 }
+
+/// A daemon killed between making a temp file and renaming it leaves the temp file behind;
+/// the next start removes exactly those, in the directories the daemon writes.
+#[tokio::test(flavor = "multi_thread")]
+async fn leftover_temp_files_are_removed_at_start_and_nothing_else() -> Result<()> {
+    require_harness!();
+    let sim = SimHost::new(fixtures::demo_host())?;
+    fixtures::install_host_setup(&sim)?;
+    let written = [
+        "etc/rdma-manager",
+        "etc/udev/rules.d",
+        "etc/security/limits.d",
+        "etc/nfs.conf.d",
+        "etc/rdma/modules",
+    ];
+    // Names a user may well give files, none of them the daemon's pattern.
+    let users = [
+        ".rdma-manager-notes",
+        ".rdma-manager-Ab12Cd.bak",
+        "rdma-manager-Ab12Cd",
+        ".rdma-manager-Ab12C",
+    ];
+    let mut kept = Vec::new();
+    let mut leftovers = Vec::new();
+    for dir in written {
+        let d = sim.root().join(dir);
+        std::fs::create_dir_all(&d)?;
+        for (i, name) in [".rdma-manager-Ab12Cd", ".rdma-manager-x9Y8z7"]
+            .iter()
+            .enumerate()
+        {
+            let p = d.join(name);
+            std::fs::write(&p, format!("half-written {i}\n"))?;
+            leftovers.push(p);
+        }
+        for name in users {
+            let p = d.join(name);
+            std::fs::write(&p, "the user's\n")?;
+            kept.push(p);
+        }
+    }
+    // The daemon's pattern in a directory it never writes is not its business.
+    for dir in ["etc", "etc/security", "etc/udev"] {
+        let p = sim.root().join(dir).join(".rdma-manager-Ab12Cd");
+        std::fs::create_dir_all(sim.root().join(dir))?;
+        std::fs::write(&p, "not the daemon's\n")?;
+        kept.push(p);
+    }
+    let before: Vec<(std::path::PathBuf, Vec<u8>)> = kept
+        .iter()
+        .map(|p| (p.clone(), std::fs::read(p).unwrap_or_default()))
+        .collect();
+    let (t, _s) = SystemSetup::with_host_services(sim, usual).await?;
+    let left: Vec<_> = leftovers.iter().filter(|p| p.exists()).collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    for (p, bytes) in before {
+        assert_eq!(std::fs::read(&p).ok(), Some(bytes), "{}", p.display());
+    }
+    // Writes go on as before.
+    let r = call(&t, "SetModuleEnabled", &["ssb", "rdma", "rds_rdma", "true"]).await?;
+    assert!(r.is_ok(), "{r:?}");
+    Ok(())
+}

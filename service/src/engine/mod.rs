@@ -9,6 +9,7 @@
 
 pub mod clock;
 pub mod history;
+mod leftovers;
 mod ops;
 mod ops_host;
 mod ops_ipoib;
@@ -139,6 +140,8 @@ pub async fn start(
     // Subscribe before the first read so that nothing between the two is missed.
     let events = host.subscribe().await?;
     let t = std::time::Instant::now();
+    // Before anything is read or written: a write killed half-way left only its temp file.
+    leftovers::remove_leftovers(host.as_ref()).await;
     let mut state = HostState {
         config: crate::config::Desired::load(host.as_ref()).await,
         ..HostState::default()
