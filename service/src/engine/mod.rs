@@ -34,7 +34,7 @@ use tracing::{debug, info, warn};
 pub use clock::TickClock;
 pub use history::{History, Sample};
 pub use ops::OpError;
-pub use ops_host::{HostSetupState, ModuleRow, SmVerb, Step};
+pub use ops_host::{simulate_unit_started, HostSetupState, ModuleRow, SmVerb, Step};
 pub use ops_naming::NamingState;
 pub use state::{DeviceState, Dirty, HostState, IpoibState, PortRoce, Stale};
 

@@ -124,6 +124,23 @@ pub fn validate_module_name(name: &str) -> Result<(), RdmaModulesError> {
     }
 }
 
+/// Modules that are names (aliases) of another module: loading one loads the other, and only
+/// the other appears under `/sys/module`. Since Linux 4.2 the NFS over RDMA client and server
+/// are one module, `rpcrdma.ko` (`net/sunrpc/xprtrdma/module.c`: `MODULE_ALIAS("svcrdma")`,
+/// `MODULE_ALIAS("xprtrdma")`), and rdma-core's `rdma.conf` still lists the old names.
+const MERGED_INTO: &[(&str, &str)] = &[("svcrdma", "rpcrdma"), ("xprtrdma", "rpcrdma")];
+
+/// The directories under `/sys/module` whose presence means `module` is loaded: its name with
+/// `-` read as `_` (the kernel's own spelling), and the module it is an alias of.
+pub fn sysfs_module_names(module: &str) -> Vec<String> {
+    let own = module.replace('-', "_");
+    let mut names = vec![own.clone()];
+    if let Some((_, into)) = MERGED_INTO.iter().find(|(alias, _)| *alias == own) {
+        names.push((*into).to_string());
+    }
+    names
+}
+
 /// Whether two names load the same module: kmod normalises `-` to `_`.
 pub fn same_module(a: &str, b: &str) -> bool {
     a.len() == b.len()
@@ -887,6 +904,15 @@ iw_cm
         assert!(msg.contains("letter or a digit"), "{msg}");
         let msg = RdmaModulesError::ModuleBadChar(' ').to_string();
         assert!(msg.contains("modprobe.d"), "{msg}");
+    }
+
+    #[test]
+    fn loaded_modules_are_found_under_their_sysfs_names() {
+        assert_eq!(sysfs_module_names("ib_iser"), ["ib_iser"]);
+        assert_eq!(sysfs_module_names("ib-iser"), ["ib_iser"]);
+        assert_eq!(sysfs_module_names("svcrdma"), ["svcrdma", "rpcrdma"]);
+        assert_eq!(sysfs_module_names("xprtrdma"), ["xprtrdma", "rpcrdma"]);
+        assert_eq!(sysfs_module_names("rpcrdma"), ["rpcrdma"]);
     }
 
     #[test]
