@@ -28,7 +28,29 @@ macro_rules! require_harness {
 
 const IFACE: &str = "org.rdmamanager.RdmaManager1.Host";
 
+/// The stand-in systemd's units act on the simulated kernel as real ones do:
+/// rdma-load-modules@ loads its list, nfs-server has nfsd load the RDMA transport.
 async fn setup(prepare: impl FnOnce(&HostServices)) -> Result<(SystemSetup, HostServices)> {
+    let sim = SimHost::new(fixtures::demo_host())?;
+    let kernel = sim.clone();
+    SystemSetup::with_host_services(sim, move |s| {
+        prepare(s);
+        s.systemd
+            .set_on_started(std::sync::Arc::new(move |unit: String| {
+                let kernel = kernel.clone();
+                Box::pin(async move {
+                    rdma_managerd::engine::simulate_unit_started(&kernel, &unit)
+                        .await
+                        .expect("the unit acts on the simulated host");
+                })
+            }));
+    })
+    .await
+}
+
+/// As [`setup`], with a systemd whose units do nothing to the kernel (as when a listed module
+/// is not in this kernel, or nfsd cannot open its RDMA listener).
+async fn setup_inert(prepare: impl FnOnce(&HostServices)) -> Result<(SystemSetup, HostServices)> {
     let sim = SimHost::new(fixtures::demo_host())?;
     SystemSetup::with_host_services(sim, prepare).await
 }
@@ -38,10 +60,12 @@ fn usual(s: &HostServices) {
     s.systemd
         .add_unit("nfs-server.service", StandInUnit::service());
     s.systemd.add_unit("opensm.service", StandInUnit::service());
-    s.systemd.add_unit(
-        "rdma-load-modules@rdma.service",
-        StandInUnit::service().static_unit(),
-    );
+    for set in ["rdma", "infiniband"] {
+        s.systemd.add_unit(
+            &format!("rdma-load-modules@{set}.service"),
+            StandInUnit::service().static_unit(),
+        );
+    }
 }
 
 /// A property as busctl's JSON gives it.
@@ -198,7 +222,43 @@ async fn modules_enable_disable_round_trip_and_apply() -> Result<()> {
     let steps = call(&t, "ApplyModules", &["s", "rdma"])
         .await?
         .map_err(|e| anyhow::anyhow!("{e:?}"))?;
-    assert_eq!(outcomes(&steps), pairs(&[("restart", "done")]));
+    assert_eq!(
+        outcomes(&steps),
+        pairs(&[("restart", "done"), ("modules", "done")])
+    );
+    // What "done" says is what the Host object shows: every module the list enables is
+    // loaded now (ib_srpt among them, which read "not loaded" after a done restart).
+    let rows = prop(&t, "Modules").await?;
+    let not_loaded: Vec<&Value> = rows
+        .as_array()
+        .context("Modules")?
+        .iter()
+        .filter(|r| r[0] == "rdma" && r[3] == true && r[4] != true)
+        .collect();
+    assert!(not_loaded.is_empty(), "{not_loaded:?}");
+    // As the issue did it: ib_srpt enabled in infiniband.conf and that list applied.
+    call(
+        &t,
+        "SetModuleEnabled",
+        &["ssb", "infiniband", "ib_srpt", "true"],
+    )
+    .await?
+    .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    assert_eq!(
+        module(&t, "infiniband", "ib_srpt").await?,
+        Some((true, false))
+    );
+    let steps = call(&t, "ApplyModules", &["s", "infiniband"])
+        .await?
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    assert_eq!(
+        outcomes(&steps),
+        pairs(&[("restart", "done"), ("modules", "done")])
+    );
+    assert_eq!(
+        module(&t, "infiniband", "ib_srpt").await?,
+        Some((true, true))
+    );
     assert!(
         s.systemd
             .calls()
@@ -304,9 +364,15 @@ async fn nfs_rdma_enable_with_firewalld_and_disable() -> Result<()> {
             ("nfs.conf", "done"),
             ("modules", "done"),
             ("firewall", "done"),
-            ("nfs-server", "done")
+            ("nfs-server", "done"),
+            ("nfs-server at boot", "done"),
+            ("rdma listener", "done")
         ])
     );
+    // The guide's server runs from boot, with its RDMA transport loaded.
+    let server = prop(&t, "NfsServer").await?;
+    assert!(server.to_string().contains("\"enabled\""), "{server}");
+    assert_eq!(module(&t, "rdma", "svcrdma").await?, Some((true, true)));
     let dropin = t
         .etc_file("/etc/nfs.conf.d/zz-rdma-manager.conf")
         .context("drop-in")?;
@@ -350,7 +416,9 @@ async fn nfs_rdma_enable_with_firewalld_and_disable() -> Result<()> {
             ("nfs.conf", "unchanged"),
             ("modules", "unchanged"),
             ("firewall", "unchanged"),
-            ("nfs-server", "done")
+            ("nfs-server", "done"),
+            ("nfs-server at boot", "unchanged"),
+            ("rdma listener", "done")
         ])
     );
 
@@ -615,6 +683,32 @@ async fn bad_input_is_refused_and_changes_nothing() -> Result<()> {
             vec!["ssb", "rdma", &long, "true"],
             "InvalidArgument",
         ),
+        // A leading '-' reads as an option to modprobe; kmod takes '_' as '-'.
+        (
+            "SetModuleEnabled",
+            vec!["ssb", "rdma", "-x", "true"],
+            "InvalidArgument",
+        ),
+        (
+            "SetModuleEnabled",
+            vec!["ssb", "rdma", "-x", "false"],
+            "InvalidArgument",
+        ),
+        (
+            "SetModuleEnabled",
+            vec!["ssb", "rdma", "--help", "true"],
+            "InvalidArgument",
+        ),
+        (
+            "SetModuleEnabled",
+            vec!["ssb", "rdma", "_x", "true"],
+            "InvalidArgument",
+        ),
+        (
+            "SetModuleEnabled",
+            vec!["ssb", "rdma", "-", "true"],
+            "InvalidArgument",
+        ),
         (
             "SetModuleEnabled",
             vec!["ssb", "nosuchset", "ib_iser", "true"],
@@ -785,5 +879,116 @@ async fn a_hanging_unit_job_does_not_stall_port_updates() -> Result<()> {
     }
     assert!(!caller.is_finished(), "the restart job does not end");
     caller.abort();
+    Ok(())
+}
+
+/// A daemon killed between making a temp file and renaming it leaves the temp file behind;
+/// the next start removes exactly those, in the directories the daemon writes.
+#[tokio::test(flavor = "multi_thread")]
+async fn leftover_temp_files_are_removed_at_start_and_nothing_else() -> Result<()> {
+    require_harness!();
+    let sim = SimHost::new(fixtures::demo_host())?;
+    fixtures::install_host_setup(&sim)?;
+    let written = [
+        "etc/rdma-manager",
+        "etc/udev/rules.d",
+        "etc/security/limits.d",
+        "etc/nfs.conf.d",
+        "etc/rdma/modules",
+    ];
+    // Names a user may well give files, none of them the daemon's pattern.
+    let users = [
+        ".rdma-manager-notes",
+        ".rdma-manager-Ab12Cd.bak",
+        "rdma-manager-Ab12Cd",
+        ".rdma-manager-Ab12C",
+    ];
+    let mut kept = Vec::new();
+    let mut leftovers = Vec::new();
+    for dir in written {
+        let d = sim.root().join(dir);
+        std::fs::create_dir_all(&d)?;
+        for (i, name) in [".rdma-manager-Ab12Cd", ".rdma-manager-x9Y8z7"]
+            .iter()
+            .enumerate()
+        {
+            let p = d.join(name);
+            std::fs::write(&p, format!("half-written {i}\n"))?;
+            leftovers.push(p);
+        }
+        for name in users {
+            let p = d.join(name);
+            std::fs::write(&p, "the user's\n")?;
+            kept.push(p);
+        }
+    }
+    // The daemon's pattern in a directory it never writes is not its business.
+    for dir in ["etc", "etc/security", "etc/udev"] {
+        let p = sim.root().join(dir).join(".rdma-manager-Ab12Cd");
+        std::fs::create_dir_all(sim.root().join(dir))?;
+        std::fs::write(&p, "not the daemon's\n")?;
+        kept.push(p);
+    }
+    let before: Vec<(std::path::PathBuf, Vec<u8>)> = kept
+        .iter()
+        .map(|p| (p.clone(), std::fs::read(p).unwrap_or_default()))
+        .collect();
+    let (t, _s) = SystemSetup::with_host_services(sim, usual).await?;
+    let left: Vec<_> = leftovers.iter().filter(|p| p.exists()).collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    for (p, bytes) in before {
+        assert_eq!(std::fs::read(&p).ok(), Some(bytes), "{}", p.display());
+    }
+    // Writes go on as before.
+    let r = call(&t, "SetModuleEnabled", &["ssb", "rdma", "rds_rdma", "true"]).await?;
+    assert!(r.is_ok(), "{r:?}");
+    Ok(())
+}
+
+/// A systemd whose restart loads nothing (a listed module this kernel lacks, a transport
+/// nfsd could not load): the steps say what is still not done instead of "done".
+#[tokio::test(flavor = "multi_thread")]
+async fn results_say_what_is_still_not_done() -> Result<()> {
+    require_harness!();
+    let (t, _s) = setup_inert(usual).await?;
+    call(
+        &t,
+        "SetModuleEnabled",
+        &["ssb", "infiniband", "ib_srpt", "true"],
+    )
+    .await?
+    .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    let steps = call(&t, "ApplyModules", &["s", "infiniband"])
+        .await?
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    assert_eq!(
+        outcomes(&steps),
+        pairs(&[("restart", "done"), ("modules", "failed")])
+    );
+    let text = steps.to_string();
+    assert!(
+        text.contains("still not loaded")
+            && text.contains("ib_srpt")
+            && text.contains("journalctl"),
+        "{text}"
+    );
+    // ib_ipoib and ib_umad are loaded (the fixture's /sys/module has them): not named.
+    assert!(
+        !text.contains("ib_ipoib") && !text.contains("ib_umad"),
+        "{text}"
+    );
+
+    // A host where the RPC-over-RDMA transport is not loaded and nothing loads it.
+    t.sim.set_module_loaded("rpcrdma", false)?;
+    let steps = call(&t, "SetNfsRdma", &["bq", "true", "0"])
+        .await?
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    let o = outcomes(&steps);
+    assert_eq!(
+        o.last(),
+        Some(&("rdma listener".to_string(), "failed".to_string())),
+        "{steps}"
+    );
+    assert!(steps.to_string().contains("modprobe svcrdma"), "{steps}");
     Ok(())
 }

@@ -893,3 +893,119 @@ async fn a_broken_file_is_reported_kept_and_blocks_changes() {
     assert_eq!(r.snapshot(), before);
     assert_eq!(r.file().as_deref(), Some(broken));
 }
+
+/// What the daemon publishes of the IPoIB interfaces: (name, parent name) of each object,
+/// read afresh from the service.
+async fn published(r: &Running) -> Vec<(String, String)> {
+    let root = rdma_manager_dbus::ManagerProxy::builder(&r.client)
+        .cache_properties(zbus::proxy::CacheProperties::No)
+        .build()
+        .await
+        .expect("root proxy");
+    let mut out = Vec::new();
+    for path in root.ipoib_interfaces().await.expect("IpoibInterfaces") {
+        let p = r.proxy_at(path).await;
+        out.push((p.name().await.unwrap(), p.parent_name().await.unwrap()));
+    }
+    out.sort();
+    out
+}
+
+/// The one child `ib0.8005` under `hpc_ib0`, as the objects, the kernel and ipoib.toml see it.
+async fn one_child_under_the_new_name(r: &Running, file: &str) {
+    let children: Vec<_> = published(r)
+        .await
+        .into_iter()
+        .filter(|(n, _)| n == "ib0.8005")
+        .collect();
+    assert_eq!(
+        children,
+        [("ib0.8005".to_string(), "hpc_ib0".to_string())],
+        "one child, under the parent's new name"
+    );
+    let parent = r.proxy("hpc_ib0").await;
+    let child_path = r.path_of("ib0.8005");
+    assert_eq!(parent.children().await.unwrap(), vec![child_path.clone()]);
+    assert_eq!(
+        parent.persisted_children().await.unwrap(),
+        vec![(0x8005, "ib0.8005".to_string())]
+    );
+    let child = r.proxy_at(child_path).await;
+    assert_eq!(child.parent().await.unwrap(), r.path_of("hpc_ib0"));
+    assert!(child.persisted().await.unwrap());
+    let in_kernel: Vec<_> = r
+        .netdevs()
+        .into_iter()
+        .filter(|n| n.ipoib.as_ref().is_some_and(|i| i.pkey == 0x8005))
+        .map(|n| (n.name, ipoib_of_owned(n.ipoib).parent))
+        .collect();
+    assert_eq!(
+        in_kernel,
+        [("ib0.8005".to_string(), Some("hpc_ib0".to_string()))]
+    );
+    // Remembered under the port's GUID, with the name it has.
+    assert_eq!(r.file().as_deref(), Some(file));
+    let c = r.persisted();
+    let e = c.port(Guid(MLX4_GUID)).and_then(|p| p.child(0x8005));
+    assert_eq!(e.map(|e| e.name.as_str()), Some("ib0.8005"));
+}
+
+fn ipoib_of_owned(
+    i: Option<rdma_managerd::kernel::sim::SimIpoib>,
+) -> rdma_managerd::kernel::sim::SimIpoib {
+    i.expect("an IPoIB netdev")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renaming_a_parent_takes_its_children_along() {
+    let dir = tempfile::tempdir().expect("dir");
+    let Some(mut r) = start_on(rebooted(dir.path())).await else {
+        return;
+    };
+    let ib0 = r.proxy("ib0").await;
+    ib0.create_child(0x8005, "", HashMap::new())
+        .await
+        .expect("child");
+    let file = r.file().expect("remembered");
+    let root = rdma_manager_dbus::ManagerProxy::new(&r.client)
+        .await
+        .expect("root proxy");
+    // As the Naming page does: the port's interface gets a name, now.
+    root.set_ipoib_name(&Guid(MLX4_GUID).to_string(), "hpc_ib0", true)
+        .await
+        .expect("renamed");
+    // Published before the reply.
+    one_child_under_the_new_name(&r, &file).await;
+
+    // A restart on the same tree (the kernel keeps both interfaces): still one child.
+    if let Some(s) = r.service.take() {
+        s.stop_keeping_tree().await;
+    }
+    r.service = Some(serve_sim(&r.bus, &r.sim, fast()).await.expect("restarts"));
+    one_child_under_the_new_name(&r, &file).await;
+
+    // A child renamed by hand is remembered under its new name.
+    r.sim
+        .rename_netdev("ib0.8005", "storage5")
+        .await
+        .expect("renamed by hand");
+    eventually("ipoib.toml to follow the child's rename", || {
+        r.persisted()
+            .port(Guid(MLX4_GUID))
+            .and_then(|p| p.child(0x8005))
+            .is_some_and(|e| e.name == "storage5")
+    })
+    .await;
+    let parent = r.proxy("hpc_ib0").await;
+    assert_eq!(
+        parent.persisted_children().await.unwrap(),
+        vec![(0x8005, "storage5".to_string())]
+    );
+    let children: Vec<_> = published(&r)
+        .await
+        .into_iter()
+        .filter(|(n, _)| n.starts_with("ib0.") || n == "storage5")
+        .collect();
+    assert_eq!(children, [("storage5".to_string(), "hpc_ib0".to_string())]);
+    drop(dir);
+}

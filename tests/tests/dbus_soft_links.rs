@@ -232,3 +232,69 @@ async fn a_broken_file_is_reported_and_never_overwritten() -> Result<()> {
     assert_eq!(t.etc_file(FILE).as_deref(), Some(broken));
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_remembered_link_follows_its_renamed_netdev() -> Result<()> {
+    require_harness!();
+    let mut t = setup().await?;
+    let reply = t
+        .manager(None, "AddSoftLink", &["sss", "rxe1", "rxe", "eth1"])
+        .await?;
+    assert!(matches!(reply, Reply::Ok(_)), "{reply:?}");
+    // Renamed by hand (`ip link set eth1 name lan1`): the kernel's rxe follows it, and so
+    // must what is remembered, or the next start would look for eth1.
+    t.sim.rename_netdev("eth1", "lan1").await?;
+    eventually(&t, "soft-links.toml to follow", |t| {
+        t.etc_file(FILE)
+            .is_some_and(|f| f.contains("netdev = \"lan1\"") && !f.contains("eth1"))
+    })
+    .await;
+    let reply = t
+        .call(
+            None,
+            rdma_manager_dbus::ROOT_PATH,
+            "org.freedesktop.DBus.Properties",
+            "Get",
+            &["ss", rdma_manager_dbus::BUS_NAME, "SoftLinks"],
+        )
+        .await?;
+    assert!(
+        matches!(&reply, Reply::Ok(o) if o.contains("\"rxe1\" \"rxe\" \"lan1\"") && !o.contains("eth1")),
+        "{reply:?}"
+    );
+    // A rename of an interface that carries no remembered link changes nothing.
+    let before = t.etc_file(FILE);
+    t.sim.rename_netdev("eth2", "lan2").await?;
+    t.sim.rename_netdev("lan2", "eth2").await?;
+    assert_eq!(t.etc_file(FILE), before);
+
+    // A reboot: the kernel forgets the link; it comes back over the renamed interface.
+    t.restart_daemon(|sim| {
+        let sim = sim.clone();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .build()
+                .expect("runtime");
+            let index = sim
+                .spec()
+                .devices
+                .iter()
+                .find(|d| d.name == "rxe1")
+                .map(|d| d.index)
+                .expect("present");
+            rt.block_on(sim.delete_link(index)).expect("deleted");
+        })
+        .join()
+        .expect("thread");
+    })
+    .await?;
+    eventually(&t, "rxe1 re-created over lan1", |t| {
+        t.sim
+            .spec()
+            .devices
+            .iter()
+            .any(|d| d.name == "rxe1" && d.parent_netdev.as_deref() == Some("lan1"))
+    })
+    .await;
+    Ok(())
+}

@@ -412,3 +412,45 @@ async fn deleting_a_veth_unregisters_its_rxe() {
         "a veth takes its peer with it"
     );
 }
+
+#[tokio::test]
+async fn a_renamed_parent_is_named_by_its_children() {
+    // One child made through sysfs `create_child` (it has a `parent` file), one over
+    // rtnetlink (its parent comes from IFLA_LINK): the kernel names the parent by its current
+    // name in both, and sends no event for the children.
+    let mut spec = fixtures::demo_host();
+    for n in &mut spec.netdevs {
+        if n.name == "ibp59s0f0.8002" {
+            if let Some(ib) = n.ipoib.as_mut() {
+                ib.legacy_files = true;
+            }
+        }
+    }
+    let h = SimHost::new(spec).expect("host");
+    let mut events = h.subscribe().await.expect("events");
+    h.rename_netdev("ibp59s0f0", "hpc_ib1")
+        .await
+        .expect("renamed");
+    let file = h.root().join("sys/class/net/ibp59s0f0.8002/parent");
+    assert_eq!(
+        std::fs::read_to_string(&file).expect("parent file").trim(),
+        "hpc_ib1"
+    );
+    for child in ["ibp59s0f0.8002", "ibp59s0f0.8003"] {
+        let nd = h.read_netdev(child).await.expect("child");
+        let parent = nd.ipoib.as_ref().and_then(|i| i.parent.clone());
+        assert_eq!(parent.as_deref(), Some("hpc_ib1"), "{child}");
+    }
+    let ev = tokio::time::timeout(Duration::from_secs(1), events.recv())
+        .await
+        .expect("an event")
+        .expect("open");
+    assert_eq!(
+        ev,
+        HostEvent::NetdevRenamed {
+            old: "ibp59s0f0".into(),
+            new: "hpc_ib1".into()
+        }
+    );
+    assert!(events.try_recv().is_err(), "no event for the children");
+}

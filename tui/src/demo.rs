@@ -107,13 +107,15 @@ pub async fn start() -> anyhow::Result<Demo> {
     let traffic = traffic::spawn_demo_traffic(sim.clone(), Duration::from_secs(1));
     let conn = server::connect(&Bus::Address(address.clone())).await?;
     let authorizer = Authorizer::same_user_for_simulation(&conn);
+    // The simulated units act on the simulated kernel as real ones do (module lists, nfsd).
+    let system = rdma_managerd::system::sim::SimSystemServices::new().with_host(sim.clone());
     let service = server::serve_with(
         conn,
         Arc::new(sim),
         true,
         EngineConfig::default(),
         authorizer,
-        Arc::new(rdma_managerd::system::sim::SimSystemServices::new()),
+        Arc::new(system),
     )
     .await?;
     Ok(Demo {

@@ -133,10 +133,12 @@ async fn daemon(args: &Args) -> anyhow::Result<()> {
         Bus::Session => "no session bus (is a desktop session running?)".to_string(),
         Bus::Address(a) => format!("no bus at {a}"),
     })?;
-    let service = if simulated {
-        // A simulated host has no systemd or firewalld of its own to drive.
+    let service = if let Some(sim) = &sim {
+        // A simulated host has no systemd or firewalld of its own to drive; the simulated
+        // units act on the simulated kernel as real ones do (module lists, nfsd).
         let authorizer = rdma_managerd::dbus::polkit::Authorizer::new(&conn);
-        let system = Arc::new(rdma_managerd::system::sim::SimSystemServices::new());
+        let system =
+            Arc::new(rdma_managerd::system::sim::SimSystemServices::new().with_host(sim.clone()));
         server::serve_with(conn, host, simulated, config, authorizer, system).await?
     } else {
         server::serve(conn, host, simulated, config).await?

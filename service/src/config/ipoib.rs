@@ -185,6 +185,32 @@ impl IpoibConfig {
         &mut self.ports[i]
     }
 
+    /// The file after the remembered child of `guid` with `pkey` was renamed from `old` to
+    /// `new` (by hand, or by a udev rule): it is re-created under the name it has. Another
+    /// child remembered under `new` (absent, as the name was free) gives way, so that no two
+    /// children share a name. `None` when nothing changes.
+    pub fn after_child_rename(
+        &self,
+        guid: Guid,
+        pkey: u16,
+        old: &str,
+        new: &str,
+    ) -> Option<IpoibConfig> {
+        let child = self.port(guid).and_then(|p| p.child(pkey))?;
+        if old == new || child.name != old {
+            return None;
+        }
+        let mut out = self.clone();
+        for p in &mut out.ports {
+            p.children.retain(|c| c.name != new);
+        }
+        if let Some(c) = out.port_mut(guid).child_mut(pkey) {
+            c.name = new.to_string();
+        }
+        out.prune();
+        Some(out)
+    }
+
     /// Drops port entries left with nothing to re-apply.
     pub fn prune(&mut self) {
         self.ports.retain(|p| !p.is_empty());
@@ -512,6 +538,41 @@ guid = \"0XB8599F0300D4E62A\"
                 other => panic!("{bad:?} gave {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn a_child_follows_its_rename() {
+        let g = Guid(0xf452_1403_0003_9381);
+        let c = sample();
+        let after = c
+            .after_child_rename(g, 0x0002, "ib0.0002", "fast")
+            .expect("changed");
+        assert_eq!(
+            after
+                .port(g)
+                .and_then(|p| p.child(0x8002))
+                .map(|c| c.name.as_str()),
+            Some("fast")
+        );
+        assert_eq!(after.port(g).map(|p| p.children.len()), Some(2));
+        // Not that child's old name, another port, an unknown P_Key: nothing changes.
+        assert_eq!(c.after_child_rename(g, 0x8002, "ib0.x", "fast"), None);
+        assert_eq!(
+            c.after_child_rename(Guid(0xb859_9f03_00d4_e62a), 0x8002, "ib0.0002", "f"),
+            None
+        );
+        assert_eq!(c.after_child_rename(g, 0x8011, "ib0.0002", "fast"), None);
+        // A remembered child under the new name gives way; the file stays valid.
+        let after = c
+            .after_child_rename(g, 0x8002, "ib0.0002", "storage")
+            .expect("changed");
+        let names: Vec<&str> = after.ports[0]
+            .children
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect();
+        assert_eq!(names, ["storage"]);
+        assert_eq!(after.validate(), Ok(()));
     }
 
     #[test]

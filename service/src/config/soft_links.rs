@@ -31,6 +31,22 @@ impl SoftLinks {
     pub fn by_name(&self, name: &str) -> Option<&SoftLinkEntry> {
         self.links.iter().find(|l| l.name == name)
     }
+
+    /// The file after the netdev `old` carrying link `link` was renamed to `new`: the entry
+    /// follows its netdev (the kernel's rxe and siw do). Another entry that named `new` named
+    /// an interface that is not there (the name was free for the rename) and would now
+    /// claim the same netdev twice: it is dropped. `None` when nothing changes.
+    pub fn after_netdev_rename(&self, link: &str, old: &str, new: &str) -> Option<SoftLinks> {
+        if old == new || !self.links.iter().any(|l| l.name == link && l.netdev == old) {
+            return None;
+        }
+        let mut out = self.clone();
+        out.links.retain(|l| l.name == link || l.netdev != new);
+        for l in out.links.iter_mut().filter(|l| l.name == link) {
+            l.netdev = new.to_string();
+        }
+        Some(out)
+    }
 }
 
 impl ConfigFile for SoftLinks {
@@ -99,6 +115,34 @@ mod tests {
         assert!(text.starts_with("# Soft RDMA links"), "{text}");
         assert!(text.contains("[[link]]\nname = \"rxe0\"\ntype = \"rxe\"\nnetdev = \"eth0\"\n"));
         assert_eq!(parse::<SoftLinks>(text.as_bytes()), Ok(two()));
+    }
+
+    #[test]
+    fn an_entry_follows_its_netdevs_rename() {
+        let c = two();
+        let after = c
+            .after_netdev_rename("rxe0", "eth0", "lan0")
+            .expect("changed");
+        assert_eq!(
+            after.by_name("rxe0").map(|l| l.netdev.as_str()),
+            Some("lan0")
+        );
+        assert_eq!(after.by_name("siw_lab"), c.by_name("siw_lab"));
+        // Another link's netdev, an unrelated link, or no rename at all: nothing changes.
+        assert_eq!(c.after_netdev_rename("rxe0", "veth1", "x"), None);
+        assert_eq!(c.after_netdev_rename("rxe9", "eth0", "x"), None);
+        assert_eq!(c.after_netdev_rename("rxe0", "eth0", "eth0"), None);
+        // An entry naming the new name (an interface that was not there) gives way, so the
+        // file stays valid.
+        let after = c
+            .after_netdev_rename("rxe0", "eth0", "veth1")
+            .expect("changed");
+        assert_eq!(after.links.len(), 1);
+        assert_eq!(
+            after.by_name("rxe0").map(|l| l.netdev.as_str()),
+            Some("veth1")
+        );
+        assert_eq!(after.validate(), Ok(()));
     }
 
     #[test]

@@ -9,6 +9,7 @@
 
 pub mod clock;
 pub mod history;
+mod leftovers;
 mod ops;
 mod ops_host;
 mod ops_ipoib;
@@ -16,6 +17,7 @@ mod ops_naming;
 mod ops_roce;
 mod ops_soft_links;
 mod persist;
+mod renames;
 mod restore;
 mod stale;
 pub mod state;
@@ -32,7 +34,7 @@ use tracing::{debug, info, warn};
 pub use clock::TickClock;
 pub use history::{History, Sample};
 pub use ops::OpError;
-pub use ops_host::{HostSetupState, ModuleRow, SmVerb, Step};
+pub use ops_host::{simulate_unit_started, HostSetupState, ModuleRow, SmVerb, Step};
 pub use ops_naming::NamingState;
 pub use state::{DeviceState, Dirty, HostState, IpoibState, PortRoce, Stale};
 
@@ -138,6 +140,8 @@ pub async fn start(
     // Subscribe before the first read so that nothing between the two is missed.
     let events = host.subscribe().await?;
     let t = std::time::Instant::now();
+    // Before anything is read or written: a write killed half-way left only its temp file.
+    leftovers::remove_leftovers(host.as_ref()).await;
     let mut state = HostState {
         config: crate::config::Desired::load(host.as_ref()).await,
         ..HostState::default()
@@ -259,6 +263,8 @@ struct Wanted {
     everything: bool,
     /// Names that appeared (added, or renamed to): what was persisted for them is re-applied.
     appeared: restore::Appeared,
+    /// Netdev renames (old, new), in order: what is remembered by name follows them.
+    renamed: Vec<(String, String)>,
 }
 
 impl Wanted {
@@ -284,6 +290,7 @@ impl Wanted {
                 self.netdevs.insert(name);
             }
             HostEvent::NetdevRenamed { old, new } => {
+                self.renamed.push((old.clone(), new.clone()));
                 self.netdevs.insert(old);
                 self.appeared.netdevs.insert(new.clone());
                 self.netdevs.insert(new);
@@ -413,6 +420,11 @@ impl Engine {
             self.refresh_naming().await;
             self.refresh_host_setup().await;
             release_freed_memory();
+        }
+        // Before the restore: a link remembered over a netdev that was renamed is found
+        // under its new name.
+        for (old, new) in &wanted.renamed {
+            self.follow_netdev_rename(old, new).await;
         }
         if !wanted.appeared.is_empty() {
             self.restore(&wanted.appeared).await;

@@ -130,10 +130,7 @@ async fn read_modules(host: &dyn Host) -> Vec<ModuleRow> {
             continue;
         };
         for e in ModulesFile::parse(&bytes).modules() {
-            let loaded = host
-                .module_loaded(&e.module.replace('-', "_"))
-                .await
-                .unwrap_or(false);
+            let loaded = module_loaded(host, &e.module).await;
             rows.push(ModuleRow {
                 set: set.to_string(),
                 module: e.module,
@@ -145,6 +142,59 @@ async fn read_modules(host: &dyn Host) -> Vec<ModuleRow> {
         }
     }
     rows
+}
+
+/// Whether a module (by any name a module list uses) is loaded now; unreadable reads as not.
+async fn module_loaded(host: &dyn Host, module: &str) -> bool {
+    for name in rdma_modules::sysfs_module_names(module) {
+        if host.module_loaded(&name).await.unwrap_or(false) {
+            return true;
+        }
+    }
+    false
+}
+
+/// The modules a list enables, split into (loaded, not loaded) as the kernel has them now.
+async fn enabled_modules_loaded(host: &dyn Host, set: &str) -> (Vec<String>, Vec<String>) {
+    let (mut loaded, mut missing) = (Vec::new(), Vec::new());
+    let Ok(path) = rdma_modules::modules_file_path(set) else {
+        return (loaded, missing);
+    };
+    let Some(bytes) = read_opt(host, &path.to_string_lossy()).await else {
+        return (loaded, missing);
+    };
+    for e in ModulesFile::parse(&bytes).modules() {
+        if !e.enabled {
+            continue;
+        }
+        if module_loaded(host, &e.module).await {
+            loaded.push(e.module);
+        } else {
+            missing.push(e.module);
+        }
+    }
+    (loaded, missing)
+}
+
+/// What the restart of a module list's unit achieved, as the kernel shows it: systemd-modules-
+/// load skips a module the kernel does not have without failing, so a `done` job does not
+/// mean every module listed is loaded.
+fn modules_step(unit: &str, loaded: &[String], missing: &[String]) -> Step {
+    if missing.is_empty() {
+        return step(
+            "modules",
+            "done",
+            format!("every module the list enables is loaded ({})", loaded.len()),
+        );
+    }
+    step(
+        "modules",
+        "failed",
+        format!(
+            "still not loaded: {}; systemd-modules-load skips a module this kernel does not have (check with modinfo) and logs why one failed to load (journalctl -u {unit})",
+            missing.join(", ")
+        ),
+    )
 }
 
 async fn limits_sources(host: &dyn Host) -> memlock::LimitsSources {
@@ -255,6 +305,48 @@ async fn nfs_sources(host: &dyn Host) -> nfs_conf::NfsConfSources {
         }
     }
     s
+}
+
+/// What a unit that started (or restarted) does to the kernel, for a simulated host whose
+/// systemd must agree with the real one: `rdma-load-modules@<set>.service` runs
+/// systemd-modules-load on `/etc/rdma/modules/<set>.conf`, which loads every module the list
+/// enables (under its kernel name: svcrdma and xprtrdma are rpcrdma); `nfs-server.service`
+/// has nfsd open its RDMA listener when nfs.conf enables it, and the kernel then loads the
+/// transport (`svc_xprt_create` asks for `svcrdma`, an alias of rpcrdma).
+pub async fn simulate_unit_started(
+    sim: &crate::kernel::sim::SimHost,
+    unit: &str,
+) -> Result<(), crate::kernel::HostError> {
+    let load = |module: &str| {
+        let names = rdma_modules::sysfs_module_names(module);
+        let real = names.last().cloned().unwrap_or_default();
+        sim.set_module_loaded(&real, true)
+    };
+    if let Some(set) = unit
+        .strip_prefix("rdma-load-modules@")
+        .and_then(|u| u.strip_suffix(".service"))
+    {
+        let Ok(path) = rdma_modules::modules_file_path(set) else {
+            return Ok(());
+        };
+        let Some(bytes) = sim.read_file(&path).await? else {
+            return Ok(());
+        };
+        for e in ModulesFile::parse(&bytes).modules() {
+            if e.enabled {
+                load(&e.module)?;
+            }
+        }
+    } else if unit == NFS_SERVER_UNIT {
+        let sources = nfs_sources(sim).await;
+        if matches!(
+            nfs_conf::resolve(&sources).state,
+            NfsRdmaState::Enabled { .. }
+        ) {
+            load("svcrdma")?;
+        }
+    }
+    Ok(())
 }
 
 fn read_nfs(st: &mut HostSetupState, sources: &nfs_conf::NfsConfSources) {
@@ -481,17 +573,23 @@ impl EngineHandle {
     pub async fn apply_modules(&self, set: &str) -> Result<Vec<Step>, OpError> {
         let _serial = self.host_setup.lock.lock().await;
         let unit = modules_unit(set);
-        let set = set.to_string();
-        self.call(move |e| Box::pin(async move { e.modules_file_exists(&set).await }))
+        let owned = set.to_string();
+        self.call(move |e| Box::pin(async move { e.modules_file_exists(&owned).await }))
             .await?;
         let r = self.host_setup.system.restart_unit(&unit).await;
         self.refresh_host_setup().await?;
         match r {
-            Ok(res) => Ok(vec![step(
-                "restart",
-                "done",
-                format!("{unit} restarted (job result {res}); modules already loaded stay loaded"),
-            )]),
+            Ok(res) => {
+                let (loaded, missing) = enabled_modules_loaded(self.host.as_ref(), set).await;
+                Ok(vec![
+                    step(
+                        "restart",
+                        "done",
+                        format!("{unit} restarted (job result {res}); modules already loaded stay loaded"),
+                    ),
+                    modules_step(&unit, &loaded, &missing),
+                ])
+            }
             Err(SystemError::JobFailed { result, .. }) => Ok(vec![step(
                 "restart",
                 "failed",
@@ -601,8 +699,29 @@ impl EngineHandle {
                 ));
             }
         }
-        // (4) the server reads nfs.conf when it starts.
-        steps.push(restart_nfs_server(system).await);
+        // (4) the server reads nfs.conf when it starts; the guide's server runs from boot
+        // (`systemctl enable --now nfs-server`), or the RDMA listener is gone after a reboot.
+        let restarted = restart_nfs_server(system).await;
+        let server_ok = restarted.1 == "done";
+        steps.push(restarted);
+        if server_ok {
+            steps.push(enable_nfs_server(system).await);
+            // (5) the RDMA listener: nfsd loads the transport module (rpcrdma, alias svcrdma)
+            // when it opens the rdma port; not loaded means no RDMA listener.
+            steps.push(if module_loaded(self.host.as_ref(), "svcrdma").await {
+                step(
+                    "rdma listener",
+                    "done",
+                    format!("svcrdma is loaded: nfsd listens for NFS over RDMA on port {port}"),
+                )
+            } else {
+                step(
+                    "rdma listener",
+                    "failed",
+                    format!("svcrdma (rpcrdma) is not loaded after the restart, so nfsd has no RDMA listener: load it with modprobe svcrdma and restart nfs-server, and see journalctl -u {NFS_SERVER_UNIT}"),
+                )
+            });
+        }
         Ok(steps)
     }
 
@@ -649,6 +768,28 @@ async fn restart_nfs_server(system: &dyn SystemServices) -> Step {
             ),
         ),
         Err(e) => step("nfs-server", "failed", e.to_string()),
+    }
+}
+
+/// Enables nfs-server.service at boot, as the guide's `systemctl enable --now nfs-server`.
+async fn enable_nfs_server(system: &dyn SystemServices) -> Step {
+    match system.enable_unit(NFS_SERVER_UNIT).await {
+        Ok(o) if !o.carries_install_info => step(
+            "nfs-server at boot",
+            "skipped",
+            format!("{NFS_SERVER_UNIT} has no [Install] section here: whatever starts it at boot is outside it"),
+        ),
+        Ok(o) if o.changes.is_empty() => step(
+            "nfs-server at boot",
+            "unchanged",
+            format!("{NFS_SERVER_UNIT} is enabled at boot"),
+        ),
+        Ok(_) => step(
+            "nfs-server at boot",
+            "done",
+            format!("{NFS_SERVER_UNIT} enabled at boot (systemctl enable nfs-server)"),
+        ),
+        Err(e) => step("nfs-server at boot", "failed", e.to_string()),
     }
 }
 

@@ -429,6 +429,7 @@ impl Engine {
         }
         if let Some(old) = &renamed {
             self.settle_renamed_netdevs(&[old, name]).await;
+            self.follow_netdev_rename(old, name).await;
         }
         self.refresh_naming().await;
         Ok(())

@@ -246,33 +246,72 @@ impl HostState {
         names: &BTreeSet<String>,
     ) -> Result<Dirty, HostError> {
         let mut dirty = Dirty::default();
+        // Names that stopped naming the interface that had them (renamed or removed).
+        let mut left: BTreeSet<String> = BTreeSet::new();
         for name in names {
-            let fresh = match host.read_netdev(name).await {
-                Ok(nd) => ipoib_state(nd),
-                Err(e) if e.is_not_found() => None,
-                Err(e) => return Err(e),
-            };
-            let stale: Vec<u32> = self
-                .ipoib
-                .values()
-                .filter(|i| {
-                    i.snap.name == *name && Some(i.ifindex) != fresh.as_ref().map(|f| f.ifindex)
-                })
-                .map(|i| i.ifindex)
-                .collect();
-            for idx in stale {
-                self.ipoib.remove(&idx);
-                dirty.ipoib.insert(idx);
-            }
-            if let Some(i) = fresh {
-                if self.ipoib.get(&i.ifindex) != Some(&i) {
-                    dirty.ipoib.insert(i.ifindex);
-                    self.ipoib.insert(i.ifindex, i);
-                }
-            }
+            self.refresh_netdev(host, name, &mut dirty, &mut left)
+                .await?;
+        }
+        // A child names its parent through the parent's ifindex, so a renamed parent renames
+        // it in every child, and the kernel sends no event for the children: re-read them.
+        let children: BTreeSet<String> = self
+            .ipoib
+            .values()
+            .filter(|i| {
+                i.snap
+                    .ipoib
+                    .as_ref()
+                    .and_then(|a| a.parent.as_ref())
+                    .is_some_and(|p| left.contains(p))
+            })
+            .map(|i| i.snap.name.clone())
+            .filter(|n| !names.contains(n))
+            .collect();
+        for name in &children {
+            self.refresh_netdev(host, name, &mut dirty, &mut left)
+                .await?;
         }
         dirty.ipoib.extend(self.relink_ipoib());
         Ok(dirty)
+    }
+
+    /// Re-reads one netdev by name; adds to `left` the names that no longer name the
+    /// interface that had them.
+    async fn refresh_netdev(
+        &mut self,
+        host: &dyn Host,
+        name: &str,
+        dirty: &mut Dirty,
+        left: &mut BTreeSet<String>,
+    ) -> Result<(), HostError> {
+        let fresh = match host.read_netdev(name).await {
+            Ok(nd) => ipoib_state(nd),
+            Err(e) if e.is_not_found() => None,
+            Err(e) => return Err(e),
+        };
+        let stale: Vec<u32> = self
+            .ipoib
+            .values()
+            .filter(|i| i.snap.name == name && Some(i.ifindex) != fresh.as_ref().map(|f| f.ifindex))
+            .map(|i| i.ifindex)
+            .collect();
+        for idx in stale {
+            self.ipoib.remove(&idx);
+            dirty.ipoib.insert(idx);
+            left.insert(name.to_string());
+        }
+        if let Some(i) = fresh {
+            match self.ipoib.get(&i.ifindex) {
+                Some(old) if old == &i => return Ok(()),
+                Some(old) if old.snap.name != i.snap.name => {
+                    left.insert(old.snap.name.clone());
+                }
+                _ => {}
+            }
+            dirty.ipoib.insert(i.ifindex);
+            self.ipoib.insert(i.ifindex, i);
+        }
+        Ok(())
     }
 
     fn put_device(&mut self, d: DeviceState, dirty: &mut Dirty) {

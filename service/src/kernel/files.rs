@@ -6,6 +6,28 @@ use std::path::Path;
 
 use super::{HostError, Op};
 
+/// The name of [`write_atomic`]'s temporary file: this prefix, then [`TEMP_RANDOM_LEN`]
+/// random ASCII letters and digits, nothing after. A crash (SIGKILL, power loss) between its
+/// creation and the rename leaves it behind; [`is_own_temp_name`] finds it again.
+pub const TEMP_PREFIX: &str = ".rdma-manager-";
+pub const TEMP_RANDOM_LEN: usize = 6;
+
+/// Whether a file name is exactly one [`write_atomic`] makes: nothing a user would name a
+/// file (`.rdma-manager-notes`, `.rdma-manager-abc123.bak`) matches.
+pub fn is_own_temp_name(name: &str) -> bool {
+    name.strip_prefix(TEMP_PREFIX).is_some_and(|rest| {
+        rest.len() == TEMP_RANDOM_LEN && rest.bytes().all(|b| b.is_ascii_alphanumeric())
+    })
+}
+
+/// The temporary files' names, pinned (not tempfile's defaults) because the clean-up at
+/// start matches them.
+fn temp_builder() -> tempfile::Builder<'static, 'static> {
+    let mut b = tempfile::Builder::new();
+    b.prefix(TEMP_PREFIX).rand_bytes(TEMP_RANDOM_LEN).suffix("");
+    b
+}
+
 /// Temp file in the same directory, write, fsync, rename over the target, fsync the directory.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     let dir = path
@@ -14,9 +36,7 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
         .unwrap_or(Path::new("."));
     // /etc/rdma-manager is made by the package; a hand install may lack it.
     std::fs::create_dir_all(dir)?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".rdma-manager-")
-        .tempfile_in(dir)?;
+    let mut tmp = temp_builder().tempfile_in(dir)?;
     tmp.write_all(contents)?;
     tmp.as_file().sync_all()?;
     // Keep the mode of the regular file being replaced; new files get 0644 (rules files are
@@ -138,6 +158,43 @@ pub fn read_for_host(shown: &Path, real: &Path) -> Result<Option<Vec<u8>>, HostE
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn own_temp_names_are_told_from_everything_else() {
+        for own in [
+            ".rdma-manager-AbC123",
+            ".rdma-manager-000000",
+            ".rdma-manager-zzzzzz",
+        ] {
+            assert!(is_own_temp_name(own), "{own}");
+        }
+        for other in [
+            ".rdma-manager-",
+            ".rdma-manager-abc12",
+            ".rdma-manager-abc1234",
+            ".rdma-manager-abc123.bak",
+            ".rdma-manager-abc-12",
+            ".rdma-manager-abc_12",
+            ".rdma-manager-abc12\u{e9}",
+            "rdma-manager-abc123",
+            "..rdma-manager-abc123",
+            ".rdma-manager-notes",
+            "ipoib.toml",
+            ".rdma-managerXabc123",
+        ] {
+            assert!(!is_own_temp_name(other), "{other}");
+        }
+    }
+
+    #[test]
+    fn the_temp_files_have_the_name_the_clean_up_looks_for() {
+        let dir = tempfile::tempdir().unwrap();
+        for _ in 0..200 {
+            let t = temp_builder().tempfile_in(dir.path()).unwrap();
+            let name = t.path().file_name().and_then(|n| n.to_str()).unwrap_or("");
+            assert!(is_own_temp_name(name), "{name}");
+        }
+    }
 
     #[test]
     fn replaces_whole_file_and_keeps_mode() {

@@ -94,20 +94,26 @@ pub enum RdmaModulesError {
     ModuleTooLong { len: usize },
     #[error("{0:?} cannot be part of a module name: use letters, digits, '_' and '-' (the list holds one name a line; module options belong in /etc/modprobe.d)")]
     ModuleBadChar(char),
+    #[error("a module name starts with a letter or a digit, not {0:?}: a leading '-' is read as an option by modprobe, and kmod takes '_' and '-' as the same character")]
+    ModuleLeading(char),
     #[error("{q0} is not a module list name: use lower-case letters, digits, '_' and '-' (the file is {MODULES_DIR}/<name>.conf)", q0 = quote_capped(.0))]
     BadSetName(String),
 }
 
 /// A kernel module name as the module loader accepts it: 1 to [`MODULE_NAME_MAX`] bytes of
-/// ASCII letters, digits, `_` and `-` (module file names; kmod reads `-` as `_`). Stricter
-/// than kmod, which also looks up aliases such as `pci:v*`: such a line is kept as it is but
-/// never written by the daemon.
+/// ASCII letters, digits, `_` and `-` (module file names; kmod reads `-` as `_`), starting
+/// with a letter or a digit (`8021q`): a name starting with `-` is an option on modprobe's
+/// command line, and `_x` is the same name to kmod. Stricter than kmod, which also looks up
+/// aliases such as `pci:v*`: such a line is kept as it is but never written by the daemon.
 pub fn validate_module_name(name: &str) -> Result<(), RdmaModulesError> {
-    if name.is_empty() {
+    let Some(first) = name.chars().next() else {
         return Err(RdmaModulesError::EmptyModule);
-    }
+    };
     if name.len() > MODULE_NAME_MAX {
         return Err(RdmaModulesError::ModuleTooLong { len: name.len() });
+    }
+    if first == '-' || first == '_' {
+        return Err(RdmaModulesError::ModuleLeading(first));
     }
     match name
         .chars()
@@ -116,6 +122,23 @@ pub fn validate_module_name(name: &str) -> Result<(), RdmaModulesError> {
         Some(c) => Err(RdmaModulesError::ModuleBadChar(c)),
         None => Ok(()),
     }
+}
+
+/// Modules that are names (aliases) of another module: loading one loads the other, and only
+/// the other appears under `/sys/module`. Since Linux 4.2 the NFS over RDMA client and server
+/// are one module, `rpcrdma.ko` (`net/sunrpc/xprtrdma/module.c`: `MODULE_ALIAS("svcrdma")`,
+/// `MODULE_ALIAS("xprtrdma")`), and rdma-core's `rdma.conf` still lists the old names.
+const MERGED_INTO: &[(&str, &str)] = &[("svcrdma", "rpcrdma"), ("xprtrdma", "rpcrdma")];
+
+/// The directories under `/sys/module` whose presence means `module` is loaded: its name with
+/// `-` read as `_` (the kernel's own spelling), and the module it is an alias of.
+pub fn sysfs_module_names(module: &str) -> Vec<String> {
+    let own = module.replace('-', "_");
+    let mut names = vec![own.clone()];
+    if let Some((_, into)) = MERGED_INTO.iter().find(|(alias, _)| *alias == own) {
+        names.push((*into).to_string());
+    }
+    names
 }
 
 /// Whether two names load the same module: kmod normalises `-` to `_`.
@@ -861,8 +884,35 @@ iw_cm
         }
         assert!(validate_module_name(&"m".repeat(55)).is_ok());
         assert!(validate_module_name("BusLogic").is_ok());
+        assert!(validate_module_name("8021q").is_ok());
+        assert!(validate_module_name("ib-iser").is_ok());
+        // A leading '-' is an option to modprobe, and kmod reads '_' as '-'.
+        for bad in ["-x", "_x", "-", "_", "--help", "-ib_iser"] {
+            let first = bad.chars().next().unwrap_or('-');
+            assert_eq!(
+                validate_module_name(bad),
+                Err(RdmaModulesError::ModuleLeading(first)),
+                "{bad:?}"
+            );
+            assert_eq!(
+                f.set_enabled(bad, true),
+                Err(RdmaModulesError::ModuleLeading(first)),
+                "{bad:?}"
+            );
+        }
+        let msg = RdmaModulesError::ModuleLeading('-').to_string();
+        assert!(msg.contains("letter or a digit"), "{msg}");
         let msg = RdmaModulesError::ModuleBadChar(' ').to_string();
         assert!(msg.contains("modprobe.d"), "{msg}");
+    }
+
+    #[test]
+    fn loaded_modules_are_found_under_their_sysfs_names() {
+        assert_eq!(sysfs_module_names("ib_iser"), ["ib_iser"]);
+        assert_eq!(sysfs_module_names("ib-iser"), ["ib_iser"]);
+        assert_eq!(sysfs_module_names("svcrdma"), ["svcrdma", "rpcrdma"]);
+        assert_eq!(sysfs_module_names("xprtrdma"), ["xprtrdma", "rpcrdma"]);
+        assert_eq!(sysfs_module_names("rpcrdma"), ["rpcrdma"]);
     }
 
     #[test]

@@ -50,6 +50,8 @@ impl SimUnit {
 
 #[derive(Debug, Default)]
 struct State {
+    /// The simulated kernel that units act on (module lists, nfsd's transport), if any.
+    host: Option<KernelRef>,
     units: BTreeMap<String, SimUnit>,
     calls: Vec<String>,
     firewalld_running: bool,
@@ -57,6 +59,16 @@ struct State {
     /// (zone, "port/protocol").
     runtime_ports: BTreeSet<(String, String)>,
     permanent_ports: BTreeSet<(String, String)>,
+}
+
+/// The simulated host a unit acts on (it has no Debug of its own).
+#[derive(Clone)]
+struct KernelRef(crate::kernel::sim::SimHost);
+
+impl std::fmt::Debug for KernelRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SimHost")
+    }
 }
 
 /// systemd and firewalld in memory. Cheap to clone (shared state).
@@ -93,6 +105,14 @@ impl SimSystemServices {
     fn lock(&self) -> MutexGuard<'_, State> {
         // A panic in another test thread must not poison every later call.
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Lets started units act on `host` as they do on a real one (see
+    /// [`crate::engine::simulate_unit_started`]): without it, a restarted module list loads
+    /// nothing and the Host object would disagree with what a real systemd does.
+    pub fn with_host(self, host: crate::kernel::sim::SimHost) -> SimSystemServices {
+        self.lock().host = Some(KernelRef(host));
+        self
     }
 
     /// Installs or replaces a unit.
@@ -145,6 +165,16 @@ impl SimSystemServices {
             st.units.insert(name.to_string(), SimUnit::static_unit());
         }
         st.units.get_mut(name)
+    }
+
+    /// What a unit that started does to the simulated kernel.
+    async fn started(&self, unit: &str, r: &JobResult) {
+        let host = self.lock().host.clone();
+        if let (Some(KernelRef(host)), true) = (host, r.succeeded()) {
+            if let Err(e) = crate::engine::simulate_unit_started(&host, unit).await {
+                tracing::warn!(%unit, error = %e, "the simulated unit could not act on the simulated host");
+            }
+        }
     }
 
     fn job(&self, unit: &str, verb: JobVerb) -> Result<JobResult, SystemError> {
@@ -213,7 +243,9 @@ impl SystemServices for SimSystemServices {
     }
 
     async fn start_unit(&self, unit: &str) -> Result<JobResult, SystemError> {
-        self.job(unit, JobVerb::Start)
+        let r = self.job(unit, JobVerb::Start)?;
+        self.started(unit, &r).await;
+        Ok(r)
     }
 
     async fn stop_unit(&self, unit: &str) -> Result<JobResult, SystemError> {
@@ -221,7 +253,9 @@ impl SystemServices for SimSystemServices {
     }
 
     async fn restart_unit(&self, unit: &str) -> Result<JobResult, SystemError> {
-        self.job(unit, JobVerb::Restart)
+        let r = self.job(unit, JobVerb::Restart)?;
+        self.started(unit, &r).await;
+        Ok(r)
     }
 
     async fn enable_unit(&self, unit: &str) -> Result<EnableOutcome, SystemError> {

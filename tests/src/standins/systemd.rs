@@ -108,8 +108,23 @@ impl StandInUnit {
     }
 }
 
+/// What a unit does when its start or restart job succeeds (load modules, say), awaited
+/// before JobRemoved goes out, as a real unit's ExecStart has run by then.
+pub type OnStarted = Arc<
+    dyn Fn(String) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> + Send + Sync,
+>;
+
+struct Hook(OnStarted);
+
+impl std::fmt::Debug for Hook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OnStarted")
+    }
+}
+
 #[derive(Debug)]
 struct State {
+    on_started: Option<Hook>,
     units: BTreeMap<String, StandInUnit>,
     calls: Vec<String>,
     next_job: u32,
@@ -293,6 +308,7 @@ impl Manager {
             // The signal overtakes the reply: a client that subscribes only after the reply
             // arrives misses it.
             finish_job(&self.state, job, name, &result);
+            run_on_started(&self.state, job, name, &result).await;
             Manager::job_removed(emitter, id, path.as_ref(), name, &result).await?;
             return Ok(path);
         }
@@ -302,12 +318,24 @@ impl Manager {
         tokio::spawn(async move {
             tokio::time::sleep(delay).await;
             finish_job(&state, job, &name, &result);
+            run_on_started(&state, job, &name, &result).await;
             if let Ok(job) = ObjectPath::try_from(job_path.as_str()) {
                 // The test's own connection closing ends the stand-in; nothing to report then.
                 let _ = Manager::job_removed(&emitter, id, job, &name, &result).await;
             }
         });
         Ok(path)
+    }
+}
+
+/// The unit's `on_started` effect after a start or restart that succeeded.
+async fn run_on_started(state: &Shared, job: Job, name: &str, result: &str) {
+    if matches!(job, Job::Stop) || result != "done" {
+        return;
+    }
+    let hook = lock(state).on_started.as_ref().map(|h| h.0.clone());
+    if let Some(hook) = hook {
+        hook(name.to_string()).await;
     }
 }
 
@@ -488,6 +516,7 @@ impl StandInSystemd {
     pub async fn start(bus: &PrivateBus) -> Result<Self> {
         let conn = bus.connect().await?;
         let state: Shared = Arc::new(Mutex::new(State {
+            on_started: None,
             units: BTreeMap::new(),
             calls: Vec::new(),
             next_job: 0,
@@ -540,6 +569,11 @@ impl StandInSystemd {
     /// system manager; a user manager's is its own).
     pub fn set_config_dir(&self, dir: &str) {
         lock(&self.state).config_dir = dir.to_string();
+    }
+
+    /// What started units do (see [`OnStarted`]).
+    pub fn set_on_started(&self, hook: OnStarted) {
+        lock(&self.state).on_started = Some(Hook(hook));
     }
 
     /// Makes jobs end, and JobRemoved go out, before the method's reply.

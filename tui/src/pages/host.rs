@@ -576,8 +576,9 @@ fn nfs_session(host: &Host) -> Session<Dialog> {
     let form = Form::new("NFS over RDMA", "Apply")
         .intro(vec![format!(
             "On: writes {NFS_DROPIN} (rdma=y), enables xprtrdma and svcrdma in rdma.conf, \
-             opens the port in firewalld (tcp and udp) and restarts nfs-server. Off: removes \
-             the setting and restarts nfs-server; the port stays open."
+             opens the port in firewalld (tcp and udp), restarts nfs-server, enables it at boot \
+             and checks that svcrdma is loaded. Off: removes the setting and restarts \
+             nfs-server; the port stays open."
         )])
         .field(Field::check("enabled", "NFS over RDMA", host.nfs_rdma))
         .field(

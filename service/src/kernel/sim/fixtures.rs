@@ -644,8 +644,9 @@ pub const HOST_SETUP_FILES: &[(&str, &str)] = &[
 ];
 
 /// The modules a host with InfiniBand hardware has loaded once rdma-core's units ran: those
-/// enabled in the files above and their dependencies (`ib_core`, `rdma_cm`, ...); `svcrdma`
-/// and `rds_rdma` are not, as on a host that is not an NFS server.
+/// enabled in the files above and their dependencies (`ib_core`, `rdma_cm`, ...), under the
+/// names `/sys/module` shows: `xprtrdma` and `svcrdma` are aliases of `rpcrdma` (one module
+/// since Linux 4.2), so loading either shows `rpcrdma`. `rds_rdma` is not loaded.
 pub const HOST_SETUP_LOADED_MODULES: &[&str] = &[
     "ib_core",
     "ib_cm",
@@ -655,7 +656,7 @@ pub const HOST_SETUP_LOADED_MODULES: &[&str] = &[
     "ib_ipoib",
     "ib_iser",
     "rdma_ucm",
-    "xprtrdma",
+    "rpcrdma",
     "mlx4_ib",
     "mlx5_ib",
 ];

@@ -809,7 +809,12 @@ impl Host for SimHost {
         let before = rules::find_netdev(&st, old)?.clone();
         let touched = rules::rename_netdev(&mut st, old, new)?;
         render::remove_netdev(self.root(), &before).map_err(Self::render_err)?;
-        for n in st.spec.netdevs.iter().filter(|n| n.name == new) {
+        // A legacy child's `parent` file prints its parent's current name (`parent_show`
+        // reads `priv->parent->name`): the children follow the rename without an event.
+        let follows = |n: &SimNetdev| {
+            n.name == new || n.ipoib.as_ref().and_then(|i| i.parent.as_deref()) == Some(new)
+        };
+        for n in st.spec.netdevs.iter().filter(|n| follows(n)) {
             render::render_netdev(self.root(), n).map_err(Self::render_err)?;
         }
         for d in st.spec.devices.iter().filter(|d| touched.contains(&d.name)) {
