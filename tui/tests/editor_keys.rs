@@ -126,6 +126,79 @@ fn ipoib_create_refuses_invalid_input_without_a_call() {
     }
 }
 
+/// Text longer than a field takes is kept as typed and refused with the reason: never cut
+/// into another valid value (`0x10000` cut to `0x1000` would create P_Key 0x9000).
+#[test]
+fn ipoib_create_keeps_too_long_input_and_refuses_it() {
+    for (pkey, message) in [
+        ("0x10000", "0x10000 does not fit in 16 bits"),
+        ("0xffff1", "does not fit in 16 bits"),
+        ("0x0000008005", "too long"),
+    ] {
+        let mut app = create_on_mlx5();
+        type_text(&mut app, pkey);
+        press(&mut app, KeyCode::Enter);
+        assert!(calls(&mut app).is_empty(), "{pkey} sent a call");
+        let s = screen(&mut app, 80, 24);
+        assert!(s.contains(&format!("[{pkey}")), "{pkey} was cut:\n{s}");
+        assert!(s.contains(message), "{pkey}: no {message:?} in\n{s}");
+    }
+    // A name longer than an interface name can be: kept, and refused.
+    let mut app = create_on_mlx5();
+    type_text(&mut app, "8005");
+    press(&mut app, KeyCode::Tab);
+    type_text(&mut app, "abcdefghijklmnopq");
+    press(&mut app, KeyCode::Enter);
+    assert!(calls(&mut app).is_empty());
+    let s = screen(&mut app, 80, 24);
+    assert!(s.contains("abcdefghijklmnopq"), "{s}");
+}
+
+/// An empty Name is the default (the placeholder shows it): typing replaces it, clearing it
+/// is no fault, and a bad P_Key is said once, at the P_Key.
+#[test]
+fn ipoib_create_empty_name_is_the_default_and_each_fault_is_said_once() {
+    let mut app = create_on_mlx5();
+    type_text(&mut app, "8005");
+    let s = screen(&mut app, 80, 24);
+    assert!(
+        s.contains("(ibp59s0f0.8005)"),
+        "the default as placeholder:\n{s}"
+    );
+    // Typing into the name gives that name, not the default with text appended.
+    press(&mut app, KeyCode::Tab);
+    type_text(&mut app, "my_ib");
+    let s = screen(&mut app, 80, 24);
+    assert!(s.contains("[my_ib"), "{s}");
+    // Cleared, it is the default again: no "the name is empty".
+    ctrl(&mut app, 'u');
+    let s = screen(&mut app, 80, 24);
+    assert!(!s.contains("name is empty"), "{s}");
+    assert!(s.contains("empty: the default, ibp59s0f0.8005"), "{s}");
+    press(&mut app, KeyCode::Enter);
+    let c = calls(&mut app);
+    assert!(
+        matches!(&c[..], [Call::CreateIpoibChild { pkey: 0x8005, name, .. }] if name == "ibp59s0f0.8005"),
+        "{c:?}"
+    );
+    // A bad P_Key: one message, at the P_Key.
+    let mut app = create_on_mlx5();
+    type_text(&mut app, "zz");
+    press(&mut app, KeyCode::Enter);
+    assert!(calls(&mut app).is_empty());
+    let s = screen(&mut app, 80, 24);
+    let faults: Vec<&str> = s.lines().filter(|l| l.contains("! ")).collect();
+    assert_eq!(
+        faults
+            .iter()
+            .filter(|l| !l.contains("Correct the fields"))
+            .count(),
+        1,
+        "{s}"
+    );
+    assert!(!s.contains("name is empty"), "{s}");
+}
+
 #[test]
 fn ipoib_connected_mode_cannot_be_chosen_on_enhanced_ipoib() {
     let mut app = create_on_mlx5();
@@ -151,7 +224,7 @@ fn ipoib_refused_create_keeps_the_form_and_retries() {
     assert_eq!(sent.len(), 1);
     let s = screen(&mut app, 80, 24);
     assert!(s.contains("[8005"), "{s}");
-    assert!(s.contains("[ibp59s0f0.8005"), "{s}");
+    assert!(s.contains("(ibp59s0f0.8005)"), "{s}");
     assert!(
         s.contains("polkit action org.rdmamanager.rdmamanager1.manage-ipoib"),
         "{s}"
