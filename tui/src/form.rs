@@ -363,10 +363,13 @@ impl Form {
         }
     }
 
-    /// A yes/no question (no fields): Enter or `y` confirms, Esc or `n` cancels.
+    /// A yes/no question (no fields): `y` confirms, Esc or `n` cancels. The keyboard starts
+    /// on Cancel, so that an Enter pressed out of habit changes nothing (Left, then Enter,
+    /// confirms).
     pub fn confirm(title: impl Into<String>, question: Vec<String>, yes: &str) -> Form {
         let mut f = Form::new(title, yes);
         f.intro = question;
+        f.focus = Focus::Cancel;
         f
     }
 
@@ -1091,6 +1094,9 @@ mod tests {
         let mut f = Form::confirm("Delete", vec!["Sure?".into()], "Delete");
         assert_eq!(f.handle_key(key(KeyCode::Char('y'))), FormEvent::Submit);
         assert_eq!(f.handle_key(key(KeyCode::Char('n'))), FormEvent::Cancel);
+        // Enter alone takes the safe answer; the destructive one is a move away.
+        assert_eq!(f.handle_key(key(KeyCode::Enter)), FormEvent::Cancel);
+        f.handle_key(key(KeyCode::Left));
         assert_eq!(f.handle_key(key(KeyCode::Enter)), FormEvent::Submit);
     }
 

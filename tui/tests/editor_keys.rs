@@ -332,6 +332,12 @@ fn ipoib_delete_asks_first_and_only_for_children() {
     press(&mut app, KeyCode::Char('n'));
     assert!(calls(&mut app).is_empty(), "n answers no");
     press(&mut app, KeyCode::Char('d'));
+    // Enter alone takes the safe button, Cancel; Left moves to Delete.
+    press(&mut app, KeyCode::Enter);
+    assert!(calls(&mut app).is_empty(), "Enter cancels");
+    assert!(!screen(&mut app, 80, 24).contains("Delete ibp"));
+    press(&mut app, KeyCode::Char('d'));
+    press(&mut app, KeyCode::Left);
     press(&mut app, KeyCode::Enter);
     assert_eq!(
         calls(&mut app),
@@ -598,7 +604,7 @@ fn naming_removes_managed_rules_only() {
     // The fixed name above it.
     press(&mut app, KeyCode::Up);
     press(&mut app, KeyCode::Char('d'));
-    press(&mut app, KeyCode::Enter);
+    press(&mut app, KeyCode::Char('y'));
     assert_eq!(
         answer_all(&mut app, Ok(CallOutput::Done)),
         vec![Call::RemoveRdmaFixedName {

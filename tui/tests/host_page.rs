@@ -368,6 +368,11 @@ fn subnet_manager_keys_ask_then_call() {
         let mut app = host_app();
         press(&mut app, KeyCode::Char(k));
         assert!(calls(&mut app).is_empty(), "{k}: no question first");
+        // Enter alone answers the question with Cancel: the safe button has the keyboard.
+        press(&mut app, KeyCode::Enter);
+        assert!(calls(&mut app).is_empty(), "{k}: Enter cancels");
+        press(&mut app, KeyCode::Char(k));
+        press(&mut app, KeyCode::Left);
         press(&mut app, KeyCode::Enter);
         assert_eq!(calls(&mut app), vec![want]);
     }
