@@ -49,8 +49,12 @@ pub struct App {
     tabs: Vec<(u16, u16)>,
     tab_row: u16,
     next_call: u64,
-    /// Calls in flight: id to the page that asked.
-    pending: HashMap<u64, PageId>,
+    /// Calls in flight: id to the page that asked and the call in words (said when it is
+    /// queued, while the model still has the objects it names).
+    pending: HashMap<u64, (PageId, String)>,
+    /// What the calls of a sequence (a form sending several) did so far, for the status line
+    /// once the last answers.
+    done_so_far: Vec<String>,
     /// The counters read in flight, if any (see [`App::poll_counters`]).
     counters_call: Option<u64>,
     /// Calls to make, taken by the loop.
@@ -73,6 +77,7 @@ impl App {
             tab_row: 0,
             next_call: 1,
             pending: HashMap::new(),
+            done_so_far: Vec::new(),
             counters_call: None,
             outbox: Vec::new(),
         }
@@ -90,9 +95,13 @@ impl App {
         self.pages[self.current].id()
     }
 
-    /// Shows a page (and makes the call it wants on being shown).
+    /// Shows a page (and makes the call it wants on being shown). The status line is about
+    /// the page it was said on: another page starts without it.
     pub fn show(&mut self, id: PageId) {
         if let Some(i) = self.pages.iter().position(|p| p.id() == id) {
+            if i != self.current {
+                self.status = Status::None;
+            }
             self.current = i;
             if let Some(call) = self.pages[i].on_show(&self.model) {
                 self.queue(id, call);
@@ -136,7 +145,8 @@ impl App {
     fn queue(&mut self, page: PageId, call: Call) -> u64 {
         let id = self.next_call;
         self.next_call += 1;
-        self.pending.insert(id, page);
+        self.pending
+            .insert(id, (page, describe(&call, &self.model)));
         self.outbox.push((id, call));
         id
     }
@@ -180,25 +190,53 @@ impl App {
     }
 
     fn call_done(&mut self, id: u64, call: &Call, result: &Result<CallOutput, CallError>) {
-        let page = self.pending.remove(&id);
+        let (page, what) = match self.pending.remove(&id) {
+            Some((page, what)) => (Some(page), what),
+            None => (None, describe(call, &self.model)),
+        };
         let mut next = None;
         if let Some(p) = page.and_then(|pid| self.pages.iter_mut().find(|p| p.id() == pid)) {
             p.call_done(call, result);
             next = p.next_call().map(|c| (p.id(), c));
         }
+        // What the calls before this one of the same sequence did (reads say nothing and are
+        // no part of a sequence).
+        let quiet = matches!(call, Call::GetCounters { .. } | Call::PreviewRdmaNames);
+        let before = if quiet {
+            None
+        } else if next.is_some() && result.is_ok() {
+            self.done_so_far.push(what.clone());
+            None
+        } else {
+            let done = std::mem::take(&mut self.done_so_far);
+            (!done.is_empty()).then(|| done.join(", "))
+        };
         match (call, result) {
             (Call::GetCounters { .. } | Call::PreviewRdmaNames, Ok(_)) => {}
             (Call::GetCounters { .. }, Err(_)) => {}
+            (_, Ok(_)) if next.is_some() => self.status = Status::Info(format!("{what}: done...")),
             (_, Ok(CallOutput::Steps(steps))) if steps.iter().any(|s| s.failed()) => {
                 let failed: Vec<String> = steps
                     .iter()
                     .filter(|s| s.failed())
                     .map(|s| format!("{} failed: {}", s.step, s.detail))
                     .collect();
-                self.status = Status::Error(format!("{}: {}", describe(call), failed.join("; ")));
+                self.status = Status::Error(format!("{what}: {}", failed.join("; ")));
             }
-            (_, Ok(_)) => self.status = Status::Info(format!("Done: {}", describe(call))),
-            (_, Err(e)) => self.status = Status::Error(error_text(call, e)),
+            (_, Ok(_)) => {
+                let all = match before {
+                    Some(b) => format!("{b}, {what}"),
+                    None => what,
+                };
+                self.status = Status::Info(format!("Done: {all}"));
+            }
+            (_, Err(e)) => {
+                let mut text = error_text(&what, e);
+                if let Some(b) = before {
+                    text.push_str(&format!(" (done before it: {b})"));
+                }
+                self.status = Status::Error(text);
+            }
         }
         if let Some((page, call)) = next {
             self.queue(page, call);
@@ -263,7 +301,9 @@ impl App {
             Outcome::Ignored | Outcome::Handled => {}
             Outcome::Call(call) => {
                 let id = self.current_page();
-                self.status = Status::Info(format!("{}...", describe(&call)));
+                self.status = Status::Info(format!("{}...", describe(&call, &self.model)));
+                // A new request: what an earlier sequence did is said already.
+                self.done_so_far.clear();
                 self.queue(id, call);
             }
             Outcome::ShowPort(page, port) => self.show_port(page, &port),
@@ -459,26 +499,63 @@ impl App {
     }
 }
 
-/// A call in words, for the status line.
-pub fn describe(call: &Call) -> String {
+/// An IPoIB interface's name, or its path when the model does not have it.
+fn ipoib_name<'a>(model: &'a Model, path: &'a str) -> &'a str {
+    model
+        .ipoib
+        .get(path)
+        .map(|i| i.name.as_str())
+        .unwrap_or(path)
+}
+
+/// A port as "device/number", or its path when the model does not have it.
+fn port_name(model: &Model, path: &str) -> String {
+    model
+        .ports
+        .get(path)
+        .map(|p| format!("{}/{}", p.device_name, p.number))
+        .unwrap_or_else(|| path.to_string())
+}
+
+/// A call in words, for the status line: objects by their names, as `model` has them.
+pub fn describe(call: &Call, model: &Model) -> String {
     match call {
         Call::AddSoftLink { name, kind, netdev } => format!("add {kind} link {name} on {netdev}"),
         Call::RemoveSoftLink { name } => format!("remove soft link {name}"),
         Call::CreateIpoibChild { name, pkey, .. } => {
             format!("create IPoIB child {name} (P_Key 0x{pkey:04x})")
         }
-        Call::DeleteIpoib { path } => format!("delete {}", short(path)),
-        Call::SetIpoibMode { mode, .. } => format!("set IPoIB mode {mode}"),
-        Call::SetIpoibMtu { mtu, .. } => format!("set IPoIB MTU {mtu}"),
-        Call::SetIpoibUmcast { umcast, .. } => format!("set umcast {}", u8::from(*umcast)),
-        Call::SetRoceMode { mode, .. } => format!("set RoCE mode {mode}"),
-        Call::SetRoceTos { tos, .. } => format!("set RoCE ToS {tos}"),
+        Call::DeleteIpoib { path } => format!("delete {}", ipoib_name(model, path)),
+        Call::SetIpoibMode { path, mode } => {
+            format!("set {} mode {mode}", ipoib_name(model, path))
+        }
+        Call::SetIpoibMtu { path, mtu } => format!("set {} MTU {mtu}", ipoib_name(model, path)),
+        Call::SetIpoibUmcast { path, umcast } => {
+            format!(
+                "set {} umcast {}",
+                ipoib_name(model, path),
+                u8::from(*umcast)
+            )
+        }
+        Call::SetRoceMode { port, mode } => {
+            format!("set RoCE mode of {} to {mode}", port_name(model, port))
+        }
+        Call::SetRoceTos { port, tos } => {
+            format!("set RoCE ToS of {} to {tos}", port_name(model, port))
+        }
         Call::SetIpoibName { guid, name, .. } => format!("name IPoIB {guid} {name}"),
         Call::RemoveIpoibName { guid } => format!("remove IPoIB name of {guid}"),
         Call::SetRdmaNamingPolicy { policy, .. } => format!("set naming policy {policy}"),
         Call::SetRdmaFixedName { guid, name, .. } => format!("name device {guid} {name}"),
         Call::RemoveRdmaFixedName { guid } => format!("remove fixed name of {guid}"),
-        Call::RenameDevice { name, .. } => format!("rename device to {name}"),
+        Call::RenameDevice { device, name } => format!(
+            "rename {} to {name}",
+            model
+                .devices
+                .get(device)
+                .map(|d| d.name.as_str())
+                .unwrap_or(device)
+        ),
         Call::PreviewRdmaNames => "preview RDMA names".into(),
         Call::GetCounters { .. } => "read counters".into(),
         Call::SetModuleEnabled {
@@ -511,14 +588,9 @@ pub fn describe(call: &Call) -> String {
     }
 }
 
-fn short(path: &str) -> &str {
-    path.rsplit('/').next().unwrap_or(path)
-}
-
-/// A failed call for the status line; authorization failures name the action and the way to
-/// get it (the service's sentence already says both).
-pub fn error_text(call: &Call, e: &CallError) -> String {
-    let what = describe(call);
+/// A failed call (`what`, as [`describe`] says it) for the status line; authorization
+/// failures name the action and the way to get it (the service's sentence already says both).
+pub fn error_text(what: &str, e: &CallError) -> String {
     match e.kind {
         ErrorKind::NotAuthorized | ErrorKind::InteractiveAuthorizationRequired => {
             format!("Cannot {what}: {}", e.message)

@@ -5,7 +5,8 @@ mod common;
 
 use common::*;
 use crossterm::event::KeyCode;
-use rdma_tui::app::App;
+use rdma_tui::app::{App, Status};
+use rdma_tui::client::Update;
 use rdma_tui::client::{Call, CallError, CallOutput, ErrorKind};
 use rdma_tui::fixtures;
 use rdma_tui::model::NameRule;
@@ -282,6 +283,36 @@ fn ipoib_edit_sends_changes_one_after_another() {
     );
     assert!(calls(&mut app).is_empty());
     assert!(!screen(&mut app, 80, 24).contains("Apply"));
+    // The status line says every change of the sequence, not only the last.
+    assert_eq!(
+        app.status,
+        Status::Info("Done: set ib0 mode connected, set ib0 MTU 65520, set ib0 umcast 1".into())
+    );
+}
+
+/// The status line names objects by name (said when the call was made: a deleted interface
+/// is gone from the model when the answer comes) and is about the page it was said on.
+#[test]
+fn status_names_objects_and_stays_with_its_page() {
+    let mut app = app_on(PageId::Ipoib);
+    let name = app.model.ipoib[IPOIB_8002].name.clone();
+    press(&mut app, KeyCode::Down);
+    press(&mut app, KeyCode::Down);
+    press(&mut app, KeyCode::Char('d'));
+    press(&mut app, KeyCode::Char('y'));
+    assert_eq!(app.status, Status::Info(format!("delete {name}...")));
+    // InterfacesRemoved comes before the answer.
+    app.apply(Update::Removed {
+        path: IPOIB_8002.into(),
+        ifaces: vec![rdma_tui::model::IPOIB_IFACE.into()],
+    });
+    answer_all(&mut app, Ok(CallOutput::Done));
+    assert_eq!(app.status, Status::Info(format!("Done: delete {name}")));
+    assert!(screen(&mut app, 80, 24).contains(&format!("Done: delete {name}")));
+    // Another page starts without it.
+    press(&mut app, KeyCode::Char('5'));
+    assert_eq!(app.status, Status::None);
+    assert!(!screen(&mut app, 80, 24).contains("Done:"));
 }
 
 #[test]

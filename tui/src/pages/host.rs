@@ -682,7 +682,7 @@ impl HostPage {
         }
     }
 
-    fn form_key(&mut self, key: KeyEvent, host: &Host) -> Outcome {
+    fn form_key(&mut self, key: KeyEvent, host: &Host, model: &Model) -> Outcome {
         let Some(s) = &mut self.session else {
             return Outcome::Ignored;
         };
@@ -738,7 +738,7 @@ impl HostPage {
                         Call::SetSubnetManagerEnabled { enabled: *enabled }
                     }
                 };
-                s.send(vec![call])
+                s.send(vec![call], model)
             }
             FormEvent::Handled => Outcome::Handled,
         }
@@ -886,7 +886,7 @@ fn report_title(call: &Call) -> String {
         Call::SetNfsRdma { enabled: true, .. } => "NFS over RDMA: enable".into(),
         Call::SetNfsRdma { enabled: false, .. } => "NFS over RDMA: disable".into(),
         Call::SetMemlockLimits { .. } => "Memlock limits of group rdma".into(),
-        other => crate::app::describe(other),
+        other => crate::app::describe(other, &crate::model::Model::default()),
     }
 }
 
@@ -969,8 +969,8 @@ impl Page for HostPage {
 
     fn handle_key(&mut self, key: KeyEvent, model: &Model) -> Outcome {
         if let Some(out) = edit::key_to_form(self.session.is_some(), &key, || match &model.host {
-            Some(h) => self.form_key(key, h),
-            None => self.form_key(key, &Host::default()),
+            Some(h) => self.form_key(key, h, model),
+            None => self.form_key(key, &Host::default(), model),
         }) {
             return out;
         }

@@ -464,7 +464,7 @@ impl IpoibPage {
                     self.session = None;
                     return Outcome::Message("Nothing changed.".into());
                 }
-                s.send(calls)
+                s.send(calls, model)
             }
             FormEvent::Handled => Outcome::Handled,
         }

@@ -563,7 +563,7 @@ impl NamingPage {
                     Outcome::Handled
                 } else {
                     match self.calls(&s, model) {
-                        Some(call) => s.send(vec![call]),
+                        Some(call) => s.send(vec![call], model),
                         None => Outcome::Handled,
                     }
                 }

@@ -146,7 +146,7 @@ impl RocePage {
                     self.session = None;
                     return Outcome::Message("Nothing changed.".into());
                 }
-                s.send(calls)
+                s.send(calls, model)
             }
             FormEvent::Handled => Outcome::Handled,
         }

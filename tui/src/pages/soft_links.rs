@@ -301,7 +301,7 @@ impl SoftLinksPage {
                     },
                     Dialog::Remove { name } => Call::RemoveSoftLink { name: name.clone() },
                 };
-                s.send(vec![call])
+                s.send(vec![call], model)
             }
             FormEvent::Handled => Outcome::Handled,
         }
