@@ -59,6 +59,8 @@ pub struct App {
     counters_call: Option<u64>,
     /// Calls to make, taken by the loop.
     outbox: Vec<(u64, Call)>,
+    /// The port the user selected last, on any page: the pages that select ports show it.
+    port: Option<String>,
 }
 
 impl App {
@@ -80,6 +82,7 @@ impl App {
             done_so_far: Vec::new(),
             counters_call: None,
             outbox: Vec::new(),
+            port: None,
         }
     }
 
@@ -96,25 +99,34 @@ impl App {
     }
 
     /// Shows a page (and makes the call it wants on being shown). The status line is about
-    /// the page it was said on: another page starts without it.
+    /// the page it was said on: another page starts without it. The port selected on the
+    /// page left is selected on the page shown.
     pub fn show(&mut self, id: PageId) {
+        if let Some(port) = self.pages[self.current].selected_port(&self.model) {
+            self.port = Some(port);
+        }
+        self.switch(id);
+    }
+
+    /// Shows a page with a port selected.
+    pub fn show_port(&mut self, id: PageId, port: &str) {
+        self.port = Some(port.to_string());
+        self.switch(id);
+    }
+
+    fn switch(&mut self, id: PageId) {
         if let Some(i) = self.pages.iter().position(|p| p.id() == id) {
             if i != self.current {
                 self.status = Status::None;
+            }
+            if let Some(port) = &self.port {
+                self.pages[i].focus_port(port, &self.model);
             }
             self.current = i;
             if let Some(call) = self.pages[i].on_show(&self.model) {
                 self.queue(id, call);
             }
         }
-    }
-
-    /// Shows a page with a port selected.
-    pub fn show_port(&mut self, id: PageId, port: &str) {
-        if let Some(p) = self.pages.iter_mut().find(|p| p.id() == id) {
-            p.focus_port(port, &self.model);
-        }
-        self.show(id);
     }
 
     /// The calls to make now, with their ids.

@@ -644,3 +644,36 @@ fn naming_removes_managed_rules_only() {
     );
     assert_eq!(calls(&mut app), vec![Call::PreviewRdmaNames]);
 }
+
+/// One selected port across pages: the port chosen on one page is the one the next page
+/// shows, by number key, Tab or Esc.
+#[test]
+fn pages_share_the_selected_port() {
+    let mut app = app_on(PageId::Detail);
+    let first = screen(&mut app, 100, 30);
+    // mlx4_1/1, mlx4_1/2, then mlx5_0/1.
+    press(&mut app, KeyCode::Right);
+    press(&mut app, KeyCode::Right);
+    let s = screen(&mut app, 100, 30);
+    assert!(
+        s.lines().nth(1).unwrap_or_default().starts_with("mlx5_0/1"),
+        "{s}"
+    );
+    // The bandwidth page shows that port.
+    press(&mut app, KeyCode::Char('3'));
+    let s = screen(&mut app, 100, 30);
+    let title = s.lines().nth(1).unwrap_or_default().to_string();
+    assert!(title.contains("mlx5_0/1"), "{s}");
+    // The IPoIB page selects its interface.
+    press(&mut app, KeyCode::Char('4'));
+    let s = screen(&mut app, 100, 30);
+    assert!(
+        s.lines().any(|l| l.starts_with("> ibp59s0f0 ")),
+        "ibp59s0f0 selected:\n{s}"
+    );
+    // A port chosen on the IPoIB page (ib0, mlx4_1/1) goes back to the Port page.
+    press(&mut app, KeyCode::Up);
+    press(&mut app, KeyCode::Char('2'));
+    let s = screen(&mut app, 100, 30);
+    assert_eq!(s, first, "the Port page is back on mlx4_1/1");
+}

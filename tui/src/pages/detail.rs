@@ -545,7 +545,15 @@ impl Page for DetailPage {
         Outcome::Handled
     }
 
+    fn selected_port(&self, model: &Model) -> Option<String> {
+        self.cursor.current(model).map(|p| p.path.clone())
+    }
+
     fn focus_port(&mut self, port: &str, model: &Model) {
+        // The same port again keeps where its page was scrolled to.
+        if self.cursor.current(model).is_some_and(|p| p.path == port) {
+            return;
+        }
         self.cursor.select_path(port, model);
         self.scroll = 0;
     }

@@ -517,7 +517,19 @@ impl Page for IpoibPage {
         }
     }
 
+    fn selected_port(&self, model: &Model) -> Option<String> {
+        match self.selected_row(model)? {
+            Row::Iface(p) => model.ipoib.get(&p).map(|i| i.port.clone()),
+            Row::Absent { parent, .. } => model.ipoib.get(&parent).map(|i| i.port.clone()),
+        }
+        .filter(|p| !p.is_empty())
+    }
+
     fn focus_port(&mut self, port: &str, model: &Model) {
+        // A row of the port selected already (a child of it) stays selected.
+        if self.selected_port(model).as_deref() == Some(port) {
+            return;
+        }
         if let Some(i) = rows(model).iter().position(|r| match r {
             Row::Iface(p) => model
                 .ipoib

@@ -719,6 +719,10 @@ impl Page for OverviewPage {
         }
     }
 
+    fn selected_port(&self, model: &Model) -> Option<String> {
+        self.cursor.current(model).map(|p| p.path.clone())
+    }
+
     fn focus_port(&mut self, port: &str, model: &Model) {
         self.cursor.select_path(port, model);
     }

@@ -207,6 +207,10 @@ impl Page for RocePage {
         }
     }
 
+    fn selected_port(&self, model: &Model) -> Option<String> {
+        roce_ports(model).get(self.selected).map(|p| p.path.clone())
+    }
+
     fn focus_port(&mut self, port: &str, model: &Model) {
         if let Some(i) = roce_ports(model).iter().position(|p| p.path == port) {
             self.selected = i;
