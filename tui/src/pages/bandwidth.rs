@@ -203,10 +203,12 @@ fn link_text(v: &View) -> String {
     if v.show_link {
         format!("link {rate}")
     } else if v.samples > 0 {
-        // Say where the traffic stands against the link, since the line is not drawn.
-        let peak = v.tx.peak.unwrap_or(0.0).max(v.rx.peak.unwrap_or(0.0));
+        // Say where the traffic stands against the link, since the line is not drawn: per
+        // direction, since each has the whole link rate (full duplex).
+        let (tx, rx) = (v.tx.peak.unwrap_or(0.0), v.rx.peak.unwrap_or(0.0));
+        let (dir, peak) = if tx >= rx { ("TX", tx) } else { ("RX", rx) };
         let pct = peak / v.link * 100.0;
-        format!("link {rate} (off the scale; peak {pct:.1}% of it)")
+        format!("link {rate} (off the scale; {dir} peak {pct:.1}% of it)")
     } else {
         format!("link {rate}")
     }
