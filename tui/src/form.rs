@@ -903,18 +903,10 @@ fn choice_spans(c: &Choice, focused: bool, width: usize, t: Theme) -> Vec<Span<'
     }
 }
 
-/// The first `width` characters of `s`, with `~` marking a cut.
+/// The first `width` characters of `s`, with `…` marking a cut (the one style of every page:
+/// [`crate::widgets::fit`]).
 pub fn truncate(s: &str, width: usize) -> String {
-    let n = s.chars().count();
-    if n <= width {
-        return s.to_string();
-    }
-    if width == 0 {
-        return String::new();
-    }
-    let mut out: String = s.chars().take(width - 1).collect();
-    out.push('~');
-    out
+    crate::widgets::fit(s, width)
 }
 
 /// Breaks `text` into lines of at most `width` characters at spaces (a longer word is cut).
@@ -1120,6 +1112,6 @@ mod tests {
         assert_eq!(wrap("a bb ccc", 4), vec!["a bb", "ccc"]);
         assert_eq!(wrap("abcdefgh", 3), vec!["abc", "def", "gh"]);
         assert_eq!(wrap("", 3), vec![""]);
-        assert_eq!(truncate("abcdef", 4), "abc~");
+        assert_eq!(truncate("abcdef", 4), "abc…");
     }
 }

@@ -537,8 +537,16 @@ fn host_help_lists_every_key() {
     let mut app = host_app();
     press(&mut app, KeyCode::Char('?'));
     let s = screen(&mut app, 80, 24);
-    for k in ["Space or Enter", "M ", "s / x / e", "polkit actions"] {
+    for k in ["Space or Enter", "M ", "s / x / e", "more below"] {
         assert!(s.contains(k), "{k}\n{s}");
     }
     assert_snapshot!("host_help_80x24", s);
+    // Longer than the screen: End scrolls to the rest, and the help stays open.
+    press(&mut app, KeyCode::End);
+    let s = screen(&mut app, 80, 24);
+    for k in ["polkit actions", "q, F10 or Ctrl-C", "more above"] {
+        assert!(s.contains(k), "{k}\n{s}");
+    }
+    press(&mut app, KeyCode::Char('x'));
+    assert!(!screen(&mut app, 80, 24).contains(" Help "));
 }

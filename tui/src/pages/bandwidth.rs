@@ -386,6 +386,7 @@ impl Page for BandwidthPage {
         } else {
             // Never more facts than leave the chart a few rows.
             let n = (facts.len() as u16).min(body.height.saturating_sub(5));
+            let facts = crate::widgets::fit_lines(facts, body.width as usize);
             frame.render_widget(
                 Paragraph::new(facts),
                 Rect::new(body.x, body.y, body.width, n),
@@ -529,9 +530,20 @@ impl Page for BandwidthPage {
     fn hints(&self) -> Vec<(&'static str, &'static str)> {
         vec![
             ("←→ [ ]", "port"),
-            ("w", "window"),
-            ("+ -", "zoom"),
+            ("w + -", "window"),
             ("Enter", "port detail"),
+        ]
+    }
+
+    fn help(&self) -> Vec<(&'static str, &'static str)> {
+        vec![
+            ("Left/Right or [ ]", "previous / next port"),
+            ("w", "next time window: 1, 5, 15 minutes, then 1 again"),
+            (
+                "+ / -",
+                "shorter / longer time window, stopping at 1 and 15 minutes",
+            ),
+            ("Enter", "the port's detail page"),
         ]
     }
 }

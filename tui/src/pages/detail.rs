@@ -476,6 +476,9 @@ impl Page for DetailPage {
             append(&mut left, right);
             right = Vec::new();
         }
+        // Lines too long for their column end with the cut marker.
+        let left = crate::widgets::fit_lines(left, left_w);
+        let right = crate::widgets::fit_lines(right, right_w);
         let len = left.len().max(right.len());
         self.scroll = self.scroll.min(len.saturating_sub(self.height));
         let scroll = u16::try_from(self.scroll).unwrap_or(u16::MAX);

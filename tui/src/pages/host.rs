@@ -851,6 +851,7 @@ impl HostPage {
         }
         lines.push(Line::raw(""));
         lines.push(Line::styled("Enter or Esc closes this.", t.dim()));
+        let lines = crate::widgets::fit_lines(lines, inner);
         let height = (lines.len() as u16 + 2).min(area.height);
         let popup = Rect {
             x: area.x + (area.width - width) / 2,
@@ -945,6 +946,7 @@ impl Page for HostPage {
             .into_iter()
             .skip(self.offset)
             .take(height)
+            .map(|l| crate::widgets::fit_line(l, area.width as usize))
             .collect();
         frame.render_widget(Paragraph::new(lines), area);
         // The selected row in reverse video, across the whole width.

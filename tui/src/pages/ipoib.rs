@@ -510,7 +510,8 @@ impl Page for IpoibPage {
             return Outcome::Handled;
         }
         match key.code {
-            KeyCode::Char('n') | KeyCode::Insert => self.open_create(model),
+            // `a` adds on every page that adds; `n` is kept for those used to it.
+            KeyCode::Char('a') | KeyCode::Char('n') | KeyCode::Insert => self.open_create(model),
             KeyCode::Enter | KeyCode::Char('e') => self.open_selected(model),
             KeyCode::Char('d') | KeyCode::Delete => self.open_delete(model),
             _ => Outcome::Ignored,
@@ -560,8 +561,22 @@ impl Page for IpoibPage {
     fn hints(&self) -> Vec<(&'static str, &'static str)> {
         edit::hints(
             self.session.is_some(),
-            vec![("n", "new child"), ("Enter", "edit"), ("d", "delete")],
+            vec![("a", "new child"), ("Enter", "edit"), ("d", "delete")],
         )
+    }
+
+    fn help(&self) -> Vec<(&'static str, &'static str)> {
+        vec![
+            (
+                "a, Insert (or n)",
+                "new P_Key child of the selected port's interface",
+            ),
+            (
+                "Enter or e",
+                "change mode, MTU and umcast; re-create an absent child",
+            ),
+            ("d or Delete", "delete the selected child, after a question"),
+        ]
     }
 }
 

@@ -235,6 +235,13 @@ impl Page for RocePage {
             vec![("Enter", "change version/ToS")],
         )
     }
+
+    fn help(&self) -> Vec<(&'static str, &'static str)> {
+        vec![(
+            "Enter or e",
+            "change the RoCE version and ToS of the selected port",
+        )]
+    }
 }
 
 fn render_table(frame: &mut Frame, area: Rect, ports: &[&Port], sel: usize, t: Theme) {

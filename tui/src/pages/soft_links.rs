@@ -377,6 +377,17 @@ impl Page for SoftLinksPage {
             vec![("a", "add"), ("d", "remove"), ("Enter", "port")],
         )
     }
+
+    fn help(&self) -> Vec<(&'static str, &'static str)> {
+        vec![
+            (
+                "a or Insert",
+                "add a soft link (Space cycles the interfaces)",
+            ),
+            ("d or Delete", "remove the selected link, after a question"),
+            ("Enter", "the selected link's port"),
+        ]
+    }
 }
 
 fn render_table(frame: &mut Frame, area: Rect, model: &Model, rows: &[Row], sel: usize, t: Theme) {
