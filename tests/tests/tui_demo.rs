@@ -200,3 +200,52 @@ async fn changes_right_after_a_new_object_reach_the_client() -> Result<()> {
     client.abort();
     Ok(())
 }
+
+/// `--demo` starts with full graphs: every port's history holds the 15 minutes before the
+/// start, from the same traffic model that moves the counters, ending about now; and the
+/// first port, on a 32-bit counter HCA, is healthy (no saturated samples, traffic moving).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn demo_history_is_full_at_start_and_healthy() -> Result<()> {
+    use rdma_manager_dbus::proxies::{sample_flags, PortProxy};
+    use std::time::{SystemTime, UNIX_EPOCH};
+
+    if let Some(reason) = rdma_manager_tests::bus::skip_reason() {
+        eprintln!("skipping: {reason}");
+        return Ok(());
+    }
+    let demo = rdma_tui::demo::start().await?;
+    let conn =
+        rdma_tui::client::connect(&rdma_tui::client::BusChoice::Address(demo.address.clone()))
+            .await?;
+    let model = rdma_tui::client::read_model(&conn).await?;
+    let now_us = SystemTime::now().duration_since(UNIX_EPOCH)?.as_micros() as u64;
+    ensure!(!model.ports.is_empty());
+    for port in model.ports_in_order() {
+        let p = PortProxy::builder(&conn)
+            .path(port.path.as_str())?
+            .build()
+            .await?;
+        let h = p.get_throughput_history().await?;
+        let name = format!("{}/{}", port.device_name, port.number);
+        ensure!(h.len() >= 890, "{name}: {} samples at start", h.len());
+        let (first, last) = (h[0].0, h[h.len() - 1].0);
+        ensure!(
+            last <= now_us + 2_000_000 && last + 5_000_000 >= now_us,
+            "{name}: the history ends at {last}, now is {now_us}"
+        );
+        ensure!(
+            (last - first) >= 14 * 60 * 1_000_000,
+            "{name}: {} s of history",
+            (last - first) / 1_000_000
+        );
+        ensure!(
+            h.iter().all(|s| s.5 & sample_flags::SATURATED == 0),
+            "{name}: saturated samples"
+        );
+        ensure!(
+            h.iter().filter(|s| s.1 > 0.0 && s.2 > 0.0).count() > 800,
+            "{name}: no traffic in the history"
+        );
+    }
+    Ok(())
+}
