@@ -118,3 +118,134 @@ async fn same_user_authorizer_refuses_other_users_without_polkit() -> Result<()>
     let _ = std::fs::remove_dir_all(sim.root());
     Ok(())
 }
+
+/// A change the service signals right after a new object's InterfacesAdded (a new IPoIB
+/// child becoming Persisted) reaches the client's model: the client applies the service's
+/// signals in the order they were sent, so the older values InterfacesAdded carries never
+/// overwrite it. Several children, because a client that mixes up the order loses the change
+/// only some of the time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changes_right_after_a_new_object_reach_the_client() -> Result<()> {
+    use rdma_manager_dbus::proxies::IpoibProxy;
+    use std::collections::HashMap;
+    use std::time::{Duration, Instant};
+    use zbus::zvariant::Value;
+
+    if let Some(reason) = rdma_manager_tests::bus::skip_reason() {
+        eprintln!("skipping: {reason}");
+        return Ok(());
+    }
+    let demo = rdma_tui::demo::start().await?;
+    let bus = rdma_tui::client::BusChoice::Address(demo.address.clone());
+    let conn = rdma_tui::client::connect(&bus).await?;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let client = tokio::spawn(rdma_tui::client::run(conn.clone(), tx));
+    let mut model = rdma_tui::model::Model::default();
+    let apply = |u: rdma_tui::client::Update, model: &mut rdma_tui::model::Model| match u {
+        rdma_tui::client::Update::Loaded(m) => *model = *m,
+        rdma_tui::client::Update::Properties {
+            path,
+            iface,
+            changed,
+        } => model.set_properties(&path, &iface, changed.iter()),
+        rdma_tui::client::Update::Added { path, interfaces } => {
+            model.add_object(&path, &interfaces)
+        }
+        rdma_tui::client::Update::Removed { path, ifaces } => model.remove_object(&path, &ifaces),
+        _ => {}
+    };
+    // The client's first load.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while model.ipoib.is_empty() {
+        let u = tokio::time::timeout_at(deadline.into(), rx.recv())
+            .await
+            .context("no load")?
+            .context("client stopped")?;
+        apply(u, &mut model);
+    }
+    let parent = model
+        .ipoib
+        .values()
+        .find(|i| !i.is_child() && i.name == "ibp59s0f0")
+        .map(|i| i.path.clone())
+        .context("ibp59s0f0 on the demo host")?;
+    let proxy = IpoibProxy::builder(&conn)
+        .path(parent.as_str())?
+        .build()
+        .await?;
+    for pkey in 0x8010u16..0x8018 {
+        let child = proxy
+            .create_child(pkey, "", HashMap::<&str, Value<'_>>::new())
+            .await
+            .with_context(|| format!("create 0x{pkey:04x}"))?;
+        // A fresh read on the same connection: every signal sent before it is queued already.
+        let fresh = rdma_tui::client::read_model(&conn).await?;
+        let want = fresh
+            .ipoib
+            .get(child.as_str())
+            .context("the child in a fresh read")?
+            .clone();
+        ensure!(want.persisted, "the daemon remembers 0x{pkey:04x}");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while model.ipoib.get(child.as_str()) != Some(&want) {
+            let Ok(u) = tokio::time::timeout_at(deadline.into(), rx.recv()).await else {
+                anyhow::bail!(
+                    "the client's record of 0x{pkey:04x} stays stale:\n{:#?}\nwanted\n{want:#?}",
+                    model.ipoib.get(child.as_str())
+                );
+            };
+            apply(u.context("client stopped")?, &mut model);
+        }
+    }
+    client.abort();
+    Ok(())
+}
+
+/// `--demo` starts with full graphs: every port's history holds the 15 minutes before the
+/// start, from the same traffic model that moves the counters, ending about now; and the
+/// first port, on a 32-bit counter HCA, is healthy (no saturated samples, traffic moving).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn demo_history_is_full_at_start_and_healthy() -> Result<()> {
+    use rdma_manager_dbus::proxies::{sample_flags, PortProxy};
+    use std::time::{SystemTime, UNIX_EPOCH};
+
+    if let Some(reason) = rdma_manager_tests::bus::skip_reason() {
+        eprintln!("skipping: {reason}");
+        return Ok(());
+    }
+    let demo = rdma_tui::demo::start().await?;
+    let conn =
+        rdma_tui::client::connect(&rdma_tui::client::BusChoice::Address(demo.address.clone()))
+            .await?;
+    let model = rdma_tui::client::read_model(&conn).await?;
+    let now_us = SystemTime::now().duration_since(UNIX_EPOCH)?.as_micros() as u64;
+    ensure!(!model.ports.is_empty());
+    for port in model.ports_in_order() {
+        let p = PortProxy::builder(&conn)
+            .path(port.path.as_str())?
+            .build()
+            .await?;
+        let h = p.get_throughput_history().await?;
+        let name = format!("{}/{}", port.device_name, port.number);
+        ensure!(h.len() >= 890, "{name}: {} samples at start", h.len());
+        let (first, last) = (h[0].0, h[h.len() - 1].0);
+        ensure!(
+            last <= now_us + 2_000_000 && last + 5_000_000 >= now_us,
+            "{name}: the history ends at {last}, now is {now_us}"
+        );
+        ensure!(
+            (last - first) >= 14 * 60 * 1_000_000,
+            "{name}: {} s of history",
+            (last - first) / 1_000_000
+        );
+        ensure!(
+            h.iter().all(|s| s.5 & sample_flags::SATURATED == 0),
+            "{name}: saturated samples"
+        );
+        ensure!(
+            h.iter().filter(|s| s.1 > 0.0 && s.2 > 0.0).count() > 800,
+            "{name}: no traffic in the history"
+        );
+    }
+    Ok(())
+}

@@ -40,6 +40,8 @@ pub struct App {
     pub connection: Connection,
     pub status: Status,
     pub help: bool,
+    /// How far the help is scrolled.
+    help_scroll: usize,
     pub quit: bool,
     pages: Vec<Box<dyn Page>>,
     current: usize,
@@ -49,12 +51,18 @@ pub struct App {
     tabs: Vec<(u16, u16)>,
     tab_row: u16,
     next_call: u64,
-    /// Calls in flight: id to the page that asked.
-    pending: HashMap<u64, PageId>,
+    /// Calls in flight: id to the page that asked and the call in words (said when it is
+    /// queued, while the model still has the objects it names).
+    pending: HashMap<u64, (PageId, String)>,
+    /// What the calls of a sequence (a form sending several) did so far, for the status line
+    /// once the last answers.
+    done_so_far: Vec<String>,
     /// The counters read in flight, if any (see [`App::poll_counters`]).
     counters_call: Option<u64>,
     /// Calls to make, taken by the loop.
     outbox: Vec<(u64, Call)>,
+    /// The port the user selected last, on any page: the pages that select ports show it.
+    port: Option<String>,
 }
 
 impl App {
@@ -65,6 +73,7 @@ impl App {
             connection: Connection::Connecting,
             status: Status::None,
             help: false,
+            help_scroll: 0,
             quit: false,
             pages: all_pages(),
             current: 0,
@@ -73,8 +82,10 @@ impl App {
             tab_row: 0,
             next_call: 1,
             pending: HashMap::new(),
+            done_so_far: Vec::new(),
             counters_call: None,
             outbox: Vec::new(),
+            port: None,
         }
     }
 
@@ -90,22 +101,35 @@ impl App {
         self.pages[self.current].id()
     }
 
-    /// Shows a page (and makes the call it wants on being shown).
+    /// Shows a page (and makes the call it wants on being shown). The status line is about
+    /// the page it was said on: another page starts without it. The port selected on the
+    /// page left is selected on the page shown.
     pub fn show(&mut self, id: PageId) {
+        if let Some(port) = self.pages[self.current].selected_port(&self.model) {
+            self.port = Some(port);
+        }
+        self.switch(id);
+    }
+
+    /// Shows a page with a port selected.
+    pub fn show_port(&mut self, id: PageId, port: &str) {
+        self.port = Some(port.to_string());
+        self.switch(id);
+    }
+
+    fn switch(&mut self, id: PageId) {
         if let Some(i) = self.pages.iter().position(|p| p.id() == id) {
+            if i != self.current {
+                self.status = Status::None;
+            }
+            if let Some(port) = &self.port {
+                self.pages[i].focus_port(port, &self.model);
+            }
             self.current = i;
             if let Some(call) = self.pages[i].on_show(&self.model) {
                 self.queue(id, call);
             }
         }
-    }
-
-    /// Shows a page with a port selected.
-    pub fn show_port(&mut self, id: PageId, port: &str) {
-        if let Some(p) = self.pages.iter_mut().find(|p| p.id() == id) {
-            p.focus_port(port, &self.model);
-        }
-        self.show(id);
     }
 
     /// The calls to make now, with their ids.
@@ -136,7 +160,8 @@ impl App {
     fn queue(&mut self, page: PageId, call: Call) -> u64 {
         let id = self.next_call;
         self.next_call += 1;
-        self.pending.insert(id, page);
+        self.pending
+            .insert(id, (page, describe(&call, &self.model)));
         self.outbox.push((id, call));
         id
     }
@@ -180,25 +205,53 @@ impl App {
     }
 
     fn call_done(&mut self, id: u64, call: &Call, result: &Result<CallOutput, CallError>) {
-        let page = self.pending.remove(&id);
+        let (page, what) = match self.pending.remove(&id) {
+            Some((page, what)) => (Some(page), what),
+            None => (None, describe(call, &self.model)),
+        };
         let mut next = None;
         if let Some(p) = page.and_then(|pid| self.pages.iter_mut().find(|p| p.id() == pid)) {
             p.call_done(call, result);
             next = p.next_call().map(|c| (p.id(), c));
         }
+        // What the calls before this one of the same sequence did (reads say nothing and are
+        // no part of a sequence).
+        let quiet = matches!(call, Call::GetCounters { .. } | Call::PreviewRdmaNames);
+        let before = if quiet {
+            None
+        } else if next.is_some() && result.is_ok() {
+            self.done_so_far.push(what.clone());
+            None
+        } else {
+            let done = std::mem::take(&mut self.done_so_far);
+            (!done.is_empty()).then(|| done.join(", "))
+        };
         match (call, result) {
             (Call::GetCounters { .. } | Call::PreviewRdmaNames, Ok(_)) => {}
             (Call::GetCounters { .. }, Err(_)) => {}
+            (_, Ok(_)) if next.is_some() => self.status = Status::Info(format!("{what}: done...")),
             (_, Ok(CallOutput::Steps(steps))) if steps.iter().any(|s| s.failed()) => {
                 let failed: Vec<String> = steps
                     .iter()
                     .filter(|s| s.failed())
                     .map(|s| format!("{} failed: {}", s.step, s.detail))
                     .collect();
-                self.status = Status::Error(format!("{}: {}", describe(call), failed.join("; ")));
+                self.status = Status::Error(format!("{what}: {}", failed.join("; ")));
             }
-            (_, Ok(_)) => self.status = Status::Info(format!("Done: {}", describe(call))),
-            (_, Err(e)) => self.status = Status::Error(error_text(call, e)),
+            (_, Ok(_)) => {
+                let all = match before {
+                    Some(b) => format!("{b}, {what}"),
+                    None => what,
+                };
+                self.status = Status::Info(format!("Done: {all}"));
+            }
+            (_, Err(e)) => {
+                let mut text = error_text(&what, e);
+                if let Some(b) = before {
+                    text.push_str(&format!(" (done before it: {b})"));
+                }
+                self.status = Status::Error(text);
+            }
         }
         if let Some((page, call)) = next {
             self.queue(page, call);
@@ -216,8 +269,19 @@ impl App {
 
     pub fn handle_key(&mut self, key: KeyEvent) {
         if self.help {
-            // Any key closes the help (and does nothing else).
-            self.help = false;
+            // The moving keys scroll the help; any other key closes it (and does nothing else).
+            match key.code {
+                KeyCode::Up => self.help_scroll = self.help_scroll.saturating_sub(1),
+                KeyCode::Down => self.help_scroll += 1,
+                KeyCode::PageUp => self.help_scroll = self.help_scroll.saturating_sub(10),
+                KeyCode::PageDown => self.help_scroll += 10,
+                KeyCode::Home => self.help_scroll = 0,
+                KeyCode::End => self.help_scroll = usize::MAX,
+                _ => {
+                    self.help = false;
+                    self.help_scroll = 0;
+                }
+            }
             return;
         }
         if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
@@ -263,7 +327,9 @@ impl App {
             Outcome::Ignored | Outcome::Handled => {}
             Outcome::Call(call) => {
                 let id = self.current_page();
-                self.status = Status::Info(format!("{}...", describe(&call)));
+                self.status = Status::Info(format!("{}...", describe(&call, &self.model)));
+                // A new request: what an earlier sequence did is said already.
+                self.done_so_far.clear();
                 self.queue(id, call);
             }
             Outcome::ShowPort(page, port) => self.show_port(page, &port),
@@ -334,24 +400,48 @@ impl App {
         let mut col = area.x;
         self.tabs.clear();
         self.tab_row = area.y;
-        // " N label " per tab; the short labels when the full ones do not fit.
-        let full: usize = PageId::ALL
-            .iter()
-            .map(|id| id.label().chars().count() + 4)
-            .sum();
-        let short = full > area.width as usize;
-        for (i, id) in PageId::ALL.iter().enumerate() {
-            let label = if short { id.short_label() } else { id.label() };
-            let text = format!(" {} {} ", i + 1, label);
-            let w = text.chars().count() as u16;
-            self.tabs.push((col, col + w));
-            col += w;
+        let width = area.width as usize;
+        // " N label " per tab: the full labels, else the short ones, else the number alone
+        // for every page but the shown one. Whatever is still cut ends with a marker, so a
+        // page is never missing without a sign.
+        let texts = |label: &dyn Fn(usize, PageId) -> String| -> Vec<String> {
+            PageId::ALL
+                .iter()
+                .enumerate()
+                .map(|(i, id)| label(i, *id))
+                .collect()
+        };
+        let forms = [
+            texts(&|i, id| format!(" {} {} ", i + 1, id.label())),
+            texts(&|i, id| format!(" {} {} ", i + 1, id.short_label())),
+            texts(&|i, id| {
+                if i == self.current {
+                    format!(" {} {} ", i + 1, id.short_label())
+                } else {
+                    format!(" {} ", i + 1)
+                }
+            }),
+        ];
+        let fits = |f: &Vec<String>| f.iter().map(|s| s.chars().count()).sum::<usize>() <= width;
+        let chosen = forms.iter().find(|f| fits(f)).unwrap_or(&forms[2]);
+        let mut used = 0;
+        for (i, text) in chosen.iter().enumerate() {
+            let w = text.chars().count();
+            let last = i + 1 == chosen.len();
+            // Room for this tab, and for the marker after it unless it is the last.
+            if used + w + usize::from(!last) > width {
+                spans.push(Span::styled(CUT, t.dim()));
+                break;
+            }
+            self.tabs.push((col, col + w as u16));
+            col += w as u16;
+            used += w;
             let style = if i == self.current {
                 t.selected().add_modifier(ratatui::style::Modifier::BOLD)
             } else {
                 t.normal()
             };
-            spans.push(Span::styled(text, style));
+            spans.push(Span::styled(text.clone(), style));
         }
         frame.render_widget(Paragraph::new(Line::from(spans)), area);
     }
@@ -398,87 +488,196 @@ impl App {
 
     fn render_keys(&self, frame: &mut Frame, area: Rect) {
         let t = self.theme;
-        let mut hints = self.pages[self.current].hints();
+        let mut page = self.pages[self.current].hints();
         // An open form has the keyboard: Tab moves between its fields and q is typed.
-        if !self.pages[self.current].editing() {
-            hints.extend([("Tab", "page"), ("?", "help"), ("q", "quit")]);
+        let global: Vec<(&str, &str)> = if self.pages[self.current].editing() {
+            Vec::new()
+        } else {
+            vec![("Tab", "page"), ("?", "help"), ("q", "quit")]
+        };
+        let width = |v: &[(&str, &str)]| -> usize {
+            v.iter()
+                .map(|(k, w)| k.chars().count() + w.chars().count() + 3)
+                .sum()
+        };
+        let room = area.width as usize;
+        // Help and quit stay in sight: the page's hints give way from the end, and a marker
+        // says some did (? lists them all).
+        let cut = width(&page) + width(&global) > room;
+        if cut {
+            while !page.is_empty() && width(&page) + width(&global) + 2 > room {
+                page.pop();
+            }
         }
         let mut spans = Vec::new();
-        for (k, what) in hints {
+        for (k, what) in page {
             spans.push(Span::styled(k, t.key()));
             spans.push(Span::styled(format!(" {what}  "), t.normal()));
         }
-        frame.render_widget(Paragraph::new(Line::from(spans)), area);
+        if cut {
+            spans.push(Span::styled(format!("{CUT} "), t.dim()));
+        }
+        for (k, what) in global {
+            spans.push(Span::styled(k, t.key()));
+            spans.push(Span::styled(format!(" {what}  "), t.normal()));
+        }
+        let line = Line::from(spans);
+        // Narrower still: cut with the marker.
+        let line = if line.width() > room {
+            let text: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
+            Line::styled(crate::widgets::fit(&text, room), t.normal())
+        } else {
+            line
+        };
+        frame.render_widget(Paragraph::new(line), area);
     }
 
-    fn render_help(&self, frame: &mut Frame, body: Rect) {
+    /// The help's lines: the shown page's keys first, then those of every page.
+    fn help_lines(&self) -> Vec<Line<'static>> {
         let t = self.theme;
-        let page_keys = self.pages[self.current].help();
-        let w = body.width.min(70);
-        // Room for the page's keys (at least the 20 lines every page had).
-        let h = body.height.min((page_keys.len() as u16 + 14).max(20));
-        let area = Rect {
-            x: body.x + (body.width - w) / 2,
-            y: body.y + (body.height - h) / 2,
-            width: w,
-            height: h,
-        };
-        let mut lines = vec![
-            Line::styled("Keys", t.title()),
-            Line::raw("Tab / Shift-Tab, 1..8  next / previous page, or a page by number"),
-            Line::raw("Up/Down, PgUp/PgDn     move in a list"),
-            Line::raw("Enter                  open, or change the selected item"),
-            Line::raw("Esc                    cancel a form; back to the overview"),
-            Line::raw("? or F1                this help (any key closes it)"),
-            Line::raw("q, F10 or Ctrl-C       quit"),
-            Line::raw("Mouse                  click a tab or a row; wheel scrolls"),
-            Line::raw(""),
-            Line::styled(
-                format!("This page ({})", self.current_page().label()),
-                t.title(),
-            ),
-        ];
-        for (k, what) in page_keys {
+        let mut lines = vec![Line::styled(
+            format!("This page ({})", self.current_page().label()),
+            t.title(),
+        )];
+        for (k, what) in self.pages[self.current].help() {
             lines.push(Line::from(vec![
                 Span::styled(format!("{k:<22} "), t.key()),
                 Span::raw(what),
             ]));
         }
         lines.push(Line::raw(""));
+        lines.push(Line::styled("Every page", t.title()));
+        for (k, what) in [
+            (
+                "Tab / Shift-Tab, 1..8",
+                "next / previous page, or a page by number",
+            ),
+            ("Up/Down, PgUp/PgDn", "move in a list; scroll this help"),
+            ("Enter or e", "open, or change the selected item"),
+            ("a or Insert", "add (IPoIB, soft links)"),
+            ("d or Delete", "delete or remove, after a question"),
+            ("y / n", "answer a question (it starts on Cancel)"),
+            ("Esc", "cancel a form; back to the overview"),
+            ("? or F1", "this help (other keys close it)"),
+            ("q, F10 or Ctrl-C", "quit"),
+            ("Mouse", "click a tab or a row; wheel scrolls"),
+        ] {
+            lines.push(Line::from(vec![
+                Span::styled(format!("{k:<22} "), t.key()),
+                Span::raw(what),
+            ]));
+        }
+        lines.push(Line::raw(format!(
+            "{CUT} marks text, tabs or keys cut to fit the terminal."
+        )));
+        lines.push(Line::raw(""));
         lines.push(Line::styled(
             "Changes go to rdma-managerd and need its polkit actions.",
             t.dim(),
         ));
+        lines
+    }
+
+    fn render_help(&mut self, frame: &mut Frame, body: Rect) {
+        let t = self.theme;
+        let w = body.width.min(76);
+        let inner_w = w.saturating_sub(2) as usize;
+        let mut lines = crate::widgets::fit_lines(self.help_lines(), inner_w);
+        let h = body.height.min(lines.len() as u16 + 2);
+        let area = Rect {
+            x: body.x + (body.width - w) / 2,
+            y: body.y + (body.height - h) / 2,
+            width: w,
+            height: h,
+        };
+        // Longer than the screen: it scrolls, and says there is more.
+        let inner_h = h.saturating_sub(2) as usize;
+        let max_scroll = lines.len().saturating_sub(inner_h);
+        self.help_scroll = self.help_scroll.min(max_scroll);
+        let scroll = self.help_scroll;
+        if inner_h > 2 {
+            if scroll + inner_h < lines.len() {
+                let last = scroll + inner_h - 1;
+                lines[last] = Line::styled(
+                    format!("{CUT} {} more below (Down, PgDn)", lines.len() - last),
+                    t.dim(),
+                );
+            }
+            if scroll > 0 {
+                lines[scroll] =
+                    Line::styled(format!("{CUT} {} more above (Up)", scroll + 1), t.dim());
+            }
+        }
         frame.render_widget(Clear, area);
         frame.render_widget(
             Paragraph::new(lines)
-                .wrap(Wrap { trim: false })
+                .scroll((scroll as u16, 0))
                 .block(Block::default().borders(Borders::ALL).title(" Help ")),
             area,
         );
     }
 }
 
-/// A call in words, for the status line.
-pub fn describe(call: &Call) -> String {
+/// An IPoIB interface's name, or its path when the model does not have it.
+fn ipoib_name<'a>(model: &'a Model, path: &'a str) -> &'a str {
+    model
+        .ipoib
+        .get(path)
+        .map(|i| i.name.as_str())
+        .unwrap_or(path)
+}
+
+/// A port as "device/number", or its path when the model does not have it.
+fn port_name(model: &Model, path: &str) -> String {
+    model
+        .ports
+        .get(path)
+        .map(|p| format!("{}/{}", p.device_name, p.number))
+        .unwrap_or_else(|| path.to_string())
+}
+
+/// The marker of text cut to fit: one style everywhere ([`crate::widgets::fit`]).
+pub const CUT: &str = crate::widgets::ELLIPSIS;
+
+/// A call in words, for the status line: objects by their names, as `model` has them.
+pub fn describe(call: &Call, model: &Model) -> String {
     match call {
         Call::AddSoftLink { name, kind, netdev } => format!("add {kind} link {name} on {netdev}"),
         Call::RemoveSoftLink { name } => format!("remove soft link {name}"),
         Call::CreateIpoibChild { name, pkey, .. } => {
             format!("create IPoIB child {name} (P_Key 0x{pkey:04x})")
         }
-        Call::DeleteIpoib { path } => format!("delete {}", short(path)),
-        Call::SetIpoibMode { mode, .. } => format!("set IPoIB mode {mode}"),
-        Call::SetIpoibMtu { mtu, .. } => format!("set IPoIB MTU {mtu}"),
-        Call::SetIpoibUmcast { umcast, .. } => format!("set umcast {}", u8::from(*umcast)),
-        Call::SetRoceMode { mode, .. } => format!("set RoCE mode {mode}"),
-        Call::SetRoceTos { tos, .. } => format!("set RoCE ToS {tos}"),
+        Call::DeleteIpoib { path } => format!("delete {}", ipoib_name(model, path)),
+        Call::SetIpoibMode { path, mode } => {
+            format!("set {} mode {mode}", ipoib_name(model, path))
+        }
+        Call::SetIpoibMtu { path, mtu } => format!("set {} MTU {mtu}", ipoib_name(model, path)),
+        Call::SetIpoibUmcast { path, umcast } => {
+            format!(
+                "set {} umcast {}",
+                ipoib_name(model, path),
+                u8::from(*umcast)
+            )
+        }
+        Call::SetRoceMode { port, mode } => {
+            format!("set RoCE mode of {} to {mode}", port_name(model, port))
+        }
+        Call::SetRoceTos { port, tos } => {
+            format!("set RoCE ToS of {} to {tos}", port_name(model, port))
+        }
         Call::SetIpoibName { guid, name, .. } => format!("name IPoIB {guid} {name}"),
         Call::RemoveIpoibName { guid } => format!("remove IPoIB name of {guid}"),
         Call::SetRdmaNamingPolicy { policy, .. } => format!("set naming policy {policy}"),
         Call::SetRdmaFixedName { guid, name, .. } => format!("name device {guid} {name}"),
         Call::RemoveRdmaFixedName { guid } => format!("remove fixed name of {guid}"),
-        Call::RenameDevice { name, .. } => format!("rename device to {name}"),
+        Call::RenameDevice { device, name } => format!(
+            "rename {} to {name}",
+            model
+                .devices
+                .get(device)
+                .map(|d| d.name.as_str())
+                .unwrap_or(device)
+        ),
         Call::PreviewRdmaNames => "preview RDMA names".into(),
         Call::GetCounters { .. } => "read counters".into(),
         Call::SetModuleEnabled {
@@ -511,14 +710,9 @@ pub fn describe(call: &Call) -> String {
     }
 }
 
-fn short(path: &str) -> &str {
-    path.rsplit('/').next().unwrap_or(path)
-}
-
-/// A failed call for the status line; authorization failures name the action and the way to
-/// get it (the service's sentence already says both).
-pub fn error_text(call: &Call, e: &CallError) -> String {
-    let what = describe(call);
+/// A failed call (`what`, as [`describe`] says it) for the status line; authorization
+/// failures name the action and the way to get it (the service's sentence already says both).
+pub fn error_text(what: &str, e: &CallError) -> String {
     match e.kind {
         ErrorKind::NotAuthorized | ErrorKind::InteractiveAuthorizationRequired => {
             format!("Cannot {what}: {}", e.message)

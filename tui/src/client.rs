@@ -415,7 +415,8 @@ async fn load(conn: &Connection, tx: &UnboundedSender<Update>) -> zbus::Result<(
 
 /// Subscribes to the service's signals, loads the state, and forwards changes until the
 /// receiver is gone. Subscribing first means nothing that happens during the load is lost
-/// (applying a change twice is harmless).
+/// (applying a change twice is harmless, and the changes come after the load in the order
+/// the service sent them, so the last one wins).
 pub async fn run(conn: Connection, tx: UnboundedSender<Update>) {
     if let Err(e) = run_inner(&conn, &tx).await {
         let _ = tx.send(Update::Fatal(format!("lost the bus: {e}")));
@@ -423,19 +424,16 @@ pub async fn run(conn: Connection, tx: UnboundedSender<Update>) {
 }
 
 async fn run_inner(conn: &Connection, tx: &UnboundedSender<Update>) -> zbus::Result<()> {
-    let changed_rule = MatchRule::builder()
+    // One stream for every signal of the service, so that they are applied in the order it
+    // sent them. A stream per signal loses that order: a PropertiesChanged sent right after
+    // InterfacesAdded (a new IPoIB child becoming Persisted) could be applied first and then
+    // be overwritten by the older values InterfacesAdded carries.
+    let rule = MatchRule::builder()
         .msg_type(zbus::message::Type::Signal)
         .sender(BUS_NAME)?
-        .interface("org.freedesktop.DBus.Properties")?
-        .member("PropertiesChanged")?
         .path_namespace(ROOT_PATH)?
         .build();
-    let mut changed = MessageStream::for_match_rule(changed_rule, conn, Some(256)).await?;
-    let om = root_proxy::<ObjectManagerProxy>(conn).await?;
-    let mut added = om.receive_interfaces_added().await?;
-    let mut removed = om.receive_interfaces_removed().await?;
-    let manager = manager_proxy(conn).await?;
-    let mut sampled = manager.receive_throughput_sampled().await?;
+    let mut signals = MessageStream::for_match_rule(rule, conn, Some(1024)).await?;
     let dbus = DBusProxy::new(conn).await?;
     let mut owners = dbus
         .receive_name_owner_changed_with_args(&[(0, BUS_NAME)])
@@ -447,64 +445,24 @@ async fn run_inner(conn: &Connection, tx: &UnboundedSender<Update>) -> zbus::Res
     }
     loop {
         tokio::select! {
-            Some(msg) = changed.next() => {
+            Some(msg) = signals.next() => {
                 let Ok(msg) = msg else { continue };
-                let Some(path) = msg.header().path().map(|p| p.to_string()) else { continue };
-                let body = msg.body();
-                let Ok((iface, props, _invalidated)) =
-                    body.deserialize::<(String, HashMap<String, OwnedValue>, Vec<String>)>()
-                else {
-                    continue;
+                let Some(update) = signal_update(&msg) else { continue };
+                let new_port = match &update {
+                    Update::Added { path, interfaces } if interfaces.contains_key(PORT_IFACE) => {
+                        Some(path.clone())
+                    }
+                    _ => None,
                 };
-                if tx.send(Update::Properties { path, iface, changed: props }).is_err() {
+                if tx.send(update).is_err() {
                     return Ok(());
                 }
-            }
-            Some(sig) = added.next() => {
-                let Ok(args) = sig.args() else { continue };
-                let path = args.object_path().to_string();
-                let interfaces: Interfaces = args
-                    .interfaces_and_properties()
-                    .iter()
-                    .map(|(k, v)| {
-                        let props = v
-                            .iter()
-                            .filter_map(|(n, val)| {
-                                OwnedValue::try_from(val.try_clone().ok()?).ok().map(|o| (n.to_string(), o))
-                            })
-                            .collect();
-                        (k.to_string(), props)
-                    })
-                    .collect();
-                let is_port = interfaces.contains_key(PORT_IFACE);
-                if tx.send(Update::Added { path: path.clone(), interfaces }).is_err() {
-                    return Ok(());
-                }
-                if is_port {
+                if let Some(path) = new_port {
                     if let Ok(p) = port_proxy(conn, &path).await {
                         if let Ok(samples) = p.get_throughput_history().await {
                             let _ = tx.send(Update::History { port: path, samples });
                         }
                     }
-                }
-            }
-            Some(sig) = removed.next() => {
-                let Ok(args) = sig.args() else { continue };
-                let path = args.object_path().to_string();
-                let ifaces = args.interfaces().iter().map(|i| i.to_string()).collect();
-                if tx.send(Update::Removed { path, ifaces }).is_err() {
-                    return Ok(());
-                }
-            }
-            Some(sig) = sampled.next() => {
-                let Ok(args) = sig.args() else { continue };
-                let samples = args
-                    .samples()
-                    .iter()
-                    .map(|(p, a, b, c, d, f)| (p.as_str().to_string(), *a, *b, *c, *d, *f))
-                    .collect();
-                if tx.send(Update::Samples { time_us: *args.time_us(), samples }).is_err() {
-                    return Ok(());
                 }
             }
             Some(sig) = owners.next() => {
@@ -519,6 +477,62 @@ async fn run_inner(conn: &Connection, tx: &UnboundedSender<Update>) -> zbus::Res
             }
             else => return Err(zbus::Error::Failure("the bus connection closed".into())),
         }
+    }
+}
+
+/// The model change one signal of the service carries (`None`: a signal the client does not
+/// follow, or one that does not parse).
+pub fn signal_update(msg: &zbus::Message) -> Option<Update> {
+    let header = msg.header();
+    let path = header.path()?.to_string();
+    let iface = header.interface()?.to_string();
+    let member = header.member()?.to_string();
+    let body = msg.body();
+    match (iface.as_str(), member.as_str()) {
+        ("org.freedesktop.DBus.Properties", "PropertiesChanged") => {
+            let (iface, changed, _invalidated) = body
+                .deserialize::<(String, HashMap<String, OwnedValue>, Vec<String>)>()
+                .ok()?;
+            Some(Update::Properties {
+                path,
+                iface,
+                changed,
+            })
+        }
+        ("org.freedesktop.DBus.ObjectManager", "InterfacesAdded") => {
+            let (object, interfaces) = body
+                .deserialize::<(
+                    zbus::zvariant::OwnedObjectPath,
+                    HashMap<String, HashMap<String, OwnedValue>>,
+                )>()
+                .ok()?;
+            Some(Update::Added {
+                path: object.as_str().to_string(),
+                interfaces,
+            })
+        }
+        ("org.freedesktop.DBus.ObjectManager", "InterfacesRemoved") => {
+            let (object, ifaces) = body
+                .deserialize::<(zbus::zvariant::OwnedObjectPath, Vec<String>)>()
+                .ok()?;
+            Some(Update::Removed {
+                path: object.as_str().to_string(),
+                ifaces,
+            })
+        }
+        (crate::model::MANAGER_IFACE, "ThroughputSampled") => {
+            let (time_us, samples) = body
+                .deserialize::<(u64, Vec<rdma_manager_dbus::proxies::PortSample>)>()
+                .ok()?;
+            Some(Update::Samples {
+                time_us,
+                samples: samples
+                    .into_iter()
+                    .map(|(p, a, b, c, d, f)| (p.as_str().to_string(), a, b, c, d, f))
+                    .collect(),
+            })
+        }
+        _ => None,
     }
 }
 
@@ -707,6 +721,98 @@ async fn perform_inner(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::IPOIB_IFACE;
+
+    fn signal<B: serde::Serialize + zbus::zvariant::DynamicType>(
+        path: &str,
+        iface: &str,
+        member: &str,
+        body: &B,
+    ) -> zbus::Message {
+        zbus::Message::signal(path, iface, member)
+            .expect("header")
+            .build(body)
+            .expect("body")
+    }
+
+    /// The order the service sends for a new remembered child: InterfacesAdded with the
+    /// values before it was remembered, then PropertiesChanged. Applied in that order (one
+    /// stream), the model ends with the newer value.
+    #[test]
+    fn a_change_right_after_interfaces_added_is_kept() {
+        let path = "/org/rdmamanager/RdmaManager1/Ipoib/40";
+        let mut props: HashMap<&str, Value<'_>> = HashMap::new();
+        props.insert("Name", Value::from("ib0.8005"));
+        props.insert("ParentName", Value::from("ib0"));
+        props.insert("Persisted", Value::from(false));
+        let added = signal(
+            ROOT_PATH,
+            "org.freedesktop.DBus.ObjectManager",
+            "InterfacesAdded",
+            &(
+                zbus::zvariant::ObjectPath::try_from(path).expect("path"),
+                HashMap::from([(IPOIB_IFACE, props)]),
+            ),
+        );
+        let changed = signal(
+            path,
+            "org.freedesktop.DBus.Properties",
+            "PropertiesChanged",
+            &(
+                IPOIB_IFACE,
+                HashMap::from([("Persisted", Value::from(true))]),
+                Vec::<String>::new(),
+            ),
+        );
+        let mut model = Model::default();
+        for msg in [added, changed] {
+            match signal_update(&msg) {
+                Some(Update::Added { path, interfaces }) => model.add_object(&path, &interfaces),
+                Some(Update::Properties {
+                    path,
+                    iface,
+                    changed,
+                }) => model.set_properties(&path, &iface, changed.iter()),
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        let child = &model.ipoib[path];
+        assert_eq!(child.name, "ib0.8005");
+        assert!(child.persisted);
+    }
+
+    #[test]
+    fn removed_and_sampled_signals_become_updates() {
+        let path = "/org/rdmamanager/RdmaManager1/Ipoib/40";
+        let removed = signal(
+            ROOT_PATH,
+            "org.freedesktop.DBus.ObjectManager",
+            "InterfacesRemoved",
+            &(
+                zbus::zvariant::ObjectPath::try_from(path).expect("path"),
+                vec![IPOIB_IFACE],
+            ),
+        );
+        assert!(matches!(
+            signal_update(&removed),
+            Some(Update::Removed { path: p, ifaces }) if p == path && ifaces == [IPOIB_IFACE]
+        ));
+        let port =
+            zbus::zvariant::ObjectPath::try_from("/org/rdmamanager/RdmaManager1/Device/0/Port/1")
+                .expect("path");
+        let sampled = signal(
+            ROOT_PATH,
+            crate::model::MANAGER_IFACE,
+            "ThroughputSampled",
+            &(7u64, vec![(port, 1.0f64, 2.0f64, 3.0f64, 4.0f64, 0u8)]),
+        );
+        assert!(matches!(
+            signal_update(&sampled),
+            Some(Update::Samples { time_us: 7, samples }) if samples.len() == 1 && samples[0].2 == 2.0
+        ));
+        let other = signal(ROOT_PATH, crate::model::MANAGER_IFACE, "Future", &(1u8,));
+        assert!(signal_update(&other).is_none());
+    }
 
     #[test]
     fn service_errors_keep_their_kind_and_action() {

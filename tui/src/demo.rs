@@ -104,7 +104,10 @@ pub async fn start() -> anyhow::Result<Demo> {
     let sim = SimHost::new(fixtures::demo_host()).context("cannot build the simulated host")?;
     fixtures::install_host_setup(&sim).context("cannot write the simulated host's files")?;
     let sim_root = sim.root().to_path_buf();
-    let traffic = traffic::spawn_demo_traffic(sim.clone(), Duration::from_secs(1));
+    // One traffic model moves the counters from now on and fills the 15 minutes before, so
+    // the graphs are full at start (as the man page says of a daemon that has run a while).
+    let model = traffic::DemoTraffic::of(&sim);
+    let traffic = traffic::spawn_demo_traffic(sim.clone(), model.clone(), Duration::from_secs(1));
     let conn = server::connect(&Bus::Address(address.clone())).await?;
     let authorizer = Authorizer::same_user_for_simulation(&conn);
     // The simulated units act on the simulated kernel as real ones do (module lists, nfsd).
@@ -113,7 +116,10 @@ pub async fn start() -> anyhow::Result<Demo> {
         conn,
         Arc::new(sim),
         true,
-        EngineConfig::default(),
+        EngineConfig {
+            history_seed: Some(Arc::new(model)),
+            ..EngineConfig::default()
+        },
         authorizer,
         Arc::new(system),
     )

@@ -11,6 +11,7 @@ use ratatui::Frame;
 use crate::app::describe;
 use crate::client::{Call, CallError, CallOutput};
 use crate::form::Form;
+use crate::model::Model;
 use crate::pages::Outcome;
 use crate::theme::Theme;
 
@@ -32,10 +33,10 @@ pub enum Answer {
 pub struct Session<K> {
     pub form: Form,
     pub kind: K,
-    /// The call whose answer the form waits for.
-    awaiting: Option<Call>,
+    /// The call whose answer the form waits for, and what it does in words.
+    awaiting: Option<(Call, String)>,
     /// Calls still to make, each after the one before succeeded.
-    queue: VecDeque<Call>,
+    queue: VecDeque<(Call, String)>,
     /// The next call of the queue may go.
     next_ready: bool,
 }
@@ -52,24 +53,33 @@ impl<K> Session<K> {
     }
 
     /// Sends `calls` in order: the first now, each later one once the one before it
-    /// succeeded. No calls: nothing to do.
-    pub fn send(&mut self, calls: Vec<Call>) -> Outcome {
-        let mut calls: VecDeque<Call> = calls.into();
+    /// succeeded. No calls: nothing to do. Each call is described now, while `model` still
+    /// has the objects it names (a failure is said with their names, not their paths).
+    pub fn send(&mut self, calls: Vec<Call>, model: &Model) -> Outcome {
+        let mut calls: VecDeque<(Call, String)> = calls
+            .into_iter()
+            .map(|c| {
+                let what = describe(&c, model);
+                (c, what)
+            })
+            .collect();
         let Some(first) = calls.pop_front() else {
             return Outcome::Message("Nothing changed.".into());
         };
         self.form.set_pending();
-        self.awaiting = Some(first.clone());
+        let call = first.0.clone();
+        self.awaiting = Some(first);
         self.queue = calls;
         self.next_ready = false;
-        Outcome::Call(first)
+        Outcome::Call(call)
     }
 
     /// The answer to a call.
     pub fn answer(&mut self, call: &Call, result: &Result<CallOutput, CallError>) -> Answer {
-        if self.awaiting.as_ref() != Some(call) {
-            return Answer::NotOurs;
-        }
+        let what = match &self.awaiting {
+            Some((c, what)) if c == call => what.clone(),
+            _ => return Answer::NotOurs,
+        };
         match result {
             Ok(out) => match self.queue.front() {
                 Some(next) => {
@@ -85,7 +95,7 @@ impl<K> Session<K> {
             Err(e) => {
                 self.awaiting = None;
                 self.queue.clear();
-                self.form.fail(&describe(call), e);
+                self.form.fail(&what, e);
                 Answer::Failed
             }
         }
@@ -97,7 +107,7 @@ impl<K> Session<K> {
             return None;
         }
         self.next_ready = false;
-        self.queue.pop_front()
+        self.queue.pop_front().map(|(c, _)| c)
     }
 }
 

@@ -57,6 +57,9 @@ pub struct TextInput {
     pub value: String,
     /// In characters, 0..=len.
     cursor: usize,
+    /// The most characters the value may have. Longer text is kept as typed (never cut:
+    /// a pasted or mistyped value must not turn into another valid one) and the form refuses
+    /// it with the reason ([`Field::fault`]).
     pub max_len: usize,
     /// Shown dimmed while the input is empty.
     pub placeholder: String,
@@ -80,7 +83,7 @@ impl TextInput {
 
     /// Sets the value, the cursor at its end.
     pub fn set(&mut self, value: &str) {
-        self.value = value.chars().take(self.max_len).collect();
+        self.value = value.to_string();
         self.cursor = self.len();
     }
 
@@ -147,9 +150,6 @@ impl TextInput {
             // Alt+letter is a shortcut in other programs (and Esc typed fast before a
             // letter arrives as one): never text.
             KeyCode::Char(c) if !ctrl && !alt && !c.is_control() => {
-                if self.len() >= self.max_len {
-                    return Some(false);
-                }
                 let b = self.byte_at(self.cursor);
                 self.value.insert(b, c);
                 self.cursor += 1;
@@ -284,6 +284,22 @@ impl Field {
     fn focusable(&self) -> bool {
         !matches!(self.kind, FieldKind::Info(_))
     }
+
+    /// Why the value cannot be sent: the page's reason, else a text longer than the field
+    /// takes. Every form checks the length here, so no page can forget it.
+    pub fn fault(&self) -> Option<String> {
+        if let Some(e) = &self.error {
+            return Some(e.clone());
+        }
+        match &self.kind {
+            FieldKind::Text(t) if t.len() > t.max_len => Some(format!(
+                "{} characters is too long: at most {}",
+                t.len(),
+                t.max_len
+            )),
+            _ => None,
+        }
+    }
 }
 
 /// What a key did to the form.
@@ -347,10 +363,13 @@ impl Form {
         }
     }
 
-    /// A yes/no question (no fields): Enter or `y` confirms, Esc or `n` cancels.
+    /// A yes/no question (no fields): `y` confirms, Esc or `n` cancels. The keyboard starts
+    /// on Cancel, so that an Enter pressed out of habit changes nothing (Left, then Enter,
+    /// confirms).
     pub fn confirm(title: impl Into<String>, question: Vec<String>, yes: &str) -> Form {
         let mut f = Form::new(title, yes);
         f.intro = question;
+        f.focus = Focus::Cancel;
         f
     }
 
@@ -476,13 +495,13 @@ impl Form {
 
     /// True while some field has an error: the form is not sent.
     pub fn has_errors(&self) -> bool {
-        self.fields.iter().any(|f| f.error.is_some())
+        self.fields.iter().any(|f| f.fault().is_some())
     }
 
     /// A submit was refused: every error shows, and the keyboard goes to the first.
     pub fn refuse(&mut self) {
         self.tried = true;
-        if let Some(i) = self.fields.iter().position(|f| f.error.is_some()) {
+        if let Some(i) = self.fields.iter().position(|f| f.fault().is_some()) {
             if self.fields[i].focusable() {
                 self.focus = Focus::Field(i);
             }
@@ -776,9 +795,9 @@ impl Form {
             if let Some(n) = f.note.as_ref().filter(|_| focused) {
                 messages(&mut out, n, "", t.dim());
             }
-            if let Some(e) = &f.error {
+            if let Some(e) = f.fault() {
                 if f.touched || self.tried {
-                    messages(&mut out, e, "! ", t.bad());
+                    messages(&mut out, &e, "! ", t.bad());
                 }
             }
             if let Some(w) = &f.warning {
@@ -830,7 +849,11 @@ impl Form {
 /// A text input drawn `width` columns wide with its brackets: the visible part of the value,
 /// padded, and where the cursor is within it.
 fn text_box(input: &TextInput, width: usize) -> (String, usize) {
-    let inner = width.saturating_sub(2).clamp(1, input.max_len + 1);
+    // As wide as the field takes, or as the text when it is longer (to show all of what will
+    // be refused), within the room there is.
+    let inner = width
+        .saturating_sub(2)
+        .clamp(1, input.max_len.max(input.len()) + 1);
     let chars: Vec<char> = input.value.chars().collect();
     // Scroll so that the cursor stays visible.
     let start = (input.cursor() + 1).saturating_sub(inner);
@@ -880,18 +903,10 @@ fn choice_spans(c: &Choice, focused: bool, width: usize, t: Theme) -> Vec<Span<'
     }
 }
 
-/// The first `width` characters of `s`, with `~` marking a cut.
+/// The first `width` characters of `s`, with `…` marking a cut (the one style of every page:
+/// [`crate::widgets::fit`]).
 pub fn truncate(s: &str, width: usize) -> String {
-    let n = s.chars().count();
-    if n <= width {
-        return s.to_string();
-    }
-    if width == 0 {
-        return String::new();
-    }
-    let mut out: String = s.chars().take(width - 1).collect();
-    out.push('~');
-    out
+    crate::widgets::fit(s, width)
 }
 
 /// Breaks `text` into lines of at most `width` characters at spaces (a longer word is cut).
@@ -980,12 +995,22 @@ mod tests {
         f.handle_key(key(KeyCode::Left));
         f.handle_key(key(KeyCode::Backspace));
         assert_eq!(f.text("name"), "x");
-        // At most max_len characters.
+        // More than max_len characters are kept as typed and refused, never cut.
         type_str(&mut f, "123456789");
-        assert_eq!(f.text("name"), "1234x");
+        assert_eq!(f.text("name"), "123456789x");
         assert!(f.touched("name"));
+        assert_eq!(
+            f.get("name").and_then(Field::fault).as_deref(),
+            Some("10 characters is too long: at most 5")
+        );
+        assert!(f.has_errors());
         f.handle_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
         assert_eq!(f.text("name"), "x");
+        assert!(!f.has_errors());
+        // A value set by the page is not cut either.
+        f.set_text("name", "abcdefgh");
+        assert_eq!(f.text("name"), "abcdefgh");
+        assert!(f.has_errors());
     }
 
     #[test]
@@ -1061,6 +1086,9 @@ mod tests {
         let mut f = Form::confirm("Delete", vec!["Sure?".into()], "Delete");
         assert_eq!(f.handle_key(key(KeyCode::Char('y'))), FormEvent::Submit);
         assert_eq!(f.handle_key(key(KeyCode::Char('n'))), FormEvent::Cancel);
+        // Enter alone takes the safe answer; the destructive one is a move away.
+        assert_eq!(f.handle_key(key(KeyCode::Enter)), FormEvent::Cancel);
+        f.handle_key(key(KeyCode::Left));
         assert_eq!(f.handle_key(key(KeyCode::Enter)), FormEvent::Submit);
     }
 
@@ -1084,6 +1112,6 @@ mod tests {
         assert_eq!(wrap("a bb ccc", 4), vec!["a bb", "ccc"]);
         assert_eq!(wrap("abcdefgh", 3), vec!["abc", "def", "gh"]);
         assert_eq!(wrap("", 3), vec![""]);
-        assert_eq!(truncate("abcdef", 4), "abc~");
+        assert_eq!(truncate("abcdef", 4), "abc…");
     }
 }

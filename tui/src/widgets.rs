@@ -2,6 +2,8 @@
 //! selection that survives ports coming and going, short forms of rates and names that fit a
 //! column, throughput over a time window, and a text sparkline.
 
+use ratatui::text::{Line, Span};
+
 use crate::model::{History, Model, Port, Sample};
 
 /// The port a page shows, remembered by object path so that a port appearing or vanishing
@@ -66,6 +68,9 @@ pub fn port_name(port: &Port) -> String {
     format!("{}/{}", port.device_name, port.number)
 }
 
+/// The one marker of text cut to fit, on every page and in every form.
+pub const ELLIPSIS: &str = "…";
+
 /// `s` cut to `width` characters, with `…` marking the cut.
 pub fn fit(s: &str, width: usize) -> String {
     let n = s.chars().count();
@@ -74,13 +79,45 @@ pub fn fit(s: &str, width: usize) -> String {
     }
     match width {
         0 => String::new(),
-        1 => "…".to_string(),
+        1 => ELLIPSIS.to_string(),
         _ => {
             let mut out: String = s.chars().take(width - 1).collect();
-            out.push('…');
+            out.push_str(ELLIPSIS);
             out
         }
     }
+}
+
+/// A line cut to `width` columns with [`ELLIPSIS`] marking the cut, keeping each part's
+/// style: a line drawn without wrapping is never cut without a sign.
+pub fn fit_line(line: Line<'static>, width: usize) -> Line<'static> {
+    if line.width() <= width {
+        return line;
+    }
+    let style = line.style;
+    let mut used = 0;
+    let mut spans = Vec::new();
+    let room = width.saturating_sub(1);
+    for span in line.spans {
+        let n = span.content.chars().count();
+        if used + n <= room {
+            used += n;
+            spans.push(span);
+            continue;
+        }
+        let keep: String = span.content.chars().take(room - used).collect();
+        spans.push(Span::styled(keep, span.style));
+        if width > 0 {
+            spans.push(Span::styled(ELLIPSIS, span.style));
+        }
+        break;
+    }
+    Line::from(spans).style(style)
+}
+
+/// Every line of `lines` fitted to `width` ([`fit_line`]).
+pub fn fit_lines(lines: Vec<Line<'static>>, width: usize) -> Vec<Line<'static>> {
+    lines.into_iter().map(|l| fit_line(l, width)).collect()
 }
 
 /// Ways to write a sysfs rate (`100 Gb/sec (4X EDR)`), longest first: the text itself,

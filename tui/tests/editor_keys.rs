@@ -5,7 +5,8 @@ mod common;
 
 use common::*;
 use crossterm::event::KeyCode;
-use rdma_tui::app::App;
+use rdma_tui::app::{App, Status};
+use rdma_tui::client::Update;
 use rdma_tui::client::{Call, CallError, CallOutput, ErrorKind};
 use rdma_tui::fixtures;
 use rdma_tui::model::NameRule;
@@ -126,6 +127,79 @@ fn ipoib_create_refuses_invalid_input_without_a_call() {
     }
 }
 
+/// Text longer than a field takes is kept as typed and refused with the reason: never cut
+/// into another valid value (`0x10000` cut to `0x1000` would create P_Key 0x9000).
+#[test]
+fn ipoib_create_keeps_too_long_input_and_refuses_it() {
+    for (pkey, message) in [
+        ("0x10000", "0x10000 does not fit in 16 bits"),
+        ("0xffff1", "does not fit in 16 bits"),
+        ("0x0000008005", "too long"),
+    ] {
+        let mut app = create_on_mlx5();
+        type_text(&mut app, pkey);
+        press(&mut app, KeyCode::Enter);
+        assert!(calls(&mut app).is_empty(), "{pkey} sent a call");
+        let s = screen(&mut app, 80, 24);
+        assert!(s.contains(&format!("[{pkey}")), "{pkey} was cut:\n{s}");
+        assert!(s.contains(message), "{pkey}: no {message:?} in\n{s}");
+    }
+    // A name longer than an interface name can be: kept, and refused.
+    let mut app = create_on_mlx5();
+    type_text(&mut app, "8005");
+    press(&mut app, KeyCode::Tab);
+    type_text(&mut app, "abcdefghijklmnopq");
+    press(&mut app, KeyCode::Enter);
+    assert!(calls(&mut app).is_empty());
+    let s = screen(&mut app, 80, 24);
+    assert!(s.contains("abcdefghijklmnopq"), "{s}");
+}
+
+/// An empty Name is the default (the placeholder shows it): typing replaces it, clearing it
+/// is no fault, and a bad P_Key is said once, at the P_Key.
+#[test]
+fn ipoib_create_empty_name_is_the_default_and_each_fault_is_said_once() {
+    let mut app = create_on_mlx5();
+    type_text(&mut app, "8005");
+    let s = screen(&mut app, 80, 24);
+    assert!(
+        s.contains("(ibp59s0f0.8005)"),
+        "the default as placeholder:\n{s}"
+    );
+    // Typing into the name gives that name, not the default with text appended.
+    press(&mut app, KeyCode::Tab);
+    type_text(&mut app, "my_ib");
+    let s = screen(&mut app, 80, 24);
+    assert!(s.contains("[my_ib"), "{s}");
+    // Cleared, it is the default again: no "the name is empty".
+    ctrl(&mut app, 'u');
+    let s = screen(&mut app, 80, 24);
+    assert!(!s.contains("name is empty"), "{s}");
+    assert!(s.contains("empty: the default, ibp59s0f0.8005"), "{s}");
+    press(&mut app, KeyCode::Enter);
+    let c = calls(&mut app);
+    assert!(
+        matches!(&c[..], [Call::CreateIpoibChild { pkey: 0x8005, name, .. }] if name == "ibp59s0f0.8005"),
+        "{c:?}"
+    );
+    // A bad P_Key: one message, at the P_Key.
+    let mut app = create_on_mlx5();
+    type_text(&mut app, "zz");
+    press(&mut app, KeyCode::Enter);
+    assert!(calls(&mut app).is_empty());
+    let s = screen(&mut app, 80, 24);
+    let faults: Vec<&str> = s.lines().filter(|l| l.contains("! ")).collect();
+    assert_eq!(
+        faults
+            .iter()
+            .filter(|l| !l.contains("Correct the fields"))
+            .count(),
+        1,
+        "{s}"
+    );
+    assert!(!s.contains("name is empty"), "{s}");
+}
+
 #[test]
 fn ipoib_connected_mode_cannot_be_chosen_on_enhanced_ipoib() {
     let mut app = create_on_mlx5();
@@ -151,7 +225,7 @@ fn ipoib_refused_create_keeps_the_form_and_retries() {
     assert_eq!(sent.len(), 1);
     let s = screen(&mut app, 80, 24);
     assert!(s.contains("[8005"), "{s}");
-    assert!(s.contains("[ibp59s0f0.8005"), "{s}");
+    assert!(s.contains("(ibp59s0f0.8005)"), "{s}");
     assert!(
         s.contains("polkit action org.rdmamanager.rdmamanager1.manage-ipoib"),
         "{s}"
@@ -209,6 +283,36 @@ fn ipoib_edit_sends_changes_one_after_another() {
     );
     assert!(calls(&mut app).is_empty());
     assert!(!screen(&mut app, 80, 24).contains("Apply"));
+    // The status line says every change of the sequence, not only the last.
+    assert_eq!(
+        app.status,
+        Status::Info("Done: set ib0 mode connected, set ib0 MTU 65520, set ib0 umcast 1".into())
+    );
+}
+
+/// The status line names objects by name (said when the call was made: a deleted interface
+/// is gone from the model when the answer comes) and is about the page it was said on.
+#[test]
+fn status_names_objects_and_stays_with_its_page() {
+    let mut app = app_on(PageId::Ipoib);
+    let name = app.model.ipoib[IPOIB_8002].name.clone();
+    press(&mut app, KeyCode::Down);
+    press(&mut app, KeyCode::Down);
+    press(&mut app, KeyCode::Char('d'));
+    press(&mut app, KeyCode::Char('y'));
+    assert_eq!(app.status, Status::Info(format!("delete {name}...")));
+    // InterfacesRemoved comes before the answer.
+    app.apply(Update::Removed {
+        path: IPOIB_8002.into(),
+        ifaces: vec![rdma_tui::model::IPOIB_IFACE.into()],
+    });
+    answer_all(&mut app, Ok(CallOutput::Done));
+    assert_eq!(app.status, Status::Info(format!("Done: delete {name}")));
+    assert!(screen(&mut app, 80, 24).contains(&format!("Done: delete {name}")));
+    // Another page starts without it.
+    press(&mut app, KeyCode::Char('5'));
+    assert_eq!(app.status, Status::None);
+    assert!(!screen(&mut app, 80, 24).contains("Done:"));
 }
 
 #[test]
@@ -259,6 +363,12 @@ fn ipoib_delete_asks_first_and_only_for_children() {
     press(&mut app, KeyCode::Char('n'));
     assert!(calls(&mut app).is_empty(), "n answers no");
     press(&mut app, KeyCode::Char('d'));
+    // Enter alone takes the safe button, Cancel; Left moves to Delete.
+    press(&mut app, KeyCode::Enter);
+    assert!(calls(&mut app).is_empty(), "Enter cancels");
+    assert!(!screen(&mut app, 80, 24).contains("Delete ibp"));
+    press(&mut app, KeyCode::Char('d'));
+    press(&mut app, KeyCode::Left);
     press(&mut app, KeyCode::Enter);
     assert_eq!(
         calls(&mut app),
@@ -525,7 +635,7 @@ fn naming_removes_managed_rules_only() {
     // The fixed name above it.
     press(&mut app, KeyCode::Up);
     press(&mut app, KeyCode::Char('d'));
-    press(&mut app, KeyCode::Enter);
+    press(&mut app, KeyCode::Char('y'));
     assert_eq!(
         answer_all(&mut app, Ok(CallOutput::Done)),
         vec![Call::RemoveRdmaFixedName {
@@ -533,4 +643,37 @@ fn naming_removes_managed_rules_only() {
         }]
     );
     assert_eq!(calls(&mut app), vec![Call::PreviewRdmaNames]);
+}
+
+/// One selected port across pages: the port chosen on one page is the one the next page
+/// shows, by number key, Tab or Esc.
+#[test]
+fn pages_share_the_selected_port() {
+    let mut app = app_on(PageId::Detail);
+    let first = screen(&mut app, 100, 30);
+    // mlx4_1/1, mlx4_1/2, then mlx5_0/1.
+    press(&mut app, KeyCode::Right);
+    press(&mut app, KeyCode::Right);
+    let s = screen(&mut app, 100, 30);
+    assert!(
+        s.lines().nth(1).unwrap_or_default().starts_with("mlx5_0/1"),
+        "{s}"
+    );
+    // The bandwidth page shows that port.
+    press(&mut app, KeyCode::Char('3'));
+    let s = screen(&mut app, 100, 30);
+    let title = s.lines().nth(1).unwrap_or_default().to_string();
+    assert!(title.contains("mlx5_0/1"), "{s}");
+    // The IPoIB page selects its interface.
+    press(&mut app, KeyCode::Char('4'));
+    let s = screen(&mut app, 100, 30);
+    assert!(
+        s.lines().any(|l| l.starts_with("> ibp59s0f0 ")),
+        "ibp59s0f0 selected:\n{s}"
+    );
+    // A port chosen on the IPoIB page (ib0, mlx4_1/1) goes back to the Port page.
+    press(&mut app, KeyCode::Up);
+    press(&mut app, KeyCode::Char('2'));
+    let s = screen(&mut app, 100, 30);
+    assert_eq!(s, first, "the Port page is back on mlx4_1/1");
 }

@@ -368,6 +368,11 @@ fn subnet_manager_keys_ask_then_call() {
         let mut app = host_app();
         press(&mut app, KeyCode::Char(k));
         assert!(calls(&mut app).is_empty(), "{k}: no question first");
+        // Enter alone answers the question with Cancel: the safe button has the keyboard.
+        press(&mut app, KeyCode::Enter);
+        assert!(calls(&mut app).is_empty(), "{k}: Enter cancels");
+        press(&mut app, KeyCode::Char(k));
+        press(&mut app, KeyCode::Left);
         press(&mut app, KeyCode::Enter);
         assert_eq!(calls(&mut app), vec![want]);
     }
@@ -532,8 +537,16 @@ fn host_help_lists_every_key() {
     let mut app = host_app();
     press(&mut app, KeyCode::Char('?'));
     let s = screen(&mut app, 80, 24);
-    for k in ["Space or Enter", "M ", "s / x / e", "polkit actions"] {
+    for k in ["Space or Enter", "M ", "s / x / e", "more below"] {
         assert!(s.contains(k), "{k}\n{s}");
     }
     assert_snapshot!("host_help_80x24", s);
+    // Longer than the screen: End scrolls to the rest, and the help stays open.
+    press(&mut app, KeyCode::End);
+    let s = screen(&mut app, 80, 24);
+    for k in ["polkit actions", "q, F10 or Ctrl-C", "more above"] {
+        assert!(s.contains(k), "{k}\n{s}");
+    }
+    press(&mut app, KeyCode::Char('x'));
+    assert!(!screen(&mut app, 80, 24).contains(" Help "));
 }

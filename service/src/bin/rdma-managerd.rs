@@ -110,9 +110,15 @@ async fn daemon(args: &Args) -> anyhow::Result<()> {
     // does not have, reported apart from the daemon's own start-up.
     let host_ms = started.elapsed().as_secs_f64() * 1e3;
     let simulated = sim.is_some();
-    let _traffic = match (&sim, animate) {
-        (Some(sim), true) => Some(traffic::spawn_demo_traffic(
+    // The demo's traffic model moves the counters and fills the history's past.
+    let model = match (&sim, animate) {
+        (Some(sim), true) => Some(traffic::DemoTraffic::of(sim)),
+        _ => None,
+    };
+    let _traffic = match (&sim, &model) {
+        (Some(sim), Some(model)) => Some(traffic::spawn_demo_traffic(
             sim.clone(),
+            model.clone(),
             Duration::from_secs(1),
         )),
         _ => None,
@@ -123,6 +129,8 @@ async fn daemon(args: &Args) -> anyhow::Result<()> {
             .tick_ms
             .map(Duration::from_millis)
             .unwrap_or(EngineConfig::default().tick),
+        history_seed: model
+            .map(|m| Arc::new(m) as Arc<dyn rdma_managerd::engine::history::HistorySeed>),
         ..EngineConfig::default()
     };
     let serving = Instant::now();

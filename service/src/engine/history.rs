@@ -181,6 +181,31 @@ impl PortHistory {
     }
 }
 
+/// Rates a port had before the daemon started, for hosts that can tell (the simulated demo
+/// host's traffic model): the history is filled from them at start, so graphs are full at
+/// once. Real hardware keeps no such past; the daemon's own history starts with it.
+pub trait HistorySeed: Send + Sync + std::fmt::Debug {
+    /// The rates of `device` port `port` `ago` ticks before the first tick (1: the tick just
+    /// before); `None` for a port the seed does not know.
+    fn past_rates(&self, device: &str, port: u32, ago: u64) -> Option<Rates>;
+}
+
+impl PortHistory {
+    /// Fills an empty ring with `rates`, the first at `first_tick` and each a tick after the
+    /// one before (`None`: no data for that tick). Live readings continue after them.
+    pub fn prefill(&mut self, first_tick: u64, rates: impl IntoIterator<Item = Option<Rates>>) {
+        if !self.rates.is_empty() {
+            return;
+        }
+        for (i, r) in rates.into_iter().enumerate() {
+            match r {
+                Some(r) => self.push(first_tick + i as u64, r, 0),
+                None => self.push(first_tick + i as u64, ZERO, flags::NO_DATA),
+            }
+        }
+    }
+}
+
 /// Every port's ring, keyed by (device index, port).
 #[derive(Debug, Default)]
 pub struct History {
@@ -275,6 +300,29 @@ mod tests {
             saturated: false,
         };
         assert_ne!(h.record(3, 1.0, &bad).flags & flags::NO_DATA, 0);
+    }
+
+    #[test]
+    fn a_prefilled_ring_continues_with_live_readings() {
+        let mut h = PortHistory::default();
+        let r = |v: f32| Rates {
+            tx_bytes: v,
+            rx_bytes: v,
+            tx_packets: 0.0,
+            rx_packets: 0.0,
+        };
+        h.prefill(0, [Some(r(1.0)), None, Some(r(3.0))]);
+        assert_eq!(h.len(), 3);
+        let ticks: Vec<u64> = h.samples().iter().map(|s| s.tick).collect();
+        assert_eq!(ticks, vec![0, 2]);
+        // The first live reading has no rate yet (nothing to compare with); the next has.
+        h.record(3, 1.0, &counters(0, 0));
+        let s = h.record(4, 1.0, &counters(500, 0));
+        assert_eq!(s.rates.tx_bytes, 500.0);
+        assert_eq!(h.samples().len(), 3);
+        // Only an empty ring is filled.
+        h.prefill(0, [Some(r(9.0))]);
+        assert_eq!(h.len(), 5);
     }
 
     #[test]

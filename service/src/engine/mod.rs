@@ -59,6 +59,9 @@ pub struct EngineConfig {
     pub resync_ticks: u64,
     /// More distinct names than this in one batch of events is a storm: re-enumerate.
     pub storm_threshold: usize,
+    /// Fills every port's history at start with the rates the seed says it had (the
+    /// simulated demo host: its graphs are full at once). `None` on real hosts.
+    pub history_seed: Option<Arc<dyn history::HistorySeed>>,
 }
 
 impl Default for EngineConfig {
@@ -67,6 +70,7 @@ impl Default for EngineConfig {
             tick: Duration::from_secs(1),
             resync_ticks: 60,
             storm_threshold: 64,
+            history_seed: None,
         }
     }
 }
@@ -166,7 +170,20 @@ pub async fn start(
     );
     let (tx, rx) = mpsc::channel(16);
     let history = Arc::new(Mutex::new(History::default()));
-    let clock = TickClock::new(config.tick);
+    let plan = Arc::new(PollPlan::of(&state));
+    let clock = match &config.history_seed {
+        // The seeded past takes the ticks before the start.
+        Some(seed) => {
+            let len = history::HISTORY_TICKS as u64;
+            let mut h = history.lock().unwrap_or_else(|p| p.into_inner());
+            for (key, t) in plan.keys.iter().zip(&plan.targets) {
+                let past = (0..len).map(|i| seed.past_rates(&t.dev, t.port, len - i));
+                h.port_mut(*key).prefill(0, past);
+            }
+            TickClock::starting_at(config.tick, len)
+        }
+        None => TickClock::new(config.tick),
+    };
     let host_setup = Arc::new(ops_host::HostSetupShared::new(system));
     let handle = EngineHandle {
         commands: tx.clone(),
@@ -176,7 +193,6 @@ pub async fn start(
         host_setup: host_setup.clone(),
     };
     let poller = host.port_poller();
-    let plan = Arc::new(PollPlan::of(&state));
     let mut engine = Engine {
         host,
         host_setup,
@@ -460,7 +476,8 @@ impl Engine {
         // A failed re-read is retried in full at the next tick, then with a backoff of a few
         // ticks, rather than left to the periodic resync.
         let retry = self.stale.retry_due(tick);
-        if retry || (tick > 0 && tick % self.config.resync_ticks == 0) {
+        let since = self.clock.since_start(tick);
+        if retry || (since > 0 && since % self.config.resync_ticks == 0) {
             self.apply(Wanted {
                 everything: true,
                 ..Wanted::default()

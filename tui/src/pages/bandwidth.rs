@@ -203,10 +203,12 @@ fn link_text(v: &View) -> String {
     if v.show_link {
         format!("link {rate}")
     } else if v.samples > 0 {
-        // Say where the traffic stands against the link, since the line is not drawn.
-        let peak = v.tx.peak.unwrap_or(0.0).max(v.rx.peak.unwrap_or(0.0));
+        // Say where the traffic stands against the link, since the line is not drawn: per
+        // direction, since each has the whole link rate (full duplex).
+        let (tx, rx) = (v.tx.peak.unwrap_or(0.0), v.rx.peak.unwrap_or(0.0));
+        let (dir, peak) = if tx >= rx { ("TX", tx) } else { ("RX", rx) };
         let pct = peak / v.link * 100.0;
-        format!("link {rate} (off the scale; peak {pct:.1}% of it)")
+        format!("link {rate} (off the scale; {dir} peak {pct:.1}% of it)")
     } else {
         format!("link {rate}")
     }
@@ -384,6 +386,7 @@ impl Page for BandwidthPage {
         } else {
             // Never more facts than leave the chart a few rows.
             let n = (facts.len() as u16).min(body.height.saturating_sub(5));
+            let facts = crate::widgets::fit_lines(facts, body.width as usize);
             frame.render_widget(
                 Paragraph::new(facts),
                 Rect::new(body.x, body.y, body.width, n),
@@ -516,6 +519,10 @@ impl Page for BandwidthPage {
         Outcome::Handled
     }
 
+    fn selected_port(&self, model: &Model) -> Option<String> {
+        self.cursor.current(model).map(|p| p.path.clone())
+    }
+
     fn focus_port(&mut self, port: &str, model: &Model) {
         self.cursor.select_path(port, model);
     }
@@ -523,9 +530,20 @@ impl Page for BandwidthPage {
     fn hints(&self) -> Vec<(&'static str, &'static str)> {
         vec![
             ("←→ [ ]", "port"),
-            ("w", "window"),
-            ("+ -", "zoom"),
+            ("w + -", "window"),
             ("Enter", "port detail"),
+        ]
+    }
+
+    fn help(&self) -> Vec<(&'static str, &'static str)> {
+        vec![
+            ("Left/Right or [ ]", "previous / next port"),
+            ("w", "next time window: 1, 5, 15 minutes, then 1 again"),
+            (
+                "+ / -",
+                "shorter / longer time window, stopping at 1 and 15 minutes",
+            ),
+            ("Enter", "the port's detail page"),
         ]
     }
 }

@@ -476,6 +476,9 @@ impl Page for DetailPage {
             append(&mut left, right);
             right = Vec::new();
         }
+        // Lines too long for their column end with the cut marker.
+        let left = crate::widgets::fit_lines(left, left_w);
+        let right = crate::widgets::fit_lines(right, right_w);
         let len = left.len().max(right.len());
         self.scroll = self.scroll.min(len.saturating_sub(self.height));
         let scroll = u16::try_from(self.scroll).unwrap_or(u16::MAX);
@@ -545,7 +548,15 @@ impl Page for DetailPage {
         Outcome::Handled
     }
 
+    fn selected_port(&self, model: &Model) -> Option<String> {
+        self.cursor.current(model).map(|p| p.path.clone())
+    }
+
     fn focus_port(&mut self, port: &str, model: &Model) {
+        // The same port again keeps where its page was scrolled to.
+        if self.cursor.current(model).is_some_and(|p| p.path == port) {
+            return;
+        }
         self.cursor.select_path(port, model);
         self.scroll = 0;
     }

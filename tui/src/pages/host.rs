@@ -683,7 +683,7 @@ impl HostPage {
         }
     }
 
-    fn form_key(&mut self, key: KeyEvent, host: &Host) -> Outcome {
+    fn form_key(&mut self, key: KeyEvent, host: &Host, model: &Model) -> Outcome {
         let Some(s) = &mut self.session else {
             return Outcome::Ignored;
         };
@@ -739,7 +739,7 @@ impl HostPage {
                         Call::SetSubnetManagerEnabled { enabled: *enabled }
                     }
                 };
-                s.send(vec![call])
+                s.send(vec![call], model)
             }
             FormEvent::Handled => Outcome::Handled,
         }
@@ -852,6 +852,7 @@ impl HostPage {
         }
         lines.push(Line::raw(""));
         lines.push(Line::styled("Enter or Esc closes this.", t.dim()));
+        let lines = crate::widgets::fit_lines(lines, inner);
         let height = (lines.len() as u16 + 2).min(area.height);
         let popup = Rect {
             x: area.x + (area.width - width) / 2,
@@ -887,7 +888,7 @@ fn report_title(call: &Call) -> String {
         Call::SetNfsRdma { enabled: true, .. } => "NFS over RDMA: enable".into(),
         Call::SetNfsRdma { enabled: false, .. } => "NFS over RDMA: disable".into(),
         Call::SetMemlockLimits { .. } => "Memlock limits of group rdma".into(),
-        other => crate::app::describe(other),
+        other => crate::app::describe(other, &crate::model::Model::default()),
     }
 }
 
@@ -946,6 +947,7 @@ impl Page for HostPage {
             .into_iter()
             .skip(self.offset)
             .take(height)
+            .map(|l| crate::widgets::fit_line(l, area.width as usize))
             .collect();
         frame.render_widget(Paragraph::new(lines), area);
         // The selected row in reverse video, across the whole width.
@@ -970,8 +972,8 @@ impl Page for HostPage {
 
     fn handle_key(&mut self, key: KeyEvent, model: &Model) -> Outcome {
         if let Some(out) = edit::key_to_form(self.session.is_some(), &key, || match &model.host {
-            Some(h) => self.form_key(key, h),
-            None => self.form_key(key, &Host::default()),
+            Some(h) => self.form_key(key, h, model),
+            None => self.form_key(key, &Host::default(), model),
         }) {
             return out;
         }

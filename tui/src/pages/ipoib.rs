@@ -13,7 +13,7 @@ use super::{Outcome, Page, PageId, RenderCtx};
 use crate::check;
 use crate::client::{Call, CallError, CallOutput};
 use crate::edit::{self, hex16, Session};
-use crate::form::{ChoiceOption, Field, Form, FormEvent};
+use crate::form::{ChoiceOption, Field, FieldKind, Form, FormEvent};
 use crate::model::{Ipoib, Model};
 use crate::theme::Theme;
 
@@ -36,9 +36,8 @@ enum Row {
 /// What the open form does.
 #[derive(Debug)]
 enum Dialog {
-    /// Create a P_Key child of `parent` (the port's own interface). `auto_name` is the name
-    /// last filled in from the P_Key: the name follows the P_Key until the user edits it.
-    Create { parent: String, auto_name: String },
+    /// Create a P_Key child of `parent` (the port's own interface).
+    Create { parent: String },
     /// Change mode, MTU and umcast of an interface.
     Edit { path: String },
     /// Delete a child (a confirmation).
@@ -119,6 +118,7 @@ fn mode_options(connected_ok: bool) -> Vec<ChoiceOption> {
 }
 
 /// The form creating a child of `parent`, with the P_Key and name given (empty: to type).
+/// An empty Name means the default, `parent.P_Key`, which the placeholder shows.
 fn create_session(model: &Model, parent: &Ipoib, pkey: &str, name: &str) -> Session<Dialog> {
     let form = Form::new("New P_Key child", "Create")
         .field(Field::info(
@@ -127,7 +127,7 @@ fn create_session(model: &Model, parent: &Ipoib, pkey: &str, name: &str) -> Sess
             format!("{} ({})", parent.name, port_label(model, parent)),
         ))
         .field(Field::text("pkey", "P_Key", pkey, 6).placeholder("hex, e.g. 8002"))
-        .field(Field::text("name", "Name", name, 20).placeholder("parent.P_Key"))
+        .field(Field::text("name", "Name", name, 15).placeholder(&format!("{}.P_Key", parent.name)))
         .field(Field::choice(
             "mode",
             "Mode",
@@ -143,18 +143,27 @@ fn create_session(model: &Model, parent: &Ipoib, pkey: &str, name: &str) -> Sess
         form,
         Dialog::Create {
             parent: parent.path.clone(),
-            auto_name: name.to_string(),
         },
     );
-    check_create(&mut s, model, None);
+    check_create(&mut s, model);
     s
 }
 
+/// The name a child gets: the one typed, else the default from a valid P_Key.
+fn child_name(form: &Form, parent: &Ipoib) -> Option<String> {
+    match form.text("name") {
+        "" => check::pkey(form.text("pkey"))
+            .ok()
+            .map(|p| default_child_name(&parent.name, p)),
+        typed => Some(typed.to_string()),
+    }
+}
+
 /// Checks the create form, as CreateChild will: the P_Key, a free partition and name, the
-/// MTU within the chosen mode's limits. The name follows the P_Key (when `changed` is the
-/// P_Key) until the user edits it; a name the user emptied stays empty to type into.
-fn check_create(s: &mut Session<Dialog>, model: &Model, changed: Option<&str>) {
-    let Dialog::Create { parent, auto_name } = &mut s.kind else {
+/// MTU within the chosen mode's limits. Each fault is said once, at the field that has it:
+/// an empty name is the default, so a bad P_Key is not a second fault of the name.
+fn check_create(s: &mut Session<Dialog>, model: &Model) {
+    let Dialog::Create { parent } = &s.kind else {
         return;
     };
     let form = &mut s.form;
@@ -190,22 +199,28 @@ fn check_create(s: &mut Session<Dialog>, model: &Model, changed: Option<&str>) {
         "pkey",
         pkey.as_ref().ok().and_then(|p| check::pkey_note(*p)),
     );
-    let name = form.text("name").to_string();
-    if changed == Some("pkey") && (name.is_empty() || name == *auto_name) {
-        // No default from a P_Key that is not one: a stale name would look like a valid one.
-        let fresh = match &pkey {
-            Ok(p) => default_child_name(&parent.name, *p),
-            Err(_) => String::new(),
-        };
-        form.set_text("name", &fresh);
-        *auto_name = fresh;
+    // The placeholder shows the default the P_Key gives.
+    let placeholder = match &pkey {
+        Ok(p) => default_child_name(&parent.name, *p),
+        Err(_) => format!("{}.P_Key", parent.name),
+    };
+    form.set_note("name", Some(format!("empty: the default, {placeholder}")));
+    if let Some(FieldKind::Text(t)) = form.get_mut("name").map(|f| &mut f.kind) {
+        t.placeholder = placeholder;
     }
+    let typed = !form.text("name").is_empty();
     form.set_error("pkey", pkey.err());
-    let name = form.text("name").to_string();
-    let name_err = check::netdev_name(&name).err().or_else(|| {
-        names_in_use(model)
-            .contains(&name)
-            .then(|| format!("an interface named {name} exists already"))
+    let name_err = child_name(form, parent).and_then(|name| {
+        let syntax = if typed {
+            check::netdev_name(&name).err()
+        } else {
+            None
+        };
+        syntax.or_else(|| {
+            names_in_use(model)
+                .contains(&name)
+                .then(|| format!("an interface named {name} exists already"))
+        })
     });
     form.set_error("name", name_err);
     let mode = form.choice("mode").unwrap_or("datagram").to_string();
@@ -405,26 +420,33 @@ impl IpoibPage {
                 self.session = None;
                 Outcome::Handled
             }
-            FormEvent::Changed(id) => {
-                recheck(s, model, Some(id));
+            FormEvent::Changed(_) => {
+                recheck(s, model);
                 Outcome::Handled
             }
             FormEvent::Submit => {
-                recheck(s, model, None);
+                recheck(s, model);
                 if s.form.has_errors() {
                     s.form.refuse();
                     return Outcome::Handled;
                 }
                 let calls = match &s.kind {
-                    Dialog::Create { parent, .. } => {
+                    Dialog::Create { parent } => {
                         let mode = s.form.choice("mode").unwrap_or("datagram");
                         let Ok(pkey) = check::pkey(s.form.text("pkey")) else {
+                            return Outcome::Handled;
+                        };
+                        let Some(name) = model
+                            .ipoib
+                            .get(parent.as_str())
+                            .and_then(|p| child_name(&s.form, p))
+                        else {
                             return Outcome::Handled;
                         };
                         vec![Call::CreateIpoibChild {
                             parent: parent.clone(),
                             pkey,
-                            name: s.form.text("name").to_string(),
+                            name,
                             // Datagram is the kernel's default: only a choice that differs
                             // is sent (and remembered).
                             mode: (mode != "datagram").then(|| mode.to_string()),
@@ -442,16 +464,16 @@ impl IpoibPage {
                     self.session = None;
                     return Outcome::Message("Nothing changed.".into());
                 }
-                s.send(calls)
+                s.send(calls, model)
             }
             FormEvent::Handled => Outcome::Handled,
         }
     }
 }
 
-fn recheck(s: &mut Session<Dialog>, model: &Model, changed: Option<&str>) {
+fn recheck(s: &mut Session<Dialog>, model: &Model) {
     match s.kind {
-        Dialog::Create { .. } => check_create(s, model, changed),
+        Dialog::Create { .. } => check_create(s, model),
         Dialog::Edit { .. } => check_edit(s, model),
         Dialog::Delete { .. } => {}
     }
@@ -488,14 +510,27 @@ impl Page for IpoibPage {
             return Outcome::Handled;
         }
         match key.code {
-            KeyCode::Char('n') | KeyCode::Insert => self.open_create(model),
+            // `a` adds on every page that adds; `n` is kept for those used to it.
+            KeyCode::Char('a') | KeyCode::Char('n') | KeyCode::Insert => self.open_create(model),
             KeyCode::Enter | KeyCode::Char('e') => self.open_selected(model),
             KeyCode::Char('d') | KeyCode::Delete => self.open_delete(model),
             _ => Outcome::Ignored,
         }
     }
 
+    fn selected_port(&self, model: &Model) -> Option<String> {
+        match self.selected_row(model)? {
+            Row::Iface(p) => model.ipoib.get(&p).map(|i| i.port.clone()),
+            Row::Absent { parent, .. } => model.ipoib.get(&parent).map(|i| i.port.clone()),
+        }
+        .filter(|p| !p.is_empty())
+    }
+
     fn focus_port(&mut self, port: &str, model: &Model) {
+        // A row of the port selected already (a child of it) stays selected.
+        if self.selected_port(model).as_deref() == Some(port) {
+            return;
+        }
         if let Some(i) = rows(model).iter().position(|r| match r {
             Row::Iface(p) => model
                 .ipoib
@@ -526,8 +561,22 @@ impl Page for IpoibPage {
     fn hints(&self) -> Vec<(&'static str, &'static str)> {
         edit::hints(
             self.session.is_some(),
-            vec![("n", "new child"), ("Enter", "edit"), ("d", "delete")],
+            vec![("a", "new child"), ("Enter", "edit"), ("d", "delete")],
         )
+    }
+
+    fn help(&self) -> Vec<(&'static str, &'static str)> {
+        vec![
+            (
+                "a, Insert (or n)",
+                "new P_Key child of the selected port's interface",
+            ),
+            (
+                "Enter or e",
+                "change mode, MTU and umcast; re-create an absent child",
+            ),
+            ("d or Delete", "delete the selected child, after a question"),
+        ]
     }
 }
 

@@ -105,8 +105,15 @@ pub trait Page {
         Outcome::Ignored
     }
 
-    /// Select this port (an object path), when another page sends the user here.
+    /// Select this port (an object path), when another page sends the user here or the
+    /// user selected it on another page (one selected port across pages).
     fn focus_port(&mut self, _port: &str, _model: &Model) {}
+
+    /// The port (object path) the user has selected here, if the page selects ports; the
+    /// pages shown next select it too.
+    fn selected_port(&self, _model: &Model) -> Option<String> {
+        None
+    }
 
     /// The answer to a call this page asked for. A form that failed keeps what was typed.
     fn call_done(&mut self, _call: &Call, _result: &Result<CallOutput, CallError>) {}

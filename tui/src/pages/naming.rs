@@ -563,7 +563,7 @@ impl NamingPage {
                     Outcome::Handled
                 } else {
                     match self.calls(&s, model) {
-                        Some(call) => s.send(vec![call]),
+                        Some(call) => s.send(vec![call], model),
                         None => Outcome::Handled,
                     }
                 }
@@ -592,10 +592,36 @@ impl Page for NamingPage {
         let t = ctx.theme;
         let items = items(model);
         self.selected = self.selected.min(items.len().saturating_sub(1));
-        let (lines, sel_line) = self.lines(model, &items, area.width as usize, t);
-        // Keep the selection in view, with the line after it when there is one.
+        let width = area.width as usize;
+        let (lines, sel_line) = self.lines(model, &items, width, t);
+        let mut lines = crate::widgets::fit_lines(lines, width);
+        // Keep the selection in view, with the line after it when there is one; on the last
+        // item, what follows it to the end (sections without items, such as an empty IPoIB
+        // names section, are reached so).
         let height = area.height as usize;
-        let scroll = (sel_line + 2).saturating_sub(height).min(sel_line);
+        let total = lines.len();
+        let mut scroll = (sel_line + 2).saturating_sub(height).min(sel_line);
+        if self.selected + 1 >= items.len() {
+            scroll = scroll.max(total.saturating_sub(height)).min(sel_line);
+        }
+        // Content below the screen is said on the last line.
+        let below = total.saturating_sub(scroll + height);
+        if below > 0 && height > 1 {
+            let last = scroll + height - 1;
+            if last > sel_line {
+                lines[last] = Line::styled(
+                    crate::widgets::fit(
+                        &format!(
+                            "{} {} more lines below (Down, End)",
+                            crate::widgets::ELLIPSIS,
+                            below + 1
+                        ),
+                        width,
+                    ),
+                    t.dim(),
+                );
+            }
+        }
         frame.render_widget(Paragraph::new(lines).scroll((scroll as u16, 0)), area);
         edit::render_form(frame, area, &self.session, t);
     }
@@ -701,6 +727,23 @@ impl Page for NamingPage {
                 ("d", "remove"),
             ],
         )
+    }
+
+    fn help(&self) -> Vec<(&'static str, &'static str)> {
+        vec![
+            ("p", "the RDMA device naming policy"),
+            ("f", "a fixed name of the selected device"),
+            ("i", "the IPoIB interface name of a port"),
+            ("r", "rename the selected device now"),
+            (
+                "d or Delete",
+                "remove the selected rule (rdma-manager's own only)",
+            ),
+            (
+                "Up/Down, PgUp/PgDn",
+                "move, and scroll what is below the screen",
+            ),
+        ]
     }
 }
 

@@ -14,7 +14,7 @@ use ratatui::text::{Line, Span};
 use ratatui::Frame;
 
 use super::{Outcome, Page, PageId, RenderCtx};
-use crate::model::{Model, Port};
+use crate::model::{Model, Port, Sample};
 use crate::theme::Theme;
 use crate::units::bits_per_second;
 use crate::widgets::{
@@ -113,8 +113,8 @@ fn header(col: Col, width: usize) -> &'static str {
         Col::Lid => &["LID"],
         Col::SmLid => &["SM LID", "SM"],
         Col::Netdevs => &["Interfaces", "Netdevs", "Net"],
-        Col::Spark => &["TX+RX, last minute", "last minute", "last min", "1 min"],
-        Col::Now => &["TX+RX", "Now"],
+        Col::Spark => &["Use, last minute", "last minute", "last min", "1 min"],
+        Col::Now => &["Use", "Now"],
         Col::Tx => &["TX"],
         Col::Rx => &["RX"],
         Col::Guid => &["Port GUID", "GUID"],
@@ -339,6 +339,21 @@ fn layout(model: &Model, ports: &[&Port], width: usize) -> Vec<(Col, usize, bool
 /// A cell's text and style.
 type Cell = (String, Style);
 
+/// The use of a port now: its busier direction's share of the link rate ("TX 45%"), or,
+/// without a known rate, that direction's rate.
+fn use_text(s: &Sample, link: f64) -> String {
+    let (dir, v) = if s.tx_bytes >= s.rx_bytes {
+        ("TX", s.tx_bytes)
+    } else {
+        ("RX", s.rx_bytes)
+    };
+    if link > 0.0 {
+        format!("{dir} {:.0}%", (v / link * 100.0).min(999.0))
+    } else {
+        bits_per_second(v)
+    }
+}
+
 fn cell(model: &Model, port: &Port, col: Col, width: usize, ctx: &RenderCtx) -> Cell {
     let t = ctx.theme;
     let interval = model.manager.sample_interval_us;
@@ -389,10 +404,12 @@ fn cell(model: &Model, port: &Port, col: Col, width: usize, ctx: &RenderCtx) -> 
         }
         Col::Netdevs => (fit_names(&port_netdevs(model, port), width), t.normal()),
         Col::Spark => {
-            // Bars measure use of the port: TX and RX together against twice the link rate
-            // (full duplex), so a full bar is a busy link and an idle port's noise stays flat.
-            // Without a known rate, the shape of the minute is all there is to show.
-            let full = Some(link_bytes_per_s(port) * 2.0).filter(|f| *f > 0.0);
+            // Bars measure use of the port. A link is full duplex: each direction has the
+            // whole link rate, so use is the busier direction against the link rate (a sum
+            // against twice the rate would show a saturated TX as a half-full link). A full
+            // bar is a full direction and an idle port's noise stays flat. Without a known
+            // rate, the shape of the minute is all there is to show.
+            let full = Some(link_bytes_per_s(port)).filter(|f| *f > 0.0);
             let spark = Spark {
                 now_us: ctx.now_us,
                 window_us: SPARK_WINDOW_US,
@@ -400,11 +417,14 @@ fn cell(model: &Model, port: &Port, col: Col, width: usize, ctx: &RenderCtx) -> 
                 full_scale: full,
                 hold_us: stale_after(interval),
             };
-            let s = spark.render(history, |s| s.tx_bytes + s.rx_bytes);
-            // Neither TX's nor RX's colour: it is both.
+            let s = spark.render(history, |s| s.tx_bytes.max(s.rx_bytes));
+            // Neither TX's nor RX's colour: it is either.
             (s, t.normal())
         }
-        Col::Now => rate(now.map(|s| s.tx_bytes + s.rx_bytes)),
+        Col::Now => match now {
+            Some(s) => (use_text(&s, link_bytes_per_s(port)), t.normal()),
+            None => ("-".to_string(), t.dim()),
+        },
         Col::Tx => {
             let (s, st) = rate(now.map(|s| s.tx_bytes));
             (s, if now.is_some() { t.tx() } else { st })
@@ -719,6 +739,10 @@ impl Page for OverviewPage {
         }
     }
 
+    fn selected_port(&self, model: &Model) -> Option<String> {
+        self.cursor.current(model).map(|p| p.path.clone())
+    }
+
     fn focus_port(&mut self, port: &str, model: &Model) {
         self.cursor.select_path(port, model);
     }
@@ -747,6 +771,49 @@ mod tests {
         (0..buf.area.width)
             .map(|x| buf[(x, y)].symbol().to_string())
             .collect()
+    }
+
+    /// A full-duplex link is as used as its busier direction: TX at the link rate with RX
+    /// idle is a full link (100%, full bars), not half of twice the rate.
+    #[test]
+    fn use_is_the_busier_direction_against_the_link_rate() {
+        let mut m = fixtures::demo_model();
+        let port = m.ports_in_order()[0].clone();
+        let link = link_bytes_per_s(&port);
+        assert!(link > 0.0);
+        let h = m.history.entry(port.path.clone()).or_default();
+        for s in h.samples.iter_mut() {
+            s.tx_bytes = link;
+            s.rx_bytes = 0.0;
+        }
+        let mut page = OverviewPage::default();
+        let buf = render(&mut page, &m, 200, 20);
+        let header = (0..20)
+            .map(|y| row_text(&buf, y))
+            .find(|r| r.starts_with("Device"))
+            .unwrap_or_default();
+        assert!(header.contains("Use"), "{header}");
+        assert!(!header.contains("TX+RX"), "{header}");
+        let row = (1..20)
+            .map(|y| row_text(&buf, y))
+            .find(|r| r.starts_with(&port.device_name))
+            .unwrap_or_default();
+        assert!(row.contains("TX 100%"), "{row}");
+        assert!(
+            row.contains(&"█".repeat(10)),
+            "a full link draws full bars: {row}"
+        );
+        // RX busier: said as RX.
+        let s = Sample {
+            time_us: 0,
+            tx_bytes: 1.0,
+            rx_bytes: link / 4.0,
+            tx_packets: 0.0,
+            rx_packets: 0.0,
+            saturated: false,
+        };
+        assert_eq!(use_text(&s, link), "RX 25%");
+        assert_eq!(use_text(&s, 0.0), bits_per_second(link / 4.0));
     }
 
     #[test]

@@ -146,7 +146,7 @@ impl RocePage {
                     self.session = None;
                     return Outcome::Message("Nothing changed.".into());
                 }
-                s.send(calls)
+                s.send(calls, model)
             }
             FormEvent::Handled => Outcome::Handled,
         }
@@ -207,6 +207,10 @@ impl Page for RocePage {
         }
     }
 
+    fn selected_port(&self, model: &Model) -> Option<String> {
+        roce_ports(model).get(self.selected).map(|p| p.path.clone())
+    }
+
     fn focus_port(&mut self, port: &str, model: &Model) {
         if let Some(i) = roce_ports(model).iter().position(|p| p.path == port) {
             self.selected = i;
@@ -230,6 +234,13 @@ impl Page for RocePage {
             self.session.is_some(),
             vec![("Enter", "change version/ToS")],
         )
+    }
+
+    fn help(&self) -> Vec<(&'static str, &'static str)> {
+        vec![(
+            "Enter or e",
+            "change the RoCE version and ToS of the selected port",
+        )]
     }
 }
 

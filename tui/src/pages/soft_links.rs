@@ -301,7 +301,7 @@ impl SoftLinksPage {
                     },
                     Dialog::Remove { name } => Call::RemoveSoftLink { name: name.clone() },
                 };
-                s.send(vec![call])
+                s.send(vec![call], model)
             }
             FormEvent::Handled => Outcome::Handled,
         }
@@ -376,6 +376,17 @@ impl Page for SoftLinksPage {
             self.session.is_some(),
             vec![("a", "add"), ("d", "remove"), ("Enter", "port")],
         )
+    }
+
+    fn help(&self) -> Vec<(&'static str, &'static str)> {
+        vec![
+            (
+                "a or Insert",
+                "add a soft link (Space cycles the interfaces)",
+            ),
+            ("d or Delete", "remove the selected link, after a question"),
+            ("Enter", "the selected link's port"),
+        ]
     }
 }
 

@@ -1,35 +1,163 @@
 //! Moving traffic for the demo host, so that a newcomer's graphs are not flat: every port
-//! gets a slow wave with some noise, different per port.
+//! gets a slow wave with some noise, different per port, scaled to its link rate.
+//!
+//! The wave is a function of the tick, so the same model that moves the counters from now on
+//! also tells what the last 15 minutes looked like ([`DemoTraffic`] is a
+//! [`HistorySeed`]): the demo's graphs are full at start, as on a daemon that has run a while.
 
 use std::time::Duration;
 
 use super::SimHost;
+use crate::engine::history::{HistorySeed, Rates};
 
-/// Adds traffic to every port of `sim` every `period` until the host is dropped elsewhere and
+/// How a 32-bit PMA port of the demo is loaded: light enough that its data counters (4-octet
+/// words, saturating at 2^32 - 1, about 17 GB) last a working day. A saturated counter is real
+/// on old HCAs but a poor first impression: the demo's old port is a lightly used one, and
+/// saturation is left to the hosts and tests that are about it.
+const LIGHT_BYTES_PER_S: f64 = 4.0e5;
+
+/// Without a known link rate: about 1 GB/s at the top of the wave.
+const DEFAULT_BYTES_PER_S: f64 = 5.0e8;
+
+/// One port's place in the demo's traffic.
+#[derive(Debug, Clone, PartialEq)]
+struct PortWave {
+    device: String,
+    port: u32,
+    /// The device's position on the host: ports of different devices move out of phase.
+    device_index: usize,
+    /// The wave's amplitude in bytes/s; its top is about twice this.
+    amplitude: f64,
+}
+
+/// The demo's traffic model: per port, TX and RX in bytes/s at any tick.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DemoTraffic {
+    ports: Vec<PortWave>,
+}
+
+/// The link rate of a sysfs `rate` text (`56 Gb/sec (4X FDR)`) in bytes/s.
+fn link_bytes_per_s(rate: &str) -> Option<f64> {
+    let gbps: f64 = rate.split_whitespace().next()?.parse().ok()?;
+    (gbps > 0.0).then_some(gbps * 1e9 / 8.0)
+}
+
+impl DemoTraffic {
+    /// The model for every port of `sim` as it is now.
+    pub fn of(sim: &SimHost) -> DemoTraffic {
+        let spec = sim.spec();
+        let ports = spec
+            .devices
+            .iter()
+            .enumerate()
+            .flat_map(|(di, d)| {
+                d.ports.iter().map(move |p| {
+                    let narrow = p.pma.as_ref().is_some_and(|m| !m.extended);
+                    // A fifth of the link: the top of the wave is about 40% of it.
+                    let amplitude = if narrow {
+                        LIGHT_BYTES_PER_S
+                    } else {
+                        link_bytes_per_s(&p.rate).map_or(DEFAULT_BYTES_PER_S, |l| l * 0.2)
+                    };
+                    PortWave {
+                        device: d.name.clone(),
+                        port: p.number,
+                        device_index: di,
+                        amplitude,
+                    }
+                })
+            })
+            .collect();
+        DemoTraffic { ports }
+    }
+
+    /// TX and RX bytes/s of one port at tick `t` (negative: before the demo started).
+    fn rates_of(w: &PortWave, t: i64) -> (f64, f64) {
+        let phase = (t as f64 / 20.0) + w.device_index as f64 * 1.3 + f64::from(w.port) * 0.7;
+        // Never negative; RX lags TX.
+        let tx = (phase.sin() + 1.05) * w.amplitude;
+        let rx = ((phase - 0.8).sin() + 1.05) * w.amplitude * 0.7;
+        let jitter = (t.rem_euclid(97) as f64 * 7919.0 + w.device_index as f64 * 104_729.0)
+            .rem_euclid(97.0)
+            / 97.0;
+        let j = 0.9 + 0.2 * jitter;
+        (tx * j, rx * j)
+    }
+
+    /// TX and RX bytes/s of `device` port `port` at tick `t`.
+    pub fn rates(&self, device: &str, port: u32, t: i64) -> Option<(f64, f64)> {
+        self.ports
+            .iter()
+            .find(|w| w.device == device && w.port == port)
+            .map(|w| Self::rates_of(w, t))
+    }
+}
+
+impl HistorySeed for DemoTraffic {
+    fn past_rates(&self, device: &str, port: u32, ago: u64) -> Option<Rates> {
+        let t = -i64::try_from(ago).ok()?;
+        let (tx, rx) = self.rates(device, port, t)?;
+        // Packets as the simulated counters count them (4 KiB MTU frames).
+        Some(Rates {
+            tx_bytes: tx as f32,
+            rx_bytes: rx as f32,
+            tx_packets: (tx / 4096.0) as f32,
+            rx_packets: (rx / 4096.0) as f32,
+        })
+    }
+}
+
+/// Adds traffic to every port of `sim` every `period`, following `model` from tick 1 on, until
 /// the task is aborted.
-pub fn spawn_demo_traffic(sim: SimHost, period: Duration) -> tokio::task::JoinHandle<()> {
+pub fn spawn_demo_traffic(
+    sim: SimHost,
+    model: DemoTraffic,
+    period: Duration,
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        let mut t: u64 = 0;
+        let mut t: i64 = 0;
         let mut ticker = tokio::time::interval(period);
         loop {
             ticker.tick().await;
             t += 1;
-            let spec = sim.spec();
-            for (di, d) in spec.devices.iter().enumerate() {
-                for p in &d.ports {
-                    let phase = (t as f64 / 20.0) + di as f64 * 1.3 + f64::from(p.number) * 0.7;
-                    // Up to about 1.5 GB/s, never negative; RX lags TX.
-                    let tx = (phase.sin() + 1.05) * 7.0e8 * period.as_secs_f64();
-                    let rx = ((phase - 0.8).sin() + 1.05) * 5.0e8 * period.as_secs_f64();
-                    let jitter = ((t * 7919 + di as u64 * 104_729) % 97) as f64 / 97.0;
-                    let _ = sim.add_traffic(
-                        &d.name,
-                        p.number,
-                        (tx * (0.9 + 0.2 * jitter)) as u64,
-                        (rx * (0.9 + 0.2 * jitter)) as u64,
-                    );
-                }
+            for w in &model.ports {
+                let (tx, rx) = DemoTraffic::rates_of(w, t);
+                let secs = period.as_secs_f64();
+                let _ = sim.add_traffic(&w.device, w.port, (tx * secs) as u64, (rx * secs) as u64);
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::sim::fixtures;
+
+    #[test]
+    fn the_demo_loads_ports_by_their_link_and_spares_narrow_counters() {
+        let sim = SimHost::new(fixtures::demo_host()).expect("demo host");
+        let m = DemoTraffic::of(&sim);
+        // mlx4_1/1 has 32-bit PMA counters: light traffic, which does not saturate them in a
+        // working day (8 hours of the wave, summed tick by tick).
+        let (tx, rx) = m.rates("mlx4_1", 1, 10).expect("mlx4_1/1");
+        assert!(tx > 0.0 && rx > 0.0);
+        let bytes_in_8h: f64 = (0..8 * 3600)
+            .filter_map(|t| m.rates("mlx4_1", 1, t))
+            .map(|(tx, rx)| tx.max(rx))
+            .sum();
+        assert!(bytes_in_8h / 4.0 < f64::from(u32::MAX), "{bytes_in_8h}");
+        // mlx5_0/1 (200 Gb/s): busy, but under the link at the top of every wave.
+        let link = 200e9 / 8.0;
+        let peak = (-900..100)
+            .filter_map(|t| m.rates("mlx5_0", 1, t))
+            .map(|(tx, rx)| tx.max(rx))
+            .fold(0.0, f64::max);
+        assert!(peak > link * 0.2 && peak < link, "{peak}");
+        // The past is the same wave: the seed is what the counters would have shown.
+        let past = m.past_rates("mlx5_0", 1, 30).expect("seed");
+        let (tx, _) = m.rates("mlx5_0", 1, -30).expect("rates");
+        assert_eq!(past.tx_bytes, tx as f32);
+        assert!(m.past_rates("nope", 1, 1).is_none());
+    }
 }
