@@ -77,3 +77,28 @@ impl SystemServices for Unreachable {
         firewalld()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::sim::{fixtures, SimHost};
+
+    /// Without systemd and firewalld, the host is still read whole and the units' fields are
+    /// empty, as the Host object documents for "systemd cannot be asked".
+    #[tokio::test]
+    async fn the_host_is_read_with_the_units_empty() {
+        let sim = SimHost::new(fixtures::demo_host()).expect("simulated host");
+        fixtures::install_host_setup(&sim).expect("host setup files");
+        let (state, _) = crate::engine::read_host(&sim, &Unreachable)
+            .await
+            .expect("read");
+        assert_eq!(state.devices.len(), 4);
+        let h = &state.host_setup;
+        assert!(!h.modules.is_empty(), "the files are read");
+        assert_eq!(h.modules_unit, "");
+        assert_eq!(h.nfs_server, Default::default());
+        assert_eq!(h.opensm, Default::default());
+        assert!(!h.firewalld);
+        let _ = std::fs::remove_dir_all(sim.root());
+    }
+}
