@@ -1,8 +1,9 @@
-//! D-Bus names, errors and polkit action ids shared by rdma-managerd and its clients, and the
-//! [`ibstat`] renderer both print with.
+//! D-Bus names, errors and polkit action ids shared by rdma-managerd and its clients, the
+//! [`ibstat`] renderer both print with, and the [`json`] document both print.
 
 mod error;
 pub mod ibstat;
+pub mod json;
 pub mod proxies;
 pub mod text;
 

@@ -28,7 +28,8 @@ pub const USAGE: &str =
                   its VF, an SF and rxe: every way devices are named) or
                   `large:DEVICES:PORTS:IPOIB` (a generated host for benchmarks, e.g.
                   large:256:2:1024); implies --simulate
-  --json          (show) print the state as JSON instead (docs/JSON.md)
+  --json          (show) print the state as JSON instead: the D-Bus model, the document
+                  rdma-tui --json prints (docs/JSON.md)
   -h, --help      this text
   -V, --version   the version
 

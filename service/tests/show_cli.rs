@@ -41,15 +41,22 @@ fn one_device_and_port_like_ibstat() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("'nosuch' IB device can't be found"));
 }
 
+/// The document of docs/JSON.md: the D-Bus model by object path and interface (the same as
+/// `rdma-tui --json` prints: tests/tests/tui_json.rs).
 #[test]
 fn json_is_the_whole_state() {
     let out = show(&["--simulate", "--json"]);
     assert!(out.status.success());
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
-    assert_eq!(v["devices"].as_array().map(|a| a.len()), Some(4));
-    assert!(v["netdevs"]
-        .as_array()
-        .is_some_and(|a| a.iter().any(|n| n["name"] == "ib0")));
+    assert_eq!(v["version"], 1);
+    let objects = &v["objects"];
+    let root = &objects["/org/rdmamanager/RdmaManager1"]["org.rdmamanager.RdmaManager1"];
+    assert_eq!(root["Devices"].as_array().map(|a| a.len()), Some(4));
+    let ipoib = root["IpoibInterfaces"].as_array().expect("IpoibInterfaces");
+    assert!(ipoib.iter().any(|p| {
+        let path = p.as_str().unwrap_or_default();
+        objects[path]["org.rdmamanager.RdmaManager1.Ipoib"]["Name"] == "ib0"
+    }));
 }
 
 #[test]

@@ -308,16 +308,49 @@ pub async fn connect(bus: &BusChoice) -> zbus::Result<Connection> {
     Ok(conn)
 }
 
-/// Reads everything the service publishes (no history).
-pub async fn read_model(conn: &Connection) -> zbus::Result<Model> {
+/// Everything the service publishes, as read from the bus: GetManagedObjects, and the root's
+/// own properties (GetAll), since the root is not among the objects it manages.
+struct Published {
+    objects: zbus::fdo::ManagedObjects,
+    root: HashMap<String, OwnedValue>,
+}
+
+async fn read_published(conn: &Connection) -> zbus::Result<Published> {
     let om = root_proxy::<ObjectManagerProxy>(conn).await?;
     let objects = om.get_managed_objects().await?;
-    let mut model = Model::default();
-    // The root's own interface is not among the managed objects.
     let root = root_proxy::<zbus::fdo::PropertiesProxy>(conn).await?;
     let iface = zbus::names::InterfaceName::try_from(crate::model::MANAGER_IFACE)?;
-    let props = root.get_all(iface).await?;
-    model.set_properties(ROOT_PATH, crate::model::MANAGER_IFACE, props.iter());
+    let root = root.get_all(iface).await?;
+    Ok(Published { objects, root })
+}
+
+/// Everything the service publishes as the JSON document of docs/JSON.md (`rdma-tui --json`);
+/// `rdma-managerd show --json` prints the same document without a bus.
+pub async fn read_document(conn: &Connection) -> zbus::Result<rdma_manager_dbus::json::Document> {
+    let Published { objects, root } = read_published(conn).await?;
+    let mut doc = rdma_manager_dbus::json::Document::new();
+    doc.add(
+        ROOT_PATH,
+        crate::model::MANAGER_IFACE,
+        root.iter().map(|(k, v)| (k, &**v)),
+    );
+    for (path, ifaces) in &objects {
+        for (iface, props) in ifaces {
+            doc.add(
+                path.as_str(),
+                iface.as_str(),
+                props.iter().map(|(k, v)| (k, &**v)),
+            );
+        }
+    }
+    Ok(doc)
+}
+
+/// Reads everything the service publishes (no history).
+pub async fn read_model(conn: &Connection) -> zbus::Result<Model> {
+    let Published { objects, root } = read_published(conn).await?;
+    let mut model = Model::default();
+    model.set_properties(ROOT_PATH, crate::model::MANAGER_IFACE, root.iter());
     for (path, ifaces) in objects {
         let interfaces: Interfaces = ifaces
             .into_iter()

@@ -62,8 +62,10 @@ async fn run(args: cli::Args, started: std::time::Instant) -> anyhow::Result<()>
     match args.mode {
         Mode::Interactive => rdma_tui::terminal::run(conn, args.mouse, started).await,
         Mode::Json => {
-            let model = client::read_model(&conn).await.context(NOT_RUNNING)?;
-            println!("{}", serde_json::to_string_pretty(&model)?);
+            let doc = client::read_document(&conn).await.context(NOT_RUNNING)?;
+            let mut out = std::io::stdout().lock();
+            out.write_all(doc.to_pretty_string().as_bytes())?;
+            out.flush()?;
             Ok(())
         }
         Mode::Ibstat(ibstat) => {

@@ -18,6 +18,9 @@ use rdma_managerd::ibstat::{self, IbstatArgs};
 use rdma_managerd::kernel::linux::LinuxHost;
 use rdma_managerd::kernel::sim::{fixtures, traffic, HostSpec, SimHost};
 use rdma_managerd::kernel::Host;
+use rdma_managerd::system::sim::SimSystemServices;
+use rdma_managerd::system::unreachable::Unreachable;
+use rdma_managerd::system::{BusSystemServices, SystemServices};
 
 fn sim_spec(spec: Option<&str>) -> anyhow::Result<(HostSpec, bool)> {
     match spec {
@@ -68,14 +71,12 @@ fn make_host(
 /// `rdma-managerd show`: the state as JSON, or what ibstat prints with the same arguments
 /// (then the IPoIB table, after a plain `ibstat`'s output).
 async fn show(args: &Args, json: bool, ibstat_args: &IbstatArgs) -> anyhow::Result<()> {
-    let (host, _, _) = make_host(args, true)?;
+    let (host, sim, _) = make_host(args, true)?;
+    if json {
+        return show_json(host, sim.is_some()).await;
+    }
     let devices = host.read_devices().await?;
     let netdevs = host.read_netdevs().await?;
-    if json {
-        let state = serde_json::json!({ "devices": devices, "netdevs": netdevs });
-        println!("{}", serde_json::to_string_pretty(&state)?);
-        return Ok(());
-    }
     // As ibstat 44.0: what was printed before a failure stays printed, then its message
     // (here with our reason behind it) and a failure status; the IPoIB table only follows a
     // complete plain device list.
@@ -94,6 +95,37 @@ async fn show(args: &Args, json: bool, ibstat_args: &IbstatArgs) -> anyhow::Resu
     }
     out.flush()?;
     Ok(())
+}
+
+/// `rdma-managerd show --json`: the D-Bus model a daemon started now would publish
+/// (docs/JSON.md), read as the engine reads the host at start and rendered by the views the
+/// daemon publishes with, with the default sampling period. Nothing is changed: what the
+/// daemon would re-apply at start (a remembered child, settings) is not.
+async fn show_json(host: Arc<dyn Host>, simulated: bool) -> anyhow::Result<()> {
+    let system: Arc<dyn SystemServices> = if simulated {
+        // As the daemon on a simulated host (below).
+        Arc::new(SimSystemServices::new())
+    } else {
+        system_services_if_any().await
+    };
+    let (state, _) = rdma_managerd::engine::read_host(host.as_ref(), system.as_ref()).await?;
+    let tick_us = EngineConfig::default().tick.as_micros() as u64;
+    let doc = rdma_managerd::dbus::document::document(&state, simulated, tick_us);
+    let mut out = std::io::stdout().lock();
+    out.write_all(doc.to_pretty_string().as_bytes())?;
+    out.flush()?;
+    Ok(())
+}
+
+/// systemd and firewalld over the system bus, as the daemon asks them; without a system bus
+/// (within 2 s), none: the Host object's unit fields are then empty, as when the daemon cannot
+/// ask systemd.
+async fn system_services_if_any() -> Arc<dyn SystemServices> {
+    let conn = tokio::time::timeout(Duration::from_secs(2), zbus::Connection::system()).await;
+    match conn {
+        Ok(Ok(conn)) => Arc::new(BusSystemServices::new(&conn)),
+        _ => Arc::new(Unreachable),
+    }
 }
 
 async fn daemon(args: &Args) -> anyhow::Result<()> {
@@ -145,8 +177,7 @@ async fn daemon(args: &Args) -> anyhow::Result<()> {
         // A simulated host has no systemd or firewalld of its own to drive; the simulated
         // units act on the simulated kernel as real ones do (module lists, nfsd).
         let authorizer = rdma_managerd::dbus::polkit::Authorizer::new(&conn);
-        let system =
-            Arc::new(rdma_managerd::system::sim::SimSystemServices::new().with_host(sim.clone()));
+        let system = Arc::new(SimSystemServices::new().with_host(sim.clone()));
         server::serve_with(conn, host, simulated, config, authorizer, system).await?
     } else {
         server::serve(conn, host, simulated, config).await?

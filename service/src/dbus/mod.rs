@@ -2,7 +2,8 @@
 //! change. Nothing here reads the kernel except on an explicit request (GetCounters).
 //!
 //! - [`objects`]: the interfaces and their property cells; [`ipoib`]: CreateChild's settings.
-//! - [`view`]: engine state to property values.
+//! - [`view`]: engine state to property values; [`document`]: all of them for one state, as
+//!   the JSON document `rdma-managerd show --json` prints (no bus).
 //! - [`managed`]: the root's ObjectManager, answering GetManagedObjects from cached encodings.
 //! - [`publisher`]: adds, updates and removes objects as the engine publishes, emitting
 //!   PropertiesChanged with only what changed (InterfacesAdded/Removed come from the
@@ -12,6 +13,7 @@
 //!   for, and the [`limits`] of what one client may have the daemon send it unread.
 //! - [`server`]: connection, name and start-up order.
 
+pub mod document;
 pub mod errors;
 pub mod guard;
 pub mod ipoib;

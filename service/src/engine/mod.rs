@@ -132,6 +132,25 @@ fn release_freed_memory() {
     }
 }
 
+/// Reads everything the engine shows (devices, IPoIB interfaces, what is persisted, the
+/// naming rules, host setup) into a new state, and which keys it fills. The engine starts from
+/// it; `rdma-managerd show` prints it, changing nothing (no restore, no engine).
+pub async fn read_host(
+    host: &dyn Host,
+    system: &dyn SystemServices,
+) -> Result<(HostState, Dirty), crate::kernel::HostError> {
+    let mut state = HostState {
+        config: crate::config::Desired::load(host).await,
+        ..HostState::default()
+    };
+    state.naming = ops_naming::load_naming(host).await;
+    state.host_setup = ops_host::load_host_setup(host, system).await;
+    let mut dirty = state.refresh_all(host).await?;
+    dirty.config = true;
+    dirty.host = true;
+    Ok((state, dirty))
+}
+
 /// Reads the host, publishes it, re-applies what was persisted (publishing the result), and
 /// starts the engine task. `system` is how host setup
 /// reaches systemd and firewalld.
@@ -146,18 +165,10 @@ pub async fn start(
     let t = std::time::Instant::now();
     // Before anything is read or written: a write killed half-way left only its temp file.
     leftovers::remove_leftovers(host.as_ref()).await;
-    let mut state = HostState {
-        config: crate::config::Desired::load(host.as_ref()).await,
-        ..HostState::default()
-    };
+    let (state, dirty) = read_host(host.as_ref(), system.as_ref()).await?;
     for e in state.config.errors() {
         warn!(error = %e, "persisted configuration is unusable; nothing from it is re-applied");
     }
-    state.naming = ops_naming::load_naming(host.as_ref()).await;
-    state.host_setup = ops_host::load_host_setup(host.as_ref(), system.as_ref()).await;
-    let mut dirty = state.refresh_all(host.as_ref()).await?;
-    dirty.config = true;
-    dirty.host = true;
     let read_ms = t.elapsed().as_secs_f64() * 1e3;
     sink.publish(&state, &dirty).await;
     release_freed_memory();

@@ -7,7 +7,8 @@
 //! - [`firewalld`]: [`Firewalld`], a client of `org.fedoraproject.FirewallD1`: whether it runs,
 //!   the default zone, and ports (runtime and permanent).
 //! - [`SystemServices`]: the trait the engine holds, with [`BusSystemServices`] over a
-//!   connection to the system bus.
+//!   connection to the system bus, [`sim::SimSystemServices`] for the simulated host and
+//!   [`unreachable::Unreachable`] when there is no system bus (`rdma-managerd show`).
 //!
 //! Both clients talk over the daemon's own system-bus connection. The daemon runs as root: both
 //! services grant uid 0 without asking polkit (see docs/HOST-SETUP.md for the sources), so no
@@ -19,6 +20,7 @@
 pub mod firewalld;
 pub mod sim;
 pub mod systemd;
+pub mod unreachable;
 
 use std::fmt;
 use std::time::Duration;

@@ -1,0 +1,50 @@
+//! The whole D-Bus model of a [`HostState`] as the JSON document of docs/JSON.md, without a
+//! bus: `rdma-managerd show --json`. Every object the publisher publishes for the state, each
+//! rendered by the same view function and the same property list (`all()`, what
+//! GetManagedObjects encodes), then turned into JSON by the conversion `rdma-tui --json` uses
+//! on what it reads from the bus, so the two documents cannot differ in shape.
+
+use rdma_manager_dbus::json::Document;
+use rdma_manager_dbus::{device_path, ipoib_path, port_path, HOST_PATH, ROOT_PATH};
+use zbus::object_server::Interface;
+use zbus::zvariant::Value;
+
+use super::objects::{DeviceObject, HostObject, IpoibObject, PortObject, RootObject};
+use super::view::{device_view, host_view, ipoib_view, port_view, root_view, IpoibLinks};
+use crate::engine::HostState;
+
+/// The document of `state` as a daemon with this `simulated` flag and sampling period
+/// (`tick_us`) would publish it: the root, every device and its ports, every IPoIB interface,
+/// and the Host object.
+pub fn document(state: &HostState, simulated: bool, tick_us: u64) -> Document {
+    let mut doc = Document::new();
+    add::<RootObject>(
+        &mut doc,
+        ROOT_PATH,
+        root_view(state, simulated, tick_us).all(),
+    );
+    for dev in state.devices.values() {
+        add::<DeviceObject>(&mut doc, &device_path(dev.index), device_view(dev).all());
+        for port in &dev.snap.ports {
+            add::<PortObject>(
+                &mut doc,
+                &port_path(dev.index, port.number),
+                port_view(dev, port, &state.config).all(),
+            );
+        }
+    }
+    let links = IpoibLinks::new(state);
+    for (ifindex, ipoib) in &state.ipoib {
+        add::<IpoibObject>(
+            &mut doc,
+            &ipoib_path(*ifindex),
+            ipoib_view(&links, ipoib).all(),
+        );
+    }
+    add::<HostObject>(&mut doc, HOST_PATH, host_view(state).all());
+    doc
+}
+
+fn add<I: Interface>(doc: &mut Document, path: &str, props: Vec<(&'static str, Value<'static>)>) {
+    doc.add(path, I::name().as_str(), props.iter().map(|(k, v)| (*k, v)));
+}
