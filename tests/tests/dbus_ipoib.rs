@@ -996,11 +996,20 @@ async fn renaming_a_parent_takes_its_children_along() {
             .is_some_and(|e| e.name == "storage5")
     })
     .await;
+    // The file is written first, the property published after it.
     let parent = r.proxy("hpc_ib0").await;
-    assert_eq!(
-        parent.persisted_children().await.unwrap(),
-        vec![(0x8005, "storage5".to_string())]
-    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let children = parent.persisted_children().await.unwrap();
+        if children == vec![(0x8005, "storage5".to_string())] {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "PersistedChildren still {children:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let children: Vec<_> = published(&r)
         .await
         .into_iter()
