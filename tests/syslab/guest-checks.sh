@@ -13,7 +13,14 @@
 set -u
 phase=${1:?phase}
 share=$(cd "$(dirname "$0")" && pwd)
+# The second guest of a two-guest run (run.sh boots it with syslab.role=nfs-client) is the NFS
+# client; the first is everything else, and the NFS server.
+role=main
+grep -qw 'syslab.role=nfs-client' /proc/cmdline && role=nfs-client
 out=$share/out
+[ "$role" = main ] || out=$share/out-$role
+# Rendezvous of the two guests (files on the shared directory); absent in a one-guest run.
+rdv=$share/rdv
 mkdir -p "$out"
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export SYSTEMD_COLORS=0 SYSTEMD_PAGER=cat LC_ALL=C.UTF-8
@@ -34,13 +41,14 @@ summary() {
   echo "$1" >>"$out/summary"
   echo "$1" >/dev/console
 }
-# check NAME FUNCTION: runs FUNCTION with its output in out/NAME.txt; a non-zero exit fails it.
+# check NAME FUNCTION: runs FUNCTION in a subshell with its output in out/NAME.txt; a
+# non-zero exit (or `fail`, which exits the subshell) fails it.
 check() {
   local name=$1 fn=$2 rc=0 t0=$SECONDS
-  {
+  (
     echo "## $name (phase $phase, boot $(cat /proc/sys/kernel/random/boot_id), uptime $(cut -d' ' -f1 /proc/uptime)s)"
     "$fn"
-  } >"$out/$name.txt" 2>&1 || rc=$?
+  ) >"$out/$name.txt" 2>&1 || rc=$?
   echo "## exit $rc after $((SECONDS - t0))s" >>"$out/$name.txt"
   if [ "$rc" -eq 0 ]; then summary "syslab: ok $name"; else summary "syslab: FAIL $name"; failures=$((failures + 1)); fi
 }
@@ -49,9 +57,10 @@ run() {
   echo "\$ $*"
   "$@"
 }
+# Ends the check (the subshell check runs it in) as failed.
 fail() {
   echo "FAILED: $*"
-  return 1
+  exit 1
 }
 # wait_for SECS DESCRIPTION CMD...: polls CMD every 0.5 s until it succeeds or SECS pass.
 wait_for() {
@@ -285,6 +294,9 @@ c_reboot_softlink() {
   run rdma link show
   run systemctl show rdma-managerd.service -p ActiveState -p ActiveEnterTimestampMonotonic
   run journalctl -b -u rdma-managerd.service --no-pager -o short-monotonic | head -n 30
+  echo "--- warnings, with their fields:"
+  journalctl -b -u rdma-managerd.service -p warning -o json --no-pager \
+    | sed 's/"__[A-Z_]*":"[^"]*",\?//g; s/"_[A-Z_]*":"[^"]*",\?//g'
 }
 
 c_reboot_roce() {
@@ -295,6 +307,11 @@ c_reboot_roce() {
   run cat "$cfg/default_roce_mode" "$cfg/default_roce_tos"
   [ "$(cat "$cfg/default_roce_tos")" = "$TOS" ] || fail "ToS not re-applied"
   [ "$(cat "$cfg/default_roce_mode")" = "RoCE v2" ] || fail "mode not RoCE v2"
+  # Now the daemon may be asked: what it publishes must be what the kernel has.
+  local path
+  path=$(device_path rxe0) || fail "no object for rxe0"
+  run busctl get-property "$BUS" "$path/Port/1" "$BUS.Port" RoceMode RoceTos
+  [ "$(busctl get-property "$BUS" "$path/Port/1" "$BUS.Port" RoceTos)" = "y $TOS" ] || fail "RoceTos on the bus is not $TOS"
 }
 
 c_reboot_modules() {
@@ -310,11 +327,204 @@ c_reboot_memlock() {
   run systemd-run --wait --pipe --uid="$USER_NAME" -p PAMName=login sh -c 'ulimit -l' || true
 }
 
+# rdma-tui in tmux on the real system bus with the real polkitd: a user outside group rdma
+# sees the monitor and is refused a change with the action named; in group rdma, with the
+# shipped example rule installed, the same change succeeds.
+TUI_USER=tuiuser
+tui() { runuser -u "$TUI_USER" -- tmux -L syslab "$@"; }
+tui_screen() { tui capture-pane -p -t t; }
+tui_wait() {
+  local secs=$1 text=$2 t0=$SECONDS
+  while ! tui_screen 2>/dev/null | grep -qF -- "$text"; do
+    if [ $((SECONDS - t0)) -ge "$secs" ]; then
+      echo "timed out after ${secs}s waiting for \"$text\" on the screen:"
+      tui_screen
+      return 1
+    fi
+    sleep 0.5
+  done
+  echo "after $((SECONDS - t0))s: \"$text\" on the screen"
+}
+# Opens the RoCE page's form for the first port and asks for ToS $1. The client runs in a
+# login session of the user (su -l: pam_systemd registers it with logind; without a seat it
+# is active), as the example polkit rule wants; su stays until tui_stop signals it, so the
+# session stays open while the client runs.
+tui_set_tos() {
+  su -l "$TUI_USER" -c "tmux -L syslab new-session -d -s t -x 110 -y 32 'NO_COLOR=1 rdma-tui' && tmux -L syslab wait-for syslab-done" &
+  wait_for 30 "tmux session of $TUI_USER" tui has-session -t t || return 1
+  run loginctl list-sessions --no-legend
+  tui_wait 60 rxe0 || return 1
+  tui_wait 30 ACTIVE || return 1
+  echo "--- the overview (monitor) as $TUI_USER:"
+  tui_screen
+  tui send-keys -t t 6
+  tui_wait 20 "RoCE" || return 1
+  tui send-keys -t t Enter
+  tui_wait 20 "RoCE defaults of" || return 1
+  tui send-keys -t t Down BSpace BSpace BSpace
+  tui send-keys -t t -l "$1"
+  tui send-keys -t t Enter
+}
+polkit_loads() { journalctl -b -u polkit.service -o cat | grep -c 'Finished loading'; }
+tui_stop() {
+  tui wait-for -S syslab-done 2>/dev/null
+  tui kill-server 2>/dev/null
+  wait
+  return 0
+}
+c_tui() {
+  local cfg tos_before
+  cfg=$(configfs_port rxe0)
+  tos_before=$(cat "$cfg/default_roce_tos")
+  id "$TUI_USER" >/dev/null 2>&1 || run useradd -m -s /bin/bash "$TUI_USER"
+  run id "$TUI_USER"
+  tui_set_tos 32 || { tui_stop; return 1; }
+  tui_wait 30 org.rdmamanager.rdmamanager1.manage-roce || { tui_stop; return 1; }
+  echo "--- refused, as $TUI_USER outside group rdma:"
+  tui_screen
+  tui_stop
+  [ "$(cat "$cfg/default_roce_tos")" = "$tos_before" ] || fail "the ToS changed although refused"
+
+  run usermod -aG rdma "$TUI_USER"
+  local loads
+  loads=$(polkit_loads)
+  run cp /usr/share/doc/rdma-manager/examples/50-rdma-manager-rdma-group.rules /etc/polkit-1/rules.d/
+  # A running polkitd reads rules.d again when it changes (inotify); one not running reads
+  # it when it starts.
+  if is_active polkit.service; then
+    wait_for 30 "polkitd loaded its rules again" sh -c "[ \$(journalctl -b -u polkit.service -o cat | grep -c 'Finished loading') -gt $loads ]"
+  fi
+  run journalctl -b -u polkit.service --no-pager -o short-monotonic | tail -n 4
+  tui_set_tos 32 || { tui_stop; return 1; }
+  wait_for 30 "configfs ToS 32 after the change in rdma-tui" sh -c "[ \"\$(cat $cfg/default_roce_tos)\" = 32 ]" \
+    || { tui_screen; tui_stop; return 1; }
+  echo "--- accepted, as $TUI_USER in group rdma with the example rule:"
+  tui_screen
+  tui_stop
+  run cat "$cfg/default_roce_tos"
+  # Back to what the reboot checks expect.
+  bcall "$(device_path rxe0)/Port/1" "$BUS.Port" SetRoceTos y "$TOS"
+}
+
+# NetworkManager runs and manages eth0 (the profile from the image): reactivating the
+# connection must leave the daemon's rxe device and RoCE settings alone.
+c_networkmanager() {
+  local cfg
+  run nmcli -t -f DEVICE,TYPE,STATE,CONNECTION device
+  [ "$(nmcli -t -f DEVICE,STATE device | grep '^eth0:')" = "eth0:connected" ] || fail "NetworkManager does not have eth0 connected"
+  run nmcli connection up eth0 || return 1
+  run nmcli -t -f DEVICE,TYPE,STATE,CONNECTION device
+  run rdma link show
+  rdma link show | grep -q 'link rxe0/1 state ACTIVE' || fail "rxe0 gone or not ACTIVE after NetworkManager reactivated eth0"
+  cfg=$(configfs_port rxe0)
+  run cat "$cfg/default_roce_tos"
+  [ "$(cat "$cfg/default_roce_tos")" = "$TOS" ] || fail "ToS changed"
+  run ip -br addr show eth0
+}
+
+# The late netdev: a remembered rxe link over an interface that appears only after the
+# daemon started (a unit ordered after it creates the veth pair at boot).
+c_late_setup() {
+  run ip link add late0 type veth peer name late1 || return 1
+  run ip link set late0 up
+  run ip link set late1 up
+  bcall "$ROOT" "$BUS" AddSoftLink sss rxe1 rxe late0 || return 1
+  run rdma link show
+  cat >/etc/systemd/system/syslab-late-netdev.service <<'UNIT'
+[Unit]
+Description=syslab: a network interface that appears after rdma-managerd started
+After=rdma-managerd.service
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/usr/sbin/ip link add late0 type veth peer name late1
+ExecStart=/usr/sbin/ip link set late0 up
+ExecStart=/usr/sbin/ip link set late1 up
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+  run systemctl enable syslab-late-netdev.service
+}
+
+c_late_netdev() {
+  wait_for 120 "rxe1 over late0" sh -c 'rdma link show | grep -q "link rxe1/1 .*netdev late0"' || { run rdma link show; return 1; }
+  run rdma link show
+  run systemctl show rdma-managerd.service -p ActiveEnterTimestampMonotonic
+  run systemctl show syslab-late-netdev.service -p ActiveEnterTimestampMonotonic
+  local d n
+  d=$(systemctl show rdma-managerd.service -p ActiveEnterTimestampMonotonic --value)
+  n=$(systemctl show syslab-late-netdev.service -p ExecMainStartTimestampMonotonic --value)
+  [ "$n" -gt "$d" ] || fail "late0 was not created after the daemon started"
+  run journalctl -b -u rdma-managerd.service --no-pager -o short-monotonic
+  # rxe0 over eth0 came back too.
+  rdma link show | grep -q 'link rxe0/1' || fail "rxe0 missing"
+}
+
+# NFS over RDMA, server side: nfs-server was set up only through SetNfsRdma (phase 1) and
+# listens on rdma 20049 since the boot; the export is the administrator's own line in
+# /etc/exports. The client guest mounts with proto=rdma and writes a file; its checksum
+# must be the same here.
+c_nfs_rdma_server() {
+  mkdir -p /srv/nfs && chmod 1777 /srv/nfs
+  echo "/srv/nfs 192.168.77.0/24(rw,sync,no_subtree_check,no_root_squash)" >/etc/exports
+  run exportfs -ra || return 1
+  run exportfs -v
+  run cat /proc/fs/nfsd/portlist
+  run rdma link show
+  run ip -br addr show eth0
+  echo ready >"$rdv/server-ready"
+  wait_for 900 "the client's verdict" sh -c "[ -e $rdv/client-done ] || [ -e $rdv/client-failed ]" || return 1
+  [ -e "$rdv/client-done" ] || fail "the client failed (see its transcripts)"
+  run cat "$rdv/client-done"
+  local sum file
+  read -r sum file <"$rdv/client-done"
+  run ls -l /srv/nfs
+  run sha256sum "/srv/nfs/$file"
+  [ "$(sha256sum "/srv/nfs/$file" | cut -d' ' -f1)" = "$sum" ] || fail "checksum differs on the server"
+}
+
+# The client guest: its own rxe over eth0, an address of its own, and the mount.
+c_nfs_client_setup() {
+  run nmcli connection modify eth0 ipv4.addresses 192.168.77.2/24 || return 1
+  run nmcli connection up eth0 || return 1
+  run ip -br addr show eth0
+  run modprobe rdma_rxe || return 1
+  run rdma link add rxe0 type rxe netdev eth0 || return 1
+  wait_for 60 "an IPv4 GID on rxe0" sh -c 'grep -q "0000:0000:0000:0000:0000:ffff:c0a8:4d02" /sys/class/infiniband/rxe0/ports/1/gids/*' || return 1
+  run rdma link show
+  wait_for 1500 "the server's export" test -e "$rdv/server-ready"
+}
+c_nfs_client_mount() {
+  local sum
+  [ -e "$rdv/server-ready" ] || fail "the server never got ready"
+  run modprobe rpcrdma
+  mkdir -p /mnt/nfs
+  run mount -t nfs -o vers=4.2,proto=rdma,port=20049 192.168.77.1:/srv/nfs /mnt/nfs || return 1
+  run grep /mnt/nfs /proc/mounts
+  grep /mnt/nfs /proc/mounts | grep -q 'proto=rdma' || fail "not mounted over rdma"
+  run dd if=/dev/urandom of=/mnt/nfs/from-client bs=1M count=8 status=none || return 1
+  sync
+  run sha256sum /mnt/nfs/from-client
+  sum=$(sha256sum /mnt/nfs/from-client | cut -d' ' -f1)
+  run umount /mnt/nfs || return 1
+  # The server reads it back and compares.
+  echo "$sum from-client" >"$rdv/client-done"
+}
+
 c_reboot_nfs() {
   wait_for 60 "nfs-server active" is_active nfs-server.service
   run cat /proc/fs/nfsd/portlist
   grep -qx 'rdma 20049' /proc/fs/nfsd/portlist || fail "nfsd does not listen on rdma 20049"
 }
+
+if [ "$role" = nfs-client ]; then
+  check nfs-client-setup c_nfs_client_setup
+  check nfs-client-mount c_nfs_client_mount
+  [ -e "$rdv/client-done" ] || echo failed >"$rdv/client-failed"
+  exit 0
+fi
 
 case "$phase" in
   1)
@@ -342,8 +552,17 @@ case "$phase" in
     check reboot-modules c_reboot_modules
     check reboot-memlock c_reboot_memlock
     check reboot-nfs c_reboot_nfs
+    [ -d "$rdv" ] && check nfs-rdma-server c_nfs_rdma_server
     check reboot-boot c_boot2
+    check networkmanager c_networkmanager
+    check tui c_tui
+    check late-setup c_late_setup
     echo "phase 2: $failures failed" >>"$out/summary"
+    exit 100
+    ;;
+  3)
+    check late-netdev c_late_netdev
+    echo "phase 3: $failures failed" >>"$out/summary"
     exit 0
     ;;
   *)
