@@ -37,6 +37,8 @@ fi
 rm -rf debian
 cp -r dist/debian debian
 touch debian/.syslab-copy
+# The copy goes when the script ends, also on failure.
+trap 'rm -rf "$REPO_DIR/debian"' EXIT
 
 version=$(dpkg-parsechangelog -l debian/changelog -S Version)
 arch=$(dpkg-architecture -q DEB_HOST_ARCH)
@@ -54,7 +56,6 @@ for f in "$parent"/rdma-manager_"${version}"_"$arch".deb "$parent"/rdma-manager-
          "$parent"/rdma-manager_"${version}"_"$arch".buildinfo "$parent"/rdma-manager_"${version}"_"$arch".changes; do
   [ -e "$f" ] && mv "$f" "$out/"
 done
-rm -rf debian
 deb="$out/rdma-manager_${version}_${arch}.deb"
 [ -f "$deb" ] || die "dpkg-buildpackage made no $deb"
 dpkg-deb --contents "$deb" >&2

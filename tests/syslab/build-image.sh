@@ -5,21 +5,24 @@
 # and its overlay (tests/syslab/overlay/), so a later run with the same inputs restores it in
 # no time. See tests/syslab/README.md.
 #
-#   tests/syslab/build-image.sh [--cache DIR] [--force]
+#   tests/syslab/build-image.sh [--cache DIR] [--kernel 6.1|6.12] [--force]
 #
-# Prints the directory that holds base.img, vmlinuz, initrd.img and info (last line of
-# stdout). Needs root (mmdebstrap --mode=root) and, on the first run, the Debian mirror.
+# --kernel: 6.1 (default) is bookworm's linux-image-amd64; 6.12 the newest
+# linux-image-6.12.NNN+deb12-amd64-unsigned apt knows. Prints the directory that holds
+# base.img, vmlinuz, initrd.img and info (last line of stdout). Needs root (mmdebstrap --mode=root) and, on the first run, the Debian mirror.
 set -euo pipefail
 
 SYSLAB_DIR=$(cd "$(dirname "$0")" && pwd)
 REPO_DIR=$(cd "$SYSLAB_DIR/../.." && pwd)
 cache="$REPO_DIR/target/syslab-cache"
 force=0
+kernel=6.1
 while [ $# -gt 0 ]; do
   case "$1" in
     --cache) cache=$2; shift 2 ;;
+    --kernel) kernel=$2; shift 2 ;;
     --force) force=1; shift ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "build-image.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -29,13 +32,27 @@ die() { log "error: $*"; exit 1; }
 
 [ "$(id -u)" -eq 0 ] || die "must run as root (mmdebstrap --mode=root, mkfs.ext4 -d of root-owned files)"
 
-# Only what the image is made from goes into the key: this script and the overlay (names,
-# modes and contents). The check scripts travel on the 9p share and do not rebuild the image.
+case "$kernel" in
+  6.1) kernel_pkg=linux-image-amd64 ;;
+  6.12)
+    # The newest 6.12 apt knows (the name changes with every upload); a new one is a new image.
+    kernel_pkg=$(apt-cache search --names-only '^linux-image-6\.12\.[0-9]+\+deb12-amd64-unsigned$' \
+      | cut -d' ' -f1 | sort -V | tail -n 1)
+    [ -n "$kernel_pkg" ] || die "apt knows no linux-image-6.12.*+deb12-amd64-unsigned (apt-get update?)"
+    ;;
+  *) die "--kernel: 6.1 or 6.12, not $kernel" ;;
+esac
+
+# Only what the image is made from goes into the key: this script, the overlay (names,
+# modes and contents) and the kernel package. The check scripts travel on the 9p share and
+# do not rebuild the image.
 key=$(cd "$SYSLAB_DIR" && {
+  echo "$kernel_pkg"
   sha256sum build-image.sh
   find overlay -type f -print0 | LC_ALL=C sort -z | xargs -0 stat -c '%a %n'
   find overlay -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum
 } | sha256sum | cut -c1-16)
+cache="$cache/$kernel"
 dest="$cache/$key"
 if [ "$force" -eq 0 ] && [ -f "$dest/done" ]; then
   log "cached image $dest"
@@ -56,7 +73,7 @@ mkdir -p "$tmp"
 rootfs="$tmp/rootfs"
 t0=$SECONDS
 
-packages=systemd,systemd-sysv,udev,dbus,polkitd,iproute2,kmod,procps,rdma-core,ibverbs-utils,ibverbs-providers,infiniband-diags,rdmacm-utils,network-manager,nfs-kernel-server,linux-image-amd64,initramfs-tools,tmux
+packages=systemd,systemd-sysv,udev,dbus,polkitd,iproute2,kmod,procps,rdma-core,ibverbs-utils,ibverbs-providers,infiniband-diags,rdmacm-utils,network-manager,nfs-kernel-server,$kernel_pkg,initramfs-tools,tmux
 # Units that cost boot time and do nothing here. systemd-firstboot would prompt on the
 # serial console (every run is a first boot: the machine id is generated at boot).
 mask="e2scrub_reap.service e2scrub_all.timer NetworkManager-wait-online.service apt-daily.timer
@@ -112,7 +129,7 @@ rm -rf "$rootfs"
 touch "$tmp/done"
 rm -rf "$dest"
 mv "$tmp" "$dest"
-# Older keys are images of older scripts: keep only this one.
+# Older keys are images of older scripts or kernels of this series: keep only this one.
 for d in "$cache"/*; do
   [ "$d" = "$dest" ] || rm -rf "$d"
 done

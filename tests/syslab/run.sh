@@ -3,7 +3,8 @@
 # Debian 12 guest under QEMU (software emulation), driven as a user drives it, across a real
 # reboot. See tests/syslab/README.md.
 #
-#   tests/syslab/run.sh [--deb PATH] [--out DIR] [--timeout SECS] [--cache DIR] [--one-guest]
+#   tests/syslab/run.sh [--kernel 6.1|6.12] [--deb PATH] [--out DIR] [--timeout SECS]
+#                       [--cache DIR] [--one-guest]
 #
 # Builds (or restores) the image, builds the package unless --deb is given, boots the guest
 # over a throw-away overlay and waits for it to power off; a second guest, the NFS client,
@@ -19,6 +20,7 @@ out="$REPO_DIR/target/syslab"
 timeout_secs=2700
 cache="$REPO_DIR/target/syslab-cache"
 two=1
+kernel=6.1
 while [ $# -gt 0 ]; do
   case "$1" in
     --deb) deb=$2; shift 2 ;;
@@ -26,7 +28,8 @@ while [ $# -gt 0 ]; do
     --timeout) timeout_secs=$2; shift 2 ;;
     --cache) cache=$2; shift 2 ;;
     --one-guest) two=0; shift ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    --kernel) kernel=$2; shift 2 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -54,7 +57,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 t0=$SECONDS
-image=$("$SYSLAB_DIR/build-image.sh" --cache "$cache" | tail -n 1)
+image=$("$SYSLAB_DIR/build-image.sh" --cache "$cache" --kernel "$kernel" | tail -n 1)
 t_image=$((SECONDS - t0))
 [ -f "$image/base.img" ] || die "no image in $image"
 log "image $image ($(grep -h '^kernel=' "$image/info")) ready after ${t_image}s"
@@ -141,7 +144,7 @@ why="powered off"
 boots=$(grep -a -o 'syslab: boot [0-9]*, uptime [0-9.]*s' "$out/console.log" | sed 's/syslab: //' | tr '\n' ';' || true)
 
 {
-  echo "== installed-system lab summary (total $((SECONDS - t_start))s, output in $out)"
+  echo "== installed-system lab summary, kernel $(sed -n 's/^kernel=//p' "$image/info") (total $((SECONDS - t_start))s, output in $out)"
   echo "  image ${t_image}s, package ${t_deb}s, guest ${t_boot}s ($why); ${boots:-no boot reached the test unit}"
   sed 's/^/  /' "$summary"
 } | tee "$out/report"
