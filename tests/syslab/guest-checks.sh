@@ -1,0 +1,572 @@
+#!/bin/bash
+# The installed-system lab's checks, run inside the guest by syslab.service (through
+# /usr/local/sbin/syslab-boot) from the 9p share, as root, once per boot:
+#
+#   guest-checks.sh PHASE
+#
+# Phase 1 (first boot): install the package as a user does, then drive everything through
+# the system bus (busctl), udev and systemd. Phase 2 (after a real reboot): check what the
+# daemon re-applied at boot before anyone calls it. Each check writes a transcript
+# out/NAME.txt and a line "syslab: ok NAME" or "syslab: FAIL NAME" to out/summary and the
+# console. Exit 100 asks syslab-boot for a reboot, 0 for power off.
+[ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
+set -u
+phase=${1:?phase}
+share=$(cd "$(dirname "$0")" && pwd)
+# The second guest of a two-guest run (run.sh boots it with syslab.role=nfs-client) is the NFS
+# client; the first is everything else, and the NFS server.
+role=main
+grep -qw 'syslab.role=nfs-client' /proc/cmdline && role=nfs-client
+out=$share/out
+[ "$role" = main ] || out=$share/out-$role
+# Rendezvous of the two guests (files on the shared directory); absent in a one-guest run.
+rdv=$share/rdv
+mkdir -p "$out"
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export SYSTEMD_COLORS=0 SYSTEMD_PAGER=cat LC_ALL=C.UTF-8
+
+BUS=org.rdmamanager.RdmaManager1
+ROOT=/org/rdmamanager/RdmaManager1
+HOSTOBJ=$ROOT/Host
+HOSTIF=$BUS.Host
+USER_NAME=rdmauser
+# A module commented out in rdma-core's /etc/rdma/modules/rdma.conf on Debian, which nothing else loads: enabled
+# through the daemon in phase 1, it must be loaded by rdma-load-modules@rdma after the reboot.
+MODULE=${SYSLAB_MODULE:-rds_rdma}
+# The settings phase 1 makes and phase 2 expects back.
+TOS=106
+
+failures=0
+summary() {
+  echo "$1" >>"$out/summary"
+  echo "$1" >/dev/console
+}
+# check NAME FUNCTION: runs FUNCTION in a subshell with its output in out/NAME.txt; a
+# non-zero exit (or `fail`, which exits the subshell) fails it.
+check() {
+  local name=$1 fn=$2 rc=0 t0=$SECONDS
+  (
+    echo "## $name (phase $phase, boot $(cat /proc/sys/kernel/random/boot_id), uptime $(cut -d' ' -f1 /proc/uptime)s)"
+    "$fn"
+  ) >"$out/$name.txt" 2>&1 || rc=$?
+  echo "## exit $rc after $((SECONDS - t0))s" >>"$out/$name.txt"
+  if [ "$rc" -eq 0 ]; then summary "syslab: ok $name"; else summary "syslab: FAIL $name"; failures=$((failures + 1)); fi
+}
+# run CMD...: prints the command, then runs it (its output lands in the transcript).
+run() {
+  echo "\$ $*"
+  "$@"
+}
+# Ends the check (the subshell check runs it in) as failed.
+fail() {
+  echo "FAILED: $*"
+  exit 1
+}
+# wait_for SECS DESCRIPTION CMD...: polls CMD every 0.5 s until it succeeds or SECS pass.
+wait_for() {
+  local secs=$1 what=$2 t0=$SECONDS
+  shift 2
+  while ! "$@" >/dev/null 2>&1; do
+    if [ $((SECONDS - t0)) -ge "$secs" ]; then
+      echo "timed out after ${secs}s waiting for: $what"
+      return 1
+    fi
+    sleep 0.5
+  done
+  echo "after $((SECONDS - t0))s: $what"
+}
+is_active() { [ "$(systemctl is-active "$1")" = active ]; }
+is_inactive() { [ "$(systemctl is-active "$1")" != active ]; }
+bcall() { run busctl call "$BUS" "$@"; }
+hcall() { run busctl call "$BUS" "$HOSTOBJ" "$HOSTIF" "$@"; }
+hprop() { run busctl get-property "$BUS" "$HOSTOBJ" "$HOSTIF" "$@"; }
+rprop() { run busctl get-property "$BUS" "$ROOT" "$BUS" "$@"; }
+# The object path of the device called $1 (by its Name property), or nothing.
+device_path() {
+  local p
+  for p in $(busctl tree --list "$BUS" 2>/dev/null | grep -E "^$ROOT/Device/[0-9]+$"); do
+    if [ "$(busctl get-property "$BUS" "$p" "$BUS.Device" Name 2>/dev/null)" = "s \"$1\"" ]; then
+      echo "$p"
+      return 0
+    fi
+  done
+  return 1
+}
+configfs_port() {
+  local dev=$1
+  mkdir -p "/sys/kernel/config/rdma_cm/$dev" 2>/dev/null
+  echo "/sys/kernel/config/rdma_cm/$dev/ports/1"
+}
+journal_since_boot() { journalctl -b --no-pager -o short-monotonic "$@"; }
+
+# ------------------------------------------------------------------ phase 1
+c_boot() {
+  # systemd-analyze time waits for the end of boot, which includes this unit: read the
+  # monotonic timestamps instead (microseconds since the kernel started).
+  local mu
+  mu=$(systemctl show multi-user.target -p ActiveEnterTimestampMonotonic --value)
+  run systemctl show -p UserspaceTimestampMonotonic
+  echo "multi-user.target reached $((mu / 1000000)) s after the kernel started"
+  run systemctl is-system-running
+  run systemctl --failed --no-legend
+  run uname -r
+  run ip -br link
+  run ip -br addr
+}
+
+c_install() {
+  local deb
+  deb=$(ls "$share"/rdma-manager_*.deb | head -n 1)
+  [ -f "$deb" ] || fail "no package on the share"
+  cp "$deb" /root/ || return 1
+  # No mirror in the guest: what the package depends on is in the image already.
+  run apt-get install -y /root/"${deb##*/}" || return 1
+  run dpkg -s rdma-manager | sed -n '1,/^Description/p'
+  # Debian's postinst enables and starts the service (dh_installsystemd).
+  run systemctl is-enabled rdma-managerd.service
+  [ "$(systemctl is-enabled rdma-managerd.service)" = enabled ] || fail "not enabled after install"
+}
+
+c_files() {
+  local f bad=0
+  local files=(
+    /usr/sbin/rdma-managerd /usr/bin/rdma-tui
+    /lib/systemd/system/rdma-managerd.service
+    /usr/share/dbus-1/system.d/org.rdmamanager.RdmaManager1.conf
+    /usr/share/dbus-1/system-services/org.rdmamanager.RdmaManager1.service
+    /usr/share/polkit-1/actions/org.rdmamanager.rdmamanager1.policy
+    /usr/share/doc/rdma-manager/examples/50-rdma-manager-rdma-group.rules
+    /lib/udev/rules.d/90-rdma-manager.rules
+    /usr/share/man/man8/rdma-managerd.8.gz /usr/share/man/man1/rdma-tui.1.gz
+    /usr/share/bash-completion/completions/rdma-tui
+    /usr/share/zsh/vendor-completions/_rdma-tui
+    /usr/share/fish/vendor_completions.d/rdma-tui.fish
+    /usr/share/applications/org.rdmamanager.RdmaTui.desktop
+    /usr/share/dbus-1/interfaces/org.rdmamanager.RdmaManager1.xml
+    /etc/systemd/system/dbus-org.rdmamanager.RdmaManager1.service
+  )
+  run dpkg -L rdma-manager
+  for f in "${files[@]}"; do
+    if [ -e "$f" ]; then echo "present: $f"; else echo "MISSING: $f"; bad=1; fi
+  done
+  run readlink /etc/systemd/system/dbus-org.rdmamanager.RdmaManager1.service
+  # The bus daemon took the policy: the name may be owned by root only.
+  run busctl introspect org.freedesktop.DBus /org/freedesktop/DBus >/dev/null
+  # --man=no: minbase has no man(1) to look up Documentation=man:rdma-managerd(8) with.
+  run systemd-analyze verify --man=no rdma-managerd.service || bad=1
+  return $bad
+}
+
+c_activation() {
+  run systemctl stop rdma-managerd.service
+  is_inactive rdma-managerd.service || fail "still active after stop"
+  run systemctl is-active rdma-managerd.service
+  # The first call activates it through the bus.
+  run busctl call "$BUS" "$ROOT" org.freedesktop.DBus.Peer Ping || return 1
+  run systemctl is-active rdma-managerd.service
+  is_active rdma-managerd.service || fail "not active after the first call"
+  run journalctl -b -u dbus.service --no-pager -o cat | grep -i rdmamanager | tail -n 3
+}
+
+c_udev() {
+  run systemctl stop rdma-managerd.service
+  is_inactive rdma-managerd.service || fail "still active after stop"
+  run modprobe rdma_rxe || return 1
+  run rdma link add rxe0 type rxe netdev eth0 || return 1
+  wait_for 60 "rdma-managerd active after rxe0 appeared" is_active rdma-managerd.service || return 1
+  run udevadm info /sys/class/infiniband/rxe0 | grep -E 'SYSTEMD_WANTS|TAGS'
+  run journalctl -b -u rdma-managerd.service --no-pager -o short-monotonic | tail -n 5
+  wait_for 30 "rxe0 published on the bus" device_path rxe0 || return 1
+  # The API makes its own link from here on.
+  run rdma link delete rxe0
+}
+
+c_softlink() {
+  local path
+  bcall "$ROOT" "$BUS" AddSoftLink sss rxe0 rxe eth0 || return 1
+  run rdma link show
+  rdma link show | grep -q 'link rxe0/1' || fail "rxe0 not in rdma link show"
+  rprop SoftLinks
+  run cat /etc/rdma-manager/soft-links.toml
+  bcall "$ROOT" "$BUS" RemoveSoftLink s rxe0 || return 1
+  run rdma link show
+  ! rdma link show | grep -q 'link rxe0/' || fail "rxe0 still there after RemoveSoftLink"
+  rprop SoftLinks
+  # Again, to keep it for the reboot.
+  bcall "$ROOT" "$BUS" AddSoftLink sss rxe0 rxe eth0 || return 1
+  path=$(device_path rxe0) || fail "no object for rxe0"
+  echo "rxe0 is $path"
+}
+
+c_roce() {
+  local path cfg
+  path=$(device_path rxe0) || fail "no object for rxe0"
+  bcall "$path/Port/1" "$BUS.Port" SetRoceMode s v2 || return 1
+  bcall "$path/Port/1" "$BUS.Port" SetRoceTos y "$TOS" || return 1
+  echo "(v1 must be refused: rxe knows only RoCE v2)"
+  if bcall "$path/Port/1" "$BUS.Port" SetRoceMode s v1; then fail "v1 accepted"; fi
+  run busctl get-property "$BUS" "$path/Port/1" "$BUS.Port" RoceMode RoceTos RocePersisted
+  cfg=$(configfs_port rxe0)
+  run cat "$cfg/default_roce_mode" "$cfg/default_roce_tos"
+  [ "$(cat "$cfg/default_roce_tos")" = "$TOS" ] || fail "configfs ToS is not $TOS"
+  [ "$(cat "$cfg/default_roce_mode")" = "RoCE v2" ] || fail "configfs mode is not RoCE v2"
+  run cat /etc/rdma-manager/roce.toml
+}
+
+c_rename() {
+  local path
+  path=$(device_path rxe0) || fail "no object for rxe0"
+  bcall "$path" "$BUS.Device" Rename s syslab0 || return 1
+  run rdma dev show
+  rdma dev show | grep -q ' syslab0:' || fail "not renamed"
+  bcall "$path" "$BUS.Device" Rename s rxe0 || return 1
+  run rdma dev show
+  rdma dev show | grep -q ' rxe0:' || fail "not renamed back"
+}
+
+c_naming() {
+  bcall "$ROOT" "$BUS" SetRdmaNamingPolicy sb NAME_KERNEL false || return 1
+  run cat /etc/udev/rules.d/60-rdma-persistent-naming.rules || return 1
+  rprop RdmaNamingPolicy RdmaNamingPolicySource
+  [ "$(busctl get-property "$BUS" "$ROOT" "$BUS" RdmaNamingPolicy)" = 's "NAME_KERNEL"' ] \
+    || fail "policy not NAME_KERNEL"
+  # Put rdma-core's default back, as the file says.
+  bcall "$ROOT" "$BUS" SetRdmaNamingPolicy sb NAME_FALLBACK false || return 1
+  run journal_since_boot -u systemd-udevd.service | tail -n 5
+}
+
+c_modules() {
+  run cat /etc/rdma/modules/rdma.conf
+  hcall SetModuleEnabled ssb rdma "$MODULE" true || return 1
+  run grep -n "^$MODULE" /etc/rdma/modules/rdma.conf || fail "$MODULE not enabled in rdma.conf"
+  hcall ApplyModules s rdma || return 1
+  run systemctl status --no-pager rdma-load-modules@rdma.service | head -n 5
+  [ -d "/sys/module/$MODULE" ] || fail "$MODULE not loaded after ApplyModules"
+  hprop ModulesUnit
+}
+
+c_memlock() {
+  getent group rdma >/dev/null || run groupadd --system rdma
+  id "$USER_NAME" >/dev/null 2>&1 || run useradd -m -s /bin/bash -G rdma "$USER_NAME"
+  run id "$USER_NAME"
+  hcall SetMemlockLimits ss unlimited unlimited || return 1
+  run cat /etc/security/limits.d/zz-rdma-manager.conf
+  hprop MemlockSoft MemlockHard
+  run runuser -l "$USER_NAME" -c 'ulimit -l'
+  [ "$(runuser -l "$USER_NAME" -c 'ulimit -l')" = unlimited ] || fail "a login of $USER_NAME does not get unlimited memlock"
+}
+
+c_nfs() {
+  hprop NfsServer
+  hcall SetNfsRdma bq true 0 || return 1
+  run ls -l /etc/nfs.conf.d/
+  run cat /etc/nfs.conf.d/zz-rdma-manager.conf
+  run systemctl status --no-pager nfs-server.service | head -n 6
+  run cat /proc/fs/nfsd/portlist
+  grep -qx 'rdma 20049' /proc/fs/nfsd/portlist || fail "nfsd does not listen on rdma 20049"
+  hprop NfsRdma NfsRdmaPort NfsServer
+}
+
+c_journal() {
+  run journalctl -b -u rdma-managerd.service --no-pager -o short-monotonic | tail -n 40
+  # Fields the daemon itself adds (tracing-journald), beyond systemd's and the message.
+  local fields
+  fields=$(journalctl -b -u rdma-managerd.service -o json --output-fields= 2>/dev/null \
+    | grep -o '"[A-Z][A-Z0-9_]*":' | sort -u | tr -d '":' | tr '\n' ' ')
+  echo "fields: $fields"
+  run journalctl -b -u rdma-managerd.service -o json --no-pager | tail -n 3
+  echo "$fields" | grep -qw TARGET || echo "$fields" | grep -qw CODE_FILE || fail "no structured fields from tracing-journald"
+}
+
+c_security() {
+  run systemd-analyze security --no-pager rdma-managerd.service
+  run systemctl show rdma-managerd.service -p MainPID -p ActiveState -p NRestarts
+}
+
+# ------------------------------------------------------------------ phase 2
+c_boot2() {
+  c_boot
+  run journalctl -b -1 --no-pager -o short-monotonic -n 5
+}
+
+c_reboot_softlink() {
+  wait_for 120 "rxe0 back (rdma link show)" sh -c 'rdma link show | grep -q "link rxe0/1"' || return 1
+  run rdma link show
+  run systemctl show rdma-managerd.service -p ActiveState -p ActiveEnterTimestampMonotonic
+  run journalctl -b -u rdma-managerd.service --no-pager -o short-monotonic | head -n 30
+  echo "--- warnings, with their fields:"
+  journalctl -b -u rdma-managerd.service -p warning -o json --no-pager \
+    | sed 's/"__[A-Z_]*":"[^"]*",\?//g; s/"_[A-Z_]*":"[^"]*",\?//g'
+}
+
+c_reboot_roce() {
+  local cfg
+  wait_for 60 "rxe0 present" test -d /sys/class/infiniband/rxe0 || return 1
+  cfg=$(configfs_port rxe0)
+  wait_for 60 "ToS $TOS re-applied" sh -c "[ \"\$(cat $cfg/default_roce_tos)\" = $TOS ]"
+  run cat "$cfg/default_roce_mode" "$cfg/default_roce_tos"
+  [ "$(cat "$cfg/default_roce_tos")" = "$TOS" ] || fail "ToS not re-applied"
+  [ "$(cat "$cfg/default_roce_mode")" = "RoCE v2" ] || fail "mode not RoCE v2"
+  # Now the daemon may be asked: what it publishes must be what the kernel has.
+  local path
+  path=$(device_path rxe0) || fail "no object for rxe0"
+  run busctl get-property "$BUS" "$path/Port/1" "$BUS.Port" RoceMode RoceTos
+  [ "$(busctl get-property "$BUS" "$path/Port/1" "$BUS.Port" RoceTos)" = "y $TOS" ] || fail "RoceTos on the bus is not $TOS"
+}
+
+c_reboot_modules() {
+  run grep -n "^$MODULE" /etc/rdma/modules/rdma.conf
+  wait_for 60 "$MODULE loaded" test -d "/sys/module/$MODULE" || return 1
+  run systemctl status --no-pager rdma-load-modules@rdma.service | head -n 8
+  run journalctl -b -u rdma-load-modules@rdma.service --no-pager -o short-monotonic
+}
+
+c_reboot_memlock() {
+  run runuser -l "$USER_NAME" -c 'ulimit -l'
+  [ "$(runuser -l "$USER_NAME" -c 'ulimit -l')" = unlimited ] || fail "not unlimited"
+  run systemd-run --wait --pipe --uid="$USER_NAME" -p PAMName=login sh -c 'ulimit -l' || true
+}
+
+# rdma-tui in tmux on the real system bus with the real polkitd: a user outside group rdma
+# sees the monitor and is refused a change with the action named; in group rdma, with the
+# shipped example rule installed, the same change succeeds.
+TUI_USER=tuiuser
+tui() { runuser -u "$TUI_USER" -- tmux -L syslab "$@"; }
+tui_screen() { tui capture-pane -p -t t; }
+tui_wait() {
+  local secs=$1 text=$2 t0=$SECONDS
+  while ! tui_screen 2>/dev/null | grep -qF -- "$text"; do
+    if [ $((SECONDS - t0)) -ge "$secs" ]; then
+      echo "timed out after ${secs}s waiting for \"$text\" on the screen:"
+      tui_screen
+      return 1
+    fi
+    sleep 0.5
+  done
+  echo "after $((SECONDS - t0))s: \"$text\" on the screen"
+}
+# Opens the RoCE page's form for the first port and asks for ToS $1. The client runs in a
+# login session of the user (su -l: pam_systemd registers it with logind; without a seat it
+# is active), as the example polkit rule wants; su stays until tui_stop signals it, so the
+# session stays open while the client runs.
+tui_set_tos() {
+  su -l "$TUI_USER" -c "tmux -L syslab new-session -d -s t -x 110 -y 32 'NO_COLOR=1 rdma-tui' && tmux -L syslab wait-for syslab-done" &
+  wait_for 30 "tmux session of $TUI_USER" tui has-session -t t || return 1
+  run loginctl list-sessions --no-legend
+  tui_wait 60 rxe0 || return 1
+  tui_wait 30 ACTIVE || return 1
+  echo "--- the overview (monitor) as $TUI_USER:"
+  tui_screen
+  tui send-keys -t t 6
+  tui_wait 20 "RoCE" || return 1
+  tui send-keys -t t Enter
+  tui_wait 20 "RoCE defaults of" || return 1
+  tui send-keys -t t Down BSpace BSpace BSpace
+  tui send-keys -t t -l "$1"
+  tui send-keys -t t Enter
+}
+polkit_loads() { journalctl -b -u polkit.service -o cat | grep -c 'Finished loading'; }
+tui_stop() {
+  tui wait-for -S syslab-done 2>/dev/null
+  tui kill-server 2>/dev/null
+  wait
+  return 0
+}
+c_tui() {
+  local cfg tos_before
+  cfg=$(configfs_port rxe0)
+  tos_before=$(cat "$cfg/default_roce_tos")
+  id "$TUI_USER" >/dev/null 2>&1 || run useradd -m -s /bin/bash "$TUI_USER"
+  run id "$TUI_USER"
+  tui_set_tos 32 || { tui_stop; return 1; }
+  tui_wait 30 org.rdmamanager.rdmamanager1.manage-roce || { tui_stop; return 1; }
+  echo "--- refused, as $TUI_USER outside group rdma:"
+  tui_screen
+  tui_stop
+  [ "$(cat "$cfg/default_roce_tos")" = "$tos_before" ] || fail "the ToS changed although refused"
+
+  run usermod -aG rdma "$TUI_USER"
+  local loads
+  loads=$(polkit_loads)
+  run cp /usr/share/doc/rdma-manager/examples/50-rdma-manager-rdma-group.rules /etc/polkit-1/rules.d/
+  # A running polkitd reads rules.d again when it changes (inotify); one not running reads
+  # it when it starts.
+  if is_active polkit.service; then
+    wait_for 30 "polkitd loaded its rules again" sh -c "[ \$(journalctl -b -u polkit.service -o cat | grep -c 'Finished loading') -gt $loads ]"
+  fi
+  run journalctl -b -u polkit.service --no-pager -o short-monotonic | tail -n 4
+  tui_set_tos 32 || { tui_stop; return 1; }
+  wait_for 30 "configfs ToS 32 after the change in rdma-tui" sh -c "[ \"\$(cat $cfg/default_roce_tos)\" = 32 ]" \
+    || { tui_screen; tui_stop; return 1; }
+  echo "--- accepted, as $TUI_USER in group rdma with the example rule:"
+  tui_screen
+  tui_stop
+  run cat "$cfg/default_roce_tos"
+  # Back to what the reboot checks expect.
+  bcall "$(device_path rxe0)/Port/1" "$BUS.Port" SetRoceTos y "$TOS"
+}
+
+# NetworkManager runs and manages eth0 (the profile from the image): reactivating the
+# connection must leave the daemon's rxe device and RoCE settings alone.
+c_networkmanager() {
+  local cfg
+  run nmcli -t -f DEVICE,TYPE,STATE,CONNECTION device
+  [ "$(nmcli -t -f DEVICE,STATE device | grep '^eth0:')" = "eth0:connected" ] || fail "NetworkManager does not have eth0 connected"
+  run nmcli connection up eth0 || return 1
+  run nmcli -t -f DEVICE,TYPE,STATE,CONNECTION device
+  run rdma link show
+  rdma link show | grep -q 'link rxe0/1 state ACTIVE' || fail "rxe0 gone or not ACTIVE after NetworkManager reactivated eth0"
+  cfg=$(configfs_port rxe0)
+  run cat "$cfg/default_roce_tos"
+  [ "$(cat "$cfg/default_roce_tos")" = "$TOS" ] || fail "ToS changed"
+  run ip -br addr show eth0
+}
+
+# The late netdev: a remembered rxe link over an interface that appears only after the
+# daemon started (a unit ordered after it creates the veth pair at boot).
+c_late_setup() {
+  run ip link add late0 type veth peer name late1 || return 1
+  run ip link set late0 up
+  run ip link set late1 up
+  bcall "$ROOT" "$BUS" AddSoftLink sss rxe1 rxe late0 || return 1
+  run rdma link show
+  cat >/etc/systemd/system/syslab-late-netdev.service <<'UNIT'
+[Unit]
+Description=syslab: a network interface that appears after rdma-managerd started
+After=rdma-managerd.service
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/usr/sbin/ip link add late0 type veth peer name late1
+ExecStart=/usr/sbin/ip link set late0 up
+ExecStart=/usr/sbin/ip link set late1 up
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+  run systemctl enable syslab-late-netdev.service
+}
+
+c_late_netdev() {
+  wait_for 120 "rxe1 over late0" sh -c 'rdma link show | grep -q "link rxe1/1 .*netdev late0"' || { run rdma link show; return 1; }
+  run rdma link show
+  run systemctl show rdma-managerd.service -p ActiveEnterTimestampMonotonic
+  run systemctl show syslab-late-netdev.service -p ActiveEnterTimestampMonotonic
+  local d n
+  d=$(systemctl show rdma-managerd.service -p ActiveEnterTimestampMonotonic --value)
+  n=$(systemctl show syslab-late-netdev.service -p ExecMainStartTimestampMonotonic --value)
+  [ "$n" -gt "$d" ] || fail "late0 was not created after the daemon started"
+  run journalctl -b -u rdma-managerd.service --no-pager -o short-monotonic
+  # rxe0 over eth0 came back too.
+  rdma link show | grep -q 'link rxe0/1' || fail "rxe0 missing"
+}
+
+# NFS over RDMA, server side: nfs-server was set up only through SetNfsRdma (phase 1) and
+# listens on rdma 20049 since the boot; the export is the administrator's own line in
+# /etc/exports. The client guest mounts with proto=rdma and writes a file; its checksum
+# must be the same here.
+c_nfs_rdma_server() {
+  mkdir -p /srv/nfs && chmod 1777 /srv/nfs
+  echo "/srv/nfs 192.168.77.0/24(rw,sync,no_subtree_check,no_root_squash)" >/etc/exports
+  run exportfs -ra || return 1
+  run exportfs -v
+  run cat /proc/fs/nfsd/portlist
+  run rdma link show
+  run ip -br addr show eth0
+  echo ready >"$rdv/server-ready"
+  wait_for 900 "the client's verdict" sh -c "[ -e $rdv/client-done ] || [ -e $rdv/client-failed ]" || return 1
+  [ -e "$rdv/client-done" ] || fail "the client failed (see its transcripts)"
+  run cat "$rdv/client-done"
+  local sum file
+  read -r sum file <"$rdv/client-done"
+  run ls -l /srv/nfs
+  run sha256sum "/srv/nfs/$file"
+  [ "$(sha256sum "/srv/nfs/$file" | cut -d' ' -f1)" = "$sum" ] || fail "checksum differs on the server"
+}
+
+# The client guest: its own rxe over eth0, an address of its own, and the mount.
+c_nfs_client_setup() {
+  run nmcli connection modify eth0 ipv4.addresses 192.168.77.2/24 || return 1
+  run nmcli connection up eth0 || return 1
+  run ip -br addr show eth0
+  run modprobe rdma_rxe || return 1
+  run rdma link add rxe0 type rxe netdev eth0 || return 1
+  wait_for 60 "an IPv4 GID on rxe0" sh -c 'grep -q "0000:0000:0000:0000:0000:ffff:c0a8:4d02" /sys/class/infiniband/rxe0/ports/1/gids/*' || return 1
+  run rdma link show
+  wait_for 1500 "the server's export" test -e "$rdv/server-ready"
+}
+c_nfs_client_mount() {
+  local sum
+  [ -e "$rdv/server-ready" ] || fail "the server never got ready"
+  run modprobe rpcrdma
+  mkdir -p /mnt/nfs
+  run mount -t nfs -o vers=4.2,proto=rdma,port=20049 192.168.77.1:/srv/nfs /mnt/nfs || return 1
+  run grep /mnt/nfs /proc/mounts
+  grep /mnt/nfs /proc/mounts | grep -q 'proto=rdma' || fail "not mounted over rdma"
+  run dd if=/dev/urandom of=/mnt/nfs/from-client bs=1M count=8 status=none || return 1
+  sync
+  run sha256sum /mnt/nfs/from-client
+  sum=$(sha256sum /mnt/nfs/from-client | cut -d' ' -f1)
+  run umount /mnt/nfs || return 1
+  # The server reads it back and compares.
+  echo "$sum from-client" >"$rdv/client-done"
+}
+
+c_reboot_nfs() {
+  wait_for 60 "nfs-server active" is_active nfs-server.service
+  run cat /proc/fs/nfsd/portlist
+  grep -qx 'rdma 20049' /proc/fs/nfsd/portlist || fail "nfsd does not listen on rdma 20049"
+}
+
+if [ "$role" = nfs-client ]; then
+  check nfs-client-setup c_nfs_client_setup
+  check nfs-client-mount c_nfs_client_mount
+  [ -e "$rdv/client-done" ] || echo failed >"$rdv/client-failed"
+  exit 0
+fi
+
+case "$phase" in
+  1)
+    check boot c_boot
+    check install c_install
+    check files c_files
+    check activation c_activation
+    check udev c_udev
+    check softlink c_softlink
+    check roce c_roce
+    check rename c_rename
+    check naming c_naming
+    check modules c_modules
+    check memlock c_memlock
+    check nfs c_nfs
+    check journal c_journal
+    check security c_security
+    echo "phase 1: $failures failed" >>"$out/summary"
+    exit 100
+    ;;
+  2)
+    # Nobody calls the daemon before these have looked.
+    check reboot-softlink c_reboot_softlink
+    check reboot-roce c_reboot_roce
+    check reboot-modules c_reboot_modules
+    check reboot-memlock c_reboot_memlock
+    check reboot-nfs c_reboot_nfs
+    [ -d "$rdv" ] && check nfs-rdma-server c_nfs_rdma_server
+    check reboot-boot c_boot2
+    check networkmanager c_networkmanager
+    check tui c_tui
+    check late-setup c_late_setup
+    echo "phase 2: $failures failed" >>"$out/summary"
+    exit 100
+    ;;
+  3)
+    check late-netdev c_late_netdev
+    echo "phase 3: $failures failed" >>"$out/summary"
+    exit 0
+    ;;
+  *)
+    summary "syslab: FAIL phase-$phase (unexpected boot)"
+    exit 0
+    ;;
+esac

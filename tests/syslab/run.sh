@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# The installed-system lab: rdma-manager's Debian package installed into a systemd-booted
+# Debian 12 guest under QEMU (software emulation), driven as a user drives it, across a real
+# reboot. See tests/syslab/README.md.
+#
+#   tests/syslab/run.sh [--kernel 6.1|6.12] [--deb PATH] [--out DIR] [--timeout SECS]
+#                       [--cache DIR] [--one-guest]
+#
+# Builds (or restores) the image, builds the package unless --deb is given, boots the guest
+# over a throw-away overlay and waits for it to power off; a second guest, the NFS client,
+# runs at the same time on a QEMU socket network with the first (unless --one-guest). Per-check transcripts land in
+# DIR/checks/, the console in DIR/console.log, and one line per check ("syslab: ok NAME" or
+# "syslab: FAIL NAME") in DIR/summary. Exit status 0 only if every expected check passed.
+set -euo pipefail
+
+SYSLAB_DIR=$(cd "$(dirname "$0")" && pwd)
+REPO_DIR=$(cd "$SYSLAB_DIR/../.." && pwd)
+deb=""
+out="$REPO_DIR/target/syslab"
+timeout_secs=2700
+cache="$REPO_DIR/target/syslab-cache"
+two=1
+kernel=6.1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --deb) deb=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --timeout) timeout_secs=$2; shift 2 ;;
+    --cache) cache=$2; shift 2 ;;
+    --one-guest) two=0; shift ;;
+    --kernel) kernel=$2; shift 2 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+log() { echo "syslab: $*" >&2; }
+die() { log "error: $*"; exit 1; }
+t_start=$SECONDS
+
+# The checks each boot must report, in order; a missing line is a failure (the phase did not
+# get that far).
+EXPECTED_PHASE1="boot install files activation udev softlink roce rename naming modules memlock nfs journal security"
+EXPECTED_PHASE2="reboot-softlink reboot-roce reboot-modules reboot-memlock reboot-nfs reboot-boot networkmanager tui late-setup"
+EXPECTED_PHASE3="late-netdev"
+EXPECTED_TWO="nfs-rdma-server nfs-client-setup nfs-client-mount"
+
+need=(mmdebstrap e2fsprogs qemu-utils qemu-system-x86 dpkg-dev debhelper)
+missing=()
+for p in "${need[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  [ "$(id -u)" -eq 0 ] || die "missing packages (${missing[*]}); run as root to install them"
+  log "apt-get install ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+
+t0=$SECONDS
+image=$("$SYSLAB_DIR/build-image.sh" --cache "$cache" --kernel "$kernel" | tail -n 1)
+t_image=$((SECONDS - t0))
+[ -f "$image/base.img" ] || die "no image in $image"
+log "image $image ($(grep -h '^kernel=' "$image/info")) ready after ${t_image}s"
+
+t0=$SECONDS
+if [ -z "$deb" ]; then
+  deb=$("$SYSLAB_DIR/build-deb.sh" | tail -n 1)
+fi
+t_deb=$((SECONDS - t0))
+[ -f "$deb" ] || die "no package at $deb"
+
+rm -rf "$out"
+mkdir -p "$out/share/out" "$out/checks"
+cp "$SYSLAB_DIR/guest-checks.sh" "$out/share/"
+cp "$deb" "$out/share/"
+[ "$two" -eq 0 ] || mkdir -p "$out/share/rdv" "$out/share/out-nfs-client"
+qemu-img create -q -f qcow2 -b "$image/base.img" -F raw "$out/run.qcow2"
+[ "$two" -eq 0 ] || qemu-img create -q -f qcow2 -b "$image/base.img" -F raw "$out/client.qcow2"
+
+# guest NAME DISK MAC NETDEV CONSOLE [EXTRA-APPEND]: one QEMU, killed after the timeout.
+guest() {
+  timeout -k 10 "$timeout_secs" qemu-system-x86_64 \
+    -accel tcg -cpu max,la57=off -m 2048 -smp 2 -vga none -display none -monitor none \
+    -kernel "$image/vmlinuz" -initrd "$image/initrd.img" \
+    -append "root=/dev/vda rw console=ttyS0 panic=-1 net.ifnames=0 systemd.show_status=1 ${6:-}" \
+    -drive "file=$2,if=virtio,format=qcow2" \
+    -netdev "socket,id=n0,$4" -device "virtio-net-pci,netdev=n0,mac=$3" \
+    -virtfs "local,path=$out/share,mount_tag=syslab,security_model=none,id=syslab" \
+    -serial "file:$5" -pidfile "$out/qemu-$1.pid" </dev/null >"$out/qemu-$1.log" 2>&1
+}
+
+# The guests' eth0 are virtio NICs joined by a socket netdev on 127.0.0.1: the first
+# listens, the second (if any) connects. rxe needs a netdev; nothing leaves the machine.
+port=$(( 20000 + RANDOM % 20000 ))
+log "booting (timeout ${timeout_secs}s, console $out/console.log)"
+t0=$SECONDS
+guest main "$out/run.qcow2" 52:54:00:77:00:01 "listen=127.0.0.1:$port" "$out/console.log" &
+main_pid=$!
+client_pid=""
+if [ "$two" -eq 1 ]; then
+  # The client connects once the first QEMU listens.
+  for _ in $(seq 1 100); do
+    ss -Hltn "sport = :$port" 2>/dev/null | grep -q . && break
+    sleep 0.1
+  done
+  log "booting the NFS client guest (console $out/console-client.log)"
+  guest client "$out/client.qcow2" 52:54:00:77:00:02 "connect=127.0.0.1:$port" \
+    "$out/console-client.log" syslab.role=nfs-client &
+  client_pid=$!
+fi
+qrc=0
+wait "$main_pid" || qrc=$?
+t_boot=$((SECONDS - t0))
+crc=0
+if [ -n "$client_pid" ]; then
+  # A client still waiting for a server that is gone would wait until its timeout.
+  if [ ! -e "$out/share/rdv/server-ready" ] && [ -s "$out/qemu-client.pid" ]; then
+    log "the first guest ended before its NFS export was ready: stopping the client"
+    kill "$(cat "$out/qemu-client.pid")" 2>/dev/null || true
+  fi
+  wait "$client_pid" || crc=$?
+fi
+rm -f "$out/run.qcow2" "$out/client.qcow2"
+
+cp "$out"/share/out/*.txt "$out/checks/" 2>/dev/null || true
+[ "$two" -eq 0 ] || cp "$out"/share/out-nfs-client/*.txt "$out/checks/" 2>/dev/null || true
+summary="$out/summary"
+: >"$summary"
+cat "$out"/share/out*/summary 2>/dev/null | grep -a '^syslab: ' >"$summary" || true
+failed=0
+expected="$EXPECTED_PHASE1 $EXPECTED_PHASE2 $EXPECTED_PHASE3"
+[ "$two" -eq 0 ] || expected="$expected $EXPECTED_TWO"
+for name in $expected; do
+  if ! grep -qx "syslab: \(ok\|FAIL\) $name" "$summary"; then
+    echo "syslab: FAIL $name (did not run)" >>"$summary"
+  fi
+done
+grep -q '^syslab: FAIL' "$summary" && failed=1
+why="powered off"
+[ "$qrc" -eq 124 ] && { why="TIMED OUT after ${timeout_secs}s"; failed=1; }
+[ "$qrc" -ne 0 ] && [ "$qrc" -ne 124 ] && { why="qemu exit $qrc"; failed=1; }
+[ "$crc" -eq 0 ] || { why="$why; the client guest: qemu exit $crc"; failed=1; }
+# Boot times as the guest saw them: the uptime when the test unit started, per boot.
+boots=$(grep -a -o 'syslab: boot [0-9]*, uptime [0-9.]*s' "$out/console.log" | sed 's/syslab: //' | tr '\n' ';' || true)
+
+{
+  echo "== installed-system lab summary, kernel $(sed -n 's/^kernel=//p' "$image/info") (total $((SECONDS - t_start))s, output in $out)"
+  echo "  image ${t_image}s, package ${t_deb}s, guest ${t_boot}s ($why); ${boots:-no boot reached the test unit}"
+  sed 's/^/  /' "$summary"
+} | tee "$out/report"
+exit "$failed"
