@@ -20,7 +20,7 @@
 //!
 //! Calls admitted together must not all pass a bound none of them has reached yet: each call
 //! reserves, when admitted, as much as the largest reply the daemon has sent (or can send: the
-//! model's size is noted at start), and the reservation is replaced by the reply's real size
+//! model's size is noted just after start), and the reservation is replaced by the reply's real size
 //! when the call ends.
 //!
 //! A reply's bytes are charged when the handler has sent it (methods) or computed it
@@ -348,42 +348,37 @@ impl Limits {
             let Some(covered) = self.lock().by_connection.get(&sender).map(|b| b.unread) else {
                 return;
             };
-            let Some(conn) = self.connection() else {
-                return;
-            };
-            let ping = conn.call_method(
-                Some(sender.as_str()),
-                "/",
-                Some("org.freedesktop.DBus.Peer"),
-                "Ping",
-                &(),
-            );
-            let answer = tokio::time::timeout(self.config.probe_timeout, ping).await;
-            drop(conn);
-            let mut books = self.lock();
-            match answer {
-                // Any answer of the peer itself means it read everything sent before the Ping.
-                Ok(Ok(_)) => books.settle(&sender, covered),
-                Ok(Err(zbus::Error::MethodError(name, _, _)))
-                    if !name.starts_with("org.freedesktop.DBus.Error.ServiceUnknown")
-                        && !name.starts_with("org.freedesktop.DBus.Error.NameHasNoOwner")
-                        && !name.starts_with("org.freedesktop.DBus.Error.NoReply") =>
-                {
-                    books.settle(&sender, covered)
+            let verdict = match self.connection() {
+                Some(conn) => {
+                    let ping = conn.call_method(
+                        Some(sender.as_str()),
+                        "/",
+                        Some("org.freedesktop.DBus.Peer"),
+                        "Ping",
+                        &(),
+                    );
+                    ping_verdict(tokio::time::timeout(self.config.probe_timeout, ping).await)
                 }
-                Ok(Err(zbus::Error::MethodError(name, _, _)))
-                    if !name.starts_with("org.freedesktop.DBus.Error.NoReply") =>
-                {
+                None => Ping::Stop,
+            };
+            let mut books = self.lock();
+            match verdict {
+                Ping::Read => books.settle(&sender, covered),
+                Ping::Gone => {
                     books.forget(&sender);
                     return;
                 }
-                // Not answered in time: still unread; ask again.
-                _ => {}
+                Ping::Unanswered => {}
+                Ping::Stop => {}
             }
             let Some(b) = books.by_connection.get_mut(&sender) else {
                 return;
             };
-            if b.unread < self.config.probe_after {
+            // Asked again only after a Ping that went unanswered for the whole timeout: a
+            // failure of the daemon's own connection must not turn into a loop of Pings.
+            if b.unread < self.config.probe_after
+                || !matches!(verdict, Ping::Unanswered | Ping::Read)
+            {
                 b.probing = false;
                 return;
             }
@@ -396,6 +391,41 @@ impl Limits {
             .by_connection
             .get(sender)
             .map_or(0, |b| b.unread)
+    }
+}
+
+/// What a Ping to a client told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ping {
+    /// The peer answered (a method return, or an error of its own): it read everything sent
+    /// before the Ping.
+    Read,
+    /// The bus says the peer is gone.
+    Gone,
+    /// No answer within the timeout (or the bus's NoReply): still unread.
+    Unanswered,
+    /// The daemon's own connection failed: stop asking.
+    Stop,
+}
+
+fn ping_verdict(answer: Result<zbus::Result<zbus::Message>, tokio::time::error::Elapsed>) -> Ping {
+    const GONE: [&str; 2] = [
+        "org.freedesktop.DBus.Error.ServiceUnknown",
+        "org.freedesktop.DBus.Error.NameHasNoOwner",
+    ];
+    match answer {
+        Ok(Ok(_)) => Ping::Read,
+        Ok(Err(zbus::Error::MethodError(name, _, _))) if GONE.contains(&name.as_str()) => {
+            Ping::Gone
+        }
+        Ok(Err(zbus::Error::MethodError(name, _, _)))
+            if name.as_str() == "org.freedesktop.DBus.Error.NoReply" =>
+        {
+            Ping::Unanswered
+        }
+        Ok(Err(zbus::Error::MethodError(..))) => Ping::Read,
+        Ok(Err(_)) => Ping::Stop,
+        Err(_) => Ping::Unanswered,
     }
 }
 
@@ -550,5 +580,59 @@ mod tests {
         p.add(1 << 40);
         p.finish(0);
         assert_eq!(limits.lock().total_unread, 0);
+    }
+
+    fn error(name: &str) -> zbus::Error {
+        let msg = zbus::Message::method_call("/", "Ping")
+            .and_then(|b| b.build(&()))
+            .expect("a message");
+        let name = zbus::names::OwnedErrorName::try_from(name).expect("an error name");
+        zbus::Error::MethodError(name, None, msg)
+    }
+
+    #[tokio::test]
+    async fn what_a_ping_tells() {
+        let elapsed = tokio::time::timeout(Duration::ZERO, std::future::pending::<()>())
+            .await
+            .expect_err("times out");
+        assert_eq!(ping_verdict(Err(elapsed)), Ping::Unanswered);
+        let reply = zbus::Message::method_call("/", "Ping")
+            .and_then(|b| b.build(&()))
+            .expect("a message");
+        assert_eq!(ping_verdict(Ok(Ok(reply))), Ping::Read);
+        let own = error("org.freedesktop.DBus.Error.UnknownMethod");
+        assert_eq!(
+            ping_verdict(Ok(Err(own))),
+            Ping::Read,
+            "the peer's own error"
+        );
+        for gone in [
+            "org.freedesktop.DBus.Error.ServiceUnknown",
+            "org.freedesktop.DBus.Error.NameHasNoOwner",
+        ] {
+            assert_eq!(ping_verdict(Ok(Err(error(gone)))), Ping::Gone);
+        }
+        let no_reply = error("org.freedesktop.DBus.Error.NoReply");
+        assert_eq!(ping_verdict(Ok(Err(no_reply))), Ping::Unanswered);
+        // The daemon's own connection failing stops the probe instead of looping.
+        let io = zbus::Error::InputOutput(std::sync::Arc::new(std::io::Error::other("gone")));
+        assert_eq!(ping_verdict(Ok(Err(io))), Ping::Stop);
+    }
+
+    #[tokio::test]
+    async fn a_probe_that_cannot_ping_ends_and_can_start_again() {
+        let mut config = small();
+        config.probe_after = 1_000;
+        let limits = Limits::new(config);
+        limits.charge(":1.1", 5_000);
+        // No connection: the probe stops at once and says so.
+        for _ in 0..100 {
+            if !limits.lock().by_connection[":1.1"].probing {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        assert!(!limits.lock().by_connection[":1.1"].probing);
+        assert_eq!(limits.unread(":1.1"), 5_000, "nothing was settled");
     }
 }

@@ -149,15 +149,18 @@ pub async fn serve_with(
         tick_us,
     ));
     let (engine, task) = engine::start(host, system, publisher, config).await?;
-    // The model's size, so that the first GetManagedObjects calls already reserve what they
-    // will send (see `limits`); the encoding is kept for the first call.
-    if let Ok(body) = managed.body() {
-        limits.note_reply_size(body.len() as u64);
-    }
     ctx.set_engine(engine.clone());
     conn.request_name(BUS_NAME)
         .await
         .map_err(ServeError::Name)?;
+    // The model's size, so that GetManagedObjects calls admitted together reserve what they
+    // will send (see `limits`). Encoded off the start-up path, after the name: the encodings
+    // are kept for the first call.
+    tokio::task::spawn_blocking(move || {
+        if let Ok(body) = managed.body() {
+            limits.note_reply_size(body.len() as u64);
+        }
+    });
     Ok(Service {
         conn,
         engine,
