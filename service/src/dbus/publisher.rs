@@ -157,7 +157,7 @@ impl Publisher {
             zbus::fdo::Properties::properties_changed(&emitter, iface, map, Cow::Borrowed(&[]))
                 .await
         {
-            warn!(%path, error = %e, "could not emit PropertiesChanged");
+            emit_failed("PropertiesChanged", path, &e);
         }
     }
 
@@ -291,7 +291,18 @@ impl Sink for Publisher {
             Err(_) => return,
         };
         if let Err(e) = RootObject::throughput_sampled(&emitter, time_us, rows).await {
-            warn!(error = %e, "could not emit ThroughputSampled");
+            emit_failed("ThroughputSampled", ROOT_PATH, &e);
         }
+    }
+}
+
+/// A signal that could not be sent. When the connection itself failed (the bus went away),
+/// `server::watch_connection` says so once and the daemon exits; repeating it here for each
+/// signal would only bury that one message, so it goes to the debug level.
+fn emit_failed(signal: &str, path: &str, e: &zbus::Error) {
+    if matches!(e, zbus::Error::InputOutput(_)) {
+        tracing::debug!(%path, error = %e, signal, "could not emit: the connection failed");
+    } else {
+        warn!(%path, error = %e, signal, "could not emit");
     }
 }
