@@ -21,6 +21,7 @@ mod renames;
 mod restore;
 mod stale;
 pub mod state;
+mod transaction;
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};

@@ -23,6 +23,18 @@ pub enum OpError {
 }
 
 impl OpError {
+    /// The same kind of error with `more` appended to its sentence (what an undo did).
+    pub fn with_more(self, more: &str) -> OpError {
+        match self {
+            OpError::InvalidArgument(m) => OpError::InvalidArgument(m + more),
+            OpError::NotFound(m) => OpError::NotFound(m + more),
+            OpError::NotSupported(m) => OpError::NotSupported(m + more),
+            OpError::AlreadyExists(m) => OpError::AlreadyExists(m + more),
+            OpError::Busy(m) => OpError::Busy(m + more),
+            OpError::Failed(m) => OpError::Failed(m + more),
+        }
+    }
+
     /// A kernel error with no more specific meaning in context.
     pub fn from_host(e: HostError) -> OpError {
         match &e {

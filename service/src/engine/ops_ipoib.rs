@@ -15,6 +15,7 @@ use crate::model::{Errno, Guid, IpoibMode};
 
 use super::restore::Appeared;
 use super::state::IpoibState;
+use super::transaction::Transaction;
 use super::{Dirty, Engine, EngineHandle, OpError};
 use rdma_manager_dbus::text::quote_capped;
 
@@ -63,18 +64,6 @@ impl EngineHandle {
 
 fn invalid(e: IpoibError) -> OpError {
     OpError::InvalidArgument(e.to_string())
-}
-
-/// The same kind of error with more said.
-fn and_then_say(e: OpError, more: &str) -> OpError {
-    match e {
-        OpError::InvalidArgument(m) => OpError::InvalidArgument(format!("{m}; {more}")),
-        OpError::NotFound(m) => OpError::NotFound(format!("{m}; {more}")),
-        OpError::NotSupported(m) => OpError::NotSupported(format!("{m}; {more}")),
-        OpError::AlreadyExists(m) => OpError::AlreadyExists(format!("{m}; {more}")),
-        OpError::Busy(m) => OpError::Busy(format!("{m}; {more}")),
-        OpError::Failed(m) => OpError::Failed(format!("{m}; {more}")),
-    }
 }
 
 /// Why connected mode cannot be had on an interface whose address lacks IPOIB_FLAGS_RC.
@@ -342,29 +331,60 @@ impl Engine {
             mode: settings.mode,
             umcast: settings.umcast,
         };
-        if let Err(e) = self.host.create_ipoib_child(&req).await {
-            return Err(self.explain_new_child(e, &req));
-        }
-        if let Err(e) = self.settle_netdevs(&[&name, &parent.name]).await {
-            return Err(self.undo_create(&name, e).await);
-        }
+        let mut tx = Transaction::new(format!("create IPoIB child {name}"));
+        let made = name.clone();
+        tx.step(
+            self,
+            "create the child",
+            move |e: &mut Engine| {
+                Box::pin(async move {
+                    e.host
+                        .create_ipoib_child(&req)
+                        .await
+                        .map_err(|err| e.explain_new_child(err, &req))
+                })
+            },
+            // Deletes the child made moments ago because a later step failed.
+            move |e: &mut Engine, ()| {
+                Box::pin(async move {
+                    let name = made;
+                    let undo = e.host.delete_netdev(&name).await;
+                    let _ = e.settle_netdevs(&[&name]).await;
+                    match undo {
+                        Ok(()) => Ok(format!("{name} was removed again")),
+                        Err(u) => Err(format!(
+                            "removing {name} again also failed ({u}): remove it with `ip link delete {name}`"
+                        )),
+                    }
+                })
+            },
+        )
+        .await?;
+        let both = [name.clone(), parent.name.clone()];
+        tx.check(self, "publish the child", move |e: &mut Engine| {
+            Box::pin(async move { e.settle_netdevs(&[&both[0], &both[1]]).await })
+        })
+        .await?;
         let Some(child) = self.ipoib_by_name(&name) else {
             return Err(OpError::Failed(format!(
                 "the kernel accepted {name} but it vanished before it could be published"
             )));
         };
         if let Some(mtu) = settings.mtu {
-            let ch = NetdevChange {
-                mtu: Some(mtu),
-                ..NetdevChange::default()
-            };
-            if let Err(e) = self.host.change_netdev(&name, &ch).await {
-                let why = self.explain_change(e, &name, &ch);
-                return Err(self.undo_create(&name, why).await);
-            }
-            if let Err(e) = self.settle_netdevs(&[&name]).await {
-                return Err(self.undo_create(&name, e).await);
-            }
+            let named = name.clone();
+            tx.check(self, "set the MTU", move |e: &mut Engine| {
+                Box::pin(async move {
+                    let ch = NetdevChange {
+                        mtu: Some(mtu),
+                        ..NetdevChange::default()
+                    };
+                    if let Err(err) = e.host.change_netdev(&named, &ch).await {
+                        return Err(e.explain_change(err, &named, &ch));
+                    }
+                    e.settle_netdevs(&[&named]).await
+                })
+            })
+            .await?;
         }
         // A name is one child's; an older entry for this P_Key (a child that could not be
         // re-created) is replaced by the one just made.
@@ -382,26 +402,13 @@ impl Engine {
         };
         entry.set(settings);
         port.children.push(entry);
-        if let Err(e) = self.persist(persisted).await {
-            return Err(self.undo_create(&name, e).await);
-        }
+        tx.check(self, "save ipoib.toml", move |e: &mut Engine| {
+            Box::pin(e.persist(persisted))
+        })
+        .await?;
+        tx.commit();
         info!(child = %name, parent = %parent.name, pkey = format!("{effective:#06x}"), "created IPoIB child");
         Ok(child.ifindex)
-    }
-
-    /// Deletes a child made moments ago because a later step failed.
-    async fn undo_create(&mut self, name: &str, why: OpError) -> OpError {
-        let undo = self.host.delete_netdev(name).await;
-        let _ = self.settle_netdevs(&[name]).await;
-        match undo {
-            Ok(()) => and_then_say(why, &format!("{name} was removed again")),
-            Err(u) => and_then_say(
-                why,
-                &format!(
-                    "removing {name} again also failed ({u}): remove it with `ip link delete {name}`"
-                ),
-            ),
-        }
     }
 
     pub(super) async fn ipoib_delete(&mut self, ifindex: u32) -> Result<(), OpError> {
@@ -432,35 +439,53 @@ impl Engine {
             _ => None,
         };
         persisted.prune();
-        self.host
-            .delete_netdev(&child.name)
-            .await
-            .map_err(OpError::from_host)?;
-        self.settle_or_warn(&[&child.name, &parent]).await;
-        if let Err(e) = self.persist(persisted).await {
-            // Undo: it would come back at the next start anyway, so put it back now.
-            let settings = remembered.map(|r| r.settings()).unwrap_or_default();
-            let restored = self
-                .recreate(
-                    &parent,
-                    &child.name,
-                    pkey.unwrap_or(0x8000),
-                    child.settings(),
-                    settings,
-                )
-                .await;
-            return Err(match restored {
-                Ok(()) => and_then_say(e, &format!("{} was created again", child.name)),
-                Err(u) => and_then_say(
-                    e,
-                    &format!(
-                        "creating {} again also failed ({u}); it will be re-created at the next start",
-                        child.name
-                    ),
-                ),
-            });
-        }
-        info!(child = %child.name, parent = %parent, "deleted IPoIB child");
+        let name = child.name.clone();
+        let mut tx = Transaction::new(format!("delete IPoIB child {name}"));
+        let (gone, undo_parent) = (child.clone(), parent.clone());
+        let parent_name = parent.clone();
+        tx.step(
+            self,
+            "delete the child",
+            move |e: &mut Engine| {
+                Box::pin(async move {
+                    e.host
+                        .delete_netdev(&gone.name)
+                        .await
+                        .map_err(OpError::from_host)?;
+                    e.settle_or_warn(&[&gone.name, &parent_name]).await;
+                    Ok(())
+                })
+            },
+            // It would come back at the next start anyway, so put it back now.
+            move |e: &mut Engine, ()| {
+                Box::pin(async move {
+                    let settings = remembered.map(|r| r.settings()).unwrap_or_default();
+                    let name = &child.name;
+                    let restored = e
+                        .recreate(
+                            &undo_parent,
+                            name,
+                            pkey.unwrap_or(0x8000),
+                            child.settings(),
+                            settings,
+                        )
+                        .await;
+                    match restored {
+                        Ok(()) => Ok(format!("{name} was created again")),
+                        Err(u) => Err(format!(
+                            "creating {name} again also failed ({u}); it will be re-created at the next start"
+                        )),
+                    }
+                })
+            },
+        )
+        .await?;
+        tx.check(self, "save ipoib.toml", move |e: &mut Engine| {
+            Box::pin(e.persist(persisted))
+        })
+        .await?;
+        tx.commit();
+        info!(child = %name, parent = %parent, "deleted IPoIB child");
         Ok(())
     }
 
@@ -580,40 +605,59 @@ impl Engine {
         persisted: IpoibConfig,
     ) -> Result<(), OpError> {
         let name = iface.name.clone();
-        if let Err(e) = self.host.change_netdev(&name, &ch).await {
-            let why = self.explain_change(e, &name, &ch);
-            // A refused step may follow one the kernel applied (mode before MTU): re-read.
-            let _ = self.settle_netdevs(&[&name]).await;
-            return Err(why);
+        let mut back = NetdevChange::default();
+        if ch.ipoib_mode.is_some() && iface.mode != ch.ipoib_mode {
+            back.ipoib_mode = iface.mode;
+            // A mode change resized the MTU: the old one goes back after the mode.
+            back.mtu = iface.mtu;
         }
-        self.settle_or_warn(&[&name]).await;
-        if let Err(e) = self.persist(persisted).await {
-            let mut back = NetdevChange::default();
-            if ch.ipoib_mode.is_some() && iface.mode != ch.ipoib_mode {
-                back.ipoib_mode = iface.mode;
-                // A mode change resized the MTU: the old one goes back after the mode.
-                back.mtu = iface.mtu;
-            }
-            if ch.mtu.is_some() {
-                back.mtu = iface.mtu;
-            }
-            if ch.ipoib_umcast.is_some() {
-                back.ipoib_umcast = iface.umcast;
-            }
-            let undo = if back == NetdevChange::default() {
-                Ok(())
-            } else {
-                self.host.change_netdev(&name, &back).await
-            };
-            let _ = self.settle_netdevs(&[&name]).await;
-            return Err(match undo {
-                Ok(()) => and_then_say(e, &format!("{name} was set back as it was")),
-                Err(u) => and_then_say(
-                    e,
-                    &format!("setting {name} back also failed ({u}); the change lasts until the next reboot"),
-                ),
-            });
+        if ch.mtu.is_some() {
+            back.mtu = iface.mtu;
         }
+        if ch.ipoib_umcast.is_some() {
+            back.ipoib_umcast = iface.umcast;
+        }
+        let mut tx = Transaction::new(format!("change IPoIB interface {name}"));
+        let changed = name.clone();
+        tx.step(
+            self,
+            "change the interface",
+            move |e: &mut Engine| {
+                Box::pin(async move {
+                    if let Err(err) = e.host.change_netdev(&changed, &ch).await {
+                        let why = e.explain_change(err, &changed, &ch);
+                        // A refused step may follow one the kernel applied (mode before MTU):
+                        // re-read.
+                        let _ = e.settle_netdevs(&[&changed]).await;
+                        return Err(why);
+                    }
+                    e.settle_or_warn(&[&changed]).await;
+                    Ok(())
+                })
+            },
+            move |e: &mut Engine, ()| {
+                Box::pin(async move {
+                    let undo = if back == NetdevChange::default() {
+                        Ok(())
+                    } else {
+                        e.host.change_netdev(&name, &back).await
+                    };
+                    let _ = e.settle_netdevs(&[&name]).await;
+                    match undo {
+                        Ok(()) => Ok(format!("{name} was set back as it was")),
+                        Err(u) => Err(format!(
+                            "setting {name} back also failed ({u}); the change lasts until the next reboot"
+                        )),
+                    }
+                })
+            },
+        )
+        .await?;
+        tx.check(self, "save ipoib.toml", move |e: &mut Engine| {
+            Box::pin(e.persist(persisted))
+        })
+        .await?;
+        tx.commit();
         Ok(())
     }
 

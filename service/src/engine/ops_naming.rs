@@ -10,6 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use futures::future::BoxFuture;
 use serde::Serialize;
 use tracing::{info, warn};
 
@@ -25,7 +26,11 @@ use crate::model::udev_rdma_naming::{
 };
 use crate::model::{Errno, Field, Guid, LinkLayer};
 
+use super::transaction::{Rollback, Transaction, UndoResult};
 use super::{DeviceState, Dirty, Engine, EngineHandle, OpError};
+
+/// RDMA devices renamed by an operation: (index, old name, new name), in the order done.
+type Renames = Vec<(u32, String, String)>;
 use rdma_manager_dbus::text::quote_capped;
 
 /// What the naming rules say, as last read; shown on the root object.
@@ -143,18 +148,6 @@ fn naming_error(e: NamingRuleError) -> OpError {
     }
 }
 
-/// The same error with more said at the end (what an undo did).
-fn with_suffix(e: OpError, more: &str) -> OpError {
-    match e {
-        OpError::InvalidArgument(m) => OpError::InvalidArgument(m + more),
-        OpError::NotFound(m) => OpError::NotFound(m + more),
-        OpError::NotSupported(m) => OpError::NotSupported(m + more),
-        OpError::AlreadyExists(m) => OpError::AlreadyExists(m + more),
-        OpError::Busy(m) => OpError::Busy(m + more),
-        OpError::Failed(m) => OpError::Failed(m + more),
-    }
-}
-
 fn file_error(path: &str, e: HostError) -> OpError {
     OpError::Failed(format!(
         "{path} could not be read: {e}; nothing was changed"
@@ -262,47 +255,70 @@ impl Engine {
         }
     }
 
-    /// Writes a rules file (removes it when nothing is left in it), then tells udevd. When the
-    /// reload fails the previous bytes are put back (or the file removed, if there was none).
+    /// Adds to `tx` the writing of a rules file (removed when nothing is left in it), undone
+    /// by putting the previous bytes back (or removing the file, if there was none), then
+    /// udevd's reload.
     async fn write_rules(
-        &self,
-        path: &str,
-        before: &Option<Vec<u8>>,
-        after: &[u8],
-    ) -> Result<(), OpError> {
-        let p = Path::new(path);
-        // Nothing left (the daemon's block was all there was): no file, as before the daemon
-        // wrote one.
-        let written = if after.is_empty() {
-            self.host.remove_file(p).await
-        } else {
-            self.host.write_file_atomic(p, after).await
-        };
-        written.map_err(|e| OpError::Failed(format!("{path} could not be written: {e}")))?;
-        match self.host.reload_udev_rules().await {
-            Ok(running) => {
+        &mut self,
+        tx: &mut Transaction<Engine>,
+        path: &'static str,
+        before: Option<Vec<u8>>,
+        after: Vec<u8>,
+    ) -> Result<(), Rollback> {
+        tx.step(
+            self,
+            "write the rules file",
+            move |e: &mut Engine| {
+                Box::pin(async move {
+                    let p = Path::new(path);
+                    // Nothing left (the daemon's block was all there was): no file, as before
+                    // the daemon wrote one.
+                    let written = if after.is_empty() {
+                        e.host.remove_file(p).await
+                    } else {
+                        e.host.write_file_atomic(p, &after).await
+                    };
+                    written.map_err(|err| {
+                        OpError::Failed(format!("{path} could not be written: {err}"))
+                    })
+                })
+            },
+            move |e: &mut Engine, ()| {
+                Box::pin(async move {
+                    let p = Path::new(path);
+                    let restored = match &before {
+                        Some(b) => e.host.write_file_atomic(p, b).await,
+                        None => e.host.remove_file(p).await,
+                    };
+                    match restored {
+                        Ok(()) => Ok(format!("{path} was put back as it was")),
+                        Err(r) => Err(format!(
+                            "putting {path} back also failed ({r}): check it by hand"
+                        )),
+                    }
+                })
+            },
+        )
+        .await?;
+        tx.check(self, "reload udev rules", move |e: &mut Engine| {
+            Box::pin(async move {
+                let running = e
+                    .host
+                    .reload_udev_rules()
+                    .await
+                    .map_err(|err| OpError::Failed(err.to_string()))?;
                 if !running {
                     info!(%path, "udevd is not running; the rules apply when it starts");
                 }
                 Ok(())
-            }
-            Err(e) => {
-                let restored = match before {
-                    Some(b) => self.host.write_file_atomic(p, b).await,
-                    None => self.host.remove_file(p).await,
-                };
-                Err(OpError::Failed(match restored {
-                    Ok(()) => format!("{e}; {path} was put back as it was"),
-                    Err(r) => {
-                        format!("{e}; putting {path} back also failed ({r}): check it by hand")
-                    }
-                }))
-            }
-        }
+            })
+        })
+        .await
     }
 
-    /// Renames RDMA devices back after a later step failed; says what could not be undone.
-    async fn undo_device_renames(&mut self, done: &[(u32, String, String)]) -> String {
+    /// Renames RDMA devices back, last first, after a later step failed; says what could not
+    /// be undone.
+    async fn undo_device_renames(&mut self, done: &[(u32, String, String)]) -> UndoResult {
         let mut left = Vec::new();
         for (index, old, new) in done.iter().rev() {
             if let Err(e) = self.host.rename_device(*index, old).await {
@@ -315,15 +331,32 @@ impl Engine {
             .flat_map(|(_, o, n)| [o.as_str(), n.as_str()])
             .collect();
         let _ = self.settle(&names).await;
-        if left.is_empty() {
-            if done.is_empty() {
-                String::new()
-            } else {
-                "; the devices renamed were renamed back".into()
-            }
-        } else {
-            format!("; {}", left.join("; "))
+        match (left.is_empty(), done.is_empty()) {
+            (true, true) => Ok(String::new()),
+            (true, false) => Ok("the devices renamed were renamed back".into()),
+            (false, _) => Err(left.join("; ")),
         }
+    }
+
+    /// Adds to `tx` the renames of RDMA devices (`rename` does them and returns them),
+    /// undone by renaming them back.
+    async fn rename_devices<A>(
+        &mut self,
+        tx: &mut Transaction<Engine>,
+        rename: A,
+    ) -> Result<Renames, Rollback>
+    where
+        A: for<'a> FnOnce(&'a mut Engine) -> BoxFuture<'a, Result<Renames, OpError>>,
+    {
+        tx.step(
+            self,
+            "rename devices",
+            rename,
+            |e: &mut Engine, done: Renames| {
+                Box::pin(async move { e.undo_device_renames(&done).await })
+            },
+        )
+        .await
     }
 
     /// Re-reads renamed netdevs and the naming rules, and publishes before the caller is
@@ -391,42 +424,54 @@ impl Engine {
         let mut rules = IpoibRulesFile::parse(before.as_deref());
         let change = rules.set(guid, name).map_err(ipoib_error)?;
         let after = rules.render().map_err(ipoib_error)?;
+        let mut tx = Transaction::new(format!("set the IPoIB name {name}"));
         // The kernel step.
         let mut renamed: Option<String> = None;
-        if let (true, Some(cur)) = (apply_now, current.as_deref()) {
+        if let (true, Some(cur)) = (apply_now, current) {
             if cur != name {
-                if let Err(e) = self.host.rename_netdev(cur, name).await {
-                    return Err(match e.errno() {
-                        Some(Errno::EBUSY) => OpError::Busy(format!(
-                            "{cur} is up, and this kernel (before Linux 6.2) renames only interfaces that are down: bring it down first (ip link set {cur} down), or leave apply_now false to have the name from the next boot"
-                        )),
-                        Some(Errno::EEXIST) => OpError::AlreadyExists(format!(
-                            "a network interface named {name} already exists; choose another name"
-                        )),
-                        _ => OpError::from_host(e),
-                    });
-                }
-                renamed = Some(cur.to_string());
-            }
-        }
-        // Persist, then tell udevd; undo the rename when either fails.
-        if change != IpoibRuleChange::Unchanged {
-            if let Err(e) = self.write_rules(IPOIB_RULES_PATH, &before, &after).await {
-                let undo = match &renamed {
-                    Some(old) => match self.host.rename_netdev(name, old).await {
-                        Ok(()) => format!("; {name} was renamed back to {old}"),
-                        Err(u) => format!(
-                            "; renaming {name} back to {old} also failed ({u}): rename it with ip link set {name} name {old}"
-                        ),
+                let (old, new) = (cur.clone(), name.to_string());
+                let (back_old, back_new) = (cur.clone(), name.to_string());
+                tx.step(
+                    self,
+                    "rename the interface",
+                    move |e: &mut Engine| {
+                        Box::pin(async move {
+                            let (cur, name) = (&old, &new);
+                            e.host.rename_netdev(cur, name).await.map_err(|err| match err.errno() {
+                                Some(Errno::EBUSY) => OpError::Busy(format!(
+                                    "{cur} is up, and this kernel (before Linux 6.2) renames only interfaces that are down: bring it down first (ip link set {cur} down), or leave apply_now false to have the name from the next boot"
+                                )),
+                                Some(Errno::EEXIST) => OpError::AlreadyExists(format!(
+                                    "a network interface named {name} already exists; choose another name"
+                                )),
+                                _ => OpError::from_host(err),
+                            })
+                        })
                     },
-                    None => String::new(),
-                };
-                if let Some(old) = &renamed {
-                    self.settle_renamed_netdevs(&[old, name]).await;
-                }
-                return Err(with_suffix(e, &undo));
+                    move |e: &mut Engine, ()| {
+                        Box::pin(async move {
+                            let (old, name) = (&back_old, &back_new);
+                            let undo = e.host.rename_netdev(name, old).await;
+                            e.settle_renamed_netdevs(&[old, name]).await;
+                            match undo {
+                                Ok(()) => Ok(format!("{name} was renamed back to {old}")),
+                                Err(u) => Err(format!(
+                                    "renaming {name} back to {old} also failed ({u}): rename it with ip link set {name} name {old}"
+                                )),
+                            }
+                        })
+                    },
+                )
+                .await?;
+                renamed = Some(cur);
             }
         }
+        // Persist, then tell udevd; the rename is undone when either fails.
+        if change != IpoibRuleChange::Unchanged {
+            self.write_rules(&mut tx, IPOIB_RULES_PATH, before, after)
+                .await?;
+        }
+        tx.commit();
         if let Some(old) = &renamed {
             self.settle_renamed_netdevs(&[old, name]).await;
             self.follow_netdev_rename(old, name).await;
@@ -445,7 +490,10 @@ impl Engine {
         let mut rules = IpoibRulesFile::parse(before.as_deref());
         rules.remove(guid).map_err(ipoib_error)?;
         let after = rules.render().map_err(ipoib_error)?;
-        self.write_rules(IPOIB_RULES_PATH, &before, &after).await?;
+        let mut tx = Transaction::new("remove an IPoIB name");
+        self.write_rules(&mut tx, IPOIB_RULES_PATH, before, after)
+            .await?;
+        tx.commit();
         self.refresh_naming().await;
         Ok(())
     }
@@ -496,11 +544,9 @@ impl Engine {
     }
 
     /// Renames every device whose name the rules in `rules` decide differs from its current
-    /// one; on a refusal the ones done are renamed back. Returns the renames done.
-    async fn apply_naming(
-        &mut self,
-        rules: &NamingRules,
-    ) -> Result<Vec<(u32, String, String)>, OpError> {
+    /// one; on a refusal the ones done are renamed back (the step leaves nothing behind).
+    /// Returns the renames done.
+    async fn apply_naming(&mut self, rules: &NamingRules) -> Result<Renames, OpError> {
         let devices = self.preview_devices().await?;
         let mut plan = Vec::new();
         for d in &devices {
@@ -520,28 +566,31 @@ impl Engine {
         for (index, old, new) in plan {
             if let Err(e) = self.host.rename_device(index, &new).await {
                 let err = explain_device_rename(e, &old, &new);
-                let undo = self.undo_device_renames(&done).await;
-                return Err(with_suffix(err, &undo));
+                let undo = match self.undo_device_renames(&done).await {
+                    Ok(m) | Err(m) if m.is_empty() => String::new(),
+                    Ok(m) | Err(m) => format!("; {m}"),
+                };
+                return Err(err.with_more(&undo));
             }
             done.push((index, old, new));
         }
         Ok(done)
     }
 
-    /// Writes the override and reloads udevd after the devices were renamed; on failure the
-    /// renames are undone.
+    /// Writes the override and reloads udevd after the devices were renamed (`done`); on
+    /// failure the steps of `tx` (the renames) are undone.
     async fn persist_naming(
         &mut self,
-        before: &Option<Vec<u8>>,
-        after: &[u8],
-        done: Vec<(u32, String, String)>,
+        mut tx: Transaction<Engine>,
+        before: Option<Vec<u8>>,
+        after: Vec<u8>,
+        done: Renames,
     ) -> Result<(), OpError> {
-        if before.as_deref() != Some(after) {
-            if let Err(e) = self.write_rules(NAMING_OVERRIDE_PATH, before, after).await {
-                let undo = self.undo_device_renames(&done).await;
-                return Err(with_suffix(e, &undo));
-            }
+        if before.as_deref() != Some(after.as_slice()) {
+            self.write_rules(&mut tx, NAMING_OVERRIDE_PATH, before, after)
+                .await?;
         }
+        tx.commit();
         let names: Vec<&str> = done
             .iter()
             .flat_map(|(_, o, n)| [o.as_str(), n.as_str()])
@@ -561,12 +610,17 @@ impl Engine {
         let (before, mut rules, _) = self.naming_override().await?;
         rules.set_policy(policy).map_err(naming_error)?;
         let after = rules.render().map_err(naming_error)?;
+        let mut tx = Transaction::new(format!("set the RDMA naming policy {policy}"));
         let done = if apply_now {
-            self.apply_naming(&NamingRules::parse(Some(&after))).await?
+            let rules = NamingRules::parse(Some(&after));
+            self.rename_devices(&mut tx, move |e: &mut Engine| {
+                Box::pin(async move { e.apply_naming(&rules).await })
+            })
+            .await?
         } else {
             Vec::new()
         };
-        self.persist_naming(&before, &after, done).await
+        self.persist_naming(tx, before, after, done).await
     }
 
     pub(super) async fn set_rdma_fixed_name(
@@ -621,15 +675,23 @@ impl Engine {
             .set_fixed(guid, name, &inherited)
             .map_err(naming_error)?;
         let after = rules.render().map_err(naming_error)?;
+        let mut tx = Transaction::new(format!("set the fixed name {name}"));
         let mut done = Vec::new();
         if apply_now && current != name {
-            self.host
-                .rename_device(index, name)
-                .await
-                .map_err(|e| explain_device_rename(e, &current, name))?;
-            done.push((index, current, name.to_string()));
+            let new = name.to_string();
+            done = self
+                .rename_devices(&mut tx, move |e: &mut Engine| {
+                    Box::pin(async move {
+                        e.host
+                            .rename_device(index, &new)
+                            .await
+                            .map_err(|err| explain_device_rename(err, &current, &new))?;
+                        Ok(vec![(index, current, new)])
+                    })
+                })
+                .await?;
         }
-        self.persist_naming(&before, &after, done).await
+        self.persist_naming(tx, before, after, done).await
     }
 
     pub(super) async fn remove_rdma_fixed_name(&mut self, node_guid: &str) -> Result<(), OpError> {
@@ -637,7 +699,8 @@ impl Engine {
         let (before, mut rules, _) = self.naming_override().await?;
         rules.remove_fixed(guid).map_err(naming_error)?;
         let after = rules.render().map_err(naming_error)?;
-        self.persist_naming(&before, &after, Vec::new()).await
+        let tx = Transaction::new("remove a fixed name");
+        self.persist_naming(tx, before, after, Vec::new()).await
     }
 
     pub(super) async fn preview_rdma_names(&mut self) -> Result<Vec<PreviewRow>, OpError> {

@@ -17,6 +17,7 @@ use crate::model::roce::{check_supported, not_roce_reason};
 use crate::model::{Errno, RoceMode};
 
 use super::restore::Appeared;
+use super::transaction::Transaction;
 use super::{Dirty, Engine, EngineHandle, OpError};
 
 impl EngineHandle {
@@ -91,33 +92,53 @@ impl Engine {
             .read_roce(&name, port, change)
             .await
             .map_err(|e| explain(e, &name, port, change))?;
-        self.write_roce(&name, port, change)
-            .await
-            .map_err(|e| explain(e, &name, port, change))?;
         let entry = persisted.entry_mut(guid, port);
         match change {
             RoceChange::Mode(m) => entry.mode = Some(m.short().to_string()),
             RoceChange::Tos(t) => entry.tos = Some(t),
         }
-        self.settle(&[&name]).await?;
-        if let Err(e) = self.persist(persisted).await {
-            // Undo: a setting that would be lost at the next reboot is not what was asked for.
-            let undo = if previous == change {
-                Ok(())
-            } else {
-                self.write_roce(&name, port, previous).await
-            };
-            let _ = self.settle(&[&name]).await;
-            let (what, before) = (change.what(), previous.value());
-            return Err(match undo {
-                Ok(()) => OpError::Failed(format!(
-                    "{e}; the {what} of {name} port {port} was set back to {before}"
-                )),
-                Err(u) => OpError::Failed(format!(
-                    "{e}; setting the {what} of {name} port {port} back to {before} also failed ({u})"
-                )),
-            });
-        }
+        let mut tx = Transaction::new(format!("set the {} of {name} port {port}", change.what()));
+        let (dev, undo_name) = (name.clone(), name.clone());
+        tx.step(
+            self,
+            "write configfs",
+            move |e: &mut Engine| {
+                Box::pin(async move {
+                    e.write_roce(&dev, port, change)
+                        .await
+                        .map_err(|err| explain(err, &dev, port, change))?;
+                    // A failed re-read leaves the setting made (and reports the failure).
+                    e.settle(&[&dev]).await
+                })
+            },
+            // A setting that would be lost at the next reboot is not what was asked for.
+            move |e: &mut Engine, ()| {
+                Box::pin(async move {
+                    let name = undo_name;
+                    let undo = if previous == change {
+                        Ok(())
+                    } else {
+                        e.write_roce(&name, port, previous).await
+                    };
+                    let _ = e.settle(&[&name]).await;
+                    let (what, before) = (change.what(), previous.value());
+                    match undo {
+                        Ok(()) => Ok(format!(
+                            "the {what} of {name} port {port} was set back to {before}"
+                        )),
+                        Err(u) => Err(format!(
+                            "setting the {what} of {name} port {port} back to {before} also failed ({u})"
+                        )),
+                    }
+                })
+            },
+        )
+        .await?;
+        tx.check(self, "save roce.toml", move |e: &mut Engine| {
+            Box::pin(e.persist(persisted))
+        })
+        .await?;
+        tx.commit();
         // RocePersisted of the port follows the file.
         self.publish(Dirty {
             devices: BTreeSet::from([index]),

@@ -10,6 +10,7 @@ use crate::model::softlink::{classify_newlink_error, NewLinkContext};
 use crate::model::{DeviceKind, SoftLinkType};
 
 use super::restore::Appeared;
+use super::transaction::Transaction;
 use super::{Engine, EngineHandle, OpError};
 use rdma_manager_dbus::text::quote_capped;
 
@@ -73,9 +74,6 @@ impl Engine {
             kind,
             netdev: netdev.to_string(),
         };
-        if let Err(e) = self.host.add_link(&link).await {
-            return Err(self.explain_newlink(e, &link).await);
-        }
         // An older entry for this name or over this netdev is replaced by the link just made.
         persisted
             .links
@@ -85,27 +83,46 @@ impl Engine {
             kind,
             netdev: link.netdev.clone(),
         });
-        self.settle(&[name]).await?;
-        let index = self
-            .state
-            .device_by_name(name)
-            .map(|d| d.index)
-            .ok_or_else(|| {
-                OpError::Failed(format!(
-                    "the kernel accepted {name} but it vanished before it could be published"
-                ))
-            })?;
-        if let Err(e) = self.persist(persisted).await {
-            // Undo: a link that would not survive a reboot is not what was asked for.
-            let undo = self.host.delete_link(index).await;
-            let _ = self.settle(&[name]).await;
-            return Err(match undo {
-                Ok(()) => OpError::Failed(format!("{e}; {name} was removed again")),
-                Err(u) => OpError::Failed(format!(
-                    "{e}; removing {name} again also failed ({u}): remove it with `rdma link delete {name}`"
-                )),
-            });
-        }
+        let mut tx = Transaction::new(format!("add soft link {name}"));
+        let made = name.to_string();
+        let index = tx
+            .step(
+                self,
+                "create and publish the link",
+                move |e: &mut Engine| {
+                    Box::pin(async move {
+                        if let Err(err) = e.host.add_link(&link).await {
+                            return Err(e.explain_newlink(err, &link).await);
+                        }
+                        let name = link.name.as_str();
+                        e.settle(&[name]).await?;
+                        e.state.device_by_name(name).map(|d| d.index).ok_or_else(|| {
+                            OpError::Failed(format!(
+                                "the kernel accepted {name} but it vanished before it could be published"
+                            ))
+                        })
+                    })
+                },
+                // A link that would not survive a reboot is not what was asked for.
+                move |e: &mut Engine, index: u32| {
+                    Box::pin(async move {
+                        let undo = e.host.delete_link(index).await;
+                        let _ = e.settle(&[&made]).await;
+                        match undo {
+                            Ok(()) => Ok(format!("{made} was removed again")),
+                            Err(u) => Err(format!(
+                                "removing {made} again also failed ({u}): remove it with `rdma link delete {made}`"
+                            )),
+                        }
+                    })
+                },
+            )
+            .await?;
+        tx.check(self, "save soft-links.toml", move |e: &mut Engine| {
+            Box::pin(e.persist(persisted))
+        })
+        .await?;
+        tx.commit();
         Ok(index)
     }
 
@@ -172,40 +189,60 @@ impl Engine {
             }
         };
         let index = dev.index;
-        if let Err(e) = self.host.delete_link(index).await {
-            // DELLINK on an index that is gone is EINVAL: say what happened instead.
-            let still_there = self
-                .host
-                .rdma_device_names()
-                .await
-                .map(|n| n.iter().any(|d| d == name))
-                .unwrap_or(true);
-            let _ = self.settle(&[name]).await;
-            return Err(if still_there {
-                OpError::from_host(e)
-            } else {
-                OpError::NotFound(format!(
-                    "{name} disappeared while it was being removed (its netdev went away, or someone else deleted it)"
-                ))
-            });
-        }
-        self.settle(&[name]).await?;
-        if let Err(e) = self.persist(persisted).await {
-            // Undo: it would come back at the next start anyway, so put it back now.
-            let link = NewLink {
-                name: name.to_string(),
-                kind,
-                netdev: netdev.clone(),
-            };
-            let undo = self.host.add_link(&link).await;
-            let _ = self.settle(&[name]).await;
-            return Err(match undo {
-                Ok(()) => OpError::Failed(format!("{e}; {name} was created again")),
-                Err(u) => OpError::Failed(format!(
-                    "{e}; creating {name} again also failed ({u}); it will be re-created at the next start"
-                )),
-            });
-        }
+        let mut tx = Transaction::new(format!("remove soft link {name}"));
+        let gone = name.to_string();
+        let again = NewLink {
+            name: name.to_string(),
+            kind,
+            netdev,
+        };
+        tx.step(
+            self,
+            "delete and publish the link",
+            move |e: &mut Engine| {
+                Box::pin(async move {
+                    let name = gone.as_str();
+                    if let Err(err) = e.host.delete_link(index).await {
+                        // DELLINK on an index that is gone is EINVAL: say what happened instead.
+                        let still_there = e
+                            .host
+                            .rdma_device_names()
+                            .await
+                            .map(|n| n.iter().any(|d| d == name))
+                            .unwrap_or(true);
+                        let _ = e.settle(&[name]).await;
+                        return Err(if still_there {
+                            OpError::from_host(err)
+                        } else {
+                            OpError::NotFound(format!(
+                                "{name} disappeared while it was being removed (its netdev went away, or someone else deleted it)"
+                            ))
+                        });
+                    }
+                    e.settle(&[name]).await
+                })
+            },
+            // It would come back at the next start anyway, so put it back now.
+            move |e: &mut Engine, ()| {
+                Box::pin(async move {
+                    let undo = e.host.add_link(&again).await;
+                    let name = again.name;
+                    let _ = e.settle(&[&name]).await;
+                    match undo {
+                        Ok(()) => Ok(format!("{name} was created again")),
+                        Err(u) => Err(format!(
+                            "creating {name} again also failed ({u}); it will be re-created at the next start"
+                        )),
+                    }
+                })
+            },
+        )
+        .await?;
+        tx.check(self, "save soft-links.toml", move |e: &mut Engine| {
+            Box::pin(e.persist(persisted))
+        })
+        .await?;
+        tx.commit();
         Ok(())
     }
 
