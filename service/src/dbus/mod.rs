@@ -2,7 +2,7 @@
 //! change. Nothing here reads the kernel except on an explicit request (GetCounters).
 //!
 //! - [`objects`]: the interfaces and their property cells; [`ipoib`]: CreateChild's settings.
-//! - [`view`]: engine state to property values; [`document`]: all of them for one state, as
+//! - [`view`]: engine state to property values ([`values`]: the conversions the methods share); [`document`]: all of them for one state, as
 //!   the JSON document `rdma-managerd show --json` prints (no bus).
 //! - [`managed`]: the root's ObjectManager, answering GetManagedObjects from cached encodings.
 //! - [`publisher`]: adds, updates and removes objects as the engine publishes, emitting
@@ -23,6 +23,7 @@ pub mod objects;
 pub mod polkit;
 pub mod publisher;
 pub mod server;
+pub mod values;
 pub mod view;
 
 use std::sync::{Arc, OnceLock};

@@ -131,7 +131,7 @@ bus_object! {
                 .add_soft_link(name, r#type, netdev)
                 .await
                 .map_err(super::errors::op_error)?;
-            Ok(super::view::object_path(rdma_manager_dbus::device_path(index)))
+            Ok(super::values::object_path(rdma_manager_dbus::device_path(index)))
         }
 
         /// Removes an rxe or siw device, as `rdma link delete NAME` does.
@@ -433,10 +433,9 @@ bus_object! {
             let snap = self
                 .ctx
                 .engine()?
-                .host
                 .read_counters(&v.device_name, v.number)
                 .await
-                .map_err(|e| super::errors::op_error(crate::engine::OpError::from_host(e)))?;
+                .map_err(super::errors::op_error)?;
             let mut out = HashMap::new();
             for (k, f) in [
                 ("tx_bytes", &snap.tx_bytes),
@@ -455,7 +454,7 @@ bus_object! {
                 out.insert(format!("hw.{k}"), *x);
             }
             Ok((
-                super::view::counter_source_name(&snap.source).to_string(),
+                super::values::counter_source_name(&snap.source).to_string(),
                 snap.saturated,
                 out,
             ))
@@ -531,7 +530,7 @@ bus_object! {
                 .ipoib_create_child(parent, u32::from(pkey), name, settings)
                 .await
                 .map_err(super::errors::op_error)?;
-            Ok(super::view::object_path(rdma_manager_dbus::ipoib_path(child)))
+            Ok(super::values::object_path(rdma_manager_dbus::ipoib_path(child)))
         }
 
         /// Deletes this P_Key child, as `ip link delete` does, and forgets it. A port's own
@@ -649,6 +648,7 @@ bus_object! {
                 .engine()?
                 .apply_modules(set)
                 .await
+                .map(super::values::steps)
                 .map_err(super::errors::op_error)
         }
 
@@ -689,6 +689,7 @@ bus_object! {
                 .engine()?
                 .set_nfs_rdma(enabled, port)
                 .await
+                .map(super::values::steps)
                 .map_err(super::errors::op_error)
         }
 

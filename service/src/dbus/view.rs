@@ -11,17 +11,13 @@ use std::collections::HashMap;
 
 use rdma_manager_dbus::text::cap_message;
 use rdma_manager_dbus::{device_path, ipoib_path, port_path};
-use zbus::zvariant::OwnedObjectPath;
 
 use crate::engine::{DeviceState, HostState, IpoibState};
-use crate::model::{CounterSource, CounterWidth, DeviceKind, Field, PortSnapshot};
+use crate::model::{DeviceKind, Field, PortSnapshot};
 
 use super::objects::{DeviceView, IpoibView, PortView, RootView};
-
-/// An object path from a path we built; the fallback `/` never happens for our own paths.
-pub fn object_path(p: String) -> OwnedObjectPath {
-    OwnedObjectPath::try_from(p).unwrap_or_else(|_| OwnedObjectPath::default())
-}
+pub use super::values::{counter_source_name, object_path};
+use super::values::{managed_limits, unit_state};
 
 /// Collects unreadable attributes while turning fields into plain values.
 #[derive(Default)]
@@ -55,17 +51,6 @@ pub fn kind_name(k: DeviceKind) -> &'static str {
         DeviceKind::Rxe => "rxe",
         DeviceKind::Siw => "siw",
         DeviceKind::OtherVirtual => "virtual",
-    }
-}
-
-/// `pma64`, `pma32`, `hw_counters`, `netdev`, `none`.
-pub fn counter_source_name(s: &CounterSource) -> &'static str {
-    match s {
-        CounterSource::Pma(CounterWidth::Bits64) => "pma64",
-        CounterSource::Pma(CounterWidth::Bits32) => "pma32",
-        CounterSource::HwCounters => "hw_counters",
-        CounterSource::Netdev(_) => "netdev",
-        CounterSource::None => "none",
     }
 }
 
@@ -455,18 +440,15 @@ pub fn host_view(st: &HostState) -> super::objects::HostView {
         memlock_soft: cap_message(&h.memlock_soft),
         memlock_hard: cap_message(&h.memlock_hard),
         memlock_origin: cap_map(&h.memlock_origin),
-        memlock_managed: (
-            cap_message(&h.memlock_managed.0),
-            cap_message(&h.memlock_managed.1),
-        ),
+        memlock_managed: managed_limits(&h.memlock_managed),
         memlock_notes: h.memlock_notes.iter().map(|n| cap_message(n)).collect(),
         nfs_rdma: h.nfs_rdma,
         nfs_rdma_port: h.nfs_rdma_port,
         nfs_rdma_origin: cap_map(&h.nfs_rdma_origin),
         nfs_notes: h.nfs_notes.iter().map(|n| cap_message(n)).collect(),
-        nfs_server: h.nfs_server.clone(),
+        nfs_server: unit_state(&h.nfs_server),
         firewalld: h.firewalld,
-        opensm: h.opensm.clone(),
+        opensm: unit_state(&h.opensm),
         subnet_managers: sms,
     }
 }

@@ -35,7 +35,10 @@ use tracing::{debug, info, warn};
 pub use clock::TickClock;
 pub use history::{History, Sample};
 pub use ops::OpError;
-pub use ops_host::{simulate_unit_started, HostSetupState, ModuleRow, SmVerb, Step};
+pub use ops_host::{
+    simulate_unit_started, HostSetupState, ManagedLimits, ModuleRow, SmVerb, Step, StepOutcome,
+    UnitState,
+};
 pub use ops_naming::NamingState;
 pub use state::{DeviceState, Dirty, HostState, IpoibState, PortRoce, Stale};
 
@@ -89,7 +92,7 @@ pub struct EngineHandle {
     commands: mpsc::Sender<Job>,
     history: Arc<Mutex<History>>,
     pub clock: TickClock,
-    pub host: Arc<dyn Host>,
+    host: Arc<dyn Host>,
     host_setup: Arc<ops_host::HostSetupShared>,
 }
 
@@ -113,6 +116,20 @@ impl EngineHandle {
             .map_err(|_| OpError::Failed("the engine stopped".into()))?;
         rx.await
             .map_err(|_| OpError::Failed("the engine stopped".into()))?
+    }
+
+    /// Reads a port's counters from the kernel now. Counters change without an event, so
+    /// they are not part of the published state; this is the one read that asks the host at
+    /// call time.
+    pub async fn read_counters(
+        &self,
+        dev: &str,
+        port: u32,
+    ) -> Result<crate::model::CounterSnapshot, OpError> {
+        self.host
+            .read_counters(dev, port)
+            .await
+            .map_err(OpError::from_host)
     }
 
     /// A port's recorded samples, oldest first.

@@ -54,9 +54,23 @@ pub struct ModuleRow {
     pub line: u32,
 }
 
-/// A unit's (load state, active state, unit-file state); all empty when systemd cannot be
-/// asked.
-pub type UnitTriple = (String, String, String);
+/// What systemd says about a unit; all empty when systemd cannot be asked.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct UnitState {
+    /// `loaded`, `not-found`, ...
+    pub load_state: String,
+    /// `active`, `inactive`, `failed`, ...
+    pub active_state: String,
+    /// `enabled`, `disabled`, `static`, ...
+    pub unit_file_state: String,
+}
+
+/// The memlock limits of the daemon's own limits file: (soft, hard), empty without the file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ManagedLimits {
+    pub soft: String,
+    pub hard: String,
+}
 
 /// Everything host setup shows, as last read.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -66,31 +80,65 @@ pub struct HostSetupState {
     pub memlock_soft: String,
     pub memlock_hard: String,
     pub memlock_origin: BTreeMap<String, String>,
-    pub memlock_managed: (String, String),
+    pub memlock_managed: ManagedLimits,
     pub memlock_notes: Vec<String>,
     pub nfs_rdma: bool,
     pub nfs_rdma_port: u16,
     pub nfs_rdma_origin: BTreeMap<String, String>,
     pub nfs_notes: Vec<String>,
-    pub nfs_server: UnitTriple,
+    pub nfs_server: UnitState,
     pub firewalld: bool,
-    pub opensm: UnitTriple,
+    pub opensm: UnitState,
 }
 
-/// One step of a multi-step change: (step, outcome, detail); outcome is "done",
-/// "unchanged", "skipped", "failed" or "not-run".
-pub type Step = (String, String, String);
-
-fn step(name: &str, outcome: &str, detail: impl Into<String>) -> Step {
-    (name.to_string(), outcome.to_string(), detail.into())
+/// How one step of a multi-step change ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum StepOutcome {
+    Done,
+    Unchanged,
+    Skipped,
+    Failed,
+    /// Not tried, because an earlier step failed.
+    NotRun,
 }
 
-fn triple(s: &UnitStatus) -> UnitTriple {
-    (
-        s.load_state.clone(),
-        s.active_state.clone(),
-        s.unit_file_state.clone(),
-    )
+impl StepOutcome {
+    /// The word the bus and the client show.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepOutcome::Done => "done",
+            StepOutcome::Unchanged => "unchanged",
+            StepOutcome::Skipped => "skipped",
+            StepOutcome::Failed => "failed",
+            StepOutcome::NotRun => "not-run",
+        }
+    }
+}
+
+/// One step of a multi-step change (SetNfsRdma, ApplyModules) and how it ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Step {
+    /// "nfs.conf", "modules", "firewall", "nfs-server", ...
+    pub name: String,
+    pub outcome: StepOutcome,
+    /// What was done or why not, in words.
+    pub detail: String,
+}
+
+fn step(name: &str, outcome: StepOutcome, detail: impl Into<String>) -> Step {
+    Step {
+        name: name.to_string(),
+        outcome,
+        detail: detail.into(),
+    }
+}
+
+fn triple(s: &UnitStatus) -> UnitState {
+    UnitState {
+        load_state: s.load_state.clone(),
+        active_state: s.active_state.clone(),
+        unit_file_state: s.unit_file_state.clone(),
+    }
 }
 
 /// A file's bytes; an unreadable file counts as absent (and says so in the log), since one
@@ -183,13 +231,13 @@ fn modules_step(unit: &str, loaded: &[String], missing: &[String]) -> Step {
     if missing.is_empty() {
         return step(
             "modules",
-            "done",
+            StepOutcome::Done,
             format!("every module the list enables is loaded ({})", loaded.len()),
         );
     }
     step(
         "modules",
-        "failed",
+        StepOutcome::Failed,
         format!(
             "still not loaded: {}; systemd-modules-load skips a module this kernel does not have (check with modinfo) and logs why one failed to load (journalctl -u {unit})",
             missing.join(", ")
@@ -234,10 +282,13 @@ fn read_memlock(st: &mut HostSetupState, sources: &memlock::LimitsSources) {
             "The soft limit is above the hard one: pam_limits lowers it to the hard limit.".into(),
         );
     }
-    st.memlock_managed = (String::new(), String::new());
+    st.memlock_managed = ManagedLimits::default();
     if let Some(d) = &r.daemon_file {
         let text = |v: Option<MemlockValue>| v.map(MemlockValue::conf_text).unwrap_or_default();
-        st.memlock_managed = (text(d.settings.soft), text(d.settings.hard));
+        st.memlock_managed = ManagedLimits {
+            soft: text(d.settings.soft),
+            hard: text(d.settings.hard),
+        };
         for (key, o) in [("soft", &d.soft), ("hard", &d.hard)] {
             match o {
                 DaemonOutcome::Overridden { by, domain, reason } => notes.push(format!(
@@ -394,12 +445,12 @@ fn read_nfs(st: &mut HostSetupState, sources: &nfs_conf::NfsConfSources) {
     st.nfs_notes = notes;
 }
 
-async fn unit(system: &dyn SystemServices, name: &str) -> UnitTriple {
+async fn unit(system: &dyn SystemServices, name: &str) -> UnitState {
     match system.unit_status(name).await {
         Ok(s) => triple(&s),
         Err(e) => {
             tracing::debug!(unit = name, error = %e, "cannot ask systemd about a unit");
-            UnitTriple::default()
+            UnitState::default()
         }
     }
 }
@@ -409,9 +460,9 @@ async fn unit(system: &dyn SystemServices, name: &str) -> UnitTriple {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(super) struct UnitsStatus {
     modules_unit: String,
-    nfs_server: UnitTriple,
+    nfs_server: UnitState,
     firewalld: bool,
-    opensm: UnitTriple,
+    opensm: UnitState,
 }
 
 /// What host-setup operations share between the callers' tasks and the engine.
@@ -444,7 +495,7 @@ impl HostSetupShared {
 /// Asks systemd about the three units and whether firewalld runs.
 pub(super) async fn load_units_status(system: &dyn SystemServices) -> UnitsStatus {
     UnitsStatus {
-        modules_unit: unit(system, RDMA_LOAD_MODULES_UNIT).await.1,
+        modules_unit: unit(system, RDMA_LOAD_MODULES_UNIT).await.active_state,
         nfs_server: unit(system, NFS_SERVER_UNIT).await,
         firewalld: system.firewalld_running().await.unwrap_or(false),
         opensm: unit(system, OPENSM_UNIT).await,
@@ -524,7 +575,7 @@ fn modules_unit(set: &str) -> String {
 /// The not-run steps after a failed one.
 fn not_run(steps: &mut Vec<Step>, names: &[&str]) {
     for n in names {
-        steps.push(step(n, "not-run", "an earlier step failed"));
+        steps.push(step(n, StepOutcome::NotRun, "an earlier step failed"));
     }
 }
 
@@ -584,7 +635,7 @@ impl EngineHandle {
                 Ok(vec![
                     step(
                         "restart",
-                        "done",
+                        StepOutcome::Done,
                         format!("{unit} restarted (job result {res}); modules already loaded stay loaded"),
                     ),
                     modules_step(&unit, &loaded, &missing),
@@ -592,7 +643,7 @@ impl EngineHandle {
             }
             Err(SystemError::JobFailed { result, .. }) => Ok(vec![step(
                 "restart",
-                "failed",
+                StepOutcome::Failed,
                 format!("the restart job of {unit} ended with result \"{result}\" (see journalctl -u {unit})"),
             )]),
             Err(e) => Err(system_error(e)),
@@ -659,7 +710,7 @@ impl EngineHandle {
         let mut steps = self
             .call(move |e| Box::pin(async move { Ok(e.enable_nfs_rdma_files(port).await) }))
             .await?;
-        if steps.iter().any(|s| s.1 == "failed") {
+        if steps.iter().any(|s| s.outcome == StepOutcome::Failed) {
             return Ok(steps);
         }
         let system = self.host_setup.system.as_ref();
@@ -667,11 +718,11 @@ impl EngineHandle {
         match system.firewalld_running().await {
             Ok(false) => steps.push(step(
                 "firewall",
-                "skipped",
+                StepOutcome::Skipped,
                 "firewalld does not run; nothing to open",
             )),
             Err(e) => {
-                steps.push(step("firewall", "failed", e.to_string()));
+                steps.push(step("firewall", StepOutcome::Failed, e.to_string()));
                 not_run(&mut steps, &["nfs-server"]);
                 return Ok(steps);
             }
@@ -686,7 +737,7 @@ impl EngineHandle {
                             zone = a.zone;
                         }
                         Err(e) => {
-                            steps.push(step("firewall", "failed", e.to_string()));
+                            steps.push(step("firewall", StepOutcome::Failed, e.to_string()));
                             not_run(&mut steps, &["nfs-server"]);
                             return Ok(steps);
                         }
@@ -694,7 +745,11 @@ impl EngineHandle {
                 }
                 steps.push(step(
                     "firewall",
-                    if added_any { "done" } else { "unchanged" },
+                    if added_any {
+                        StepOutcome::Done
+                    } else {
+                        StepOutcome::Unchanged
+                    },
                     format!("{port}/tcp and {port}/udp open in zone {zone}, runtime and permanent"),
                 ));
             }
@@ -702,7 +757,7 @@ impl EngineHandle {
         // (4) the server reads nfs.conf when it starts; the guide's server runs from boot
         // (`systemctl enable --now nfs-server`), or the RDMA listener is gone after a reboot.
         let restarted = restart_nfs_server(system).await;
-        let server_ok = restarted.1 == "done";
+        let server_ok = restarted.outcome == StepOutcome::Done;
         steps.push(restarted);
         if server_ok {
             steps.push(enable_nfs_server(system).await);
@@ -711,13 +766,13 @@ impl EngineHandle {
             steps.push(if module_loaded(self.host.as_ref(), "svcrdma").await {
                 step(
                     "rdma listener",
-                    "done",
+                    StepOutcome::Done,
                     format!("svcrdma is loaded: nfsd listens for NFS over RDMA on port {port}"),
                 )
             } else {
                 step(
                     "rdma listener",
-                    "failed",
+                    StepOutcome::Failed,
                     format!("svcrdma (rpcrdma) is not loaded after the restart, so nfsd has no RDMA listener: load it with modprobe svcrdma and restart nfs-server, and see journalctl -u {NFS_SERVER_UNIT}"),
                 )
             });
@@ -729,7 +784,7 @@ impl EngineHandle {
         let mut steps = self
             .call(|e| Box::pin(async move { Ok(e.disable_nfs_rdma_files().await) }))
             .await?;
-        if steps.iter().any(|s| s.1 == "failed") {
+        if steps.iter().any(|s| s.outcome == StepOutcome::Failed) {
             return Ok(steps);
         }
         steps.push(restart_nfs_server(self.host_setup.system.as_ref()).await);
@@ -751,23 +806,23 @@ async fn restart_nfs_server(system: &dyn SystemServices) -> Step {
         Ok(s) if s.load_state == "not-found" => {
             return step(
                 "nfs-server",
-                "skipped",
+                StepOutcome::Skipped,
                 format!("{NFS_SERVER_UNIT} is not installed (nfs-utils)"),
             )
         }
         Ok(_) => {}
-        Err(e) => return step("nfs-server", "failed", e.to_string()),
+        Err(e) => return step("nfs-server", StepOutcome::Failed, e.to_string()),
     }
     match system.restart_unit(NFS_SERVER_UNIT).await {
-        Ok(_) => step("nfs-server", "done", format!("{NFS_SERVER_UNIT} restarted")),
+        Ok(_) => step("nfs-server", StepOutcome::Done, format!("{NFS_SERVER_UNIT} restarted")),
         Err(SystemError::JobFailed { result, .. }) => step(
             "nfs-server",
-            "failed",
+            StepOutcome::Failed,
             format!(
                 "the restart job of {NFS_SERVER_UNIT} ended with result \"{result}\" (see journalctl -u {NFS_SERVER_UNIT})"
             ),
         ),
-        Err(e) => step("nfs-server", "failed", e.to_string()),
+        Err(e) => step("nfs-server", StepOutcome::Failed, e.to_string()),
     }
 }
 
@@ -776,20 +831,20 @@ async fn enable_nfs_server(system: &dyn SystemServices) -> Step {
     match system.enable_unit(NFS_SERVER_UNIT).await {
         Ok(o) if !o.carries_install_info => step(
             "nfs-server at boot",
-            "skipped",
+            StepOutcome::Skipped,
             format!("{NFS_SERVER_UNIT} has no [Install] section here: whatever starts it at boot is outside it"),
         ),
         Ok(o) if o.changes.is_empty() => step(
             "nfs-server at boot",
-            "unchanged",
+            StepOutcome::Unchanged,
             format!("{NFS_SERVER_UNIT} is enabled at boot"),
         ),
         Ok(_) => step(
             "nfs-server at boot",
-            "done",
+            StepOutcome::Done,
             format!("{NFS_SERVER_UNIT} enabled at boot (systemctl enable nfs-server)"),
         ),
-        Err(e) => step("nfs-server at boot", "failed", e.to_string()),
+        Err(e) => step("nfs-server at boot", StepOutcome::Failed, e.to_string()),
     }
 }
 
@@ -944,17 +999,17 @@ impl Engine {
     }
 
     /// Writes the daemon's drop-in when its bytes differ; "done" or "unchanged".
-    async fn write_dropin(&self, text: &str) -> Result<&'static str, String> {
+    async fn write_dropin(&self, text: &str) -> Result<StepOutcome, String> {
         let path = Path::new(nfs_conf::DAEMON_DROPIN);
         let current = self.host.read_file(path).await.map_err(|e| e.to_string())?;
         if current.as_deref() == Some(text.as_bytes()) {
-            return Ok("unchanged");
+            return Ok(StepOutcome::Unchanged);
         }
         self.host
             .write_file_atomic(path, text.as_bytes())
             .await
             .map_err(|e| e.to_string())?;
-        Ok("done")
+        Ok(StepOutcome::Done)
     }
 
     /// The file steps of enabling NFS over RDMA; after a failed one, every later step
@@ -965,7 +1020,7 @@ impl Engine {
         let text = match nfs_conf::render_dropin(NfsRdmaRequest::Enable { port }) {
             Ok(t) => t,
             Err(e) => {
-                steps.push(step("nfs.conf", "failed", e.to_string()));
+                steps.push(step("nfs.conf", StepOutcome::Failed, e.to_string()));
                 not_run(&mut steps, &["modules", "firewall", "nfs-server"]);
                 return steps;
             }
@@ -980,7 +1035,7 @@ impl Engine {
                 ),
             )),
             Err(e) => {
-                steps.push(step("nfs.conf", "failed", e));
+                steps.push(step("nfs.conf", StepOutcome::Failed, e));
                 not_run(&mut steps, &["modules", "firewall", "nfs-server"]);
                 return steps;
             }
@@ -994,29 +1049,29 @@ impl Engine {
                 Ok(ModuleChange::Unchanged) => {}
                 Ok(_) => changed.push(m),
                 Err(OpError::NotFound(msg)) => {
-                    failure = Some(("skipped", msg));
+                    failure = Some((StepOutcome::Skipped, msg));
                     break;
                 }
                 Err(e) => {
-                    failure = Some(("failed", e.to_string()));
+                    failure = Some((StepOutcome::Failed, e.to_string()));
                     break;
                 }
             }
         }
         match failure {
-            Some(("failed", msg)) => {
-                steps.push(step("modules", "failed", msg));
+            Some((StepOutcome::Failed, msg)) => {
+                steps.push(step("modules", StepOutcome::Failed, msg));
                 not_run(&mut steps, &["firewall", "nfs-server"]);
             }
             Some((o, msg)) => steps.push(step("modules", o, msg)),
             None if changed.is_empty() => steps.push(step(
                 "modules",
-                "unchanged",
+                StepOutcome::Unchanged,
                 format!("xprtrdma and svcrdma are enabled in {path}"),
             )),
             None => steps.push(step(
                 "modules",
-                "done",
+                StepOutcome::Done,
                 format!("enabled {} in {path}", changed.join(" and ")),
             )),
         }
@@ -1058,7 +1113,7 @@ impl Engine {
                 .map(|_| {
                     step(
                         "nfs.conf",
-                        "done",
+                        StepOutcome::Done,
                         format!("removed {}; {firewall_note}", nfs_conf::DAEMON_DROPIN),
                     )
                 })
@@ -1066,14 +1121,14 @@ impl Engine {
         } else {
             Ok(step(
                 "nfs.conf",
-                "unchanged",
+                StepOutcome::Unchanged,
                 format!("no file enables NFS over RDMA; {firewall_note}"),
             ))
         };
         match outcome {
             Ok(s) => steps.push(s),
             Err(e) => {
-                steps.push(step("nfs.conf", "failed", e));
+                steps.push(step("nfs.conf", StepOutcome::Failed, e));
                 not_run(&mut steps, &["nfs-server"]);
             }
         }

@@ -1,0 +1,70 @@
+//! Engine and model values as D-Bus values, for both the views (`view.rs`) and the methods
+//! (`objects.rs`). It imports neither, so the two do not import each other.
+
+use rdma_manager_dbus::text::cap_message;
+use zbus::zvariant::OwnedObjectPath;
+
+use crate::engine::{ManagedLimits, Step, UnitState};
+use crate::model::{CounterSource, CounterWidth};
+
+/// An object path from a path we built; the fallback `/` never happens for our own paths.
+pub fn object_path(p: String) -> OwnedObjectPath {
+    OwnedObjectPath::try_from(p).unwrap_or_else(|_| OwnedObjectPath::default())
+}
+
+/// `pma64`, `pma32`, `hw_counters`, `netdev`, `none`.
+pub fn counter_source_name(s: &CounterSource) -> &'static str {
+    match s {
+        CounterSource::Pma(CounterWidth::Bits64) => "pma64",
+        CounterSource::Pma(CounterWidth::Bits32) => "pma32",
+        CounterSource::HwCounters => "hw_counters",
+        CounterSource::Netdev(_) => "netdev",
+        CounterSource::None => "none",
+    }
+}
+
+/// A unit's state as the Host object shows it: (load state, active state, unit-file state).
+pub fn unit_state(u: &UnitState) -> (String, String, String) {
+    (
+        u.load_state.clone(),
+        u.active_state.clone(),
+        u.unit_file_state.clone(),
+    )
+}
+
+/// The daemon's memlock limits as (soft, hard); they come from a file users edit: capped.
+pub fn managed_limits(l: &ManagedLimits) -> (String, String) {
+    (cap_message(&l.soft), cap_message(&l.hard))
+}
+
+/// The steps of a Host method as (step, outcome, detail).
+pub fn steps(steps: Vec<Step>) -> Vec<(String, String, String)> {
+    steps
+        .into_iter()
+        .map(|s| (s.name, s.outcome.as_str().to_string(), s.detail))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::StepOutcome;
+
+    #[test]
+    fn steps_keep_their_order_and_words() {
+        let s = |name: &str, outcome, detail: &str| Step {
+            name: name.into(),
+            outcome,
+            detail: detail.into(),
+        };
+        let got = steps(vec![
+            s("nfs.conf", StepOutcome::Done, "written"),
+            s("firewall", StepOutcome::Failed, "no"),
+            s("nfs-server", StepOutcome::NotRun, "an earlier step failed"),
+        ]);
+        let words: Vec<&str> = got.iter().map(|t| t.1.as_str()).collect();
+        assert_eq!(words, ["done", "failed", "not-run"]);
+        assert_eq!(got[0].0, "nfs.conf");
+        assert_eq!(got[2].2, "an earlier step failed");
+    }
+}
