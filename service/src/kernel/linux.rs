@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use tokio::sync::{mpsc, OnceCell};
 
 use super::nldev::NldevClient;
-use super::port_poll::{PortPoller, PortSource, SysfsPortPoller};
+use super::port_poll::{PortPoller, SysfsPortPoller};
 use super::rtnl::Rtnl;
 use super::sysfs::SysRoot;
 use super::{
@@ -15,7 +15,7 @@ use super::{
     NlSys, Op,
 };
 use crate::model::rdma_rename::RenameSysfs;
-use crate::model::{CounterSnapshot, DeviceSnapshot, NetdevSnapshot, RoceMode};
+use crate::model::{CounterSnapshot, DeviceSnapshot, NetdevSnapshot, PortSource, RoceMode};
 
 /// udevd's control socket: it exists while udevd runs.
 pub const UDEV_CONTROL: &str = "/run/udev/control";

@@ -23,8 +23,9 @@ use async_trait::async_trait;
 use serde::Serialize;
 use tokio::sync::mpsc;
 
+pub use crate::model::PortSource;
 pub use error::{HostError, Op};
-pub use port_poll::{PollTarget, PortPoller, PortReading, PortSource, TrafficCounters};
+pub use port_poll::{PollTarget, PortPoller, PortReading, TrafficCounters};
 
 use crate::model::rdma_rename::RenameSysfs;
 use crate::model::{

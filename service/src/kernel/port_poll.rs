@@ -23,17 +23,6 @@ use crate::model::attr::{parse_dec, parse_hex_u32};
 use crate::model::counters::PMA32_SATURATED;
 use crate::model::{AttrError, CounterSource, CounterWidth, Errno, Field, PhysState, PortState};
 
-/// Where a port's traffic is counted and which netdev carries it; decided when the device is
-/// read, not at every poll.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct PortSource {
-    pub port: u32,
-    /// The netdev carrying the port's traffic (RoCE, rxe, siw, or the IPoIB netdev of the
-    /// same PCI function and `dev_port`).
-    pub netdev: Option<String>,
-    pub counters: CounterSource,
-}
-
 /// One port to poll.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PollTarget {

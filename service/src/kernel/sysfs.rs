@@ -7,10 +7,9 @@
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
-use super::port_poll::PortSource;
 use super::{HostError, Op};
 use crate::model::attr::{parse_dec, parse_hex_u32, trim_attr};
-use crate::model::counters::{HW_BYTE_COUNTERS, PMA32_SATURATED};
+use crate::model::counters::{PortSource, HW_BYTE_COUNTERS, PMA32_SATURATED};
 use crate::model::device::{parse_gid, GidEntry, GidType, NodeType, PkeyEntry, PortSnapshot};
 use crate::model::netdev::{parse_bool01, uevent_devtype, IpoibAttrs, ARPHRD_INFINIBAND};
 use crate::model::rdma_rename::{PciFunction, PciParent, PhysFn, RenameSysfs};

@@ -16,6 +16,17 @@ pub enum CounterWidth {
     Bits64,
 }
 
+/// Where a port's traffic is counted and which netdev carries it; decided when the device is
+/// read, not at every poll.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PortSource {
+    pub port: u32,
+    /// The netdev carrying the port's traffic (RoCE, rxe, siw, or the IPoIB netdev of the
+    /// same PCI function and `dev_port`).
+    pub netdev: Option<String>,
+    pub counters: CounterSource,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub enum CounterSource {
     /// `counters/port_*_data` x 4.

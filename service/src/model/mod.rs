@@ -24,7 +24,7 @@ pub mod udev_rdma_naming;
 pub mod udev_rules;
 
 pub use attr::{AttrError, Field};
-pub use counters::{CounterSnapshot, CounterSource, CounterWidth};
+pub use counters::{CounterSnapshot, CounterSource, CounterWidth, PortSource};
 pub use device::{
     DeviceKind, DeviceSnapshot, GidEntry, GidType, NodeType, PkeyEntry, PortSnapshot,
 };

@@ -16,13 +16,14 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 use tokio::sync::mpsc;
 
-use super::port_poll::{PortPoller, PortSource, SysfsPortPoller};
+use super::port_poll::{PortPoller, SysfsPortPoller};
 use super::sysfs::SysRoot;
 use super::{
     files, Host, HostError, HostEvent, NetdevChange, NewIpoibChild, NewLink, NlDevice, NlPort,
     NlSys, Op,
 };
 use crate::model::rdma_rename::RenameSysfs;
+use crate::model::PortSource;
 use crate::model::{
     CounterSnapshot, DeviceSnapshot, Errno, NetdevSnapshot, PhysState, PortState, RoceMode,
 };
