@@ -160,8 +160,7 @@ impl App {
     fn queue(&mut self, page: PageId, call: Call) -> u64 {
         let id = self.next_call;
         self.next_call += 1;
-        self.pending
-            .insert(id, (page, describe(&call, &self.model)));
+        self.pending.insert(id, (page, call.describe(&self.model)));
         self.outbox.push((id, call));
         id
     }
@@ -207,7 +206,7 @@ impl App {
     fn call_done(&mut self, id: u64, call: &Call, result: &Result<CallOutput, CallError>) {
         let (page, what) = match self.pending.remove(&id) {
             Some((page, what)) => (Some(page), what),
-            None => (None, describe(call, &self.model)),
+            None => (None, call.describe(&self.model)),
         };
         let mut next = None;
         if let Some(p) = page.and_then(|pid| self.pages.iter_mut().find(|p| p.id() == pid)) {
@@ -327,7 +326,7 @@ impl App {
             Outcome::Ignored | Outcome::Handled => {}
             Outcome::Call(call) => {
                 let id = self.current_page();
-                self.status = Status::Info(format!("{}...", describe(&call, &self.model)));
+                self.status = Status::Info(format!("{}...", call.describe(&self.model)));
                 // A new request: what an earlier sequence did is said already.
                 self.done_so_far.clear();
                 self.queue(id, call);
@@ -618,99 +617,10 @@ impl App {
     }
 }
 
-/// An IPoIB interface's name, or its path when the model does not have it.
-fn ipoib_name<'a>(model: &'a Model, path: &'a str) -> &'a str {
-    model
-        .ipoib
-        .get(path)
-        .map(|i| i.name.as_str())
-        .unwrap_or(path)
-}
-
-/// A port as "device/number", or its path when the model does not have it.
-fn port_name(model: &Model, path: &str) -> String {
-    model
-        .ports
-        .get(path)
-        .map(|p| format!("{}/{}", p.device_name, p.number))
-        .unwrap_or_else(|| path.to_string())
-}
-
 /// The marker of text cut to fit: one style everywhere ([`crate::widgets::fit`]).
 pub const CUT: &str = crate::widgets::ELLIPSIS;
 
-/// A call in words, for the status line: objects by their names, as `model` has them.
-pub fn describe(call: &Call, model: &Model) -> String {
-    match call {
-        Call::AddSoftLink { name, kind, netdev } => format!("add {kind} link {name} on {netdev}"),
-        Call::RemoveSoftLink { name } => format!("remove soft link {name}"),
-        Call::CreateIpoibChild { name, pkey, .. } => {
-            format!("create IPoIB child {name} (P_Key 0x{pkey:04x})")
-        }
-        Call::DeleteIpoib { path } => format!("delete {}", ipoib_name(model, path)),
-        Call::SetIpoibMode { path, mode } => {
-            format!("set {} mode {mode}", ipoib_name(model, path))
-        }
-        Call::SetIpoibMtu { path, mtu } => format!("set {} MTU {mtu}", ipoib_name(model, path)),
-        Call::SetIpoibUmcast { path, umcast } => {
-            format!(
-                "set {} umcast {}",
-                ipoib_name(model, path),
-                u8::from(*umcast)
-            )
-        }
-        Call::SetRoceMode { port, mode } => {
-            format!("set RoCE mode of {} to {mode}", port_name(model, port))
-        }
-        Call::SetRoceTos { port, tos } => {
-            format!("set RoCE ToS of {} to {tos}", port_name(model, port))
-        }
-        Call::SetIpoibName { guid, name, .. } => format!("name IPoIB {guid} {name}"),
-        Call::RemoveIpoibName { guid } => format!("remove IPoIB name of {guid}"),
-        Call::SetRdmaNamingPolicy { policy, .. } => format!("set naming policy {policy}"),
-        Call::SetRdmaFixedName { guid, name, .. } => format!("name device {guid} {name}"),
-        Call::RemoveRdmaFixedName { guid } => format!("remove fixed name of {guid}"),
-        Call::RenameDevice { device, name } => format!(
-            "rename {} to {name}",
-            model
-                .devices
-                .get(device)
-                .map(|d| d.name.as_str())
-                .unwrap_or(device)
-        ),
-        Call::PreviewRdmaNames => "preview RDMA names".into(),
-        Call::GetCounters { .. } => "read counters".into(),
-        Call::SetModuleEnabled {
-            set,
-            module,
-            enabled,
-        } => format!(
-            "{} {module} in /etc/rdma/modules/{set}.conf",
-            if *enabled { "enable" } else { "disable" }
-        ),
-        Call::ApplyModules { set } => format!("restart rdma-load-modules@{set}.service"),
-        Call::SetMemlockLimits { soft, hard } => {
-            format!("set the memlock limits of group rdma to soft {soft}, hard {hard}")
-        }
-        Call::ResetMemlockLimits => "remove rdma-manager's memlock limits".into(),
-        Call::SetNfsRdma {
-            enabled: true,
-            port,
-        } => format!(
-            "enable NFS over RDMA on port {}",
-            if *port == 0 { 20049 } else { *port }
-        ),
-        Call::SetNfsRdma { enabled: false, .. } => "disable NFS over RDMA".into(),
-        Call::StartSubnetManager => "start opensm".into(),
-        Call::StopSubnetManager => "stop opensm".into(),
-        Call::SetSubnetManagerEnabled { enabled } => format!(
-            "{} opensm at boot",
-            if *enabled { "enable" } else { "disable" }
-        ),
-    }
-}
-
-/// A failed call (`what`, as [`describe`] says it) for the status line; authorization
+/// A failed call (`what`, as [`Call::describe`] says it) for the status line; authorization
 /// failures name the action and the way to get it (the service's sentence already says both).
 pub fn error_text(what: &str, e: &CallError) -> String {
     match e.kind {

@@ -171,6 +171,99 @@ pub enum Call {
     },
 }
 
+impl Call {
+    /// A call in words, for the status line: objects by their names, as `model` has them.
+    pub fn describe(&self, model: &Model) -> String {
+        match self {
+            Call::AddSoftLink { name, kind, netdev } => {
+                format!("add {kind} link {name} on {netdev}")
+            }
+            Call::RemoveSoftLink { name } => format!("remove soft link {name}"),
+            Call::CreateIpoibChild { name, pkey, .. } => {
+                format!("create IPoIB child {name} (P_Key 0x{pkey:04x})")
+            }
+            Call::DeleteIpoib { path } => format!("delete {}", ipoib_name(model, path)),
+            Call::SetIpoibMode { path, mode } => {
+                format!("set {} mode {mode}", ipoib_name(model, path))
+            }
+            Call::SetIpoibMtu { path, mtu } => format!("set {} MTU {mtu}", ipoib_name(model, path)),
+            Call::SetIpoibUmcast { path, umcast } => {
+                format!(
+                    "set {} umcast {}",
+                    ipoib_name(model, path),
+                    u8::from(*umcast)
+                )
+            }
+            Call::SetRoceMode { port, mode } => {
+                format!("set RoCE mode of {} to {mode}", port_name(model, port))
+            }
+            Call::SetRoceTos { port, tos } => {
+                format!("set RoCE ToS of {} to {tos}", port_name(model, port))
+            }
+            Call::SetIpoibName { guid, name, .. } => format!("name IPoIB {guid} {name}"),
+            Call::RemoveIpoibName { guid } => format!("remove IPoIB name of {guid}"),
+            Call::SetRdmaNamingPolicy { policy, .. } => format!("set naming policy {policy}"),
+            Call::SetRdmaFixedName { guid, name, .. } => format!("name device {guid} {name}"),
+            Call::RemoveRdmaFixedName { guid } => format!("remove fixed name of {guid}"),
+            Call::RenameDevice { device, name } => format!(
+                "rename {} to {name}",
+                model
+                    .devices
+                    .get(device)
+                    .map(|d| d.name.as_str())
+                    .unwrap_or(device)
+            ),
+            Call::PreviewRdmaNames => "preview RDMA names".into(),
+            Call::GetCounters { .. } => "read counters".into(),
+            Call::SetModuleEnabled {
+                set,
+                module,
+                enabled,
+            } => format!(
+                "{} {module} in /etc/rdma/modules/{set}.conf",
+                if *enabled { "enable" } else { "disable" }
+            ),
+            Call::ApplyModules { set } => format!("restart rdma-load-modules@{set}.service"),
+            Call::SetMemlockLimits { soft, hard } => {
+                format!("set the memlock limits of group rdma to soft {soft}, hard {hard}")
+            }
+            Call::ResetMemlockLimits => "remove rdma-manager's memlock limits".into(),
+            Call::SetNfsRdma {
+                enabled: true,
+                port,
+            } => format!(
+                "enable NFS over RDMA on port {}",
+                if *port == 0 { 20049 } else { *port }
+            ),
+            Call::SetNfsRdma { enabled: false, .. } => "disable NFS over RDMA".into(),
+            Call::StartSubnetManager => "start opensm".into(),
+            Call::StopSubnetManager => "stop opensm".into(),
+            Call::SetSubnetManagerEnabled { enabled } => format!(
+                "{} opensm at boot",
+                if *enabled { "enable" } else { "disable" }
+            ),
+        }
+    }
+}
+
+/// An IPoIB interface's name, or its path when the model does not have it.
+fn ipoib_name<'a>(model: &'a Model, path: &'a str) -> &'a str {
+    model
+        .ipoib
+        .get(path)
+        .map(|i| i.name.as_str())
+        .unwrap_or(path)
+}
+
+/// A port as "device/number", or its path when the model does not have it.
+fn port_name(model: &Model, path: &str) -> String {
+    model
+        .ports
+        .get(path)
+        .map(|p| format!("{}/{}", p.device_name, p.number))
+        .unwrap_or_else(|| path.to_string())
+}
+
 /// One step of a host change as the service reported it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Step {

@@ -8,11 +8,10 @@ use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::Frame;
 
-use crate::app::describe;
 use crate::client::{Call, CallError, CallOutput};
 use crate::form::Form;
 use crate::model::Model;
-use crate::pages::Outcome;
+use crate::pages::page::Outcome;
 use crate::theme::Theme;
 
 /// What an answer meant to a [`Session`].
@@ -59,7 +58,7 @@ impl<K> Session<K> {
         let mut calls: VecDeque<(Call, String)> = calls
             .into_iter()
             .map(|c| {
-                let what = describe(&c, model);
+                let what = c.describe(model);
                 (c, what)
             })
             .collect();
@@ -204,7 +203,7 @@ pub fn list_key(key: &KeyEvent, index: usize, len: usize) -> Option<usize> {
         KeyCode::End | KeyCode::Char('G') => len as isize,
         _ => return None,
     };
-    Some(crate::pages::step(index, delta, len))
+    Some(crate::widgets::step(index, delta, len))
 }
 
 /// True for the keys an open form leaves to the application (help, quit).

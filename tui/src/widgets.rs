@@ -58,7 +58,7 @@ impl PortCursor {
     /// Moves the selection by `delta` ports, clamped to the list.
     pub fn step(&mut self, delta: isize, model: &Model) {
         let len = model.ports_in_order().len();
-        let i = crate::pages::step(self.position(model), delta, len);
+        let i = step(self.position(model), delta, len);
         self.select_index(i, model);
     }
 }
@@ -349,6 +349,15 @@ pub fn link_bytes_per_s(port: &Port) -> f64 {
     } else {
         0.0
     }
+}
+
+/// Moves a selection index by `delta` within `len` items, clamped.
+pub fn step(index: usize, delta: isize, len: usize) -> usize {
+    if len == 0 {
+        return 0;
+    }
+    let i = index as isize + delta;
+    i.clamp(0, len as isize - 1) as usize
 }
 
 #[cfg(test)]

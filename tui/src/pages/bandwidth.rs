@@ -64,7 +64,7 @@ impl TimeWindow {
 
     /// Longer or shorter by `delta`, stopping at the ends (`-` and `+`).
     fn step(self, delta: isize) -> TimeWindow {
-        Self::ALL[super::step(self.index(), delta, Self::ALL.len())]
+        Self::ALL[crate::widgets::step(self.index(), delta, Self::ALL.len())]
     }
 
     /// X axis labels, evenly spaced from the window's start to now: 15 s, 1 min or 5 min

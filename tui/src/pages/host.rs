@@ -888,7 +888,7 @@ fn report_title(call: &Call) -> String {
         Call::SetNfsRdma { enabled: true, .. } => "NFS over RDMA: enable".into(),
         Call::SetNfsRdma { enabled: false, .. } => "NFS over RDMA: disable".into(),
         Call::SetMemlockLimits { .. } => "Memlock limits of group rdma".into(),
-        other => crate::app::describe(other, &crate::model::Model::default()),
+        other => other.describe(&crate::model::Model::default()),
     }
 }
 
@@ -997,7 +997,7 @@ impl Page for HostPage {
             MouseEventKind::ScrollUp => -1,
             _ => return Outcome::Ignored,
         };
-        self.selected = super::step(self.selected, delta, rows(host).len());
+        self.selected = crate::widgets::step(self.selected, delta, rows(host).len());
         self.follow(host);
         Outcome::Handled
     }

@@ -8,148 +8,13 @@ pub mod host;
 pub mod ipoib;
 pub mod naming;
 pub mod overview;
+pub mod page;
 pub mod roce;
 pub mod soft_links;
 #[cfg(test)]
 mod test_support;
 
-use crossterm::event::{KeyEvent, MouseEvent};
-use ratatui::layout::Rect;
-use ratatui::Frame;
-
-use crate::client::{Call, CallError, CallOutput};
-use crate::model::Model;
-use crate::theme::Theme;
-
-/// The pages, in tab order (the number keys 1..=8 choose them).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum PageId {
-    Overview,
-    Detail,
-    Bandwidth,
-    Ipoib,
-    SoftLinks,
-    Roce,
-    Naming,
-    Host,
-}
-
-impl PageId {
-    pub const ALL: [PageId; 8] = [
-        PageId::Overview,
-        PageId::Detail,
-        PageId::Bandwidth,
-        PageId::Ipoib,
-        PageId::SoftLinks,
-        PageId::Roce,
-        PageId::Naming,
-        PageId::Host,
-    ];
-
-    /// The tab's label.
-    pub fn label(self) -> &'static str {
-        match self {
-            PageId::Overview => "Overview",
-            PageId::Detail => "Port",
-            PageId::Bandwidth => "Bandwidth",
-            PageId::Ipoib => "IPoIB",
-            PageId::SoftLinks => "Soft links",
-            PageId::Roce => "RoCE",
-            PageId::Naming => "Naming",
-            PageId::Host => "Host",
-        }
-    }
-
-    /// The tab's label where the full ones do not fit (all eight fit in 80 columns).
-    pub fn short_label(self) -> &'static str {
-        match self {
-            PageId::SoftLinks => "Links",
-            other => other.label(),
-        }
-    }
-}
-
-/// What drawing needs besides the model.
-pub struct RenderCtx<'a> {
-    pub model: &'a Model,
-    pub theme: Theme,
-    /// Now, in µs since the epoch (graphs place samples relative to it).
-    pub now_us: u64,
-}
-
-/// What a key (or mouse event) did.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Outcome {
-    /// Not for this page: the application's global keys get it.
-    Ignored,
-    /// Handled (redraw).
-    Handled,
-    /// Make this call; the answer comes back through [`Page::call_done`].
-    Call(Call),
-    /// Show another page with this port (object path) selected.
-    ShowPort(PageId, String),
-    /// A message for the status line.
-    Message(String),
-}
-
-/// One page.
-pub trait Page {
-    fn id(&self) -> PageId;
-
-    fn render(&mut self, frame: &mut Frame, area: Rect, ctx: &RenderCtx);
-
-    fn handle_key(&mut self, key: KeyEvent, model: &Model) -> Outcome;
-
-    /// A mouse event inside `area` (the page's last drawn area).
-    fn handle_mouse(&mut self, _event: MouseEvent, _area: Rect, _model: &Model) -> Outcome {
-        Outcome::Ignored
-    }
-
-    /// Select this port (an object path), when another page sends the user here or the
-    /// user selected it on another page (one selected port across pages).
-    fn focus_port(&mut self, _port: &str, _model: &Model) {}
-
-    /// The port (object path) the user has selected here, if the page selects ports; the
-    /// pages shown next select it too.
-    fn selected_port(&self, _model: &Model) -> Option<String> {
-        None
-    }
-
-    /// The answer to a call this page asked for. A form that failed keeps what was typed.
-    fn call_done(&mut self, _call: &Call, _result: &Result<CallOutput, CallError>) {}
-
-    /// The next call to make, asked right after each answer this page got: a form that changes
-    /// several settings sends them one after the other, each once the one before succeeded,
-    /// and a page refreshes what a change made stale.
-    fn next_call(&mut self) -> Option<Call> {
-        None
-    }
-
-    /// True while a text field has the keyboard: letters (even `q`) go to it.
-    fn editing(&self) -> bool {
-        false
-    }
-
-    /// The port whose counters this page shows, read once a second while it is shown.
-    fn counters_port(&self, _model: &Model) -> Option<String> {
-        None
-    }
-
-    /// A call to make when the page is shown (e.g. a read-only preview).
-    fn on_show(&mut self, _model: &Model) -> Option<Call> {
-        None
-    }
-
-    /// The page's keys for the footer: (key, what it does).
-    fn hints(&self) -> Vec<(&'static str, &'static str)> {
-        Vec::new()
-    }
-
-    /// The page's keys for the help: every key, where the footer has room for a few.
-    fn help(&self) -> Vec<(&'static str, &'static str)> {
-        self.hints()
-    }
-}
+pub use page::{Outcome, Page, PageId, RenderCtx};
 
 /// Every page, in [`PageId::ALL`] order.
 pub fn all_pages() -> Vec<Box<dyn Page>> {
@@ -163,13 +28,4 @@ pub fn all_pages() -> Vec<Box<dyn Page>> {
         Box::new(naming::NamingPage::default()),
         Box::new(host::HostPage::default()),
     ]
-}
-
-/// Moves a selection index by `delta` within `len` items, clamped.
-pub fn step(index: usize, delta: isize, len: usize) -> usize {
-    if len == 0 {
-        return 0;
-    }
-    let i = index as isize + delta;
-    i.clamp(0, len as isize - 1) as usize
 }
