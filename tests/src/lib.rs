@@ -4,6 +4,7 @@
 
 pub mod bus;
 pub mod hostsvc;
+pub mod imports;
 pub mod reference;
 pub mod scenarios;
 pub mod service;
