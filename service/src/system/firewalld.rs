@@ -23,7 +23,11 @@ use std::fmt;
 
 use zbus::zvariant::{OwnedObjectPath, OwnedValue};
 
-use super::{call, has_owner, Service, SystemError};
+use super::proxies::{
+    Firewalld1Proxy, FirewalldConfigProxy, FirewalldConfigZoneProxy, FirewalldZoneProxy,
+    ServicePropertiesProxy,
+};
+use super::{has_owner, proxy, reply, Service, SystemError};
 
 pub const BUS_NAME: &str = "org.fedoraproject.FirewallD1";
 pub const PATH: &str = "/org/fedoraproject/FirewallD1";
@@ -101,27 +105,22 @@ impl Firewalld {
         self
     }
 
-    async fn call<B, R>(
+    /// The reply of `interface`'s `method`, waited for at most the call timeout.
+    async fn reply<R>(
         &self,
-        path: &str,
         interface: &str,
         method: &str,
-        body: &B,
-    ) -> Result<R, SystemError>
+        call: impl std::future::Future<Output = zbus::Result<R>>,
+    ) -> Result<R, SystemError> {
+        let what = format!("{interface}.{method}");
+        reply(Service::Firewalld, self.call_timeout, &what, call).await
+    }
+
+    async fn proxy<'a, P>(&self, path: &'a str) -> Result<P, SystemError>
     where
-        B: serde::Serialize + zbus::zvariant::DynamicType,
-        R: for<'d> zbus::zvariant::DynamicDeserialize<'d>,
+        P: zbus::proxy::ProxyImpl<'a> + From<zbus::Proxy<'a>>,
     {
-        call(
-            &self.conn,
-            Service::Firewalld,
-            self.call_timeout,
-            path,
-            interface,
-            method,
-            body,
-        )
-        .await
+        proxy(&self.conn, Service::Firewalld, path).await
     }
 
     /// Whether firewalld runs: its bus name has an owner. firewalld itself is not asked, so a
@@ -133,12 +132,12 @@ impl Firewalld {
     /// firewalld's `state` property: "INIT" while it starts, "RUNNING", or "FAILED" (started,
     /// but something failed; `firewall-cmd --state` says "running" only for RUNNING).
     pub async fn state(&self) -> Result<String, SystemError> {
+        let props: ServicePropertiesProxy<'_> = self.proxy(PATH).await?;
         let value: OwnedValue = self
-            .call(
-                PATH,
+            .reply(
                 "org.freedesktop.DBus.Properties",
                 "Get",
-                &(INTERFACE, "state"),
+                props.get(INTERFACE, "state"),
             )
             .await?;
         String::try_from(value).map_err(|e| SystemError::Unexpected {
@@ -149,7 +148,9 @@ impl Firewalld {
 
     /// The default zone's name.
     pub async fn default_zone(&self) -> Result<String, SystemError> {
-        self.call(PATH, INTERFACE, "getDefaultZone", &()).await
+        let main: Firewalld1Proxy<'_> = self.proxy(PATH).await?;
+        self.reply(INTERFACE, "getDefaultZone", main.get_default_zone())
+            .await
     }
 
     /// Whether `port/protocol` is open in `zone` at runtime ("" means the default zone, as
@@ -161,11 +162,12 @@ impl Firewalld {
         protocol: Protocol,
     ) -> Result<bool, SystemError> {
         check_port(port)?;
-        self.call(
-            PATH,
+        let zones: FirewalldZoneProxy<'_> = self.proxy(PATH).await?;
+        let port = port.to_string();
+        self.reply(
             ZONE_INTERFACE,
             "queryPort",
-            &(zone, port.to_string(), protocol.as_str()),
+            zones.query_port(zone, &port, protocol.as_str()),
         )
         .await
     }
@@ -181,11 +183,12 @@ impl Firewalld {
         check_port(port)?;
         let zone = self.zone_name(zone).await?;
         let path = self.config_zone(&zone).await?;
-        self.call(
-            path.as_str(),
+        let config: FirewalldConfigZoneProxy<'_> = self.proxy(path.as_str()).await?;
+        let port = port.to_string();
+        self.reply(
             CONFIG_ZONE_INTERFACE,
             "queryPort",
-            &(port.to_string(), protocol.as_str()),
+            config.query_port(&port, protocol.as_str()),
         )
         .await
     }
@@ -205,22 +208,22 @@ impl Firewalld {
         // same name is used for both steps.
         let zone = self.zone_name(zone).await?;
         let port_text = port.to_string();
+        let zones: FirewalldZoneProxy<'_> = self.proxy(PATH).await?;
         let runtime = tolerate_already_enabled(
-            self.call::<_, String>(
-                PATH,
+            self.reply(
                 ZONE_INTERFACE,
                 "addPort",
-                &(zone.as_str(), port_text.as_str(), protocol.as_str(), 0i32),
+                zones.add_port(&zone, &port_text, protocol.as_str(), 0),
             )
             .await,
         )?;
         let path = self.config_zone(&zone).await?;
+        let config: FirewalldConfigZoneProxy<'_> = self.proxy(path.as_str()).await?;
         let permanent = tolerate_already_enabled(
-            self.call::<_, ()>(
-                path.as_str(),
+            self.reply(
                 CONFIG_ZONE_INTERFACE,
                 "addPort",
-                &(port_text.as_str(), protocol.as_str()),
+                config.add_port(&port_text, protocol.as_str()),
             )
             .await,
         )?;
@@ -241,8 +244,13 @@ impl Firewalld {
 
     /// The object of `zone`'s permanent configuration.
     async fn config_zone(&self, zone: &str) -> Result<OwnedObjectPath, SystemError> {
-        self.call(CONFIG_PATH, CONFIG_INTERFACE, "getZoneByName", &(zone,))
-            .await
+        let config: FirewalldConfigProxy<'_> = self.proxy(CONFIG_PATH).await?;
+        self.reply(
+            CONFIG_INTERFACE,
+            "getZoneByName",
+            config.get_zone_by_name(zone),
+        )
+        .await
     }
 }
 

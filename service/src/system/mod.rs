@@ -6,6 +6,7 @@
 //!   and restart that wait for the job's end, enable and disable.
 //! - [`firewalld`]: [`Firewalld`], a client of `org.fedoraproject.FirewallD1`: whether it runs,
 //!   the default zone, and ports (runtime and permanent).
+//! - [`proxies`]: the methods both clients call, as typed zbus proxies.
 //! - [`SystemServices`]: the trait the engine holds, with [`BusSystemServices`] over a
 //!   connection to the system bus, [`sim::SimSystemServices`] for the simulated host and
 //!   [`unreachable::Unreachable`] when there is no system bus (`rdma-managerd show`).
@@ -18,6 +19,7 @@
 //! against, in docs/HOST-SETUP.md ("systemd and firewalld over D-Bus").
 
 pub mod firewalld;
+pub mod proxies;
 pub mod sim;
 pub mod systemd;
 pub mod unreachable;
@@ -26,8 +28,7 @@ use std::fmt;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use zbus::proxy::{CacheProperties, MethodFlags};
-use zbus::zvariant::DynamicDeserialize;
+use zbus::proxy::{CacheProperties, ProxyImpl};
 
 pub use firewalld::{Added, Firewalld, PortAddition, Protocol};
 pub use systemd::{EnableOutcome, JobResult, JobVerb, Systemd, UnitFileChange, UnitStatus};
@@ -177,53 +178,49 @@ fn classify(service: Service, e: zbus::Error) -> SystemError {
     }
 }
 
-/// One method call to `service` with `NO_AUTO_START`: a client must never start firewalld (where
-/// the bus can activate it) just by asking it something; a stopped service stays stopped and the
-/// call fails with ServiceUnknown.
-async fn call<B, R>(
+/// A typed proxy (`proxies.rs`) of `service`'s object at `path`. Its methods all go out with
+/// `NO_AUTO_START`: a client must never start firewalld (where the bus can activate it) just by
+/// asking it something; a stopped service stays stopped and the call fails with
+/// ServiceUnknown.
+async fn proxy<'a, P>(
     conn: &zbus::Connection,
     service: Service,
-    timeout: Duration,
-    path: &str,
-    interface: &str,
-    method: &str,
-    body: &B,
-) -> Result<R, SystemError>
+    path: &'a str,
+) -> Result<P, SystemError>
 where
-    B: serde::Serialize + zbus::zvariant::DynamicType,
-    R: for<'d> DynamicDeserialize<'d>,
+    P: ProxyImpl<'a> + From<zbus::Proxy<'a>>,
 {
     let bus = |source| SystemError::Bus { service, source };
-    let proxy = zbus::proxy::Builder::<zbus::Proxy<'_>>::new(conn)
+    P::builder(conn)
         .destination(service.bus_name())
         .map_err(bus)?
         .path(path)
-        .map_err(bus)?
-        .interface(interface)
         .map_err(bus)?
         // No property cache: it would subscribe to PropertiesChanged and read every property.
         .cache_properties(CacheProperties::No)
         .build()
         .await
-        .map_err(bus)?;
-    let reply = tokio::time::timeout(
-        timeout,
-        proxy.call_with_flags::<_, B, R>(method, MethodFlags::NoAutoStart.into(), body),
-    )
-    .await
-    .map_err(|_| SystemError::Bus {
-        service,
-        source: zbus::Error::InputOutput(std::sync::Arc::new(std::io::Error::new(
-            std::io::ErrorKind::TimedOut,
-            format!("no reply to {interface}.{method} within {timeout:?}"),
-        ))),
-    })?
-    .map_err(|e| classify(service, e))?;
-    // Without NoReplyExpected a reply is always there; its absence would be a zbus bug.
-    reply.ok_or_else(|| SystemError::Unexpected {
-        service,
-        message: format!("no reply body to {interface}.{method}"),
-    })
+        .map_err(bus)
+}
+
+/// The reply of one call (`what`: interface and method, for the error), waited for at most
+/// `timeout`.
+async fn reply<R>(
+    service: Service,
+    timeout: Duration,
+    what: &str,
+    call: impl std::future::Future<Output = zbus::Result<R>>,
+) -> Result<R, SystemError> {
+    tokio::time::timeout(timeout, call)
+        .await
+        .map_err(|_| SystemError::Bus {
+            service,
+            source: zbus::Error::InputOutput(std::sync::Arc::new(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("no reply to {what} within {timeout:?}"),
+            ))),
+        })?
+        .map_err(|e| classify(service, e))
 }
 
 /// Whether `service`'s bus name has an owner. Asks only the bus, never the service (and so never

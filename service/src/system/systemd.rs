@@ -26,7 +26,8 @@ use std::time::Duration;
 use futures::StreamExt;
 use zbus::zvariant::{OwnedObjectPath, OwnedValue};
 
-use super::{call, classify, has_owner, Service, SystemError};
+use super::proxies::{ServicePropertiesProxy, SystemdManagerProxy, UnitFileChangeTuple};
+use super::{classify, has_owner, proxy, reply, Service, SystemError};
 
 pub const BUS_NAME: &str = "org.freedesktop.systemd1";
 pub const MANAGER_PATH: &str = "/org/freedesktop/systemd1";
@@ -81,7 +82,7 @@ pub enum JobVerb {
 }
 
 impl JobVerb {
-    /// The manager's method that enqueues this job.
+    /// The manager's method that enqueues this job (`proxies::SystemdManager`).
     pub fn method(self) -> &'static str {
         match self {
             JobVerb::Start => "StartUnit",
@@ -214,38 +215,35 @@ impl Systemd {
         has_owner(&self.conn, Service::Systemd).await
     }
 
-    async fn manager<B, R>(&self, method: &str, body: &B) -> Result<R, SystemError>
-    where
-        B: serde::Serialize + zbus::zvariant::DynamicType,
-        R: for<'d> zbus::zvariant::DynamicDeserialize<'d>,
-    {
-        call(
-            &self.conn,
-            Service::Systemd,
-            self.call_timeout,
-            MANAGER_PATH,
-            MANAGER_INTERFACE,
-            method,
-            body,
-        )
-        .await
+    async fn manager(&self) -> Result<SystemdManagerProxy<'static>, SystemError> {
+        proxy(&self.conn, Service::Systemd, MANAGER_PATH).await
+    }
+
+    /// The reply of the manager's `method`, waited for at most the call timeout.
+    async fn reply<R>(
+        &self,
+        method: &str,
+        call: impl std::future::Future<Output = zbus::Result<R>>,
+    ) -> Result<R, SystemError> {
+        let what = format!("{MANAGER_INTERFACE}.{method}");
+        reply(Service::Systemd, self.call_timeout, &what, call).await
     }
 
     /// The unit's state. A unit that is not installed answers with load state "not-found".
     pub async fn unit_status(&self, unit: &str) -> Result<UnitStatus, SystemError> {
         check_unit_name(unit)?;
+        let manager = self.manager().await?;
         let path: OwnedObjectPath = self
-            .manager("LoadUnit", &(unit,))
+            .reply("LoadUnit", manager.load_unit(unit))
             .await
             .map_err(|e| no_such_unit(e, unit))?;
-        let props: HashMap<String, OwnedValue> = call(
-            &self.conn,
+        let unit_props: ServicePropertiesProxy<'_> =
+            proxy(&self.conn, Service::Systemd, path.as_str()).await?;
+        let props: HashMap<String, OwnedValue> = reply(
             Service::Systemd,
             self.call_timeout,
-            path.as_str(),
-            "org.freedesktop.DBus.Properties",
-            "GetAll",
-            &(UNIT_INTERFACE,),
+            "org.freedesktop.DBus.Properties.GetAll",
+            unit_props.get_all(UNIT_INTERFACE),
         )
         .await?;
         let text = |key: &str| -> Result<String, SystemError> {
@@ -310,10 +308,22 @@ impl Systemd {
         let mut signals = zbus::MessageStream::for_match_rule(rule, &self.conn, None)
             .await
             .map_err(bus)?;
-        let job: OwnedObjectPath = self
-            .manager(verb.method(), &(unit, JOB_MODE))
-            .await
-            .map_err(|e| no_such_unit(e, unit))?;
+        let manager = self.manager().await?;
+        let job: OwnedObjectPath = match verb {
+            JobVerb::Start => {
+                self.reply(verb.method(), manager.start_unit(unit, JOB_MODE))
+                    .await
+            }
+            JobVerb::Stop => {
+                self.reply(verb.method(), manager.stop_unit(unit, JOB_MODE))
+                    .await
+            }
+            JobVerb::Restart => {
+                self.reply(verb.method(), manager.restart_unit(unit, JOB_MODE))
+                    .await
+            }
+        }
+        .map_err(|e| no_such_unit(e, unit))?;
         let wait = async {
             while let Some(msg) = signals.next().await {
                 let msg = msg.map_err(bus)?;
@@ -357,8 +367,12 @@ impl Systemd {
     /// Enables `unit` persistently (symlinks in /etc), then reloads systemd.
     pub async fn enable(&self, unit: &str) -> Result<EnableOutcome, SystemError> {
         check_unit_name(unit)?;
-        let (carries_install_info, changes): (bool, Vec<(String, String, String)>) = self
-            .manager("EnableUnitFiles", &(vec![unit], false, false))
+        let manager = self.manager().await?;
+        let (carries_install_info, changes) = self
+            .reply(
+                "EnableUnitFiles",
+                manager.enable_unit_files(&[unit], false, false),
+            )
             .await
             .map_err(|e| no_such_unit(e, unit))?;
         self.reload().await?;
@@ -371,8 +385,12 @@ impl Systemd {
     /// Disables `unit` persistently, then reloads systemd.
     pub async fn disable(&self, unit: &str) -> Result<Vec<UnitFileChange>, SystemError> {
         check_unit_name(unit)?;
-        let changes: Vec<(String, String, String)> = self
-            .manager("DisableUnitFiles", &(vec![unit], false))
+        let manager = self.manager().await?;
+        let changes = self
+            .reply(
+                "DisableUnitFiles",
+                manager.disable_unit_files(&[unit], false),
+            )
             .await
             .map_err(|e| no_such_unit(e, unit))?;
         self.reload().await?;
@@ -382,11 +400,12 @@ impl Systemd {
     /// `systemctl daemon-reload`: systemd re-reads all unit files. The reply comes once the
     /// reload is over.
     pub async fn reload(&self) -> Result<(), SystemError> {
-        self.manager::<_, ()>("Reload", &()).await
+        let manager = self.manager().await?;
+        self.reply("Reload", manager.reload()).await
     }
 }
 
-fn change((kind, path, destination): (String, String, String)) -> UnitFileChange {
+fn change((kind, path, destination): UnitFileChangeTuple) -> UnitFileChange {
     UnitFileChange {
         kind,
         path,
