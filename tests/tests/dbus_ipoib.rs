@@ -646,11 +646,18 @@ async fn a_failure_at_any_step_leaves_kernel_and_file_as_they_were() {
     r.sim.fail_next(SimOp::DeleteNetdev, Errno::EBUSY);
     let (_, msg) = refusal(ib0.create_child(0x0002, "", with_mtu()).await.unwrap_err());
     assert!(msg.contains("ip link delete ib0.0002"), "{msg}");
+    let stray = r.path_of("ib0.0002");
     r.sim.delete_netdev("ib0.0002").await.expect("cleaned up");
-    eventually("the stray child's object to go", || {
-        r.netdev("ib0.0002").is_none()
-    })
-    .await;
+    // Gone from the service, not only from the simulated kernel: until the engine has taken
+    // the deletion event, it still knows the child and refuses to make it again.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while ib0.children().await.expect("Children").contains(&stray) {
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for the stray child's object to go"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 
     // Made for real, then each later change fails.
     ib0.create_child(
