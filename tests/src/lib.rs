@@ -5,6 +5,7 @@
 pub mod audit_log;
 pub mod bus;
 pub mod hostsvc;
+pub mod nm;
 pub mod reference;
 pub mod scenarios;
 pub mod service;

@@ -1,0 +1,116 @@
+//! A real NetworkManager for tests: Debian's `NetworkManager` on a private system bus, in a
+//! network namespace of its own (it sees only `lo`, so it cannot touch the machine's network)
+//! and a mount namespace where its run and state directories are empty tmpfs. Its profiles
+//! are written as keyfiles to a directory of the test's (`[keyfile] path=`), where the test
+//! reads them. `nmcli` talks to it through `DBUS_SYSTEM_BUS_ADDRESS`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+
+use crate::bus::{BusConfig, PrivateBus};
+
+pub const NM_BUS_NAME: &str = "org.freedesktop.NetworkManager";
+const NM_BINARY: &str = "/usr/sbin/NetworkManager";
+const NM_BUS_POLICY: &str = "/usr/share/dbus-1/system.d/org.freedesktop.NetworkManager.conf";
+
+/// Why the NetworkManager tests cannot run here, if they cannot.
+pub fn skip_reason() -> Option<String> {
+    if let Some(r) = crate::bus::skip_reason() {
+        return Some(r);
+    }
+    for (path, package) in [
+        (NM_BINARY, "network-manager"),
+        (NM_BUS_POLICY, "network-manager"),
+        ("/usr/bin/nmcli", "network-manager"),
+        ("/usr/bin/unshare", "util-linux"),
+    ] {
+        if !Path::new(path).exists() {
+            return Some(format!("no {path} (Debian package {package})"));
+        }
+    }
+    None
+}
+
+pub struct PrivateNm {
+    pub bus: PrivateBus,
+    child: Child,
+    dir: tempfile::TempDir,
+}
+
+impl PrivateNm {
+    pub async fn start() -> Result<PrivateNm> {
+        let bus = BusConfig::system().include(NM_BUS_POLICY).start()?;
+        let dir = tempfile::tempdir()?;
+        let keyfiles = dir.path().join("system-connections");
+        std::fs::create_dir(&keyfiles)?;
+        let conf = dir.path().join("NetworkManager.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "[main]\nplugins=keyfile\n[keyfile]\npath={}\n[logging]\nlevel=INFO\n",
+                keyfiles.display()
+            ),
+        )?;
+        let log = std::fs::File::create(dir.path().join("NetworkManager.log"))?;
+        let script = format!(
+            "set -e; for d in /run/NetworkManager /var/lib/NetworkManager; do \
+             mkdir -p $d; mount -t tmpfs tmpfs $d; done; ip link set lo up; \
+             exec {NM_BINARY} --no-daemon --debug --config={}",
+            conf.display()
+        );
+        let child = Command::new("unshare")
+            .args([
+                "--mount",
+                "--net",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                &script,
+            ])
+            .env("DBUS_SYSTEM_BUS_ADDRESS", bus.address())
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .context("starting NetworkManager")?;
+        let nm = PrivateNm { bus, child, dir };
+        if let Err(e) = nm
+            .bus
+            .wait_for_name(NM_BUS_NAME, Duration::from_secs(30))
+            .await
+        {
+            bail!("{e:#}; its log:\n{}", nm.log());
+        }
+        Ok(nm)
+    }
+
+    /// Runs nmcli against this NetworkManager.
+    pub fn nmcli(&self, args: &[&str]) -> Result<Output> {
+        Command::new("nmcli")
+            .args(args)
+            .env("DBUS_SYSTEM_BUS_ADDRESS", self.bus.address())
+            .output()
+            .context("running nmcli")
+    }
+
+    /// The directory NetworkManager keeps its keyfiles in.
+    pub fn keyfile_dir(&self) -> PathBuf {
+        self.dir.path().join("system-connections")
+    }
+
+    /// What NetworkManager printed.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("NetworkManager.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for PrivateNm {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

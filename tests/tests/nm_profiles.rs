@@ -1,0 +1,292 @@
+//! IPoIB profiles written through NetworkManager's D-Bus API by rdma-managerd's client equal
+//! what nmcli writes for the same intent, on a real NetworkManager (Debian's, on a private
+//! system bus in namespaces of its own: `rdma_manager_tests::nm`). Each example is one of the
+//! Red Hat guide's chapter 3.4 and 3.6; nmcli's keyfile and ours must be the same bytes but
+//! for the UUID. What NetworkManager would change silently is refused with nothing written.
+
+use anyhow::{ensure, Context, Result};
+use rdma_manager_tests::nm::{skip_reason, PrivateNm};
+use rdma_managerd::nm::client::{NetworkManager, NmError};
+use rdma_managerd::nm::profile::{Family, IpConfig, IpMethod, IpoibProfile, TransportMode};
+
+macro_rules! require_nm {
+    () => {
+        if let Some(reason) = skip_reason() {
+            assert!(
+                !rdma_manager_tests::bus::tools_required(),
+                "RDMA_MANAGER_REQUIRE_TOOLS=1 forbids skipping: {reason}"
+            );
+            eprintln!("skipping: {reason}");
+            return Ok(());
+        }
+    };
+}
+
+fn ip(
+    family: Family,
+    method: IpMethod,
+    addrs: &[&str],
+    gw: Option<&str>,
+    dns: &[&str],
+    search: &[&str],
+) -> IpConfig {
+    IpConfig {
+        method,
+        addresses: addrs
+            .iter()
+            .map(|a| IpConfig::parse_address(family, a).expect("a test address"))
+            .collect(),
+        gateway: gw.map(|g| g.parse().expect("a test gateway")),
+        dns: dns
+            .iter()
+            .map(|d| d.parse().expect("a test server"))
+            .collect(),
+        dns_search: search.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+/// (nmcli's arguments after `connection add`, the same intent as a profile).
+fn examples() -> Vec<(Vec<&'static str>, IpoibProfile)> {
+    vec![
+        // 3.4: the port's own interface in connected mode with the largest MTU, static IPv4
+        // and IPv6 with gateway, DNS server and search domain.
+        (
+            vec![
+                "type",
+                "infiniband",
+                "con-name",
+                "mlx4_ib0",
+                "ifname",
+                "mlx4_ib0",
+                "transport-mode",
+                "Connected",
+                "mtu",
+                "65520",
+                "ipv4.method",
+                "manual",
+                "ipv4.addresses",
+                "192.0.2.1/24",
+                "ipv4.gateway",
+                "192.0.2.254",
+                "ipv4.dns",
+                "192.0.2.253",
+                "ipv4.dns-search",
+                "example.com",
+                "ipv6.method",
+                "manual",
+                "ipv6.addresses",
+                "2001:db8:1::fffe/64",
+                "ipv6.gateway",
+                "2001:db8:1::fffe",
+                "ipv6.dns",
+                "2001:db8:1::fffd",
+                "ipv6.dns-search",
+                "example.com",
+            ],
+            IpoibProfile {
+                id: "mlx4_ib0".into(),
+                interface: "mlx4_ib0".into(),
+                pkey: None,
+                mode: TransportMode::Connected,
+                mtu: Some(65520),
+                ipv4: ip(
+                    Family::V4,
+                    IpMethod::Manual,
+                    &["192.0.2.1/24"],
+                    Some("192.0.2.254"),
+                    &["192.0.2.253"],
+                    &["example.com"],
+                ),
+                ipv6: ip(
+                    Family::V6,
+                    IpMethod::Manual,
+                    &["2001:db8:1::fffe/64"],
+                    Some("2001:db8:1::fffe"),
+                    &["2001:db8:1::fffd"],
+                    &["example.com"],
+                ),
+            },
+        ),
+        // 3.6: a datagram P_Key child of mlx4_ib0, both families static with default routes.
+        // The guide's `ifname mlx4_ib0` + `p-key` form is refused by NetworkManager 1.42 ("did
+        // not specify parent interface name"): the form it accepts names the parent.
+        (
+            vec![
+                "type",
+                "infiniband",
+                "con-name",
+                "mlx4_ib0.8002",
+                "ifname",
+                "mlx4_ib0.8002",
+                "parent",
+                "mlx4_ib0",
+                "p-key",
+                "0x8002",
+                "transport-mode",
+                "datagram",
+                "ipv4.method",
+                "manual",
+                "ipv4.addresses",
+                "192.0.2.1/24",
+                "ipv4.gateway",
+                "192.0.2.254",
+                "ipv6.method",
+                "manual",
+                "ipv6.addresses",
+                "2001:db8:1::fffe/64",
+                "ipv6.gateway",
+                "2001:db8:1::fffe",
+            ],
+            IpoibProfile {
+                id: "mlx4_ib0.8002".into(),
+                interface: "mlx4_ib0".into(),
+                pkey: Some(0x8002),
+                mode: TransportMode::Datagram,
+                mtu: None,
+                ipv4: ip(
+                    Family::V4,
+                    IpMethod::Manual,
+                    &["192.0.2.1/24"],
+                    Some("192.0.2.254"),
+                    &[],
+                    &[],
+                ),
+                ipv6: ip(
+                    Family::V6,
+                    IpMethod::Manual,
+                    &["2001:db8:1::fffe/64"],
+                    Some("2001:db8:1::fffe"),
+                    &[],
+                    &[],
+                ),
+            },
+        ),
+        // Nothing but the mode: DHCP and SLAAC, as nmcli defaults them.
+        (
+            vec![
+                "type",
+                "infiniband",
+                "con-name",
+                "ib1",
+                "ifname",
+                "ib1",
+                "transport-mode",
+                "datagram",
+            ],
+            IpoibProfile {
+                id: "ib1".into(),
+                interface: "ib1".into(),
+                pkey: None,
+                mode: TransportMode::Datagram,
+                mtu: None,
+                ipv4: IpConfig::auto(),
+                ipv6: IpConfig::auto(),
+            },
+        ),
+    ]
+}
+
+/// The keyfile without its `uuid=` line, which differs by design.
+fn without_uuid(text: &str) -> String {
+    text.lines()
+        .filter(|l| !l.starts_with("uuid="))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn keyfile(nm: &PrivateNm, id: &str) -> Result<(String, u32)> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = nm.keyfile_dir().join(format!("{id}.nmconnection"));
+    let text = std::fs::read_to_string(&path).with_context(|| format!("{}", path.display()))?;
+    let mode = std::fs::metadata(&path)?.permissions().mode() & 0o777;
+    Ok((text, mode))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn profiles_equal_what_nmcli_writes() -> Result<()> {
+    require_nm!();
+    let nm = PrivateNm::start().await?;
+    let client = NetworkManager::new(nm.bus.connect().await?);
+    ensure!(client.running().await?, "NetworkManager is not on its bus");
+    for (args, profile) in examples() {
+        let mut cmd = vec!["connection", "add"];
+        cmd.extend(&args);
+        let out = nm.nmcli(&cmd)?;
+        ensure!(
+            out.status.success(),
+            "nmcli {cmd:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let (theirs, their_mode) = keyfile(&nm, &profile.id)?;
+        let out = nm.nmcli(&["connection", "delete", &profile.id])?;
+        ensure!(out.status.success(), "nmcli delete: {out:?}");
+
+        let added = client.add_ipoib(&profile).await?;
+        let (ours, our_mode) = keyfile(&nm, &profile.id)?;
+        assert_eq!(
+            without_uuid(&ours),
+            without_uuid(&theirs),
+            "{}: ours (left) and nmcli's (right)",
+            profile.id
+        );
+        assert_eq!(our_mode, their_mode);
+        assert!(ours.contains(&format!("uuid={}", added.uuid)), "{ours}");
+        assert_eq!(
+            added.interface.as_deref(),
+            Some(profile.interface_name().as_str())
+        );
+        let listed = client.profiles().await?;
+        assert!(
+            listed
+                .iter()
+                .any(|p| p.uuid == added.uuid && p.kind == "infiniband"),
+            "{listed:?}"
+        );
+        client.delete(&added.uuid).await?;
+        ensure!(
+            keyfile(&nm, &profile.id).is_err(),
+            "{}: the keyfile outlived its profile",
+            profile.id
+        );
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn what_nm_would_change_silently_is_refused_with_nothing_written() -> Result<()> {
+    require_nm!();
+    let nm = PrivateNm::start().await?;
+    let client = NetworkManager::new(nm.bus.connect().await?);
+    let (_, good) = examples().remove(0);
+    let mut bad = Vec::new();
+    let mut p = good.clone();
+    p.mtu = Some(65521);
+    bad.push(p);
+    let mut p = good.clone();
+    p.ipv4.addresses[0].1 = 33;
+    bad.push(p);
+    let mut p = good.clone();
+    p.ipv6.addresses.push(("192.0.2.9".parse()?, 24));
+    bad.push(p);
+    let mut p = good.clone();
+    p.ipv4.dns_search = vec!["not a domain".into()];
+    bad.push(p);
+    let mut p = good.clone();
+    p.pkey = Some(0x8000);
+    bad.push(p);
+    for p in bad {
+        match client.add_ipoib(&p).await {
+            Err(NmError::Profile(e)) => eprintln!("refused: {e}"),
+            other => panic!("{p:?}: {other:?}"),
+        }
+    }
+    let left: Vec<_> = std::fs::read_dir(nm.keyfile_dir())?.collect();
+    assert!(left.is_empty(), "{left:?}");
+    assert!(client
+        .profiles()
+        .await?
+        .iter()
+        .all(|p| p.kind != "infiniband"));
+    Ok(())
+}
