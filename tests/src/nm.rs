@@ -1,6 +1,8 @@
 //! A real NetworkManager for tests: Debian's `NetworkManager` on a private system bus, in a
 //! network namespace of its own (it sees only `lo`, so it cannot touch the machine's network)
-//! and a mount namespace where its run and state directories are empty tmpfs. Its profiles
+//! and a mount namespace where its run and state directories are empty tmpfs and /sys is the
+//! namespace's own sysfs, read-only: without udev (none runs here), NetworkManager waits for
+//! udev to announce each device unless sysfs is read-only, as in a container. Its profiles
 //! are written as keyfiles to a directory of the test's (`[keyfile] path=`), where the test
 //! reads them. `nmcli` talks to it through `DBUS_SYSTEM_BUS_ADDRESS`.
 
@@ -42,6 +44,12 @@ pub struct PrivateNm {
 
 impl PrivateNm {
     pub async fn start() -> Result<PrivateNm> {
+        Self::start_with("").await
+    }
+
+    /// As [`PrivateNm::start`], running the shell commands `setup` in its network namespace
+    /// first (to make the interfaces it will find there, say a veth pair).
+    pub async fn start_with(setup: &str) -> Result<PrivateNm> {
         let bus = BusConfig::system().include(NM_BUS_POLICY).start()?;
         let dir = tempfile::tempdir()?;
         let keyfiles = dir.path().join("system-connections");
@@ -50,14 +58,16 @@ impl PrivateNm {
         std::fs::write(
             &conf,
             format!(
-                "[main]\nplugins=keyfile\n[keyfile]\npath={}\n[logging]\nlevel=INFO\n",
+                "[main]\nplugins=keyfile\nno-auto-default=*\n[keyfile]\npath={}\n[logging]\nlevel=INFO\n",
                 keyfiles.display()
             ),
         )?;
         let log = std::fs::File::create(dir.path().join("NetworkManager.log"))?;
+        let setup = if setup.trim().is_empty() { ":" } else { setup };
         let script = format!(
             "set -e; for d in /run/NetworkManager /var/lib/NetworkManager; do \
-             mkdir -p $d; mount -t tmpfs tmpfs $d; done; ip link set lo up; \
+             mkdir -p $d; mount -t tmpfs tmpfs $d; done; mount -t sysfs -o ro sysfs /sys; \
+             ip link set lo up; {setup}; \
              exec {NM_BINARY} --no-daemon --debug --config={}",
             conf.display()
         );
@@ -77,13 +87,22 @@ impl PrivateNm {
             .stderr(log)
             .spawn()
             .context("starting NetworkManager")?;
-        let nm = PrivateNm { bus, child, dir };
-        if let Err(e) = nm
-            .bus
-            .wait_for_name(NM_BUS_NAME, Duration::from_secs(30))
-            .await
-        {
-            bail!("{e:#}; its log:\n{}", nm.log());
+        let mut nm = PrivateNm { bus, child, dir };
+        let conn = nm.bus.connect().await?;
+        let dbus = zbus::fdo::DBusProxy::new(&conn).await?;
+        let name = zbus::names::BusName::try_from(NM_BUS_NAME)?;
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while !dbus.name_has_owner(name.clone()).await? {
+            if let Some(status) = nm.child.try_wait()? {
+                bail!("NetworkManager exited ({status}); its log:\n{}", nm.log());
+            }
+            if std::time::Instant::now() > deadline {
+                bail!(
+                    "NetworkManager is not on its bus after 30 s; its log:\n{}",
+                    nm.log()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
         Ok(nm)
     }
@@ -95,6 +114,18 @@ impl PrivateNm {
             .env("DBUS_SYSTEM_BUS_ADDRESS", self.bus.address())
             .output()
             .context("running nmcli")
+    }
+
+    /// Runs `ip ARGS` in NetworkManager's network namespace.
+    pub fn ip(&self, args: &[&str]) -> Result<Output> {
+        Command::new("nsenter")
+            .arg("--target")
+            .arg(self.child.id().to_string())
+            .arg("--net")
+            .arg("ip")
+            .args(args)
+            .output()
+            .context("running ip in NetworkManager's namespace")
     }
 
     /// The directory NetworkManager keeps its keyfiles in.

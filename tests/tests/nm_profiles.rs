@@ -290,3 +290,136 @@ async fn what_nm_would_change_silently_is_refused_with_nothing_written() -> Resu
         .all(|p| p.kind != "infiniband"));
     Ok(())
 }
+
+/// The IPv4 addresses the kernel has on `ifname` in NetworkManager's namespace.
+fn kernel_ipv4(nm: &PrivateNm, ifname: &str) -> Result<Vec<String>> {
+    let out = nm.ip(&["-4", "-o", "addr", "show", "dev", ifname])?;
+    ensure!(out.status.success(), "ip addr show: {out:?}");
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let mut words = l.split_whitespace();
+            words.find(|w| *w == "inet")?;
+            words.next().map(str::to_string)
+        })
+        .collect())
+}
+
+async fn wait_for_ipv4(nm: &PrivateNm, ifname: &str, want: &[&str], secs: u64) -> Result<()> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    loop {
+        let now = kernel_ipv4(nm, ifname)?;
+        if now == want {
+            return Ok(());
+        }
+        ensure!(
+            std::time::Instant::now() < deadline,
+            "{ifname} has {now:?}, not {want:?}, after {secs} s; NetworkManager's log:\n{}",
+            nm.log()
+                .lines()
+                .rev()
+                .take(40)
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+/// A veth pair in NetworkManager's namespace, v0 configured by a profile made with nmcli.
+async fn nm_with_v0() -> Result<(PrivateNm, NetworkManager, String)> {
+    let nm =
+        PrivateNm::start_with("ip link add v0 type veth peer name v1 && ip link set v1 up").await?;
+    let out = nm.nmcli(&[
+        "connection",
+        "add",
+        "type",
+        "ethernet",
+        "con-name",
+        "v0",
+        "ifname",
+        "v0",
+        "ipv4.method",
+        "manual",
+        "ipv4.addresses",
+        "198.51.100.1/24",
+        "ipv6.method",
+        "disabled",
+    ])?;
+    ensure!(out.status.success(), "nmcli add: {out:?}");
+    let out = nm.nmcli(&["connection", "up", "v0"])?;
+    ensure!(out.status.success(), "nmcli up: {out:?}\n{}", nm.log());
+    wait_for_ipv4(&nm, "v0", &["198.51.100.1/24"], 10).await?;
+    let client = NetworkManager::new(nm.bus.connect().await?);
+    let uuid = client
+        .profiles()
+        .await?
+        .into_iter()
+        .find(|p| p.id == "v0")
+        .context("the v0 profile")?
+        .uuid;
+    Ok((nm, client, uuid))
+}
+
+fn v4(addr: &str) -> IpConfig {
+    ip(Family::V4, IpMethod::Manual, &[addr], None, &[], &[])
+}
+
+fn v6_disabled() -> IpConfig {
+    ip(Family::V6, IpMethod::Disabled, &[], None, &[], &[])
+}
+
+/// A change made inside a checkpoint and never confirmed is undone by NetworkManager itself
+/// when the timeout passes: the administrator who cut off their own session gets the old
+/// address back. The profile on disk goes back too.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unconfirmed_change_is_rolled_back_by_networkmanager() -> Result<()> {
+    require_nm!();
+    let (nm, client, uuid) = nm_with_v0().await?;
+    let checkpoint = client.checkpoint(3).await?;
+    // A second checkpoint over the same devices is refused, typed.
+    match client.checkpoint(3).await {
+        Err(NmError::CheckpointConflict(text)) => assert!(text.contains("checkpoint"), "{text}"),
+        other => panic!("a second checkpoint: {other:?}"),
+    }
+    client
+        .set_ip(&uuid, "v0", &v4("198.51.100.2/24"), &v6_disabled())
+        .await?;
+    wait_for_ipv4(&nm, "v0", &["198.51.100.2/24"], 10).await?;
+    let (keyfile_during, _) = keyfile(&nm, "v0")?;
+    assert!(
+        keyfile_during.contains("address1=198.51.100.2/24"),
+        "{keyfile_during}"
+    );
+    // No confirmation: NetworkManager rolls back by itself after 3 s.
+    wait_for_ipv4(&nm, "v0", &["198.51.100.1/24"], 20).await?;
+    let (keyfile_after, _) = keyfile(&nm, "v0")?;
+    assert!(
+        keyfile_after.contains("address1=198.51.100.1/24"),
+        "{keyfile_after}"
+    );
+    // The checkpoint is gone with the rollback: a new one can be made.
+    let again = client.checkpoint(3).await?;
+    client.confirm(&again).await?;
+    let _ = checkpoint;
+    Ok(())
+}
+
+/// A confirmed change stays after the timeout would have passed.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_confirmed_change_stays() -> Result<()> {
+    require_nm!();
+    let (nm, client, uuid) = nm_with_v0().await?;
+    let checkpoint = client.checkpoint(2).await?;
+    client
+        .set_ip(&uuid, "v0", &v4("198.51.100.3/24"), &v6_disabled())
+        .await?;
+    wait_for_ipv4(&nm, "v0", &["198.51.100.3/24"], 10).await?;
+    client.extend(&checkpoint, 2).await?;
+    client.confirm(&checkpoint).await?;
+    tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+    assert_eq!(kernel_ipv4(&nm, "v0")?, ["198.51.100.3/24"]);
+    // Confirmed means forgotten: it can no longer be rolled back.
+    assert!(client.roll_back(&checkpoint).await.is_err());
+    Ok(())
+}

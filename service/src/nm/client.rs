@@ -33,12 +33,77 @@ trait Settings {
 }
 
 #[zbus::proxy(
+    interface = "org.freedesktop.NetworkManager",
+    default_service = "org.freedesktop.NetworkManager",
+    default_path = "/org/freedesktop/NetworkManager",
+    gen_blocking = false
+)]
+trait Manager {
+    fn get_device_by_ip_iface(&self, iface: &str) -> zbus::Result<OwnedObjectPath>;
+
+    fn activate_connection(
+        &self,
+        connection: &zbus::zvariant::ObjectPath<'_>,
+        device: &zbus::zvariant::ObjectPath<'_>,
+        specific_object: &zbus::zvariant::ObjectPath<'_>,
+    ) -> zbus::Result<OwnedObjectPath>;
+
+    fn checkpoint_create(
+        &self,
+        devices: &[zbus::zvariant::ObjectPath<'_>],
+        rollback_timeout: u32,
+        flags: u32,
+    ) -> zbus::Result<OwnedObjectPath>;
+
+    fn checkpoint_destroy(&self, checkpoint: &zbus::zvariant::ObjectPath<'_>) -> zbus::Result<()>;
+
+    fn checkpoint_rollback(
+        &self,
+        checkpoint: &zbus::zvariant::ObjectPath<'_>,
+    ) -> zbus::Result<HashMap<String, u32>>;
+
+    fn checkpoint_adjust_rollback_timeout(
+        &self,
+        checkpoint: &zbus::zvariant::ObjectPath<'_>,
+        add_timeout: u32,
+    ) -> zbus::Result<()>;
+}
+
+#[zbus::proxy(
+    interface = "org.freedesktop.NetworkManager.Device",
+    default_service = "org.freedesktop.NetworkManager",
+    gen_blocking = false
+)]
+trait Device {
+    fn reapply(&self, connection: Settings, version_id: u64, flags: u32) -> zbus::Result<()>;
+
+    #[zbus(property)]
+    fn state(&self) -> zbus::Result<u32>;
+}
+
+/// `NM_CHECKPOINT_CREATE_FLAG_DELETE_NEW_CONNECTIONS`: profiles added after the checkpoint
+/// are deleted at rollback.
+pub const CHECKPOINT_DELETE_NEW_CONNECTIONS: u32 = 0x2;
+/// `NM_CHECKPOINT_CREATE_FLAG_DISCONNECT_NEW_DEVICES`: devices that appear after the
+/// checkpoint are disconnected at rollback (allowed only over all devices).
+pub const CHECKPOINT_DISCONNECT_NEW_DEVICES: u32 = 0x4;
+/// `NM_SETTINGS_UPDATE2_FLAG_TO_DISK`.
+pub const UPDATE_TO_DISK: u32 = 0x1;
+
+#[zbus::proxy(
     interface = "org.freedesktop.NetworkManager.Settings.Connection",
     default_service = "org.freedesktop.NetworkManager",
     gen_blocking = false
 )]
 trait Connection {
     fn get_settings(&self) -> zbus::Result<Settings>;
+
+    fn update2(
+        &self,
+        settings: Settings,
+        flags: u32,
+        args: HashMap<String, OwnedValue>,
+    ) -> zbus::Result<HashMap<String, OwnedValue>>;
 
     fn delete(&self) -> zbus::Result<()>;
 
@@ -63,6 +128,13 @@ pub enum NmError {
     /// NetworkManager is not on the bus.
     #[error("NetworkManager is not running (no owner of {BUS_NAME} on the system bus)")]
     NotRunning,
+    /// Another checkpoint covers the same devices (one made by nmstate, nmcli or a second
+    /// change of ours still waiting for confirmation).
+    #[error("another NetworkManager checkpoint is pending over the same devices: {0}")]
+    CheckpointConflict(String),
+    /// The interface has no NetworkManager device.
+    #[error("NetworkManager has no device {0}")]
+    NoDevice(String),
     #[error("talking to NetworkManager failed: {0}")]
     Bus(String),
 }
@@ -72,6 +144,11 @@ impl From<zbus::Error> for NmError {
         match &e {
             // NetworkManager's own refusals of a profile (`...Settings.Connection.InvalidProperty`,
             // `...InvalidSetting`, `...Settings.InvalidArguments` and the like): its sentence.
+            zbus::Error::MethodError(_, Some(text), _)
+                if text.contains("already included in checkpoint") =>
+            {
+                NmError::CheckpointConflict(text.clone())
+            }
             zbus::Error::MethodError(name, text, _)
                 if name.as_str().starts_with("org.freedesktop.NetworkManager.") =>
             {
@@ -196,6 +273,97 @@ impl NetworkManager {
             filename,
         })
     }
+}
+
+/// A NetworkManager checkpoint: the state of every device and profile when it was made, to
+/// which NetworkManager returns by itself when the timeout passes unless it is destroyed
+/// first (the change is confirmed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checkpoint(pub String);
+
+impl NetworkManager {
+    /// A checkpoint over all devices that NetworkManager rolls back to after `timeout_secs`
+    /// (as nmstate makes them: profiles added meanwhile are deleted, devices that appeared
+    /// are disconnected).
+    pub async fn checkpoint(&self, timeout_secs: u32) -> Result<Checkpoint, NmError> {
+        let nm = ManagerProxy::new(&self.conn).await?;
+        let path = nm
+            .checkpoint_create(
+                &[],
+                timeout_secs,
+                CHECKPOINT_DELETE_NEW_CONNECTIONS | CHECKPOINT_DISCONNECT_NEW_DEVICES,
+            )
+            .await?;
+        Ok(Checkpoint(path.to_string()))
+    }
+
+    /// Confirms the changes made since `checkpoint`: NetworkManager forgets it and keeps them.
+    pub async fn confirm(&self, checkpoint: &Checkpoint) -> Result<(), NmError> {
+        let nm = ManagerProxy::new(&self.conn).await?;
+        nm.checkpoint_destroy(&object_path(&checkpoint.0)?).await?;
+        Ok(())
+    }
+
+    /// Undoes the changes made since `checkpoint` now, without waiting for its timeout.
+    pub async fn roll_back(&self, checkpoint: &Checkpoint) -> Result<(), NmError> {
+        let nm = ManagerProxy::new(&self.conn).await?;
+        nm.checkpoint_rollback(&object_path(&checkpoint.0)?).await?;
+        Ok(())
+    }
+
+    /// Gives the caller `add_secs` more seconds from now to confirm.
+    pub async fn extend(&self, checkpoint: &Checkpoint, add_secs: u32) -> Result<(), NmError> {
+        let nm = ManagerProxy::new(&self.conn).await?;
+        nm.checkpoint_adjust_rollback_timeout(&object_path(&checkpoint.0)?, add_secs)
+            .await?;
+        Ok(())
+    }
+
+    /// Replaces the IPv4 and IPv6 settings of the profile with this UUID (on disk) and
+    /// applies them to the interface if the profile is active on it, as `nmcli connection
+    /// modify` followed by `nmcli device reapply` does. Settings of other sections and the
+    /// family's keys not set here (addr-gen-mode, routes) are kept.
+    pub async fn set_ip(
+        &self,
+        uuid: &str,
+        interface: &str,
+        ipv4: &super::profile::IpConfig,
+        ipv6: &super::profile::IpConfig,
+    ) -> Result<(), NmError> {
+        use super::profile::Family;
+        ipv4.check(Family::V4)?;
+        ipv6.check(Family::V6)?;
+        let settings_proxy = SettingsProxy::new(&self.conn).await?;
+        let path = settings_proxy.get_connection_by_uuid(uuid).await?;
+        let connection = ConnectionProxy::builder(&self.conn)
+            .path(path.clone())?
+            .build()
+            .await?;
+        let mut settings = connection.get_settings().await?;
+        for (name, config, family) in [("ipv4", ipv4, Family::V4), ("ipv6", ipv6, Family::V6)] {
+            let section = settings.entry(name.to_string()).or_default();
+            super::profile::replace_ip(section, config, family);
+        }
+        connection
+            .update2(settings, UPDATE_TO_DISK, HashMap::new())
+            .await?;
+        let nm = ManagerProxy::new(&self.conn).await?;
+        let device = match nm.get_device_by_ip_iface(interface).await {
+            Ok(d) => d,
+            Err(zbus::Error::MethodError(_, _, _)) => {
+                return Err(NmError::NoDevice(interface.to_string()))
+            }
+            Err(e) => return Err(e.into()),
+        };
+        // Activating applies the saved profile whether or not it was active on the device.
+        nm.activate_connection(&path, &device, &object_path("/")?)
+            .await?;
+        Ok(())
+    }
+}
+
+fn object_path(text: &str) -> Result<zbus::zvariant::ObjectPath<'_>, NmError> {
+    zbus::zvariant::ObjectPath::try_from(text).map_err(|e| NmError::Bus(e.to_string()))
 }
 
 /// A random (version 4) UUID, from the kernel.

@@ -380,6 +380,23 @@ impl Section {
     }
 }
 
+/// Replaces one family's method, addresses, gateway and DNS in a profile's section as
+/// NetworkManager returned it, keeping its other keys; the deprecated `addresses` form is
+/// dropped so that `address-data` decides.
+pub fn replace_ip(section: &mut HashMap<String, OwnedValue>, config: &IpConfig, family: Family) {
+    for key in [
+        "method",
+        "addresses",
+        "address-data",
+        "gateway",
+        "dns",
+        "dns-search",
+    ] {
+        section.remove(key);
+    }
+    section.extend(ip_section(config, family).0);
+}
+
 fn ip_section(config: &IpConfig, family: Family) -> Section {
     let mut s = Section::new();
     s.put("method", config.method.as_str());
