@@ -50,7 +50,11 @@ impl PrivateNm {
     /// As [`PrivateNm::start`], running the shell commands `setup` in its network namespace
     /// first (to make the interfaces it will find there, say a veth pair).
     pub async fn start_with(setup: &str) -> Result<PrivateNm> {
-        let bus = BusConfig::system().include(NM_BUS_POLICY).start()?;
+        // rdma-manager's policy too, so that the daemon can serve on the same bus.
+        let bus = BusConfig::system()
+            .include(NM_BUS_POLICY)
+            .with_rdma_manager_policy()
+            .start()?;
         let dir = tempfile::tempdir()?;
         let keyfiles = dir.path().join("system-connections");
         std::fs::create_dir(&keyfiles)?;

@@ -4,6 +4,8 @@
 //! Red Hat guide's chapter 3.4 and 3.6; nmcli's keyfile and ours must be the same bytes but
 //! for the UUID. What NetworkManager would change silently is refused with nothing written.
 
+use std::collections::HashMap;
+
 use anyhow::{ensure, Context, Result};
 use rdma_manager_tests::nm::{skip_reason, PrivateNm};
 use rdma_managerd::nm::client::{NetworkManager, NmError};
@@ -421,5 +423,158 @@ async fn a_confirmed_change_stays() -> Result<()> {
     assert_eq!(kernel_ipv4(&nm, "v0")?, ["198.51.100.3/24"]);
     // Confirmed means forgotten: it can no longer be rolled back.
     assert!(client.roll_back(&checkpoint).await.is_err());
+    Ok(())
+}
+
+/// rdma-managerd on the simulated demo host, serving on NetworkManager's bus with the host
+/// services of a real daemon (`BusSystemServices`: NetworkManager is asked over the bus).
+async fn daemon_on(
+    nm: &PrivateNm,
+    sim: &rdma_managerd::kernel::sim::SimHost,
+) -> Result<rdma_managerd::dbus::server::Service> {
+    use rdma_managerd::dbus::polkit::Authorizer;
+    use rdma_managerd::dbus::server;
+    use std::sync::Arc;
+    let conn = nm.bus.connect().await?;
+    let config = rdma_managerd::engine::EngineConfig {
+        tick: std::time::Duration::from_millis(100),
+        ..Default::default()
+    };
+    Ok(server::serve_with(
+        conn.clone(),
+        Arc::new(sim.clone()),
+        true,
+        config,
+        Authorizer::same_user_for_simulation(&conn),
+        Arc::new(rdma_managerd::system::BusSystemServices::new(&conn)),
+    )
+    .await?)
+}
+
+async fn ipoib(
+    conn: &zbus::Connection,
+    sim: &rdma_managerd::kernel::sim::SimHost,
+    name: &str,
+) -> Result<rdma_manager_dbus::IpoibProxy<'static>> {
+    let ifindex = sim
+        .spec()
+        .netdevs
+        .iter()
+        .find(|n| n.name == name)
+        .with_context(|| format!("{name} exists"))?
+        .ifindex;
+    Ok(rdma_manager_dbus::IpoibProxy::builder(conn)
+        .path(rdma_manager_dbus::ipoib_path(ifindex))?
+        .cache_properties(zbus::proxy::CacheProperties::No)
+        .build()
+        .await?)
+}
+
+fn has_netdev(sim: &rdma_managerd::kernel::sim::SimHost, name: &str) -> bool {
+    sim.spec().netdevs.iter().any(|n| n.name == name)
+}
+
+fn busy_naming_nm(r: Result<impl std::fmt::Debug, zbus::Error>, what: &str) {
+    match r {
+        Err(zbus::Error::MethodError(name, Some(text), _)) => {
+            assert_eq!(
+                name.as_str(),
+                "org.rdmamanager.RdmaManager1.Error.Busy",
+                "{what}: {text}"
+            );
+            assert!(text.contains("NetworkManager"), "{what}: {text}");
+        }
+        other => panic!("{what}: {other:?}"),
+    }
+}
+
+/// One owner per interface: where NetworkManager has a profile for an IPoIB interface, the
+/// daemon refuses to create, delete or change it, and does not re-create it from its own
+/// `ipoib.toml` when it starts; other interfaces it handles as before.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_daemon_leaves_interfaces_networkmanager_owns_alone() -> Result<()> {
+    require_nm!();
+    use rdma_managerd::kernel::sim::{fixtures, SimHost};
+    use rdma_managerd::kernel::Host;
+    let nm = PrivateNm::start().await?;
+    let nm_child = |pkey: &str| -> Result<()> {
+        let name = format!("ib0.{}", pkey.trim_start_matches("0x"));
+        let out = nm.nmcli(&[
+            "connection",
+            "add",
+            "type",
+            "infiniband",
+            "con-name",
+            &name,
+            "ifname",
+            &name,
+            "parent",
+            "ib0",
+            "p-key",
+            pkey,
+            "transport-mode",
+            "datagram",
+        ])?;
+        ensure!(out.status.success(), "nmcli: {out:?}");
+        Ok(())
+    };
+    nm_child("0x8003")?;
+    let sim = SimHost::new(fixtures::demo_host())?;
+    let service = daemon_on(&nm, &sim).await?;
+    let client = nm.bus.connect().await?;
+    let ib0 = ipoib(&client, &sim, "ib0").await?;
+
+    // NetworkManager's child (P_Key 0x0003 joins as 0x8003): refused, nothing made.
+    busy_naming_nm(
+        ib0.create_child(0x0003, "", HashMap::new()).await,
+        "CreateChild 0x0003",
+    );
+    assert!(!has_netdev(&sim, "ib0.0003") && !has_netdev(&sim, "ib0.8003"));
+    // Others: as before.
+    ib0.create_child(0x0004, "", HashMap::new()).await?;
+    ib0.create_child(0x0005, "", HashMap::new()).await?;
+    ensure!(has_netdev(&sim, "ib0.0004") && has_netdev(&sim, "ib0.0005"));
+
+    // NetworkManager takes ib0.0004 over: the daemon no longer changes or deletes it.
+    nm_child("0x0004")?;
+    let child = ipoib(&client, &sim, "ib0.0004").await?;
+    let mtu_before = sim
+        .spec()
+        .netdevs
+        .iter()
+        .find(|n| n.name == "ib0.0004")
+        .map(|n| n.mtu);
+    busy_naming_nm(child.set_mtu(1500).await, "SetMtu");
+    busy_naming_nm(child.set_mode("connected").await, "SetMode");
+    busy_naming_nm(child.set_umcast(true).await, "SetUmcast");
+    busy_naming_nm(child.delete().await, "Delete");
+    ensure!(has_netdev(&sim, "ib0.0004"));
+    assert_eq!(
+        sim.spec()
+            .netdevs
+            .iter()
+            .find(|n| n.name == "ib0.0004")
+            .map(|n| n.mtu),
+        mtu_before
+    );
+
+    // A reboot: the kernel forgets both children; the daemon starts again and re-creates
+    // only its own (ib0.0005), not the one NetworkManager owns.
+    service.task.abort();
+    service
+        .conn
+        .release_name(rdma_manager_dbus::BUS_NAME)
+        .await?;
+    sim.delete_netdev("ib0.0004").await?;
+    sim.delete_netdev("ib0.0005").await?;
+    let _service = daemon_on(&nm, &sim).await?;
+    ensure!(
+        has_netdev(&sim, "ib0.0005"),
+        "the daemon's own child was not re-created"
+    );
+    ensure!(
+        !has_netdev(&sim, "ib0.0004"),
+        "NetworkManager's child was re-created by the daemon"
+    );
     Ok(())
 }

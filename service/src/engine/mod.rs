@@ -10,6 +10,7 @@
 pub mod clock;
 pub mod history;
 mod leftovers;
+mod nm_owners;
 mod ops;
 mod ops_host;
 mod ops_ipoib;
@@ -90,6 +91,8 @@ pub struct EngineHandle {
     pub clock: TickClock,
     pub host: Arc<dyn Host>,
     host_setup: Arc<ops_host::HostSetupShared>,
+    /// Which interfaces NetworkManager owns (asked from callers' tasks).
+    nm: Arc<nm_owners::NmOwners>,
 }
 
 impl EngineHandle {
@@ -195,6 +198,10 @@ pub async fn start(
         }
         None => TickClock::new(config.tick),
     };
+    // Asked before the restore: an interface NetworkManager owns is not re-created or
+    // re-applied from the daemon's own file.
+    let nm = Arc::new(nm_owners::NmOwners::new(system.clone()));
+    nm.refresh().await;
     let host_setup = Arc::new(ops_host::HostSetupShared::new(system));
     let handle = EngineHandle {
         commands: tx.clone(),
@@ -202,11 +209,13 @@ pub async fn start(
         clock: clock.clone(),
         host: host.clone(),
         host_setup: host_setup.clone(),
+        nm: nm.clone(),
     };
     let poller = host.port_poller();
     let mut engine = Engine {
         host,
         host_setup,
+        nm,
         units_status_seq: 0,
         commands: tx.downgrade(),
         sink,
@@ -262,6 +271,7 @@ pub(crate) struct Engine {
     host: Arc<dyn Host>,
     /// How host setup reaches systemd and firewalld; asked off the engine task only.
     host_setup: Arc<ops_host::HostSetupShared>,
+    nm: Arc<nm_owners::NmOwners>,
     /// The number of the units' status last taken (see `ops_host`).
     units_status_seq: u64,
     /// The engine's own queue, for results of work it started on other tasks; weak, so the

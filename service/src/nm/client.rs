@@ -179,7 +179,7 @@ pub struct ProfileSummary {
 }
 
 /// NetworkManager over one bus connection.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct NetworkManager {
     conn: zbus::Connection,
 }
