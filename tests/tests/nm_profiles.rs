@@ -557,6 +557,21 @@ async fn the_daemon_leaves_interfaces_networkmanager_owns_alone() -> Result<()> 
             .map(|n| n.mtu),
         mtu_before
     );
+    // The owner is published: NetworkManager's profile for ib0.0004, the daemon for its own.
+    let (kind, id, uuid) = child.owner().await?;
+    assert_eq!((kind.as_str(), id.as_str()), ("networkmanager", "ib0.0004"));
+    let profiles = NetworkManager::new(client.clone()).profiles().await?;
+    assert!(
+        profiles
+            .iter()
+            .any(|p| p.uuid == uuid && p.id == "ib0.0004"),
+        "{profiles:?}"
+    );
+    let own = ipoib(&client, &sim, "ib0.0005").await?.owner().await?;
+    assert_eq!(
+        own,
+        ("rdma-manager".to_string(), String::new(), String::new())
+    );
 
     // A reboot: the kernel forgets both children; the daemon starts again and re-creates
     // only its own (ib0.0005), not the one NetworkManager owns.

@@ -542,6 +542,8 @@ bus_object! {
         children as "Children": Vec<OwnedObjectPath>,
         /// Attributes the kernel did not give, with the reason (missing, read failed: EINVAL, malformed ...); their properties show empty or zero.
         unreadable as "Unreadable": HashMap<String, String>,
+        /// Who configures this interface: ("networkmanager", profile id, profile UUID) when a NetworkManager profile does (the daemon then refuses to change it and does not re-create it), ("rdma-manager", "", "") when ipoib.toml remembers it, ("", "", "") when nobody does.
+        owner as "Owner": (String, String, String),
         /// Whether the daemon remembers this interface in ipoib.toml: a P_Key child it re-creates, or a port's interface with settings it re-applies.
         persisted as "Persisted": bool,
         /// The remembered settings re-applied when the interface appears (mode, mtu, umcast), as text.

@@ -168,7 +168,12 @@ pub async fn start(
     let t = std::time::Instant::now();
     // Before anything is read or written: a write killed half-way left only its temp file.
     leftovers::remove_leftovers(host.as_ref()).await;
-    let (state, dirty) = read_host(host.as_ref(), system.as_ref()).await?;
+    let (mut state, dirty) = read_host(host.as_ref(), system.as_ref()).await?;
+    // Asked before the first publish and the restore: an interface NetworkManager owns shows
+    // its profile, and is not re-created or re-applied from the daemon's own file.
+    let nm = Arc::new(nm_owners::NmOwners::new(system.clone()));
+    nm.refresh().await;
+    state.nm_profiles = nm.snapshot();
     for e in state.config.errors() {
         warn!(error = %e, "persisted configuration is unusable; nothing from it is re-applied");
     }
@@ -198,10 +203,6 @@ pub async fn start(
         }
         None => TickClock::new(config.tick),
     };
-    // Asked before the restore: an interface NetworkManager owns is not re-created or
-    // re-applied from the daemon's own file.
-    let nm = Arc::new(nm_owners::NmOwners::new(system.clone()));
-    nm.refresh().await;
     let host_setup = Arc::new(ops_host::HostSetupShared::new(system));
     let handle = EngineHandle {
         commands: tx.clone(),

@@ -16,7 +16,24 @@ use tracing::warn;
 use crate::nm::client::ProfileSummary;
 use crate::system::SystemServices;
 
-use super::OpError;
+use super::{Dirty, Engine, OpError};
+
+impl Engine {
+    /// Publishes the owners NetworkManager's last answer gives, when they changed: every
+    /// IPoIB interface's `Owner` follows.
+    pub(super) async fn sync_nm_owners(&mut self) {
+        let now = self.nm.snapshot();
+        if now == self.state.nm_profiles {
+            return;
+        }
+        self.state.nm_profiles = now;
+        let dirty = Dirty {
+            ipoib: self.state.ipoib.keys().copied().collect(),
+            ..Dirty::default()
+        };
+        self.sink.publish(&self.state, &dirty).await;
+    }
+}
 
 /// The profiles NetworkManager had when last asked; `None` while it does not run.
 pub struct NmOwners {
@@ -41,6 +58,14 @@ impl NmOwners {
             }
             Err(e) => warn!(error = %e, "could not ask NetworkManager which profiles it has"),
         }
+    }
+
+    /// The profiles as last asked (`None`: NetworkManager does not run).
+    pub fn snapshot(&self) -> Option<Vec<ProfileSummary>> {
+        self.snapshot
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// The profile that configures `interface`, if NetworkManager runs and has one.

@@ -32,6 +32,7 @@ impl EngineHandle {
         self.nm.refresh().await;
         self.call(move |e| {
             Box::pin(async move {
+                e.sync_nm_owners().await;
                 e.refuse_nm_owned_child(parent, pkey, &name)?;
                 e.ipoib_create_child(parent, pkey, &name, settings).await
             })
@@ -44,6 +45,7 @@ impl EngineHandle {
         self.nm.refresh().await;
         self.call(move |e| {
             Box::pin(async move {
+                e.sync_nm_owners().await;
                 e.refuse_nm_owned(ifindex, "delete it")?;
                 e.ipoib_delete(ifindex).await
             })
@@ -57,6 +59,7 @@ impl EngineHandle {
         self.nm.refresh().await;
         self.call(move |e| {
             Box::pin(async move {
+                e.sync_nm_owners().await;
                 e.refuse_nm_owned(ifindex, "set its transport mode")?;
                 e.ipoib_set_mode(ifindex, mode).await
             })
@@ -69,6 +72,7 @@ impl EngineHandle {
         self.nm.refresh().await;
         self.call(move |e| {
             Box::pin(async move {
+                e.sync_nm_owners().await;
                 e.refuse_nm_owned(ifindex, "set its MTU")?;
                 e.ipoib_set_mtu(ifindex, mtu).await
             })
@@ -81,6 +85,7 @@ impl EngineHandle {
         self.nm.refresh().await;
         self.call(move |e| {
             Box::pin(async move {
+                e.sync_nm_owners().await;
                 e.refuse_nm_owned(ifindex, "set its umcast")?;
                 e.ipoib_set_umcast(ifindex, umcast).await
             })

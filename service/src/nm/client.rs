@@ -166,7 +166,7 @@ impl From<zbus::Error> for NmError {
 }
 
 /// A profile as NetworkManager holds it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ProfileSummary {
     pub path: String,
     pub id: String,
