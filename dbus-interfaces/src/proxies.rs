@@ -235,6 +235,9 @@ pub trait Ipoib {
     fn children(&self) -> zbus::Result<Vec<OwnedObjectPath>>;
     #[zbus(property)]
     fn unreadable(&self) -> zbus::Result<HashMap<String, String>>;
+    /// ("networkmanager", profile id, UUID), ("rdma-manager", "", "") or ("", "", "").
+    #[zbus(property)]
+    fn owner(&self) -> zbus::Result<(String, String, String)>;
     /// Whether ipoib.toml remembers this interface.
     #[zbus(property)]
     fn persisted(&self) -> zbus::Result<bool>;

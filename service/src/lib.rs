@@ -17,4 +17,5 @@ pub mod ibstat;
 pub mod ipoib_report;
 pub mod kernel;
 pub mod model;
+pub mod nm;
 pub mod system;

@@ -2,9 +2,11 @@
 //! the real kernel (in the QEMU lab, `tests/lab/`). Its transcript must be identical on both:
 //! where they differ, the simulation is wrong.
 
+pub mod audit_log;
 pub mod bus;
 pub mod hostsvc;
 pub mod imports;
+pub mod nm;
 pub mod reference;
 pub mod scenarios;
 pub mod service;

@@ -276,6 +276,16 @@ c_journal() {
   echo "fields: $fields"
   run journalctl -b -u rdma-managerd.service -o json --no-pager | tail -n 3
   echo "$fields" | grep -qw TARGET || echo "$fields" | grep -qw CODE_FILE || fail "no structured fields from tracing-journald"
+  # Every change is logged once with who asked, what and the outcome (the audit lines):
+  # the soft link and the RoCE settings made above by root.
+  echo "--- audit lines of this boot:"
+  run journalctl -b -u rdma-managerd.service --no-pager -o cat SYSLOG_IDENTIFIER=rdma-managerd OUTCOME=done
+  run journalctl -b -u rdma-managerd.service --no-pager -o json OUTCOME=done METHOD=AddSoftLink | tail -n 1
+  local m
+  for m in AddSoftLink SetRoceMode SetRoceTos; do
+    journalctl -b -u rdma-managerd.service -o json OUTCOME=done CALLER_UID=0 METHOD="$m" \
+      | grep -q '"ARGUMENTS"' || fail "no audit line of $m by uid 0 with its arguments"
+  done
 }
 
 c_security() {
@@ -402,6 +412,14 @@ c_tui() {
   tui_screen
   tui_stop
   run cat "$cfg/default_roce_tos"
+  # Both attempts are in the journal under the user's uid: refused, then done.
+  local uid
+  uid=$(id -u "$TUI_USER")
+  run journalctl -b -u rdma-managerd.service --no-pager -o cat CALLER_UID="$uid"
+  journalctl -b -u rdma-managerd.service -o cat CALLER_UID="$uid" OUTCOME=refused METHOD=SetRoceTos \
+    | grep -q 'by uid' || fail "no audit line of the refused SetRoceTos of uid $uid"
+  journalctl -b -u rdma-managerd.service -o cat CALLER_UID="$uid" OUTCOME=done METHOD=SetRoceTos \
+    | grep -q 'tos=32' || fail "no audit line of the SetRoceTos of uid $uid that was done"
   # Back to what the reboot checks expect.
   bcall "$(device_path rxe0)/Port/1" "$BUS.Port" SetRoceTos y "$TOS"
 }

@@ -6,6 +6,7 @@
 
 use anyhow::{Context, Result};
 use rdma_manager_dbus::{BUS_NAME, ROOT_PATH};
+use rdma_manager_tests::audit_log;
 use rdma_manager_tests::bus::{skip_reason, Credentials, PolkitConfig, PrivateBus, Reply};
 use rdma_manager_tests::service::{attr, own_interfaces, SystemSetup as Setup};
 
@@ -186,8 +187,8 @@ async fn the_shipped_group_rule_grants_nothing_without_an_active_session() -> Re
     refused_every_change(&t, &member, &mutating).await
 }
 
-/// Calls every method of `mutating` as `user` and checks that each is refused by polkit and
-/// changes nothing.
+/// Calls every method of `mutating` as `user` and checks that each is refused by polkit,
+/// changes nothing, and leaves one audit line saying who was refused what.
 async fn refused_every_change(
     t: &Setup,
     user: &Credentials,
@@ -195,6 +196,8 @@ async fn refused_every_change(
 ) -> Result<()> {
     let before = t.device_names();
     let netdevs_before = netdevs(t);
+    audit_log::catch();
+    let _ = audit_log::taken();
     for (path, iface, method, sig) in mutating.iter().copied() {
         let args = dummy_args(sig);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -211,6 +214,27 @@ async fn refused_every_change(
                 assert!(msg.contains("org.rdmamanager.rdmamanager1."), "{msg}");
             }
             Reply::Ok(out) => panic!("{iface}.{method} succeeded for an unprivileged user: {out}"),
+        }
+        let lines = audit_log::taken();
+        assert_eq!(
+            lines.len(),
+            1,
+            "{iface}.{method}: one audit line: {lines:?}"
+        );
+        let line = &lines[0];
+        let uid = user.uid.to_string();
+        for (field, want) in [
+            ("method", method.as_str()),
+            ("object", path.as_str()),
+            ("outcome", "refused"),
+            ("caller_uid", uid.as_str()),
+            ("error", "org.rdmamanager.RdmaManager1.Error.NotAuthorized"),
+        ] {
+            assert_eq!(
+                line.get(field).map(String::as_str),
+                Some(want),
+                "{field}: {line:?}"
+            );
         }
         assert_eq!(
             t.device_names(),
@@ -235,7 +259,9 @@ async fn refused_every_change(
 #[tokio::test(flavor = "multi_thread")]
 async fn root_may_add_and_remove_a_soft_link() -> Result<()> {
     require_harness!();
+    audit_log::catch();
     let t = Setup::new(false, PolkitConfig::rdma_manager()).await?;
+    let _ = audit_log::taken();
     let reply = t
         .manager(None, "AddSoftLink", &["sss", "rxe9", "rxe", "eth0"])
         .await?;
@@ -260,6 +286,37 @@ async fn root_may_add_and_remove_a_soft_link() -> Result<()> {
         "{out}"
     );
     assert!(t.device_names().contains(&"rxe9".to_string()));
+    // Each change left one audit line: who (root), what, and the outcome.
+    let outcomes: Vec<(String, String, String, String)> = audit_log::taken()
+        .into_iter()
+        .map(|l| {
+            let get = |k: &str| l.get(k).cloned().unwrap_or_default();
+            (
+                get("method"),
+                get("arguments"),
+                get("outcome"),
+                get("caller_uid"),
+            )
+        })
+        .collect();
+    let line =
+        |m: &str, a: &str, o: &str| (m.to_string(), a.to_string(), o.to_string(), "0".to_string());
+    assert_eq!(
+        outcomes,
+        [
+            line(
+                "AddSoftLink",
+                r#"name="rxe9" type="rxe" netdev="eth0""#,
+                "failed"
+            ),
+            line("RemoveSoftLink", r#"name="rxe0""#, "done"),
+            line(
+                "AddSoftLink",
+                r#"name="rxe9" type="rxe" netdev="eth0""#,
+                "done"
+            ),
+        ]
+    );
 
     // A bad name is refused before the kernel sees it.
     let reply = t

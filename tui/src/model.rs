@@ -238,6 +238,7 @@ record!(
         persisted_settings: BTreeMap<String, String> = "PersistedSettings"
             via HashMap<String, String> => |m| m.into_iter().collect(),
         persisted_children: Vec<(u16, String)> = "PersistedChildren",
+        owner: (String, String, String) = "Owner",
     }
 );
 
@@ -377,6 +378,12 @@ impl Ipoib {
     /// A P_Key child (as opposed to a port's own interface).
     pub fn is_child(&self) -> bool {
         !self.parent_name.is_empty()
+    }
+
+    /// The NetworkManager profile that configures it, if one does (the daemon then leaves
+    /// it alone).
+    pub fn nm_profile(&self) -> Option<&str> {
+        (self.owner.0 == "networkmanager").then_some(self.owner.1.as_str())
     }
 }
 

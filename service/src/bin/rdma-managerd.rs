@@ -240,7 +240,9 @@ fn init_logging() {
     let registry = tracing_subscriber::registry().with(filter);
     if std::env::var_os("JOURNAL_STREAM").is_some() {
         if let Ok(journald) = tracing_journald::layer() {
-            registry.with(journald).init();
+            // Fields under their own names (CALLER_UID, OUTCOME, ...), not F_CALLER_UID: the
+            // audit lines are meant to be filtered on (`journalctl OUTCOME=refused`).
+            registry.with(journald.with_field_prefix(None)).init();
             return;
         }
     }

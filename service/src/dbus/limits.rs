@@ -280,6 +280,16 @@ impl Limits {
         })
     }
 
+    /// The uid of `sender`: as the books know it (every admitted call has asked), else from
+    /// the bus.
+    pub async fn uid_of(&self, sender: &str) -> Option<u32> {
+        let known = self.lock().by_connection.get(sender).and_then(|b| b.uid);
+        match known {
+            Some(uid) => Some(uid),
+            None => self.ask_uid(sender).await,
+        }
+    }
+
     async fn ask_uid(&self, sender: &str) -> Option<u32> {
         let conn = self.connection()?;
         let dbus = zbus::fdo::DBusProxy::new(&conn).await.ok()?;

@@ -8,11 +8,12 @@
 //! - [`publisher`]: adds, updates and removes objects as the engine publishes, emitting
 //!   PropertiesChanged with only what changed (InterfacesAdded/Removed come from the
 //!   ObjectManager at the root).
-//! - [`polkit`]: authorization of mutating calls.
+//! - [`polkit`]: authorization of mutating calls; [`audit`]: the log line of each of them.
 //! - [`guard`]: wraps every interface: exact argument signatures, no reply where none was asked
 //!   for, and the [`limits`] of what one client may have the daemon send it unread.
 //! - [`server`]: connection, name and start-up order.
 
+pub mod audit;
 pub mod document;
 pub mod errors;
 pub mod guard;
@@ -66,9 +67,34 @@ impl Context {
         let _ = self.engine.set(e);
     }
 
-    /// Asks polkit whether the caller may do `action`; every mutating method calls this first.
+    /// Asks polkit whether the caller may do `action`.
     pub async fn authorize(&self, header: &Header<'_>, action: Action) -> Result<(), Error> {
         self.authorizer.check(header, action).await
+    }
+
+    /// Every mutating method runs through this: asks polkit, runs `change` only when allowed,
+    /// and logs one [`audit`] line of who asked what and the outcome, refusals included.
+    /// `arguments` is the call's `audit_args!`.
+    pub async fn change<T>(
+        &self,
+        header: &Header<'_>,
+        action: Action,
+        arguments: String,
+        change: impl std::future::Future<Output = Result<T, Error>>,
+    ) -> Result<T, Error> {
+        let uid = match header.sender() {
+            Some(sender) => self.limits.uid_of(sender.as_str()).await,
+            None => None,
+        };
+        let request = audit::Request::new(header, uid, action, arguments);
+        if let Err(refused) = self.authorize(header, action).await {
+            let refused = Err(refused);
+            request.record::<T>(&refused, false);
+            return refused;
+        }
+        let outcome = change.await;
+        request.record(&outcome, true);
+        outcome
     }
 }
 

@@ -124,14 +124,18 @@ bus_object! {
             netdev: &str,
             #[zbus(header)] header: Header<'_>,
         ) -> Result<OwnedObjectPath, Error> {
-            self.ctx.authorize(&header, Action::ManageLinks).await?;
-            let index = self
-                .ctx
-                .engine()?
-                .add_soft_link(name, r#type, netdev)
+            let arguments = crate::audit_args![name, r#type, netdev];
+            self.ctx
+                .change(&header, Action::ManageLinks, arguments, async {
+                let index = self
+                    .ctx
+                    .engine()?
+                    .add_soft_link(name, r#type, netdev)
+                    .await
+                    .map_err(super::errors::op_error)?;
+                Ok(super::values::object_path(rdma_manager_dbus::device_path(index)))
+                })
                 .await
-                .map_err(super::errors::op_error)?;
-            Ok(super::values::object_path(rdma_manager_dbus::device_path(index)))
         }
 
         /// Removes an rxe or siw device, as `rdma link delete NAME` does.
@@ -140,12 +144,16 @@ bus_object! {
             name: &str,
             #[zbus(header)] header: Header<'_>,
         ) -> Result<(), Error> {
-            self.ctx.authorize(&header, Action::ManageLinks).await?;
+            let arguments = crate::audit_args![name];
             self.ctx
-                .engine()?
-                .remove_soft_link(name)
+                .change(&header, Action::ManageLinks, arguments, async {
+                self.ctx
+                    .engine()?
+                    .remove_soft_link(name)
+                    .await
+                    .map_err(super::errors::op_error)
+                })
                 .await
-                .map_err(super::errors::op_error)
         }
 
         /// Gives the IPoIB interface of the port with this GUID (0002:c903:0031:78f2, 0x0002c903003178f2 or 00:02:c9:03:00:31:78:f2) a persistent name in 70-persistent-ipoib.rules, and renames the interface now if apply_now is true.
@@ -156,12 +164,16 @@ bus_object! {
             apply_now: bool,
             #[zbus(header)] header: Header<'_>,
         ) -> Result<(), Error> {
-            self.ctx.authorize(&header, Action::ManageNaming).await?;
+            let arguments = crate::audit_args![port_guid, name, apply_now];
             self.ctx
-                .engine()?
-                .set_ipoib_name(port_guid, name, apply_now)
+                .change(&header, Action::ManageNaming, arguments, async {
+                self.ctx
+                    .engine()?
+                    .set_ipoib_name(port_guid, name, apply_now)
+                    .await
+                    .map_err(super::errors::op_error)
+                })
                 .await
-                .map_err(super::errors::op_error)
         }
 
         /// Removes the persistent name rdma-managerd gave a port's IPoIB interface; the interface keeps its current name until it is added again.
@@ -170,12 +182,16 @@ bus_object! {
             port_guid: &str,
             #[zbus(header)] header: Header<'_>,
         ) -> Result<(), Error> {
-            self.ctx.authorize(&header, Action::ManageNaming).await?;
+            let arguments = crate::audit_args![port_guid];
             self.ctx
-                .engine()?
-                .remove_ipoib_name(port_guid)
+                .change(&header, Action::ManageNaming, arguments, async {
+                self.ctx
+                    .engine()?
+                    .remove_ipoib_name(port_guid)
+                    .await
+                    .map_err(super::errors::op_error)
+                })
                 .await
-                .map_err(super::errors::op_error)
         }
 
         /// Sets the naming policy of RDMA devices (NAME_KERNEL, NAME_ONBOARD, NAME_PCI, NAME_GUID, NAME_FALLBACK) in the override of 60-rdma-persistent-naming.rules; with apply_now, renames present devices to the names the policy gives them.
@@ -185,12 +201,16 @@ bus_object! {
             apply_now: bool,
             #[zbus(header)] header: Header<'_>,
         ) -> Result<(), Error> {
-            self.ctx.authorize(&header, Action::ManageNaming).await?;
+            let arguments = crate::audit_args![policy, apply_now];
             self.ctx
-                .engine()?
-                .set_rdma_naming_policy(policy, apply_now)
+                .change(&header, Action::ManageNaming, arguments, async {
+                self.ctx
+                    .engine()?
+                    .set_rdma_naming_policy(policy, apply_now)
+                    .await
+                    .map_err(super::errors::op_error)
+                })
                 .await
-                .map_err(super::errors::op_error)
         }
 
         /// Gives the RDMA device with this node GUID a fixed name (NAME_FIXED) in the override; with apply_now, renames it now.
@@ -201,12 +221,16 @@ bus_object! {
             apply_now: bool,
             #[zbus(header)] header: Header<'_>,
         ) -> Result<(), Error> {
-            self.ctx.authorize(&header, Action::ManageNaming).await?;
+            let arguments = crate::audit_args![node_guid, name, apply_now];
             self.ctx
-                .engine()?
-                .set_rdma_fixed_name(node_guid, name, apply_now)
+                .change(&header, Action::ManageNaming, arguments, async {
+                self.ctx
+                    .engine()?
+                    .set_rdma_fixed_name(node_guid, name, apply_now)
+                    .await
+                    .map_err(super::errors::op_error)
+                })
                 .await
-                .map_err(super::errors::op_error)
         }
 
         /// Removes the fixed name rdma-managerd gave a device; the policy names it from its next addition.
@@ -215,12 +239,16 @@ bus_object! {
             node_guid: &str,
             #[zbus(header)] header: Header<'_>,
         ) -> Result<(), Error> {
-            self.ctx.authorize(&header, Action::ManageNaming).await?;
+            let arguments = crate::audit_args![node_guid];
             self.ctx
-                .engine()?
-                .remove_rdma_fixed_name(node_guid)
+                .change(&header, Action::ManageNaming, arguments, async {
+                self.ctx
+                    .engine()?
+                    .remove_rdma_fixed_name(node_guid)
+                    .await
+                    .map_err(super::errors::op_error)
+                })
                 .await
-                .map_err(super::errors::op_error)
         }
 
         /// For every RDMA device and every policy (and its fixed name, if it has one): (device, policy, the name rdma_rename gives, or empty, true for what the rules in force do when the device is next added, the reason there is no name or what to know about it).
@@ -300,13 +328,17 @@ bus_object! {
             new_name: &str,
             #[zbus(header)] header: Header<'_>,
         ) -> Result<(), Error> {
-            self.ctx.authorize(&header, Action::ManageNaming).await?;
-            let index = self.view.read().unwrap_or_else(|p| p.into_inner()).index;
+            let arguments = crate::audit_args![new_name];
             self.ctx
-                .engine()?
-                .rename_device(index, new_name)
+                .change(&header, Action::ManageNaming, arguments, async {
+                let index = self.view.read().unwrap_or_else(|p| p.into_inner()).index;
+                self.ctx
+                    .engine()?
+                    .rename_device(index, new_name)
+                    .await
+                    .map_err(super::errors::op_error)
+                })
                 .await
-                .map_err(super::errors::op_error)
         }
     }
 }
@@ -374,13 +406,17 @@ bus_object! {
             mode: &str,
             #[zbus(header)] header: Header<'_>,
         ) -> Result<(), Error> {
-            self.ctx.authorize(&header, Action::ManageRoce).await?;
-            let v = read(&self.view);
+            let arguments = crate::audit_args![mode];
             self.ctx
-                .engine()?
-                .set_roce_mode(super::device_index(&v.device), v.number, mode)
+                .change(&header, Action::ManageRoce, arguments, async {
+                let v = read(&self.view);
+                self.ctx
+                    .engine()?
+                    .set_roce_mode(super::device_index(&v.device), v.number, mode)
+                    .await
+                    .map_err(super::errors::op_error)
+                })
                 .await
-                .map_err(super::errors::op_error)
         }
 
         /// Sets rdma_cm's default type of service for RoCE connections of this port and
@@ -390,13 +426,17 @@ bus_object! {
             tos: u8,
             #[zbus(header)] header: Header<'_>,
         ) -> Result<(), Error> {
-            self.ctx.authorize(&header, Action::ManageRoce).await?;
-            let v = read(&self.view);
+            let arguments = crate::audit_args![tos];
             self.ctx
-                .engine()?
-                .set_roce_tos(super::device_index(&v.device), v.number, tos)
+                .change(&header, Action::ManageRoce, arguments, async {
+                let v = read(&self.view);
+                self.ctx
+                    .engine()?
+                    .set_roce_tos(super::device_index(&v.device), v.number, tos)
+                    .await
+                    .map_err(super::errors::op_error)
+                })
                 .await
-                .map_err(super::errors::op_error)
         }
 
         /// The recorded throughput, oldest first: (time µs since the epoch, TX bytes/s,
@@ -501,6 +541,8 @@ bus_object! {
         children as "Children": Vec<OwnedObjectPath>,
         /// Attributes the kernel did not give, with the reason (missing, read failed: EINVAL, malformed ...); their properties show empty or zero.
         unreadable as "Unreadable": HashMap<String, String>,
+        /// Who configures this interface: ("networkmanager", profile id, profile UUID) when a NetworkManager profile does (the daemon then refuses to change it and does not re-create it), ("rdma-manager", "", "") when ipoib.toml remembers it, ("", "", "") when nobody does.
+        owner as "Owner": (String, String, String),
         /// Whether the daemon remembers this interface in ipoib.toml: a P_Key child it re-creates, or a port's interface with settings it re-applies.
         persisted as "Persisted": bool,
         /// The remembered settings re-applied when the interface appears (mode, mtu, umcast), as text.
@@ -521,63 +563,83 @@ bus_object! {
             settings: HashMap<String, zbus::zvariant::OwnedValue>,
             #[zbus(header)] header: Header<'_>,
         ) -> Result<OwnedObjectPath, Error> {
-            self.ctx.authorize(&header, Action::ManageIpoib).await?;
-            let settings = super::ipoib::child_settings(&settings)?;
-            let parent = read(&self.view).ifindex;
-            let child = self
-                .ctx
-                .engine()?
-                .ipoib_create_child(parent, u32::from(pkey), name, settings)
+            let arguments = crate::audit_args![pkey, name, settings];
+            self.ctx
+                .change(&header, Action::ManageIpoib, arguments, async {
+                let settings = super::ipoib::child_settings(&settings)?;
+                let parent = read(&self.view).ifindex;
+                let child = self
+                    .ctx
+                    .engine()?
+                    .ipoib_create_child(parent, u32::from(pkey), name, settings)
+                    .await
+                    .map_err(super::errors::op_error)?;
+                Ok(super::values::object_path(rdma_manager_dbus::ipoib_path(child)))
+                })
                 .await
-                .map_err(super::errors::op_error)?;
-            Ok(super::values::object_path(rdma_manager_dbus::ipoib_path(child)))
         }
 
         /// Deletes this P_Key child, as `ip link delete` does, and forgets it. A port's own
         /// interface cannot be deleted.
         async fn delete(&self, #[zbus(header)] header: Header<'_>) -> Result<(), Error> {
-            self.ctx.authorize(&header, Action::ManageIpoib).await?;
-            let ifindex = read(&self.view).ifindex;
+            let arguments = crate::audit_args![];
             self.ctx
-                .engine()?
-                .ipoib_delete(ifindex)
+                .change(&header, Action::ManageIpoib, arguments, async {
+                let ifindex = read(&self.view).ifindex;
+                self.ctx
+                    .engine()?
+                    .ipoib_delete(ifindex)
+                    .await
+                    .map_err(super::errors::op_error)
+                })
                 .await
-                .map_err(super::errors::op_error)
         }
 
         /// Sets the transport mode, datagram or connected, and remembers it. The kernel
         /// resizes the MTU with the mode (connected: 65520).
         async fn set_mode(&self, mode: &str, #[zbus(header)] header: Header<'_>) -> Result<(), Error> {
-            self.ctx.authorize(&header, Action::ManageIpoib).await?;
-            let ifindex = read(&self.view).ifindex;
+            let arguments = crate::audit_args![mode];
             self.ctx
-                .engine()?
-                .ipoib_set_mode(ifindex, mode)
+                .change(&header, Action::ManageIpoib, arguments, async {
+                let ifindex = read(&self.view).ifindex;
+                self.ctx
+                    .engine()?
+                    .ipoib_set_mode(ifindex, mode)
+                    .await
+                    .map_err(super::errors::op_error)
+                })
                 .await
-                .map_err(super::errors::op_error)
         }
 
         /// Sets the MTU and remembers it: datagram mode allows 72 to the port's InfiniBand MTU
         /// minus 4 (at most 4092), connected mode 68 to 65520.
         async fn set_mtu(&self, mtu: u32, #[zbus(header)] header: Header<'_>) -> Result<(), Error> {
-            self.ctx.authorize(&header, Action::ManageIpoib).await?;
-            let ifindex = read(&self.view).ifindex;
+            let arguments = crate::audit_args![mtu];
             self.ctx
-                .engine()?
-                .ipoib_set_mtu(ifindex, mtu)
+                .change(&header, Action::ManageIpoib, arguments, async {
+                let ifindex = read(&self.view).ifindex;
+                self.ctx
+                    .engine()?
+                    .ipoib_set_mtu(ifindex, mtu)
+                    .await
+                    .map_err(super::errors::op_error)
+                })
                 .await
-                .map_err(super::errors::op_error)
         }
 
         /// Allows (true) or stops (false) user-space multicast (umcast) and remembers it.
         async fn set_umcast(&self, umcast: bool, #[zbus(header)] header: Header<'_>) -> Result<(), Error> {
-            self.ctx.authorize(&header, Action::ManageIpoib).await?;
-            let ifindex = read(&self.view).ifindex;
+            let arguments = crate::audit_args![umcast];
             self.ctx
-                .engine()?
-                .ipoib_set_umcast(ifindex, umcast)
+                .change(&header, Action::ManageIpoib, arguments, async {
+                let ifindex = read(&self.view).ifindex;
+                self.ctx
+                    .engine()?
+                    .ipoib_set_umcast(ifindex, umcast)
+                    .await
+                    .map_err(super::errors::op_error)
+                })
                 .await
-                .map_err(super::errors::op_error)
         }
     }
 }
@@ -629,12 +691,16 @@ bus_object! {
             enabled: bool,
             #[zbus(header)] header: Header<'_>,
         ) -> Result<(), Error> {
-            self.ctx.authorize(&header, Action::ManageHost).await?;
+            let arguments = crate::audit_args![set, module, enabled];
             self.ctx
-                .engine()?
-                .set_module_enabled(set, module, enabled)
+                .change(&header, Action::ManageHost, arguments, async {
+                self.ctx
+                    .engine()?
+                    .set_module_enabled(set, module, enabled)
+                    .await
+                    .map_err(super::errors::op_error)
+                })
                 .await
-                .map_err(super::errors::op_error)
         }
 
         /// Restarts rdma-load-modules@SET.service, which loads the modules the set enables (it does not unload disabled ones); returns the steps: (step, outcome, detail).
@@ -643,13 +709,17 @@ bus_object! {
             set: &str,
             #[zbus(header)] header: Header<'_>,
         ) -> Result<Vec<(String, String, String)>, Error> {
-            self.ctx.authorize(&header, Action::ManageHost).await?;
+            let arguments = crate::audit_args![set];
             self.ctx
-                .engine()?
-                .apply_modules(set)
+                .change(&header, Action::ManageHost, arguments, async {
+                self.ctx
+                    .engine()?
+                    .apply_modules(set)
+                    .await
+                    .map(super::values::steps)
+                    .map_err(super::errors::op_error)
+                })
                 .await
-                .map(super::values::steps)
-                .map_err(super::errors::op_error)
         }
 
         /// Sets the memlock limits of group rdma in /etc/security/limits.d/zz-rdma-manager.conf: "unlimited" or a positive number of KiB each, soft not above hard; returns notes (when it takes effect, entries that override it).
@@ -659,22 +729,30 @@ bus_object! {
             hard: &str,
             #[zbus(header)] header: Header<'_>,
         ) -> Result<Vec<String>, Error> {
-            self.ctx.authorize(&header, Action::ManageHost).await?;
+            let arguments = crate::audit_args![soft, hard];
             self.ctx
-                .engine()?
-                .set_memlock_limits(soft, hard)
+                .change(&header, Action::ManageHost, arguments, async {
+                self.ctx
+                    .engine()?
+                    .set_memlock_limits(soft, hard)
+                    .await
+                    .map_err(super::errors::op_error)
+                })
                 .await
-                .map_err(super::errors::op_error)
         }
 
         /// Removes the daemon's limits file; the other limits files decide again. Nothing to remove is success.
         async fn reset_memlock_limits(&self, #[zbus(header)] header: Header<'_>) -> Result<(), Error> {
-            self.ctx.authorize(&header, Action::ManageHost).await?;
+            let arguments = crate::audit_args![];
             self.ctx
-                .engine()?
-                .reset_memlock_limits()
+                .change(&header, Action::ManageHost, arguments, async {
+                self.ctx
+                    .engine()?
+                    .reset_memlock_limits()
+                    .await
+                    .map_err(super::errors::op_error)
+                })
                 .await
-                .map_err(super::errors::op_error)
         }
 
         /// Enables NFS over RDMA on this NFS server (port 0 means 20049): the drop-in /etc/nfs.conf.d/zz-rdma-manager.conf, xprtrdma and svcrdma in rdma.conf, the port in firewalld's default zone when it runs, then a restart of nfs-server.service; or disables it (port must be 0). Returns the steps: (step, outcome done, unchanged, skipped, failed or not-run, detail).
@@ -684,33 +762,45 @@ bus_object! {
             port: u16,
             #[zbus(header)] header: Header<'_>,
         ) -> Result<Vec<(String, String, String)>, Error> {
-            self.ctx.authorize(&header, Action::ManageHost).await?;
+            let arguments = crate::audit_args![enabled, port];
             self.ctx
-                .engine()?
-                .set_nfs_rdma(enabled, port)
+                .change(&header, Action::ManageHost, arguments, async {
+                self.ctx
+                    .engine()?
+                    .set_nfs_rdma(enabled, port)
+                    .await
+                    .map(super::values::steps)
+                    .map_err(super::errors::op_error)
+                })
                 .await
-                .map(super::values::steps)
-                .map_err(super::errors::op_error)
         }
 
         /// Starts opensm.service, the subnet manager, and waits for the job to end.
         async fn start_subnet_manager(&self, #[zbus(header)] header: Header<'_>) -> Result<(), Error> {
-            self.ctx.authorize(&header, Action::ManageHost).await?;
+            let arguments = crate::audit_args![];
             self.ctx
-                .engine()?
-                .subnet_manager(crate::engine::SmVerb::Start)
+                .change(&header, Action::ManageHost, arguments, async {
+                self.ctx
+                    .engine()?
+                    .subnet_manager(crate::engine::SmVerb::Start)
+                    .await
+                    .map_err(super::errors::op_error)
+                })
                 .await
-                .map_err(super::errors::op_error)
         }
 
         /// Stops opensm.service and waits for the job to end.
         async fn stop_subnet_manager(&self, #[zbus(header)] header: Header<'_>) -> Result<(), Error> {
-            self.ctx.authorize(&header, Action::ManageHost).await?;
+            let arguments = crate::audit_args![];
             self.ctx
-                .engine()?
-                .subnet_manager(crate::engine::SmVerb::Stop)
+                .change(&header, Action::ManageHost, arguments, async {
+                self.ctx
+                    .engine()?
+                    .subnet_manager(crate::engine::SmVerb::Stop)
+                    .await
+                    .map_err(super::errors::op_error)
+                })
                 .await
-                .map_err(super::errors::op_error)
         }
 
         /// Enables (starts at boot) or disables opensm.service, as systemctl enable or disable does.
@@ -719,17 +809,21 @@ bus_object! {
             enabled: bool,
             #[zbus(header)] header: Header<'_>,
         ) -> Result<(), Error> {
-            self.ctx.authorize(&header, Action::ManageHost).await?;
-            let verb = if enabled {
-                crate::engine::SmVerb::Enable
-            } else {
-                crate::engine::SmVerb::Disable
-            };
+            let arguments = crate::audit_args![enabled];
             self.ctx
-                .engine()?
-                .subnet_manager(verb)
+                .change(&header, Action::ManageHost, arguments, async {
+                let verb = if enabled {
+                    crate::engine::SmVerb::Enable
+                } else {
+                    crate::engine::SmVerb::Disable
+                };
+                self.ctx
+                    .engine()?
+                    .subnet_manager(verb)
+                    .await
+                    .map_err(super::errors::op_error)
+                })
                 .await
-                .map_err(super::errors::op_error)
         }
     }
 }

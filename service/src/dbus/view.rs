@@ -178,6 +178,8 @@ pub struct IpoibLinks<'a> {
     children: HashMap<&'a str, Vec<u32>>,
     /// What ipoib.toml remembers (nothing when the file is unusable).
     persisted: Option<&'a crate::config::IpoibConfig>,
+    /// NetworkManager's profiles, when it runs.
+    nm_profiles: Option<&'a [crate::nm::client::ProfileSummary]>,
 }
 
 impl<'a> IpoibLinks<'a> {
@@ -194,6 +196,7 @@ impl<'a> IpoibLinks<'a> {
             by_name,
             children,
             persisted: st.config.ipoib.as_ref().ok(),
+            nm_profiles: st.nm_profiles.as_deref(),
         }
     }
 }
@@ -254,9 +257,24 @@ pub fn ipoib_view(links: &IpoibLinks<'_>, i: &IpoibState) -> IpoibView {
             .unwrap_or(false),
         children,
         unreadable: u.0,
+        owner: owner(links, &n.name, remembered.0),
         persisted: remembered.0,
         persisted_settings: remembered.1,
         persisted_children: remembered.2,
+    }
+}
+
+/// Who configures an interface: ("networkmanager", profile id, profile UUID) when a
+/// NetworkManager profile does, else ("rdma-manager", "", "") when ipoib.toml remembers it,
+/// else ("", "", "").
+fn owner(links: &IpoibLinks<'_>, name: &str, persisted: bool) -> (String, String, String) {
+    let profile = links
+        .nm_profiles
+        .and_then(|ps| ps.iter().find(|p| p.interface.as_deref() == Some(name)));
+    match profile {
+        Some(p) => ("networkmanager".into(), p.id.clone(), p.uuid.clone()),
+        None if persisted => ("rdma-manager".into(), String::new(), String::new()),
+        None => Default::default(),
     }
 }
 

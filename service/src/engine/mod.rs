@@ -10,6 +10,7 @@
 pub mod clock;
 pub mod history;
 mod leftovers;
+mod nm_owners;
 mod ops;
 mod ops_host;
 mod ops_ipoib;
@@ -94,6 +95,8 @@ pub struct EngineHandle {
     pub clock: TickClock,
     host: Arc<dyn Host>,
     host_setup: Arc<ops_host::HostSetupShared>,
+    /// Which interfaces NetworkManager owns (asked from callers' tasks).
+    nm: Arc<nm_owners::NmOwners>,
 }
 
 impl EngineHandle {
@@ -183,7 +186,12 @@ pub async fn start(
     let t = std::time::Instant::now();
     // Before anything is read or written: a write killed half-way left only its temp file.
     leftovers::remove_leftovers(host.as_ref()).await;
-    let (state, dirty) = read_host(host.as_ref(), system.as_ref()).await?;
+    let (mut state, dirty) = read_host(host.as_ref(), system.as_ref()).await?;
+    // Asked before the first publish and the restore: an interface NetworkManager owns shows
+    // its profile, and is not re-created or re-applied from the daemon's own file.
+    let nm = Arc::new(nm_owners::NmOwners::new(system.clone()));
+    nm.refresh().await;
+    state.nm_profiles = nm.snapshot();
     for e in state.config.errors() {
         warn!(error = %e, "persisted configuration is unusable; nothing from it is re-applied");
     }
@@ -220,11 +228,13 @@ pub async fn start(
         clock: clock.clone(),
         host: host.clone(),
         host_setup: host_setup.clone(),
+        nm: nm.clone(),
     };
     let poller = host.port_poller();
     let mut engine = Engine {
         host,
         host_setup,
+        nm,
         units_status_seq: 0,
         commands: tx.downgrade(),
         sink,
@@ -280,6 +290,7 @@ pub(crate) struct Engine {
     host: Arc<dyn Host>,
     /// How host setup reaches systemd and firewalld; asked off the engine task only.
     host_setup: Arc<ops_host::HostSetupShared>,
+    nm: Arc<nm_owners::NmOwners>,
     /// The number of the units' status last taken (see `ops_host`).
     units_status_seq: u64,
     /// The engine's own queue, for results of work it started on other tasks; weak, so the

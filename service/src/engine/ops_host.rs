@@ -929,13 +929,20 @@ impl Engine {
         }
         let shared = self.host_setup.clone();
         let commands = self.commands.clone();
+        let nm = self.nm.clone();
         tokio::spawn(async move {
             let seq = shared.next_status();
             let units = load_units_status(shared.system.as_ref()).await;
+            // NetworkManager's profiles too, so that IPoIB owners follow profiles added or
+            // deleted with nmcli (within one re-read period).
+            nm.refresh().await;
             shared.fetching.store(false, Ordering::Release);
             if let Some(tx) = commands.upgrade() {
                 let job: super::Job = Box::new(move |e: &mut Engine| {
-                    Box::pin(async move { e.apply_units_status(seq, units, false).await })
+                    Box::pin(async move {
+                        e.apply_units_status(seq, units, false).await;
+                        e.sync_nm_owners().await;
+                    })
                 });
                 let _ = tx.send(job).await;
             }

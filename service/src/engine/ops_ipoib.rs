@@ -30,35 +30,68 @@ impl EngineHandle {
         settings: IpoibSettings,
     ) -> Result<u32, OpError> {
         let name = name.to_string();
+        self.nm.refresh().await;
         self.call(move |e| {
-            Box::pin(async move { e.ipoib_create_child(parent, pkey, &name, settings).await })
+            Box::pin(async move {
+                e.sync_nm_owners().await;
+                e.refuse_nm_owned_child(parent, pkey, &name)?;
+                e.ipoib_create_child(parent, pkey, &name, settings).await
+            })
         })
         .await
     }
 
     /// Deletes a P_Key child and forgets it.
     pub async fn ipoib_delete(&self, ifindex: u32) -> Result<(), OpError> {
-        self.call(move |e| Box::pin(async move { e.ipoib_delete(ifindex).await }))
-            .await
+        self.nm.refresh().await;
+        self.call(move |e| {
+            Box::pin(async move {
+                e.sync_nm_owners().await;
+                e.refuse_nm_owned(ifindex, "delete it")?;
+                e.ipoib_delete(ifindex).await
+            })
+        })
+        .await
     }
 
     /// Sets the transport mode (`datagram` or `connected`) and remembers it.
     pub async fn ipoib_set_mode(&self, ifindex: u32, mode: &str) -> Result<(), OpError> {
         let mode = parse_mode(mode).map_err(invalid)?;
-        self.call(move |e| Box::pin(async move { e.ipoib_set_mode(ifindex, mode).await }))
-            .await
+        self.nm.refresh().await;
+        self.call(move |e| {
+            Box::pin(async move {
+                e.sync_nm_owners().await;
+                e.refuse_nm_owned(ifindex, "set its transport mode")?;
+                e.ipoib_set_mode(ifindex, mode).await
+            })
+        })
+        .await
     }
 
     /// Sets the MTU and remembers it.
     pub async fn ipoib_set_mtu(&self, ifindex: u32, mtu: u32) -> Result<(), OpError> {
-        self.call(move |e| Box::pin(async move { e.ipoib_set_mtu(ifindex, mtu).await }))
-            .await
+        self.nm.refresh().await;
+        self.call(move |e| {
+            Box::pin(async move {
+                e.sync_nm_owners().await;
+                e.refuse_nm_owned(ifindex, "set its MTU")?;
+                e.ipoib_set_mtu(ifindex, mtu).await
+            })
+        })
+        .await
     }
 
     /// Allows or stops user-space multicast (umcast) and remembers it.
     pub async fn ipoib_set_umcast(&self, ifindex: u32, umcast: bool) -> Result<(), OpError> {
-        self.call(move |e| Box::pin(async move { e.ipoib_set_umcast(ifindex, umcast).await }))
-            .await
+        self.nm.refresh().await;
+        self.call(move |e| {
+            Box::pin(async move {
+                e.sync_nm_owners().await;
+                e.refuse_nm_owned(ifindex, "set its umcast")?;
+                e.ipoib_set_umcast(ifindex, umcast).await
+            })
+        })
+        .await
     }
 }
 
@@ -662,6 +695,33 @@ impl Engine {
     }
 
     /// Re-applies remembered IPoIB settings and children to the interfaces that appeared.
+    /// Refuses a change of an interface NetworkManager owns (see `nm_owners`).
+    fn refuse_nm_owned(&self, ifindex: u32, what: &str) -> Result<(), OpError> {
+        match self.state.ipoib.get(&ifindex) {
+            Some(i) => self.nm.refuse_if_owned(&i.snap.name, what),
+            // Unknown here: the operation itself says so.
+            None => Ok(()),
+        }
+    }
+
+    /// Refuses a child NetworkManager has a profile for: under the name asked for, or the
+    /// kernel's `PARENT.xxxx` of the P_Key as given or with the full-membership bit (the
+    /// names NetworkManager and the kernel give it).
+    fn refuse_nm_owned_child(&self, parent: u32, pkey: u32, name: &str) -> Result<(), OpError> {
+        let Some(p) = self.state.ipoib.get(&parent) else {
+            return Ok(());
+        };
+        let mut names = vec![format!("{}.{pkey:04x}", p.snap.name)];
+        names.push(format!("{}.{:04x}", p.snap.name, pkey | 0x8000));
+        if !name.is_empty() {
+            names.push(name.to_string());
+        }
+        for n in names {
+            self.nm.refuse_if_owned(&n, "create or change it")?;
+        }
+        Ok(())
+    }
+
     pub(super) async fn restore_ipoib(&mut self, appeared: &Appeared) {
         let Ok(persisted) = self.config::<IpoibConfig>() else {
             return;
@@ -683,8 +743,14 @@ impl Engine {
             let Some(port) = iface.guid.and_then(|g| persisted.port(g)) else {
                 continue;
             };
-            self.restore_settings(iface, port.settings()).await;
+            if !self.nm_owns(&iface.name) {
+                self.restore_settings(iface, port.settings()).await;
+            }
             for entry in &port.children {
+                let kernel_name = format!("{}.{:04x}", iface.name, entry.pkey);
+                if self.nm_owns(&entry.name) || self.nm_owns(&kernel_name) {
+                    continue;
+                }
                 self.restore_child(iface, entry).await;
             }
         }
@@ -693,13 +759,26 @@ impl Engine {
                 (Some(g), Some(p)) => persisted.port(g).and_then(|e| e.child(p)),
                 _ => None,
             };
-            if let Some(entry) = entry {
+            if let Some(entry) = entry.filter(|_| !self.nm_owns(&iface.name)) {
                 // Re-read: this may be a child just made above.
                 let now = self
                     .ipoib_by_name(&iface.name)
                     .unwrap_or_else(|| iface.clone());
                 self.restore_settings(&now, entry.settings()).await;
             }
+        }
+    }
+
+    /// Whether NetworkManager owns `interface` (logged: what `ipoib.toml` says of it is not
+    /// re-applied).
+    fn nm_owns(&self, interface: &str) -> bool {
+        match self.nm.owner_of(interface) {
+            Some(p) => {
+                info!(interface, profile = %p.id, uuid = %p.uuid,
+                    "NetworkManager owns this interface; not re-applying ipoib.toml to it");
+                true
+            }
+            None => false,
         }
     }
 

@@ -104,6 +104,9 @@ pub struct HostState {
     /// Set while the host cannot be read (out of file descriptors, for one): what is
     /// published is the last state read, which may be behind the kernel.
     pub stale: Option<Stale>,
+    /// NetworkManager's profiles when last asked (`None`: it does not run), for the owner of
+    /// each IPoIB interface.
+    pub nm_profiles: Option<Vec<crate::nm::client::ProfileSummary>>,
 }
 
 /// Why the published state may be behind the kernel, and since when.

@@ -271,6 +271,14 @@ pub trait SystemServices: Send + Sync {
         port: u16,
         protocol: Protocol,
     ) -> Result<PortAddition, SystemError>;
+    /// NetworkManager's profiles, or `None` when NetworkManager does not run (a host without
+    /// it: the daemon alone configures IPoIB there). Hosts without NetworkManager need not
+    /// answer this.
+    async fn network_manager_profiles(
+        &self,
+    ) -> Result<Option<Vec<crate::nm::client::ProfileSummary>>, crate::nm::client::NmError> {
+        Ok(None)
+    }
 }
 
 /// [`SystemServices`] over a bus connection: the daemon's own connection to the system bus.
@@ -278,6 +286,7 @@ pub trait SystemServices: Send + Sync {
 pub struct BusSystemServices {
     pub systemd: Systemd,
     pub firewalld: Firewalld,
+    pub network_manager: crate::nm::client::NetworkManager,
 }
 
 impl BusSystemServices {
@@ -285,12 +294,22 @@ impl BusSystemServices {
         Self {
             systemd: Systemd::new(conn),
             firewalld: Firewalld::new(conn),
+            network_manager: crate::nm::client::NetworkManager::new(conn.clone()),
         }
     }
 }
 
 #[async_trait]
 impl SystemServices for BusSystemServices {
+    async fn network_manager_profiles(
+        &self,
+    ) -> Result<Option<Vec<crate::nm::client::ProfileSummary>>, crate::nm::client::NmError> {
+        if !self.network_manager.running().await? {
+            return Ok(None);
+        }
+        self.network_manager.profiles().await.map(Some)
+    }
+
     async fn unit_status(&self, unit: &str) -> Result<UnitStatus, SystemError> {
         self.systemd.unit_status(unit).await
     }

@@ -59,6 +59,8 @@ struct State {
     /// (zone, "port/protocol").
     runtime_ports: BTreeSet<(String, String)>,
     permanent_ports: BTreeSet<(String, String)>,
+    /// NetworkManager's profiles; `None`: it does not run (the default).
+    nm_profiles: Option<Vec<crate::nm::client::ProfileSummary>>,
 }
 
 /// The simulated host a unit acts on (it has no Debug of its own).
@@ -128,6 +130,11 @@ impl SimSystemServices {
     /// A unit's current state, if installed (template instances once started).
     pub fn unit(&self, name: &str) -> Option<SimUnit> {
         self.lock().units.get(name).cloned()
+    }
+
+    /// Starts NetworkManager with these profiles (`Some`), or stops it (`None`).
+    pub fn set_network_manager(&self, profiles: Option<Vec<crate::nm::client::ProfileSummary>>) {
+        self.lock().nm_profiles = profiles;
     }
 
     /// Starts or stops firewalld.
@@ -222,6 +229,12 @@ impl SimSystemServices {
 
 #[async_trait]
 impl SystemServices for SimSystemServices {
+    async fn network_manager_profiles(
+        &self,
+    ) -> Result<Option<Vec<crate::nm::client::ProfileSummary>>, crate::nm::client::NmError> {
+        Ok(self.lock().nm_profiles.clone())
+    }
+
     async fn unit_status(&self, unit: &str) -> Result<UnitStatus, SystemError> {
         let mut st = self.lock();
         Ok(match Self::unit_mut(&mut st, unit) {

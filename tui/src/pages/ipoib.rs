@@ -639,7 +639,11 @@ fn render_table(frame: &mut Frame, area: Rect, model: &Model, rows: &[Row], sel:
                         Span::raw(i.mtu.to_string()),
                         Span::raw(if i.umcast { "on" } else { "off" }),
                         Span::styled(i.oper_state.clone(), oper_style(&i.oper_state, t)),
-                        Span::raw(if i.persisted { "yes" } else { "no" }),
+                        Span::raw(match (i.nm_profile(), i.persisted) {
+                            (Some(_), _) => "NM",
+                            (None, true) => "yes",
+                            (None, false) => "no",
+                        }),
                     ];
                     if wide {
                         cells.push(Span::raw(i.port_guid.clone()));
@@ -756,7 +760,15 @@ fn iface_details(model: &Model, i: &Ipoib, t: Theme) -> Vec<Line<'static>> {
         "enhanced IPoIB: no connected mode"
     };
     lines.push(Line::raw(format!("P_Key {} ({full}), {cm}", hex16(i.pkey))));
-    if i.persisted {
+    if let Some(profile) = i.nm_profile() {
+        lines.push(Line::styled(
+            format!(
+                "Configured by NetworkManager's profile {profile:?}: change it with nmcli; \
+                 rdma-managerd leaves it alone."
+            ),
+            t.warn(),
+        ));
+    } else if i.persisted {
         let settings: Vec<String> = i
             .persisted_settings
             .iter()
@@ -800,6 +812,31 @@ fn iface_details(model: &Model, i: &Ipoib, t: Theme) -> Vec<Line<'static>> {
 mod tests {
     use super::*;
     use crate::fixtures::demo_model;
+
+    #[test]
+    fn an_interface_networkmanager_owns_says_so_instead_of_what_is_remembered() {
+        let mut m = demo_model();
+        let path = "/org/rdmamanager/RdmaManager1/Ipoib/10";
+        let text = |m: &Model| -> String {
+            let i = m.ipoib.get(path).expect("demo interface");
+            iface_details(m, i, Theme::monochrome())
+                .iter()
+                .map(|l| l.to_string())
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        assert!(!text(&m).contains("NetworkManager"), "{}", text(&m));
+        if let Some(i) = m.ipoib.get_mut(path) {
+            i.persisted = true;
+            i.owner = ("networkmanager".into(), "storage".into(), "u".into());
+        }
+        let shown = text(&m);
+        assert!(
+            shown.contains("NetworkManager's profile \"storage\""),
+            "{shown}"
+        );
+        assert!(!shown.contains("Remembered by rdma-managerd"), "{shown}");
+    }
 
     #[test]
     fn absent_remembered_children_are_listed_after_the_present_ones() {
