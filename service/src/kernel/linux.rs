@@ -149,7 +149,12 @@ impl Host for LinuxHost {
     }
 
     fn port_poller(&self) -> Box<dyn PortPoller> {
-        Box::new(SysfsPortPoller::new(self.sys.clone()))
+        // The budget follows the limit as it is now (after the daemon raised it at start).
+        let soft = super::rlimit::nofile_limit().map_or(1024, |l| l.soft);
+        Box::new(SysfsPortPoller::new(
+            self.sys.clone(),
+            super::rlimit::keep_open_budget(soft),
+        ))
     }
 
     async fn read_netdevs(&self) -> Result<Vec<NetdevSnapshot>, HostError> {

@@ -14,6 +14,7 @@ pub mod files;
 pub mod linux;
 pub mod nldev;
 pub mod port_poll;
+pub mod rlimit;
 pub mod rtnl;
 pub mod sim;
 pub mod sysfs;
