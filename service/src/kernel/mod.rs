@@ -19,6 +19,7 @@ pub mod rtnl;
 pub mod sim;
 pub mod sysfs;
 pub mod uevents;
+pub mod verbs;
 
 use async_trait::async_trait;
 use serde::Serialize;
