@@ -5,6 +5,7 @@
 # --tui-bin also rdma-tui --ibstat against the real ibstat).
 # Usage: tests/lab/run-lab.sh --scenario-bin PATH [--daemon-bin PATH [--tui-bin PATH]]
 #          [--kernels "6.1 6.12"] [--out DIR] [--compare-with FILE] [--timeout SECS] [--apt-update]
+#          [--no-daemon-checks] [--mem MB]
 # See tests/lab/README.md.
 set -euo pipefail
 shopt -s inherit_errexit
@@ -36,11 +37,13 @@ out_dir="$WORK/out"
 compare_with=""
 timeout_secs=300
 force_update=0
+daemon_checks=1
+mem_mb=1024
 
 log()  { printf '[lab] %s\n' "$*" >&2; }
 die()  { printf '[lab] ERROR: %s\n' "$*" >&2; exit 1; }
 usage() {
-  sed -n 's/^# \{0,1\}//; 6,7p' "${BASH_SOURCE[0]}" >&2
+  sed -n 's/^# \{0,1\}//; 6,8p' "${BASH_SOURCE[0]}" >&2
   exit "${1:-2}"
 }
 
@@ -54,6 +57,8 @@ while [ $# -gt 0 ]; do
     --compare-with) [ $# -ge 2 ] || usage; compare_with=$2; shift 2 ;;
     --timeout)      [ $# -ge 2 ] || usage; timeout_secs=$2; shift 2 ;;
     --apt-update)   force_update=1; shift ;;
+    --no-daemon-checks) daemon_checks=0; shift ;;
+    --mem)          [ $# -ge 2 ] || usage; mem_mb=$2; shift 2 ;;
     -h|--help)      usage 0 ;;
     *)              printf '[lab] unknown argument: %s\n' "$1" >&2; usage ;;
   esac
@@ -484,6 +489,9 @@ EOF
   printf 'polkitd:x:996:\n' >>"$root/etc/group"
   mkdir -p "$root/var"
   ln -s ../run "$root/var/run"
+  # --no-daemon-checks: the daemon's files only, for a scenario program that runs the
+  # daemon itself (rdma-lab-scale).
+  [ "$daemon_checks" -eq 1 ] || return 0
   cp "$LAB_DIR/guest-daemon-checks.sh" "$root/bin/lab-daemon-checks"
   chmod 0755 "$root/bin/lab-daemon-checks"
 }
@@ -528,7 +536,7 @@ run_kernel() {
   local tb=$SECONDS qrc=0
   log "kernel $rel: booting (timeout ${timeout_secs}s)"
   timeout -k 10 "$timeout_secs" qemu-system-x86_64 \
-    -accel tcg -cpu max,la57=off -m 1024 -smp 2 \
+    -accel tcg -cpu max,la57=off -m "$mem_mb" -smp 2 \
     -kernel "$vmlinuz" -initrd "$img" \
     -append "console=ttyS0 quiet loglevel=1 panic=-1" \
     -nographic -no-reboot -nic none -monitor none \
@@ -572,7 +580,7 @@ run_kernel() {
 # With --daemon-bin: the daemon phase's check lines from the console log of kernel $1. No
 # line at all counts as a failure (the phase did not run).
 daemon_summary() {
-  [ -n "$daemon_bin" ] || return 0
+  [ -n "$daemon_bin" ] && [ "$daemon_checks" -eq 1 ] || return 0
   local rel=$1 console=$2 lines n_ok n_fail
   lines=$(grep -a 'lab-daemon: \(ok\|FAIL\) ' "$console" | tr -d '\r' || true)
   n_ok=$(grep -c 'lab-daemon: ok ' <<<"$lines" || true)

@@ -128,8 +128,31 @@ async fn system_services_if_any() -> Arc<dyn SystemServices> {
     }
 }
 
+/// Raises the soft open-file limit to the hard one and says what it did. A refusal is not
+/// fatal: the port poll keeps its descriptors within a budget of whatever limit there is.
+fn raise_open_file_limit() {
+    use rdma_managerd::kernel::rlimit::{self, Raised};
+    match rlimit::raise_nofile_limit() {
+        Ok(Raised::Raised { from, to }) => tracing::info!(
+            from,
+            to = to.soft,
+            "raised the soft limit of open files to the hard limit"
+        ),
+        Ok(Raised::Already(l)) => {
+            tracing::info!(
+                soft = l.soft,
+                hard = l.hard,
+                "open-file limit already at its hard limit"
+            )
+        }
+        Err(e) => tracing::warn!(error = %e, "cannot raise the open-file limit; keeping it"),
+    }
+}
+
 async fn daemon(args: &Args) -> anyhow::Result<()> {
     let started = Instant::now();
+    // Before anything is opened: the port poll sizes its budget of kept descriptors from it.
+    raise_open_file_limit();
     let (host, sim, animate) = make_host(args, false)?;
     // The engine and the bus objects hold the simulated host in reference cycles, so its
     // temporary tree would outlive the process; remove it on the way out (not a DIR the user

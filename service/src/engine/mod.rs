@@ -1,11 +1,11 @@
 //! The engine: owns the observed [`HostState`], keeps it current from kernel events, a 1 Hz
-//! port poll and a periodic resync, records throughput history, and runs mutations one at a
+//! port poll and a sweep over the devices, one a tick, records throughput history, and runs mutations one at a
 //! time. It publishes through a [`Sink`] (the D-Bus layer), which never waits on the kernel:
 //! bus reads are served from what was last published.
 //!
 //! Events are hints. Whatever an event names is re-read and the result compared with what was
 //! published, so a duplicated event changes nothing, a lost one is repaired by the poll or the
-//! resync, and an overflow (ENOBUFS) or a storm is answered with one full re-enumeration.
+//! sweep, and an overflow (ENOBUFS) or a storm is answered with one full re-enumeration.
 
 pub mod clock;
 pub mod history;
@@ -59,9 +59,14 @@ pub trait Sink: Send + Sync + 'static {
 pub struct EngineConfig {
     /// Port poll and sampling period.
     pub tick: Duration,
-    /// Full re-enumeration every this many ticks, for changes no event reports (GIDs
-    /// following IP addresses, for one).
+    /// Every this many ticks, the IPoIB interfaces, the naming rules and host setup are
+    /// re-read, for changes no event reports (files edited by hand, units). Devices are not
+    /// re-read all at once any more: see `sweep_devices_per_tick`.
     pub resync_ticks: u64,
+    /// The sweep: this many devices are re-read at each tick, in turn, for changes no event
+    /// reports (GIDs following IP addresses, for one). A host of N devices is swept every
+    /// N / this ticks, at a cost per tick that does not grow with the host.
+    pub sweep_devices_per_tick: usize,
     /// More distinct names than this in one batch of events is a storm: re-enumerate.
     pub storm_threshold: usize,
     /// Fills every port's history at start with the rates the seed says it had (the
@@ -74,6 +79,7 @@ impl Default for EngineConfig {
         EngineConfig {
             tick: Duration::from_secs(1),
             resync_ticks: 60,
+            sweep_devices_per_tick: 1,
             storm_threshold: 64,
             history_seed: None,
         }
@@ -247,6 +253,7 @@ pub async fn start(
         poller: Some(poller),
         forget: Vec::new(),
         stale: stale::Staleness::default(),
+        swept: None,
     };
     // What the kernel forgot (at boot, or while the daemon was stopped) is re-applied, and
     // its result published, before this returns: the bus name is requested only after that,
@@ -309,6 +316,8 @@ pub(crate) struct Engine {
     forget: Vec<String>,
     /// Why the published state may be behind the kernel (see `stale.rs`).
     stale: stale::Staleness,
+    /// The device the sweep re-read last; the next tick goes on after it, by name.
+    swept: Option<String>,
 }
 
 /// What a batch of events asks to re-read.
@@ -517,12 +526,17 @@ impl Engine {
         // ticks, rather than left to the periodic resync.
         let retry = self.stale.retry_due(tick);
         let since = self.clock.since_start(tick);
-        if retry || (since > 0 && since % self.config.resync_ticks == 0) {
+        if retry {
             self.apply(Wanted {
                 everything: true,
                 ..Wanted::default()
             })
             .await;
+        } else {
+            self.sweep().await;
+            if since > 0 && since % self.config.resync_ticks == 0 {
+                self.resync_rest().await;
+            }
         }
         let plan = self.plan.clone();
         let Some(mut poller) = self.poller.take() else {
@@ -570,6 +584,73 @@ impl Engine {
         if !moved.devices.is_empty() {
             self.apply(moved).await;
         }
+    }
+
+    /// The sweep's share of one tick: the next `sweep_devices_per_tick` devices after the
+    /// last one swept (by name, wrapping around), and any device the kernel lists that the
+    /// state lacks (an add whose event was lost), re-read and published if they changed.
+    /// It replaces a full re-enumeration every minute, whose cost grew with the host (on a
+    /// real kernel with 256 rxe devices, tens of seconds of sysfs reads at once).
+    async fn sweep(&mut self) {
+        let mut wanted = Wanted::default();
+        match self.host.rdma_device_names().await {
+            Ok(listed) => {
+                for name in listed {
+                    if self.state.device_by_name(&name).is_none() {
+                        wanted.appeared.devices.insert(name.clone());
+                        wanted.devices.insert(name);
+                    }
+                }
+            }
+            Err(e) => debug!(error = %e, "the sweep cannot list the devices"),
+        }
+        let names: BTreeSet<&str> = self.state.devices.values().map(|d| d.name()).collect();
+        let after = self.swept.as_deref().unwrap_or("");
+        let turn: Vec<String> = names
+            .range::<str, _>((std::ops::Bound::Excluded(after), std::ops::Bound::Unbounded))
+            .chain(names.iter())
+            .take(self.config.sweep_devices_per_tick.min(names.len()))
+            .map(|n| n.to_string())
+            .collect();
+        if let Some(last) = turn.last() {
+            self.swept = Some(last.clone());
+        }
+        wanted.devices.extend(turn);
+        if !wanted.devices.is_empty() {
+            self.apply(wanted).await;
+        }
+    }
+
+    /// What the sweep does not cover, every `resync_ticks`: the IPoIB interfaces known (new
+    /// ones come with rtnetlink's add events; lost events with an overflow, which re-reads
+    /// everything), the naming rules and host setup.
+    async fn resync_rest(&mut self) {
+        let netdevs: BTreeSet<String> = self
+            .state
+            .ipoib
+            .values()
+            .map(|i| i.snap.name.clone())
+            .collect();
+        // Not through `apply`, which would re-read every device carrying one of them too.
+        if !netdevs.is_empty() {
+            let host = self.host.clone();
+            match self.state.refresh_netdevs(host.as_ref(), &netdevs).await {
+                Ok(mut dirty) => {
+                    let unread = std::mem::take(&mut dirty.unread);
+                    self.publish(dirty).await;
+                    if !unread.is_empty() {
+                        self.read_failed(unread.join("; ")).await;
+                    }
+                }
+                Err(e) => {
+                    warn!(error = %e, "re-reading the IPoIB interfaces failed; keeping the last state");
+                    self.read_failed(e.to_string()).await;
+                }
+            }
+        }
+        self.refresh_naming().await;
+        self.refresh_host_setup().await;
+        release_freed_memory();
     }
 
     /// Whether the poll saw a port attribute that differs from the published state.

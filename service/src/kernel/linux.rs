@@ -10,6 +10,7 @@ use super::nldev::NldevClient;
 use super::port_poll::{PortPoller, SysfsPortPoller};
 use super::rtnl::Rtnl;
 use super::sysfs::SysRoot;
+use super::verbs::{self, DeviceList, Verbs, VerbsError};
 use super::{
     files, Host, HostError, HostEvent, NetdevChange, NewIpoibChild, NewLink, NlDevice, NlPort,
     NlSys, Op,
@@ -25,6 +26,7 @@ const UDEVADM_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 pub struct LinuxHost {
     sys: SysRoot,
     rtnl: OnceCell<Rtnl>,
+    verbs: VerbsList,
 }
 
 impl Default for LinuxHost {
@@ -38,6 +40,7 @@ impl LinuxHost {
         LinuxHost {
             sys: SysRoot::system(),
             rtnl: OnceCell::new(),
+            verbs: VerbsList::default(),
         }
     }
 
@@ -65,6 +68,54 @@ impl LinuxHost {
                 reason: format!("worker failed: {e}"),
             })?
     }
+}
+
+/// libibverbs' device list, kept between reads: making one scans every device (sysfs reads
+/// for each), so a list per device read made an enumeration quadratic in the devices.
+type VerbsList = std::sync::Arc<std::sync::Mutex<Option<DeviceList<'static>>>>;
+
+/// A device from sysfs, its GID tables through verbs where the list has it (one call for the
+/// whole table instead of a sysfs read of each entry), else through sysfs. The kept list is
+/// made anew when it does not know the device, when the device it has under that name has
+/// another node GUID than sysfs's (renamed since, its name reused), or when opening it fails
+/// (removed and added again); then once more, and after that sysfs is read.
+fn read_device(s: &SysRoot, name: &str, cache: &VerbsList) -> Result<DeviceSnapshot, HostError> {
+    let Some(verbs) = Verbs::shared() else {
+        return s.read_device(name);
+    };
+    let mut kept = cache.lock().unwrap_or_else(|p| p.into_inner());
+    s.read_device_with(
+        name,
+        Some(&mut |dev, len| {
+            let guid = super::sysfs::read_attr(&s.device_dir(dev).join("node_guid"))
+                .ok()
+                .and_then(|g| crate::model::Guid::parse_sysfs(&g).ok());
+            for fresh in [false, true] {
+                if fresh || kept.is_none() {
+                    *kept = match verbs.devices() {
+                        Ok(list) => Some(list),
+                        Err(e) => {
+                            tracing::debug!(error = %e, "GID tables are read through sysfs");
+                            None
+                        }
+                    };
+                }
+                let list = kept.as_ref()?;
+                if list.node_guid(dev) != guid.map(|g| g.0) && !fresh {
+                    continue;
+                }
+                match list.gid_table(dev, len) {
+                    Ok(raw) => return Some(verbs::gids_by_port(&raw, verbs::ifname)),
+                    Err(VerbsError::NoDevice(_) | VerbsError::Open { .. }) if !fresh => continue,
+                    Err(e) => {
+                        tracing::debug!(error = %e, "GID table read through sysfs");
+                        return None;
+                    }
+                }
+            }
+            None
+        }),
+    )
 }
 
 impl LinuxHost {
@@ -114,16 +165,20 @@ impl Host for LinuxHost {
 
     async fn read_device(&self, name: &str) -> Result<DeviceSnapshot, HostError> {
         let name = name.to_string();
-        self.blocking(Op::ReadSysfs(name.clone()), move |s| s.read_device(&name))
-            .await
+        let cache = self.verbs.clone();
+        self.blocking(Op::ReadSysfs(name.clone()), move |s| {
+            read_device(&s, &name, &cache)
+        })
+        .await
     }
 
     async fn read_devices(&self) -> Result<Vec<DeviceSnapshot>, HostError> {
         // One trip to the blocking pool for the whole enumeration.
-        self.blocking(Op::ReadSysfs("infiniband".into()), |s| {
+        let cache = self.verbs.clone();
+        self.blocking(Op::ReadSysfs("infiniband".into()), move |s| {
             let mut out = Vec::new();
             for name in s.rdma_device_names()? {
-                match s.read_device(&name) {
+                match read_device(&s, &name, &cache) {
                     Ok(d) => out.push(d),
                     Err(e) if e.is_not_found() => continue,
                     Err(e) => return Err(e),
@@ -149,7 +204,12 @@ impl Host for LinuxHost {
     }
 
     fn port_poller(&self) -> Box<dyn PortPoller> {
-        Box::new(SysfsPortPoller::new(self.sys.clone()))
+        // The budget follows the limit as it is now (after the daemon raised it at start).
+        let soft = super::rlimit::nofile_limit().map_or(1024, |l| l.soft);
+        Box::new(SysfsPortPoller::new(
+            self.sys.clone(),
+            super::rlimit::keep_open_budget(soft),
+        ))
     }
 
     async fn read_netdevs(&self) -> Result<Vec<NetdevSnapshot>, HostError> {

@@ -14,10 +14,12 @@ pub mod files;
 pub mod linux;
 pub mod nldev;
 pub mod port_poll;
+pub mod rlimit;
 pub mod rtnl;
 pub mod sim;
 pub mod sysfs;
 pub mod uevents;
+pub mod verbs;
 
 use async_trait::async_trait;
 use serde::Serialize;

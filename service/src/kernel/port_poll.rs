@@ -8,6 +8,11 @@
 //! file is opened afresh on the next poll; callers [`PortPoller::forget`] a device whenever they
 //! re-read it, so a device unplugged and plugged again under the same name is never read
 //! through a stale descriptor.
+//!
+//! Kept descriptors are bounded: at most a budget of them (see
+//! [`super::rlimit::keep_open_budget`]), the first files polled; past it a file is opened,
+//! read and closed at each poll. A host of 256 rxe devices has about 2000 polled files, which
+//! kept open would take the whole default limit of 1024.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -87,17 +92,25 @@ pub struct SysfsPortPoller {
     /// the current value. A tree whose files are replaced by rename (the simulated host's)
     /// must be reopened at every read, or a kept descriptor reads the old file forever.
     keep_open: bool,
+    /// The most descriptors kept between polls.
+    budget: usize,
 }
 
 impl SysfsPortPoller {
-    /// A poller that keeps its descriptors (the real sysfs).
-    pub fn new(sys: SysRoot) -> SysfsPortPoller {
+    /// A poller that keeps up to `budget` descriptors (the real sysfs).
+    pub fn new(sys: SysRoot, budget: usize) -> SysfsPortPoller {
         SysfsPortPoller {
             sys,
             files: HashMap::new(),
             buf: vec![0; 64],
             keep_open: true,
+            budget,
         }
+    }
+
+    /// How many descriptors the poller holds now.
+    pub fn kept_open(&self) -> usize {
+        self.files.len()
     }
 
     /// A poller that opens every file afresh at each read, for a tree whose files are
@@ -105,7 +118,7 @@ impl SysfsPortPoller {
     pub fn reopening(sys: SysRoot) -> SysfsPortPoller {
         SysfsPortPoller {
             keep_open: false,
-            ..SysfsPortPoller::new(sys)
+            ..SysfsPortPoller::new(sys, 0)
         }
     }
 
@@ -113,26 +126,31 @@ impl SysfsPortPoller {
         if !self.keep_open {
             self.files.clear();
         }
-        if !self.files.contains_key(path.as_os_str()) {
-            match File::open(&path) {
-                Ok(f) => {
-                    self.files
-                        .insert(path.clone().into_os_string(), (dev.to_string(), f));
+        if let Some((_, file)) = self.files.get(path.as_os_str()) {
+            return match file.read_at(&mut self.buf, 0) {
+                Ok(n) => Ok(String::from_utf8_lossy(&self.buf[..n]).into_owned()),
+                Err(e) => {
+                    self.files.remove(path.as_os_str());
+                    Err(AttrError::Unreadable(Errno::from_io(&e)))
                 }
-                Err(e) if e.kind() == ErrorKind::NotFound => return Err(AttrError::Missing),
-                Err(e) => return Err(AttrError::Unreadable(Errno::from_io(&e))),
-            }
+            };
         }
-        let Some((_, file)) = self.files.get(path.as_os_str()) else {
-            return Err(AttrError::Missing);
+        let file = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Err(AttrError::Missing),
+            Err(e) => return Err(AttrError::Unreadable(Errno::from_io(&e))),
         };
-        match file.read_at(&mut self.buf, 0) {
+        let read = match file.read_at(&mut self.buf, 0) {
             Ok(n) => Ok(String::from_utf8_lossy(&self.buf[..n]).into_owned()),
-            Err(e) => {
-                self.files.remove(path.as_os_str());
-                Err(AttrError::Unreadable(Errno::from_io(&e)))
-            }
+            Err(e) => return Err(AttrError::Unreadable(Errno::from_io(&e))),
+        };
+        // Kept only while within the budget (and a kept descriptor reads the current value);
+        // otherwise it closes here.
+        if self.keep_open && self.files.len() < self.budget {
+            self.files
+                .insert(path.into_os_string(), (dev.to_string(), file));
         }
+        read
     }
 
     fn read_with<T>(
@@ -242,6 +260,54 @@ mod tests {
             SysfsPortPoller::reopening(sim.sysroot().clone()).poll(&targets),
             after
         );
+    }
+
+    /// The poll of a host with far more files than the budget never holds more than the
+    /// budget, reads every file all the same, and a device forgotten frees its slots for
+    /// others.
+    #[test]
+    fn kept_descriptors_never_exceed_the_budget() {
+        // 64 devices x 2 ports x (4 attributes + 4 PMA counters): 1024 polled files.
+        let sim = SimHost::new(fixtures::large_host(64, 2, 0)).expect("sim");
+        let mut targets = Vec::new();
+        for d in sim.sysroot().rdma_device_names().expect("names") {
+            for p in sim.sysroot().port_sources(&d).expect("sources") {
+                targets.push(PollTarget {
+                    dev: d.clone(),
+                    port: p.port,
+                    counters: p.counters,
+                });
+            }
+        }
+        assert_eq!(targets.len(), 128);
+        let fds = || std::fs::read_dir("/proc/self/fd").map(|d| d.count()).ok();
+        let before = fds();
+        let budget = 100;
+        let mut poller = SysfsPortPoller::new(sim.sysroot().clone(), budget);
+        let readings = poller.poll(&targets);
+        assert_eq!(poller.kept_open(), budget);
+        // What this process holds, not only what the poller counts. Other tests of this
+        // binary may run in parallel threads under `cargo test`; nextest runs each alone.
+        if let (Some(b), Some(a), true) = (before, fds(), std::env::var_os("NEXTEST").is_some()) {
+            assert!(a <= b + budget, "{a} descriptors open, {b} before the poll");
+        }
+        // Every file was read, kept or not: the same as a poller that keeps none.
+        assert!(readings
+            .iter()
+            .all(|r| r.state.is_ok() && r.traffic.tx_bytes.is_ok()));
+        assert_eq!(
+            readings,
+            SysfsPortPoller::reopening(sim.sysroot().clone()).poll(&targets)
+        );
+        for _ in 0..3 {
+            poller.poll(&targets);
+            assert_eq!(poller.kept_open(), budget);
+        }
+        // The first device held the first 16 slots; forgotten, others take them.
+        poller.forget(&targets[0].dev);
+        assert_eq!(poller.kept_open(), budget - 16);
+        poller.poll(&targets);
+        assert_eq!(poller.kept_open(), budget);
     }
 
     #[test]

@@ -19,6 +19,12 @@ use crate::model::{
     RoceMode,
 };
 
+/// Reads a device's GID tables in one go (see [`SysRoot::read_device_with`]): called with the
+/// device's name and the sum of its ports' table lengths, it gives the used entries by port,
+/// or `None` to have them read through sysfs.
+pub type GidTableReader<'a> =
+    &'a mut dyn FnMut(&str, usize) -> Option<std::collections::BTreeMap<u32, Vec<GidEntry>>>;
+
 /// The sysfs and configfs trees under one root directory.
 #[derive(Debug, Clone)]
 pub struct SysRoot {
@@ -188,6 +194,18 @@ impl SysRoot {
     /// One device: attributes, ports, GIDs and P_Keys. Every attribute is read on its own, so
     /// a bad file spoils only its field; only a vanished device directory fails the whole.
     pub fn read_device(&self, name: &str) -> Result<DeviceSnapshot, HostError> {
+        self.read_device_with(name, None)
+    }
+
+    /// [`SysRoot::read_device`], with the GIDs of every port from `gid_table` when it gives
+    /// them (libibverbs' one-call GID table query on a real host: see `verbs.rs`); when it
+    /// gives `None`, each port's GIDs are read through sysfs. It is called with the device's
+    /// name and the sum of its ports' GID table lengths.
+    pub fn read_device_with(
+        &self,
+        name: &str,
+        gid_table: Option<GidTableReader<'_>>,
+    ) -> Result<DeviceSnapshot, HostError> {
         let dir = self.device_dir(name);
         if !dir.is_dir() {
             return Err(HostError::NotFound(format!("RDMA device {name}")));
@@ -208,9 +226,22 @@ impl SysRoot {
             None => list_dir(&dir.join("device/net")).unwrap_or_default(),
         };
         netdevs.sort();
+        let numbers = list_indices(&dir.join("ports"));
+        let mut from_table = gid_table.and_then(|read| {
+            // Listing a GID directory costs one getdents, not a read of each entry.
+            let len: usize = numbers
+                .iter()
+                .map(|p| list_dir(&self.port_dir(name, *p).join("gids")).map_or(0, |v| v.len()))
+                .sum();
+            (len > 0).then(|| read(name, len)).flatten()
+        });
         let mut ports = Vec::new();
-        for number in list_indices(&dir.join("ports")) {
-            ports.push(self.read_port(name, number));
+        for number in numbers {
+            // A port without valid entries is absent from the table: it has no GIDs.
+            let gids = from_table
+                .as_mut()
+                .map(|t| t.remove(&number).unwrap_or_default());
+            ports.push(self.read_port_with(name, number, gids));
         }
         if !dir.is_dir() {
             // Unplugged while we read it: what we have may be a mix of stale and missing.
@@ -268,6 +299,11 @@ impl SysRoot {
 
     /// One port without counters.
     pub fn read_port(&self, dev: &str, number: u32) -> PortSnapshot {
+        self.read_port_with(dev, number, None)
+    }
+
+    /// One port without counters, with its GIDs when the caller has them already.
+    fn read_port_with(&self, dev: &str, number: u32, gids: Option<Vec<GidEntry>>) -> PortSnapshot {
         let dir = self.port_dir(dev, number);
         PortSnapshot {
             number,
@@ -280,7 +316,7 @@ impl SysRoot {
             cap_mask: read_parsed(&dir.join("cap_mask"), parse_hex_u32),
             link_layer: read_parsed(&dir.join("link_layer"), LinkLayer::parse_sysfs),
             rate: read_parsed(&dir.join("rate"), Rate::parse_sysfs),
-            gids: self.read_gids(&dir),
+            gids: gids.unwrap_or_else(|| self.read_gids(&dir)),
             pkeys: self.read_pkeys(&dir),
             counters: None,
         }

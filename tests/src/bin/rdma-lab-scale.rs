@@ -1,0 +1,388 @@
+//! rdma-lab-scale: the daemon on a real kernel with many RDMA devices, against the reference
+//! tools, in one run of the QEMU kernel lab (docs/PERFORMANCE.md, "At scale on a real
+//! kernel").
+//!
+//! Run as the lab's scenario program with the daemon's files in the guest:
+//!
+//!     tests/lab/run-lab.sh --scenario-bin target/release/rdma-lab-scale \
+//!         --daemon-bin target/release/rdma-managerd --no-daemon-checks \
+//!         --kernels 6.12 --mem 2048 --timeout 900
+//!
+//! In the guest it makes `RDMA_LAB_SCALE_DEVICES` (default 256) dummy netdevs with an rxe
+//! device on each, then measures, all in the same guest:
+//! - one `ibstat` of every device and one `rdma -j dev show` (the median of 3 runs each);
+//! - the GID tables read through libibverbs equal those read through sysfs, for every device,
+//!   and what each way of reading all devices costs in this process;
+//! - `rdma-managerd` on a system bus: from its start to the bus name owned; after 30 s its
+//!   open descriptors (`/proc/PID/fd`), RSS and open-file limit; its CPU over the next 30 s
+//!   while idle; one GetManagedObjects through one client; the time from
+//!   `ip link set dummyN down` until the port's `State` on D-Bus is `DOWN`; and how many
+//!   lines of its log say "Too many open files".
+//!
+//! Prints one `scale: NAME VALUE` line per figure and asserts nothing but the GID comparison
+//! and that the daemon came up (exit status 1 otherwise).
+
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use rdma_managerd::kernel::linux::LinuxHost;
+use rdma_managerd::kernel::sysfs::SysRoot;
+use rdma_managerd::kernel::verbs::Verbs;
+use rdma_managerd::kernel::Host;
+use zbus::zvariant::{OwnedObjectPath, OwnedValue};
+
+const NAME: &str = "org.rdmamanager.RdmaManager1";
+const ROOT: &str = "/org/rdmamanager/RdmaManager1";
+const PORT_IFACE: &str = "org.rdmamanager.RdmaManager1.Port";
+const SOCK: &str = "/run/dbus/system_bus_socket";
+const DAEMON_LOG: &str = "/tmp/rdma-managerd.log";
+
+fn figure(name: &str, value: impl std::fmt::Display) {
+    println!("scale: {name} {value}");
+    let _ = std::io::stdout().flush();
+}
+
+fn run(cmd: &mut Command) -> Result<()> {
+    let st = cmd
+        .stdout(Stdio::null())
+        .status()
+        .with_context(|| format!("{cmd:?}"))?;
+    if !st.success() {
+        bail!("{cmd:?}: {st}");
+    }
+    Ok(())
+}
+
+/// Runs `cmd` with `input` on its standard input (`ip -b -`, `rdma -b -`).
+fn run_batch(cmd: &mut Command, input: &str) -> Result<()> {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .with_context(|| format!("{cmd:?}"))?;
+    child
+        .stdin
+        .take()
+        .context("stdin")?
+        .write_all(input.as_bytes())?;
+    let st = child.wait()?;
+    if !st.success() {
+        bail!("{cmd:?}: {st}");
+    }
+    Ok(())
+}
+
+/// The median of `n` runs of `f`, in ms.
+fn median_ms(n: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
+    let mut ms = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        f()?;
+        ms.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    ms.sort_by(f64::total_cmp);
+    Ok(ms[n / 2])
+}
+
+fn make_devices(n: usize) -> Result<()> {
+    let t = Instant::now();
+    let mut ip = String::new();
+    for i in 0..n {
+        ip += &format!("link add dummy{i} type dummy\nlink set dummy{i} up\n");
+    }
+    run_batch(Command::new("ip").args(["-b", "-"]), &ip)?;
+    let mut rdma = String::new();
+    for i in 0..n {
+        rdma += &format!("link add rxe{i} type rxe netdev dummy{i}\n");
+    }
+    run_batch(Command::new("rdma").args(["-b", "-"]), &rdma)?;
+    let have = SysRoot::system().rdma_device_names()?.len();
+    if have != n {
+        bail!("{have} RDMA devices after making {n}");
+    }
+    figure("devices", n);
+    figure("setup_s", format!("{:.1}", t.elapsed().as_secs_f64()));
+    Ok(())
+}
+
+/// Every device's GIDs through verbs equal those through sysfs; and what each costs.
+fn compare_gids(rt: &tokio::runtime::Runtime) -> Result<()> {
+    let sys = SysRoot::system();
+    let names = sys.rdma_device_names()?;
+    let verbs = Verbs::load().context("libibverbs in the guest")?;
+    let list = verbs.devices()?;
+    let mut entries = 0;
+    for name in &names {
+        let by_sysfs = sys.read_device(name)?;
+        let max: usize = by_sysfs.ports.len() * 1024;
+        let raw = list
+            .gid_table(name, max)
+            .with_context(|| format!("{name}: ibv_query_gid_table"))?;
+        let by_verbs =
+            rdma_managerd::kernel::verbs::gids_by_port(&raw, rdma_managerd::kernel::verbs::ifname);
+        for p in &by_sysfs.ports {
+            let v = by_verbs.get(&p.number).cloned().unwrap_or_default();
+            if v != p.gids {
+                bail!(
+                    "{name} port {}: GIDs through verbs {v:?} differ from sysfs {:?}",
+                    p.number,
+                    p.gids
+                );
+            }
+            entries += v.len();
+        }
+        // And the host's own read (verbs where it can) gives the same device.
+        let by_host = rt.block_on(LinuxHost::new().read_device(name))?;
+        if by_host != by_sysfs {
+            bail!("{name}: LinuxHost::read_device differs from the sysfs read");
+        }
+    }
+    drop(list);
+    figure(
+        "gids_verbs_equal_sysfs",
+        format!("yes ({} devices, {entries} GIDs)", names.len()),
+    );
+    let sysfs_ms = median_ms(1, || {
+        for name in &names {
+            std::hint::black_box(sys.read_device(name)?);
+        }
+        Ok(())
+    })?;
+    figure("read_devices_sysfs_gids_ms", format!("{sysfs_ms:.0}"));
+    let verbs_ms = median_ms(1, || {
+        std::hint::black_box(rt.block_on(LinuxHost::new().read_devices())?);
+        Ok(())
+    })?;
+    figure("read_devices_verbs_gids_ms", format!("{verbs_ms:.0}"));
+    Ok(())
+}
+
+fn proc_status_kb(pid: u32, key: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = text.lines().find(|l| l.starts_with(key))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// utime + stime of a process, in clock ticks.
+fn cpu_ticks(pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command's closing parenthesis: state is the 3rd field overall.
+    let rest = &text[text.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+}
+
+fn open_fds(pid: u32) -> Option<usize> {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .ok()
+        .map(|d| d.count())
+}
+
+fn nofile(pid: u32) -> Option<String> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/limits")).ok()?;
+    let line = text.lines().find(|l| l.starts_with("Max open files"))?;
+    let f: Vec<&str> = line.split_whitespace().collect();
+    Some(format!("{}/{}", f.get(3)?, f.get(4)?))
+}
+
+/// Polls `check` every 20 ms until it is true or `limit` passed; the time it took.
+async fn wait_until<F, Fut>(limit: Duration, mut check: F) -> Option<Duration>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let t = Instant::now();
+    while t.elapsed() < limit {
+        if check().await {
+            return Some(t.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    None
+}
+
+type Objects = HashMap<OwnedObjectPath, HashMap<String, HashMap<String, OwnedValue>>>;
+
+async fn daemon_phase(devices: usize) -> Result<()> {
+    std::fs::create_dir_all("/run/dbus")?;
+    let _bus = Command::new("dbus-daemon")
+        .args(["--system", "--nofork", "--nopidfile", "--nosyslog"])
+        .stdout(Stdio::null())
+        .spawn()
+        .context("dbus-daemon")?;
+    if wait_until(Duration::from_secs(20), || async {
+        std::path::Path::new(SOCK).exists()
+    })
+    .await
+    .is_none()
+    {
+        bail!("no system bus after 20 s");
+    }
+    let conn = zbus::Connection::system().await?;
+    let dbus = zbus::fdo::DBusProxy::new(&conn).await?;
+    let log = std::fs::File::create(DAEMON_LOG)?;
+    let t0 = Instant::now();
+    let mut daemon: Child = Command::new("/usr/sbin/rdma-managerd")
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1")
+        .stderr(log)
+        .stdout(Stdio::null())
+        .spawn()
+        .context("rdma-managerd")?;
+    let pid = daemon.id();
+    let name = zbus::names::BusName::try_from(NAME)?;
+    let owned = wait_until(Duration::from_secs(600), || async {
+        dbus.name_has_owner(name.clone()).await.unwrap_or(false)
+    })
+    .await;
+    let Some(owned) = owned else {
+        let _ = daemon.kill();
+        bail!("rdma-managerd did not own {NAME} within 600 s");
+    };
+    figure(
+        "daemon_start_to_name_owned_ms",
+        format!("{:.0}", owned.as_secs_f64() * 1e3),
+    );
+
+    // One client, one GetManagedObjects (also finds the port to take down).
+    let om = zbus::Proxy::new(&conn, NAME, ROOT, "org.freedesktop.DBus.ObjectManager").await?;
+    let t = Instant::now();
+    let objects: Objects = om.call("GetManagedObjects", &()).await?;
+    figure(
+        "get_managed_objects_ms",
+        format!(
+            "{:.0} ({} objects)",
+            t.elapsed().as_secs_f64() * 1e3,
+            objects.len()
+        ),
+    );
+    let target = format!("rxe{}", devices / 2);
+    let port_path = objects
+        .iter()
+        .find(|(_, ifaces)| {
+            ifaces.get(PORT_IFACE).is_some_and(|p| {
+                p.get("DeviceName")
+                    .and_then(|v| <&str>::try_from(v).ok())
+                    .is_some_and(|n| n == target)
+            })
+        })
+        .map(|(p, _)| p.clone())
+        .with_context(|| format!("no Port object of {target}"))?;
+
+    // 30 s after start: descriptors, RSS, limit.
+    tokio::time::sleep(Duration::from_secs(30).saturating_sub(t0.elapsed())).await;
+    figure(
+        "fds_30s_after_start",
+        open_fds(pid).map_or("?".into(), |n| n.to_string()),
+    );
+    figure(
+        "nofile_limit_soft_hard",
+        nofile(pid).unwrap_or_else(|| "?".into()),
+    );
+    figure(
+        "rss_kib_30s",
+        proc_status_kb(pid, "VmRSS:").map_or("?".into(), |n| n.to_string()),
+    );
+    // Idle CPU over the next 30 s.
+    let hz = 100.0; // USER_HZ on Linux x86-64
+    let c0 = cpu_ticks(pid);
+    let w0 = Instant::now();
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    let (c1, wall) = (cpu_ticks(pid), w0.elapsed().as_secs_f64());
+    if let (Some(a), Some(b)) = (c0, c1) {
+        figure(
+            "idle_cpu_percent_30s",
+            format!("{:.1}", (b - a) as f64 / hz / wall * 100.0),
+        );
+    }
+    figure(
+        "fds_60s_after_start",
+        open_fds(pid).map_or("?".into(), |n| n.to_string()),
+    );
+    figure(
+        "rss_kib_60s",
+        proc_status_kb(pid, "VmRSS:").map_or("?".into(), |n| n.to_string()),
+    );
+
+    // A port going DOWN, on D-Bus.
+    let props = zbus::fdo::PropertiesProxy::builder(&conn)
+        .destination(NAME)?
+        .path(port_path.as_ref())?
+        .build()
+        .await?;
+    let iface = zbus::names::InterfaceName::try_from(PORT_IFACE)?;
+    let state = || async {
+        props
+            .get(iface.clone(), "State")
+            .await
+            .ok()
+            .and_then(|v| String::try_from(v).ok())
+            .unwrap_or_default()
+    };
+    figure("port_state_before", state().await);
+    let netdev = format!("dummy{}", devices / 2);
+    let t = Instant::now();
+    run(Command::new("ip").args(["link", "set", &netdev, "down"]))?;
+    // From the command's start (the kernel's part included) until a client reads DOWN.
+    let down = wait_until(Duration::from_secs(30), || async {
+        state().await == "DOWN"
+    })
+    .await
+    .map(|_| t.elapsed());
+    figure(
+        "port_down_on_dbus_ms",
+        match down {
+            Some(d) => format!("{:.0}", d.as_secs_f64() * 1e3),
+            None => format!("not within 30 s (still {})", state().await),
+        },
+    );
+
+    let _ = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status();
+    let _ = daemon.wait();
+    let text = std::fs::read_to_string(DAEMON_LOG).unwrap_or_default();
+    figure(
+        "log_lines_too_many_open_files",
+        text.lines()
+            .filter(|l| l.contains("Too many open files"))
+            .count(),
+    );
+    for l in text
+        .lines()
+        .filter(|l| {
+            l.contains("limit")
+                || l.contains("enumerated")
+                || l.contains("serving")
+                || l.contains("WARN")
+        })
+        .take(20)
+    {
+        println!("daemon-log: {l}");
+    }
+    Ok(())
+}
+
+fn main() -> Result<()> {
+    let devices: usize = std::env::var("RDMA_LAB_SCALE_DEVICES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    make_devices(devices)?;
+    let ibstat = median_ms(3, || run(&mut Command::new("ibstat")))?;
+    figure("ibstat_all_ms", format!("{ibstat:.0}"));
+    let rdma = median_ms(3, || run(Command::new("rdma").args(["-j", "dev", "show"])))?;
+    figure("rdma_j_dev_show_ms", format!("{rdma:.0}"));
+    if let Err(e) = compare_gids(&rt) {
+        figure("gids_verbs_equal_sysfs", format!("FAILED: {e:#}"));
+        return Err(e);
+    }
+    rt.block_on(daemon_phase(devices))
+}
