@@ -42,7 +42,7 @@ fn one_device_and_port_like_ibstat() {
 }
 
 /// The document of docs/JSON.md: the D-Bus model by object path and interface (the same as
-/// `rdma-tui --json` prints: tests/tests/tui_json.rs).
+/// `rdma-tui --json` prints: tests/tests/tui/json.rs).
 #[test]
 fn json_is_the_whole_state() {
     let out = show(&["--simulate", "--json"]);

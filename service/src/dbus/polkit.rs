@@ -8,7 +8,7 @@
 //! Root: there is no uid 0 shortcut here. polkitd itself authorizes every subject whose uid is 0
 //! ("special case: uid 0, root, is _always_ authorized for anything" in
 //! `check_authorization_sync` of polkitbackendinteractiveauthority.c); the test
-//! `tests/tests/polkit_harness.rs` confirms it against the real polkitd 122 with no rules at all.
+//! `tests/tests/system/polkit_harness.rs` confirms it against the real polkitd 122 with no rules at all.
 //! systemd's `sd_bus_query_sender_privilege` shortcut (bus-polkit.c) is therefore not copied:
 //! it would only differ when polkit is down, and then this service refuses root too, because a
 //! polkit that cannot be asked is a failure, never a success.

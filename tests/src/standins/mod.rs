@@ -7,7 +7,7 @@
 //!
 //! Each implements exactly the methods, properties and signals the clients use, with the real
 //! services' names, signatures, object paths, error names and messages (checked against
-//! systemd 252 and firewalld 1.3.3 by `tests/tests/system_services.rs`, which runs the same
+//! systemd 252 and firewalld 1.3.3 by `tests/tests/system/system_services.rs`, which runs the same
 //! scenarios against the real programs where they can run), and records every call for
 //! assertions. docs/HOST-SETUP.md lists what each implements.
 

@@ -1,7 +1,7 @@
 //! The committed introspection XML (`dbus-interfaces/xml/`, installed to
 //! /usr/share/dbus-1/interfaces/) must be exactly what the live service says, documentation
 //! comments included. After an intended change of an interface, refresh the files with
-//! `RDMA_MANAGER_UPDATE_XML=1 cargo nextest run -p rdma-manager-tests --test dbus_xml` and
+//! `RDMA_MANAGER_UPDATE_XML=1 cargo nextest run -p rdma-manager-tests --test dbus -E 'test(/^xml::/)'` and
 //! review the diff.
 
 use std::path::PathBuf;
@@ -13,7 +13,7 @@ use rdma_managerd::kernel::sim::{fixtures, SimHost};
 
 const HEADER: &str = r#"<!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object Introspection 1.0//EN"
  "http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd">
-<!-- Generated from the live rdma-managerd and checked by tests/tests/dbus_xml.rs. -->
+<!-- Generated from the live rdma-managerd and checked by tests/tests/dbus/xml.rs. -->
 <node>
 "#;
 

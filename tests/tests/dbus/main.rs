@@ -1,0 +1,18 @@
+//! rdma-managerd's D-Bus API, tested against a real private dbus-daemon (and polkitd where a
+//! change is authorized): one test binary for all of them, so that the suite links the whole
+//! service once rather than once per file. Each module is one area of the API; nextest still
+//! runs every test in a process of its own.
+
+mod authorization;
+mod bad_input;
+mod host;
+mod ipoib;
+mod naming;
+mod reliability;
+mod roce;
+mod service;
+mod sizes;
+mod soft_links;
+mod stale;
+mod sweep;
+mod xml;

@@ -1,0 +1,10 @@
+//! What surrounds the service: the packaging files, the kernel lab's transcripts, the
+//! simulated host, the polkit harness, and the real NetworkManager, systemd and firewalld the
+//! service talks to. One test binary for all of them.
+
+mod dist_files;
+mod lab_transcripts;
+mod nm_profiles;
+mod polkit_harness;
+mod sim_host;
+mod system_services;
