@@ -333,6 +333,18 @@ impl NetworkManager {
         use super::profile::Family;
         ipv4.check(Family::V4)?;
         ipv6.check(Family::V6)?;
+        // The device first: an interface NetworkManager does not know leaves the profile as
+        // it was.
+        let nm = ManagerProxy::new(&self.conn).await?;
+        let device = match nm.get_device_by_ip_iface(interface).await {
+            Ok(d) => d,
+            Err(zbus::Error::MethodError(name, _, _))
+                if name.as_str() == "org.freedesktop.NetworkManager.UnknownDevice" =>
+            {
+                return Err(NmError::NoDevice(interface.to_string()))
+            }
+            Err(e) => return Err(e.into()),
+        };
         let settings_proxy = SettingsProxy::new(&self.conn).await?;
         let path = settings_proxy.get_connection_by_uuid(uuid).await?;
         let connection = ConnectionProxy::builder(&self.conn)
@@ -347,14 +359,6 @@ impl NetworkManager {
         connection
             .update2(settings, UPDATE_TO_DISK, HashMap::new())
             .await?;
-        let nm = ManagerProxy::new(&self.conn).await?;
-        let device = match nm.get_device_by_ip_iface(interface).await {
-            Ok(d) => d,
-            Err(zbus::Error::MethodError(_, _, _)) => {
-                return Err(NmError::NoDevice(interface.to_string()))
-            }
-            Err(e) => return Err(e.into()),
-        };
         // Activating applies the saved profile whether or not it was active on the device.
         nm.activate_connection(&path, &device, &object_path("/")?)
             .await?;

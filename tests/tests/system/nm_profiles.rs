@@ -384,6 +384,19 @@ async fn an_unconfirmed_change_is_rolled_back_by_networkmanager() -> Result<()> 
         Err(NmError::CheckpointConflict(text)) => assert!(text.contains("checkpoint"), "{text}"),
         other => panic!("a second checkpoint: {other:?}"),
     }
+    // An interface NetworkManager has no device for: typed, not a bus error.
+    match client
+        .set_ip(&uuid, "nosuch0", &v4("198.51.100.2/24"), &v6_disabled())
+        .await
+    {
+        Err(NmError::NoDevice(name)) => assert_eq!(name, "nosuch0"),
+        other => panic!("set_ip on nosuch0: {other:?}"),
+    }
+    let (unchanged, _) = keyfile(&nm, "v0")?;
+    assert!(
+        unchanged.contains("address1=198.51.100.1/24"),
+        "{unchanged}"
+    );
     client
         .set_ip(&uuid, "v0", &v4("198.51.100.2/24"), &v6_disabled())
         .await?;
@@ -533,6 +546,7 @@ async fn the_daemon_leaves_interfaces_networkmanager_owns_alone() -> Result<()> 
     // Others: as before.
     ib0.create_child(0x0004, "", HashMap::new()).await?;
     ib0.create_child(0x0005, "", HashMap::new()).await?;
+    ib0.create_child(0x0006, "", HashMap::new()).await?;
     ensure!(has_netdev(&sim, "ib0.0004") && has_netdev(&sim, "ib0.0005"));
 
     // NetworkManager takes ib0.0004 over: the daemon no longer changes or deletes it.
@@ -572,6 +586,24 @@ async fn the_daemon_leaves_interfaces_networkmanager_owns_alone() -> Result<()> 
         own,
         ("rdma-manager".to_string(), String::new(), String::new())
     );
+
+    // A profile added with nmcli and no IPoIB call after it: the owner follows at the
+    // daemon's next host re-read (60 ticks of 100 ms here).
+    let sixth = ipoib(&client, &sim, "ib0.0006").await?;
+    assert_eq!(sixth.owner().await?.0, "rdma-manager");
+    nm_child("0x0006")?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let (kind, id, _) = sixth.owner().await?;
+        if kind == "networkmanager" && id == "ib0.0006" {
+            break;
+        }
+        ensure!(
+            std::time::Instant::now() < deadline,
+            "ib0.0006's owner is still {kind:?} 20 s after NetworkManager's profile appeared"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
 
     // A reboot: the kernel forgets both children; the daemon starts again and re-creates
     // only its own (ib0.0005), not the one NetworkManager owns.
