@@ -35,15 +35,19 @@ pub enum Action {
     ManageRoce,
     /// Host setup: modules, memlock limits, NFS over RDMA, subnet manager.
     ManageHost,
+    /// IP settings of RDMA netdevs through NetworkManager, bringing them up and down, and
+    /// confirming or rolling back such changes.
+    ManageIp,
 }
 
 impl Action {
-    pub const ALL: [Action; 5] = [
+    pub const ALL: [Action; 6] = [
         Action::ManageLinks,
         Action::ManageIpoib,
         Action::ManageNaming,
         Action::ManageRoce,
         Action::ManageHost,
+        Action::ManageIp,
     ];
 
     /// The polkit action id (`org.rdmamanager.rdmamanager1.manage-links`, ...).
@@ -54,6 +58,7 @@ impl Action {
             Action::ManageNaming => "org.rdmamanager.rdmamanager1.manage-naming",
             Action::ManageRoce => "org.rdmamanager.rdmamanager1.manage-roce",
             Action::ManageHost => "org.rdmamanager.rdmamanager1.manage-host",
+            Action::ManageIp => "org.rdmamanager.rdmamanager1.manage-ip",
         }
     }
 }
@@ -69,6 +74,16 @@ pub fn port_path(index: u32, port: u32) -> String {
 }
 
 /// Object path of an IPoIB interface, by ifindex.
+/// Object path of a change made through NetworkManager that waits for confirmation.
+pub fn change_path(id: u32) -> String {
+    format!("{ROOT_PATH}/Change/{id}")
+}
+
+/// The interface at the root for IP settings through NetworkManager.
+pub const NETWORK_INTERFACE: &str = "org.rdmamanager.RdmaManager1.Network";
+/// The interface of a change waiting for confirmation.
+pub const PENDING_CHANGE_INTERFACE: &str = "org.rdmamanager.RdmaManager1.PendingChange";
+
 pub fn ipoib_path(ifindex: u32) -> String {
     format!("{ROOT_PATH}/Ipoib/{ifindex}")
 }

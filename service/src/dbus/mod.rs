@@ -20,7 +20,9 @@ pub mod guard;
 pub mod ipoib;
 pub mod limits;
 pub mod managed;
+pub mod network;
 pub mod objects;
+pub mod pending;
 pub mod polkit;
 pub mod publisher;
 pub mod server;
@@ -40,6 +42,7 @@ pub struct Context {
     engine: OnceLock<EngineHandle>,
     authorizer: polkit::Authorizer,
     limits: Arc<limits::Limits>,
+    changes: pending::PendingChanges,
 }
 
 impl Context {
@@ -48,6 +51,7 @@ impl Context {
             engine: OnceLock::new(),
             authorizer,
             limits,
+            changes: pending::PendingChanges::default(),
         }
     }
 
@@ -57,6 +61,11 @@ impl Context {
     }
 
     /// The engine; set before the bus name is requested, so callers always find it.
+    /// The changes made through NetworkManager that wait for confirmation.
+    pub fn changes(&self) -> &pending::PendingChanges {
+        &self.changes
+    }
+
     pub fn engine(&self) -> Result<&EngineHandle, Error> {
         self.engine
             .get()

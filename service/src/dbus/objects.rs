@@ -555,7 +555,12 @@ bus_object! {
         /// type ipoib pkey PKEY` does, applies the settings and remembers it; returns its object.
         /// An empty name gives the kernel's `PARENT.xxxx` (the P_Key as given, the parent cut to
         /// 10 characters if needed). Settings: mode (s), mtu (u), umcast (b). The kernel sets
-        /// the full-membership bit: P_Key 0x0002 joins the partition as 0x8002.
+        /// the full-membership bit: P_Key 0x0002 joins the partition as 0x8002. Where
+        /// NetworkManager manages this interface, the child is a NetworkManager profile
+        /// (named PARENT.xxxx, IPv4 and IPv6 disabled until given IP settings) that
+        /// NetworkManager creates and keeps, pending confirmation (Network.PendingChanges);
+        /// returns its object once it exists, or "/" when NetworkManager has not made it
+        /// within 5 s.
         async fn create_child(
             &self,
             pkey: u16,
@@ -568,61 +573,70 @@ bus_object! {
                 .change(&header, Action::ManageIpoib, arguments, async {
                 let settings = super::ipoib::child_settings(&settings)?;
                 let parent = read(&self.view).ifindex;
-                let child = self
+                let created = self
                     .ctx
                     .engine()?
                     .ipoib_create_child(parent, u32::from(pkey), name, settings)
                     .await
                     .map_err(super::errors::op_error)?;
-                Ok(super::values::object_path(rdma_manager_dbus::ipoib_path(child)))
+                super::ipoib::child_created(&self.ctx, created).await
                 })
                 .await
         }
 
         /// Deletes this P_Key child, as `ip link delete` does, and forgets it. A port's own
-        /// interface cannot be deleted.
+        /// interface cannot be deleted. Of a child NetworkManager owns, its profile is deleted
+        /// (NetworkManager removes the child), pending confirmation (Network.PendingChanges).
         async fn delete(&self, #[zbus(header)] header: Header<'_>) -> Result<(), Error> {
             let arguments = crate::audit_args![];
             self.ctx
                 .change(&header, Action::ManageIpoib, arguments, async {
                 let ifindex = read(&self.view).ifindex;
-                self.ctx
+                let pending = self
+                    .ctx
                     .engine()?
                     .ipoib_delete(ifindex)
                     .await
-                    .map_err(super::errors::op_error)
+                    .map_err(super::errors::op_error)?;
+                super::ipoib::pending_if_any(&self.ctx, pending).await
                 })
                 .await
         }
 
         /// Sets the transport mode, datagram or connected, and remembers it. The kernel
-        /// resizes the MTU with the mode (connected: 65520).
+        /// resizes the MTU with the mode (connected: 65520). Of an interface NetworkManager
+        /// owns, in its profile, pending confirmation (Network.PendingChanges).
         async fn set_mode(&self, mode: &str, #[zbus(header)] header: Header<'_>) -> Result<(), Error> {
             let arguments = crate::audit_args![mode];
             self.ctx
                 .change(&header, Action::ManageIpoib, arguments, async {
                 let ifindex = read(&self.view).ifindex;
-                self.ctx
+                let pending = self
+                    .ctx
                     .engine()?
                     .ipoib_set_mode(ifindex, mode)
                     .await
-                    .map_err(super::errors::op_error)
+                    .map_err(super::errors::op_error)?;
+                super::ipoib::pending_if_any(&self.ctx, pending).await
                 })
                 .await
         }
 
         /// Sets the MTU and remembers it: datagram mode allows 72 to the port's InfiniBand MTU
-        /// minus 4 (at most 4092), connected mode 68 to 65520.
+        /// minus 4 (at most 4092), connected mode 68 to 65520. Of an interface NetworkManager
+        /// owns, in its profile, pending confirmation (Network.PendingChanges).
         async fn set_mtu(&self, mtu: u32, #[zbus(header)] header: Header<'_>) -> Result<(), Error> {
             let arguments = crate::audit_args![mtu];
             self.ctx
                 .change(&header, Action::ManageIpoib, arguments, async {
                 let ifindex = read(&self.view).ifindex;
-                self.ctx
+                let pending = self
+                    .ctx
                     .engine()?
                     .ipoib_set_mtu(ifindex, mtu)
                     .await
-                    .map_err(super::errors::op_error)
+                    .map_err(super::errors::op_error)?;
+                super::ipoib::pending_if_any(&self.ctx, pending).await
                 })
                 .await
         }

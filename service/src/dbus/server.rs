@@ -140,6 +140,17 @@ pub async fn serve_with(
         .await
         .map_err(ServeError::Objects)?;
     let ctx = Arc::new(Context::new(authorizer, limits.clone()));
+    ctx.changes().set_connection(&conn);
+    conn.object_server()
+        .at(
+            ROOT_PATH,
+            Guarded::new(
+                super::network::NetworkObject { ctx: ctx.clone() },
+                limits.clone(),
+            ),
+        )
+        .await
+        .map_err(ServeError::Objects)?;
     let tick_us = config.tick.as_micros() as u64;
     let publisher = Arc::new(Publisher::new(
         &conn,

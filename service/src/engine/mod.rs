@@ -10,6 +10,7 @@
 pub mod clock;
 pub mod history;
 mod leftovers;
+mod nm_change;
 mod nm_owners;
 mod ops;
 mod ops_host;
@@ -23,6 +24,9 @@ mod restore;
 mod stale;
 pub mod state;
 mod transaction;
+
+pub use nm_change::{IpReport, NmPending, RdmaNetdev};
+pub use ops_ipoib::ChildCreated;
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};

@@ -60,6 +60,11 @@ impl NmOwners {
         }
     }
 
+    /// A client of NetworkManager, where the daemon's services include one.
+    pub fn client(&self) -> Option<crate::nm::client::NetworkManager> {
+        self.system.network_manager()
+    }
+
     /// The profiles as last asked (`None`: NetworkManager does not run).
     pub fn snapshot(&self) -> Option<Vec<ProfileSummary>> {
         self.snapshot

@@ -2,6 +2,9 @@
 //! validated, made in the kernel (rtnetlink, as `ip link` does), published, then persisted in
 //! `ipoib.toml` under the port's GUID; when the save fails the kernel change is undone. What was
 //! persisted is re-applied when a port's interface (or a child) appears.
+//!
+//! Where NetworkManager manages the parent (a child is created) or owns the interface (mode,
+//! MTU, delete), the change goes to its profile instead (`nm_change`), pending confirmation.
 
 use tracing::{info, warn};
 
@@ -13,24 +16,96 @@ use crate::model::ipoib::{
 use crate::model::names::validate_netdev_name;
 use crate::model::{Errno, Guid, IpoibMode};
 
+use super::nm_change::{self, NmPending};
 use super::restore::Appeared;
 use super::state::IpoibState;
 use super::transaction::Transaction;
 use super::{Dirty, Engine, EngineHandle, OpError};
+use crate::nm::client::{NetworkManager, ProfileSummary};
 use rdma_manager_dbus::text::quote_capped;
 
+/// What creating a P_Key child did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChildCreated {
+    /// The daemon created it in the kernel and remembers it: its ifindex.
+    Kernel(u32),
+    /// NetworkManager manages the parent: a profile was added and activated, and
+    /// NetworkManager creates the child (named here), pending confirmation.
+    NetworkManager { name: String, pending: NmPending },
+}
+
 impl EngineHandle {
-    /// Creates a P_Key child of the port interface with `parent` ifindex, applies `settings`
-    /// and remembers it; returns the child's ifindex once it is published.
+    /// An IPoIB interface's name, and the profile of NetworkManager's that owns it (if any).
+    async fn ipoib_name(&self, ifindex: u32) -> Result<String, OpError> {
+        self.call(move |e| {
+            Box::pin(async move {
+                e.state
+                    .ipoib
+                    .get(&ifindex)
+                    .map(|i| i.snap.name.clone())
+                    .ok_or_else(|| {
+                        OpError::NotFound(format!("no IPoIB interface has ifindex {ifindex}"))
+                    })
+            })
+        })
+        .await
+    }
+
+    /// The interface's owner, when it is NetworkManager and NetworkManager runs: changes of
+    /// the interface go to its profile.
+    async fn nm_owner(
+        &self,
+        ifindex: u32,
+    ) -> Result<Option<(String, NetworkManager, ProfileSummary)>, OpError> {
+        let name = self.ipoib_name(ifindex).await?;
+        self.nm.refresh().await;
+        let Some(owner) = self.nm.owner_of(&name) else {
+            return Ok(None);
+        };
+        match self.nm.client() {
+            Some(nm) if nm.running().await.unwrap_or(false) => Ok(Some((name, nm, owner))),
+            _ => Ok(None),
+        }
+    }
+
+    /// Creates a P_Key child of the port interface with `parent` ifindex. Where
+    /// NetworkManager manages the parent, as a NetworkManager profile (see `nm_change`);
+    /// elsewhere in the kernel, with `settings` applied and remembered in `ipoib.toml`.
     pub async fn ipoib_create_child(
         &self,
         parent: u32,
         pkey: u32,
         name: &str,
         settings: IpoibSettings,
-    ) -> Result<u32, OpError> {
+    ) -> Result<ChildCreated, OpError> {
         let name = name.to_string();
+        let parent_name = self.ipoib_name(parent).await?;
         self.nm.refresh().await;
+        if let Some(nm) = self.network_manager_managing(&parent_name).await {
+            let pkey = u16::try_from(pkey)
+                .ok()
+                .filter(|p| *p != 0 && *p != 0x8000)
+                .ok_or_else(|| {
+                    OpError::InvalidArgument(format!(
+                        "P_Key {pkey:#x} is outside 0x0001 to 0xffff or reserved (0x8000)"
+                    ))
+                })?;
+            settings.validate().map_err(invalid)?;
+            let (child, pending) = self
+                .ipoib_nm_create_child(
+                    nm,
+                    &parent_name,
+                    pkey,
+                    &name,
+                    &settings,
+                    nm_change::DEFAULT_TIMEOUT_SECS,
+                )
+                .await?;
+            return Ok(ChildCreated::NetworkManager {
+                name: child,
+                pending,
+            });
+        }
         self.call(move |e| {
             Box::pin(async move {
                 e.sync_nm_owners().await;
@@ -39,11 +114,32 @@ impl EngineHandle {
             })
         })
         .await
+        .map(ChildCreated::Kernel)
     }
 
-    /// Deletes a P_Key child and forgets it.
-    pub async fn ipoib_delete(&self, ifindex: u32) -> Result<(), OpError> {
-        self.nm.refresh().await;
+    /// The ifindex of the IPoIB interface `name`, once the daemon has it.
+    pub async fn ipoib_ifindex(&self, name: &str) -> Option<u32> {
+        let name = name.to_string();
+        self.call(move |e| {
+            Box::pin(async move {
+                Ok(e.state
+                    .ipoib
+                    .values()
+                    .find(|i| i.snap.name == name)
+                    .map(|i| i.ifindex))
+            })
+        })
+        .await
+        .ok()
+        .flatten()
+    }
+
+    /// Deletes a P_Key child and forgets it; one NetworkManager owns, by deleting its
+    /// profile (pending confirmation).
+    pub async fn ipoib_delete(&self, ifindex: u32) -> Result<Option<NmPending>, OpError> {
+        if let Some((name, nm, owner)) = self.nm_owner(ifindex).await? {
+            return self.ipoib_nm_delete(nm, owner, &name).await.map(Some);
+        }
         self.call(move |e| {
             Box::pin(async move {
                 e.sync_nm_owners().await;
@@ -52,12 +148,23 @@ impl EngineHandle {
             })
         })
         .await
+        .map(|()| None)
     }
 
-    /// Sets the transport mode (`datagram` or `connected`) and remembers it.
-    pub async fn ipoib_set_mode(&self, ifindex: u32, mode: &str) -> Result<(), OpError> {
+    /// Sets the transport mode (`datagram` or `connected`) and remembers it; of an
+    /// interface NetworkManager owns, in its profile (pending confirmation).
+    pub async fn ipoib_set_mode(
+        &self,
+        ifindex: u32,
+        mode: &str,
+    ) -> Result<Option<NmPending>, OpError> {
         let mode = parse_mode(mode).map_err(invalid)?;
-        self.nm.refresh().await;
+        if let Some((name, nm, owner)) = self.nm_owner(ifindex).await? {
+            return self
+                .ipoib_nm_update(nm, owner, &name, Some(mode), None)
+                .await
+                .map(Some);
+        }
         self.call(move |e| {
             Box::pin(async move {
                 e.sync_nm_owners().await;
@@ -66,11 +173,22 @@ impl EngineHandle {
             })
         })
         .await
+        .map(|()| None)
     }
 
-    /// Sets the MTU and remembers it.
-    pub async fn ipoib_set_mtu(&self, ifindex: u32, mtu: u32) -> Result<(), OpError> {
-        self.nm.refresh().await;
+    /// Sets the MTU and remembers it; of an interface NetworkManager owns, in its profile
+    /// (pending confirmation).
+    pub async fn ipoib_set_mtu(
+        &self,
+        ifindex: u32,
+        mtu: u32,
+    ) -> Result<Option<NmPending>, OpError> {
+        if let Some((name, nm, owner)) = self.nm_owner(ifindex).await? {
+            return self
+                .ipoib_nm_update(nm, owner, &name, None, Some(mtu))
+                .await
+                .map(Some);
+        }
         self.call(move |e| {
             Box::pin(async move {
                 e.sync_nm_owners().await;
@@ -79,9 +197,11 @@ impl EngineHandle {
             })
         })
         .await
+        .map(|()| None)
     }
 
-    /// Allows or stops user-space multicast (umcast) and remembers it.
+    /// Allows or stops user-space multicast (umcast) and remembers it. NetworkManager has
+    /// no such setting: refused on interfaces it owns.
     pub async fn ipoib_set_umcast(&self, ifindex: u32, umcast: bool) -> Result<(), OpError> {
         self.nm.refresh().await;
         self.call(move |e| {

@@ -19,7 +19,7 @@ pub const BUS_NAME: &str = "org.freedesktop.NetworkManager";
     default_path = "/org/freedesktop/NetworkManager/Settings",
     gen_blocking = false
 )]
-trait Settings {
+pub(super) trait Settings {
     fn list_connections(&self) -> zbus::Result<Vec<OwnedObjectPath>>;
 
     fn add_connection2(
@@ -38,7 +38,12 @@ trait Settings {
     default_path = "/org/freedesktop/NetworkManager",
     gen_blocking = false
 )]
-trait Manager {
+pub(super) trait Manager {
+    fn deactivate_connection(
+        &self,
+        active_connection: &zbus::zvariant::ObjectPath<'_>,
+    ) -> zbus::Result<()>;
+
     fn get_device_by_ip_iface(&self, iface: &str) -> zbus::Result<OwnedObjectPath>;
 
     fn activate_connection(
@@ -74,11 +79,26 @@ trait Manager {
     default_service = "org.freedesktop.NetworkManager",
     gen_blocking = false
 )]
-trait Device {
+pub(super) trait Device {
     fn reapply(&self, connection: Settings, version_id: u64, flags: u32) -> zbus::Result<()>;
 
     #[zbus(property)]
     fn state(&self) -> zbus::Result<u32>;
+
+    #[zbus(property)]
+    fn state_reason(&self) -> zbus::Result<(u32, u32)>;
+
+    #[zbus(property)]
+    fn managed(&self) -> zbus::Result<bool>;
+
+    #[zbus(property)]
+    fn active_connection(&self) -> zbus::Result<OwnedObjectPath>;
+
+    #[zbus(property)]
+    fn ip4_config(&self) -> zbus::Result<OwnedObjectPath>;
+
+    #[zbus(property)]
+    fn ip6_config(&self) -> zbus::Result<OwnedObjectPath>;
 }
 
 /// `NM_CHECKPOINT_CREATE_FLAG_DELETE_NEW_CONNECTIONS`: profiles added after the checkpoint
@@ -95,7 +115,7 @@ pub const UPDATE_TO_DISK: u32 = 0x1;
     default_service = "org.freedesktop.NetworkManager",
     gen_blocking = false
 )]
-trait Connection {
+pub(super) trait Connection {
     fn get_settings(&self) -> zbus::Result<Settings>;
 
     fn update2(
@@ -135,6 +155,9 @@ pub enum NmError {
     /// The interface has no NetworkManager device.
     #[error("NetworkManager has no device {0}")]
     NoDevice(String),
+    /// NetworkManager could not do what was asked, in its own words.
+    #[error("NetworkManager: {0}")]
+    Failed(String),
     #[error("talking to NetworkManager failed: {0}")]
     Bus(String),
 }
@@ -149,10 +172,24 @@ impl From<zbus::Error> for NmError {
             {
                 NmError::CheckpointConflict(text.clone())
             }
+            // A profile or argument NetworkManager finds invalid: `...InvalidProperty`,
+            // `...InvalidSetting`, `...InvalidArguments`, `...InvalidConnection`.
+            zbus::Error::MethodError(name, text, _)
+                if name.as_str().starts_with("org.freedesktop.NetworkManager.")
+                    && name
+                        .as_str()
+                        .rsplit('.')
+                        .next()
+                        .is_some_and(|l| l.starts_with("Invalid")) =>
+            {
+                NmError::Refused(text.clone().unwrap_or_else(|| name.to_string()))
+            }
+            // Anything else NetworkManager declines (no such profile, a device that cannot
+            // take the profile, an activation that failed): its sentence.
             zbus::Error::MethodError(name, text, _)
                 if name.as_str().starts_with("org.freedesktop.NetworkManager.") =>
             {
-                NmError::Refused(text.clone().unwrap_or_else(|| name.to_string()))
+                NmError::Failed(text.clone().unwrap_or_else(|| name.to_string()))
             }
             zbus::Error::MethodError(name, _, _)
                 if name.as_str() == "org.freedesktop.DBus.Error.ServiceUnknown"
@@ -181,7 +218,7 @@ pub struct ProfileSummary {
 /// NetworkManager over one bus connection.
 #[derive(Clone, Debug)]
 pub struct NetworkManager {
-    conn: zbus::Connection,
+    pub(super) conn: zbus::Connection,
 }
 
 impl NetworkManager {
@@ -218,7 +255,7 @@ impl NetworkManager {
             match self.summary(path).await {
                 Ok(p) => out.push(p),
                 // Deleted between the list and the read.
-                Err(NmError::Refused(_)) => continue,
+                Err(NmError::Refused(_) | NmError::Failed(_)) => continue,
                 Err(e) => return Err(e),
             }
         }
@@ -238,7 +275,7 @@ impl NetworkManager {
         Ok(())
     }
 
-    async fn summary(&self, path: OwnedObjectPath) -> Result<ProfileSummary, NmError> {
+    pub(super) async fn summary(&self, path: OwnedObjectPath) -> Result<ProfileSummary, NmError> {
         let proxy = ConnectionProxy::builder(&self.conn)
             .path(path.clone())?
             .build()
@@ -366,12 +403,12 @@ impl NetworkManager {
     }
 }
 
-fn object_path(text: &str) -> Result<zbus::zvariant::ObjectPath<'_>, NmError> {
+pub(super) fn object_path(text: &str) -> Result<zbus::zvariant::ObjectPath<'_>, NmError> {
     zbus::zvariant::ObjectPath::try_from(text).map_err(|e| NmError::Bus(e.to_string()))
 }
 
 /// A random (version 4) UUID, from the kernel.
-fn new_uuid() -> Result<String, NmError> {
+pub(super) fn new_uuid() -> Result<String, NmError> {
     std::fs::read_to_string("/proc/sys/kernel/random/uuid")
         .map(|s| s.trim().to_string())
         .map_err(|e| NmError::Bus(format!("no UUID from /proc/sys/kernel/random/uuid: {e}")))

@@ -8,4 +8,6 @@
 //! - [`client`]: [`client::NetworkManager`]: adds, lists and deletes profiles.
 
 pub mod client;
+pub mod device;
+pub mod keys;
 pub mod profile;

@@ -279,6 +279,12 @@ pub trait SystemServices: Send + Sync {
     ) -> Result<Option<Vec<crate::nm::client::ProfileSummary>>, crate::nm::client::NmError> {
         Ok(None)
     }
+    /// A client of NetworkManager, where the daemon can reach one (the daemon's bus); `None`
+    /// where it cannot (a simulated host's services): changes through NetworkManager are
+    /// then not supported.
+    fn network_manager(&self) -> Option<crate::nm::client::NetworkManager> {
+        None
+    }
 }
 
 /// [`SystemServices`] over a bus connection: the daemon's own connection to the system bus.
@@ -308,6 +314,10 @@ impl SystemServices for BusSystemServices {
             return Ok(None);
         }
         self.network_manager.profiles().await.map(Some)
+    }
+
+    fn network_manager(&self) -> Option<crate::nm::client::NetworkManager> {
+        Some(self.network_manager.clone())
     }
 
     async fn unit_status(&self, unit: &str) -> Result<UnitStatus, SystemError> {

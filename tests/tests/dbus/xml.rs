@@ -56,15 +56,30 @@ async fn committed_xml_matches_the_live_service() {
                 .filter(|(n, _)| n.starts_with(BUS_NAME)),
         );
     }
+    // A pending change exists only while NetworkManager holds a checkpoint: its interface
+    // is introspected from the type.
+    {
+        use rdma_managerd::dbus::{limits, polkit, Context};
+        let ctx = std::sync::Arc::new(Context::new(
+            polkit::Authorizer::same_user_for_simulation(&client),
+            limits::Limits::new(limits::LimitConfig::default()),
+        ));
+        live.push((
+            rdma_manager_dbus::PENDING_CHANGE_INTERFACE.to_string(),
+            rdma_managerd::dbus::pending::PendingChangeObject::introspection(ctx),
+        ));
+    }
     let names: Vec<&str> = live.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
         names,
         [
             "org.rdmamanager.RdmaManager1",
+            "org.rdmamanager.RdmaManager1.Network",
             "org.rdmamanager.RdmaManager1.Device",
             "org.rdmamanager.RdmaManager1.Port",
             "org.rdmamanager.RdmaManager1.Ipoib",
-            "org.rdmamanager.RdmaManager1.Host"
+            "org.rdmamanager.RdmaManager1.Host",
+            "org.rdmamanager.RdmaManager1.PendingChange"
         ]
     );
     // XML forbids "--" inside a comment, and zbus turns doc comments into XML comments.

@@ -1,0 +1,170 @@
+//! `org.rdmamanager.RdmaManager1.Network` at the root: IP settings of RDMA netdevs (IPoIB
+//! interfaces, and the netdevs of RoCE, rxe and siw ports) through NetworkManager, bringing
+//! them up and down, and the changes of that kind waiting for confirmation (`pending`).
+//!
+//! Every change returns the object of a pending change: NetworkManager rolls it back by
+//! itself unless it is confirmed within its timeout (0: 60 s). Where NetworkManager does not
+//! run, every method answers `NotSupported` with the reason.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use rdma_manager_dbus::{Action, Error};
+use zbus::message::Header;
+use zbus::object_server::SignalEmitter;
+use zbus::zvariant::{OwnedObjectPath, OwnedValue};
+
+use super::Context;
+use crate::engine::{IpReport, RdmaNetdev};
+use crate::nm::keys::put;
+
+/// `org.rdmamanager.RdmaManager1.Network` at the root.
+pub struct NetworkObject {
+    pub ctx: Arc<Context>,
+}
+
+/// A report as `GetIpSettings` gives it.
+fn report_keys(r: IpReport) -> HashMap<String, OwnedValue> {
+    let mut out = r.settings.as_ref().map(|s| s.to_keys()).unwrap_or_default();
+    let kind = match r.kind {
+        RdmaNetdev::Ipoib { .. } => "ipoib",
+        RdmaNetdev::Port => "port",
+    };
+    put(&mut out, "kind".into(), kind);
+    let (owner, id, uuid, keyfile) = match &r.owner {
+        Some(p) => (
+            "networkmanager",
+            p.id.clone(),
+            p.uuid.clone(),
+            p.filename.clone(),
+        ),
+        None => ("", String::new(), String::new(), String::new()),
+    };
+    put(&mut out, "owner".into(), owner);
+    put(&mut out, "profile".into(), id);
+    put(&mut out, "uuid".into(), uuid.clone());
+    put(&mut out, "keyfile".into(), keyfile);
+    let (state, reason, managed, active, addresses) = match &r.device {
+        Some(d) => (
+            crate::nm::device::device_state_name(d.state),
+            d.reason,
+            d.managed,
+            !uuid.is_empty() && d.active_profile.as_deref() == Some(uuid.as_str()),
+            d.addresses.clone(),
+        ),
+        None => ("absent", 0, false, false, Vec::new()),
+    };
+    put(&mut out, "device-state".into(), state);
+    put(&mut out, "device-state-reason".into(), reason);
+    put(&mut out, "managed".into(), managed);
+    put(&mut out, "active".into(), active);
+    put(&mut out, "addresses".into(), addresses);
+    out
+}
+
+#[zbus::interface(name = "org.rdmamanager.RdmaManager1.Network")]
+impl NetworkObject {
+    /// Changes made through NetworkManager that wait for confirmation (PendingChange
+    /// objects).
+    #[zbus(property, name = "PendingChanges")]
+    fn pending_changes(&self) -> Vec<OwnedObjectPath> {
+        self.ctx.changes().paths()
+    }
+
+    /// The IP settings of an IPoIB interface or of the netdev of a RoCE, rxe or siw port:
+    /// nmcli's keys of its NetworkManager profile (ipv4.method, ipv4.addresses (as),
+    /// ipv4.gateway, ipv4.dns (as), ipv4.dns-search (as), the same under ipv6.) when one
+    /// configures it, and always: kind (ipoib or port), owner (networkmanager or empty),
+    /// profile, uuid, keyfile, device-state (NetworkManager's, as nmcli prints it, or
+    /// absent), device-state-reason (u), managed (b), active (b: the profile is active on
+    /// it) and addresses (as: ADDRESS/PREFIX it has now).
+    async fn get_ip_settings(&self, interface: &str) -> Result<HashMap<String, OwnedValue>, Error> {
+        let report = self
+            .ctx
+            .engine()?
+            .ip_settings(interface)
+            .await
+            .map_err(super::errors::op_error)?;
+        Ok(report_keys(report))
+    }
+
+    /// Changes IP settings, given as nmcli's keys (see GetIpSettings; a key not given keeps
+    /// its value), in the interface's NetworkManager profile, made when there is none
+    /// (infiniband for IPoIB, ethernet for a port's netdev, named after the interface), and
+    /// activates it. Returns the pending change: confirm it within `timeout` seconds (0: 60;
+    /// 10 to 3600) or NetworkManager rolls it back.
+    async fn set_ip_settings(
+        &self,
+        interface: &str,
+        settings: HashMap<String, OwnedValue>,
+        timeout: u32,
+        #[zbus(header)] header: Header<'_>,
+    ) -> Result<OwnedObjectPath, Error> {
+        let arguments = crate::audit_args![interface, settings, timeout];
+        self.ctx
+            .change(&header, Action::ManageIp, arguments, async {
+                let pending = self
+                    .ctx
+                    .engine()?
+                    .set_ip_settings(interface, settings, timeout)
+                    .await
+                    .map_err(super::errors::op_error)?;
+                self.ctx.changes().add(&self.ctx, pending).await
+            })
+            .await
+    }
+
+    /// Activates the interface's NetworkManager profile, as `nmcli connection up` does;
+    /// returns the pending change (see SetIpSettings).
+    async fn activate(
+        &self,
+        interface: &str,
+        timeout: u32,
+        #[zbus(header)] header: Header<'_>,
+    ) -> Result<OwnedObjectPath, Error> {
+        self.up_down(interface, true, timeout, header).await
+    }
+
+    /// Deactivates the profile active on the interface, as `nmcli connection down` does;
+    /// returns the pending change (see SetIpSettings).
+    async fn deactivate(
+        &self,
+        interface: &str,
+        timeout: u32,
+        #[zbus(header)] header: Header<'_>,
+    ) -> Result<OwnedObjectPath, Error> {
+        self.up_down(interface, false, timeout, header).await
+    }
+
+    /// A pending change ended: confirmed, rolled-back (RollBack) or timed-out
+    /// (NetworkManager rolled it back by itself).
+    #[zbus(signal)]
+    pub async fn change_ended(
+        emitter: &SignalEmitter<'_>,
+        change: OwnedObjectPath,
+        outcome: &str,
+    ) -> zbus::Result<()>;
+}
+
+impl NetworkObject {
+    async fn up_down(
+        &self,
+        interface: &str,
+        up: bool,
+        timeout: u32,
+        header: Header<'_>,
+    ) -> Result<OwnedObjectPath, Error> {
+        let arguments = crate::audit_args![interface, timeout];
+        self.ctx
+            .change(&header, Action::ManageIp, arguments, async {
+                let pending = self
+                    .ctx
+                    .engine()?
+                    .set_interface_up(interface, up, timeout)
+                    .await
+                    .map_err(super::errors::op_error)?;
+                self.ctx.changes().add(&self.ctx, pending).await
+            })
+            .await
+    }
+}
