@@ -8,7 +8,9 @@ pub mod proxies;
 pub mod text;
 
 pub use error::Error;
-pub use proxies::{DeviceProxy, HostProxy, IpoibProxy, ManagerProxy, PortProxy};
+pub use proxies::{
+    DeviceProxy, HostProxy, IpoibProxy, ManagerProxy, NetworkProxy, PendingChangeProxy, PortProxy,
+};
 
 /// The well-known bus name and interface prefix.
 pub const BUS_NAME: &str = "org.rdmamanager.RdmaManager1";

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use zbus::proxy;
-use zbus::zvariant::OwnedObjectPath;
+use zbus::zvariant::{OwnedObjectPath, OwnedValue};
 
 /// One port's throughput at one tick: (port object, TX bytes/s, RX bytes/s, TX packets/s,
 /// RX packets/s, flags).
@@ -318,4 +318,55 @@ pub trait Host {
     /// "stuck-init" or "none").
     #[zbus(property)]
     fn subnet_managers(&self) -> zbus::Result<Vec<(OwnedObjectPath, String, String, u32, String)>>;
+}
+
+/// `org.rdmamanager.RdmaManager1.Network` at the root: IP settings of RDMA netdevs through
+/// NetworkManager, and the changes waiting for confirmation.
+#[zbus::proxy(
+    interface = "org.rdmamanager.RdmaManager1.Network",
+    default_service = "org.rdmamanager.RdmaManager1",
+    default_path = "/org/rdmamanager/RdmaManager1",
+    gen_blocking = false
+)]
+pub trait Network {
+    /// nmcli's keys of the interface's profile plus kind, owner, profile, uuid, keyfile,
+    /// device-state, device-state-reason, managed, active and addresses.
+    fn get_ip_settings(&self, interface: &str) -> zbus::Result<HashMap<String, OwnedValue>>;
+    /// Changes IP settings (nmcli's keys); returns the pending change.
+    fn set_ip_settings(
+        &self,
+        interface: &str,
+        settings: HashMap<&str, zbus::zvariant::Value<'_>>,
+        timeout: u32,
+    ) -> zbus::Result<OwnedObjectPath>;
+    /// `nmcli connection up`; returns the pending change.
+    fn activate(&self, interface: &str, timeout: u32) -> zbus::Result<OwnedObjectPath>;
+    /// `nmcli connection down`; returns the pending change.
+    fn deactivate(&self, interface: &str, timeout: u32) -> zbus::Result<OwnedObjectPath>;
+    #[zbus(property)]
+    fn pending_changes(&self) -> zbus::Result<Vec<OwnedObjectPath>>;
+    /// A pending change ended: confirmed, rolled-back or timed-out.
+    #[zbus(signal)]
+    fn change_ended(&self, change: OwnedObjectPath, outcome: String) -> zbus::Result<()>;
+}
+
+/// `org.rdmamanager.RdmaManager1.PendingChange` at `Change/<n>`.
+#[zbus::proxy(
+    interface = "org.rdmamanager.RdmaManager1.PendingChange",
+    default_service = "org.rdmamanager.RdmaManager1",
+    gen_blocking = false
+)]
+pub trait PendingChange {
+    fn confirm(&self) -> zbus::Result<()>;
+    fn roll_back(&self) -> zbus::Result<()>;
+    fn extend(&self, seconds: u32) -> zbus::Result<()>;
+    #[zbus(property)]
+    fn interface(&self) -> zbus::Result<String>;
+    #[zbus(property)]
+    fn description(&self) -> zbus::Result<String>;
+    #[zbus(property)]
+    fn checkpoint(&self) -> zbus::Result<String>;
+    /// Microseconds since the Unix epoch.
+    #[zbus(property)]
+    fn deadline(&self) -> zbus::Result<u64>;
 }

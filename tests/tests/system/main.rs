@@ -4,6 +4,7 @@
 
 mod dist_files;
 mod lab_transcripts;
+mod nm_changes;
 mod nm_profiles;
 mod polkit_harness;
 mod sim_host;

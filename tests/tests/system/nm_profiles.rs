@@ -11,6 +11,7 @@ use rdma_manager_tests::nm::{skip_reason, PrivateNm};
 use rdma_managerd::nm::client::{NetworkManager, NmError};
 use rdma_managerd::nm::profile::{Family, IpConfig, IpMethod, IpoibProfile, TransportMode};
 
+#[macro_export]
 macro_rules! require_nm {
     () => {
         if let Some(reason) = skip_reason() {
@@ -189,14 +190,14 @@ fn examples() -> Vec<(Vec<&'static str>, IpoibProfile)> {
 }
 
 /// The keyfile without its `uuid=` line, which differs by design.
-fn without_uuid(text: &str) -> String {
+pub(crate) fn without_uuid(text: &str) -> String {
     text.lines()
         .filter(|l| !l.starts_with("uuid="))
         .collect::<Vec<_>>()
         .join("\n")
 }
 
-fn keyfile(nm: &PrivateNm, id: &str) -> Result<(String, u32)> {
+pub(crate) fn keyfile(nm: &PrivateNm, id: &str) -> Result<(String, u32)> {
     use std::os::unix::fs::PermissionsExt;
     let path = nm.keyfile_dir().join(format!("{id}.nmconnection"));
     let text = std::fs::read_to_string(&path).with_context(|| format!("{}", path.display()))?;
@@ -294,7 +295,7 @@ async fn what_nm_would_change_silently_is_refused_with_nothing_written() -> Resu
 }
 
 /// The IPv4 addresses the kernel has on `ifname` in NetworkManager's namespace.
-fn kernel_ipv4(nm: &PrivateNm, ifname: &str) -> Result<Vec<String>> {
+pub(crate) fn kernel_ipv4(nm: &PrivateNm, ifname: &str) -> Result<Vec<String>> {
     let out = nm.ip(&["-4", "-o", "addr", "show", "dev", ifname])?;
     ensure!(out.status.success(), "ip addr show: {out:?}");
     Ok(String::from_utf8_lossy(&out.stdout)
@@ -307,7 +308,7 @@ fn kernel_ipv4(nm: &PrivateNm, ifname: &str) -> Result<Vec<String>> {
         .collect())
 }
 
-async fn wait_for_ipv4(nm: &PrivateNm, ifname: &str, want: &[&str], secs: u64) -> Result<()> {
+pub(crate) async fn wait_for_ipv4(nm: &PrivateNm, ifname: &str, want: &[&str], secs: u64) -> Result<()> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
     loop {
         let now = kernel_ipv4(nm, ifname)?;
@@ -441,7 +442,7 @@ async fn a_confirmed_change_stays() -> Result<()> {
 
 /// rdma-managerd on the simulated demo host, serving on NetworkManager's bus with the host
 /// services of a real daemon (`BusSystemServices`: NetworkManager is asked over the bus).
-async fn daemon_on(
+pub(crate) async fn daemon_on(
     nm: &PrivateNm,
     sim: &rdma_managerd::kernel::sim::SimHost,
 ) -> Result<rdma_managerd::dbus::server::Service> {
@@ -464,7 +465,7 @@ async fn daemon_on(
     .await?)
 }
 
-async fn ipoib(
+pub(crate) async fn ipoib(
     conn: &zbus::Connection,
     sim: &rdma_managerd::kernel::sim::SimHost,
     name: &str,
@@ -483,7 +484,7 @@ async fn ipoib(
         .await?)
 }
 
-fn has_netdev(sim: &rdma_managerd::kernel::sim::SimHost, name: &str) -> bool {
+pub(crate) fn has_netdev(sim: &rdma_managerd::kernel::sim::SimHost, name: &str) -> bool {
     sim.spec().netdevs.iter().any(|n| n.name == name)
 }
 

@@ -1,0 +1,219 @@
+//! Changes through the daemon's `Network` interface on a real NetworkManager: IP settings of
+//! an RDMA port's netdev given with nmcli's keys, each inside a checkpoint and pending until
+//! confirmed; NetworkManager rolls back by itself when nobody confirms; bad input is refused,
+//! typed, with nothing written; without NetworkManager, `NotSupported`.
+//!
+//! The daemon runs on the simulated demo host (whose rxe0 runs over `eth0`) and serves on
+//! NetworkManager's private bus; NetworkManager's namespace has a veth pair whose one end is
+//! named `eth0`, so both know the same interface.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use anyhow::{ensure, Context, Result};
+use futures::StreamExt;
+use rdma_manager_dbus::{NetworkProxy, PendingChangeProxy};
+use rdma_manager_tests::nm::{skip_reason, PrivateNm};
+use rdma_managerd::kernel::sim::{fixtures, SimHost};
+use zbus::zvariant::{OwnedObjectPath, OwnedValue, Value};
+
+use super::nm_profiles::{daemon_on, kernel_ipv4, keyfile, wait_for_ipv4};
+
+const ERR: &str = "org.rdmamanager.RdmaManager1.Error.";
+
+fn error_name(r: &Result<impl std::fmt::Debug, zbus::Error>) -> (String, String) {
+    match r {
+        Err(zbus::Error::MethodError(name, text, _)) => {
+            (name.to_string(), text.clone().unwrap_or_default())
+        }
+        other => panic!("not a method error: {other:?}"),
+    }
+}
+
+fn text(map: &HashMap<String, OwnedValue>, key: &str) -> String {
+    map.get(key)
+        .and_then(|v| v.downcast_ref::<&str>().ok().map(str::to_string))
+        .unwrap_or_else(|| panic!("no string {key} in {map:?}"))
+}
+
+fn texts(map: &HashMap<String, OwnedValue>, key: &str) -> Vec<String> {
+    map.get(key)
+        .and_then(|v| Vec::<String>::try_from(v.clone()).ok())
+        .unwrap_or_else(|| panic!("no list {key} in {map:?}"))
+}
+
+fn keyfiles(nm: &PrivateNm) -> Result<Vec<String>> {
+    let mut names: Vec<String> = std::fs::read_dir(nm.keyfile_dir())?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    Ok(names)
+}
+
+async fn nm_with_eth0() -> Result<PrivateNm> {
+    PrivateNm::start_with("ip link add eth0 type veth peer name eth0p && ip link set eth0p up")
+        .await
+}
+
+async fn pending(conn: &zbus::Connection, path: &OwnedObjectPath) -> Result<PendingChangeProxy<'static>> {
+    Ok(PendingChangeProxy::builder(conn)
+        .path(path.clone())?
+        .cache_properties(zbus::proxy::CacheProperties::No)
+        .build()
+        .await?)
+}
+
+/// Waits for `ChangeEnded` of `change` and returns its outcome.
+async fn ended(
+    signals: &mut rdma_manager_dbus::proxies::ChangeEndedStream,
+    change: &OwnedObjectPath,
+    secs: u64,
+) -> Result<String> {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let signal = tokio::time::timeout(left, signals.next())
+            .await
+            .with_context(|| format!("no ChangeEnded for {change} within {secs} s"))?
+            .context("the signal stream ended")?;
+        let args = signal.args()?;
+        if &args.change == change {
+            return Ok(args.outcome);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ip_settings_are_pending_until_confirmed_and_roll_back_by_themselves() -> Result<()> {
+    crate::require_nm!();
+    let nm = nm_with_eth0().await?;
+    let sim = SimHost::new(fixtures::demo_host())?;
+    let _service = daemon_on(&nm, &sim).await?;
+    let client = nm.bus.connect().await?;
+    let network = NetworkProxy::builder(&client)
+        .cache_properties(zbus::proxy::CacheProperties::No)
+        .build()
+        .await?;
+    let mut signals = network.receive_change_ended().await?;
+
+    let before = network.get_ip_settings("eth0").await?;
+    assert_eq!(text(&before, "kind"), "port");
+    assert_eq!(text(&before, "owner"), "");
+    assert!(!before.contains_key("ipv4.method"), "{before:?}");
+
+    // Bad input: typed errors, nothing written, no checkpoint left behind.
+    let addr = |a: &str| Value::from(vec![a.to_string()]);
+    let bad: Vec<(&str, HashMap<&str, Value<'_>>, u32, &str)> = vec![
+        ("eth0", HashMap::from([("ipv4.addresses", addr("198.51.100.7/33"))]), 10, "InvalidArgument"),
+        ("eth0", HashMap::from([("ipv4.addresses", addr("2001:db8::7/64"))]), 10, "InvalidArgument"),
+        ("eth0", HashMap::from([("ipv4.dns", addr("not-an-address"))]), 10, "InvalidArgument"),
+        ("eth0", HashMap::from([("ipv4.dns-search", addr("exa mple.com"))]), 10, "InvalidArgument"),
+        ("eth0", HashMap::from([("ipv4.gateway", Value::from("2001:db8::1"))]), 10, "InvalidArgument"),
+        ("eth0", HashMap::from([("ipv4.mtu", Value::from(1500u32))]), 10, "InvalidArgument"),
+        ("eth0", HashMap::from([("ipv4.method", Value::from(true))]), 10, "InvalidArgument"),
+        ("eth0", HashMap::from([("ipv4.method", Value::from("manual"))]), 10, "InvalidArgument"),
+        ("eth0", HashMap::from([("ipv4.addresses", addr("198.51.100.7/24"))]), 5, "InvalidArgument"),
+        ("nosuch0", HashMap::from([("ipv4.addresses", addr("198.51.100.7/24"))]), 10, "NotFound"),
+        // ib0 is the simulated host's, and NetworkManager has no device of that name.
+        ("ib0", HashMap::from([("ipv4.addresses", addr("198.51.100.7/24"))]), 10, "NotFound"),
+    ];
+    for (interface, settings, timeout, want) in bad {
+        let shown = format!("{interface} {settings:?} {timeout}");
+        let r = network.set_ip_settings(interface, settings, timeout).await;
+        let (name, message) = error_name(&r);
+        assert_eq!(name, format!("{ERR}{want}"), "{shown}: {message}");
+        eprintln!("refused as it should be: {shown}: {message}");
+    }
+    ensure!(keyfiles(&nm)?.is_empty(), "written: {:?}", keyfiles(&nm)?);
+    assert!(network.pending_changes().await?.is_empty());
+    assert!(kernel_ipv4(&nm, "eth0")?.is_empty());
+
+    // A change: a new ethernet profile for eth0, active, pending confirmation.
+    let settings = HashMap::from([
+        ("ipv4.addresses", addr("198.51.100.7/24")),
+        ("ipv6.method", Value::from("disabled")),
+    ]);
+    let change = network.set_ip_settings("eth0", settings.clone(), 10).await?;
+    wait_for_ipv4(&nm, "eth0", &["198.51.100.7/24"], 10).await?;
+    assert_eq!(network.pending_changes().await?, [change.clone()]);
+    let proxy = pending(&client, &change).await?;
+    assert_eq!(proxy.interface().await?, "eth0");
+    let (profile, _) = keyfile(&nm, "eth0")?;
+    assert!(profile.contains("address1=198.51.100.7/24"), "{profile}");
+    let now = network.get_ip_settings("eth0").await?;
+    assert_eq!(text(&now, "owner"), "networkmanager");
+    assert_eq!(text(&now, "ipv4.method"), "manual");
+    assert_eq!(texts(&now, "ipv4.addresses"), ["198.51.100.7/24"]);
+    assert!(texts(&now, "addresses").contains(&"198.51.100.7/24".to_string()), "{now:?}");
+    // A second change while the first waits: NetworkManager's checkpoints overlap.
+    let r = network.set_ip_settings("eth0", settings.clone(), 10).await;
+    assert_eq!(error_name(&r).0, format!("{ERR}Busy"), "{r:?}");
+
+    // Nobody confirms: NetworkManager rolls back by itself, the profile it did not have goes.
+    assert_eq!(ended(&mut signals, &change, 25).await?, "timed-out");
+    wait_for_ipv4(&nm, "eth0", &[], 10).await?;
+    ensure!(keyfiles(&nm)?.is_empty(), "left: {:?}", keyfiles(&nm)?);
+    assert!(network.pending_changes().await?.is_empty());
+    assert_eq!(text(&network.get_ip_settings("eth0").await?, "owner"), "");
+
+    // Again, confirmed: it stays.
+    let change = network.set_ip_settings("eth0", settings, 10).await?;
+    wait_for_ipv4(&nm, "eth0", &["198.51.100.7/24"], 10).await?;
+    let proxy = pending(&client, &change).await?;
+    let deadline = proxy.deadline().await?;
+    proxy.extend(30).await?;
+    assert!(proxy.deadline().await? > deadline);
+    proxy.confirm().await?;
+    assert_eq!(ended(&mut signals, &change, 5).await?, "confirmed");
+    assert!(network.pending_changes().await?.is_empty());
+
+    // Down, then rolled back at once: up again, with the confirmed address.
+    let down = network.deactivate("eth0", 10).await?;
+    wait_for_ipv4(&nm, "eth0", &[], 10).await?;
+    pending(&client, &down).await?.roll_back().await?;
+    assert_eq!(ended(&mut signals, &down, 5).await?, "rolled-back");
+    wait_for_ipv4(&nm, "eth0", &["198.51.100.7/24"], 15).await?;
+    // Confirmed changes survive the rollback of later ones.
+    let (profile, _) = keyfile(&nm, "eth0")?;
+    assert!(profile.contains("address1=198.51.100.7/24"), "{profile}");
+    Ok(())
+}
+
+/// Where NetworkManager does not run, the IP methods say so.
+#[tokio::test(flavor = "multi_thread")]
+async fn without_networkmanager_ip_settings_are_not_supported() -> Result<()> {
+    if let Some(reason) = skip_reason() {
+        eprintln!("skipping: {reason}");
+        return Ok(());
+    }
+    let bus = rdma_manager_tests::bus::BusConfig::system()
+        .with_rdma_manager_policy()
+        .start()?;
+    let sim = SimHost::new(fixtures::demo_host())?;
+    let conn = bus.connect().await?;
+    let _service = rdma_managerd::dbus::server::serve_with(
+        conn.clone(),
+        std::sync::Arc::new(sim.clone()),
+        true,
+        rdma_managerd::engine::EngineConfig::default(),
+        rdma_managerd::dbus::polkit::Authorizer::same_user_for_simulation(&conn),
+        std::sync::Arc::new(rdma_managerd::system::BusSystemServices::new(&conn)),
+    )
+    .await?;
+    let client = bus.connect().await?;
+    let network = NetworkProxy::new(&client).await?;
+    let (name, message) = error_name(&network.get_ip_settings("eth0").await);
+    assert_eq!(name, format!("{ERR}NotSupported"), "{message}");
+    assert!(message.contains("NetworkManager is not running"), "{message}");
+    let r = network
+        .set_ip_settings(
+            "eth0",
+            HashMap::from([("ipv4.method", Value::from("auto"))]),
+            0,
+        )
+        .await;
+    assert_eq!(error_name(&r).0, format!("{ERR}NotSupported"));
+    assert_eq!(error_name(&network.activate("eth0", 0).await).0, format!("{ERR}NotSupported"));
+    Ok(())
+}
