@@ -183,10 +183,13 @@ async fn watch_deadline(ctx: Arc<Context>, id: u32) {
     }
     // NetworkManager's own timer runs from the same moment; give it a moment to finish.
     tokio::time::sleep(Duration::from_secs(1)).await;
-    ctx.changes().end(id, TIMED_OUT).await;
+    let Ok(live) = ctx.changes().get(id) else {
+        return;
+    };
     if let Ok(engine) = ctx.engine() {
-        engine.nm_rolled_back().await;
+        engine.nm_rolled_back(&live.pending).await;
     }
+    ctx.changes().end(id, TIMED_OUT).await;
 }
 
 /// `org.rdmamanager.RdmaManager1.PendingChange` at `Change/<n>`.
@@ -279,7 +282,7 @@ impl PendingChangeObject {
                 let r = self
                     .ctx
                     .engine()?
-                    .nm_roll_back(&live.pending.checkpoint)
+                    .nm_roll_back(&live.pending)
                     .await
                     .map_err(super::errors::op_error);
                 self.ctx.changes().end(self.id, ROLLED_BACK).await;

@@ -36,10 +36,97 @@ pub const TIMEOUT_RANGE: std::ops::RangeInclusive<u32> = 10..=3600;
 /// (NetworkManager goes on activating; the pending change shows the device's state).
 const ACTIVATION_WAIT: Duration = Duration::from_secs(15);
 
+/// What takes one profile change back. A NetworkManager checkpoint restores the profiles
+/// applied on devices, not a profile that is active nowhere (seen on NetworkManager 1.42: a
+/// changed or deleted profile of a child whose device does not exist stayed changed after
+/// the rollback), so the daemon keeps its own undo of every profile it touched and applies
+/// it after NetworkManager's rollback.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProfileUndo {
+    /// Put these settings back (the profile was changed).
+    Restore { uuid: String, settings: Settings },
+    /// Delete it (the profile was added).
+    Remove { uuid: String },
+    /// Add it again, with its UUID (the profile was deleted).
+    Add { settings: Settings },
+}
+
+impl ProfileUndo {
+    /// Applies the undo; what is already as it should be (NetworkManager's rollback put
+    /// it back) is left alone.
+    async fn apply(&self, nm: &NetworkManager) -> Result<String, String> {
+        let exists = |uuid: &str| {
+            let uuid = uuid.to_string();
+            let nm = nm.clone();
+            async move { nm.profile_settings(&uuid).await.is_ok() }
+        };
+        match self {
+            ProfileUndo::Restore { uuid, settings } => {
+                let r = if exists(uuid).await {
+                    nm.update(uuid, settings.clone()).await
+                } else {
+                    nm.add_as_is(settings.clone()).await.map(|_| ())
+                };
+                r.map(|()| format!("profile {uuid} was put back"))
+                    .map_err(|e| format!("putting profile {uuid} back failed ({e})"))
+            }
+            ProfileUndo::Remove { uuid } => {
+                if !exists(uuid).await {
+                    return Ok(String::new());
+                }
+                nm.delete(uuid)
+                    .await
+                    .map(|()| format!("profile {uuid} was deleted again"))
+                    .map_err(|e| format!("deleting profile {uuid} again failed ({e})"))
+            }
+            ProfileUndo::Add { settings } => {
+                let uuid = profile_uuid(settings);
+                if exists(&uuid).await {
+                    return Ok(String::new());
+                }
+                nm.add_as_is(settings.clone())
+                    .await
+                    .map(|_| format!("profile {uuid} was added again"))
+                    .map_err(|e| format!("adding profile {uuid} again failed ({e})"))
+            }
+        }
+    }
+}
+
+fn profile_uuid(settings: &Settings) -> String {
+    settings
+        .get("connection")
+        .and_then(|c| c.get("uuid"))
+        .and_then(|v| v.downcast_ref::<&str>().ok().map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// Applies the undos of a pending change, last first, after NetworkManager rolled its
+/// checkpoint back; returns what each did.
+pub(crate) async fn undo_profiles(nm: &NetworkManager, undo: &[ProfileUndo]) -> Vec<String> {
+    let mut said = Vec::new();
+    for u in undo.iter().rev() {
+        match u.apply(nm).await {
+            Ok(m) if m.is_empty() => {}
+            Ok(m) => {
+                info!(undo = %m, "profile put back after NetworkManager's rollback");
+                said.push(m);
+            }
+            Err(m) => {
+                tracing::warn!(error = %m, "a profile could not be put back");
+                said.push(m);
+            }
+        }
+    }
+    said
+}
+
 /// A change NetworkManager made inside a checkpoint, waiting for confirmation.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct NmPending {
     pub checkpoint: Checkpoint,
+    /// What takes the profile changes back, in the order they were made.
+    pub undo: Vec<ProfileUndo>,
     /// The interface changed.
     pub interface: String,
     /// What was changed, for people.
@@ -104,48 +191,154 @@ pub fn checked_timeout(secs: u32) -> Result<u32, OpError> {
     }
 }
 
-/// Runs `change` inside a new checkpoint of `timeout_secs`: when it fails, NetworkManager is
-/// rolled back at once and the error says so.
-async fn in_checkpoint<F>(
-    nm: &NetworkManager,
-    what: &str,
+/// One change through NetworkManager: a checkpoint, then profile steps, each with its undo
+/// (see [`ProfileUndo`]); a failing step undoes the ones before it, the checkpoint last.
+struct NmTx {
+    nm: NetworkManager,
+    tx: Transaction<NetworkManager>,
+    checkpoint: Checkpoint,
+    undo: Vec<ProfileUndo>,
+    what: String,
     timeout_secs: u32,
-    change: F,
-) -> Result<Checkpoint, OpError>
-where
-    F: for<'a> FnOnce(
-        &'a mut NetworkManager,
-    ) -> futures::future::BoxFuture<'a, Result<(), OpError>>,
-{
-    let mut cx = nm.clone();
-    let mut tx = Transaction::new(what);
-    let checkpoint = tx
-        .step(
-            &mut cx,
-            "create a NetworkManager checkpoint",
+}
+
+impl NmTx {
+    async fn begin(nm: &NetworkManager, what: &str, timeout_secs: u32) -> Result<NmTx, OpError> {
+        let mut cx = nm.clone();
+        let mut tx = Transaction::new(what);
+        let checkpoint = tx
+            .step(
+                &mut cx,
+                "create a NetworkManager checkpoint",
+                move |nm: &mut NetworkManager| {
+                    Box::pin(async move { nm.checkpoint(timeout_secs).await.map_err(nm_error) })
+                },
+                move |nm: &mut NetworkManager, cp: Checkpoint| {
+                    Box::pin(async move {
+                        nm.roll_back(&cp)
+                            .await
+                            .map(|()| {
+                                "NetworkManager was rolled back to its checkpoint".to_string()
+                            })
+                            .map_err(|e| {
+                                format!(
+                                    "rolling NetworkManager back also failed ({e}); it rolls back \
+                                     by itself when the checkpoint's {timeout_secs} s pass"
+                                )
+                            })
+                    })
+                },
+            )
+            .await?;
+        Ok(NmTx {
+            nm: cx,
+            tx,
+            checkpoint,
+            undo: Vec::new(),
+            what: what.to_string(),
+            timeout_secs,
+        })
+    }
+
+    /// A step whose undo is `undo` (recorded for the pending change as well).
+    async fn profile_step<T, A>(
+        &mut self,
+        step: &str,
+        apply: A,
+        undo: ProfileUndo,
+    ) -> Result<T, OpError>
+    where
+        T: Clone + Send + 'static,
+        A: for<'a> FnOnce(
+            &'a mut NetworkManager,
+        ) -> futures::future::BoxFuture<'a, Result<T, OpError>>,
+    {
+        let kept = undo.clone();
+        let t = self
+            .tx
+            .step(
+                &mut self.nm,
+                step,
+                apply,
+                move |nm: &mut NetworkManager, _| Box::pin(async move { kept.apply(nm).await }),
+            )
+            .await?;
+        self.undo.push(undo);
+        Ok(t)
+    }
+
+    /// Replaces the settings of the profile `uuid`.
+    async fn update(&mut self, uuid: &str, settings: Settings) -> Result<(), OpError> {
+        let old = self.nm.profile_settings(uuid).await.map_err(nm_error)?;
+        let u = uuid.to_string();
+        self.profile_step(
+            &format!("change profile {uuid}"),
             move |nm: &mut NetworkManager| {
-                Box::pin(async move { nm.checkpoint(timeout_secs).await.map_err(nm_error) })
+                Box::pin(async move { nm.update(&u, settings).await.map_err(nm_error) })
             },
-            move |nm: &mut NetworkManager, cp: Checkpoint| {
-                Box::pin(async move {
-                    nm.roll_back(&cp)
-                        .await
-                        .map(|()| "NetworkManager was rolled back to its checkpoint".to_string())
-                        .map_err(|e| {
-                            format!(
-                                "rolling NetworkManager back also failed ({e}); it rolls back by \
-                                 itself when the checkpoint's {timeout_secs} s pass"
-                            )
-                        })
-                })
+            ProfileUndo::Restore {
+                uuid: uuid.to_string(),
+                settings: old,
             },
         )
-        .await?;
-    tx.check(&mut cx, what, change).await?;
-    tx.commit();
-    info!(change = what, checkpoint = %checkpoint.0, timeout_secs,
-        "changed through NetworkManager; waiting for confirmation");
-    Ok(checkpoint)
+        .await
+    }
+
+    /// Adds a profile with a new UUID; returns it.
+    async fn add(&mut self, mut settings: Settings) -> Result<ProfileSummary, OpError> {
+        let uuid = crate::nm::client::new_uuid().map_err(nm_error)?;
+        crate::nm::keys::put(
+            settings.entry("connection".into()).or_default(),
+            "uuid".into(),
+            uuid.as_str(),
+        );
+        self.profile_step(
+            "add a profile",
+            move |nm: &mut NetworkManager| {
+                Box::pin(async move { nm.add_as_is(settings).await.map_err(nm_error) })
+            },
+            ProfileUndo::Remove { uuid },
+        )
+        .await
+    }
+
+    /// Deletes the profile `uuid`.
+    async fn delete(&mut self, uuid: &str) -> Result<(), OpError> {
+        let old = self.nm.profile_settings(uuid).await.map_err(nm_error)?;
+        let u = uuid.to_string();
+        self.profile_step(
+            &format!("delete profile {uuid}"),
+            move |nm: &mut NetworkManager| {
+                Box::pin(async move { nm.delete(&u).await.map_err(nm_error) })
+            },
+            ProfileUndo::Add { settings: old },
+        )
+        .await
+    }
+
+    /// A step with nothing of its own to undo (an activation: the checkpoint takes it back).
+    async fn check<A>(&mut self, step: &str, apply: A) -> Result<(), OpError>
+    where
+        A: for<'a> FnOnce(
+            &'a mut NetworkManager,
+        ) -> futures::future::BoxFuture<'a, Result<(), OpError>>,
+    {
+        Ok(self.tx.check(&mut self.nm, step, apply).await?)
+    }
+
+    /// The change is made: it waits for confirmation.
+    fn pending(self, interface: &str) -> NmPending {
+        self.tx.commit();
+        info!(change = %self.what, checkpoint = %self.checkpoint.0, timeout_secs = self.timeout_secs,
+            "changed through NetworkManager; waiting for confirmation");
+        NmPending {
+            checkpoint: self.checkpoint,
+            undo: self.undo,
+            interface: interface.to_string(),
+            description: self.what,
+            timeout_secs: self.timeout_secs,
+        }
+    }
 }
 
 /// Waits (bounded) for NetworkManager to finish activating `interface`: an activation that
@@ -375,27 +568,24 @@ impl EngineHandle {
         };
         let name = interface.to_string();
         let what = format!("set the IP settings of {interface}");
-        let checkpoint = in_checkpoint(&nm, &what, timeout_secs, move |nm| {
+        let mut tx = NmTx::begin(&nm, &what, timeout_secs).await?;
+        let uuid = match uuid {
+            Some(u) => {
+                tx.update(&u, settings).await?;
+                u
+            }
+            None => tx.add(settings).await?.uuid,
+        };
+        tx.check("activate the profile", move |nm| {
             Box::pin(async move {
-                let uuid = match uuid {
-                    Some(u) => {
-                        nm.update(&u, settings).await.map_err(nm_error)?;
-                        u
-                    }
-                    None => nm.add(settings).await.map_err(nm_error)?.uuid,
-                };
                 nm.activate(&uuid, Some(&name)).await.map_err(nm_error)?;
                 wait_activated(nm, &name, &uuid).await
             })
         })
         .await?;
+        let pending = tx.pending(interface);
         self.refresh_nm_owners().await;
-        Ok(NmPending {
-            checkpoint,
-            interface: interface.to_string(),
-            description: what,
-            timeout_secs,
-        })
+        Ok(pending)
     }
 
     /// Activates (`up`) or deactivates the profile of an RDMA netdev, inside a checkpoint.
@@ -410,7 +600,7 @@ impl EngineHandle {
         self.rdma_netdev(interface).await?;
         self.nm.refresh().await;
         let name = interface.to_string();
-        let (what, checkpoint) = if up {
+        let pending = if up {
             let Some(owner) = self.nm.owner_of(interface) else {
                 return Err(OpError::NotFound(format!(
                     "no NetworkManager profile configures {interface}: give it IP settings \
@@ -418,7 +608,8 @@ impl EngineHandle {
                 )));
             };
             let what = format!("bring {interface} up with profile {}", owner.id);
-            let cp = in_checkpoint(&nm, &what, timeout_secs, move |nm| {
+            let mut tx = NmTx::begin(&nm, &what, timeout_secs).await?;
+            tx.check("activate the profile", move |nm| {
                 Box::pin(async move {
                     nm.activate(&owner.uuid, Some(&name))
                         .await
@@ -427,7 +618,7 @@ impl EngineHandle {
                 })
             })
             .await?;
-            (what, cp)
+            tx.pending(interface)
         } else {
             match nm.device(interface).await.map_err(nm_error)? {
                 Some(d) if d.active_profile.is_some() => {}
@@ -438,19 +629,15 @@ impl EngineHandle {
                 }
             }
             let what = format!("bring {interface} down");
-            let cp = in_checkpoint(&nm, &what, timeout_secs, move |nm| {
+            let mut tx = NmTx::begin(&nm, &what, timeout_secs).await?;
+            tx.check("deactivate", move |nm| {
                 Box::pin(async move { nm.deactivate(&name).await.map_err(nm_error) })
             })
             .await?;
-            (what, cp)
+            tx.pending(interface)
         };
         self.refresh_nm_owners().await;
-        Ok(NmPending {
-            checkpoint,
-            interface: interface.to_string(),
-            description: what,
-            timeout_secs,
-        })
+        Ok(pending)
     }
 
     /// Keeps a pending change: NetworkManager forgets its checkpoint.
@@ -459,10 +646,12 @@ impl EngineHandle {
         nm.confirm(checkpoint).await.map_err(nm_error)
     }
 
-    /// Undoes a pending change now.
-    pub async fn nm_roll_back(&self, checkpoint: &Checkpoint) -> Result<(), OpError> {
+    /// Undoes a pending change now: NetworkManager's rollback, then the daemon's own undo
+    /// of the profiles it touched.
+    pub async fn nm_roll_back(&self, pending: &NmPending) -> Result<(), OpError> {
         let nm = self.network_manager().await?;
-        let r = nm.roll_back(checkpoint).await.map_err(nm_error);
+        let r = nm.roll_back(&pending.checkpoint).await.map_err(nm_error);
+        undo_profiles(&nm, &pending.undo).await;
         self.refresh_nm_owners().await;
         r
     }
@@ -474,8 +663,12 @@ impl EngineHandle {
         nm.extend(checkpoint, secs).await.map_err(nm_error)
     }
 
-    /// After NetworkManager rolled a checkpoint back by itself: the owners follow.
-    pub async fn nm_rolled_back(&self) {
+    /// After NetworkManager rolled a checkpoint back by itself: the profiles it does not
+    /// restore are put back, and the owners follow.
+    pub async fn nm_rolled_back(&self, pending: &NmPending) {
+        if let Ok(nm) = self.network_manager().await {
+            undo_profiles(&nm, &pending.undo).await;
+        }
         self.refresh_nm_owners().await;
     }
 
@@ -526,23 +719,15 @@ impl EngineHandle {
             .settings("")
             .map_err(|e| OpError::InvalidArgument(e.to_string()))?;
         let what = format!("add NetworkManager profile {child} (P_Key child of {parent})");
-        let checkpoint = in_checkpoint(&nm, &what, timeout_secs, move |nm| {
-            Box::pin(async move {
-                let added = nm.add(settings).await.map_err(nm_error)?;
-                nm.activate(&added.uuid, None).await.map_err(nm_error)
-            })
+        let mut tx = NmTx::begin(&nm, &what, timeout_secs).await?;
+        let added = tx.add(settings).await?;
+        tx.check("activate the profile", move |nm| {
+            Box::pin(async move { nm.activate(&added.uuid, None).await.map_err(nm_error) })
         })
         .await?;
+        let pending = tx.pending(&child);
         self.refresh_nm_owners().await;
-        Ok((
-            child.clone(),
-            NmPending {
-                checkpoint,
-                interface: child,
-                description: what,
-                timeout_secs,
-            },
-        ))
+        Ok((child, pending))
     }
 
     /// Changes the `infiniband` settings of the profile that owns `interface` (mode, MTU)
@@ -587,9 +772,10 @@ impl EngineHandle {
         );
         let name = interface.to_string();
         let uuid = owner.uuid.clone();
-        let checkpoint = in_checkpoint(&nm, &what, DEFAULT_TIMEOUT_SECS, move |nm| {
+        let mut tx = NmTx::begin(&nm, &what, DEFAULT_TIMEOUT_SECS).await?;
+        tx.update(&uuid, settings).await?;
+        tx.check("activate the profile", move |nm| {
             Box::pin(async move {
-                nm.update(&uuid, settings).await.map_err(nm_error)?;
                 let on = nm
                     .device(&name)
                     .await
@@ -599,13 +785,9 @@ impl EngineHandle {
             })
         })
         .await?;
+        let pending = tx.pending(interface);
         self.refresh_nm_owners().await;
-        Ok(NmPending {
-            checkpoint,
-            interface: interface.to_string(),
-            description: what,
-            timeout_secs: DEFAULT_TIMEOUT_SECS,
-        })
+        Ok(pending)
     }
 
     /// Deletes the profile that owns `interface`: NetworkManager takes a child it made down
@@ -618,17 +800,11 @@ impl EngineHandle {
     ) -> Result<NmPending, OpError> {
         let what = format!("delete {interface}'s NetworkManager profile {}", owner.id);
         let uuid = owner.uuid.clone();
-        let checkpoint = in_checkpoint(&nm, &what, DEFAULT_TIMEOUT_SECS, move |nm| {
-            Box::pin(async move { nm.delete(&uuid).await.map_err(nm_error) })
-        })
-        .await?;
+        let mut tx = NmTx::begin(&nm, &what, DEFAULT_TIMEOUT_SECS).await?;
+        tx.delete(&uuid).await?;
+        let pending = tx.pending(interface);
         self.refresh_nm_owners().await;
-        Ok(NmPending {
-            checkpoint,
-            interface: interface.to_string(),
-            description: what,
-            timeout_secs: DEFAULT_TIMEOUT_SECS,
-        })
+        Ok(pending)
     }
 }
 

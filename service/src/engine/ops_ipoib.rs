@@ -25,7 +25,7 @@ use crate::nm::client::{NetworkManager, ProfileSummary};
 use rdma_manager_dbus::text::quote_capped;
 
 /// What creating a P_Key child did.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum ChildCreated {
     /// The daemon created it in the kernel and remembers it: its ifindex.
     Kernel(u32),

@@ -408,7 +408,7 @@ pub(super) fn object_path(text: &str) -> Result<zbus::zvariant::ObjectPath<'_>, 
 }
 
 /// A random (version 4) UUID, from the kernel.
-pub(super) fn new_uuid() -> Result<String, NmError> {
+pub fn new_uuid() -> Result<String, NmError> {
     std::fs::read_to_string("/proc/sys/kernel/random/uuid")
         .map(|s| s.trim().to_string())
         .map_err(|e| NmError::Bus(format!("no UUID from /proc/sys/kernel/random/uuid: {e}")))

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use zbus::zvariant::{OwnedObjectPath, OwnedValue};
 
 use super::client::{
-    new_uuid, object_path, ConnectionProxy, DeviceProxy, ManagerProxy, NetworkManager, NmError,
+    object_path, ConnectionProxy, DeviceProxy, ManagerProxy, NetworkManager, NmError,
     ProfileSummary, SettingsProxy, ADD_TO_DISK, UPDATE_TO_DISK,
 };
 use super::profile::Settings;
@@ -208,16 +208,9 @@ impl NetworkManager {
         Ok(())
     }
 
-    /// Adds a profile of these settings (to disk, as nmcli does) with a fresh UUID put into
-    /// its `connection` setting.
-    pub async fn add(&self, mut settings: Settings) -> Result<ProfileSummary, NmError> {
-        let uuid = new_uuid()?;
-        if let Ok(v) = OwnedValue::try_from(zbus::zvariant::Value::from(uuid.as_str())) {
-            settings
-                .entry("connection".to_string())
-                .or_default()
-                .insert("uuid".to_string(), v);
-        }
+    /// Adds a profile of these settings as they are (its UUID included), to disk: a profile
+    /// deleted by a change that is being undone comes back as it was.
+    pub async fn add_as_is(&self, settings: Settings) -> Result<ProfileSummary, NmError> {
         let proxy = SettingsProxy::new(&self.conn).await?;
         let (path, _) = proxy
             .add_connection2(settings, ADD_TO_DISK, HashMap::new())

@@ -56,7 +56,10 @@ async fn nm_with_eth0() -> Result<PrivateNm> {
         .await
 }
 
-async fn pending(conn: &zbus::Connection, path: &OwnedObjectPath) -> Result<PendingChangeProxy<'static>> {
+async fn pending(
+    conn: &zbus::Connection,
+    path: &OwnedObjectPath,
+) -> Result<PendingChangeProxy<'static>> {
     Ok(PendingChangeProxy::builder(conn)
         .path(path.clone())?
         .cache_properties(zbus::proxy::CacheProperties::No)
@@ -105,18 +108,73 @@ async fn ip_settings_are_pending_until_confirmed_and_roll_back_by_themselves() -
     // Bad input: typed errors, nothing written, no checkpoint left behind.
     let addr = |a: &str| Value::from(vec![a.to_string()]);
     let bad: Vec<(&str, HashMap<&str, Value<'_>>, u32, &str)> = vec![
-        ("eth0", HashMap::from([("ipv4.addresses", addr("198.51.100.7/33"))]), 10, "InvalidArgument"),
-        ("eth0", HashMap::from([("ipv4.addresses", addr("2001:db8::7/64"))]), 10, "InvalidArgument"),
-        ("eth0", HashMap::from([("ipv4.dns", addr("not-an-address"))]), 10, "InvalidArgument"),
-        ("eth0", HashMap::from([("ipv4.dns-search", addr("exa mple.com"))]), 10, "InvalidArgument"),
-        ("eth0", HashMap::from([("ipv4.gateway", Value::from("2001:db8::1"))]), 10, "InvalidArgument"),
-        ("eth0", HashMap::from([("ipv4.mtu", Value::from(1500u32))]), 10, "InvalidArgument"),
-        ("eth0", HashMap::from([("ipv4.method", Value::from(true))]), 10, "InvalidArgument"),
-        ("eth0", HashMap::from([("ipv4.method", Value::from("manual"))]), 10, "InvalidArgument"),
-        ("eth0", HashMap::from([("ipv4.addresses", addr("198.51.100.7/24"))]), 5, "InvalidArgument"),
-        ("nosuch0", HashMap::from([("ipv4.addresses", addr("198.51.100.7/24"))]), 10, "NotFound"),
+        (
+            "eth0",
+            HashMap::from([("ipv4.addresses", addr("198.51.100.7/33"))]),
+            10,
+            "InvalidArgument",
+        ),
+        (
+            "eth0",
+            HashMap::from([("ipv4.addresses", addr("2001:db8::7/64"))]),
+            10,
+            "InvalidArgument",
+        ),
+        (
+            "eth0",
+            HashMap::from([("ipv4.dns", addr("not-an-address"))]),
+            10,
+            "InvalidArgument",
+        ),
+        (
+            "eth0",
+            HashMap::from([("ipv4.dns-search", addr("exa mple.com"))]),
+            10,
+            "InvalidArgument",
+        ),
+        (
+            "eth0",
+            HashMap::from([("ipv4.gateway", Value::from("2001:db8::1"))]),
+            10,
+            "InvalidArgument",
+        ),
+        (
+            "eth0",
+            HashMap::from([("ipv4.mtu", Value::from(1500u32))]),
+            10,
+            "InvalidArgument",
+        ),
+        (
+            "eth0",
+            HashMap::from([("ipv4.method", Value::from(true))]),
+            10,
+            "InvalidArgument",
+        ),
+        (
+            "eth0",
+            HashMap::from([("ipv4.method", Value::from("manual"))]),
+            10,
+            "InvalidArgument",
+        ),
+        (
+            "eth0",
+            HashMap::from([("ipv4.addresses", addr("198.51.100.7/24"))]),
+            5,
+            "InvalidArgument",
+        ),
+        (
+            "nosuch0",
+            HashMap::from([("ipv4.addresses", addr("198.51.100.7/24"))]),
+            10,
+            "NotFound",
+        ),
         // ib0 is the simulated host's, and NetworkManager has no device of that name.
-        ("ib0", HashMap::from([("ipv4.addresses", addr("198.51.100.7/24"))]), 10, "NotFound"),
+        (
+            "ib0",
+            HashMap::from([("ipv4.addresses", addr("198.51.100.7/24"))]),
+            10,
+            "NotFound",
+        ),
     ];
     for (interface, settings, timeout, want) in bad {
         let shown = format!("{interface} {settings:?} {timeout}");
@@ -134,7 +192,9 @@ async fn ip_settings_are_pending_until_confirmed_and_roll_back_by_themselves() -
         ("ipv4.addresses", addr("198.51.100.7/24")),
         ("ipv6.method", Value::from("disabled")),
     ]);
-    let change = network.set_ip_settings("eth0", settings.clone(), 10).await?;
+    let change = network
+        .set_ip_settings("eth0", settings.clone(), 10)
+        .await?;
     wait_for_ipv4(&nm, "eth0", &["198.51.100.7/24"], 10).await?;
     assert_eq!(network.pending_changes().await?, [change.clone()]);
     let proxy = pending(&client, &change).await?;
@@ -145,7 +205,10 @@ async fn ip_settings_are_pending_until_confirmed_and_roll_back_by_themselves() -
     assert_eq!(text(&now, "owner"), "networkmanager");
     assert_eq!(text(&now, "ipv4.method"), "manual");
     assert_eq!(texts(&now, "ipv4.addresses"), ["198.51.100.7/24"]);
-    assert!(texts(&now, "addresses").contains(&"198.51.100.7/24".to_string()), "{now:?}");
+    assert!(
+        texts(&now, "addresses").contains(&"198.51.100.7/24".to_string()),
+        "{now:?}"
+    );
     // A second change while the first waits: NetworkManager's checkpoints overlap.
     let r = network.set_ip_settings("eth0", settings.clone(), 10).await;
     assert_eq!(error_name(&r).0, format!("{ERR}Busy"), "{r:?}");
@@ -205,7 +268,10 @@ async fn without_networkmanager_ip_settings_are_not_supported() -> Result<()> {
     let network = NetworkProxy::new(&client).await?;
     let (name, message) = error_name(&network.get_ip_settings("eth0").await);
     assert_eq!(name, format!("{ERR}NotSupported"), "{message}");
-    assert!(message.contains("NetworkManager is not running"), "{message}");
+    assert!(
+        message.contains("NetworkManager is not running"),
+        "{message}"
+    );
     let r = network
         .set_ip_settings(
             "eth0",
@@ -214,6 +280,9 @@ async fn without_networkmanager_ip_settings_are_not_supported() -> Result<()> {
         )
         .await;
     assert_eq!(error_name(&r).0, format!("{ERR}NotSupported"));
-    assert_eq!(error_name(&network.activate("eth0", 0).await).0, format!("{ERR}NotSupported"));
+    assert_eq!(
+        error_name(&network.activate("eth0", 0).await).0,
+        format!("{ERR}NotSupported")
+    );
     Ok(())
 }

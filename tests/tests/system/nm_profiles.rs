@@ -308,7 +308,12 @@ pub(crate) fn kernel_ipv4(nm: &PrivateNm, ifname: &str) -> Result<Vec<String>> {
         .collect())
 }
 
-pub(crate) async fn wait_for_ipv4(nm: &PrivateNm, ifname: &str, want: &[&str], secs: u64) -> Result<()> {
+pub(crate) async fn wait_for_ipv4(
+    nm: &PrivateNm,
+    ifname: &str,
+    want: &[&str],
+    secs: u64,
+) -> Result<()> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
     loop {
         let now = kernel_ipv4(nm, ifname)?;
@@ -559,10 +564,49 @@ async fn the_daemon_leaves_interfaces_networkmanager_owns_alone() -> Result<()> 
         .iter()
         .find(|n| n.name == "ib0.0004")
         .map(|n| n.mtu);
-    busy_naming_nm(child.set_mtu(1500).await, "SetMtu");
-    busy_naming_nm(child.set_mode("connected").await, "SetMode");
+    // Mode and MTU go to its profile, inside a checkpoint: here NetworkManager has no
+    // InfiniBand device to activate the profile on, so it refuses, and the checkpoint is
+    // rolled back at once: the profile is as it was, the kernel untouched.
+    let (profile_before, _) = keyfile(&nm, "ib0.0004")?;
+    for (what, r) in [
+        ("SetMtu", child.set_mtu(1500).await),
+        ("SetMode", child.set_mode("connected").await),
+    ] {
+        match r {
+            Err(zbus::Error::MethodError(name, Some(text), _)) => {
+                assert_eq!(
+                    name.as_str(),
+                    "org.rdmamanager.RdmaManager1.Error.Failed",
+                    "{what}: {text}"
+                );
+                assert!(
+                    text.contains("NetworkManager") && text.contains("rolled back"),
+                    "{what}: {text}"
+                );
+            }
+            other => panic!("{what}: {other:?}"),
+        }
+        assert_eq!(keyfile(&nm, "ib0.0004")?.0, profile_before, "{what}");
+    }
+    // NetworkManager has no umcast setting: refused, naming the profile.
     busy_naming_nm(child.set_umcast(true).await, "SetUmcast");
-    busy_naming_nm(child.delete().await, "Delete");
+    // Delete removes the profile through NetworkManager (which would take down a child it
+    // made), pending confirmation; rolled back, the profile is back.
+    let network = rdma_manager_dbus::NetworkProxy::new(&client).await?;
+    child.delete().await?;
+    ensure!(
+        keyfile(&nm, "ib0.0004").is_err(),
+        "the profile outlived Delete"
+    );
+    let changes = network.pending_changes().await?;
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    rdma_manager_dbus::PendingChangeProxy::builder(&client)
+        .path(changes[0].clone())?
+        .build()
+        .await?
+        .roll_back()
+        .await?;
+    assert_eq!(keyfile(&nm, "ib0.0004")?.0, profile_before);
     ensure!(has_netdev(&sim, "ib0.0004"));
     assert_eq!(
         sim.spec()
