@@ -286,3 +286,39 @@ async fn without_networkmanager_ip_settings_are_not_supported() -> Result<()> {
     );
     Ok(())
 }
+
+/// A P_Key child of a parent NetworkManager manages is NetworkManager's to make: CreateChild
+/// writes a profile and asks NetworkManager to activate it, and never creates the child in
+/// the kernel itself. Here the "ib0" NetworkManager manages is a veth, so it cannot make the
+/// child: the refusal comes back in NetworkManager's words and the profile is gone again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_child_of_a_parent_networkmanager_manages_goes_to_networkmanager() -> Result<()> {
+    crate::require_nm!();
+    let nm =
+        PrivateNm::start_with("ip link add ib0 type veth peer name ib0p && ip link set ib0p up")
+            .await?;
+    let sim = SimHost::new(fixtures::demo_host())?;
+    let _service = daemon_on(&nm, &sim).await?;
+    let client = nm.bus.connect().await?;
+    let ib0 = super::nm_profiles::ipoib(&client, &sim, "ib0").await?;
+    // NetworkManager cannot rename a child: refused before anything is written.
+    let r = ib0.create_child(0x8002, "storage", HashMap::new()).await;
+    let (name, message) = error_name(&r);
+    assert_eq!(name, format!("{ERR}NotSupported"), "{message}");
+    assert!(message.contains("ib0.8002"), "{message}");
+    let r = ib0.create_child(0x8002, "", HashMap::new()).await;
+    let (name, message) = error_name(&r);
+    assert!(
+        message.contains("NetworkManager") && message.contains("rolled back"),
+        "{name}: {message}"
+    );
+    ensure!(keyfiles(&nm)?.is_empty(), "left: {:?}", keyfiles(&nm)?);
+    ensure!(
+        !super::nm_profiles::has_netdev(&sim, "ib0.8002"),
+        "the daemon made NetworkManager's child itself"
+    );
+    let persisted =
+        std::fs::read_to_string(sim.root().join("etc/rdma-manager/ipoib.toml")).unwrap_or_default();
+    assert!(!persisted.contains("8002"), "{persisted}");
+    Ok(())
+}
