@@ -11,7 +11,12 @@ use rdma_manager_tests::bus::{skip_reason, Credentials, PolkitConfig, PrivateBus
 use rdma_manager_tests::service::{attr, own_interfaces, SystemSetup as Setup};
 
 /// Methods that only read; every other method of our interfaces must ask polkit.
-const READ_ONLY: [&str; 3] = ["GetThroughputHistory", "GetCounters", "PreviewRdmaNames"];
+const READ_ONLY: [&str; 4] = [
+    "GetThroughputHistory",
+    "GetCounters",
+    "PreviewRdmaNames",
+    "GetIpSettings",
+];
 
 macro_rules! require_harness {
     () => {
@@ -155,6 +160,9 @@ async fn an_unprivileged_user_is_refused_every_change_and_nothing_changes() -> R
         "StartSubnetManager",
         "StopSubnetManager",
         "SetSubnetManagerEnabled",
+        "SetIpSettings",
+        "Activate",
+        "Deactivate",
     ] {
         assert!(mutating.iter().any(|m| m.2 == want), "{want}: {methods:?}");
     }
@@ -162,6 +170,17 @@ async fn an_unprivileged_user_is_refused_every_change_and_nothing_changes() -> R
     refused_every_change(&t, &user, &mutating).await?;
     // The read-only methods stay open to everyone.
     for (path, iface, method, _) in methods.iter().filter(|m| READ_ONLY.contains(&m.2.as_str())) {
+        if method == "GetIpSettings" {
+            // No NetworkManager here: not supported, but not refused by polkit either.
+            let reply = t
+                .call(Some(&user), path, iface, method, &["s", "eth0"])
+                .await?;
+            assert!(
+                matches!(&reply, Reply::Err(name, _) if name == "NotSupported"),
+                "{path} {iface}.{method}: {reply:?}"
+            );
+            continue;
+        }
         let reply = t.call(Some(&user), path, iface, method, &[]).await?;
         assert!(
             matches!(reply, Reply::Ok(_)),

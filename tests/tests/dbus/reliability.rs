@@ -134,7 +134,14 @@ async fn every_method_refuses_a_wrong_signature_with_invalid_args() -> Result<()
     let xml_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../dbus-interfaces/xml");
     let mut committed = 1;
     for entry in std::fs::read_dir(&xml_dir)? {
-        committed += method_signatures(&std::fs::read_to_string(entry?.path())?).len();
+        let path = entry?.path();
+        // A PendingChange object exists only while NetworkManager holds a checkpoint, which
+        // this bus has not: its methods are checked where NetworkManager runs
+        // (tests/tests/system/nm_changes.rs).
+        if path.to_string_lossy().contains("PendingChange") {
+            continue;
+        }
+        committed += method_signatures(&std::fs::read_to_string(&path)?).len();
     }
     assert_eq!(checked, committed, "every method is checked once");
     assert!(
