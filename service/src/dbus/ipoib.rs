@@ -60,6 +60,46 @@ fn read_settings(raw: &HashMap<String, OwnedValue>) -> Result<IpoibSettings, Err
     Ok(s)
 }
 
+/// The reply of CreateChild: the child's object. A child NetworkManager makes is published
+/// as a pending change, and its object is returned once the daemon has it (up to 5 s).
+pub async fn child_created(
+    ctx: &std::sync::Arc<super::Context>,
+    created: crate::engine::ChildCreated,
+) -> Result<zbus::zvariant::OwnedObjectPath, Error> {
+    use crate::engine::ChildCreated;
+    match created {
+        ChildCreated::Kernel(ifindex) => Ok(super::values::object_path(
+            rdma_manager_dbus::ipoib_path(ifindex),
+        )),
+        ChildCreated::NetworkManager { name, pending } => {
+            ctx.changes().add(ctx, pending).await?;
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+            loop {
+                if let Some(ifindex) = ctx.engine()?.ipoib_ifindex(&name).await {
+                    return Ok(super::values::object_path(rdma_manager_dbus::ipoib_path(
+                        ifindex,
+                    )));
+                }
+                if std::time::Instant::now() >= deadline {
+                    return Ok(super::values::object_path("/".to_string()));
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+/// Publishes a change an IPoIB operation made through NetworkManager, if it made one.
+pub async fn pending_if_any(
+    ctx: &std::sync::Arc<super::Context>,
+    pending: Option<crate::engine::NmPending>,
+) -> Result<(), Error> {
+    if let Some(p) = pending {
+        ctx.changes().add(ctx, p).await?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -115,44 +155,4 @@ mod tests {
             }
         }
     }
-}
-
-/// The reply of CreateChild: the child's object. A child NetworkManager makes is published
-/// as a pending change, and its object is returned once the daemon has it (up to 5 s).
-pub async fn child_created(
-    ctx: &std::sync::Arc<super::Context>,
-    created: crate::engine::ChildCreated,
-) -> Result<zbus::zvariant::OwnedObjectPath, Error> {
-    use crate::engine::ChildCreated;
-    match created {
-        ChildCreated::Kernel(ifindex) => Ok(super::values::object_path(
-            rdma_manager_dbus::ipoib_path(ifindex),
-        )),
-        ChildCreated::NetworkManager { name, pending } => {
-            ctx.changes().add(ctx, pending).await?;
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-            loop {
-                if let Some(ifindex) = ctx.engine()?.ipoib_ifindex(&name).await {
-                    return Ok(super::values::object_path(rdma_manager_dbus::ipoib_path(
-                        ifindex,
-                    )));
-                }
-                if std::time::Instant::now() >= deadline {
-                    return Ok(super::values::object_path("/".to_string()));
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            }
-        }
-    }
-}
-
-/// Publishes a change an IPoIB operation made through NetworkManager, if it made one.
-pub async fn pending_if_any(
-    ctx: &std::sync::Arc<super::Context>,
-    pending: Option<crate::engine::NmPending>,
-) -> Result<(), Error> {
-    if let Some(p) = pending {
-        ctx.changes().add(ctx, p).await?;
-    }
-    Ok(())
 }

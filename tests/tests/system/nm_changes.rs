@@ -196,7 +196,10 @@ async fn ip_settings_are_pending_until_confirmed_and_roll_back_by_themselves() -
         .set_ip_settings("eth0", settings.clone(), 10)
         .await?;
     wait_for_ipv4(&nm, "eth0", &["198.51.100.7/24"], 10).await?;
-    assert_eq!(network.pending_changes().await?, [change.clone()]);
+    assert_eq!(
+        network.pending_changes().await?,
+        std::slice::from_ref(&change)
+    );
     let proxy = pending(&client, &change).await?;
     assert_eq!(proxy.interface().await?, "eth0");
     let (profile, _) = keyfile(&nm, "eth0")?;
