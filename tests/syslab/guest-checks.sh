@@ -440,6 +440,61 @@ c_networkmanager() {
   run ip -br addr show eth0
 }
 
+# Confirm or roll back, end to end on the real kernel and NetworkManager: an address given
+# to eth0 (rxe0's netdev) through the daemon's Network.SetIpSettings makes the RoCE v2 GID
+# of that address appear in rxe0's GID table (GIDs follow IP addresses); nobody confirms,
+# NetworkManager rolls the change back by itself after the 10 s timeout, and the address and
+# the GID go, in the kernel and on the daemon's bus.
+NM_ADDR=198.51.100.5
+NM_GID=0000:0000:0000:0000:0000:ffff:c633:6405
+not() { ! "$@"; }
+rxe_gid_indexes() {
+  local f
+  for f in /sys/class/infiniband/rxe0/ports/1/gids/*; do
+    [ "$(cat "$f" 2>/dev/null)" = "$NM_GID" ] && echo "${f##*/}"
+  done
+}
+rxe_has_gid() { [ -n "$(rxe_gid_indexes)" ]; }
+daemon_has_gid() {
+  busctl get-property "$BUS" "$(device_path rxe0)/Port/1" "$BUS.Port" Gids | grep -q "$NM_GID"
+}
+eth0_has_addr() { ip -4 -o addr show dev eth0 | grep -q " $NM_ADDR/"; }
+c_nm_rollback() {
+  local reply change i v2=0
+  bcall "$ROOT" "$BUS.Network" GetIpSettings s eth0 || return 1
+  rxe_has_gid && fail "the GID of $NM_ADDR is there before the change"
+  # The image's own address stays (the second guest's NFS runs over it).
+  echo "\$ busctl call $BUS $ROOT $BUS.Network SetIpSettings 'sa{sv}u' eth0 1 ipv4.addresses as 2 192.168.77.1/24 $NM_ADDR/24 10"
+  reply=$(busctl call "$BUS" "$ROOT" "$BUS.Network" SetIpSettings 'sa{sv}u' eth0 1 \
+    ipv4.addresses as 2 192.168.77.1/24 "$NM_ADDR/24" 10 2>&1) || fail "SetIpSettings: $reply"
+  echo "$reply"
+  change=$(echo "$reply" | sed -n 's/^o "\(.*\)"$/\1/p')
+  [ -n "$change" ] || fail "no pending change in: $reply"
+  run busctl get-property "$BUS" "$change" "$BUS.PendingChange" Interface Description Deadline
+  run busctl get-property "$BUS" "$ROOT" "$BUS.Network" PendingChanges
+  wait_for 10 "$NM_ADDR on eth0" eth0_has_addr || fail "no $NM_ADDR on eth0"
+  run ip -br addr show eth0
+  wait_for 10 "the GID of $NM_ADDR in rxe0's table" rxe_has_gid || fail "no GID of $NM_ADDR"
+  for i in $(rxe_gid_indexes); do
+    echo "rxe0 port 1 GID $i: $(cat /sys/class/infiniband/rxe0/ports/1/gids/$i) $(cat /sys/class/infiniband/rxe0/ports/1/gid_attrs/types/$i)"
+    [ "$(cat /sys/class/infiniband/rxe0/ports/1/gid_attrs/types/$i)" = "RoCE v2" ] && v2=1
+  done
+  [ "$v2" = 1 ] || fail "no RoCE v2 GID of $NM_ADDR"
+  wait_for 10 "the daemon publishes the GID" daemon_has_gid || fail "the daemon's Gids lack $NM_GID"
+  bcall "$ROOT" "$BUS.Network" GetIpSettings s eth0
+  # Nobody confirms: NetworkManager rolls back by itself.
+  wait_for 30 "NetworkManager rolls $NM_ADDR back" not eth0_has_addr || fail "$NM_ADDR still on eth0"
+  wait_for 10 "the GID of $NM_ADDR goes" not rxe_has_gid || fail "the GID of $NM_ADDR stayed"
+  wait_for 10 "the daemon drops the GID" not daemon_has_gid || fail "the daemon still publishes $NM_GID"
+  wait_for 10 "no change pending" sh -c "busctl get-property $BUS $ROOT $BUS.Network PendingChanges | grep -qx 'ao 0'" \
+    || fail "a change is still pending"
+  run ip -br addr show eth0
+  run nmcli -t -f DEVICE,STATE device
+  journal_since_boot -u rdma-managerd.service -o cat | grep -E 'pending|NetworkManager' | tail -n 5
+  [ "$(nmcli -t -f DEVICE,STATE device | grep '^eth0:')" = "eth0:connected" ] || fail "eth0 is not connected after the rollback"
+  ip -4 -o addr show dev eth0 | grep -q ' 192.168.77.1/24' || fail "eth0 lost its own address"
+}
+
 # The late netdev: a remembered rxe link over an interface that appears only after the
 # daemon started (a unit ordered after it creates the veth pair at boot).
 c_late_setup() {
@@ -573,6 +628,7 @@ case "$phase" in
     [ -d "$rdv" ] && check nfs-rdma-server c_nfs_rdma_server
     check reboot-boot c_boot2
     check networkmanager c_networkmanager
+    check nm-rollback c_nm_rollback
     check tui c_tui
     check late-setup c_late_setup
     echo "phase 2: $failures failed" >>"$out/summary"
