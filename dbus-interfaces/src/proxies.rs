@@ -170,6 +170,9 @@ pub trait Port {
     fn pkeys(&self) -> zbus::Result<Vec<(u32, u16)>>;
     #[zbus(property)]
     fn netdev(&self) -> zbus::Result<String>;
+    /// ("networkmanager", profile id, UUID) when a NetworkManager profile configures the netdev.
+    #[zbus(property)]
+    fn netdev_owner(&self) -> zbus::Result<(String, String, String)>;
     #[zbus(property)]
     fn counter_source(&self) -> zbus::Result<String>;
     #[zbus(property)]

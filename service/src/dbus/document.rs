@@ -29,7 +29,7 @@ pub fn document(state: &HostState, simulated: bool, tick_us: u64) -> Document {
             add::<PortObject>(
                 &mut doc,
                 &port_path(dev.index, port.number),
-                port_view(dev, port, &state.config).all(),
+                port_view(dev, port, &state.config, state.nm_profiles.as_deref()).all(),
             );
         }
     }

@@ -384,6 +384,8 @@ bus_object! {
         pkeys as "Pkeys": Vec<(u32, u16)>,
         /// The network interface carrying this port's traffic, if any.
         netdev as "Netdev": String,
+        /// Who configures the netdev's IP settings: ("networkmanager", profile id, profile UUID) when a NetworkManager profile does, ("", "", "") when nobody does (Network.GetIpSettings tells whether it is active and NetworkManager's device state).
+        netdev_owner as "NetdevOwner": (String, String, String),
         /// Where throughput is counted: pma64, pma32 (32-bit PMA counters, which saturate), hw_counters, netdev or none.
         counter_source as "CounterSource": String,
         /// Attributes the kernel did not give, with the reason (missing, read failed: EINVAL, malformed ...); their properties show empty or zero.

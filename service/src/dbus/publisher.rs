@@ -201,7 +201,7 @@ impl Publisher {
         }
         for port in &dev.snap.ports {
             let key = (index, port.number);
-            let view = port_view(dev, port, &state.config);
+            let view = port_view(dev, port, &state.config, state.nm_profiles.as_deref());
             if let Some(c) = self
                 .upsert(&port_path(index, port.number), p.ports.get(&key), view)
                 .await

@@ -86,7 +86,12 @@ pub fn device_view(d: &DeviceState) -> DeviceView {
     }
 }
 
-pub fn port_view(d: &DeviceState, p: &PortSnapshot, config: &Desired) -> PortView {
+pub fn port_view(
+    d: &DeviceState,
+    p: &PortSnapshot,
+    config: &Desired,
+    nm_profiles: Option<&[crate::nm::client::ProfileSummary]>,
+) -> PortView {
     let mut u = Unreadable::default();
     let source = d.sources.get(&p.number);
     let roce = d.roce.get(&p.number);
@@ -157,6 +162,15 @@ pub fn port_view(d: &DeviceState, p: &PortSnapshot, config: &Desired) -> PortVie
             .collect(),
         pkeys: p.pkeys.iter().map(|k| (k.index, k.pkey)).collect(),
         netdev: source.and_then(|s| s.netdev.clone()).unwrap_or_default(),
+        netdev_owner: source
+            .and_then(|s| s.netdev.as_deref())
+            .and_then(|n| {
+                nm_profiles?
+                    .iter()
+                    .find(|p| p.interface.as_deref() == Some(n))
+            })
+            .map(|p| ("networkmanager".to_string(), p.id.clone(), p.uuid.clone()))
+            .unwrap_or_default(),
         counter_source: source
             .map(|s| counter_source_name(&s.counters))
             .unwrap_or("none")

@@ -27,8 +27,10 @@ impl Engine {
             return;
         }
         self.state.nm_profiles = now;
+        // Every IPoIB interface's Owner and every port's NetdevOwner follow.
         let dirty = Dirty {
             ipoib: self.state.ipoib.keys().copied().collect(),
+            devices: self.state.devices.keys().copied().collect(),
             ..Dirty::default()
         };
         self.sink.publish(&self.state, &dirty).await;

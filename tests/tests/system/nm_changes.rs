@@ -67,6 +67,34 @@ async fn pending(
         .await?)
 }
 
+/// The Port object whose netdev is `netdev`.
+async fn port_of(
+    conn: &zbus::Connection,
+    netdev: &str,
+) -> Result<rdma_manager_dbus::PortProxy<'static>> {
+    let om = zbus::fdo::ObjectManagerProxy::builder(conn)
+        .destination(rdma_manager_dbus::BUS_NAME)?
+        .path(rdma_manager_dbus::ROOT_PATH)?
+        .build()
+        .await?;
+    for (path, ifaces) in om.get_managed_objects().await? {
+        let Some(props) = ifaces.get("org.rdmamanager.RdmaManager1.Port") else {
+            continue;
+        };
+        let name = props
+            .get("Netdev")
+            .and_then(|v| v.downcast_ref::<&str>().ok().map(str::to_string));
+        if name.as_deref() == Some(netdev) {
+            return Ok(rdma_manager_dbus::PortProxy::builder(conn)
+                .path(path)?
+                .cache_properties(zbus::proxy::CacheProperties::No)
+                .build()
+                .await?);
+        }
+    }
+    anyhow::bail!("no port with netdev {netdev}")
+}
+
 /// Waits for `ChangeEnded` of `change` and returns its outcome.
 async fn ended(
     signals: &mut rdma_manager_dbus::proxies::ChangeEndedStream,
@@ -212,6 +240,18 @@ async fn ip_settings_are_pending_until_confirmed_and_roll_back_by_themselves() -
         texts(&now, "addresses").contains(&"198.51.100.7/24".to_string()),
         "{now:?}"
     );
+    // The port whose netdev eth0 is shows the profile as its owner.
+    let port = port_of(&client, "eth0").await?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while port.netdev_owner().await?.0 != "networkmanager" {
+        ensure!(
+            Instant::now() < deadline,
+            "NetdevOwner: {:?}",
+            port.netdev_owner().await?
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(port.netdev_owner().await?.1, "eth0");
     // A second change while the first waits: NetworkManager's checkpoints overlap.
     let r = network.set_ip_settings("eth0", settings.clone(), 10).await;
     assert_eq!(error_name(&r).0, format!("{ERR}Busy"), "{r:?}");
@@ -222,6 +262,15 @@ async fn ip_settings_are_pending_until_confirmed_and_roll_back_by_themselves() -
     ensure!(keyfiles(&nm)?.is_empty(), "left: {:?}", keyfiles(&nm)?);
     assert!(network.pending_changes().await?.is_empty());
     assert_eq!(text(&network.get_ip_settings("eth0").await?, "owner"), "");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while port.netdev_owner().await?.0 != "" {
+        ensure!(
+            Instant::now() < deadline,
+            "NetdevOwner after the rollback: {:?}",
+            port.netdev_owner().await?
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 
     // Again, confirmed: it stays.
     let change = network.set_ip_settings("eth0", settings, 10).await?;
