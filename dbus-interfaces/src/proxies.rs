@@ -346,6 +346,17 @@ pub trait Network {
     fn activate(&self, interface: &str, timeout: u32) -> zbus::Result<OwnedObjectPath>;
     /// `nmcli connection down`; returns the pending change.
     fn deactivate(&self, interface: &str, timeout: u32) -> zbus::Result<OwnedObjectPath>;
+    /// Moves the P_Key children ipoib.toml remembers into NetworkManager profiles; returns
+    /// the pending change, (interface, profile) moved and (interface, why) left.
+    #[allow(clippy::type_complexity)]
+    fn move_to_network_manager(
+        &self,
+        timeout: u32,
+    ) -> zbus::Result<(
+        OwnedObjectPath,
+        Vec<(String, String)>,
+        Vec<(String, String)>,
+    )>;
     #[zbus(property)]
     fn pending_changes(&self) -> zbus::Result<Vec<OwnedObjectPath>>;
     /// A pending change ended: confirmed, rolled-back or timed-out.

@@ -136,6 +136,38 @@ impl NetworkObject {
         self.up_down(interface, false, timeout, header).await
     }
 
+    /// Moves the P_Key children ipoib.toml remembers, of port interfaces NetworkManager
+    /// manages, into NetworkManager profiles (nmcli's form, with the remembered mode and
+    /// MTU, no IP settings), inside one checkpoint; the entries are forgotten from
+    /// ipoib.toml when the change is confirmed. Returns the pending change, the children
+    /// moved (interface, profile) and those left to the daemon (interface, why).
+    async fn move_to_network_manager(
+        &self,
+        timeout: u32,
+        #[zbus(header)] header: Header<'_>,
+    ) -> Result<
+        (
+            OwnedObjectPath,
+            Vec<(String, String)>,
+            Vec<(String, String)>,
+        ),
+        Error,
+    > {
+        let arguments = crate::audit_args![timeout];
+        self.ctx
+            .change(&header, Action::ManageIp, arguments, async {
+                let (pending, moved) = self
+                    .ctx
+                    .engine()?
+                    .move_to_network_manager(timeout)
+                    .await
+                    .map_err(super::errors::op_error)?;
+                let path = self.ctx.changes().add(&self.ctx, pending).await?;
+                Ok((path, moved.moved, moved.skipped))
+            })
+            .await
+    }
+
     /// A pending change ended: confirmed, rolled-back (RollBack) or timed-out
     /// (NetworkManager rolled it back by itself).
     #[zbus(signal)]

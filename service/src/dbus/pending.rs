@@ -264,7 +264,7 @@ impl PendingChangeObject {
                 let live = self.ctx.changes().get(self.id)?;
                 self.ctx
                     .engine()?
-                    .nm_confirm(&live.pending.checkpoint)
+                    .nm_confirm(&live.pending)
                     .await
                     .map_err(super::errors::op_error)?;
                 self.ctx.changes().end(self.id, CONFIRMED).await;

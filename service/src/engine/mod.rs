@@ -11,6 +11,7 @@ pub mod clock;
 pub mod history;
 mod leftovers;
 mod nm_change;
+mod nm_migrate;
 mod nm_owners;
 mod ops;
 mod ops_host;
@@ -26,6 +27,7 @@ pub mod state;
 mod transaction;
 
 pub use nm_change::{IpReport, NmPending, RdmaNetdev};
+pub use nm_migrate::Moved;
 pub use ops_ipoib::ChildCreated;
 
 use std::collections::BTreeSet;

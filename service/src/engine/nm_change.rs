@@ -133,6 +133,9 @@ pub struct NmPending {
     pub description: String,
     /// Seconds NetworkManager waits before it rolls back.
     pub timeout_secs: u32,
+    /// `ipoib.toml` children (port GUID, P_Key as stored) to forget when the change is
+    /// confirmed: a move into NetworkManager (`nm_migrate`).
+    pub forget_on_confirm: Vec<(crate::model::Guid, u16)>,
 }
 
 /// What an RDMA netdev is, for the profile NetworkManager gets for it.
@@ -193,7 +196,7 @@ pub fn checked_timeout(secs: u32) -> Result<u32, OpError> {
 
 /// One change through NetworkManager: a checkpoint, then profile steps, each with its undo
 /// (see [`ProfileUndo`]); a failing step undoes the ones before it, the checkpoint last.
-struct NmTx {
+pub(super) struct NmTx {
     nm: NetworkManager,
     tx: Transaction<NetworkManager>,
     checkpoint: Checkpoint,
@@ -203,7 +206,11 @@ struct NmTx {
 }
 
 impl NmTx {
-    async fn begin(nm: &NetworkManager, what: &str, timeout_secs: u32) -> Result<NmTx, OpError> {
+    pub(super) async fn begin(
+        nm: &NetworkManager,
+        what: &str,
+        timeout_secs: u32,
+    ) -> Result<NmTx, OpError> {
         let mut cx = nm.clone();
         let mut tx = Transaction::new(what);
         let checkpoint = tx
@@ -285,7 +292,7 @@ impl NmTx {
     }
 
     /// Adds a profile with a new UUID; returns it.
-    async fn add(&mut self, mut settings: Settings) -> Result<ProfileSummary, OpError> {
+    pub(super) async fn add(&mut self, mut settings: Settings) -> Result<ProfileSummary, OpError> {
         let uuid = crate::nm::client::new_uuid().map_err(nm_error)?;
         crate::nm::keys::put(
             settings.entry("connection".into()).or_default(),
@@ -327,7 +334,7 @@ impl NmTx {
     }
 
     /// The change is made: it waits for confirmation.
-    fn pending(self, interface: &str) -> NmPending {
+    pub(super) fn pending(self, interface: &str) -> NmPending {
         self.tx.commit();
         info!(change = %self.what, checkpoint = %self.checkpoint.0, timeout_secs = self.timeout_secs,
             "changed through NetworkManager; waiting for confirmation");
@@ -337,6 +344,7 @@ impl NmTx {
             interface: interface.to_string(),
             description: self.what,
             timeout_secs: self.timeout_secs,
+            forget_on_confirm: Vec::new(),
         }
     }
 }
@@ -404,7 +412,7 @@ fn put_ip(settings: &mut Settings, ip: &IpSettings) {
 impl EngineHandle {
     /// The NetworkManager to change things through: `NotSupported`, with the reason, where
     /// there is none.
-    async fn network_manager(&self) -> Result<NetworkManager, OpError> {
+    pub(super) async fn network_manager(&self) -> Result<NetworkManager, OpError> {
         let Some(nm) = self.nm.client() else {
             return Err(OpError::NotSupported(
                 "this daemon cannot reach NetworkManager (it serves a simulated host's \
@@ -468,7 +476,7 @@ impl EngineHandle {
     }
 
     /// Publishes the owners NetworkManager has now.
-    async fn refresh_nm_owners(&self) {
+    pub(super) async fn refresh_nm_owners(&self) {
         self.nm.refresh().await;
         let _ = self
             .call(|e| {
@@ -640,10 +648,18 @@ impl EngineHandle {
         Ok(pending)
     }
 
-    /// Keeps a pending change: NetworkManager forgets its checkpoint.
-    pub async fn nm_confirm(&self, checkpoint: &Checkpoint) -> Result<(), OpError> {
+    /// Keeps a pending change: NetworkManager forgets its checkpoint (and what moved into
+    /// NetworkManager is forgotten from `ipoib.toml`).
+    pub async fn nm_confirm(&self, pending: &NmPending) -> Result<(), OpError> {
         let nm = self.network_manager().await?;
-        nm.confirm(checkpoint).await.map_err(nm_error)
+        nm.confirm(&pending.checkpoint).await.map_err(nm_error)?;
+        self.forget_ipoib_children(pending.forget_on_confirm.clone())
+            .await
+            .map_err(|e| {
+                e.with_more(
+                    "; NetworkManager keeps the profiles, and the daemon leaves the interfaces                      they configure alone",
+                )
+            })
     }
 
     /// Undoes a pending change now: NetworkManager's rollback, then the daemon's own undo

@@ -374,3 +374,94 @@ async fn a_child_of_a_parent_networkmanager_manages_goes_to_networkmanager() -> 
     assert!(!persisted.contains("8002"), "{persisted}");
     Ok(())
 }
+
+/// NetworkManager appears on a host where the daemon made P_Key children: the children it
+/// can name are moved into NetworkManager profiles equal to nmcli's, on request, and are
+/// forgotten from ipoib.toml only when the move is confirmed.
+#[tokio::test(flavor = "multi_thread")]
+async fn remembered_children_move_into_networkmanager_on_request() -> Result<()> {
+    crate::require_nm!();
+    let nm = PrivateNm::start().await?;
+    let sim = SimHost::new(fixtures::demo_host())?;
+    let _service = daemon_on(&nm, &sim).await?;
+    let client = nm.bus.connect().await?;
+    let network = NetworkProxy::new(&client).await?;
+    let ib0 = super::nm_profiles::ipoib(&client, &sim, "ib0").await?;
+    // NetworkManager has no ib0 yet: the daemon makes and remembers the children.
+    ib0.create_child(0x0004, "", HashMap::new()).await?;
+    ib0.create_child(0x8005, "storage5", HashMap::new()).await?;
+    let toml = sim.root().join("etc/rdma-manager/ipoib.toml");
+    let remembered = std::fs::read_to_string(&toml)?;
+    ensure!(
+        remembered.contains("ib0.0004") && remembered.contains("storage5"),
+        "{remembered}"
+    );
+    // Nothing NetworkManager manages: nothing to move, nothing written.
+    let r = network.move_to_network_manager(10).await;
+    assert_eq!(error_name(&r).0, format!("{ERR}NotFound"), "{r:?}");
+    ensure!(keyfiles(&nm)?.is_empty());
+
+    // NetworkManager comes to manage ib0 (here a veth of that name).
+    let out = nm.ip(&["link", "add", "ib0", "type", "veth", "peer", "name", "ib0p"])?;
+    ensure!(out.status.success(), "ip link add: {out:?}");
+    let lib = rdma_managerd::nm::client::NetworkManager::new(client.clone());
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !lib.device("ib0").await?.is_some_and(|d| d.managed) {
+        ensure!(
+            Instant::now() < deadline,
+            "NetworkManager does not manage ib0"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // nmcli's keyfile for the same child, to compare with.
+    let out = nm.nmcli(&[
+        "connection",
+        "add",
+        "type",
+        "infiniband",
+        "con-name",
+        "ib0.0004",
+        "ifname",
+        "ib0.0004",
+        "parent",
+        "ib0",
+        "p-key",
+        "0x0004",
+        "transport-mode",
+        "datagram",
+        "ipv4.method",
+        "disabled",
+        "ipv6.method",
+        "disabled",
+    ])?;
+    ensure!(out.status.success(), "nmcli: {out:?}");
+    let (theirs, _) = keyfile(&nm, "ib0.0004")?;
+    ensure!(nm
+        .nmcli(&["connection", "delete", "ib0.0004"])?
+        .status
+        .success());
+
+    let (change, moved, skipped) = network.move_to_network_manager(10).await?;
+    assert_eq!(moved, [("ib0.0004".to_string(), "ib0.0004".to_string())]);
+    assert_eq!(skipped.len(), 1, "{skipped:?}");
+    assert_eq!(skipped[0].0, "storage5");
+    assert!(skipped[0].1.contains("cannot rename"), "{skipped:?}");
+    let (ours, _) = keyfile(&nm, "ib0.0004")?;
+    assert_eq!(
+        super::nm_profiles::without_uuid(&ours),
+        super::nm_profiles::without_uuid(&theirs)
+    );
+    // Still remembered until confirmed; NetworkManager owns it already.
+    assert!(std::fs::read_to_string(&toml)?.contains("ib0.0004"));
+    let child = super::nm_profiles::ipoib(&client, &sim, "ib0.0004").await?;
+    assert_eq!(child.owner().await?.0, "networkmanager");
+    pending(&client, &change).await?.confirm().await?;
+    let now = std::fs::read_to_string(&toml)?;
+    assert!(
+        !now.contains("ib0.0004") && now.contains("storage5"),
+        "{now}"
+    );
+    // The child stays; NetworkManager's now.
+    ensure!(super::nm_profiles::has_netdev(&sim, "ib0.0004"));
+    Ok(())
+}
