@@ -263,7 +263,7 @@ async fn ip_settings_are_pending_until_confirmed_and_roll_back_by_themselves() -
     assert!(network.pending_changes().await?.is_empty());
     assert_eq!(text(&network.get_ip_settings("eth0").await?, "owner"), "");
     let deadline = Instant::now() + Duration::from_secs(10);
-    while port.netdev_owner().await?.0 != "" {
+    while !port.netdev_owner().await?.0.is_empty() {
         ensure!(
             Instant::now() < deadline,
             "NetdevOwner after the rollback: {:?}",
