@@ -7,6 +7,7 @@
 //! - [`app`] and [`pages`]: what is drawn and what keys do, independent of terminal and bus.
 //! - [`form`] and [`edit`]: the popup form and what else the editing pages share;
 //!   [`check`]: the service's rules for typed values, checked before a call.
+//! - [`countdown`]: the "Keep these settings?" dialog of changes made through NetworkManager.
 //! - [`terminal`]: the event loop that joins them on a real terminal.
 //! - [`demo`]: a simulated rdma-managerd on a private bus, for `--demo`.
 //! - [`widgets`]: drawing helpers the monitor pages share (port selection, sparklines, fits).
@@ -16,6 +17,7 @@ pub mod app;
 pub mod check;
 pub mod cli;
 pub mod client;
+pub mod countdown;
 pub mod demo;
 pub mod edit;
 pub mod fixtures;
