@@ -282,7 +282,13 @@ impl App {
         };
         match (call, result) {
             (c, Ok(_)) if c.is_read() => {}
-            (Call::GetCounters { .. } | Call::ReadPendingChange { .. }, Err(_)) => {}
+            // The page that asked shows why (GetIpSettings: "NetworkManager not running").
+            (
+                Call::GetCounters { .. }
+                | Call::ReadPendingChange { .. }
+                | Call::GetIpSettings { .. },
+                Err(_),
+            ) => {}
             // Kept or rolled back: ChangeEnded says so.
             (Call::ConfirmChange { .. } | Call::RollBackChange { .. }, Ok(_)) => {}
             (_, Ok(CallOutput::Pending(_))) => {
@@ -394,6 +400,11 @@ impl App {
     fn outcome(&mut self, outcome: Outcome) {
         match outcome {
             Outcome::Ignored | Outcome::Handled => {}
+            // A read a page wants (IP settings of the interface selected): no status line.
+            Outcome::Call(call) if call.is_read() => {
+                let id = self.current_page();
+                self.queue(id, call);
+            }
             Outcome::Call(call) => {
                 let id = self.current_page();
                 self.status = Status::Info(format!("{}...", call.describe(&self.model)));
