@@ -652,6 +652,17 @@ async fn load(conn: &Connection, tx: &UnboundedSender<Update>) -> zbus::Result<(
     let model = read_model(conn).await?;
     let ports: Vec<String> = model.ports.keys().cloned().collect();
     let _ = tx.send(Update::Loaded(Box::new(model)));
+    // Changes that already wait for confirmation (made before this client started, or by
+    // another one) get their dialog too. A daemon without the Network interface has none.
+    if let Ok(paths) = async { network_proxy(conn).await?.pending_changes().await }.await {
+        if let Ok(v) = OwnedValue::try_from(Value::from(paths)) {
+            let _ = tx.send(Update::Properties {
+                path: ROOT_PATH.to_string(),
+                iface: crate::model::NETWORK_IFACE.to_string(),
+                changed: HashMap::from([("PendingChanges".to_string(), v)]),
+            });
+        }
+    }
     for (port, r) in read_histories(conn, ports).await {
         match r {
             Ok(samples) => {

@@ -6,8 +6,53 @@
 
 use std::net::IpAddr;
 
-use crate::client::{IpSettings, IpValue};
+use ratatui::text::Line;
+
+use crate::client::{CallError, CallOutput, ErrorKind, IpSettings, IpValue};
 use crate::form::{ChoiceOption, Field, Form};
+use crate::theme::Theme;
+
+/// What `GetIpSettings` answered for an interface (by name).
+#[derive(Debug, Clone)]
+pub enum IpState {
+    Known(IpSettings),
+    /// NotSupported: NetworkManager is not running (the daemon's reason).
+    NoNm(String),
+    Failed(String),
+}
+
+impl IpState {
+    /// What a `GetIpSettings` answer says (`None`: not an answer of that call).
+    pub fn from_answer(result: &Result<CallOutput, CallError>) -> Option<IpState> {
+        Some(match result {
+            Ok(CallOutput::IpSettings(s)) => IpState::Known(s.clone()),
+            Ok(_) => return None,
+            Err(e) if e.kind == ErrorKind::NotSupported => IpState::NoNm(e.message.clone()),
+            Err(e) => IpState::Failed(e.message.clone()),
+        })
+    }
+}
+
+/// The interface's addresses and NetworkManager's device state, as GetIpSettings said.
+pub fn ip_line(ip: &IpState, t: Theme) -> Line<'static> {
+    match ip {
+        IpState::Known(s) => {
+            let addrs = s.text("addresses");
+            let mut state = s.text("device-state");
+            let reason = s.text("device-state-reason");
+            if !reason.is_empty() && reason != "none" {
+                state.push_str(&format!(" ({reason})"));
+            }
+            Line::raw(format!(
+                "Addresses: {}; NetworkManager: {}",
+                if addrs.is_empty() { "none" } else { &addrs },
+                if state.is_empty() { "?" } else { &state }
+            ))
+        }
+        IpState::NoNm(_) => Line::styled("IP settings: NetworkManager not running", t.dim()),
+        IpState::Failed(e) => Line::styled(format!("IP settings unreadable: {e}"), t.bad()),
+    }
+}
 
 /// The address families, as nmcli's key prefixes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -224,3 +224,56 @@ fn up_and_down_go_to_networkmanager_and_open_the_countdown() {
         assert!(s.contains("Keep these settings? 60 s"), "{s}");
     }
 }
+
+/// The RoCE page: `i` configures the selected port's netdev (a RoCE v2 GID needs an address).
+#[test]
+fn the_roce_page_sets_the_ip_settings_of_the_ports_netdev() {
+    let mut app = app_on(PageId::Roce);
+    answer_all(&mut app, Ok(CallOutput::Done));
+    press(&mut app, KeyCode::Char('i'));
+    let mut settings = ib0_settings();
+    let asked = {
+        let taken = app.take_calls();
+        let mut asked = Vec::new();
+        for (id, call) in taken {
+            if let Call::GetIpSettings { interface } = &call {
+                asked.push(interface.clone());
+                settings.interface = interface.clone();
+                app.apply(Update::CallDone {
+                    id,
+                    call: call.clone(),
+                    result: Ok(CallOutput::IpSettings(settings.clone())),
+                });
+            }
+        }
+        asked
+    };
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    let netdev = asked[0].clone();
+    assert!(!netdev.is_empty());
+    let s = screen(&mut app, 80, 24);
+    assert!(s.contains(&format!("IP settings of {netdev}")), "{s}");
+    press(&mut app, KeyCode::Tab);
+    press(&mut app, KeyCode::End);
+    ctrl(&mut app, 'u');
+    type_text(&mut app, "198.51.100.7/24");
+    press(&mut app, KeyCode::Enter);
+    assert_eq!(
+        calls(&mut app),
+        vec![Call::SetIpSettings {
+            interface: netdev,
+            settings: vec![("ipv4.addresses".into(), list(&["198.51.100.7/24"]))],
+        }]
+    );
+}
+
+#[test]
+fn the_roce_page_says_when_networkmanager_is_not_running() {
+    let mut app = app_on(PageId::Roce);
+    answer_all(&mut app, Ok(CallOutput::Done));
+    press(&mut app, KeyCode::Char('i'));
+    answer_reads(&mut app, Err(not_supported()));
+    let s = screen(&mut app, 80, 24);
+    assert!(s.contains("IP settings: NetworkManager not running"), "{s}");
+    assert!(!s.contains("IP settings of"), "{s}");
+}

@@ -11,9 +11,10 @@ use rdma_managerd::model::ipoib::{default_child_name, full_member};
 
 use super::{Outcome, Page, PageId, RenderCtx};
 use crate::check;
-use crate::client::{Call, CallError, CallOutput, ErrorKind, IpSettings};
+use crate::client::{Call, CallError, CallOutput, IpSettings};
 use crate::edit::{self, hex16, Session};
 use crate::form::{ChoiceOption, Field, FieldKind, Form, FormEvent};
+use crate::ipform::{ip_line, IpState};
 use crate::model::{Ipoib, Model};
 use crate::theme::Theme;
 
@@ -44,15 +45,6 @@ enum Dialog {
     Delete { path: String },
     /// IP settings through NetworkManager, as they were when the form opened.
     Ip { settings: IpSettings },
-}
-
-/// What `GetIpSettings` answered for an interface (by name).
-#[derive(Debug, Clone)]
-enum IpState {
-    Known(IpSettings),
-    /// NotSupported: NetworkManager is not running (the daemon's reason).
-    NoNm(String),
-    Failed(String),
 }
 
 #[derive(Debug, Default)]
@@ -637,11 +629,8 @@ impl Page for IpoibPage {
 
     fn call_done(&mut self, call: &Call, result: &Result<CallOutput, CallError>) {
         if let Call::GetIpSettings { interface } = call {
-            let state = match result {
-                Ok(CallOutput::IpSettings(s)) => IpState::Known(s.clone()),
-                Ok(_) => return,
-                Err(e) if e.kind == ErrorKind::NotSupported => IpState::NoNm(e.message.clone()),
-                Err(e) => IpState::Failed(e.message.clone()),
+            let Some(state) = IpState::from_answer(result) else {
+                return;
             };
             if self.ip_form_for.as_deref() == Some(interface.as_str()) {
                 self.ip_form_for = None;
@@ -881,27 +870,6 @@ fn render_details(
             .block(Block::default().borders(Borders::TOP).border_style(t.dim())),
         area,
     );
-}
-
-/// The interface's addresses and NetworkManager's device state, as GetIpSettings said.
-fn ip_line(ip: &IpState, t: Theme) -> Line<'static> {
-    match ip {
-        IpState::Known(s) => {
-            let addrs = s.text("addresses");
-            let mut state = s.text("device-state");
-            let reason = s.text("device-state-reason");
-            if !reason.is_empty() && reason != "none" {
-                state.push_str(&format!(" ({reason})"));
-            }
-            Line::raw(format!(
-                "Addresses: {}; NetworkManager: {}",
-                if addrs.is_empty() { "none" } else { &addrs },
-                if state.is_empty() { "?" } else { &state }
-            ))
-        }
-        IpState::NoNm(_) => Line::styled("IP settings: NetworkManager not running", t.dim()),
-        IpState::Failed(e) => Line::styled(format!("IP settings unreadable: {e}"), t.bad()),
-    }
 }
 
 fn iface_details(model: &Model, i: &Ipoib, t: Theme) -> Vec<Line<'static>> {
