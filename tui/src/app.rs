@@ -205,6 +205,11 @@ impl App {
                         Status::Error(said)
                     };
                 }
+                // What the page shows of the network is read again (kept or rolled back).
+                let id = self.current_page();
+                if let Some(call) = self.pages[self.current].network_changed(&self.model) {
+                    self.queue(id, call);
+                }
             }
             Update::Added { path, interfaces } => self.model.add_object(&path, &interfaces),
             Update::Removed { path, ifaces } => self.model.remove_object(&path, &ifaces),

@@ -222,6 +222,16 @@ fn up_and_down_go_to_networkmanager_and_open_the_countdown() {
         }
         let s = screen(&mut app, 80, 24);
         assert!(s.contains("Keep these settings? 60 s"), "{s}");
+        // Ended (here by its deadline): the detail's settings are read again.
+        app.apply(Update::ChangeEnded {
+            change: "/org/rdmamanager/RdmaManager1/Change/1".into(),
+            outcome: "timed-out".into(),
+        });
+        assert!(!app.countdown.is_open());
+        assert_eq!(
+            answer_reads(&mut app, Ok(CallOutput::IpSettings(ib0_settings()))),
+            vec!["ib0"]
+        );
     }
 }
 

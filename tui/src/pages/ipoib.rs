@@ -627,6 +627,11 @@ impl Page for IpoibPage {
         self.ip_read(model)
     }
 
+    fn network_changed(&mut self, model: &Model) -> Option<Call> {
+        self.ip = None;
+        self.ip_read(model)
+    }
+
     fn call_done(&mut self, call: &Call, result: &Result<CallOutput, CallError>) {
         if let Call::GetIpSettings { interface } = call {
             let Some(state) = IpState::from_answer(result) else {

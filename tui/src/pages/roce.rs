@@ -293,6 +293,11 @@ impl Page for RocePage {
         }
     }
 
+    fn network_changed(&mut self, _model: &Model) -> Option<Call> {
+        let (interface, _) = self.ip.take()?;
+        Some(Call::GetIpSettings { interface })
+    }
+
     fn call_done(&mut self, call: &Call, result: &Result<CallOutput, CallError>) {
         if let Call::GetIpSettings { interface } = call {
             let Some(state) = IpState::from_answer(result) else {
