@@ -12,6 +12,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use ratatui::Frame;
 
 use crate::client::{Call, CallError, CallOutput, ErrorKind, Update};
+use crate::countdown::Countdown;
 use crate::model::Model;
 use crate::pages::{all_pages, Outcome, Page, PageId, RenderCtx};
 use crate::theme::Theme;
@@ -63,6 +64,8 @@ pub struct App {
     outbox: Vec<(u64, Call)>,
     /// The port the user selected last, on any page: the pages that select ports show it.
     port: Option<String>,
+    /// Changes made through NetworkManager that wait for Keep or Roll back.
+    pub countdown: Countdown,
 }
 
 impl App {
@@ -86,6 +89,7 @@ impl App {
             counters_call: None,
             outbox: Vec::new(),
             port: None,
+            countdown: Countdown::default(),
         }
     }
 
@@ -187,7 +191,26 @@ impl App {
                 path,
                 iface,
                 changed,
-            } => self.model.set_properties(&path, &iface, changed.iter()),
+            } => {
+                if iface == crate::model::NETWORK_IFACE {
+                    self.pending_changes(&changed);
+                }
+                self.model.set_properties(&path, &iface, changed.iter())
+            }
+            Update::ChangeEnded { change, outcome } => {
+                if let Some(said) = self.countdown.ended(&change, &outcome) {
+                    self.status = if outcome == crate::client::CONFIRMED {
+                        Status::Info(said)
+                    } else {
+                        Status::Error(said)
+                    };
+                }
+                // What the page shows of the network is read again (kept or rolled back).
+                let id = self.current_page();
+                if let Some(call) = self.pages[self.current].network_changed(&self.model) {
+                    self.queue(id, call);
+                }
+            }
             Update::Added { path, interfaces } => self.model.add_object(&path, &interfaces),
             Update::Removed { path, ifaces } => self.model.remove_object(&path, &ifaces),
             Update::Samples { time_us, samples } => self.model.add_samples(time_us, &samples),
@@ -203,7 +226,44 @@ impl App {
         }
     }
 
+    /// `Network.PendingChanges` changed: each change the dialog does not know yet is read
+    /// (an IPoIB edit of an interface NetworkManager owns makes one without returning it).
+    fn pending_changes(&mut self, changed: &HashMap<String, zbus::zvariant::OwnedValue>) {
+        let Some(v) = changed.get("PendingChanges") else {
+            return;
+        };
+        let Ok(paths) = v
+            .try_clone()
+            .and_then(Vec::<zbus::zvariant::OwnedObjectPath>::try_from)
+        else {
+            return;
+        };
+        for p in paths {
+            let path = p.as_str().to_string();
+            // A second read of the same change (a call making it in flight meanwhile) is
+            // harmless: the dialog adds a change once.
+            let asked = self
+                .outbox
+                .iter()
+                .any(|(_, c)| matches!(c, Call::ReadPendingChange { path: q } if *q == path));
+            if !self.countdown.knows(&path) && !asked {
+                let page = self.current_page();
+                self.queue(page, Call::ReadPendingChange { path });
+            }
+        }
+    }
+
     fn call_done(&mut self, id: u64, call: &Call, result: &Result<CallOutput, CallError>) {
+        if let Ok(CallOutput::Pending(info)) = result {
+            self.countdown.add(info.clone());
+        }
+        if matches!(
+            call,
+            Call::ConfirmChange { .. } | Call::RollBackChange { .. }
+        ) && result.is_err()
+        {
+            self.countdown.answer_failed();
+        }
         let (page, what) = match self.pending.remove(&id) {
             Some((page, what)) => (Some(page), what),
             None => (None, call.describe(&self.model)),
@@ -215,7 +275,7 @@ impl App {
         }
         // What the calls before this one of the same sequence did (reads say nothing and are
         // no part of a sequence).
-        let quiet = matches!(call, Call::GetCounters { .. } | Call::PreviewRdmaNames);
+        let quiet = call.is_read();
         let before = if quiet {
             None
         } else if next.is_some() && result.is_ok() {
@@ -226,8 +286,19 @@ impl App {
             (!done.is_empty()).then(|| done.join(", "))
         };
         match (call, result) {
-            (Call::GetCounters { .. } | Call::PreviewRdmaNames, Ok(_)) => {}
-            (Call::GetCounters { .. }, Err(_)) => {}
+            (c, Ok(_)) if c.is_read() => {}
+            // The page that asked shows why (GetIpSettings: "NetworkManager not running").
+            (
+                Call::GetCounters { .. }
+                | Call::ReadPendingChange { .. }
+                | Call::GetIpSettings { .. },
+                Err(_),
+            ) => {}
+            // Kept or rolled back: ChangeEnded says so.
+            (Call::ConfirmChange { .. } | Call::RollBackChange { .. }, Ok(_)) => {}
+            (_, Ok(CallOutput::Pending(_))) => {
+                self.status = Status::Info(format!("{what}: waiting for Keep or Roll back"))
+            }
             (_, Ok(_)) if next.is_some() => self.status = Status::Info(format!("{what}: done...")),
             (_, Ok(CallOutput::Steps(steps))) if steps.iter().any(|s| s.failed()) => {
                 let failed: Vec<String> = steps
@@ -287,6 +358,16 @@ impl App {
             self.quit = true;
             return;
         }
+        // A change waiting for Keep or Roll back has the keyboard until it is answered or
+        // ends.
+        if self.countdown.is_open() {
+            if let Some(call) = self.countdown.handle_key(key) {
+                let page = self.current_page();
+                self.status = Status::Info(format!("{}...", call.describe(&self.model)));
+                self.queue(page, call);
+            }
+            return;
+        }
         let outcome = self.pages[self.current].handle_key(key, &self.model);
         if outcome != Outcome::Ignored {
             self.outcome(outcome);
@@ -324,6 +405,11 @@ impl App {
     fn outcome(&mut self, outcome: Outcome) {
         match outcome {
             Outcome::Ignored | Outcome::Handled => {}
+            // A read a page wants (IP settings of the interface selected): no status line.
+            Outcome::Call(call) if call.is_read() => {
+                let id = self.current_page();
+                self.queue(id, call);
+            }
             Outcome::Call(call) => {
                 let id = self.current_page();
                 self.status = Status::Info(format!("{}...", call.describe(&self.model)));
@@ -337,6 +423,9 @@ impl App {
     }
 
     fn handle_mouse(&mut self, m: crossterm::event::MouseEvent) {
+        if self.countdown.is_open() {
+            return;
+        }
         if self.help {
             if matches!(m.kind, MouseEventKind::Down(_)) {
                 self.help = false;
@@ -391,6 +480,7 @@ impl App {
         if self.help {
             self.render_help(frame, body);
         }
+        self.countdown.render(frame, body, self.theme, now_us);
     }
 
     fn render_tabs(&mut self, frame: &mut Frame, area: Rect) {
@@ -487,13 +577,18 @@ impl App {
 
     fn render_keys(&self, frame: &mut Frame, area: Rect) {
         let t = self.theme;
-        let mut page = self.pages[self.current].hints();
-        // An open form has the keyboard: Tab moves between its fields and q is typed.
-        let global: Vec<(&str, &str)> = if self.pages[self.current].editing() {
-            Vec::new()
+        let mut page = if self.countdown.is_open() {
+            vec![("Enter/k", "keep"), ("Esc/r", "roll back")]
         } else {
-            vec![("Tab", "page"), ("?", "help"), ("q", "quit")]
+            self.pages[self.current].hints()
         };
+        // An open form has the keyboard: Tab moves between its fields and q is typed.
+        let global: Vec<(&str, &str)> =
+            if self.pages[self.current].editing() || self.countdown.is_open() {
+                Vec::new()
+            } else {
+                vec![("Tab", "page"), ("?", "help"), ("q", "quit")]
+            };
         let width = |v: &[(&str, &str)]| -> usize {
             v.iter()
                 .map(|(k, w)| k.chars().count() + w.chars().count() + 3)

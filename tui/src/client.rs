@@ -8,7 +8,9 @@
 use std::collections::{BTreeMap, HashMap};
 
 use futures::StreamExt;
-use rdma_manager_dbus::proxies::{DeviceProxy, HostProxy, IpoibProxy, ManagerProxy, PortProxy};
+use rdma_manager_dbus::proxies::{
+    DeviceProxy, HostProxy, IpoibProxy, ManagerProxy, NetworkProxy, PendingChangeProxy, PortProxy,
+};
 use rdma_manager_dbus::{BUS_NAME, ROOT_PATH};
 use tokio::sync::mpsc::UnboundedSender;
 use zbus::fdo::{DBusProxy, ObjectManagerProxy};
@@ -66,8 +68,25 @@ pub enum Update {
         call: Call,
         result: Result<CallOutput, CallError>,
     },
+    /// `Network.ChangeEnded`: a pending change was confirmed, rolled back, or timed out.
+    ChangeEnded {
+        change: String,
+        outcome: String,
+    },
     /// The connection to the bus failed for good.
     Fatal(String),
+}
+
+/// How a pending change ended, as `Network.ChangeEnded` says it.
+pub const CONFIRMED: &str = "confirmed";
+pub const ROLLED_BACK: &str = "rolled-back";
+pub const TIMED_OUT: &str = "timed-out";
+
+/// One value of `SetIpSettings` (nmcli's keys take a string or a list of strings).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IpValue {
+    Text(String),
+    List(Vec<String>),
 }
 
 /// A change (or a read-only query) the user asked for.
@@ -169,6 +188,47 @@ pub enum Call {
     SetSubnetManagerEnabled {
         enabled: bool,
     },
+    /// Read-only: an interface's IP settings through NetworkManager.
+    GetIpSettings {
+        interface: String,
+    },
+    /// IP settings (only the keys that change); answers [`CallOutput::Pending`].
+    SetIpSettings {
+        interface: String,
+        settings: Vec<(String, IpValue)>,
+    },
+    /// `nmcli connection up`; answers [`CallOutput::Pending`].
+    Activate {
+        interface: String,
+    },
+    /// `nmcli connection down`; answers [`CallOutput::Pending`].
+    Deactivate {
+        interface: String,
+    },
+    /// Read-only: a pending change the client learnt of by `Network.PendingChanges`.
+    ReadPendingChange {
+        path: String,
+    },
+    ConfirmChange {
+        path: String,
+    },
+    RollBackChange {
+        path: String,
+    },
+}
+
+impl Call {
+    /// Calls that read and change nothing: they say nothing on the status line when they
+    /// succeed, and are no part of a sequence.
+    pub fn is_read(&self) -> bool {
+        matches!(
+            self,
+            Call::GetCounters { .. }
+                | Call::PreviewRdmaNames
+                | Call::GetIpSettings { .. }
+                | Call::ReadPendingChange { .. }
+        )
+    }
 }
 
 impl Call {
@@ -242,6 +302,13 @@ impl Call {
                 "{} opensm at boot",
                 if *enabled { "enable" } else { "disable" }
             ),
+            Call::GetIpSettings { interface } => format!("read the IP settings of {interface}"),
+            Call::SetIpSettings { interface, .. } => format!("set the IP settings of {interface}"),
+            Call::Activate { interface } => format!("bring {interface} up"),
+            Call::Deactivate { interface } => format!("bring {interface} down"),
+            Call::ReadPendingChange { .. } => "read a pending change".into(),
+            Call::ConfirmChange { .. } => "keep the change".into(),
+            Call::RollBackChange { .. } => "roll the change back".into(),
         }
     }
 }
@@ -311,6 +378,63 @@ pub enum CallOutput {
     Steps(Vec<Step>),
     /// Sentences about a change (when it applies, what overrides it).
     Notes(Vec<String>),
+    /// A change made through NetworkManager that waits for confirmation.
+    Pending(PendingInfo),
+    /// `GetIpSettings`' answer.
+    IpSettings(IpSettings),
+}
+
+/// A pending change's properties (`PendingChange` interface).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingInfo {
+    pub path: String,
+    pub interface: String,
+    pub description: String,
+    /// Microseconds since the Unix epoch.
+    pub deadline_us: u64,
+}
+
+/// `GetIpSettings`' answer: the interface it is about and nmcli's keys, each a string or a
+/// list of strings (booleans as "yes"/"no"); keys of another type are left out.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct IpSettings {
+    pub interface: String,
+    pub values: BTreeMap<String, IpValue>,
+}
+
+impl IpSettings {
+    pub fn from_wire(interface: &str, map: HashMap<String, OwnedValue>) -> IpSettings {
+        let mut values = BTreeMap::new();
+        for (k, v) in map {
+            let value = match &*v {
+                Value::Str(s) => IpValue::Text(s.to_string()),
+                Value::Bool(b) => IpValue::Text(if *b { "yes" } else { "no" }.into()),
+                Value::Array(a) => IpValue::List(
+                    a.iter()
+                        .filter_map(|i| match i {
+                            Value::Str(s) => Some(s.to_string()),
+                            _ => None,
+                        })
+                        .collect(),
+                ),
+                _ => continue,
+            };
+            values.insert(k, value);
+        }
+        IpSettings {
+            interface: interface.to_string(),
+            values,
+        }
+    }
+
+    /// A key as one string (a list joined by ", "; "" when absent).
+    pub fn text(&self, key: &str) -> String {
+        match self.values.get(key) {
+            Some(IpValue::Text(s)) => s.clone(),
+            Some(IpValue::List(l)) => l.join(", "),
+            None => String::new(),
+        }
+    }
 }
 
 /// The kinds of failure the service distinguishes (its D-Bus error names).
@@ -528,6 +652,17 @@ async fn load(conn: &Connection, tx: &UnboundedSender<Update>) -> zbus::Result<(
     let model = read_model(conn).await?;
     let ports: Vec<String> = model.ports.keys().cloned().collect();
     let _ = tx.send(Update::Loaded(Box::new(model)));
+    // Changes that already wait for confirmation (made before this client started, or by
+    // another one) get their dialog too. A daemon without the Network interface has none.
+    if let Ok(paths) = async { network_proxy(conn).await?.pending_changes().await }.await {
+        if let Ok(v) = OwnedValue::try_from(Value::from(paths)) {
+            let _ = tx.send(Update::Properties {
+                path: ROOT_PATH.to_string(),
+                iface: crate::model::NETWORK_IFACE.to_string(),
+                changed: HashMap::from([("PendingChanges".to_string(), v)]),
+            });
+        }
+    }
     for (port, r) in read_histories(conn, ports).await {
         match r {
             Ok(samples) => {
@@ -658,8 +793,39 @@ pub fn signal_update(msg: &zbus::Message) -> Option<Update> {
                     .collect(),
             })
         }
+        (crate::model::NETWORK_IFACE, "ChangeEnded") => {
+            let (change, outcome) = body
+                .deserialize::<(zbus::zvariant::OwnedObjectPath, String)>()
+                .ok()?;
+            Some(Update::ChangeEnded {
+                change: change.as_str().to_string(),
+                outcome,
+            })
+        }
         _ => None,
     }
+}
+
+async fn network_proxy(conn: &Connection) -> zbus::Result<NetworkProxy<'static>> {
+    proxy(conn, None).await
+}
+
+async fn change_proxy<'a>(
+    conn: &Connection,
+    path: &'a str,
+) -> zbus::Result<PendingChangeProxy<'a>> {
+    proxy(conn, Some(path)).await
+}
+
+/// A pending change's properties, read right after the call that made it.
+async fn read_pending(conn: &Connection, path: &str) -> zbus::Result<PendingInfo> {
+    let p = change_proxy(conn, path).await?;
+    Ok(PendingInfo {
+        path: path.to_string(),
+        interface: p.interface().await?,
+        description: p.description().await?,
+        deadline_us: p.deadline().await?,
+    })
 }
 
 /// Makes one call and reports its answer (and, for GetCounters, the reading).
@@ -841,6 +1007,55 @@ async fn perform_inner(
             .set_subnet_manager_enabled(*enabled)
             .await
             .map(done),
+        Call::GetIpSettings { interface } => {
+            let map = network_proxy(conn)
+                .await?
+                .get_ip_settings(interface)
+                .await?;
+            Ok(CallOutput::IpSettings(IpSettings::from_wire(
+                interface, map,
+            )))
+        }
+        Call::SetIpSettings {
+            interface,
+            settings,
+        } => {
+            let map: HashMap<&str, Value<'_>> = settings
+                .iter()
+                .map(|(k, v)| {
+                    let v = match v {
+                        IpValue::Text(s) => Value::from(s.as_str()),
+                        IpValue::List(l) => Value::from(l.clone()),
+                    };
+                    (k.as_str(), v)
+                })
+                .collect();
+            // 0: the daemon's default timeout (60 s).
+            let path = network_proxy(conn)
+                .await?
+                .set_ip_settings(interface, map, 0)
+                .await?;
+            read_pending(conn, path.as_str())
+                .await
+                .map(CallOutput::Pending)
+        }
+        Call::Activate { interface } => {
+            let path = network_proxy(conn).await?.activate(interface, 0).await?;
+            read_pending(conn, path.as_str())
+                .await
+                .map(CallOutput::Pending)
+        }
+        Call::Deactivate { interface } => {
+            let path = network_proxy(conn).await?.deactivate(interface, 0).await?;
+            read_pending(conn, path.as_str())
+                .await
+                .map(CallOutput::Pending)
+        }
+        Call::ReadPendingChange { path } => read_pending(conn, path).await.map(CallOutput::Pending),
+        Call::ConfirmChange { path } => change_proxy(conn, path).await?.confirm().await.map(done),
+        Call::RollBackChange { path } => {
+            change_proxy(conn, path).await?.roll_back().await.map(done)
+        }
     }
 }
 
@@ -938,6 +1153,39 @@ mod tests {
         ));
         let other = signal(ROOT_PATH, crate::model::MANAGER_IFACE, "Future", &(1u8,));
         assert!(signal_update(&other).is_none());
+    }
+
+    #[test]
+    fn change_ended_becomes_an_update_and_ip_settings_keep_strings_lists_and_booleans() {
+        let change = "/org/rdmamanager/RdmaManager1/Change/3";
+        let msg = signal(
+            ROOT_PATH,
+            crate::model::NETWORK_IFACE,
+            "ChangeEnded",
+            &(
+                zbus::zvariant::ObjectPath::try_from(change).expect("path"),
+                "timed-out",
+            ),
+        );
+        assert!(matches!(
+            signal_update(&msg),
+            Some(Update::ChangeEnded { change: c, outcome }) if c == change && outcome == TIMED_OUT
+        ));
+        let owned = |v: Value<'_>| OwnedValue::try_from(v).expect("owned");
+        let map = HashMap::from([
+            ("ipv4.method".to_string(), owned(Value::from("manual"))),
+            (
+                "ipv4.addresses".to_string(),
+                owned(Value::from(vec!["192.0.2.1/24", "192.0.2.2/24"])),
+            ),
+            ("active".to_string(), owned(Value::from(true))),
+            ("odd".to_string(), owned(Value::from(7u32))),
+        ]);
+        let s = IpSettings::from_wire("ib0", map);
+        assert_eq!(s.text("ipv4.method"), "manual");
+        assert_eq!(s.text("ipv4.addresses"), "192.0.2.1/24, 192.0.2.2/24");
+        assert_eq!(s.text("active"), "yes");
+        assert!(!s.values.contains_key("odd"));
     }
 
     #[test]

@@ -6,7 +6,9 @@
 //! - [`client`]: the bus: the initial read, the signal subscriptions, the calls.
 //! - [`app`] and [`pages`]: what is drawn and what keys do, independent of terminal and bus.
 //! - [`form`] and [`edit`]: the popup form and what else the editing pages share;
-//!   [`check`]: the service's rules for typed values, checked before a call.
+//!   [`check`]: the service's rules for typed values, checked before a call; [`ipform`]: the
+//!   IP settings form (NetworkManager) the IPoIB and RoCE pages share.
+//! - [`countdown`]: the "Keep these settings?" dialog of changes made through NetworkManager.
 //! - [`terminal`]: the event loop that joins them on a real terminal.
 //! - [`demo`]: a simulated rdma-managerd on a private bus, for `--demo`.
 //! - [`widgets`]: drawing helpers the monitor pages share (port selection, sparklines, fits).
@@ -16,11 +18,13 @@ pub mod app;
 pub mod check;
 pub mod cli;
 pub mod client;
+pub mod countdown;
 pub mod demo;
 pub mod edit;
 pub mod fixtures;
 pub mod form;
 pub mod ibstat;
+pub mod ipform;
 pub mod model;
 pub mod pages;
 pub mod terminal;

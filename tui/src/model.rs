@@ -15,6 +15,7 @@ pub const DEVICE_IFACE: &str = "org.rdmamanager.RdmaManager1.Device";
 pub const PORT_IFACE: &str = "org.rdmamanager.RdmaManager1.Port";
 pub const IPOIB_IFACE: &str = "org.rdmamanager.RdmaManager1.Ipoib";
 pub const HOST_IFACE: &str = "org.rdmamanager.RdmaManager1.Host";
+pub const NETWORK_IFACE: &str = "org.rdmamanager.RdmaManager1.Network";
 
 /// A property whose value had another type than the API declares (a service of another
 /// version): the property is left as it was and the problem is shown, never a panic.

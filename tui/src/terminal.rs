@@ -91,7 +91,11 @@ async fn event_loop(
                 }
                 dirty = true;
             }
-            _ = counters.tick(), if app.counters_port().is_some() => app.poll_counters(),
+            _ = counters.tick(), if app.counters_port().is_some() || app.countdown.is_open() => {
+                app.poll_counters();
+                // The countdown's seconds.
+                dirty |= app.countdown.is_open();
+            }
         }
         for (id, call) in app.take_calls() {
             let conn = conn.clone();

@@ -43,6 +43,54 @@ async fn demo_serves_changes_to_its_user_and_the_client_sees_them() -> Result<()
     Ok(())
 }
 
+/// The client's NetworkManager calls reach the daemon's Network interface: on the demo's
+/// private bus there is no NetworkManager, and each answers NotSupported with the reason
+/// (which rdma-tui shows as "NetworkManager not running"), none as a bus error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn network_calls_without_networkmanager_answer_not_supported() -> Result<()> {
+    use rdma_tui::client::{perform, Call, ErrorKind, Update};
+    if let Some(reason) = rdma_manager_tests::bus::skip_reason() {
+        eprintln!("skipping: {reason}");
+        return Ok(());
+    }
+    let demo = rdma_tui::demo::start().await?;
+    let conn =
+        rdma_tui::client::connect(&rdma_tui::client::BusChoice::Address(demo.address.clone()))
+            .await?;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    for call in [
+        Call::GetIpSettings {
+            interface: "eth0".into(),
+        },
+        Call::SetIpSettings {
+            interface: "eth0".into(),
+            settings: vec![(
+                "ipv4.addresses".into(),
+                rdma_tui::client::IpValue::List(vec!["192.0.2.1/24".into()]),
+            )],
+        },
+        Call::Activate {
+            interface: "eth0".into(),
+        },
+        Call::Deactivate {
+            interface: "eth0".into(),
+        },
+    ] {
+        perform(&conn, 1, call.clone(), &tx).await;
+        let Some(Update::CallDone { result, .. }) = rx.recv().await else {
+            anyhow::bail!("no answer to {call:?}");
+        };
+        match result {
+            Err(e) => ensure!(
+                e.kind == ErrorKind::NotSupported && !e.message.is_empty(),
+                "{call:?}: {e:?}"
+            ),
+            Ok(out) => anyhow::bail!("{call:?} answered {out:?} without NetworkManager"),
+        }
+    }
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn same_user_authorizer_refuses_other_users_without_polkit() -> Result<()> {
     if let Some(reason) = rdma_manager_tests::bus::skip_reason() {

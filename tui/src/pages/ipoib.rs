@@ -11,9 +11,10 @@ use rdma_managerd::model::ipoib::{default_child_name, full_member};
 
 use super::{Outcome, Page, PageId, RenderCtx};
 use crate::check;
-use crate::client::{Call, CallError, CallOutput};
+use crate::client::{Call, CallError, CallOutput, IpSettings};
 use crate::edit::{self, hex16, Session};
 use crate::form::{ChoiceOption, Field, FieldKind, Form, FormEvent};
+use crate::ipform::{ip_line, IpState};
 use crate::model::{Ipoib, Model};
 use crate::theme::Theme;
 
@@ -42,6 +43,8 @@ enum Dialog {
     Edit { path: String },
     /// Delete a child (a confirmation).
     Delete { path: String },
+    /// IP settings through NetworkManager, as they were when the form opened.
+    Ip { settings: IpSettings },
 }
 
 #[derive(Debug, Default)]
@@ -50,6 +53,10 @@ pub struct IpoibPage {
     /// An interface to select as soon as the model has it (a child just created).
     select_path: Option<String>,
     session: Option<Session<Dialog>>,
+    /// The IP settings of the interface last asked for, by name.
+    ip: Option<(String, IpState)>,
+    /// Open the IP settings form when the settings of this interface arrive (`i`).
+    ip_form_for: Option<String>,
 }
 
 /// The list: each port's own interface, its children, then its remembered absent children.
@@ -411,6 +418,54 @@ impl IpoibPage {
         Outcome::Handled
     }
 
+    /// The name of the selected present interface.
+    fn selected_name(&self, model: &Model) -> Option<String> {
+        match self.selected_row(model)? {
+            Row::Iface(p) => model.ipoib.get(&p).map(|i| i.name.clone()),
+            Row::Absent { .. } => None,
+        }
+    }
+
+    /// The read of the selected interface's IP settings, unless it is the one known.
+    fn ip_read(&self, model: &Model) -> Option<Call> {
+        let name = self.selected_name(model)?;
+        if self.ip.as_ref().is_some_and(|(n, _)| *n == name) {
+            return None;
+        }
+        Some(Call::GetIpSettings { interface: name })
+    }
+
+    /// `i`: reads the settings afresh and opens the form when they arrive.
+    fn open_ip(&mut self, model: &Model) -> Outcome {
+        let Some(name) = self.selected_name(model) else {
+            return Outcome::Message("Select a present interface to set its IP settings".into());
+        };
+        if let Some((n, IpState::NoNm(reason))) = &self.ip {
+            if *n == name {
+                return Outcome::Message(format!("NetworkManager not running: {reason}"));
+            }
+        }
+        self.ip_form_for = Some(name.clone());
+        Outcome::Call(Call::GetIpSettings { interface: name })
+    }
+
+    /// `u` / `D`: brings the selected interface up or down through NetworkManager.
+    fn up_down(&mut self, model: &Model, up: bool) -> Outcome {
+        let Some(name) = self.selected_name(model) else {
+            return Outcome::Ignored;
+        };
+        if let Some((n, IpState::NoNm(reason))) = &self.ip {
+            if *n == name {
+                return Outcome::Message(format!("NetworkManager not running: {reason}"));
+            }
+        }
+        Outcome::Call(if up {
+            Call::Activate { interface: name }
+        } else {
+            Call::Deactivate { interface: name }
+        })
+    }
+
     fn form_key(&mut self, key: KeyEvent, model: &Model) -> Outcome {
         let Some(s) = &mut self.session else {
             return Outcome::Ignored;
@@ -459,6 +514,17 @@ impl IpoibPage {
                         None => Vec::new(),
                     },
                     Dialog::Delete { path } => vec![Call::DeleteIpoib { path: path.clone() }],
+                    Dialog::Ip { settings } => {
+                        let changed = crate::ipform::changes(&s.form, settings);
+                        if changed.is_empty() {
+                            Vec::new()
+                        } else {
+                            vec![Call::SetIpSettings {
+                                interface: settings.interface.clone(),
+                                settings: changed,
+                            }]
+                        }
+                    }
                 };
                 if calls.is_empty() {
                     self.session = None;
@@ -476,6 +542,7 @@ fn recheck(s: &mut Session<Dialog>, model: &Model) {
         Dialog::Create { .. } => check_create(s, model),
         Dialog::Edit { .. } => check_edit(s, model),
         Dialog::Delete { .. } => {}
+        Dialog::Ip { .. } => crate::ipform::check(&mut s.form),
     }
 }
 
@@ -494,9 +561,15 @@ impl Page for IpoibPage {
             &mut self.selected,
             |r, p| matches!(r, Row::Iface(i) if i == p),
         );
-        let [list, details] = edit::list_and_details(area, rows.len(), 6);
+        let [list, details] = edit::list_and_details(area, rows.len(), 7);
         render_table(frame, list, model, &rows, self.selected, t);
-        render_details(frame, details, model, rows.get(self.selected), t);
+        let name = self.selected_name(model);
+        let ip = self
+            .ip
+            .as_ref()
+            .filter(|(n, _)| Some(n) == name.as_ref())
+            .map(|(_, s)| s);
+        render_details(frame, details, model, rows.get(self.selected), ip, t);
         edit::render_form(frame, area, &self.session, t);
     }
 
@@ -507,9 +580,15 @@ impl Page for IpoibPage {
             return out;
         }
         if edit::move_in_list(&key, &mut self.selected, rows(model).len()) {
-            return Outcome::Handled;
+            return match self.ip_read(model) {
+                Some(call) => Outcome::Call(call),
+                None => Outcome::Handled,
+            };
         }
         match key.code {
+            KeyCode::Char('i') => self.open_ip(model),
+            KeyCode::Char('u') => self.up_down(model, true),
+            KeyCode::Char('D') => self.up_down(model, false),
             // `a` adds on every page that adds; `n` is kept for those used to it.
             KeyCode::Char('a') | KeyCode::Char('n') | KeyCode::Insert => self.open_create(model),
             KeyCode::Enter | KeyCode::Char('e') => self.open_selected(model),
@@ -542,7 +621,46 @@ impl Page for IpoibPage {
         }
     }
 
+    fn on_show(&mut self, model: &Model) -> Option<Call> {
+        // Read again on every visit: the settings may have changed meanwhile.
+        self.ip = None;
+        self.ip_read(model)
+    }
+
+    fn network_changed(&mut self, model: &Model) -> Option<Call> {
+        self.ip = None;
+        self.ip_read(model)
+    }
+
     fn call_done(&mut self, call: &Call, result: &Result<CallOutput, CallError>) {
+        if let Call::GetIpSettings { interface } = call {
+            let Some(state) = IpState::from_answer(result) else {
+                return;
+            };
+            if self.ip_form_for.as_deref() == Some(interface.as_str()) {
+                self.ip_form_for = None;
+                if let IpState::Known(settings) = &state {
+                    if self.session.is_none() {
+                        self.session = Some(Session::new(
+                            crate::ipform::form(settings),
+                            Dialog::Ip {
+                                settings: settings.clone(),
+                            },
+                        ));
+                    }
+                }
+            }
+            self.ip = Some((interface.clone(), state));
+            return;
+        }
+        // A change of IP settings or up/down: read them again for the details.
+        if matches!(
+            call,
+            Call::SetIpSettings { .. } | Call::Activate { .. } | Call::Deactivate { .. }
+        ) && result.is_ok()
+        {
+            self.ip = None;
+        }
         if let Some(CallOutput::Created(path)) =
             edit::answer_and_close(&mut self.session, call, result)
         {
@@ -561,7 +679,13 @@ impl Page for IpoibPage {
     fn hints(&self) -> Vec<(&'static str, &'static str)> {
         edit::hints(
             self.session.is_some(),
-            vec![("a", "new child"), ("Enter", "edit"), ("d", "delete")],
+            vec![
+                ("a", "new child"),
+                ("Enter", "edit"),
+                ("d", "delete"),
+                ("i", "IP"),
+                ("u/D", "up/down"),
+            ],
         )
     }
 
@@ -576,6 +700,15 @@ impl Page for IpoibPage {
                 "change mode, MTU and umcast; re-create an absent child",
             ),
             ("d or Delete", "delete the selected child, after a question"),
+            (
+                "i",
+                "IP settings (NetworkManager): method, addresses, gateway, DNS",
+            ),
+            ("u / D", "bring the interface up / down (NetworkManager)"),
+            (
+                "Enter/k, Esc/r",
+                "keep / roll back a change made through NetworkManager",
+            ),
         ]
     }
 }
@@ -696,7 +829,14 @@ fn oper_style(state: &str, t: Theme) -> ratatui::style::Style {
 }
 
 /// What the list does not show about the selected interface.
-fn render_details(frame: &mut Frame, area: Rect, model: &Model, row: Option<&Row>, t: Theme) {
+fn render_details(
+    frame: &mut Frame,
+    area: Rect,
+    model: &Model,
+    row: Option<&Row>,
+    ip: Option<&IpState>,
+    t: Theme,
+) {
     let mut lines: Vec<Line> = Vec::new();
     for (path, reason) in &model.manager.config_errors {
         if path.ends_with("ipoib.toml") {
@@ -712,6 +852,9 @@ fn render_details(frame: &mut Frame, area: Rect, model: &Model, row: Option<&Row
         Some(Row::Iface(p)) => {
             if let Some(i) = model.ipoib.get(p) {
                 lines.extend(iface_details(model, i, t));
+            }
+            if let Some(ip) = ip {
+                lines.push(ip_line(ip, t));
             }
         }
         Some(Row::Absent { pkey, name, .. }) => {

@@ -130,6 +130,12 @@ pub trait Page {
         None
     }
 
+    /// A change made through NetworkManager ended (kept or rolled back): the read of what it
+    /// changed that the page shows, if it shows any (IP settings).
+    fn network_changed(&mut self, _model: &Model) -> Option<Call> {
+        None
+    }
+
     /// The page's keys for the footer: (key, what it does).
     fn hints(&self) -> Vec<(&'static str, &'static str)> {
         Vec::new()

@@ -9,9 +9,11 @@ use ratatui::Frame;
 
 use super::{Outcome, Page, PageId, RenderCtx};
 use crate::check;
+use crate::client::IpSettings;
 use crate::client::{Call, CallError, CallOutput};
 use crate::edit::{self, Session};
 use crate::form::{ChoiceOption, Field, Form, FormEvent};
+use crate::ipform::{ip_line, IpState};
 use crate::model::{Model, Port};
 use crate::theme::Theme;
 
@@ -21,12 +23,19 @@ const MODES: [(&str, &str); 2] = [("v1", "IB/RoCE v1"), ("v2", "RoCE v2")];
 #[derive(Debug)]
 struct Edit {
     port: String,
+    /// The IP settings form of the port's netdev (as they were when it opened), instead of
+    /// the RoCE defaults.
+    ip: Option<IpSettings>,
 }
 
 #[derive(Debug, Default)]
 pub struct RocePage {
     selected: usize,
     session: Option<Session<Edit>>,
+    /// The IP settings of the netdev last asked for (`i`), by name.
+    ip: Option<(String, IpState)>,
+    /// Open the IP settings form when the settings of this netdev arrive.
+    ip_form_for: Option<(String, String)>,
 }
 
 /// RoCE ports: Ethernet ports that are not iWARP (rdma_cm's RoCE defaults do not apply to
@@ -83,10 +92,19 @@ fn edit_session(port: &Port) -> Session<Edit> {
         form,
         Edit {
             port: port.path.clone(),
+            ip: None,
         },
     );
     check_edit(&mut s.form);
     s
+}
+
+fn check(s: &mut Session<Edit>) {
+    if s.kind.ip.is_some() {
+        crate::ipform::check(&mut s.form);
+    } else {
+        check_edit(&mut s.form);
+    }
 }
 
 fn check_edit(form: &mut Form) {
@@ -129,18 +147,29 @@ impl RocePage {
                 Outcome::Handled
             }
             FormEvent::Changed(_) => {
-                check_edit(&mut s.form);
+                check(s);
                 Outcome::Handled
             }
             FormEvent::Submit => {
-                check_edit(&mut s.form);
+                check(s);
                 if s.form.has_errors() {
                     s.form.refuse();
                     return Outcome::Handled;
                 }
-                let calls = match model.ports.get(&s.kind.port) {
-                    Some(p) => edit_calls(&s.form, p),
-                    None => Vec::new(),
+                let calls = match (&s.kind.ip, model.ports.get(&s.kind.port)) {
+                    (Some(settings), _) => {
+                        let changed = crate::ipform::changes(&s.form, settings);
+                        if changed.is_empty() {
+                            Vec::new()
+                        } else {
+                            vec![Call::SetIpSettings {
+                                interface: settings.interface.clone(),
+                                settings: changed,
+                            }]
+                        }
+                    }
+                    (None, Some(p)) => edit_calls(&s.form, p),
+                    (None, None) => Vec::new(),
                 };
                 if calls.is_empty() {
                     self.session = None;
@@ -149,6 +178,44 @@ impl RocePage {
                 s.send(calls, model)
             }
             FormEvent::Handled => Outcome::Handled,
+        }
+    }
+
+    /// The selected port and its netdev, or why there is none to configure.
+    fn selected_netdev(&self, model: &Model) -> Result<(String, String), Outcome> {
+        let ports = roce_ports(model);
+        let Some(p) = ports.get(self.selected) else {
+            return Err(Outcome::Message("No RoCE port selected.".into()));
+        };
+        if p.netdev.is_empty() {
+            return Err(Outcome::Message(format!(
+                "{} has no network interface to configure",
+                port_label(p)
+            )));
+        }
+        Ok((p.path.clone(), p.netdev.clone()))
+    }
+
+    /// `i`: reads the netdev's IP settings afresh and opens the form when they arrive.
+    fn open_ip(&mut self, model: &Model) -> Outcome {
+        match self.selected_netdev(model) {
+            Ok((port, netdev)) => {
+                self.ip_form_for = Some((port, netdev.clone()));
+                Outcome::Call(Call::GetIpSettings { interface: netdev })
+            }
+            Err(o) => o,
+        }
+    }
+
+    /// `u` / `D`: the netdev up or down through NetworkManager.
+    fn up_down(&mut self, model: &Model, up: bool) -> Outcome {
+        match self.selected_netdev(model) {
+            Ok((_, interface)) => Outcome::Call(if up {
+                Call::Activate { interface }
+            } else {
+                Call::Deactivate { interface }
+            }),
+            Err(o) => o,
         }
     }
 }
@@ -180,7 +247,13 @@ impl Page for RocePage {
             );
         } else {
             render_table(frame, list, &ports, self.selected, t);
-            render_details(frame, details, model, ports.get(self.selected).copied(), t);
+            let port = ports.get(self.selected).copied();
+            let ip = self
+                .ip
+                .as_ref()
+                .filter(|(n, _)| port.is_some_and(|p| p.netdev == *n))
+                .map(|(_, s)| s);
+            render_details(frame, details, model, port, ip, t);
         }
         edit::render_form(frame, area, &self.session, t);
     }
@@ -196,6 +269,9 @@ impl Page for RocePage {
             return Outcome::Handled;
         }
         match key.code {
+            KeyCode::Char('i') => self.open_ip(model),
+            KeyCode::Char('u') => self.up_down(model, true),
+            KeyCode::Char('D') => self.up_down(model, false),
             KeyCode::Enter | KeyCode::Char('e') => match ports.get(self.selected) {
                 Some(p) => {
                     self.session = Some(edit_session(p));
@@ -217,7 +293,32 @@ impl Page for RocePage {
         }
     }
 
+    fn network_changed(&mut self, _model: &Model) -> Option<Call> {
+        let (interface, _) = self.ip.take()?;
+        Some(Call::GetIpSettings { interface })
+    }
+
     fn call_done(&mut self, call: &Call, result: &Result<CallOutput, CallError>) {
+        if let Call::GetIpSettings { interface } = call {
+            let Some(state) = IpState::from_answer(result) else {
+                return;
+            };
+            if let Some((port, netdev)) = self.ip_form_for.take() {
+                if netdev == *interface && self.session.is_none() {
+                    if let IpState::Known(settings) = &state {
+                        self.session = Some(Session::new(
+                            crate::ipform::form(settings),
+                            Edit {
+                                port,
+                                ip: Some(settings.clone()),
+                            },
+                        ));
+                    }
+                }
+            }
+            self.ip = Some((interface.clone(), state));
+            return;
+        }
         edit::answer_and_close(&mut self.session, call, result);
     }
 
@@ -232,15 +333,26 @@ impl Page for RocePage {
     fn hints(&self) -> Vec<(&'static str, &'static str)> {
         edit::hints(
             self.session.is_some(),
-            vec![("Enter", "change version/ToS")],
+            vec![
+                ("Enter", "change version/ToS"),
+                ("i", "IP"),
+                ("u/D", "up/down"),
+            ],
         )
     }
 
     fn help(&self) -> Vec<(&'static str, &'static str)> {
-        vec![(
-            "Enter or e",
-            "change the RoCE version and ToS of the selected port",
-        )]
+        vec![
+            (
+                "Enter or e",
+                "change the RoCE version and ToS of the selected port",
+            ),
+            (
+                "i",
+                "IP settings of the port's netdev (NetworkManager): a RoCE v2 GID needs an address",
+            ),
+            ("u / D", "bring the netdev up / down (NetworkManager)"),
+        ]
     }
 }
 
@@ -301,7 +413,14 @@ fn render_table(frame: &mut Frame, area: Rect, ports: &[&Port], sel: usize, t: T
     );
 }
 
-fn render_details(frame: &mut Frame, area: Rect, model: &Model, port: Option<&Port>, t: Theme) {
+fn render_details(
+    frame: &mut Frame,
+    area: Rect,
+    model: &Model,
+    port: Option<&Port>,
+    ip: Option<&IpState>,
+    t: Theme,
+) {
     let mut lines: Vec<Line> = Vec::new();
     for (path, reason) in &model.manager.config_errors {
         if path.ends_with("roce.toml") {
@@ -340,6 +459,9 @@ fn render_details(frame: &mut Frame, area: Rect, model: &Model, port: Option<&Po
                 "Not remembered: the kernel's defaults after a reboot or a driver reload.",
                 t.dim(),
             ));
+        }
+        if let Some(ip) = ip {
+            lines.push(ip_line(ip, t));
         }
     }
     lines.push(Line::styled(

@@ -1,0 +1,344 @@
+//! The "IP settings" form of an interface NetworkManager configures (IPoIB, a RoCE port's
+//! netdev): IPv4 and IPv6 method, addresses with prefixes, gateway, DNS servers and search
+//! domains, pre-filled from `Network.GetIpSettings` and checked before sending as
+//! NetworkManager would (or worse, silently: it drops an address with prefix 33), so that
+//! `SetIpSettings` gets only valid values, and only the keys that changed.
+
+use std::net::IpAddr;
+
+use ratatui::text::Line;
+
+use crate::client::{CallError, CallOutput, ErrorKind, IpSettings, IpValue};
+use crate::form::{ChoiceOption, Field, Form};
+use crate::theme::Theme;
+
+/// What `GetIpSettings` answered for an interface (by name).
+#[derive(Debug, Clone)]
+pub enum IpState {
+    Known(IpSettings),
+    /// NotSupported: NetworkManager is not running (the daemon's reason).
+    NoNm(String),
+    Failed(String),
+}
+
+impl IpState {
+    /// What a `GetIpSettings` answer says (`None`: not an answer of that call).
+    pub fn from_answer(result: &Result<CallOutput, CallError>) -> Option<IpState> {
+        Some(match result {
+            Ok(CallOutput::IpSettings(s)) => IpState::Known(s.clone()),
+            Ok(_) => return None,
+            Err(e) if e.kind == ErrorKind::NotSupported => IpState::NoNm(e.message.clone()),
+            Err(e) => IpState::Failed(e.message.clone()),
+        })
+    }
+}
+
+/// The interface's addresses and NetworkManager's device state, as GetIpSettings said.
+pub fn ip_line(ip: &IpState, t: Theme) -> Line<'static> {
+    match ip {
+        IpState::Known(s) => {
+            let addrs = s.text("addresses");
+            let mut state = s.text("device-state");
+            let reason = s.text("device-state-reason");
+            if !reason.is_empty() && reason != "none" {
+                state.push_str(&format!(" ({reason})"));
+            }
+            Line::raw(format!(
+                "Addresses: {}; NetworkManager: {}",
+                if addrs.is_empty() { "none" } else { &addrs },
+                if state.is_empty() { "?" } else { &state }
+            ))
+        }
+        IpState::NoNm(_) => Line::styled("IP settings: NetworkManager not running", t.dim()),
+        IpState::Failed(e) => Line::styled(format!("IP settings unreadable: {e}"), t.bad()),
+    }
+}
+
+/// The address families, as nmcli's key prefixes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    V4,
+    V6,
+}
+
+impl Family {
+    fn prefix(self) -> &'static str {
+        match self {
+            Family::V4 => "ipv4",
+            Family::V6 => "ipv6",
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Family::V4 => "IPv4",
+            Family::V6 => "IPv6",
+        }
+    }
+
+    fn max_prefix(self) -> u8 {
+        match self {
+            Family::V4 => 32,
+            Family::V6 => 128,
+        }
+    }
+
+    fn is(self, a: &IpAddr) -> bool {
+        matches!(
+            (self, a),
+            (Family::V4, IpAddr::V4(_)) | (Family::V6, IpAddr::V6(_))
+        )
+    }
+}
+
+/// The methods offered (nmcli's words).
+const METHODS: [&str; 4] = ["auto", "manual", "link-local", "disabled"];
+
+/// The form's field ids: nmcli's keys, so the changed ones are sent as they are.
+const KEYS: [(&str, &str, &str); 10] = [
+    ("ipv4.method", "IPv4 method", ""),
+    ("ipv4.addresses", "IPv4 addresses", "192.0.2.1/24, ..."),
+    ("ipv4.gateway", "IPv4 gateway", "none"),
+    ("ipv4.dns", "IPv4 DNS", "none"),
+    ("ipv4.dns-search", "IPv4 search", "example.com, ..."),
+    ("ipv6.method", "IPv6 method", ""),
+    ("ipv6.addresses", "IPv6 addresses", "2001:db8::1/64, ..."),
+    ("ipv6.gateway", "IPv6 gateway", "none"),
+    ("ipv6.dns", "IPv6 DNS", "none"),
+    ("ipv6.dns-search", "IPv6 search", "example.com, ..."),
+];
+
+/// The items of a comma- or space-separated list.
+fn items(text: &str) -> Vec<&str> {
+    text.split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// One address of `family`, without a prefix.
+pub fn address(text: &str, family: Family) -> Result<IpAddr, String> {
+    let a: IpAddr = text
+        .parse()
+        .map_err(|_| format!("{text} is not an IP address"))?;
+    if !family.is(&a) {
+        return Err(format!("{text} is not an {} address", family.name()));
+    }
+    Ok(a)
+}
+
+/// `ADDRESS/PREFIX` items: each of `family`, the prefix 1..=32 or 1..=128.
+pub fn addresses(text: &str, family: Family) -> Result<Vec<String>, String> {
+    items(text)
+        .into_iter()
+        .map(|item| {
+            let (a, p) = item.split_once('/').ok_or_else(|| {
+                format!(
+                    "{item}: give the prefix length, e.g. {item}/{}",
+                    if family == Family::V4 { 24 } else { 64 }
+                )
+            })?;
+            let a = address(a, family)?;
+            let max = family.max_prefix();
+            match p.parse::<u8>() {
+                Ok(n) if (1..=max).contains(&n) => Ok(format!("{a}/{n}")),
+                _ => Err(format!("{item}: the prefix must be 1 to {max}")),
+            }
+        })
+        .collect()
+}
+
+/// DNS servers: addresses of `family`.
+pub fn dns(text: &str, family: Family) -> Result<Vec<String>, String> {
+    items(text)
+        .into_iter()
+        .map(|s| address(s, family).map(|a| a.to_string()))
+        .collect()
+}
+
+/// Search domains: DNS names (a leading `~` is NetworkManager's routing-only domain).
+pub fn search(text: &str) -> Result<Vec<String>, String> {
+    items(text)
+        .into_iter()
+        .map(|d| {
+            let name = d.strip_prefix('~').unwrap_or(d).trim_end_matches('.');
+            let ok = !name.is_empty()
+                && name.len() <= 253
+                && name.split('.').all(|l| {
+                    !l.is_empty()
+                        && l.len() <= 63
+                        && !l.starts_with('-')
+                        && !l.ends_with('-')
+                        && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+                });
+            if ok {
+                Ok(d.to_string())
+            } else {
+                Err(format!("{d} is not a domain name"))
+            }
+        })
+        .collect()
+}
+
+/// The method choices: nmcli's four, plus the profile's own if it is another (`dhcp`,
+/// `ignore`, `shared`), so the form shows what is there.
+fn methods(current: &str) -> Vec<ChoiceOption> {
+    let mut v: Vec<ChoiceOption> = METHODS.iter().map(|m| ChoiceOption::plain(*m)).collect();
+    if !current.is_empty() && !METHODS.contains(&current) {
+        v.push(ChoiceOption::plain(current));
+    }
+    v
+}
+
+/// The form, pre-filled from `settings` (lists shown comma-separated).
+pub fn form(settings: &IpSettings) -> Form {
+    let mut form = Form::new(format!("IP settings of {}", settings.interface), "Apply").field(
+        Field::info("profile", "Profile", {
+            let p = settings.text("profile");
+            if p.is_empty() {
+                "none yet: NetworkManager makes one".to_string()
+            } else {
+                p
+            }
+        }),
+    );
+    for (key, label, placeholder) in KEYS {
+        let current = settings.text(key);
+        let field = if key.ends_with(".method") {
+            let value = if current.is_empty() { "auto" } else { &current };
+            Field::choice(key, label, methods(&current), value)
+        } else {
+            Field::text(key, label, &current, 400).placeholder(placeholder)
+        };
+        form = form.field(field);
+    }
+    check(&mut form);
+    form
+}
+
+/// Checks every field, putting each fault at its field.
+pub fn check(form: &mut Form) {
+    for family in [Family::V4, Family::V6] {
+        let p = family.prefix();
+        let key = |k: &str| format!("{p}.{k}");
+        let method = form.choice(&key("method")).unwrap_or("auto").to_string();
+        let addrs = addresses(form.text(&key("addresses")), family);
+        let addr_err = match &addrs {
+            Err(e) => Some(e.clone()),
+            Ok(v) if v.is_empty() && method == "manual" => {
+                Some("manual needs at least one address".into())
+            }
+            Ok(v) if !v.is_empty() && (method == "disabled" || method == "link-local") => {
+                Some(format!("no addresses with method {method}"))
+            }
+            Ok(_) => None,
+        };
+        let has_addrs = addrs.as_ref().is_ok_and(|v| !v.is_empty());
+        let gw = form.text(&key("gateway")).trim().to_string();
+        let gw_err = if gw.is_empty() {
+            None
+        } else {
+            address(&gw, family).err().or_else(|| {
+                (!has_addrs && method != "auto")
+                    .then(|| "a gateway needs an address (or method auto)".to_string())
+            })
+        };
+        let dns_err = dns(form.text(&key("dns")), family).err();
+        let search_err = search(form.text(&key("dns-search"))).err();
+        for (k, e) in [
+            ("addresses", addr_err),
+            ("gateway", gw_err),
+            ("dns", dns_err),
+            ("dns-search", search_err),
+        ] {
+            form.set_error(&key(k), e);
+        }
+    }
+}
+
+/// What a field's text says, as sent: the normalized list, or the trimmed text.
+fn value_of(key: &str, text: &str) -> Option<IpValue> {
+    let family = if key.starts_with("ipv4") {
+        Family::V4
+    } else {
+        Family::V6
+    };
+    Some(match key.split_once('.').map(|(_, k)| k)? {
+        "addresses" => IpValue::List(addresses(text, family).ok()?),
+        "dns" => IpValue::List(dns(text, family).ok()?),
+        "dns-search" => IpValue::List(search(text).ok()?),
+        _ => IpValue::Text(text.trim().to_string()),
+    })
+}
+
+/// The keys whose value differs from `settings` (a form without errors; see [`check`]).
+pub fn changes(form: &Form, settings: &IpSettings) -> Vec<(String, IpValue)> {
+    let mut out = Vec::new();
+    for (key, _, _) in KEYS {
+        let new = if key.ends_with(".method") {
+            form.choice(key).map(|m| IpValue::Text(m.to_string()))
+        } else {
+            value_of(key, form.text(key))
+        };
+        let Some(new) = new else { continue };
+        let old = match settings.values.get(key) {
+            Some(IpValue::List(l)) => value_of(key, &l.join(",")),
+            Some(IpValue::Text(t)) if key.ends_with(".method") => Some(IpValue::Text(t.clone())),
+            Some(IpValue::Text(t)) => value_of(key, t),
+            None => None,
+        };
+        let unchanged = match (&old, &new) {
+            (Some(o), n) => o == n,
+            // A key the profile does not have: sending it empty changes nothing.
+            (None, IpValue::List(l)) => l.is_empty(),
+            (None, IpValue::Text(t)) => t.is_empty(),
+        };
+        if !unchanged {
+            out.push((key.to_string(), new));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_need_a_prefix_in_range_and_the_right_family() {
+        assert_eq!(
+            addresses("192.0.2.1/24, 192.0.2.2/32", Family::V4),
+            Ok(vec!["192.0.2.1/24".into(), "192.0.2.2/32".into()])
+        );
+        assert!(addresses("192.0.2.1/33", Family::V4)
+            .unwrap_err()
+            .contains("1 to 32"));
+        assert!(addresses("192.0.2.1/0", Family::V4).is_err());
+        assert!(addresses("192.0.2.1", Family::V4)
+            .unwrap_err()
+            .contains("prefix length"));
+        assert!(addresses("2001:db8::1/64", Family::V4)
+            .unwrap_err()
+            .contains("not an IPv4 address"));
+        assert!(addresses("2001:db8::1/129", Family::V6).is_err());
+        assert_eq!(
+            addresses("2001:db8::1/128", Family::V6),
+            Ok(vec!["2001:db8::1/128".into()])
+        );
+        assert_eq!(addresses(" , ", Family::V4), Ok(vec![]));
+    }
+
+    #[test]
+    fn dns_and_search_domains_are_checked() {
+        assert!(dns("192.0.2.53 2001:db8::53", Family::V4).is_err());
+        assert_eq!(
+            dns("2001:db8::53", Family::V6),
+            Ok(vec!["2001:db8::53".into()])
+        );
+        assert_eq!(
+            search("example.com, ~lab.example"),
+            Ok(vec!["example.com".into(), "~lab.example".into()])
+        );
+        assert!(search("bad_domain").is_err());
+        assert!(search("-x.com").is_err());
+    }
+}
