@@ -465,3 +465,62 @@ async fn remembered_children_move_into_networkmanager_on_request() -> Result<()>
     ensure!(super::nm_profiles::has_netdev(&sim, "ib0.0004"));
     Ok(())
 }
+
+/// rdma-tui as its user drives it, at 80x24, on the daemon talking to a real
+/// NetworkManager: the RoCE page's IP form gives rxe0's netdev an address, the "Keep these
+/// settings?" dialog counts down, Enter keeps it.
+#[tokio::test(flavor = "multi_thread")]
+async fn rdma_tui_sets_an_address_and_keeps_it() -> Result<()> {
+    crate::require_nm!();
+    use rdma_manager_tests::tmux::{workspace_bin, Tmux};
+    let wait = Duration::from_secs(20);
+    let nm = nm_with_eth0().await?;
+    let sim = SimHost::new(fixtures::demo_host())?;
+    let _service = daemon_on(&nm, &sim).await?;
+    let bin = workspace_bin("rdma-tui")?;
+    let tui = Tmux::start(
+        &format!("{} --address={}", bin.display(), nm.bus.address()),
+        80,
+        24,
+        &[("NO_COLOR", "1")],
+    )?;
+    tui.wait_for_text("rxe0", wait)?;
+    tui.keys(&["6"])?;
+    tui.wait_for_text("RoCE ports:", wait)?;
+    // Down to rxe0's port, whose netdev is eth0, and its IP form.
+    tui.keys(&["Down", "Down"])?;
+    tui.wait_for("rxe0/1 selected", wait, |s| {
+        s.lines().any(|l| l.starts_with("> rxe0/1"))
+    })?;
+    tui.keys(&["i"])?;
+    tui.wait_for_text("IP settings of eth0", wait)?;
+    tui.keys(&["Tab"])?;
+    tui.type_text("198.51.100.9/24")?;
+    tui.keys(&["Enter"])?;
+    let s = tui.wait_for_text("Keep these settings?", wait)?;
+    ensure!(s.contains("eth0"), "{s}");
+    wait_for_ipv4(&nm, "eth0", &["198.51.100.9/24"], 10).await?;
+    // The countdown runs.
+    let first = s
+        .lines()
+        .find(|l| l.contains("Keep these settings?"))
+        .unwrap_or_default()
+        .to_string();
+    tui.wait_for("the countdown to move", wait, |s| {
+        s.lines()
+            .find(|l| l.contains("Keep these settings?"))
+            .is_some_and(|l| l != first)
+    })?;
+    tui.keys(&["Enter"])?;
+    tui.wait_for("the dialog to close", wait, |s| {
+        !s.contains("Keep these settings?")
+    })?;
+    let network = NetworkProxy::new(&nm.bus.connect().await?).await?;
+    assert!(network.pending_changes().await?.is_empty());
+    // Kept: NetworkManager forgot the checkpoint, the address and the profile stay.
+    assert_eq!(kernel_ipv4(&nm, "eth0")?, ["198.51.100.9/24"]);
+    let (profile, _) = keyfile(&nm, "eth0")?;
+    assert!(profile.contains("address1=198.51.100.9/24"), "{profile}");
+    eprintln!("{}", tui.screen()?);
+    Ok(())
+}
