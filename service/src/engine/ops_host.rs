@@ -3,7 +3,7 @@
 //! subnet manager. Files are read and written through [`Host`] (so the simulated host keeps
 //! them in its tree), units and firewall ports go through [`SystemServices`]. The state is
 //! read at start, after every change and at every full re-read (hand edits show within a
-//! minute); the file formats are the pure `model::{rdma_modules, memlock, nfs_conf}`.
+//! minute); the file formats are the pure `hostconf::{rdma_modules, memlock, nfs_conf}`.
 //!
 //! Where each part runs: files are read and written on the engine task (engine jobs), so they
 //! are serialised with every other change; systemd and firewalld are never called there,
@@ -24,10 +24,10 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::{Engine, EngineHandle, OpError};
+use crate::hostconf::memlock::{self, DaemonOutcome, LimitSetting, MemlockValue, NoteKind};
+use crate::hostconf::nfs_conf::{self, NfsRdmaRequest, NfsRdmaState};
+use crate::hostconf::rdma_modules::{self, ModuleChange, ModulesFile, RdmaModulesError};
 use crate::kernel::Host;
-use crate::model::memlock::{self, DaemonOutcome, LimitSetting, MemlockValue, NoteKind};
-use crate::model::nfs_conf::{self, NfsRdmaRequest, NfsRdmaState};
-use crate::model::rdma_modules::{self, ModuleChange, ModulesFile, RdmaModulesError};
 use crate::system::{
     Protocol, SystemError, SystemServices, UnitStatus, NFS_SERVER_UNIT, OPENSM_UNIT,
     RDMA_LOAD_MODULES_UNIT,

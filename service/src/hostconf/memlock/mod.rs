@@ -1105,9 +1105,10 @@ fn read_daemon_group(bytes: &[u8]) -> Option<String> {
 mod tests {
     use super::*;
 
-    const DEBIAN_LIMITS_CONF: &str = include_str!("testdata/host_setup/debian12-limits.conf");
-    const RHEL_LIMITS_CONF: &str = include_str!("testdata/host_setup/linux-pam-1.5.1-limits.conf");
-    const RHEL_NPROC: &str = include_str!("testdata/host_setup/rhel-20-nproc.conf");
+    const DEBIAN_LIMITS_CONF: &str = include_str!("../testdata/host_setup/debian12-limits.conf");
+    const RHEL_LIMITS_CONF: &str =
+        include_str!("../testdata/host_setup/linux-pam-1.5.1-limits.conf");
+    const RHEL_NPROC: &str = include_str!("../testdata/host_setup/rhel-20-nproc.conf");
 
     fn dropin(name: &str, text: &str) -> LimitsFile {
         LimitsFile {
