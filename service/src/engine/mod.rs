@@ -9,6 +9,7 @@
 
 pub mod clock;
 pub mod history;
+mod host_setup;
 mod leftovers;
 mod nm_owners;
 mod ops;
@@ -35,11 +36,12 @@ use tracing::{debug, info, warn};
 
 pub use clock::TickClock;
 pub use history::{History, Sample};
-pub use ops::OpError;
-pub use ops_host::{
-    simulate_unit_started, HostSetupState, ManagedLimits, ModuleRow, SmVerb, Step, StepOutcome,
-    UnitState,
+pub use host_setup::{
+    simulate_unit_started, simulated_units, HostSetupState, ManagedLimits, ModuleRow, Step,
+    StepOutcome, UnitState,
 };
+pub use ops::OpError;
+pub use ops_host::SmVerb;
 pub use ops_naming::NamingState;
 pub use state::{DeviceState, Dirty, HostState, IpoibState, PortRoce, Stale};
 
@@ -100,7 +102,7 @@ pub struct EngineHandle {
     history: Arc<Mutex<History>>,
     pub clock: TickClock,
     host: Arc<dyn Host>,
-    host_setup: Arc<ops_host::HostSetupShared>,
+    host_setup: Arc<host_setup::HostSetupShared>,
     /// Which interfaces NetworkManager owns (asked from callers' tasks).
     nm: Arc<nm_owners::NmOwners>,
 }
@@ -171,7 +173,7 @@ pub async fn read_host(
         ..HostState::default()
     };
     state.naming = ops_naming::load_naming(host).await;
-    state.host_setup = ops_host::load_host_setup(host, system).await;
+    state.host_setup = host_setup::load_host_setup(host, system).await;
     let mut dirty = state.refresh_all(host).await?;
     dirty.config = true;
     dirty.host = true;
@@ -227,7 +229,7 @@ pub async fn start(
         }
         None => TickClock::new(config.tick),
     };
-    let host_setup = Arc::new(ops_host::HostSetupShared::new(system));
+    let host_setup = Arc::new(host_setup::HostSetupShared::new(system));
     let handle = EngineHandle {
         commands: tx.clone(),
         history: history.clone(),
@@ -296,7 +298,7 @@ impl PollPlan {
 pub(crate) struct Engine {
     host: Arc<dyn Host>,
     /// How host setup reaches systemd and firewalld; asked off the engine task only.
-    host_setup: Arc<ops_host::HostSetupShared>,
+    host_setup: Arc<host_setup::HostSetupShared>,
     nm: Arc<nm_owners::NmOwners>,
     /// The number of the units' status last taken (see `ops_host`).
     units_status_seq: u64,
