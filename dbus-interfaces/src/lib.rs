@@ -8,7 +8,7 @@ pub mod proxies;
 pub mod text;
 
 pub use error::Error;
-pub use proxies::{DeviceProxy, HostProxy, IpoibProxy, ManagerProxy, PortProxy};
+pub use proxies::{DeviceProxy, HostSetupProxy, IpoibProxy, ManagerProxy, PortProxy};
 
 /// The well-known bus name and interface prefix.
 pub const BUS_NAME: &str = "org.rdmamanager.RdmaManager1";

@@ -262,7 +262,7 @@ pub type HostStep = (String, String, String);
     default_path = "/org/rdmamanager/RdmaManager1/Host",
     gen_blocking = false
 )]
-pub trait Host {
+pub trait HostSetup {
     /// Enables or disables `module` in `/etc/rdma/modules/<set>.conf`.
     fn set_module_enabled(&self, set: &str, module: &str, enabled: bool) -> zbus::Result<()>;
     /// Restarts `rdma-load-modules@<set>.service`.

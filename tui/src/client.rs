@@ -8,7 +8,9 @@
 use std::collections::{BTreeMap, HashMap};
 
 use futures::StreamExt;
-use rdma_manager_dbus::proxies::{DeviceProxy, HostProxy, IpoibProxy, ManagerProxy, PortProxy};
+use rdma_manager_dbus::proxies::{
+    DeviceProxy, HostSetupProxy, IpoibProxy, ManagerProxy, PortProxy,
+};
 use rdma_manager_dbus::{BUS_NAME, ROOT_PATH};
 use tokio::sync::mpsc::UnboundedSender;
 use zbus::fdo::{DBusProxy, ObjectManagerProxy};
@@ -515,7 +517,7 @@ async fn device_proxy<'a>(conn: &Connection, path: &'a str) -> zbus::Result<Devi
     proxy(conn, Some(path)).await
 }
 
-async fn host_proxy(conn: &Connection) -> zbus::Result<HostProxy<'static>> {
+async fn host_proxy(conn: &Connection) -> zbus::Result<HostSetupProxy<'static>> {
     proxy(conn, None).await
 }
 

@@ -318,7 +318,7 @@ pub struct SubnetManager {
 record!(
     /// The host's setup (`...Host`): rdma-core's modules, the pinned-memory limits of group
     /// rdma, NFS over RDMA and the subnet manager.
-    Host {
+    HostSetup {
         modules: Vec<RdmaModule> = "Modules"
             via Vec<(String, String, String, bool, bool, u32)> => |v| v
             .into_iter()
@@ -509,7 +509,7 @@ pub struct Model {
     pub ipoib: BTreeMap<String, Ipoib>,
     /// The Host object, once the service published it (a service without it: `None`).
     #[serde(default)]
-    pub host: Option<Host>,
+    pub host_setup: Option<HostSetup>,
     #[serde(skip)]
     pub history: HashMap<String, History>,
     #[serde(skip)]
@@ -554,8 +554,8 @@ impl Model {
                 IPOIB_IFACE => {
                     self.ipoib.remove(path);
                 }
-                HOST_IFACE if self.host.as_ref().is_some_and(|h| h.path == path) => {
-                    self.host = None;
+                HOST_IFACE if self.host_setup.as_ref().is_some_and(|h| h.path == path) => {
+                    self.host_setup = None;
                 }
                 _ => {}
             }
@@ -594,7 +594,7 @@ impl Model {
             PORT_IFACE => apply!(self.ports),
             IPOIB_IFACE => apply!(self.ipoib),
             HOST_IFACE => {
-                let host = self.host.get_or_insert_with(Host::default);
+                let host = self.host_setup.get_or_insert_with(HostSetup::default);
                 host.path = path.to_string();
                 for (name, value) in props {
                     if let Err(e) = host.set(name, value) {
@@ -822,7 +822,7 @@ mod tests {
         ]);
         m.set_properties(path, HOST_IFACE, props.iter());
         assert!(m.problems.is_empty(), "{:?}", m.problems);
-        let h = m.host.clone().unwrap_or_default();
+        let h = m.host_setup.clone().unwrap_or_default();
         assert_eq!(h.path, path);
         assert_eq!(h.modules[0].module, "rds_rdma");
         assert_eq!(h.modules[0].line, 18);
@@ -835,7 +835,7 @@ mod tests {
         // Only what changed: the rest stays.
         let changed = HashMap::from([("NfsRdma".to_string(), val(false))]);
         m.set_properties(path, HOST_IFACE, changed.iter());
-        let h = m.host.clone().unwrap_or_default();
+        let h = m.host_setup.clone().unwrap_or_default();
         assert!(!h.nfs_rdma);
         assert_eq!(h.modules.len(), 1);
         // A wrong type is reported, not applied.
@@ -843,7 +843,7 @@ mod tests {
         m.set_properties(path, HOST_IFACE, bad.iter());
         assert_eq!(m.problems.len(), 1);
         m.remove_object(path, &[HOST_IFACE.to_string()]);
-        assert!(m.host.is_none());
+        assert!(m.host_setup.is_none());
     }
 
     #[test]

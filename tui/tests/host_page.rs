@@ -274,7 +274,7 @@ fn memlock_refused_keeps_the_form_and_says_why() {
 #[test]
 fn memlock_reset_asks_first() {
     let mut model = fixtures::demo_model();
-    if let Some(h) = model.host.as_mut() {
+    if let Some(h) = model.host_setup.as_mut() {
         h.memlock_managed.soft = "unlimited".into();
         h.memlock_managed.hard = "unlimited".into();
     }
@@ -382,7 +382,7 @@ fn subnet_manager_keys_ask_then_call() {
     assert!(calls(&mut app).is_empty());
     // Running and enabled: x stops, e disables, Enter on its row stops.
     let mut model = fixtures::demo_model();
-    if let Some(h) = model.host.as_mut() {
+    if let Some(h) = model.host_setup.as_mut() {
         h.opensm.active_state = "active".into();
         h.opensm.unit_file_state = "enabled".into();
     }
@@ -410,7 +410,7 @@ fn subnet_manager_keys_ask_then_call() {
 #[test]
 fn subnet_manager_keys_are_refused_without_opensm() {
     let mut model = fixtures::demo_model();
-    if let Some(h) = model.host.as_mut() {
+    if let Some(h) = model.host_setup.as_mut() {
         h.opensm.load_state = "not-found".into();
         h.opensm.active_state = "inactive".into();
         h.opensm.unit_file_state = String::new();
@@ -493,7 +493,7 @@ fn a_failed_step_is_an_error_on_the_status_line() {
 #[test]
 fn without_a_host_object_the_page_says_so() {
     let mut model = fixtures::demo_model();
-    model.host = None;
+    model.host_setup = None;
     let mut app = App::with_model(model, Theme::colored());
     app.show(PageId::Host);
     for k in [' ', 'a', 'm', 'M', 'n', 's', 'x', 'e'] {

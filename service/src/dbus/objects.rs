@@ -646,9 +646,9 @@ bus_object! {
 
 bus_object! {
     /// Host setup's properties.
-    view HostView;
+    view HostSetupView;
     /// `org.rdmamanager.RdmaManager1.Host` at `Host`.
-    object HostObject;
+    object HostSetupObject;
     interface "org.rdmamanager.RdmaManager1.Host";
     properties {
         /// One entry per module line of every /etc/rdma/modules/*.conf: (set, the file's name without .conf; module; description, the comment above it; enabled in the file; loaded now, /sys/module/NAME exists; line number).

@@ -1,4 +1,4 @@
-//! What each bus object shows: the engine's [`HostState`] turned into property values.
+//! What each bus object shows: the engine's [`ObservedState`] turned into property values.
 //! Pure functions; the objects in [`super::objects`] hold the result and the publisher
 //! compares old and new to emit only what changed.
 //!
@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use rdma_manager_dbus::text::cap_message;
 use rdma_manager_dbus::{device_path, ipoib_path, port_path};
 
-use crate::engine::{DeviceState, HostState, IpoibState};
+use crate::engine::{DeviceState, IpoibState, ObservedState};
 use crate::model::{DeviceKind, Field, PortSnapshot};
 
 use super::objects::{DeviceView, IpoibView, PortView, RootView};
@@ -183,7 +183,7 @@ pub struct IpoibLinks<'a> {
 }
 
 impl<'a> IpoibLinks<'a> {
-    pub fn new(st: &'a HostState) -> Self {
+    pub fn new(st: &'a ObservedState) -> Self {
         let mut by_name = HashMap::new();
         let mut children: HashMap<&str, Vec<u32>> = HashMap::new();
         for i in st.ipoib.values() {
@@ -321,7 +321,7 @@ fn remembered_ipoib(
     }
 }
 
-pub fn root_view(st: &HostState, simulated: bool, tick_us: u64) -> RootView {
+pub fn root_view(st: &ObservedState, simulated: bool, tick_us: u64) -> RootView {
     RootView {
         version: env!("CARGO_PKG_VERSION").to_string(),
         simulated,
@@ -416,7 +416,7 @@ fn cap_map<'a>(m: impl IntoIterator<Item = (&'a String, &'a String)>) -> HashMap
 
 /// The Host object: host setup as last read, and per InfiniBand port what it says about the
 /// subnet manager (recomputed from the ports at every publish, so it follows them).
-pub fn host_view(st: &HostState) -> super::objects::HostView {
+pub fn host_view(st: &ObservedState) -> super::objects::HostSetupView {
     let h = &st.host_setup;
     let mut sms = Vec::new();
     for d in st.devices.values() {
@@ -437,7 +437,7 @@ pub fn host_view(st: &HostState) -> super::objects::HostView {
             ));
         }
     }
-    super::objects::HostView {
+    super::objects::HostSetupView {
         // Every text below comes from files that users edit: capped (see "Sizes" in
         // docs/RELIABILITY.md).
         modules: h

@@ -577,7 +577,7 @@ impl Engine {
         if st != self.state.host_setup {
             self.state.host_setup = st;
             self.publish(super::Dirty {
-                host: true,
+                host_setup: true,
                 ..super::Dirty::default()
             })
             .await;

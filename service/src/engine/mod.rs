@@ -1,4 +1,4 @@
-//! The engine: owns the observed [`HostState`], keeps it current from kernel events, a 1 Hz
+//! The engine: owns the observed [`ObservedState`], keeps it current from kernel events, a 1 Hz
 //! port poll and a sweep over the devices, one a tick, records throughput history, and runs mutations one at a
 //! time. It publishes through a [`Sink`] (the D-Bus layer), which never waits on the kernel:
 //! bus reads are served from what was last published.
@@ -43,7 +43,7 @@ pub use host_setup::{
 pub use ops::OpError;
 pub use ops_host::SmVerb;
 pub use ops_naming::NamingState;
-pub use state::{DeviceState, Dirty, HostState, IpoibState, PortRoce, Stale};
+pub use state::{DeviceState, Dirty, IpoibState, ObservedState, PortRoce, Stale};
 
 use crate::kernel::{Host, HostEvent, PollTarget, PortPoller, PortReading};
 use crate::system::SystemServices;
@@ -52,7 +52,7 @@ use crate::system::SystemServices;
 #[async_trait]
 pub trait Sink: Send + Sync + 'static {
     /// The state changed for the keys in `dirty` (all keys on the first call).
-    async fn publish(&self, state: &HostState, dirty: &Dirty);
+    async fn publish(&self, state: &ObservedState, dirty: &Dirty);
     /// One tick's throughput samples, keyed by (device index, port).
     async fn samples(&self, tick: u64, samples: &[((u32, u32), Sample)]);
 }
@@ -167,16 +167,16 @@ fn release_freed_memory() {
 pub async fn read_host(
     host: &dyn Host,
     system: &dyn SystemServices,
-) -> Result<(HostState, Dirty), crate::kernel::HostError> {
-    let mut state = HostState {
+) -> Result<(ObservedState, Dirty), crate::kernel::HostError> {
+    let mut state = ObservedState {
         config: crate::config::Desired::load(host).await,
-        ..HostState::default()
+        ..ObservedState::default()
     };
     state.naming = ops_naming::load_naming(host).await;
     state.host_setup = host_setup::load_host_setup(host, system).await;
     let mut dirty = state.refresh_all(host).await?;
     dirty.config = true;
-    dirty.host = true;
+    dirty.host_setup = true;
     Ok((state, dirty))
 }
 
@@ -274,7 +274,7 @@ struct PollPlan {
 }
 
 impl PollPlan {
-    fn of(state: &HostState) -> PollPlan {
+    fn of(state: &ObservedState) -> PollPlan {
         let (keys, targets) = state
             .devices
             .values()
@@ -307,7 +307,7 @@ pub(crate) struct Engine {
     commands: mpsc::WeakSender<Job>,
     sink: Arc<dyn Sink>,
     config: EngineConfig,
-    state: HostState,
+    state: ObservedState,
     plan: Arc<PollPlan>,
     history: Arc<Mutex<History>>,
     clock: TickClock,

@@ -20,7 +20,7 @@ pub(super) fn limit_text(v: &str) -> String {
     }
 }
 
-pub(super) fn memlock_section(s: &mut Sheet, host: &Host) {
+pub(super) fn memlock_section(s: &mut Sheet, host: &HostSetup) {
     let t = s.theme;
     let title = s.title("Pinned memory (memlock) of group rdma", "m set  M reset");
     let origin = |k: &str| -> Span<'static> {
@@ -61,7 +61,7 @@ pub(super) fn memlock_section(s: &mut Sheet, host: &Host) {
     }
 }
 
-pub(super) fn memlock_session(host: &Host) -> Session<Dialog> {
+pub(super) fn memlock_session(host: &HostSetup) -> Session<Dialog> {
     let managed = &host.memlock_managed;
     let pick = |v: &str| if v.is_empty() { "unlimited" } else { v }.to_string();
     let form = Form::new("Pinned memory of group rdma", "Set")

@@ -25,7 +25,7 @@ use crate::check;
 use crate::client::{Call, CallError, CallOutput, Step};
 use crate::edit::{self, Answer, Session};
 use crate::form::{truncate, wrap, Field, Form, FormEvent};
-use crate::model::{Host, Model, RdmaModule, SubnetManager, UnitState};
+use crate::model::{HostSetup, Model, RdmaModule, SubnetManager, UnitState};
 use crate::theme::Theme;
 
 mod memlock;
@@ -81,7 +81,7 @@ impl Row {
     }
 }
 
-fn rows(host: &Host) -> Vec<Row> {
+fn rows(host: &HostSetup) -> Vec<Row> {
     let mut v: Vec<Row> = (0..host.modules.len()).map(Row::Module).collect();
     v.push(Row::Memlock);
     v.push(Row::Nfs);
@@ -123,7 +123,7 @@ fn confirm(title: &str, question: String, yes: &str, dialog: Dialog) -> Session<
     Session::new(Form::confirm(title, vec![question], yes), dialog)
 }
 
-fn build(host: &Host, width: usize, selected: Option<Row>, t: Theme) -> Sheet {
+fn build(host: &HostSetup, width: usize, selected: Option<Row>, t: Theme) -> Sheet {
     let mut s = Sheet::new(width, selected, t);
     let wide = width >= 120;
     modules_section(&mut s, host, wide);
@@ -134,7 +134,7 @@ fn build(host: &Host, width: usize, selected: Option<Row>, t: Theme) -> Sheet {
 }
 
 impl HostPage {
-    fn current_row(&self, host: &Host) -> Option<Row> {
+    fn current_row(&self, host: &HostSetup) -> Option<Row> {
         rows(host).get(self.selected).copied()
     }
 
@@ -143,7 +143,7 @@ impl HostPage {
         Outcome::Handled
     }
 
-    fn toggle_module(&self, host: &Host, i: usize) -> Outcome {
+    fn toggle_module(&self, host: &HostSetup, i: usize) -> Outcome {
         match host.modules.get(i) {
             Some(m) => Outcome::Call(Call::SetModuleEnabled {
                 set: m.set.clone(),
@@ -155,7 +155,7 @@ impl HostPage {
     }
 
     /// `s`, `x`, `e`: a question first; nothing to ask when opensm cannot do it.
-    fn subnet_manager(&mut self, host: &Host, key: char) -> Outcome {
+    fn subnet_manager(&mut self, host: &HostSetup, key: char) -> Outcome {
         let o = &host.opensm;
         if !o.unknown() && !o.installed() {
             return Outcome::Message(
@@ -204,7 +204,7 @@ impl HostPage {
         }
     }
 
-    fn form_key(&mut self, key: KeyEvent, host: &Host, model: &Model) -> Outcome {
+    fn form_key(&mut self, key: KeyEvent, host: &HostSetup, model: &Model) -> Outcome {
         let Some(s) = &mut self.session else {
             return Outcome::Ignored;
         };
@@ -266,7 +266,7 @@ impl HostPage {
         }
     }
 
-    fn page_key(&mut self, key: KeyEvent, host: &Host) -> Outcome {
+    fn page_key(&mut self, key: KeyEvent, host: &HostSetup) -> Outcome {
         if edit::move_in_list(&key, &mut self.selected, rows(host).len()) {
             self.follow(host);
             return Outcome::Handled;
@@ -323,7 +323,7 @@ impl HostPage {
     }
 
     /// Remembers the selected row's section (for the footer).
-    fn follow(&mut self, host: &Host) {
+    fn follow(&mut self, host: &HostSetup) {
         if let Some(r) = self.current_row(host) {
             self.section = r.section();
         }
@@ -411,7 +411,7 @@ impl Page for HostPage {
 
     fn render(&mut self, frame: &mut Frame, area: Rect, ctx: &RenderCtx) {
         let t = ctx.theme;
-        let Some(host) = &ctx.model.host else {
+        let Some(host) = &ctx.model.host_setup else {
             let lines: Vec<Line> = wrap(
                 "rdma-managerd publishes no Host object (a version without host setup, or it \
                  is still starting): modules, memlock limits, NFS over RDMA and the subnet \
@@ -483,10 +483,12 @@ impl Page for HostPage {
     }
 
     fn handle_key(&mut self, key: KeyEvent, model: &Model) -> Outcome {
-        if let Some(out) = edit::key_to_form(self.session.is_some(), &key, || match &model.host {
-            Some(h) => self.form_key(key, h, model),
-            None => self.form_key(key, &Host::default(), model),
-        }) {
+        if let Some(out) =
+            edit::key_to_form(self.session.is_some(), &key, || match &model.host_setup {
+                Some(h) => self.form_key(key, h, model),
+                None => self.form_key(key, &HostSetup::default(), model),
+            })
+        {
             return out;
         }
         if self.report.take().is_some()
@@ -494,14 +496,14 @@ impl Page for HostPage {
         {
             return Outcome::Handled;
         }
-        let Some(host) = &model.host else {
+        let Some(host) = &model.host_setup else {
             return Outcome::Ignored;
         };
         self.page_key(key, host)
     }
 
     fn handle_mouse(&mut self, event: MouseEvent, _area: Rect, model: &Model) -> Outcome {
-        let Some(host) = &model.host else {
+        let Some(host) = &model.host_setup else {
             return Outcome::Ignored;
         };
         let delta = match event.kind {
@@ -605,7 +607,7 @@ mod tests {
     #[test]
     fn rows_cover_every_section() {
         let m = demo_model();
-        let Some(h) = &m.host else {
+        let Some(h) = &m.host_setup else {
             panic!("the demo model has a Host");
         };
         let r = rows(h);

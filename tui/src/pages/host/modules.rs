@@ -3,7 +3,7 @@
 use super::sheet::Sheet;
 use super::*;
 
-pub(super) fn modules_section(s: &mut Sheet, host: &Host, wide: bool) {
+pub(super) fn modules_section(s: &mut Sheet, host: &HostSetup, wide: bool) {
     let t = s.theme;
     let unit = match host.modules_unit.as_str() {
         "" => "unknown".to_string(),

@@ -3,7 +3,7 @@
 use super::sheet::{unit_style, unit_text, Sheet};
 use super::*;
 
-pub(super) fn nfs_section(s: &mut Sheet, host: &Host) {
+pub(super) fn nfs_section(s: &mut Sheet, host: &HostSetup) {
     let t = s.theme;
     let title = s.title("NFS over RDMA (NFS server)", "n change");
     let mut state = if host.nfs_rdma {
@@ -45,7 +45,7 @@ pub(super) fn nfs_section(s: &mut Sheet, host: &Host) {
     }
 }
 
-pub(super) fn nfs_session(host: &Host) -> Session<Dialog> {
+pub(super) fn nfs_session(host: &HostSetup) -> Session<Dialog> {
     let port = if host.nfs_rdma_port == 0 {
         20049
     } else {
@@ -68,7 +68,7 @@ pub(super) fn nfs_session(host: &Host) -> Session<Dialog> {
     s
 }
 
-pub(super) fn check_nfs(form: &mut Form, host: &Host) {
+pub(super) fn check_nfs(form: &mut Form, host: &HostSetup) {
     let enabled = form.checked("enabled");
     let err = if enabled {
         check::nfs_port(form.text("port")).err()

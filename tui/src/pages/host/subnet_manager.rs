@@ -20,7 +20,7 @@ pub(super) fn verdict_style(verdict: &str, t: Theme) -> Style {
     }
 }
 
-pub(super) fn sm_section(s: &mut Sheet, host: &Host, wide: bool) {
+pub(super) fn sm_section(s: &mut Sheet, host: &HostSetup, wide: bool) {
     let t = s.theme;
     let title = s.title(
         "Subnet manager (InfiniBand)",
