@@ -6,6 +6,7 @@ pub mod ibstat;
 pub mod json;
 pub mod proxies;
 pub mod text;
+pub mod types;
 
 pub use error::Error;
 pub use proxies::{DeviceProxy, HostSetupProxy, IpoibProxy, ManagerProxy, PortProxy};

@@ -249,9 +249,8 @@ pub trait Ipoib {
     fn persisted_children(&self) -> zbus::Result<Vec<(u16, String)>>;
 }
 
-/// One step of a host change: (step, outcome, detail); outcome is "done", "unchanged",
-/// "skipped", "failed", or "not-run" for the steps after a failure.
-pub type HostStep = (String, String, String);
+pub use crate::types::HostStep;
+use crate::types::{ManagedLimits, RdmaModule, SubnetManager, UnitState};
 
 /// The host's setup (`/org/rdmamanager/RdmaManager1/Host`): the kernel modules rdma-core
 /// loads, the pinned-memory limits of group rdma, NFS over RDMA, and the subnet manager.
@@ -277,9 +276,8 @@ pub trait HostSetup {
     fn stop_subnet_manager(&self) -> zbus::Result<()>;
     fn set_subnet_manager_enabled(&self, enabled: bool) -> zbus::Result<()>;
 
-    /// (set, module, description, enabled in the file, loaded now, line).
     #[zbus(property)]
-    fn modules(&self) -> zbus::Result<Vec<(String, String, String, bool, bool, u32)>>;
+    fn modules(&self) -> zbus::Result<Vec<RdmaModule>>;
     /// ActiveState of `rdma-load-modules@rdma.service` ("" when systemd cannot be asked).
     #[zbus(property)]
     fn modules_unit(&self) -> zbus::Result<String>;
@@ -291,9 +289,8 @@ pub trait HostSetup {
     /// "soft"/"hard" -> "file:line".
     #[zbus(property)]
     fn memlock_origin(&self) -> zbus::Result<HashMap<String, String>>;
-    /// (soft, hard) in the daemon's own file, ("", "") without one.
     #[zbus(property)]
-    fn memlock_managed(&self) -> zbus::Result<(String, String)>;
+    fn memlock_managed(&self) -> zbus::Result<ManagedLimits>;
     #[zbus(property)]
     fn memlock_notes(&self) -> zbus::Result<Vec<String>>;
     #[zbus(property)]
@@ -306,16 +303,15 @@ pub trait HostSetup {
     fn nfs_rdma_origin(&self) -> zbus::Result<HashMap<String, String>>;
     #[zbus(property)]
     fn nfs_notes(&self) -> zbus::Result<Vec<String>>;
-    /// (load_state, active_state, unit_file_state) of nfs-server.service.
+    /// nfs-server.service.
     #[zbus(property)]
-    fn nfs_server(&self) -> zbus::Result<(String, String, String)>;
+    fn nfs_server(&self) -> zbus::Result<UnitState>;
     #[zbus(property)]
     fn firewalld(&self) -> zbus::Result<bool>;
-    /// (load_state, active_state, unit_file_state) of opensm.service.
+    /// opensm.service.
     #[zbus(property)]
-    fn opensm(&self) -> zbus::Result<(String, String, String)>;
-    /// Per InfiniBand port: (port object, "device/port", state, SM LID, verdict "seen",
-    /// "stuck-init" or "none").
+    fn opensm(&self) -> zbus::Result<UnitState>;
+    /// One per InfiniBand port.
     #[zbus(property)]
-    fn subnet_managers(&self) -> zbus::Result<Vec<(OwnedObjectPath, String, String, u32, String)>>;
+    fn subnet_managers(&self) -> zbus::Result<Vec<SubnetManager>>;
 }

@@ -11,6 +11,7 @@ use futures::StreamExt;
 use rdma_manager_dbus::proxies::{
     DeviceProxy, HostSetupProxy, IpoibProxy, ManagerProxy, PortProxy,
 };
+pub use rdma_manager_dbus::types::HostStep;
 use rdma_manager_dbus::{BUS_NAME, ROOT_PATH};
 use tokio::sync::mpsc::UnboundedSender;
 use zbus::fdo::{DBusProxy, ObjectManagerProxy};
@@ -266,31 +267,6 @@ fn port_name(model: &Model, path: &str) -> String {
         .unwrap_or_else(|| path.to_string())
 }
 
-/// One step of a host change as the service reported it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Step {
-    pub step: String,
-    /// "done", "unchanged", "skipped", "failed" or "not-run".
-    pub outcome: String,
-    pub detail: String,
-}
-
-impl Step {
-    pub fn from_wire(v: Vec<(String, String, String)>) -> Vec<Step> {
-        v.into_iter()
-            .map(|(step, outcome, detail)| Step {
-                step,
-                outcome,
-                detail,
-            })
-            .collect()
-    }
-
-    pub fn failed(&self) -> bool {
-        self.outcome == "failed"
-    }
-}
-
 /// One line of `PreviewRdmaNames`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NamePreview {
@@ -310,7 +286,7 @@ pub enum CallOutput {
     Preview(Vec<NamePreview>),
     Counters,
     /// What a host change did, step by step.
-    Steps(Vec<Step>),
+    Steps(Vec<HostStep>),
     /// Sentences about a change (when it applies, what overrides it).
     Notes(Vec<String>),
 }
@@ -812,7 +788,7 @@ async fn perform_inner(
             .await?
             .apply_modules(set)
             .await
-            .map(|v| CallOutput::Steps(Step::from_wire(v))),
+            .map(CallOutput::Steps),
         Call::SetMemlockLimits { soft, hard } => host_proxy(conn)
             .await?
             .set_memlock_limits(soft, hard)
@@ -827,7 +803,7 @@ async fn perform_inner(
             .await?
             .set_nfs_rdma(*enabled, *port)
             .await
-            .map(|v| CallOutput::Steps(Step::from_wire(v))),
+            .map(CallOutput::Steps),
         Call::StartSubnetManager => host_proxy(conn)
             .await?
             .start_subnet_manager()

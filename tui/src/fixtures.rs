@@ -47,7 +47,7 @@ pub fn demo_host(model: &Model) -> HostSetup {
         .into_iter()
         .filter(|p| p.is_infiniband())
         .map(|p| SubnetManager {
-            port: p.path.clone(),
+            port: zbus::zvariant::OwnedObjectPath::try_from(p.path.clone()).unwrap_or_default(),
             name: format!("{}/{}", p.device_name, p.number),
             state: p.state.clone(),
             sm_lid: p.sm_lid,

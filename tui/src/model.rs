@@ -7,6 +7,9 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use rdma_manager_dbus::proxies::{sample_flags, HistorySample};
 use serde::{Deserialize, Serialize};
+
+/// The Host object's structured values, as the service writes them.
+pub use rdma_manager_dbus::types::{ManagedLimits, RdmaModule, SubnetManager, UnitState};
 use zbus::zvariant::{OwnedObjectPath, OwnedValue};
 
 /// Interface names, as the service publishes them.
@@ -242,123 +245,27 @@ record!(
     }
 );
 
-/// One module line of `/etc/rdma/modules/<set>.conf` (the Host's `Modules`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RdmaModule {
-    /// The file's stem: "rdma", "infiniband", "roce", ...
-    pub set: String,
-    pub module: String,
-    /// The comment block above the line, joined with spaces.
-    pub description: String,
-    /// Loaded by the file (not commented out).
-    pub enabled: bool,
-    /// Loaded in the kernel now.
-    pub loaded: bool,
-    pub line: u32,
-}
-
-/// A systemd unit's (load state, active state, unit file state); all empty when systemd
-/// could not be asked.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UnitState {
-    pub load_state: String,
-    pub active_state: String,
-    pub unit_file_state: String,
-}
-
-impl UnitState {
-    fn from_wire((load_state, active_state, unit_file_state): (String, String, String)) -> Self {
-        UnitState {
-            load_state,
-            active_state,
-            unit_file_state,
-        }
-    }
-
-    /// systemd could not be asked.
-    pub fn unknown(&self) -> bool {
-        self.load_state.is_empty() && self.active_state.is_empty()
-    }
-
-    /// The unit exists (its package is installed).
-    pub fn installed(&self) -> bool {
-        !self.unknown() && self.load_state != "not-found"
-    }
-
-    pub fn active(&self) -> bool {
-        self.active_state == "active"
-    }
-
-    /// Started at boot (`enabled`, or `enabled-runtime`).
-    pub fn enabled(&self) -> bool {
-        self.unit_file_state.starts_with("enabled")
-    }
-}
-
-/// The daemon's own memlock entries (`MemlockManaged`): empty when it has no file.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ManagedLimits {
-    pub soft: String,
-    pub hard: String,
-}
-
-/// Whether a subnet manager answers on an InfiniBand port (`SubnetManagers`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SubnetManager {
-    /// The port's object path.
-    pub port: String,
-    /// "device/port".
-    pub name: String,
-    pub state: String,
-    pub sm_lid: u32,
-    /// "seen", "stuck-init" or "none".
-    pub verdict: String,
-}
-
 record!(
     /// The host's setup (`...Host`): rdma-core's modules, the pinned-memory limits of group
     /// rdma, NFS over RDMA and the subnet manager.
     HostSetup {
-        modules: Vec<RdmaModule> = "Modules"
-            via Vec<(String, String, String, bool, bool, u32)> => |v| v
-            .into_iter()
-            .map(|(set, module, description, enabled, loaded, line)| RdmaModule {
-                set,
-                module,
-                description,
-                enabled,
-                loaded,
-                line,
-            })
-            .collect(),
+        modules: Vec<RdmaModule> = "Modules",
         modules_unit: String = "ModulesUnit",
         memlock_soft: String = "MemlockSoft",
         memlock_hard: String = "MemlockHard",
         memlock_origin: BTreeMap<String, String> = "MemlockOrigin"
             via HashMap<String, String> => |m| m.into_iter().collect(),
-        memlock_managed: ManagedLimits = "MemlockManaged"
-            via (String, String) => |(soft, hard)| ManagedLimits { soft, hard },
+        memlock_managed: ManagedLimits = "MemlockManaged",
         memlock_notes: Vec<String> = "MemlockNotes",
         nfs_rdma: bool = "NfsRdma",
         nfs_rdma_port: u16 = "NfsRdmaPort",
         nfs_rdma_origin: BTreeMap<String, String> = "NfsRdmaOrigin"
             via HashMap<String, String> => |m| m.into_iter().collect(),
         nfs_notes: Vec<String> = "NfsNotes",
-        nfs_server: UnitState = "NfsServer"
-            via (String, String, String) => UnitState::from_wire,
+        nfs_server: UnitState = "NfsServer",
         firewalld: bool = "Firewalld",
-        opensm: UnitState = "Opensm" via (String, String, String) => UnitState::from_wire,
-        subnet_managers: Vec<SubnetManager> = "SubnetManagers"
-            via Vec<(OwnedObjectPath, String, String, u32, String)> => |v| v
-            .into_iter()
-            .map(|(port, name, state, sm_lid, verdict)| SubnetManager {
-                port: port.as_str().to_string(),
-                name,
-                state,
-                sm_lid,
-                verdict,
-            })
-            .collect(),
+        opensm: UnitState = "Opensm",
+        subnet_managers: Vec<SubnetManager> = "SubnetManagers",
     }
 );
 

@@ -8,7 +8,7 @@ use crossterm::event::KeyCode;
 use insta::assert_snapshot;
 use ratatui::style::Color;
 use rdma_tui::app::App;
-use rdma_tui::client::{Call, CallError, CallOutput, ErrorKind, Step};
+use rdma_tui::client::{Call, CallError, CallOutput, ErrorKind, HostStep};
 use rdma_tui::fixtures;
 use rdma_tui::model::Model;
 use rdma_tui::pages::PageId;
@@ -36,9 +36,9 @@ const MEMLOCK: usize = 7;
 const NFS: usize = 8;
 const OPENSM: usize = 11;
 
-fn steps(v: &[(&str, &str, &str)]) -> Vec<Step> {
+fn steps(v: &[(&str, &str, &str)]) -> Vec<HostStep> {
     v.iter()
-        .map(|(step, outcome, detail)| Step {
+        .map(|(step, outcome, detail)| HostStep {
             step: step.to_string(),
             outcome: outcome.to_string(),
             detail: detail.to_string(),
@@ -48,7 +48,7 @@ fn steps(v: &[(&str, &str, &str)]) -> Vec<Step> {
 
 /// What the service answers when enabling NFS over RDMA on the demo host: firewalld does not
 /// run, and the restart of nfs-server failed.
-fn nfs_steps() -> Vec<Step> {
+fn nfs_steps() -> Vec<HostStep> {
     steps(&[
         (
             "nfs.conf",

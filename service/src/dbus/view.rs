@@ -18,6 +18,7 @@ use crate::model::{DeviceKind, Field, PortSnapshot};
 use super::objects::{DeviceView, IpoibView, PortView, RootView};
 pub use super::values::{counter_source_name, object_path};
 use super::values::{managed_limits, unit_state};
+use rdma_manager_dbus::types::{RdmaModule, SubnetManager};
 
 /// Collects unreadable attributes while turning fields into plain values.
 #[derive(Default)]
@@ -426,15 +427,15 @@ pub fn host_view(st: &ObservedState) -> super::objects::HostSetupView {
             }
             let state = p.state.as_ref().ok().copied();
             let sm_lid = p.sm_lid.as_ref().ok().copied().unwrap_or(0);
-            sms.push((
-                object_path(port_path(d.index, p.number)),
-                format!("{}/{}", d.name(), p.number),
-                state
+            sms.push(SubnetManager {
+                port: object_path(port_path(d.index, p.number)),
+                name: format!("{}/{}", d.name(), p.number),
+                state: state
                     .map(|s| s.sysfs_name().to_string())
                     .unwrap_or_default(),
                 sm_lid,
-                sm_verdict(state, sm_lid).to_string(),
-            ));
+                verdict: sm_verdict(state, sm_lid).to_string(),
+            });
         }
     }
     super::objects::HostSetupView {
@@ -443,15 +444,13 @@ pub fn host_view(st: &ObservedState) -> super::objects::HostSetupView {
         modules: h
             .modules
             .iter()
-            .map(|m| {
-                (
-                    cap_message(&m.set),
-                    cap_message(&m.module),
-                    cap_message(&m.description),
-                    m.enabled,
-                    m.loaded,
-                    m.line,
-                )
+            .map(|m| RdmaModule {
+                set: cap_message(&m.set),
+                module: cap_message(&m.module),
+                description: cap_message(&m.description),
+                enabled: m.enabled,
+                loaded: m.loaded,
+                line: m.line,
             })
             .collect(),
         modules_unit: h.modules_unit.clone(),

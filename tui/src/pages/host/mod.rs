@@ -22,7 +22,7 @@ use ratatui::Frame;
 
 use super::{Outcome, Page, PageId, RenderCtx};
 use crate::check;
-use crate::client::{Call, CallError, CallOutput, Step};
+use crate::client::{Call, CallError, CallOutput, HostStep};
 use crate::edit::{self, Answer, Session};
 use crate::form::{truncate, wrap, Field, Form, FormEvent};
 use crate::model::{HostSetup, Model, RdmaModule, SubnetManager, UnitState};
@@ -105,7 +105,7 @@ enum Dialog {
 #[derive(Debug, Clone, PartialEq)]
 struct Report {
     title: String,
-    steps: Vec<Step>,
+    steps: Vec<HostStep>,
     notes: Vec<String>,
 }
 
@@ -282,7 +282,7 @@ impl HostPage {
                 Some(Row::Memlock) => self.open(memlock_session(host)),
                 Some(Row::Nfs) => self.open(nfs_session(host)),
                 Some(Row::Port(i)) => match host.subnet_managers.get(i) {
-                    Some(p) => Outcome::ShowPort(PageId::Detail, p.port.clone()),
+                    Some(p) => Outcome::ShowPort(PageId::Detail, p.port.to_string()),
                     None => Outcome::Ignored,
                 },
                 Some(Row::Opensm) if host.opensm.active() => self.subnet_manager(host, 'x'),
