@@ -8,6 +8,9 @@ pub mod proxies;
 pub mod text;
 pub mod types;
 
+#[cfg(test)]
+mod drift;
+
 pub use error::Error;
 pub use proxies::{DeviceProxy, HostSetupProxy, IpoibProxy, ManagerProxy, PortProxy};
 

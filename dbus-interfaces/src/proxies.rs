@@ -1,5 +1,6 @@
 //! Client proxies of rdma-managerd's interfaces, for rdma-tui, tests and tools. They mirror
-//! the XML in `dbus-interfaces/xml/`, which a test compares with the live service.
+//! the XML in `dbus-interfaces/xml/`, which a test compares with the live service; `drift.rs`
+//! compares them with that XML, member by member and signature by signature.
 
 use std::collections::HashMap;
 
