@@ -6,10 +6,15 @@ pub mod ibstat;
 pub mod json;
 pub mod proxies;
 pub mod text;
+pub mod types;
+
+#[cfg(test)]
+mod drift;
 
 pub use error::Error;
 pub use proxies::{
-    DeviceProxy, HostProxy, IpoibProxy, ManagerProxy, NetworkProxy, PendingChangeProxy, PortProxy,
+    DeviceProxy, HostSetupProxy, IpoibProxy, ManagerProxy, NetworkProxy, PendingChangeProxy,
+    PortProxy,
 };
 
 /// The well-known bus name and interface prefix.

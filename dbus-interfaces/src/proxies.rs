@@ -1,5 +1,6 @@
 //! Client proxies of rdma-managerd's interfaces, for rdma-tui, tests and tools. They mirror
-//! the XML in `dbus-interfaces/xml/`, which a test compares with the live service.
+//! the XML in `dbus-interfaces/xml/`, which a test compares with the live service; `drift.rs`
+//! compares them with that XML, member by member and signature by signature.
 
 use std::collections::HashMap;
 
@@ -252,9 +253,8 @@ pub trait Ipoib {
     fn persisted_children(&self) -> zbus::Result<Vec<(u16, String)>>;
 }
 
-/// One step of a host change: (step, outcome, detail); outcome is "done", "unchanged",
-/// "skipped", "failed", or "not-run" for the steps after a failure.
-pub type HostStep = (String, String, String);
+pub use crate::types::HostStep;
+use crate::types::{ManagedLimits, RdmaModule, SubnetManager, UnitState};
 
 /// The host's setup (`/org/rdmamanager/RdmaManager1/Host`): the kernel modules rdma-core
 /// loads, the pinned-memory limits of group rdma, NFS over RDMA, and the subnet manager.
@@ -265,7 +265,7 @@ pub type HostStep = (String, String, String);
     default_path = "/org/rdmamanager/RdmaManager1/Host",
     gen_blocking = false
 )]
-pub trait Host {
+pub trait HostSetup {
     /// Enables or disables `module` in `/etc/rdma/modules/<set>.conf`.
     fn set_module_enabled(&self, set: &str, module: &str, enabled: bool) -> zbus::Result<()>;
     /// Restarts `rdma-load-modules@<set>.service`.
@@ -280,9 +280,8 @@ pub trait Host {
     fn stop_subnet_manager(&self) -> zbus::Result<()>;
     fn set_subnet_manager_enabled(&self, enabled: bool) -> zbus::Result<()>;
 
-    /// (set, module, description, enabled in the file, loaded now, line).
     #[zbus(property)]
-    fn modules(&self) -> zbus::Result<Vec<(String, String, String, bool, bool, u32)>>;
+    fn modules(&self) -> zbus::Result<Vec<RdmaModule>>;
     /// ActiveState of `rdma-load-modules@rdma.service` ("" when systemd cannot be asked).
     #[zbus(property)]
     fn modules_unit(&self) -> zbus::Result<String>;
@@ -294,9 +293,8 @@ pub trait Host {
     /// "soft"/"hard" -> "file:line".
     #[zbus(property)]
     fn memlock_origin(&self) -> zbus::Result<HashMap<String, String>>;
-    /// (soft, hard) in the daemon's own file, ("", "") without one.
     #[zbus(property)]
-    fn memlock_managed(&self) -> zbus::Result<(String, String)>;
+    fn memlock_managed(&self) -> zbus::Result<ManagedLimits>;
     #[zbus(property)]
     fn memlock_notes(&self) -> zbus::Result<Vec<String>>;
     #[zbus(property)]
@@ -309,23 +307,22 @@ pub trait Host {
     fn nfs_rdma_origin(&self) -> zbus::Result<HashMap<String, String>>;
     #[zbus(property)]
     fn nfs_notes(&self) -> zbus::Result<Vec<String>>;
-    /// (load_state, active_state, unit_file_state) of nfs-server.service.
+    /// nfs-server.service.
     #[zbus(property)]
-    fn nfs_server(&self) -> zbus::Result<(String, String, String)>;
+    fn nfs_server(&self) -> zbus::Result<UnitState>;
     #[zbus(property)]
     fn firewalld(&self) -> zbus::Result<bool>;
-    /// (load_state, active_state, unit_file_state) of opensm.service.
+    /// opensm.service.
     #[zbus(property)]
-    fn opensm(&self) -> zbus::Result<(String, String, String)>;
-    /// Per InfiniBand port: (port object, "device/port", state, SM LID, verdict "seen",
-    /// "stuck-init" or "none").
+    fn opensm(&self) -> zbus::Result<UnitState>;
+    /// One per InfiniBand port.
     #[zbus(property)]
-    fn subnet_managers(&self) -> zbus::Result<Vec<(OwnedObjectPath, String, String, u32, String)>>;
+    fn subnet_managers(&self) -> zbus::Result<Vec<SubnetManager>>;
 }
 
 /// `org.rdmamanager.RdmaManager1.Network` at the root: IP settings of RDMA netdevs through
 /// NetworkManager, and the changes waiting for confirmation.
-#[zbus::proxy(
+#[proxy(
     interface = "org.rdmamanager.RdmaManager1.Network",
     default_service = "org.rdmamanager.RdmaManager1",
     default_path = "/org/rdmamanager/RdmaManager1",
@@ -365,7 +362,7 @@ pub trait Network {
 }
 
 /// `org.rdmamanager.RdmaManager1.PendingChange` at `Change/<n>`.
-#[zbus::proxy(
+#[proxy(
     interface = "org.rdmamanager.RdmaManager1.PendingChange",
     default_service = "org.rdmamanager.RdmaManager1",
     gen_blocking = false

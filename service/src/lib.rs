@@ -2,6 +2,7 @@
 //!
 //! Layers, data flowing kernel -> model -> bus:
 //! - [`model`]: plain types and the parsers of every sysfs/configfs format. No I/O.
+//! - [`hostconf`], [`naming`]: host configuration files and persistent naming, also pure.
 //! - [`kernel`]: the [`kernel::Host`] trait, everything the daemon reads from or does to the
 //!   kernel and the filesystem, with the real [`kernel::linux::LinuxHost`] and the
 //!   [`kernel::sim::SimHost`] that follows the kernel's rules and error codes.
@@ -13,9 +14,11 @@ pub mod cli;
 pub mod config;
 pub mod dbus;
 pub mod engine;
+pub mod hostconf;
 pub mod ibstat;
 pub mod ipoib_report;
 pub mod kernel;
 pub mod model;
+pub mod naming;
 pub mod nm;
 pub mod system;

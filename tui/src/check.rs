@@ -4,13 +4,13 @@
 //! `--demo` anyway), so a value the form accepts is one the daemon's argument check accepts
 //! too; only the sentences are shorter, to fit under a field.
 
+use rdma_managerd::hostconf::memlock::{self, MemlockError, MemlockValue};
+use rdma_managerd::hostconf::nfs_conf::{self, NFSRDMA_PORT};
 use rdma_managerd::model::ipoib::{
     check_mtu, validate_pkey, IpoibError, CONNECTED_MAX_MTU, CONNECTED_MIN_MTU, DATAGRAM_MAX_MTU,
     DATAGRAM_MIN_MTU, PKEY_FULL_MEMBER,
 };
-use rdma_managerd::model::memlock::{self, MemlockError, MemlockValue};
 use rdma_managerd::model::names::{validate_netdev_name, validate_rdma_name};
-use rdma_managerd::model::nfs_conf::{self, NFSRDMA_PORT};
 use rdma_managerd::model::IpoibMode;
 
 /// A P_Key as typed: 1 to 4 hex digits, `0x` optional (`8002`, `0x8002`).

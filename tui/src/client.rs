@@ -9,8 +9,10 @@ use std::collections::{BTreeMap, HashMap};
 
 use futures::StreamExt;
 use rdma_manager_dbus::proxies::{
-    DeviceProxy, HostProxy, IpoibProxy, ManagerProxy, NetworkProxy, PendingChangeProxy, PortProxy,
+    DeviceProxy, HostSetupProxy, IpoibProxy, ManagerProxy, NetworkProxy, PendingChangeProxy,
+    PortProxy,
 };
+pub use rdma_manager_dbus::types::HostStep;
 use rdma_manager_dbus::{BUS_NAME, ROOT_PATH};
 use tokio::sync::mpsc::UnboundedSender;
 use zbus::fdo::{DBusProxy, ObjectManagerProxy};
@@ -331,31 +333,6 @@ fn port_name(model: &Model, path: &str) -> String {
         .unwrap_or_else(|| path.to_string())
 }
 
-/// One step of a host change as the service reported it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Step {
-    pub step: String,
-    /// "done", "unchanged", "skipped", "failed" or "not-run".
-    pub outcome: String,
-    pub detail: String,
-}
-
-impl Step {
-    pub fn from_wire(v: Vec<(String, String, String)>) -> Vec<Step> {
-        v.into_iter()
-            .map(|(step, outcome, detail)| Step {
-                step,
-                outcome,
-                detail,
-            })
-            .collect()
-    }
-
-    pub fn failed(&self) -> bool {
-        self.outcome == "failed"
-    }
-}
-
 /// One line of `PreviewRdmaNames`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NamePreview {
@@ -375,7 +352,7 @@ pub enum CallOutput {
     Preview(Vec<NamePreview>),
     Counters,
     /// What a host change did, step by step.
-    Steps(Vec<Step>),
+    Steps(Vec<HostStep>),
     /// Sentences about a change (when it applies, what overrides it).
     Notes(Vec<String>),
     /// A change made through NetworkManager that waits for confirmation.
@@ -639,7 +616,7 @@ async fn device_proxy<'a>(conn: &Connection, path: &'a str) -> zbus::Result<Devi
     proxy(conn, Some(path)).await
 }
 
-async fn host_proxy(conn: &Connection) -> zbus::Result<HostProxy<'static>> {
+async fn host_proxy(conn: &Connection) -> zbus::Result<HostSetupProxy<'static>> {
     proxy(conn, None).await
 }
 
@@ -976,7 +953,7 @@ async fn perform_inner(
             .await?
             .apply_modules(set)
             .await
-            .map(|v| CallOutput::Steps(Step::from_wire(v))),
+            .map(CallOutput::Steps),
         Call::SetMemlockLimits { soft, hard } => host_proxy(conn)
             .await?
             .set_memlock_limits(soft, hard)
@@ -991,7 +968,7 @@ async fn perform_inner(
             .await?
             .set_nfs_rdma(*enabled, *port)
             .await
-            .map(|v| CallOutput::Steps(Step::from_wire(v))),
+            .map(CallOutput::Steps),
         Call::StartSubnetManager => host_proxy(conn)
             .await?
             .start_subnet_manager()

@@ -111,7 +111,8 @@ pub async fn start() -> anyhow::Result<Demo> {
     let conn = server::connect(&Bus::Address(address.clone())).await?;
     let authorizer = Authorizer::same_user_for_simulation(&conn);
     // The simulated units act on the simulated kernel as real ones do (module lists, nfsd).
-    let system = rdma_managerd::system::sim::SimSystemServices::new().with_host(sim.clone());
+    let system = rdma_managerd::system::sim::SimSystemServices::new()
+        .on_started(rdma_managerd::engine::simulated_units(sim.clone()));
     let service = server::serve_with(
         conn,
         Arc::new(sim),

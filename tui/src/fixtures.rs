@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::{Host, ManagedLimits, Model, RdmaModule, Sample, SubnetManager, UnitState};
+use crate::model::{HostSetup, ManagedLimits, Model, RdmaModule, Sample, SubnetManager, UnitState};
 
 /// The time of the newest sample in the fixtures' histories (µs since the epoch): snapshots
 /// draw "now" as this.
@@ -20,7 +20,7 @@ pub fn demo_model() -> Model {
         Err(e) => panic!("tests/data/demo-model.json: {e}"),
     };
     fill_history(&mut model);
-    model.host = Some(demo_host(&model));
+    model.host_setup = Some(demo_host(&model));
     model
 }
 
@@ -28,7 +28,7 @@ pub fn demo_model() -> Model {
 /// the NFS modules in the file but not loaded, no memlock limit set, NFS over RDMA off with
 /// nfs-server installed but stopped, no firewalld, opensm installed but stopped and disabled,
 /// and a subnet manager seen on both InfiniBand ports.
-pub fn demo_host(model: &Model) -> Host {
+pub fn demo_host(model: &Model) -> HostSetup {
     let module = |set: &str, module: &str, description: &str, enabled, loaded, line| RdmaModule {
         set: set.into(),
         module: module.into(),
@@ -47,7 +47,7 @@ pub fn demo_host(model: &Model) -> Host {
         .into_iter()
         .filter(|p| p.is_infiniband())
         .map(|p| SubnetManager {
-            port: p.path.clone(),
+            port: zbus::zvariant::OwnedObjectPath::try_from(p.path.clone()).unwrap_or_default(),
             name: format!("{}/{}", p.device_name, p.number),
             state: p.state.clone(),
             sm_lid: p.sm_lid,
@@ -61,7 +61,7 @@ pub fn demo_host(model: &Model) -> Host {
             .into(),
         })
         .collect();
-    Host {
+    HostSetup {
         path: rdma_manager_dbus::HOST_PATH.into(),
         modules: vec![
             module(
@@ -128,7 +128,7 @@ pub fn demo_host(model: &Model) -> Host {
         memlock_managed: ManagedLimits::default(),
         memlock_notes: vec![format!(
             "The memlock limit of group rdma is {}.",
-            rdma_managerd::model::memlock::NOT_SET
+            rdma_managerd::hostconf::memlock::NOT_SET
         )],
         nfs_rdma: false,
         nfs_rdma_port: 0,
@@ -153,7 +153,7 @@ pub fn stuck_init_model() -> Model {
         p.state = "INIT".into();
         p.sm_lid = 0;
     }
-    model.host = Some(demo_host(&model));
+    model.host_setup = Some(demo_host(&model));
     model
 }
 
@@ -248,20 +248,20 @@ mod tests {
         let l = large_model(32);
         assert_eq!(l.ports.len(), 64);
         assert_eq!(l.ports_in_order().len(), 64);
-        let h = m.host.unwrap_or_default();
+        let h = m.host_setup.unwrap_or_default();
         assert_eq!(h.subnet_managers.len(), 2);
         assert!(h.subnet_managers.iter().all(|s| s.verdict == "seen"));
-        let s = stuck_init_model().host.unwrap_or_default();
+        let s = stuck_init_model().host_setup.unwrap_or_default();
         assert_eq!(s.subnet_managers[1].verdict, "stuck-init");
     }
 
     #[test]
-    fn json_carries_the_host() {
+    fn json_carries_the_host_setup() {
         let m = demo_model();
         let json = serde_json::to_string(&m).unwrap_or_default();
-        assert!(json.contains("\"host\":{"), "{json}");
+        assert!(json.contains("\"host_setup\":{"), "{json}");
         assert!(json.contains("\"subnet_managers\""));
         let back: Model = serde_json::from_str(&json).unwrap_or_default();
-        assert_eq!(back.host, m.host);
+        assert_eq!(back.host_setup, m.host_setup);
     }
 }

@@ -7,6 +7,9 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use rdma_manager_dbus::proxies::{sample_flags, HistorySample};
 use serde::{Deserialize, Serialize};
+
+/// The Host object's structured values, as the service writes them.
+pub use rdma_manager_dbus::types::{ManagedLimits, RdmaModule, SubnetManager, UnitState};
 use zbus::zvariant::{OwnedObjectPath, OwnedValue};
 
 /// Interface names, as the service publishes them.
@@ -243,123 +246,27 @@ record!(
     }
 );
 
-/// One module line of `/etc/rdma/modules/<set>.conf` (the Host's `Modules`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RdmaModule {
-    /// The file's stem: "rdma", "infiniband", "roce", ...
-    pub set: String,
-    pub module: String,
-    /// The comment block above the line, joined with spaces.
-    pub description: String,
-    /// Loaded by the file (not commented out).
-    pub enabled: bool,
-    /// Loaded in the kernel now.
-    pub loaded: bool,
-    pub line: u32,
-}
-
-/// A systemd unit's (load state, active state, unit file state); all empty when systemd
-/// could not be asked.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UnitState {
-    pub load_state: String,
-    pub active_state: String,
-    pub unit_file_state: String,
-}
-
-impl UnitState {
-    fn from_wire((load_state, active_state, unit_file_state): (String, String, String)) -> Self {
-        UnitState {
-            load_state,
-            active_state,
-            unit_file_state,
-        }
-    }
-
-    /// systemd could not be asked.
-    pub fn unknown(&self) -> bool {
-        self.load_state.is_empty() && self.active_state.is_empty()
-    }
-
-    /// The unit exists (its package is installed).
-    pub fn installed(&self) -> bool {
-        !self.unknown() && self.load_state != "not-found"
-    }
-
-    pub fn active(&self) -> bool {
-        self.active_state == "active"
-    }
-
-    /// Started at boot (`enabled`, or `enabled-runtime`).
-    pub fn enabled(&self) -> bool {
-        self.unit_file_state.starts_with("enabled")
-    }
-}
-
-/// The daemon's own memlock entries (`MemlockManaged`): empty when it has no file.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ManagedLimits {
-    pub soft: String,
-    pub hard: String,
-}
-
-/// Whether a subnet manager answers on an InfiniBand port (`SubnetManagers`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SubnetManager {
-    /// The port's object path.
-    pub port: String,
-    /// "device/port".
-    pub name: String,
-    pub state: String,
-    pub sm_lid: u32,
-    /// "seen", "stuck-init" or "none".
-    pub verdict: String,
-}
-
 record!(
     /// The host's setup (`...Host`): rdma-core's modules, the pinned-memory limits of group
     /// rdma, NFS over RDMA and the subnet manager.
-    Host {
-        modules: Vec<RdmaModule> = "Modules"
-            via Vec<(String, String, String, bool, bool, u32)> => |v| v
-            .into_iter()
-            .map(|(set, module, description, enabled, loaded, line)| RdmaModule {
-                set,
-                module,
-                description,
-                enabled,
-                loaded,
-                line,
-            })
-            .collect(),
+    HostSetup {
+        modules: Vec<RdmaModule> = "Modules",
         modules_unit: String = "ModulesUnit",
         memlock_soft: String = "MemlockSoft",
         memlock_hard: String = "MemlockHard",
         memlock_origin: BTreeMap<String, String> = "MemlockOrigin"
             via HashMap<String, String> => |m| m.into_iter().collect(),
-        memlock_managed: ManagedLimits = "MemlockManaged"
-            via (String, String) => |(soft, hard)| ManagedLimits { soft, hard },
+        memlock_managed: ManagedLimits = "MemlockManaged",
         memlock_notes: Vec<String> = "MemlockNotes",
         nfs_rdma: bool = "NfsRdma",
         nfs_rdma_port: u16 = "NfsRdmaPort",
         nfs_rdma_origin: BTreeMap<String, String> = "NfsRdmaOrigin"
             via HashMap<String, String> => |m| m.into_iter().collect(),
         nfs_notes: Vec<String> = "NfsNotes",
-        nfs_server: UnitState = "NfsServer"
-            via (String, String, String) => UnitState::from_wire,
+        nfs_server: UnitState = "NfsServer",
         firewalld: bool = "Firewalld",
-        opensm: UnitState = "Opensm" via (String, String, String) => UnitState::from_wire,
-        subnet_managers: Vec<SubnetManager> = "SubnetManagers"
-            via Vec<(OwnedObjectPath, String, String, u32, String)> => |v| v
-            .into_iter()
-            .map(|(port, name, state, sm_lid, verdict)| SubnetManager {
-                port: port.as_str().to_string(),
-                name,
-                state,
-                sm_lid,
-                verdict,
-            })
-            .collect(),
+        opensm: UnitState = "Opensm",
+        subnet_managers: Vec<SubnetManager> = "SubnetManagers",
     }
 );
 
@@ -510,7 +417,7 @@ pub struct Model {
     pub ipoib: BTreeMap<String, Ipoib>,
     /// The Host object, once the service published it (a service without it: `None`).
     #[serde(default)]
-    pub host: Option<Host>,
+    pub host_setup: Option<HostSetup>,
     #[serde(skip)]
     pub history: HashMap<String, History>,
     #[serde(skip)]
@@ -555,8 +462,8 @@ impl Model {
                 IPOIB_IFACE => {
                     self.ipoib.remove(path);
                 }
-                HOST_IFACE if self.host.as_ref().is_some_and(|h| h.path == path) => {
-                    self.host = None;
+                HOST_IFACE if self.host_setup.as_ref().is_some_and(|h| h.path == path) => {
+                    self.host_setup = None;
                 }
                 _ => {}
             }
@@ -595,7 +502,7 @@ impl Model {
             PORT_IFACE => apply!(self.ports),
             IPOIB_IFACE => apply!(self.ipoib),
             HOST_IFACE => {
-                let host = self.host.get_or_insert_with(Host::default);
+                let host = self.host_setup.get_or_insert_with(HostSetup::default);
                 host.path = path.to_string();
                 for (name, value) in props {
                     if let Err(e) = host.set(name, value) {
@@ -823,7 +730,7 @@ mod tests {
         ]);
         m.set_properties(path, HOST_IFACE, props.iter());
         assert!(m.problems.is_empty(), "{:?}", m.problems);
-        let h = m.host.clone().unwrap_or_default();
+        let h = m.host_setup.clone().unwrap_or_default();
         assert_eq!(h.path, path);
         assert_eq!(h.modules[0].module, "rds_rdma");
         assert_eq!(h.modules[0].line, 18);
@@ -836,7 +743,7 @@ mod tests {
         // Only what changed: the rest stays.
         let changed = HashMap::from([("NfsRdma".to_string(), val(false))]);
         m.set_properties(path, HOST_IFACE, changed.iter());
-        let h = m.host.clone().unwrap_or_default();
+        let h = m.host_setup.clone().unwrap_or_default();
         assert!(!h.nfs_rdma);
         assert_eq!(h.modules.len(), 1);
         // A wrong type is reported, not applied.
@@ -844,7 +751,7 @@ mod tests {
         m.set_properties(path, HOST_IFACE, bad.iter());
         assert_eq!(m.problems.len(), 1);
         m.remove_object(path, &[HOST_IFACE.to_string()]);
-        assert!(m.host.is_none());
+        assert!(m.host_setup.is_none());
     }
 
     #[test]

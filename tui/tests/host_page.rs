@@ -8,7 +8,7 @@ use crossterm::event::KeyCode;
 use insta::assert_snapshot;
 use ratatui::style::Color;
 use rdma_tui::app::App;
-use rdma_tui::client::{Call, CallError, CallOutput, ErrorKind, Step};
+use rdma_tui::client::{Call, CallError, CallOutput, ErrorKind, HostStep};
 use rdma_tui::fixtures;
 use rdma_tui::model::Model;
 use rdma_tui::pages::PageId;
@@ -36,9 +36,9 @@ const MEMLOCK: usize = 7;
 const NFS: usize = 8;
 const OPENSM: usize = 11;
 
-fn steps(v: &[(&str, &str, &str)]) -> Vec<Step> {
+fn steps(v: &[(&str, &str, &str)]) -> Vec<HostStep> {
     v.iter()
-        .map(|(step, outcome, detail)| Step {
+        .map(|(step, outcome, detail)| HostStep {
             step: step.to_string(),
             outcome: outcome.to_string(),
             detail: detail.to_string(),
@@ -48,7 +48,7 @@ fn steps(v: &[(&str, &str, &str)]) -> Vec<Step> {
 
 /// What the service answers when enabling NFS over RDMA on the demo host: firewalld does not
 /// run, and the restart of nfs-server failed.
-fn nfs_steps() -> Vec<Step> {
+fn nfs_steps() -> Vec<HostStep> {
     steps(&[
         (
             "nfs.conf",
@@ -274,7 +274,7 @@ fn memlock_refused_keeps_the_form_and_says_why() {
 #[test]
 fn memlock_reset_asks_first() {
     let mut model = fixtures::demo_model();
-    if let Some(h) = model.host.as_mut() {
+    if let Some(h) = model.host_setup.as_mut() {
         h.memlock_managed.soft = "unlimited".into();
         h.memlock_managed.hard = "unlimited".into();
     }
@@ -382,7 +382,7 @@ fn subnet_manager_keys_ask_then_call() {
     assert!(calls(&mut app).is_empty());
     // Running and enabled: x stops, e disables, Enter on its row stops.
     let mut model = fixtures::demo_model();
-    if let Some(h) = model.host.as_mut() {
+    if let Some(h) = model.host_setup.as_mut() {
         h.opensm.active_state = "active".into();
         h.opensm.unit_file_state = "enabled".into();
     }
@@ -410,7 +410,7 @@ fn subnet_manager_keys_ask_then_call() {
 #[test]
 fn subnet_manager_keys_are_refused_without_opensm() {
     let mut model = fixtures::demo_model();
-    if let Some(h) = model.host.as_mut() {
+    if let Some(h) = model.host_setup.as_mut() {
         h.opensm.load_state = "not-found".into();
         h.opensm.active_state = "inactive".into();
         h.opensm.unit_file_state = String::new();
@@ -493,7 +493,7 @@ fn a_failed_step_is_an_error_on_the_status_line() {
 #[test]
 fn without_a_host_object_the_page_says_so() {
     let mut model = fixtures::demo_model();
-    model.host = None;
+    model.host_setup = None;
     let mut app = App::with_model(model, Theme::colored());
     app.show(PageId::Host);
     for k in [' ', 'a', 'm', 'M', 'n', 's', 'x', 'e'] {

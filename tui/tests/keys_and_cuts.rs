@@ -120,7 +120,7 @@ fn one_cut_marker_on_every_page() {
 #[test]
 fn long_lines_end_with_the_marker() {
     let mut model = rdma_tui::fixtures::demo_model();
-    if let Some(h) = model.host.as_mut() {
+    if let Some(h) = model.host_setup.as_mut() {
         h.nfs_rdma = true;
         h.nfs_rdma_origin = [
             (

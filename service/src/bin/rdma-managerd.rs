@@ -200,7 +200,10 @@ async fn daemon(args: &Args) -> anyhow::Result<()> {
         // A simulated host has no systemd or firewalld of its own to drive; the simulated
         // units act on the simulated kernel as real ones do (module lists, nfsd).
         let authorizer = rdma_managerd::dbus::polkit::Authorizer::new(&conn);
-        let system = Arc::new(SimSystemServices::new().with_host(sim.clone()));
+        let system = Arc::new(
+            SimSystemServices::new()
+                .on_started(rdma_managerd::engine::simulated_units(sim.clone())),
+        );
         server::serve_with(conn, host, simulated, config, authorizer, system).await?
     } else {
         server::serve(conn, host, simulated, config).await?

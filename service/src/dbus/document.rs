@@ -1,4 +1,4 @@
-//! The whole D-Bus model of a [`HostState`] as the JSON document of docs/JSON.md, without a
+//! The whole D-Bus model of a [`ObservedState`] as the JSON document of docs/JSON.md, without a
 //! bus: `rdma-managerd show --json`. Every object the publisher publishes for the state, each
 //! rendered by the same view function and the same property list (`all()`, what
 //! GetManagedObjects encodes), then turned into JSON by the conversion `rdma-tui --json` uses
@@ -9,14 +9,14 @@ use rdma_manager_dbus::{device_path, ipoib_path, port_path, HOST_PATH, ROOT_PATH
 use zbus::object_server::Interface;
 use zbus::zvariant::Value;
 
-use super::objects::{DeviceObject, HostObject, IpoibObject, PortObject, RootObject};
+use super::objects::{DeviceObject, HostSetupObject, IpoibObject, PortObject, RootObject};
 use super::view::{device_view, host_view, ipoib_view, port_view, root_view, IpoibLinks};
-use crate::engine::HostState;
+use crate::engine::ObservedState;
 
 /// The document of `state` as a daemon with this `simulated` flag and sampling period
 /// (`tick_us`) would publish it: the root, every device and its ports, every IPoIB interface,
 /// and the Host object.
-pub fn document(state: &HostState, simulated: bool, tick_us: u64) -> Document {
+pub fn document(state: &ObservedState, simulated: bool, tick_us: u64) -> Document {
     let mut doc = Document::new();
     add::<RootObject>(
         &mut doc,
@@ -41,7 +41,7 @@ pub fn document(state: &HostState, simulated: bool, tick_us: u64) -> Document {
             ipoib_view(&links, ipoib).all(),
         );
     }
-    add::<HostObject>(&mut doc, HOST_PATH, host_view(state).all());
+    add::<HostSetupObject>(&mut doc, HOST_PATH, host_view(state).all());
     doc
 }
 

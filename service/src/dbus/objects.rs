@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
+use rdma_manager_dbus::types::{HostStep, ManagedLimits, RdmaModule, SubnetManager, UnitState};
 use rdma_manager_dbus::{Action, Error};
 use zbus::message::Header;
 use zbus::object_server::SignalEmitter;
@@ -662,13 +663,13 @@ bus_object! {
 
 bus_object! {
     /// Host setup's properties.
-    view HostView;
+    view HostSetupView;
     /// `org.rdmamanager.RdmaManager1.Host` at `Host`.
-    object HostObject;
+    object HostSetupObject;
     interface "org.rdmamanager.RdmaManager1.Host";
     properties {
         /// One entry per module line of every /etc/rdma/modules/*.conf: (set, the file's name without .conf; module; description, the comment above it; enabled in the file; loaded now, /sys/module/NAME exists; line number).
-        modules as "Modules": Vec<(String, String, String, bool, bool, u32)>,
+        modules as "Modules": Vec<RdmaModule>,
         /// ActiveState of rdma-load-modules@rdma.service, the unit that loads the rdma set; empty when systemd cannot be asked.
         modules_unit as "ModulesUnit": String,
         /// The soft memlock limit a member of group rdma gets from pam_limits: "unlimited", a number of KiB, or empty when no limits file sets it (the limit of the process that opened the session applies).
@@ -678,7 +679,7 @@ bus_object! {
         /// Where each limit comes from: "soft" and "hard" to "file:line"; a key is absent when no line sets that limit.
         memlock_origin as "MemlockOrigin": HashMap<String, String>,
         /// (soft, hard) in the daemon's own file /etc/security/limits.d/zz-rdma-manager.conf; ("", "") when it has none.
-        memlock_managed as "MemlockManaged": (String, String),
+        memlock_managed as "MemlockManaged": ManagedLimits,
         /// Sentences about the limits: the daemon's file overridden by another entry (which and why), version caveats, when changes take effect, the default when no line sets a limit.
         memlock_notes as "MemlockNotes": Vec<String>,
         /// Whether the NFS server listens for RDMA: [nfsd] rdma as nfs-utils reads nfs.conf and its drop-ins.
@@ -690,13 +691,13 @@ bus_object! {
         /// Sentences about the NFS settings: lines nfs-utils reads differently than they seem, overridden settings, when changes take effect.
         nfs_notes as "NfsNotes": Vec<String>,
         /// (load state, active state, unit-file state) of nfs-server.service; load state "not-found" means not installed; all empty when systemd cannot be asked.
-        nfs_server as "NfsServer": (String, String, String),
+        nfs_server as "NfsServer": UnitState,
         /// Whether firewalld runs.
         firewalld as "Firewalld": bool,
         /// (load state, active state, unit-file state) of opensm.service, the subnet manager, as NfsServer.
-        opensm as "Opensm": (String, String, String),
+        opensm as "Opensm": UnitState,
         /// Per InfiniBand port: (port object, "device/port", port state such as ACTIVE, SM LID, verdict): "seen" when the SM LID is not 0, "stuck-init" when the port is INIT with SM LID 0 (no subnet manager answers), "none" otherwise.
-        subnet_managers as "SubnetManagers": Vec<(OwnedObjectPath, String, String, u32, String)>,
+        subnet_managers as "SubnetManagers": Vec<SubnetManager>,
     }
     methods {
         /// Enables or disables a module in /etc/rdma/modules/SET.conf by (un)commenting its line, keeping every other byte; a module not listed is appended when enabled. Takes effect when the set's unit next runs (ApplyModules).
@@ -724,7 +725,7 @@ bus_object! {
             &self,
             set: &str,
             #[zbus(header)] header: Header<'_>,
-        ) -> Result<Vec<(String, String, String)>, Error> {
+        ) -> Result<Vec<HostStep>, Error> {
             let arguments = crate::audit_args![set];
             self.ctx
                 .change(&header, Action::ManageHost, arguments, async {
@@ -777,7 +778,7 @@ bus_object! {
             enabled: bool,
             port: u16,
             #[zbus(header)] header: Header<'_>,
-        ) -> Result<Vec<(String, String, String)>, Error> {
+        ) -> Result<Vec<HostStep>, Error> {
             let arguments = crate::audit_args![enabled, port];
             self.ctx
                 .change(&header, Action::ManageHost, arguments, async {

@@ -19,14 +19,14 @@ use zbus::Connection;
 use super::guard::Guarded;
 use super::managed::ManagedCache;
 use super::objects::{
-    Cell, DeviceObject, DeviceView, HostObject, HostView, IpoibObject, IpoibView, PortObject,
-    PortView, RootObject, RootView,
+    Cell, DeviceObject, DeviceView, HostSetupObject, HostSetupView, IpoibObject, IpoibView,
+    PortObject, PortView, RootObject, RootView,
 };
 use super::view::{
     device_view, host_view, ipoib_view, object_path, port_view, root_view, IpoibLinks,
 };
 use super::Context;
-use crate::engine::{Dirty, HostState, Sample, Sink};
+use crate::engine::{Dirty, ObservedState, Sample, Sink};
 
 #[derive(Default)]
 struct Published {
@@ -34,7 +34,7 @@ struct Published {
     devices: HashMap<u32, Cell<DeviceView>>,
     ports: HashMap<(u32, u32), Cell<PortView>>,
     ipoib: HashMap<u32, Cell<IpoibView>>,
-    host: Option<Cell<HostView>>,
+    host: Option<Cell<HostSetupView>>,
 }
 
 pub struct Publisher {
@@ -75,7 +75,7 @@ shown!(RootView, RootObject);
 shown!(DeviceView, DeviceObject);
 shown!(PortView, PortObject);
 shown!(IpoibView, IpoibObject);
-shown!(HostView, HostObject);
+shown!(HostSetupView, HostSetupObject);
 
 impl Publisher {
     pub fn new(
@@ -169,7 +169,7 @@ impl Publisher {
         }
     }
 
-    async fn publish_device(&self, p: &mut Published, state: &HostState, index: u32) {
+    async fn publish_device(&self, p: &mut Published, state: &ObservedState, index: u32) {
         let path = device_path(index);
         let old_ports: BTreeSet<u32> = p
             .ports
@@ -211,7 +211,7 @@ impl Publisher {
         }
     }
 
-    async fn publish_ipoib(&self, p: &mut Published, state: &HostState, dirty: &BTreeSet<u32>) {
+    async fn publish_ipoib(&self, p: &mut Published, state: &ObservedState, dirty: &BTreeSet<u32>) {
         for i in dirty.iter().filter(|i| !state.ipoib.contains_key(i)) {
             if p.ipoib.remove(i).is_some() {
                 self.remove::<IpoibView>(&ipoib_path(*i)).await;
@@ -231,7 +231,7 @@ impl Publisher {
 
 #[async_trait]
 impl Sink for Publisher {
-    async fn publish(&self, state: &HostState, dirty: &Dirty) {
+    async fn publish(&self, state: &ObservedState, dirty: &Dirty) {
         let mut p = self.published.lock().await;
         if p.root.is_none() {
             let c = self

@@ -2,6 +2,7 @@
 //! (`objects.rs`). It imports neither, so the two do not import each other.
 
 use rdma_manager_dbus::text::cap_message;
+use rdma_manager_dbus::types;
 use zbus::zvariant::OwnedObjectPath;
 
 use crate::engine::{ManagedLimits, Step, UnitState};
@@ -23,25 +24,32 @@ pub fn counter_source_name(s: &CounterSource) -> &'static str {
     }
 }
 
-/// A unit's state as the Host object shows it: (load state, active state, unit-file state).
-pub fn unit_state(u: &UnitState) -> (String, String, String) {
-    (
-        u.load_state.clone(),
-        u.active_state.clone(),
-        u.unit_file_state.clone(),
-    )
+/// A unit's state as the Host object shows it.
+pub fn unit_state(u: &UnitState) -> types::UnitState {
+    types::UnitState {
+        load_state: u.load_state.clone(),
+        active_state: u.active_state.clone(),
+        unit_file_state: u.unit_file_state.clone(),
+    }
 }
 
-/// The daemon's memlock limits as (soft, hard); they come from a file users edit: capped.
-pub fn managed_limits(l: &ManagedLimits) -> (String, String) {
-    (cap_message(&l.soft), cap_message(&l.hard))
+/// The daemon's memlock limits; they come from a file users edit: capped.
+pub fn managed_limits(l: &ManagedLimits) -> types::ManagedLimits {
+    types::ManagedLimits {
+        soft: cap_message(&l.soft),
+        hard: cap_message(&l.hard),
+    }
 }
 
-/// The steps of a Host method as (step, outcome, detail).
-pub fn steps(steps: Vec<Step>) -> Vec<(String, String, String)> {
+/// The steps of a Host method.
+pub fn steps(steps: Vec<Step>) -> Vec<types::HostStep> {
     steps
         .into_iter()
-        .map(|s| (s.name, s.outcome.as_str().to_string(), s.detail))
+        .map(|s| types::HostStep {
+            step: s.name,
+            outcome: s.outcome.as_str().to_string(),
+            detail: s.detail,
+        })
         .collect()
 }
 
@@ -62,9 +70,9 @@ mod tests {
             s("firewall", StepOutcome::Failed, "no"),
             s("nfs-server", StepOutcome::NotRun, "an earlier step failed"),
         ]);
-        let words: Vec<&str> = got.iter().map(|t| t.1.as_str()).collect();
+        let words: Vec<&str> = got.iter().map(|t| t.outcome.as_str()).collect();
         assert_eq!(words, ["done", "failed", "not-run"]);
-        assert_eq!(got[0].0, "nfs.conf");
-        assert_eq!(got[2].2, "an earlier step failed");
+        assert_eq!(got[0].step, "nfs.conf");
+        assert_eq!(got[2].detail, "an earlier step failed");
     }
 }

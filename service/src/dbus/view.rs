@@ -1,4 +1,4 @@
-//! What each bus object shows: the engine's [`HostState`] turned into property values.
+//! What each bus object shows: the engine's [`ObservedState`] turned into property values.
 //! Pure functions; the objects in [`super::objects`] hold the result and the publisher
 //! compares old and new to emit only what changed.
 //!
@@ -12,12 +12,13 @@ use std::collections::HashMap;
 use rdma_manager_dbus::text::cap_message;
 use rdma_manager_dbus::{device_path, ipoib_path, port_path};
 
-use crate::engine::{DeviceState, HostState, IpoibState};
+use crate::engine::{DeviceState, IpoibState, ObservedState};
 use crate::model::{DeviceKind, Field, PortSnapshot};
 
 use super::objects::{DeviceView, IpoibView, PortView, RootView};
 pub use super::values::{counter_source_name, object_path};
 use super::values::{managed_limits, unit_state};
+use rdma_manager_dbus::types::{RdmaModule, SubnetManager};
 
 /// Collects unreadable attributes while turning fields into plain values.
 #[derive(Default)]
@@ -197,7 +198,7 @@ pub struct IpoibLinks<'a> {
 }
 
 impl<'a> IpoibLinks<'a> {
-    pub fn new(st: &'a HostState) -> Self {
+    pub fn new(st: &'a ObservedState) -> Self {
         let mut by_name = HashMap::new();
         let mut children: HashMap<&str, Vec<u32>> = HashMap::new();
         for i in st.ipoib.values() {
@@ -335,7 +336,7 @@ fn remembered_ipoib(
     }
 }
 
-pub fn root_view(st: &HostState, simulated: bool, tick_us: u64) -> RootView {
+pub fn root_view(st: &ObservedState, simulated: bool, tick_us: u64) -> RootView {
     RootView {
         version: env!("CARGO_PKG_VERSION").to_string(),
         simulated,
@@ -430,7 +431,7 @@ fn cap_map<'a>(m: impl IntoIterator<Item = (&'a String, &'a String)>) -> HashMap
 
 /// The Host object: host setup as last read, and per InfiniBand port what it says about the
 /// subnet manager (recomputed from the ports at every publish, so it follows them).
-pub fn host_view(st: &HostState) -> super::objects::HostView {
+pub fn host_view(st: &ObservedState) -> super::objects::HostSetupView {
     let h = &st.host_setup;
     let mut sms = Vec::new();
     for d in st.devices.values() {
@@ -440,32 +441,30 @@ pub fn host_view(st: &HostState) -> super::objects::HostView {
             }
             let state = p.state.as_ref().ok().copied();
             let sm_lid = p.sm_lid.as_ref().ok().copied().unwrap_or(0);
-            sms.push((
-                object_path(port_path(d.index, p.number)),
-                format!("{}/{}", d.name(), p.number),
-                state
+            sms.push(SubnetManager {
+                port: object_path(port_path(d.index, p.number)),
+                name: format!("{}/{}", d.name(), p.number),
+                state: state
                     .map(|s| s.sysfs_name().to_string())
                     .unwrap_or_default(),
                 sm_lid,
-                sm_verdict(state, sm_lid).to_string(),
-            ));
+                verdict: sm_verdict(state, sm_lid).to_string(),
+            });
         }
     }
-    super::objects::HostView {
+    super::objects::HostSetupView {
         // Every text below comes from files that users edit: capped (see "Sizes" in
         // docs/RELIABILITY.md).
         modules: h
             .modules
             .iter()
-            .map(|m| {
-                (
-                    cap_message(&m.set),
-                    cap_message(&m.module),
-                    cap_message(&m.description),
-                    m.enabled,
-                    m.loaded,
-                    m.line,
-                )
+            .map(|m| RdmaModule {
+                set: cap_message(&m.set),
+                module: cap_message(&m.module),
+                description: cap_message(&m.description),
+                enabled: m.enabled,
+                loaded: m.loaded,
+                line: m.line,
             })
             .collect(),
         modules_unit: h.modules_unit.clone(),

@@ -9,6 +9,8 @@ use std::collections::{BTreeMap, VecDeque};
 use serde::Serialize;
 
 use crate::kernel::TrafficCounters;
+// Both are the model's: the simulated host's traffic model produces them too.
+pub use crate::model::counters::{HistorySeed, Rates};
 
 /// 15 minutes at 1 Hz.
 pub const HISTORY_TICKS: usize = 15 * 60;
@@ -19,15 +21,6 @@ pub mod flags {
     pub const SATURATED: u8 = 1;
     /// No rate for this tick (first reading, counter reset, unreadable counters).
     pub const NO_DATA: u8 = 2;
-}
-
-/// Rates over one tick.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Rates {
-    pub tx_bytes: f32,
-    pub rx_bytes: f32,
-    pub tx_packets: f32,
-    pub rx_packets: f32,
 }
 
 /// One sample as returned to clients.
@@ -179,15 +172,6 @@ impl PortHistory {
     pub fn is_empty(&self) -> bool {
         self.rates.is_empty()
     }
-}
-
-/// Rates a port had before the daemon started, for hosts that can tell (the simulated demo
-/// host's traffic model): the history is filled from them at start, so graphs are full at
-/// once. Real hardware keeps no such past; the daemon's own history starts with it.
-pub trait HistorySeed: Send + Sync + std::fmt::Debug {
-    /// The rates of `device` port `port` `ago` ticks before the first tick (1: the tick just
-    /// before); `None` for a port the seed does not know.
-    fn past_rates(&self, device: &str, port: u32, ago: u64) -> Option<Rates>;
 }
 
 impl PortHistory {

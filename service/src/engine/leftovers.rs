@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use tracing::{info, warn};
 
 use crate::config::{self, ConfigFile, IpoibConfig, RoceSettings, SoftLinks};
+use crate::hostconf::{memlock, nfs_conf, rdma_modules};
 use crate::kernel::{files, Host};
-use crate::model::{memlock, nfs_conf, rdma_modules, udev_ipoib, udev_rdma_naming};
+use crate::naming::{udev_ipoib, udev_rdma_naming};
 
 /// Every file the daemon writes with `Host::write_file_atomic`, or the directory of the ones
 /// named by the caller (the module lists).

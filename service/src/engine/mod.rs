@@ -1,4 +1,4 @@
-//! The engine: owns the observed [`HostState`], keeps it current from kernel events, a 1 Hz
+//! The engine: owns the observed [`ObservedState`], keeps it current from kernel events, a 1 Hz
 //! port poll and a sweep over the devices, one a tick, records throughput history, and runs mutations one at a
 //! time. It publishes through a [`Sink`] (the D-Bus layer), which never waits on the kernel:
 //! bus reads are served from what was last published.
@@ -9,6 +9,7 @@
 
 pub mod clock;
 pub mod history;
+mod host_setup;
 mod leftovers;
 mod nm_change;
 mod nm_migrate;
@@ -41,13 +42,14 @@ use tracing::{debug, info, warn};
 
 pub use clock::TickClock;
 pub use history::{History, Sample};
-pub use ops::OpError;
-pub use ops_host::{
-    simulate_unit_started, HostSetupState, ManagedLimits, ModuleRow, SmVerb, Step, StepOutcome,
-    UnitState,
+pub use host_setup::{
+    simulate_unit_started, simulated_units, HostSetupState, ManagedLimits, ModuleRow, Step,
+    StepOutcome, UnitState,
 };
+pub use ops::OpError;
+pub use ops_host::SmVerb;
 pub use ops_naming::NamingState;
-pub use state::{DeviceState, Dirty, HostState, IpoibState, PortRoce, Stale};
+pub use state::{DeviceState, Dirty, IpoibState, ObservedState, PortRoce, Stale};
 
 use crate::kernel::{Host, HostEvent, PollTarget, PortPoller, PortReading};
 use crate::system::SystemServices;
@@ -56,7 +58,7 @@ use crate::system::SystemServices;
 #[async_trait]
 pub trait Sink: Send + Sync + 'static {
     /// The state changed for the keys in `dirty` (all keys on the first call).
-    async fn publish(&self, state: &HostState, dirty: &Dirty);
+    async fn publish(&self, state: &ObservedState, dirty: &Dirty);
     /// One tick's throughput samples, keyed by (device index, port).
     async fn samples(&self, tick: u64, samples: &[((u32, u32), Sample)]);
 }
@@ -106,7 +108,7 @@ pub struct EngineHandle {
     history: Arc<Mutex<History>>,
     pub clock: TickClock,
     host: Arc<dyn Host>,
-    host_setup: Arc<ops_host::HostSetupShared>,
+    host_setup: Arc<host_setup::HostSetupShared>,
     /// Which interfaces NetworkManager owns (asked from callers' tasks).
     nm: Arc<nm_owners::NmOwners>,
 }
@@ -171,16 +173,16 @@ fn release_freed_memory() {
 pub async fn read_host(
     host: &dyn Host,
     system: &dyn SystemServices,
-) -> Result<(HostState, Dirty), crate::kernel::HostError> {
-    let mut state = HostState {
+) -> Result<(ObservedState, Dirty), crate::kernel::HostError> {
+    let mut state = ObservedState {
         config: crate::config::Desired::load(host).await,
-        ..HostState::default()
+        ..ObservedState::default()
     };
     state.naming = ops_naming::load_naming(host).await;
-    state.host_setup = ops_host::load_host_setup(host, system).await;
+    state.host_setup = host_setup::load_host_setup(host, system).await;
     let mut dirty = state.refresh_all(host).await?;
     dirty.config = true;
-    dirty.host = true;
+    dirty.host_setup = true;
     Ok((state, dirty))
 }
 
@@ -233,7 +235,7 @@ pub async fn start(
         }
         None => TickClock::new(config.tick),
     };
-    let host_setup = Arc::new(ops_host::HostSetupShared::new(system));
+    let host_setup = Arc::new(host_setup::HostSetupShared::new(system));
     let handle = EngineHandle {
         commands: tx.clone(),
         history: history.clone(),
@@ -278,7 +280,7 @@ struct PollPlan {
 }
 
 impl PollPlan {
-    fn of(state: &HostState) -> PollPlan {
+    fn of(state: &ObservedState) -> PollPlan {
         let (keys, targets) = state
             .devices
             .values()
@@ -302,7 +304,7 @@ impl PollPlan {
 pub(crate) struct Engine {
     host: Arc<dyn Host>,
     /// How host setup reaches systemd and firewalld; asked off the engine task only.
-    host_setup: Arc<ops_host::HostSetupShared>,
+    host_setup: Arc<host_setup::HostSetupShared>,
     nm: Arc<nm_owners::NmOwners>,
     /// The number of the units' status last taken (see `ops_host`).
     units_status_seq: u64,
@@ -311,7 +313,7 @@ pub(crate) struct Engine {
     commands: mpsc::WeakSender<Job>,
     sink: Arc<dyn Sink>,
     config: EngineConfig,
-    state: HostState,
+    state: ObservedState,
     plan: Arc<PollPlan>,
     history: Arc<Mutex<History>>,
     clock: TickClock,

@@ -16,15 +16,15 @@ use tracing::{info, warn};
 
 use crate::kernel::{Host, HostError};
 use crate::model::names::{validate_netdev_name, validate_rdma_name};
-use crate::model::rdma_rename::{RenameInputs, NAME_ASSIGN_TYPE_USER};
-use crate::model::udev_ipoib::{
+use crate::model::{Errno, Field, Guid, LinkLayer};
+use crate::naming::rdma_rename::{RenameInputs, NAME_ASSIGN_TYPE_USER};
+use crate::naming::udev_ipoib::{
     IpoibNameRule, IpoibRuleChange, IpoibRuleError, IpoibRulesFile, IPOIB_RULES_PATH,
 };
-use crate::model::udev_rdma_naming::{
+use crate::naming::udev_rdma_naming::{
     attr_lookup, preview, NamingRuleError, NamingRules, PreviewDevice, PreviewRow,
     NAMING_OVERRIDE_PATH, NAMING_VENDOR_PATHS,
 };
-use crate::model::{Errno, Field, Guid, LinkLayer};
 
 use super::transaction::{Rollback, Transaction, UndoResult};
 use super::{DeviceState, Dirty, Engine, EngineHandle, OpError};
@@ -506,7 +506,7 @@ impl Engine {
         (
             Option<Vec<u8>>,
             NamingRules,
-            crate::model::rdma_rename::NamingPolicy,
+            crate::naming::rdma_rename::NamingPolicy,
         ),
         OpError,
     > {
@@ -552,7 +552,7 @@ impl Engine {
         for d in &devices {
             let lookup = attr_lookup(&d.attrs);
             let decision = rules.decide(&lookup, &|p| {
-                crate::model::rdma_rename::rdma_rename(p, &d.inputs)
+                crate::naming::rdma_rename::rdma_rename(p, &d.inputs)
             });
             if let (Some(name), Some(index)) =
                 (decision.name, d.inputs.netlink.as_ref().map(|n| n.index))

@@ -68,7 +68,7 @@ pub struct Dirty {
     /// The persisted configuration changed (root properties derived from it).
     pub config: bool,
     /// Host setup changed (the Host object).
-    pub host: bool,
+    pub host_setup: bool,
     /// Devices that could not be re-read and keep their last state, with the reason: the
     /// published state may be behind the kernel for them (not a change to publish).
     pub unread: Vec<String>,
@@ -76,14 +76,14 @@ pub struct Dirty {
 
 impl Dirty {
     pub fn is_empty(&self) -> bool {
-        self.devices.is_empty() && self.ipoib.is_empty() && !self.config && !self.host
+        self.devices.is_empty() && self.ipoib.is_empty() && !self.config && !self.host_setup
     }
 
     pub fn merge(&mut self, other: Dirty) {
         self.devices.extend(other.devices);
         self.ipoib.extend(other.ipoib);
         self.config |= other.config;
-        self.host |= other.host;
+        self.host_setup |= other.host_setup;
         self.unread.extend(other.unread);
     }
 }
@@ -91,8 +91,11 @@ impl Dirty {
 /// Objects by (kernel index or ifindex, name).
 pub type NamedKeys = BTreeSet<(u32, String)>;
 
+/// What the engine has observed of the host: devices, IPoIB netdevs, host setup, naming
+/// rules and staleness (the kernel side is `kernel::Host`; the Host object's part is
+/// `host_setup`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct HostState {
+pub struct ObservedState {
     pub devices: BTreeMap<u32, DeviceState>,
     pub ipoib: BTreeMap<u32, IpoibState>,
     /// What the daemon has persisted (and re-applies), as last loaded or saved.
@@ -117,7 +120,7 @@ pub struct Stale {
     pub since_unix_us: u64,
 }
 
-impl HostState {
+impl ObservedState {
     pub fn device_by_name(&self, name: &str) -> Option<&DeviceState> {
         self.devices.values().find(|d| d.name() == name)
     }
@@ -138,8 +141,8 @@ impl HostState {
     }
 
     /// Reads everything.
-    pub async fn read(host: &dyn Host) -> Result<HostState, HostError> {
-        let mut st = HostState::default();
+    pub async fn read(host: &dyn Host) -> Result<ObservedState, HostError> {
+        let mut st = ObservedState::default();
         st.refresh_all(host).await?;
         Ok(st)
     }

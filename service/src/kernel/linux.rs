@@ -15,8 +15,8 @@ use super::{
     files, Host, HostError, HostEvent, NetdevChange, NewIpoibChild, NewLink, NlDevice, NlPort,
     NlSys, Op,
 };
-use crate::model::rdma_rename::RenameSysfs;
 use crate::model::{CounterSnapshot, DeviceSnapshot, NetdevSnapshot, PortSource, RoceMode};
+use crate::naming::rdma_rename::RenameSysfs;
 
 /// udevd's control socket: it exists while udevd runs.
 pub const UDEV_CONTROL: &str = "/run/udev/control";

@@ -29,10 +29,10 @@ pub use crate::model::PortSource;
 pub use error::{HostError, Op};
 pub use port_poll::{PollTarget, PortPoller, PortReading, TrafficCounters};
 
-use crate::model::rdma_rename::RenameSysfs;
 use crate::model::{
     CounterSnapshot, DeviceSnapshot, Guid, IpoibMode, NetdevSnapshot, RoceMode, SoftLinkType,
 };
+use crate::naming::rdma_rename::RenameSysfs;
 
 /// A device as the RDMA netlink GET dump describes it (what `rdma dev show` prints).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -52,8 +52,8 @@ pub struct NlDevice {
 
 impl NlDevice {
     /// What rdma_rename takes from this dump: it needs the index, the name and the node GUID.
-    pub fn rename_identity(&self) -> Option<crate::model::rdma_rename::NetlinkIdentity> {
-        Some(crate::model::rdma_rename::NetlinkIdentity {
+    pub fn rename_identity(&self) -> Option<crate::naming::rdma_rename::NetlinkIdentity> {
+        Some(crate::naming::rdma_rename::NetlinkIdentity {
             index: self.index,
             node_guid: self.node_guid?,
             protocol: self.protocol.clone(),

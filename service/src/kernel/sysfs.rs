@@ -12,12 +12,12 @@ use crate::model::attr::{parse_dec, parse_hex_u32, trim_attr};
 use crate::model::counters::{PortSource, HW_BYTE_COUNTERS, PMA32_SATURATED};
 use crate::model::device::{parse_gid, GidEntry, GidType, NodeType, PkeyEntry, PortSnapshot};
 use crate::model::netdev::{parse_bool01, uevent_devtype, IpoibAttrs, ARPHRD_INFINIBAND};
-use crate::model::rdma_rename::{PciFunction, PciParent, PhysFn, RenameSysfs};
 use crate::model::{
     AttrError, CounterSnapshot, CounterSource, CounterWidth, DeviceKind, DeviceSnapshot, Errno,
     Field, Guid, HwAddress, IpoibMode, LinkLayer, NetdevSnapshot, PhysState, PortState, Rate,
     RoceMode,
 };
+use crate::naming::rdma_rename::{PciFunction, PciParent, PhysFn, RenameSysfs};
 
 /// Reads a device's GID tables in one go (see [`SysRoot::read_device_with`]): called with the
 /// device's name and the sum of its ports' table lengths, it gives the used entries by port,
@@ -266,7 +266,7 @@ impl SysRoot {
     }
 
     /// What rdma-core's `rdma_rename` reads about a device's parent to name it (see
-    /// [`crate::model::rdma_rename`]): onboard indices, the bus, an SF's `sfnum`, and the PCI
+    /// [`crate::naming::rdma_rename`]): onboard indices, the bus, an SF's `sfnum`, and the PCI
     /// function (for an SF the one above its auxiliary device) with its PF if it is a VF.
     pub fn rename_sysfs(&self, name: &str) -> Result<RenameSysfs, HostError> {
         let dir = self.device_dir(name);
@@ -724,7 +724,7 @@ mod rename_tests {
     use super::*;
     use crate::kernel::sim::{fixtures, SimHost};
     use crate::kernel::Host;
-    use crate::model::rdma_rename::{rdma_rename, NamingPolicy, NoName, RenameInputs};
+    use crate::naming::rdma_rename::{rdma_rename, NamingPolicy, NoName, RenameInputs};
 
     /// Every device of the naming fixture, read by the real readers from the simulated tree,
     /// named under each policy as rdma_rename would.
@@ -873,7 +873,7 @@ mod rename_tests {
         );
         let inputs = RenameInputs {
             name: "mlx5_9".into(),
-            netlink: Some(crate::model::rdma_rename::NetlinkIdentity {
+            netlink: Some(crate::naming::rdma_rename::NetlinkIdentity {
                 index: 9,
                 node_guid: Guid(1),
                 protocol: Some("ib".into()),

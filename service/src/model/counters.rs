@@ -1,4 +1,4 @@
-//! Port counters and where they came from.
+//! Port counters, where they came from, and the rates over a tick computed from them.
 //!
 //! Bandwidth for a port comes, in order, from `counters/port_{xmit,rcv}_data` (PMA, 4-octet
 //! words), from byte counters among `hw_counters` if the driver has any, else from the port's
@@ -64,3 +64,21 @@ pub const HW_BYTE_COUNTERS: [(&str, &str); 2] = [
     ("tx_bytes", "rx_bytes"),
     ("port_xmit_bytes", "port_rcv_bytes"),
 ];
+
+/// Rates over one tick.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Rates {
+    pub tx_bytes: f32,
+    pub rx_bytes: f32,
+    pub tx_packets: f32,
+    pub rx_packets: f32,
+}
+
+/// Rates a port had before the daemon started, for hosts that can tell (the simulated demo
+/// host's traffic model): the history is filled from them at start, so graphs are full at
+/// once. Real hardware keeps no such past; the daemon's own history starts with it.
+pub trait HistorySeed: Send + Sync + std::fmt::Debug {
+    /// The rates of `device` port `port` `ago` ticks before the first tick (1: the tick just
+    /// before); `None` for a port the seed does not know.
+    fn past_rates(&self, device: &str, port: u32, ago: u64) -> Option<Rates>;
+}

@@ -1,27 +1,20 @@
 //! Plain types for a host's RDMA state and the parsers of every kernel text format.
+//! Host configuration files are in [`crate::hostconf`], persistent naming in [`crate::naming`].
 //!
 //! Nothing here performs I/O: readers in [`crate::kernel`] hand the raw text of a sysfs or
 //! configfs attribute to these parsers, so every format is unit-tested without a kernel.
 
 pub mod attr;
-pub mod conf_lines;
 pub mod counters;
 pub mod device;
 pub mod errno;
 pub mod guid;
 pub mod ipoib;
-pub mod memlock;
 pub mod names;
 pub mod netdev;
-pub mod nfs_conf;
 pub mod port;
-pub mod rdma_modules;
-pub mod rdma_rename;
 pub mod roce;
 pub mod softlink;
-pub mod udev_ipoib;
-pub mod udev_rdma_naming;
-pub mod udev_rules;
 
 pub use attr::{AttrError, Field};
 pub use counters::{CounterSnapshot, CounterSource, CounterWidth, PortSource};

@@ -9,6 +9,8 @@
 //! firewalld answers [`SystemError::NotRunning`] while it is stopped.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
@@ -50,8 +52,8 @@ impl SimUnit {
 
 #[derive(Debug, Default)]
 struct State {
-    /// The simulated kernel that units act on (module lists, nfsd's transport), if any.
-    host: Option<KernelRef>,
+    /// What a started unit does (to the simulated kernel: module lists, nfsd's transport).
+    on_started: Option<Hook>,
     units: BTreeMap<String, SimUnit>,
     calls: Vec<String>,
     firewalld_running: bool,
@@ -63,13 +65,18 @@ struct State {
     nm_profiles: Option<Vec<crate::nm::client::ProfileSummary>>,
 }
 
-/// The simulated host a unit acts on (it has no Debug of its own).
-#[derive(Clone)]
-struct KernelRef(crate::kernel::sim::SimHost);
+/// What a unit that started does, given its name: the caller's, since what units do to a
+/// simulated kernel is the engine's knowledge of the files they read
+/// (`engine::simulated_units`), above this layer.
+pub type OnStarted = Arc<dyn Fn(String) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
 
-impl std::fmt::Debug for KernelRef {
+/// The hook (it has no Debug of its own).
+#[derive(Clone)]
+struct Hook(OnStarted);
+
+impl std::fmt::Debug for Hook {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("SimHost")
+        f.write_str("OnStarted")
     }
 }
 
@@ -109,11 +116,11 @@ impl SimSystemServices {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Lets started units act on `host` as they do on a real one (see
-    /// [`crate::engine::simulate_unit_started`]): without it, a restarted module list loads
-    /// nothing and the Host object would disagree with what a real systemd does.
-    pub fn with_host(self, host: crate::kernel::sim::SimHost) -> SimSystemServices {
-        self.lock().host = Some(KernelRef(host));
+    /// Lets started units act as they do on a real host (for a simulated kernel,
+    /// `engine::simulated_units`): without it, a restarted module list loads nothing and the
+    /// Host object would disagree with what a real systemd does.
+    pub fn on_started(self, hook: OnStarted) -> SimSystemServices {
+        self.lock().on_started = Some(Hook(hook));
         self
     }
 
@@ -176,11 +183,9 @@ impl SimSystemServices {
 
     /// What a unit that started does to the simulated kernel.
     async fn started(&self, unit: &str, r: &JobResult) {
-        let host = self.lock().host.clone();
-        if let (Some(KernelRef(host)), true) = (host, r.succeeded()) {
-            if let Err(e) = crate::engine::simulate_unit_started(&host, unit).await {
-                tracing::warn!(%unit, error = %e, "the simulated unit could not act on the simulated host");
-            }
+        let hook = self.lock().on_started.clone();
+        if let (Some(Hook(hook)), true) = (hook, r.succeeded()) {
+            hook(unit.to_string()).await;
         }
     }
 

@@ -26,7 +26,7 @@ use futures::StreamExt;
 use rdma_manager_dbus::{device_path, BUS_NAME, ROOT_PATH};
 use rdma_manager_tests::bus::PrivateBus;
 use rdma_managerd::dbus::server::{self, Bus};
-use rdma_managerd::engine::{EngineConfig, History, HostState};
+use rdma_managerd::engine::{EngineConfig, History, ObservedState};
 use rdma_managerd::kernel::sim::{fixtures, SimHost};
 use rdma_managerd::kernel::TrafficCounters;
 use zbus::fdo::{DBusProxy, ObjectManagerProxy};
@@ -618,7 +618,7 @@ async fn weigh(opts: &Opts, bus: &PrivateBus, r: &mut Report) -> Result<()> {
     let spec_bytes = live() - before;
     let sim = SimHost::new(spec)?;
     let before = live();
-    let state = HostState::read(&sim).await?;
+    let state = ObservedState::read(&sim).await?;
     let state_bytes = live() - before;
     let ports: Vec<(u32, u32)> = state
         .devices

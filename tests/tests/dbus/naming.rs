@@ -867,10 +867,10 @@ async fn a_policy_that_cannot_be_applied_is_undone() -> Result<()> {
 /// (`udevadm verify`, systemd 254 and later).
 #[test]
 fn written_rules_pass_udevadm_verify() -> Result<()> {
-    use rdma_managerd::model::rdma_rename::NamingPolicy;
-    use rdma_managerd::model::udev_ipoib::IpoibRulesFile;
-    use rdma_managerd::model::udev_rdma_naming::NamingRules;
     use rdma_managerd::model::Guid;
+    use rdma_managerd::naming::rdma_rename::NamingPolicy;
+    use rdma_managerd::naming::udev_ipoib::IpoibRulesFile;
+    use rdma_managerd::naming::udev_rdma_naming::NamingRules;
 
     let mut ipoib = IpoibRulesFile::parse(Some(USER_IPOIB.as_bytes()));
     ipoib.set(Guid(0x946d_ae03_0012_3450), "hpc_ib0")?;

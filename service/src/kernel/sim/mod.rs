@@ -22,11 +22,11 @@ use super::{
     files, Host, HostError, HostEvent, NetdevChange, NewIpoibChild, NewLink, NlDevice, NlPort,
     NlSys, Op,
 };
-use crate::model::rdma_rename::RenameSysfs;
 use crate::model::PortSource;
 use crate::model::{
     CounterSnapshot, DeviceSnapshot, Errno, NetdevSnapshot, PhysState, PortState, RoceMode,
 };
+use crate::naming::rdma_rename::RenameSysfs;
 pub use model::{
     HostSpec, SimDevice, SimGid, SimIpoib, SimKernel, SimNetdev, SimPciPlacement, SimPma, SimPort,
     SimVf,

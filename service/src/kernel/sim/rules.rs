@@ -6,11 +6,11 @@ use super::model::{SimDevice, SimGid, SimIpoib, SimNetdev, SimPort};
 use super::{CmGroup, SimState};
 use crate::kernel::{HostError, NetdevChange, NewIpoibChild, NewLink, NlDevice, NlPort, Op};
 use crate::model::netdev::{ARPHRD_INFINIBAND, IPOIB_FLAGS_RC};
-use crate::model::rdma_rename::NAME_ASSIGN_TYPE_USER;
 use crate::model::{
     DeviceKind, Errno, GidType, Guid, IpoibMode, LinkLayer, NodeType, PhysState, PortState,
     RoceMode, SoftLinkType,
 };
+use crate::naming::rdma_rename::NAME_ASSIGN_TYPE_USER;
 
 /// IPOIB_CM_MTU: the largest MTU of connected mode.
 pub const IPOIB_CM_MAX_MTU: u32 = 65520;

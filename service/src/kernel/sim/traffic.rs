@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use super::SimHost;
-use crate::engine::history::{HistorySeed, Rates};
+use crate::model::counters::{HistorySeed, Rates};
 
 /// How a 32-bit PMA port of the demo is loaded: light enough that its data counters (4-octet
 /// words, saturating at 2^32 - 1, about 17 GB) last a working day. A saturated counter is real

@@ -13,9 +13,9 @@
 
 use serde::Serialize;
 
-use super::guid::{Guid, GuidFormatError};
-use super::names::{validate_netdev_name, NameError};
 use super::udev_rules::{parse_rule, BlockError, BlockFile, RuleOp, RuleToken};
+use crate::model::guid::{Guid, GuidFormatError};
+use crate::model::names::{validate_netdev_name, NameError};
 use rdma_manager_dbus::text::quote_capped;
 
 /// Where the rules live.

@@ -20,7 +20,7 @@
 
 use serde::Serialize;
 
-use super::guid::Guid;
+use crate::model::guid::Guid;
 use rdma_manager_dbus::text::quote_capped;
 
 /// RDMA_NAME_ASSIGN_TYPE_USER: the name was given by user space (rxe, siw, SMI sub devices).

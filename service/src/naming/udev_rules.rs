@@ -73,7 +73,7 @@ pub fn split_lines(bytes: &[u8]) -> Vec<Line> {
 }
 
 /// The line terminator a file uses (shared with the host-setup files).
-pub use super::conf_lines::file_eol;
+pub use crate::hostconf::conf_lines::file_eol;
 
 /// A comparison or assignment operator of a udev rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

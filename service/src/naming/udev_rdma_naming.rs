@@ -15,10 +15,10 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::guid::{Guid, GuidFormatError};
-use super::names::{validate_rdma_name, NameError};
 use super::rdma_rename::{NamingPolicy, NoName};
 use super::udev_rules::{parse_rule, BlockError, BlockFile, RuleOp, RuleToken};
+use crate::model::guid::{Guid, GuidFormatError};
+use crate::model::names::{validate_rdma_name, NameError};
 use rdma_manager_dbus::text::quote_capped;
 
 /// The override the daemon manages.

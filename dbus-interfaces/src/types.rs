@@ -1,0 +1,151 @@
+//! The structured values of the D-Bus API, written once for the service and its clients.
+//!
+//! Each is a D-Bus struct: its signature is the tuple of its fields in order (`UnitState` is
+//! `(sss)`), so a busctl user sees exactly the tuples the XML in `xml/` documents, while the
+//! Rust code on both sides names the fields. Adding, removing or reordering a field changes
+//! the wire format: the XML test (`tests/tests/dbus/xml.rs`) fails until `xml/` follows, and
+//! `signatures_are_the_documented_tuples` below pins each signature.
+
+use serde::{Deserialize, Serialize};
+use zbus::zvariant::{OwnedObjectPath, OwnedValue, Type, Value};
+
+/// One module line of `/etc/rdma/modules/<set>.conf` (Host `Modules`, `a(sssbbu)`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Type, Value, OwnedValue)]
+#[zvariant(crate = "zbus::zvariant")]
+pub struct RdmaModule {
+    /// The file's stem: "rdma", "infiniband", "roce", ...
+    pub set: String,
+    pub module: String,
+    /// The comment block above the line, joined with spaces.
+    pub description: String,
+    /// Loaded by the file (not commented out).
+    pub enabled: bool,
+    /// Loaded in the kernel now (`/sys/module/NAME` exists).
+    pub loaded: bool,
+    /// The line number in the file.
+    pub line: u32,
+}
+
+/// What systemd says about a unit (Host `NfsServer`, `Opensm`, `(sss)`); all empty when
+/// systemd cannot be asked.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Type, Value, OwnedValue)]
+#[zvariant(crate = "zbus::zvariant")]
+pub struct UnitState {
+    /// `loaded`, `not-found` (not installed), ...
+    pub load_state: String,
+    /// `active`, `inactive`, `failed`, ...
+    pub active_state: String,
+    /// `enabled`, `disabled`, `static`, ...
+    pub unit_file_state: String,
+}
+
+impl UnitState {
+    /// systemd could not be asked.
+    pub fn unknown(&self) -> bool {
+        self.load_state.is_empty() && self.active_state.is_empty()
+    }
+
+    /// The unit exists (its package is installed).
+    pub fn installed(&self) -> bool {
+        !self.unknown() && self.load_state != "not-found"
+    }
+
+    pub fn active(&self) -> bool {
+        self.active_state == "active"
+    }
+
+    /// Started at boot (`enabled`, or `enabled-runtime`).
+    pub fn enabled(&self) -> bool {
+        self.unit_file_state.starts_with("enabled")
+    }
+}
+
+/// The memlock limits in the daemon's own limits file (Host `MemlockManaged`, `(ss)`): "" each
+/// when it has no file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Type, Value, OwnedValue)]
+#[zvariant(crate = "zbus::zvariant")]
+pub struct ManagedLimits {
+    /// "unlimited" or KiB as decimal text.
+    pub soft: String,
+    pub hard: String,
+}
+
+/// Whether a subnet manager answers on an InfiniBand port (Host `SubnetManagers`,
+/// `a(ossus)`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Type, Value, OwnedValue)]
+#[zvariant(crate = "zbus::zvariant")]
+pub struct SubnetManager {
+    /// The port's object.
+    pub port: OwnedObjectPath,
+    /// "device/port".
+    pub name: String,
+    /// The port's state: ACTIVE, INIT, ...
+    pub state: String,
+    /// The LID of the subnet manager the port knows; 0: none.
+    pub sm_lid: u32,
+    /// "seen" (SM LID not 0), "stuck-init" (INIT with SM LID 0: no subnet manager answers)
+    /// or "none".
+    pub verdict: String,
+}
+
+impl Default for SubnetManager {
+    fn default() -> Self {
+        SubnetManager {
+            port: OwnedObjectPath::try_from("/").unwrap_or_else(|_| OwnedObjectPath::default()),
+            name: String::new(),
+            state: String::new(),
+            sm_lid: 0,
+            verdict: String::new(),
+        }
+    }
+}
+
+/// One step of a Host method that reports its steps (`ApplyModules`, `SetNfsRdma`: `a(sss)`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Type, Value, OwnedValue)]
+#[zvariant(crate = "zbus::zvariant")]
+pub struct HostStep {
+    /// "nfs.conf", "modules", "firewall", "nfs-server", ...
+    pub step: String,
+    /// "done", "unchanged", "skipped", "failed", or "not-run" for the steps after a failure.
+    pub outcome: String,
+    /// What was done or why not, in words.
+    pub detail: String,
+}
+
+impl HostStep {
+    pub fn failed(&self) -> bool {
+        self.outcome == "failed"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The wire format is the XML's: each struct is the tuple busctl users read.
+    #[test]
+    fn signatures_are_the_documented_tuples() {
+        assert_eq!(RdmaModule::SIGNATURE.to_string(), "(sssbbu)");
+        assert_eq!(UnitState::SIGNATURE.to_string(), "(sss)");
+        assert_eq!(ManagedLimits::SIGNATURE.to_string(), "(ss)");
+        assert_eq!(SubnetManager::SIGNATURE.to_string(), "(ossus)");
+        assert_eq!(HostStep::SIGNATURE.to_string(), "(sss)");
+        assert_eq!(
+            <Vec<SubnetManager>>::SIGNATURE.to_string(),
+            <Vec<(OwnedObjectPath, String, String, u32, String)>>::SIGNATURE.to_string()
+        );
+    }
+
+    /// A struct property decodes from the tuple an older peer or busctl sends.
+    #[test]
+    fn a_tuple_value_decodes_into_the_struct() {
+        let v = Value::from((
+            "loaded".to_string(),
+            "active".to_string(),
+            "enabled".to_string(),
+        ));
+        let owned = OwnedValue::try_from(v).expect("owned");
+        let u = UnitState::try_from(owned).expect("decode");
+        assert!(u.active() && u.enabled() && u.installed());
+    }
+}
