@@ -183,6 +183,9 @@ pub struct DeviceList<'a> {
 // thread until the list is freed; libibverbs is thread-safe for listing, opening and querying.
 // Whoever shares a list across threads keeps it behind a lock (LinuxHost does).
 unsafe impl Send for DeviceList<'_> {}
+// SAFETY: as above; the list is only read after it is made (`names` is never changed), and
+// libibverbs opens and queries devices of one list from several threads at once.
+unsafe impl Sync for DeviceList<'_> {}
 
 impl Drop for DeviceList<'_> {
     fn drop(&mut self) {

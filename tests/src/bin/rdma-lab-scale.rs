@@ -160,6 +160,143 @@ fn compare_gids(rt: &tokio::runtime::Runtime) -> Result<()> {
     Ok(())
 }
 
+/// Where a read of the host goes: each primitive over every device, timed in this process
+/// (`profile_*` figures, ms for all devices unless named per file). Reads a file `n` times
+/// per device so that cheap files are measured above the clock's resolution.
+fn profile(rt: &tokio::runtime::Runtime) -> Result<()> {
+    use rdma_managerd::kernel::nldev::NldevClient;
+    let sys = SysRoot::system();
+    let names = sys.rdma_device_names()?;
+    let ms = |t: Instant| format!("{:.0}", t.elapsed().as_secs_f64() * 1e3);
+    let t = Instant::now();
+    let nl = NldevClient::open()?;
+    let devs = nl.devices()?;
+    figure(
+        "profile_nldev_get_dump_ms",
+        format!("{} ({} devices)", ms(t), devs.len()),
+    );
+    let t = Instant::now();
+    let ports = nl.ports()?;
+    figure(
+        "profile_nldev_port_get_dump_ms",
+        format!("{} ({} ports)", ms(t), ports.len()),
+    );
+    // Per file, every device's port 1 (rxe has one port) or the device directory.
+    for (file, port) in [
+        ("node_type", false),
+        ("node_guid", false),
+        ("sys_image_guid", false),
+        ("fw_ver", false),
+        ("node_desc", false),
+        ("parent", false),
+        ("state", true),
+        ("phys_state", true),
+        ("lid", true),
+        ("sm_lid", true),
+        ("lid_mask_count", true),
+        ("cap_mask", true),
+        ("link_layer", true),
+        ("rate", true),
+        ("gids/0", true),
+        ("gid_attrs/ndevs/0", true),
+        ("gid_attrs/types/0", true),
+        ("pkeys/0", true),
+    ] {
+        let t = Instant::now();
+        for name in &names {
+            let path = if port {
+                sys.port_dir(name, 1).join(file)
+            } else {
+                sys.device_dir(name).join(file)
+            };
+            let _ = std::hint::black_box(std::fs::read(&path));
+        }
+        figure(
+            &format!("profile_file_{}_ms", file.replace('/', "_")),
+            ms(t),
+        );
+    }
+    for dir in ["gids", "pkeys", "hw_counters"] {
+        let t = Instant::now();
+        let mut n = 0;
+        for name in &names {
+            n += std::fs::read_dir(sys.port_dir(name, 1).join(dir))
+                .map(|d| d.count())
+                .unwrap_or(0);
+        }
+        figure(
+            &format!("profile_list_{dir}_ms"),
+            format!("{} ({n} entries)", ms(t)),
+        );
+    }
+    let t = Instant::now();
+    for name in &names {
+        std::hint::black_box(sys.port_sources(name)?);
+    }
+    figure("profile_port_sources_ms", ms(t));
+    let t = Instant::now();
+    for name in &names {
+        let _ = std::hint::black_box(sys.roce_mode(name, 1));
+        let _ = std::hint::black_box(sys.roce_tos(name, 1));
+    }
+    figure("profile_configfs_mode_tos_ms", ms(t));
+    let t = Instant::now();
+    for name in &names {
+        let _ = std::hint::black_box(sys.rename_sysfs(name));
+    }
+    figure("profile_rename_sysfs_ms", ms(t));
+    let t = Instant::now();
+    let nd = sys.read_netdevs()?;
+    figure(
+        "profile_read_netdevs_ms",
+        format!("{} ({} netdevs)", ms(t), nd.len()),
+    );
+    // A device's read without its GID tables: what the attributes cost.
+    let t = Instant::now();
+    for name in &names {
+        let _ = std::hint::black_box(
+            sys.read_device_with(name, Some(&mut |_, _| Some(Default::default()))),
+        );
+    }
+    figure("profile_read_device_without_gids_ms", ms(t));
+    let t = Instant::now();
+    for name in &names {
+        if let Ok(i) = std::fs::read_to_string(
+            sys.netdev_dir(&format!("dummy{}", &name[3..]))
+                .join("ifindex"),
+        ) {
+            if let Ok(i) = i.trim().parse() {
+                let _ = std::hint::black_box(rdma_managerd::kernel::verbs::ifname(i));
+            }
+        }
+    }
+    figure("profile_ifindex_file_and_ifname_ms", ms(t));
+    let verbs = Verbs::load().context("libibverbs")?;
+    let t = Instant::now();
+    let list = verbs.devices()?;
+    figure("profile_verbs_device_list_ms", ms(t));
+    let t = Instant::now();
+    for name in &names {
+        let _ = std::hint::black_box(list.gid_table(name, 1024));
+    }
+    figure("profile_verbs_open_gid_table_close_ms", ms(t));
+    drop(list);
+    let t = Instant::now();
+    let host = LinuxHost::new();
+    let st = rt.block_on(rdma_managerd::engine::HostState::read(&host))?;
+    figure(
+        "profile_host_state_read_ms",
+        format!("{} ({} devices)", ms(t), st.devices.len()),
+    );
+    let t = Instant::now();
+    let _ = rt.block_on(rdma_managerd::engine::read_host(
+        &host,
+        &rdma_managerd::system::unreachable::Unreachable,
+    ))?;
+    figure("profile_read_host_ms", ms(t));
+    Ok(())
+}
+
 fn proc_status_kb(pid: u32, key: &str) -> Option<u64> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = text.lines().find(|l| l.starts_with(key))?;
@@ -383,6 +520,9 @@ fn main() -> Result<()> {
     if let Err(e) = compare_gids(&rt) {
         figure("gids_verbs_equal_sysfs", format!("FAILED: {e:#}"));
         return Err(e);
+    }
+    if let Err(e) = profile(&rt) {
+        figure("profile", format!("FAILED: {e:#}"));
     }
     rt.block_on(daemon_phase(devices))
 }

@@ -63,3 +63,35 @@ async fn a_gid_changed_without_an_event_is_published_by_the_sweep() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// The sweep re-reads one device a tick without dumping every device over RDMA netlink each
+/// time (on a real kernel with 256 devices that dump cost more than the device's read): with
+/// no events, the dump is made again only every `resync_ticks`.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_sweep_does_not_dump_every_device_each_tick() {
+    let Some(bus) = session_bus_or_skip() else {
+        return;
+    };
+    let sim = SimHost::new(fixtures::demo_host()).expect("demo host");
+    let tick = Duration::from_millis(50);
+    let config = EngineConfig {
+        tick,
+        resync_ticks: 1_000_000,
+        sweep_devices_per_tick: 1,
+        ..EngineConfig::default()
+    };
+    let _service = serve_sim(&bus, &sim, config).await.expect("service");
+    let after_start = sim.nl_dumps();
+    // Long enough for many ticks even on a loaded machine: every tick sweeps a device.
+    let devices = sim.rdma_device_names().await.expect("names").len() as u64;
+    let start = Instant::now();
+    tokio::time::sleep(tick * 40).await;
+    let ticks = (start.elapsed().as_millis() / tick.as_millis()) as u64;
+    let dumps = sim.nl_dumps() - after_start;
+    assert!(
+        ticks >= 10 && devices >= 3,
+        "{ticks} ticks, {devices} devices"
+    );
+    // One dump for the first sweep; before, one a tick.
+    assert!(dumps <= 2, "{dumps} netlink dumps in about {ticks} ticks");
+}
