@@ -297,6 +297,116 @@ fn profile(rt: &tokio::runtime::Runtime) -> Result<()> {
     Ok(())
 }
 
+/// What a kept uverbs context gives on rxe, on the last device (after the daemon phase):
+/// which descriptors it holds, which async events a netdev going down and up and an address
+/// added raise, and whether `rdma link delete` completes while the context is open.
+fn probe_async_events(devices: usize) -> Result<()> {
+    let dev = format!("rxe{}", devices - 1);
+    let netdev = format!("dummy{}", devices - 1);
+    let verbs = Verbs::load().context("libibverbs")?;
+    let list = verbs.devices()?;
+    let mut ctx = list.open(&dev)?;
+    let link = |fd: i32| {
+        std::fs::read_link(format!("/proc/self/fd/{fd}"))
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|e| format!("? ({e})"))
+    };
+    figure(
+        "probe_context_fds",
+        format!("cmd {} async {}", link(ctx.cmd_fd()), link(ctx.async_fd())),
+    );
+    let fd = ctx.async_fd();
+    // SAFETY: fcntl on the context's own descriptor.
+    unsafe {
+        let fl = libc::fcntl(fd, libc::F_GETFL);
+        libc::fcntl(fd, libc::F_SETFL, fl | libc::O_NONBLOCK);
+    }
+    let mut wait = |what: &str, cmd: &mut Command| -> Result<()> {
+        let t = Instant::now();
+        run(cmd)?;
+        let mut got = Vec::new();
+        while t.elapsed() < Duration::from_secs(3) {
+            let mut pfd = libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one pollfd.
+            unsafe { libc::poll(&mut pfd, 1, 200) };
+            while let Some((ty, port)) = ctx.next_event()? {
+                got.push(format!(
+                    "type {ty} port {port} at {:.0} ms",
+                    t.elapsed().as_secs_f64() * 1e3
+                ));
+            }
+            if !got.is_empty() {
+                break;
+            }
+        }
+        figure(
+            &format!("probe_async_events_{what}"),
+            if got.is_empty() {
+                "none within 3 s".to_string()
+            } else {
+                got.join(", ")
+            },
+        );
+        Ok(())
+    };
+    wait(
+        "netdev_down",
+        Command::new("ip").args(["link", "set", &netdev, "down"]),
+    )?;
+    wait(
+        "netdev_up",
+        Command::new("ip").args(["link", "set", &netdev, "up"]),
+    )?;
+    wait(
+        "address_added",
+        Command::new("ip").args(["addr", "add", "10.9.9.9/24", "dev", &netdev]),
+    )?;
+    let t = Instant::now();
+    let mut del = Command::new("rdma")
+        .args(["link", "delete", &dev])
+        .stdout(Stdio::null())
+        .spawn()?;
+    let mut done = None;
+    while t.elapsed() < Duration::from_secs(5) {
+        if let Some(st) = del.try_wait()? {
+            done = Some(st);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut events = Vec::new();
+    while let Ok(Some((ty, port))) = ctx.next_event() {
+        events.push(format!("type {ty} port {port}"));
+    }
+    figure(
+        "probe_link_delete_with_context_open",
+        match done {
+            Some(st) => format!(
+                "{st} after {:.0} ms; events {events:?}",
+                t.elapsed().as_secs_f64() * 1e3
+            ),
+            None => format!("still running after 5 s; events {events:?}"),
+        },
+    );
+    if done.is_none() {
+        let t = Instant::now();
+        drop(ctx);
+        let st = del.wait()?;
+        figure(
+            "probe_link_delete_after_context_closed",
+            format!(
+                "{st} {:.0} ms after the close",
+                t.elapsed().as_secs_f64() * 1e3
+            ),
+        );
+    }
+    Ok(())
+}
+
 fn proc_status_kb(pid: u32, key: &str) -> Option<u64> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = text.lines().find(|l| l.starts_with(key))?;
@@ -524,5 +634,9 @@ fn main() -> Result<()> {
     if let Err(e) = profile(&rt) {
         figure("profile", format!("FAILED: {e:#}"));
     }
-    rt.block_on(daemon_phase(devices))
+    let daemon = rt.block_on(daemon_phase(devices));
+    if let Err(e) = probe_async_events(devices) {
+        figure("probe", format!("FAILED: {e:#}"));
+    }
+    daemon
 }
