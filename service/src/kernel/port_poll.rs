@@ -35,6 +35,10 @@ pub struct PollTarget {
     pub dev: String,
     pub port: u32,
     pub counters: CounterSource,
+    /// Whether the port's `state` and `phys_state` are polled: not on a soft device's port
+    /// (rxe, siw), whose state follows its netdev, whose rtnetlink events re-read it; there
+    /// both read as [`AttrError::Missing`] without a read.
+    pub state: bool,
     /// Whether the port has LIDs to poll: not on Ethernet (see [`super::sysfs::has_lids`]),
     /// where `lid` and `sm_lid` read 0 and are not read.
     pub lids: bool,
@@ -209,8 +213,14 @@ impl SysfsPortPoller {
 
     fn poll_one(&mut self, t: &PollTarget) -> PortReading {
         let dir = self.sys.port_dir(&t.dev, t.port);
-        let state = self.read_with(&t.dev, dir.join("state"), PortState::parse_sysfs);
-        let phys_state = self.read_with(&t.dev, dir.join("phys_state"), PhysState::parse_sysfs);
+        let (state, phys_state) = if t.state {
+            (
+                self.read_with(&t.dev, dir.join("state"), PortState::parse_sysfs),
+                self.read_with(&t.dev, dir.join("phys_state"), PhysState::parse_sysfs),
+            )
+        } else {
+            (Err(AttrError::Missing), Err(AttrError::Missing))
+        };
         let (lid, sm_lid) = if t.lids {
             (
                 self.read_with(&t.dev, dir.join("lid"), parse_hex_u32),
@@ -314,6 +324,7 @@ mod tests {
                     port: p.port,
                     counters: p.counters,
                     lids: true,
+                    state: true,
                 });
             }
         }
@@ -352,6 +363,7 @@ mod tests {
                     port: p.port,
                     counters: p.counters,
                     lids: true,
+                    state: true,
                 });
             }
         }
@@ -419,6 +431,7 @@ mod tests {
                         port: p.port,
                         counters: p.counters,
                         lids: false,
+                        state: true,
                     });
                 }
             }
@@ -503,6 +516,7 @@ mod tests {
             port: 1,
             counters: CounterSource::None,
             lids: true,
+            state: true,
         };
         let mut poller = SysfsPortPoller::reopening(sim.sysroot().clone());
         assert!(poller.poll(std::slice::from_ref(&target))[0].state.is_ok());

@@ -391,6 +391,22 @@ impl SimHost {
         })
     }
 
+    /// Sets a port's state and physical state without any event, as a real kernel changes
+    /// them (it raises no uevent for a port; rxe's follow its netdev, whose rtnetlink event
+    /// the caller raises if it wants one, and may raise before or after this).
+    pub fn set_port_state_quietly(
+        &self,
+        dev: &str,
+        port: u32,
+        state: PortState,
+        phys: PhysState,
+    ) -> Result<(), HostError> {
+        self.with_port_silent(dev, port, |p| {
+            p.state = state;
+            p.phys_state = phys;
+        })
+    }
+
     /// Sets LID and SM LID of a port (a subnet manager assigning addresses).
     pub fn set_port_lids(
         &self,
