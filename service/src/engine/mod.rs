@@ -262,6 +262,8 @@ pub async fn start(
         forget: Vec::new(),
         stale: stale::Staleness::default(),
         swept: None,
+        sweep_nl: None,
+        reread_next_tick: BTreeSet::new(),
     };
     // What the kernel forgot (at boot, or while the daemon was stopped) is re-applied, and
     // its result published, before this returns: the bus name is requested only after that,
@@ -292,6 +294,18 @@ impl PollPlan {
                             dev: d.name().to_string(),
                             port: s.port,
                             counters: s.counters.clone(),
+                            lids: d
+                                .snap
+                                .port(s.port)
+                                .is_none_or(|p| crate::kernel::sysfs::has_lids(&p.link_layer)),
+                            // A soft device's port state follows its netdev: the netdev's
+                            // rtnetlink events re-read the device (now and a tick later),
+                            // so its state is not read every second (512 files a second
+                            // on 256 rxe devices).
+                            state: !(matches!(
+                                d.snap.kind,
+                                crate::model::DeviceKind::Rxe | crate::model::DeviceKind::Siw
+                            ) && s.netdev.is_some()),
                         },
                     )
                 })
@@ -326,6 +340,14 @@ pub(crate) struct Engine {
     stale: stale::Staleness,
     /// The device the sweep re-read last; the next tick goes on after it, by name.
     swept: Option<String>,
+    /// The RDMA netlink device list the sweep uses, and the tick it was dumped at: see
+    /// `sweep`.
+    sweep_nl: Option<(Vec<crate::kernel::NlDevice>, u64)>,
+    /// Devices re-read for a netdev event, to be re-read once more at the next tick: the
+    /// kernel announces a link going down on rtnetlink before rxe's notifier has changed
+    /// the port, so the first re-read may still see it ACTIVE (and the poll does not read
+    /// a soft device's port state).
+    reread_next_tick: BTreeSet<String>,
 }
 
 /// What a batch of events asks to re-read.
@@ -412,12 +434,15 @@ impl Engine {
     }
 
     async fn apply(&mut self, mut wanted: Wanted) {
+        // Whatever the events were about, the sweep dumps the device list afresh.
+        self.sweep_nl = None;
         // A netdev change can change the ports it carries (RoCE GIDs, port state of rxe).
         for d in self.state.devices.values() {
             let linked = d.snap.parent_netdev.iter().chain(d.snap.netdevs.iter());
             let carried = d.sources.values().filter_map(|s| s.netdev.as_ref());
             if linked.chain(carried).any(|n| wanted.netdevs.contains(n)) {
                 wanted.devices.insert(d.name().to_string());
+                self.reread_next_tick.insert(d.name().to_string());
             }
         }
         if wanted.devices.len() + wanted.netdevs.len() > self.config.storm_threshold {
@@ -541,6 +566,14 @@ impl Engine {
             })
             .await;
         } else {
+            if !self.reread_next_tick.is_empty() {
+                let devices = std::mem::take(&mut self.reread_next_tick);
+                self.apply(Wanted {
+                    devices,
+                    ..Wanted::default()
+                })
+                .await;
+            }
             self.sweep().await;
             if since > 0 && since % self.config.resync_ticks == 0 {
                 self.resync_rest().await;
@@ -582,7 +615,7 @@ impl Engine {
         {
             let mut h = self.history.lock().unwrap_or_else(|p| p.into_inner());
             for ((key, t), r) in plan.keys.iter().zip(&plan.targets).zip(&readings) {
-                if self.port_moved(key.0, key.1, r) {
+                if self.port_moved(key.0, key.1, t.state, r) {
                     moved.devices.insert(t.dev.clone());
                 }
                 samples.push((*key, h.port_mut(*key).record(tick, period, &r.traffic)));
@@ -623,9 +656,54 @@ impl Engine {
         if let Some(last) = turn.last() {
             self.swept = Some(last.clone());
         }
-        wanted.devices.extend(turn);
         if !wanted.devices.is_empty() {
+            // A device the state lacks: re-read as an event would have.
+            wanted.devices.extend(turn);
             self.apply(wanted).await;
+            return;
+        }
+        // The turn's devices are re-read with the netlink device list of an earlier tick:
+        // dumping every device to re-read one cost more than the read itself (65 ms a tick
+        // with 256 rxe devices in the lab). The list is dumped again after any event, when
+        // it lacks a device the sweep re-reads, and every `resync_ticks`: a device removed
+        // and added again under the same name with both events lost is seen within that.
+        let tick = self.clock.now();
+        let fresh = |nl: &(Vec<crate::kernel::NlDevice>, u64)| {
+            tick.saturating_sub(nl.1) < self.config.resync_ticks
+                && turn.iter().all(|n| nl.0.iter().any(|d| d.name == *n))
+        };
+        if !self.sweep_nl.as_ref().is_some_and(fresh) {
+            match self.host.nl_devices().await {
+                Ok(nl) => self.sweep_nl = Some((nl, tick)),
+                Err(e) => {
+                    debug!(error = %e, "the sweep cannot list the devices over netlink");
+                    return;
+                }
+            }
+        }
+        let Some(nl) = self.sweep_nl.take() else {
+            return;
+        };
+        let set: BTreeSet<String> = turn.into_iter().collect();
+        self.forget.extend(set.iter().cloned());
+        let host = self.host.clone();
+        let read = self
+            .state
+            .refresh_devices_with(host.as_ref(), &set, &nl.0)
+            .await;
+        self.sweep_nl = Some(nl);
+        match read {
+            Ok(mut dirty) => {
+                let unread = std::mem::take(&mut dirty.unread);
+                self.publish(dirty).await;
+                if !unread.is_empty() {
+                    self.read_failed(unread.join("; ")).await;
+                }
+            }
+            Err(e) => {
+                warn!(error = %e, "the sweep could not re-read a device; keeping the last state");
+                self.read_failed(e.to_string()).await;
+            }
         }
     }
 
@@ -662,7 +740,7 @@ impl Engine {
     }
 
     /// Whether the poll saw a port attribute that differs from the published state.
-    fn port_moved(&self, index: u32, port: u32, r: &PortReading) -> bool {
+    fn port_moved(&self, index: u32, port: u32, state_polled: bool, r: &PortReading) -> bool {
         let Some(p) = self
             .state
             .devices
@@ -674,11 +752,12 @@ impl Engine {
         // A value that could not be read is unknown, not changed: the poll's failure is
         // published as staleness instead, and the first clean poll compares again.
         let moved = |published: bool, unreadable: bool| !published && !unreadable;
-        moved(p.state == r.state, stale::is_unreadable(&r.state))
-            || moved(
-                p.phys_state == r.phys_state,
-                stale::is_unreadable(&r.phys_state),
-            )
+        (state_polled
+            && (moved(p.state == r.state, stale::is_unreadable(&r.state))
+                || moved(
+                    p.phys_state == r.phys_state,
+                    stale::is_unreadable(&r.phys_state),
+                )))
             || moved(p.lid == r.lid, stale::is_unreadable(&r.lid))
             || moved(p.sm_lid == r.sm_lid, stale::is_unreadable(&r.sm_lid))
     }

@@ -13,6 +13,11 @@ use crate::kernel::{Host, HostError, NlDevice, PortSource};
 use crate::model::roce::is_roce_port;
 use crate::model::{DeviceSnapshot, NetdevSnapshot, RoceMode};
 
+/// How many devices a full enumeration reads at once (see [`HostState::refresh_all`]): enough
+/// to keep a few CPUs busy, few enough that a 1024-device host does not take as many
+/// blocking threads and descriptors at once.
+const DEVICES_IN_FLIGHT: usize = 8;
+
 /// A device as the daemon knows it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DeviceState {
@@ -149,11 +154,23 @@ impl ObservedState {
 
     /// Re-reads everything (start, netlink overflow, an event storm) and returns what differs.
     pub async fn refresh_all(&mut self, host: &dyn Host) -> Result<Dirty, HostError> {
+        use futures::StreamExt;
         let nl = host.nl_devices().await?;
         let mut devices = BTreeMap::new();
         let mut unread = Vec::new();
-        for name in host.rdma_device_names().await? {
-            match read_device_state(host, &name, &nl).await {
+        // Several devices in flight at once: each read is a chain of blocking sysfs,
+        // configfs and uverbs calls, and on a host of hundreds of devices one after the
+        // other left the other CPUs idle. In name order all the same (`buffered`).
+        let names = host.rdma_device_names().await?;
+        type Read<'a> = futures::future::BoxFuture<'a, Result<Option<DeviceState>, HostError>>;
+        let futures: Vec<Read<'_>> = names
+            .iter()
+            .map(|name| -> Read<'_> { Box::pin(read_device_state(host, name, &nl)) })
+            .collect();
+        let reads = futures::stream::iter(futures).buffered(DEVICES_IN_FLIGHT);
+        let results: Vec<_> = reads.collect().await;
+        for (name, read) in names.into_iter().zip(results) {
+            match read {
                 Ok(Some(d)) => {
                     devices.insert(d.index, d);
                 }
@@ -170,7 +187,7 @@ impl ObservedState {
             }
         }
         let mut ipoib = BTreeMap::new();
-        for nd in host.read_netdevs().await? {
+        for nd in host.read_ipoib_netdevs().await? {
             if let Some(i) = ipoib_state(nd) {
                 ipoib.insert(i.ifindex, i);
             }
@@ -194,9 +211,20 @@ impl ObservedState {
         names: &BTreeSet<String>,
     ) -> Result<Dirty, HostError> {
         let nl = host.nl_devices().await?;
+        self.refresh_devices_with(host, names, &nl).await
+    }
+
+    /// [`HostState::refresh_devices`] with the RDMA netlink device list already in hand (the
+    /// sweep keeps one: a dump of every device costs as much as reading several of them).
+    pub async fn refresh_devices_with(
+        &mut self,
+        host: &dyn Host,
+        names: &BTreeSet<String>,
+        nl: &[NlDevice],
+    ) -> Result<Dirty, HostError> {
         let mut dirty = Dirty::default();
         for name in names {
-            let fresh = match read_device_state(host, name, &nl).await {
+            let fresh = match read_device_state(host, name, nl).await {
                 Ok(f) => f,
                 Err(e) => {
                     warn!(device = %name, error = %e, "cannot re-read device; keeping its last state");
@@ -216,7 +244,7 @@ impl ObservedState {
                 // Still present under another name? Then re-read it by that name.
                 match nl.iter().find(|n| n.index == idx) {
                     Some(n) if n.name != *name => {
-                        if let Some(d) = read_device_state(host, &n.name, &nl).await? {
+                        if let Some(d) = read_device_state(host, &n.name, nl).await? {
                             self.put_device(d, &mut dirty);
                         }
                     }

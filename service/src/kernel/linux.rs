@@ -71,8 +71,17 @@ impl LinuxHost {
 }
 
 /// libibverbs' device list, kept between reads: making one scans every device (sysfs reads
-/// for each), so a list per device read made an enumeration quadratic in the devices.
-type VerbsList = std::sync::Arc<std::sync::Mutex<Option<DeviceList<'static>>>>;
+/// for each), so a list per device read made an enumeration quadratic in the devices. Shared
+/// behind an `Arc` so that devices are read on several threads at once: the lock is held only
+/// to take (or replace) the list, not while a device is opened and queried.
+type VerbsList = std::sync::Arc<std::sync::Mutex<Option<std::sync::Arc<DeviceList<'static>>>>>;
+
+/// Room for this many used GIDs of a device in the first query: rxe has 2 or 3 (link-local,
+/// one per address), a RoCE HCA a few per address and port. Only when the kernel says the
+/// buffer is too short (EINVAL: more valid entries than room) are the `gids` directories
+/// listed for the full length (1024 entries a port on rxe, a third of a device's read time
+/// in the lab).
+const GIDS_FIRST_GUESS: usize = 64;
 
 /// A device from sysfs, its GID tables through verbs where the list has it (one call for the
 /// whole table instead of a sysfs read of each entry), else through sysfs. The kept list is
@@ -83,28 +92,37 @@ fn read_device(s: &SysRoot, name: &str, cache: &VerbsList) -> Result<DeviceSnaps
     let Some(verbs) = Verbs::shared() else {
         return s.read_device(name);
     };
-    let mut kept = cache.lock().unwrap_or_else(|p| p.into_inner());
     s.read_device_with(
         name,
-        Some(&mut |dev, len| {
+        Some(&mut |dev, table_len| {
             let guid = super::sysfs::read_attr(&s.device_dir(dev).join("node_guid"))
                 .ok()
                 .and_then(|g| crate::model::Guid::parse_sysfs(&g).ok());
             for fresh in [false, true] {
-                if fresh || kept.is_none() {
-                    *kept = match verbs.devices() {
-                        Ok(list) => Some(list),
-                        Err(e) => {
-                            tracing::debug!(error = %e, "GID tables are read through sysfs");
-                            None
-                        }
-                    };
-                }
-                let list = kept.as_ref()?;
+                let list = {
+                    let mut kept = cache.lock().unwrap_or_else(|p| p.into_inner());
+                    if fresh || kept.is_none() {
+                        *kept = match verbs.devices() {
+                            Ok(list) => Some(std::sync::Arc::new(list)),
+                            Err(e) => {
+                                tracing::debug!(error = %e, "GID tables are read through sysfs");
+                                None
+                            }
+                        };
+                    }
+                    kept.clone()?
+                };
                 if list.node_guid(dev) != guid.map(|g| g.0) && !fresh {
                     continue;
                 }
-                match list.gid_table(dev, len) {
+                let first = list.gid_table(dev, GIDS_FIRST_GUESS);
+                let table = match first {
+                    Err(VerbsError::Query { errno, .. }) if errno.0 == libc::EINVAL => {
+                        list.gid_table(dev, table_len())
+                    }
+                    other => other,
+                };
+                match table {
                     Ok(raw) => return Some(verbs::gids_by_port(&raw, verbs::ifname)),
                     Err(VerbsError::NoDevice(_) | VerbsError::Open { .. }) if !fresh => continue,
                     Err(e) => {
@@ -206,15 +224,28 @@ impl Host for LinuxHost {
     fn port_poller(&self) -> Box<dyn PortPoller> {
         // The budget follows the limit as it is now (after the daemon raised it at start).
         let soft = super::rlimit::nofile_limit().map_or(1024, |l| l.soft);
-        Box::new(SysfsPortPoller::new(
-            self.sys.clone(),
-            super::rlimit::keep_open_budget(soft),
-        ))
+        let poller = SysfsPortPoller::new(self.sys.clone(), super::rlimit::keep_open_budget(soft));
+        // RoCE ports' counters from one rtnetlink dump a poll (one socket kept open).
+        Box::new(match super::link_stats::RtnlLinkStats::open() {
+            Ok(stats) => poller.with_link_stats(Box::new(stats)),
+            Err(e) => {
+                tracing::debug!(error = %e, "netdev counters are read from sysfs");
+                poller
+            }
+        })
     }
 
     async fn read_netdevs(&self) -> Result<Vec<NetdevSnapshot>, HostError> {
         let mut netdevs = self
             .blocking(Op::ReadSysfs("net".into()), |s| s.read_netdevs())
+            .await?;
+        self.fill_ipoib_from_rtnl(&mut netdevs).await?;
+        Ok(netdevs)
+    }
+
+    async fn read_ipoib_netdevs(&self) -> Result<Vec<NetdevSnapshot>, HostError> {
+        let mut netdevs = self
+            .blocking(Op::ReadSysfs("net".into()), |s| s.read_ipoib_netdevs())
             .await?;
         self.fill_ipoib_from_rtnl(&mut netdevs).await?;
         Ok(netdevs)

@@ -11,6 +11,7 @@
 
 pub mod error;
 pub mod files;
+pub mod link_stats;
 pub mod linux;
 pub mod nldev;
 pub mod port_poll;
@@ -211,6 +212,14 @@ pub trait Host: Send + Sync + 'static {
     fn port_poller(&self) -> Box<dyn PortPoller>;
     /// Every netdev in `/sys/class/net`, sorted by name.
     async fn read_netdevs(&self) -> Result<Vec<NetdevSnapshot>, HostError>;
+    /// The IPoIB netdevs only (ARPHRD_INFINIBAND), as [`Host::read_netdevs`] reads them.
+    /// A host may read only `type` of the others (a real one does: a host with hundreds of
+    /// RoCE netdevs read all their files for nothing).
+    async fn read_ipoib_netdevs(&self) -> Result<Vec<NetdevSnapshot>, HostError> {
+        let mut all = self.read_netdevs().await?;
+        all.retain(|n| n.is_ipoib());
+        Ok(all)
+    }
     /// One netdev, with what rtnetlink adds for IPoIB children.
     async fn read_netdev(&self, name: &str) -> Result<NetdevSnapshot, HostError>;
     /// Whether a kernel module is loaded (`/sys/module/<name>`).

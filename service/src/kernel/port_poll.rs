@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::link_stats::{LinkCounters, LinkStats};
 use super::sysfs::SysRoot;
 use crate::model::attr::{parse_dec, parse_hex_u32};
 use crate::model::counters::PMA32_SATURATED;
@@ -34,6 +35,13 @@ pub struct PollTarget {
     pub dev: String,
     pub port: u32,
     pub counters: CounterSource,
+    /// Whether the port's `state` and `phys_state` are polled: not on a soft device's port
+    /// (rxe, siw), whose state follows its netdev, whose rtnetlink events re-read it; there
+    /// both read as [`AttrError::Missing`] without a read.
+    pub state: bool,
+    /// Whether the port has LIDs to poll: not on Ethernet (see [`super::sysfs::has_lids`]),
+    /// where `lid` and `sm_lid` read 0 and are not read.
+    pub lids: bool,
 }
 
 /// Traffic counters as read (bytes, PMA data words already multiplied by 4).
@@ -94,6 +102,13 @@ pub struct SysfsPortPoller {
     keep_open: bool,
     /// The most descriptors kept between polls.
     budget: usize,
+    /// Every netdev's counters in one dump (rtnetlink on a real host), for ports counted on
+    /// their netdev; `None` reads their `statistics/*` files.
+    link_stats: Option<Box<dyn LinkStats>>,
+    /// This poll's dump, by ifindex (empty when there is none or it failed).
+    dumped: HashMap<u32, LinkCounters>,
+    /// Netdev name to ifindex, with the device whose port it counts (for `forget`).
+    ifindex: HashMap<String, (String, u32)>,
 }
 
 impl SysfsPortPoller {
@@ -105,7 +120,41 @@ impl SysfsPortPoller {
             buf: vec![0; 64],
             keep_open: true,
             budget,
+            link_stats: None,
+            dumped: HashMap::new(),
+            ifindex: HashMap::new(),
         }
+    }
+
+    /// Reads the counters of netdev-counted ports from one dump a poll instead of their files.
+    pub fn with_link_stats(mut self, stats: Box<dyn LinkStats>) -> SysfsPortPoller {
+        self.link_stats = Some(stats);
+        self
+    }
+
+    /// A netdev's counters from this poll's dump, if it has them.
+    fn dumped_counters(&mut self, dev: &str, netdev: &str) -> Option<LinkCounters> {
+        if self.dumped.is_empty() {
+            return None;
+        }
+        let index = match self.ifindex.get(netdev) {
+            Some((_, i)) => *i,
+            None => {
+                let path = self.sys.netdev_dir(netdev).join("ifindex");
+                let i = super::sysfs::read_attr(&path)
+                    .ok()
+                    .and_then(|t| parse_dec::<u32>(&t).ok())?;
+                self.ifindex
+                    .insert(netdev.to_string(), (dev.to_string(), i));
+                i
+            }
+        };
+        let got = self.dumped.get(&index).copied();
+        if got.is_none() {
+            // Gone, or another interface has the name now: looked up again next time.
+            self.ifindex.remove(netdev);
+        }
+        got
     }
 
     /// How many descriptors the poller holds now.
@@ -164,10 +213,22 @@ impl SysfsPortPoller {
 
     fn poll_one(&mut self, t: &PollTarget) -> PortReading {
         let dir = self.sys.port_dir(&t.dev, t.port);
-        let state = self.read_with(&t.dev, dir.join("state"), PortState::parse_sysfs);
-        let phys_state = self.read_with(&t.dev, dir.join("phys_state"), PhysState::parse_sysfs);
-        let lid = self.read_with(&t.dev, dir.join("lid"), parse_hex_u32);
-        let sm_lid = self.read_with(&t.dev, dir.join("sm_lid"), parse_hex_u32);
+        let (state, phys_state) = if t.state {
+            (
+                self.read_with(&t.dev, dir.join("state"), PortState::parse_sysfs),
+                self.read_with(&t.dev, dir.join("phys_state"), PhysState::parse_sysfs),
+            )
+        } else {
+            (Err(AttrError::Missing), Err(AttrError::Missing))
+        };
+        let (lid, sm_lid) = if t.lids {
+            (
+                self.read_with(&t.dev, dir.join("lid"), parse_hex_u32),
+                self.read_with(&t.dev, dir.join("sm_lid"), parse_hex_u32),
+            )
+        } else {
+            (Ok(0), Ok(0))
+        };
         let traffic = self.traffic(t, &dir);
         PortReading {
             state,
@@ -180,7 +241,18 @@ impl SysfsPortPoller {
 
     fn traffic(&mut self, t: &PollTarget, port_dir: &Path) -> TrafficCounters {
         let base = match &t.counters {
-            CounterSource::Netdev(nd) => self.sys.netdev_dir(nd).join("statistics"),
+            CounterSource::Netdev(nd) => {
+                if let Some(c) = self.dumped_counters(&t.dev, nd) {
+                    return TrafficCounters {
+                        tx_bytes: Ok(c.tx_bytes),
+                        rx_bytes: Ok(c.rx_bytes),
+                        tx_packets: Ok(c.tx_packets),
+                        rx_packets: Ok(c.rx_packets),
+                        saturated: false,
+                    };
+                }
+                self.sys.netdev_dir(nd).join("statistics")
+            }
             _ => port_dir.to_path_buf(),
         };
         let Some(names) = counter_files(&t.counters) else {
@@ -215,11 +287,23 @@ impl SysfsPortPoller {
 
 impl PortPoller for SysfsPortPoller {
     fn poll(&mut self, targets: &[PollTarget]) -> Vec<PortReading> {
+        self.dumped.clear();
+        let netdev_counted = targets
+            .iter()
+            .any(|t| matches!(t.counters, CounterSource::Netdev(_)));
+        if let (true, Some(stats)) = (netdev_counted, self.link_stats.as_mut()) {
+            match stats.dump() {
+                Ok(d) => self.dumped = d,
+                // The files are read instead, this poll.
+                Err(e) => tracing::debug!(error = %e, "netdev counters dump failed"),
+            }
+        }
         targets.iter().map(|t| self.poll_one(t)).collect()
     }
 
     fn forget(&mut self, dev: &str) {
         self.files.retain(|_, (d, _)| d != dev);
+        self.ifindex.retain(|_, (d, _)| d != dev);
     }
 }
 
@@ -239,6 +323,8 @@ mod tests {
                     dev: d.clone(),
                     port: p.port,
                     counters: p.counters,
+                    lids: true,
+                    state: true,
                 });
             }
         }
@@ -276,6 +362,8 @@ mod tests {
                     dev: d.clone(),
                     port: p.port,
                     counters: p.counters,
+                    lids: true,
+                    state: true,
                 });
             }
         }
@@ -310,6 +398,115 @@ mod tests {
         assert_eq!(poller.kept_open(), budget);
     }
 
+    /// A dump that answers with fixed counters for one ifindex, or fails, and counts calls.
+    struct FakeStats {
+        ifindex: u32,
+        fail: bool,
+        calls: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    impl LinkStats for FakeStats {
+        fn dump(&mut self) -> std::io::Result<HashMap<u32, LinkCounters>> {
+            self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            if self.fail {
+                return Err(std::io::Error::from_raw_os_error(libc::ENOBUFS));
+            }
+            let c = LinkCounters {
+                tx_bytes: 111,
+                rx_bytes: 222,
+                tx_packets: 3,
+                rx_packets: 4,
+            };
+            Ok(HashMap::from([(self.ifindex, c)]))
+        }
+    }
+
+    fn netdev_targets(sim: &SimHost) -> Vec<PollTarget> {
+        let mut targets = Vec::new();
+        for d in sim.sysroot().rdma_device_names().expect("names") {
+            for p in sim.sysroot().port_sources(&d).expect("sources") {
+                if matches!(p.counters, CounterSource::Netdev(_)) {
+                    targets.push(PollTarget {
+                        dev: d.clone(),
+                        port: p.port,
+                        counters: p.counters,
+                        lids: false,
+                        state: true,
+                    });
+                }
+            }
+        }
+        targets
+    }
+
+    /// Ports counted on their netdev take their counters from one dump a poll, not from the
+    /// netdev's `statistics/*` files (removed here: the poll still has the dump's values);
+    /// when the dump fails, the files are read.
+    #[test]
+    fn netdev_counters_come_from_one_dump_a_poll() {
+        let sim = SimHost::new(fixtures::demo_host()).expect("sim");
+        let targets = netdev_targets(&sim);
+        let CounterSource::Netdev(nd) = targets.first().expect("a RoCE port").counters.clone()
+        else {
+            unreachable!()
+        };
+        let ifindex: u32 = std::fs::read_to_string(sim.sysroot().netdev_dir(&nd).join("ifindex"))
+            .expect("ifindex")
+            .trim()
+            .parse()
+            .expect("number");
+        let by_files = SysfsPortPoller::reopening(sim.sysroot().clone()).poll(&targets);
+        assert!(by_files[0].traffic.tx_bytes.is_ok());
+        let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let failing = FakeStats {
+            ifindex,
+            fail: true,
+            calls: calls.clone(),
+        };
+        let mut poller =
+            SysfsPortPoller::reopening(sim.sysroot().clone()).with_link_stats(Box::new(failing));
+        assert_eq!(poller.poll(&targets), by_files);
+        let fake = FakeStats {
+            ifindex,
+            fail: false,
+            calls: calls.clone(),
+        };
+        let mut poller =
+            SysfsPortPoller::reopening(sim.sysroot().clone()).with_link_stats(Box::new(fake));
+        std::fs::remove_dir_all(sim.sysroot().netdev_dir(&nd).join("statistics"))
+            .expect("remove statistics");
+        let got = poller.poll(&targets);
+        let t = &got[0].traffic;
+        assert_eq!(
+            (&t.tx_bytes, &t.rx_bytes, &t.tx_packets, &t.rx_packets),
+            (&Ok(111), &Ok(222), &Ok(3), &Ok(4))
+        );
+        // One dump for the whole poll, whatever the number of ports.
+        assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 2);
+    }
+
+    /// An Ethernet port's LIDs are not read (they are always 0 there): its files are not
+    /// even opened, while an InfiniBand port's are.
+    #[test]
+    fn lids_are_polled_only_where_the_port_has_them() {
+        let sim = SimHost::new(fixtures::demo_host()).expect("sim");
+        let targets = netdev_targets(&sim);
+        let t = targets.first().expect("a RoCE port");
+        let lid = sim.sysroot().port_dir(&t.dev, t.port).join("lid");
+        std::fs::remove_file(&lid).expect("remove lid");
+        let mut poller = SysfsPortPoller::reopening(sim.sysroot().clone());
+        let r = &poller.poll(std::slice::from_ref(t))[0];
+        assert_eq!((&r.lid, &r.sm_lid), (&Ok(0), &Ok(0)));
+        let with_lids = PollTarget {
+            lids: true,
+            ..t.clone()
+        };
+        assert_eq!(
+            poller.poll(std::slice::from_ref(&with_lids))[0].lid,
+            Err(AttrError::Missing)
+        );
+    }
+
     #[test]
     fn a_vanished_device_reads_as_missing_after_forget() {
         let sim = SimHost::new(fixtures::demo_host()).expect("sim");
@@ -318,6 +515,8 @@ mod tests {
             dev: dev.clone(),
             port: 1,
             counters: CounterSource::None,
+            lids: true,
+            state: true,
         };
         let mut poller = SysfsPortPoller::reopening(sim.sysroot().clone());
         assert!(poller.poll(std::slice::from_ref(&target))[0].state.is_ok());

@@ -20,10 +20,22 @@ use crate::model::{
 use crate::naming::rdma_rename::{PciFunction, PciParent, PhysFn, RenameSysfs};
 
 /// Reads a device's GID tables in one go (see [`SysRoot::read_device_with`]): called with the
-/// device's name and the sum of its ports' table lengths, it gives the used entries by port,
-/// or `None` to have them read through sysfs.
+/// device's name and a function giving the sum of its ports' table lengths (which lists the
+/// `gids` directories: 1024 entries a port on rxe, so only asked for when needed), it gives
+/// the used entries by port, or `None` to have them read through sysfs.
 pub type GidTableReader<'a> =
-    &'a mut dyn FnMut(&str, usize) -> Option<std::collections::BTreeMap<u32, Vec<GidEntry>>>;
+    &'a mut dyn FnMut(
+        &str,
+        &mut dyn FnMut() -> usize,
+    ) -> Option<std::collections::BTreeMap<u32, Vec<GidEntry>>>;
+
+/// Whether a port of this link layer has LIDs to read. On Ethernet (RoCE, rxe) the kernel's
+/// `lid`, `sm_lid`, `lid_mask_count` and `sm_sl` always read 0: ib_core leaves them zeroed for
+/// non-InfiniBand ports and RoCE has no subnet manager. An unknown or unreadable link layer is
+/// read as before.
+pub fn has_lids(link_layer: &Field<LinkLayer>) -> bool {
+    !matches!(link_layer, Ok(LinkLayer::Ethernet))
+}
 
 /// The sysfs and configfs trees under one root directory.
 #[derive(Debug, Clone)]
@@ -228,12 +240,13 @@ impl SysRoot {
         netdevs.sort();
         let numbers = list_indices(&dir.join("ports"));
         let mut from_table = gid_table.and_then(|read| {
-            // Listing a GID directory costs one getdents, not a read of each entry.
-            let len: usize = numbers
-                .iter()
-                .map(|p| list_dir(&self.port_dir(name, *p).join("gids")).map_or(0, |v| v.len()))
-                .sum();
-            (len > 0).then(|| read(name, len)).flatten()
+            let mut table_len = || -> usize {
+                numbers
+                    .iter()
+                    .map(|p| list_dir(&self.port_dir(name, *p).join("gids")).map_or(0, |v| v.len()))
+                    .sum()
+            };
+            read(name, &mut table_len)
         });
         let mut ports = Vec::new();
         for number in numbers {
@@ -305,16 +318,34 @@ impl SysRoot {
     /// One port without counters, with its GIDs when the caller has them already.
     fn read_port_with(&self, dev: &str, number: u32, gids: Option<Vec<GidEntry>>) -> PortSnapshot {
         let dir = self.port_dir(dev, number);
+        let link_layer = read_parsed(&dir.join("link_layer"), LinkLayer::parse_sysfs);
+        // An Ethernet port (RoCE) has no LIDs and no subnet manager: the kernel reports 0 for
+        // all four, so they are not read (four files a port fewer; see has_lids).
+        let lids = has_lids(&link_layer);
+        let lid_field = |file: &str| -> Field<u32> {
+            if lids {
+                read_parsed(&dir.join(file), parse_hex_u32)
+            } else {
+                Ok(0)
+            }
+        };
+        let small_field = |file: &str| -> Field<u8> {
+            if lids {
+                read_parsed(&dir.join(file), parse_dec::<u8>)
+            } else {
+                Ok(0)
+            }
+        };
         PortSnapshot {
             number,
             state: read_parsed(&dir.join("state"), PortState::parse_sysfs),
             phys_state: read_parsed(&dir.join("phys_state"), PhysState::parse_sysfs),
-            lid: read_parsed(&dir.join("lid"), parse_hex_u32),
-            sm_lid: read_parsed(&dir.join("sm_lid"), parse_hex_u32),
-            lmc: read_parsed(&dir.join("lid_mask_count"), parse_dec::<u8>),
-            sm_sl: read_parsed(&dir.join("sm_sl"), parse_dec::<u8>),
+            lid: lid_field("lid"),
+            sm_lid: lid_field("sm_lid"),
+            lmc: small_field("lid_mask_count"),
+            sm_sl: small_field("sm_sl"),
             cap_mask: read_parsed(&dir.join("cap_mask"), parse_hex_u32),
-            link_layer: read_parsed(&dir.join("link_layer"), LinkLayer::parse_sysfs),
+            link_layer,
             rate: read_parsed(&dir.join("rate"), Rate::parse_sysfs),
             gids: gids.unwrap_or_else(|| self.read_gids(&dir)),
             pkeys: self.read_pkeys(&dir),
@@ -513,6 +544,23 @@ impl SysRoot {
             .collect())
     }
 
+    /// The IPoIB netdevs (`type` 32), each as [`SysRoot::read_netdev`] reads it; of the
+    /// others only `type` is read.
+    pub fn read_ipoib_netdevs(&self) -> Result<Vec<NetdevSnapshot>, HostError> {
+        let dir = self.net_class();
+        let names = list_dir(&dir)
+            .map_err(|e| HostError::from_io(Op::ReadSysfs(dir.display().to_string()), &e))?;
+        Ok(names
+            .iter()
+            .filter(|n| {
+                read_parsed(&self.netdev_dir(n).join("type"), parse_dec::<u16>)
+                    == Ok(ARPHRD_INFINIBAND)
+            })
+            .filter_map(|n| self.read_netdev(n).ok())
+            .filter(|n| n.is_ipoib())
+            .collect())
+    }
+
     pub fn read_netdev(&self, name: &str) -> Result<NetdevSnapshot, HostError> {
         let dir = self.netdev_dir(name);
         if !dir.is_dir() {
@@ -675,6 +723,46 @@ mod tests {
             HostError::Unsupported { why, .. } => why,
             other => panic!("{other:?}"),
         }
+    }
+
+    /// A port's LID files are read on InfiniBand and not on Ethernet, where the kernel
+    /// always reports 0 (here the files say otherwise, to show which were read).
+    #[test]
+    fn lids_are_read_only_on_ports_that_have_them() {
+        use crate::kernel::sim::{fixtures, SimHost};
+        let sim = SimHost::new(fixtures::demo_host()).expect("sim");
+        let sys = sim.sysroot();
+        let mut seen = Vec::new();
+        for dev in sys.rdma_device_names().expect("names") {
+            for port in list_indices(&sys.device_dir(&dev).join("ports")) {
+                let dir = sys.port_dir(&dev, port);
+                std::fs::write(dir.join("lid"), "0x2a\n").expect("lid");
+                std::fs::write(dir.join("sm_sl"), "3\n").expect("sm_sl");
+                let p = sys.read_port(&dev, port);
+                let want = match p.link_layer {
+                    Ok(LinkLayer::Ethernet) => (0, 0),
+                    _ => (0x2a, 3),
+                };
+                assert_eq!((p.lid.clone(), p.sm_sl.clone()), (Ok(want.0), Ok(want.1)));
+                seen.push(p.link_layer.clone());
+            }
+        }
+        assert!(
+            seen.contains(&Ok(LinkLayer::Ethernet)) && seen.contains(&Ok(LinkLayer::InfiniBand))
+        );
+    }
+
+    /// Only IPoIB netdevs are read whole; the result is the full read's IPoIB part.
+    #[test]
+    fn ipoib_netdevs_are_the_full_read_s_ipoib_part() {
+        use crate::kernel::sim::{fixtures, SimHost};
+        let sim = SimHost::new(fixtures::demo_host()).expect("sim");
+        let sys = sim.sysroot();
+        let mut all = sys.read_netdevs().expect("netdevs");
+        assert!(all.iter().any(|n| !n.is_ipoib()));
+        all.retain(|n| n.is_ipoib());
+        assert!(!all.is_empty());
+        assert_eq!(sys.read_ipoib_netdevs().expect("ipoib"), all);
     }
 
     #[test]

@@ -72,6 +72,33 @@ type CloseDevice = unsafe extern "C" fn(*mut c_void) -> c_int;
 /// or a negative errno.
 type QueryGidTable =
     unsafe extern "C" fn(*mut c_void, *mut RawGidEntry, usize, u32, usize) -> isize;
+/// `ibv_get_async_event(context, event)`: 0, or -1 with errno (EAGAIN on a non-blocking fd).
+type GetAsyncEvent = unsafe extern "C" fn(*mut c_void, *mut RawAsyncEvent) -> c_int;
+type AckAsyncEvent = unsafe extern "C" fn(*mut RawAsyncEvent);
+
+/// `struct ibv_async_event`: a union of pointers and the port number, then the event type.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RawAsyncEvent {
+    /// The element: for port events its first four bytes are the port number.
+    pub element: u64,
+    pub event_type: u32,
+}
+
+/// `struct ibv_context` begins with the device pointer and `struct ibv_context_ops` (32
+/// function pointers, frozen since libibverbs 1.1), then `cmd_fd` and `async_fd`.
+const CONTEXT_CMD_FD_OFFSET: usize = 8 + 32 * 8;
+const CONTEXT_ASYNC_FD_OFFSET: usize = CONTEXT_CMD_FD_OFFSET + 4;
+
+/// The async event types of `enum ibv_event_type` that concern a port.
+pub const IBV_EVENT_PORT_ACTIVE: u32 = 9;
+pub const IBV_EVENT_PORT_ERR: u32 = 10;
+pub const IBV_EVENT_LID_CHANGE: u32 = 11;
+pub const IBV_EVENT_PKEY_CHANGE: u32 = 12;
+pub const IBV_EVENT_SM_CHANGE: u32 = 13;
+pub const IBV_EVENT_CLIENT_REREGISTER: u32 = 17;
+pub const IBV_EVENT_GID_CHANGE: u32 = 18;
+pub const IBV_EVENT_DEVICE_FATAL: u32 = 8;
 
 /// The functions of libibverbs this module calls, resolved once.
 pub struct Verbs {
@@ -82,6 +109,8 @@ pub struct Verbs {
     open_device: OpenDevice,
     close_device: CloseDevice,
     query_gid_table: QueryGidTable,
+    get_async_event: GetAsyncEvent,
+    ack_async_event: AckAsyncEvent,
     /// Keeps the library mapped while the pointers above are in use: for the life of the
     /// process (the `Verbs` lives in a static).
     _lib: libloading::Library,
@@ -104,6 +133,8 @@ impl Verbs {
                 open_device: sym(&lib, "ibv_open_device")?,
                 close_device: sym(&lib, "ibv_close_device")?,
                 query_gid_table: sym(&lib, "_ibv_query_gid_table")?,
+                get_async_event: sym(&lib, "ibv_get_async_event")?,
+                ack_async_event: sym(&lib, "ibv_ack_async_event")?,
                 _lib: lib,
             })
         }
@@ -183,6 +214,9 @@ pub struct DeviceList<'a> {
 // thread until the list is freed; libibverbs is thread-safe for listing, opening and querying.
 // Whoever shares a list across threads keeps it behind a lock (LinuxHost does).
 unsafe impl Send for DeviceList<'_> {}
+// SAFETY: as above; the list is only read after it is made (`names` is never changed), and
+// libibverbs opens and queries devices of one list from several threads at once.
+unsafe impl Sync for DeviceList<'_> {}
 
 impl Drop for DeviceList<'_> {
     fn drop(&mut self) {
@@ -254,6 +288,82 @@ impl DeviceList<'_> {
         })?;
         entries.truncate(n.min(entries.len()));
         Ok(entries)
+    }
+}
+
+/// A device context kept open (for its async events); closed on drop.
+pub struct OpenContext<'a> {
+    ctx: Context<'a>,
+}
+
+// SAFETY: a context is libibverbs' heap object, usable from any thread; async events are
+// read by one owner at a time (`&mut self`).
+unsafe impl Send for OpenContext<'_> {}
+
+impl DeviceList<'_> {
+    /// Opens a device and keeps its context (two descriptors: the uverbs command file and
+    /// its async event file).
+    pub fn open(&self, dev: &str) -> Result<OpenContext<'_>, VerbsError> {
+        let Some(&device) = self.names.get(dev) else {
+            return Err(VerbsError::NoDevice(dev.to_string()));
+        };
+        // SAFETY: `device` is from the live list.
+        let ctx = unsafe { (self.verbs.open_device)(device) };
+        if ctx.is_null() {
+            return Err(VerbsError::Open {
+                dev: dev.to_string(),
+                source: std::io::Error::last_os_error(),
+            });
+        }
+        Ok(OpenContext {
+            ctx: Context {
+                verbs: self.verbs,
+                ctx,
+            },
+        })
+    }
+}
+
+impl OpenContext<'_> {
+    fn fd_at(&self, offset: usize) -> c_int {
+        // SAFETY: `struct ibv_context` is at least that long (see CONTEXT_CMD_FD_OFFSET);
+        // the read is of a plain int.
+        unsafe {
+            self.ctx
+                .ctx
+                .cast::<u8>()
+                .add(offset)
+                .cast::<c_int>()
+                .read_unaligned()
+        }
+    }
+
+    /// The uverbs command file's descriptor.
+    pub fn cmd_fd(&self) -> c_int {
+        self.fd_at(CONTEXT_CMD_FD_OFFSET)
+    }
+
+    /// The async event file's descriptor: readable when an event waits.
+    pub fn async_fd(&self) -> c_int {
+        self.fd_at(CONTEXT_ASYNC_FD_OFFSET)
+    }
+
+    /// The next async event (type, port number for port events), acknowledged; `None` when
+    /// none waits on a non-blocking async fd.
+    pub fn next_event(&mut self) -> std::io::Result<Option<(u32, u32)>> {
+        let mut ev = RawAsyncEvent::default();
+        // SAFETY: `ev` has the layout of struct ibv_async_event.
+        let rc = unsafe { (self.ctx.verbs.get_async_event)(self.ctx.ctx, &mut ev) };
+        if rc != 0 {
+            let e = std::io::Error::last_os_error();
+            return match e.kind() {
+                std::io::ErrorKind::WouldBlock => Ok(None),
+                _ => Err(e),
+            };
+        }
+        // SAFETY: the event came from ibv_get_async_event and is acknowledged once.
+        unsafe { (self.ctx.verbs.ack_async_event)(&mut ev) };
+        Ok(Some((ev.event_type, ev.element as u32)))
     }
 }
 

@@ -160,6 +160,253 @@ fn compare_gids(rt: &tokio::runtime::Runtime) -> Result<()> {
     Ok(())
 }
 
+/// Where a read of the host goes: each primitive over every device, timed in this process
+/// (`profile_*` figures, ms for all devices unless named per file). Reads a file `n` times
+/// per device so that cheap files are measured above the clock's resolution.
+fn profile(rt: &tokio::runtime::Runtime) -> Result<()> {
+    use rdma_managerd::kernel::nldev::NldevClient;
+    let sys = SysRoot::system();
+    let names = sys.rdma_device_names()?;
+    let ms = |t: Instant| format!("{:.0}", t.elapsed().as_secs_f64() * 1e3);
+    let t = Instant::now();
+    let nl = NldevClient::open()?;
+    let devs = nl.devices()?;
+    figure(
+        "profile_nldev_get_dump_ms",
+        format!("{} ({} devices)", ms(t), devs.len()),
+    );
+    let t = Instant::now();
+    let ports = nl.ports()?;
+    figure(
+        "profile_nldev_port_get_dump_ms",
+        format!("{} ({} ports)", ms(t), ports.len()),
+    );
+    // Per file, every device's port 1 (rxe has one port) or the device directory.
+    for (file, port) in [
+        ("node_type", false),
+        ("node_guid", false),
+        ("sys_image_guid", false),
+        ("fw_ver", false),
+        ("node_desc", false),
+        ("parent", false),
+        ("state", true),
+        ("phys_state", true),
+        ("lid", true),
+        ("sm_lid", true),
+        ("lid_mask_count", true),
+        ("cap_mask", true),
+        ("link_layer", true),
+        ("rate", true),
+        ("gids/0", true),
+        ("gid_attrs/ndevs/0", true),
+        ("gid_attrs/types/0", true),
+        ("pkeys/0", true),
+    ] {
+        let t = Instant::now();
+        for name in &names {
+            let path = if port {
+                sys.port_dir(name, 1).join(file)
+            } else {
+                sys.device_dir(name).join(file)
+            };
+            let _ = std::hint::black_box(std::fs::read(&path));
+        }
+        figure(
+            &format!("profile_file_{}_ms", file.replace('/', "_")),
+            ms(t),
+        );
+    }
+    for dir in ["gids", "pkeys", "hw_counters"] {
+        let t = Instant::now();
+        let mut n = 0;
+        for name in &names {
+            n += std::fs::read_dir(sys.port_dir(name, 1).join(dir))
+                .map(|d| d.count())
+                .unwrap_or(0);
+        }
+        figure(
+            &format!("profile_list_{dir}_ms"),
+            format!("{} ({n} entries)", ms(t)),
+        );
+    }
+    let t = Instant::now();
+    for name in &names {
+        std::hint::black_box(sys.port_sources(name)?);
+    }
+    figure("profile_port_sources_ms", ms(t));
+    let t = Instant::now();
+    for name in &names {
+        let _ = std::hint::black_box(sys.roce_mode(name, 1));
+        let _ = std::hint::black_box(sys.roce_tos(name, 1));
+    }
+    figure("profile_configfs_mode_tos_ms", ms(t));
+    let t = Instant::now();
+    for name in &names {
+        let _ = std::hint::black_box(sys.rename_sysfs(name));
+    }
+    figure("profile_rename_sysfs_ms", ms(t));
+    let t = Instant::now();
+    let nd = sys.read_netdevs()?;
+    figure(
+        "profile_read_netdevs_ms",
+        format!("{} ({} netdevs)", ms(t), nd.len()),
+    );
+    // A device's read without its GID tables: what the attributes cost.
+    let t = Instant::now();
+    for name in &names {
+        let _ = std::hint::black_box(
+            sys.read_device_with(name, Some(&mut |_, _| Some(Default::default()))),
+        );
+    }
+    figure("profile_read_device_without_gids_ms", ms(t));
+    let t = Instant::now();
+    for name in &names {
+        if let Ok(i) = std::fs::read_to_string(
+            sys.netdev_dir(&format!("dummy{}", &name[3..]))
+                .join("ifindex"),
+        ) {
+            if let Ok(i) = i.trim().parse() {
+                let _ = std::hint::black_box(rdma_managerd::kernel::verbs::ifname(i));
+            }
+        }
+    }
+    figure("profile_ifindex_file_and_ifname_ms", ms(t));
+    let verbs = Verbs::load().context("libibverbs")?;
+    let t = Instant::now();
+    let list = verbs.devices()?;
+    figure("profile_verbs_device_list_ms", ms(t));
+    let t = Instant::now();
+    for name in &names {
+        let _ = std::hint::black_box(list.gid_table(name, 1024));
+    }
+    figure("profile_verbs_open_gid_table_close_ms", ms(t));
+    drop(list);
+    let t = Instant::now();
+    let host = LinuxHost::new();
+    let st = rt.block_on(rdma_managerd::engine::HostState::read(&host))?;
+    figure(
+        "profile_host_state_read_ms",
+        format!("{} ({} devices)", ms(t), st.devices.len()),
+    );
+    let t = Instant::now();
+    let _ = rt.block_on(rdma_managerd::engine::read_host(
+        &host,
+        &rdma_managerd::system::unreachable::Unreachable,
+    ))?;
+    figure("profile_read_host_ms", ms(t));
+    Ok(())
+}
+
+/// What a kept uverbs context gives on rxe, on the last device (after the daemon phase):
+/// which descriptors it holds, which async events a netdev going down and up and an address
+/// added raise, and whether `rdma link delete` completes while the context is open.
+fn probe_async_events(devices: usize) -> Result<()> {
+    let dev = format!("rxe{}", devices - 1);
+    let netdev = format!("dummy{}", devices - 1);
+    let verbs = Verbs::load().context("libibverbs")?;
+    let list = verbs.devices()?;
+    let mut ctx = list.open(&dev)?;
+    let link = |fd: i32| {
+        std::fs::read_link(format!("/proc/self/fd/{fd}"))
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|e| format!("? ({e})"))
+    };
+    figure(
+        "probe_context_fds",
+        format!("cmd {} async {}", link(ctx.cmd_fd()), link(ctx.async_fd())),
+    );
+    let fd = ctx.async_fd();
+    // SAFETY: fcntl on the context's own descriptor.
+    unsafe {
+        let fl = libc::fcntl(fd, libc::F_GETFL);
+        libc::fcntl(fd, libc::F_SETFL, fl | libc::O_NONBLOCK);
+    }
+    let mut wait = |what: &str, cmd: &mut Command| -> Result<()> {
+        let t = Instant::now();
+        run(cmd)?;
+        let mut got = Vec::new();
+        while t.elapsed() < Duration::from_secs(3) {
+            let mut pfd = libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one pollfd.
+            unsafe { libc::poll(&mut pfd, 1, 200) };
+            while let Some((ty, port)) = ctx.next_event()? {
+                got.push(format!(
+                    "type {ty} port {port} at {:.0} ms",
+                    t.elapsed().as_secs_f64() * 1e3
+                ));
+            }
+            if !got.is_empty() {
+                break;
+            }
+        }
+        figure(
+            &format!("probe_async_events_{what}"),
+            if got.is_empty() {
+                "none within 3 s".to_string()
+            } else {
+                got.join(", ")
+            },
+        );
+        Ok(())
+    };
+    wait(
+        "netdev_down",
+        Command::new("ip").args(["link", "set", &netdev, "down"]),
+    )?;
+    wait(
+        "netdev_up",
+        Command::new("ip").args(["link", "set", &netdev, "up"]),
+    )?;
+    wait(
+        "address_added",
+        Command::new("ip").args(["addr", "add", "10.9.9.9/24", "dev", &netdev]),
+    )?;
+    let t = Instant::now();
+    let mut del = Command::new("rdma")
+        .args(["link", "delete", &dev])
+        .stdout(Stdio::null())
+        .spawn()?;
+    let mut done = None;
+    while t.elapsed() < Duration::from_secs(5) {
+        if let Some(st) = del.try_wait()? {
+            done = Some(st);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut events = Vec::new();
+    while let Ok(Some((ty, port))) = ctx.next_event() {
+        events.push(format!("type {ty} port {port}"));
+    }
+    figure(
+        "probe_link_delete_with_context_open",
+        match done {
+            Some(st) => format!(
+                "{st} after {:.0} ms; events {events:?}",
+                t.elapsed().as_secs_f64() * 1e3
+            ),
+            None => format!("still running after 5 s; events {events:?}"),
+        },
+    );
+    if done.is_none() {
+        let t = Instant::now();
+        drop(ctx);
+        let st = del.wait()?;
+        figure(
+            "probe_link_delete_after_context_closed",
+            format!(
+                "{st} {:.0} ms after the close",
+                t.elapsed().as_secs_f64() * 1e3
+            ),
+        );
+    }
+    Ok(())
+}
+
 fn proc_status_kb(pid: u32, key: &str) -> Option<u64> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = text.lines().find(|l| l.starts_with(key))?;
@@ -384,5 +631,12 @@ fn main() -> Result<()> {
         figure("gids_verbs_equal_sysfs", format!("FAILED: {e:#}"));
         return Err(e);
     }
-    rt.block_on(daemon_phase(devices))
+    if let Err(e) = profile(&rt) {
+        figure("profile", format!("FAILED: {e:#}"));
+    }
+    let daemon = rt.block_on(daemon_phase(devices));
+    if let Err(e) = probe_async_events(devices) {
+        figure("probe", format!("FAILED: {e:#}"));
+    }
+    daemon
 }

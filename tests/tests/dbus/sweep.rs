@@ -63,3 +63,110 @@ async fn a_gid_changed_without_an_event_is_published_by_the_sweep() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// The sweep re-reads one device a tick without dumping every device over RDMA netlink each
+/// time (on a real kernel with 256 devices that dump cost more than the device's read): with
+/// no events, the dump is made again only every `resync_ticks`.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_sweep_does_not_dump_every_device_each_tick() {
+    let Some(bus) = session_bus_or_skip() else {
+        return;
+    };
+    let sim = SimHost::new(fixtures::demo_host()).expect("demo host");
+    let tick = Duration::from_millis(50);
+    let config = EngineConfig {
+        tick,
+        resync_ticks: 1_000_000,
+        sweep_devices_per_tick: 1,
+        ..EngineConfig::default()
+    };
+    let _service = serve_sim(&bus, &sim, config).await.expect("service");
+    let after_start = sim.nl_dumps();
+    // Long enough for many ticks even on a loaded machine: every tick sweeps a device.
+    let devices = sim.rdma_device_names().await.expect("names").len() as u64;
+    let start = Instant::now();
+    tokio::time::sleep(tick * 40).await;
+    let ticks = (start.elapsed().as_millis() / tick.as_millis()) as u64;
+    let dumps = sim.nl_dumps() - after_start;
+    assert!(
+        ticks >= 10 && devices >= 3,
+        "{ticks} ticks, {devices} devices"
+    );
+    // One dump for the first sweep; before, one a tick.
+    assert!(dumps <= 2, "{dumps} netlink dumps in about {ticks} ticks");
+}
+
+/// The Port object of `device`'s port 1, found through GetManagedObjects.
+async fn port_of(client: &zbus::Connection, device: &str) -> PortProxy<'static> {
+    let om = zbus::fdo::ObjectManagerProxy::builder(client)
+        .destination("org.rdmamanager.RdmaManager1")
+        .expect("destination")
+        .path("/org/rdmamanager/RdmaManager1")
+        .expect("path")
+        .build()
+        .await
+        .expect("object manager");
+    let objects = om.get_managed_objects().await.expect("objects");
+    let path = objects
+        .iter()
+        .find(|(path, ifaces)| {
+            path.as_str().ends_with("/Port/1")
+                && ifaces.values().any(|props| {
+                    props
+                        .get("DeviceName")
+                        .and_then(|v| <&str>::try_from(v).ok())
+                        .is_some_and(|n| n == device)
+                })
+        })
+        .map(|(p, _)| p.to_string())
+        .unwrap_or_else(|| panic!("no Port 1 of {device}"));
+    PortProxy::builder(client)
+        .path(path)
+        .expect("path")
+        .cache_properties(CacheProperties::No)
+        .build()
+        .await
+        .expect("port")
+}
+
+/// A soft device's port state follows its netdev and is not read by the 1 Hz poll (512
+/// files a second on 256 rxe devices): a change the kernel makes without the netdev's
+/// rtnetlink event is not seen until the device is re-read; with the event (as `ip link set
+/// down` raises it) it is published.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_soft_port_s_state_follows_its_netdev_s_events() {
+    use rdma_managerd::kernel::HostEvent;
+    use rdma_managerd::model::{PhysState, PortState};
+    let Some(bus) = session_bus_or_skip() else {
+        return;
+    };
+    let sim = SimHost::new(fixtures::demo_host()).expect("demo host");
+    let tick = Duration::from_millis(50);
+    let config = EngineConfig {
+        tick,
+        resync_ticks: 1_000_000,
+        // No sweep: only the poll or an event could find the change.
+        sweep_devices_per_tick: 0,
+        ..EngineConfig::default()
+    };
+    let _service = serve_sim(&bus, &sim, config).await.expect("service");
+    let client = bus.connect().await.expect("client");
+    let port = port_of(&client, "rxe0").await;
+    assert_eq!(port.state().await.expect("State"), "ACTIVE");
+    sim.set_port_state_quietly("rxe0", 1, PortState::Down, PhysState::Disabled)
+        .expect("state");
+    // Twenty ticks, each a poll: the state is not read.
+    tokio::time::sleep(tick * 20).await;
+    assert_eq!(port.state().await.expect("State"), "ACTIVE");
+    sim.raise(HostEvent::NetdevChanged {
+        name: "eth0".into(),
+    });
+    let start = Instant::now();
+    while port.state().await.expect("State") != "DOWN" {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "rxe0's port not DOWN after its netdev's event"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

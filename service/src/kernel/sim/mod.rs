@@ -92,6 +92,9 @@ struct Inner {
     /// While not 0, the errno every read of the host fails with (see [`SimHost::fail_reads`]).
     /// Shared with the port pollers, which outlive no host but must not lock its state.
     read_fault: Arc<AtomicI32>,
+    /// RDMA netlink GET dumps answered (each lists every device: what it costs grows with
+    /// the host, so the daemon should ask for one rarely).
+    nl_dumps: std::sync::atomic::AtomicU64,
 }
 
 /// A simulated RDMA host. Cheap to clone (shared state).
@@ -152,6 +155,7 @@ impl SimHost {
                 _tmp: tmp,
                 state: Mutex::new(state),
                 read_fault: Arc::new(AtomicI32::new(0)),
+                nl_dumps: std::sync::atomic::AtomicU64::new(0),
             }),
         };
         host.render_all()?;
@@ -313,6 +317,13 @@ impl SimHost {
         }
     }
 
+    /// How many RDMA netlink device dumps (`nl_devices`) were answered.
+    pub fn nl_dumps(&self) -> u64 {
+        self.inner
+            .nl_dumps
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// How many times udevd was told to reload its rules.
     pub fn udev_reloads(&self) -> u32 {
         self.lock().udev_reloads
@@ -375,6 +386,22 @@ impl SimHost {
         phys: PhysState,
     ) -> Result<(), HostError> {
         self.with_port(dev, port, |p| {
+            p.state = state;
+            p.phys_state = phys;
+        })
+    }
+
+    /// Sets a port's state and physical state without any event, as a real kernel changes
+    /// them (it raises no uevent for a port; rxe's follow its netdev, whose rtnetlink event
+    /// the caller raises if it wants one, and may raise before or after this).
+    pub fn set_port_state_quietly(
+        &self,
+        dev: &str,
+        port: u32,
+        state: PortState,
+        phys: PhysState,
+    ) -> Result<(), HostError> {
+        self.with_port_silent(dev, port, |p| {
             p.state = state;
             p.phys_state = phys;
         })
@@ -689,6 +716,9 @@ impl Host for SimHost {
 
     async fn nl_devices(&self) -> Result<Vec<NlDevice>, HostError> {
         self.read_fault("RDMA netlink")?;
+        self.inner
+            .nl_dumps
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         Ok(rules::nl_devices(&self.lock()))
     }
 
