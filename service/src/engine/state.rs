@@ -13,7 +13,7 @@ use crate::kernel::{Host, HostError, NlDevice, PortSource};
 use crate::model::roce::is_roce_port;
 use crate::model::{DeviceSnapshot, NetdevSnapshot, RoceMode};
 
-/// How many devices a full enumeration reads at once (see [`HostState::refresh_all`]): enough
+/// How many devices a full enumeration reads at once (see [`ObservedState::refresh_all`]): enough
 /// to keep a few CPUs busy, few enough that a 1024-device host does not take as many
 /// blocking threads and descriptors at once.
 const DEVICES_IN_FLIGHT: usize = 8;
@@ -214,7 +214,7 @@ impl ObservedState {
         self.refresh_devices_with(host, names, &nl).await
     }
 
-    /// [`HostState::refresh_devices`] with the RDMA netlink device list already in hand (the
+    /// [`ObservedState::refresh_devices`] with the RDMA netlink device list already in hand (the
     /// sweep keeps one: a dump of every device costs as much as reading several of them).
     pub async fn refresh_devices_with(
         &mut self,

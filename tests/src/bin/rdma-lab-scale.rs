@@ -283,7 +283,7 @@ fn profile(rt: &tokio::runtime::Runtime) -> Result<()> {
     drop(list);
     let t = Instant::now();
     let host = LinuxHost::new();
-    let st = rt.block_on(rdma_managerd::engine::HostState::read(&host))?;
+    let st = rt.block_on(rdma_managerd::engine::ObservedState::read(&host))?;
     figure(
         "profile_host_state_read_ms",
         format!("{} ({} devices)", ms(t), st.devices.len()),
