@@ -448,11 +448,9 @@ c_networkmanager() {
 NM_ADDR=198.51.100.5
 NM_GID=0000:0000:0000:0000:0000:ffff:c633:6405
 not() { ! "$@"; }
+# One grep over the 1024 entries (a cat each took seconds in the guest).
 rxe_gid_indexes() {
-  local f
-  for f in /sys/class/infiniband/rxe0/ports/1/gids/*; do
-    [ "$(cat "$f" 2>/dev/null)" = "$NM_GID" ] && echo "${f##*/}"
-  done
+  grep -lx "$NM_GID" /sys/class/infiniband/rxe0/ports/1/gids/* 2>/dev/null | sed 's#.*/##'
 }
 rxe_has_gid() { [ -n "$(rxe_gid_indexes)" ]; }
 daemon_has_gid() {
