@@ -8,7 +8,7 @@ use std::net::IpAddr;
 
 use ratatui::text::Line;
 
-use crate::client::{CallError, CallOutput, ErrorKind, IpSettings, IpValue};
+use crate::client::{Call, CallError, CallOutput, ErrorKind, IpSettings, IpValue};
 use crate::form::{ChoiceOption, Field, Form};
 use crate::theme::Theme;
 
@@ -268,6 +268,19 @@ fn value_of(key: &str, text: &str) -> Option<IpValue> {
         "dns-search" => IpValue::List(search(text).ok()?),
         _ => IpValue::Text(text.trim().to_string()),
     })
+}
+
+/// The call a filled-in form makes: `SetIpSettings` of the keys that changed, or nothing.
+pub fn calls(form: &Form, settings: &IpSettings) -> Vec<Call> {
+    let changed = changes(form, settings);
+    if changed.is_empty() {
+        Vec::new()
+    } else {
+        vec![Call::SetIpSettings {
+            interface: settings.interface.clone(),
+            settings: changed,
+        }]
+    }
 }
 
 /// The keys whose value differs from `settings` (a form without errors; see [`check`]).

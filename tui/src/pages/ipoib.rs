@@ -514,17 +514,7 @@ impl IpoibPage {
                         None => Vec::new(),
                     },
                     Dialog::Delete { path } => vec![Call::DeleteIpoib { path: path.clone() }],
-                    Dialog::Ip { settings } => {
-                        let changed = crate::ipform::changes(&s.form, settings);
-                        if changed.is_empty() {
-                            Vec::new()
-                        } else {
-                            vec![Call::SetIpSettings {
-                                interface: settings.interface.clone(),
-                                settings: changed,
-                            }]
-                        }
-                    }
+                    Dialog::Ip { settings } => crate::ipform::calls(&s.form, settings),
                 };
                 if calls.is_empty() {
                     self.session = None;

@@ -157,17 +157,7 @@ impl RocePage {
                     return Outcome::Handled;
                 }
                 let calls = match (&s.kind.ip, model.ports.get(&s.kind.port)) {
-                    (Some(settings), _) => {
-                        let changed = crate::ipform::changes(&s.form, settings);
-                        if changed.is_empty() {
-                            Vec::new()
-                        } else {
-                            vec![Call::SetIpSettings {
-                                interface: settings.interface.clone(),
-                                settings: changed,
-                            }]
-                        }
-                    }
+                    (Some(settings), _) => crate::ipform::calls(&s.form, settings),
                     (None, Some(p)) => edit_calls(&s.form, p),
                     (None, None) => Vec::new(),
                 };
