@@ -62,7 +62,12 @@ impl ProfileUndo {
         };
         match self {
             ProfileUndo::Restore { uuid, settings } => {
-                let r = if exists(uuid).await {
+                let now = nm.profile_settings(uuid).await.ok();
+                if now.as_ref() == Some(settings) {
+                    // NetworkManager's rollback put it back already.
+                    return Ok(String::new());
+                }
+                let r = if now.is_some() {
                     nm.update(uuid, settings.clone()).await
                 } else {
                     nm.add_as_is(settings.clone()).await.map(|_| ())
