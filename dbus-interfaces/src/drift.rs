@@ -178,6 +178,7 @@ fn signature(ty: &str) -> String {
         "ManagedLimits" => ManagedLimits::SIGNATURE.to_string(),
         "SubnetManager" => SubnetManager::SIGNATURE.to_string(),
         "HostStep" => HostStep::SIGNATURE.to_string(),
+        "Owner" => Owner::SIGNATURE.to_string(),
         other => format!("<unknown type {other}: add it to drift.rs>"),
     }
 }

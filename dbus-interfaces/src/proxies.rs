@@ -7,6 +7,8 @@ use std::collections::HashMap;
 use zbus::proxy;
 use zbus::zvariant::{OwnedObjectPath, OwnedValue};
 
+use crate::types::Owner;
+
 /// One port's throughput at one tick: (port object, TX bytes/s, RX bytes/s, TX packets/s,
 /// RX packets/s, flags).
 pub type PortSample = (OwnedObjectPath, f64, f64, f64, f64, u8);
@@ -171,9 +173,9 @@ pub trait Port {
     fn pkeys(&self) -> zbus::Result<Vec<(u32, u16)>>;
     #[zbus(property)]
     fn netdev(&self) -> zbus::Result<String>;
-    /// ("networkmanager", profile id, UUID) when a NetworkManager profile configures the netdev.
+    /// A NetworkManager profile's when one configures the netdev, else empty.
     #[zbus(property)]
-    fn netdev_owner(&self) -> zbus::Result<(String, String, String)>;
+    fn netdev_owner(&self) -> zbus::Result<Owner>;
     #[zbus(property)]
     fn counter_source(&self) -> zbus::Result<String>;
     #[zbus(property)]
@@ -239,9 +241,8 @@ pub trait Ipoib {
     fn children(&self) -> zbus::Result<Vec<OwnedObjectPath>>;
     #[zbus(property)]
     fn unreadable(&self) -> zbus::Result<HashMap<String, String>>;
-    /// ("networkmanager", profile id, UUID), ("rdma-manager", "", "") or ("", "", "").
     #[zbus(property)]
-    fn owner(&self) -> zbus::Result<(String, String, String)>;
+    fn owner(&self) -> zbus::Result<Owner>;
     /// Whether ipoib.toml remembers this interface.
     #[zbus(property)]
     fn persisted(&self) -> zbus::Result<bool>;

@@ -118,6 +118,47 @@ impl HostStep {
     }
 }
 
+/// Who configures a network interface's IP settings (Ipoib `Owner`, Port `NetdevOwner`,
+/// `(sss)`): all empty when nobody does.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Type, Value, OwnedValue)]
+#[zvariant(crate = "zbus::zvariant")]
+pub struct Owner {
+    /// "networkmanager" (a NetworkManager profile: the daemon then leaves the interface
+    /// alone), "rdma-manager" (ipoib.toml remembers it; Ipoib only) or "".
+    pub kind: String,
+    /// The NetworkManager profile's id (its name); "" for another kind.
+    pub profile_id: String,
+    /// The NetworkManager profile's UUID; "" for another kind.
+    pub uuid: String,
+}
+
+impl Owner {
+    pub const NETWORK_MANAGER: &'static str = "networkmanager";
+    pub const RDMA_MANAGER: &'static str = "rdma-manager";
+
+    /// A NetworkManager profile configures the interface.
+    pub fn network_manager(profile_id: &str, uuid: &str) -> Self {
+        Owner {
+            kind: Self::NETWORK_MANAGER.to_string(),
+            profile_id: profile_id.to_string(),
+            uuid: uuid.to_string(),
+        }
+    }
+
+    /// The daemon remembers the interface in ipoib.toml.
+    pub fn rdma_manager() -> Self {
+        Owner {
+            kind: Self::RDMA_MANAGER.to_string(),
+            ..Owner::default()
+        }
+    }
+
+    /// The NetworkManager profile that configures the interface, if one does.
+    pub fn nm_profile(&self) -> Option<&str> {
+        (self.kind == Self::NETWORK_MANAGER).then_some(self.profile_id.as_str())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,6 +171,7 @@ mod tests {
         assert_eq!(ManagedLimits::SIGNATURE.to_string(), "(ss)");
         assert_eq!(SubnetManager::SIGNATURE.to_string(), "(ossus)");
         assert_eq!(HostStep::SIGNATURE.to_string(), "(sss)");
+        assert_eq!(Owner::SIGNATURE.to_string(), "(sss)");
         assert_eq!(
             <Vec<SubnetManager>>::SIGNATURE.to_string(),
             <Vec<(OwnedObjectPath, String, String, u32, String)>>::SIGNATURE.to_string()
@@ -147,5 +189,14 @@ mod tests {
         let owned = OwnedValue::try_from(v).expect("owned");
         let u = UnitState::try_from(owned).expect("decode");
         assert!(u.active() && u.enabled() && u.installed());
+
+        let v = Value::from((
+            "networkmanager".to_string(),
+            "storage".to_string(),
+            "5f0c".to_string(),
+        ));
+        let o = Owner::try_from(OwnedValue::try_from(v).expect("owned")).expect("decode");
+        assert_eq!(o, Owner::network_manager("storage", "5f0c"));
+        assert_eq!(o.nm_profile(), Some("storage"));
     }
 }

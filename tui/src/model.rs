@@ -8,6 +8,8 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use rdma_manager_dbus::proxies::{sample_flags, HistorySample};
 use serde::{Deserialize, Serialize};
 
+/// The interfaces' structured values, as the service writes them.
+pub use rdma_manager_dbus::types::Owner;
 /// The Host object's structured values, as the service writes them.
 pub use rdma_manager_dbus::types::{ManagedLimits, RdmaModule, SubnetManager, UnitState};
 use zbus::zvariant::{OwnedObjectPath, OwnedValue};
@@ -242,7 +244,7 @@ record!(
         persisted_settings: BTreeMap<String, String> = "PersistedSettings"
             via HashMap<String, String> => |m| m.into_iter().collect(),
         persisted_children: Vec<(u16, String)> = "PersistedChildren",
-        owner: (String, String, String) = "Owner",
+        owner: Owner = "Owner",
     }
 );
 
@@ -291,7 +293,7 @@ impl Ipoib {
     /// The NetworkManager profile that configures it, if one does (the daemon then leaves
     /// it alone).
     pub fn nm_profile(&self) -> Option<&str> {
-        (self.owner.0 == "networkmanager").then_some(self.owner.1.as_str())
+        self.owner.nm_profile()
     }
 }
 

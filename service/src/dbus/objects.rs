@@ -9,7 +9,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
-use rdma_manager_dbus::types::{HostStep, ManagedLimits, RdmaModule, SubnetManager, UnitState};
+use rdma_manager_dbus::types::{
+    HostStep, ManagedLimits, Owner, RdmaModule, SubnetManager, UnitState,
+};
 use rdma_manager_dbus::{Action, Error};
 use zbus::message::Header;
 use zbus::object_server::SignalEmitter;
@@ -386,7 +388,7 @@ bus_object! {
         /// The network interface carrying this port's traffic, if any.
         netdev as "Netdev": String,
         /// Who configures the netdev's IP settings: ("networkmanager", profile id, profile UUID) when a NetworkManager profile does, ("", "", "") when nobody does (Network.GetIpSettings tells whether it is active and NetworkManager's device state).
-        netdev_owner as "NetdevOwner": (String, String, String),
+        netdev_owner as "NetdevOwner": Owner,
         /// Where throughput is counted: pma64, pma32 (32-bit PMA counters, which saturate), hw_counters, netdev or none.
         counter_source as "CounterSource": String,
         /// Attributes the kernel did not give, with the reason (missing, read failed: EINVAL, malformed ...); their properties show empty or zero.
@@ -545,7 +547,7 @@ bus_object! {
         /// Attributes the kernel did not give, with the reason (missing, read failed: EINVAL, malformed ...); their properties show empty or zero.
         unreadable as "Unreadable": HashMap<String, String>,
         /// Who configures this interface: ("networkmanager", profile id, profile UUID) when a NetworkManager profile does (the daemon then refuses to change it and does not re-create it), ("rdma-manager", "", "") when ipoib.toml remembers it, ("", "", "") when nobody does.
-        owner as "Owner": (String, String, String),
+        owner as "Owner": Owner,
         /// Whether the daemon remembers this interface in ipoib.toml: a P_Key child it re-creates, or a port's interface with settings it re-applies.
         persisted as "Persisted": bool,
         /// The remembered settings re-applied when the interface appears (mode, mtu, umcast), as text.

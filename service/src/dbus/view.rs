@@ -18,7 +18,7 @@ use crate::model::{DeviceKind, Field, PortSnapshot};
 use super::objects::{DeviceView, IpoibView, PortView, RootView};
 pub use super::values::{counter_source_name, object_path};
 use super::values::{managed_limits, unit_state};
-use rdma_manager_dbus::types::{RdmaModule, SubnetManager};
+use rdma_manager_dbus::types::{Owner, RdmaModule, SubnetManager};
 
 /// Collects unreadable attributes while turning fields into plain values.
 #[derive(Default)]
@@ -170,7 +170,7 @@ pub fn port_view(
                     .iter()
                     .find(|p| p.interface.as_deref() == Some(n))
             })
-            .map(|p| ("networkmanager".to_string(), p.id.clone(), p.uuid.clone()))
+            .map(|p| Owner::network_manager(&p.id, &p.uuid))
             .unwrap_or_default(),
         counter_source: source
             .map(|s| counter_source_name(&s.counters))
@@ -279,16 +279,15 @@ pub fn ipoib_view(links: &IpoibLinks<'_>, i: &IpoibState) -> IpoibView {
     }
 }
 
-/// Who configures an interface: ("networkmanager", profile id, profile UUID) when a
-/// NetworkManager profile does, else ("rdma-manager", "", "") when ipoib.toml remembers it,
-/// else ("", "", "").
-fn owner(links: &IpoibLinks<'_>, name: &str, persisted: bool) -> (String, String, String) {
+/// Who configures an interface: a NetworkManager profile when one does, else rdma-manager
+/// when ipoib.toml remembers it, else nobody.
+fn owner(links: &IpoibLinks<'_>, name: &str, persisted: bool) -> Owner {
     let profile = links
         .nm_profiles
         .and_then(|ps| ps.iter().find(|p| p.interface.as_deref() == Some(name)));
     match profile {
-        Some(p) => ("networkmanager".into(), p.id.clone(), p.uuid.clone()),
-        None if persisted => ("rdma-manager".into(), String::new(), String::new()),
+        Some(p) => Owner::network_manager(&p.id, &p.uuid),
+        None if persisted => Owner::rdma_manager(),
         None => Default::default(),
     }
 }

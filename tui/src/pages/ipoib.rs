@@ -971,7 +971,7 @@ mod tests {
         assert!(!text(&m).contains("NetworkManager"), "{}", text(&m));
         if let Some(i) = m.ipoib.get_mut(path) {
             i.persisted = true;
-            i.owner = ("networkmanager".into(), "storage".into(), "u".into());
+            i.owner = crate::model::Owner::network_manager("storage", "u");
         }
         let shown = text(&m);
         assert!(
