@@ -179,6 +179,10 @@ fn signature(ty: &str) -> String {
         "SubnetManager" => SubnetManager::SIGNATURE.to_string(),
         "HostStep" => HostStep::SIGNATURE.to_string(),
         "Owner" => Owner::SIGNATURE.to_string(),
+        "SoftLink" => SoftLink::SIGNATURE.to_string(),
+        "NameRule" => NameRule::SIGNATURE.to_string(),
+        "StateStale" => StateStale::SIGNATURE.to_string(),
+        "NamePreview" => NamePreview::SIGNATURE.to_string(),
         other => format!("<unknown type {other}: add it to drift.rs>"),
     }
 }

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use zbus::proxy;
 use zbus::zvariant::{OwnedObjectPath, OwnedValue};
 
-use crate::types::Owner;
+use crate::types::{NamePreview, NameRule, Owner, SoftLink, StateStale};
 
 /// One port's throughput at one tick: (port object, TX bytes/s, RX bytes/s, TX packets/s,
 /// RX packets/s, flags).
@@ -44,8 +44,7 @@ pub trait Manager {
     fn set_rdma_fixed_name(&self, node_guid: &str, name: &str, apply_now: bool)
         -> zbus::Result<()>;
     fn remove_rdma_fixed_name(&self, node_guid: &str) -> zbus::Result<()>;
-    /// (device, policy, name or empty, active, reason).
-    fn preview_rdma_names(&self) -> zbus::Result<Vec<(String, String, String, bool, String)>>;
+    fn preview_rdma_names(&self) -> zbus::Result<Vec<NamePreview>>;
 
     #[zbus(signal)]
     fn throughput_sampled(&self, time_us: u64, samples: Vec<PortSample>) -> zbus::Result<()>;
@@ -62,26 +61,23 @@ pub trait Manager {
     fn sample_interval_us(&self) -> zbus::Result<u64>;
     #[zbus(property)]
     fn history_length(&self) -> zbus::Result<u32>;
-    /// Remembered soft links: (name, type, network interface).
     #[zbus(property)]
-    fn soft_links(&self) -> zbus::Result<Vec<(String, String, String)>>;
+    fn soft_links(&self) -> zbus::Result<Vec<SoftLink>>;
     /// Unusable files under /etc/rdma-manager, with the reason.
     #[zbus(property)]
     fn config_errors(&self) -> zbus::Result<std::collections::HashMap<String, String>>;
-    /// IPoIB naming rules: (port GUID, name, managed, line).
+    /// IPoIB naming rules (by port GUID).
     #[zbus(property)]
-    fn ipoib_names(&self) -> zbus::Result<Vec<(String, String, bool, u32)>>;
+    fn ipoib_names(&self) -> zbus::Result<Vec<NameRule>>;
     #[zbus(property)]
     fn rdma_naming_policy(&self) -> zbus::Result<String>;
     #[zbus(property)]
     fn rdma_naming_policy_source(&self) -> zbus::Result<String>;
-    /// Fixed RDMA device names: (node GUID, name, managed, line).
+    /// Fixed RDMA device names (by node GUID).
     #[zbus(property)]
-    fn rdma_fixed_names(&self) -> zbus::Result<Vec<(String, String, bool, u32)>>;
-    /// (stale, reason, since µs since the epoch): whether the published state may be behind
-    /// the kernel because the daemon cannot re-read the host.
+    fn rdma_fixed_names(&self) -> zbus::Result<Vec<NameRule>>;
     #[zbus(property)]
-    fn state_stale(&self) -> zbus::Result<(bool, String, u64)>;
+    fn state_stale(&self) -> zbus::Result<StateStale>;
 }
 
 #[proxy(

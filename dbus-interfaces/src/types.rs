@@ -159,6 +159,60 @@ impl Owner {
     }
 }
 
+/// A soft RDMA link the daemon remembers and re-creates (root `SoftLinks`, `a(sss)`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Type, Value, OwnedValue)]
+#[zvariant(crate = "zbus::zvariant")]
+pub struct SoftLink {
+    /// The RDMA device's name.
+    pub name: String,
+    /// "rxe" or "siw".
+    pub kind: String,
+    /// The network interface it runs over.
+    pub netdev: String,
+}
+
+/// A naming rule of a udev rules file (root `IpoibNames`, `RdmaFixedNames`, `a(ssbu)`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Type, Value, OwnedValue)]
+#[zvariant(crate = "zbus::zvariant")]
+pub struct NameRule {
+    /// The port GUID (`IpoibNames`) or node GUID (`RdmaFixedNames`), as ibstat prints it.
+    pub guid: String,
+    /// The interface or device name the rule gives.
+    pub name: String,
+    /// In the daemon's block: rules not managed are the users' own and never rewritten.
+    pub managed: bool,
+    /// The line number in the rules file.
+    pub line: u32,
+}
+
+/// Whether the published state may be behind the kernel (root `StateStale`, `(bst)`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Type, Value, OwnedValue)]
+#[zvariant(crate = "zbus::zvariant")]
+pub struct StateStale {
+    /// True while the daemon cannot re-read the host (out of file descriptors, for one).
+    pub stale: bool,
+    /// Why, in words; "" when current.
+    pub reason: String,
+    /// When it became stale, in microseconds since the Unix epoch; 0 when current.
+    pub since_us: u64,
+}
+
+/// One row of the root's `PreviewRdmaNames` (`a(sssbs)`): what a policy would name a device.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Type, Value, OwnedValue)]
+#[zvariant(crate = "zbus::zvariant")]
+pub struct NamePreview {
+    /// The device's name now.
+    pub device: String,
+    /// NAME_KERNEL, NAME_ONBOARD, NAME_PCI, NAME_GUID, NAME_FALLBACK or NAME_FIXED.
+    pub policy: String,
+    /// The name rdma_rename gives, or "" when it gives none.
+    pub name: String,
+    /// What the rules in force do when the device is next added.
+    pub active: bool,
+    /// Why there is no name, or what to know about it.
+    pub reason: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,6 +226,10 @@ mod tests {
         assert_eq!(SubnetManager::SIGNATURE.to_string(), "(ossus)");
         assert_eq!(HostStep::SIGNATURE.to_string(), "(sss)");
         assert_eq!(Owner::SIGNATURE.to_string(), "(sss)");
+        assert_eq!(SoftLink::SIGNATURE.to_string(), "(sss)");
+        assert_eq!(NameRule::SIGNATURE.to_string(), "(ssbu)");
+        assert_eq!(StateStale::SIGNATURE.to_string(), "(bst)");
+        assert_eq!(NamePreview::SIGNATURE.to_string(), "(sssbs)");
         assert_eq!(
             <Vec<SubnetManager>>::SIGNATURE.to_string(),
             <Vec<(OwnedObjectPath, String, String, u32, String)>>::SIGNATURE.to_string()
@@ -198,5 +256,23 @@ mod tests {
         let o = Owner::try_from(OwnedValue::try_from(v).expect("owned")).expect("decode");
         assert_eq!(o, Owner::network_manager("storage", "5f0c"));
         assert_eq!(o.nm_profile(), Some("storage"));
+
+        let v = Value::from(vec![(
+            "0x0002c90300a0b0c1".to_string(),
+            "ib-a".to_string(),
+            true,
+            12u32,
+        )]);
+        let rules =
+            <Vec<NameRule>>::try_from(OwnedValue::try_from(v).expect("owned")).expect("decode");
+        assert_eq!(
+            rules,
+            [NameRule {
+                guid: "0x0002c90300a0b0c1".into(),
+                name: "ib-a".into(),
+                managed: true,
+                line: 12
+            }]
+        );
     }
 }

@@ -8,10 +8,10 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use rdma_manager_dbus::proxies::{sample_flags, HistorySample};
 use serde::{Deserialize, Serialize};
 
-/// The interfaces' structured values, as the service writes them.
-pub use rdma_manager_dbus::types::Owner;
 /// The Host object's structured values, as the service writes them.
 pub use rdma_manager_dbus::types::{ManagedLimits, RdmaModule, SubnetManager, UnitState};
+/// The interfaces' structured values, as the service writes them.
+pub use rdma_manager_dbus::types::{NameRule, Owner, SoftLink};
 use zbus::zvariant::{OwnedObjectPath, OwnedValue};
 
 /// Interface names, as the service publishes them.
@@ -89,35 +89,6 @@ macro_rules! record {
     };
 }
 
-/// A remembered soft link (the root's `SoftLinks`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SoftLink {
-    pub name: String,
-    pub kind: String,
-    pub netdev: String,
-}
-
-/// A naming rule (`IpoibNames`, `RdmaFixedNames`): GUID, name, whether the daemon's block
-/// holds it, and its line in the rules file.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NameRule {
-    pub guid: String,
-    pub name: String,
-    pub managed: bool,
-    pub line: u32,
-}
-
-fn name_rules(v: Vec<(String, String, bool, u32)>) -> Vec<NameRule> {
-    v.into_iter()
-        .map(|(guid, name, managed, line)| NameRule {
-            guid,
-            name,
-            managed,
-            line,
-        })
-        .collect()
-}
-
 record!(
     /// The root object (`org.rdmamanager.RdmaManager1`).
     Manager {
@@ -127,18 +98,13 @@ record!(
         ipoib_interfaces: Vec<String> = "IpoibInterfaces" via Vec<OwnedObjectPath> => paths,
         sample_interval_us: u64 = "SampleIntervalUs",
         history_length: u32 = "HistoryLength",
-        soft_links: Vec<SoftLink> = "SoftLinks" via Vec<(String, String, String)> => |v| v
-            .into_iter()
-            .map(|(name, kind, netdev)| SoftLink { name, kind, netdev })
-            .collect(),
+        soft_links: Vec<SoftLink> = "SoftLinks",
         config_errors: BTreeMap<String, String> = "ConfigErrors"
             via HashMap<String, String> => |m| m.into_iter().collect(),
-        ipoib_names: Vec<NameRule> = "IpoibNames"
-            via Vec<(String, String, bool, u32)> => name_rules,
+        ipoib_names: Vec<NameRule> = "IpoibNames",
         rdma_naming_policy: String = "RdmaNamingPolicy",
         rdma_naming_policy_source: String = "RdmaNamingPolicySource",
-        rdma_fixed_names: Vec<NameRule> = "RdmaFixedNames"
-            via Vec<(String, String, bool, u32)> => name_rules,
+        rdma_fixed_names: Vec<NameRule> = "RdmaFixedNames",
     }
 );
 

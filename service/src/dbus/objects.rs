@@ -10,7 +10,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use rdma_manager_dbus::types::{
-    HostStep, ManagedLimits, Owner, RdmaModule, SubnetManager, UnitState,
+    HostStep, ManagedLimits, NamePreview, NameRule, Owner, RdmaModule, SoftLink, StateStale,
+    SubnetManager, UnitState,
 };
 use rdma_manager_dbus::{Action, Error};
 use zbus::message::Header;
@@ -103,19 +104,19 @@ bus_object! {
         /// Samples of history kept per port.
         history_length as "HistoryLength": u32,
         /// Soft links the daemon remembers and re-creates (name, type rxe or siw, network interface), from soft-links.toml.
-        soft_links as "SoftLinks": Vec<(String, String, String)>,
+        soft_links as "SoftLinks": Vec<SoftLink>,
         /// Persisted files under /etc/rdma-manager, and udev rules files the daemon manages, that cannot be used, with the reason; changes in their area are refused until they are fixed.
         config_errors as "ConfigErrors": HashMap<String, String>,
         /// IPoIB naming rules of /etc/udev/rules.d/70-persistent-ipoib.rules: (port GUID as ibstat prints it, interface name, managed by rdma-managerd, line number). Rules not managed are the users' own and are never rewritten.
-        ipoib_names as "IpoibNames": Vec<(String, String, bool, u32)>,
+        ipoib_names as "IpoibNames": Vec<NameRule>,
         /// The RDMA device naming policy udev applies when a device is added: NAME_KERNEL, NAME_ONBOARD, NAME_PCI, NAME_GUID or NAME_FALLBACK.
         rdma_naming_policy as "RdmaNamingPolicy": String,
         /// The rules file the policy is read from (the override in /etc/udev/rules.d or rdma-core's file); empty when none exists and rdma-core's default is assumed.
         rdma_naming_policy_source as "RdmaNamingPolicySource": String,
         /// Fixed RDMA device names (NAME_FIXED) in the rules file RdmaNamingPolicySource names: (node GUID as ibstat prints it, name, managed by rdma-managerd, line number).
-        rdma_fixed_names as "RdmaFixedNames": Vec<(String, String, bool, u32)>,
+        rdma_fixed_names as "RdmaFixedNames": Vec<NameRule>,
         /// (stale, reason, since): true while the daemon cannot re-read the host (out of file descriptors, for one) and publishes the last state it read, which may be behind the kernel; the reason; when it became stale, in microseconds since the Unix epoch. (false, "", 0) when the state is current. The daemon re-reads until it can and clears it by itself.
-        state_stale as "StateStale": (bool, String, u64),
+        state_stale as "StateStale": StateStale,
     }
     methods {
         /// Creates a Soft-RoCE (`rxe`) or Soft-iWARP (`siw`) device over a network interface,
@@ -257,7 +258,7 @@ bus_object! {
         /// For every RDMA device and every policy (and its fixed name, if it has one): (device, policy, the name rdma_rename gives, or empty, true for what the rules in force do when the device is next added, the reason there is no name or what to know about it).
         async fn preview_rdma_names(
             &self,
-        ) -> Result<Vec<(String, String, String, bool, String)>, Error> {
+        ) -> Result<Vec<NamePreview>, Error> {
             let rows = self
                 .ctx
                 .engine()?
@@ -266,7 +267,13 @@ bus_object! {
                 .map_err(super::errors::op_error)?;
             Ok(rows
                 .into_iter()
-                .map(|r| (r.device, r.policy, r.name, r.active, r.reason))
+                .map(|r| NamePreview {
+                    device: r.device,
+                    policy: r.policy,
+                    name: r.name,
+                    active: r.active,
+                    reason: r.reason,
+                })
                 .collect())
         }
 

@@ -18,7 +18,7 @@ use crate::model::{DeviceKind, Field, PortSnapshot};
 use super::objects::{DeviceView, IpoibView, PortView, RootView};
 pub use super::values::{counter_source_name, object_path};
 use super::values::{managed_limits, unit_state};
-use rdma_manager_dbus::types::{Owner, RdmaModule, SubnetManager};
+use rdma_manager_dbus::types::{NameRule, Owner, RdmaModule, SoftLink, StateStale, SubnetManager};
 
 /// Collects unreadable attributes while turning fields into plain values.
 #[derive(Default)]
@@ -358,12 +358,10 @@ pub fn root_view(st: &ObservedState, simulated: bool, tick_us: u64) -> RootView 
             .map(|s| {
                 s.links
                     .iter()
-                    .map(|l| {
-                        (
-                            l.name.clone(),
-                            l.kind.as_str().to_string(),
-                            l.netdev.clone(),
-                        )
+                    .map(|l| SoftLink {
+                        name: l.name.clone(),
+                        kind: l.kind.as_str().to_string(),
+                        netdev: l.netdev.clone(),
                     })
                     .collect()
             })
@@ -386,13 +384,11 @@ pub fn root_view(st: &ObservedState, simulated: bool, tick_us: u64) -> RootView 
             .naming
             .ipoib_rules
             .iter()
-            .map(|r| {
-                (
-                    r.port_guid.to_string(),
-                    cap_message(&r.name),
-                    r.managed,
-                    r.line,
-                )
+            .map(|r| NameRule {
+                guid: r.port_guid.to_string(),
+                name: cap_message(&r.name),
+                managed: r.managed,
+                line: r.line,
             })
             .collect(),
         rdma_naming_policy: cap_message(&st.naming.policy),
@@ -401,12 +397,21 @@ pub fn root_view(st: &ObservedState, simulated: bool, tick_us: u64) -> RootView 
             .naming
             .fixed
             .iter()
-            .map(|(g, n, m, l)| (g.to_string(), cap_message(n), *m, *l))
+            .map(|(g, n, m, l)| NameRule {
+                guid: g.to_string(),
+                name: cap_message(n),
+                managed: *m,
+                line: *l,
+            })
             .collect(),
         state_stale: st
             .stale
             .as_ref()
-            .map(|s| (true, s.reason.clone(), s.since_unix_us))
+            .map(|s| StateStale {
+                stale: true,
+                reason: s.reason.clone(),
+                since_us: s.since_unix_us,
+            })
             .unwrap_or_default(),
     }
 }
