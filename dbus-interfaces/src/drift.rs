@@ -183,6 +183,8 @@ fn signature(ty: &str) -> String {
         "NameRule" => NameRule::SIGNATURE.to_string(),
         "StateStale" => StateStale::SIGNATURE.to_string(),
         "NamePreview" => NamePreview::SIGNATURE.to_string(),
+        "Gid" => Gid::SIGNATURE.to_string(),
+        "Pkey" => Pkey::SIGNATURE.to_string(),
         other => format!("<unknown type {other}: add it to drift.rs>"),
     }
 }

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use zbus::proxy;
 use zbus::zvariant::{OwnedObjectPath, OwnedValue};
 
-use crate::types::{NamePreview, NameRule, Owner, SoftLink, StateStale};
+use crate::types::{Gid, NamePreview, NameRule, Owner, Pkey, SoftLink, StateStale};
 
 /// One port's throughput at one tick: (port object, TX bytes/s, RX bytes/s, TX packets/s,
 /// RX packets/s, flags).
@@ -164,9 +164,9 @@ pub trait Port {
     #[zbus(property)]
     fn port_guid(&self) -> zbus::Result<String>;
     #[zbus(property)]
-    fn gids(&self) -> zbus::Result<Vec<(u32, String, String, String)>>;
+    fn gids(&self) -> zbus::Result<Vec<Gid>>;
     #[zbus(property)]
-    fn pkeys(&self) -> zbus::Result<Vec<(u32, u16)>>;
+    fn pkeys(&self) -> zbus::Result<Vec<Pkey>>;
     #[zbus(property)]
     fn netdev(&self) -> zbus::Result<String>;
     /// A NetworkManager profile's when one configures the netdev, else empty.

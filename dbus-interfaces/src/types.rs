@@ -213,6 +213,31 @@ pub struct NamePreview {
     pub reason: String,
 }
 
+/// One used entry of a port's GID table (Port `Gids`, `a(usss)`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Type, Value, OwnedValue)]
+#[zvariant(crate = "zbus::zvariant")]
+pub struct Gid {
+    /// The entry's index in the table.
+    pub index: u32,
+    /// The GID as sysfs prints it (eight groups of four hex digits).
+    pub gid: String,
+    /// `IB/RoCE v1`, `RoCE v2`, or empty.
+    pub gid_type: String,
+    /// The netdev of a RoCE GID; empty on InfiniBand.
+    pub netdev: String,
+}
+
+/// One non-zero entry of a port's P_Key table (Port `Pkeys`, `a(uq)`).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, Type, Value, OwnedValue,
+)]
+#[zvariant(crate = "zbus::zvariant")]
+pub struct Pkey {
+    pub index: u32,
+    /// With the full-membership bit 0x8000.
+    pub pkey: u16,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -230,6 +255,8 @@ mod tests {
         assert_eq!(NameRule::SIGNATURE.to_string(), "(ssbu)");
         assert_eq!(StateStale::SIGNATURE.to_string(), "(bst)");
         assert_eq!(NamePreview::SIGNATURE.to_string(), "(sssbs)");
+        assert_eq!(Gid::SIGNATURE.to_string(), "(usss)");
+        assert_eq!(Pkey::SIGNATURE.to_string(), "(uq)");
         assert_eq!(
             <Vec<SubnetManager>>::SIGNATURE.to_string(),
             <Vec<(OwnedObjectPath, String, String, u32, String)>>::SIGNATURE.to_string()

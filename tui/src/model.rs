@@ -8,10 +8,10 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use rdma_manager_dbus::proxies::{sample_flags, HistorySample};
 use serde::{Deserialize, Serialize};
 
+/// The interfaces' structured values, as the service writes them.
+pub use rdma_manager_dbus::types::{Gid, NameRule, Owner, Pkey, SoftLink};
 /// The Host object's structured values, as the service writes them.
 pub use rdma_manager_dbus::types::{ManagedLimits, RdmaModule, SubnetManager, UnitState};
-/// The interfaces' structured values, as the service writes them.
-pub use rdma_manager_dbus::types::{NameRule, Owner, SoftLink};
 use zbus::zvariant::{OwnedObjectPath, OwnedValue};
 
 /// Interface names, as the service publishes them.
@@ -133,23 +133,6 @@ record!(
     }
 );
 
-/// One GID table entry.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Gid {
-    pub index: u32,
-    pub gid: String,
-    /// `IB/RoCE v1`, `RoCE v2`, or empty.
-    pub gid_type: String,
-    pub netdev: String,
-}
-
-/// One P_Key table entry.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Pkey {
-    pub index: u32,
-    pub pkey: u16,
-}
-
 record!(
     /// A port (`...Port`).
     Port {
@@ -167,14 +150,8 @@ record!(
         sm_sl: u8 = "SmSl",
         capability_mask: u32 = "CapabilityMask",
         port_guid: String = "PortGuid",
-        gids: Vec<Gid> = "Gids" via Vec<(u32, String, String, String)> => |v| v
-            .into_iter()
-            .map(|(index, gid, gid_type, netdev)| Gid { index, gid, gid_type, netdev })
-            .collect(),
-        pkeys: Vec<Pkey> = "Pkeys" via Vec<(u32, u16)> => |v| v
-            .into_iter()
-            .map(|(index, pkey)| Pkey { index, pkey })
-            .collect(),
+        gids: Vec<Gid> = "Gids",
+        pkeys: Vec<Pkey> = "Pkeys",
         netdev: String = "Netdev",
         counter_source: String = "CounterSource",
         unreadable: BTreeMap<String, String> = "Unreadable"

@@ -10,8 +10,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use rdma_manager_dbus::types::{
-    HostStep, ManagedLimits, NamePreview, NameRule, Owner, RdmaModule, SoftLink, StateStale,
-    SubnetManager, UnitState,
+    Gid, HostStep, ManagedLimits, NamePreview, NameRule, Owner, Pkey, RdmaModule, SoftLink,
+    StateStale, SubnetManager, UnitState,
 };
 use rdma_manager_dbus::{Action, Error};
 use zbus::message::Header;
@@ -389,9 +389,9 @@ bus_object! {
         /// Port GUID (the low 64 bits of GID 0), as ibstat prints it.
         port_guid as "PortGuid": String,
         /// Used GID table entries: (index, GID, type "IB/RoCE v1" or "RoCE v2", netdev of a RoCE GID).
-        gids as "Gids": Vec<(u32, String, String, String)>,
+        gids as "Gids": Vec<Gid>,
         /// Non-zero P_Key table entries: (index, P_Key with the full-membership bit 0x8000).
-        pkeys as "Pkeys": Vec<(u32, u16)>,
+        pkeys as "Pkeys": Vec<Pkey>,
         /// The network interface carrying this port's traffic, if any.
         netdev as "Netdev": String,
         /// Who configures the netdev's IP settings: ("networkmanager", profile id, profile UUID) when a NetworkManager profile does, ("", "", "") when nobody does (Network.GetIpSettings tells whether it is active and NetworkManager's device state).

@@ -18,7 +18,9 @@ use crate::model::{DeviceKind, Field, PortSnapshot};
 use super::objects::{DeviceView, IpoibView, PortView, RootView};
 pub use super::values::{counter_source_name, object_path};
 use super::values::{managed_limits, unit_state};
-use rdma_manager_dbus::types::{NameRule, Owner, RdmaModule, SoftLink, StateStale, SubnetManager};
+use rdma_manager_dbus::types::{
+    Gid, NameRule, Owner, Pkey, RdmaModule, SoftLink, StateStale, SubnetManager,
+};
 
 /// Collects unreadable attributes while turning fields into plain values.
 #[derive(Default)]
@@ -149,19 +151,25 @@ pub fn port_view(
         gids: p
             .gids
             .iter()
-            .map(|g| {
-                (
-                    g.index,
-                    crate::model::device::gid_sysfs_form(&g.gid),
-                    g.gid_type
-                        .as_ref()
-                        .map(|t| t.as_str().to_string())
-                        .unwrap_or_default(),
-                    g.ndev.clone().unwrap_or_default(),
-                )
+            .map(|g| Gid {
+                index: g.index,
+                gid: crate::model::device::gid_sysfs_form(&g.gid),
+                gid_type: g
+                    .gid_type
+                    .as_ref()
+                    .map(|t| t.as_str().to_string())
+                    .unwrap_or_default(),
+                netdev: g.ndev.clone().unwrap_or_default(),
             })
             .collect(),
-        pkeys: p.pkeys.iter().map(|k| (k.index, k.pkey)).collect(),
+        pkeys: p
+            .pkeys
+            .iter()
+            .map(|k| Pkey {
+                index: k.index,
+                pkey: k.pkey,
+            })
+            .collect(),
         netdev: source.and_then(|s| s.netdev.clone()).unwrap_or_default(),
         netdev_owner: source
             .and_then(|s| s.netdev.as_deref())
