@@ -185,6 +185,7 @@ fn signature(ty: &str) -> String {
         "NamePreview" => NamePreview::SIGNATURE.to_string(),
         "Gid" => Gid::SIGNATURE.to_string(),
         "Pkey" => Pkey::SIGNATURE.to_string(),
+        "PersistedChild" => PersistedChild::SIGNATURE.to_string(),
         other => format!("<unknown type {other}: add it to drift.rs>"),
     }
 }

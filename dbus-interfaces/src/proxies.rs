@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use zbus::proxy;
 use zbus::zvariant::{OwnedObjectPath, OwnedValue};
 
-use crate::types::{Gid, NamePreview, NameRule, Owner, Pkey, SoftLink, StateStale};
+use crate::types::{Gid, NamePreview, NameRule, Owner, PersistedChild, Pkey, SoftLink, StateStale};
 
 /// One port's throughput at one tick: (port object, TX bytes/s, RX bytes/s, TX packets/s,
 /// RX packets/s, flags).
@@ -245,9 +245,9 @@ pub trait Ipoib {
     /// The remembered settings (mode, mtu, umcast), as text.
     #[zbus(property)]
     fn persisted_settings(&self) -> zbus::Result<HashMap<String, String>>;
-    /// On a port's own interface: the remembered children (P_Key, name).
+    /// On a port's own interface: the remembered children.
     #[zbus(property)]
-    fn persisted_children(&self) -> zbus::Result<Vec<(u16, String)>>;
+    fn persisted_children(&self) -> zbus::Result<Vec<PersistedChild>>;
 }
 
 pub use crate::types::HostStep;

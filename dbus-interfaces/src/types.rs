@@ -238,6 +238,17 @@ pub struct Pkey {
     pub pkey: u16,
 }
 
+/// A P_Key child ipoib.toml remembers on a port's own interface and re-creates when it
+/// appears (Ipoib `PersistedChildren`, `a(qs)`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Type, Value, OwnedValue)]
+#[zvariant(crate = "zbus::zvariant")]
+pub struct PersistedChild {
+    /// With the full-membership bit 0x8000.
+    pub pkey: u16,
+    /// The child's interface name.
+    pub name: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,6 +268,7 @@ mod tests {
         assert_eq!(NamePreview::SIGNATURE.to_string(), "(sssbs)");
         assert_eq!(Gid::SIGNATURE.to_string(), "(usss)");
         assert_eq!(Pkey::SIGNATURE.to_string(), "(uq)");
+        assert_eq!(PersistedChild::SIGNATURE.to_string(), "(qs)");
         assert_eq!(
             <Vec<SubnetManager>>::SIGNATURE.to_string(),
             <Vec<(OwnedObjectPath, String, String, u32, String)>>::SIGNATURE.to_string()

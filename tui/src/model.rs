@@ -9,7 +9,7 @@ use rdma_manager_dbus::proxies::{sample_flags, HistorySample};
 use serde::{Deserialize, Serialize};
 
 /// The interfaces' structured values, as the service writes them.
-pub use rdma_manager_dbus::types::{Gid, NameRule, Owner, Pkey, SoftLink};
+pub use rdma_manager_dbus::types::{Gid, NameRule, Owner, PersistedChild, Pkey, SoftLink};
 /// The Host object's structured values, as the service writes them.
 pub use rdma_manager_dbus::types::{ManagedLimits, RdmaModule, SubnetManager, UnitState};
 use zbus::zvariant::{OwnedObjectPath, OwnedValue};
@@ -186,7 +186,7 @@ record!(
         persisted: bool = "Persisted",
         persisted_settings: BTreeMap<String, String> = "PersistedSettings"
             via HashMap<String, String> => |m| m.into_iter().collect(),
-        persisted_children: Vec<(u16, String)> = "PersistedChildren",
+        persisted_children: Vec<PersistedChild> = "PersistedChildren",
         owner: Owner = "Owner",
     }
 );

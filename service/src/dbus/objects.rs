@@ -10,8 +10,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use rdma_manager_dbus::types::{
-    Gid, HostStep, ManagedLimits, NamePreview, NameRule, Owner, Pkey, RdmaModule, SoftLink,
-    StateStale, SubnetManager, UnitState,
+    Gid, HostStep, ManagedLimits, NamePreview, NameRule, Owner, PersistedChild, Pkey, RdmaModule,
+    SoftLink, StateStale, SubnetManager, UnitState,
 };
 use rdma_manager_dbus::{Action, Error};
 use zbus::message::Header;
@@ -560,7 +560,7 @@ bus_object! {
         /// The remembered settings re-applied when the interface appears (mode, mtu, umcast), as text.
         persisted_settings as "PersistedSettings": HashMap<String, String>,
         /// On a port's own interface: the remembered P_Key children (P_Key with the full-membership bit, name), re-created when it appears; empty on a child.
-        persisted_children as "PersistedChildren": Vec<(u16, String)>,
+        persisted_children as "PersistedChildren": Vec<PersistedChild>,
     }
     methods {
         /// Creates a P_Key child of this port interface, as `ip link add link PARENT name NAME

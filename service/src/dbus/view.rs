@@ -19,7 +19,7 @@ use super::objects::{DeviceView, IpoibView, PortView, RootView};
 pub use super::values::{counter_source_name, object_path};
 use super::values::{managed_limits, unit_state};
 use rdma_manager_dbus::types::{
-    Gid, NameRule, Owner, Pkey, RdmaModule, SoftLink, StateStale, SubnetManager,
+    Gid, NameRule, Owner, PersistedChild, Pkey, RdmaModule, SoftLink, StateStale, SubnetManager,
 };
 
 /// Collects unreadable attributes while turning fields into plain values.
@@ -306,7 +306,7 @@ fn owner(links: &IpoibLinks<'_>, name: &str, persisted: bool) -> Owner {
 fn remembered_ipoib(
     links: &IpoibLinks<'_>,
     i: &IpoibState,
-) -> (bool, HashMap<String, String>, Vec<(u16, String)>) {
+) -> (bool, HashMap<String, String>, Vec<PersistedChild>) {
     let guid = i
         .snap
         .address
@@ -322,7 +322,10 @@ fn remembered_ipoib(
         let children = port
             .children
             .iter()
-            .map(|c| (c.pkey, c.name.clone()))
+            .map(|c| PersistedChild {
+                pkey: c.pkey,
+                name: c.name.clone(),
+            })
             .collect();
         return (
             !settings.is_empty(),
