@@ -186,6 +186,8 @@ fn signature(ty: &str) -> String {
         "Gid" => Gid::SIGNATURE.to_string(),
         "Pkey" => Pkey::SIGNATURE.to_string(),
         "PersistedChild" => PersistedChild::SIGNATURE.to_string(),
+        "MovedChild" => MovedChild::SIGNATURE.to_string(),
+        "LeftChild" => LeftChild::SIGNATURE.to_string(),
         other => format!("<unknown type {other}: add it to drift.rs>"),
     }
 }

@@ -7,7 +7,10 @@ use std::collections::HashMap;
 use zbus::proxy;
 use zbus::zvariant::{OwnedObjectPath, OwnedValue};
 
-use crate::types::{Gid, NamePreview, NameRule, Owner, PersistedChild, Pkey, SoftLink, StateStale};
+use crate::types::{
+    Gid, LeftChild, MovedChild, NamePreview, NameRule, Owner, PersistedChild, Pkey, SoftLink,
+    StateStale,
+};
 
 /// One port's throughput at one tick: (port object, TX bytes/s, RX bytes/s, TX packets/s,
 /// RX packets/s, flags).
@@ -341,16 +344,11 @@ pub trait Network {
     /// `nmcli connection down`; returns the pending change.
     fn deactivate(&self, interface: &str, timeout: u32) -> zbus::Result<OwnedObjectPath>;
     /// Moves the P_Key children ipoib.toml remembers into NetworkManager profiles; returns
-    /// the pending change, (interface, profile) moved and (interface, why) left.
-    #[allow(clippy::type_complexity)]
+    /// the pending change, the children moved and those left.
     fn move_to_network_manager(
         &self,
         timeout: u32,
-    ) -> zbus::Result<(
-        OwnedObjectPath,
-        Vec<(String, String)>,
-        Vec<(String, String)>,
-    )>;
+    ) -> zbus::Result<(OwnedObjectPath, Vec<MovedChild>, Vec<LeftChild>)>;
     #[zbus(property)]
     fn pending_changes(&self) -> zbus::Result<Vec<OwnedObjectPath>>;
     /// A pending change ended: confirmed, rolled-back or timed-out.

@@ -249,6 +249,26 @@ pub struct PersistedChild {
     pub name: String,
 }
 
+/// A remembered P_Key child moved into a NetworkManager profile (Network
+/// `MoveToNetworkManager`'s second out argument, `a(ss)`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Type, Value, OwnedValue)]
+#[zvariant(crate = "zbus::zvariant")]
+pub struct MovedChild {
+    pub interface: String,
+    /// The id of the profile made for it.
+    pub profile: String,
+}
+
+/// A remembered P_Key child a move left alone (Network `MoveToNetworkManager`'s third out
+/// argument, `a(ss)`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Type, Value, OwnedValue)]
+#[zvariant(crate = "zbus::zvariant")]
+pub struct LeftChild {
+    pub interface: String,
+    /// Why it was not moved, in words.
+    pub reason: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -269,6 +289,8 @@ mod tests {
         assert_eq!(Gid::SIGNATURE.to_string(), "(usss)");
         assert_eq!(Pkey::SIGNATURE.to_string(), "(uq)");
         assert_eq!(PersistedChild::SIGNATURE.to_string(), "(qs)");
+        assert_eq!(MovedChild::SIGNATURE.to_string(), "(ss)");
+        assert_eq!(LeftChild::SIGNATURE.to_string(), "(ss)");
         assert_eq!(
             <Vec<SubnetManager>>::SIGNATURE.to_string(),
             <Vec<(OwnedObjectPath, String, String, u32, String)>>::SIGNATURE.to_string()

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context, Result};
 use futures::StreamExt;
+use rdma_manager_dbus::types::MovedChild;
 use rdma_manager_dbus::{NetworkProxy, PendingChangeProxy};
 use rdma_manager_tests::nm::{skip_reason, PrivateNm};
 use rdma_managerd::kernel::sim::{fixtures, SimHost};
@@ -442,10 +443,16 @@ async fn remembered_children_move_into_networkmanager_on_request() -> Result<()>
         .success());
 
     let (change, moved, skipped) = network.move_to_network_manager(10).await?;
-    assert_eq!(moved, [("ib0.0004".to_string(), "ib0.0004".to_string())]);
+    assert_eq!(
+        moved,
+        [MovedChild {
+            interface: "ib0.0004".into(),
+            profile: "ib0.0004".into()
+        }]
+    );
     assert_eq!(skipped.len(), 1, "{skipped:?}");
-    assert_eq!(skipped[0].0, "storage5");
-    assert!(skipped[0].1.contains("cannot rename"), "{skipped:?}");
+    assert_eq!(skipped[0].interface, "storage5");
+    assert!(skipped[0].reason.contains("cannot rename"), "{skipped:?}");
     let (ours, _) = keyfile(&nm, "ib0.0004")?;
     assert_eq!(
         super::nm_profiles::without_uuid(&ours),
