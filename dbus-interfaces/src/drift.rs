@@ -178,6 +178,16 @@ fn signature(ty: &str) -> String {
         "ManagedLimits" => ManagedLimits::SIGNATURE.to_string(),
         "SubnetManager" => SubnetManager::SIGNATURE.to_string(),
         "HostStep" => HostStep::SIGNATURE.to_string(),
+        "Owner" => Owner::SIGNATURE.to_string(),
+        "SoftLink" => SoftLink::SIGNATURE.to_string(),
+        "NameRule" => NameRule::SIGNATURE.to_string(),
+        "StateStale" => StateStale::SIGNATURE.to_string(),
+        "NamePreview" => NamePreview::SIGNATURE.to_string(),
+        "Gid" => Gid::SIGNATURE.to_string(),
+        "Pkey" => Pkey::SIGNATURE.to_string(),
+        "PersistedChild" => PersistedChild::SIGNATURE.to_string(),
+        "MovedChild" => MovedChild::SIGNATURE.to_string(),
+        "LeftChild" => LeftChild::SIGNATURE.to_string(),
         other => format!("<unknown type {other}: add it to drift.rs>"),
     }
 }

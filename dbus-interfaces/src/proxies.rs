@@ -7,6 +7,11 @@ use std::collections::HashMap;
 use zbus::proxy;
 use zbus::zvariant::{OwnedObjectPath, OwnedValue};
 
+use crate::types::{
+    Gid, LeftChild, MovedChild, NamePreview, NameRule, Owner, PersistedChild, Pkey, SoftLink,
+    StateStale,
+};
+
 /// One port's throughput at one tick: (port object, TX bytes/s, RX bytes/s, TX packets/s,
 /// RX packets/s, flags).
 pub type PortSample = (OwnedObjectPath, f64, f64, f64, f64, u8);
@@ -42,8 +47,7 @@ pub trait Manager {
     fn set_rdma_fixed_name(&self, node_guid: &str, name: &str, apply_now: bool)
         -> zbus::Result<()>;
     fn remove_rdma_fixed_name(&self, node_guid: &str) -> zbus::Result<()>;
-    /// (device, policy, name or empty, active, reason).
-    fn preview_rdma_names(&self) -> zbus::Result<Vec<(String, String, String, bool, String)>>;
+    fn preview_rdma_names(&self) -> zbus::Result<Vec<NamePreview>>;
 
     #[zbus(signal)]
     fn throughput_sampled(&self, time_us: u64, samples: Vec<PortSample>) -> zbus::Result<()>;
@@ -60,26 +64,23 @@ pub trait Manager {
     fn sample_interval_us(&self) -> zbus::Result<u64>;
     #[zbus(property)]
     fn history_length(&self) -> zbus::Result<u32>;
-    /// Remembered soft links: (name, type, network interface).
     #[zbus(property)]
-    fn soft_links(&self) -> zbus::Result<Vec<(String, String, String)>>;
+    fn soft_links(&self) -> zbus::Result<Vec<SoftLink>>;
     /// Unusable files under /etc/rdma-manager, with the reason.
     #[zbus(property)]
     fn config_errors(&self) -> zbus::Result<std::collections::HashMap<String, String>>;
-    /// IPoIB naming rules: (port GUID, name, managed, line).
+    /// IPoIB naming rules (by port GUID).
     #[zbus(property)]
-    fn ipoib_names(&self) -> zbus::Result<Vec<(String, String, bool, u32)>>;
+    fn ipoib_names(&self) -> zbus::Result<Vec<NameRule>>;
     #[zbus(property)]
     fn rdma_naming_policy(&self) -> zbus::Result<String>;
     #[zbus(property)]
     fn rdma_naming_policy_source(&self) -> zbus::Result<String>;
-    /// Fixed RDMA device names: (node GUID, name, managed, line).
+    /// Fixed RDMA device names (by node GUID).
     #[zbus(property)]
-    fn rdma_fixed_names(&self) -> zbus::Result<Vec<(String, String, bool, u32)>>;
-    /// (stale, reason, since µs since the epoch): whether the published state may be behind
-    /// the kernel because the daemon cannot re-read the host.
+    fn rdma_fixed_names(&self) -> zbus::Result<Vec<NameRule>>;
     #[zbus(property)]
-    fn state_stale(&self) -> zbus::Result<(bool, String, u64)>;
+    fn state_stale(&self) -> zbus::Result<StateStale>;
 }
 
 #[proxy(
@@ -166,14 +167,14 @@ pub trait Port {
     #[zbus(property)]
     fn port_guid(&self) -> zbus::Result<String>;
     #[zbus(property)]
-    fn gids(&self) -> zbus::Result<Vec<(u32, String, String, String)>>;
+    fn gids(&self) -> zbus::Result<Vec<Gid>>;
     #[zbus(property)]
-    fn pkeys(&self) -> zbus::Result<Vec<(u32, u16)>>;
+    fn pkeys(&self) -> zbus::Result<Vec<Pkey>>;
     #[zbus(property)]
     fn netdev(&self) -> zbus::Result<String>;
-    /// ("networkmanager", profile id, UUID) when a NetworkManager profile configures the netdev.
+    /// A NetworkManager profile's when one configures the netdev, else empty.
     #[zbus(property)]
-    fn netdev_owner(&self) -> zbus::Result<(String, String, String)>;
+    fn netdev_owner(&self) -> zbus::Result<Owner>;
     #[zbus(property)]
     fn counter_source(&self) -> zbus::Result<String>;
     #[zbus(property)]
@@ -239,18 +240,17 @@ pub trait Ipoib {
     fn children(&self) -> zbus::Result<Vec<OwnedObjectPath>>;
     #[zbus(property)]
     fn unreadable(&self) -> zbus::Result<HashMap<String, String>>;
-    /// ("networkmanager", profile id, UUID), ("rdma-manager", "", "") or ("", "", "").
     #[zbus(property)]
-    fn owner(&self) -> zbus::Result<(String, String, String)>;
+    fn owner(&self) -> zbus::Result<Owner>;
     /// Whether ipoib.toml remembers this interface.
     #[zbus(property)]
     fn persisted(&self) -> zbus::Result<bool>;
     /// The remembered settings (mode, mtu, umcast), as text.
     #[zbus(property)]
     fn persisted_settings(&self) -> zbus::Result<HashMap<String, String>>;
-    /// On a port's own interface: the remembered children (P_Key, name).
+    /// On a port's own interface: the remembered children.
     #[zbus(property)]
-    fn persisted_children(&self) -> zbus::Result<Vec<(u16, String)>>;
+    fn persisted_children(&self) -> zbus::Result<Vec<PersistedChild>>;
 }
 
 pub use crate::types::HostStep;
@@ -344,16 +344,11 @@ pub trait Network {
     /// `nmcli connection down`; returns the pending change.
     fn deactivate(&self, interface: &str, timeout: u32) -> zbus::Result<OwnedObjectPath>;
     /// Moves the P_Key children ipoib.toml remembers into NetworkManager profiles; returns
-    /// the pending change, (interface, profile) moved and (interface, why) left.
-    #[allow(clippy::type_complexity)]
+    /// the pending change, the children moved and those left.
     fn move_to_network_manager(
         &self,
         timeout: u32,
-    ) -> zbus::Result<(
-        OwnedObjectPath,
-        Vec<(String, String)>,
-        Vec<(String, String)>,
-    )>;
+    ) -> zbus::Result<(OwnedObjectPath, Vec<MovedChild>, Vec<LeftChild>)>;
     #[zbus(property)]
     fn pending_changes(&self) -> zbus::Result<Vec<OwnedObjectPath>>;
     /// A pending change ended: confirmed, rolled-back or timed-out.

@@ -118,6 +118,157 @@ impl HostStep {
     }
 }
 
+/// Who configures a network interface's IP settings (Ipoib `Owner`, Port `NetdevOwner`,
+/// `(sss)`): all empty when nobody does.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Type, Value, OwnedValue)]
+#[zvariant(crate = "zbus::zvariant")]
+pub struct Owner {
+    /// "networkmanager" (a NetworkManager profile: the daemon then leaves the interface
+    /// alone), "rdma-manager" (ipoib.toml remembers it; Ipoib only) or "".
+    pub kind: String,
+    /// The NetworkManager profile's id (its name); "" for another kind.
+    pub profile_id: String,
+    /// The NetworkManager profile's UUID; "" for another kind.
+    pub uuid: String,
+}
+
+impl Owner {
+    pub const NETWORK_MANAGER: &'static str = "networkmanager";
+    pub const RDMA_MANAGER: &'static str = "rdma-manager";
+
+    /// A NetworkManager profile configures the interface.
+    pub fn network_manager(profile_id: &str, uuid: &str) -> Self {
+        Owner {
+            kind: Self::NETWORK_MANAGER.to_string(),
+            profile_id: profile_id.to_string(),
+            uuid: uuid.to_string(),
+        }
+    }
+
+    /// The daemon remembers the interface in ipoib.toml.
+    pub fn rdma_manager() -> Self {
+        Owner {
+            kind: Self::RDMA_MANAGER.to_string(),
+            ..Owner::default()
+        }
+    }
+
+    /// The NetworkManager profile that configures the interface, if one does.
+    pub fn nm_profile(&self) -> Option<&str> {
+        (self.kind == Self::NETWORK_MANAGER).then_some(self.profile_id.as_str())
+    }
+}
+
+/// A soft RDMA link the daemon remembers and re-creates (root `SoftLinks`, `a(sss)`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Type, Value, OwnedValue)]
+#[zvariant(crate = "zbus::zvariant")]
+pub struct SoftLink {
+    /// The RDMA device's name.
+    pub name: String,
+    /// "rxe" or "siw".
+    pub kind: String,
+    /// The network interface it runs over.
+    pub netdev: String,
+}
+
+/// A naming rule of a udev rules file (root `IpoibNames`, `RdmaFixedNames`, `a(ssbu)`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Type, Value, OwnedValue)]
+#[zvariant(crate = "zbus::zvariant")]
+pub struct NameRule {
+    /// The port GUID (`IpoibNames`) or node GUID (`RdmaFixedNames`), as ibstat prints it.
+    pub guid: String,
+    /// The interface or device name the rule gives.
+    pub name: String,
+    /// In the daemon's block: rules not managed are the users' own and never rewritten.
+    pub managed: bool,
+    /// The line number in the rules file.
+    pub line: u32,
+}
+
+/// Whether the published state may be behind the kernel (root `StateStale`, `(bst)`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Type, Value, OwnedValue)]
+#[zvariant(crate = "zbus::zvariant")]
+pub struct StateStale {
+    /// True while the daemon cannot re-read the host (out of file descriptors, for one).
+    pub stale: bool,
+    /// Why, in words; "" when current.
+    pub reason: String,
+    /// When it became stale, in microseconds since the Unix epoch; 0 when current.
+    pub since_us: u64,
+}
+
+/// One row of the root's `PreviewRdmaNames` (`a(sssbs)`): what a policy would name a device.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Type, Value, OwnedValue)]
+#[zvariant(crate = "zbus::zvariant")]
+pub struct NamePreview {
+    /// The device's name now.
+    pub device: String,
+    /// NAME_KERNEL, NAME_ONBOARD, NAME_PCI, NAME_GUID, NAME_FALLBACK or NAME_FIXED.
+    pub policy: String,
+    /// The name rdma_rename gives, or "" when it gives none.
+    pub name: String,
+    /// What the rules in force do when the device is next added.
+    pub active: bool,
+    /// Why there is no name, or what to know about it.
+    pub reason: String,
+}
+
+/// One used entry of a port's GID table (Port `Gids`, `a(usss)`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Type, Value, OwnedValue)]
+#[zvariant(crate = "zbus::zvariant")]
+pub struct Gid {
+    /// The entry's index in the table.
+    pub index: u32,
+    /// The GID as sysfs prints it (eight groups of four hex digits).
+    pub gid: String,
+    /// `IB/RoCE v1`, `RoCE v2`, or empty.
+    pub gid_type: String,
+    /// The netdev of a RoCE GID; empty on InfiniBand.
+    pub netdev: String,
+}
+
+/// One non-zero entry of a port's P_Key table (Port `Pkeys`, `a(uq)`).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, Type, Value, OwnedValue,
+)]
+#[zvariant(crate = "zbus::zvariant")]
+pub struct Pkey {
+    pub index: u32,
+    /// With the full-membership bit 0x8000.
+    pub pkey: u16,
+}
+
+/// A P_Key child ipoib.toml remembers on a port's own interface and re-creates when it
+/// appears (Ipoib `PersistedChildren`, `a(qs)`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Type, Value, OwnedValue)]
+#[zvariant(crate = "zbus::zvariant")]
+pub struct PersistedChild {
+    /// With the full-membership bit 0x8000.
+    pub pkey: u16,
+    /// The child's interface name.
+    pub name: String,
+}
+
+/// A remembered P_Key child moved into a NetworkManager profile (Network
+/// `MoveToNetworkManager`'s second out argument, `a(ss)`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Type, Value, OwnedValue)]
+#[zvariant(crate = "zbus::zvariant")]
+pub struct MovedChild {
+    pub interface: String,
+    /// The id of the profile made for it.
+    pub profile: String,
+}
+
+/// A remembered P_Key child a move left alone (Network `MoveToNetworkManager`'s third out
+/// argument, `a(ss)`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Type, Value, OwnedValue)]
+#[zvariant(crate = "zbus::zvariant")]
+pub struct LeftChild {
+    pub interface: String,
+    /// Why it was not moved, in words.
+    pub reason: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,6 +281,16 @@ mod tests {
         assert_eq!(ManagedLimits::SIGNATURE.to_string(), "(ss)");
         assert_eq!(SubnetManager::SIGNATURE.to_string(), "(ossus)");
         assert_eq!(HostStep::SIGNATURE.to_string(), "(sss)");
+        assert_eq!(Owner::SIGNATURE.to_string(), "(sss)");
+        assert_eq!(SoftLink::SIGNATURE.to_string(), "(sss)");
+        assert_eq!(NameRule::SIGNATURE.to_string(), "(ssbu)");
+        assert_eq!(StateStale::SIGNATURE.to_string(), "(bst)");
+        assert_eq!(NamePreview::SIGNATURE.to_string(), "(sssbs)");
+        assert_eq!(Gid::SIGNATURE.to_string(), "(usss)");
+        assert_eq!(Pkey::SIGNATURE.to_string(), "(uq)");
+        assert_eq!(PersistedChild::SIGNATURE.to_string(), "(qs)");
+        assert_eq!(MovedChild::SIGNATURE.to_string(), "(ss)");
+        assert_eq!(LeftChild::SIGNATURE.to_string(), "(ss)");
         assert_eq!(
             <Vec<SubnetManager>>::SIGNATURE.to_string(),
             <Vec<(OwnedObjectPath, String, String, u32, String)>>::SIGNATURE.to_string()
@@ -147,5 +308,32 @@ mod tests {
         let owned = OwnedValue::try_from(v).expect("owned");
         let u = UnitState::try_from(owned).expect("decode");
         assert!(u.active() && u.enabled() && u.installed());
+
+        let v = Value::from((
+            "networkmanager".to_string(),
+            "storage".to_string(),
+            "5f0c".to_string(),
+        ));
+        let o = Owner::try_from(OwnedValue::try_from(v).expect("owned")).expect("decode");
+        assert_eq!(o, Owner::network_manager("storage", "5f0c"));
+        assert_eq!(o.nm_profile(), Some("storage"));
+
+        let v = Value::from(vec![(
+            "0x0002c90300a0b0c1".to_string(),
+            "ib-a".to_string(),
+            true,
+            12u32,
+        )]);
+        let rules =
+            <Vec<NameRule>>::try_from(OwnedValue::try_from(v).expect("owned")).expect("decode");
+        assert_eq!(
+            rules,
+            [NameRule {
+                guid: "0x0002c90300a0b0c1".into(),
+                name: "ib-a".into(),
+                managed: true,
+                line: 12
+            }]
+        );
     }
 }

@@ -12,7 +12,7 @@ use rdma_manager_dbus::proxies::{
     DeviceProxy, HostSetupProxy, IpoibProxy, ManagerProxy, NetworkProxy, PendingChangeProxy,
     PortProxy,
 };
-pub use rdma_manager_dbus::types::HostStep;
+pub use rdma_manager_dbus::types::{HostStep, NamePreview};
 use rdma_manager_dbus::{BUS_NAME, ROOT_PATH};
 use tokio::sync::mpsc::UnboundedSender;
 use zbus::fdo::{DBusProxy, ObjectManagerProxy};
@@ -331,16 +331,6 @@ fn port_name(model: &Model, path: &str) -> String {
         .get(path)
         .map(|p| format!("{}/{}", p.device_name, p.number))
         .unwrap_or_else(|| path.to_string())
-}
-
-/// One line of `PreviewRdmaNames`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NamePreview {
-    pub device: String,
-    pub policy: String,
-    pub name: String,
-    pub active: bool,
-    pub reason: String,
 }
 
 /// What a successful call returned.
@@ -918,17 +908,7 @@ async fn perform_inner(
             .map(done),
         Call::PreviewRdmaNames => {
             let rows = manager_proxy(conn).await?.preview_rdma_names().await?;
-            Ok(CallOutput::Preview(
-                rows.into_iter()
-                    .map(|(device, policy, name, active, reason)| NamePreview {
-                        device,
-                        policy,
-                        name,
-                        active,
-                        reason,
-                    })
-                    .collect(),
-            ))
+            Ok(CallOutput::Preview(rows))
         }
         Call::GetCounters { port } => {
             let (source, saturated, values) = port_proxy(conn, port).await?.get_counters().await?;

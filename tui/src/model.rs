@@ -8,6 +8,8 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use rdma_manager_dbus::proxies::{sample_flags, HistorySample};
 use serde::{Deserialize, Serialize};
 
+/// The interfaces' structured values, as the service writes them.
+pub use rdma_manager_dbus::types::{Gid, NameRule, Owner, PersistedChild, Pkey, SoftLink};
 /// The Host object's structured values, as the service writes them.
 pub use rdma_manager_dbus::types::{ManagedLimits, RdmaModule, SubnetManager, UnitState};
 use zbus::zvariant::{OwnedObjectPath, OwnedValue};
@@ -87,35 +89,6 @@ macro_rules! record {
     };
 }
 
-/// A remembered soft link (the root's `SoftLinks`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SoftLink {
-    pub name: String,
-    pub kind: String,
-    pub netdev: String,
-}
-
-/// A naming rule (`IpoibNames`, `RdmaFixedNames`): GUID, name, whether the daemon's block
-/// holds it, and its line in the rules file.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NameRule {
-    pub guid: String,
-    pub name: String,
-    pub managed: bool,
-    pub line: u32,
-}
-
-fn name_rules(v: Vec<(String, String, bool, u32)>) -> Vec<NameRule> {
-    v.into_iter()
-        .map(|(guid, name, managed, line)| NameRule {
-            guid,
-            name,
-            managed,
-            line,
-        })
-        .collect()
-}
-
 record!(
     /// The root object (`org.rdmamanager.RdmaManager1`).
     Manager {
@@ -125,18 +98,13 @@ record!(
         ipoib_interfaces: Vec<String> = "IpoibInterfaces" via Vec<OwnedObjectPath> => paths,
         sample_interval_us: u64 = "SampleIntervalUs",
         history_length: u32 = "HistoryLength",
-        soft_links: Vec<SoftLink> = "SoftLinks" via Vec<(String, String, String)> => |v| v
-            .into_iter()
-            .map(|(name, kind, netdev)| SoftLink { name, kind, netdev })
-            .collect(),
+        soft_links: Vec<SoftLink> = "SoftLinks",
         config_errors: BTreeMap<String, String> = "ConfigErrors"
             via HashMap<String, String> => |m| m.into_iter().collect(),
-        ipoib_names: Vec<NameRule> = "IpoibNames"
-            via Vec<(String, String, bool, u32)> => name_rules,
+        ipoib_names: Vec<NameRule> = "IpoibNames",
         rdma_naming_policy: String = "RdmaNamingPolicy",
         rdma_naming_policy_source: String = "RdmaNamingPolicySource",
-        rdma_fixed_names: Vec<NameRule> = "RdmaFixedNames"
-            via Vec<(String, String, bool, u32)> => name_rules,
+        rdma_fixed_names: Vec<NameRule> = "RdmaFixedNames",
     }
 );
 
@@ -165,23 +133,6 @@ record!(
     }
 );
 
-/// One GID table entry.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Gid {
-    pub index: u32,
-    pub gid: String,
-    /// `IB/RoCE v1`, `RoCE v2`, or empty.
-    pub gid_type: String,
-    pub netdev: String,
-}
-
-/// One P_Key table entry.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Pkey {
-    pub index: u32,
-    pub pkey: u16,
-}
-
 record!(
     /// A port (`...Port`).
     Port {
@@ -199,14 +150,8 @@ record!(
         sm_sl: u8 = "SmSl",
         capability_mask: u32 = "CapabilityMask",
         port_guid: String = "PortGuid",
-        gids: Vec<Gid> = "Gids" via Vec<(u32, String, String, String)> => |v| v
-            .into_iter()
-            .map(|(index, gid, gid_type, netdev)| Gid { index, gid, gid_type, netdev })
-            .collect(),
-        pkeys: Vec<Pkey> = "Pkeys" via Vec<(u32, u16)> => |v| v
-            .into_iter()
-            .map(|(index, pkey)| Pkey { index, pkey })
-            .collect(),
+        gids: Vec<Gid> = "Gids",
+        pkeys: Vec<Pkey> = "Pkeys",
         netdev: String = "Netdev",
         counter_source: String = "CounterSource",
         unreadable: BTreeMap<String, String> = "Unreadable"
@@ -241,8 +186,8 @@ record!(
         persisted: bool = "Persisted",
         persisted_settings: BTreeMap<String, String> = "PersistedSettings"
             via HashMap<String, String> => |m| m.into_iter().collect(),
-        persisted_children: Vec<(u16, String)> = "PersistedChildren",
-        owner: (String, String, String) = "Owner",
+        persisted_children: Vec<PersistedChild> = "PersistedChildren",
+        owner: Owner = "Owner",
     }
 );
 
@@ -291,7 +236,7 @@ impl Ipoib {
     /// The NetworkManager profile that configures it, if one does (the daemon then leaves
     /// it alone).
     pub fn nm_profile(&self) -> Option<&str> {
-        (self.owner.0 == "networkmanager").then_some(self.owner.1.as_str())
+        self.owner.nm_profile()
     }
 }
 

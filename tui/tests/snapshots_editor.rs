@@ -245,7 +245,10 @@ fn remembered_but_absent() {
         ib0.persisted = true;
         ib0.persisted_settings
             .insert("mode".into(), "connected".into());
-        ib0.persisted_children = vec![(0x0002, "ib0.0002".into())];
+        ib0.persisted_children = vec![rdma_tui::model::PersistedChild {
+            pkey: 0x0002,
+            name: "ib0.0002".into(),
+        }];
     }
     model.manager.soft_links = vec![
         rdma_tui::model::SoftLink {

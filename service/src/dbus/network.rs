@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use rdma_manager_dbus::types::{LeftChild, MovedChild};
 use rdma_manager_dbus::{Action, Error};
 use zbus::message::Header;
 use zbus::object_server::SignalEmitter;
@@ -145,14 +146,7 @@ impl NetworkObject {
         &self,
         timeout: u32,
         #[zbus(header)] header: Header<'_>,
-    ) -> Result<
-        (
-            OwnedObjectPath,
-            Vec<(String, String)>,
-            Vec<(String, String)>,
-        ),
-        Error,
-    > {
+    ) -> Result<(OwnedObjectPath, Vec<MovedChild>, Vec<LeftChild>), Error> {
         let arguments = crate::audit_args![timeout];
         self.ctx
             .change(&header, Action::ManageIp, arguments, async {
@@ -163,7 +157,17 @@ impl NetworkObject {
                     .await
                     .map_err(super::errors::op_error)?;
                 let path = self.ctx.changes().add(&self.ctx, pending).await?;
-                Ok((path, moved.moved, moved.skipped))
+                let left = moved.skipped.into_iter();
+                Ok((
+                    path,
+                    moved
+                        .moved
+                        .into_iter()
+                        .map(|(interface, profile)| MovedChild { interface, profile })
+                        .collect(),
+                    left.map(|(interface, reason)| LeftChild { interface, reason })
+                        .collect(),
+                ))
             })
             .await
     }

@@ -9,7 +9,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
-use rdma_manager_dbus::types::{HostStep, ManagedLimits, RdmaModule, SubnetManager, UnitState};
+use rdma_manager_dbus::types::{
+    Gid, HostStep, ManagedLimits, NamePreview, NameRule, Owner, PersistedChild, Pkey, RdmaModule,
+    SoftLink, StateStale, SubnetManager, UnitState,
+};
 use rdma_manager_dbus::{Action, Error};
 use zbus::message::Header;
 use zbus::object_server::SignalEmitter;
@@ -101,19 +104,19 @@ bus_object! {
         /// Samples of history kept per port.
         history_length as "HistoryLength": u32,
         /// Soft links the daemon remembers and re-creates (name, type rxe or siw, network interface), from soft-links.toml.
-        soft_links as "SoftLinks": Vec<(String, String, String)>,
+        soft_links as "SoftLinks": Vec<SoftLink>,
         /// Persisted files under /etc/rdma-manager, and udev rules files the daemon manages, that cannot be used, with the reason; changes in their area are refused until they are fixed.
         config_errors as "ConfigErrors": HashMap<String, String>,
         /// IPoIB naming rules of /etc/udev/rules.d/70-persistent-ipoib.rules: (port GUID as ibstat prints it, interface name, managed by rdma-managerd, line number). Rules not managed are the users' own and are never rewritten.
-        ipoib_names as "IpoibNames": Vec<(String, String, bool, u32)>,
+        ipoib_names as "IpoibNames": Vec<NameRule>,
         /// The RDMA device naming policy udev applies when a device is added: NAME_KERNEL, NAME_ONBOARD, NAME_PCI, NAME_GUID or NAME_FALLBACK.
         rdma_naming_policy as "RdmaNamingPolicy": String,
         /// The rules file the policy is read from (the override in /etc/udev/rules.d or rdma-core's file); empty when none exists and rdma-core's default is assumed.
         rdma_naming_policy_source as "RdmaNamingPolicySource": String,
         /// Fixed RDMA device names (NAME_FIXED) in the rules file RdmaNamingPolicySource names: (node GUID as ibstat prints it, name, managed by rdma-managerd, line number).
-        rdma_fixed_names as "RdmaFixedNames": Vec<(String, String, bool, u32)>,
+        rdma_fixed_names as "RdmaFixedNames": Vec<NameRule>,
         /// (stale, reason, since): true while the daemon cannot re-read the host (out of file descriptors, for one) and publishes the last state it read, which may be behind the kernel; the reason; when it became stale, in microseconds since the Unix epoch. (false, "", 0) when the state is current. The daemon re-reads until it can and clears it by itself.
-        state_stale as "StateStale": (bool, String, u64),
+        state_stale as "StateStale": StateStale,
     }
     methods {
         /// Creates a Soft-RoCE (`rxe`) or Soft-iWARP (`siw`) device over a network interface,
@@ -255,7 +258,7 @@ bus_object! {
         /// For every RDMA device and every policy (and its fixed name, if it has one): (device, policy, the name rdma_rename gives, or empty, true for what the rules in force do when the device is next added, the reason there is no name or what to know about it).
         async fn preview_rdma_names(
             &self,
-        ) -> Result<Vec<(String, String, String, bool, String)>, Error> {
+        ) -> Result<Vec<NamePreview>, Error> {
             let rows = self
                 .ctx
                 .engine()?
@@ -264,7 +267,13 @@ bus_object! {
                 .map_err(super::errors::op_error)?;
             Ok(rows
                 .into_iter()
-                .map(|r| (r.device, r.policy, r.name, r.active, r.reason))
+                .map(|r| NamePreview {
+                    device: r.device,
+                    policy: r.policy,
+                    name: r.name,
+                    active: r.active,
+                    reason: r.reason,
+                })
                 .collect())
         }
 
@@ -380,13 +389,13 @@ bus_object! {
         /// Port GUID (the low 64 bits of GID 0), as ibstat prints it.
         port_guid as "PortGuid": String,
         /// Used GID table entries: (index, GID, type "IB/RoCE v1" or "RoCE v2", netdev of a RoCE GID).
-        gids as "Gids": Vec<(u32, String, String, String)>,
+        gids as "Gids": Vec<Gid>,
         /// Non-zero P_Key table entries: (index, P_Key with the full-membership bit 0x8000).
-        pkeys as "Pkeys": Vec<(u32, u16)>,
+        pkeys as "Pkeys": Vec<Pkey>,
         /// The network interface carrying this port's traffic, if any.
         netdev as "Netdev": String,
         /// Who configures the netdev's IP settings: ("networkmanager", profile id, profile UUID) when a NetworkManager profile does, ("", "", "") when nobody does (Network.GetIpSettings tells whether it is active and NetworkManager's device state).
-        netdev_owner as "NetdevOwner": (String, String, String),
+        netdev_owner as "NetdevOwner": Owner,
         /// Where throughput is counted: pma64, pma32 (32-bit PMA counters, which saturate), hw_counters, netdev or none.
         counter_source as "CounterSource": String,
         /// Attributes the kernel did not give, with the reason (missing, read failed: EINVAL, malformed ...); their properties show empty or zero.
@@ -545,13 +554,13 @@ bus_object! {
         /// Attributes the kernel did not give, with the reason (missing, read failed: EINVAL, malformed ...); their properties show empty or zero.
         unreadable as "Unreadable": HashMap<String, String>,
         /// Who configures this interface: ("networkmanager", profile id, profile UUID) when a NetworkManager profile does (the daemon then refuses to change it and does not re-create it), ("rdma-manager", "", "") when ipoib.toml remembers it, ("", "", "") when nobody does.
-        owner as "Owner": (String, String, String),
+        owner as "Owner": Owner,
         /// Whether the daemon remembers this interface in ipoib.toml: a P_Key child it re-creates, or a port's interface with settings it re-applies.
         persisted as "Persisted": bool,
         /// The remembered settings re-applied when the interface appears (mode, mtu, umcast), as text.
         persisted_settings as "PersistedSettings": HashMap<String, String>,
         /// On a port's own interface: the remembered P_Key children (P_Key with the full-membership bit, name), re-created when it appears; empty on a child.
-        persisted_children as "PersistedChildren": Vec<(u16, String)>,
+        persisted_children as "PersistedChildren": Vec<PersistedChild>,
     }
     methods {
         /// Creates a P_Key child of this port interface, as `ip link add link PARENT name NAME

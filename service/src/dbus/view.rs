@@ -18,7 +18,9 @@ use crate::model::{DeviceKind, Field, PortSnapshot};
 use super::objects::{DeviceView, IpoibView, PortView, RootView};
 pub use super::values::{counter_source_name, object_path};
 use super::values::{managed_limits, unit_state};
-use rdma_manager_dbus::types::{RdmaModule, SubnetManager};
+use rdma_manager_dbus::types::{
+    Gid, NameRule, Owner, PersistedChild, Pkey, RdmaModule, SoftLink, StateStale, SubnetManager,
+};
 
 /// Collects unreadable attributes while turning fields into plain values.
 #[derive(Default)]
@@ -149,19 +151,25 @@ pub fn port_view(
         gids: p
             .gids
             .iter()
-            .map(|g| {
-                (
-                    g.index,
-                    crate::model::device::gid_sysfs_form(&g.gid),
-                    g.gid_type
-                        .as_ref()
-                        .map(|t| t.as_str().to_string())
-                        .unwrap_or_default(),
-                    g.ndev.clone().unwrap_or_default(),
-                )
+            .map(|g| Gid {
+                index: g.index,
+                gid: crate::model::device::gid_sysfs_form(&g.gid),
+                gid_type: g
+                    .gid_type
+                    .as_ref()
+                    .map(|t| t.as_str().to_string())
+                    .unwrap_or_default(),
+                netdev: g.ndev.clone().unwrap_or_default(),
             })
             .collect(),
-        pkeys: p.pkeys.iter().map(|k| (k.index, k.pkey)).collect(),
+        pkeys: p
+            .pkeys
+            .iter()
+            .map(|k| Pkey {
+                index: k.index,
+                pkey: k.pkey,
+            })
+            .collect(),
         netdev: source.and_then(|s| s.netdev.clone()).unwrap_or_default(),
         netdev_owner: source
             .and_then(|s| s.netdev.as_deref())
@@ -170,7 +178,7 @@ pub fn port_view(
                     .iter()
                     .find(|p| p.interface.as_deref() == Some(n))
             })
-            .map(|p| ("networkmanager".to_string(), p.id.clone(), p.uuid.clone()))
+            .map(|p| Owner::network_manager(&p.id, &p.uuid))
             .unwrap_or_default(),
         counter_source: source
             .map(|s| counter_source_name(&s.counters))
@@ -279,16 +287,15 @@ pub fn ipoib_view(links: &IpoibLinks<'_>, i: &IpoibState) -> IpoibView {
     }
 }
 
-/// Who configures an interface: ("networkmanager", profile id, profile UUID) when a
-/// NetworkManager profile does, else ("rdma-manager", "", "") when ipoib.toml remembers it,
-/// else ("", "", "").
-fn owner(links: &IpoibLinks<'_>, name: &str, persisted: bool) -> (String, String, String) {
+/// Who configures an interface: a NetworkManager profile when one does, else rdma-manager
+/// when ipoib.toml remembers it, else nobody.
+fn owner(links: &IpoibLinks<'_>, name: &str, persisted: bool) -> Owner {
     let profile = links
         .nm_profiles
         .and_then(|ps| ps.iter().find(|p| p.interface.as_deref() == Some(name)));
     match profile {
-        Some(p) => ("networkmanager".into(), p.id.clone(), p.uuid.clone()),
-        None if persisted => ("rdma-manager".into(), String::new(), String::new()),
+        Some(p) => Owner::network_manager(&p.id, &p.uuid),
+        None if persisted => Owner::rdma_manager(),
         None => Default::default(),
     }
 }
@@ -299,7 +306,7 @@ fn owner(links: &IpoibLinks<'_>, name: &str, persisted: bool) -> (String, String
 fn remembered_ipoib(
     links: &IpoibLinks<'_>,
     i: &IpoibState,
-) -> (bool, HashMap<String, String>, Vec<(u16, String)>) {
+) -> (bool, HashMap<String, String>, Vec<PersistedChild>) {
     let guid = i
         .snap
         .address
@@ -315,7 +322,10 @@ fn remembered_ipoib(
         let children = port
             .children
             .iter()
-            .map(|c| (c.pkey, c.name.clone()))
+            .map(|c| PersistedChild {
+                pkey: c.pkey,
+                name: c.name.clone(),
+            })
             .collect();
         return (
             !settings.is_empty(),
@@ -359,12 +369,10 @@ pub fn root_view(st: &ObservedState, simulated: bool, tick_us: u64) -> RootView 
             .map(|s| {
                 s.links
                     .iter()
-                    .map(|l| {
-                        (
-                            l.name.clone(),
-                            l.kind.as_str().to_string(),
-                            l.netdev.clone(),
-                        )
+                    .map(|l| SoftLink {
+                        name: l.name.clone(),
+                        kind: l.kind.as_str().to_string(),
+                        netdev: l.netdev.clone(),
                     })
                     .collect()
             })
@@ -387,13 +395,11 @@ pub fn root_view(st: &ObservedState, simulated: bool, tick_us: u64) -> RootView 
             .naming
             .ipoib_rules
             .iter()
-            .map(|r| {
-                (
-                    r.port_guid.to_string(),
-                    cap_message(&r.name),
-                    r.managed,
-                    r.line,
-                )
+            .map(|r| NameRule {
+                guid: r.port_guid.to_string(),
+                name: cap_message(&r.name),
+                managed: r.managed,
+                line: r.line,
             })
             .collect(),
         rdma_naming_policy: cap_message(&st.naming.policy),
@@ -402,12 +408,21 @@ pub fn root_view(st: &ObservedState, simulated: bool, tick_us: u64) -> RootView 
             .naming
             .fixed
             .iter()
-            .map(|(g, n, m, l)| (g.to_string(), cap_message(n), *m, *l))
+            .map(|(g, n, m, l)| NameRule {
+                guid: g.to_string(),
+                name: cap_message(n),
+                managed: *m,
+                line: *l,
+            })
             .collect(),
         state_stale: st
             .stale
             .as_ref()
-            .map(|s| (true, s.reason.clone(), s.since_unix_us))
+            .map(|s| StateStale {
+                stale: true,
+                reason: s.reason.clone(),
+                since_us: s.since_unix_us,
+            })
             .unwrap_or_default(),
     }
 }

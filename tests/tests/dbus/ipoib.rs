@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use rdma_manager_dbus::types::PersistedChild;
 use rdma_manager_dbus::{ipoib_path, IpoibProxy, BUS_NAME};
 use rdma_manager_tests::bus::PrivateBus;
 use rdma_manager_tests::service::{serve_sim, session_bus_or_skip, ServedSim};
@@ -245,7 +246,10 @@ async fn create_child_with_the_default_name_and_settings() {
     assert!(port.settings().is_empty(), "ib0's own settings untouched");
     assert_eq!(
         ib0.persisted_children().await.unwrap(),
-        vec![(0x8002, "ib0.0002".to_string())]
+        vec![PersistedChild {
+            pkey: 0x8002,
+            name: "ib0.0002".into()
+        }]
     );
     assert!(!ib0.persisted().await.unwrap());
 
@@ -449,7 +453,10 @@ async fn mode_mtu_and_umcast_are_set_and_remembered() {
     let parent = r.proxy("ibp59s0f0").await;
     assert_eq!(
         parent.persisted_children().await.unwrap(),
-        vec![(0x8003, "ibp59s0f0.8003".to_string())]
+        vec![PersistedChild {
+            pkey: 0x8003,
+            name: "ibp59s0f0.8003".into()
+        }]
     );
 
     // busctl, as the documentation shows it.
@@ -935,7 +942,10 @@ async fn one_child_under_the_new_name(r: &Running, file: &str) {
     assert_eq!(parent.children().await.unwrap(), vec![child_path.clone()]);
     assert_eq!(
         parent.persisted_children().await.unwrap(),
-        vec![(0x8005, "ib0.8005".to_string())]
+        vec![PersistedChild {
+            pkey: 0x8005,
+            name: "ib0.8005".into()
+        }]
     );
     let child = r.proxy_at(child_path).await;
     assert_eq!(child.parent().await.unwrap(), r.path_of("hpc_ib0"));
@@ -1008,7 +1018,12 @@ async fn renaming_a_parent_takes_its_children_along() {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let children = parent.persisted_children().await.unwrap();
-        if children == vec![(0x8005, "storage5".to_string())] {
+        if children
+            == vec![PersistedChild {
+                pkey: 0x8005,
+                name: "storage5".into(),
+            }]
+        {
             break;
         }
         assert!(

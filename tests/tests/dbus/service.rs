@@ -6,6 +6,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
+use rdma_manager_dbus::types::Pkey;
 use rdma_manager_dbus::{DeviceProxy, IpoibProxy, ManagerProxy, PortProxy, BUS_NAME, ROOT_PATH};
 use rdma_manager_tests::bus::PrivateBus;
 use rdma_manager_tests::service::{serve_sim, session_bus_or_skip, ServedSim};
@@ -149,7 +150,19 @@ async fn every_device_port_and_ipoib_interface_is_an_object() {
         (port.lid().await.unwrap(), port.sm_lid().await.unwrap()),
         (2, 2)
     );
-    assert_eq!(port.pkeys().await.unwrap(), vec![(0, 0xffff), (1, 0x8001)]);
+    assert_eq!(
+        port.pkeys().await.unwrap(),
+        vec![
+            Pkey {
+                index: 0,
+                pkey: 0xffff
+            },
+            Pkey {
+                index: 1,
+                pkey: 0x8001
+            }
+        ]
+    );
     assert!(port.unreadable().await.unwrap().is_empty());
 
     // An IPoIB interface points at its port, and a child at its parent.

@@ -6,6 +6,7 @@
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use rdma_manager_dbus::types::StateStale;
 use rdma_manager_dbus::{ipoib_path, IpoibProxy, ManagerProxy, PortProxy};
 use rdma_manager_tests::service::{serve_sim, session_bus_or_skip};
 use rdma_managerd::engine::EngineConfig;
@@ -74,7 +75,7 @@ async fn stale_state_is_published_and_recovered_from_by_itself() {
         .expect("ipoib");
     assert_eq!(
         root.state_stale().await.expect("StateStale"),
-        (false, String::new(), 0)
+        StateStale::default()
     );
     assert_eq!(port.state().await.expect("State"), "ACTIVE");
     assert_ne!(ib0.1, 2000);
@@ -95,10 +96,14 @@ async fn stale_state_is_published_and_recovered_from_by_itself() {
     .await
     .expect("mtu");
     within("StateStale set", Duration::from_secs(3), || async {
-        root.state_stale().await.is_ok_and(|s| s.0)
+        root.state_stale().await.is_ok_and(|s| s.stale)
     })
     .await;
-    let (stale, reason, since) = root.state_stale().await.expect("StateStale");
+    let StateStale {
+        stale,
+        reason,
+        since_us: since,
+    } = root.state_stale().await.expect("StateStale");
     assert!(stale);
     assert!(
         reason.contains("EMFILE") && reason.contains("Too many open files"),
@@ -113,14 +118,17 @@ async fn stale_state_is_published_and_recovered_from_by_itself() {
     // Let a few retries fail, so the backoff has grown to its bound.
     tokio::time::sleep(Duration::from_secs(5)).await;
     let again = root.state_stale().await.expect("StateStale");
-    assert!(again.0, "still stale while reads fail");
-    assert_eq!(again.2, since, "since is the first failure, not the latest");
+    assert!(again.stale, "still stale while reads fail");
+    assert_eq!(
+        again.since_us, since,
+        "since is the first failure, not the latest"
+    );
 
     // The cause goes away: the daemon recovers by itself (the retry backoff is at most 4 s),
     // with the true state, including what no poll would have noticed (ib0's MTU).
     sim.fail_reads(None);
     let took = within("recovered", Duration::from_secs(7), || async {
-        root.state_stale().await.ok() == Some((false, String::new(), 0))
+        root.state_stale().await.ok() == Some(StateStale::default())
     })
     .await;
     assert_eq!(port.state().await.expect("State"), "DOWN");

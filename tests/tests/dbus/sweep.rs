@@ -38,7 +38,7 @@ async fn a_gid_changed_without_an_event_is_published_by_the_sweep() {
     let dev = port.device_name().await.expect("DeviceName");
     let before = port.gids().await.expect("Gids");
     let index = 7;
-    assert!(before.iter().all(|g| g.0 != index), "{before:?}");
+    assert!(before.iter().all(|g| g.index != index), "{before:?}");
     // Written into the table as the kernel would, with no event.
     sim.corrupt_file(
         &format!("sys/class/infiniband/{dev}/ports/1/gids/{index}"),
@@ -52,7 +52,7 @@ async fn a_gid_changed_without_an_event_is_published_by_the_sweep() {
         let gids = port.gids().await.expect("Gids");
         if gids
             .iter()
-            .any(|g| g.0 == index && g.1 == "fe80:0000:0000:0000:0000:0000:0000:0077")
+            .any(|g| g.index == index && g.gid == "fe80:0000:0000:0000:0000:0000:0000:0077")
         {
             break;
         }

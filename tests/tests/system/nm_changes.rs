@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context, Result};
 use futures::StreamExt;
+use rdma_manager_dbus::types::MovedChild;
 use rdma_manager_dbus::{NetworkProxy, PendingChangeProxy};
 use rdma_manager_tests::nm::{skip_reason, PrivateNm};
 use rdma_managerd::kernel::sim::{fixtures, SimHost};
@@ -243,7 +244,7 @@ async fn ip_settings_are_pending_until_confirmed_and_roll_back_by_themselves() -
     // The port whose netdev eth0 is shows the profile as its owner.
     let port = port_of(&client, "eth0").await?;
     let deadline = Instant::now() + Duration::from_secs(10);
-    while port.netdev_owner().await?.0 != "networkmanager" {
+    while port.netdev_owner().await?.kind != "networkmanager" {
         ensure!(
             Instant::now() < deadline,
             "NetdevOwner: {:?}",
@@ -251,7 +252,7 @@ async fn ip_settings_are_pending_until_confirmed_and_roll_back_by_themselves() -
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert_eq!(port.netdev_owner().await?.1, "eth0");
+    assert_eq!(port.netdev_owner().await?.profile_id, "eth0");
     // A second change while the first waits: NetworkManager's checkpoints overlap.
     let r = network.set_ip_settings("eth0", settings.clone(), 10).await;
     assert_eq!(error_name(&r).0, format!("{ERR}Busy"), "{r:?}");
@@ -263,7 +264,7 @@ async fn ip_settings_are_pending_until_confirmed_and_roll_back_by_themselves() -
     assert!(network.pending_changes().await?.is_empty());
     assert_eq!(text(&network.get_ip_settings("eth0").await?, "owner"), "");
     let deadline = Instant::now() + Duration::from_secs(10);
-    while !port.netdev_owner().await?.0.is_empty() {
+    while !port.netdev_owner().await?.kind.is_empty() {
         ensure!(
             Instant::now() < deadline,
             "NetdevOwner after the rollback: {:?}",
@@ -442,10 +443,16 @@ async fn remembered_children_move_into_networkmanager_on_request() -> Result<()>
         .success());
 
     let (change, moved, skipped) = network.move_to_network_manager(10).await?;
-    assert_eq!(moved, [("ib0.0004".to_string(), "ib0.0004".to_string())]);
+    assert_eq!(
+        moved,
+        [MovedChild {
+            interface: "ib0.0004".into(),
+            profile: "ib0.0004".into()
+        }]
+    );
     assert_eq!(skipped.len(), 1, "{skipped:?}");
-    assert_eq!(skipped[0].0, "storage5");
-    assert!(skipped[0].1.contains("cannot rename"), "{skipped:?}");
+    assert_eq!(skipped[0].interface, "storage5");
+    assert!(skipped[0].reason.contains("cannot rename"), "{skipped:?}");
     let (ours, _) = keyfile(&nm, "ib0.0004")?;
     assert_eq!(
         super::nm_profiles::without_uuid(&ours),
@@ -454,7 +461,7 @@ async fn remembered_children_move_into_networkmanager_on_request() -> Result<()>
     // Still remembered until confirmed; NetworkManager owns it already.
     assert!(std::fs::read_to_string(&toml)?.contains("ib0.0004"));
     let child = super::nm_profiles::ipoib(&client, &sim, "ib0.0004").await?;
-    assert_eq!(child.owner().await?.0, "networkmanager");
+    assert_eq!(child.owner().await?.kind, "networkmanager");
     pending(&client, &change).await?.confirm().await?;
     let now = std::fs::read_to_string(&toml)?;
     assert!(

@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 
 use anyhow::{ensure, Context, Result};
+use rdma_manager_dbus::types::Owner;
 use rdma_manager_tests::nm::{skip_reason, PrivateNm};
 use rdma_managerd::nm::client::{NetworkManager, NmError};
 use rdma_managerd::nm::profile::{Family, IpConfig, IpMethod, IpoibProfile, TransportMode};
@@ -617,7 +618,11 @@ async fn the_daemon_leaves_interfaces_networkmanager_owns_alone() -> Result<()> 
         mtu_before
     );
     // The owner is published: NetworkManager's profile for ib0.0004, the daemon for its own.
-    let (kind, id, uuid) = child.owner().await?;
+    let Owner {
+        kind,
+        profile_id: id,
+        uuid,
+    } = child.owner().await?;
     assert_eq!((kind.as_str(), id.as_str()), ("networkmanager", "ib0.0004"));
     let profiles = NetworkManager::new(client.clone()).profiles().await?;
     assert!(
@@ -627,19 +632,20 @@ async fn the_daemon_leaves_interfaces_networkmanager_owns_alone() -> Result<()> 
         "{profiles:?}"
     );
     let own = ipoib(&client, &sim, "ib0.0005").await?.owner().await?;
-    assert_eq!(
-        own,
-        ("rdma-manager".to_string(), String::new(), String::new())
-    );
+    assert_eq!(own, Owner::rdma_manager());
 
     // A profile added with nmcli and no IPoIB call after it: the owner follows at the
     // daemon's next host re-read (60 ticks of 100 ms here).
     let sixth = ipoib(&client, &sim, "ib0.0006").await?;
-    assert_eq!(sixth.owner().await?.0, "rdma-manager");
+    assert_eq!(sixth.owner().await?.kind, "rdma-manager");
     nm_child("0x0006")?;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
-        let (kind, id, _) = sixth.owner().await?;
+        let Owner {
+            kind,
+            profile_id: id,
+            ..
+        } = sixth.owner().await?;
         if kind == "networkmanager" && id == "ib0.0006" {
             break;
         }

@@ -15,7 +15,7 @@ use crate::client::{Call, CallError, CallOutput, IpSettings};
 use crate::edit::{self, hex16, Session};
 use crate::form::{ChoiceOption, Field, FieldKind, Form, FormEvent};
 use crate::ipform::{ip_line, IpState};
-use crate::model::{Ipoib, Model};
+use crate::model::{Ipoib, Model, PersistedChild};
 use crate::theme::Theme;
 
 /// Why a port's interface cannot switch to connected mode.
@@ -72,7 +72,7 @@ fn rows(model: &Model) -> Vec<Row> {
         while let Some(c) = iter.next_if(|c| c.is_child() && c.parent == i.path) {
             out.push(Row::Iface(c.path.clone()));
         }
-        for (pkey, name) in &i.persisted_children {
+        for PersistedChild { pkey, name } in &i.persisted_children {
             let present = model.ipoib.values().any(|c| {
                 c.is_child()
                     && c.parent == i.path
@@ -931,7 +931,7 @@ fn iface_details(model: &Model, i: &Ipoib, t: Theme) -> Vec<Line<'static>> {
         let kids: Vec<String> = i
             .persisted_children
             .iter()
-            .map(|(p, n)| format!("{n} ({})", hex16(*p)))
+            .map(|c| format!("{} ({})", c.name, hex16(c.pkey)))
             .collect();
         lines.push(Line::raw(format!(
             "Remembered children: {}",
@@ -961,7 +961,7 @@ mod tests {
         assert!(!text(&m).contains("NetworkManager"), "{}", text(&m));
         if let Some(i) = m.ipoib.get_mut(path) {
             i.persisted = true;
-            i.owner = ("networkmanager".into(), "storage".into(), "u".into());
+            i.owner = crate::model::Owner::network_manager("storage", "u");
         }
         let shown = text(&m);
         assert!(
@@ -976,7 +976,16 @@ mod tests {
         let mut m = demo_model();
         let parent = "/org/rdmamanager/RdmaManager1/Ipoib/10";
         if let Some(p) = m.ipoib.get_mut(parent) {
-            p.persisted_children = vec![(0x8002, "ibp59s0f0.8002".into()), (0x0010, "x".into())];
+            p.persisted_children = vec![
+                PersistedChild {
+                    pkey: 0x8002,
+                    name: "ibp59s0f0.8002".into(),
+                },
+                PersistedChild {
+                    pkey: 0x0010,
+                    name: "x".into(),
+                },
+            ];
         }
         let r = rows(&m);
         assert_eq!(r.len(), 5, "{r:?}");
