@@ -442,6 +442,27 @@ async fn remembered_children_move_into_networkmanager_on_request() -> Result<()>
         .status
         .success());
 
+    // Rolled back: the profile goes, ipoib.toml keeps the child, the daemon owns it again.
+    let (change, _, _) = network.move_to_network_manager(10).await?;
+    ensure!(
+        keyfile(&nm, "ib0.0004").is_ok(),
+        "no profile while the move is pending"
+    );
+    pending(&client, &change).await?.roll_back().await?;
+    ensure!(keyfiles(&nm)?.is_empty(), "left: {:?}", keyfiles(&nm)?);
+    assert!(std::fs::read_to_string(&toml)?.contains("ib0.0004"));
+    let child = super::nm_profiles::ipoib(&client, &sim, "ib0.0004").await?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while child.owner().await?.kind != "rdma-manager" {
+        ensure!(
+            Instant::now() < deadline,
+            "owner after the rollback: {:?}",
+            child.owner().await?
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // Again, confirmed this time.
     let (change, moved, skipped) = network.move_to_network_manager(10).await?;
     assert_eq!(
         moved,
@@ -460,7 +481,6 @@ async fn remembered_children_move_into_networkmanager_on_request() -> Result<()>
     );
     // Still remembered until confirmed; NetworkManager owns it already.
     assert!(std::fs::read_to_string(&toml)?.contains("ib0.0004"));
-    let child = super::nm_profiles::ipoib(&client, &sim, "ib0.0004").await?;
     assert_eq!(child.owner().await?.kind, "networkmanager");
     pending(&client, &change).await?.confirm().await?;
     let now = std::fs::read_to_string(&toml)?;
