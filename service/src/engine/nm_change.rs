@@ -21,7 +21,7 @@ use zbus::zvariant::OwnedValue;
 use crate::config::ipoib::IpoibSettings;
 use crate::model::IpoibMode;
 use crate::nm::client::{Checkpoint, NetworkManager, NmError, ProfileSummary};
-use crate::nm::device::{DeviceInfo, DEVICE_ACTIVATED};
+use crate::nm::device::{DeviceInfo, DEVICE_ACTIVATED, DEVICE_FAILED};
 use crate::nm::keys::IpSettings;
 use crate::nm::profile::{self, IpoibProfile, Settings, TransportMode};
 
@@ -367,7 +367,7 @@ async fn wait_activated(nm: &NetworkManager, interface: &str, uuid: &str) -> Res
             }
             Some(d) if d.active_profile.as_deref() == Some(uuid) => seen_activating = true,
             // Failed or disconnected after it had started: NetworkManager gave up.
-            Some(d) if seen_activating || d.state == 120 => {
+            Some(d) if seen_activating || d.state == DEVICE_FAILED => {
                 return Err(OpError::Failed(format!(
                     "NetworkManager could not activate the profile on {interface}: the device \
                      is {} (reason {})",

@@ -255,33 +255,19 @@ impl DeviceList<'_> {
     /// must be at least the number of valid entries (the kernel refuses a shorter buffer
     /// with EINVAL); the sum of the ports' table lengths always is.
     pub fn gid_table(&self, dev: &str, max_entries: usize) -> Result<Vec<RawGidEntry>, VerbsError> {
-        let Some(&device) = self.names.get(dev) else {
-            return Err(VerbsError::NoDevice(dev.to_string()));
-        };
-        // SAFETY: `device` is from the live list.
-        let ctx = unsafe { (self.verbs.open_device)(device) };
-        if ctx.is_null() {
-            return Err(VerbsError::Open {
-                dev: dev.to_string(),
-                source: std::io::Error::last_os_error(),
-            });
-        }
-        let ctx = Context {
-            verbs: self.verbs,
-            ctx,
-        };
+        let open = self.open(dev)?;
         let mut entries = vec![RawGidEntry::default(); max_entries.max(1)];
         // SAFETY: the buffer holds `entries.len()` entries of the size passed.
         let n = unsafe {
             (self.verbs.query_gid_table)(
-                ctx.ctx,
+                open.ctx.ctx,
                 entries.as_mut_ptr(),
                 entries.len(),
                 0,
                 std::mem::size_of::<RawGidEntry>(),
             )
         };
-        drop(ctx);
+        drop(open);
         let n = usize::try_from(n).map_err(|_| VerbsError::Query {
             dev: dev.to_string(),
             errno: Errno(i32::try_from(-n).unwrap_or(libc::EIO)),

@@ -48,6 +48,8 @@ trait ActiveConnection {
 pub const DEVICE_UNMANAGED: u32 = 10;
 /// `NM_DEVICE_STATE_ACTIVATED`.
 pub const DEVICE_ACTIVATED: u32 = 100;
+/// `NM_DEVICE_STATE_FAILED`.
+pub const DEVICE_FAILED: u32 = 120;
 
 /// NetworkManager's name of a device state (`NMDeviceState`), as nmcli prints it.
 pub fn device_state_name(state: u32) -> &'static str {
