@@ -5,7 +5,7 @@
 # --tui-bin also rdma-tui --ibstat against the real ibstat).
 # Usage: tests/lab/run-lab.sh --scenario-bin PATH [--daemon-bin PATH [--tui-bin PATH]]
 #          [--kernels "6.1 6.12"] [--out DIR] [--compare-with FILE] [--timeout SECS] [--apt-update]
-#          [--no-daemon-checks] [--mem MB]
+#          [--no-daemon-checks] [--mem MB] [--append "KERNEL ARGS"]
 # See tests/lab/README.md.
 set -euo pipefail
 shopt -s inherit_errexit
@@ -39,6 +39,7 @@ timeout_secs=300
 force_update=0
 daemon_checks=1
 mem_mb=1024
+append=""
 
 log()  { printf '[lab] %s\n' "$*" >&2; }
 die()  { printf '[lab] ERROR: %s\n' "$*" >&2; exit 1; }
@@ -59,6 +60,7 @@ while [ $# -gt 0 ]; do
     --apt-update)   force_update=1; shift ;;
     --no-daemon-checks) daemon_checks=0; shift ;;
     --mem)          [ $# -ge 2 ] || usage; mem_mb=$2; shift 2 ;;
+    --append)       [ $# -ge 2 ] || usage; append=$2; shift 2 ;;
     -h|--help)      usage 0 ;;
     *)              printf '[lab] unknown argument: %s\n' "$1" >&2; usage ;;
   esac
@@ -538,7 +540,7 @@ run_kernel() {
   timeout -k 10 "$timeout_secs" qemu-system-x86_64 \
     -accel tcg -cpu max,la57=off -m "$mem_mb" -smp 2 \
     -kernel "$vmlinuz" -initrd "$img" \
-    -append "console=ttyS0 quiet loglevel=1 panic=-1" \
+    -append "console=ttyS0 quiet loglevel=1 panic=-1${append:+ $append}" \
     -nographic -no-reboot -nic none -monitor none \
     -serial stdio -serial "file:$raw" \
     </dev/null >"$console" 2>&1 || qrc=$?

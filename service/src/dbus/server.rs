@@ -14,6 +14,7 @@ use super::managed::{ManagedCache, ManagedObjects};
 use super::polkit::Authorizer;
 use super::publisher::Publisher;
 use super::Context;
+use crate::engine::phases::Phases;
 use crate::engine::{self, EngineConfig, EngineHandle};
 use crate::kernel::Host;
 use crate::system::{BusSystemServices, SystemServices};
@@ -128,6 +129,7 @@ pub async fn serve_with(
     authorizer: Authorizer,
     system: Arc<dyn SystemServices>,
 ) -> Result<Service, ServeError> {
+    let mut phases = Phases::new();
     let lost = watch_connection(&conn).await?;
     let limits = Limits::new(LimitConfig::default());
     limits.attach(&conn);
@@ -159,11 +161,14 @@ pub async fn serve_with(
         simulated,
         tick_us,
     ));
-    let (engine, task) = engine::start(host, system, publisher, config).await?;
+    phases.mark("bus_objects");
+    let (engine, task) = engine::start(host, system, publisher, config, &mut phases).await?;
     ctx.set_engine(engine.clone());
     conn.request_name(BUS_NAME)
         .await
         .map_err(ServeError::Name)?;
+    phases.mark("name");
+    tracing::info!(phases = %phases.summary(), "start-up phases, ms");
     // The model's size, so that GetManagedObjects calls admitted together reserve what they
     // will send (see `limits`). Encoded off the start-up path, after the name: the encodings
     // are kept for the first call.

@@ -21,6 +21,7 @@ mod ops_naming;
 mod ops_roce;
 mod ops_soft_links;
 mod persist;
+pub mod phases;
 mod renames;
 mod restore;
 mod stale;
@@ -174,13 +175,26 @@ pub async fn read_host(
     host: &dyn Host,
     system: &dyn SystemServices,
 ) -> Result<(ObservedState, Dirty), crate::kernel::HostError> {
+    read_host_timed(host, system, &mut phases::Phases::new()).await
+}
+
+/// [`read_host`], marking its phases on `phases`.
+pub async fn read_host_timed(
+    host: &dyn Host,
+    system: &dyn SystemServices,
+    phases: &mut phases::Phases,
+) -> Result<(ObservedState, Dirty), crate::kernel::HostError> {
     let mut state = ObservedState {
         config: crate::config::Desired::load(host).await,
         ..ObservedState::default()
     };
+    phases.mark("config");
     state.naming = ops_naming::load_naming(host).await;
+    phases.mark("naming");
     state.host_setup = host_setup::load_host_setup(host, system).await;
+    phases.mark("host_setup");
     let mut dirty = state.refresh_all(host).await?;
+    phases.mark("devices");
     dirty.config = true;
     dirty.host_setup = true;
     Ok((state, dirty))
@@ -194,23 +208,28 @@ pub async fn start(
     system: Arc<dyn SystemServices>,
     sink: Arc<dyn Sink>,
     config: EngineConfig,
+    phases: &mut phases::Phases,
 ) -> Result<(EngineHandle, tokio::task::JoinHandle<()>), crate::kernel::HostError> {
     // Subscribe before the first read so that nothing between the two is missed.
     let events = host.subscribe().await?;
+    phases.mark("subscribe");
     let t = std::time::Instant::now();
     // Before anything is read or written: a write killed half-way left only its temp file.
     leftovers::remove_leftovers(host.as_ref()).await;
-    let (mut state, dirty) = read_host(host.as_ref(), system.as_ref()).await?;
+    phases.mark("leftovers");
+    let (mut state, dirty) = read_host_timed(host.as_ref(), system.as_ref(), phases).await?;
     // Asked before the first publish and the restore: an interface NetworkManager owns shows
     // its profile, and is not re-created or re-applied from the daemon's own file.
     let nm = Arc::new(nm_owners::NmOwners::new(system.clone()));
     nm.refresh().await;
     state.nm_profiles = nm.snapshot();
+    phases.mark("networkmanager");
     for e in state.config.errors() {
         warn!(error = %e, "persisted configuration is unusable; nothing from it is re-applied");
     }
     let read_ms = t.elapsed().as_secs_f64() * 1e3;
     sink.publish(&state, &dirty).await;
+    phases.mark("publish");
     release_freed_memory();
     info!(
         devices = state.devices.len(),
@@ -270,6 +289,7 @@ pub async fn start(
     // so no client can read the values from before the restore. Events the restore causes
     // (a re-created link's add) wait in `events` and find nothing left to change.
     engine.restore(&restore::Appeared::start()).await;
+    phases.mark("restore");
     let task = tokio::spawn(engine.run(events, rx));
     Ok((handle, task))
 }

@@ -8,7 +8,8 @@
 //!         --daemon-bin target/release/rdma-managerd --no-daemon-checks \
 //!         --kernels 6.12 --mem 2048 --timeout 900
 //!
-//! In the guest it makes `RDMA_LAB_SCALE_DEVICES` (default 256) dummy netdevs with an rxe
+//! In the guest it makes `RDMA_LAB_SCALE_DEVICES` (default 256; or `--append
+//! rdma_lab_scale_devices=N` to run-lab.sh) dummy netdevs with an rxe
 //! device on each, then measures, all in the same guest:
 //! - one `ibstat` of every device and one `rdma -j dev show` (the median of 3 runs each);
 //! - the GID tables read through libibverbs equal those read through sysfs, for every device,
@@ -451,6 +452,44 @@ where
     None
 }
 
+/// Makes one more dummy netdev and an rxe device on it, and waits for the daemon's
+/// InterfacesAdded of a Device object named after it.
+async fn device_added_ms(conn: &zbus::Connection, devices: usize) -> Result<f64> {
+    use futures::StreamExt;
+    let om = zbus::fdo::ObjectManagerProxy::builder(conn)
+        .destination(NAME)?
+        .path(ROOT)?
+        .build()
+        .await?;
+    let mut added = om.receive_interfaces_added().await?;
+    let (netdev, rdma) = (format!("dummy{devices}"), format!("rxe{devices}"));
+    run(Command::new("ip").args(["link", "add", &netdev, "type", "dummy"]))?;
+    run(Command::new("ip").args(["link", "set", &netdev, "up"]))?;
+    let t = Instant::now();
+    run(Command::new("rdma").args(["link", "add", &rdma, "type", "rxe", "netdev", &netdev]))?;
+    let seen = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(sig) = added.next().await {
+            let Ok(args) = sig.args() else { continue };
+            let named = args
+                .interfaces_and_properties()
+                .get("org.rdmamanager.RdmaManager1.Device")
+                .and_then(|p| p.get("Name"))
+                .and_then(|v| <&str>::try_from(v).ok())
+                .is_some_and(|n| n == rdma);
+            if named {
+                return Some(t.elapsed());
+            }
+        }
+        None
+    })
+    .await;
+    match seen {
+        Ok(Some(d)) => Ok(d.as_secs_f64() * 1e3),
+        Ok(None) => bail!("the signal stream ended"),
+        Err(_) => bail!("no Device object for {rdma} within 30 s"),
+    }
+}
+
 type Objects = HashMap<OwnedObjectPath, HashMap<String, HashMap<String, OwnedValue>>>;
 
 async fn daemon_phase(devices: usize) -> Result<()> {
@@ -494,17 +533,55 @@ async fn daemon_phase(devices: usize) -> Result<()> {
         format!("{:.0}", owned.as_secs_f64() * 1e3),
     );
 
-    // One client, one GetManagedObjects (also finds the port to take down).
+    // One client process: the first GetManagedObjects (the daemon encodes every object's
+    // entry then), then the same call again and again, as a client that keeps its
+    // connection sees it: until the whole reply is in, not decoded; and decoded into a map.
     let om = zbus::Proxy::new(&conn, NAME, ROOT, "org.freedesktop.DBus.ObjectManager").await?;
     let t = Instant::now();
     let objects: Objects = om.call("GetManagedObjects", &()).await?;
     figure(
-        "get_managed_objects_ms",
+        "get_managed_objects_first_ms",
         format!(
-            "{:.0} ({} objects)",
+            "{:.0} ({} objects, decoded)",
             t.elapsed().as_secs_f64() * 1e3,
             objects.len()
         ),
+    );
+    let mut raw = Vec::new();
+    let mut bytes = 0;
+    for _ in 0..11 {
+        let t = Instant::now();
+        let reply = conn
+            .call_method(
+                Some(NAME),
+                ROOT,
+                Some("org.freedesktop.DBus.ObjectManager"),
+                "GetManagedObjects",
+                &(),
+            )
+            .await?;
+        raw.push(t.elapsed().as_secs_f64() * 1e3);
+        bytes = reply.body().len();
+    }
+    raw.sort_by(f64::total_cmp);
+    figure(
+        "get_managed_objects_ms",
+        format!(
+            "{:.1} (median of 11 calls in one client, reply {} bytes, not decoded; min {:.1} max {:.1})",
+            raw[5], bytes, raw[0], raw[10]
+        ),
+    );
+    let mut decoded = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        let o: Objects = om.call("GetManagedObjects", &()).await?;
+        decoded.push(t.elapsed().as_secs_f64() * 1e3);
+        std::hint::black_box(o);
+    }
+    decoded.sort_by(f64::total_cmp);
+    figure(
+        "get_managed_objects_decoded_ms",
+        format!("{:.1} (median of 5)", decoded[2]),
     );
     let target = format!("rxe{}", devices / 2);
     let port_path = objects
@@ -587,6 +664,17 @@ async fn daemon_phase(devices: usize) -> Result<()> {
         },
     );
 
+    // A device added, on D-Bus: from `rdma link add` until the client has the Device
+    // object's InterfacesAdded.
+    let added = device_added_ms(&conn, devices).await;
+    figure(
+        "device_added_on_dbus_ms",
+        match added {
+            Ok(ms) => format!("{ms:.0}"),
+            Err(e) => format!("FAILED: {e:#}"),
+        },
+    );
+
     let _ = Command::new("kill")
         .args(["-TERM", &pid.to_string()])
         .status();
@@ -604,6 +692,7 @@ async fn daemon_phase(devices: usize) -> Result<()> {
             l.contains("limit")
                 || l.contains("enumerated")
                 || l.contains("serving")
+                || l.contains("phases")
                 || l.contains("WARN")
         })
         .take(20)
@@ -614,8 +703,17 @@ async fn daemon_phase(devices: usize) -> Result<()> {
 }
 
 fn main() -> Result<()> {
+    // From the environment, or from the guest's kernel command line
+    // (`run-lab.sh --append rdma_lab_scale_devices=N`).
+    let on_cmdline = std::fs::read_to_string("/proc/cmdline").ok().and_then(|c| {
+        c.split_whitespace().find_map(|w| {
+            w.strip_prefix("rdma_lab_scale_devices=")
+                .map(str::to_string)
+        })
+    });
     let devices: usize = std::env::var("RDMA_LAB_SCALE_DEVICES")
         .ok()
+        .or(on_cmdline)
         .and_then(|v| v.parse().ok())
         .unwrap_or(256);
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -147,9 +147,12 @@ pub(crate) async fn spawn_with_rcvbuf(
 ) -> Result<JoinHandle<()>, HostError> {
     let socket = open_socket(rcvbuf)?;
     let rtnl = Rtnl::open().await?;
-    let mut names = LinkNames::new();
-    names.reset(&rtnl.links().await?);
     Ok(tokio::spawn(async move {
+        // The first dump runs here, not before returning: on a host of hundreds of links it
+        // is a large part of the daemon's start, and the subscribed socket keeps every
+        // change that happens meanwhile until the loop reads it.
+        let mut names = LinkNames::new();
+        resync(&rtnl, &mut names).await;
         let mut buf: Vec<u8> = Vec::with_capacity(DATAGRAM);
         loop {
             buf.clear();
