@@ -46,16 +46,24 @@ pub fn spawn_notify(tx: UnboundedSender<HostEvent>) -> Result<Option<JoinHandle<
     if !monitor_mode(&client)? {
         return Ok(None);
     }
-    // Subscribe first, then load the maps, so that nothing falls between the two.
+    // Subscribe first, then load the maps (in the thread), so that nothing falls between
+    // the two.
     let sock = open_socket(1 << (RDMA_NL_GROUP_NOTIFY - 1), POLL)?;
     if let Err(e) = sock.set_rx_buf_sz(NOTIFY_RCVBUF) {
         tracing::debug!(error = %e, "RDMA netlink: could not enlarge the notification buffer");
     }
-    let mut state = NotifyState::default();
-    state.resync(&client)?;
+    // The maps are loaded in the thread, not before returning: a GET dump and one PORT_GET
+    // a device is a large part of the daemon's start on a host of hundreds of devices, and
+    // the subscribed socket keeps every notification sent meanwhile until `run` reads it.
     let handle = std::thread::Builder::new()
         .name("rdma-nl-notify".into())
-        .spawn(move || run(&sock, &client, state, &tx))
+        .spawn(move || {
+            let mut state = NotifyState::default();
+            if let Err(e) = state.resync(&client) {
+                tracing::warn!(error = %e, "RDMA netlink: loading devices failed");
+            }
+            run(&sock, &client, state, &tx)
+        })
         .map_err(|e| HostError::from_io(Op::NlDump("MONITOR"), &e))?;
     Ok(Some(handle))
 }
