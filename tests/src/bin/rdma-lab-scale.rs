@@ -16,9 +16,12 @@
 //!   and what each way of reading all devices costs in this process;
 //! - `rdma-managerd` on a system bus: from its start to the bus name owned; after 30 s its
 //!   open descriptors (`/proc/PID/fd`), RSS and open-file limit; its CPU over the next 30 s
-//!   while idle; one GetManagedObjects through one client; the time from
-//!   `ip link set dummyN down` until the port's `State` on D-Bus is `DOWN`; and how many
-//!   lines of its log say "Too many open files".
+//!   while idle; GetManagedObjects in one client (the first call, then the median of 11);
+//!   the time from
+//!   `ip link set dummyN down` until the port's `State` on D-Bus is `DOWN`; from `rdma link
+//!   add` of one more device until its Device object's InterfacesAdded; how many lines of
+//!   its log say "Too many open files"; then a second start (a restart: rdma_cm's configfs
+//!   directories exist by then) with ibstat timed again beside it.
 //!
 //! Prints one `scale: NAME VALUE` line per figure and asserts nothing but the GID comparison
 //! and that the daemon came up (exit status 1 otherwise).
@@ -698,6 +701,40 @@ async fn daemon_phase(devices: usize) -> Result<()> {
         .take(20)
     {
         println!("daemon-log: {l}");
+    }
+
+    // Started again on the same kernel (a restart, not a boot: rdma_cm's configfs
+    // directories the first start made are still there), with ibstat once more beside it.
+    let ibstat = median_ms(3, || run(&mut Command::new("ibstat")))?;
+    figure("ibstat_all_again_ms", format!("{ibstat:.0}"));
+    let log = std::fs::File::create(DAEMON_LOG)?;
+    let mut again: Child = Command::new("/usr/sbin/rdma-managerd")
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1")
+        .stderr(log)
+        .stdout(Stdio::null())
+        .spawn()
+        .context("rdma-managerd")?;
+    let owned = wait_until(Duration::from_secs(600), || async {
+        dbus.name_has_owner(name.clone()).await.unwrap_or(false)
+    })
+    .await;
+    figure(
+        "daemon_restart_to_name_owned_ms",
+        owned.map_or("not within 600 s".into(), |d| {
+            format!("{:.0}", d.as_secs_f64() * 1e3)
+        }),
+    );
+    let _ = Command::new("kill")
+        .args(["-TERM", &again.id().to_string()])
+        .status();
+    let _ = again.wait();
+    for l in std::fs::read_to_string(DAEMON_LOG)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains("phases"))
+    {
+        println!("daemon-log (restart): {l}");
     }
     Ok(())
 }
