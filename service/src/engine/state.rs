@@ -43,9 +43,10 @@ pub struct PortRoce {
 impl PortRoce {
     /// Reads both (reading makes `rdma_cm/<dev>` in configfs, as the kernel expects).
     pub async fn read(host: &dyn Host, dev: &str, port: u32) -> PortRoce {
+        let (mode, tos) = host.roce_defaults(dev, port).await;
         PortRoce {
-            mode: host.roce_mode(dev, port).await.map_err(|e| e.to_string()),
-            tos: host.roce_tos(dev, port).await.map_err(|e| e.to_string()),
+            mode: mode.map_err(|e| e.to_string()),
+            tos: tos.map_err(|e| e.to_string()),
         }
     }
 }

@@ -290,6 +290,23 @@ impl Host for LinuxHost {
             .await
     }
 
+    async fn roce_defaults(
+        &self,
+        dev: &str,
+        port: u32,
+    ) -> (Result<RoceMode, HostError>, Result<u8, HostError>) {
+        let dev = dev.to_string();
+        let both = self
+            .blocking(Op::Configfs(dev.clone()), move |s| {
+                Ok(s.roce_defaults(&dev, port))
+            })
+            .await;
+        match both {
+            Ok(both) => both,
+            Err(e) => (Err(e.clone()), Err(e)),
+        }
+    }
+
     async fn set_roce_tos(&self, dev: &str, port: u32, tos: u8) -> Result<(), HostError> {
         let dev = dev.to_string();
         self.blocking(Op::Configfs(dev.clone()), move |s| {

@@ -234,6 +234,18 @@ pub trait Host: Send + Sync + 'static {
     async fn roce_mode(&self, dev: &str, port: u32) -> Result<RoceMode, HostError>;
     async fn set_roce_mode(&self, dev: &str, port: u32, mode: RoceMode) -> Result<(), HostError>;
     async fn roce_tos(&self, dev: &str, port: u32) -> Result<u8, HostError>;
+    /// Both of a port's RoCE defaults: a host may read them in one trip (one check of the
+    /// configfs directory instead of two, one blocking call).
+    async fn roce_defaults(
+        &self,
+        dev: &str,
+        port: u32,
+    ) -> (Result<RoceMode, HostError>, Result<u8, HostError>) {
+        (
+            self.roce_mode(dev, port).await,
+            self.roce_tos(dev, port).await,
+        )
+    }
     async fn set_roce_tos(&self, dev: &str, port: u32, tos: u8) -> Result<(), HostError>;
     /// Device directories present under `rdma_cm/` (they keep the name they were made with,
     /// even after the device is renamed).

@@ -658,7 +658,23 @@ impl SysRoot {
     }
 
     pub fn roce_mode(&self, dev: &str, port: u32) -> Result<RoceMode, HostError> {
-        let path = self.roce_port_dir(dev, port)?.join("default_roce_mode");
+        self.roce_mode_in(&self.roce_port_dir(dev, port)?)
+    }
+
+    /// Both RoCE defaults of a port, its configfs directory made and checked once.
+    pub fn roce_defaults(
+        &self,
+        dev: &str,
+        port: u32,
+    ) -> (Result<RoceMode, HostError>, Result<u8, HostError>) {
+        match self.roce_port_dir(dev, port) {
+            Ok(dir) => (self.roce_mode_in(&dir), self.roce_tos_in(&dir)),
+            Err(e) => (Err(e.clone()), Err(e)),
+        }
+    }
+
+    fn roce_mode_in(&self, port_dir: &Path) -> Result<RoceMode, HostError> {
+        let path = port_dir.join("default_roce_mode");
         let raw = std::fs::read_to_string(&path).map_err(|e| {
             HostError::from_io(Op::Configfs(format!("read {}", path.display())), &e)
         })?;
@@ -675,7 +691,11 @@ impl SysRoot {
     }
 
     pub fn roce_tos(&self, dev: &str, port: u32) -> Result<u8, HostError> {
-        let path = self.roce_port_dir(dev, port)?.join("default_roce_tos");
+        self.roce_tos_in(&self.roce_port_dir(dev, port)?)
+    }
+
+    fn roce_tos_in(&self, port_dir: &Path) -> Result<u8, HostError> {
+        let path = port_dir.join("default_roce_tos");
         let raw = std::fs::read_to_string(&path).map_err(|e| {
             HostError::from_io(Op::Configfs(format!("read {}", path.display())), &e)
         })?;
@@ -802,6 +822,36 @@ mod tests {
             sys.roce_configfs_dirs(),
             Err(HostError::Unsupported { .. })
         ));
+        Ok(())
+    }
+
+    #[test]
+    fn both_roce_defaults_are_read_as_each_alone() -> std::io::Result<()> {
+        use crate::model::RoceMode;
+        let tmp = tempfile::tempdir()?;
+        let sys = SysRoot::new(tmp.path().to_path_buf());
+        let cm = tmp.path().join("sys/kernel/config/rdma_cm");
+        std::fs::create_dir_all(&cm)?;
+        // No port directory (a plain directory where configfs would make one): both fail the
+        // same way, and the device's directory was made, as reading one would.
+        let (mode, tos) = sys.roce_defaults("rxe0", 1);
+        assert!(matches!(mode, Err(HostError::NotFound(_))), "{mode:?}");
+        assert!(matches!(tos, Err(HostError::NotFound(_))), "{tos:?}");
+        assert!(cm.join("rxe0").is_dir());
+        let port = cm.join("rxe0/ports/1");
+        std::fs::create_dir_all(&port)?;
+        std::fs::write(port.join("default_roce_mode"), "RoCE v2\n")?;
+        std::fs::write(port.join("default_roce_tos"), "106\n")?;
+        let (mode, tos) = sys.roce_defaults("rxe0", 1);
+        assert_eq!(mode, Ok(RoceMode::V2));
+        assert_eq!(tos, Ok(106));
+        assert_eq!(mode, sys.roce_mode("rxe0", 1));
+        assert_eq!(tos, sys.roce_tos("rxe0", 1));
+        // One file unreadable: only its half fails.
+        std::fs::write(port.join("default_roce_mode"), "RoCE v3\n")?;
+        let (mode, tos) = sys.roce_defaults("rxe0", 1);
+        assert!(matches!(mode, Err(HostError::Protocol { .. })), "{mode:?}");
+        assert_eq!(tos, Ok(106));
         Ok(())
     }
 }

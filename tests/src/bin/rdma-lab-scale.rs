@@ -98,11 +98,16 @@ fn make_devices(n: usize) -> Result<()> {
         ip += &format!("link add dummy{i} type dummy\nlink set dummy{i} up\n");
     }
     run_batch(Command::new("ip").args(["-b", "-"]), &ip)?;
-    let mut rdma = String::new();
-    for i in 0..n {
-        rdma += &format!("link add rxe{i} type rxe netdev dummy{i}\n");
+    // `rdma -b` opens a netlink socket per command and keeps them all: past about 1000
+    // commands it fails with "Failed to open NETLINK_RDMA socket" (the guest's limit of
+    // 1024 descriptors), so the devices are made 256 a batch.
+    for chunk in (0..n).collect::<Vec<_>>().chunks(256) {
+        let rdma: String = chunk
+            .iter()
+            .map(|i| format!("link add rxe{i} type rxe netdev dummy{i}\n"))
+            .collect();
+        run_batch(Command::new("rdma").args(["-b", "-"]), &rdma)?;
     }
-    run_batch(Command::new("rdma").args(["-b", "-"]), &rdma)?;
     let have = SysRoot::system().rdma_device_names()?.len();
     if have != n {
         bail!("{have} RDMA devices after making {n}");
