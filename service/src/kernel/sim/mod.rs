@@ -338,9 +338,26 @@ impl SimHost {
         self.inner.cost.set_profile(profile);
     }
 
-    /// Runs synchronous reads of the tree with their cost charged to this host.
-    fn charged<T>(&self, f: impl FnOnce() -> T) -> T {
-        self.inner.cost.scoped(f)
+    /// Runs synchronous reads of the tree with their cost charged to this host. Under a
+    /// cost profile they run on the blocking pool, as the Linux host runs its reads, so that
+    /// reads in flight together (the engine reads 8 devices at once) are charged side by side
+    /// as the kernel's run on several CPUs; without one, in place (the fast tests).
+    async fn charged<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&SimHost) -> T + Send + 'static,
+    ) -> T {
+        if self.inner.cost.profile() == cost::CostProfile::FREE {
+            return self.inner.cost.scoped(|| f(self));
+        }
+        let host = self.clone();
+        match tokio::task::spawn_blocking(move || host.inner.cost.scoped(|| f(&host))).await {
+            Ok(v) => v,
+            Err(e) => match e.try_into_panic() {
+                Ok(panic) => std::panic::resume_unwind(panic),
+                // Cancelled only when the runtime shuts down: nothing waits for this then.
+                Err(e) => panic!("simulated read cancelled: {e}"),
+            },
+        }
     }
 
     /// A device's GID tables as libibverbs' `ibv_query_gid_table` gives them on a real host:
@@ -750,7 +767,7 @@ impl PortPoller for SimPortPoller {
 impl Host for SimHost {
     async fn rdma_device_names(&self) -> Result<Vec<String>, HostError> {
         self.read_fault("/sys/class/infiniband")?;
-        self.charged(|| self.inner.sys.rdma_device_names())
+        self.charged(|h| h.inner.sys.rdma_device_names()).await
     }
 
     async fn read_device(&self, name: &str) -> Result<DeviceSnapshot, HostError> {
@@ -761,22 +778,27 @@ impl Host for SimHost {
             self.take_fault(&mut st, SimOp::ReadDevice)?;
         }
         // GIDs through the simulated verbs, as the Linux host reads them where libibverbs is.
-        self.charged(|| {
-            self.inner.sys.read_device_with(
-                name,
-                Some(&mut |dev, table_len| self.verbs_gid_tables(dev, table_len)),
+        let name = name.to_string();
+        self.charged(move |h| {
+            h.inner.sys.read_device_with(
+                &name,
+                Some(&mut |dev, table_len| h.verbs_gid_tables(dev, table_len)),
             )
         })
+        .await
     }
 
     async fn read_counters(&self, dev: &str, port: u32) -> Result<CounterSnapshot, HostError> {
         self.read_fault(dev)?;
-        self.charged(|| self.inner.sys.read_counters(dev, port))
+        let dev = dev.to_string();
+        self.charged(move |h| h.inner.sys.read_counters(&dev, port))
+            .await
     }
 
     async fn port_sources(&self, dev: &str) -> Result<Vec<PortSource>, HostError> {
         self.read_fault(dev)?;
-        self.charged(|| self.inner.sys.port_sources(dev))
+        let dev = dev.to_string();
+        self.charged(move |h| h.inner.sys.port_sources(&dev)).await
     }
 
     fn port_poller(&self) -> Box<dyn PortPoller> {
@@ -793,25 +815,40 @@ impl Host for SimHost {
 
     async fn read_netdevs(&self) -> Result<Vec<NetdevSnapshot>, HostError> {
         self.read_fault("/sys/class/net")?;
-        let mut netdevs = self.charged(|| self.inner.sys.read_netdevs())?;
+        let mut netdevs = self.charged(|h| h.inner.sys.read_netdevs()).await?;
+        self.fill_ipoib(&mut netdevs);
+        Ok(netdevs)
+    }
+
+    async fn read_ipoib_netdevs(&self) -> Result<Vec<NetdevSnapshot>, HostError> {
+        // As the Linux host: only `type` of the others (what it reads is what is charged).
+        self.read_fault("/sys/class/net")?;
+        let mut netdevs = self.charged(|h| h.inner.sys.read_ipoib_netdevs()).await?;
         self.fill_ipoib(&mut netdevs);
         Ok(netdevs)
     }
 
     async fn read_netdev(&self, name: &str) -> Result<NetdevSnapshot, HostError> {
         self.read_fault(name)?;
-        let mut one = [self.charged(|| self.inner.sys.read_netdev(name))?];
+        let owned = name.to_string();
+        let mut one = [self
+            .charged(move |h| h.inner.sys.read_netdev(&owned))
+            .await?];
         self.fill_ipoib(&mut one);
         let [nd] = one;
         Ok(nd)
     }
 
     async fn module_loaded(&self, module: &str) -> Result<bool, HostError> {
-        Ok(self.charged(|| self.inner.sys.module_loaded(module)))
+        let module = module.to_string();
+        Ok(self
+            .charged(move |h| h.inner.sys.module_loaded(&module))
+            .await)
     }
 
     async fn read_rename_sysfs(&self, dev: &str) -> Result<RenameSysfs, HostError> {
-        self.charged(|| self.inner.sys.rename_sysfs(dev))
+        let dev = dev.to_string();
+        self.charged(move |h| h.inner.sys.rename_sysfs(&dev)).await
     }
 
     async fn roce_mode(&self, dev: &str, port: u32) -> Result<RoceMode, HostError> {
@@ -1134,6 +1171,22 @@ mod tests {
         stop.store(true, Ordering::SeqCst);
         let reads = reader.join().expect("no torn read");
         assert!(writes > 10 && reads > 10, "{writes} writes, {reads} reads");
+    }
+
+    /// Under a cost profile the reads run on the blocking pool and are charged: they give
+    /// what the free host gives, and each device read is one GID query through the verbs.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_charged_host_reads_what_a_free_one_reads() {
+        let host = SimHost::new(fixtures::demo_host()).unwrap();
+        let free = host.read_devices().await.unwrap();
+        let netdevs = host.read_netdevs().await.unwrap();
+        let before = host.cost().counts();
+        host.set_cost_profile(cost::CostProfile::lab().divided_by(100.0));
+        assert_eq!(host.read_devices().await.unwrap(), free);
+        assert_eq!(host.read_netdevs().await.unwrap(), netdevs);
+        let ops = host.cost().counts().since(&before);
+        assert_eq!(ops.verbs_gid_tables, free.len() as u64, "{ops:?}");
+        assert!(ops.sysfs_files > 0, "{ops:?}");
     }
 
     /// The simulated host lists directories of its own tree: what the daemon wrote there, in
