@@ -11,7 +11,7 @@ use crate::dbus::server::Bus;
 
 pub const USAGE: &str =
     "usage: rdma-managerd [--system | --session | --address=ADDRESS] [--simulate[=DIR]]
-                     [--sim-host=SPEC] [--tick-ms=N]
+                     [--sim-host=SPEC] [--sim-cost=PROFILE] [--tick-ms=N]
        rdma-managerd show [--simulate[=DIR]] [--sim-host=SPEC] [--json]
        rdma-managerd show [--simulate[=DIR]] [--sim-host=SPEC] [IBSTAT OPTIONS] [DEVICE [PORT]]
 
@@ -27,7 +27,11 @@ pub const USAGE: &str =
   --sim-host=SPEC the simulated host: `demo` (default), `naming` (an onboard HCA, a PF and
                   its VF, an SF and rxe: every way devices are named) or
                   `large:DEVICES:PORTS:IPOIB` (a generated host for benchmarks, e.g.
-                  large:256:2:1024); implies --simulate
+                  large:256:2:1024) or `rxe:DEVICES` (rxe devices over dummy netdevs,
+                  as the lab's scale run makes them); implies --simulate
+  --sim-cost=PROFILE what the simulated host's reads cost: `off` (the default), `lab` (the
+                  kernel under software emulation, as measured in the lab) or `lab/N` (those
+                  figures divided by N); implies --simulate (benchmarks)
   --json          (show) print the state as JSON instead: the D-Bus model, the document
                   rdma-tui --json prints (docs/JSON.md)
   -h, --help      this text
@@ -44,7 +48,7 @@ IBSTAT OPTIONS (show), as ibstat 44.0 prints them, byte for byte:
 
 /// Every option [`parse`] takes, as `--help`, the man page and completions must list them
 /// (a trailing `=` takes a value in the same argument).
-pub const OPTIONS: [&str; 21] = [
+pub const OPTIONS: [&str; 22] = [
     "show",
     "--system",
     "--session",
@@ -53,6 +57,7 @@ pub const OPTIONS: [&str; 21] = [
     "--simulate",
     "--simulate=",
     "--sim-host=",
+    "--sim-cost=",
     "--json",
     "-h",
     "--help",
@@ -87,6 +92,7 @@ pub struct Args {
     pub bus: Option<Bus>,
     pub simulate: Option<Option<String>>,
     pub sim_host: Option<String>,
+    pub sim_cost: Option<crate::kernel::sim::cost::CostProfile>,
     pub tick_ms: Option<u64>,
 }
 
@@ -106,6 +112,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Args, UsageError
         bus: None,
         simulate: None,
         sim_host: None,
+        sim_cost: None,
         tick_ms: None,
     };
     let mut it = args.into_iter().peekable();
@@ -156,6 +163,13 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Args, UsageError
                     return Err(usage(format!("{s}: the period must be at least 1 ms")));
                 }
                 out.tick_ms = Some(ms);
+            }
+            s if s.starts_with("--sim-cost=") => {
+                let profile =
+                    crate::kernel::sim::cost::CostProfile::parse(&s["--sim-cost=".len()..])
+                        .map_err(|e| usage(e.to_string()))?;
+                out.sim_cost = Some(profile);
+                out.simulate.get_or_insert(None);
             }
             s if s.starts_with("--sim-host=") => {
                 out.sim_host = Some(s["--sim-host=".len()..].to_string());
@@ -227,6 +241,8 @@ mod tests {
         parse(a.iter().map(|s| s.to_string()))
     }
 
+    use crate::kernel::sim::cost::CostProfile;
+
     fn ibstat(a: &[&str]) -> IbstatArgs {
         match p(a).map(|a| a.command) {
             Ok(Command::Show {
@@ -246,6 +262,10 @@ mod tests {
         let a = p(&["show", "--simulate", "--json"]).expect("parses");
         assert!(matches!(a.command, Command::Show { json: true, .. }));
         assert_eq!(a.simulate, Some(None));
+        let a = p(&["--sim-cost=lab/20"]).expect("parses");
+        assert_eq!(a.simulate, Some(None), "--sim-cost implies --simulate");
+        assert_eq!(a.sim_cost, Some(CostProfile::lab().divided_by(20.0)));
+        assert!(p(&["--sim-cost=fast"]).is_err_and(|e| e.0.contains("expected off, lab")));
         assert!(p(&["--tick-ms=0"]).is_err());
         assert!(p(&["--tick-ms=x"]).is_err());
         assert!(p(&["--address="]).is_err());
@@ -278,7 +298,9 @@ mod tests {
     #[test]
     fn every_listed_option_parses_and_is_in_the_usage() {
         for o in OPTIONS {
-            let arg = if o.ends_with('=') {
+            let arg = if o == "--sim-cost=" {
+                format!("{o}lab")
+            } else if o.ends_with('=') {
                 format!("{o}1")
             } else {
                 o.to_string()

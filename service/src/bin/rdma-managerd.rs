@@ -26,6 +26,10 @@ fn sim_spec(spec: Option<&str>) -> anyhow::Result<(HostSpec, bool)> {
     match spec {
         None | Some("demo") => Ok((fixtures::demo_host(), true)),
         Some("naming") => Ok((fixtures::naming_host(), false)),
+        Some(s) if s.starts_with("rxe:") => match s["rxe:".len()..].parse::<u32>() {
+            Ok(d) if d > 0 && d <= 4096 => Ok((fixtures::rxe_host(d), false)),
+            _ => bail!("--sim-host={s}: expected rxe:DEVICES (1 to 4096)"),
+        },
         Some(s) => {
             let nums: Vec<u32> = s
                 .strip_prefix("large:")
@@ -35,7 +39,9 @@ fn sim_spec(spec: Option<&str>) -> anyhow::Result<(HostSpec, bool)> {
                 [d, p, i] if *d > 0 && *p > 0 && *d <= 4096 && *p <= 8 => {
                     Ok((fixtures::large_host(*d, *p, *i), false))
                 }
-                _ => bail!("--sim-host={s}: expected demo, naming or large:DEVICES:PORTS:IPOIB"),
+                _ => bail!(
+                    "--sim-host={s}: expected demo, naming, large:DEVICES:PORTS:IPOIB or rxe:DEVICES"
+                ),
             }
         }
     }
@@ -65,6 +71,10 @@ fn make_host(
     // Host setup's files (rdma-core's module lists, limits.conf, nfs.conf) and the modules a
     // host with RDMA hardware has loaded; files already in a --simulate=DIR tree are kept.
     rdma_managerd::kernel::sim::fixtures::install_host_setup(&sim)?;
+    // Charged from here on: rendering the tree is not a read of the host.
+    if let Some(profile) = args.sim_cost {
+        sim.set_cost_profile(profile);
+    }
     Ok((Arc::new(sim.clone()), Some(sim), animate))
 }
 
@@ -215,6 +225,10 @@ async fn daemon(args: &Args) -> anyhow::Result<()> {
         serve_ms = format!("{:.1}", serving.elapsed().as_secs_f64() * 1e3),
         "serving; the bus name is owned"
     );
+    let _sim_ops = match (&sim, args.sim_cost) {
+        (Some(sim), Some(_)) => Some(log_sim_ops(sim.clone())),
+        _ => None,
+    };
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let lost = service.wait_lost();
     tokio::select! {
@@ -233,6 +247,41 @@ async fn daemon(args: &Args) -> anyhow::Result<()> {
     }
     tracing::info!("stopping");
     Ok(())
+}
+
+/// Under `--sim-cost`: the simulated host's reads made during start-up, then those of every
+/// 30 s, with what the cost model charged for them (what a benchmark's CPU figure holds).
+fn log_sim_ops(sim: SimHost) -> AbortOnDrop {
+    let profile = sim.cost().profile();
+    let log = move |what: &str, ops: &rdma_managerd::kernel::sim::cost::OpCounts| {
+        let charged = ops.cost(&profile).as_secs_f64() * 1e3;
+        tracing::info!(
+            ops = ?ops,
+            charged_ms = format!("{charged:.1}"),
+            "simulated host: reads {what}"
+        );
+    };
+    let mut last = sim.cost().counts();
+    log("during start-up", &last);
+    AbortOnDrop(tokio::spawn(async move {
+        let mut every = tokio::time::interval(Duration::from_secs(30));
+        every.tick().await;
+        loop {
+            every.tick().await;
+            let now = sim.cost().counts();
+            log("in the last 30 s", &now.since(&last));
+            last = now;
+        }
+    }))
+}
+
+/// Aborts a task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// A failure that was logged where it happened: main exits with a failure status without

@@ -81,7 +81,7 @@ type VerbsList = std::sync::Arc<std::sync::Mutex<Option<std::sync::Arc<DeviceLis
 /// buffer is too short (EINVAL: more valid entries than room) are the `gids` directories
 /// listed for the full length (1024 entries a port on rxe, a third of a device's read time
 /// in the lab).
-const GIDS_FIRST_GUESS: usize = 64;
+pub(crate) const GIDS_FIRST_GUESS: usize = 64;
 
 /// A device from sysfs, its GID tables through verbs where the list has it (one call for the
 /// whole table instead of a sysfs read of each entry), else through sysfs. The kept list is

@@ -175,6 +175,8 @@ impl SysfsPortPoller {
         if !self.keep_open {
             self.files.clear();
         }
+        // Through a kept descriptor or not, the attribute's code runs at every read.
+        super::sim::cost::charge(super::sim::cost::CostOp::SysfsFile, 1);
         if let Some((_, file)) = self.files.get(path.as_os_str()) {
             return match file.read_at(&mut self.buf, 0) {
                 Ok(n) => Ok(String::from_utf8_lossy(&self.buf[..n]).into_owned()),

@@ -7,6 +7,7 @@
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
+use super::sim::cost::{charge, CostOp};
 use super::{HostError, Op};
 use crate::model::attr::{parse_dec, parse_hex_u32, trim_attr};
 use crate::model::counters::{PortSource, HW_BYTE_COUNTERS, PMA32_SATURATED};
@@ -45,6 +46,7 @@ pub struct SysRoot {
 
 /// Reads one attribute file as text; errors become per-field [`AttrError`]s.
 pub fn read_attr(path: &Path) -> Field<String> {
+    charge(CostOp::SysfsFile, 1);
     match std::fs::read(path) {
         Ok(bytes) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
         Err(e) if e.kind() == ErrorKind::NotFound => Err(AttrError::Missing),
@@ -62,12 +64,14 @@ fn read_text(path: &Path) -> Field<String> {
 
 /// Entries of a directory, sorted; a missing directory is empty.
 fn list_dir(path: &Path) -> Result<Vec<String>, std::io::Error> {
+    charge(CostOp::DirList, 1);
     match std::fs::read_dir(path) {
         Ok(rd) => {
             let mut names: Vec<String> = rd
                 .filter_map(|e| e.ok())
                 .map(|e| e.file_name().to_string_lossy().into_owned())
                 .collect();
+            charge(CostOp::DirEntry, names.len() as u64);
             names.sort();
             Ok(names)
         }
@@ -87,7 +91,20 @@ fn list_indices(path: &Path) -> Vec<u32> {
     v
 }
 
+/// Whether a path is a directory (a lookup; charged on the simulated host).
+fn is_dir(path: &Path) -> bool {
+    charge(CostOp::SysfsLookup, 1);
+    path.is_dir()
+}
+
+/// Whether a path exists (a lookup; charged on the simulated host).
+fn exists(path: &Path) -> bool {
+    charge(CostOp::SysfsLookup, 1);
+    path.exists()
+}
+
 fn link_basename(path: &Path) -> Option<String> {
+    charge(CostOp::SysfsLookup, 1);
     std::fs::read_link(path)
         .ok()
         .and_then(|t| t.file_name().map(|n| n.to_string_lossy().into_owned()))
@@ -135,7 +152,7 @@ fn pci_function(path: &Path) -> Option<PciFunction> {
 fn pci_parent(path: &Path) -> Option<PciParent> {
     let function = pci_function(path)?;
     let pf_dir = path.join("physfn");
-    let physfn = pf_dir.is_dir().then(|| {
+    let physfn = is_dir(&pf_dir).then(|| {
         let mut virtfns: Vec<(u32, String)> = list_dir(&pf_dir)
             .unwrap_or_default()
             .into_iter()
@@ -219,7 +236,7 @@ impl SysRoot {
         gid_table: Option<GidTableReader<'_>>,
     ) -> Result<DeviceSnapshot, HostError> {
         let dir = self.device_dir(name);
-        if !dir.is_dir() {
+        if !is_dir(&dir) {
             return Err(HostError::NotFound(format!("RDMA device {name}")));
         }
         let node_type = read_parsed(&dir.join("node_type"), NodeType::parse_sysfs);
@@ -256,7 +273,7 @@ impl SysRoot {
                 .map(|t| t.remove(&number).unwrap_or_default());
             ports.push(self.read_port_with(name, number, gids));
         }
-        if !dir.is_dir() {
+        if !is_dir(&dir) {
             // Unplugged while we read it: what we have may be a mix of stale and missing.
             return Err(HostError::NotFound(format!("RDMA device {name}")));
         }
@@ -283,7 +300,7 @@ impl SysRoot {
     /// function (for an SF the one above its auxiliary device) with its PF if it is a VF.
     pub fn rename_sysfs(&self, name: &str) -> Result<RenameSysfs, HostError> {
         let dir = self.device_dir(name);
-        if !dir.is_dir() {
+        if !is_dir(&dir) {
             return Err(HostError::NotFound(format!("RDMA device {name}")));
         }
         let parent = dir.join("device");
@@ -297,14 +314,14 @@ impl SysRoot {
             _ => None,
         };
         let out = RenameSysfs {
-            has_parent: parent.is_dir(),
+            has_parent: is_dir(&parent),
             subsystem,
             acpi_index: fopen_text(&parent.join("acpi_index")),
             smbios_index: fopen_text(&parent.join("index")),
             sfnum: fopen_text(&parent.join("sfnum")),
             pci,
         };
-        if !dir.is_dir() {
+        if !is_dir(&dir) {
             return Err(HostError::NotFound(format!("RDMA device {name}")));
         }
         Ok(out)
@@ -378,6 +395,16 @@ impl SysRoot {
         out
     }
 
+    /// Every port's used GID entries, by port; ports without any are left out (as
+    /// `ibv_query_gid_table` gives them: the simulated host's verbs answer with this).
+    pub fn read_gid_tables(&self, dev: &str) -> std::collections::BTreeMap<u32, Vec<GidEntry>> {
+        list_indices(&self.device_dir(dev).join("ports"))
+            .into_iter()
+            .map(|port| (port, self.read_gids(&self.port_dir(dev, port))))
+            .filter(|(_, gids)| !gids.is_empty())
+            .collect()
+    }
+
     /// Non-zero P_Key table entries (the directory exists only when the table is non-empty).
     fn read_pkeys(&self, port_dir: &Path) -> Vec<PkeyEntry> {
         list_indices(&port_dir.join("pkeys"))
@@ -399,8 +426,8 @@ impl SysRoot {
     pub fn counter_source(&self, dev: &str, port: u32) -> CounterSource {
         let dir = self.port_dir(dev, port);
         let pma_dir = dir.join("counters");
-        if pma_dir.join("port_xmit_data").exists() {
-            return CounterSource::Pma(if pma_dir.join("unicast_xmit_packets").exists() {
+        if exists(&pma_dir.join("port_xmit_data")) {
+            return CounterSource::Pma(if exists(&pma_dir.join("unicast_xmit_packets")) {
                 CounterWidth::Bits64
             } else {
                 CounterWidth::Bits32
@@ -409,7 +436,7 @@ impl SysRoot {
         let hw = dir.join("hw_counters");
         if HW_BYTE_COUNTERS
             .iter()
-            .any(|(tx, rx)| hw.join(tx).exists() && hw.join(rx).exists())
+            .any(|(tx, rx)| exists(&hw.join(tx)) && exists(&hw.join(rx)))
         {
             return CounterSource::HwCounters;
         }
@@ -422,7 +449,7 @@ impl SysRoot {
     /// Counter source and netdev of every port of a device.
     pub fn port_sources(&self, dev: &str) -> Result<Vec<PortSource>, HostError> {
         let dir = self.device_dir(dev);
-        if !dir.is_dir() {
+        if !is_dir(&dir) {
             return Err(HostError::NotFound(format!("RDMA device {dev}")));
         }
         Ok(list_indices(&dir.join("ports"))
@@ -438,7 +465,7 @@ impl SysRoot {
     /// A port's counters from the best source it has (see [`crate::model::counters`]).
     pub fn read_counters(&self, dev: &str, port: u32) -> Result<CounterSnapshot, HostError> {
         let dir = self.port_dir(dev, port);
-        if !dir.is_dir() {
+        if !is_dir(&dir) {
             return Err(HostError::NotFound(format!(
                 "port {port} of RDMA device {dev}"
             )));
@@ -563,7 +590,7 @@ impl SysRoot {
 
     pub fn read_netdev(&self, name: &str) -> Result<NetdevSnapshot, HostError> {
         let dir = self.netdev_dir(name);
-        if !dir.is_dir() {
+        if !is_dir(&dir) {
             return Err(HostError::NotFound(format!("network interface {name}")));
         }
         let arphrd = read_parsed(&dir.join("type"), parse_dec::<u16>);
@@ -602,7 +629,7 @@ impl SysRoot {
     }
 
     pub fn module_loaded(&self, module: &str) -> bool {
-        self.root.join("sys/module").join(module).is_dir()
+        is_dir(&self.root.join("sys/module").join(module))
     }
 
     /// Whether configfs is mounted on `/sys/kernel/config`, from `/proc/self/mounts` under
@@ -624,7 +651,7 @@ impl SysRoot {
     /// Device directories present under rdma_cm's configfs.
     pub fn roce_configfs_dirs(&self) -> Result<Vec<String>, HostError> {
         let dir = self.rdma_cm();
-        if !dir.is_dir() {
+        if !is_dir(&dir) {
             return Err(self.rdma_cm_missing());
         }
         list_dir(&dir).map_err(|e| HostError::from_io(Op::Configfs(dir.display().to_string()), &e))
@@ -634,7 +661,7 @@ impl SysRoot {
     /// wants (ENODEV when no such RDMA device).
     pub fn roce_port_dir(&self, dev: &str, port: u32) -> Result<PathBuf, HostError> {
         let cm = self.rdma_cm();
-        if !cm.is_dir() {
+        if !is_dir(&cm) {
             return Err(self.rdma_cm_missing());
         }
         let dev_dir = cm.join(dev);
@@ -649,7 +676,7 @@ impl SysRoot {
             }
         }
         let port_dir = dev_dir.join("ports").join(port.to_string());
-        if !port_dir.is_dir() {
+        if !is_dir(&port_dir) {
             return Err(HostError::NotFound(format!(
                 "port {port} of RDMA device {dev}"
             )));

@@ -76,7 +76,7 @@ fn live() -> usize {
 }
 
 const USAGE: &str = "usage: rdma-bench [--quick] [--daemon=PATH] [--shape=D:P:I] [--cpu-secs=N]
-                  [--only=SECTION,...]
+                  [--only=SECTION,...] [--sim-host=SPEC] [--sim-cost=PROFILE]
 
   --quick        fewer runs and shorter windows (a minute or so instead of several)
   --daemon=PATH  the rdma-managerd binary (default: the one beside this program)
@@ -84,6 +84,10 @@ const USAGE: &str = "usage: rdma-bench [--quick] [--daemon=PATH] [--shape=D:P:I]
   --cpu-secs=N   length of the idle CPU window (default 60, --quick 10)
   --only=...     run only these of startup, idle (RSS, CPU, GetManagedObjects), history,
                  weigh (heap of model, state, history), hotplug
+  --sim-host=SPEC  the daemon's simulated host instead of large:D:P:I (e.g. rxe:256, the
+                 lab's shape), for startup, idle and history
+  --sim-cost=PROFILE  what the daemon's simulated host charges for its reads (off, lab,
+                 lab/N: see rdma-managerd --help), for startup, idle and history
 
 The simulated host's tree is put in /dev/shm when it exists (sysfs is in memory too; set
 TMPDIR to choose another place).";
@@ -98,6 +102,8 @@ struct Opts {
     cpu_secs: u64,
     fill_tick_ms: u64,
     only: Option<Vec<String>>,
+    sim_host: Option<String>,
+    sim_cost: Option<String>,
 }
 
 impl Opts {
@@ -114,6 +120,8 @@ fn parse() -> Result<Opts> {
     let mut shape = (256, 2, 1024);
     let mut cpu_secs = None;
     let mut only = None;
+    let mut sim_host = None;
+    let mut sim_cost = None;
     for a in std::env::args().skip(1) {
         match a.as_str() {
             "--quick" => quick = true,
@@ -123,6 +131,8 @@ fn parse() -> Result<Opts> {
             }
             s if s.starts_with("--daemon=") => daemon = Some(PathBuf::from(&s[9..])),
             s if s.starts_with("--cpu-secs=") => cpu_secs = Some(s[11..].parse()?),
+            s if s.starts_with("--sim-host=") => sim_host = Some(s[11..].to_string()),
+            s if s.starts_with("--sim-cost=") => sim_cost = Some(s[11..].to_string()),
             s if s.starts_with("--only=") => {
                 only = Some(s[7..].split(',').map(str::to_string).collect())
             }
@@ -162,6 +172,8 @@ fn parse() -> Result<Opts> {
         cpu_secs: cpu_secs.unwrap_or(if quick { 10 } else { 60 }),
         fill_tick_ms: if quick { 10 } else { 20 },
         only,
+        sim_host,
+        sim_cost,
     })
 }
 
@@ -286,10 +298,15 @@ impl Daemon {
             .receive_name_owner_changed_with_args(&[(0, BUS_NAME)])
             .await?;
         let (d, p, i) = opts.shape;
+        let host = opts
+            .sim_host
+            .clone()
+            .unwrap_or_else(|| format!("large:{d}:{p}:{i}"));
         let t0 = Instant::now();
         let child = Command::new(&opts.daemon)
             .arg(format!("--address={}", bus.address()))
-            .arg(format!("--sim-host=large:{d}:{p}:{i}"))
+            .arg(format!("--sim-host={host}"))
+            .args(opts.sim_cost.iter().map(|c| format!("--sim-cost={c}")))
             .args(extra)
             .env("RUST_LOG", "info")
             .env("NO_COLOR", "1")
@@ -495,6 +512,15 @@ async fn idle_daemon(
         vec![pct],
         "< 1 %",
     );
+    // Under --sim-cost the daemon logs its simulated host's reads and what they were charged.
+    for line in d
+        .log()
+        .lines()
+        .filter(|l| l.contains("simulated host: reads"))
+    {
+        let from = line.find("ops=").unwrap_or(0);
+        r.note(line[from..].to_string());
+    }
     let (rss, _, _) = d.rss()?;
     r.add(
         format!("RSS after {} s idle", opts.cpu_secs),
@@ -787,8 +813,15 @@ fn main() -> Result<()> {
         let mut r = Report::default();
         let (d, p, i) = opts.shape;
         eprintln!(
-            "rdma-bench: {} on large:{d}:{p}:{i}{}, simulated tree under {}",
+            "rdma-bench: {} on {}{}{}, simulated tree under {}",
             opts.daemon.display(),
+            opts.sim_host
+                .clone()
+                .unwrap_or_else(|| format!("large:{d}:{p}:{i}")),
+            opts.sim_cost
+                .as_ref()
+                .map(|c| format!(" at --sim-cost={c}"))
+                .unwrap_or_default(),
             if opts.quick { " (quick)" } else { "" },
             std::env::temp_dir().display()
         );

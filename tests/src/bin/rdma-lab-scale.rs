@@ -192,6 +192,24 @@ fn profile(rt: &tokio::runtime::Runtime) -> Result<()> {
         "profile_nldev_port_get_dump_ms",
         format!("{} ({} ports)", ms(t), ports.len()),
     );
+    // The port poll's netdev counters: one RTM_GETSTATS dump (the socket opened before),
+    // median of 5 (the simulated host's cost model charges it per link).
+    {
+        use rdma_managerd::kernel::link_stats::{LinkStats, RtnlLinkStats};
+        let mut stats = RtnlLinkStats::open()?;
+        let mut runs = Vec::new();
+        let mut links = 0;
+        for _ in 0..5 {
+            let t = Instant::now();
+            links = stats.dump()?.len();
+            runs.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        runs.sort_by(f64::total_cmp);
+        figure(
+            "profile_rtnl_stats_dump_ms",
+            format!("{:.1} ({links} links)", runs[2]),
+        );
+    }
     // Per file, every device's port 1 (rxe has one port) or the device directory.
     for (file, port) in [
         ("node_type", false),

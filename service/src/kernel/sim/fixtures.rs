@@ -529,6 +529,40 @@ pub fn naming_host() -> HostSpec {
     }
 }
 
+/// The lab's scale host (`rdma-lab-scale`): `devices` dummy netdevs `dummy0`, ... (up, with
+/// carrier) and an rxe device `rxe0`, ... over each, as `rdma link add rxeN type rxe netdev
+/// dummyN` makes them: one RoCE port each, counted on its netdev. The GID tables are 16 long
+/// (1024 on Linux 6.12): only the sysfs fallback lists them, which the daemon does not take
+/// where libibverbs answers.
+pub fn rxe_host(devices: u32) -> HostSpec {
+    let mut spec = HostSpec {
+        kernel: SimKernel {
+            release: "rxe".into(),
+            rxe_loaded: true,
+            ..SimKernel::default()
+        },
+        devices: Vec::new(),
+        netdevs: vec![loopback()],
+    };
+    for i in 0..devices {
+        let [_, _, a, b] = i.to_be_bytes();
+        let nd = netdev(
+            2 + i,
+            &format!("dummy{i}"),
+            Some("dummy"),
+            [0x02, 0x00, 0x00, 0x5a, a, b],
+        );
+        spec.devices.push(super::rules::soft_device(
+            i,
+            &format!("rxe{i}"),
+            SoftLinkType::Rxe,
+            &nd,
+        ));
+        spec.netdevs.push(nd);
+    }
+    spec
+}
+
 /// A generated host for benchmarks: `devices` ConnectX-6 HCAs with `ports` InfiniBand ports
 /// each and `ipoib` IPoIB interfaces spread over them (parents first, then P_Key children).
 pub fn large_host(devices: u32, ports: u32, ipoib: u32) -> HostSpec {

@@ -2,6 +2,9 @@
 //! codes (checked against the real kernel by the lab scenario suite), rendered as a sysfs tree
 //! that the real readers read. Hooks inject faults and raise events.
 
+#[cfg(test)]
+mod budget;
+pub mod cost;
 pub mod fixtures;
 pub mod model;
 mod render;
@@ -95,6 +98,11 @@ struct Inner {
     /// RDMA netlink GET dumps answered (each lists every device: what it costs grows with
     /// the host, so the daemon should ask for one rarely).
     nl_dumps: std::sync::atomic::AtomicU64,
+    /// What reads cost, and how many were made (see [`cost`]).
+    cost: Arc<cost::SimCost>,
+    /// The devices of the simulated libibverbs device list, which a real host keeps between
+    /// reads and makes anew when it lacks a device (see `kernel/linux.rs`).
+    verbs_list: Mutex<Option<std::collections::BTreeSet<String>>>,
 }
 
 /// A simulated RDMA host. Cheap to clone (shared state).
@@ -156,6 +164,8 @@ impl SimHost {
                 state: Mutex::new(state),
                 read_fault: Arc::new(AtomicI32::new(0)),
                 nl_dumps: std::sync::atomic::AtomicU64::new(0),
+                cost: Arc::new(cost::SimCost::default()),
+                verbs_list: Mutex::new(None),
             }),
         };
         host.render_all()?;
@@ -315,6 +325,75 @@ impl SimHost {
         } else {
             files::remove_optional(&control)
         }
+    }
+
+    /// The cost model of this host's reads and its operation counters. Nothing is charged
+    /// until a profile is set ([`cost::CostProfile::FREE`]); operations are always counted.
+    pub fn cost(&self) -> &Arc<cost::SimCost> {
+        &self.inner.cost
+    }
+
+    /// Charges this host's reads as `profile` says from now on.
+    pub fn set_cost_profile(&self, profile: cost::CostProfile) {
+        self.inner.cost.set_profile(profile);
+    }
+
+    /// Runs synchronous reads of the tree with their cost charged to this host. Under a
+    /// cost profile they run on the blocking pool, as the Linux host runs its reads, so that
+    /// reads in flight together (the engine reads 8 devices at once) are charged side by side
+    /// as the kernel's run on several CPUs; without one, in place (the fast tests).
+    async fn charged<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&SimHost) -> T + Send + 'static,
+    ) -> T {
+        if self.inner.cost.profile() == cost::CostProfile::FREE {
+            return self.inner.cost.scoped(|| f(self));
+        }
+        let host = self.clone();
+        match tokio::task::spawn_blocking(move || host.inner.cost.scoped(|| f(&host))).await {
+            Ok(v) => v,
+            Err(e) => match e.try_into_panic() {
+                Ok(panic) => std::panic::resume_unwind(panic),
+                // Cancelled only when the runtime shuts down: nothing waits for this then.
+                Err(e) => panic!("simulated read cancelled: {e}"),
+            },
+        }
+    }
+
+    /// A device's GID tables as libibverbs' `ibv_query_gid_table` gives them on a real host:
+    /// the used entries of the tree (read uncharged), charged as one query, after a device
+    /// list made anew when the kept one lacks the device. Room for 64 entries first, as the
+    /// Linux host asks; when more are used, the tables' length is listed and asked again.
+    fn verbs_gid_tables(
+        &self,
+        dev: &str,
+        table_len: &mut dyn FnMut() -> usize,
+    ) -> Option<BTreeMap<u32, Vec<crate::model::device::GidEntry>>> {
+        {
+            let mut kept = self
+                .inner
+                .verbs_list
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            if !kept.as_ref().is_some_and(|l| l.contains(dev)) {
+                let names: std::collections::BTreeSet<String> = self
+                    .lock()
+                    .spec
+                    .devices
+                    .iter()
+                    .map(|d| d.name.clone())
+                    .collect();
+                cost::charge(cost::CostOp::VerbsListDevice, names.len() as u64);
+                *kept = Some(names);
+            }
+        }
+        let tables = cost::SimCost::unscoped(|| self.inner.sys.read_gid_tables(dev));
+        cost::charge(cost::CostOp::VerbsGidTable, 1);
+        if tables.values().map(Vec::len).sum::<usize>() > super::linux::GIDS_FIRST_GUESS {
+            table_len();
+            cost::charge(cost::CostOp::VerbsGidTable, 1);
+        }
+        Some(tables)
     }
 
     /// How many RDMA netlink device dumps (`nl_devices`) were answered.
@@ -566,6 +645,12 @@ impl SimHost {
     /// What the Linux host asks rtnetlink for: children made over rtnetlink have no
     /// pkey/mode/umcast/parent files.
     fn fill_ipoib(&self, netdevs: &mut [NetdevSnapshot]) {
+        // The Linux host asks rtnetlink once for each IPoIB netdev without the files.
+        let asked = netdevs
+            .iter()
+            .filter(|n| n.ipoib.as_ref().is_some_and(|i| i.pkey.is_err()))
+            .count();
+        self.inner.cost.charge(cost::CostOp::RtnlLink, asked as u64);
         let st = self.lock();
         for nd in netdevs.iter_mut() {
             let Some(sim) = st.spec.netdevs.iter().find(|n| n.name == nd.name) else {
@@ -582,17 +667,74 @@ impl SimHost {
     }
 }
 
+impl SimHost {
+    /// `default_roce_mode` and `default_roce_tos` of a port: a configfs attribute read,
+    /// after the `mkdir` of the device's group when it has none yet (charged outside the
+    /// state's lock, as the kernel's work runs beside other readers).
+    fn roce_read(&self, dev: &str, port: u32) -> Result<(RoceMode, u8), HostError> {
+        let (got, made) = {
+            let mut st = self.lock();
+            self.take_fault(&mut st, SimOp::RoceRead)?;
+            let groups = st.cm_groups.len();
+            let got = rules::roce_get(&mut st, dev, port);
+            (got, st.cm_groups.len() - groups.min(st.cm_groups.len()))
+        };
+        self.inner
+            .cost
+            .charge(cost::CostOp::ConfigfsMkdir, made as u64);
+        self.inner.cost.charge(cost::CostOp::SysfsFile, 1);
+        got
+    }
+}
+
+/// Every netdev's counters from the simulated kernel at once, as the Linux host's one
+/// RTM_GETSTATS dump a poll gives them, charged per link.
+struct SimLinkStats {
+    host: SimHost,
+}
+
+impl super::link_stats::LinkStats for SimLinkStats {
+    fn dump(
+        &mut self,
+    ) -> std::io::Result<std::collections::HashMap<u32, super::link_stats::LinkCounters>> {
+        let out: std::collections::HashMap<_, _> = self
+            .host
+            .lock()
+            .spec
+            .netdevs
+            .iter()
+            .map(|n| {
+                (
+                    n.ifindex,
+                    super::link_stats::LinkCounters {
+                        tx_bytes: n.tx_bytes,
+                        rx_bytes: n.rx_bytes,
+                        tx_packets: n.tx_packets,
+                        rx_packets: n.rx_packets,
+                    },
+                )
+            })
+            .collect();
+        self.host
+            .inner
+            .cost
+            .charge(cost::CostOp::RtnlLink, out.len() as u64);
+        Ok(out)
+    }
+}
+
 /// The sysfs poller over the simulated tree, whose reads fail while
 /// [`SimHost::fail_reads`] is set.
 struct SimPortPoller {
     sysfs: SysfsPortPoller,
     read_fault: Arc<AtomicI32>,
+    cost: Arc<cost::SimCost>,
 }
 
 impl PortPoller for SimPortPoller {
     fn poll(&mut self, targets: &[super::PollTarget]) -> Vec<super::PortReading> {
         let errno = match self.read_fault.load(Ordering::SeqCst) {
-            0 => return self.sysfs.poll(targets),
+            0 => return self.cost.scoped(|| self.sysfs.poll(targets)),
             n => Errno(n),
         };
         fn e<T>(errno: Errno) -> crate::model::Field<T> {
@@ -625,7 +767,7 @@ impl PortPoller for SimPortPoller {
 impl Host for SimHost {
     async fn rdma_device_names(&self) -> Result<Vec<String>, HostError> {
         self.read_fault("/sys/class/infiniband")?;
-        self.inner.sys.rdma_device_names()
+        self.charged(|h| h.inner.sys.rdma_device_names()).await
     }
 
     async fn read_device(&self, name: &str) -> Result<DeviceSnapshot, HostError> {
@@ -635,55 +777,82 @@ impl Host for SimHost {
             let mut st = self.lock();
             self.take_fault(&mut st, SimOp::ReadDevice)?;
         }
-        self.inner.sys.read_device(name)
+        // GIDs through the simulated verbs, as the Linux host reads them where libibverbs is.
+        let name = name.to_string();
+        self.charged(move |h| {
+            h.inner.sys.read_device_with(
+                &name,
+                Some(&mut |dev, table_len| h.verbs_gid_tables(dev, table_len)),
+            )
+        })
+        .await
     }
 
     async fn read_counters(&self, dev: &str, port: u32) -> Result<CounterSnapshot, HostError> {
         self.read_fault(dev)?;
-        self.inner.sys.read_counters(dev, port)
+        let dev = dev.to_string();
+        self.charged(move |h| h.inner.sys.read_counters(&dev, port))
+            .await
     }
 
     async fn port_sources(&self, dev: &str) -> Result<Vec<PortSource>, HostError> {
         self.read_fault(dev)?;
-        self.inner.sys.port_sources(dev)
+        let dev = dev.to_string();
+        self.charged(move |h| h.inner.sys.port_sources(&dev)).await
     }
 
     fn port_poller(&self) -> Box<dyn PortPoller> {
         Box::new(SimPortPoller {
             // The simulated tree's files are replaced by rename: a kept descriptor would
             // read the old value forever.
-            sysfs: SysfsPortPoller::reopening(self.inner.sys.clone()),
+            // Netdev-counted ports from one simulated rtnetlink dump a poll, as on Linux.
+            sysfs: SysfsPortPoller::reopening(self.inner.sys.clone())
+                .with_link_stats(Box::new(SimLinkStats { host: self.clone() })),
             read_fault: self.inner.read_fault.clone(),
+            cost: self.inner.cost.clone(),
         })
     }
 
     async fn read_netdevs(&self) -> Result<Vec<NetdevSnapshot>, HostError> {
         self.read_fault("/sys/class/net")?;
-        let mut netdevs = self.inner.sys.read_netdevs()?;
+        let mut netdevs = self.charged(|h| h.inner.sys.read_netdevs()).await?;
+        self.fill_ipoib(&mut netdevs);
+        Ok(netdevs)
+    }
+
+    async fn read_ipoib_netdevs(&self) -> Result<Vec<NetdevSnapshot>, HostError> {
+        // As the Linux host: only `type` of the others (what it reads is what is charged).
+        self.read_fault("/sys/class/net")?;
+        let mut netdevs = self.charged(|h| h.inner.sys.read_ipoib_netdevs()).await?;
         self.fill_ipoib(&mut netdevs);
         Ok(netdevs)
     }
 
     async fn read_netdev(&self, name: &str) -> Result<NetdevSnapshot, HostError> {
         self.read_fault(name)?;
-        let mut one = [self.inner.sys.read_netdev(name)?];
+        let owned = name.to_string();
+        let mut one = [self
+            .charged(move |h| h.inner.sys.read_netdev(&owned))
+            .await?];
         self.fill_ipoib(&mut one);
         let [nd] = one;
         Ok(nd)
     }
 
     async fn module_loaded(&self, module: &str) -> Result<bool, HostError> {
-        Ok(self.inner.sys.module_loaded(module))
+        let module = module.to_string();
+        Ok(self
+            .charged(move |h| h.inner.sys.module_loaded(&module))
+            .await)
     }
 
     async fn read_rename_sysfs(&self, dev: &str) -> Result<RenameSysfs, HostError> {
-        self.inner.sys.rename_sysfs(dev)
+        let dev = dev.to_string();
+        self.charged(move |h| h.inner.sys.rename_sysfs(&dev)).await
     }
 
     async fn roce_mode(&self, dev: &str, port: u32) -> Result<RoceMode, HostError> {
-        let mut st = self.lock();
-        self.take_fault(&mut st, SimOp::RoceRead)?;
-        rules::roce_get(&mut st, dev, port).map(|(m, _)| m)
+        self.roce_read(dev, port).map(|(m, _)| m)
     }
 
     async fn set_roce_mode(&self, dev: &str, port: u32, mode: RoceMode) -> Result<(), HostError> {
@@ -694,9 +863,7 @@ impl Host for SimHost {
     }
 
     async fn roce_tos(&self, dev: &str, port: u32) -> Result<u8, HostError> {
-        let mut st = self.lock();
-        self.take_fault(&mut st, SimOp::RoceRead)?;
-        rules::roce_get(&mut st, dev, port).map(|(_, t)| t)
+        self.roce_read(dev, port).map(|(_, t)| t)
     }
 
     async fn set_roce_tos(&self, dev: &str, port: u32, tos: u8) -> Result<(), HostError> {
@@ -719,12 +886,20 @@ impl Host for SimHost {
         self.inner
             .nl_dumps
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        Ok(rules::nl_devices(&self.lock()))
+        let devices = rules::nl_devices(&self.lock());
+        self.inner
+            .cost
+            .charge(cost::CostOp::NlDevice, devices.len() as u64);
+        Ok(devices)
     }
 
     async fn nl_ports(&self) -> Result<Vec<NlPort>, HostError> {
         self.read_fault("RDMA netlink")?;
-        Ok(rules::nl_ports(&self.lock()))
+        let ports = rules::nl_ports(&self.lock());
+        self.inner
+            .cost
+            .charge(cost::CostOp::NlPort, ports.len() as u64);
+        Ok(ports)
     }
 
     async fn nl_sys(&self) -> Result<NlSys, HostError> {
@@ -996,6 +1171,22 @@ mod tests {
         stop.store(true, Ordering::SeqCst);
         let reads = reader.join().expect("no torn read");
         assert!(writes > 10 && reads > 10, "{writes} writes, {reads} reads");
+    }
+
+    /// Under a cost profile the reads run on the blocking pool and are charged: they give
+    /// what the free host gives, and each device read is one GID query through the verbs.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_charged_host_reads_what_a_free_one_reads() {
+        let host = SimHost::new(fixtures::demo_host()).unwrap();
+        let free = host.read_devices().await.unwrap();
+        let netdevs = host.read_netdevs().await.unwrap();
+        let before = host.cost().counts();
+        host.set_cost_profile(cost::CostProfile::lab().divided_by(100.0));
+        assert_eq!(host.read_devices().await.unwrap(), free);
+        assert_eq!(host.read_netdevs().await.unwrap(), netdevs);
+        let ops = host.cost().counts().since(&before);
+        assert_eq!(ops.verbs_gid_tables, free.len() as u64, "{ops:?}");
+        assert!(ops.sysfs_files > 0, "{ops:?}");
     }
 
     /// The simulated host lists directories of its own tree: what the daemon wrote there, in
