@@ -64,6 +64,7 @@ async fn measure(sim: &SimHost, ticks: u64) -> Measured {
         Arc::new(SimSystemServices::new()),
         sink.clone(),
         config.clone(),
+        &mut crate::engine::phases::Phases::new(),
     )
     .await
     .expect("engine");
