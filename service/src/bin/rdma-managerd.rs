@@ -291,7 +291,7 @@ fn main() -> ExitCode {
     // mapping, returned when freed: glibc would otherwise raise that bound as such blocks
     // are freed and serve the next ones from the heap, which keeps them.
     unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 2);
+        libc::mallopt(libc::M_ARENA_MAX, 1);
         libc::mallopt(libc::M_MMAP_THRESHOLD, 256 * 1024);
     }
     let args = match cli::parse(std::env::args().skip(1)) {
