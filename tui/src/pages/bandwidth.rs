@@ -586,18 +586,12 @@ impl Page for BandwidthPage {
     fn help(&self) -> Vec<(&'static str, &'static str)> {
         vec![
             ("Left/Right or [ ]", "previous / next port"),
-            (
-                "w",
-                "next time window: 1 minute, 5 minutes, 1 hour, then 1 minute again",
-            ),
+            ("w", "next window: 1 min, 5 min, 1 h, then 1 min again"),
             (
                 "+ / -",
-                "shorter / longer time window, stopping at 1 minute and 1 hour",
+                "shorter / longer window, stopping at 1 min and 1 h",
             ),
-            (
-                "h",
-                "5 minutes (every sample) / 1 hour (10 s averages, then the newest samples)",
-            ),
+            ("h", "5 min of samples / 1 h of 10 s averages"),
             ("Enter", "the port's detail page"),
         ]
     }
