@@ -25,6 +25,8 @@ pub mod sample_flags {
     pub const SATURATED: u8 = 1;
     /// No rate for this tick.
     pub const NO_DATA: u8 = 2;
+    /// Coarse history only: the average covers fewer than 10 samples.
+    pub const PARTIAL: u8 = 4;
 }
 
 #[proxy(

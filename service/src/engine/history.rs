@@ -540,7 +540,7 @@ mod tests {
             5..20 => None,
             _ => Some(flat(30.0)),
         });
-        h.prefill(0, rates.skip(0).take(20));
+        h.prefill(0, rates.take(20));
         for t in 22..31 {
             h.push(t, flat(30.0), 0);
         }

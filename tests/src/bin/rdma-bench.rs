@@ -383,7 +383,7 @@ impl Daemon {
             }
         }
         let mut v: Vec<(String, u64)> = by.into_iter().filter(|(_, k)| *k > 0).collect();
-        v.sort_by(|a, b| b.1.cmp(&a.1));
+        v.sort_by_key(|e| std::cmp::Reverse(e.1));
         Ok(v)
     }
 

@@ -5,16 +5,13 @@
 
 use std::time::{Duration, Instant};
 
-use rdma_manager_dbus::proxies::HistorySample;
+use rdma_manager_dbus::proxies::{sample_flags::PARTIAL, HistorySample};
 use rdma_manager_dbus::{ManagerProxy, PortProxy};
 use rdma_manager_tests::service::{serve_sim, session_bus_or_skip};
 use rdma_managerd::engine::EngineConfig;
 use rdma_managerd::kernel::sim::{fixtures, SimHost};
 
 const PORT: &str = "/org/rdmamanager/RdmaManager1/Device/0/Port/1";
-
-/// Flag 4: the average covers fewer than 10 samples.
-const PARTIAL: u8 = 4;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn coarse_history_averages_ten_ticks_of_the_fine_one() {
