@@ -11,7 +11,7 @@ use crate::model::{HostSetup, ManagedLimits, Model, RdmaModule, Sample, SubnetMa
 /// draw "now" as this.
 pub const NOW_US: u64 = 1_790_000_000_000_000;
 
-/// The demo host, with a full history (900 samples) on every port.
+/// The demo host, with a full history (300 samples and 360 averages) on every port.
 pub fn demo_model() -> Model {
     let mut model: Model = match serde_json::from_str(include_str!("../tests/data/demo-model.json"))
     {

@@ -273,7 +273,7 @@ impl Sample {
     }
 }
 
-/// A port's throughput history: the daemon's 15 minutes at start, then each signalled sample.
+/// A port's throughput history: the daemon's 5 minutes at start, then each signalled sample.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct History {
     pub samples: VecDeque<Sample>,
@@ -442,10 +442,10 @@ pub struct Model {
 pub type Interfaces = HashMap<String, HashMap<String, OwnedValue>>;
 
 impl Model {
-    /// How many samples a port's history keeps: the daemon's own length (15 minutes).
+    /// How many samples a port's history keeps: the daemon's own length (5 minutes).
     pub fn history_capacity(&self) -> usize {
         match self.manager.history_length {
-            0 => 900,
+            0 => 300,
             n => n as usize,
         }
     }
