@@ -25,6 +25,8 @@ pub mod sample_flags {
     pub const SATURATED: u8 = 1;
     /// No rate for this tick.
     pub const NO_DATA: u8 = 2;
+    /// Coarse history only: the average covers fewer than 10 samples.
+    pub const PARTIAL: u8 = 4;
 }
 
 #[proxy(
@@ -64,6 +66,12 @@ pub trait Manager {
     fn sample_interval_us(&self) -> zbus::Result<u64>;
     #[zbus(property)]
     fn history_length(&self) -> zbus::Result<u32>;
+    /// Averages kept per port by GetThroughputHistoryCoarse.
+    #[zbus(property)]
+    fn coarse_history_length(&self) -> zbus::Result<u32>;
+    /// The period one coarse average covers, in microseconds (10 sampling periods).
+    #[zbus(property, name = "CoarseIntervalUs")]
+    fn coarse_interval_us(&self) -> zbus::Result<u64>;
     #[zbus(property)]
     fn soft_links(&self) -> zbus::Result<Vec<SoftLink>>;
     /// Unusable files under /etc/rdma-manager, with the reason.
@@ -134,6 +142,8 @@ pub trait Device {
 )]
 pub trait Port {
     fn get_throughput_history(&self) -> zbus::Result<Vec<HistorySample>>;
+    /// One average of 10 sampling periods each, for up to an hour; flag 4: partial.
+    fn get_throughput_history_coarse(&self) -> zbus::Result<Vec<HistorySample>>;
     fn get_counters(&self) -> zbus::Result<(String, bool, HashMap<String, u64>)>;
     fn set_roce_mode(&self, mode: &str) -> zbus::Result<()>;
     fn set_roce_tos(&self, tos: u8) -> zbus::Result<()>;

@@ -215,6 +215,9 @@ impl App {
             Update::Removed { path, ifaces } => self.model.remove_object(&path, &ifaces),
             Update::Samples { time_us, samples } => self.model.add_samples(time_us, &samples),
             Update::History { port, samples } => self.model.set_history(&port, samples),
+            Update::HistoryCoarse { port, samples } => {
+                self.model.set_history_coarse(&port, samples)
+            }
             Update::Counters {
                 port,
                 source,

@@ -58,6 +58,10 @@ pub enum Update {
         port: String,
         samples: Vec<rdma_manager_dbus::proxies::HistorySample>,
     },
+    HistoryCoarse {
+        port: String,
+        samples: Vec<rdma_manager_dbus::proxies::HistorySample>,
+    },
     Counters {
         port: String,
         source: String,
@@ -545,20 +549,24 @@ pub async fn read_model(conn: &Connection) -> zbus::Result<Model> {
     Ok(model)
 }
 
-/// Reads every port's throughput history, all calls in flight at once.
+/// Reads every port's throughput history, all calls in flight at once: the fine ring, or
+/// with `coarse` the coarse one.
 pub async fn read_histories(
     conn: &Connection,
     ports: Vec<String>,
+    coarse: bool,
 ) -> Vec<(
     String,
     zbus::Result<Vec<rdma_manager_dbus::proxies::HistorySample>>,
 )> {
     let calls = ports.into_iter().map(|port| async move {
         let r = async {
-            port_proxy(conn, &port)
-                .await?
-                .get_throughput_history()
-                .await
+            let p = port_proxy(conn, &port).await?;
+            if coarse {
+                p.get_throughput_history_coarse().await
+            } else {
+                p.get_throughput_history().await
+            }
         }
         .await;
         (port, r)
@@ -630,12 +638,22 @@ async fn load(conn: &Connection, tx: &UnboundedSender<Update>) -> zbus::Result<(
             });
         }
     }
-    for (port, r) in read_histories(conn, ports).await {
+    for (port, r) in read_histories(conn, ports.clone(), false).await {
         match r {
             Ok(samples) => {
                 let _ = tx.send(Update::History { port, samples });
             }
             Err(e) => tracing::debug!(port, "no history: {e}"),
+        }
+    }
+    // After the fine ring: the coarse one is older, and a daemon without it (before the
+    // method existed) still gives the fine one.
+    for (port, r) in read_histories(conn, ports, true).await {
+        match r {
+            Ok(samples) => {
+                let _ = tx.send(Update::HistoryCoarse { port, samples });
+            }
+            Err(e) => tracing::debug!(port, "no coarse history: {e}"),
         }
     }
     Ok(())
@@ -688,7 +706,10 @@ async fn run_inner(conn: &Connection, tx: &UnboundedSender<Update>) -> zbus::Res
                 if let Some(path) = new_port {
                     if let Ok(p) = port_proxy(conn, &path).await {
                         if let Ok(samples) = p.get_throughput_history().await {
-                            let _ = tx.send(Update::History { port: path, samples });
+                            let _ = tx.send(Update::History { port: path.clone(), samples });
+                        }
+                        if let Ok(samples) = p.get_throughput_history_coarse().await {
+                            let _ = tx.send(Update::HistoryCoarse { port: path, samples });
                         }
                     }
                 }

@@ -104,7 +104,7 @@ pub async fn start() -> anyhow::Result<Demo> {
     let sim = SimHost::new(fixtures::demo_host()).context("cannot build the simulated host")?;
     fixtures::install_host_setup(&sim).context("cannot write the simulated host's files")?;
     let sim_root = sim.root().to_path_buf();
-    // One traffic model moves the counters from now on and fills the 15 minutes before, so
+    // One traffic model moves the counters from now on and fills the hour before, so
     // the graphs are full at start (as the man page says of a daemon that has run a while).
     let model = traffic::DemoTraffic::of(&sim);
     let traffic = traffic::spawn_demo_traffic(sim.clone(), model.clone(), Duration::from_secs(1));

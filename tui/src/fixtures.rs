@@ -11,7 +11,7 @@ use crate::model::{HostSetup, ManagedLimits, Model, RdmaModule, Sample, SubnetMa
 /// draw "now" as this.
 pub const NOW_US: u64 = 1_790_000_000_000_000;
 
-/// The demo host, with a full history (900 samples) on every port.
+/// The demo host, with a full history (300 samples and 360 averages) on every port.
 pub fn demo_model() -> Model {
     let mut model: Model = match serde_json::from_str(include_str!("../tests/data/demo-model.json"))
     {
@@ -157,10 +157,12 @@ pub fn stuck_init_model() -> Model {
     model
 }
 
-/// Every port gets `history_length` samples ending at [`NOW_US`]: a slow wave per port,
-/// scaled to a fraction of its link rate, so graphs have shape and differ between ports.
+/// Every port gets `history_length` samples ending at [`NOW_US`], and an hour of 10 s
+/// averages before the newest 10 s: a slow wave per port, scaled to a fraction of its link
+/// rate, so graphs have shape and differ between ports.
 pub fn fill_history(model: &mut Model) {
     let n = model.history_capacity();
+    let coarse_n = model.coarse_capacity();
     let ports: Vec<(String, f64)> = model
         .ports
         .values()
@@ -168,23 +170,31 @@ pub fn fill_history(model: &mut Model) {
         .collect();
     for (k, (port, gbps)) in ports.into_iter().enumerate() {
         let peak = gbps.max(1.0) * 1e9 / 8.0 * 0.6;
-        let h = model.history.entry(port).or_default();
-        h.samples.clear();
-        for i in 0..n {
-            let t = i as f64 / 60.0 + k as f64;
+        // The rates `ago` seconds before NOW_US.
+        let wave = |ago: u64, time_us: u64| {
+            let t = (n as f64 - 1.0 - ago as f64) / 60.0 + k as f64;
             let tx = peak * (0.5 + 0.4 * t.sin()) * if k % 2 == 0 { 1.0 } else { 0.3 };
             let rx = peak * (0.5 + 0.4 * (t * 0.7).cos());
-            h.push(
-                Sample {
-                    time_us: NOW_US - (n - 1 - i) as u64 * 1_000_000,
-                    tx_bytes: tx,
-                    rx_bytes: rx,
-                    tx_packets: tx / 4096.0,
-                    rx_packets: rx / 4096.0,
-                    saturated: false,
-                },
-                n,
-            );
+            Sample {
+                time_us,
+                tx_bytes: tx,
+                rx_bytes: rx,
+                tx_packets: tx / 4096.0,
+                rx_packets: rx / 4096.0,
+                saturated: false,
+            }
+        };
+        let h = model.history.entry(port.clone()).or_default();
+        h.samples.clear();
+        for i in 0..n {
+            let ago = (n - 1 - i) as u64;
+            h.push(wave(ago, NOW_US - ago * 1_000_000), n);
+        }
+        let c = model.history_coarse.entry(port).or_default();
+        c.samples.clear();
+        for i in 0..coarse_n {
+            let ago = (coarse_n - i) as u64 * 10;
+            c.samples.push_back(wave(ago, NOW_US - ago * 1_000_000));
         }
     }
 }
@@ -244,7 +254,8 @@ mod tests {
     fn fixtures_parse_and_fill() {
         let m = demo_model();
         assert_eq!(m.devices.len(), 4);
-        assert!(m.history.values().all(|h| h.samples.len() == 900));
+        assert!(m.history.values().all(|h| h.samples.len() == 300));
+        assert!(m.history_coarse.values().all(|h| h.samples.len() == 360));
         let l = large_model(32);
         assert_eq!(l.ports.len(), 64);
         assert_eq!(l.ports_in_order().len(), 64);

@@ -98,6 +98,8 @@ record!(
         ipoib_interfaces: Vec<String> = "IpoibInterfaces" via Vec<OwnedObjectPath> => paths,
         sample_interval_us: u64 = "SampleIntervalUs",
         history_length: u32 = "HistoryLength",
+        coarse_history_length: u32 = "CoarseHistoryLength",
+        coarse_interval_us: u64 = "CoarseIntervalUs",
         soft_links: Vec<SoftLink> = "SoftLinks",
         config_errors: BTreeMap<String, String> = "ConfigErrors"
             via HashMap<String, String> => |m| m.into_iter().collect(),
@@ -271,7 +273,7 @@ impl Sample {
     }
 }
 
-/// A port's throughput history: the daemon's 15 minutes at start, then each signalled sample.
+/// A port's throughput history: the daemon's 5 minutes at start, then each signalled sample.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct History {
     pub samples: VecDeque<Sample>,
@@ -293,6 +295,65 @@ impl History {
     /// The newest sample.
     pub fn last(&self) -> Option<&Sample> {
         self.samples.back()
+    }
+}
+
+/// A port's coarse history: the daemon's averages at start, then the client's own averages
+/// of the fine samples as they leave the fine history, so that the two meet without asking
+/// the daemon again.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CoarseHistory {
+    pub samples: VecDeque<Sample>,
+    /// Fine samples of the period after the newest average, and when that period ends.
+    pending: Vec<Sample>,
+    pending_end: Option<u64>,
+}
+
+impl CoarseHistory {
+    /// The end of the period (`period_us` long) a sample at `t` falls in: periods follow
+    /// the newest average's, else they are aligned to multiples of `period_us`.
+    fn period_end(&self, t: u64, period_us: u64) -> u64 {
+        match self.samples.back() {
+            Some(b) => b.time_us + period_us * (t.saturating_sub(b.time_us)).div_ceil(period_us),
+            None => t.div_ceil(period_us) * period_us,
+        }
+    }
+
+    /// Takes a fine sample that left the fine history. When it falls in a later period than
+    /// the samples waiting, theirs is averaged first (over the samples there are, as the
+    /// daemon averages; an average is stamped at its period's end).
+    pub fn fold(&mut self, s: Sample, period_us: u64, capacity: usize) {
+        let period_us = period_us.max(1);
+        if self.samples.back().is_some_and(|b| s.time_us <= b.time_us) {
+            return; // the daemon's averages cover it
+        }
+        let end = self.period_end(s.time_us, period_us);
+        if self.pending_end.is_some_and(|e| e != end) {
+            self.close(capacity);
+        }
+        self.pending_end = Some(end);
+        self.pending.push(s);
+    }
+
+    fn close(&mut self, capacity: usize) {
+        let Some(end) = self.pending_end.take() else {
+            return;
+        };
+        let n = self.pending.len().max(1) as f64;
+        let avg = |f: fn(&Sample) -> f64| self.pending.iter().map(f).sum::<f64>() / n;
+        let s = Sample {
+            time_us: end,
+            tx_bytes: avg(|s| s.tx_bytes),
+            rx_bytes: avg(|s| s.rx_bytes),
+            tx_packets: avg(|s| s.tx_packets),
+            rx_packets: avg(|s| s.rx_packets),
+            saturated: self.pending.iter().any(|s| s.saturated),
+        };
+        self.pending.clear();
+        self.samples.push_back(s);
+        while self.samples.len() > capacity.max(1) {
+            self.samples.pop_front();
+        }
     }
 }
 
@@ -365,6 +426,10 @@ pub struct Model {
     pub host_setup: Option<HostSetup>,
     #[serde(skip)]
     pub history: HashMap<String, History>,
+    /// The coarse history (averages of 10 samples, an hour), kept up to date with the fine
+    /// samples that leave `history` (see [`Model::add_samples`]).
+    #[serde(skip)]
+    pub history_coarse: HashMap<String, CoarseHistory>,
     #[serde(skip)]
     pub counters: HashMap<String, Counters>,
     /// Properties that could not be read, as "path: property: reason".
@@ -377,12 +442,43 @@ pub struct Model {
 pub type Interfaces = HashMap<String, HashMap<String, OwnedValue>>;
 
 impl Model {
-    /// How many samples a port's history keeps: the daemon's own length (15 minutes).
+    /// How many samples a port's history keeps: the daemon's own length (5 minutes).
     pub fn history_capacity(&self) -> usize {
         match self.manager.history_length {
-            0 => 900,
+            0 => 300,
             n => n as usize,
         }
+    }
+
+    /// How many averages a port's coarse history keeps: the daemon's own length (an hour).
+    pub fn coarse_capacity(&self) -> usize {
+        match self.manager.coarse_history_length {
+            0 => 360,
+            n => n as usize,
+        }
+    }
+
+    /// The period of one coarse average: the daemon's, else 10 sampling periods.
+    pub fn coarse_interval_us(&self) -> u64 {
+        match self.manager.coarse_interval_us {
+            0 => 10 * self.manager.sample_interval_us.max(1),
+            n => n,
+        }
+    }
+
+    /// Records a port's coarse history as `GetThroughputHistoryCoarse` returned it.
+    pub fn set_history_coarse(&mut self, port: &str, samples: Vec<HistorySample>) {
+        let capacity = self.coarse_capacity();
+        let mut h = CoarseHistory::default();
+        for s in samples.into_iter().filter_map(Sample::from_wire) {
+            if h.samples.back().is_none_or(|b| b.time_us < s.time_us) {
+                h.samples.push_back(s);
+            }
+        }
+        while h.samples.len() > capacity {
+            h.samples.pop_front();
+        }
+        self.history_coarse.insert(port.to_string(), h);
     }
 
     /// Adds or updates an object from its interfaces.
@@ -402,6 +498,7 @@ impl Model {
                 PORT_IFACE => {
                     self.ports.remove(path);
                     self.history.remove(path);
+                    self.history_coarse.remove(path);
                     self.counters.remove(path);
                 }
                 IPOIB_IFACE => {
@@ -480,15 +577,23 @@ impl Model {
         *h = fresh;
     }
 
-    /// Appends one signalled sample of every port.
+    /// Appends one signalled sample of every port; the samples that leave the fine history
+    /// go into the coarse one's averages.
     pub fn add_samples(&mut self, time_us: u64, samples: &[(String, f64, f64, f64, f64, u8)]) {
         let capacity = self.history_capacity();
+        let (coarse_cap, period) = (self.coarse_capacity(), self.coarse_interval_us());
         for (port, tx, rx, txp, rxp, flags) in samples {
             if let Some(s) = Sample::from_wire((time_us, *tx, *rx, *txp, *rxp, *flags)) {
-                self.history
-                    .entry(port.clone())
-                    .or_default()
-                    .push(s, capacity);
+                let h = self.history.entry(port.clone()).or_default();
+                h.push(s, capacity + 1);
+                if h.samples.len() > capacity {
+                    if let Some(old) = h.samples.pop_front() {
+                        self.history_coarse
+                            .entry(port.clone())
+                            .or_default()
+                            .fold(old, period, coarse_cap);
+                    }
+                }
             }
         }
     }
@@ -719,6 +824,45 @@ mod tests {
         assert!(m.history[p].samples[0].saturated);
         m.add_samples(4, &[(p.to_string(), 1.0, 2.0, 0.0, 0.0, 0)]);
         assert_eq!(m.history[p].last().map(|s| s.time_us), Some(5));
+    }
+
+    /// The coarse history goes on from the daemon's averages with the client's own
+    /// averages of the fine samples that leave the fine history, period by period.
+    #[test]
+    fn fine_samples_leaving_the_history_extend_the_coarse_one() {
+        let mut m = Model::default();
+        m.manager.history_length = 2;
+        m.manager.coarse_history_length = 3;
+        m.manager.coarse_interval_us = 10;
+        let p = "/p";
+        m.set_history_coarse(
+            p,
+            vec![
+                (10, 5.0, 5.0, 0.0, 0.0, 0),
+                (20, 0.0, 0.0, 0.0, 0.0, sample_flags::NO_DATA),
+                (30, 7.0, 7.0, 0.0, 0.0, 4),
+            ],
+        );
+        assert_eq!(m.history_coarse[p].samples.len(), 2, "the gap is left out");
+        // One a microsecond: 29 and 30 are covered by the daemon's average of 30; 31..=40
+        // make the period ending at 40; 41 starts the next and closes it.
+        for t in 29..=43 {
+            m.add_samples(t, &[(p.to_string(), t as f64, 0.0, 0.0, 0.0, 0)]);
+        }
+        let c = &m.history_coarse[p].samples;
+        let times: Vec<u64> = c.iter().map(|s| s.time_us).collect();
+        assert_eq!(times, vec![10, 30, 40]);
+        assert_eq!(c[2].tx_bytes, (31..=40).sum::<u64>() as f64 / 10.0);
+        // A saturated sample makes its average a lower bound too.
+        for t in 44..=60 {
+            let fl = if t == 45 { sample_flags::SATURATED } else { 0 };
+            m.add_samples(t, &[(p.to_string(), 1.0, 0.0, 0.0, 0.0, fl)]);
+        }
+        let c = &m.history_coarse[p].samples;
+        let times: Vec<u64> = c.iter().map(|s| s.time_us).collect();
+        assert_eq!(times, vec![30, 40, 50], "capacity 3: the oldest left");
+        assert!(c[2].saturated);
+        assert!(!c[1].saturated);
     }
 
     #[test]

@@ -71,10 +71,7 @@ fn plus_and_minus_stop_where_w_wraps() {
     for _ in 0..5 {
         press(&mut app, KeyCode::Char('-'));
     }
-    assert!(
-        screen(&mut app, 100, 30).contains("window 15 min"),
-        "- stops"
-    );
+    assert!(screen(&mut app, 100, 30).contains("window 1 h"), "- stops");
     press(&mut app, KeyCode::Char('w'));
     assert!(
         screen(&mut app, 100, 30).contains("window 1 min"),

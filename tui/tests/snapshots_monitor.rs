@@ -173,9 +173,21 @@ fn bandwidth_1min_no_color_80x24() {
         Theme::monochrome(),
         PageId::Bandwidth,
     );
-    // 5 min -> 15 min -> 1 min.
+    // 5 min -> 1 h -> 1 min.
     press(&mut app, KeyCode::Char('w'));
     press(&mut app, KeyCode::Char('w'));
+    insta::assert_snapshot!(screen(&mut app, 80, 24));
+}
+
+#[test]
+fn bandwidth_1h_no_color_80x24() {
+    let mut app = shown(
+        fixtures::demo_model(),
+        Theme::monochrome(),
+        PageId::Bandwidth,
+    );
+    // 5 min -> 1 h: the coarse history, then the newest samples.
+    press(&mut app, KeyCode::Char('h'));
     insta::assert_snapshot!(screen(&mut app, 80, 24));
 }
 
@@ -183,6 +195,7 @@ fn bandwidth_1min_no_color_80x24() {
 fn bandwidth_empty_history_80x24() {
     let mut m = fixtures::demo_model();
     m.history.clear();
+    m.history_coarse.clear();
     let mut app = shown(m, Theme::colored(), PageId::Bandwidth);
     insta::assert_snapshot!(screen(&mut app, 80, 24));
 }

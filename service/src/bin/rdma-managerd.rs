@@ -334,13 +334,15 @@ fn init_logging() {
 
 fn main() -> ExitCode {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: before any other thread exists. Two malloc arenas instead of up to eight per
-    // core: the daemon's threads mostly wait, and every arena keeps its own freed memory.
+    // SAFETY: before any other thread exists. One malloc arena instead of up to eight per
+    // core: the daemon's threads mostly wait, so they rarely contend for it, and every arena
+    // keeps its own freed memory (a second arena held the engine's history apart from the
+    // start-up's freed blocks: 0.6 MiB more RSS with a full history, docs/PERFORMANCE.md).
     // Blocks of 256 KiB and more (a large reply, an introspection) always get their own
     // mapping, returned when freed: glibc would otherwise raise that bound as such blocks
     // are freed and serve the next ones from the heap, which keeps them.
     unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 2);
+        libc::mallopt(libc::M_ARENA_MAX, 1);
         libc::mallopt(libc::M_MMAP_THRESHOLD, 256 * 1024);
     }
     let args = match cli::parse(std::env::args().skip(1)) {

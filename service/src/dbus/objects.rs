@@ -101,8 +101,12 @@ bus_object! {
         ipoib_interfaces as "IpoibInterfaces": Vec<OwnedObjectPath>,
         /// Throughput sampling period in microseconds.
         sample_interval_us as "SampleIntervalUs": u64,
-        /// Samples of history kept per port.
+        /// Samples of history kept per port at SampleIntervalUs (GetThroughputHistory).
         history_length as "HistoryLength": u32,
+        /// Averages kept per port in the coarse history (GetThroughputHistoryCoarse).
+        coarse_history_length as "CoarseHistoryLength": u32,
+        /// Period of a coarse average in microseconds: 10 sampling periods.
+        coarse_interval_us as "CoarseIntervalUs": u64,
         /// Soft links the daemon remembers and re-creates (name, type rxe or siw, network interface), from soft-links.toml.
         soft_links as "SoftLinks": Vec<SoftLink>,
         /// Persisted files under /etc/rdma-manager, and udev rules files the daemon manages, that cannot be used, with the reason; changes in their area are refused until they are fixed.
@@ -452,29 +456,22 @@ bus_object! {
         }
 
         /// The recorded throughput, oldest first: (time µs since the epoch, TX bytes/s,
-        /// RX bytes/s, TX packets/s, RX packets/s, flags), one a second for up to 15 minutes.
+        /// RX bytes/s, TX packets/s, RX packets/s, flags), one a sampling period for up to
+        /// HistoryLength periods (5 minutes at 1 s).
         async fn get_throughput_history(
             &self,
         ) -> Result<Vec<(u64, f64, f64, f64, f64, u8)>, Error> {
-            let v = read(&self.view);
-            let engine = self.ctx.engine()?;
-            let key = (super::device_index(&v.device), v.number);
-            let samples = engine.history(key);
-            // (t d d d d y) is 48 bytes with its alignment.
-            super::limits::charge_current(samples.len() as u64 * 48);
-            Ok(samples
-                .into_iter()
-                .map(|s| {
-                    (
-                        engine.clock.wall_us(s.tick),
-                        f64::from(s.rates.tx_bytes),
-                        f64::from(s.rates.rx_bytes),
-                        f64::from(s.rates.tx_packets),
-                        f64::from(s.rates.rx_packets),
-                        s.flags,
-                    )
-                })
-                .collect())
+            self.throughput(false)
+        }
+
+        /// The coarse history, oldest first, in the same form: one average of 10 sampling
+        /// periods (10 s) for up to CoarseHistoryLength of them (an hour), each stamped at
+        /// its period's end; flag 4 marks an average over fewer than 10 samples. The
+        /// period being filled is not included (GetThroughputHistory has its samples).
+        async fn get_throughput_history_coarse(
+            &self,
+        ) -> Result<Vec<(u64, f64, f64, f64, f64, u8)>, Error> {
+            self.throughput(true)
         }
 
         /// Reads the port's counters now: (source, saturated, counters by name). Byte counts
@@ -511,6 +508,36 @@ bus_object! {
                 out,
             ))
         }
+    }
+}
+
+impl PortObject {
+    /// The fine (`coarse` false) or coarse ring of this port, as the bus carries it.
+    #[allow(clippy::type_complexity)]
+    fn throughput(&self, coarse: bool) -> Result<Vec<(u64, f64, f64, f64, f64, u8)>, Error> {
+        let v = read(&self.view);
+        let engine = self.ctx.engine()?;
+        let key = (super::device_index(&v.device), v.number);
+        let samples = if coarse {
+            engine.history_coarse(key)
+        } else {
+            engine.history(key)
+        };
+        // (t d d d d y) is 48 bytes with its alignment.
+        super::limits::charge_current(samples.len() as u64 * 48);
+        Ok(samples
+            .into_iter()
+            .map(|s| {
+                (
+                    engine.clock.wall_us(s.tick),
+                    f64::from(s.rates.tx_bytes),
+                    f64::from(s.rates.rx_bytes),
+                    f64::from(s.rates.tx_packets),
+                    f64::from(s.rates.rx_packets),
+                    s.flags,
+                )
+            })
+            .collect())
     }
 }
 

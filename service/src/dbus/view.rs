@@ -361,7 +361,9 @@ pub fn root_view(st: &ObservedState, simulated: bool, tick_us: u64) -> RootView 
             .map(|i| object_path(ipoib_path(*i)))
             .collect(),
         sample_interval_us: tick_us,
-        history_length: crate::engine::history::HISTORY_TICKS as u32,
+        history_length: crate::engine::history::FINE_TICKS as u32,
+        coarse_history_length: crate::engine::history::COARSE_LEN as u32,
+        coarse_interval_us: tick_us.saturating_mul(crate::engine::history::COARSE_TICKS),
         soft_links: st
             .config
             .soft_links

@@ -1,8 +1,15 @@
 //! Throughput history: per port, one sample a tick (1 s) of TX/RX bytes/s and packets/s,
-//! computed from consecutive counter readings, kept for [`HISTORY_TICKS`] ticks.
+//! computed from consecutive counter readings, kept at two resolutions:
 //!
-//! Memory is the constraint (512 ports x 900 samples): a sample is four `f32` (16 bytes) and
-//! its tick is implied by its place in the ring; flags live in a parallel byte ring.
+//! - the fine ring: every tick's sample for [`FINE_TICKS`] ticks (5 minutes at 1 Hz);
+//! - the coarse ring: the average of every [`COARSE_TICKS`] ticks (10 s at 1 Hz) for
+//!   [`COARSE_LEN`] buckets (an hour).
+//!
+//! Memory is the constraint (512 ports): a sample is four `f32` (16 bytes) and its tick is
+//! implied by its place in the ring; flags live in a parallel byte ring. Both rings together
+//! are 660 samples (11.2 KB) a port for an hour, where a single 1 s ring of 15 minutes was 900
+//! (15.3 KB). The bucket is counted in ticks, not seconds: with a shortened tick
+//! (`--tick-ms`) it is 10 ticks long.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -12,18 +19,31 @@ use crate::kernel::TrafficCounters;
 // Both are the model's: the simulated host's traffic model produces them too.
 pub use crate::model::counters::{HistorySeed, Rates};
 
-/// 15 minutes at 1 Hz.
-pub const HISTORY_TICKS: usize = 15 * 60;
+/// Samples in the fine ring: 5 minutes at 1 Hz.
+pub const FINE_TICKS: usize = 5 * 60;
+/// Ticks a coarse bucket averages: 10 s at 1 Hz.
+pub const COARSE_TICKS: u64 = 10;
+/// Buckets in the coarse ring: an hour at 1 Hz.
+pub const COARSE_LEN: usize = 6 * 60;
+/// Ticks the whole history spans (the coarse ring's): an hour at 1 Hz.
+pub const HISTORY_SPAN_TICKS: u64 = COARSE_TICKS * COARSE_LEN as u64;
 
 /// A sample's flags.
 pub mod flags {
-    /// A 32-bit PMA counter was saturated: the rate is a lower bound.
+    /// A 32-bit PMA counter was saturated: the rate is a lower bound. A coarse bucket has
+    /// it when any of its samples had it.
     pub const SATURATED: u8 = 1;
-    /// No rate for this tick (first reading, counter reset, unreadable counters).
+    /// No rate for this tick (first reading, counter reset, unreadable counters), or, in the
+    /// coarse ring, for any tick of the bucket.
     pub const NO_DATA: u8 = 2;
+    /// Coarse ring only: the bucket averages fewer than [`super::COARSE_TICKS`] samples
+    /// (the others had no data); the average is over the ones it has.
+    pub const PARTIAL: u8 = 4;
 }
 
-/// One sample as returned to clients.
+/// One sample as returned to clients. In the coarse ring, `tick` is the bucket's last tick
+/// (a fine sample is stamped at the end of the tick it measures, a bucket at the end of its
+/// last one).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Sample {
     pub tick: u64,
@@ -40,22 +60,170 @@ struct Raw {
     rx_packets: Option<u64>,
 }
 
-/// One port's ring.
-#[derive(Debug, Default)]
-pub struct PortHistory {
-    /// Tick of `rates[0]`.
-    first_tick: u64,
-    rates: VecDeque<Rates>,
-    flags: VecDeque<u8>,
-    last: Option<Raw>,
-}
-
 const ZERO: Rates = Rates {
     tx_bytes: 0.0,
     rx_bytes: 0.0,
     tx_packets: 0.0,
     rx_packets: 0.0,
 };
+
+/// A ring of `cap` entries numbered by consecutive indexes (ticks or buckets); an index
+/// skipped is a gap entry (`NO_DATA`) holding its place.
+#[derive(Debug)]
+struct Ring {
+    cap: usize,
+    /// Index of `rates[0]`.
+    first: u64,
+    rates: VecDeque<Rates>,
+    flags: VecDeque<u8>,
+}
+
+impl Ring {
+    const fn new(cap: usize) -> Ring {
+        Ring {
+            cap,
+            first: 0,
+            rates: VecDeque::new(),
+            flags: VecDeque::new(),
+        }
+    }
+
+    /// The index the next entry takes.
+    fn next(&self) -> u64 {
+        self.first + self.rates.len() as u64
+    }
+
+    /// Appends the entry of `index`; false (nothing changed) for an index already passed.
+    fn push(&mut self, index: u64, rates: Rates, fl: u8) -> bool {
+        if self.rates.is_empty() {
+            self.first = index;
+        }
+        let next = self.next();
+        if index < next {
+            return false;
+        }
+        // Indexes missed (the daemon was stopped, the machine suspended) are gaps.
+        let gap = (index - next).min(self.cap as u64) as usize;
+        if gap == self.cap {
+            self.rates.clear();
+            self.flags.clear();
+            self.first = index;
+        } else {
+            for _ in 0..gap {
+                self.push_one(ZERO, flags::NO_DATA);
+            }
+        }
+        self.push_one(rates, fl);
+        true
+    }
+
+    fn push_one(&mut self, rates: Rates, fl: u8) {
+        if self.rates.len() == self.cap {
+            self.rates.pop_front();
+            self.flags.pop_front();
+            self.first += 1;
+        }
+        if self.rates.capacity() == 0 {
+            // The final size in one step, not by doubling (which would leave up to half of
+            // every ring unused).
+            self.rates.reserve_exact(self.cap);
+            self.flags.reserve_exact(self.cap);
+        }
+        self.rates.push_back(rates);
+        self.flags.push_back(fl);
+    }
+
+    /// The entries with data, oldest first, each stamped by `stamp(index)`.
+    fn samples(&self, stamp: impl Fn(u64) -> u64) -> Vec<Sample> {
+        self.rates
+            .iter()
+            .zip(self.flags.iter())
+            .enumerate()
+            .filter(|(_, (_, f))| *f & flags::NO_DATA == 0)
+            .map(|(i, (r, f))| Sample {
+                tick: stamp(self.first + i as u64),
+                rates: *r,
+                flags: *f,
+            })
+            .collect()
+    }
+}
+
+/// The coarse bucket being filled: sums of the samples with data so far.
+#[derive(Debug, Clone, Copy)]
+struct OpenBucket {
+    index: u64,
+    sum: [f64; 4],
+    samples: u8,
+    flags: u8,
+}
+
+impl OpenBucket {
+    fn new(index: u64) -> OpenBucket {
+        OpenBucket {
+            index,
+            sum: [0.0; 4],
+            samples: 0,
+            flags: 0,
+        }
+    }
+
+    fn add(&mut self, r: Rates, fl: u8) {
+        if fl & flags::NO_DATA != 0 {
+            return;
+        }
+        self.flags |= fl & flags::SATURATED;
+        self.samples += 1;
+        for (s, v) in self
+            .sum
+            .iter_mut()
+            .zip([r.tx_bytes, r.rx_bytes, r.tx_packets, r.rx_packets])
+        {
+            *s += f64::from(v);
+        }
+    }
+
+    /// The bucket's average and flags: over the samples it has, `PARTIAL` when some ticks
+    /// had none, `NO_DATA` when none had any.
+    fn close(&self) -> (Rates, u8) {
+        if self.samples == 0 {
+            return (ZERO, flags::NO_DATA);
+        }
+        let n = f64::from(self.samples);
+        let avg = |i: usize| (self.sum[i] / n) as f32;
+        let mut fl = self.flags;
+        if u64::from(self.samples) < COARSE_TICKS {
+            fl |= flags::PARTIAL;
+        }
+        let rates = Rates {
+            tx_bytes: avg(0),
+            rx_bytes: avg(1),
+            tx_packets: avg(2),
+            rx_packets: avg(3),
+        };
+        (rates, fl)
+    }
+}
+
+/// One port's rings.
+#[derive(Debug)]
+pub struct PortHistory {
+    fine: Ring,
+    coarse: Ring,
+    open: Option<OpenBucket>,
+    last: Option<Raw>,
+}
+
+impl Default for PortHistory {
+    fn default() -> Self {
+        PortHistory {
+            fine: Ring::new(FINE_TICKS),
+            coarse: Ring::new(COARSE_LEN),
+            open: None,
+            last: None,
+        }
+    }
+}
 
 /// Rate of one counter between two readings; `None` when either is missing or it went back
 /// (a counter reset, a driver reload).
@@ -109,76 +277,59 @@ impl PortHistory {
         }
     }
 
+    /// Appends a tick's sample to the fine ring and to its coarse bucket; when the tick
+    /// starts a new bucket, the one before is closed into the coarse ring. A tick recorded
+    /// twice keeps the first.
     fn push(&mut self, tick: u64, rates: Rates, fl: u8) {
-        if self.rates.is_empty() {
-            self.first_tick = tick;
+        if !self.fine.push(tick, rates, fl) {
+            return;
         }
-        let next = self.first_tick + self.rates.len() as u64;
-        if tick < next {
-            return; // a tick recorded twice: keep the first
-        }
-        // Ticks the daemon missed (it was stopped, the machine suspended) are gaps.
-        let gap = (tick - next).min(HISTORY_TICKS as u64) as usize;
-        if gap == HISTORY_TICKS {
-            self.rates.clear();
-            self.flags.clear();
-            self.first_tick = tick;
-        } else {
-            for _ in 0..gap {
-                self.push_one(ZERO, flags::NO_DATA);
+        let bucket = tick / COARSE_TICKS;
+        let open = match self.open {
+            Some(b) if b.index == bucket => self.open.as_mut(),
+            Some(b) => {
+                let (avg, bfl) = b.close();
+                self.coarse.push(b.index, avg, bfl);
+                self.open.insert(OpenBucket::new(bucket)).into()
             }
+            None => self.open.insert(OpenBucket::new(bucket)).into(),
+        };
+        if let Some(open) = open {
+            open.add(rates, fl);
         }
-        self.push_one(rates, fl);
     }
 
-    fn push_one(&mut self, rates: Rates, fl: u8) {
-        if self.rates.len() == HISTORY_TICKS {
-            self.rates.pop_front();
-            self.flags.pop_front();
-            self.first_tick += 1;
-        }
-        if self.rates.capacity() == 0 {
-            // Grow in one step to the final size after the first minute, not by doubling
-            // (which would leave up to half of every ring unused).
-            self.rates.reserve_exact(60);
-            self.flags.reserve_exact(60);
-        } else if self.rates.len() == self.rates.capacity() {
-            self.rates.reserve_exact(HISTORY_TICKS - self.rates.len());
-            self.flags.reserve_exact(HISTORY_TICKS - self.flags.len());
-        }
-        self.rates.push_back(rates);
-        self.flags.push_back(fl);
-    }
-
-    /// The samples with data, oldest first.
+    /// The fine ring's samples with data, oldest first.
     pub fn samples(&self) -> Vec<Sample> {
-        self.rates
-            .iter()
-            .zip(self.flags.iter())
-            .enumerate()
-            .filter(|(_, (_, f))| *f & flags::NO_DATA == 0)
-            .map(|(i, (r, f))| Sample {
-                tick: self.first_tick + i as u64,
-                rates: *r,
-                flags: *f,
-            })
-            .collect()
+        self.fine.samples(|tick| tick)
     }
 
+    /// The coarse ring's closed buckets with data, oldest first, each stamped with its last
+    /// tick. The bucket being filled is not among them (its ticks are in the fine ring).
+    pub fn coarse_samples(&self) -> Vec<Sample> {
+        self.coarse
+            .samples(|bucket| (bucket + 1) * COARSE_TICKS - 1)
+    }
+
+    /// Entries in the fine ring, gaps included.
     pub fn len(&self) -> usize {
-        self.rates.len()
+        self.fine.rates.len()
+    }
+
+    /// Buckets in the coarse ring, gaps included.
+    pub fn coarse_len(&self) -> usize {
+        self.coarse.rates.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.rates.is_empty()
+        self.fine.rates.is_empty()
     }
-}
 
-impl PortHistory {
-    /// Fills an empty ring with `rates`, the first at `first_tick` and each a tick after the
-    /// one before (`None`: no data for that tick). Live readings continue after them.
+    /// Fills an empty history with `rates`, the first at `first_tick` and each a tick after
+    /// the one before (`None`: no data for that tick), through both rings as live samples
+    /// go. Live readings continue after them.
     pub fn prefill(&mut self, first_tick: u64, rates: impl IntoIterator<Item = Option<Rates>>) {
-        if !self.rates.is_empty() {
+        if !self.fine.rates.is_empty() || !self.coarse.rates.is_empty() {
             return;
         }
         for (i, r) in rates.into_iter().enumerate() {
@@ -190,7 +341,7 @@ impl PortHistory {
     }
 }
 
-/// Every port's ring, keyed by (device index, port).
+/// Every port's rings, keyed by (device index, port).
 #[derive(Debug, Default)]
 pub struct History {
     ports: BTreeMap<(u32, u32), PortHistory>,
@@ -310,22 +461,165 @@ mod tests {
     }
 
     #[test]
-    fn keeps_fifteen_minutes_and_no_more() {
+    fn keeps_five_minutes_fine_and_an_hour_coarse_and_no_more() {
         let mut h = PortHistory::default();
-        for t in 0..(HISTORY_TICKS as u64 + 100) {
+        let end = HISTORY_SPAN_TICKS + 100;
+        for t in 0..end {
             h.record(t, 1.0, &counters(t * 100, 0));
         }
-        assert_eq!(h.len(), HISTORY_TICKS);
+        assert_eq!(h.len(), FINE_TICKS);
         let s = h.samples();
-        assert_eq!(s.len(), HISTORY_TICKS);
-        assert_eq!(s[0].tick, 100);
-        assert!(
-            h.rates.capacity() <= HISTORY_TICKS + 1,
-            "{}",
-            h.rates.capacity()
-        );
-        // A gap longer than the whole history starts afresh.
-        h.record(10_000, 1.0, &counters(0, 0));
+        assert_eq!(s.len(), FINE_TICKS);
+        assert_eq!(s[0].tick, end - FINE_TICKS as u64);
+        assert_eq!(h.coarse_len(), COARSE_LEN);
+        let c = h.coarse_samples();
+        assert_eq!(c.len(), COARSE_LEN);
+        // Buckets 0..369 are closed (369, ticks 3690..3700, stays open until tick 3700
+        // comes); the ring keeps the last 360 of them, each stamped at its last tick.
+        assert_eq!(c[0].tick, 9 * COARSE_TICKS + COARSE_TICKS - 1);
+        assert_eq!(c.last().map(|s| s.tick), Some(end - 1 - COARSE_TICKS));
+        assert!(c.iter().all(|s| s.flags == 0 && s.rates.tx_bytes == 100.0));
+        for cap in [
+            h.fine.rates.capacity(),
+            h.fine.flags.capacity(),
+            h.coarse.rates.capacity(),
+            h.coarse.flags.capacity(),
+        ] {
+            assert!(cap <= COARSE_LEN.max(FINE_TICKS) + 1, "{cap}");
+        }
+        assert!(h.fine.rates.capacity() <= FINE_TICKS + 1);
+        // A gap longer than the whole history starts both rings afresh.
+        h.record(100_000, 1.0, &counters(0, 0));
         assert_eq!(h.len(), 1);
+        h.record(100_010, 1.0, &counters(0, 0));
+        assert_eq!(h.coarse_len(), 1, "bucket 10000 closed, alone");
+        // Its one tick's RX rate is known (0 before and after), the TX counter went back.
+        let c = h.coarse_samples();
+        assert_eq!(c.len(), 1);
+        assert_eq!((c[0].tick, c[0].flags), (100_009, flags::PARTIAL));
+    }
+
+    fn flat(v: f32) -> Rates {
+        Rates {
+            tx_bytes: v,
+            rx_bytes: 2.0 * v,
+            tx_packets: v * 4.0,
+            rx_packets: 0.0,
+        }
+    }
+
+    /// A bucket averages the ticks it covers, closes when the first tick of the next comes,
+    /// and is stamped with its last tick.
+    #[test]
+    fn a_bucket_averages_its_ten_ticks() {
+        let mut h = PortHistory::default();
+        h.prefill(0, (0..20).map(|t| Some(flat(t as f32))));
+        // Bucket 1 (ticks 10..20) is still open: nothing of it in the coarse ring.
+        let c = h.coarse_samples();
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].tick, 9);
+        assert_eq!(c[0].flags, 0);
+        // (0 + 1 + ... + 9) / 10
+        assert_eq!(c[0].rates, flat(4.5));
+        h.prefill(0, [Some(flat(1.0))]); // only an empty history is filled
+        h.push(20, flat(0.0), 0);
+        let c = h.coarse_samples();
+        assert_eq!(c.len(), 2);
+        assert_eq!((c[1].tick, c[1].rates), (19, flat(14.5)));
+    }
+
+    /// Gaps are not zeros: a bucket averages the samples it has and says it is partial; a
+    /// bucket with none is a gap of the coarse ring.
+    #[test]
+    fn a_bucket_with_gaps_averages_what_it_has_and_is_partial() {
+        let mut h = PortHistory::default();
+        // Bucket 0: ticks 0..5 with data (10 each), 5..10 none. Bucket 1: all none.
+        // Bucket 2: ticks 20, 21 missed (never recorded), the rest 30.
+        let rates = (0..30).map(|t| match t {
+            0..5 => Some(flat(10.0)),
+            5..20 => None,
+            _ => Some(flat(30.0)),
+        });
+        h.prefill(0, rates.take(20));
+        for t in 22..31 {
+            h.push(t, flat(30.0), 0);
+        }
+        let c = h.coarse_samples();
+        assert_eq!(c.len(), 2, "{c:?}");
+        assert_eq!(
+            (c[0].tick, c[0].rates, c[0].flags),
+            (9, flat(10.0), flags::PARTIAL)
+        );
+        assert_eq!(
+            (c[1].tick, c[1].rates, c[1].flags),
+            (29, flat(30.0), flags::PARTIAL)
+        );
+        assert_eq!(h.coarse_len(), 3, "bucket 1 holds its place as a gap");
+        assert_ne!(h.coarse.flags[1] & flags::NO_DATA, 0);
+    }
+
+    #[test]
+    fn saturation_propagates_to_the_bucket() {
+        let mut h = PortHistory::default();
+        for t in 0..10 {
+            let fl = if t == 3 { flags::SATURATED } else { 0 };
+            h.push(t, flat(5.0), fl);
+        }
+        for t in 10..21 {
+            h.push(t, flat(5.0), 0);
+        }
+        let c = h.coarse_samples();
+        assert_eq!(c.len(), 2);
+        assert_eq!(c[0].flags, flags::SATURATED);
+        assert_eq!(c[1].flags, 0);
+    }
+
+    /// A counter reset is a tick without a rate, not a huge or negative one: its bucket
+    /// averages the other ticks.
+    #[test]
+    fn a_counter_reset_leaves_a_partial_bucket_not_a_spike() {
+        let mut h = PortHistory::default();
+        let mut bytes = 0u64;
+        for t in 0..=20 {
+            bytes = if t == 13 { 7 } else { bytes + 1000 };
+            h.record(t, 1.0, &counters(bytes, bytes));
+        }
+        let c = h.coarse_samples();
+        assert_eq!(c.len(), 2);
+        // Tick 0 had nothing to compare with; tick 13 went back.
+        assert_eq!(c[0].flags, flags::PARTIAL);
+        assert_eq!(c[1].flags, flags::PARTIAL);
+        assert_eq!(c[1].rates.tx_bytes, 1000.0);
+    }
+
+    /// The coarse ring rolls over as the fine one does: the oldest bucket leaves when a
+    /// new one closes into a full ring; buckets the daemon missed are gaps.
+    #[test]
+    fn the_coarse_ring_rolls_over_and_keeps_missed_buckets_as_gaps() {
+        let mut h = PortHistory::default();
+        let full = COARSE_LEN as u64 * COARSE_TICKS;
+        h.prefill(
+            0,
+            (0..full + 1).map(|t| Some(flat((t / COARSE_TICKS) as f32))),
+        );
+        assert_eq!(h.coarse_len(), COARSE_LEN);
+        assert_eq!(h.coarse_samples()[0].rates, flat(0.0));
+        h.push(full + COARSE_TICKS, flat(1.0), 0);
+        let c = h.coarse_samples();
+        assert_eq!(c.len(), COARSE_LEN);
+        assert_eq!(c[0].rates, flat(1.0), "bucket 0 left");
+        assert_eq!(
+            c.last().map(|s| s.flags),
+            Some(flags::PARTIAL),
+            "one tick of ten"
+        );
+        // Two buckets missed (the daemon was stopped): gaps, so times stay right.
+        h.push(full + 4 * COARSE_TICKS, flat(1.0), 0);
+        h.push(full + 5 * COARSE_TICKS, flat(1.0), 0);
+        let c = h.coarse_samples();
+        assert_eq!(c.last().map(|s| s.tick), Some(full + 5 * COARSE_TICKS - 1));
+        assert_eq!(c[c.len() - 2].tick, full + 2 * COARSE_TICKS - 1);
+        assert_eq!(h.coarse_len(), COARSE_LEN);
+        assert_eq!(c.len(), COARSE_LEN - 2);
     }
 }

@@ -150,10 +150,17 @@ impl EngineHandle {
             .map_err(OpError::from_host)
     }
 
-    /// A port's recorded samples, oldest first.
+    /// A port's recorded samples (the fine ring: one a tick), oldest first.
     pub fn history(&self, key: (u32, u32)) -> Vec<Sample> {
         let h = self.history.lock().unwrap_or_else(|p| p.into_inner());
         h.port(key).map(|p| p.samples()).unwrap_or_default()
+    }
+
+    /// A port's coarse history (one average every [`history::COARSE_TICKS`] ticks), oldest
+    /// first.
+    pub fn history_coarse(&self, key: (u32, u32)) -> Vec<Sample> {
+        let h = self.history.lock().unwrap_or_else(|p| p.into_inner());
+        h.port(key).map(|p| p.coarse_samples()).unwrap_or_default()
     }
 }
 
@@ -244,7 +251,7 @@ pub async fn start(
     let clock = match &config.history_seed {
         // The seeded past takes the ticks before the start.
         Some(seed) => {
-            let len = history::HISTORY_TICKS as u64;
+            let len = history::HISTORY_SPAN_TICKS;
             let mut h = history.lock().unwrap_or_else(|p| p.into_inner());
             for (key, t) in plan.keys.iter().zip(&plan.targets) {
                 let past = (0..len).map(|i| seed.past_rates(&t.dev, t.port, len - i));

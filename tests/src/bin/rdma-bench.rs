@@ -6,7 +6,7 @@
 //!   (rendering the simulated tree, reading the host, publishing the objects);
 //! - one such daemon left idle: its RSS, its CPU over a window at the 1 Hz tick, then
 //!   GetManagedObjects and the root's Introspect from a client on the same bus;
-//! - one with a short tick (`--tick-ms`), until every port's 900-sample history is full: RSS;
+//! - one with a short tick (`--tick-ms`), until every port's history (both rings: an hour of ticks) is full: RSS;
 //! - in this process: the heap the simulated host's model, the engine's state and a full
 //!   history take, and the service on a SimHost that is unplugged and re-plugged while a client
 //!   times InterfacesRemoved/InterfacesAdded of the device.
@@ -370,6 +370,40 @@ impl Daemon {
         ))
     }
 
+    /// Threads of the daemon (each has its stack; the runtime's workers also a cache).
+    fn threads(&self) -> Result<f64> {
+        let s = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))?;
+        s.lines()
+            .find_map(|l| l.strip_prefix("Threads:"))
+            .and_then(|v| v.trim().parse().ok())
+            .with_context(|| format!("Threads in /proc/{}/status", self.pid()))
+    }
+
+    /// Resident KiB by mapping (file name, `[heap]`, `[stack]`, or `anon` for the unnamed
+    /// ones: malloc's other arena and its mmapped blocks, thread stacks), largest first.
+    fn rss_by_mapping(&self) -> Result<Vec<(String, u64)>> {
+        let s = std::fs::read_to_string(format!("/proc/{}/smaps", self.pid()))?;
+        let mut by: std::collections::BTreeMap<String, u64> = Default::default();
+        let mut name = String::new();
+        for l in s.lines() {
+            if let Some(kib) = l.strip_prefix("Rss:") {
+                let kib: u64 = kib
+                    .trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse()
+                    .unwrap_or(0);
+                *by.entry(name.clone()).or_default() += kib;
+            } else if l.split_whitespace().next().is_some_and(|f| f.contains('-')) {
+                // A mapping's header: "start-end perms offset dev inode [name]".
+                name = l.split_whitespace().nth(5).unwrap_or("anon").to_string();
+            }
+        }
+        let mut v: Vec<(String, u64)> = by.into_iter().filter(|(_, k)| *k > 0).collect();
+        v.sort_by_key(|e| std::cmp::Reverse(e.1));
+        Ok(v)
+    }
+
     /// utime + stime in seconds.
     fn cpu_secs(&self) -> Result<f64> {
         let s = std::fs::read_to_string(format!("/proc/{}/stat", self.pid()))?;
@@ -592,7 +626,8 @@ async fn history_full(
     r: &mut Report,
 ) -> Result<()> {
     let tick = opts.fill_tick_ms;
-    let ticks = rdma_managerd::engine::history::HISTORY_TICKS as u64;
+    // The coarse ring spans the whole history: an hour of ticks.
+    let ticks = rdma_managerd::engine::history::HISTORY_SPAN_TICKS;
     let wait = Duration::from_millis(tick * (ticks + 50)) + Duration::from_secs(2);
     eprintln!("history full: --tick-ms={tick}, waiting {wait:?}");
     let client = bus.connect().await?;
@@ -605,18 +640,32 @@ async fn history_full(
     )
     .await?;
     tokio::time::sleep(wait).await;
-    let (rss, anon, _) = d.rss()?;
+    let (rss, anon, file) = d.rss()?;
+    let threads = d.threads()?;
+    let by_mapping = d.rss_by_mapping()?;
     let port = rdma_manager_dbus::port_path(0, 1);
-    let reply = client
-        .call_method(
-            Some(BUS_NAME),
-            port.as_str(),
-            Some("org.rdmamanager.RdmaManager1.Port"),
-            "GetThroughputHistory",
-            &(),
-        )
-        .await?;
-    let samples: Vec<(u64, f64, f64, f64, f64, u8)> = reply.body().deserialize()?;
+    let mut counts = Vec::new();
+    for method in ["GetThroughputHistory", "GetThroughputHistoryCoarse"] {
+        let reply = client
+            .call_method(
+                Some(BUS_NAME),
+                port.as_str(),
+                Some("org.rdmamanager.RdmaManager1.Port"),
+                method,
+                &(),
+            )
+            .await;
+        // An older daemon (--daemon=) has no coarse history.
+        let n = match reply {
+            Ok(reply) => reply
+                .body()
+                .deserialize::<Vec<(u64, f64, f64, f64, f64, u8)>>()?
+                .len()
+                .to_string(),
+            Err(e) => format!("none ({e})"),
+        };
+        counts.push(format!("{method}: {n}"));
+    }
     r.target(
         format!("RSS with every port's history full (--tick-ms={tick})"),
         "MiB",
@@ -624,11 +673,22 @@ async fn history_full(
         "< 16 MB",
     );
     r.add("  anonymous", "MiB", vec![anon]);
+    r.add("  file-backed", "MiB", vec![file]);
+    r.add("  threads", "", vec![threads]);
+    let top: Vec<String> = by_mapping
+        .iter()
+        .take(8)
+        .map(|(name, kib)| format!("{name} {kib} KiB"))
+        .collect();
     r.note(format!(
-        "after {:.0} s at --tick-ms={tick}, {port} returned {} samples with data (ticks \
+        "resident by mapping, largest first: {}",
+        top.join(", ")
+    ));
+    r.note(format!(
+        "after {:.0} s at --tick-ms={tick}, {port} returned samples with data: {} (ticks \
          the poll could not keep up with are gaps, which hold their place in the ring)",
         wait.as_secs_f64(),
-        samples.len()
+        counts.join(", ")
     ));
     d.stop().await;
     Ok(())
@@ -653,7 +713,7 @@ async fn weigh(opts: &Opts, bus: &PrivateBus, r: &mut Report) -> Result<()> {
         .collect();
     let before = live();
     let mut history = History::default();
-    let ticks = rdma_managerd::engine::history::HISTORY_TICKS as u64;
+    let ticks = rdma_managerd::engine::history::HISTORY_SPAN_TICKS;
     for t in 0..ticks + 10 {
         for key in &ports {
             let c = TrafficCounters {
@@ -689,8 +749,10 @@ async fn weigh(opts: &Opts, bus: &PrivateBus, r: &mut Report) -> Result<()> {
     );
     r.add(
         format!(
-            "heap: full history, {} ports x {ticks} samples",
-            ports.len()
+            "heap: full history, {} ports x {ticks} ticks ({} fine samples, {} averages)",
+            ports.len(),
+            rdma_managerd::engine::history::FINE_TICKS,
+            rdma_managerd::engine::history::COARSE_LEN
         ),
         "MiB",
         vec![mib(history_bytes)],

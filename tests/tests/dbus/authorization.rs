@@ -11,8 +11,9 @@ use rdma_manager_tests::bus::{skip_reason, Credentials, PolkitConfig, PrivateBus
 use rdma_manager_tests::service::{attr, own_interfaces, SystemSetup as Setup};
 
 /// Methods that only read; every other method of our interfaces must ask polkit.
-const READ_ONLY: [&str; 4] = [
+const READ_ONLY: [&str; 5] = [
     "GetThroughputHistory",
+    "GetThroughputHistoryCoarse",
     "GetCounters",
     "PreviewRdmaNames",
     "GetIpSettings",

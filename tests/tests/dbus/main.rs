@@ -5,6 +5,7 @@
 
 mod authorization;
 mod bad_input;
+mod history;
 mod host;
 mod ipoib;
 mod naming;

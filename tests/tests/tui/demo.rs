@@ -249,8 +249,9 @@ async fn changes_right_after_a_new_object_reach_the_client() -> Result<()> {
     Ok(())
 }
 
-/// `--demo` starts with full graphs: every port's history holds the 15 minutes before the
-/// start, from the same traffic model that moves the counters, ending about now; and the
+/// `--demo` starts with full graphs: every port's history holds the 5 minutes (every sample)
+/// and the hour (10 s averages) before the start, from the same traffic model that moves the
+/// counters, ending about now; and the
 /// first port, on a 32-bit counter HCA, is healthy (no saturated samples, traffic moving).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn demo_history_is_full_at_start_and_healthy() -> Result<()> {
@@ -275,14 +276,14 @@ async fn demo_history_is_full_at_start_and_healthy() -> Result<()> {
             .await?;
         let h = p.get_throughput_history().await?;
         let name = format!("{}/{}", port.device_name, port.number);
-        ensure!(h.len() >= 890, "{name}: {} samples at start", h.len());
+        ensure!(h.len() >= 290, "{name}: {} samples at start", h.len());
         let (first, last) = (h[0].0, h[h.len() - 1].0);
         ensure!(
             last <= now_us + 2_000_000 && last + 5_000_000 >= now_us,
             "{name}: the history ends at {last}, now is {now_us}"
         );
         ensure!(
-            (last - first) >= 14 * 60 * 1_000_000,
+            (last - first) >= 4 * 60 * 1_000_000 + 50 * 1_000_000,
             "{name}: {} s of history",
             (last - first) / 1_000_000
         );
@@ -291,8 +292,29 @@ async fn demo_history_is_full_at_start_and_healthy() -> Result<()> {
             "{name}: saturated samples"
         );
         ensure!(
-            h.iter().filter(|s| s.1 > 0.0 && s.2 > 0.0).count() > 800,
+            h.iter().filter(|s| s.1 > 0.0 && s.2 > 0.0).count() > 250,
             "{name}: no traffic in the history"
+        );
+        let c = p.get_throughput_history_coarse().await?;
+        ensure!(c.len() >= 355, "{name}: {} averages at start", c.len());
+        let (first, last) = (c[0].0, c[c.len() - 1].0);
+        ensure!(
+            last <= now_us + 2_000_000 && last + 25_000_000 >= now_us,
+            "{name}: the coarse history ends at {last}, now is {now_us}"
+        );
+        ensure!(
+            (last - first) >= 59 * 60 * 1_000_000,
+            "{name}: {} s of coarse history",
+            (last - first) / 1_000_000
+        );
+        ensure!(
+            c.iter()
+                .all(|s| s.5 & (sample_flags::SATURATED | sample_flags::PARTIAL) == 0),
+            "{name}: saturated or partial averages in a seeded hour"
+        );
+        ensure!(
+            c.iter().filter(|s| s.1 > 0.0 && s.2 > 0.0).count() > 300,
+            "{name}: no traffic in the coarse history"
         );
     }
     Ok(())

@@ -119,7 +119,9 @@ async fn both_documents(sim_host: &str) -> Result<Option<Json>> {
     let objects = a["objects"].as_object().context("objects")?;
     let root = &objects[ROOT_PATH]["org.rdmamanager.RdmaManager1"];
     ensure!(
-        root["Simulated"] == true && root["HistoryLength"] == 900,
+        root["Simulated"] == true
+            && root["HistoryLength"] == 300
+            && root["CoarseHistoryLength"] == 360,
         "{root}"
     );
     ensure!(

@@ -1,6 +1,7 @@
-//! Bandwidth: a port's TX and RX over the last 1, 5 or 15 minutes as a line chart, from the
-//! history the service keeps (so the graph is full as soon as the page opens) and the samples
-//! signalled since. The Y axis is in bits per second, like the link rate, with a round top; the
+//! Bandwidth: a port's TX and RX over the last 1 or 5 minutes or the last hour as a line
+//! chart, from the history the service keeps (so the graph is full as soon as the page opens)
+//! and the samples signalled since. The hour is drawn from the coarse history (10 s averages)
+//! up to its newest average, then the fine samples after it. The Y axis is in bits per second, like the link rate, with a round top; the
 //! link rate is drawn as a reference line when the traffic is within sight of it (otherwise a
 //! busy-looking graph of a nearly idle link would be flattened to nothing) and always named.
 
@@ -27,21 +28,22 @@ pub enum TimeWindow {
     OneMinute,
     #[default]
     FiveMinutes,
-    FifteenMinutes,
+    /// From the coarse history.
+    OneHour,
 }
 
 impl TimeWindow {
     const ALL: [TimeWindow; 3] = [
         TimeWindow::OneMinute,
         TimeWindow::FiveMinutes,
-        TimeWindow::FifteenMinutes,
+        TimeWindow::OneHour,
     ];
 
     pub fn seconds(self) -> u64 {
         match self {
             TimeWindow::OneMinute => 60,
             TimeWindow::FiveMinutes => 300,
-            TimeWindow::FifteenMinutes => 900,
+            TimeWindow::OneHour => 3600,
         }
     }
 
@@ -49,7 +51,7 @@ impl TimeWindow {
         match self {
             TimeWindow::OneMinute => "1 min",
             TimeWindow::FiveMinutes => "5 min",
-            TimeWindow::FifteenMinutes => "15 min",
+            TimeWindow::OneHour => "1 h",
         }
     }
 
@@ -67,13 +69,21 @@ impl TimeWindow {
         Self::ALL[crate::widgets::step(self.index(), delta, Self::ALL.len())]
     }
 
-    /// X axis labels, evenly spaced from the window's start to now: 15 s, 1 min or 5 min
+    /// Between 5 minutes and the hour (`h`); from 1 minute, the hour.
+    fn toggle_hour(self) -> TimeWindow {
+        match self {
+            TimeWindow::OneHour => TimeWindow::FiveMinutes,
+            _ => TimeWindow::OneHour,
+        }
+    }
+
+    /// X axis labels, evenly spaced from the window's start to now: 15 s, 1 min or 15 min
     /// apart.
     fn x_labels(self) -> Vec<String> {
         let (ticks, unit_s, unit): (u64, u64, &str) = match self {
             TimeWindow::OneMinute => (4, 15, "s"),
             TimeWindow::FiveMinutes => (5, 60, " min"),
-            TimeWindow::FifteenMinutes => (3, 300, " min"),
+            TimeWindow::OneHour => (4, 900, " min"),
         };
         let scale = if unit == "s" { 1 } else { 60 };
         (0..=ticks)
@@ -124,12 +134,44 @@ struct View {
     show_link: bool,
 }
 
+/// The samples of the last hour: the coarse averages, then the fine samples after the newest
+/// of them.
+fn hour(model: &Model, port: &str, now_us: u64) -> Vec<Sample> {
+    let from = now_us.saturating_sub(3600 * 1_000_000);
+    let coarse: Vec<Sample> = model
+        .history_coarse
+        .get(port)
+        .map(|c| {
+            c.samples
+                .iter()
+                .filter(|s| s.time_us >= from)
+                .copied()
+                .collect()
+        })
+        .unwrap_or_default();
+    let after = coarse.last().map_or(from, |s| s.time_us + 1);
+    let fine = model
+        .history
+        .get(port)
+        .into_iter()
+        .flat_map(|h| h.samples.iter())
+        .filter(|s| s.time_us >= after && s.time_us <= now_us)
+        .copied();
+    coarse.into_iter().chain(fine).collect()
+}
+
 fn view(model: &Model, port: &Port, win: TimeWindow, now_us: u64) -> View {
     let history = model.history.get(&port.path);
     let window_us = win.seconds() * 1_000_000;
-    let in_window: Vec<&Sample> = history
-        .map(|h| window(h, now_us, window_us).collect())
-        .unwrap_or_default();
+    let hour_samples;
+    let in_window: Vec<&Sample> = if win == TimeWindow::OneHour {
+        hour_samples = hour(model, &port.path, now_us);
+        hour_samples.iter().collect()
+    } else {
+        history
+            .map(|h| window(h, now_us, window_us).collect())
+            .unwrap_or_default()
+    };
     let x = |s: &Sample| -((now_us.saturating_sub(s.time_us)) as f64 / 1e6);
     let finite = |v: f64| if v.is_finite() { v.max(0.0) } else { 0.0 };
     let tx_pts: Vec<(f64, f64)> = in_window
@@ -401,7 +443,11 @@ impl Page for BandwidthPage {
             let has_any = model
                 .history
                 .get(&p.path)
-                .is_some_and(|h| !h.samples.is_empty());
+                .is_some_and(|h| !h.samples.is_empty())
+                || model
+                    .history_coarse
+                    .get(&p.path)
+                    .is_some_and(|h| !h.samples.is_empty());
             let text = if has_any {
                 format!("No samples in the last {}.", self.window.label())
             } else {
@@ -504,6 +550,7 @@ impl Page for BandwidthPage {
     fn handle_key(&mut self, key: KeyEvent, model: &Model) -> Outcome {
         match key.code {
             KeyCode::Char('w') => self.window = self.window.cycle(),
+            KeyCode::Char('h') => self.window = self.window.toggle_hour(),
             KeyCode::Char('+') | KeyCode::Char('=') => self.window = self.window.step(-1),
             KeyCode::Char('-') => self.window = self.window.step(1),
             KeyCode::Left | KeyCode::Char('[') => self.cursor.step(-1, model),
@@ -531,6 +578,7 @@ impl Page for BandwidthPage {
         vec![
             ("←→ [ ]", "port"),
             ("w + -", "window"),
+            ("h", "5 min/1 h"),
             ("Enter", "port detail"),
         ]
     }
@@ -538,11 +586,12 @@ impl Page for BandwidthPage {
     fn help(&self) -> Vec<(&'static str, &'static str)> {
         vec![
             ("Left/Right or [ ]", "previous / next port"),
-            ("w", "next time window: 1, 5, 15 minutes, then 1 again"),
+            ("w", "next window: 1 min, 5 min, 1 h, then 1 min again"),
             (
                 "+ / -",
-                "shorter / longer time window, stopping at 1 and 15 minutes",
+                "shorter / longer window, stopping at 1 min and 1 h",
             ),
+            ("h", "5 min of samples / 1 h of 10 s averages"),
             ("Enter", "the port's detail page"),
         ]
     }
@@ -565,7 +614,7 @@ mod tests {
         let mut p = BandwidthPage::default();
         assert_eq!(p.window, TimeWindow::FiveMinutes);
         assert_eq!(p.handle_key(key(KeyCode::Char('w')), &m), Outcome::Handled);
-        assert_eq!(p.window, TimeWindow::FifteenMinutes);
+        assert_eq!(p.window, TimeWindow::OneHour);
         p.handle_key(key(KeyCode::Char('w')), &m);
         assert_eq!(p.window, TimeWindow::OneMinute);
         p.handle_key(key(KeyCode::Char('+')), &m);
@@ -573,10 +622,15 @@ mod tests {
         p.handle_key(key(KeyCode::Char('-')), &m);
         p.handle_key(key(KeyCode::Char('-')), &m);
         p.handle_key(key(KeyCode::Char('-')), &m);
+        assert_eq!(p.window, TimeWindow::OneHour, "- stops at the longest");
+        p.handle_key(key(KeyCode::Char('h')), &m);
+        assert_eq!(p.window, TimeWindow::FiveMinutes, "h: back to 5 minutes");
+        p.handle_key(key(KeyCode::Char('+')), &m);
+        p.handle_key(key(KeyCode::Char('h')), &m);
         assert_eq!(
             p.window,
-            TimeWindow::FifteenMinutes,
-            "- stops at the longest"
+            TimeWindow::OneHour,
+            "h: from 1 minute to the hour"
         );
         assert_eq!(p.handle_key(key(KeyCode::Char('q')), &m), Outcome::Ignored);
     }
@@ -603,20 +657,20 @@ mod tests {
             vec!["-60s", "-45s", "-30s", "-15s", "now"]
         );
         assert_eq!(
-            TimeWindow::FifteenMinutes.x_labels(),
-            vec!["-15 min", "-10 min", "-5 min", "now"]
+            TimeWindow::OneHour.x_labels(),
+            vec!["-60 min", "-45 min", "-30 min", "-15 min", "now"]
         );
         let t = Theme::monochrome();
-        let labels = TimeWindow::FifteenMinutes.x_labels();
-        // Ticks at columns 10, 13, 16, 19 of a 10-column graph starting at column 10.
+        let labels = TimeWindow::OneHour.x_labels();
+        // Ticks at columns 10, 12, 14, 17, 19 of a 10-column graph starting at column 10.
         let line = x_label_line(&labels, 10, 10, t).to_string();
         assert_eq!(
-            line, "       -15 min   now",
+            line, "       -60 min   now",
             "labels that would touch are left out"
         );
-        let line = x_label_line(&labels, 2, 31, t).to_string();
-        assert_eq!(line, "-15 min  -10 min   -5 min     now");
-        assert_eq!(x_label_line(&labels, 0, 0, t).to_string(), "-15 min");
+        let line = x_label_line(&labels, 2, 41, t).to_string();
+        assert_eq!(line, "-60 min  -45 min   -30 min   -15 min    now");
+        assert_eq!(x_label_line(&labels, 0, 0, t).to_string(), "-60 min");
     }
 
     #[test]
@@ -635,6 +689,12 @@ mod tests {
         let mut m = fixtures::demo_model();
         m.history.clear();
         let mut p = BandwidthPage::default();
+        let s = text(&mut p, &m, 80, 21);
+        assert!(
+            !s.contains("Waiting for samples"),
+            "the coarse history has some: {s}"
+        );
+        m.history_coarse.clear();
         let s = text(&mut p, &m, 80, 21);
         assert!(s.contains("Waiting for samples"), "{s}");
         // Samples, but all older than the window.
@@ -669,6 +729,59 @@ mod tests {
         let s = text(&mut p, &m, 80, 21);
         assert!(s.contains("3 saturated samples"), "{s}");
         assert!(s.contains("link 56.0 Gb/s"), "{s}");
+    }
+
+    /// The hour is the coarse averages up to the newest, then the fine samples after it;
+    /// without averages it is the fine samples alone.
+    #[test]
+    fn the_hour_joins_the_coarse_history_and_the_newer_samples() {
+        let mut m = fixtures::demo_model();
+        m.history_coarse.clear();
+        let port = m.ports_in_order()[0].path.clone();
+        let Some(fine) = m.history.get(&port).map(|h| h.samples.clone()) else {
+            panic!("the demo has a history")
+        };
+        let oldest_fine = fine.front().map(|s| s.time_us).unwrap_or(0);
+        let Some(p) = m.ports.get(&port).cloned() else {
+            panic!("port")
+        };
+        let v = view(&m, &p, TimeWindow::OneHour, fixtures::NOW_US);
+        assert_eq!(v.samples, fine.len(), "no coarse history: the fine one");
+        // Averages every 10 s over the hour before the newest fine samples, one of them
+        // older than the hour (left out) and one within the fine history's time.
+        let avg = |t: u64, v: f64| Sample {
+            time_us: t,
+            tx_bytes: v,
+            rx_bytes: v,
+            tx_packets: 0.0,
+            rx_packets: 0.0,
+            saturated: false,
+        };
+        let mut c = crate::model::CoarseHistory::default();
+        let first = fixtures::NOW_US - 3_610 * 1_000_000;
+        let newest = oldest_fine + 100 * 1_000_000;
+        let mut t = first;
+        while t <= newest {
+            c.samples.push_back(avg(t, 9e9));
+            t += 10_000_000;
+        }
+        let newest = t - 10_000_000;
+        let n_coarse = c.samples.len() - 1; // the first is older than the hour
+        m.history_coarse.insert(port.clone(), c);
+        let v = view(&m, &p, TimeWindow::OneHour, fixtures::NOW_US);
+        let n_fine = fine.iter().filter(|s| s.time_us > newest).count();
+        assert!(n_fine < fine.len());
+        assert_eq!(v.samples, n_coarse + n_fine);
+        assert_eq!(v.tx.peak, Some(9e9), "the averages are drawn");
+        assert_eq!(v.tx_pts.first().map(|p| p.0 >= -3600.0), Some(true));
+        // The 5-minute window does not use them.
+        let v5 = view(&m, &p, TimeWindow::FiveMinutes, fixtures::NOW_US);
+        assert!(v5.tx.peak < Some(9e9));
+        let mut page = BandwidthPage::default();
+        page.handle_key(key(KeyCode::Char('h')), &m);
+        let s = text(&mut page, &m, 80, 24);
+        assert!(s.contains("window 1 h"), "{s}");
+        assert!(s.contains("-60 min"), "{s}");
     }
 
     #[test]
