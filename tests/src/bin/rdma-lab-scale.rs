@@ -536,6 +536,9 @@ async fn daemon_phase(devices: usize) -> Result<()> {
         bail!("no system bus after 20 s");
     }
     let conn = zbus::Connection::system().await?;
+    // Answers the daemon's Peer.Ping (see dbus/limits.rs): the GetManagedObjects calls below
+    // read their replies, which the daemon learns only from that answer.
+    let _ = conn.object_server();
     let dbus = zbus::fdo::DBusProxy::new(&conn).await?;
     let log = std::fs::File::create(DAEMON_LOG)?;
     let t0 = Instant::now();
