@@ -480,6 +480,18 @@ where
     None
 }
 
+/// The installed daemon, logging at info to [`DAEMON_LOG`] (made anew).
+fn spawn_daemon() -> Result<Child> {
+    let log = std::fs::File::create(DAEMON_LOG)?;
+    Command::new("/usr/sbin/rdma-managerd")
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1")
+        .stderr(log)
+        .stdout(Stdio::null())
+        .spawn()
+        .context("rdma-managerd")
+}
+
 /// Makes one more dummy netdev and an rxe device on it, and waits for the daemon's
 /// InterfacesAdded of a Device object named after it.
 async fn device_added_ms(conn: &zbus::Connection, devices: usize) -> Result<f64> {
@@ -540,15 +552,8 @@ async fn daemon_phase(devices: usize) -> Result<()> {
     // read their replies, which the daemon learns only from that answer.
     let _ = conn.object_server();
     let dbus = zbus::fdo::DBusProxy::new(&conn).await?;
-    let log = std::fs::File::create(DAEMON_LOG)?;
     let t0 = Instant::now();
-    let mut daemon: Child = Command::new("/usr/sbin/rdma-managerd")
-        .env("RUST_LOG", "info")
-        .env("NO_COLOR", "1")
-        .stderr(log)
-        .stdout(Stdio::null())
-        .spawn()
-        .context("rdma-managerd")?;
+    let mut daemon = spawn_daemon()?;
     let pid = daemon.id();
     let name = zbus::names::BusName::try_from(NAME)?;
     let owned = wait_until(Duration::from_secs(600), || async {
@@ -745,14 +750,7 @@ async fn daemon_phase(devices: usize) -> Result<()> {
     // directories the first start made are still there), with ibstat once more beside it.
     let ibstat = median_ms(3, || run(&mut Command::new("ibstat")))?;
     figure("ibstat_all_again_ms", format!("{ibstat:.0}"));
-    let log = std::fs::File::create(DAEMON_LOG)?;
-    let mut again: Child = Command::new("/usr/sbin/rdma-managerd")
-        .env("RUST_LOG", "info")
-        .env("NO_COLOR", "1")
-        .stderr(log)
-        .stdout(Stdio::null())
-        .spawn()
-        .context("rdma-managerd")?;
+    let mut again = spawn_daemon()?;
     let owned = wait_until(Duration::from_secs(600), || async {
         dbus.name_has_owner(name.clone()).await.unwrap_or(false)
     })
