@@ -666,6 +666,13 @@ async fn daemon_phase(devices: usize) -> Result<()> {
         "rss_kib_60s",
         proc_status_kb(pid, "VmRSS:").map_or("?".into(), |n| n.to_string()),
     );
+    // Which part is the daemon's own data and which the pages of its files (its executable,
+    // libc, libibverbs and the providers it loads).
+    let kib = |field| proc_status_kb(pid, field).map_or("?".into(), |n| n.to_string());
+    figure(
+        "rss_anon_file_kib_60s",
+        format!("{} / {}", kib("RssAnon:"), kib("RssFile:")),
+    );
 
     // A port going DOWN, on D-Bus.
     let props = zbus::fdo::PropertiesProxy::builder(&conn)
