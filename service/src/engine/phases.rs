@@ -32,12 +32,6 @@ impl Phases {
         self.last = now;
     }
 
-    /// Takes the phases of another timer (one that ran inside this phase's work) in order.
-    pub fn extend(&mut self, other: Phases) {
-        self.done.extend(other.done);
-        self.last = Instant::now();
-    }
-
     /// `name=ms` pairs in order, as one log field.
     pub fn summary(&self) -> String {
         self.done
