@@ -268,34 +268,29 @@ impl SimCost {
     /// Runs `f` (synchronous reads of the simulated tree) with [`charge`] charging this
     /// model on this thread. Nested calls charge the innermost model.
     pub fn scoped<T>(self: &Arc<Self>, f: impl FnOnce() -> T) -> T {
-        let previous = CURRENT.with(|c| c.replace(Some(self.clone())));
-        // Restored even if `f` panics (a test thread may catch it and go on).
-        struct Restore(Option<Arc<SimCost>>);
-        impl Drop for Restore {
-            fn drop(&mut self) {
-                let previous = self.0.take();
-                CURRENT.with(|c| *c.borrow_mut() = previous);
-            }
-        }
-        let _restore = Restore(previous);
-        f()
+        with_current(Some(self.clone()), f)
     }
 
     /// Runs `f` with nothing charged on this thread: reads the simulated host makes to
     /// answer a call that a real kernel answers otherwise (the GID table the simulated
     /// verbs query takes from the tree).
     pub fn unscoped<T>(f: impl FnOnce() -> T) -> T {
-        let previous = CURRENT.with(|c| c.replace(None));
-        struct Restore(Option<Arc<SimCost>>);
-        impl Drop for Restore {
-            fn drop(&mut self) {
-                let previous = self.0.take();
-                CURRENT.with(|c| *c.borrow_mut() = previous);
-            }
-        }
-        let _restore = Restore(previous);
-        f()
+        with_current(None, f)
     }
+}
+
+/// Runs `f` with `model` as this thread's charged model, and puts the previous one back
+/// afterwards, even if `f` panics (a test thread may catch it and go on).
+fn with_current<T>(model: Option<Arc<SimCost>>, f: impl FnOnce() -> T) -> T {
+    struct Restore(Option<Arc<SimCost>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let previous = self.0.take();
+            CURRENT.with(|c| *c.borrow_mut() = previous);
+        }
+    }
+    let _restore = Restore(CURRENT.with(|c| c.replace(model)));
+    f()
 }
 
 thread_local! {
