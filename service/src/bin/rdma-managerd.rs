@@ -223,8 +223,13 @@ async fn daemon(args: &Args) -> anyhow::Result<()> {
         simulated,
         host_ms = format!("{host_ms:.1}"),
         serve_ms = format!("{:.1}", serving.elapsed().as_secs_f64() * 1e3),
-        "serving; the bus name is owned"
+        "serving; start-up is over"
     );
+    // The name was owned early (see dbus::server); systemd learns here that start-up is over.
+    let status = "READY=1\nSTATUS=Serving the host's RDMA devices";
+    if let Err(e) = rdma_managerd::system::sd_notify::notify(status) {
+        tracing::warn!(error = %e, "cannot tell systemd that start-up is over");
+    }
     let _sim_ops = match (&sim, args.sim_cost) {
         (Some(sim), Some(_)) => Some(log_sim_ops(sim.clone())),
         _ => None,
@@ -246,6 +251,7 @@ async fn daemon(args: &Args) -> anyhow::Result<()> {
         }
     }
     tracing::info!("stopping");
+    let _ = rdma_managerd::system::sd_notify::notify("STOPPING=1");
     Ok(())
 }
 

@@ -21,7 +21,8 @@ pub fn document(state: &ObservedState, simulated: bool, tick_us: u64) -> Documen
     add::<RootObject>(
         &mut doc,
         ROOT_PATH,
-        root_view(state, simulated, tick_us).all(),
+        // As published once start-up is over.
+        root_view(state, simulated, false, tick_us).all(),
     );
     for dev in state.devices.values() {
         add::<DeviceObject>(&mut doc, &device_path(dev.index), device_view(dev).all());

@@ -75,7 +75,7 @@ pub async fn child_created(
             ctx.changes().add(ctx, pending).await?;
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
             loop {
-                if let Some(ifindex) = ctx.engine()?.ipoib_ifindex(&name).await {
+                if let Some(ifindex) = ctx.engine().await?.ipoib_ifindex(&name).await {
                     return Ok(super::values::object_path(rdma_manager_dbus::ipoib_path(
                         ifindex,
                     )));

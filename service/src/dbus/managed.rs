@@ -137,15 +137,22 @@ fn concat_entries(chunks: &[Arc<Vec<u8>>]) -> Vec<u8> {
 /// The root's ObjectManager.
 pub struct ManagedObjects {
     cache: Arc<ManagedCache>,
+    /// True once start-up has published the whole host: until then a call waits, so that
+    /// GetManagedObjects never answers with a half-read host (the name is owned before the
+    /// host is read; see `server`).
+    complete: tokio::sync::watch::Receiver<bool>,
 }
 
 impl ManagedObjects {
-    pub fn new(cache: Arc<ManagedCache>) -> Self {
-        ManagedObjects { cache }
+    pub fn new(cache: Arc<ManagedCache>, complete: tokio::sync::watch::Receiver<bool>) -> Self {
+        ManagedObjects { cache, complete }
     }
 
     async fn reply(&self, connection: &Connection, msg: &Message) -> fdo::Result<()> {
         let hdr = msg.header();
+        // An error only when the sender is gone, which is the daemon failing to start: the
+        // answer is then the objects published so far.
+        let _ = self.complete.clone().wait_for(|c| *c).await;
         if hdr.primary().flags().contains(Flags::NoReplyExpected) {
             return Ok(());
         }

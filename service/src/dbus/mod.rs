@@ -40,6 +40,9 @@ use crate::engine::EngineHandle;
 /// What every object shares.
 pub struct Context {
     engine: OnceLock<EngineHandle>,
+    /// Becomes true when the engine is set: calls that arrive while the daemon starts (its
+    /// name is owned before the host is read) wait for it.
+    engine_set: tokio::sync::watch::Sender<bool>,
     authorizer: polkit::Authorizer,
     limits: Arc<limits::Limits>,
     changes: pending::PendingChanges,
@@ -49,6 +52,7 @@ impl Context {
     pub fn new(authorizer: polkit::Authorizer, limits: Arc<limits::Limits>) -> Context {
         Context {
             engine: OnceLock::new(),
+            engine_set: tokio::sync::watch::Sender::new(false),
             authorizer,
             limits,
             changes: pending::PendingChanges::default(),
@@ -60,13 +64,28 @@ impl Context {
         self.limits.clone()
     }
 
-    /// The engine; set before the bus name is requested, so callers always find it.
     /// The changes made through NetworkManager that wait for confirmation.
     pub fn changes(&self) -> &pending::PendingChanges {
         &self.changes
     }
 
-    pub fn engine(&self) -> Result<&EngineHandle, Error> {
+    /// The engine, once start-up has read the host and re-applied what was persisted. The
+    /// bus name is owned before that (see `server`), so a call that arrives meanwhile (the
+    /// call that activated the daemon, say) waits here: it then acts on the complete,
+    /// restored model, never on the half-read one, and is never refused for arriving early.
+    pub async fn engine(&self) -> Result<&EngineHandle, Error> {
+        if let Some(e) = self.engine.get() {
+            return Ok(e);
+        }
+        let mut set = self.engine_set.subscribe();
+        // The sender lives in `self`, so the wait ends only by the engine being set.
+        let _ = set.wait_for(|s| *s).await;
+        self.engine_now()
+    }
+
+    /// The engine if start-up has finished, for work that is skipped rather than delayed
+    /// while it has not (a tick's samples, a pending change's expiry).
+    pub fn engine_now(&self) -> Result<&EngineHandle, Error> {
         self.engine
             .get()
             .ok_or_else(|| Error::Busy("rdma-managerd is still starting; try again".into()))
@@ -74,6 +93,7 @@ impl Context {
 
     pub fn set_engine(&self, e: EngineHandle) {
         let _ = self.engine.set(e);
+        self.engine_set.send_replace(true);
     }
 
     /// Asks polkit whether the caller may do `action`.

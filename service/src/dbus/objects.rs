@@ -95,6 +95,8 @@ bus_object! {
         version as "Version": String,
         /// True when the daemon runs on a simulated host (the simulate option), not the kernel.
         simulated as "Simulated": bool,
+        /// True while the daemon starts: it owns its name before it has read the host, so that it answers at once; until the host is read the root lists no device. False once every device is read and published and what was persisted is re-applied (PropertiesChanged says so). GetManagedObjects and the methods that change something wait for that; Get and GetAll answer at once with what is published so far. As NetworkManager's Startup.
+        startup as "Startup": bool,
         /// Every RDMA device object.
         devices as "Devices": Vec<OwnedObjectPath>,
         /// Every IPoIB interface object.
@@ -137,7 +139,7 @@ bus_object! {
                 .change(&header, Action::ManageLinks, arguments, async {
                 let index = self
                     .ctx
-                    .engine()?
+                    .engine().await?
                     .add_soft_link(name, r#type, netdev)
                     .await
                     .map_err(super::errors::op_error)?;
@@ -156,7 +158,7 @@ bus_object! {
             self.ctx
                 .change(&header, Action::ManageLinks, arguments, async {
                 self.ctx
-                    .engine()?
+                    .engine().await?
                     .remove_soft_link(name)
                     .await
                     .map_err(super::errors::op_error)
@@ -176,7 +178,7 @@ bus_object! {
             self.ctx
                 .change(&header, Action::ManageNaming, arguments, async {
                 self.ctx
-                    .engine()?
+                    .engine().await?
                     .set_ipoib_name(port_guid, name, apply_now)
                     .await
                     .map_err(super::errors::op_error)
@@ -194,7 +196,7 @@ bus_object! {
             self.ctx
                 .change(&header, Action::ManageNaming, arguments, async {
                 self.ctx
-                    .engine()?
+                    .engine().await?
                     .remove_ipoib_name(port_guid)
                     .await
                     .map_err(super::errors::op_error)
@@ -213,7 +215,7 @@ bus_object! {
             self.ctx
                 .change(&header, Action::ManageNaming, arguments, async {
                 self.ctx
-                    .engine()?
+                    .engine().await?
                     .set_rdma_naming_policy(policy, apply_now)
                     .await
                     .map_err(super::errors::op_error)
@@ -233,7 +235,7 @@ bus_object! {
             self.ctx
                 .change(&header, Action::ManageNaming, arguments, async {
                 self.ctx
-                    .engine()?
+                    .engine().await?
                     .set_rdma_fixed_name(node_guid, name, apply_now)
                     .await
                     .map_err(super::errors::op_error)
@@ -251,7 +253,7 @@ bus_object! {
             self.ctx
                 .change(&header, Action::ManageNaming, arguments, async {
                 self.ctx
-                    .engine()?
+                    .engine().await?
                     .remove_rdma_fixed_name(node_guid)
                     .await
                     .map_err(super::errors::op_error)
@@ -265,7 +267,7 @@ bus_object! {
         ) -> Result<Vec<NamePreview>, Error> {
             let rows = self
                 .ctx
-                .engine()?
+                .engine().await?
                 .preview_rdma_names()
                 .await
                 .map_err(super::errors::op_error)?;
@@ -347,7 +349,7 @@ bus_object! {
                 .change(&header, Action::ManageNaming, arguments, async {
                 let index = self.view.read().unwrap_or_else(|p| p.into_inner()).index;
                 self.ctx
-                    .engine()?
+                    .engine().await?
                     .rename_device(index, new_name)
                     .await
                     .map_err(super::errors::op_error)
@@ -427,7 +429,7 @@ bus_object! {
                 .change(&header, Action::ManageRoce, arguments, async {
                 let v = read(&self.view);
                 self.ctx
-                    .engine()?
+                    .engine().await?
                     .set_roce_mode(super::device_index(&v.device), v.number, mode)
                     .await
                     .map_err(super::errors::op_error)
@@ -447,7 +449,7 @@ bus_object! {
                 .change(&header, Action::ManageRoce, arguments, async {
                 let v = read(&self.view);
                 self.ctx
-                    .engine()?
+                    .engine().await?
                     .set_roce_tos(super::device_index(&v.device), v.number, tos)
                     .await
                     .map_err(super::errors::op_error)
@@ -461,7 +463,7 @@ bus_object! {
         async fn get_throughput_history(
             &self,
         ) -> Result<Vec<(u64, f64, f64, f64, f64, u8)>, Error> {
-            self.throughput(false)
+            self.throughput(false).await
         }
 
         /// The coarse history, oldest first, in the same form: one average of 10 sampling
@@ -471,7 +473,7 @@ bus_object! {
         async fn get_throughput_history_coarse(
             &self,
         ) -> Result<Vec<(u64, f64, f64, f64, f64, u8)>, Error> {
-            self.throughput(true)
+            self.throughput(true).await
         }
 
         /// Reads the port's counters now: (source, saturated, counters by name). Byte counts
@@ -481,7 +483,7 @@ bus_object! {
             let v = read(&self.view);
             let snap = self
                 .ctx
-                .engine()?
+                .engine().await?
                 .read_counters(&v.device_name, v.number)
                 .await
                 .map_err(super::errors::op_error)?;
@@ -514,9 +516,9 @@ bus_object! {
 impl PortObject {
     /// The fine (`coarse` false) or coarse ring of this port, as the bus carries it.
     #[allow(clippy::type_complexity)]
-    fn throughput(&self, coarse: bool) -> Result<Vec<(u64, f64, f64, f64, f64, u8)>, Error> {
+    async fn throughput(&self, coarse: bool) -> Result<Vec<(u64, f64, f64, f64, f64, u8)>, Error> {
         let v = read(&self.view);
-        let engine = self.ctx.engine()?;
+        let engine = self.ctx.engine().await?;
         let key = (super::device_index(&v.device), v.number);
         let samples = if coarse {
             engine.history_coarse(key)
@@ -614,7 +616,7 @@ bus_object! {
                 let parent = read(&self.view).ifindex;
                 let created = self
                     .ctx
-                    .engine()?
+                    .engine().await?
                     .ipoib_create_child(parent, u32::from(pkey), name, settings)
                     .await
                     .map_err(super::errors::op_error)?;
@@ -633,7 +635,7 @@ bus_object! {
                 let ifindex = read(&self.view).ifindex;
                 let pending = self
                     .ctx
-                    .engine()?
+                    .engine().await?
                     .ipoib_delete(ifindex)
                     .await
                     .map_err(super::errors::op_error)?;
@@ -652,7 +654,7 @@ bus_object! {
                 let ifindex = read(&self.view).ifindex;
                 let pending = self
                     .ctx
-                    .engine()?
+                    .engine().await?
                     .ipoib_set_mode(ifindex, mode)
                     .await
                     .map_err(super::errors::op_error)?;
@@ -671,7 +673,7 @@ bus_object! {
                 let ifindex = read(&self.view).ifindex;
                 let pending = self
                     .ctx
-                    .engine()?
+                    .engine().await?
                     .ipoib_set_mtu(ifindex, mtu)
                     .await
                     .map_err(super::errors::op_error)?;
@@ -687,7 +689,7 @@ bus_object! {
                 .change(&header, Action::ManageIpoib, arguments, async {
                 let ifindex = read(&self.view).ifindex;
                 self.ctx
-                    .engine()?
+                    .engine().await?
                     .ipoib_set_umcast(ifindex, umcast)
                     .await
                     .map_err(super::errors::op_error)
@@ -748,7 +750,7 @@ bus_object! {
             self.ctx
                 .change(&header, Action::ManageHost, arguments, async {
                 self.ctx
-                    .engine()?
+                    .engine().await?
                     .set_module_enabled(set, module, enabled)
                     .await
                     .map_err(super::errors::op_error)
@@ -766,7 +768,7 @@ bus_object! {
             self.ctx
                 .change(&header, Action::ManageHost, arguments, async {
                 self.ctx
-                    .engine()?
+                    .engine().await?
                     .apply_modules(set)
                     .await
                     .map(super::values::steps)
@@ -786,7 +788,7 @@ bus_object! {
             self.ctx
                 .change(&header, Action::ManageHost, arguments, async {
                 self.ctx
-                    .engine()?
+                    .engine().await?
                     .set_memlock_limits(soft, hard)
                     .await
                     .map_err(super::errors::op_error)
@@ -800,7 +802,7 @@ bus_object! {
             self.ctx
                 .change(&header, Action::ManageHost, arguments, async {
                 self.ctx
-                    .engine()?
+                    .engine().await?
                     .reset_memlock_limits()
                     .await
                     .map_err(super::errors::op_error)
@@ -819,7 +821,7 @@ bus_object! {
             self.ctx
                 .change(&header, Action::ManageHost, arguments, async {
                 self.ctx
-                    .engine()?
+                    .engine().await?
                     .set_nfs_rdma(enabled, port)
                     .await
                     .map(super::values::steps)
@@ -834,7 +836,7 @@ bus_object! {
             self.ctx
                 .change(&header, Action::ManageHost, arguments, async {
                 self.ctx
-                    .engine()?
+                    .engine().await?
                     .subnet_manager(crate::engine::SmVerb::Start)
                     .await
                     .map_err(super::errors::op_error)
@@ -848,7 +850,7 @@ bus_object! {
             self.ctx
                 .change(&header, Action::ManageHost, arguments, async {
                 self.ctx
-                    .engine()?
+                    .engine().await?
                     .subnet_manager(crate::engine::SmVerb::Stop)
                     .await
                     .map_err(super::errors::op_error)
@@ -871,7 +873,7 @@ bus_object! {
                     crate::engine::SmVerb::Disable
                 };
                 self.ctx
-                    .engine()?
+                    .engine().await?
                     .subnet_manager(verb)
                     .await
                     .map_err(super::errors::op_error)

@@ -186,7 +186,7 @@ async fn watch_deadline(ctx: Arc<Context>, id: u32) {
     let Ok(live) = ctx.changes().get(id) else {
         return;
     };
-    if let Ok(engine) = ctx.engine() {
+    if let Ok(engine) = ctx.engine_now() {
         engine.nm_rolled_back(&live.pending).await;
     }
     ctx.changes().end(id, TIMED_OUT).await;
@@ -263,7 +263,7 @@ impl PendingChangeObject {
             .change(&header, Action::ManageIp, arguments, async {
                 let live = self.ctx.changes().get(self.id)?;
                 self.ctx
-                    .engine()?
+                    .engine().await?
                     .nm_confirm(&live.pending)
                     .await
                     .map_err(super::errors::op_error)?;
@@ -281,7 +281,7 @@ impl PendingChangeObject {
                 let live = self.ctx.changes().get(self.id)?;
                 let r = self
                     .ctx
-                    .engine()?
+                    .engine().await?
                     .nm_roll_back(&live.pending)
                     .await
                     .map_err(super::errors::op_error);
@@ -303,7 +303,7 @@ impl PendingChangeObject {
                     ));
                 }
                 self.ctx
-                    .engine()?
+                    .engine().await?
                     .nm_extend(&live.pending.checkpoint, seconds)
                     .await
                     .map_err(super::errors::op_error)?;

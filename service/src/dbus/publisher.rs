@@ -5,6 +5,7 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
 use async_trait::async_trait;
@@ -42,6 +43,8 @@ pub struct Publisher {
     ctx: Arc<Context>,
     simulated: bool,
     tick_us: u64,
+    /// The root's `Startup`: true until [`Publisher::started`].
+    startup: AtomicBool,
     published: Mutex<Published>,
     /// GetManagedObjects' encoded entries, dropped as objects change.
     managed: Arc<ManagedCache>,
@@ -90,9 +93,41 @@ impl Publisher {
             ctx,
             simulated,
             tick_us,
+            startup: AtomicBool::new(true),
             published: Mutex::new(Published::default()),
             managed,
         }
+    }
+
+    /// Publishes the root alone, with `Startup` true and no device yet: what a client finds
+    /// between the name being owned and the host being read.
+    pub async fn starting(&self) {
+        let mut p = self.published.lock().await;
+        if p.root.is_none() {
+            p.root = self
+                .upsert(ROOT_PATH, None, self.root_view(&ObservedState::default()))
+                .await;
+        }
+    }
+
+    /// Start-up is over: the root's `Startup` becomes false, with its PropertiesChanged.
+    pub async fn started(&self) {
+        self.startup.store(false, Ordering::SeqCst);
+        let p = self.published.lock().await;
+        if let Some(root) = &p.root {
+            let mut view = root.read().unwrap_or_else(|p| p.into_inner()).clone();
+            view.startup = false;
+            self.upsert(ROOT_PATH, Some(root), view).await;
+        }
+    }
+
+    fn root_view(&self, state: &ObservedState) -> RootView {
+        root_view(
+            state,
+            self.simulated,
+            self.startup.load(Ordering::SeqCst),
+            self.tick_us,
+        )
     }
 
     /// Creates the object or updates its cell, emitting what changed.
@@ -234,14 +269,7 @@ impl Sink for Publisher {
     async fn publish(&self, state: &ObservedState, dirty: &Dirty) {
         let mut p = self.published.lock().await;
         if p.root.is_none() {
-            let c = self
-                .upsert(
-                    ROOT_PATH,
-                    None,
-                    root_view(state, self.simulated, self.tick_us),
-                )
-                .await;
-            p.root = c;
+            p.root = self.upsert(ROOT_PATH, None, self.root_view(state)).await;
         }
         for index in &dirty.devices {
             self.publish_device(&mut p, state, *index).await;
@@ -260,16 +288,12 @@ impl Sink for Publisher {
             p.host = Some(c);
         }
         let root = p.root.clone();
-        self.upsert(
-            ROOT_PATH,
-            root.as_ref(),
-            root_view(state, self.simulated, self.tick_us),
-        )
-        .await;
+        self.upsert(ROOT_PATH, root.as_ref(), self.root_view(state))
+            .await;
     }
 
     async fn samples(&self, tick: u64, samples: &[((u32, u32), Sample)]) {
-        let Ok(engine) = self.ctx.engine() else {
+        let Ok(engine) = self.ctx.engine_now() else {
             return;
         };
         let time_us = engine.clock.wall_us(tick);

@@ -1,7 +1,17 @@
-//! Start-up order: connect, watch the connection, put the ObjectManager at the root, enumerate
-//! the host, re-apply what was persisted and publish every object, start the engine, and only
-//! then request the well-known name, so that a client activated by the name (or systemd's
-//! Type=dbus) finds the full, restored model at once.
+//! Start-up order: connect, watch the connection, put the ObjectManager and the root object
+//! (`Startup` true, no device yet) on the bus, own the well-known name, then read the host,
+//! publish every object, re-apply what was persisted and start the engine, and only then set
+//! `Startup` to false.
+//!
+//! The name is owned first, as NetworkManager does, so that the daemon answers as soon as it
+//! runs: reading 256 devices and publishing 500 objects takes several times one `ibstat`
+//! on a real kernel (docs/PERFORMANCE.md). What a client may rely on meanwhile: Get and GetAll
+//! answer at once with what is published; GetManagedObjects waits until the host is
+//! published and restored, so it never answers with a half-read host; a method that changes
+//! something waits for the engine (`Context::engine`), so it acts on the restored model; the
+//! root's `Startup` says which phase the daemon is in. systemd learns that start-up is over
+//! from `READY=1` (`Type=notify`, sent by the binary when [`serve`] returns), so units
+//! ordered after the daemon find the complete model.
 
 use std::sync::Arc;
 
@@ -134,10 +144,14 @@ pub async fn serve_with(
     let limits = Limits::new(LimitConfig::default());
     limits.attach(&conn);
     let managed = Arc::new(ManagedCache::default());
+    let (complete_tx, complete) = tokio::sync::watch::channel(false);
     conn.object_server()
         .at(
             ROOT_PATH,
-            Guarded::new(ManagedObjects::new(managed.clone()), limits.clone()),
+            Guarded::new(
+                ManagedObjects::new(managed.clone(), complete),
+                limits.clone(),
+            ),
         )
         .await
         .map_err(ServeError::Objects)?;
@@ -161,17 +175,22 @@ pub async fn serve_with(
         simulated,
         tick_us,
     ));
+    publisher.starting().await;
     phases.mark("bus_objects");
-    let (engine, task) = engine::start(host, system, publisher, config, &mut phases).await?;
-    ctx.set_engine(engine.clone());
     conn.request_name(BUS_NAME)
         .await
         .map_err(ServeError::Name)?;
     phases.mark("name");
+    let (engine, task) =
+        engine::start(host, system, publisher.clone(), config, &mut phases).await?;
+    ctx.set_engine(engine.clone());
+    complete_tx.send_replace(true);
+    publisher.started().await;
+    phases.mark("started");
     tracing::info!(phases = %phases.summary(), "start-up phases, ms");
     // The model's size, so that GetManagedObjects calls admitted together reserve what they
-    // will send (see `limits`). Encoded off the start-up path, after the name: the encodings
-    // are kept for the first call.
+    // will send (see `limits`). Encoded off the start-up path: the encodings are kept for
+    // the first call.
     tokio::task::spawn_blocking(move || {
         if let Ok(body) = managed.body() {
             limits.note_reply_size(body.len() as u64);

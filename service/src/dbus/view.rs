@@ -346,10 +346,12 @@ fn remembered_ipoib(
     }
 }
 
-pub fn root_view(st: &ObservedState, simulated: bool, tick_us: u64) -> RootView {
+/// The root's view of `st`; `startup` while the daemon is still starting (see `Startup`).
+pub fn root_view(st: &ObservedState, simulated: bool, startup: bool, tick_us: u64) -> RootView {
     RootView {
         version: env!("CARGO_PKG_VERSION").to_string(),
         simulated,
+        startup,
         devices: st
             .devices
             .keys()

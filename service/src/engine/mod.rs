@@ -292,8 +292,9 @@ pub async fn start(
         reread_next_tick: BTreeSet::new(),
     };
     // What the kernel forgot (at boot, or while the daemon was stopped) is re-applied, and
-    // its result published, before this returns: the bus name is requested only after that,
-    // so no client can read the values from before the restore. Events the restore causes
+    // its result published, before this returns: until then the root's Startup is true, and
+    // GetManagedObjects and every change wait (see dbus/server.rs), so no client acts on the
+    // values from before the restore. Events the restore causes
     // (a re-created link's add) wait in `events` and find nothing left to change.
     engine.restore(&restore::Appeared::start()).await;
     phases.mark("restore");

@@ -7,6 +7,7 @@
 //! - [`firewalld`]: [`Firewalld`], a client of `org.fedoraproject.FirewallD1`: whether it runs,
 //!   the default zone, and ports (runtime and permanent).
 //! - [`proxies`]: the methods both clients call, as typed zbus proxies.
+//! - [`sd_notify`]: the daemon's own readiness, told to systemd (`READY=1`).
 //! - [`SystemServices`]: the trait the engine holds, with [`BusSystemServices`] over a
 //!   connection to the system bus, [`sim::SimSystemServices`] for the simulated host and
 //!   [`unreachable::Unreachable`] when there is no system bus (`rdma-managerd show`).
@@ -20,6 +21,7 @@
 
 pub mod firewalld;
 pub mod proxies;
+pub mod sd_notify;
 pub mod sim;
 pub mod systemd;
 pub mod unreachable;
