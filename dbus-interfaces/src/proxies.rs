@@ -58,6 +58,9 @@ pub trait Manager {
     fn version(&self) -> zbus::Result<String>;
     #[zbus(property)]
     fn simulated(&self) -> zbus::Result<bool>;
+    /// True while the daemon starts (its name is owned before it has read the host).
+    #[zbus(property)]
+    fn startup(&self) -> zbus::Result<bool>;
     #[zbus(property)]
     fn devices(&self) -> zbus::Result<Vec<OwnedObjectPath>>;
     #[zbus(property)]

@@ -60,13 +60,24 @@ impl ServedSim {
     }
 }
 
-/// Serves `sim` on `bus` under the well-known name, as the daemon would.
+/// Serves `sim` on `bus` under the well-known name, as the daemon would; returns when
+/// start-up is over (the name is owned before that: see `dbus::server`).
 pub async fn serve_sim(
     bus: &PrivateBus,
     sim: &SimHost,
     config: EngineConfig,
 ) -> anyhow::Result<ServedSim> {
-    let conn = server::connect(&Bus::Address(bus.address().to_string())).await?;
+    serve_sim_at(bus.address().to_string(), sim.clone(), config).await
+}
+
+/// [`serve_sim`] by the bus's address and with owned arguments, to be spawned as a task by a
+/// test that talks to the daemon while it starts.
+pub async fn serve_sim_at(
+    address: String,
+    sim: SimHost,
+    config: EngineConfig,
+) -> anyhow::Result<ServedSim> {
+    let conn = server::connect(&Bus::Address(address)).await?;
     let service = server::serve(conn, Arc::new(sim.clone()), true, config).await?;
     Ok(ServedSim {
         service,

@@ -82,7 +82,8 @@ impl NetworkObject {
     async fn get_ip_settings(&self, interface: &str) -> Result<HashMap<String, OwnedValue>, Error> {
         let report = self
             .ctx
-            .engine().await?
+            .engine()
+            .await?
             .ip_settings(interface)
             .await
             .map_err(super::errors::op_error)?;
@@ -106,7 +107,8 @@ impl NetworkObject {
             .change(&header, Action::ManageIp, arguments, async {
                 let pending = self
                     .ctx
-                    .engine().await?
+                    .engine()
+                    .await?
                     .set_ip_settings(interface, settings, timeout)
                     .await
                     .map_err(super::errors::op_error)?;
@@ -152,7 +154,8 @@ impl NetworkObject {
             .change(&header, Action::ManageIp, arguments, async {
                 let (pending, moved) = self
                     .ctx
-                    .engine().await?
+                    .engine()
+                    .await?
                     .move_to_network_manager(timeout)
                     .await
                     .map_err(super::errors::op_error)?;
@@ -195,7 +198,8 @@ impl NetworkObject {
             .change(&header, Action::ManageIp, arguments, async {
                 let pending = self
                     .ctx
-                    .engine().await?
+                    .engine()
+                    .await?
                     .set_interface_up(interface, up, timeout)
                     .await
                     .map_err(super::errors::op_error)?;

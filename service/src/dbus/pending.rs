@@ -263,7 +263,8 @@ impl PendingChangeObject {
             .change(&header, Action::ManageIp, arguments, async {
                 let live = self.ctx.changes().get(self.id)?;
                 self.ctx
-                    .engine().await?
+                    .engine()
+                    .await?
                     .nm_confirm(&live.pending)
                     .await
                     .map_err(super::errors::op_error)?;
@@ -281,7 +282,8 @@ impl PendingChangeObject {
                 let live = self.ctx.changes().get(self.id)?;
                 let r = self
                     .ctx
-                    .engine().await?
+                    .engine()
+                    .await?
                     .nm_roll_back(&live.pending)
                     .await
                     .map_err(super::errors::op_error);
@@ -303,7 +305,8 @@ impl PendingChangeObject {
                     ));
                 }
                 self.ctx
-                    .engine().await?
+                    .engine()
+                    .await?
                     .nm_extend(&live.pending.checkpoint, seconds)
                     .await
                     .map_err(super::errors::op_error)?;

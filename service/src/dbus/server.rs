@@ -184,8 +184,9 @@ pub async fn serve_with(
     let (engine, task) =
         engine::start(host, system, publisher.clone(), config, &mut phases).await?;
     ctx.set_engine(engine.clone());
-    complete_tx.send_replace(true);
+    // Startup false first: a client whose GetManagedObjects was answered finds it false.
     publisher.started().await;
+    complete_tx.send_replace(true);
     phases.mark("started");
     tracing::info!(phases = %phases.summary(), "start-up phases, ms");
     // The model's size, so that GetManagedObjects calls admitted together reserve what they

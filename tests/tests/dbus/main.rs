@@ -15,5 +15,6 @@ mod service;
 mod sizes;
 mod soft_links;
 mod stale;
+mod startup;
 mod sweep;
 mod xml;
