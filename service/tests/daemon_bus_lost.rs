@@ -39,11 +39,11 @@ fn bus_lost_is_one_message_and_a_failure() {
         .expect("rdma-managerd starts");
     let stderr = daemon.stderr.take().expect("piped stderr");
     let mut lines = BufReader::new(stderr).lines();
-    // Serving: the bus name is owned.
+    // Serving: start-up is over (the bus name was owned before it).
     let mut seen = Vec::new();
     for line in lines.by_ref() {
         let line = line.expect("stderr is text");
-        let serving = line.contains("serving; the bus name is owned");
+        let serving = line.contains("serving; start-up is over");
         seen.push(line);
         if serving {
             break;

@@ -168,6 +168,13 @@ else
   fail "rdma-managerd does not own $NAME after $(since "$t0") (running: $(alive "$daemon_pid" && echo yes || echo no))"
   finish
 fi
+# The name is owned before the host is read; Startup says when start-up is over.
+startup_over() { [ "$(bus get-property "$NAME" "$ROOT" "$NAME" Startup 2>/dev/null)" = "b false" ]; }
+if wait_for 60 startup_over; then
+  ok "start-up over (Startup false) after $(since "$t0")"
+else
+  fail "Startup still true after $(since "$t0"): $(bus get-property "$NAME" "$ROOT" "$NAME" Startup 2>&1)"
+fi
 
 v=$(bus get-property "$NAME" "$ROOT" "$NAME" Simulated 2>&1)
 if [ "$v" = "b false" ]; then ok "Simulated is false (the real host)"; else fail "Simulated: $v"; fi

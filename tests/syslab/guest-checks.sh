@@ -163,8 +163,13 @@ c_activation() {
   run systemctl is-active rdma-managerd.service
   # The first call activates it through the bus.
   run busctl call "$BUS" "$ROOT" org.freedesktop.DBus.Peer Ping || return 1
+  # The call is answered as soon as the daemon owns its name, which is before it has read the
+  # host; the unit is Type=notify and becomes active at READY=1, when start-up is over.
+  run busctl get-property "$BUS" "$ROOT" "$BUS" Startup
+  wait_for 30 "active after the first call (READY=1)" is_active rdma-managerd.service || return 1
   run systemctl is-active rdma-managerd.service
-  is_active rdma-managerd.service || fail "not active after the first call"
+  run busctl get-property "$BUS" "$ROOT" "$BUS" Startup
+  [ "$(busctl get-property "$BUS" "$ROOT" "$BUS" Startup)" = "b false" ] || fail "Startup not false once active"
   run journalctl -b -u dbus.service --no-pager -o cat | grep -i rdmamanager | tail -n 3
 }
 

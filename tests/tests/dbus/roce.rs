@@ -341,9 +341,10 @@ async fn forgotten_settings_are_restored_at_start_and_when_the_device_returns() 
     Ok(())
 }
 
-/// The restore at start is done, and published, before the bus name is owned: the first read
-/// after the name appears already shows the remembered values, however slow the kernel is to
-/// take them (here each configfs write takes a second, so a restore racing the name loses).
+/// The restore at start is done, and published, before start-up is over (the root's Startup
+/// turns false, and GetManagedObjects answers, only then): the first read after that already
+/// shows the remembered values, however slow the kernel is to take them (here each configfs
+/// write takes a second, so a restore racing the end of start-up loses).
 #[tokio::test(flavor = "multi_thread")]
 async fn the_first_read_after_a_restart_shows_the_restored_settings() -> Result<()> {
     require_harness!();
@@ -357,7 +358,7 @@ async fn the_first_read_after_a_restart_shows_the_restored_settings() -> Result<
         sim.delay_next(SimOp::RoceWrite, Duration::from_secs(1));
     })
     .await?;
-    // restart_daemon returns once the new daemon owns the name: no waiting here.
+    // restart_daemon returns once the new daemon's start-up is over: no waiting here.
     assert_eq!(prop(&t, MLX5, "RoceMode").await?, "v s \"v1\"");
     assert_eq!(prop(&t, RXE, "RoceTos").await?, "v y 32");
     assert_eq!(mode(&t.sim, "mlx5_1").await, Some(RoceMode::V1));
