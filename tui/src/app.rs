@@ -549,6 +549,10 @@ impl App {
             (Connection::Connecting, _) => Line::styled("Connecting to rdma-managerd...", t.dim()),
             (Connection::Connected, Status::Error(e)) => Line::styled(format!("! {e}"), t.bad()),
             (Connection::Connected, Status::Info(i)) => Line::styled(i.clone(), t.normal()),
+            (Connection::Connected, Status::None) if self.model.manager.startup => Line::styled(
+                "rdma-managerd is starting (reading the host); the pages fill when it is done",
+                t.dim(),
+            ),
             (Connection::Connected, Status::None) => {
                 let m = &self.model;
                 let mut s = format!(

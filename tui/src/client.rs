@@ -506,10 +506,15 @@ struct Published {
 async fn read_published(conn: &Connection) -> zbus::Result<Published> {
     let om = root_proxy::<ObjectManagerProxy>(conn).await?;
     let objects = om.get_managed_objects().await?;
+    let root = read_root(conn).await?;
+    Ok(Published { objects, root })
+}
+
+/// The root's own properties (GetAll).
+async fn read_root(conn: &Connection) -> zbus::Result<HashMap<String, OwnedValue>> {
     let root = root_proxy::<zbus::fdo::PropertiesProxy>(conn).await?;
     let iface = zbus::names::InterfaceName::try_from(crate::model::MANAGER_IFACE)?;
-    let root = root.get_all(iface).await?;
-    Ok(Published { objects, root })
+    Ok(root.get_all(iface).await?)
 }
 
 /// Everything the service publishes as the JSON document of docs/JSON.md (`rdma-tui --json`);
@@ -623,7 +628,33 @@ async fn manager_proxy(conn: &Connection) -> zbus::Result<ManagerProxy<'static>>
 }
 
 /// Loads the state and its histories, sending `Loaded` then one `History` per port.
-async fn load(conn: &Connection, tx: &UnboundedSender<Update>) -> zbus::Result<()> {
+/// What [`load`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Load {
+    /// The whole model was read and sent.
+    Complete,
+    /// The service is still starting: only its root was read and sent.
+    Starting,
+}
+
+/// Reads the service and sends it as [`Update::Loaded`]. The service owns its name before it
+/// has read the host (its root's `Startup` is true until it has): GetManagedObjects would
+/// then wait for the end of start-up, while the InterfacesAdded of every object it publishes
+/// meanwhile fill this client's signal stream, which nobody reads during the call, and a full
+/// stream stops the connection, reply included. So while the service starts only its root is
+/// read; the signal that ends start-up makes [`run_inner`] load again.
+async fn load(conn: &Connection, tx: &UnboundedSender<Update>) -> zbus::Result<Load> {
+    let root = read_root(conn).await?;
+    let starting = root
+        .get("Startup")
+        .and_then(|v| bool::try_from(&**v).ok())
+        .unwrap_or(false);
+    if starting {
+        let mut model = Model::default();
+        model.set_properties(ROOT_PATH, crate::model::MANAGER_IFACE, root.iter());
+        let _ = tx.send(Update::Loaded(Box::new(model)));
+        return Ok(Load::Starting);
+    }
     let model = read_model(conn).await?;
     let ports: Vec<String> = model.ports.keys().cloned().collect();
     let _ = tx.send(Update::Loaded(Box::new(model)));
@@ -656,7 +687,35 @@ async fn load(conn: &Connection, tx: &UnboundedSender<Update>) -> zbus::Result<(
             Err(e) => tracing::debug!(port, "no coarse history: {e}"),
         }
     }
-    Ok(())
+    Ok(Load::Complete)
+}
+
+/// Whether `update` is the root's PropertiesChanged that says start-up is over.
+fn ends_startup(update: &Update) -> bool {
+    match update {
+        Update::Properties {
+            path,
+            iface,
+            changed,
+        } => {
+            path == ROOT_PATH
+                && iface == crate::model::MANAGER_IFACE
+                && changed
+                    .get("Startup")
+                    .and_then(|v| bool::try_from(&**v).ok())
+                    == Some(false)
+        }
+        _ => false,
+    }
+}
+
+/// [`load`], its failure logged (`Err` when the service is not there).
+async fn load_logged(conn: &Connection, tx: &UnboundedSender<Update>) -> Result<Load, zbus::Error> {
+    let r = load(conn, tx).await;
+    if let Err(e) = &r {
+        tracing::info!("service not readable: {e}");
+    }
+    r
 }
 
 /// Subscribes to the service's signals, loads the state, and forwards changes until the
@@ -685,15 +744,30 @@ async fn run_inner(conn: &Connection, tx: &UnboundedSender<Update>) -> zbus::Res
         .receive_name_owner_changed_with_args(&[(0, BUS_NAME)])
         .await?;
 
-    if let Err(e) = load(conn, tx).await {
-        tracing::info!("service not readable yet: {e}");
-        let _ = tx.send(Update::ServiceGone);
-    }
+    // While the service starts, its signals are read and dropped (the load at the end of
+    // start-up has them all), except the root's own changes: see `load`.
+    let mut starting = match load_logged(conn, tx).await {
+        Ok(l) => l == Load::Starting,
+        Err(_) => {
+            let _ = tx.send(Update::ServiceGone);
+            false
+        }
+    };
     loop {
         tokio::select! {
             Some(msg) = signals.next() => {
                 let Ok(msg) = msg else { continue };
                 let Some(update) = signal_update(&msg) else { continue };
+                if starting {
+                    if ends_startup(&update) {
+                        starting = matches!(load_logged(conn, tx).await, Ok(Load::Starting));
+                    } else if matches!(&update, Update::Properties { path, .. } if path == ROOT_PATH)
+                        && tx.send(update).is_err()
+                    {
+                        return Ok(());
+                    }
+                    continue;
+                }
                 let new_port = match &update {
                     Update::Added { path, interfaces } if interfaces.contains_key(PORT_IFACE) => {
                         Some(path.clone())
@@ -717,9 +791,7 @@ async fn run_inner(conn: &Connection, tx: &UnboundedSender<Update>) -> zbus::Res
             Some(sig) = owners.next() => {
                 let Ok(args) = sig.args() else { continue };
                 if args.new_owner().is_some() {
-                    if let Err(e) = load(conn, tx).await {
-                        tracing::info!("service not readable: {e}");
-                    }
+                    starting = matches!(load_logged(conn, tx).await, Ok(Load::Starting));
                 } else if tx.send(Update::ServiceGone).is_err() {
                     return Ok(());
                 }

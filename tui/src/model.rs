@@ -94,6 +94,8 @@ record!(
     Manager {
         version: String = "Version",
         simulated: bool = "Simulated",
+        /// The service owns its name before it has read the host: true until it has.
+        startup: bool = "Startup",
         devices: Vec<String> = "Devices" via Vec<OwnedObjectPath> => paths,
         ipoib_interfaces: Vec<String> = "IpoibInterfaces" via Vec<OwnedObjectPath> => paths,
         sample_interval_us: u64 = "SampleIntervalUs",

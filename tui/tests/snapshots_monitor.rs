@@ -281,3 +281,28 @@ fn pages_alone_in_tiny_areas_do_not_panic() {
         }
     }
 }
+
+/// While the service starts (its name is owned before it has read the host), the overview
+/// and the status line say so, rather than "No RDMA devices on this host"; once start-up is
+/// over, an empty host says that.
+#[test]
+fn overview_while_the_service_starts_says_so() {
+    let mut starting = Model::default();
+    starting.manager.startup = true;
+    let mut app = shown(starting, Theme::monochrome(), PageId::Overview);
+    let s = screen(&mut app, 80, 24);
+    assert!(
+        s.contains("rdma-managerd is starting: reading the host's RDMA devices..."),
+        "{s}"
+    );
+    assert!(
+        s.contains("rdma-managerd is starting (reading the host)"),
+        "{s}"
+    );
+    assert!(!s.contains("No RDMA devices on this host"), "{s}");
+
+    let mut app = shown(Model::default(), Theme::monochrome(), PageId::Overview);
+    let s = screen(&mut app, 80, 24);
+    assert!(s.contains("No RDMA devices on this host"), "{s}");
+    assert!(!s.contains("starting"), "{s}");
+}

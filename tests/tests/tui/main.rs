@@ -4,4 +4,5 @@
 mod demo;
 mod ibstat;
 mod json;
+mod startup;
 mod tmux;

@@ -611,7 +611,9 @@ impl Page for OverviewPage {
         };
         if ports.is_empty() {
             self.visible = 0;
-            let text = if model.devices.is_empty() {
+            let text = if model.devices.is_empty() && model.manager.startup {
+                "rdma-managerd is starting: reading the host's RDMA devices..."
+            } else if model.devices.is_empty() {
                 "No RDMA devices on this host (rdma-managerd publishes none)."
             } else {
                 "No ports: the devices have none the service could read."
