@@ -52,7 +52,7 @@ pub use ops_host::SmVerb;
 pub use ops_naming::NamingState;
 pub use state::{DeviceState, Dirty, IpoibState, ObservedState, PortRoce, Stale};
 
-use crate::kernel::{Host, HostEvent, PollTarget, PortPoller, PortReading};
+use crate::kernel::{Host, HostEvent, LidTurn, PollTarget, PortPoller, PortReading};
 use crate::system::SystemServices;
 
 /// Receives what the engine observed.
@@ -76,6 +76,12 @@ pub struct EngineConfig {
     /// reports (GIDs following IP addresses, for one). A host of N devices is swept every
     /// N / this ticks, at a cost per tick that does not grow with the host.
     pub sweep_devices_per_tick: usize,
+    /// Each port's `lid` and `sm_lid` are polled once every this many ticks, a share of the
+    /// ports at each tick (1: every port at every tick). A port whose state moves is re-read
+    /// whole at once, LIDs included; a subnet manager's fail-over that leaves the ports
+    /// ACTIVE (new SM LID, maybe new LIDs) is seen within this many ticks. See
+    /// `kernel::LidTurn`.
+    pub lid_ticks: usize,
     /// More distinct names than this in one batch of events is a storm: re-enumerate.
     pub storm_threshold: usize,
     /// Fills every port's history at start with the rates the seed says it had (the
@@ -89,6 +95,9 @@ impl Default for EngineConfig {
             tick: Duration::from_secs(1),
             resync_ticks: 60,
             sweep_devices_per_tick: 1,
+            // 10 s at 1 Hz: 922 of the 4096 files a second on 256x2 ports not read, and an
+            // SM fail-over still shown within the coarse history's bucket.
+            lid_ticks: 10,
             storm_threshold: 64,
             history_seed: None,
         }
@@ -284,6 +293,7 @@ pub async fn start(
         history,
         clock,
         sampled: clock::SampledTicks::default(),
+        polls: 0,
         poller: Some(poller),
         forget: Vec::new(),
         stale: stale::Staleness::default(),
@@ -361,6 +371,8 @@ pub(crate) struct Engine {
     clock: TickClock,
     /// The ticks sampled so far: each is sampled once.
     sampled: clock::SampledTicks,
+    /// Polls made so far: whose LIDs the next one reads (see `LidTurn`).
+    polls: u64,
     poller: Option<Box<dyn PortPoller>>,
     /// Devices re-read since the last poll, whose kept descriptors must be dropped.
     forget: Vec<String>,
@@ -614,10 +626,12 @@ impl Engine {
         for dev in self.forget.drain(..) {
             poller.forget(&dev);
         }
+        let lids = LidTurn::of(self.polls, self.config.lid_ticks);
+        self.polls += 1;
         let polled = {
             let plan = plan.clone();
             tokio::task::spawn_blocking(move || {
-                let readings = poller.poll(&plan.targets);
+                let readings = poller.poll(&plan.targets, lids);
                 (poller, readings)
             })
             .await
@@ -786,8 +800,15 @@ impl Engine {
                     p.phys_state == r.phys_state,
                     stale::is_unreadable(&r.phys_state),
                 )))
-            || moved(p.lid == r.lid, stale::is_unreadable(&r.lid))
-            || moved(p.sm_lid == r.sm_lid, stale::is_unreadable(&r.sm_lid))
+            // LIDs not read by this poll (not the port's turn) are not compared.
+            || r
+                .lid
+                .as_ref()
+                .is_some_and(|l| moved(p.lid == *l, stale::is_unreadable(l)))
+            || r
+                .sm_lid
+                .as_ref()
+                .is_some_and(|l| moved(p.sm_lid == *l, stale::is_unreadable(l)))
     }
 
     /// Re-reads the named devices after a change and publishes before the caller is answered,

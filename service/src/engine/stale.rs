@@ -116,8 +116,8 @@ pub(super) fn unreadable(targets: &[PollTarget], readings: &[PortReading]) -> Op
             let errno = [
                 r.state.as_ref().err(),
                 r.phys_state.as_ref().err(),
-                r.lid.as_ref().err(),
-                r.sm_lid.as_ref().err(),
+                r.lid.as_ref().and_then(|l| l.as_ref().err()),
+                r.sm_lid.as_ref().and_then(|l| l.as_ref().err()),
             ]
             .into_iter()
             .find_map(|e| match e {

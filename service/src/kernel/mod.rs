@@ -28,7 +28,7 @@ use tokio::sync::mpsc;
 
 pub use crate::model::PortSource;
 pub use error::{HostError, Op};
-pub use port_poll::{PollTarget, PortPoller, PortReading, TrafficCounters};
+pub use port_poll::{LidTurn, PollTarget, PortPoller, PortReading, TrafficCounters};
 
 use crate::model::{
     CounterSnapshot, DeviceSnapshot, Guid, IpoibMode, NetdevSnapshot, RoceMode, SoftLinkType,

@@ -15,11 +15,11 @@
 //! kept open would take the whole default limit of 1024.
 
 use std::collections::HashMap;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::ErrorKind;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
@@ -60,14 +60,50 @@ pub struct TrafficCounters {
 pub struct PortReading {
     pub state: Field<PortState>,
     pub phys_state: Field<PhysState>,
-    pub lid: Field<u32>,
-    pub sm_lid: Field<u32>,
+    /// `None`: not read by this poll (not the port's turn, see [`LidTurn`], or a port
+    /// without LIDs).
+    pub lid: Option<Field<u32>>,
+    pub sm_lid: Option<Field<u32>>,
     pub traffic: TrafficCounters,
+}
+
+/// Which ports' `lid` and `sm_lid` a poll reads: the targets whose place in the list is
+/// `phase` modulo `every`, so that each port's are read once every `every` polls.
+///
+/// Why not every second: they are a quarter of an InfiniBand port's polled files (1024 a
+/// second on 256x2 ports), and they change only when a subnet manager assigns addresses,
+/// which it does while bringing the port up (the port's state moves, and a port that moved
+/// is re-read whole at once) or in a fail-over that leaves the port ACTIVE (seen within
+/// `every` polls instead of one). See docs/PERFORMANCE.md, "Idle CPU, fourth pass".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LidTurn {
+    pub every: usize,
+    pub phase: usize,
+}
+
+impl LidTurn {
+    /// Every port's LIDs at every poll.
+    pub const ALL: LidTurn = LidTurn { every: 1, phase: 0 };
+
+    /// The turn of poll number `poll` when each port's LIDs are read every `every` polls.
+    pub fn of(poll: u64, every: usize) -> LidTurn {
+        let every = every.max(1);
+        LidTurn {
+            every,
+            phase: (poll % every as u64) as usize,
+        }
+    }
+
+    /// Whether the target at place `i` reads its LIDs in this turn.
+    pub fn includes(&self, i: usize) -> bool {
+        i % self.every.max(1) == self.phase
+    }
 }
 
 /// Polls ports. Blocking: run it on the blocking pool.
 pub trait PortPoller: Send + Sync {
-    fn poll(&mut self, targets: &[PollTarget]) -> Vec<PortReading>;
+    /// Reads every target's state and counters, and the LIDs of those in `lids`' turn.
+    fn poll(&mut self, targets: &[PollTarget], lids: LidTurn) -> Vec<PortReading>;
     /// Drops every descriptor kept for a device (it was re-read, renamed or removed).
     fn forget(&mut self, dev: &str);
 }
@@ -96,6 +132,21 @@ pub struct SysfsPortPoller {
     /// good part of a 1 Hz poll's CPU on hundreds of ports.
     files: HashMap<OsString, (String, File)>,
     buf: Vec<u8>,
+    /// The path of the file being read, as bytes, built in place (a port's directory, then
+    /// each file's name after it) instead of a `PathBuf` joined anew for every file.
+    path: Vec<u8>,
+    /// `/sys/class/infiniband` under the root, the start of every port's path.
+    ib_class: OsString,
+    /// Where in `path` the part relative to the device's directory starts (`ports/...`);
+    /// `None` while `path` is not under a device (a netdev's statistics).
+    rel: Option<usize>,
+    /// Each device's directory, opened once (`O_PATH`) as the base of an `openat` of every
+    /// file not kept open: the kernel then walks `ports/1/state` instead of the whole path
+    /// (on sysfs through the class link into `/sys/devices`), 3 or 4 names instead of 7 to
+    /// 14, at every open. Counted in the budget with the kept files.
+    dirs: HashMap<String, File>,
+    /// The relative path with its NUL, for `openat`.
+    cpath: Vec<u8>,
     /// Whether descriptors are kept between polls: on sysfs, where a kept descriptor reads
     /// the current value. A tree whose files are replaced by rename (the simulated host's)
     /// must be reopened at every read, or a kept descriptor reads the old file forever.
@@ -114,10 +165,16 @@ pub struct SysfsPortPoller {
 impl SysfsPortPoller {
     /// A poller that keeps up to `budget` descriptors (the real sysfs).
     pub fn new(sys: SysRoot, budget: usize) -> SysfsPortPoller {
+        let ib_class = sys.ib_class().into_os_string();
         SysfsPortPoller {
             sys,
             files: HashMap::new(),
             buf: vec![0; 64],
+            path: Vec::new(),
+            ib_class,
+            rel: None,
+            dirs: HashMap::new(),
+            cpath: Vec::new(),
             keep_open: true,
             budget,
             link_stats: None,
@@ -157,81 +214,146 @@ impl SysfsPortPoller {
         got
     }
 
-    /// How many descriptors the poller holds now.
+    /// How many descriptors the poller holds now (files and device directories).
     pub fn kept_open(&self) -> usize {
-        self.files.len()
+        self.files.len() + self.dirs.len()
     }
 
     /// A poller that opens every file afresh at each read, for a tree whose files are
     /// replaced atomically rather than rewritten (the simulated host).
     pub fn reopening(sys: SysRoot) -> SysfsPortPoller {
+        // Files are not kept, but directories are: a file is replaced by rename, its
+        // directory stays (a device removed and added again is handled in `open`).
+        let soft = super::rlimit::nofile_limit().map_or(1024, |l| l.soft);
         SysfsPortPoller {
             keep_open: false,
-            ..SysfsPortPoller::new(sys, 0)
+            ..SysfsPortPoller::new(sys, super::rlimit::keep_open_budget(soft))
         }
     }
 
-    fn read(&mut self, dev: &str, path: PathBuf) -> Field<String> {
+    /// Opens the file at `path`: relative to its device's directory when the poller holds
+    /// it (or may open it within the budget), else by the whole path.
+    fn open(&mut self, dev: &str) -> std::io::Result<File> {
+        if let (Some(rel), Some(dir)) = (self.rel, self.dir_of(dev)) {
+            match openat(dir, &self.path[rel..], &mut self.cpath) {
+                Ok(f) => return Ok(f),
+                // The directory may be gone (the device removed, perhaps back under the
+                // same name): dropped, and the whole path says what is there now.
+                Err(_) => {
+                    self.dirs.remove(dev);
+                }
+            }
+        }
+        File::open(OsStr::from_bytes(&self.path))
+    }
+
+    /// The descriptor of `dev`'s directory, opened now if the budget has room.
+    fn dir_of(&mut self, dev: &str) -> Option<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::OpenOptionsExt;
+        if let Some(d) = self.dirs.get(dev) {
+            return Some(d.as_raw_fd());
+        }
+        let rel = self.rel?;
+        if self.files.len() + self.dirs.len() >= self.budget {
+            return None;
+        }
+        let dir = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC)
+            .open(OsStr::from_bytes(&self.path[..rel]))
+            .ok()?;
+        let fd = dir.as_raw_fd();
+        self.dirs.insert(dev.to_string(), dir);
+        Some(fd)
+    }
+
+    /// Reads the file at `self.path` and parses its text (no copy of it is made: a sysfs
+    /// attribute is ASCII, and text that is not UTF-8 is parsed after replacement).
+    fn read_with<T>(&mut self, dev: &str, parse: impl FnOnce(&str) -> Field<T>) -> Field<T> {
         if !self.keep_open {
             self.files.clear();
         }
         // Through a kept descriptor or not, the attribute's code runs at every read.
         super::sim::cost::charge(super::sim::cost::CostOp::SysfsFile, 1);
-        if let Some((_, file)) = self.files.get(path.as_os_str()) {
+        let parsed = |buf: &[u8], n: usize| parse(&String::from_utf8_lossy(&buf[..n]));
+        let path = OsStr::from_bytes(&self.path);
+        if let Some((_, file)) = self.files.get(path) {
             return match file.read_at(&mut self.buf, 0) {
-                Ok(n) => Ok(String::from_utf8_lossy(&self.buf[..n]).into_owned()),
+                Ok(n) => parsed(&self.buf, n),
                 Err(e) => {
-                    self.files.remove(path.as_os_str());
+                    self.files.remove(path);
                     Err(AttrError::Unreadable(Errno::from_io(&e)))
                 }
             };
         }
-        let file = match File::open(&path) {
+        let file = match self.open(dev) {
             Ok(f) => f,
             Err(e) if e.kind() == ErrorKind::NotFound => return Err(AttrError::Missing),
             Err(e) => return Err(AttrError::Unreadable(Errno::from_io(&e))),
         };
         let read = match file.read_at(&mut self.buf, 0) {
-            Ok(n) => Ok(String::from_utf8_lossy(&self.buf[..n]).into_owned()),
+            Ok(n) => parsed(&self.buf, n),
             Err(e) => return Err(AttrError::Unreadable(Errno::from_io(&e))),
         };
         // Kept only while within the budget (and a kept descriptor reads the current value);
         // otherwise it closes here.
-        if self.keep_open && self.files.len() < self.budget {
-            self.files
-                .insert(path.into_os_string(), (dev.to_string(), file));
+        if self.keep_open && self.files.len() + self.dirs.len() < self.budget {
+            self.files.insert(
+                OsStr::from_bytes(&self.path).to_os_string(),
+                (dev.to_string(), file),
+            );
         }
         read
     }
 
-    fn read_with<T>(
+    /// Reads `name` (relative) under the directory `self.path` holds, leaving `self.path` as
+    /// it was.
+    fn read_in<T>(
         &mut self,
         dev: &str,
-        path: PathBuf,
+        name: &str,
         parse: impl FnOnce(&str) -> Field<T>,
     ) -> Field<T> {
-        self.read(dev, path).and_then(|raw| parse(&raw))
+        let dir = self.path.len();
+        self.push_path(name.as_bytes());
+        let r = self.read_with(dev, parse);
+        self.path.truncate(dir);
+        r
     }
 
-    fn poll_one(&mut self, t: &PollTarget) -> PortReading {
-        let dir = self.sys.port_dir(&t.dev, t.port);
+    /// Appends a component to `self.path`.
+    fn push_path(&mut self, component: &[u8]) {
+        if !self.path.is_empty() && !self.path.ends_with(b"/") {
+            self.path.push(b'/');
+        }
+        self.path.extend_from_slice(component);
+    }
+
+    fn poll_one(&mut self, t: &PollTarget, lids: bool) -> PortReading {
+        self.path.clear();
+        self.path.extend_from_slice(self.ib_class.as_bytes());
+        self.push_path(t.dev.as_bytes());
+        self.rel = Some(self.path.len() + 1);
+        self.push_path(b"ports");
+        self.push_path(t.port.to_string().as_bytes());
         let (state, phys_state) = if t.state {
             (
-                self.read_with(&t.dev, dir.join("state"), PortState::parse_sysfs),
-                self.read_with(&t.dev, dir.join("phys_state"), PhysState::parse_sysfs),
+                self.read_in(&t.dev, "state", PortState::parse_sysfs),
+                self.read_in(&t.dev, "phys_state", PhysState::parse_sysfs),
             )
         } else {
             (Err(AttrError::Missing), Err(AttrError::Missing))
         };
-        let (lid, sm_lid) = if t.lids {
+        let (lid, sm_lid) = if t.lids && lids {
             (
-                self.read_with(&t.dev, dir.join("lid"), parse_hex_u32),
-                self.read_with(&t.dev, dir.join("sm_lid"), parse_hex_u32),
+                Some(self.read_in(&t.dev, "lid", parse_hex_u32)),
+                Some(self.read_in(&t.dev, "sm_lid", parse_hex_u32)),
             )
         } else {
-            (Ok(0), Ok(0))
+            (None, None)
         };
-        let traffic = self.traffic(t, &dir);
+        let traffic = self.traffic(t);
         PortReading {
             state,
             phys_state,
@@ -241,22 +363,25 @@ impl SysfsPortPoller {
         }
     }
 
-    fn traffic(&mut self, t: &PollTarget, port_dir: &Path) -> TrafficCounters {
-        let base = match &t.counters {
-            CounterSource::Netdev(nd) => {
-                if let Some(c) = self.dumped_counters(&t.dev, nd) {
-                    return TrafficCounters {
-                        tx_bytes: Ok(c.tx_bytes),
-                        rx_bytes: Ok(c.rx_bytes),
-                        tx_packets: Ok(c.tx_packets),
-                        rx_packets: Ok(c.rx_packets),
-                        saturated: false,
-                    };
-                }
-                self.sys.netdev_dir(nd).join("statistics")
+    /// The port's counters; `self.path` holds the port's directory.
+    fn traffic(&mut self, t: &PollTarget) -> TrafficCounters {
+        if let CounterSource::Netdev(nd) = &t.counters {
+            if let Some(c) = self.dumped_counters(&t.dev, nd) {
+                return TrafficCounters {
+                    tx_bytes: Ok(c.tx_bytes),
+                    rx_bytes: Ok(c.rx_bytes),
+                    tx_packets: Ok(c.tx_packets),
+                    rx_packets: Ok(c.rx_packets),
+                    saturated: false,
+                };
             }
-            _ => port_dir.to_path_buf(),
-        };
+            self.path = self
+                .sys
+                .netdev_dir(nd)
+                .join("statistics")
+                .into_os_string()
+                .into_vec();
+        }
         let Some(names) = counter_files(&t.counters) else {
             return TrafficCounters {
                 tx_bytes: Err(AttrError::Missing),
@@ -266,7 +391,7 @@ impl SysfsPortPoller {
                 saturated: false,
             };
         };
-        let mut v = names.map(|n| self.read_with(&t.dev, base.join(n), parse_dec::<u64>));
+        let mut v = names.map(|n| self.read_in(&t.dev, n, parse_dec::<u64>));
         let saturated = t.counters == CounterSource::Pma(CounterWidth::Bits32)
             && v.iter()
                 .any(|x| matches!(x, Ok(n) if *n >= PMA32_SATURATED));
@@ -287,8 +412,26 @@ impl SysfsPortPoller {
     }
 }
 
+/// `openat(dir, rel, O_RDONLY | O_CLOEXEC)`; `cpath` is reused for the NUL-terminated name.
+fn openat(dir: std::os::fd::RawFd, rel: &[u8], cpath: &mut Vec<u8>) -> std::io::Result<File> {
+    use std::os::fd::FromRawFd;
+    cpath.clear();
+    cpath.extend_from_slice(rel);
+    cpath.push(0);
+    let name = std::ffi::CStr::from_bytes_with_nul(cpath)
+        .map_err(|_| std::io::Error::from(ErrorKind::InvalidInput))?;
+    // SAFETY: `name` is NUL-terminated and outlives the call; `dir` is a descriptor the
+    // poller holds open for the call's duration.
+    let fd = unsafe { libc::openat(dir, name.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just opened and is owned by nothing else.
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
 impl PortPoller for SysfsPortPoller {
-    fn poll(&mut self, targets: &[PollTarget]) -> Vec<PortReading> {
+    fn poll(&mut self, targets: &[PollTarget], lids: LidTurn) -> Vec<PortReading> {
         self.dumped.clear();
         let netdev_counted = targets
             .iter()
@@ -300,11 +443,16 @@ impl PortPoller for SysfsPortPoller {
                 Err(e) => tracing::debug!(error = %e, "netdev counters dump failed"),
             }
         }
-        targets.iter().map(|t| self.poll_one(t)).collect()
+        targets
+            .iter()
+            .enumerate()
+            .map(|(i, t)| self.poll_one(t, lids.includes(i)))
+            .collect()
     }
 
     fn forget(&mut self, dev: &str) {
         self.files.retain(|_, (d, _)| d != dev);
+        self.dirs.remove(dev);
         self.ifindex.retain(|_, (d, _)| d != dev);
     }
 }
@@ -335,17 +483,17 @@ mod tests {
             .position(|t| matches!(t.counters, CounterSource::Pma(_)))
             .expect("a PMA port in the demo host");
         let mut poller = SysfsPortPoller::reopening(sim.sysroot().clone());
-        let before = poller.poll(&targets);
+        let before = poller.poll(&targets, LidTurn::ALL);
         assert!(before[pma].state.is_ok());
         let tx0 = before[pma].traffic.tx_bytes.clone().expect("tx");
         let t = &targets[pma];
         sim.add_traffic(&t.dev, t.port, 4000, 8000)
             .expect("traffic");
-        let after = poller.poll(&targets);
+        let after = poller.poll(&targets, LidTurn::ALL);
         assert_eq!(after[pma].traffic.tx_bytes, Ok(tx0 + 4000));
         // The same reading through a fresh poller: what the poller holds is not stale.
         assert_eq!(
-            SysfsPortPoller::reopening(sim.sysroot().clone()).poll(&targets),
+            SysfsPortPoller::reopening(sim.sysroot().clone()).poll(&targets, LidTurn::ALL),
             after
         );
     }
@@ -374,7 +522,7 @@ mod tests {
         let before = fds();
         let budget = 100;
         let mut poller = SysfsPortPoller::new(sim.sysroot().clone(), budget);
-        let readings = poller.poll(&targets);
+        let readings = poller.poll(&targets, LidTurn::ALL);
         assert_eq!(poller.kept_open(), budget);
         // What this process holds, not only what the poller counts. Other tests of this
         // binary may run in parallel threads under `cargo test`; nextest runs each alone.
@@ -382,21 +530,29 @@ mod tests {
             assert!(a <= b + budget, "{a} descriptors open, {b} before the poll");
         }
         // Every file was read, kept or not: the same as a poller that keeps none.
-        assert!(readings
-            .iter()
-            .all(|r| r.state.is_ok() && r.traffic.tx_bytes.is_ok()));
+        assert!(readings.iter().all(|r| {
+            let t = &r.traffic;
+            r.state.is_ok()
+                && r.phys_state.is_ok()
+                && matches!(r.lid, Some(Ok(_)))
+                && matches!(r.sm_lid, Some(Ok(_)))
+                && [&t.tx_bytes, &t.rx_bytes, &t.tx_packets, &t.rx_packets]
+                    .iter()
+                    .all(|c| c.is_ok())
+        }));
         assert_eq!(
             readings,
-            SysfsPortPoller::reopening(sim.sysroot().clone()).poll(&targets)
+            SysfsPortPoller::reopening(sim.sysroot().clone()).poll(&targets, LidTurn::ALL)
         );
         for _ in 0..3 {
-            poller.poll(&targets);
+            poller.poll(&targets, LidTurn::ALL);
             assert_eq!(poller.kept_open(), budget);
         }
-        // The first device held the first 16 slots; forgotten, others take them.
+        // The first device held the first 17 slots (its directory and 16 files);
+        // forgotten, others take them.
         poller.forget(&targets[0].dev);
-        assert_eq!(poller.kept_open(), budget - 16);
-        poller.poll(&targets);
+        assert_eq!(poller.kept_open(), budget - 17);
+        poller.poll(&targets, LidTurn::ALL);
         assert_eq!(poller.kept_open(), budget);
     }
 
@@ -457,7 +613,8 @@ mod tests {
             .trim()
             .parse()
             .expect("number");
-        let by_files = SysfsPortPoller::reopening(sim.sysroot().clone()).poll(&targets);
+        let by_files =
+            SysfsPortPoller::reopening(sim.sysroot().clone()).poll(&targets, LidTurn::ALL);
         assert!(by_files[0].traffic.tx_bytes.is_ok());
         let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let failing = FakeStats {
@@ -467,7 +624,7 @@ mod tests {
         };
         let mut poller =
             SysfsPortPoller::reopening(sim.sysroot().clone()).with_link_stats(Box::new(failing));
-        assert_eq!(poller.poll(&targets), by_files);
+        assert_eq!(poller.poll(&targets, LidTurn::ALL), by_files);
         let fake = FakeStats {
             ifindex,
             fail: false,
@@ -477,7 +634,7 @@ mod tests {
             SysfsPortPoller::reopening(sim.sysroot().clone()).with_link_stats(Box::new(fake));
         std::fs::remove_dir_all(sim.sysroot().netdev_dir(&nd).join("statistics"))
             .expect("remove statistics");
-        let got = poller.poll(&targets);
+        let got = poller.poll(&targets, LidTurn::ALL);
         let t = &got[0].traffic;
         assert_eq!(
             (&t.tx_bytes, &t.rx_bytes, &t.tx_packets, &t.rx_packets),
@@ -497,16 +654,105 @@ mod tests {
         let lid = sim.sysroot().port_dir(&t.dev, t.port).join("lid");
         std::fs::remove_file(&lid).expect("remove lid");
         let mut poller = SysfsPortPoller::reopening(sim.sysroot().clone());
-        let r = &poller.poll(std::slice::from_ref(t))[0];
-        assert_eq!((&r.lid, &r.sm_lid), (&Ok(0), &Ok(0)));
+        let r = &poller.poll(std::slice::from_ref(t), LidTurn::ALL)[0];
+        assert_eq!((&r.lid, &r.sm_lid), (&None, &None));
         let with_lids = PollTarget {
             lids: true,
             ..t.clone()
         };
         assert_eq!(
-            poller.poll(std::slice::from_ref(&with_lids))[0].lid,
-            Err(AttrError::Missing)
+            poller.poll(std::slice::from_ref(&with_lids), LidTurn::ALL)[0].lid,
+            Some(Err(AttrError::Missing))
         );
+    }
+
+    /// Each InfiniBand port's `lid` and `sm_lid` are read once in every `every` polls, in
+    /// turn: the other polls read 6 files a port, not 8, and a LID the subnet manager
+    /// changed is seen in the port's turn.
+    #[test]
+    fn lids_are_read_once_a_turn() {
+        use crate::kernel::Host;
+        let sim = SimHost::new(fixtures::large_host(4, 2, 0)).expect("sim");
+        let mut targets = Vec::new();
+        for d in sim.sysroot().rdma_device_names().expect("names") {
+            for p in sim.sysroot().port_sources(&d).expect("sources") {
+                targets.push(PollTarget {
+                    dev: d.clone(),
+                    port: p.port,
+                    counters: p.counters,
+                    lids: true,
+                    state: true,
+                });
+            }
+        }
+        let ports = targets.len();
+        assert_eq!(ports, 8);
+        let every = 4;
+        let mut poller = sim.port_poller();
+        let before = sim.cost().counts();
+        let mut read = vec![0; ports];
+        for n in 0..every {
+            let readings = poller.poll(&targets, LidTurn::of(n as u64, every));
+            for (i, r) in readings.iter().enumerate() {
+                assert_eq!(r.lid.is_some(), r.sm_lid.is_some());
+                if let Some(lid) = &r.lid {
+                    assert!(lid.is_ok(), "{lid:?}");
+                    read[i] += 1;
+                }
+            }
+        }
+        assert_eq!(
+            read,
+            vec![1; ports],
+            "each port's LIDs once in {every} polls"
+        );
+        let files = sim.cost().counts().since(&before).sysfs_files;
+        assert_eq!(files as usize, every * ports * 6 + ports * 2);
+        // A new LID without any event: read in the port's turn, not before.
+        let t = &targets[1];
+        sim.corrupt_file(
+            &format!("sys/class/infiniband/{}/ports/{}/lid", t.dev, t.port),
+            "0x77\n",
+        )
+        .expect("lid");
+        let turn = LidTurn::of(every as u64, every);
+        assert!(!turn.includes(1));
+        assert_eq!(poller.poll(&targets, turn)[1].lid, None);
+        let turn = LidTurn::of(every as u64 + 1, every);
+        assert_eq!(poller.poll(&targets, turn)[1].lid, Some(Ok(0x77)));
+        // Every port at every poll with `ALL`.
+        assert!(poller
+            .poll(&targets, LidTurn::ALL)
+            .iter()
+            .all(|r| r.lid.is_some() && r.sm_lid.is_some()));
+    }
+
+    /// A device removed and added again under its name, with no `forget` in between: the
+    /// directory the poller held is gone, and the poll reads the new device's files, not
+    /// "missing".
+    #[test]
+    fn a_device_back_under_its_name_is_read_in_its_new_directory() {
+        let spec = fixtures::large_host(2, 1, 0);
+        let mut again = spec.devices[0].clone();
+        again.ports[0].lid = 0x99;
+        let sim = SimHost::new(spec).expect("sim");
+        let dev = again.name.clone();
+        let target = PollTarget {
+            dev: dev.clone(),
+            port: 1,
+            counters: CounterSource::Pma(CounterWidth::Bits64),
+            lids: true,
+            state: true,
+        };
+        let mut poller = SysfsPortPoller::reopening(sim.sysroot().clone());
+        let before = poller.poll(std::slice::from_ref(&target), LidTurn::ALL);
+        assert!(matches!(before[0].lid, Some(Ok(n)) if n != 0x99));
+        assert_eq!(poller.kept_open(), 1, "the device's directory is held");
+        sim.unplug(&dev).expect("unplug");
+        sim.plug(again).expect("plug");
+        let after = poller.poll(std::slice::from_ref(&target), LidTurn::ALL);
+        assert_eq!(after[0].lid, Some(Ok(0x99)));
+        assert!(after[0].state.is_ok() && after[0].traffic.tx_bytes.is_ok());
     }
 
     #[test]
@@ -521,11 +767,13 @@ mod tests {
             state: true,
         };
         let mut poller = SysfsPortPoller::reopening(sim.sysroot().clone());
-        assert!(poller.poll(std::slice::from_ref(&target))[0].state.is_ok());
+        assert!(poller.poll(std::slice::from_ref(&target), LidTurn::ALL)[0]
+            .state
+            .is_ok());
         sim.unplug(&dev).expect("unplug");
         poller.forget(&dev);
         assert_eq!(
-            poller.poll(std::slice::from_ref(&target))[0].state,
+            poller.poll(std::slice::from_ref(&target), LidTurn::ALL)[0].state,
             Err(AttrError::Missing)
         );
     }

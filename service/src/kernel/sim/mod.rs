@@ -732,9 +732,13 @@ struct SimPortPoller {
 }
 
 impl PortPoller for SimPortPoller {
-    fn poll(&mut self, targets: &[super::PollTarget]) -> Vec<super::PortReading> {
+    fn poll(
+        &mut self,
+        targets: &[super::PollTarget],
+        lids: super::LidTurn,
+    ) -> Vec<super::PortReading> {
         let errno = match self.read_fault.load(Ordering::SeqCst) {
-            0 => return self.cost.scoped(|| self.sysfs.poll(targets)),
+            0 => return self.cost.scoped(|| self.sysfs.poll(targets, lids)),
             n => Errno(n),
         };
         fn e<T>(errno: Errno) -> crate::model::Field<T> {
@@ -745,8 +749,8 @@ impl PortPoller for SimPortPoller {
             .map(|_| super::PortReading {
                 state: e(errno),
                 phys_state: e(errno),
-                lid: e(errno),
-                sm_lid: e(errno),
+                lid: Some(e(errno)),
+                sm_lid: Some(e(errno)),
                 traffic: super::TrafficCounters {
                     tx_bytes: e(errno),
                     rx_bytes: e(errno),
