@@ -558,9 +558,11 @@ async fn a_device_that_cannot_be_read_keeps_its_objects() {
         return;
     };
     let before = managed(&r).await;
-    // The next device read fails with EIO, and a silent change elsewhere waits for a re-read.
+    // The next read of mlx4_0 fails with EIO, and a silent change elsewhere (rxe0) waits for a
+    // re-read. By name: the re-read reads devices concurrently, and a fault on whichever read
+    // comes first could hit rxe0, whose retry waits for a tick that never comes here.
     r.sim
-        .fail_next(SimOp::ReadDevice, rdma_managerd::model::Errno::EIO);
+        .fail_next_read_of("mlx4_0", rdma_managerd::model::Errno::EIO);
     r.sim
         .corrupt_file("sys/class/infiniband/rxe0/ports/1/state", "1: DOWN\n")
         .unwrap();

@@ -61,6 +61,8 @@ enum Fault {
     Unplug(SimOp, String),
     /// The next `op` takes this long (a module autoload, a hung sysfs read).
     Delay(SimOp, std::time::Duration),
+    /// The next read of this device fails with `errno`.
+    FailDevice(String, Errno),
 }
 
 /// A configfs `rdma_cm/<name>` group: bound to the device name it was made with.
@@ -265,6 +267,15 @@ impl SimHost {
     /// The next `op` fails with `errno` and changes nothing.
     pub fn fail_next(&self, op: SimOp, errno: Errno) {
         self.lock().faults.push(Fault::Fail(op, errno));
+    }
+
+    /// The next read of `device` (not of any other) fails with `errno` and changes nothing:
+    /// unlike [`SimHost::fail_next`], which device it hits does not depend on the order in
+    /// which concurrent reads reach the host.
+    pub fn fail_next_read_of(&self, device: &str, errno: Errno) {
+        self.lock()
+            .faults
+            .push(Fault::FailDevice(device.to_string(), errno));
     }
 
     /// The device is unplugged just before the next `op` runs.
@@ -590,7 +601,7 @@ impl SimHost {
     fn take_fault(&self, st: &mut SimState, op: SimOp) -> Result<(), HostError> {
         let Some(pos) = st.faults.iter().position(|f| match f {
             Fault::Fail(o, _) | Fault::Unplug(o, _) => *o == op,
-            Fault::Delay(..) => false,
+            Fault::Delay(..) | Fault::FailDevice(..) => false,
         }) else {
             return Ok(());
         };
@@ -601,7 +612,21 @@ impl SimHost {
                 let _ = self.remove_device_locked(st, &dev);
                 Ok(())
             }
-            Fault::Delay(..) => Ok(()),
+            Fault::Delay(..) | Fault::FailDevice(..) => Ok(()),
+        }
+    }
+
+    /// The fault registered for the next read of `device`, if any (taken).
+    fn take_device_fault(&self, st: &mut SimState, device: &str) -> Result<(), HostError> {
+        let pos = st
+            .faults
+            .iter()
+            .position(|f| matches!(f, Fault::FailDevice(d, _) if d == device));
+        match pos.map(|p| st.faults.remove(p)) {
+            Some(Fault::FailDevice(_, errno)) => {
+                Err(HostError::kernel(Op::File(format!("read {device}")), errno))
+            }
+            _ => Ok(()),
         }
     }
 
@@ -780,6 +805,7 @@ impl Host for SimHost {
         {
             let mut st = self.lock();
             self.take_fault(&mut st, SimOp::ReadDevice)?;
+            self.take_device_fault(&mut st, name)?;
         }
         // GIDs through the simulated verbs, as the Linux host reads them where libibverbs is.
         let name = name.to_string();
