@@ -498,13 +498,8 @@ mod tests {
         );
     }
 
-    /// The poll of a host with far more files than the budget never holds more than the
-    /// budget, reads every file all the same, and a device forgotten frees its slots for
-    /// others.
-    #[test]
-    fn kept_descriptors_never_exceed_the_budget() {
-        // 64 devices x 2 ports x (4 attributes + 4 PMA counters): 1024 polled files.
-        let sim = SimHost::new(fixtures::large_host(64, 2, 0)).expect("sim");
+    /// Every port of `sim`, with its state and LIDs polled.
+    fn every_port(sim: &SimHost) -> Vec<PollTarget> {
         let mut targets = Vec::new();
         for d in sim.sysroot().rdma_device_names().expect("names") {
             for p in sim.sysroot().port_sources(&d).expect("sources") {
@@ -517,6 +512,17 @@ mod tests {
                 });
             }
         }
+        targets
+    }
+
+    /// The poll of a host with far more files than the budget never holds more than the
+    /// budget, reads every file all the same, and a device forgotten frees its slots for
+    /// others.
+    #[test]
+    fn kept_descriptors_never_exceed_the_budget() {
+        // 64 devices x 2 ports x (4 attributes + 4 PMA counters): 1024 polled files.
+        let sim = SimHost::new(fixtures::large_host(64, 2, 0)).expect("sim");
+        let targets = every_port(&sim);
         assert_eq!(targets.len(), 128);
         let fds = || std::fs::read_dir("/proc/self/fd").map(|d| d.count()).ok();
         let before = fds();
@@ -673,18 +679,7 @@ mod tests {
     fn lids_are_read_once_a_turn() {
         use crate::kernel::Host;
         let sim = SimHost::new(fixtures::large_host(4, 2, 0)).expect("sim");
-        let mut targets = Vec::new();
-        for d in sim.sysroot().rdma_device_names().expect("names") {
-            for p in sim.sysroot().port_sources(&d).expect("sources") {
-                targets.push(PollTarget {
-                    dev: d.clone(),
-                    port: p.port,
-                    counters: p.counters,
-                    lids: true,
-                    state: true,
-                });
-            }
-        }
+        let targets = every_port(&sim);
         let ports = targets.len();
         assert_eq!(ports, 8);
         let every = 4;

@@ -11,12 +11,14 @@ use anyhow::{bail, Context, Result};
 use futures::StreamExt;
 use rdma_manager_dbus::proxies::ManagerProxy;
 use rdma_manager_dbus::BUS_NAME;
+use rdma_manager_tests::bus::PrivateBus;
 use rdma_manager_tests::bus::{
     busctl_call, skip_reason, BusConfig, PolkitConfig, PrivatePolkit, Reply, UserDb,
 };
-use rdma_manager_tests::service::{serve_sim_at, session_bus_or_skip};
+use rdma_manager_tests::service::{serve_sim_at, session_bus_or_skip, ServedSim};
 use rdma_managerd::engine::EngineConfig;
 use rdma_managerd::kernel::sim::{fixtures, SimHost, SimNetdev, SimOp};
+use tokio::task::JoinHandle;
 use zbus::fdo::ObjectManagerProxy;
 
 const DEVICE_INTERFACE: &str = "org.rdmamanager.RdmaManager1.Device";
@@ -32,16 +34,7 @@ async fn the_name_is_owned_before_the_host_is_read_and_get_managed_objects_waits
     };
     let sim = SimHost::new(fixtures::demo_host())?;
     let devices = sim.spec().devices.len();
-    sim.delay_next(SimOp::ReadDevice, HELD);
-    let serving = {
-        tokio::spawn(serve_sim_at(
-            bus.address().to_string(),
-            sim.clone(),
-            EngineConfig::default(),
-        ))
-    };
-    bus.wait_for_name(BUS_NAME, Duration::from_secs(30)).await?;
-    let client = bus.connect().await?;
+    let (serving, client) = serve_held(&bus, &sim).await?;
     let manager = ManagerProxy::new(&client).await?;
     let mut changes = manager.receive_startup_changed().await;
 
@@ -89,6 +82,22 @@ async fn the_name_is_owned_before_the_host_is_read_and_get_managed_objects_waits
     Ok(())
 }
 
+/// The service started on `sim` with its first device read held, as a task, and a client
+/// connected once the name is owned (start-up still running).
+async fn serve_held(
+    bus: &PrivateBus,
+    sim: &SimHost,
+) -> Result<(JoinHandle<Result<ServedSim>>, zbus::Connection)> {
+    sim.delay_next(SimOp::ReadDevice, HELD);
+    let serving = tokio::spawn(serve_sim_at(
+        bus.address().to_string(),
+        sim.clone(),
+        EngineConfig::default(),
+    ));
+    bus.wait_for_name(BUS_NAME, Duration::from_secs(30)).await?;
+    Ok((serving, bus.connect().await?))
+}
+
 /// The demo host with a free Ethernet interface for a soft link.
 fn host_with_eth1() -> Result<SimHost> {
     let mut spec = fixtures::demo_host();
@@ -111,16 +120,7 @@ async fn a_change_asked_during_start_up_waits_for_the_engine_and_is_done() -> Re
         .start()?;
     let _polkit = PrivatePolkit::start(&bus, &users, &PolkitConfig::rdma_manager()).await?;
     let sim = host_with_eth1()?;
-    sim.delay_next(SimOp::ReadDevice, HELD);
-    let serving = {
-        tokio::spawn(serve_sim_at(
-            bus.address().to_string(),
-            sim.clone(),
-            EngineConfig::default(),
-        ))
-    };
-    bus.wait_for_name(BUS_NAME, Duration::from_secs(30)).await?;
-    let client = bus.connect().await?;
+    let (serving, client) = serve_held(&bus, &sim).await?;
     let manager = ManagerProxy::new(&client).await?;
     assert!(manager.startup().await?, "Startup while the host is read");
 
