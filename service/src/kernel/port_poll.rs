@@ -381,6 +381,8 @@ impl SysfsPortPoller {
                 .join("statistics")
                 .into_os_string()
                 .into_vec();
+            // Not under the RDMA device's directory: opened by the whole path.
+            self.rel = None;
         }
         let Some(names) = counter_files(&t.counters) else {
             return TrafficCounters {
@@ -748,6 +750,44 @@ mod tests {
         let after = poller.poll(std::slice::from_ref(&target), LidTurn::ALL);
         assert_eq!(after[0].lid, Some(Ok(0x99)));
         assert!(after[0].state.is_ok() && after[0].traffic.tx_bytes.is_ok());
+    }
+
+    /// A RoCE port counted by its netdev's statistics files (no rtnetlink dump): those files
+    /// are opened by their own path, not relative to the RDMA device's directory, which stays
+    /// held for the port's own files (a relative open of the netdev's path failed and dropped
+    /// it at every poll).
+    #[test]
+    fn netdev_statistics_are_not_opened_under_the_device_directory() {
+        let sim = SimHost::new(fixtures::demo_host()).expect("sim");
+        let (dev, source) = sim
+            .sysroot()
+            .rdma_device_names()
+            .expect("names")
+            .into_iter()
+            .find_map(|d| {
+                let s = sim
+                    .sysroot()
+                    .port_sources(&d)
+                    .ok()?
+                    .into_iter()
+                    .find(|s| matches!(s.counters, CounterSource::Netdev(_)))?;
+                Some((d, s))
+            })
+            .expect("a port counted by its netdev on the demo host");
+        let target = PollTarget {
+            dev: dev.clone(),
+            port: source.port,
+            counters: source.counters,
+            lids: false,
+            state: true,
+        };
+        let mut poller = SysfsPortPoller::reopening(sim.sysroot().clone());
+        let r = poller.poll(std::slice::from_ref(&target), LidTurn::ALL);
+        assert!(r[0].state.is_ok() && r[0].traffic.tx_bytes.is_ok(), "{r:?}");
+        assert!(
+            poller.dirs.contains_key(&dev),
+            "{dev}'s directory is still held after its netdev's counters were read"
+        );
     }
 
     #[test]
