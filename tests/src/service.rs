@@ -130,6 +130,22 @@ pub fn attr(line: &str, key: &str) -> Option<String> {
     Some(rest[..rest.find('"')?].to_string())
 }
 
+/// A private *system* bus with the project's bus policy, its user database (the test user
+/// in the rdma group or not) and a real polkitd with `config`: what [`SystemSetup`] serves
+/// on, for a test that starts the service itself.
+pub async fn system_bus_with_polkit(
+    in_group: bool,
+    config: &PolkitConfig,
+) -> Result<(UserDb, PrivateBus, PrivatePolkit)> {
+    let users = UserDb::new(in_group)?;
+    let bus = BusConfig::system()
+        .with_rdma_manager_policy()
+        .users(&users)
+        .start()?;
+    let polkit = PrivatePolkit::start(&bus, &users, config).await?;
+    Ok((users, bus, polkit))
+}
+
 /// The daemon on the simulated demo host, on a private *system* bus with the project's bus
 /// policy and a real polkitd: root (`who` = None) is authorized by polkit itself, the test
 /// user (uid 4242) is not unless a rule grants it. Use it for every test of a mutating method.
@@ -152,12 +168,7 @@ impl SystemSetup {
         config: PolkitConfig,
         sim: SimHost,
     ) -> Result<SystemSetup> {
-        let users = UserDb::new(in_group)?;
-        let bus = BusConfig::system()
-            .with_rdma_manager_policy()
-            .users(&users)
-            .start()?;
-        let polkit = PrivatePolkit::start(&bus, &users, &config).await?;
+        let (users, bus, polkit) = system_bus_with_polkit(in_group, &config).await?;
         let service = serve_sim(&bus, &sim, EngineConfig::default())
             .await
             .context("serving")?;

@@ -40,9 +40,10 @@ use crate::engine::EngineHandle;
 /// What every object shares.
 pub struct Context {
     engine: OnceLock<EngineHandle>,
-    /// Becomes true when the engine is set: calls that arrive while the daemon starts (its
-    /// name is owned before the host is read) wait for it.
-    engine_set: tokio::sync::watch::Sender<bool>,
+    /// Becomes true when start-up is over (the host published and restored, the engine set,
+    /// `Startup` false): what calls that arrive while the daemon starts wait for (its name is
+    /// owned before the host is read).
+    started: tokio::sync::watch::Sender<bool>,
     authorizer: polkit::Authorizer,
     limits: Arc<limits::Limits>,
     changes: pending::PendingChanges,
@@ -52,7 +53,7 @@ impl Context {
     pub fn new(authorizer: polkit::Authorizer, limits: Arc<limits::Limits>) -> Context {
         Context {
             engine: OnceLock::new(),
-            engine_set: tokio::sync::watch::Sender::new(false),
+            started: tokio::sync::watch::Sender::new(false),
             authorizer,
             limits,
             changes: pending::PendingChanges::default(),
@@ -77,9 +78,8 @@ impl Context {
         if let Some(e) = self.engine.get() {
             return Ok(e);
         }
-        let mut set = self.engine_set.subscribe();
-        // The sender lives in `self`, so the wait ends only by the engine being set.
-        let _ = set.wait_for(|s| *s).await;
+        // The sender lives in `self`, so the wait ends only by start-up ending.
+        let _ = self.started_watch().wait_for(|s| *s).await;
         self.engine_now()
     }
 
@@ -93,7 +93,17 @@ impl Context {
 
     pub fn set_engine(&self, e: EngineHandle) {
         let _ = self.engine.set(e);
-        self.engine_set.send_replace(true);
+    }
+
+    /// Start-up is over: calls waiting in [`Context::engine`] or on [`Context::started_watch`]
+    /// go on. After [`Context::set_engine`].
+    pub fn mark_started(&self) {
+        self.started.send_replace(true);
+    }
+
+    /// True once start-up is over (see [`Context::mark_started`]).
+    pub fn started_watch(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.started.subscribe()
     }
 
     /// Asks polkit whether the caller may do `action`.

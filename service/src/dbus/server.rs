@@ -144,18 +144,17 @@ pub async fn serve_with(
     let limits = Limits::new(LimitConfig::default());
     limits.attach(&conn);
     let managed = Arc::new(ManagedCache::default());
-    let (complete_tx, complete) = tokio::sync::watch::channel(false);
+    let ctx = Arc::new(Context::new(authorizer, limits.clone()));
     conn.object_server()
         .at(
             ROOT_PATH,
             Guarded::new(
-                ManagedObjects::new(managed.clone(), complete),
+                ManagedObjects::new(managed.clone(), ctx.started_watch()),
                 limits.clone(),
             ),
         )
         .await
         .map_err(ServeError::Objects)?;
-    let ctx = Arc::new(Context::new(authorizer, limits.clone()));
     ctx.changes().set_connection(&conn);
     conn.object_server()
         .at(
@@ -186,7 +185,7 @@ pub async fn serve_with(
     ctx.set_engine(engine.clone());
     // Startup false first: a client whose GetManagedObjects was answered finds it false.
     publisher.started().await;
-    complete_tx.send_replace(true);
+    ctx.mark_started();
     phases.mark("started");
     tracing::info!(phases = %phases.summary(), "start-up phases, ms");
     // The model's size, so that GetManagedObjects calls admitted together reserve what they

@@ -11,11 +11,10 @@ use anyhow::{bail, Context, Result};
 use futures::StreamExt;
 use rdma_manager_dbus::proxies::ManagerProxy;
 use rdma_manager_dbus::BUS_NAME;
-use rdma_manager_tests::bus::PrivateBus;
-use rdma_manager_tests::bus::{
-    busctl_call, skip_reason, BusConfig, PolkitConfig, PrivatePolkit, Reply, UserDb,
+use rdma_manager_tests::bus::{busctl_call, skip_reason, PolkitConfig, PrivateBus, Reply};
+use rdma_manager_tests::service::{
+    serve_sim_at, session_bus_or_skip, system_bus_with_polkit, ServedSim,
 };
-use rdma_manager_tests::service::{serve_sim_at, session_bus_or_skip, ServedSim};
 use rdma_managerd::engine::EngineConfig;
 use rdma_managerd::kernel::sim::{fixtures, SimHost, SimNetdev, SimOp};
 use tokio::task::JoinHandle;
@@ -113,12 +112,8 @@ async fn a_change_asked_during_start_up_waits_for_the_engine_and_is_done() -> Re
         eprintln!("skipping: {reason}");
         return Ok(());
     }
-    let users = UserDb::new(false)?;
-    let bus = BusConfig::system()
-        .with_rdma_manager_policy()
-        .users(&users)
-        .start()?;
-    let _polkit = PrivatePolkit::start(&bus, &users, &PolkitConfig::rdma_manager()).await?;
+    let (_users, bus, _polkit) =
+        system_bus_with_polkit(false, &PolkitConfig::rdma_manager()).await?;
     let sim = host_with_eth1()?;
     let (serving, client) = serve_held(&bus, &sim).await?;
     let manager = ManagerProxy::new(&client).await?;
