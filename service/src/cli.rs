@@ -20,7 +20,8 @@ pub const USAGE: &str =
   --session       serve on the session bus instead (development)
   --address=ADDR  serve on the bus at ADDR (tests)
   --tick-ms=N     port poll and sampling period in milliseconds (default 1000); the history
-                  still keeps 900 samples per port, so it covers 900 ticks (benchmarks)
+                  still keeps 300 samples and 360 averages of 10 per port, so it covers
+                  3600 ticks (benchmarks)
   show            print every RDMA device and port as ibstat does, then the IPoIB interfaces
   --simulate      use the simulated demo host (`show` does so when this host has no RDMA)
   --simulate=DIR  the same, with its sysfs-shaped tree kept in DIR

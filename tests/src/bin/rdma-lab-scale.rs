@@ -16,12 +16,15 @@
 //!   and what each way of reading all devices costs in this process;
 //! - `rdma-managerd` on a system bus: from its start to the bus name owned; after 30 s its
 //!   open descriptors (`/proc/PID/fd`), RSS and open-file limit; its CPU over the next 30 s
-//!   while idle; GetManagedObjects in one client (the first call, then the median of 11);
+//!   while idle; GetManagedObjects in one client (the first call, then the median of 11,
+//!   with the CPU each call costs the bus, the daemon and the client, and a Peer.Ping's
+//!   round trip as the floor of any call);
 //!   the time from
 //!   `ip link set dummyN down` until the port's `State` on D-Bus is `DOWN`; from `rdma link
 //!   add` of one more device until its Device object's InterfacesAdded; how many lines of
 //!   its log say "Too many open files"; then a second start (a restart: rdma_cm's configfs
-//!   directories exist by then) with ibstat timed again beside it.
+//!   directories exist by then) with ibstat timed again beside it; then a third start with
+//!   a 10 ms tick, whose RSS is taken once every port's history is full.
 //!
 //! Prints one `scale: NAME VALUE` line per figure. Times are figures, never checks; it fails
 //! (exit status 1) only when the GIDs through verbs and sysfs differ, the daemon does not come
@@ -451,6 +454,65 @@ fn cpu_ticks(pid: u32) -> Option<u64> {
     Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
 }
 
+/// Starts the daemon with a 10 ms tick, waits until every port's history is full, and
+/// returns its VmRSS, its RSS by kind and how many samples with data one port's two
+/// histories returned (gaps, ticks the poll could not keep up with, fill the rings but are
+/// not returned).
+async fn full_history_rss(
+    conn: &zbus::Connection,
+    dbus: &zbus::fdo::DBusProxy<'_>,
+    name: &zbus::names::BusName<'_>,
+    port_path: &OwnedObjectPath,
+) -> Result<(String, String, String)> {
+    let mut daemon = spawn_daemon_with(&["--tick-ms=10"])?;
+    let pid = daemon.id();
+    let result = async {
+        wait_until(Duration::from_secs(600), || async {
+            dbus.name_has_owner(name.clone()).await.unwrap_or(false)
+        })
+        .await
+        .context("no name within 600 s")?;
+        started(conn)
+            .await
+            .context("Startup still true after 600 s")?;
+        // 3600 ticks of 10 ms, and a margin.
+        tokio::time::sleep(Duration::from_secs(40)).await;
+        let mut counts = Vec::new();
+        for method in ["GetThroughputHistory", "GetThroughputHistoryCoarse"] {
+            let reply = conn
+                .call_method(
+                    Some(NAME),
+                    port_path.as_str(),
+                    Some(PORT_IFACE),
+                    method,
+                    &(),
+                )
+                .await?;
+            let samples: Vec<(u64, f64, f64, f64, f64, u8)> = reply.body().deserialize()?;
+            counts.push(samples.len().to_string());
+        }
+        let rss = proc_status_kb(pid, "VmRSS:").map_or("?".into(), |n| n.to_string());
+        anyhow::Ok((rss, rss_kinds(pid), counts.join(" / ")))
+    }
+    .await;
+    let _ = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status();
+    let _ = daemon.wait();
+    result
+}
+
+/// `RssAnon / RssFile / RssShmem` of a process, in KiB.
+fn rss_kinds(pid: u32) -> String {
+    let kib = |field| proc_status_kb(pid, field).map_or("?".into(), |n| n.to_string());
+    format!(
+        "{} / {} / {}",
+        kib("RssAnon:"),
+        kib("RssFile:"),
+        kib("RssShmem:")
+    )
+}
+
 fn open_fds(pid: u32) -> Option<usize> {
     std::fs::read_dir(format!("/proc/{pid}/fd"))
         .ok()
@@ -509,8 +571,13 @@ async fn startup_now(conn: &zbus::Connection) -> Result<bool> {
 
 /// The installed daemon, logging at info to [`DAEMON_LOG`] (made anew).
 fn spawn_daemon() -> Result<Child> {
+    spawn_daemon_with(&[])
+}
+
+fn spawn_daemon_with(args: &[&str]) -> Result<Child> {
     let log = std::fs::File::create(DAEMON_LOG)?;
     Command::new("/usr/sbin/rdma-managerd")
+        .args(args)
         .env("RUST_LOG", "info")
         .env("NO_COLOR", "1")
         .stderr(log)
@@ -561,11 +628,12 @@ type Objects = HashMap<OwnedObjectPath, HashMap<String, HashMap<String, OwnedVal
 
 async fn daemon_phase(devices: usize) -> Result<()> {
     std::fs::create_dir_all("/run/dbus")?;
-    let _bus = Command::new("dbus-daemon")
+    let bus = Command::new("dbus-daemon")
         .args(["--system", "--nofork", "--nopidfile", "--nosyslog"])
         .stdout(Stdio::null())
         .spawn()
         .context("dbus-daemon")?;
+    let bus_pid = bus.id();
     if wait_until(Duration::from_secs(20), || async {
         std::path::Path::new(SOCK).exists()
     })
@@ -622,6 +690,10 @@ async fn daemon_phase(devices: usize) -> Result<()> {
     );
     let mut raw = Vec::new();
     let mut bytes = 0;
+    // Whose CPU a call costs: the bus (dbus-daemon reads a message 2 KiB at a time), the
+    // daemon (its reply is cached after the first call) and this client, over the 11 calls.
+    let this = std::process::id();
+    let cpu0 = [cpu_ticks(bus_pid), cpu_ticks(pid), cpu_ticks(this)];
     for _ in 0..11 {
         let t = Instant::now();
         let reply = conn
@@ -644,6 +716,37 @@ async fn daemon_phase(devices: usize) -> Result<()> {
             raw[5], bytes, raw[0], raw[10]
         ),
     );
+    let cpu1 = [cpu_ticks(bus_pid), cpu_ticks(pid), cpu_ticks(this)];
+    let per_call = |i: usize| match (cpu0[i], cpu1[i]) {
+        // Clock ticks of 10 ms over 11 calls.
+        (Some(a), Some(b)) => format!("{:.1}", (b - a) as f64 * 10.0 / 11.0),
+        _ => "?".into(),
+    };
+    figure(
+        "get_managed_objects_cpu_per_call_ms",
+        format!(
+            "bus {} daemon {} client {} (utime+stime over the 11 calls)",
+            per_call(0),
+            per_call(1),
+            per_call(2)
+        ),
+    );
+    // The floor of any call through the bus: a Peer.Ping to the daemon.
+    let mut ping = Vec::new();
+    for _ in 0..11 {
+        let t = Instant::now();
+        conn.call_method(
+            Some(NAME),
+            ROOT,
+            Some("org.freedesktop.DBus.Peer"),
+            "Ping",
+            &(),
+        )
+        .await?;
+        ping.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    ping.sort_by(f64::total_cmp);
+    figure("peer_ping_ms", format!("{:.1} (median of 11)", ping[5]));
     let mut decoded = Vec::new();
     for _ in 0..5 {
         let t = Instant::now();
@@ -704,12 +807,9 @@ async fn daemon_phase(devices: usize) -> Result<()> {
         proc_status_kb(pid, "VmRSS:").map_or("?".into(), |n| n.to_string()),
     );
     // Which part is the daemon's own data and which the pages of its files (its executable,
-    // libc, libibverbs and the providers it loads).
-    let kib = |field| proc_status_kb(pid, field).map_or("?".into(), |n| n.to_string());
-    figure(
-        "rss_anon_file_kib_60s",
-        format!("{} / {}", kib("RssAnon:"), kib("RssFile:")),
-    );
+    // libc, libibverbs and the providers it loads): on the lab's initramfs, a tmpfs, those
+    // are counted as shared memory, not as file pages.
+    figure("rss_anon_file_shmem_kib_60s", rss_kinds(pid));
 
     // A port going DOWN, on D-Bus.
     let props = zbus::fdo::PropertiesProxy::builder(&conn)
@@ -829,6 +929,21 @@ async fn daemon_phase(devices: usize) -> Result<()> {
     }
     if owned.is_none() {
         failed.push("the restarted daemon did not own its name within 600 s");
+    }
+
+    // RSS with every port's history full: a tick of 10 ms fills both rings (an hour of 10 s
+    // averages is 3600 ticks) in 36 s; ticks the poll cannot keep up with are gaps, which
+    // hold their place in the ring, so the rings are full by tick number all the same.
+    match full_history_rss(&conn, &dbus, &name, &port_path).await {
+        Ok((rss, kinds, samples)) => {
+            figure("rss_kib_full_history", rss);
+            figure("rss_anon_file_shmem_kib_full_history", kinds);
+            figure("full_history_samples_with_data_fine_coarse", samples);
+        }
+        Err(e) => {
+            figure("rss_kib_full_history", format!("FAILED: {e:#}"));
+            failed.push("the full-history run failed");
+        }
     }
     if !failed.is_empty() {
         bail!("{}", failed.join("; "));

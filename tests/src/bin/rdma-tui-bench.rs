@@ -1,7 +1,8 @@
 //! rdma-tui-bench: the client's benchmarks (docs/PERFORMANCE.md, "rdma-tui").
 //!
 //! - `frame`: in this process, the time to apply one 1 Hz update (a sample for every port) and
-//!   draw a whole frame of a page, with 64 InfiniBand ports and full 900-sample histories
+//!   draw a whole frame of a page, with 64 InfiniBand ports and full histories (300 samples
+//!   and 360 averages a port)
 //!   (`fixtures::large_model(32)`), through ratatui's crossterm backend into memory: the
 //!   layout, the widgets, the diff against the previous frame and the escape sequences, all
 //!   but the terminal's own write. At 80x24 and 200x60, for the Overview, Port and Bandwidth
@@ -197,9 +198,9 @@ fn wait_for_name(bus: &PrivateBus, timeout: Duration) -> Result<()> {
     bail!("{BUS_NAME} not on the bus within {timeout:?}")
 }
 
-/// The daemon on the 64-port host, sampling every `tick_ms` (`start` uses 20 ms so that 21 s
-/// fill every port's 900-sample history, which is what rdma-tui reads at start; `idle` uses
-/// the real 1 s).
+/// The daemon on the 64-port host, sampling every `tick_ms` (`start` uses 10 ms so that 37 s
+/// fill both of every port's histories, 300 samples and 360 averages of 10 ticks, which is
+/// what rdma-tui reads at start; `idle` uses the real 1 s).
 fn start_daemon(bus: &PrivateBus, bin: &Path, tick_ms: u64) -> Result<Proc> {
     let child = Command::new(bin.join("rdma-managerd"))
         .arg(format!("--address={}", bus.address()))
@@ -278,9 +279,9 @@ fn cpu_secs(pid: u32) -> Result<f64> {
 }
 
 fn bench_start(o: &Opts, bus: &PrivateBus) -> Result<()> {
-    let _daemon = start_daemon(bus, &o.bin_dir, 20)?;
-    eprintln!("filling the daemon's histories (900 ticks of 20 ms)...");
-    std::thread::sleep(Duration::from_secs(21));
+    let _daemon = start_daemon(bus, &o.bin_dir, 10)?;
+    eprintln!("filling the daemon's histories (3600 ticks of 10 ms)...");
+    std::thread::sleep(Duration::from_secs(37));
     let dir = tempfile::tempdir()?;
     let mut times = Vec::new();
     for i in 0..o.starts {
@@ -300,7 +301,7 @@ fn bench_start(o: &Opts, bus: &PrivateBus) -> Result<()> {
     }
     let _ = tmux(&["kill-server"]);
     row(
-        "rdma-tui start to first full frame, 64 ports, 900-sample histories",
+        "rdma-tui start to first full frame, 64 ports, full histories",
         "< 200 ms",
         times,
         "ms",
