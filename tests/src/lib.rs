@@ -7,6 +7,7 @@ pub mod bus;
 pub mod hostsvc;
 pub mod imports;
 pub mod nm;
+pub mod procfs;
 pub mod reference;
 pub mod scenarios;
 pub mod service;

@@ -395,29 +395,9 @@ impl Daemon {
             .with_context(|| format!("Threads in /proc/{}/status", self.pid()))
     }
 
-    /// Resident KiB by mapping (file name, `[heap]`, `[stack]`, or `anon` for the unnamed
-    /// ones: malloc's other arena and its mmapped blocks, thread stacks), largest first.
+    /// Resident KiB by mapping, largest first.
     fn rss_by_mapping(&self) -> Result<Vec<(String, u64)>> {
-        let s = std::fs::read_to_string(format!("/proc/{}/smaps", self.pid()))?;
-        let mut by: std::collections::BTreeMap<String, u64> = Default::default();
-        let mut name = String::new();
-        for l in s.lines() {
-            if let Some(kib) = l.strip_prefix("Rss:") {
-                let kib: u64 = kib
-                    .trim()
-                    .trim_end_matches("kB")
-                    .trim()
-                    .parse()
-                    .unwrap_or(0);
-                *by.entry(name.clone()).or_default() += kib;
-            } else if l.split_whitespace().next().is_some_and(|f| f.contains('-')) {
-                // A mapping's header: "start-end perms offset dev inode [name]".
-                name = l.split_whitespace().nth(5).unwrap_or("anon").to_string();
-            }
-        }
-        let mut v: Vec<(String, u64)> = by.into_iter().filter(|(_, k)| *k > 0).collect();
-        v.sort_by_key(|e| std::cmp::Reverse(e.1));
-        Ok(v)
+        rdma_manager_tests::procfs::rss_by_mapping(self.pid())
     }
 
     /// utime + stime in seconds.

@@ -455,7 +455,7 @@ fn cpu_ticks(pid: u32) -> Option<u64> {
 }
 
 /// Starts the daemon with a 10 ms tick, waits until every port's history is full, and
-/// returns its VmRSS, its RSS by kind and how many samples with data one port's two
+/// returns its VmRSS, its RSS by kind and by mapping, and how many samples with data one port's two
 /// histories returned (gaps, ticks the poll could not keep up with, fill the rings but are
 /// not returned).
 async fn full_history_rss(
@@ -463,7 +463,7 @@ async fn full_history_rss(
     dbus: &zbus::fdo::DBusProxy<'_>,
     name: &zbus::names::BusName<'_>,
     port_path: &OwnedObjectPath,
-) -> Result<(String, String, String)> {
+) -> Result<(String, String, String, String)> {
     let mut daemon = spawn_daemon_with(&["--tick-ms=10"])?;
     let pid = daemon.id();
     let result = async {
@@ -492,7 +492,12 @@ async fn full_history_rss(
             counts.push(samples.len().to_string());
         }
         let rss = proc_status_kb(pid, "VmRSS:").map_or("?".into(), |n| n.to_string());
-        anyhow::Ok((rss, rss_kinds(pid), counts.join(" / ")))
+        anyhow::Ok((
+            rss,
+            rss_kinds(pid),
+            rdma_manager_tests::procfs::rss_by_mapping_line(pid, 8),
+            counts.join(" / "),
+        ))
     }
     .await;
     let _ = Command::new("kill")
@@ -935,9 +940,10 @@ async fn daemon_phase(devices: usize) -> Result<()> {
     // averages is 3600 ticks) in 36 s; ticks the poll cannot keep up with are gaps, which
     // hold their place in the ring, so the rings are full by tick number all the same.
     match full_history_rss(&conn, &dbus, &name, &port_path).await {
-        Ok((rss, kinds, samples)) => {
+        Ok((rss, kinds, by_mapping, samples)) => {
             figure("rss_kib_full_history", rss);
             figure("rss_anon_file_shmem_kib_full_history", kinds);
+            figure("rss_kib_full_history_by_mapping", by_mapping);
             figure("full_history_samples_with_data_fine_coarse", samples);
         }
         Err(e) => {
