@@ -182,6 +182,51 @@ fn release_freed_memory() {
     unsafe {
         libc::malloc_trim(0);
     }
+    if let Some(h) = heap_use() {
+        // Its own target, so that a benchmark can ask for it alone
+        // (`RUST_LOG=info,rdma_managerd::heap=debug`).
+        debug!(
+            target: "rdma_managerd::heap",
+            in_use_kib = h.in_use / 1024,
+            free_kib = h.free / 1024,
+            "heap after trimming"
+        );
+    }
+}
+
+/// Whether the periodic resync is due at tick `since` (since the start), the last having
+/// been at `last`: once `every` ticks have passed, not at multiples of `every`, which a slow
+/// tick can step over (the clock's tick is the nearest to the time the tick runs).
+fn resync_due(since: u64, last: u64, every: u64) -> bool {
+    since >= last.saturating_add(every.max(1))
+}
+
+/// What malloc holds: bytes in use (mapped blocks included) and free in its heap.
+#[derive(Debug, Clone, Copy)]
+struct HeapUse {
+    in_use: usize,
+    free: usize,
+}
+
+/// The heap's use after start-up, logged so that a resident size can be told apart into
+/// live data and malloc's free space (docs/PERFORMANCE.md, "Fifth pass").
+fn heap_use() -> Option<HeapUse> {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // `mallinfo`, not `mallinfo2`: the latter is glibc 2.33 and later (RHEL 8 has 2.28,
+        // and a missing symbol would stop the daemon from loading). Its `int` fields wrap
+        // past 2 GiB, far above this daemon's heap.
+        #[allow(deprecated)]
+        // SAFETY: mallinfo only reads the allocator's own statistics.
+        let m = unsafe { libc::mallinfo() };
+        let size = |v: libc::c_int| usize::try_from(v).unwrap_or(0);
+        Some(HeapUse {
+            in_use: size(m.uordblks) + size(m.hblkhd),
+            free: size(m.fordblks),
+        })
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    None
 }
 
 /// Reads everything the engine shows (devices, IPoIB interfaces, what is persisted, the
@@ -247,11 +292,14 @@ pub async fn start(
     sink.publish(&state, &dirty).await;
     phases.mark("publish");
     release_freed_memory();
+    let heap = heap_use();
     info!(
         devices = state.devices.len(),
         ipoib = state.ipoib.len(),
         read_ms = format!("{read_ms:.1}"),
         publish_ms = format!("{:.1}", t.elapsed().as_secs_f64() * 1e3 - read_ms),
+        heap_in_use_kib = heap.map(|h| h.in_use / 1024),
+        heap_free_kib = heap.map(|h| h.free / 1024),
         "host enumerated and published"
     );
     let (tx, rx) = mpsc::channel(16);
@@ -300,6 +348,7 @@ pub async fn start(
         swept: None,
         sweep_nl: None,
         reread_next_tick: BTreeSet::new(),
+        resynced_at: 0,
     };
     // What the kernel forgot (at boot, or while the daemon was stopped) is re-applied, and
     // its result published, before this returns: until then the root's Startup is true, and
@@ -388,6 +437,10 @@ pub(crate) struct Engine {
     /// the port, so the first re-read may still see it ACTIVE (and the poll does not read
     /// a soft device's port state).
     reread_next_tick: BTreeSet<String>,
+    /// The tick (since the start) of the last [`Engine::resync_rest`]: the next is due
+    /// `resync_ticks` later. Ticks the engine could not keep up with are skipped, so a
+    /// multiple of the period may never be seen.
+    resynced_at: u64,
 }
 
 /// What a batch of events asks to re-read.
@@ -615,7 +668,8 @@ impl Engine {
                 .await;
             }
             self.sweep().await;
-            if since > 0 && since % self.config.resync_ticks == 0 {
+            if resync_due(since, self.resynced_at, self.config.resync_ticks) {
+                self.resynced_at = since;
                 self.resync_rest().await;
             }
         }
@@ -830,5 +884,24 @@ impl Engine {
             self.read_failed(unread.join("; ")).await;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::resync_due;
+
+    #[test]
+    fn a_resync_is_due_once_its_period_passed_even_past_a_skipped_multiple() {
+        assert!(!resync_due(0, 0, 60));
+        assert!(!resync_due(59, 0, 60));
+        assert!(resync_due(60, 0, 60));
+        // Tick 60 was stepped over (a slow tick): 61 still resyncs; a check of multiples of
+        // 60 would have waited for tick 120.
+        assert!(resync_due(61, 0, 60));
+        assert!(!resync_due(120, 61, 60));
+        assert!(resync_due(121, 61, 60));
+        // A period of 0 is taken as every tick, not as never.
+        assert!(resync_due(1, 0, 0));
     }
 }

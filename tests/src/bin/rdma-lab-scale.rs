@@ -464,7 +464,8 @@ async fn full_history_rss(
     name: &zbus::names::BusName<'_>,
     port_path: &OwnedObjectPath,
 ) -> Result<(String, String, String, String)> {
-    let mut daemon = spawn_daemon_with(&["--tick-ms=10"])?;
+    // The heap's use after each trim (at every re-read) is logged on a target of its own.
+    let mut daemon = spawn_daemon_with(&["--tick-ms=10"], "info,rdma_managerd::heap=debug")?;
     let pid = daemon.id();
     let result = async {
         wait_until(Duration::from_secs(600), || async {
@@ -504,6 +505,14 @@ async fn full_history_rss(
         .args(["-TERM", &pid.to_string()])
         .status();
     let _ = daemon.wait();
+    // malloc's own figures at the last trim: live data against free space in the heap.
+    if let Some(l) = std::fs::read_to_string(DAEMON_LOG)
+        .unwrap_or_default()
+        .lines()
+        .rfind(|l| l.contains("heap after trimming"))
+    {
+        println!("daemon-log (full history): {l}");
+    }
     result
 }
 
@@ -576,14 +585,14 @@ async fn startup_now(conn: &zbus::Connection) -> Result<bool> {
 
 /// The installed daemon, logging at info to [`DAEMON_LOG`] (made anew).
 fn spawn_daemon() -> Result<Child> {
-    spawn_daemon_with(&[])
+    spawn_daemon_with(&[], "info")
 }
 
-fn spawn_daemon_with(args: &[&str]) -> Result<Child> {
+fn spawn_daemon_with(args: &[&str], log_filter: &str) -> Result<Child> {
     let log = std::fs::File::create(DAEMON_LOG)?;
     Command::new("/usr/sbin/rdma-managerd")
         .args(args)
-        .env("RUST_LOG", "info")
+        .env("RUST_LOG", log_filter)
         .env("NO_COLOR", "1")
         .stderr(log)
         .stdout(Stdio::null())
