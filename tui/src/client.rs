@@ -627,7 +627,6 @@ async fn manager_proxy(conn: &Connection) -> zbus::Result<ManagerProxy<'static>>
     proxy(conn, None).await
 }
 
-/// Loads the state and its histories, sending `Loaded` then one `History` per port.
 /// What [`load`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Load {
@@ -637,7 +636,8 @@ enum Load {
     Starting,
 }
 
-/// Reads the service and sends it as [`Update::Loaded`]. The service owns its name before it
+/// Loads the state and its histories, sending `Loaded` then one `History` per port. The
+/// service owns its name before it
 /// has read the host (its root's `Startup` is true until it has): GetManagedObjects would
 /// then wait for the end of start-up, while the InterfacesAdded of every object it publishes
 /// meanwhile fill this client's signal stream, which nobody reads during the call, and a full

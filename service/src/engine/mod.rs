@@ -175,12 +175,17 @@ impl EngineHandle {
 
 /// Gives the heap that a full enumeration used and freed back to the system. glibc returns
 /// only the top of the heap by itself; the holes that thousands of transient reads leave stay
-/// resident until trimmed. Once at start and once per re-enumeration (a minute) is cheap.
+/// resident until trimmed. Once at start and once per resync (`resync_ticks`, a minute) is
+/// cheap.
 fn release_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only walks the allocator's own free lists.
     unsafe {
         libc::malloc_trim(0);
+    }
+    // Asked of malloc only when someone reads it.
+    if !tracing::enabled!(target: "rdma_managerd::heap", tracing::Level::DEBUG) {
+        return;
     }
     if let Some(h) = heap_use() {
         // Its own target, so that a benchmark can ask for it alone

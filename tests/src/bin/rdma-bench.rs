@@ -395,11 +395,6 @@ impl Daemon {
             .with_context(|| format!("Threads in /proc/{}/status", self.pid()))
     }
 
-    /// Resident KiB by mapping, largest first.
-    fn rss_by_mapping(&self) -> Result<Vec<(String, u64)>> {
-        rdma_manager_tests::procfs::rss_by_mapping(self.pid())
-    }
-
     /// utime + stime in seconds.
     fn cpu_secs(&self) -> Result<f64> {
         let s = std::fs::read_to_string(format!("/proc/{}/stat", self.pid()))?;
@@ -649,7 +644,7 @@ async fn history_full(
     tokio::time::sleep(wait).await;
     let (rss, anon, file) = d.rss()?;
     let threads = d.threads()?;
-    let by_mapping = d.rss_by_mapping()?;
+    let by_mapping = rdma_manager_tests::procfs::rss_by_mapping(d.pid())?;
     let port = rdma_manager_dbus::port_path(0, 1);
     let mut counts = Vec::new();
     for method in ["GetThroughputHistory", "GetThroughputHistoryCoarse"] {

@@ -455,9 +455,9 @@ fn cpu_ticks(pid: u32) -> Option<u64> {
 }
 
 /// Starts the daemon with a 10 ms tick, waits until every port's history is full, and
-/// returns its VmRSS, its RSS by kind and by mapping, and how many samples with data one port's two
-/// histories returned (gaps, ticks the poll could not keep up with, fill the rings but are
-/// not returned).
+/// returns its VmRSS, its RSS by kind and by mapping, and how many samples with data one
+/// port's two histories returned (gaps, ticks the poll could not keep up with, fill the
+/// rings but are not returned).
 async fn full_history_rss(
     conn: &zbus::Connection,
     dbus: &zbus::fdo::DBusProxy<'_>,
