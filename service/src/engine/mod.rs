@@ -214,7 +214,8 @@ struct HeapUse {
 }
 
 /// The heap's use after start-up, logged so that a resident size can be told apart into
-/// live data and malloc's free space (docs/PERFORMANCE.md, "Fifth pass").
+/// live data and malloc's free space (docs/PERFORMANCE.md, "At scale on a real kernel,
+/// fifth pass").
 fn heap_use() -> Option<HeapUse> {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
