@@ -7,6 +7,7 @@
 //! published, so a duplicated event changes nothing, a lost one is repaired by the poll or the
 //! sweep, and an overflow (ENOBUFS) or a storm is answered with one full re-enumeration.
 
+pub mod by_port;
 pub mod clock;
 pub mod history;
 mod host_setup;

@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 use tracing::warn;
 
+use super::by_port::ByPort;
 use crate::kernel::{Host, HostError, NlDevice, PortSource};
 use crate::model::roce::is_roce_port;
 use crate::model::{DeviceSnapshot, NetdevSnapshot, RoceMode};
@@ -27,9 +28,9 @@ pub struct DeviceState {
     pub nl: Option<NlDevice>,
     pub snap: DeviceSnapshot,
     /// Per port: counter source and netdev.
-    pub sources: BTreeMap<u32, PortSource>,
+    pub sources: ByPort<PortSource>,
     /// Per RoCE port: rdma_cm's defaults as configfs reads them.
-    pub roce: BTreeMap<u32, PortRoce>,
+    pub roce: ByPort<PortRoce>,
 }
 
 /// A RoCE port's `default_roce_mode` and `default_roce_tos`, or why each could not be read
@@ -425,19 +426,19 @@ async fn read_device_state(
         Err(e) if e.is_not_found() => return Ok(None),
         Err(e) => return Err(e),
     };
-    let mut roce = BTreeMap::new();
+    let mut roce = Vec::new();
     for p in snap
         .ports
         .iter()
         .filter(|p| is_roce_port(&snap.node_type, p))
     {
-        roce.insert(p.number, PortRoce::read(host, name, p.number).await);
+        roce.push((p.number, PortRoce::read(host, name, p.number).await));
     }
     Ok(Some(DeviceState {
         index: nl_dev.index,
         nl: Some(nl_dev.clone()),
         snap,
         sources,
-        roce,
+        roce: roce.into_iter().collect(),
     }))
 }

@@ -104,7 +104,6 @@ fn port(
         rate: field(rate, Rate::parse_sysfs),
         gids,
         pkeys,
-        counters: None,
     }
 }
 

@@ -1,7 +1,7 @@
 //! What libibumad (rdma-core v44.0, `libibumad/umad.c`) makes of a device's sysfs files:
 //! the `umad_ca_t` / `umad_port_t` values ibstat prints, rebuilt from the project's model.
 //!
-//! The model keeps parsed values; where a value is `Err(AttrError::Malformed { value, .. })`
+//! The model keeps parsed values; where a value is `Err(AttrError::Malformed(m))`
 //! the raw text is still there and is re-read the way libibumad reads it (`strtoul`, fixed
 //! buffers), so a malformed file prints what ibstat would print instead of failing.
 //! `Missing` and `Unreadable` are both "the file could not be read" for libibumad: its
@@ -21,7 +21,7 @@ use crate::model::{AttrError, DeviceSnapshot, Field, Guid, PortSnapshot};
 fn raw_text(field: &Field<String>) -> Option<String> {
     match field {
         Ok(s) => Some(format!("{s}\n")),
-        Err(AttrError::Malformed { value, .. }) => Some(format!("{value}\n")),
+        Err(AttrError::Malformed(m)) => Some(format!("{}\n", m.value)),
         Err(AttrError::Missing) | Err(AttrError::Unreadable(_)) => None,
     }
 }
@@ -31,7 +31,7 @@ fn raw_text(field: &Field<String>) -> Option<String> {
 fn read_uint<T: Copy>(field: &Field<T>, number: impl Fn(T) -> u32) -> Option<u32> {
     match field {
         Ok(v) => Some(number(*v)),
-        Err(AttrError::Malformed { value, .. }) => Some(clib::read_uint(value)),
+        Err(AttrError::Malformed(m)) => Some(clib::read_uint(&m.value)),
         Err(_) => None,
     }
 }
@@ -53,8 +53,8 @@ fn required<T: Copy>(
 fn guid_field(field: &Field<Guid>) -> Result<u64, String> {
     match field {
         Ok(g) => Ok(g.0),
-        Err(AttrError::Malformed { value, .. }) => clib::read_guid(&format!("{value}\n"))
-            .ok_or_else(|| format!("fewer than four ':'-separated groups in {value:?}")),
+        Err(AttrError::Malformed(m)) => clib::read_guid(&format!("{}\n", m.value))
+            .ok_or_else(|| format!("fewer than four ':'-separated groups in {:?}", m.value)),
         Err(e) => Err(e.to_string()),
     }
 }
@@ -116,7 +116,7 @@ fn get_port(port: &PortSnapshot) -> Result<UmadPort, CaError> {
     // The rate file's text: what the kernel printed for a parsed rate, or the raw text.
     let rate_text = match &port.rate {
         Ok(r) => format!("{}\n", r.to_sysfs()),
-        Err(AttrError::Malformed { value, .. }) => format!("{value}\n"),
+        Err(AttrError::Malformed(m)) => format!("{}\n", m.value),
         Err(e) => return Err(CaError::Fails(format!("rate: {e}"))),
     };
     let (rate, fdr10) = read_rate(&rate_text);
@@ -124,7 +124,7 @@ fn get_port(port: &PortSnapshot) -> Result<UmadPort, CaError> {
     let link_layer = link_layer(
         match &port.link_layer {
             Ok(ll) => Some(format!("{}\n", ll.as_str())),
-            Err(AttrError::Malformed { value, .. }) => Some(format!("{value}\n")),
+            Err(AttrError::Malformed(m)) => Some(format!("{}\n", m.value)),
             Err(_) => None,
         }
         .as_deref(),

@@ -277,7 +277,7 @@ impl SysRoot {
             // Unplugged while we read it: what we have may be a mix of stale and missing.
             return Err(HostError::NotFound(format!("RDMA device {name}")));
         }
-        Ok(DeviceSnapshot {
+        let mut snap = DeviceSnapshot {
             name: name.to_string(),
             kind,
             node_type,
@@ -292,7 +292,9 @@ impl SysRoot {
             pci_address,
             netdevs,
             ports,
-        })
+        };
+        snap.shrink_to_fit();
+        Ok(snap)
     }
 
     /// What rdma-core's `rdma_rename` reads about a device's parent to name it (see
@@ -366,7 +368,6 @@ impl SysRoot {
             rate: read_parsed(&dir.join("rate"), Rate::parse_sysfs),
             gids: gids.unwrap_or_else(|| self.read_gids(&dir)),
             pkeys: self.read_pkeys(&dir),
-            counters: None,
         }
     }
 

@@ -5,7 +5,6 @@ use std::net::Ipv6Addr;
 use serde::Serialize;
 
 use super::attr::{split_numbered, trim_attr, AttrError, Field};
-use super::counters::CounterSnapshot;
 use super::{Guid, LinkLayer, PhysState, PortState, Rate};
 
 /// `node_type` ("%u: %s"), numbers from `enum rdma_node_type`.
@@ -171,8 +170,6 @@ pub struct PortSnapshot {
     pub rate: Field<Rate>,
     pub gids: Vec<GidEntry>,
     pub pkeys: Vec<PkeyEntry>,
-    /// Set only when the reader was asked for counters.
-    pub counters: Option<CounterSnapshot>,
 }
 
 impl PortSnapshot {
@@ -211,6 +208,20 @@ pub struct DeviceSnapshot {
 impl DeviceSnapshot {
     pub fn port(&self, number: u32) -> Option<&PortSnapshot> {
         self.ports.iter().find(|p| p.number == number)
+    }
+
+    /// Gives back the room its lists grew into while they were read. A snapshot is kept
+    /// for as long as its device is unchanged, and a vector that grew by pushes holds room
+    /// for four elements where one device has one port with one or two GIDs: at 256 devices
+    /// that was about 0.8 MB of the daemon's heap (docs/PERFORMANCE.md, "Memory, sixth
+    /// pass").
+    pub fn shrink_to_fit(&mut self) {
+        self.netdevs.shrink_to_fit();
+        self.ports.shrink_to_fit();
+        for p in &mut self.ports {
+            p.gids.shrink_to_fit();
+            p.pkeys.shrink_to_fit();
+        }
     }
 }
 

@@ -166,7 +166,6 @@ mod tests {
                 })
                 .collect(),
             pkeys: vec![],
-            counters: None,
         }
     }
 
