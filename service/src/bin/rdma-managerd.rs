@@ -5,6 +5,7 @@
 //! the IPoIB interfaces. On a host without RDMA, or with `--simulate`, both run on the
 //! simulated host.
 
+use tracing_subscriber::filter::Targets;
 use std::io::Write as _;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -311,31 +312,52 @@ impl Drop for RemoveOnDrop {
 /// one `cannot serve any longer`); RUST_LOG=info,zbus=debug shows them.
 const DEFAULT_LOG_FILTER: &str = "info,zbus=error";
 
+/// RUST_LOG's filter, or the default one and why RUST_LOG's was refused. Its syntax is
+/// `Targets`': a comma-separated list of `level` and `target=level`. `EnvFilter` also filters
+/// on spans and fields, which the daemon has no use for (it logs no spans), and brings a
+/// regular expression engine whose code was 0.2 MB of the daemon's resident memory
+/// (docs/PERFORMANCE.md, "Memory, sixth pass").
+fn log_filter(rust_log: Result<String, std::env::VarError>) -> (Targets, Option<String>) {
+    let default = || DEFAULT_LOG_FILTER.parse().unwrap_or_default();
+    match rust_log {
+        Err(std::env::VarError::NotPresent) => (default(), None),
+        Err(e) => (default(), Some(e.to_string())),
+        Ok(asked) => match asked.parse::<Targets>() {
+            Ok(f) => (f, None),
+            Err(e) => (default(), Some(format!("{asked:?}: {e}"))),
+        },
+    }
+}
+
 /// Logs to the journal when systemd connected us to it (JOURNAL_STREAM), else to stderr.
-/// RUST_LOG filters either way (default: [`DEFAULT_LOG_FILTER`]).
+/// RUST_LOG filters either way (default: [`DEFAULT_LOG_FILTER`]; see [`log_filter`]).
 fn init_logging() {
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER));
+    let (filter, refused) = log_filter(std::env::var("RUST_LOG"));
     let registry = tracing_subscriber::registry().with(filter);
-    if std::env::var_os("JOURNAL_STREAM").is_some() {
-        if let Ok(journald) = tracing_journald::layer() {
-            // Fields under their own names (CALLER_UID, OUTCOME, ...), not F_CALLER_UID: the
-            // audit lines are meant to be filtered on (`journalctl OUTCOME=refused`).
-            registry.with(journald.with_field_prefix(None)).init();
-            return;
-        }
+    let journald = std::env::var_os("JOURNAL_STREAM")
+        .is_some()
+        .then(tracing_journald::layer)
+        .and_then(Result::ok);
+    if let Some(journald) = journald {
+        // Fields under their own names (CALLER_UID, OUTCOME, ...), not F_CALLER_UID: the
+        // audit lines are meant to be filtered on (`journalctl OUTCOME=refused`).
+        registry.with(journald.with_field_prefix(None)).init();
+    } else {
+        use std::io::IsTerminal;
+        let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        registry
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_ansi(colour)
+                    .with_writer(std::io::stderr),
+            )
+            .init();
     }
-    use std::io::IsTerminal;
-    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    registry
-        .with(
-            tracing_subscriber::fmt::layer()
-                .with_ansi(colour)
-                .with_writer(std::io::stderr),
-        )
-        .init();
+    if let Some(why) = refused {
+        tracing::warn!(rust_log = %why, default = DEFAULT_LOG_FILTER, "RUST_LOG is not a filter; the default one applies");
+    }
 }
 
 fn main() -> ExitCode {
@@ -397,4 +419,37 @@ fn run(args: Args) -> anyhow::Result<()> {
             _ => daemon(&args).await,
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracing::Level;
+
+    #[test]
+    fn rust_log_filters_by_target_and_level() {
+        let (f, refused) = log_filter(Ok("warn,rdma_managerd::heap=debug".into()));
+        assert_eq!(refused, None);
+        assert!(f.would_enable("rdma_managerd::heap", &Level::DEBUG));
+        assert!(!f.would_enable("rdma_managerd::engine", &Level::INFO));
+        assert!(f.would_enable("rdma_managerd::engine", &Level::WARN));
+    }
+
+    #[test]
+    fn without_rust_log_the_default_applies_silently() {
+        let (f, refused) = log_filter(Err(std::env::VarError::NotPresent));
+        assert_eq!(refused, None);
+        assert!(f.would_enable("rdma_managerd", &Level::INFO));
+        assert!(!f.would_enable("zbus::connection", &Level::WARN));
+        assert!(f.would_enable("zbus::connection", &Level::ERROR));
+    }
+
+    #[test]
+    fn a_bad_rust_log_is_refused_with_its_reason_and_the_default_applies() {
+        let (f, refused) = log_filter(Ok("rdma_managerd=loud".into()));
+        let why = refused.expect("refused");
+        assert!(why.contains("rdma_managerd=loud"), "{why}");
+        assert!(f.would_enable("rdma_managerd", &Level::INFO));
+        assert!(!f.would_enable("rdma_managerd", &Level::DEBUG));
+    }
 }
