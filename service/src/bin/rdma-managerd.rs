@@ -5,11 +5,11 @@
 //! the IPoIB interfaces. On a host without RDMA, or with `--simulate`, both run on the
 //! simulated host.
 
-use tracing_subscriber::filter::Targets;
 use std::io::Write as _;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tracing_subscriber::filter::Targets;
 
 use anyhow::{bail, Context};
 use rdma_managerd::cli::{self, Args, Command};
