@@ -191,3 +191,24 @@ pub fn median_ms(n: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
 fn ms_since(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_ms_takes_the_middle_run_and_passes_errors_on() {
+        let mut n = 0;
+        // Runs that sleep 0, 200 and 2 ms: the median is the 2 ms run's, whatever the order.
+        let ms = median_ms(3, || {
+            let sleep = [0, 200, 2][n];
+            n += 1;
+            std::thread::sleep(std::time::Duration::from_millis(sleep));
+            Ok(())
+        })
+        .expect("no error");
+        assert!((2.0..200.0).contains(&ms), "{ms}");
+        assert!(median_ms(3, || anyhow::bail!("refused")).is_err());
+        assert!(median_ms(0, || Ok(())).is_err());
+    }
+}

@@ -82,3 +82,33 @@ pub fn pids() -> Result<Vec<u32>> {
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
         .collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_is_read_from_proc_as_the_kernel_says() {
+        let me = std::process::id();
+        // SAFETY: getppid has no preconditions.
+        let parent = unsafe { libc::getppid() } as u32;
+        assert_eq!(parent_pid(me), Some(parent));
+        assert!(cpu_ticks(me).is_some());
+        assert!(pids().expect("/proc").contains(&me));
+        // The test binary's name, cut to the kernel's 15 bytes of comm.
+        let exe = std::env::current_exe().expect("current_exe");
+        let name = exe.file_name().and_then(|n| n.to_str()).expect("name");
+        assert_eq!(comm(me).as_deref(), Some(&name[..name.len().min(15)]));
+        assert_eq!(cmdline(me).len(), std::env::args().count());
+    }
+
+    #[test]
+    fn a_process_that_is_gone_gives_nothing() {
+        // PIDs above pid_max (at most 2^22) never exist.
+        let gone = 1 << 23;
+        assert_eq!(cpu_ticks(gone), None);
+        assert_eq!(parent_pid(gone), None);
+        assert_eq!(comm(gone), None);
+        assert!(cmdline(gone).is_empty());
+    }
+}
