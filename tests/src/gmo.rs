@@ -1,12 +1,14 @@
 //! GetManagedObjects of the daemon timed in one client process, as issue 13's target asks,
 //! with the CPU each call costs the bus, the daemon and the client. Shared by the kernel
 //! lab's scale run (`rdma-lab-scale`, its own dbus-daemon) and the installed-system lab
-//! (`rdma-syslab-gmo`, the guest's system bus, dbus-daemon or dbus-broker).
+//! (`rdma-syslab-gmo`, the guest's system bus, dbus-daemon or dbus-broker), and how the
+//! reference tools beside it are run and timed (also by `rdma-lab-bench`).
 
 use std::collections::HashMap;
+use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{bail, Context, Result};
 use zbus::zvariant::{OwnedObjectPath, OwnedValue};
 
 use crate::procfs::cpu_ticks;
@@ -172,6 +174,19 @@ pub async fn time_get_managed_objects(
         decoded_ms: decoded[2],
     };
     Ok((timing, objects))
+}
+
+/// Runs `cmd` with its output thrown away (a reference tool being timed); an error if it
+/// cannot start or exits with a failure.
+pub fn run_quiet(cmd: &mut Command) -> Result<()> {
+    let st = cmd
+        .stdout(Stdio::null())
+        .status()
+        .with_context(|| format!("{cmd:?}"))?;
+    if !st.success() {
+        bail!("{cmd:?}: {st}");
+    }
+    Ok(())
 }
 
 /// The median of `n` runs of `f`, in ms.

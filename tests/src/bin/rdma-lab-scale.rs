@@ -36,7 +36,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use rdma_manager_tests::gmo::{self, median_ms, NAME, ROOT};
+use rdma_manager_tests::gmo::{self, median_ms, run_quiet as run, NAME, ROOT};
 use rdma_manager_tests::procfs::cpu_ticks;
 use rdma_managerd::kernel::linux::LinuxHost;
 use rdma_managerd::kernel::sysfs::SysRoot;
@@ -51,17 +51,6 @@ const DAEMON_LOG: &str = "/tmp/rdma-managerd.log";
 fn figure(name: &str, value: impl std::fmt::Display) {
     println!("scale: {name} {value}");
     let _ = std::io::stdout().flush();
-}
-
-fn run(cmd: &mut Command) -> Result<()> {
-    let st = cmd
-        .stdout(Stdio::null())
-        .status()
-        .with_context(|| format!("{cmd:?}"))?;
-    if !st.success() {
-        bail!("{cmd:?}: {st}");
-    }
-    Ok(())
 }
 
 /// Runs `cmd` with `input` on its standard input (`ip -b -`, `rdma -b -`).

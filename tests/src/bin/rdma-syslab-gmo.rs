@@ -12,11 +12,11 @@
 //! the ratio of the two medians. Times are figures, never checks: it fails (exit status 1)
 //! only when the devices are not all published in time or a call is not answered.
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use rdma_manager_tests::gmo::{self, median_ms, Objects, NAME, ROOT};
+use rdma_manager_tests::gmo::{self, median_ms, run_quiet, Objects, NAME, ROOT};
 use rdma_manager_tests::procfs;
 
 const DEVICE_IFACE: &str = "org.rdmamanager.RdmaManager1.Device";
@@ -58,18 +58,6 @@ fn figure(bus: &str, name: &str, value: impl std::fmt::Display) {
     use std::io::Write as _;
     println!("gmo: {bus} {name} {value}");
     let _ = std::io::stdout().flush();
-}
-
-fn run_quiet(program: &str, args: &[&str]) -> Result<()> {
-    let st = Command::new(program)
-        .args(args)
-        .stdout(Stdio::null())
-        .status()
-        .with_context(|| format!("{program} {args:?}"))?;
-    if !st.success() {
-        bail!("{program} {args:?}: {st}");
-    }
-    Ok(())
 }
 
 /// The bus's own process and how it was found. dbus-daemon answers
@@ -203,12 +191,14 @@ async fn measure(args: &Args) -> Result<()> {
     // The reference tools first, in the same guest and run, while the daemon is idle.
     // A reference tool that fails is a figure, as in the scale lab: the daemon's call is
     // measured all the same.
-    let rdma = median_ms(5, || run_quiet("rdma", &["-j", "dev", "show"]));
+    let rdma = median_ms(5, || {
+        run_quiet(Command::new("rdma").args(["-j", "dev", "show"]))
+    });
     match &rdma {
         Ok(ms) => figure(bus, "rdma_j_dev_show_ms", format!("{ms:.1} (median of 5)")),
         Err(e) => figure(bus, "rdma_j_dev_show_ms", format!("FAILED: {e:#}")),
     }
-    match median_ms(3, || run_quiet("ibstat", &[])) {
+    match median_ms(3, || run_quiet(&mut Command::new("ibstat"))) {
         Ok(ms) => figure(bus, "ibstat_all_ms", format!("{ms:.0} (median of 3)")),
         Err(e) => figure(bus, "ibstat_all_ms", format!("FAILED: {e:#}")),
     }
