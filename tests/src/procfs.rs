@@ -39,3 +39,76 @@ pub fn rss_by_mapping_line(pid: u32, n: usize) -> String {
         Err(e) => format!("? ({e})"),
     }
 }
+
+/// utime + stime of a process, in clock ticks (`/proc/PID/stat`).
+pub fn cpu_ticks(pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command's closing parenthesis (the command may hold spaces and
+    // parentheses): the state is the 3rd field overall, utime the 14th, stime the 15th.
+    let rest = text.get(text.rfind(')')? + 2..)?;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+}
+
+/// The parent's PID of a process (`/proc/PID/stat`, the 4th field).
+pub fn parent_pid(pid: u32) -> Option<u32> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = text.get(text.rfind(')')? + 2..)?;
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// A process's command name (`/proc/PID/comm`).
+pub fn comm(pid: u32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .ok()
+        .map(|s| s.trim_end().to_string())
+}
+
+/// A process's arguments (`/proc/PID/cmdline`), its program first.
+pub fn cmdline(pid: u32) -> Vec<String> {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| {
+            b.split(|&c| c == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Every process's PID, from the numeric entries of `/proc`.
+pub fn pids() -> Result<Vec<u32>> {
+    Ok(std::fs::read_dir("/proc")?
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_is_read_from_proc_as_the_kernel_says() {
+        let me = std::process::id();
+        // SAFETY: getppid has no preconditions.
+        let parent = unsafe { libc::getppid() } as u32;
+        assert_eq!(parent_pid(me), Some(parent));
+        assert!(cpu_ticks(me).is_some());
+        assert!(pids().expect("/proc").contains(&me));
+        // The test binary's name, cut to the kernel's 15 bytes of comm.
+        let exe = std::env::current_exe().expect("current_exe");
+        let name = exe.file_name().and_then(|n| n.to_str()).expect("name");
+        assert_eq!(comm(me).as_deref(), Some(&name[..name.len().min(15)]));
+        assert_eq!(cmdline(me).len(), std::env::args().count());
+    }
+
+    #[test]
+    fn a_process_that_is_gone_gives_nothing() {
+        // PIDs above pid_max (at most 2^22) never exist.
+        let gone = 1 << 23;
+        assert_eq!(cpu_ticks(gone), None);
+        assert_eq!(parent_pid(gone), None);
+        assert_eq!(comm(gone), None);
+        assert!(cmdline(gone).is_empty());
+    }
+}

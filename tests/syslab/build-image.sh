@@ -73,7 +73,11 @@ mkdir -p "$tmp"
 rootfs="$tmp/rootfs"
 t0=$SECONDS
 
-packages=systemd,systemd-sysv,udev,dbus,polkitd,iproute2,kmod,procps,rdma-core,ibverbs-utils,ibverbs-providers,infiniband-diags,rdmacm-utils,network-manager,nfs-kernel-server,$kernel_pkg,initramfs-tools,tmux
+# dbus-broker is installed for the last phases of the checks, which make it the system bus
+# and measure through it; its postinst enables it (Alias=dbus.service), which would make it
+# the bus from the first boot: the hooks below disable it, so phases 1 to 3 run on
+# dbus-daemon, Debian's default.
+packages=systemd,systemd-sysv,udev,dbus,dbus-broker,polkitd,iproute2,kmod,procps,rdma-core,ibverbs-utils,ibverbs-providers,infiniband-diags,rdmacm-utils,network-manager,nfs-kernel-server,$kernel_pkg,initramfs-tools,tmux
 # Units that cost boot time and do nothing here. systemd-firstboot would prompt on the
 # serial console (every run is a first boot: the machine id is generated at boot).
 mask="e2scrub_reap.service e2scrub_all.timer NetworkManager-wait-online.service apt-daily.timer
@@ -97,6 +101,8 @@ mmdebstrap --variant=minbase --mode=root \
   --customize-hook='chmod 0755 "$1"/usr/local/sbin/syslab-boot' \
   --customize-hook="chroot \"\$1\" systemctl mask $(echo $mask)" \
   --customize-hook='chroot "$1" systemctl enable syslab.service' \
+  --customize-hook='chroot "$1" systemctl disable dbus-broker.service' \
+  --customize-hook='chroot "$1" systemctl --global disable dbus-broker.service' \
   --customize-hook='chroot "$1" passwd -d root' \
   --customize-hook='rm -f "$1"/etc/dpkg/dpkg.cfg.d/99mmdebstrap' \
   bookworm "$rootfs" \

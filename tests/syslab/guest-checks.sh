@@ -538,6 +538,115 @@ c_late_netdev() {
   rdma link show | grep -q 'link rxe0/1' || fail "rxe0 missing"
 }
 
+# GetManagedObjects at scale on the machine's own system bus (issue 13's target: at least 5
+# times faster than one `rdma -j dev show`), once on dbus-daemon (phase 3) and once on
+# dbus-broker (phase 4): SCALE_DEVICES dummy netdevs with an rxe device each, made with one
+# batch of `ip` and `rdma` commands, then rdma-syslab-gmo (tests/src/bin/rdma-syslab-gmo.rs,
+# from the share) times the reference tools and the call in the same run. The figures are
+# its `gmo:` lines; the check fails only if the devices are not all made and published, or
+# a call is not answered, never on a time.
+SCALE_DEVICES=${SYSLAB_SCALE_DEVICES:-256}
+make_scale_devices() {
+  local i ip="" rd=""
+  for i in $(seq 0 $((SCALE_DEVICES - 1))); do
+    ip+="link add sdum$i type dummy"$'\n'"link set sdum$i up"$'\n'
+    rd+="link add srxe$i type rxe netdev sdum$i"$'\n'
+  done
+  echo "\$ ip -b - (link add sdumN type dummy; link set sdumN up; N = 0..$((SCALE_DEVICES - 1)))"
+  ip -b - <<<"$ip" || return 1
+  # rdma -b keeps a netlink socket per command: fine at 256 (the guest's limit is 1024).
+  echo "\$ rdma -b - (link add srxeN type rxe netdev sdumN)"
+  rdma -b - <<<"$rd" || return 1
+}
+scale_gmo() {
+  local t0=$SECONDS n
+  run dpkg-query -W dbus-daemon dbus-broker
+  run uname -r
+  run modprobe rdma_rxe || return 1
+  make_scale_devices || fail "could not make $SCALE_DEVICES rxe devices"
+  n=$(ls /sys/class/infiniband | grep -c '^srxe')
+  echo "$n srxe devices after $((SECONDS - t0))s: $(ls /sys/class/infiniband | wc -l) RDMA devices in all"
+  [ "$n" -eq "$SCALE_DEVICES" ] || fail "$n of $SCALE_DEVICES devices made"
+  run udevadm settle --timeout=300
+  # Every RDMA device the kernel has, the earlier checks' rxe0 and rxe1 too.
+  n=$(ls /sys/class/infiniband | wc -l)
+  run "$share/rdma-syslab-gmo" --system --devices "$n" --wait-secs 900 || return 1
+  run ps -o pid,rss,cputime,args -C dbus-daemon,dbus-broker,dbus-broker-launch,rdma-managerd
+  run journalctl -b -u rdma-managerd.service -p warning --no-pager -o short-monotonic | tail -n 10
+}
+c_gmo_dbus_daemon() {
+  [ "$(bus_comm)" = dbus-daemon ] || fail "the system bus is $(bus_comm), not dbus-daemon"
+  scale_gmo
+}
+c_gmo_dbus_broker() {
+  [ "$(bus_comm)" = dbus-broker ] || fail "the system bus is $(bus_comm), not dbus-broker"
+  scale_gmo
+}
+# The command name of the process behind dbus.service (dbus-broker-launch's child relays).
+bus_comm() {
+  local pid child
+  pid=$(systemctl show dbus.service -p MainPID --value)
+  [ -n "$pid" ] && [ "$pid" != 0 ] || { echo none; return; }
+  child=$(pgrep -P "$pid" -x dbus-broker | head -n 1)
+  cat "/proc/${child:-$pid}/comm"
+}
+
+# dbus-broker, installed in the image but disabled, becomes the system bus at the next boot:
+# enabling it makes its Alias=dbus.service, /etc/systemd/system/dbus.service, which takes
+# precedence over dbus-daemon's /lib/systemd/system/dbus.service.
+c_broker_switch() {
+  run systemctl is-enabled dbus-broker.service
+  run systemctl enable dbus-broker.service || return 1
+  run readlink /etc/systemd/system/dbus.service
+  [ "$(readlink -f /etc/systemd/system/dbus.service)" = /usr/lib/systemd/system/dbus-broker.service ] \
+    || [ "$(readlink -f /etc/systemd/system/dbus.service)" = /lib/systemd/system/dbus-broker.service ] \
+    || fail "dbus.service is not an alias of dbus-broker.service"
+  # systemd resolves dbus.service to dbus-broker.service at once, but the running bus stays
+  # dbus-daemon until the reboot.
+  run systemctl show dbus.service -p Id -p MainPID
+  echo "the bus process: $(bus_comm)"
+}
+
+# After the reboot: dbus-broker is the bus and the daemon works on it as on dbus-daemon: the
+# soft links it re-creates at boot (rxe0 over eth0, rxe1 over the late veth), activation by
+# a call, a method call and a property, and no policy denial of the daemon's name.
+c_broker_boot() {
+  run systemctl show dbus.service -p Id -p MainPID -p ActiveState
+  [ "$(systemctl show dbus.service -p Id --value)" = dbus-broker.service ] || fail "dbus.service is not dbus-broker.service"
+  [ "$(bus_comm)" = dbus-broker ] || fail "the bus process is $(bus_comm)"
+  run pgrep -a dbus
+  pgrep -x dbus-daemon >/dev/null && fail "a dbus-daemon runs beside dbus-broker"
+  run systemctl is-system-running
+  run systemctl --failed --no-legend
+}
+c_broker_daemon() {
+  wait_for 120 "rxe0 and rxe1 back (rdma link show)" sh -c 'rdma link show | grep -q "link rxe0/1" && rdma link show | grep -q "link rxe1/1 .*netdev late0"' \
+    || { run rdma link show; return 1; }
+  run rdma link show
+  run systemctl is-active rdma-managerd.service
+  # Activation through dbus-broker, which hands it to systemd (SystemdService=).
+  run systemctl stop rdma-managerd.service
+  is_inactive rdma-managerd.service || fail "still active after stop"
+  run busctl call "$BUS" "$ROOT" org.freedesktop.DBus.Peer Ping || return 1
+  wait_for 30 "active after the first call (READY=1)" is_active rdma-managerd.service || return 1
+  rprop SoftLinks || return 1
+  rprop SoftLinks | grep -q rxe0 || fail "rxe0 not among the daemon's soft links"
+  local path
+  path=$(device_path rxe0) || fail "no object for rxe0"
+  run busctl get-property "$BUS" "$path/Port/1" "$BUS.Port" RoceTos
+  [ "$(busctl get-property "$BUS" "$path/Port/1" "$BUS.Port" RoceTos)" = "y $TOS" ] || fail "RoceTos on the bus is not $TOS"
+  # A mutating call as root (polkit allows root) through dbus-broker.
+  bcall "$path/Port/1" "$BUS.Port" SetRoceTos y "$TOS" || return 1
+  echo "--- the bus's warnings since boot:"
+  journalctl -b -u dbus-broker.service -p warning --no-pager -o short-monotonic | tail -n 20
+  echo "--- the bus's log since boot, lines naming the daemon or a denial:"
+  journalctl -b -u dbus-broker.service -u dbus.service --no-pager -o short-monotonic \
+    | grep -iE 'rdmamanager|denied|refus' | tail -n 20
+  ! journalctl -b -u dbus-broker.service -o cat | grep -i 'rdmamanager' | grep -qi 'denied' \
+    || fail "dbus-broker denied something of org.rdmamanager"
+  return 0
+}
+
 # NFS over RDMA, server side: nfs-server was set up only through SetNfsRdma (phase 1) and
 # listens on rdma 20049 since the boot; the export is the administrator's own line in
 # /etc/exports. The client guest mounts with proto=rdma and writes a file; its checksum
@@ -639,7 +748,17 @@ case "$phase" in
     ;;
   3)
     check late-netdev c_late_netdev
+    check gmo-dbus-daemon c_gmo_dbus_daemon
+    check broker-switch c_broker_switch
     echo "phase 3: $failures failed" >>"$out/summary"
+    exit 100
+    ;;
+  4)
+    # dbus-broker is the system bus from this boot on.
+    check broker-boot c_broker_boot
+    check broker-daemon c_broker_daemon
+    check gmo-dbus-broker c_gmo_dbus_broker
+    echo "phase 4: $failures failed" >>"$out/summary"
     exit 0
     ;;
   *)

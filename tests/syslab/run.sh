@@ -3,10 +3,11 @@
 # Debian 12 guest under QEMU (software emulation), driven as a user drives it, across a real
 # reboot. See tests/syslab/README.md.
 #
-#   tests/syslab/run.sh [--kernel 6.1|6.12] [--deb PATH] [--out DIR] [--timeout SECS]
-#                       [--cache DIR] [--one-guest]
+#   tests/syslab/run.sh [--kernel 6.1|6.12] [--deb PATH] [--gmo-bin PATH] [--out DIR]
+#                       [--timeout SECS] [--cache DIR] [--one-guest]
 #
-# Builds (or restores) the image, builds the package unless --deb is given, boots the guest
+# Builds (or restores) the image, builds the package unless --deb is given and the
+# GetManagedObjects timing client (rdma-syslab-gmo) unless --gmo-bin is given, boots the guest
 # over a throw-away overlay and waits for it to power off; a second guest, the NFS client,
 # runs at the same time on a QEMU socket network with the first (unless --one-guest). Per-check transcripts land in
 # DIR/checks/, the console in DIR/console.log, and one line per check ("syslab: ok NAME" or
@@ -16,6 +17,7 @@ set -euo pipefail
 SYSLAB_DIR=$(cd "$(dirname "$0")" && pwd)
 REPO_DIR=$(cd "$SYSLAB_DIR/../.." && pwd)
 deb=""
+gmo_bin=""
 out="$REPO_DIR/target/syslab"
 timeout_secs=2700
 cache="$REPO_DIR/target/syslab-cache"
@@ -24,12 +26,13 @@ kernel=6.1
 while [ $# -gt 0 ]; do
   case "$1" in
     --deb) deb=$2; shift 2 ;;
+    --gmo-bin) gmo_bin=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --timeout) timeout_secs=$2; shift 2 ;;
     --cache) cache=$2; shift 2 ;;
     --one-guest) two=0; shift ;;
     --kernel) kernel=$2; shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -41,7 +44,8 @@ t_start=$SECONDS
 # get that far).
 EXPECTED_PHASE1="boot install files activation udev softlink roce rename naming modules memlock nfs journal security"
 EXPECTED_PHASE2="reboot-softlink reboot-roce reboot-modules reboot-memlock reboot-nfs reboot-boot networkmanager nm-rollback tui late-setup"
-EXPECTED_PHASE3="late-netdev"
+EXPECTED_PHASE3="late-netdev gmo-dbus-daemon broker-switch"
+EXPECTED_PHASE4="broker-boot broker-daemon gmo-dbus-broker"
 EXPECTED_TWO="nfs-rdma-server nfs-client-setup nfs-client-mount"
 
 need=(mmdebstrap e2fsprogs qemu-utils qemu-system-x86 dpkg-dev debhelper)
@@ -69,10 +73,20 @@ fi
 t_deb=$((SECONDS - t0))
 [ -f "$deb" ] || die "no package at $deb"
 
+# The timing client runs in the guest from the share: a release binary of the tests crate
+# (the host is Debian 12 like the guest). cargo does nothing if it is up to date.
+if [ -z "$gmo_bin" ]; then
+  log "cargo build --release -p rdma-manager-tests --bin rdma-syslab-gmo"
+  (cd "$REPO_DIR" && cargo build --release -q -p rdma-manager-tests --bin rdma-syslab-gmo) >&2
+  gmo_bin="${CARGO_TARGET_DIR:-$REPO_DIR/target}/release/rdma-syslab-gmo"
+fi
+[ -x "$gmo_bin" ] || die "no timing client at $gmo_bin"
+
 rm -rf "$out"
 mkdir -p "$out/share/out" "$out/checks"
 cp "$SYSLAB_DIR/guest-checks.sh" "$out/share/"
 cp "$deb" "$out/share/"
+cp "$gmo_bin" "$out/share/rdma-syslab-gmo"
 [ "$two" -eq 0 ] || mkdir -p "$out/share/rdv" "$out/share/out-nfs-client"
 qemu-img create -q -f qcow2 -b "$image/base.img" -F raw "$out/run.qcow2"
 [ "$two" -eq 0 ] || qemu-img create -q -f qcow2 -b "$image/base.img" -F raw "$out/client.qcow2"
@@ -128,7 +142,7 @@ summary="$out/summary"
 : >"$summary"
 cat "$out"/share/out*/summary 2>/dev/null | grep -a '^syslab: ' >"$summary" || true
 failed=0
-expected="$EXPECTED_PHASE1 $EXPECTED_PHASE2 $EXPECTED_PHASE3"
+expected="$EXPECTED_PHASE1 $EXPECTED_PHASE2 $EXPECTED_PHASE3 $EXPECTED_PHASE4"
 [ "$two" -eq 0 ] || expected="$expected $EXPECTED_TWO"
 for name in $expected; do
   if ! grep -qx "syslab: \(ok\|FAIL\) $name" "$summary"; then
@@ -147,5 +161,7 @@ boots=$(grep -a -o 'syslab: boot [0-9]*, uptime [0-9.]*s' "$out/console.log" | s
   echo "== installed-system lab summary, kernel $(sed -n 's/^kernel=//p' "$image/info") (total $((SECONDS - t_start))s, output in $out)"
   echo "  image ${t_image}s, package ${t_deb}s, guest ${t_boot}s ($why); ${boots:-no boot reached the test unit}"
   sed 's/^/  /' "$summary"
+  # The GetManagedObjects figures on each bus (docs/PERFORMANCE.md).
+  cat "$out"/checks/gmo-*.txt 2>/dev/null | grep -a '^gmo: ' | sed 's/^/  /' || true
 } | tee "$out/report"
 exit "$failed"

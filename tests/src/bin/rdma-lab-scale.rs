@@ -31,20 +31,19 @@
 //! up (or up again), a port going down or a device added is not on D-Bus within 30 s, or the
 //! daemon logs "Too many open files".
 
-use std::collections::HashMap;
 use std::io::Write as _;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use rdma_manager_tests::gmo::{self, median_ms, run_quiet as run, NAME, ROOT};
+use rdma_manager_tests::procfs::cpu_ticks;
 use rdma_managerd::kernel::linux::LinuxHost;
 use rdma_managerd::kernel::sysfs::SysRoot;
 use rdma_managerd::kernel::verbs::Verbs;
 use rdma_managerd::kernel::Host;
-use zbus::zvariant::{OwnedObjectPath, OwnedValue};
+use zbus::zvariant::OwnedObjectPath;
 
-const NAME: &str = "org.rdmamanager.RdmaManager1";
-const ROOT: &str = "/org/rdmamanager/RdmaManager1";
 const PORT_IFACE: &str = "org.rdmamanager.RdmaManager1.Port";
 const SOCK: &str = "/run/dbus/system_bus_socket";
 const DAEMON_LOG: &str = "/tmp/rdma-managerd.log";
@@ -52,17 +51,6 @@ const DAEMON_LOG: &str = "/tmp/rdma-managerd.log";
 fn figure(name: &str, value: impl std::fmt::Display) {
     println!("scale: {name} {value}");
     let _ = std::io::stdout().flush();
-}
-
-fn run(cmd: &mut Command) -> Result<()> {
-    let st = cmd
-        .stdout(Stdio::null())
-        .status()
-        .with_context(|| format!("{cmd:?}"))?;
-    if !st.success() {
-        bail!("{cmd:?}: {st}");
-    }
-    Ok(())
 }
 
 /// Runs `cmd` with `input` on its standard input (`ip -b -`, `rdma -b -`).
@@ -82,18 +70,6 @@ fn run_batch(cmd: &mut Command, input: &str) -> Result<()> {
         bail!("{cmd:?}: {st}");
     }
     Ok(())
-}
-
-/// The median of `n` runs of `f`, in ms.
-fn median_ms(n: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
-    let mut ms = Vec::with_capacity(n);
-    for _ in 0..n {
-        let t = Instant::now();
-        f()?;
-        ms.push(t.elapsed().as_secs_f64() * 1e3);
-    }
-    ms.sort_by(f64::total_cmp);
-    Ok(ms[n / 2])
 }
 
 fn make_devices(n: usize) -> Result<()> {
@@ -445,15 +421,6 @@ fn proc_status_kb(pid: u32, key: &str) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// utime + stime of a process, in clock ticks.
-fn cpu_ticks(pid: u32) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command's closing parenthesis: state is the 3rd field overall.
-    let rest = &text[text.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
-}
-
 /// Starts the daemon with a 10 ms tick, waits until every port's history is full, and
 /// returns its VmRSS, its RSS by kind and by mapping, and how many samples with data one
 /// port's two histories returned (gaps, ticks the poll could not keep up with, fill the
@@ -638,8 +605,6 @@ async fn device_added_ms(conn: &zbus::Connection, devices: usize) -> Result<f64>
     }
 }
 
-type Objects = HashMap<OwnedObjectPath, HashMap<String, HashMap<String, OwnedValue>>>;
-
 async fn daemon_phase(devices: usize) -> Result<()> {
     std::fs::create_dir_all("/run/dbus")?;
     let bus = Command::new("dbus-daemon")
@@ -688,91 +653,12 @@ async fn daemon_phase(devices: usize) -> Result<()> {
         format!("{:.0}", t0.elapsed().as_secs_f64() * 1e3),
     );
 
-    // One client process: the first GetManagedObjects (the daemon encodes every object's
-    // entry then), then the same call again and again, as a client that keeps its
-    // connection sees it: until the whole reply is in, not decoded; and decoded into a map.
-    let om = zbus::Proxy::new(&conn, NAME, ROOT, "org.freedesktop.DBus.ObjectManager").await?;
-    let t = Instant::now();
-    let objects: Objects = om.call("GetManagedObjects", &()).await?;
-    figure(
-        "get_managed_objects_first_ms",
-        format!(
-            "{:.0} ({} objects, decoded)",
-            t.elapsed().as_secs_f64() * 1e3,
-            objects.len()
-        ),
-    );
-    let mut raw = Vec::new();
-    let mut bytes = 0;
-    // Whose CPU a call costs: the bus (dbus-daemon reads a message 2 KiB at a time), the
-    // daemon (its reply is cached after the first call) and this client, over the 11 calls.
-    let this = std::process::id();
-    let cpu0 = [cpu_ticks(bus_pid), cpu_ticks(pid), cpu_ticks(this)];
-    for _ in 0..11 {
-        let t = Instant::now();
-        let reply = conn
-            .call_method(
-                Some(NAME),
-                ROOT,
-                Some("org.freedesktop.DBus.ObjectManager"),
-                "GetManagedObjects",
-                &(),
-            )
-            .await?;
-        raw.push(t.elapsed().as_secs_f64() * 1e3);
-        bytes = reply.body().len();
+    // One client process: the first GetManagedObjects, then the same call again and again,
+    // as a client that keeps its connection sees it, with the CPU each call costs.
+    let (timing, objects) = gmo::time_get_managed_objects(&conn, Some(bus_pid), Some(pid)).await?;
+    for (name, value) in timing.figures() {
+        figure(name, value);
     }
-    raw.sort_by(f64::total_cmp);
-    figure(
-        "get_managed_objects_ms",
-        format!(
-            "{:.1} (median of 11 calls in one client, reply {} bytes, not decoded; min {:.1} max {:.1})",
-            raw[5], bytes, raw[0], raw[10]
-        ),
-    );
-    let cpu1 = [cpu_ticks(bus_pid), cpu_ticks(pid), cpu_ticks(this)];
-    let per_call = |i: usize| match (cpu0[i], cpu1[i]) {
-        // Clock ticks of 10 ms over 11 calls.
-        (Some(a), Some(b)) => format!("{:.1}", (b - a) as f64 * 10.0 / 11.0),
-        _ => "?".into(),
-    };
-    figure(
-        "get_managed_objects_cpu_per_call_ms",
-        format!(
-            "bus {} daemon {} client {} (utime+stime over the 11 calls)",
-            per_call(0),
-            per_call(1),
-            per_call(2)
-        ),
-    );
-    // The floor of any call through the bus: a Peer.Ping to the daemon.
-    let mut ping = Vec::new();
-    for _ in 0..11 {
-        let t = Instant::now();
-        conn.call_method(
-            Some(NAME),
-            ROOT,
-            Some("org.freedesktop.DBus.Peer"),
-            "Ping",
-            &(),
-        )
-        .await?;
-        ping.push(t.elapsed().as_secs_f64() * 1e3);
-    }
-    ping.sort_by(f64::total_cmp);
-    figure("peer_ping_ms", format!("{:.1} (median of 11)", ping[5]));
-    let mut decoded = Vec::new();
-    for _ in 0..5 {
-        let t = Instant::now();
-        let o: Objects = om.call("GetManagedObjects", &()).await?;
-        decoded.push(t.elapsed().as_secs_f64() * 1e3);
-        std::hint::black_box(o);
-    }
-    decoded.sort_by(f64::total_cmp);
-    figure(
-        "get_managed_objects_decoded_ms",
-        format!("{:.1} (median of 5)", decoded[2]),
-    );
     let target = format!("rxe{}", devices / 2);
     let port_path = objects
         .iter()
