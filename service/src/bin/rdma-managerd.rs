@@ -321,6 +321,9 @@ fn log_filter(rust_log: Result<String, std::env::VarError>) -> (Targets, Option<
     let default = || DEFAULT_LOG_FILTER.parse().unwrap_or_default();
     match rust_log {
         Err(std::env::VarError::NotPresent) => (default(), None),
+        // Set to nothing (`Environment=RUST_LOG=` in a unit): as unset. An empty `Targets`
+        // would let nothing through, errors included.
+        Ok(asked) if asked.trim().is_empty() => (default(), None),
         Err(e) => (default(), Some(e.to_string())),
         Ok(asked) => match asked.parse::<Targets>() {
             Ok(f) => (f, None),
@@ -346,7 +349,9 @@ fn init_logging() {
         registry.with(journald.with_field_prefix(None)).init();
     } else {
         use std::io::IsTerminal;
-        let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        // NO_COLOR counts when it is set and not empty (no-color.org), as in rdma-tui.
+        let colour = std::io::stderr().is_terminal()
+            && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
         registry
             .with(
                 tracing_subscriber::fmt::layer()
@@ -442,6 +447,13 @@ mod tests {
         assert!(f.would_enable("rdma_managerd", &Level::INFO));
         assert!(!f.would_enable("zbus::connection", &Level::WARN));
         assert!(f.would_enable("zbus::connection", &Level::ERROR));
+    }
+
+    #[test]
+    fn an_empty_rust_log_is_as_none() {
+        let (f, refused) = log_filter(Ok(" ".into()));
+        assert_eq!(refused, None);
+        assert!(f.would_enable("rdma_managerd", &Level::INFO));
     }
 
     #[test]
