@@ -454,3 +454,24 @@ async fn a_renamed_parent_is_named_by_its_children() {
     );
     assert!(events.try_recv().is_err(), "no event for the children");
 }
+
+/// A snapshot is kept as long as its device is unchanged: its lists hold no room beyond
+/// their entries (`DeviceSnapshot::shrink_to_fit`, docs/PERFORMANCE.md "Memory, sixth pass").
+#[tokio::test]
+async fn a_read_snapshot_keeps_no_spare_room() {
+    let h = demo();
+    for name in ["mlx4_1", "mlx5_0", "rxe0"] {
+        let d = h.read_device(name).await.unwrap();
+        assert_eq!(d.ports.capacity(), d.ports.len(), "{name} ports");
+        assert_eq!(d.netdevs.capacity(), d.netdevs.len(), "{name} netdevs");
+        for p in &d.ports {
+            assert_eq!(p.gids.capacity(), p.gids.len(), "{name}/{} gids", p.number);
+            assert_eq!(
+                p.pkeys.capacity(),
+                p.pkeys.len(),
+                "{name}/{} pkeys",
+                p.number
+            );
+        }
+    }
+}
