@@ -398,6 +398,19 @@ fn main() -> ExitCode {
     }
 }
 
+/// `pow` for the one caller the daemon has: tokio's multi-threaded scheduler (its statistics
+/// for the work-stealing heuristics), linked whenever the workspace builds tokio with that
+/// scheduler even though the daemon runs the current-thread one. Defined here, the linker
+/// resolves that call to it and `libm.so.6` is not loaded at all: its load runs its IFUNC
+/// resolvers across its code, about half a megabyte of resident memory for one function
+/// (docs/PERFORMANCE.md, "Memory, seventh pass"). The executable does not export it, so a
+/// library loaded later (libibverbs' providers) that needs libm loads it as before.
+/// `.ci/run` checks that the release daemon does not need `libm.so.6`.
+#[no_mangle]
+pub extern "C" fn pow(x: f64, y: f64) -> f64 {
+    libm::pow(x, y)
+}
+
 fn run(args: Args) -> anyhow::Result<()> {
     match &args.command {
         Command::Help => {
@@ -411,10 +424,12 @@ fn run(args: Args) -> anyhow::Result<()> {
         Command::Serve => init_logging(),
         Command::Show { .. } => {}
     }
-    // Two worker threads are plenty: the daemon spends its life waiting, and its blocking
-    // sysfs reads go to the blocking pool.
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // One thread for the async side: the daemon spends its life waiting, and what blocks
+    // (sysfs, verbs, reading many devices at once) goes to the blocking pool. The
+    // multi-threaded scheduler is also the only user of libm in the daemon (its `pow`, for
+    // the work-stealing heuristics): without it `libm.so.6` is not loaded, about half a
+    // megabyte of resident memory (docs/PERFORMANCE.md, "Memory, seventh pass").
+    let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;

@@ -19,6 +19,17 @@ const LIGHT_BYTES_PER_S: f64 = 4.0e5;
 /// Without a known link rate: about 1 GB/s at the top of the wave.
 const DEFAULT_BYTES_PER_S: f64 = 5.0e8;
 
+/// A sine-shaped wave of period 2π between -1 and 1 (two parabolic arcs, within 0.06 of the
+/// sine). Not `f64::sin`, which would make the daemon load `libm.so.6` for this alone: about
+/// half a megabyte of resident memory, its IFUNC resolvers being run at load across its code
+/// (docs/PERFORMANCE.md, "Memory, seventh pass").
+fn wave(phase: f64) -> f64 {
+    use std::f64::consts::PI;
+    // x in [-π, π): the parabola 4x(π - |x|)/π² is 0 at -π, 0 and π, ±1 at ±π/2.
+    let x = (phase + PI).rem_euclid(2.0 * PI) - PI;
+    4.0 * x * (PI - x.abs()) / (PI * PI)
+}
+
 /// One port's place in the demo's traffic.
 #[derive(Debug, Clone, PartialEq)]
 struct PortWave {
@@ -75,8 +86,8 @@ impl DemoTraffic {
     fn rates_of(w: &PortWave, t: i64) -> (f64, f64) {
         let phase = (t as f64 / 20.0) + w.device_index as f64 * 1.3 + f64::from(w.port) * 0.7;
         // Never negative; RX lags TX.
-        let tx = (phase.sin() + 1.05) * w.amplitude;
-        let rx = ((phase - 0.8).sin() + 1.05) * w.amplitude * 0.7;
+        let tx = (wave(phase) + 1.05) * w.amplitude;
+        let rx = (wave(phase - 0.8) + 1.05) * w.amplitude * 0.7;
         let jitter = (t.rem_euclid(97) as f64 * 7919.0 + w.device_index as f64 * 104_729.0)
             .rem_euclid(97.0)
             / 97.0;
@@ -133,6 +144,16 @@ pub fn spawn_demo_traffic(
 mod tests {
     use super::*;
     use crate::kernel::sim::fixtures;
+
+    #[test]
+    fn the_wave_follows_the_sine_it_stands_in_for() {
+        for i in -400..400 {
+            let phase = f64::from(i) / 20.0;
+            let (w, s) = (wave(phase), phase.sin());
+            assert!((w - s).abs() < 0.06, "at {phase}: {w} against {s}");
+            assert!((-1.0..=1.0).contains(&w), "at {phase}: {w}");
+        }
+    }
 
     #[test]
     fn the_demo_loads_ports_by_their_link_and_spares_narrow_counters() {
