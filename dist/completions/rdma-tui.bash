@@ -11,10 +11,14 @@ _rdma_tui()
         cword=$COMP_CWORD
     }
     local sysfs=${RDMA_TUI_SYSFS:-/sys/class/infiniband}
-    local opts="--demo --system --session --address= --no-mouse --ibstat --json --help --version"
+    local opts="--demo --system --session --address= --direct-socket= --no-mouse --ibstat --json --help --version"
     # ibstat's options, after --ibstat.
     local ibstat_opts="--list_of_cas --short --port_list --verbose --config -l -s -p -v -z"
 
+    if [[ $cur == --direct-socket=* ]]; then
+        COMPREPLY=($(compgen -P --direct-socket= -f -- "${cur#--direct-socket=}"))
+        return
+    fi
     # After --ibstat: DEVICE, then PORT (a file after -z/--config).
     local i ibstat=-1
     for ((i = 1; i < cword; i++)); do

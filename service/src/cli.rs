@@ -12,6 +12,7 @@ use crate::dbus::server::Bus;
 pub const USAGE: &str =
     "usage: rdma-managerd [--system | --session | --address=ADDRESS] [--simulate[=DIR]]
                      [--sim-host=SPEC] [--sim-cost=PROFILE] [--tick-ms=N]
+                     [--direct-socket=PATH | --no-direct-socket]
        rdma-managerd show [--simulate[=DIR]] [--sim-host=SPEC] [--json]
        rdma-managerd show [--simulate[=DIR]] [--sim-host=SPEC] [IBSTAT OPTIONS] [DEVICE [PORT]]
 
@@ -19,6 +20,9 @@ pub const USAGE: &str =
   --system        serve on the system bus (the default)
   --session       serve on the session bus instead (development)
   --address=ADDR  serve on the bus at ADDR (tests)
+  --direct-socket=PATH also answer GetManagedObjects on this Unix socket, peer to peer,
+                  without the bus's relay (default with --system: /run/rdma-manager/direct)
+  --no-direct-socket no direct socket, with --system too
   --tick-ms=N     port poll and sampling period in milliseconds (default 1000); the history
                   still keeps 300 samples and 360 averages of 10 per port, so it covers
                   3600 ticks (benchmarks)
@@ -49,11 +53,13 @@ IBSTAT OPTIONS (show), as ibstat 44.0 prints them, byte for byte:
 
 /// Every option [`parse`] takes, as `--help`, the man page and completions must list them
 /// (a trailing `=` takes a value in the same argument).
-pub const OPTIONS: [&str; 22] = [
+pub const OPTIONS: [&str; 24] = [
     "show",
     "--system",
     "--session",
     "--address=",
+    "--direct-socket=",
+    "--no-direct-socket",
     "--tick-ms=",
     "--simulate",
     "--simulate=",
@@ -95,6 +101,21 @@ pub struct Args {
     pub sim_host: Option<String>,
     pub sim_cost: Option<crate::kernel::sim::cost::CostProfile>,
     pub tick_ms: Option<u64>,
+    /// `--direct-socket=PATH` (`Some(Some)`), `--no-direct-socket` (`Some(None)`), or
+    /// neither: the default, [`crate::dbus::direct::DEFAULT_PATH`] on the system bus only.
+    pub direct_socket: Option<Option<String>>,
+}
+
+impl Args {
+    /// Where the direct socket is listened on, if anywhere: given, or the default on the
+    /// system bus (on a private or session bus, tests and development, only when given).
+    pub fn direct_socket_path(&self) -> Option<String> {
+        match (&self.direct_socket, &self.bus) {
+            (Some(choice), _) => choice.clone(),
+            (None, None | Some(Bus::System)) => Some(crate::dbus::direct::DEFAULT_PATH.to_string()),
+            (None, Some(_)) => None,
+        }
+    }
 }
 
 /// A command line that cannot be run, with the reason (the caller adds the usage).
@@ -115,6 +136,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Args, UsageError
         sim_host: None,
         sim_cost: None,
         tick_ms: None,
+        direct_socket: None,
     };
     let mut it = args.into_iter().peekable();
     let show = it.peek().is_some_and(|a| a == "show");
@@ -140,6 +162,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Args, UsageError
             "--session" => out.bus = Some(Bus::Session),
             "--system" => out.bus = Some(Bus::System),
             "--simulate" => out.simulate = Some(None),
+            "--no-direct-socket" => out.direct_socket = Some(None),
             "--json" => json = true,
             "--" => only_positional = true,
             s if s.starts_with("--address=") => {
@@ -148,6 +171,13 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Args, UsageError
                     return Err(usage("--address= needs a D-Bus address"));
                 }
                 out.bus = Some(Bus::Address(addr.to_string()));
+            }
+            s if s.starts_with("--direct-socket=") => {
+                let path = &s["--direct-socket=".len()..];
+                if !path.starts_with('/') {
+                    return Err(usage(format!("{s}: expected an absolute path")));
+                }
+                out.direct_socket = Some(Some(path.to_string()));
             }
             s if s.starts_with("--simulate=") => {
                 let dir = &s["--simulate=".len()..];
@@ -193,7 +223,10 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Args, UsageError
         if matches!(a.as_str(), "--session" | "--system") || a.starts_with("--address=") {
             serve_only.get_or_insert(a.clone());
         }
-        if a.starts_with("--tick-ms=") {
+        if a.starts_with("--tick-ms=")
+            || a.starts_with("--direct-socket=")
+            || a == "--no-direct-socket"
+        {
             serve_only.get_or_insert(a);
         }
     }
@@ -283,6 +316,24 @@ mod tests {
     }
 
     #[test]
+    fn the_direct_socket_is_the_system_buss_default_only() {
+        let path = |a: &[&str]| p(a).expect("parses").direct_socket_path();
+        let default = Some(crate::dbus::direct::DEFAULT_PATH.to_string());
+        assert_eq!(path(&[]), default);
+        assert_eq!(path(&["--system"]), default);
+        assert_eq!(path(&["--session"]), None);
+        assert_eq!(path(&["--address=unix:path=/x"]), None);
+        assert_eq!(
+            path(&["--address=unix:path=/x", "--direct-socket=/tmp/d"]),
+            Some("/tmp/d".to_string())
+        );
+        assert_eq!(path(&["--no-direct-socket"]), None);
+        assert!(p(&["--direct-socket="]).is_err_and(|e| e.0.contains("absolute path")));
+        assert!(p(&["--direct-socket=run/x"]).is_err());
+        assert!(p(&["show", "--no-direct-socket"]).is_err_and(|e| e.0.contains("for serving")));
+    }
+
+    #[test]
     fn show_takes_ibstats_options() {
         let a = ibstat(&["show", "-l"]);
         assert!(a.list_only);
@@ -301,6 +352,8 @@ mod tests {
         for o in OPTIONS {
             let arg = if o == "--sim-cost=" {
                 format!("{o}lab")
+            } else if o == "--direct-socket=" {
+                format!("{o}/run/x")
             } else if o.ends_with('=') {
                 format!("{o}1")
             } else {

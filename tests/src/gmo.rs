@@ -15,6 +15,8 @@ use crate::procfs::cpu_ticks;
 
 pub const NAME: &str = "org.rdmamanager.RdmaManager1";
 pub const ROOT: &str = "/org/rdmamanager/RdmaManager1";
+/// The daemon's direct socket, its default on the system bus (service/src/dbus/direct.rs).
+pub const DIRECT_SOCKET: &str = "/run/rdma-manager/direct";
 const OBJECT_MANAGER: &str = "org.freedesktop.DBus.ObjectManager";
 
 /// Calls timed for the median (odd: the median is one call's time).
@@ -26,6 +28,8 @@ pub type Objects = HashMap<OwnedObjectPath, HashMap<String, HashMap<String, Owne
 /// What [`time_get_managed_objects`] measured.
 #[derive(Debug, Clone)]
 pub struct Timing {
+    /// Through the daemon's direct socket (peer to peer), not the bus.
+    pub direct: bool,
     /// The first call, decoded (the daemon encodes every object's entry then).
     pub first_ms: f64,
     pub objects: usize,
@@ -49,17 +53,28 @@ impl Timing {
         self.calls_ms[self.calls_ms.len() / 2]
     }
 
-    /// The figures as `(name, value)`, the names the scale lab has always printed.
-    pub fn figures(&self) -> Vec<(&'static str, String)> {
+    /// The figures as `(name, value)`, the names the scale lab has always printed; through
+    /// the direct socket each name has `_direct` after its subject, and there is no bus.
+    pub fn figures(&self) -> Vec<(String, String)> {
         let cpu = |v: Option<f64>| v.map_or("?".into(), |ms| format!("{ms:.1}"));
         let (min, max) = (self.calls_ms[0], self.calls_ms[self.calls_ms.len() - 1]);
+        let (gmo, ping) = if self.direct {
+            ("get_managed_objects_direct", "peer_ping_direct_ms")
+        } else {
+            ("get_managed_objects", "peer_ping_ms")
+        };
+        let bus = if self.direct {
+            String::new()
+        } else {
+            format!("bus {} ", cpu(self.cpu_bus_ms))
+        };
         vec![
             (
-                "get_managed_objects_first_ms",
+                format!("{gmo}_first_ms"),
                 format!("{:.0} ({} objects, decoded)", self.first_ms, self.objects),
             ),
             (
-                "get_managed_objects_ms",
+                format!("{gmo}_ms"),
                 format!(
                     "{:.1} (median of {CALLS} calls in one client, reply {} bytes, not decoded; min {min:.1} max {max:.1})",
                     self.median_ms(),
@@ -67,40 +82,59 @@ impl Timing {
                 ),
             ),
             (
-                "get_managed_objects_cpu_per_call_ms",
+                format!("{gmo}_cpu_per_call_ms"),
                 format!(
-                    "bus {} daemon {} client {} (utime+stime over the {CALLS} calls)",
-                    cpu(self.cpu_bus_ms),
+                    "{bus}daemon {} client {} (utime+stime over the {CALLS} calls)",
                     cpu(self.cpu_daemon_ms),
                     cpu(self.cpu_client_ms)
                 ),
             ),
+            (ping.to_string(), format!("{:.1} (median of {CALLS})", self.ping_ms)),
             (
-                "peer_ping_ms",
-                format!("{:.1} (median of {CALLS})", self.ping_ms),
-            ),
-            (
-                "get_managed_objects_decoded_ms",
+                format!("{gmo}_decoded_ms"),
                 format!("{:.1} (median of 5)", self.decoded_ms),
             ),
         ]
     }
 }
 
+/// A peer-to-peer connection to the daemon's direct socket at `path`
+/// (service/src/dbus/direct.rs).
+pub async fn connect_direct(path: &str) -> Result<zbus::Connection> {
+    let stream = tokio::net::UnixStream::connect(path)
+        .await
+        .with_context(|| format!("cannot connect to {path}"))?;
+    zbus::connection::Builder::unix_stream(stream)
+        .p2p()
+        .build()
+        .await
+        .with_context(|| format!("no D-Bus handshake on {path}"))
+}
+
 /// Times GetManagedObjects of the daemon on `conn`: the first call, [`CALLS`] more with the
 /// CPU they cost `bus_pid`, `daemon_pid` and this process, `Peer.Ping`s, and 5 decoded
-/// calls. Returns the timing and the first call's objects.
+/// calls. Returns the timing and the first call's objects. `conn` is a bus connection, or
+/// with `direct` a connection from [`connect_direct`] (no bus: `bus_pid` is not read).
 ///
-/// `conn` must answer the daemon's `Peer.Ping` (its object server started): the daemon
-/// learns from that answer that a client reads its large replies (service/src/dbus/limits.rs).
+/// A bus connection must answer the daemon's `Peer.Ping` (its object server started): the
+/// daemon learns from that answer that a client reads its large replies
+/// (service/src/dbus/limits.rs).
 pub async fn time_get_managed_objects(
     conn: &zbus::Connection,
+    direct: bool,
     bus_pid: Option<u32>,
     daemon_pid: Option<u32>,
 ) -> Result<(Timing, Objects)> {
-    let om = zbus::Proxy::new(conn, NAME, ROOT, OBJECT_MANAGER).await?;
+    let bus_pid = bus_pid.filter(|_| !direct);
+    let destination = (!direct).then_some(NAME);
+    let call = |interface: &'static str, member: &'static str| {
+        conn.call_method(destination, ROOT, Some(interface), member, &())
+    };
     let t = Instant::now();
-    let objects: Objects = om.call("GetManagedObjects", &()).await?;
+    let objects: Objects = call(OBJECT_MANAGER, "GetManagedObjects")
+        .await?
+        .body()
+        .deserialize()?;
     let first_ms = ms_since(t);
 
     // Whose CPU a call costs: the bus (dbus-daemon reads a message 2 KiB at a time), the
@@ -118,15 +152,7 @@ pub async fn time_get_managed_objects(
     let mut reply_bytes = 0;
     for _ in 0..CALLS {
         let t = Instant::now();
-        let reply = conn
-            .call_method(
-                Some(NAME),
-                ROOT,
-                Some(OBJECT_MANAGER),
-                "GetManagedObjects",
-                &(),
-            )
-            .await?;
+        let reply = call(OBJECT_MANAGER, "GetManagedObjects").await?;
         calls_ms.push(ms_since(t));
         reply_bytes = reply.body().len();
     }
@@ -141,14 +167,7 @@ pub async fn time_get_managed_objects(
     let mut ping = Vec::with_capacity(CALLS);
     for _ in 0..CALLS {
         let t = Instant::now();
-        conn.call_method(
-            Some(NAME),
-            ROOT,
-            Some("org.freedesktop.DBus.Peer"),
-            "Ping",
-            &(),
-        )
-        .await?;
+        call("org.freedesktop.DBus.Peer", "Ping").await?;
         ping.push(ms_since(t));
     }
     ping.sort_by(f64::total_cmp);
@@ -156,13 +175,17 @@ pub async fn time_get_managed_objects(
     let mut decoded = Vec::with_capacity(5);
     for _ in 0..5 {
         let t = Instant::now();
-        let o: Objects = om.call("GetManagedObjects", &()).await?;
+        let o: Objects = call(OBJECT_MANAGER, "GetManagedObjects")
+            .await?
+            .body()
+            .deserialize()?;
         decoded.push(ms_since(t));
         std::hint::black_box(o);
     }
     decoded.sort_by(f64::total_cmp);
 
     let timing = Timing {
+        direct,
         first_ms,
         objects: objects.len(),
         calls_ms,

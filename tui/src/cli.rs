@@ -6,8 +6,8 @@ use crate::client::BusChoice;
 
 pub const USAGE: &str =
     "usage: rdma-tui [--system | --session | --address=ADDRESS | --demo] [--no-mouse]
-       rdma-tui [BUS] --ibstat [IBSTAT OPTIONS] [DEVICE [PORT]]
-       rdma-tui [BUS] --json
+       rdma-tui [BUS] [--direct-socket=PATH] --ibstat [IBSTAT OPTIONS] [DEVICE [PORT]]
+       rdma-tui [BUS] [--direct-socket=PATH] --json
 
   (no option)     the interactive editor and monitor of rdma-managerd on the system bus
   --demo          start a simulated rdma-managerd on a private bus and show it (no RDMA
@@ -18,6 +18,9 @@ pub const USAGE: &str =
   --no-mouse      leave the mouse to the terminal (select and paste text)
   --ibstat        print what rdma-core's ibstat prints for the service's state, and exit
   --json          print the service's whole state as JSON, and exit (docs/JSON.md)
+  --direct-socket=PATH with --ibstat or --json: read the objects from rdma-managerd's direct
+                  socket at PATH, without the bus's relay, and from the bus if it does not
+                  answer (default with --system: /run/rdma-manager/direct)
   -h, --help      this text
   -V, --version   the version
 
@@ -35,11 +38,12 @@ NO_COLOR=1 draws without colour.";
 
 /// Every option [`parse`] accepts, as documentation and completions must list them (a
 /// trailing `=` takes a value in the same argument).
-pub const OPTIONS: [&str; 19] = [
+pub const OPTIONS: [&str; 20] = [
     "--demo",
     "--system",
     "--session",
     "--address=",
+    "--direct-socket=",
     "--no-mouse",
     "--ibstat",
     "--json",
@@ -76,6 +80,21 @@ pub struct Args {
     pub bus: BusChoice,
     pub demo: bool,
     pub mouse: bool,
+    /// `--direct-socket=PATH`; without it, [`crate::client::DIRECT_SOCKET`] on the system bus.
+    pub direct_socket: Option<String>,
+}
+
+impl Args {
+    /// Where `--ibstat` and `--json` read the objects first, if anywhere: given, or the
+    /// daemon's default on the system bus (a private or session bus's daemon has none unless
+    /// it was given one; the default socket is the system daemon's).
+    pub fn direct_socket_path(&self) -> Option<String> {
+        match (&self.direct_socket, &self.bus, self.demo) {
+            (Some(path), _, _) => Some(path.clone()),
+            (None, BusChoice::System, false) => Some(crate::client::DIRECT_SOCKET.to_string()),
+            (None, _, _) => None,
+        }
+    }
 }
 
 /// A command line that cannot be run, with the reason (the caller adds the usage).
@@ -93,6 +112,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Args, UsageError
         bus: BusChoice::System,
         demo: false,
         mouse: true,
+        direct_socket: None,
     };
     let mut ibstat = false;
     let mut ibstat_args = IbstatArgs::default();
@@ -124,6 +144,13 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Args, UsageError
                     return Err(usage("--address= needs a D-Bus address"));
                 }
                 out.bus = BusChoice::Address(addr.to_string());
+            }
+            s if s.starts_with("--direct-socket=") => {
+                let path = &s["--direct-socket=".len()..];
+                if !path.starts_with('/') {
+                    return Err(usage(format!("{s}: expected an absolute path")));
+                }
+                out.direct_socket = Some(path.to_string());
             }
             s => {
                 let taken = ibstat_args
@@ -193,6 +220,21 @@ mod tests {
     }
 
     #[test]
+    fn the_direct_socket_is_the_system_daemons_unless_given() {
+        let path = |a: &[&str]| p(a).expect("parses").direct_socket_path();
+        let default = Some(crate::client::DIRECT_SOCKET.to_string());
+        assert_eq!(path(&["--json"]), default);
+        assert_eq!(path(&["--session", "--json"]), None);
+        assert_eq!(path(&["--demo"]), None);
+        assert_eq!(path(&["--address=unix:path=/b", "--json"]), None);
+        assert_eq!(
+            path(&["--address=unix:path=/b", "--direct-socket=/d", "--json"]),
+            Some("/d".to_string())
+        );
+        assert!(p(&["--direct-socket="]).is_err_and(|e| e.0.contains("absolute path")));
+    }
+
+    #[test]
     fn ibstat_options() {
         let a = ibstat(&["--ibstat", "-l"]);
         assert!(a.list_only);
@@ -212,7 +254,9 @@ mod tests {
     #[test]
     fn every_listed_option_parses_and_is_in_the_usage() {
         for o in OPTIONS {
-            let arg = if o.ends_with('=') {
+            let arg = if o == "--direct-socket=" {
+                format!("{o}/run/x")
+            } else if o.ends_with('=') {
                 format!("{o}unix:path=/x")
             } else {
                 o.to_string()

@@ -6,6 +6,7 @@
 //! [`Update::CallDone`].
 
 use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
 
 use futures::StreamExt;
 use rdma_manager_dbus::proxies::{
@@ -496,6 +497,38 @@ pub async fn connect(bus: &BusChoice) -> zbus::Result<Connection> {
     Ok(conn)
 }
 
+/// Where rdma-managerd on the system bus answers GetManagedObjects without the bus
+/// (service/src/dbus/direct.rs; its `--direct-socket`).
+pub const DIRECT_SOCKET: &str = "/run/rdma-manager/direct";
+
+/// A peer-to-peer connection to the daemon's direct socket at `path`, for one read of every
+/// object; `None` when nothing answers there (an older daemon, another path), and the bus
+/// is used. Not for following changes: signals come only on the bus, ordered after its
+/// GetManagedObjects reply.
+pub async fn connect_direct(path: &str) -> Option<Connection> {
+    let connect = async {
+        let stream = tokio::net::UnixStream::connect(path).await?;
+        zbus::connection::Builder::unix_stream(stream)
+            .p2p()
+            .build()
+            .await
+    };
+    match tokio::time::timeout(Duration::from_secs(2), connect).await {
+        Ok(Ok(conn)) => Some(conn),
+        Ok(Err(e)) => {
+            tracing::debug!(path, "no direct socket, reading through the bus: {e}");
+            None
+        }
+        Err(_) => {
+            tracing::debug!(
+                path,
+                "the direct socket does not answer, reading through the bus"
+            );
+            None
+        }
+    }
+}
+
 /// Everything the service publishes, as read from the bus: GetManagedObjects, and the root's
 /// own properties (GetAll), since the root is not among the objects it manages.
 struct Published {
@@ -503,9 +536,39 @@ struct Published {
     root: HashMap<String, OwnedValue>,
 }
 
-async fn read_published(conn: &Connection) -> zbus::Result<Published> {
-    let om = root_proxy::<ObjectManagerProxy>(conn).await?;
-    let objects = om.get_managed_objects().await?;
+/// Reads [`Published`]; the objects through `direct` when given (and the bus if it fails
+/// there), the root's properties through the bus.
+async fn read_published(conn: &Connection, direct: Option<&Connection>) -> zbus::Result<Published> {
+    let direct_objects = match direct {
+        Some(d) => {
+            let reply = d
+                .call_method(
+                    None::<&str>,
+                    ROOT_PATH,
+                    Some("org.freedesktop.DBus.ObjectManager"),
+                    "GetManagedObjects",
+                    &(),
+                )
+                .await;
+            match reply.and_then(|m| m.body().deserialize::<zbus::fdo::ManagedObjects>()) {
+                Ok(objects) => Some(objects),
+                Err(e) => {
+                    tracing::debug!("the direct socket failed, reading through the bus: {e}");
+                    None
+                }
+            }
+        }
+        None => None,
+    };
+    let objects = match direct_objects {
+        Some(objects) => objects,
+        None => {
+            root_proxy::<ObjectManagerProxy>(conn)
+                .await?
+                .get_managed_objects()
+                .await?
+        }
+    };
     let root = read_root(conn).await?;
     Ok(Published { objects, root })
 }
@@ -518,9 +581,13 @@ async fn read_root(conn: &Connection) -> zbus::Result<HashMap<String, OwnedValue
 }
 
 /// Everything the service publishes as the JSON document of docs/JSON.md (`rdma-tui --json`);
-/// `rdma-managerd show --json` prints the same document without a bus.
-pub async fn read_document(conn: &Connection) -> zbus::Result<rdma_manager_dbus::json::Document> {
-    let Published { objects, root } = read_published(conn).await?;
+/// `rdma-managerd show --json` prints the same document without a bus. The objects are read
+/// through `direct` when given ([`connect_direct`]).
+pub async fn read_document(
+    conn: &Connection,
+    direct: Option<&Connection>,
+) -> zbus::Result<rdma_manager_dbus::json::Document> {
+    let Published { objects, root } = read_published(conn, direct).await?;
     let mut doc = rdma_manager_dbus::json::Document::new();
     doc.add(
         ROOT_PATH,
@@ -539,9 +606,10 @@ pub async fn read_document(conn: &Connection) -> zbus::Result<rdma_manager_dbus:
     Ok(doc)
 }
 
-/// Reads everything the service publishes (no history).
-pub async fn read_model(conn: &Connection) -> zbus::Result<Model> {
-    let Published { objects, root } = read_published(conn).await?;
+/// Reads everything the service publishes (no history); the objects through `direct` when
+/// given ([`connect_direct`]).
+pub async fn read_model(conn: &Connection, direct: Option<&Connection>) -> zbus::Result<Model> {
+    let Published { objects, root } = read_published(conn, direct).await?;
     let mut model = Model::default();
     model.set_properties(ROOT_PATH, crate::model::MANAGER_IFACE, root.iter());
     for (path, ifaces) in objects {
@@ -655,7 +723,8 @@ async fn load(conn: &Connection, tx: &UnboundedSender<Update>) -> zbus::Result<L
         let _ = tx.send(Update::Loaded(Box::new(model)));
         return Ok(Load::Starting);
     }
-    let model = read_model(conn).await?;
+    // Through the bus only: the signals that follow are ordered after its reply.
+    let model = read_model(conn, None).await?;
     let ports: Vec<String> = model.ports.keys().cloned().collect();
     let _ = tx.send(Update::Loaded(Box::new(model)));
     // Changes that already wait for confirmation (made before this client started, or by

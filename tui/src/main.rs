@@ -59,17 +59,27 @@ async fn run(args: cli::Args, started: std::time::Instant) -> anyhow::Result<()>
     let conn = client::connect(&bus)
         .await
         .with_context(|| cannot_connect(&bus))?;
+    // A one-time read takes the objects from the daemon's direct socket when it answers:
+    // the same reply without the bus's relay (rdma-managerd(8), --direct-socket).
+    let direct = match (&args.mode, args.direct_socket_path()) {
+        (Mode::Json | Mode::Ibstat(_), Some(path)) => client::connect_direct(&path).await,
+        _ => None,
+    };
     match args.mode {
         Mode::Interactive => rdma_tui::terminal::run(conn, args.mouse, started).await,
         Mode::Json => {
-            let doc = client::read_document(&conn).await.context(NOT_RUNNING)?;
+            let doc = client::read_document(&conn, direct.as_ref())
+                .await
+                .context(NOT_RUNNING)?;
             let mut out = std::io::stdout().lock();
             out.write_all(doc.to_pretty_string().as_bytes())?;
             out.flush()?;
             Ok(())
         }
         Mode::Ibstat(ibstat) => {
-            let model = client::read_model(&conn).await.context(NOT_RUNNING)?;
+            let model = client::read_model(&conn, direct.as_ref())
+                .await
+                .context(NOT_RUNNING)?;
             // As ibstat 44.0: what was printed before a failure stays printed, then the
             // message, and a failure status.
             let run = rdma_tui::ibstat::run(&model, &ibstat);

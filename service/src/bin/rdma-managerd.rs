@@ -231,6 +231,20 @@ async fn daemon(args: &Args) -> anyhow::Result<()> {
     if let Err(e) = rdma_managerd::system::sd_notify::notify(status) {
         tracing::warn!(error = %e, "cannot tell systemd that start-up is over");
     }
+    // After start-up, so that every direct answer is the complete host; a client that finds
+    // no socket uses the bus. Not fatal: the bus serves the same.
+    let _direct = args.direct_socket_path().and_then(|path| {
+        match rdma_managerd::dbus::direct::listen(path.as_ref(), service.managed.clone()) {
+            Ok(socket) => {
+                tracing::info!(path, "GetManagedObjects also on the direct socket");
+                Some(socket)
+            }
+            Err(e) => {
+                tracing::warn!("no direct socket: {e}");
+                None
+            }
+        }
+    });
     let _sim_ops = match (&sim, args.sim_cost) {
         (Some(sim), Some(_)) => Some(log_sim_ops(sim.clone())),
         _ => None,

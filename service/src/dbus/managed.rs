@@ -157,37 +157,41 @@ impl ManagedObjects {
             return Ok(());
         }
         let failed = |e: zbus::Error| fdo::Error::Failed(e.to_string());
-        let body = self.cache.body().map_err(failed)?;
+        let reply = reply_message(&hdr, &self.cache).map_err(failed)?;
         // Large by nature (1.5 MB for 1800 objects): counted against what the caller has not
         // read yet (see `limits`).
-        super::limits::charge_current(body.len() as u64);
-        // SAFETY: `build_raw_body` is unsafe because the bytes are trusted to be a body of
-        // the signature, with the Unix FDs it names passed along (zbus's own
-        // `zvariant::to_writer` is unsafe for the same reason: a body naming fd indices that
-        // the message does not carry). Both hold here:
-        // - the body: every entry is zvariant's own encoding of (ObjectPath, a{sa{sv}}) at
-        //   offset 0 in ENDIAN (`encode_entry`), which is the encoding of a dict entry
-        //   {oa{sa{sv}}} at any 8-aligned offset (a dict entry is 8-aligned and D-Bus aligns
-        //   relative to the start of the body); `concat_entries` lays them out as the format
-        //   lays out an array: a u32 byte length, padding to 8 even when empty, each element at
-        //   the next multiple of 8. The reply is ENDIAN, whatever the caller's byte order.
-        //   The unit tests below decode such bodies with zvariant, and the D-Bus test
-        //   `the_cached_object_manager_answers_as_zbus_own_does` compares the answer with zbus's
-        //   own ObjectManager's on the same objects.
-        // - FDs: none is passed (`vec![]`), and none is named: the values come from the
-        //   objects' views, whose fields are strings, numbers, booleans, object paths and
-        //   containers of them, never a file descriptor ('h').
-        // A body that broke these would be a protocol error for the peer (the bus daemon
-        // checks every message it routes), not memory unsafety here: the message is only
-        // written to the socket.
-        let reply = unsafe {
-            Message::method_return(&hdr)
-                .map_err(failed)?
-                .endian(ENDIAN)
-                .build_raw_body(&body, SIGNATURE, vec![])
-        }
-        .map_err(failed)?;
+        super::limits::charge_current(reply.data().len() as u64);
         connection.send(&reply).await.map_err(failed)
+    }
+}
+
+/// The reply to the GetManagedObjects call `hdr`: the bus's, and the direct socket's
+/// (`direct`).
+pub(super) fn reply_message(hdr: &Header<'_>, cache: &ManagedCache) -> zbus::Result<Message> {
+    let body = cache.body()?;
+    // SAFETY: `build_raw_body` is unsafe because the bytes are trusted to be a body of
+    // the signature, with the Unix FDs it names passed along (zbus's own
+    // `zvariant::to_writer` is unsafe for the same reason: a body naming fd indices that
+    // the message does not carry). Both hold here:
+    // - the body: every entry is zvariant's own encoding of (ObjectPath, a{sa{sv}}) at
+    //   offset 0 in ENDIAN (`encode_entry`), which is the encoding of a dict entry
+    //   {oa{sa{sv}}} at any 8-aligned offset (a dict entry is 8-aligned and D-Bus aligns
+    //   relative to the start of the body); `concat_entries` lays them out as the format
+    //   lays out an array: a u32 byte length, padding to 8 even when empty, each element at
+    //   the next multiple of 8. The reply is ENDIAN, whatever the caller's byte order.
+    //   The unit tests below decode such bodies with zvariant, and the D-Bus test
+    //   `the_cached_object_manager_answers_as_zbus_own_does` compares the answer with zbus's
+    //   own ObjectManager's on the same objects.
+    // - FDs: none is passed (`vec![]`), and none is named: the values come from the
+    //   objects' views, whose fields are strings, numbers, booleans, object paths and
+    //   containers of them, never a file descriptor ('h').
+    // A body that broke these would be a protocol error for the peer (the bus daemon
+    // checks every message it routes, a direct client every message it reads), not memory
+    // unsafety here: the message is only written to the socket.
+    unsafe {
+        Message::method_return(hdr)?
+            .endian(ENDIAN)
+            .build_raw_body(&body, SIGNATURE, vec![])
     }
 }
 

@@ -5,6 +5,8 @@
 //! - [`view`]: engine state to property values ([`values`]: the conversions the methods share); [`document`]: all of them for one state, as
 //!   the JSON document `rdma-managerd show --json` prints (no bus).
 //! - [`managed`]: the root's ObjectManager, answering GetManagedObjects from cached encodings.
+//! - [`direct`]: the same GetManagedObjects on a Unix socket of its own, without the bus's
+//!   relay (peer-to-peer D-Bus, read only).
 //! - [`publisher`]: adds, updates and removes objects as the engine publishes, emitting
 //!   PropertiesChanged with only what changed (InterfacesAdded/Removed come from the
 //!   ObjectManager at the root).
@@ -14,6 +16,7 @@
 //! - [`server`]: connection, name and start-up order.
 
 pub mod audit;
+pub mod direct;
 pub mod document;
 pub mod errors;
 pub mod guard;

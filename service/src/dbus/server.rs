@@ -47,6 +47,9 @@ pub struct Service {
     /// or its name was taken away. The daemon then exits with a failure status so that
     /// systemd's `Restart=on-failure` starts it again.
     pub lost: tokio::sync::watch::Receiver<Option<String>>,
+    /// GetManagedObjects' encoded objects, which the direct socket answers from too
+    /// ([`super::direct`]).
+    pub managed: Arc<ManagedCache>,
 }
 
 impl Service {
@@ -191,8 +194,9 @@ pub async fn serve_with(
     // The model's size, so that GetManagedObjects calls admitted together reserve what they
     // will send (see `limits`). Encoded off the start-up path: the encodings are kept for
     // the first call.
+    let sizing = managed.clone();
     tokio::task::spawn_blocking(move || {
-        if let Ok(body) = managed.body() {
+        if let Ok(body) = sizing.body() {
             limits.note_reply_size(body.len() as u64);
         }
     });
@@ -201,5 +205,6 @@ pub async fn serve_with(
         engine,
         task,
         lost,
+        managed,
     })
 }

@@ -655,9 +655,22 @@ async fn daemon_phase(devices: usize) -> Result<()> {
 
     // One client process: the first GetManagedObjects, then the same call again and again,
     // as a client that keeps its connection sees it, with the CPU each call costs.
-    let (timing, objects) = gmo::time_get_managed_objects(&conn, Some(bus_pid), Some(pid)).await?;
+    let (timing, objects) =
+        gmo::time_get_managed_objects(&conn, false, Some(bus_pid), Some(pid)).await?;
     for (name, value) in timing.figures() {
-        figure(name, value);
+        figure(&name, value);
+    }
+    // The same through the daemon's direct socket (peer to peer, no bus), which must give
+    // the same objects.
+    let direct = gmo::connect_direct(gmo::DIRECT_SOCKET).await?;
+    let (timing, direct_objects) =
+        gmo::time_get_managed_objects(&direct, true, None, Some(pid)).await?;
+    if direct_objects != objects {
+        bail!("the direct socket's objects differ from the bus's");
+    }
+    drop(direct);
+    for (name, value) in timing.figures() {
+        figure(&name, value);
     }
     let target = format!("rxe{}", devices / 2);
     let port_path = objects

@@ -5,6 +5,7 @@
 
 mod authorization;
 mod bad_input;
+mod direct;
 mod history;
 mod host;
 mod ipoib;

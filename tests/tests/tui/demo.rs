@@ -21,7 +21,7 @@ async fn demo_serves_changes_to_its_user_and_the_client_sees_them() -> Result<()
     let conn =
         rdma_tui::client::connect(&rdma_tui::client::BusChoice::Address(demo.address.clone()))
             .await?;
-    let before = rdma_tui::client::read_model(&conn).await?;
+    let before = rdma_tui::client::read_model(&conn, None).await?;
     ensure!(before.manager.simulated, "the demo host is simulated");
     ensure!(before.devices.values().any(|d| d.name == "mlx5_0"));
     let manager = ManagerProxy::new(&conn).await?;
@@ -30,7 +30,7 @@ async fn demo_serves_changes_to_its_user_and_the_client_sees_them() -> Result<()
         .add_soft_link("siw0", "siw", "eth0")
         .await
         .context("the demo's own user may change it")?;
-    let after = rdma_tui::client::read_model(&conn).await?;
+    let after = rdma_tui::client::read_model(&conn, None).await?;
     ensure!(
         after.devices.values().any(|d| d.name == "siw0"),
         "siw0 appears"
@@ -227,7 +227,7 @@ async fn changes_right_after_a_new_object_reach_the_client() -> Result<()> {
             .await
             .with_context(|| format!("create 0x{pkey:04x}"))?;
         // A fresh read on the same connection: every signal sent before it is queued already.
-        let fresh = rdma_tui::client::read_model(&conn).await?;
+        let fresh = rdma_tui::client::read_model(&conn, None).await?;
         let want = fresh
             .ipoib
             .get(child.as_str())
@@ -266,7 +266,7 @@ async fn demo_history_is_full_at_start_and_healthy() -> Result<()> {
     let conn =
         rdma_tui::client::connect(&rdma_tui::client::BusChoice::Address(demo.address.clone()))
             .await?;
-    let model = rdma_tui::client::read_model(&conn).await?;
+    let model = rdma_tui::client::read_model(&conn, None).await?;
     let now_us = SystemTime::now().duration_since(UNIX_EPOCH)?.as_micros() as u64;
     ensure!(!model.ports.is_empty());
     for port in model.ports_in_order() {

@@ -185,3 +185,48 @@ async fn show_json_and_tui_json_print_the_same_document_of_the_demo_host() -> Re
 async fn show_json_and_tui_json_print_the_same_document_of_the_naming_host() -> Result<()> {
     both_documents("naming").await.map(drop)
 }
+
+/// `--json` and `--ibstat` read the objects through the daemon's direct socket when given
+/// one (service/src/dbus/direct.rs) and print what they print through the bus; with nothing
+/// listening there, they read through the bus.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tui_reads_through_the_direct_socket_and_prints_the_same() -> Result<()> {
+    use rdma_manager_tests::service::serve_sim;
+    use rdma_managerd::dbus::direct;
+    use rdma_managerd::engine::EngineConfig;
+    use rdma_managerd::kernel::sim::{fixtures, SimHost};
+
+    let Some(bus) = session_bus_or_skip() else {
+        return Ok(());
+    };
+    let sim = SimHost::new(fixtures::demo_host())?;
+    let served = serve_sim(&bus, &sim, EngineConfig::default()).await?;
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("direct");
+    let socket = direct::listen(&path, served.service.managed.clone())?;
+    let tui = workspace_bin("rdma-tui")?;
+    let address = format!("--address={}", bus.address());
+    let direct_socket = format!("--direct-socket={}", path.display());
+    let mut json_through_bus = String::new();
+    for mode in ["--json", "--ibstat"] {
+        let through_bus = stdout_of(&tui, &[&address, mode]).await?;
+        let before = socket.answered();
+        let through_direct = stdout_of(&tui, &[&address, &direct_socket, mode]).await?;
+        ensure!(
+            socket.answered() == before + 1,
+            "{mode}: the objects were not read through the direct socket"
+        );
+        ensure!(
+            through_direct == through_bus,
+            "{mode}: through the direct socket\n{through_direct}\nthrough the bus\n{through_bus}"
+        );
+        if mode == "--json" {
+            json_through_bus = through_bus;
+        }
+    }
+    drop(socket);
+    ensure!(!path.exists(), "the socket is gone");
+    let fallback = stdout_of(&tui, &[&address, &direct_socket, "--json"]).await?;
+    ensure!(fallback == json_through_bus, "without the socket, the bus");
+    Ok(())
+}

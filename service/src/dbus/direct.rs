@@ -1,0 +1,295 @@
+//! The direct socket: GetManagedObjects without the bus, for a client that reads the whole
+//! model at once (a fleet tool's scrape, a monitoring agent, `rdma-tui --json` and
+//! `--ibstat`).
+//!
+//! Through the bus, a large host's reply is relayed by the bus daemon, and relaying is most
+//! of what the call costs: with 256 devices in the lab (430 KB) `dbus-daemon` spends 45 to 51
+//! ms of CPU a call on it and `dbus-broker` 35, against the daemon's own 10 to 14
+//! (docs/PERFORMANCE.md). So the daemon also listens on a Unix socket
+//! ([`DEFAULT_PATH`] when it serves the system bus) and speaks peer-to-peer D-Bus there, as
+//! systemd does on `/run/systemd/private`: the same method on the same object path, the same
+//! reply bytes, without the relay. `gdbus call --address unix:path=/run/rdma-manager/direct`
+//! and zbus's `p2p` connections reach it.
+//!
+//! What it answers: `org.freedesktop.DBus.ObjectManager.GetManagedObjects` at the root and
+//! `org.freedesktop.DBus.Peer.Ping`; and `org.freedesktop.DBus.Hello`, with a name for the
+//! connection, because the usual tools (`busctl --address`, `gdbus call --address`) say
+//! Hello first on any address, as to a bus. Anything else gets `UnknownMethod`, naming the
+//! bus.
+//! Nothing here changes the host, so polkit has nothing to decide and the socket is open to
+//! every user (0666), as the bus policy lets everyone read. It is a snapshot: no signal is
+//! sent here. A client that follows changes subscribes on the bus and calls GetManagedObjects
+//! there, where the reply and the signals after it arrive in order.
+//!
+//! It is listened on once start-up is over, so that every answer is the complete host; a
+//! client that finds no socket uses the bus. [`Bounds`], so that no client can make the
+//! daemon hold memory or descriptors: at most 16 connections at once (more wait in the
+//! listen backlog), one call at a time on each (calls sent together are answered in order),
+//! the handshake within 5 s, each reply written within 30 s, and a connection closed after
+//! 60 s without a call. A client that connects and never reads holds one reply for at most
+//! 30 s.
+
+use std::io;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use rdma_manager_dbus::ROOT_PATH;
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::Semaphore;
+use tokio::time::timeout;
+use zbus::message::{Flags, Type};
+use zbus::{Guid, Message};
+
+use super::managed::{reply_message, ManagedCache};
+
+/// Where the daemon listens when it serves the system bus (its unit's `RuntimeDirectory=`).
+pub const DEFAULT_PATH: &str = "/run/rdma-manager/direct";
+
+/// What one client may hold of the daemon (see the module's documentation).
+#[derive(Debug, Clone)]
+pub struct Bounds {
+    /// Connections served at once.
+    pub connections: usize,
+    /// From accepting a connection to the end of its D-Bus handshake.
+    pub handshake: Duration,
+    /// To write one reply into the socket (the client must read it meanwhile).
+    pub send: Duration,
+    /// Without a call, after which a connection is closed.
+    pub idle: Duration,
+}
+
+impl Default for Bounds {
+    fn default() -> Self {
+        Bounds {
+            connections: 16,
+            handshake: Duration::from_secs(5),
+            send: Duration::from_secs(30),
+            idle: Duration::from_secs(60),
+        }
+    }
+}
+
+const OBJECT_MANAGER: &str = "org.freedesktop.DBus.ObjectManager";
+const PEER: &str = "org.freedesktop.DBus.Peer";
+const BUS: &str = "org.freedesktop.DBus";
+
+/// Why the socket could not be listened on.
+#[derive(Debug, thiserror::Error)]
+pub enum DirectError {
+    #[error("{}: exists and is not a socket; not replaced", .0.display())]
+    NotASocket(PathBuf),
+    #[error("{}: {source}", .path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// The listening socket. Dropping it stops accepting, ends the connections being served and
+/// removes the socket file.
+pub struct DirectSocket {
+    path: PathBuf,
+    task: tokio::task::JoinHandle<()>,
+    answered: Arc<AtomicU64>,
+}
+
+impl DirectSocket {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// GetManagedObjects calls answered so far.
+    pub fn answered(&self) -> u64 {
+        self.answered.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for DirectSocket {
+    fn drop(&mut self) {
+        self.task.abort();
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Listens on `path`, answering GetManagedObjects from `cache`. The directory is made if
+/// missing; a socket left at `path` by an earlier run is replaced (the caller owns the bus
+/// name, so no other instance serves it), anything else there is refused.
+pub fn listen(path: &Path, cache: Arc<ManagedCache>) -> Result<DirectSocket, DirectError> {
+    listen_with(path, cache, Bounds::default())
+}
+
+/// [`listen`] with other bounds (tests).
+pub fn listen_with(
+    path: &Path,
+    cache: Arc<ManagedCache>,
+    bounds: Bounds,
+) -> Result<DirectSocket, DirectError> {
+    let io_err = |source| DirectError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io_err)?;
+    }
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_socket() => std::fs::remove_file(path).map_err(io_err)?,
+        Ok(_) => return Err(DirectError::NotASocket(path.to_path_buf())),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io_err(e)),
+    }
+    let listener = UnixListener::bind(path).map_err(io_err)?;
+    // Every user may connect, as every user may call GetManagedObjects on the bus.
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666)).map_err(io_err)?;
+    let answered = Arc::new(AtomicU64::new(0));
+    let task = tokio::spawn(accept_loop(listener, cache, bounds, answered.clone()));
+    Ok(DirectSocket {
+        path: path.to_path_buf(),
+        task,
+        answered,
+    })
+}
+
+/// What every connection shares.
+struct Shared {
+    cache: Arc<ManagedCache>,
+    bounds: Bounds,
+    answered: Arc<AtomicU64>,
+}
+
+async fn accept_loop(
+    listener: UnixListener,
+    cache: Arc<ManagedCache>,
+    bounds: Bounds,
+    answered: Arc<AtomicU64>,
+) {
+    let shared = Arc::new(Shared {
+        cache,
+        bounds,
+        answered,
+    });
+    let bounds = &shared.bounds;
+    let slots = Arc::new(Semaphore::new(bounds.connections));
+    let mut accepted = 0u64;
+    loop {
+        // A slot first: beyond the bound, clients wait in the backlog, not in the daemon.
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            return;
+        };
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                // EMFILE and the like: the descriptors come back as connections end.
+                tracing::warn!("direct socket: cannot accept a connection: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let shared = shared.clone();
+        accepted += 1;
+        let name = format!(":1.{accepted}");
+        tokio::spawn(async move {
+            if let Err(e) = serve_connection(stream, &shared, &name).await {
+                tracing::debug!("direct socket: connection ended: {e}");
+            }
+            drop(slot);
+        });
+    }
+}
+
+/// Why a connection was closed (logged at debug: every reason is the client's doing).
+#[derive(Debug, thiserror::Error)]
+enum ConnectionEnd {
+    #[error("no handshake in time")]
+    HandshakeTimeout,
+    #[error("the reply was not read in time")]
+    SendTimeout,
+    #[error(transparent)]
+    Bus(#[from] zbus::Error),
+}
+
+/// Serves one client, `name` being what its Hello is answered with.
+async fn serve_connection(
+    stream: UnixStream,
+    shared: &Shared,
+    name: &str,
+) -> Result<(), ConnectionEnd> {
+    let bounds = &shared.bounds;
+    // The client's uid is taken from the socket (SO_PEERCRED) and checked against what it
+    // claims in the EXTERNAL handshake; any uid is served.
+    let conn = timeout(
+        bounds.handshake,
+        zbus::connection::Builder::unix_stream(stream)
+            .server(Guid::generate())?
+            .p2p()
+            .build(),
+    )
+    .await
+    .map_err(|_| ConnectionEnd::HandshakeTimeout)??;
+    let served = serve_calls(&conn, shared, name).await;
+    // Whatever ended it (the client leaving, a timeout), the socket is closed now, not when
+    // zbus's reader notices.
+    let _ = timeout(Duration::from_secs(1), conn.close()).await;
+    served
+}
+
+/// Answers the calls of `conn` one at a time until it ends or falls idle.
+async fn serve_calls(
+    conn: &zbus::Connection,
+    shared: &Shared,
+    name: &str,
+) -> Result<(), ConnectionEnd> {
+    let bounds = &shared.bounds;
+    let mut messages = zbus::MessageStream::from(conn);
+    while let Ok(Some(msg)) = timeout(bounds.idle, messages.next()).await {
+        let msg = msg?;
+        if msg.message_type() != Type::MethodCall
+            || msg
+                .header()
+                .primary()
+                .flags()
+                .contains(Flags::NoReplyExpected)
+        {
+            continue;
+        }
+        let reply = answer(&msg, shared, name)?;
+        timeout(bounds.send, conn.send(&reply))
+            .await
+            .map_err(|_| ConnectionEnd::SendTimeout)??;
+    }
+    Ok(())
+}
+
+/// The reply to one method call of the connection named `name`.
+fn answer(msg: &Message, shared: &Shared, name: &str) -> zbus::Result<Message> {
+    let hdr = msg.header();
+    let path = hdr.path().map(|p| p.as_str());
+    let interface = hdr.interface().map(|i| i.as_str());
+    let member = hdr.member().map(|m| m.as_str()).unwrap_or_default();
+    let no_arguments = msg.body().signature().to_string().is_empty();
+    match (interface, member) {
+        (Some(PEER) | None, "Ping") if no_arguments => Message::method_return(&hdr)?.build(&()),
+        (Some(BUS), "Hello") if no_arguments => Message::method_return(&hdr)?.build(&(name,)),
+        (Some(OBJECT_MANAGER) | None, "GetManagedObjects")
+            if path == Some(ROOT_PATH) && no_arguments =>
+        {
+            let reply = reply_message(&hdr, &shared.cache)?;
+            shared.answered.fetch_add(1, Ordering::Relaxed);
+            Ok(reply)
+        }
+        (Some(OBJECT_MANAGER) | None, "GetManagedObjects") if path == Some(ROOT_PATH) => {
+            Message::error(&hdr, "org.freedesktop.DBus.Error.InvalidArgs")?
+                .build(&("GetManagedObjects takes no arguments",))
+        }
+        _ => Message::error(&hdr, "org.freedesktop.DBus.Error.UnknownMethod")?.build(&(format!(
+            "the direct socket answers only GetManagedObjects at {ROOT_PATH} and Peer.Ping; \
+             call {}.{member} at {} on the system bus",
+            interface.unwrap_or("(no interface)"),
+            path.unwrap_or("/"),
+        ),)),
+    }
+}

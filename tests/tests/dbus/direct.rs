@@ -1,0 +1,284 @@
+//! The direct socket (service/src/dbus/direct.rs): GetManagedObjects peer to peer, beside a
+//! real dbus-daemon, answering what the bus answers and nothing that changes the host.
+
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::time::{Duration, Instant};
+
+use rdma_manager_dbus::{BUS_NAME, ROOT_PATH};
+use rdma_manager_tests::bus::PrivateBus;
+use rdma_manager_tests::gmo::connect_direct;
+use rdma_manager_tests::service::{serve_sim, session_bus_or_skip, ServedSim};
+use rdma_managerd::dbus::direct::{self, Bounds, DirectError, DirectSocket};
+use rdma_managerd::engine::EngineConfig;
+use rdma_managerd::kernel::sim::{fixtures, SimHost};
+use rdma_managerd::model::{PhysState, PortState};
+use zbus::{Connection, Message};
+
+const OBJECT_MANAGER: &str = "org.freedesktop.DBus.ObjectManager";
+
+struct Running {
+    _bus: PrivateBus,
+    sim: SimHost,
+    client: Connection,
+    service: ServedSim,
+    dir: tempfile::TempDir,
+}
+
+impl Running {
+    fn socket_path(&self) -> String {
+        self.dir.path().join("direct").display().to_string()
+    }
+
+    fn listen(&self, bounds: Bounds) -> Result<DirectSocket, DirectError> {
+        direct::listen_with(
+            self.socket_path().as_ref(),
+            self.service.service.managed.clone(),
+            bounds,
+        )
+    }
+}
+
+async fn start() -> Option<Running> {
+    let bus = session_bus_or_skip()?;
+    let sim = SimHost::new(fixtures::demo_host()).expect("demo");
+    let config = EngineConfig {
+        tick: Duration::from_millis(100),
+        ..EngineConfig::default()
+    };
+    let service = serve_sim(&bus, &sim, config).await.expect("service starts");
+    let client = bus.connect().await.expect("client connects");
+    let dir = tempfile::tempdir().expect("tempdir");
+    Some(Running {
+        _bus: bus,
+        sim,
+        client,
+        service,
+        dir,
+    })
+}
+
+async fn bus_gmo(r: &Running) -> Message {
+    r.client
+        .call_method(
+            Some(BUS_NAME),
+            ROOT_PATH,
+            Some(OBJECT_MANAGER),
+            "GetManagedObjects",
+            &(),
+        )
+        .await
+        .expect("GetManagedObjects on the bus")
+}
+
+async fn direct_gmo(conn: &Connection) -> Message {
+    conn.call_method(
+        None::<&str>,
+        ROOT_PATH,
+        Some(OBJECT_MANAGER),
+        "GetManagedObjects",
+        &(),
+    )
+    .await
+    .expect("GetManagedObjects on the direct socket")
+}
+
+fn body(m: &Message) -> Vec<u8> {
+    m.body().data().to_vec()
+}
+
+fn error_of(r: zbus::Result<Message>) -> (String, String) {
+    match r {
+        Err(zbus::Error::MethodError(name, text, _)) => {
+            (name.to_string(), text.unwrap_or_default())
+        }
+        other => panic!("expected a method error, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_direct_socket_answers_what_the_bus_answers() {
+    let Some(r) = start().await else { return };
+    let _socket = r.listen(Bounds::default()).expect("listens");
+    let conn = connect_direct(&r.socket_path()).await.expect("connects");
+    assert_eq!(
+        body(&direct_gmo(&conn).await),
+        body(&bus_gmo(&r).await),
+        "the same reply bytes"
+    );
+
+    // A change is in both: the port goes down, the bus says so, the direct answer too.
+    r.sim
+        .set_port_state("mlx5_0", 1, PortState::Down, PhysState::Polling)
+        .expect("port down");
+    let port = rdma_manager_dbus::PortProxy::builder(&r.client)
+        .path("/org/rdmamanager/RdmaManager1/Device/1/Port/1")
+        .expect("path")
+        .cache_properties(zbus::proxy::CacheProperties::No)
+        .build()
+        .await
+        .expect("proxy");
+    let t = Instant::now();
+    while port.state().await.expect("State") != "DOWN" {
+        assert!(t.elapsed() < Duration::from_secs(10), "the bus shows DOWN");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let now = body(&direct_gmo(&conn).await);
+    assert_eq!(now, body(&bus_gmo(&r).await));
+    let objects: zbus::fdo::ManagedObjects = direct_gmo(&conn)
+        .await
+        .body()
+        .deserialize()
+        .expect("decodes");
+    let state = objects
+        .iter()
+        .find(|(p, _)| p.as_str() == "/org/rdmamanager/RdmaManager1/Device/1/Port/1")
+        .and_then(|(_, i)| i.get("org.rdmamanager.RdmaManager1.Port"))
+        .and_then(|p| p.get("State"))
+        .and_then(|v| String::try_from(v.clone()).ok());
+    assert_eq!(state.as_deref(), Some("DOWN"));
+
+    // Ping and Hello, which the usual tools send first.
+    conn.call_method(
+        None::<&str>,
+        ROOT_PATH,
+        Some("org.freedesktop.DBus.Peer"),
+        "Ping",
+        &(),
+    )
+    .await
+    .expect("Ping");
+    let hello: String = conn
+        .call_method(
+            Some("org.freedesktop.DBus"),
+            "/org/freedesktop/DBus",
+            Some("org.freedesktop.DBus"),
+            "Hello",
+            &(),
+        )
+        .await
+        .expect("Hello")
+        .body()
+        .deserialize()
+        .expect("a name");
+    assert!(hello.starts_with(":1."), "{hello}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_direct_socket_changes_nothing_and_names_the_bus() {
+    let Some(r) = start().await else { return };
+    let _socket = r.listen(Bounds::default()).expect("listens");
+    let conn = connect_direct(&r.socket_path()).await.expect("connects");
+    let before = body(&bus_gmo(&r).await);
+
+    let (name, text) = error_of(
+        conn.call_method(
+            None::<&str>,
+            ROOT_PATH,
+            Some("org.rdmamanager.RdmaManager1"),
+            "RemoveSoftLink",
+            &("rxe0",),
+        )
+        .await,
+    );
+    assert_eq!(name, "org.freedesktop.DBus.Error.UnknownMethod");
+    assert!(text.contains("on the system bus"), "{text}");
+    let (name, _) = error_of(
+        conn.call_method(
+            None::<&str>,
+            ROOT_PATH,
+            Some("org.freedesktop.DBus.Properties"),
+            "GetAll",
+            &("org.rdmamanager.RdmaManager1",),
+        )
+        .await,
+    );
+    assert_eq!(name, "org.freedesktop.DBus.Error.UnknownMethod");
+    let (name, text) = error_of(
+        conn.call_method(
+            None::<&str>,
+            ROOT_PATH,
+            Some(OBJECT_MANAGER),
+            "GetManagedObjects",
+            &("extra",),
+        )
+        .await,
+    );
+    assert_eq!(name, "org.freedesktop.DBus.Error.InvalidArgs", "{text}");
+    let (name, _) = error_of(
+        conn.call_method(
+            None::<&str>,
+            "/org/rdmamanager/RdmaManager1/Device/1",
+            Some(OBJECT_MANAGER),
+            "GetManagedObjects",
+            &(),
+        )
+        .await,
+    );
+    assert_eq!(name, "org.freedesktop.DBus.Error.UnknownMethod");
+
+    // Refused calls change nothing, and the connection still answers.
+    assert_eq!(body(&direct_gmo(&conn).await), before);
+    assert_eq!(body(&bus_gmo(&r).await), before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_never_speaks_does_not_keep_others_out() {
+    let Some(r) = start().await else { return };
+    let bounds = Bounds {
+        connections: 2,
+        handshake: Duration::from_millis(300),
+        ..Bounds::default()
+    };
+    let _socket = r.listen(bounds).expect("listens");
+    // Both slots taken by connections that never authenticate.
+    let _silent: Vec<_> = (0..2)
+        .map(|_| std::os::unix::net::UnixStream::connect(r.socket_path()).expect("connects"))
+        .collect();
+    let t = Instant::now();
+    let conn = tokio::time::timeout(Duration::from_secs(10), connect_direct(&r.socket_path()))
+        .await
+        .expect("served once the silent ones time out")
+        .expect("connects");
+    assert!(
+        t.elapsed() >= Duration::from_millis(250),
+        "waited for a slot: {:?}",
+        t.elapsed()
+    );
+    assert_eq!(body(&direct_gmo(&conn).await), body(&bus_gmo(&r).await));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_socket_file_is_everyones_and_nothing_else_is_replaced() {
+    let Some(r) = start().await else { return };
+    let path = r.dir.path().join("direct");
+
+    // A file that is not a socket stays as it is.
+    std::fs::write(&path, "not a socket\n").expect("write");
+    match r.listen(Bounds::default()) {
+        Err(DirectError::NotASocket(p)) => assert_eq!(p, path),
+        other => panic!(
+            "expected NotASocket, got {:?}",
+            other.map(|s| s.path().to_owned())
+        ),
+    }
+    assert_eq!(
+        std::fs::read_to_string(&path).expect("kept"),
+        "not a socket\n"
+    );
+    std::fs::remove_file(&path).expect("remove");
+
+    // A socket left by an earlier run is replaced; the new one is open to every user; it
+    // is removed when the daemon stops serving it.
+    let stale = std::os::unix::net::UnixListener::bind(&path).expect("stale socket");
+    drop(stale);
+    let socket = r
+        .listen(Bounds::default())
+        .expect("replaces the stale socket");
+    let meta = std::fs::metadata(&path).expect("socket");
+    assert!(meta.file_type().is_socket());
+    assert_eq!(meta.permissions().mode() & 0o777, 0o666);
+    let conn = connect_direct(&r.socket_path()).await.expect("connects");
+    direct_gmo(&conn).await;
+    drop(socket);
+    assert!(!path.exists(), "removed when dropped");
+}
