@@ -282,3 +282,53 @@ async fn the_socket_file_is_everyones_and_nothing_else_is_replaced() {
     drop(socket);
     assert!(!path.exists(), "removed when dropped");
 }
+
+/// A client announcing a message far longer than any call to the direct socket is cut off
+/// before the daemon allocates it, and the others are still served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_announced_too_long_ends_its_connection_only() {
+    use std::io::{Read, Write};
+    let Some(r) = start().await else { return };
+    let _socket = r.listen(Bounds::default()).expect("listens");
+    let path = r.socket_path();
+    let cut_off = tokio::task::spawn_blocking(move || {
+        let mut s = std::os::unix::net::UnixStream::connect(&path).expect("connects");
+        s.set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
+        let uid: String = own_uid()
+            .to_string()
+            .bytes()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        s.write_all(format!("\0AUTH EXTERNAL {uid}\r\n").as_bytes())
+            .expect("auth");
+        let mut ok = [0u8; 256];
+        let n = s.read(&mut ok).expect("OK line");
+        assert!(
+            ok[..n].starts_with(b"OK "),
+            "{:?}",
+            String::from_utf8_lossy(&ok[..n])
+        );
+        // BEGIN, then a method call's primary header announcing a 100 MB body (under zbus's own bound of 128 MiB).
+        let mut h = vec![b'l', 1, 0, 1];
+        h.extend_from_slice(&100_000_000u32.to_le_bytes());
+        h.extend_from_slice(&1u32.to_le_bytes());
+        h.extend_from_slice(&0u32.to_le_bytes());
+        s.write_all(b"BEGIN\r\n").expect("begin");
+        s.write_all(&h).expect("header");
+        // The daemon closes the connection: the end of the stream, not a timeout.
+        let mut rest = Vec::new();
+        s.read_to_end(&mut rest)
+    })
+    .await
+    .expect("joins");
+    assert!(cut_off.is_ok(), "closed, not timed out: {cut_off:?}");
+    let conn = connect_direct(&r.socket_path()).await.expect("connects");
+    assert_eq!(body(&direct_gmo(&conn).await), body(&bus_gmo(&r).await));
+}
+
+/// This process's uid, as the EXTERNAL mechanism sends it.
+fn own_uid() -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").expect("/proc/self").uid()
+}

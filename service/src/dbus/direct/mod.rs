@@ -21,6 +21,9 @@
 //! sent here. A client that follows changes subscribes on the bus and calls GetManagedObjects
 //! there, where the reply and the signals after it arrive in order.
 //!
+//! What a client sends is bounded before zbus reads it ([`bounded`]): a message of more than
+//! 8 KiB ends the connection, and no file descriptor is taken.
+//!
 //! It is listened on once start-up is over, so that every answer is the complete host; a
 //! client that finds no socket uses the bus. [`Bounds`], so that no client can make the
 //! daemon hold memory or descriptors: at most 16 connections at once (more wait in the
@@ -45,6 +48,8 @@ use zbus::message::{Flags, Type};
 use zbus::{Guid, Message};
 
 use super::managed::{reply_message, ManagedCache};
+
+pub mod bounded;
 
 /// Where the daemon listens when it serves the system bus (its unit's `RuntimeDirectory=`).
 pub const DEFAULT_PATH: &str = "/run/rdma-manager/direct";
@@ -223,7 +228,7 @@ async fn serve_connection(
     // claims in the EXTERNAL handshake; any uid is served.
     let conn = timeout(
         bounds.handshake,
-        zbus::connection::Builder::unix_stream(stream)
+        zbus::connection::Builder::socket(bounded_socket(stream))
             .server(Guid::generate())?
             .p2p()
             .build(),
@@ -262,6 +267,15 @@ async fn serve_calls(
             .map_err(|_| ConnectionEnd::SendTimeout)??;
     }
     Ok(())
+}
+
+/// `stream` for zbus, its read half bounded ([`bounded`]).
+fn bounded_socket(stream: UnixStream) -> zbus::connection::socket::BoxedSplit {
+    let (read, write) = stream.into_split();
+    zbus::connection::socket::Split::new(
+        Box::new(bounded::BoundedRead::new(read)) as Box<dyn zbus::connection::socket::ReadHalf>,
+        Box::new(write) as Box<dyn zbus::connection::socket::WriteHalf>,
+    )
 }
 
 /// The reply to one method call of the connection named `name`.
