@@ -385,6 +385,10 @@ async fn overflow_and_storms_end_in_the_true_state() {
     let p = PortProxy::builder(&r.client)
         .path("/org/rdmamanager/RdmaManager1/Device/0/Port/1")
         .unwrap()
+        // Every read asks the daemon: a caching proxy built while the change is being
+        // published can keep the value its GetAll returned if the PropertiesChanged
+        // was applied first (no later change repairs it: there is no poll here).
+        .cache_properties(zbus::proxy::CacheProperties::No)
         .build()
         .await
         .unwrap();
@@ -572,6 +576,10 @@ async fn a_device_that_cannot_be_read_keeps_its_objects() {
     let p = PortProxy::builder(&r.client)
         .path("/org/rdmamanager/RdmaManager1/Device/3/Port/1")
         .unwrap()
+        // Every read asks the daemon: a caching proxy built while the change is being
+        // published can keep the value its GetAll returned if the PropertiesChanged
+        // was applied first (no later change repairs it: there is no poll here).
+        .cache_properties(zbus::proxy::CacheProperties::No)
         .build()
         .await
         .unwrap();
@@ -721,6 +729,10 @@ async fn managed_objects_carry_what_get_all_returns() {
     let port = PortProxy::builder(&r.client)
         .path("/org/rdmamanager/RdmaManager1/Device/1/Port/1")
         .unwrap()
+        // Every read asks the daemon: a caching proxy built while the change is being
+        // published can keep the value its GetAll returned if the PropertiesChanged
+        // was applied first (no later change repairs it: there is no poll here).
+        .cache_properties(zbus::proxy::CacheProperties::No)
         .build()
         .await
         .unwrap();
