@@ -281,6 +281,20 @@ async fn the_socket_file_is_everyones_and_nothing_else_is_replaced() {
     direct_gmo(&conn).await;
     drop(socket);
     assert!(!path.exists(), "removed when dropped");
+    // The connections it served end with it.
+    let refused = tokio::time::timeout(
+        Duration::from_secs(5),
+        conn.call_method(
+            None::<&str>,
+            ROOT_PATH,
+            Some(OBJECT_MANAGER),
+            "GetManagedObjects",
+            &(),
+        ),
+    )
+    .await
+    .expect("an answer or an error in time");
+    assert!(refused.is_err(), "the connection still answers");
 }
 
 /// A client announcing a message far longer than any call to the direct socket is cut off

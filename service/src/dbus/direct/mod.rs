@@ -180,7 +180,10 @@ async fn accept_loop(
     let bounds = &shared.bounds;
     let slots = Arc::new(Semaphore::new(bounds.connections));
     let mut accepted = 0u64;
+    // The connections' tasks: aborted with this one when the socket is dropped.
+    let mut connections: tokio::task::JoinSet<()> = tokio::task::JoinSet::new();
     loop {
+        while connections.try_join_next().is_some() {}
         // A slot first: beyond the bound, clients wait in the backlog, not in the daemon.
         let Ok(slot) = slots.clone().acquire_owned().await else {
             return;
@@ -197,7 +200,7 @@ async fn accept_loop(
         let shared = shared.clone();
         accepted += 1;
         let name = format!(":1.{accepted}");
-        tokio::spawn(async move {
+        connections.spawn(async move {
             if let Err(e) = serve_connection(stream, &shared, &name).await {
                 tracing::debug!("direct socket: connection ended: {e}");
             }
