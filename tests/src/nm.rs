@@ -108,6 +108,18 @@ impl PrivateNm {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+        // It owns its name before it exports its settings: a test that asks at once would
+        // find none ("Object does not exist at path .../Settings").
+        let client = rdma_managerd::nm::client::NetworkManager::new(conn.clone());
+        while let Err(rdma_managerd::nm::client::NmError::Starting) = client.profiles().await {
+            if std::time::Instant::now() > deadline {
+                bail!(
+                    "NetworkManager has not exported its settings after 30 s; its log:\n{}",
+                    nm.log()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         Ok(nm)
     }
 

@@ -169,13 +169,14 @@ pub struct IpReport {
 }
 
 /// NetworkManager's errors as the project's: what it refused as invalid is an invalid
-/// argument, a checkpoint over the same devices is busy, its absence is not supported.
+/// argument, a checkpoint over the same devices or a NetworkManager still starting is busy
+/// (try again), its absence is not supported.
 pub(crate) fn nm_error(e: NmError) -> OpError {
     match e {
         NmError::Profile(p) => OpError::InvalidArgument(p.to_string()),
         NmError::Refused(_) => OpError::InvalidArgument(e.to_string()),
         NmError::NotRunning => OpError::NotSupported(e.to_string()),
-        NmError::CheckpointConflict(_) => OpError::Busy(e.to_string()),
+        NmError::CheckpointConflict(_) | NmError::Starting => OpError::Busy(e.to_string()),
         NmError::NoDevice(_) => OpError::NotFound(e.to_string()),
         NmError::Failed(_) | NmError::Bus(_) => OpError::Failed(e.to_string()),
     }

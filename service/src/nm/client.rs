@@ -148,6 +148,10 @@ pub enum NmError {
     /// NetworkManager is not on the bus.
     #[error("NetworkManager is not running (no owner of {BUS_NAME} on the system bus)")]
     NotRunning,
+    /// NetworkManager owns its name but has not exported its settings yet: it is starting
+    /// (it takes the name first, as it does at every boot).
+    #[error("NetworkManager is starting: its settings are not on the bus yet")]
+    Starting,
     /// Another checkpoint covers the same devices (one made by nmstate, nmcli or a second
     /// change of ours still waiting for confirmation).
     #[error("another NetworkManager checkpoint is pending over the same devices: {0}")]
@@ -250,8 +254,23 @@ impl NetworkManager {
     /// Every profile NetworkManager has.
     pub async fn profiles(&self) -> Result<Vec<ProfileSummary>, NmError> {
         let proxy = SettingsProxy::new(&self.conn).await?;
+        let paths = match proxy.list_connections().await {
+            Ok(paths) => paths,
+            // GDBus answers a call to an object not exported yet with UnknownMethod ("Object
+            // does not exist at path"); other services say UnknownObject.
+            Err(zbus::Error::MethodError(name, _, _))
+                if matches!(
+                    name.as_str(),
+                    "org.freedesktop.DBus.Error.UnknownMethod"
+                        | "org.freedesktop.DBus.Error.UnknownObject"
+                ) =>
+            {
+                return Err(NmError::Starting)
+            }
+            Err(e) => return Err(e.into()),
+        };
         let mut out = Vec::new();
-        for path in proxy.list_connections().await? {
+        for path in paths {
             match self.summary(path).await {
                 Ok(p) => out.push(p),
                 // Deleted between the list and the read.

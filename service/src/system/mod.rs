@@ -289,6 +289,10 @@ pub trait SystemServices: Send + Sync {
     }
 }
 
+/// How long a NetworkManager that owns its name but has not exported its settings yet is
+/// waited for (it exports them within a second of taking the name on a booting host).
+pub const NM_SETTINGS_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// [`SystemServices`] over a bus connection: the daemon's own connection to the system bus.
 #[derive(Clone, Debug)]
 pub struct BusSystemServices {
@@ -312,10 +316,24 @@ impl SystemServices for BusSystemServices {
     async fn network_manager_profiles(
         &self,
     ) -> Result<Option<Vec<crate::nm::client::ProfileSummary>>, crate::nm::client::NmError> {
-        if !self.network_manager.running().await? {
-            return Ok(None);
+        // At boot NetworkManager takes its bus name before it exports its settings, and the
+        // daemon starts beside it: asked in that window, it would look as if it had no
+        // profile, and the restore would re-create interfaces it owns. So a NetworkManager
+        // that is starting is waited for, a while.
+        let deadline = std::time::Instant::now() + NM_SETTINGS_WAIT;
+        loop {
+            if !self.network_manager.running().await? {
+                return Ok(None);
+            }
+            match self.network_manager.profiles().await {
+                Err(crate::nm::client::NmError::Starting)
+                    if std::time::Instant::now() < deadline =>
+                {
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                }
+                other => return other.map(Some),
+            }
         }
-        self.network_manager.profiles().await.map(Some)
     }
 
     fn network_manager(&self) -> Option<crate::nm::client::NetworkManager> {

@@ -795,3 +795,51 @@ async fn systemd_stand_in_matches_real_systemd_manager() {
     let standin_transcript = systemd_transcript(&bus.connect().await.expect("connects")).await;
     assert_eq!(standin_transcript, real_transcript);
 }
+
+/// At boot NetworkManager owns its name before it exports its settings (the daemon, started
+/// beside it, met this on the installed system's boots). Asked in that window, the daemon waits
+/// for them rather than taking it for a NetworkManager without profiles, which would let the
+/// restore re-create IPoIB interfaces that NetworkManager owns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_starting_network_manager_is_waited_for_not_taken_for_one_without_profiles() {
+    struct Settings;
+    #[zbus::interface(name = "org.freedesktop.NetworkManager.Settings")]
+    impl Settings {
+        fn list_connections(&self) -> Vec<zbus::zvariant::OwnedObjectPath> {
+            Vec::new()
+        }
+    }
+    let Some(bus) = session_bus_or_skip() else {
+        return;
+    };
+    let nm = bus.connect().await.expect("connects");
+    nm.request_name("org.freedesktop.NetworkManager")
+        .await
+        .expect("owns the name");
+    // Its object server runs (a call to a path not exported gets UnknownObject), its
+    // settings are not there yet.
+    let _ = nm.object_server();
+    let conn = bus.connect().await.expect("connects");
+    let services = BusSystemServices::new(&conn);
+    let exporter = {
+        let nm = nm.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(600)).await;
+            nm.object_server()
+                .at("/org/freedesktop/NetworkManager/Settings", Settings)
+                .await
+                .expect("exported");
+        })
+    };
+    let t = Instant::now();
+    match services.network_manager_profiles().await {
+        Ok(Some(profiles)) => assert!(profiles.is_empty(), "{profiles:?}"),
+        other => panic!("expected the profiles once exported, got {other:?}"),
+    }
+    assert!(
+        t.elapsed() >= Duration::from_millis(500),
+        "answered before the settings existed: {:?}",
+        t.elapsed()
+    );
+    exporter.await.expect("joins");
+}
