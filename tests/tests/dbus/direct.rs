@@ -357,3 +357,83 @@ fn own_uid() -> u32 {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata("/proc/self").expect("/proc/self").uid()
 }
+
+/// A client that asks and never reads holds its slot only until the reply's write times
+/// out: with one slot, the next client is served after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_never_reads_holds_its_slot_only_until_the_write_times_out() {
+    use std::io::{Read, Write};
+    let Some(bus) = session_bus_or_skip() else {
+        return;
+    };
+    // A reply larger than a Unix socket's buffers (256 devices: 430 KB), so that writing it
+    // waits for the client.
+    let sim = SimHost::new(fixtures::rxe_host(256)).expect("rxe host");
+    let service = serve_sim(&bus, &sim, EngineConfig::default())
+        .await
+        .expect("service starts");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("direct");
+    let bounds = Bounds {
+        connections: 1,
+        send: Duration::from_millis(500),
+        ..Bounds::default()
+    };
+    let _socket =
+        direct::listen_with(&path, service.service.managed.clone(), bounds).expect("listens");
+
+    // The silent client: authenticates, calls GetManagedObjects, reads nothing more.
+    let silent_path = path.clone();
+    let silent = tokio::task::spawn_blocking(move || {
+        let mut s = std::os::unix::net::UnixStream::connect(&silent_path).expect("connects");
+        let uid: String = own_uid()
+            .to_string()
+            .bytes()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        s.write_all(format!("\0AUTH EXTERNAL {uid}\r\n").as_bytes())
+            .expect("auth");
+        let mut ok = [0u8; 256];
+        let n = s.read(&mut ok).expect("OK line");
+        assert!(ok[..n].starts_with(b"OK "));
+        s.write_all(b"BEGIN\r\n").expect("begin");
+        s.write_all(&method_call(ROOT_PATH, OBJECT_MANAGER, "GetManagedObjects"))
+            .expect("call");
+        s
+    })
+    .await
+    .expect("joins");
+    let t = Instant::now();
+    let conn = tokio::time::timeout(
+        Duration::from_secs(10),
+        connect_direct(&path.display().to_string()),
+    )
+    .await
+    .expect("served once the silent client's write timed out")
+    .expect("connects");
+    assert!(
+        t.elapsed() >= Duration::from_millis(400),
+        "the one slot was free at once: {:?}",
+        t.elapsed()
+    );
+    let objects: zbus::fdo::ManagedObjects = direct_gmo(&conn)
+        .await
+        .body()
+        .deserialize()
+        .expect("decodes");
+    assert_eq!(
+        objects.len(),
+        513,
+        "256 devices, their ports and the Host object"
+    );
+    drop(silent);
+}
+
+/// A little-endian method call without arguments, as a D-Bus client writes it.
+fn method_call(path: &str, interface: &str, member: &str) -> Vec<u8> {
+    let msg = zbus::Message::method_call(path, member)
+        .and_then(|b| b.interface(interface))
+        .and_then(|b| b.build(&()))
+        .expect("a method call");
+    msg.data().to_vec()
+}
