@@ -24,6 +24,9 @@ pub const ROOT_PATH: &str = "/org/rdmamanager/RdmaManager1";
 /// The Host object (`org.rdmamanager.RdmaManager1.Host`): modules, memlock limits, NFS over
 /// RDMA, subnet manager.
 pub const HOST_PATH: &str = "/org/rdmamanager/RdmaManager1/Host";
+/// The daemon's direct socket on the system bus: GetManagedObjects peer to peer, read only
+/// (docs/DBUS-API.md, "The direct socket"); its directory is the unit's `RuntimeDirectory=`.
+pub const DIRECT_SOCKET_PATH: &str = "/run/rdma-manager/direct";
 /// Prefix of every D-Bus error the service returns (`<prefix>.InvalidArgument`, ...).
 pub const ERROR_PREFIX: &str = "org.rdmamanager.RdmaManager1.Error";
 /// Prefix of the polkit action ids (`<prefix>.manage-links`, ...).

@@ -15,8 +15,8 @@ use crate::procfs::cpu_ticks;
 
 pub const NAME: &str = "org.rdmamanager.RdmaManager1";
 pub const ROOT: &str = "/org/rdmamanager/RdmaManager1";
-/// The daemon's direct socket, its default on the system bus (service/src/dbus/direct.rs).
-pub const DIRECT_SOCKET: &str = "/run/rdma-manager/direct";
+/// The daemon's direct socket, its default on the system bus.
+pub use rdma_manager_dbus::DIRECT_SOCKET_PATH as DIRECT_SOCKET;
 const OBJECT_MANAGER: &str = "org.freedesktop.DBus.ObjectManager";
 
 /// Calls timed for the median (odd: the median is one call's time).
@@ -99,7 +99,7 @@ impl Timing {
 }
 
 /// A peer-to-peer connection to the daemon's direct socket at `path`
-/// (service/src/dbus/direct.rs).
+/// (service/src/dbus/direct/).
 pub async fn connect_direct(path: &str) -> Result<zbus::Connection> {
     let stream = tokio::net::UnixStream::connect(path)
         .await

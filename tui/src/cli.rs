@@ -80,7 +80,7 @@ pub struct Args {
     pub bus: BusChoice,
     pub demo: bool,
     pub mouse: bool,
-    /// `--direct-socket=PATH`; without it, [`crate::client::DIRECT_SOCKET`] on the system bus.
+    /// `--direct-socket=PATH`; without it, [`rdma_manager_dbus::DIRECT_SOCKET_PATH`] on the system bus.
     pub direct_socket: Option<String>,
 }
 
@@ -91,7 +91,9 @@ impl Args {
     pub fn direct_socket_path(&self) -> Option<String> {
         match (&self.direct_socket, &self.bus, self.demo) {
             (Some(path), _, _) => Some(path.clone()),
-            (None, BusChoice::System, false) => Some(crate::client::DIRECT_SOCKET.to_string()),
+            (None, BusChoice::System, false) => {
+                Some(rdma_manager_dbus::DIRECT_SOCKET_PATH.to_string())
+            }
             (None, _, _) => None,
         }
     }
@@ -222,7 +224,7 @@ mod tests {
     #[test]
     fn the_direct_socket_is_the_system_daemons_unless_given() {
         let path = |a: &[&str]| p(a).expect("parses").direct_socket_path();
-        let default = Some(crate::client::DIRECT_SOCKET.to_string());
+        let default = Some(rdma_manager_dbus::DIRECT_SOCKET_PATH.to_string());
         assert_eq!(path(&["--json"]), default);
         assert_eq!(path(&["--session", "--json"]), None);
         assert_eq!(path(&["--demo"]), None);

@@ -497,10 +497,6 @@ pub async fn connect(bus: &BusChoice) -> zbus::Result<Connection> {
     Ok(conn)
 }
 
-/// Where rdma-managerd on the system bus answers GetManagedObjects without the bus
-/// (service/src/dbus/direct.rs; its `--direct-socket`).
-pub const DIRECT_SOCKET: &str = "/run/rdma-manager/direct";
-
 /// A peer-to-peer connection to the daemon's direct socket at `path`, for one read of every
 /// object; `None` when nothing answers there (an older daemon, another path), and the bus
 /// is used. Not for following changes: signals come only on the bus, ordered after its

@@ -1,4 +1,4 @@
-//! The direct socket (service/src/dbus/direct.rs): GetManagedObjects peer to peer, beside a
+//! The direct socket (service/src/dbus/direct/): GetManagedObjects peer to peer, beside a
 //! real dbus-daemon, answering what the bus answers and nothing that changes the host.
 
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
@@ -317,23 +317,9 @@ async fn a_message_announced_too_long_ends_its_connection_only() {
     let _socket = r.listen(Bounds::default()).expect("listens");
     let path = r.socket_path();
     let cut_off = tokio::task::spawn_blocking(move || {
-        let mut s = std::os::unix::net::UnixStream::connect(&path).expect("connects");
+        let mut s = authenticated(&path);
         s.set_read_timeout(Some(Duration::from_secs(5)))
             .expect("timeout");
-        let uid: String = own_uid()
-            .to_string()
-            .bytes()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        s.write_all(format!("\0AUTH EXTERNAL {uid}\r\n").as_bytes())
-            .expect("auth");
-        let mut ok = [0u8; 256];
-        let n = s.read(&mut ok).expect("OK line");
-        assert!(
-            ok[..n].starts_with(b"OK "),
-            "{:?}",
-            String::from_utf8_lossy(&ok[..n])
-        );
         // BEGIN, then a method call's primary header announcing a 100 MB body (under zbus's own bound of 128 MiB).
         let mut h = vec![b'l', 1, 0, 1];
         h.extend_from_slice(&100_000_000u32.to_le_bytes());
@@ -352,17 +338,37 @@ async fn a_message_announced_too_long_ends_its_connection_only() {
     assert_eq!(body(&direct_gmo(&conn).await), body(&bus_gmo(&r).await));
 }
 
-/// This process's uid, as the EXTERNAL mechanism sends it.
-fn own_uid() -> u32 {
+/// A raw connection to the socket at `path` that has done the EXTERNAL handshake up to the
+/// server's OK, before BEGIN: what a client that misbehaves after it starts from.
+fn authenticated(path: impl AsRef<std::path::Path>) -> std::os::unix::net::UnixStream {
+    use std::io::{Read, Write};
     use std::os::unix::fs::MetadataExt;
-    std::fs::metadata("/proc/self").expect("/proc/self").uid()
+    let mut s = std::os::unix::net::UnixStream::connect(path).expect("connects");
+    // This process's uid, hex-encoded as EXTERNAL sends it.
+    let uid: String = std::fs::metadata("/proc/self")
+        .expect("/proc/self")
+        .uid()
+        .to_string()
+        .bytes()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    s.write_all(format!("\0AUTH EXTERNAL {uid}\r\n").as_bytes())
+        .expect("auth");
+    let mut ok = [0u8; 256];
+    let n = s.read(&mut ok).expect("OK line");
+    assert!(
+        ok[..n].starts_with(b"OK "),
+        "{:?}",
+        String::from_utf8_lossy(&ok[..n])
+    );
+    s
 }
 
 /// A client that asks and never reads holds its slot only until the reply's write times
 /// out: with one slot, the next client is served after it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_never_reads_holds_its_slot_only_until_the_write_times_out() {
-    use std::io::{Read, Write};
+    use std::io::Write;
     let Some(bus) = session_bus_or_skip() else {
         return;
     };
@@ -385,17 +391,7 @@ async fn a_client_that_never_reads_holds_its_slot_only_until_the_write_times_out
     // The silent client: authenticates, calls GetManagedObjects, reads nothing more.
     let silent_path = path.clone();
     let silent = tokio::task::spawn_blocking(move || {
-        let mut s = std::os::unix::net::UnixStream::connect(&silent_path).expect("connects");
-        let uid: String = own_uid()
-            .to_string()
-            .bytes()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        s.write_all(format!("\0AUTH EXTERNAL {uid}\r\n").as_bytes())
-            .expect("auth");
-        let mut ok = [0u8; 256];
-        let n = s.read(&mut ok).expect("OK line");
-        assert!(ok[..n].starts_with(b"OK "));
+        let mut s = authenticated(&silent_path);
         s.write_all(b"BEGIN\r\n").expect("begin");
         s.write_all(&method_call(ROOT_PATH, OBJECT_MANAGER, "GetManagedObjects"))
             .expect("call");

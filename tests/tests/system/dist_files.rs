@@ -342,6 +342,12 @@ fn unit_and_activation_file_agree_with_each_other_and_the_code() -> Result<()> {
         "/usr/sbin/rdma-managerd"
     );
     assert_eq!(one(&unit, "Install", "WantedBy")?, "multi-user.target");
+    // The direct socket lives in the unit's runtime directory (made and removed by systemd).
+    let runtime = one(&unit, "Service", "RuntimeDirectory")?;
+    assert_eq!(
+        rdma_manager_dbus::DIRECT_SOCKET_PATH,
+        format!("/run/{runtime}/direct")
+    );
     assert_eq!(one(&unit, "Install", "Alias")?, alias);
 
     assert_eq!(one(&activation, "D-BUS Service", "Name")?, BUS_NAME);

@@ -187,7 +187,7 @@ async fn show_json_and_tui_json_print_the_same_document_of_the_naming_host() -> 
 }
 
 /// `--json` and `--ibstat` read the objects through the daemon's direct socket when given
-/// one (service/src/dbus/direct.rs) and print what they print through the bus; with nothing
+/// one (service/src/dbus/direct/) and print what they print through the bus; with nothing
 /// listening there, they read through the bus.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tui_reads_through_the_direct_socket_and_prints_the_same() -> Result<()> {

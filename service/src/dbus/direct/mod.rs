@@ -52,7 +52,7 @@ use super::managed::{reply_message, ManagedCache};
 pub mod bounded;
 
 /// Where the daemon listens when it serves the system bus (its unit's `RuntimeDirectory=`).
-pub const DEFAULT_PATH: &str = "/run/rdma-manager/direct";
+pub const DEFAULT_PATH: &str = rdma_manager_dbus::DIRECT_SOCKET_PATH;
 
 /// What one client may hold of the daemon (see the module's documentation).
 #[derive(Debug, Clone)]
