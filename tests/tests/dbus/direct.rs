@@ -86,6 +86,23 @@ fn body(m: &Message) -> Vec<u8> {
     m.body().data().to_vec()
 }
 
+/// The error (name, text) that a call on the direct socket gets.
+async fn refused<B>(
+    conn: &Connection,
+    path: &str,
+    interface: &str,
+    member: &str,
+    args: &B,
+) -> (String, String)
+where
+    B: serde::Serialize + zbus::zvariant::DynamicType,
+{
+    error_of(
+        conn.call_method(None::<&str>, path, Some(interface), member, args)
+            .await,
+    )
+}
+
 fn error_of(r: zbus::Result<Message>) -> (String, String) {
     match r {
         Err(zbus::Error::MethodError(name, text, _)) => {
@@ -170,50 +187,42 @@ async fn the_direct_socket_changes_nothing_and_names_the_bus() {
     let conn = connect_direct(&r.socket_path()).await.expect("connects");
     let before = body(&bus_gmo(&r).await);
 
-    let (name, text) = error_of(
-        conn.call_method(
-            None::<&str>,
-            ROOT_PATH,
-            Some("org.rdmamanager.RdmaManager1"),
-            "RemoveSoftLink",
-            &("rxe0",),
-        )
-        .await,
-    );
+    let (name, text) = refused(
+        &conn,
+        ROOT_PATH,
+        "org.rdmamanager.RdmaManager1",
+        "RemoveSoftLink",
+        &("rxe0",),
+    )
+    .await;
     assert_eq!(name, "org.freedesktop.DBus.Error.UnknownMethod");
     assert!(text.contains("on the system bus"), "{text}");
-    let (name, _) = error_of(
-        conn.call_method(
-            None::<&str>,
-            ROOT_PATH,
-            Some("org.freedesktop.DBus.Properties"),
-            "GetAll",
-            &("org.rdmamanager.RdmaManager1",),
-        )
-        .await,
-    );
+    let (name, _) = refused(
+        &conn,
+        ROOT_PATH,
+        "org.freedesktop.DBus.Properties",
+        "GetAll",
+        &("org.rdmamanager.RdmaManager1",),
+    )
+    .await;
     assert_eq!(name, "org.freedesktop.DBus.Error.UnknownMethod");
-    let (name, text) = error_of(
-        conn.call_method(
-            None::<&str>,
-            ROOT_PATH,
-            Some(OBJECT_MANAGER),
-            "GetManagedObjects",
-            &("extra",),
-        )
-        .await,
-    );
+    let (name, text) = refused(
+        &conn,
+        ROOT_PATH,
+        OBJECT_MANAGER,
+        "GetManagedObjects",
+        &("extra",),
+    )
+    .await;
     assert_eq!(name, "org.freedesktop.DBus.Error.InvalidArgs", "{text}");
-    let (name, _) = error_of(
-        conn.call_method(
-            None::<&str>,
-            "/org/rdmamanager/RdmaManager1/Device/1",
-            Some(OBJECT_MANAGER),
-            "GetManagedObjects",
-            &(),
-        )
-        .await,
-    );
+    let (name, _) = refused(
+        &conn,
+        "/org/rdmamanager/RdmaManager1/Device/1",
+        OBJECT_MANAGER,
+        "GetManagedObjects",
+        &(),
+    )
+    .await;
     assert_eq!(name, "org.freedesktop.DBus.Error.UnknownMethod");
 
     // Refused calls change nothing, and the connection still answers.
