@@ -11,8 +11,12 @@
 //!
 //! Kept descriptors are bounded: at most a budget of them (see
 //! [`super::rlimit::keep_open_budget`]), the first files polled; past it a file is opened,
-//! read and closed at each poll. A host of 256 rxe devices has about 2000 polled files, which
-//! kept open would take the whole default limit of 1024.
+//! read and closed at each poll. A host of 256x2 InfiniBand ports has about 4000 polled
+//! files, which kept open would take four times the default soft limit of 1024.
+//!
+//! The simulated host replaces its files by rename, where sysfs regenerates them: its poller
+//! keeps descriptors all the same and is told which devices' files were replaced
+//! ([`ReplacedFiles`]), so that it costs what the real poll costs.
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
@@ -100,6 +104,28 @@ impl LidTurn {
     }
 }
 
+/// Which devices' files were replaced since a poller last asked: see [`ReplacedFiles`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Replaced {
+    Nothing,
+    Devices(Vec<String>),
+    Everything,
+}
+
+/// A tree whose files are replaced rather than regenerated at each read (the simulated
+/// host's, see `sim::replaced`): a descriptor kept open on a replaced file reads its old
+/// value, so the poller drops what it keeps of the devices named before each poll.
+pub trait ReplacedFiles: Send + Sync {
+    /// What was replaced since the mark `seen`, which it moves on.
+    fn since(&self, seen: &mut u64) -> Replaced;
+}
+
+impl<T: ReplacedFiles + ?Sized> ReplacedFiles for std::sync::Arc<T> {
+    fn since(&self, seen: &mut u64) -> Replaced {
+        (**self).since(seen)
+    }
+}
+
 /// Polls ports. Blocking: run it on the blocking pool.
 pub trait PortPoller: Send + Sync {
     /// Reads every target's state and counters, and the LIDs of those in `lids`' turn.
@@ -124,13 +150,50 @@ fn counter_files(source: &CounterSource) -> Option<[&'static str; 4]> {
     }
 }
 
+/// A file the poll reads in a port's directory.
+#[derive(Debug, Clone, Copy)]
+enum PortFile {
+    State,
+    PhysState,
+    Lid,
+    SmLid,
+    /// The n-th of [`counter_files`] (PMA counters).
+    Counter(u8),
+}
+
+/// A kept port file's key: the device's slot, the port and the file, in one number.
+fn port_file_key(slot: u32, port: u32, file: PortFile) -> u64 {
+    let file = match file {
+        PortFile::State => 0,
+        PortFile::PhysState => 1,
+        PortFile::Lid => 2,
+        PortFile::SmLid => 3,
+        PortFile::Counter(n) => 4 + u64::from(n),
+    };
+    // Ports are numbered from 1 to at most 255 on InfiniBand; 24 bits are kept.
+    (u64::from(slot) << 32) | ((u64::from(port) & 0xff_ffff) << 8) | file
+}
+
+/// The device slot of a key of [`port_file_key`].
+fn key_slot(key: u64) -> u32 {
+    (key >> 32) as u32
+}
+
 /// The poller for sysfs-backed hosts (the real one and the simulated one).
 pub struct SysfsPortPoller {
     sys: SysRoot,
-    /// Open attribute files, with the device they belong to (for `forget`).
-    /// Keyed by the path's bytes: hashing a `PathBuf` walks its components, which was a
-    /// good part of a 1 Hz poll's CPU on hundreds of ports.
-    files: HashMap<OsString, (String, File)>,
+    /// Open attribute files of ports, by [`port_file_key`]: a number, not the path (on
+    /// 256x2 ports some 4000 files are kept, and a path and a device name each took ten
+    /// times the room of the descriptor; hashing a `PathBuf` walked its components).
+    files: HashMap<u64, File>,
+    /// Each device's number in the keys of `files`, given when it is first polled and
+    /// dropped by `forget` (never given again: a device back under its name is new).
+    slots: HashMap<String, u32>,
+    next_slot: u32,
+    /// Open statistics files of netdevs (ports counted by their netdev where no dump is
+    /// had), by path, with the device whose port they count: rare, and the netdev's name is
+    /// part of what identifies them.
+    netdev_files: HashMap<OsString, (String, File)>,
     buf: Vec<u8>,
     /// The path of the file being read, as bytes, built in place (a port's directory, then
     /// each file's name after it) instead of a `PathBuf` joined anew for every file.
@@ -147,10 +210,9 @@ pub struct SysfsPortPoller {
     dirs: HashMap<String, File>,
     /// The relative path with its NUL, for `openat`.
     cpath: Vec<u8>,
-    /// Whether descriptors are kept between polls: on sysfs, where a kept descriptor reads
-    /// the current value. A tree whose files are replaced by rename (the simulated host's)
-    /// must be reopened at every read, or a kept descriptor reads the old file forever.
-    keep_open: bool,
+    /// Where files are replaced rather than regenerated (the simulated host), what tells
+    /// the poller whose descriptors to drop, and its mark.
+    replaced: Option<(Box<dyn ReplacedFiles>, u64)>,
     /// The most descriptors kept between polls.
     budget: usize,
     /// Every netdev's counters in one dump (rtnetlink on a real host), for ports counted on
@@ -169,13 +231,16 @@ impl SysfsPortPoller {
         SysfsPortPoller {
             sys,
             files: HashMap::new(),
+            slots: HashMap::new(),
+            next_slot: 0,
+            netdev_files: HashMap::new(),
             buf: vec![0; 64],
             path: Vec::new(),
             ib_class,
             rel: None,
             dirs: HashMap::new(),
             cpath: Vec::new(),
-            keep_open: true,
+            replaced: None,
             budget,
             link_stats: None,
             dumped: HashMap::new(),
@@ -216,18 +281,56 @@ impl SysfsPortPoller {
 
     /// How many descriptors the poller holds now (files and device directories).
     pub fn kept_open(&self) -> usize {
-        self.files.len() + self.dirs.len()
+        self.files.len() + self.netdev_files.len() + self.dirs.len()
     }
 
-    /// A poller that opens every file afresh at each read, for a tree whose files are
-    /// replaced atomically rather than rewritten (the simulated host).
-    pub fn reopening(sys: SysRoot) -> SysfsPortPoller {
-        // Files are not kept, but directories are: a file is replaced by rename, its
-        // directory stays (a device removed and added again is handled in `open`).
-        let soft = super::rlimit::nofile_limit().map_or(1024, |l| l.soft);
-        SysfsPortPoller {
-            keep_open: false,
-            ..SysfsPortPoller::new(sys, super::rlimit::keep_open_budget(soft))
+    /// `dev`'s number in the keys of `files`.
+    fn slot(&mut self, dev: &str) -> u32 {
+        if let Some(s) = self.slots.get(dev) {
+            return *s;
+        }
+        let s = self.next_slot;
+        self.next_slot = self.next_slot.wrapping_add(1);
+        self.slots.insert(dev.to_string(), s);
+        s
+    }
+
+    /// Closes the files kept for `dev` (its directory stays).
+    fn drop_files(&mut self, dev: &str) {
+        if let Some(slot) = self.slots.remove(dev) {
+            self.files.retain(|k, _| key_slot(*k) != slot);
+        }
+        self.netdev_files.retain(|_, (d, _)| d != dev);
+        self.ifindex.retain(|_, (d, _)| d != dev);
+    }
+
+    /// For a tree whose files are replaced rather than regenerated: before each poll the
+    /// poller drops the descriptors of the devices `replaced` names.
+    pub fn with_replaced_files(mut self, replaced: Box<dyn ReplacedFiles>) -> SysfsPortPoller {
+        self.replaced = Some((replaced, 0));
+        self
+    }
+
+    /// Drops the descriptors of the files replaced since the last poll (see
+    /// [`ReplacedFiles`]); directories stay, a file is replaced in its directory (a device
+    /// removed and added again is handled in `open`).
+    fn drop_replaced(&mut self) {
+        let Some((replaced, seen)) = self.replaced.as_mut() else {
+            return;
+        };
+        match replaced.since(seen) {
+            Replaced::Nothing => {}
+            Replaced::Everything => {
+                self.files.clear();
+                self.slots.clear();
+                self.netdev_files.clear();
+                self.ifindex.clear();
+            }
+            Replaced::Devices(devs) => {
+                for dev in devs {
+                    self.drop_files(&dev);
+                }
+            }
         }
     }
 
@@ -255,7 +358,7 @@ impl SysfsPortPoller {
             return Some(d.as_raw_fd());
         }
         let rel = self.rel?;
-        if self.files.len() + self.dirs.len() >= self.budget {
+        if self.kept_open() >= self.budget {
             return None;
         }
         let dir = std::fs::OpenOptions::new()
@@ -269,24 +372,36 @@ impl SysfsPortPoller {
     }
 
     /// Reads the file at `self.path` and parses its text (no copy of it is made: a sysfs
-    /// attribute is ASCII, and text that is not UTF-8 is parsed after replacement).
-    fn read_with<T>(&mut self, dev: &str, parse: impl FnOnce(&str) -> Field<T>) -> Field<T> {
-        if !self.keep_open {
-            self.files.clear();
-        }
-        // Through a kept descriptor or not, the attribute's code runs at every read.
-        super::sim::cost::charge(super::sim::cost::CostOp::SysfsFile, 1);
+    /// attribute is ASCII, and text that is not UTF-8 is parsed after replacement). `key`:
+    /// the port file's key in `files`, `None` for a netdev's statistics file.
+    fn read_with<T>(
+        &mut self,
+        dev: &str,
+        key: Option<u64>,
+        parse: impl FnOnce(&str) -> Field<T>,
+    ) -> Field<T> {
+        use super::sim::cost::{charge, CostOp};
         let parsed = |buf: &[u8], n: usize| parse(&String::from_utf8_lossy(&buf[..n]));
         let path = OsStr::from_bytes(&self.path);
-        if let Some((_, file)) = self.files.get(path) {
+        let kept = match key {
+            Some(k) => self.files.get(&k),
+            None => self.netdev_files.get(path).map(|(_, f)| f),
+        };
+        if let Some(file) = kept {
+            // The attribute's code runs at every read; the open and the close do not.
+            charge(CostOp::SysfsKeptRead, 1);
             return match file.read_at(&mut self.buf, 0) {
                 Ok(n) => parsed(&self.buf, n),
                 Err(e) => {
-                    self.files.remove(path);
+                    match key {
+                        Some(k) => self.files.remove(&k),
+                        None => self.netdev_files.remove(path).map(|(_, f)| f),
+                    };
                     Err(AttrError::Unreadable(Errno::from_io(&e)))
                 }
             };
         }
+        charge(CostOp::SysfsFile, 1);
         let file = match self.open(dev) {
             Ok(f) => f,
             Err(e) if e.kind() == ErrorKind::NotFound => return Err(AttrError::Missing),
@@ -298,11 +413,18 @@ impl SysfsPortPoller {
         };
         // Kept only while within the budget (and a kept descriptor reads the current value);
         // otherwise it closes here.
-        if self.keep_open && self.files.len() + self.dirs.len() < self.budget {
-            self.files.insert(
-                OsStr::from_bytes(&self.path).to_os_string(),
-                (dev.to_string(), file),
-            );
+        if self.kept_open() < self.budget {
+            match key {
+                Some(k) => {
+                    self.files.insert(k, file);
+                }
+                None => {
+                    self.netdev_files.insert(
+                        OsStr::from_bytes(&self.path).to_os_string(),
+                        (dev.to_string(), file),
+                    );
+                }
+            }
         }
         read
     }
@@ -312,12 +434,13 @@ impl SysfsPortPoller {
     fn read_in<T>(
         &mut self,
         dev: &str,
+        key: Option<u64>,
         name: &str,
         parse: impl FnOnce(&str) -> Field<T>,
     ) -> Field<T> {
         let dir = self.path.len();
         self.push_path(name.as_bytes());
-        let r = self.read_with(dev, parse);
+        let r = self.read_with(dev, key, parse);
         self.path.truncate(dir);
         r
     }
@@ -337,23 +460,35 @@ impl SysfsPortPoller {
         self.rel = Some(self.path.len() + 1);
         self.push_path(b"ports");
         self.push_path(t.port.to_string().as_bytes());
+        let slot = self.slot(&t.dev);
+        let key = |file: PortFile| Some(port_file_key(slot, t.port, file));
         let (state, phys_state) = if t.state {
             (
-                self.read_in(&t.dev, "state", PortState::parse_sysfs),
-                self.read_in(&t.dev, "phys_state", PhysState::parse_sysfs),
+                self.read_in(
+                    &t.dev,
+                    key(PortFile::State),
+                    "state",
+                    PortState::parse_sysfs,
+                ),
+                self.read_in(
+                    &t.dev,
+                    key(PortFile::PhysState),
+                    "phys_state",
+                    PhysState::parse_sysfs,
+                ),
             )
         } else {
             (Err(AttrError::Missing), Err(AttrError::Missing))
         };
         let (lid, sm_lid) = if t.lids && lids {
             (
-                Some(self.read_in(&t.dev, "lid", parse_hex_u32)),
-                Some(self.read_in(&t.dev, "sm_lid", parse_hex_u32)),
+                Some(self.read_in(&t.dev, key(PortFile::Lid), "lid", parse_hex_u32)),
+                Some(self.read_in(&t.dev, key(PortFile::SmLid), "sm_lid", parse_hex_u32)),
             )
         } else {
             (None, None)
         };
-        let traffic = self.traffic(t);
+        let traffic = self.traffic(t, slot);
         PortReading {
             state,
             phys_state,
@@ -364,7 +499,7 @@ impl SysfsPortPoller {
     }
 
     /// The port's counters; `self.path` holds the port's directory.
-    fn traffic(&mut self, t: &PollTarget) -> TrafficCounters {
+    fn traffic(&mut self, t: &PollTarget, slot: u32) -> TrafficCounters {
         if let CounterSource::Netdev(nd) = &t.counters {
             if let Some(c) = self.dumped_counters(&t.dev, nd) {
                 return TrafficCounters {
@@ -393,7 +528,13 @@ impl SysfsPortPoller {
                 saturated: false,
             };
         };
-        let mut v = names.map(|n| self.read_in(&t.dev, n, parse_dec::<u64>));
+        let on_netdev = matches!(t.counters, CounterSource::Netdev(_));
+        let mut i = 0;
+        let mut v = names.map(|n| {
+            let key = (!on_netdev).then(|| port_file_key(slot, t.port, PortFile::Counter(i)));
+            i += 1;
+            self.read_in(&t.dev, key, n, parse_dec::<u64>)
+        });
         let saturated = t.counters == CounterSource::Pma(CounterWidth::Bits32)
             && v.iter()
                 .any(|x| matches!(x, Ok(n) if *n >= PMA32_SATURATED));
@@ -434,6 +575,7 @@ fn openat(dir: std::os::fd::RawFd, rel: &[u8], cpath: &mut Vec<u8>) -> std::io::
 
 impl PortPoller for SysfsPortPoller {
     fn poll(&mut self, targets: &[PollTarget], lids: LidTurn) -> Vec<PortReading> {
+        self.drop_replaced();
         self.dumped.clear();
         let netdev_counted = targets
             .iter()
@@ -453,9 +595,8 @@ impl PortPoller for SysfsPortPoller {
     }
 
     fn forget(&mut self, dev: &str) {
-        self.files.retain(|_, (d, _)| d != dev);
+        self.drop_files(dev);
         self.dirs.remove(dev);
-        self.ifindex.retain(|_, (d, _)| d != dev);
     }
 }
 
@@ -484,7 +625,7 @@ mod tests {
             .iter()
             .position(|t| matches!(t.counters, CounterSource::Pma(_)))
             .expect("a PMA port in the demo host");
-        let mut poller = SysfsPortPoller::reopening(sim.sysroot().clone());
+        let mut poller = sim.sysfs_port_poller();
         let before = poller.poll(&targets, LidTurn::ALL);
         assert!(before[pma].state.is_ok());
         let tx0 = before[pma].traffic.tx_bytes.clone().expect("tx");
@@ -494,10 +635,65 @@ mod tests {
         let after = poller.poll(&targets, LidTurn::ALL);
         assert_eq!(after[pma].traffic.tx_bytes, Ok(tx0 + 4000));
         // The same reading through a fresh poller: what the poller holds is not stale.
+        assert_eq!(sim.sysfs_port_poller().poll(&targets, LidTurn::ALL), after);
+    }
+
+    /// On the simulated host, as on sysfs, an idle poll reads every file through a kept
+    /// descriptor (nothing opened after the first poll), and still sees every change the
+    /// host makes quietly: a port's state, its counters, a file rewritten by hand. Only the
+    /// changed device's files are opened again.
+    #[test]
+    fn the_simulated_poll_keeps_its_files_and_sees_every_change() {
+        let sim = SimHost::new(fixtures::large_host(4, 2, 0)).expect("sim");
+        let targets = every_port(&sim);
+        let mut poller = sim.sysfs_port_poller();
+        let first = sim.cost().scoped(|| poller.poll(&targets, LidTurn::ALL));
+        let files = 8 * targets.len() as u64;
         assert_eq!(
-            SysfsPortPoller::reopening(sim.sysroot().clone()).poll(&targets, LidTurn::ALL),
-            after
+            poller.kept_open(),
+            files as usize + 4,
+            "files and directories"
         );
+        let ops = |poller: &mut SysfsPortPoller| {
+            let before = sim.cost().counts();
+            let r = sim.cost().scoped(|| poller.poll(&targets, LidTurn::ALL));
+            let n = sim.cost().counts().since(&before);
+            (r, n.sysfs_files, n.sysfs_kept_reads)
+        };
+        let (again, opened, kept) = ops(&mut poller);
+        assert_eq!(again, first);
+        assert_eq!((opened, kept), (0, files), "an idle poll opens nothing");
+
+        let t = targets[3].clone();
+        sim.set_port_state_quietly(&t.dev, t.port, PortState::Down, PhysState::Polling)
+            .expect("state");
+        let (r, opened, kept) = ops(&mut poller);
+        assert_eq!(r[3].state, Ok(PortState::Down));
+        assert_eq!(r[3].phys_state, Ok(PhysState::Polling));
+        assert_eq!(r[2].state, Ok(PortState::Active), "the device's other port");
+        assert_eq!(
+            (opened, kept),
+            (16, files - 16),
+            "the changed device's two ports"
+        );
+
+        sim.add_traffic(&t.dev, t.port, 400, 0).expect("traffic");
+        let (r, _, _) = ops(&mut poller);
+        let tx = |r: &[PortReading]| r[3].traffic.tx_bytes.clone().expect("tx");
+        assert_eq!(tx(&r), tx(&first) + 400);
+
+        let other = &targets[0];
+        sim.corrupt_file(
+            &format!(
+                "sys/class/infiniband/{}/ports/{}/state",
+                other.dev, other.port
+            ),
+            "1: DOWN\n",
+        )
+        .expect("corrupt");
+        let (r, opened, _) = ops(&mut poller);
+        assert_eq!(r[0].state, Ok(PortState::Down));
+        assert_eq!(opened, files, "a file of unknown device: every file again");
     }
 
     /// Every port of `sim`, with its state and LIDs polled.
@@ -550,7 +746,7 @@ mod tests {
         }));
         assert_eq!(
             readings,
-            SysfsPortPoller::reopening(sim.sysroot().clone()).poll(&targets, LidTurn::ALL)
+            sim.sysfs_port_poller().poll(&targets, LidTurn::ALL)
         );
         for _ in 0..3 {
             poller.poll(&targets, LidTurn::ALL);
@@ -621,8 +817,7 @@ mod tests {
             .trim()
             .parse()
             .expect("number");
-        let by_files =
-            SysfsPortPoller::reopening(sim.sysroot().clone()).poll(&targets, LidTurn::ALL);
+        let by_files = sim.sysfs_port_poller().poll(&targets, LidTurn::ALL);
         assert!(by_files[0].traffic.tx_bytes.is_ok());
         let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let failing = FakeStats {
@@ -630,16 +825,14 @@ mod tests {
             fail: true,
             calls: calls.clone(),
         };
-        let mut poller =
-            SysfsPortPoller::reopening(sim.sysroot().clone()).with_link_stats(Box::new(failing));
+        let mut poller = sim.sysfs_port_poller().with_link_stats(Box::new(failing));
         assert_eq!(poller.poll(&targets, LidTurn::ALL), by_files);
         let fake = FakeStats {
             ifindex,
             fail: false,
             calls: calls.clone(),
         };
-        let mut poller =
-            SysfsPortPoller::reopening(sim.sysroot().clone()).with_link_stats(Box::new(fake));
+        let mut poller = sim.sysfs_port_poller().with_link_stats(Box::new(fake));
         std::fs::remove_dir_all(sim.sysroot().netdev_dir(&nd).join("statistics"))
             .expect("remove statistics");
         let got = poller.poll(&targets, LidTurn::ALL);
@@ -661,7 +854,7 @@ mod tests {
         let t = targets.first().expect("a RoCE port");
         let lid = sim.sysroot().port_dir(&t.dev, t.port).join("lid");
         std::fs::remove_file(&lid).expect("remove lid");
-        let mut poller = SysfsPortPoller::reopening(sim.sysroot().clone());
+        let mut poller = sim.sysfs_port_poller();
         let r = &poller.poll(std::slice::from_ref(t), LidTurn::ALL)[0];
         assert_eq!((&r.lid, &r.sm_lid), (&None, &None));
         let with_lids = PollTarget {
@@ -703,7 +896,7 @@ mod tests {
             vec![1; ports],
             "each port's LIDs once in {every} polls"
         );
-        let files = sim.cost().counts().since(&before).sysfs_files;
+        let files = sim.cost().counts().since(&before).attribute_reads();
         assert_eq!(files as usize, every * ports * 6 + ports * 2);
         // A new LID without any event: read in the port's turn, not before.
         let t = &targets[1];
@@ -741,10 +934,14 @@ mod tests {
             lids: true,
             state: true,
         };
-        let mut poller = SysfsPortPoller::reopening(sim.sysroot().clone());
+        let mut poller = sim.sysfs_port_poller();
         let before = poller.poll(std::slice::from_ref(&target), LidTurn::ALL);
         assert!(matches!(before[0].lid, Some(Ok(n)) if n != 0x99));
-        assert_eq!(poller.kept_open(), 1, "the device's directory is held");
+        assert_eq!(
+            poller.kept_open(),
+            9,
+            "the device's directory and its 8 files are held"
+        );
         sim.unplug(&dev).expect("unplug");
         sim.plug(again).expect("plug");
         let after = poller.poll(std::slice::from_ref(&target), LidTurn::ALL);
@@ -781,7 +978,7 @@ mod tests {
             lids: false,
             state: true,
         };
-        let mut poller = SysfsPortPoller::reopening(sim.sysroot().clone());
+        let mut poller = sim.sysfs_port_poller();
         let r = poller.poll(std::slice::from_ref(&target), LidTurn::ALL);
         assert!(r[0].state.is_ok() && r[0].traffic.tx_bytes.is_ok(), "{r:?}");
         assert!(
@@ -801,7 +998,7 @@ mod tests {
             lids: true,
             state: true,
         };
-        let mut poller = SysfsPortPoller::reopening(sim.sysroot().clone());
+        let mut poller = sim.sysfs_port_poller();
         assert!(poller.poll(std::slice::from_ref(&target), LidTurn::ALL)[0]
             .state
             .is_ok());

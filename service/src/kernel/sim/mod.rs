@@ -8,6 +8,7 @@ pub mod cost;
 pub mod fixtures;
 pub mod model;
 mod render;
+pub mod replaced;
 mod rules;
 pub mod traffic;
 
@@ -105,6 +106,8 @@ struct Inner {
     /// The devices of the simulated libibverbs device list, which a real host keeps between
     /// reads and makes anew when it lacks a device (see `kernel/linux.rs`).
     verbs_list: Mutex<Option<std::collections::BTreeSet<String>>>,
+    /// Which devices' files were replaced, for the port pollers' kept descriptors.
+    replaced: Arc<replaced::TreeChanges>,
 }
 
 /// A simulated RDMA host. Cheap to clone (shared state).
@@ -168,6 +171,7 @@ impl SimHost {
                 nl_dumps: std::sync::atomic::AtomicU64::new(0),
                 cost: Arc::new(cost::SimCost::default()),
                 verbs_list: Mutex::new(None),
+                replaced: Arc::default(),
             }),
         };
         host.render_all()?;
@@ -192,14 +196,67 @@ impl SimHost {
         HostError::from_io(Op::File("simulated sysfs tree".into()), &e)
     }
 
+    // The tree's writes of devices and netdevs, each marked after it for the port pollers'
+    // kept descriptors (see [`replaced`]), failed or not (a write may fail half done).
+
+    fn render_device(&self, dev: &SimDevice) -> Result<(), HostError> {
+        let r = render::render_device(self.root(), dev).map_err(Self::render_err);
+        self.inner.replaced.device(&dev.name);
+        r
+    }
+
+    fn update_device(&self, dev: &SimDevice) -> Result<(), HostError> {
+        let r = render::update_device(self.root(), dev).map_err(Self::render_err);
+        self.inner.replaced.device(&dev.name);
+        r
+    }
+
+    fn remove_device_files(&self, name: &str) -> Result<(), HostError> {
+        let r = render::remove_device(self.root(), name).map_err(Self::render_err);
+        self.inner.replaced.device(name);
+        r
+    }
+
+    // A netdev's statistics are polled for the ports counted on it, whose device the tree
+    // does not know here: every device is marked.
+
+    fn render_netdev(&self, nd: &SimNetdev) -> Result<(), HostError> {
+        let r = render::render_netdev(self.root(), nd).map_err(Self::render_err);
+        self.inner.replaced.everything();
+        r
+    }
+
+    fn update_netdev(&self, nd: &SimNetdev) -> Result<(), HostError> {
+        let r = render::update_netdev(self.root(), nd).map_err(Self::render_err);
+        self.inner.replaced.everything();
+        r
+    }
+
+    fn remove_netdev_files(&self, nd: &SimNetdev) -> Result<(), HostError> {
+        let r = render::remove_netdev(self.root(), nd).map_err(Self::render_err);
+        self.inner.replaced.everything();
+        r
+    }
+
+    /// The sysfs port poller of this host's tree, keeping descriptors as on Linux (within
+    /// the budget of the process's open-file limit) and told which files were replaced.
+    pub fn sysfs_port_poller(&self) -> SysfsPortPoller {
+        let soft = super::rlimit::nofile_limit().map_or(1024, |l| l.soft);
+        SysfsPortPoller::new(
+            self.inner.sys.clone(),
+            super::rlimit::keep_open_budget(soft),
+        )
+        .with_replaced_files(Box::new(self.inner.replaced.clone()))
+    }
+
     fn render_all(&self) -> Result<(), HostError> {
         let st = self.lock();
         let root = self.root();
         for d in &st.spec.devices {
-            render::render_device(root, d).map_err(Self::render_err)?;
+            self.render_device(d)?;
         }
         for n in &st.spec.netdevs {
-            render::render_netdev(root, n).map_err(Self::render_err)?;
+            self.render_netdev(n)?;
         }
         render::render_module(root, "rdma_rxe", st.spec.kernel.rxe_loaded)
             .map_err(Self::render_err)?;
@@ -422,12 +479,16 @@ impl SimHost {
     /// Removes a file of the rendered tree (a vanished attribute). `rel` is relative to the
     /// root, e.g. `sys/class/infiniband/mlx5_0/ports/1/rate`.
     pub fn vanish_file(&self, rel: &str) -> std::io::Result<()> {
-        std::fs::remove_file(self.root().join(rel))
+        let r = std::fs::remove_file(self.root().join(rel));
+        self.inner.replaced.everything();
+        r
     }
 
     /// Overwrites a file of the rendered tree with arbitrary text (a malformed attribute).
     pub fn corrupt_file(&self, rel: &str, text: &str) -> std::io::Result<()> {
-        render::put_bytes(self.root(), &self.root().join(rel), text.as_bytes())
+        let r = render::put_bytes(self.root(), &self.root().join(rel), text.as_bytes());
+        self.inner.replaced.everything();
+        r
     }
 
     /// Hot-unplugs a device (as a PCI removal would), raising RdmaRemoved.
@@ -444,7 +505,7 @@ impl SimHost {
         }
         dev.index = st.next_dev_index;
         st.next_dev_index += 1;
-        render::render_device(self.root(), &dev).map_err(Self::render_err)?;
+        self.render_device(&dev)?;
         let name = dev.name.clone();
         st.spec.devices.push(dev);
         Self::emit(&mut st, HostEvent::RdmaAdded { name });
@@ -460,7 +521,7 @@ impl SimHost {
         }
         nd.ifindex = st.next_ifindex;
         st.next_ifindex += 1;
-        render::render_netdev(self.root(), &nd).map_err(Self::render_err)?;
+        self.render_netdev(&nd)?;
         let name = nd.name.clone();
         st.spec.netdevs.push(nd);
         Self::emit(&mut st, HostEvent::NetdevAdded { name });
@@ -538,7 +599,7 @@ impl SimHost {
                     n.rx_bytes += rx_bytes;
                     n.tx_packets += tx_bytes.div_ceil(1500);
                     n.rx_packets += rx_bytes.div_ceil(1500);
-                    render::update_netdev(self.root(), n).map_err(Self::render_err)?;
+                    self.update_netdev(n)?;
                 }
             }
         }
@@ -581,7 +642,7 @@ impl SimHost {
             .find(|p| p.number == port)
             .ok_or_else(|| HostError::NotFound(format!("port {port} of RDMA device {dev}")))?;
         f(p);
-        render::update_device(self.root(), d).map_err(Self::render_err)
+        self.update_device(d)
     }
 
     /// Raises an event as if the kernel had sent it (e.g. an ENOBUFS overflow).
@@ -657,7 +718,7 @@ impl SimHost {
             .ok_or_else(|| HostError::NotFound(format!("RDMA device {name}")))?;
         let dev = st.spec.devices.remove(pos);
         st.roce.retain(|(idx, _), _| *idx != dev.index);
-        render::remove_device(self.root(), name).map_err(Self::render_err)?;
+        self.remove_device_files(name)?;
         Self::emit(
             st,
             HostEvent::RdmaRemoved {
@@ -833,10 +894,9 @@ impl Host for SimHost {
 
     fn port_poller(&self) -> Box<dyn PortPoller> {
         Box::new(SimPortPoller {
-            // The simulated tree's files are replaced by rename: a kept descriptor would
-            // read the old value forever.
             // Netdev-counted ports from one simulated rtnetlink dump a poll, as on Linux.
-            sysfs: SysfsPortPoller::reopening(self.inner.sys.clone())
+            sysfs: self
+                .sysfs_port_poller()
                 .with_link_stats(Box::new(SimLinkStats { host: self.clone() })),
             read_fault: self.inner.read_fault.clone(),
             cost: self.inner.cost.clone(),
@@ -953,7 +1013,7 @@ impl Host for SimHost {
         let mut st = self.lock();
         self.take_fault(&mut st, SimOp::AddLink)?;
         let dev = rules::new_link(&mut st, link)?;
-        render::render_device(self.root(), &dev).map_err(Self::render_err)?;
+        self.render_device(&dev)?;
         render::render_module(self.root(), "rdma_rxe", st.spec.kernel.rxe_loaded)
             .map_err(Self::render_err)?;
         Self::emit(
@@ -978,9 +1038,9 @@ impl Host for SimHost {
         let Some(old) = rules::rename_device(&mut st, dev_index, new_name)? else {
             return Ok(());
         };
-        render::remove_device(self.root(), &old).map_err(Self::render_err)?;
+        self.remove_device_files(&old)?;
         if let Some(d) = st.spec.devices.iter().find(|d| d.index == dev_index) {
-            render::render_device(self.root(), d).map_err(Self::render_err)?;
+            self.render_device(d)?;
         }
         Self::emit(
             &mut st,
@@ -997,7 +1057,7 @@ impl Host for SimHost {
         let mut st = self.lock();
         self.take_fault(&mut st, SimOp::CreateChild)?;
         let nd = rules::new_ipoib_child(&mut st, child)?;
-        render::render_netdev(self.root(), &nd).map_err(Self::render_err)?;
+        self.render_netdev(&nd)?;
         Self::emit(&mut st, HostEvent::NetdevAdded { name: nd.name });
         Ok(())
     }
@@ -1019,10 +1079,10 @@ impl Host for SimHost {
             .map(|(n, _)| n.name.clone())
             .collect();
         for n in st.spec.netdevs.iter().filter(|n| changed.contains(&n.name)) {
-            render::render_netdev(self.root(), n).map_err(Self::render_err)?;
+            self.render_netdev(n)?;
         }
         for d in st.spec.devices.iter().filter(|d| touched.contains(&d.name)) {
-            render::render_device(self.root(), d).map_err(Self::render_err)?;
+            self.render_device(d)?;
         }
         Self::emit(
             &mut st,
@@ -1044,17 +1104,17 @@ impl Host for SimHost {
         self.take_fault(&mut st, SimOp::RenameNetdev)?;
         let before = rules::find_netdev(&st, old)?.clone();
         let touched = rules::rename_netdev(&mut st, old, new)?;
-        render::remove_netdev(self.root(), &before).map_err(Self::render_err)?;
+        self.remove_netdev_files(&before)?;
         // A legacy child's `parent` file prints its parent's current name (`parent_show`
         // reads `priv->parent->name`): the children follow the rename without an event.
         let follows = |n: &SimNetdev| {
             n.name == new || n.ipoib.as_ref().and_then(|i| i.parent.as_deref()) == Some(new)
         };
         for n in st.spec.netdevs.iter().filter(|n| follows(n)) {
-            render::render_netdev(self.root(), n).map_err(Self::render_err)?;
+            self.render_netdev(n)?;
         }
         for d in st.spec.devices.iter().filter(|d| touched.contains(&d.name)) {
-            render::render_device(self.root(), d).map_err(Self::render_err)?;
+            self.render_device(d)?;
         }
         Self::emit(
             &mut st,
@@ -1075,7 +1135,7 @@ impl Host for SimHost {
             self.remove_device_locked(&mut st, &dev)?;
         }
         for nd in gone {
-            render::remove_netdev(self.root(), &nd).map_err(Self::render_err)?;
+            self.remove_netdev_files(&nd)?;
             Self::emit(&mut st, HostEvent::NetdevRemoved { name: nd.name });
         }
         Ok(())
