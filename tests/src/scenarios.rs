@@ -9,9 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rdma_managerd::ibstat;
-use rdma_managerd::kernel::{Host, HostError, HostEvent, NetdevChange, NewLink};
+use rdma_managerd::kernel::{
+    Host, HostError, HostEvent, LidTurn, NetdevChange, NewLink, PollTarget, PortPoller,
+};
 use rdma_managerd::model::softlink::{classify_newlink_error, NewLinkContext};
-use rdma_managerd::model::{RoceMode, SoftLinkType};
+use rdma_managerd::model::{CounterSource, RoceMode, SoftLinkType};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::reference::Reference;
@@ -297,6 +299,35 @@ impl Run {
         }
     }
 
+    /// Port 1 of each device through `poller`, which keeps its descriptors between polls:
+    /// a kept descriptor must read the current value (sysfs regenerates an attribute at every
+    /// read from offset 0; the simulated host tells its poller which files it replaced).
+    fn poll_kept(&mut self, poller: &mut dyn PortPoller, devs: &[&str]) {
+        let targets: Vec<PollTarget> = devs
+            .iter()
+            .map(|d| PollTarget {
+                dev: d.to_string(),
+                port: 1,
+                counters: CounterSource::None,
+                state: true,
+                lids: true,
+            })
+            .collect();
+        let readings = poller.poll(&targets, LidTurn::ALL);
+        let l = targets
+            .iter()
+            .zip(readings)
+            .map(|(t, r)| {
+                format!(
+                    "{}/{} {:?} {:?} lid {:?} sm_lid {:?}",
+                    t.dev, t.port, r.state, r.phys_state, r.lid, r.sm_lid
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        self.line(format!("port poll (kept) {l}"));
+    }
+
     async fn port_state(&mut self, dev: &str) {
         let d = self.host.read_device(dev).await;
         let l = match d {
@@ -390,13 +421,19 @@ pub async fn run_all(run: &mut Run) {
     run.configfs_dirs().await;
     run.snapshot("renamed").await;
 
-    // Port state follows the netdev.
+    // Port state follows the netdev, read afresh and through the port poll's kept
+    // descriptors (opened by the first poll, before the change).
+    let mut poller = run.host.port_poller();
+    run.poll_kept(&mut *poller, &["roce_lab", "rxe1"]);
     run.set_up(NETDEV_B, false).await;
     run.port_state("roce_lab").await;
     run.port_state("rxe1").await;
+    run.poll_kept(&mut *poller, &["roce_lab", "rxe1"]);
     run.set_up(NETDEV_B, true).await;
     run.port_state("roce_lab").await;
     run.port_state("rxe1").await;
+    run.poll_kept(&mut *poller, &["roce_lab", "rxe1"]);
+    drop(poller);
 
     // Delete.
     for name in ["roce_lab", "rxe1"] {

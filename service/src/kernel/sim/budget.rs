@@ -140,6 +140,15 @@ async fn ipoib_netdevs(sim: &SimHost) -> OpCounts {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_idle_infiniband_host_reads_within_its_budget() {
     let (devices, ports) = (64u64, 2u64);
+    // As the daemon does at start: the poll's budget of kept descriptors is a quarter of
+    // the soft limit, which must hold every polled file here (64x2 ports' 8 and a
+    // directory a device: 1088).
+    crate::kernel::rlimit::raise_nofile_limit().expect("the soft limit raised");
+    let soft = crate::kernel::rlimit::nofile_limit().expect("limit").soft;
+    assert!(
+        crate::kernel::rlimit::keep_open_budget(soft) >= 1088,
+        "a hard open-file limit of {soft} is too low for this test"
+    );
     let spec = fixtures::large_host(devices as u32, ports as u32, 256);
     let sim = SimHost::new(spec).expect("host");
     let device = one_device(&sim, "mlx5_0").await;
@@ -165,6 +174,17 @@ async fn an_idle_infiniband_host_reads_within_its_budget() {
         m.ticks,
         device.sysfs_files,
         resync.sysfs_files,
+        m.idle,
+    );
+    // The poll reads through kept descriptors, as on Linux: what is opened is what the
+    // sweep and the resyncs read (each file once), not the poll's files.
+    let opened = m.ticks * 2 * device.sysfs_files + resyncs * resync.sysfs_files;
+    assert!(
+        m.idle.sysfs_files <= opened,
+        "{} files opened in {} ticks, more than the sweep's and the resyncs' {opened}: \
+         the poll's files are not kept open: {:?}",
+        m.idle.sysfs_files,
+        m.ticks,
         m.idle,
     );
     assert!(
