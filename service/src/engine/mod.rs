@@ -356,6 +356,7 @@ pub async fn start(
         sweep_nl: None,
         reread_next_tick: BTreeSet::new(),
         resynced_at: 0,
+        ipoib_restore_deferred: false,
     };
     // What the kernel forgot (at boot, or while the daemon was stopped) is re-applied, and
     // its result published, before this returns: until then the root's Startup is true, and
@@ -448,6 +449,9 @@ pub(crate) struct Engine {
     /// `resync_ticks` later. Ticks the engine could not keep up with are skipped, so a
     /// multiple of the period may never be seen.
     resynced_at: u64,
+    /// The restore left IPoIB interfaces alone because NetworkManager runs but did not say
+    /// which profiles it has: done when it first answers (see `nm_owners`).
+    ipoib_restore_deferred: bool,
 }
 
 /// What a batch of events asks to re-read.

@@ -7,11 +7,17 @@
 //! NetworkManager is asked from callers' tasks (before an IPoIB operation, and once at start
 //! before the restore), never from the engine task, whose jobs must not wait on other
 //! services; the engine reads the snapshot taken last. A profile added to NetworkManager
-//! after that is seen at the next IPoIB operation or daemon start.
+//! after that is seen at the next IPoIB operation, the next periodic re-read, or daemon start.
+//!
+//! A NetworkManager that does not answer at start (its settings still not exported after
+//! the wait, or a bus error) is not taken for one without profiles: the restore leaves the
+//! IPoIB interfaces alone, and does them when its first answer comes (at the periodic
+//! re-read, within a minute), re-creating only what it does not own.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
-use tracing::warn;
+use tracing::{info, warn};
 
 use crate::nm::client::ProfileSummary;
 use crate::system::SystemServices;
@@ -22,6 +28,11 @@ impl Engine {
     /// Publishes the owners NetworkManager's last answer gives, when they changed: every
     /// IPoIB interface's `Owner` follows.
     pub(super) async fn sync_nm_owners(&mut self) {
+        if self.ipoib_restore_deferred && !self.nm.unanswered() {
+            self.ipoib_restore_deferred = false;
+            info!("NetworkManager answered: re-applying ipoib.toml where it owns nothing");
+            self.restore_ipoib(&super::restore::Appeared::start()).await;
+        }
         let now = self.nm.snapshot();
         if now == self.state.nm_profiles {
             return;
@@ -41,6 +52,9 @@ impl Engine {
 pub struct NmOwners {
     system: Arc<dyn SystemServices>,
     snapshot: RwLock<Option<Vec<ProfileSummary>>>,
+    /// Asking failed and no answer was had before: whether NetworkManager runs, and what it
+    /// owns, is not known.
+    unanswered: AtomicBool,
 }
 
 impl NmOwners {
@@ -48,18 +62,32 @@ impl NmOwners {
         NmOwners {
             system,
             snapshot: RwLock::new(None),
+            unanswered: AtomicBool::new(false),
         }
     }
 
     /// Asks NetworkManager again. When asking fails, the last snapshot stays (logged): a
-    /// NetworkManager that stopped answering still owned its interfaces a moment ago.
+    /// NetworkManager that stopped answering still owned its interfaces a moment ago. With
+    /// no snapshot before, what it owns is unknown ([`NmOwners::unanswered`]).
     pub async fn refresh(&self) {
         match self.system.network_manager_profiles().await {
             Ok(profiles) => {
                 *self.snapshot.write().unwrap_or_else(|p| p.into_inner()) = profiles;
+                self.unanswered.store(false, Ordering::Release);
             }
-            Err(e) => warn!(error = %e, "could not ask NetworkManager which profiles it has"),
+            Err(e) => {
+                warn!(error = %e, "could not ask NetworkManager which profiles it has");
+                if self.snapshot().is_none() {
+                    self.unanswered.store(true, Ordering::Release);
+                }
+            }
         }
+    }
+
+    /// Asking NetworkManager failed and it never answered before: it may own any
+    /// interface, and nothing it might own is re-created or re-applied.
+    pub fn unanswered(&self) -> bool {
+        self.unanswered.load(Ordering::Acquire)
     }
 
     /// A client of NetworkManager, where the daemon's services include one.
@@ -85,8 +113,16 @@ impl NmOwners {
             .cloned()
     }
 
-    /// Refuses a change of `interface` that NetworkManager owns, naming the profile.
+    /// Refuses a change of `interface` that NetworkManager owns, naming the profile, or may
+    /// own (it did not answer).
     pub fn refuse_if_owned(&self, interface: &str, what: &str) -> Result<(), OpError> {
+        if self.unanswered() {
+            return Err(OpError::Busy(format!(
+                "NetworkManager runs but has not said which profiles it has, so whether it \
+                 owns {} is not known: {what} once it answers (try again)",
+                rdma_manager_dbus::text::quote_capped(interface)
+            )));
+        }
         match self.owner_of(interface) {
             Some(p) => Err(OpError::Busy(format!(
                 "{} is configured by NetworkManager's profile {} ({}): {what} through \
@@ -144,5 +180,29 @@ mod tests {
         system.set_network_manager(None);
         owners.refresh().await;
         assert!(owners.owner_of("ib0.8002").is_none());
+    }
+
+    /// A NetworkManager that has not answered may own anything: changes wait (Busy) until it
+    /// does; one that answered before keeps its last answer while it does not.
+    #[tokio::test]
+    async fn an_unanswering_networkmanager_may_own_anything() {
+        let system = SimSystemServices::new();
+        system.set_network_manager_unanswering(true);
+        let owners = NmOwners::new(Arc::new(system.clone()));
+        owners.refresh().await;
+        assert!(owners.unanswered());
+        match owners.refuse_if_owned("ib0.8002", "delete it") {
+            Err(OpError::Busy(m)) => assert!(m.contains("NetworkManager"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        system.set_network_manager_unanswering(false);
+        system.set_network_manager(Some(vec![profile("ib0.8002", "ib0.8002")]));
+        owners.refresh().await;
+        assert!(!owners.unanswered());
+        assert!(owners.refuse_if_owned("ib0", "delete it").is_ok());
+        system.set_network_manager_unanswering(true);
+        owners.refresh().await;
+        assert!(!owners.unanswered(), "the last answer stands");
+        assert!(owners.owner_of("ib0.8002").is_some());
     }
 }

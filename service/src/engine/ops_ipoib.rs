@@ -889,9 +889,19 @@ impl Engine {
         }
     }
 
-    /// Whether NetworkManager owns `interface` (logged: what `ipoib.toml` says of it is not
-    /// re-applied).
-    fn nm_owns(&self, interface: &str) -> bool {
+    /// Whether NetworkManager owns `interface`, or may (it runs but did not answer: the
+    /// restore is deferred until it does). Logged: what `ipoib.toml` says of it is not
+    /// re-applied.
+    fn nm_owns(&mut self, interface: &str) -> bool {
+        if self.nm.unanswered() {
+            warn!(
+                interface,
+                "NetworkManager did not say which profiles it has; not re-applying ipoib.toml \
+                 to this interface until it does"
+            );
+            self.ipoib_restore_deferred = true;
+            return true;
+        }
         match self.nm.owner_of(interface) {
             Some(p) => {
                 info!(interface, profile = %p.id, uuid = %p.uuid,

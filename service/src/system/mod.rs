@@ -299,6 +299,8 @@ pub struct BusSystemServices {
     pub systemd: Systemd,
     pub firewalld: Firewalld,
     pub network_manager: crate::nm::client::NetworkManager,
+    /// How long a starting NetworkManager is waited for ([`NM_SETTINGS_WAIT`]).
+    pub nm_settings_wait: std::time::Duration,
 }
 
 impl BusSystemServices {
@@ -307,6 +309,7 @@ impl BusSystemServices {
             systemd: Systemd::new(conn),
             firewalld: Firewalld::new(conn),
             network_manager: crate::nm::client::NetworkManager::new(conn.clone()),
+            nm_settings_wait: NM_SETTINGS_WAIT,
         }
     }
 }
@@ -320,7 +323,7 @@ impl SystemServices for BusSystemServices {
         // daemon starts beside it: asked in that window, it would look as if it had no
         // profile, and the restore would re-create interfaces it owns. So a NetworkManager
         // that is starting is waited for, a while.
-        let deadline = std::time::Instant::now() + NM_SETTINGS_WAIT;
+        let deadline = std::time::Instant::now() + self.nm_settings_wait;
         loop {
             if !self.network_manager.running().await? {
                 return Ok(None);

@@ -63,6 +63,8 @@ struct State {
     permanent_ports: BTreeSet<(String, String)>,
     /// NetworkManager's profiles; `None`: it does not run (the default).
     nm_profiles: Option<Vec<crate::nm::client::ProfileSummary>>,
+    /// NetworkManager owns its name but does not answer (hung while starting).
+    nm_unanswering: bool,
 }
 
 /// What a unit that started does, given its name: the caller's, since what units do to a
@@ -142,6 +144,12 @@ impl SimSystemServices {
     /// Starts NetworkManager with these profiles (`Some`), or stops it (`None`).
     pub fn set_network_manager(&self, profiles: Option<Vec<crate::nm::client::ProfileSummary>>) {
         self.lock().nm_profiles = profiles;
+    }
+
+    /// Makes NetworkManager stop answering (`true`: it owns its name, its settings never
+    /// come), or answer again.
+    pub fn set_network_manager_unanswering(&self, unanswering: bool) {
+        self.lock().nm_unanswering = unanswering;
     }
 
     /// Starts or stops firewalld.
@@ -237,7 +245,11 @@ impl SystemServices for SimSystemServices {
     async fn network_manager_profiles(
         &self,
     ) -> Result<Option<Vec<crate::nm::client::ProfileSummary>>, crate::nm::client::NmError> {
-        Ok(self.lock().nm_profiles.clone())
+        let st = self.lock();
+        if st.nm_unanswering {
+            return Err(crate::nm::client::NmError::Starting);
+        }
+        Ok(st.nm_profiles.clone())
     }
 
     async fn unit_status(&self, unit: &str) -> Result<UnitStatus, SystemError> {

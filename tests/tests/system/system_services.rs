@@ -843,3 +843,82 @@ async fn a_starting_network_manager_is_waited_for_not_taken_for_one_without_prof
     );
     exporter.await.expect("joins");
 }
+
+/// A NetworkManager that owns its name and never exports its settings (hung at boot): after
+/// the wait it is not taken for one without profiles. The restore leaves the IPoIB children
+/// `ipoib.toml` remembers alone (NetworkManager may own them), and makes them once it
+/// answers, at the periodic re-read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_restore_waits_for_a_network_manager_that_does_not_answer() {
+    use rdma_managerd::engine::{self, Dirty, EngineConfig, ObservedState, Sample, Sink};
+    use rdma_managerd::kernel::sim::{fixtures, SimHost};
+
+    struct Settings;
+    #[zbus::interface(name = "org.freedesktop.NetworkManager.Settings")]
+    impl Settings {
+        fn list_connections(&self) -> Vec<zbus::zvariant::OwnedObjectPath> {
+            Vec::new()
+        }
+    }
+    struct NoSink;
+    #[async_trait::async_trait]
+    impl Sink for NoSink {
+        async fn publish(&self, _: &ObservedState, _: &Dirty) {}
+        async fn samples(&self, _: u64, _: &[((u32, u32), Sample)]) {}
+    }
+    let Some(bus) = session_bus_or_skip() else {
+        return;
+    };
+    let nm = bus.connect().await.expect("connects");
+    nm.request_name("org.freedesktop.NetworkManager")
+        .await
+        .expect("owns the name");
+    let _ = nm.object_server();
+
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::create_dir_all(dir.path().join("etc/rdma-manager")).expect("etc");
+    // ib0's port on the demo host, with one child remembered.
+    std::fs::write(
+        dir.path().join("etc/rdma-manager/ipoib.toml"),
+        "[[port]]\nguid = \"0xf452140300039381\"\n[[port.child]]\nname = \"ib0.0002\"\npkey = \"0x8002\"\n",
+    )
+    .expect("file");
+    let sim = SimHost::in_dir(dir.path(), fixtures::demo_host()).expect("host");
+    let has_child = || sim.spec().netdevs.iter().any(|n| n.name == "ib0.0002");
+    let conn = bus.connect().await.expect("connects");
+    let mut system = BusSystemServices::new(&conn);
+    system.nm_settings_wait = Duration::from_millis(300);
+    let config = EngineConfig {
+        tick: Duration::from_millis(50),
+        resync_ticks: 10,
+        ..EngineConfig::default()
+    };
+    let (_handle, task) = engine::start(
+        Arc::new(sim.clone()),
+        Arc::new(system),
+        Arc::new(NoSink),
+        config,
+        &mut engine::phases::Phases::new(),
+    )
+    .await
+    .expect("engine starts");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(
+        !has_child(),
+        "re-created while NetworkManager had not said what it owns"
+    );
+
+    nm.object_server()
+        .at("/org/freedesktop/NetworkManager/Settings", Settings)
+        .await
+        .expect("exported");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !has_child() {
+        assert!(
+            Instant::now() < deadline,
+            "not re-created 10 s after NetworkManager answered without a profile for it"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    task.abort();
+}
