@@ -796,29 +796,36 @@ async fn systemd_stand_in_matches_real_systemd_manager() {
     assert_eq!(standin_transcript, real_transcript);
 }
 
+/// NetworkManager's settings with no profile.
+struct EmptySettings;
+#[zbus::interface(name = "org.freedesktop.NetworkManager.Settings")]
+impl EmptySettings {
+    fn list_connections(&self) -> Vec<zbus::zvariant::OwnedObjectPath> {
+        Vec::new()
+    }
+}
+
+/// A NetworkManager that owns its name with its object server running (a call to a path not
+/// exported gets UnknownObject) and its settings not there yet, as at boot.
+async fn network_manager_without_settings(bus: &PrivateBus) -> Connection {
+    let nm = bus.connect().await.expect("connects");
+    nm.request_name("org.freedesktop.NetworkManager")
+        .await
+        .expect("owns the name");
+    let _ = nm.object_server();
+    nm
+}
+
 /// At boot NetworkManager owns its name before it exports its settings (the daemon, started
 /// beside it, met this on the installed system's boots). Asked in that window, the daemon waits
 /// for them rather than taking it for a NetworkManager without profiles, which would let the
 /// restore re-create IPoIB interfaces that NetworkManager owns.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_starting_network_manager_is_waited_for_not_taken_for_one_without_profiles() {
-    struct Settings;
-    #[zbus::interface(name = "org.freedesktop.NetworkManager.Settings")]
-    impl Settings {
-        fn list_connections(&self) -> Vec<zbus::zvariant::OwnedObjectPath> {
-            Vec::new()
-        }
-    }
     let Some(bus) = session_bus_or_skip() else {
         return;
     };
-    let nm = bus.connect().await.expect("connects");
-    nm.request_name("org.freedesktop.NetworkManager")
-        .await
-        .expect("owns the name");
-    // Its object server runs (a call to a path not exported gets UnknownObject), its
-    // settings are not there yet.
-    let _ = nm.object_server();
+    let nm = network_manager_without_settings(&bus).await;
     let conn = bus.connect().await.expect("connects");
     let services = BusSystemServices::new(&conn);
     let exporter = {
@@ -826,7 +833,7 @@ async fn a_starting_network_manager_is_waited_for_not_taken_for_one_without_prof
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(600)).await;
             nm.object_server()
-                .at("/org/freedesktop/NetworkManager/Settings", Settings)
+                .at("/org/freedesktop/NetworkManager/Settings", EmptySettings)
                 .await
                 .expect("exported");
         })
@@ -853,13 +860,6 @@ async fn the_restore_waits_for_a_network_manager_that_does_not_answer() {
     use rdma_managerd::engine::{self, Dirty, EngineConfig, ObservedState, Sample, Sink};
     use rdma_managerd::kernel::sim::{fixtures, SimHost};
 
-    struct Settings;
-    #[zbus::interface(name = "org.freedesktop.NetworkManager.Settings")]
-    impl Settings {
-        fn list_connections(&self) -> Vec<zbus::zvariant::OwnedObjectPath> {
-            Vec::new()
-        }
-    }
     struct NoSink;
     #[async_trait::async_trait]
     impl Sink for NoSink {
@@ -869,11 +869,7 @@ async fn the_restore_waits_for_a_network_manager_that_does_not_answer() {
     let Some(bus) = session_bus_or_skip() else {
         return;
     };
-    let nm = bus.connect().await.expect("connects");
-    nm.request_name("org.freedesktop.NetworkManager")
-        .await
-        .expect("owns the name");
-    let _ = nm.object_server();
+    let nm = network_manager_without_settings(&bus).await;
 
     let dir = tempfile::tempdir().expect("dir");
     std::fs::create_dir_all(dir.path().join("etc/rdma-manager")).expect("etc");
@@ -909,7 +905,7 @@ async fn the_restore_waits_for_a_network_manager_that_does_not_answer() {
     );
 
     nm.object_server()
-        .at("/org/freedesktop/NetworkManager/Settings", Settings)
+        .at("/org/freedesktop/NetworkManager/Settings", EmptySettings)
         .await
         .expect("exported");
     let deadline = Instant::now() + Duration::from_secs(10);
