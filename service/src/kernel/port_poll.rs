@@ -460,7 +460,15 @@ impl SysfsPortPoller {
         self.rel = Some(self.path.len() + 1);
         self.push_path(b"ports");
         self.push_path(t.port.to_string().as_bytes());
-        let slot = self.slot(&t.dev);
+        // A device gets a slot only when a file of its port is read: a soft device's port
+        // (state from events, counters from the dump) reads none.
+        let reads_port_files =
+            t.state || (t.lids && lids) || matches!(t.counters, CounterSource::Pma(_));
+        let slot = if reads_port_files {
+            self.slot(&t.dev)
+        } else {
+            u32::MAX
+        };
         let key = |file: PortFile| Some(port_file_key(slot, t.port, file));
         let (state, phys_state) = if t.state {
             (
@@ -498,7 +506,8 @@ impl SysfsPortPoller {
         }
     }
 
-    /// The port's counters; `self.path` holds the port's directory.
+    /// The port's counters; `self.path` holds the port's directory, `slot` its device's
+    /// number in the keys of kept port files (for PMA counters).
     fn traffic(&mut self, t: &PollTarget, slot: u32) -> TrafficCounters {
         if let CounterSource::Netdev(nd) = &t.counters {
             if let Some(c) = self.dumped_counters(&t.dev, nd) {
