@@ -102,7 +102,7 @@ pub struct Args {
     pub sim_cost: Option<crate::kernel::sim::cost::CostProfile>,
     pub tick_ms: Option<u64>,
     /// `--direct-socket=PATH` (`Some(Some)`), `--no-direct-socket` (`Some(None)`), or
-    /// neither: the default, [`crate::dbus::direct::DEFAULT_PATH`] on the system bus only.
+    /// neither: the default, [`rdma_manager_dbus::DIRECT_SOCKET_PATH`] on the system bus only.
     pub direct_socket: Option<Option<String>>,
 }
 
@@ -112,7 +112,9 @@ impl Args {
     pub fn direct_socket_path(&self) -> Option<String> {
         match (&self.direct_socket, &self.bus) {
             (Some(choice), _) => choice.clone(),
-            (None, None | Some(Bus::System)) => Some(crate::dbus::direct::DEFAULT_PATH.to_string()),
+            (None, None | Some(Bus::System)) => {
+                Some(rdma_manager_dbus::DIRECT_SOCKET_PATH.to_string())
+            }
             (None, Some(_)) => None,
         }
     }
@@ -318,7 +320,7 @@ mod tests {
     #[test]
     fn the_direct_socket_is_the_system_buss_default_only() {
         let path = |a: &[&str]| p(a).expect("parses").direct_socket_path();
-        let default = Some(crate::dbus::direct::DEFAULT_PATH.to_string());
+        let default = Some(rdma_manager_dbus::DIRECT_SOCKET_PATH.to_string());
         assert_eq!(path(&[]), default);
         assert_eq!(path(&["--system"]), default);
         assert_eq!(path(&["--session"]), None);

@@ -15,8 +15,6 @@ use crate::procfs::cpu_ticks;
 
 pub const NAME: &str = "org.rdmamanager.RdmaManager1";
 pub const ROOT: &str = "/org/rdmamanager/RdmaManager1";
-/// The daemon's direct socket, its default on the system bus.
-pub use rdma_manager_dbus::DIRECT_SOCKET_PATH as DIRECT_SOCKET;
 const OBJECT_MANAGER: &str = "org.freedesktop.DBus.ObjectManager";
 
 /// Calls timed for the median (odd: the median is one call's time).

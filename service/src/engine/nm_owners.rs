@@ -77,7 +77,12 @@ impl NmOwners {
             }
             Err(e) => {
                 warn!(error = %e, "could not ask NetworkManager which profiles it has");
-                if self.snapshot().is_none() {
+                if self
+                    .snapshot
+                    .read()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .is_none()
+                {
                     self.unanswered.store(true, Ordering::Release);
                 }
             }

@@ -222,9 +222,7 @@ impl Host for LinuxHost {
     }
 
     fn port_poller(&self) -> Box<dyn PortPoller> {
-        // The budget follows the limit as it is now (after the daemon raised it at start).
-        let soft = super::rlimit::nofile_limit().map_or(1024, |l| l.soft);
-        let poller = SysfsPortPoller::new(self.sys.clone(), super::rlimit::keep_open_budget(soft));
+        let poller = SysfsPortPoller::new(self.sys.clone(), super::rlimit::keep_open_budget_now());
         // RoCE ports' counters from one rtnetlink dump a poll (one socket kept open).
         Box::new(match super::link_stats::RtnlLinkStats::open() {
             Ok(stats) => poller.with_link_stats(Box::new(stats)),

@@ -538,11 +538,9 @@ impl SysfsPortPoller {
             };
         };
         let on_netdev = matches!(t.counters, CounterSource::Netdev(_));
-        let mut i = 0;
-        let mut v = names.map(|n| {
-            let key = (!on_netdev).then(|| port_file_key(slot, t.port, PortFile::Counter(i)));
-            i += 1;
-            self.read_in(&t.dev, key, n, parse_dec::<u64>)
+        let mut v: [Field<u64>; 4] = std::array::from_fn(|i| {
+            let key = (!on_netdev).then(|| port_file_key(slot, t.port, PortFile::Counter(i as u8)));
+            self.read_in(&t.dev, key, names[i], parse_dec::<u64>)
         });
         let saturated = t.counters == CounterSource::Pma(CounterWidth::Bits32)
             && v.iter()

@@ -89,6 +89,12 @@ pub fn keep_open_budget(soft: u64) -> usize {
         .min(KEEP_OPEN_MAX)
 }
 
+/// [`keep_open_budget`] under the soft limit as it is now (after the daemon raised it at
+/// start; 1024 if it cannot be read).
+pub fn keep_open_budget_now() -> usize {
+    keep_open_budget(nofile_limit().map_or(1024, |l| l.soft))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

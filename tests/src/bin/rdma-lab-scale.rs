@@ -746,7 +746,7 @@ async fn daemon_phase(devices: usize) -> Result<()> {
     }
     // The same through the daemon's direct socket (peer to peer, no bus), which must give
     // the same objects.
-    let direct = gmo::connect_direct(gmo::DIRECT_SOCKET).await?;
+    let direct = gmo::connect_direct(rdma_manager_dbus::DIRECT_SOCKET_PATH).await?;
     let (timing, direct_objects) =
         gmo::time_get_managed_objects(&direct, true, None, Some(pid)).await?;
     if direct_objects != objects {

@@ -218,7 +218,7 @@ async fn measure(args: &Args) -> Result<()> {
         figure(bus, &name, value);
     }
     // The same through the installed daemon's direct socket (no bus), as the unit runs it.
-    let direct_conn = gmo::connect_direct(gmo::DIRECT_SOCKET).await?;
+    let direct_conn = gmo::connect_direct(rdma_manager_dbus::DIRECT_SOCKET_PATH).await?;
     let (direct, direct_objects) =
         gmo::time_get_managed_objects(&direct_conn, true, None, daemon_pid).await?;
     drop(direct_conn);

@@ -6,7 +6,7 @@
 //! of what the call costs: with 256 devices in the lab (430 KB) `dbus-daemon` spends 45 to 51
 //! ms of CPU a call on it and `dbus-broker` 35, against the daemon's own 10 to 14
 //! (docs/PERFORMANCE.md). So the daemon also listens on a Unix socket
-//! ([`DEFAULT_PATH`] when it serves the system bus) and speaks peer-to-peer D-Bus there, as
+//! ([`rdma_manager_dbus::DIRECT_SOCKET_PATH`] when it serves the system bus) and speaks peer-to-peer D-Bus there, as
 //! systemd does on `/run/systemd/private`: the same method on the same object path, the same
 //! reply bytes, without the relay. `gdbus call --address unix:path=/run/rdma-manager/direct`
 //! and zbus's `p2p` connections reach it.
@@ -50,9 +50,6 @@ use zbus::{Guid, Message};
 use super::managed::{reply_message, ManagedCache};
 
 pub mod bounded;
-
-/// Where the daemon listens when it serves the system bus (its unit's `RuntimeDirectory=`).
-pub const DEFAULT_PATH: &str = rdma_manager_dbus::DIRECT_SOCKET_PATH;
 
 /// What one client may hold of the daemon (see the module's documentation).
 #[derive(Debug, Clone)]

@@ -104,9 +104,9 @@ impl CostProfile {
         // Median of the 18 `profile_file_*_ms` figures: 16 ms / 256 files (range 47 to 70 us).
         p.ns[CostOp::SysfsFile.slot()] = us(62.5);
         // `profile_kept_read_us` 9.1 (a later run than the others, same kernel and guest):
-        // `state`, `phys_state`, `lid` and `sm_lid` of every
-        // port read through kept descriptors (median of 5 passes), where the same files
-        // opened by path, read once and closed took 33.2 us (`profile_reopened_read_us`).
+        // `state`, `phys_state`, `lid` and `sm_lid` of every port read through kept
+        // descriptors (median of 5 passes), where the same files opened by path, read once
+        // and closed took 33.2 us (`profile_reopened_read_us`).
         p.ns[CostOp::SysfsKeptRead.slot()] = us(9.1);
         // `profile_port_sources_ms` 65 / 256 devices (254 us), less its 2 files and 1
         // listing, over its 4 lookups.

@@ -241,10 +241,9 @@ impl SimHost {
     /// The sysfs port poller of this host's tree, keeping descriptors as on Linux (within
     /// the budget of the process's open-file limit) and told which files were replaced.
     pub fn sysfs_port_poller(&self) -> SysfsPortPoller {
-        let soft = super::rlimit::nofile_limit().map_or(1024, |l| l.soft);
         SysfsPortPoller::new(
             self.inner.sys.clone(),
-            super::rlimit::keep_open_budget(soft),
+            super::rlimit::keep_open_budget_now(),
         )
         .with_replaced_files(Box::new(self.inner.replaced.clone()))
     }
