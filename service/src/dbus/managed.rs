@@ -10,6 +10,12 @@
 //! body and a dict entry is 8-aligned: an entry encoded at offset 0 is the same bytes at any
 //! 8-aligned offset.
 //!
+//! The encodings are kept while calls come: 430 KB on a host of 256 devices, which a host
+//! that nobody asks would hold for nothing. Start-up only measures the reply (for the call
+//! limits) and keeps none of it; the first call encodes and keeps, and encodings that no call
+//! has used for [`KEEP_ENCODINGS_IDLE`] are dropped (`forget_if_idle`, from the server's
+//! housekeeping), so a scraper that asks every few minutes finds them kept.
+//!
 //! InterfacesAdded and InterfacesRemoved are still emitted by zbus's object server, which
 //! recognizes an object manager by its interface name; the introspection is zbus's own.
 //! The [`Interface`] trait is implemented by hand because the `interface` macro can only reply
@@ -19,6 +25,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use zbus::message::{Flags, Header, Message};
@@ -41,15 +48,26 @@ struct Entry {
     bytes: Option<Arc<Vec<u8>>>,
 }
 
+/// How long encodings no call has used are kept: longer than a fleet scraper's period, so
+/// that its calls only join entries.
+pub const KEEP_ENCODINGS_IDLE: Duration = Duration::from_secs(5 * 60);
+
 /// The objects under the root, by path, each with how to encode it and its encoding if it
-/// has not changed since.
+/// has not changed since (and a call used it lately).
 #[derive(Default)]
 pub struct ManagedCache {
-    entries: Mutex<BTreeMap<String, Entry>>,
+    entries: Mutex<Entries>,
+}
+
+#[derive(Default)]
+struct Entries {
+    by_path: BTreeMap<String, Entry>,
+    /// When a reply last used the encodings; `None` while none is kept.
+    last_used: Option<Instant>,
 }
 
 impl ManagedCache {
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Entry>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
         self.entries.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -62,7 +80,7 @@ impl ManagedCache {
     ) {
         let owned = path.to_string();
         let encode: Encoder = Box::new(move || encode_entry(&owned, &interface, props()));
-        self.lock().insert(
+        self.lock().by_path.insert(
             path.to_string(),
             Entry {
                 encode,
@@ -73,20 +91,20 @@ impl ManagedCache {
 
     /// The object's properties changed.
     pub fn invalidate(&self, path: &str) {
-        if let Some(e) = self.lock().get_mut(path) {
+        if let Some(e) = self.lock().by_path.get_mut(path) {
             e.bytes = None;
         }
     }
 
     pub fn remove(&self, path: &str) {
-        self.lock().remove(path);
+        self.lock().by_path.remove(path);
     }
 
-    /// The body of a GetManagedObjects reply.
+    /// The body of a GetManagedObjects reply; the encodings are kept for the next call.
     pub fn body(&self) -> zbus::Result<Vec<u8>> {
         let mut entries = self.lock();
-        let mut chunks = Vec::with_capacity(entries.len());
-        for e in entries.values_mut() {
+        let mut chunks = Vec::with_capacity(entries.by_path.len());
+        for e in entries.by_path.values_mut() {
             let bytes = match &e.bytes {
                 Some(b) => b.clone(),
                 None => {
@@ -97,8 +115,40 @@ impl ManagedCache {
             };
             chunks.push(bytes);
         }
+        entries.last_used = Some(Instant::now());
         drop(entries);
         Ok(concat_entries(&chunks))
+    }
+
+    /// The length of [`ManagedCache::body`] now, keeping no encoding it had to make.
+    pub fn body_len(&self) -> zbus::Result<usize> {
+        let entries = self.lock();
+        let mut lens = Vec::with_capacity(entries.by_path.len());
+        for e in entries.by_path.values() {
+            lens.push(match &e.bytes {
+                Some(b) => b.len(),
+                None => (e.encode)()?.len(),
+            });
+        }
+        Ok(array_len(lens))
+    }
+
+    /// Drops every encoding when no reply has used them for `idle` (at `now`); true if it
+    /// dropped any. The next call encodes again.
+    pub fn forget_if_idle(&self, now: Instant, idle: Duration) -> bool {
+        let mut entries = self.lock();
+        let Some(last) = entries.last_used else {
+            return false;
+        };
+        if now.saturating_duration_since(last) < idle {
+            return false;
+        }
+        entries.last_used = None;
+        let mut dropped = false;
+        for e in entries.by_path.values_mut() {
+            dropped |= e.bytes.take().is_some();
+        }
+        dropped
     }
 }
 
@@ -115,6 +165,17 @@ fn encode_entry(
         [(interface.as_str(), props)].into_iter().collect();
     let data = zbus::zvariant::to_bytes(Context::new_dbus(ENDIAN, 0), &(path, ifaces))?;
     Ok(data.bytes().to_vec())
+}
+
+/// The length of [`concat_entries`]' array of entries of these lengths.
+fn array_len(lens: impl IntoIterator<Item = usize>) -> usize {
+    lens.into_iter().enumerate().fold(8, |end, (i, len)| {
+        if i > 0 {
+            end.next_multiple_of(8) + len
+        } else {
+            end + len
+        }
+    })
 }
 
 /// An array of dict entries from entries encoded at offset 0: the length, padding to 8 (even
@@ -317,6 +378,64 @@ mod tests {
         let m = decode(cache.body().unwrap());
         assert_eq!(m.len(), 3);
         assert!(m.contains_key(&OwnedObjectPath::try_from("/g/h").unwrap()));
+    }
+
+    #[test]
+    fn the_measured_length_is_the_body_s_and_keeps_nothing() {
+        let cache = ManagedCache::default();
+        assert_eq!(cache.body_len().unwrap(), cache.body().unwrap().len());
+        let encoded = Arc::new(Mutex::new(0u32));
+        for (i, name) in ["/a", "/bb/c", "/ddd/eeee/f"].into_iter().enumerate() {
+            let count = encoded.clone();
+            cache.insert(name, iface(), move || {
+                *count.lock().unwrap() += 1;
+                vec![("Name", Value::from("x".repeat(i + 1)))]
+            });
+        }
+        let len = cache.body_len().unwrap();
+        assert_eq!(*encoded.lock().unwrap(), 3);
+        cache.body_len().unwrap();
+        assert_eq!(*encoded.lock().unwrap(), 6, "measuring keeps no encoding");
+        assert_eq!(cache.body().unwrap().len(), len);
+        assert_eq!(*encoded.lock().unwrap(), 9);
+        assert_eq!(cache.body_len().unwrap(), len);
+        assert_eq!(
+            *encoded.lock().unwrap(),
+            9,
+            "measured from the kept encodings"
+        );
+    }
+
+    #[test]
+    fn encodings_unused_for_the_idle_time_are_dropped_and_made_again() {
+        let cache = ManagedCache::default();
+        let encoded = Arc::new(Mutex::new(0u32));
+        let count = encoded.clone();
+        cache.insert("/x", iface(), move || {
+            *count.lock().unwrap() += 1;
+            vec![("N", Value::from(1u32))]
+        });
+        let idle = Duration::from_secs(300);
+        assert!(
+            !cache.forget_if_idle(Instant::now(), idle),
+            "nothing kept yet"
+        );
+        let first = cache.body().unwrap();
+        let asked = Instant::now();
+        assert!(!cache.forget_if_idle(asked + idle / 2, idle), "used lately");
+        cache.body().unwrap();
+        assert_eq!(*encoded.lock().unwrap(), 1, "kept between calls");
+        assert!(cache.forget_if_idle(asked + idle * 2, idle));
+        assert!(
+            !cache.forget_if_idle(asked + idle * 3, idle),
+            "already dropped"
+        );
+        assert_eq!(cache.body().unwrap(), first);
+        assert_eq!(
+            *encoded.lock().unwrap(),
+            2,
+            "encoded again after it was dropped"
+        );
     }
 
     #[test]

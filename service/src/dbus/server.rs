@@ -20,7 +20,7 @@ use zbus::Connection;
 
 use super::guard::Guarded;
 use super::limits::{LimitConfig, Limits};
-use super::managed::{ManagedCache, ManagedObjects};
+use super::managed::{ManagedCache, ManagedObjects, KEEP_ENCODINGS_IDLE};
 use super::polkit::Authorizer;
 use super::publisher::Publisher;
 use super::Context;
@@ -192,12 +192,26 @@ pub async fn serve_with(
     phases.mark("started");
     tracing::info!(phases = %phases.summary(), "start-up phases, ms");
     // The model's size, so that GetManagedObjects calls admitted together reserve what they
-    // will send (see `limits`). Encoded off the start-up path: the encodings are kept for
-    // the first call.
+    // will send (see `limits`). Encoded off the start-up path, and not kept: the first call
+    // encodes again (see `managed`).
     let sizing = managed.clone();
     tokio::task::spawn_blocking(move || {
-        if let Ok(body) = sizing.body() {
-            limits.note_reply_size(body.len() as u64);
+        if let Ok(len) = sizing.body_len() {
+            limits.note_reply_size(len as u64);
+        }
+    });
+    // Encodings no call has used for a while are given back (see `managed`); the task ends
+    // with the cache.
+    let idle = Arc::downgrade(&managed);
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(KEEP_ENCODINGS_IDLE / 5);
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            every.tick().await;
+            let Some(cache) = idle.upgrade() else { break };
+            if cache.forget_if_idle(std::time::Instant::now(), KEEP_ENCODINGS_IDLE) {
+                tracing::debug!("GetManagedObjects' encodings dropped: no call for a while");
+            }
         }
     });
     Ok(Service {

@@ -102,6 +102,9 @@ fn read_device(s: &SysRoot, name: &str, cache: &VerbsList) -> Result<DeviceSnaps
                 let list = {
                     let mut kept = cache.lock().unwrap_or_else(|p| p.into_inner());
                     if fresh || kept.is_none() {
+                        // Only the providers this host's devices need, before libibverbs
+                        // loads them all (see `verbs_providers`).
+                        verbs.load_providers(super::verbs_providers::needed(s).as_ref());
                         *kept = match verbs.devices() {
                             Ok(list) => Some(std::sync::Arc::new(list)),
                             Err(e) => {

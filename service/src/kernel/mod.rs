@@ -21,6 +21,7 @@ pub mod sim;
 pub mod sysfs;
 pub mod uevents;
 pub mod verbs;
+pub mod verbs_providers;
 
 use async_trait::async_trait;
 use serde::Serialize;

@@ -92,6 +92,21 @@ fn list_indices(path: &Path) -> Vec<u32> {
 }
 
 /// Whether a path is a directory (a lookup; charged on the simulated host).
+/// A device's kind from its `parent` netdev (rxe, siw), its `device` link (hardware) and its
+/// node type (siw is an RNIC).
+fn device_kind(
+    parent_netdev: &Option<String>,
+    parent_device: &Option<String>,
+    node_type: &Field<NodeType>,
+) -> DeviceKind {
+    match (parent_netdev, parent_device, node_type) {
+        (_, Some(_), _) => DeviceKind::Hardware,
+        (Some(_), None, Ok(NodeType::Rnic)) => DeviceKind::Siw,
+        (Some(_), None, _) => DeviceKind::Rxe,
+        (None, None, _) => DeviceKind::OtherVirtual,
+    }
+}
+
 fn is_dir(path: &Path) -> bool {
     charge(CostOp::SysfsLookup, 1);
     path.is_dir()
@@ -220,6 +235,27 @@ impl SysRoot {
         list_dir(&dir).map_err(|e| HostError::from_io(Op::ReadSysfs(dir.display().to_string()), &e))
     }
 
+    /// What made the device, and for hardware the driver of its parent device (`device/driver`,
+    /// e.g. `mlx5_core`): what decides which libibverbs provider serves it
+    /// (`verbs_providers`). Three or four sysfs reads, none of the device's ports.
+    pub fn device_origin(&self, name: &str) -> (DeviceKind, Option<String>) {
+        let dir = self.device_dir(name);
+        let parent_netdev = read_text(&dir.join("parent"))
+            .ok()
+            .filter(|p| !p.is_empty());
+        let parent = link_basename(&dir.join("device"));
+        let node_type = match (&parent_netdev, &parent) {
+            // Only a soft device's kind depends on it (siw is an RNIC).
+            (Some(_), None) => read_parsed(&dir.join("node_type"), NodeType::parse_sysfs),
+            _ => Err(AttrError::Missing),
+        };
+        let driver = match &parent {
+            Some(_) => link_basename(&dir.join("device/driver")),
+            None => None,
+        };
+        (device_kind(&parent_netdev, &parent, &node_type), driver)
+    }
+
     /// One device: attributes, ports, GIDs and P_Keys. Every attribute is read on its own, so
     /// a bad file spoils only its field; only a vanished device directory fails the whole.
     pub fn read_device(&self, name: &str) -> Result<DeviceSnapshot, HostError> {
@@ -244,12 +280,7 @@ impl SysRoot {
             .ok()
             .filter(|p| !p.is_empty());
         let pci_address = link_basename(&dir.join("device"));
-        let kind = match (&parent_netdev, &pci_address, &node_type) {
-            (_, Some(_), _) => DeviceKind::Hardware,
-            (Some(_), None, Ok(NodeType::Rnic)) => DeviceKind::Siw,
-            (Some(_), None, _) => DeviceKind::Rxe,
-            (None, None, _) => DeviceKind::OtherVirtual,
-        };
+        let kind = device_kind(&parent_netdev, &pci_address, &node_type);
         let mut netdevs = match &parent_netdev {
             Some(p) => vec![p.clone()],
             None => list_dir(&dir.join("device/net")).unwrap_or_default(),

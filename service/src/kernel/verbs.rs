@@ -12,11 +12,12 @@
 //! so contexts are opened for one query and closed at once, not kept: the daemon keeps none
 //! of `/dev/infiniband/uverbs*` open between reads (see docs/ARCHITECTURE.md).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::net::Ipv6Addr;
 use std::sync::OnceLock;
 
+use super::verbs_providers::Providers;
 use crate::model::device::{GidEntry, GidType};
 use crate::model::{AttrError, Errno, Field};
 
@@ -111,6 +112,8 @@ pub struct Verbs {
     query_gid_table: QueryGidTable,
     get_async_event: GetAsyncEvent,
     ack_async_event: AckAsyncEvent,
+    /// The providers loaded before a device list (see `verbs_providers`).
+    providers: Providers,
     /// Keeps the library mapped while the pointers above are in use: for the life of the
     /// process (the `Verbs` lives in a static).
     _lib: libloading::Library,
@@ -135,6 +138,7 @@ impl Verbs {
                 query_gid_table: sym(&lib, "_ibv_query_gid_table")?,
                 get_async_event: sym(&lib, "ibv_get_async_event")?,
                 ack_async_event: sym(&lib, "ibv_ack_async_event")?,
+                providers: Providers::beside_mapped_libibverbs(),
                 _lib: lib,
             })
         }
@@ -156,6 +160,20 @@ impl Verbs {
                 }
             })
             .as_ref()
+    }
+
+    /// Loads the providers `needed` (from [`needed`](super::verbs_providers::needed)) before the next
+    /// [`Verbs::devices`], so that libibverbs does not load every provider it knows; `None`
+    /// (a device whose provider is unknown) loads nothing and leaves it to libibverbs.
+    pub fn load_providers(&self, needed: Option<&BTreeSet<&'static str>>) {
+        if let Some(names) = needed {
+            self.providers.load(names);
+        }
+    }
+
+    /// The providers [`Verbs::load_providers`] has loaded.
+    pub fn providers_loaded(&self) -> Vec<&'static str> {
+        self.providers.loaded()
     }
 
     /// The devices libibverbs sees now. One list serves any number of reads: building it

@@ -26,6 +26,9 @@
 //!   directories exist by then) with ibstat timed again beside it; then a third start with
 //!   a 10 ms tick, whose RSS is taken once every port's history is full.
 //!
+//! With `--append rdma_lab_scale_memory_runs=N` it measures only the last figure, RSS with
+//! a full history, N times in one boot (after one start to find the port it asks for).
+//!
 //! Prints one `scale: NAME VALUE` line per figure. Times are figures, never checks; it fails
 //! (exit status 1) only when the GIDs through verbs and sysfs differ, the daemon does not come
 //! up (or up again), a port going down or a device added is not on D-Bus within 30 s, or the
@@ -544,10 +547,22 @@ async fn full_history_rss(
             counts.push(samples.len().to_string());
         }
         let rss = proc_status_kb(pid, "VmRSS:").map_or("?".into(), |n| n.to_string());
+        // Each thread's stack is an anonymous mapping of its own.
+        figure(
+            "threads_full_history",
+            proc_status_kb(pid, "Threads:").map_or("?".into(), |n| n.to_string()),
+        );
+        // libibverbs loads every provider it knows unless the daemon loaded the ones its
+        // devices need first (kernel/verbs_providers.rs): here rxe's alone.
+        let providers = mapped_providers(pid);
+        figure("verbs_providers_mapped", providers.join(" "));
+        if providers.iter().any(|p| !p.starts_with("librxe-")) {
+            bail!("the daemon mapped libibverbs providers its rxe devices do not need");
+        }
         anyhow::Ok((
             rss,
             rss_kinds(pid),
-            rdma_manager_tests::procfs::rss_by_mapping_line(pid, 8),
+            rdma_manager_tests::procfs::rss_by_mapping_line(pid, 16),
             counts.join(" / "),
         ))
     }
@@ -565,6 +580,21 @@ async fn full_history_rss(
         println!("daemon-log (full history): {l}");
     }
     result
+}
+
+/// The libibverbs providers a process has mapped (file names under a `libibverbs/`
+/// directory), sorted.
+fn mapped_providers(pid: u32) -> Vec<String> {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+    let mut files: Vec<String> = maps
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .filter(|p| p.contains("/libibverbs/"))
+        .filter_map(|p| p.rsplit('/').next().map(str::to_string))
+        .collect();
+    files.sort();
+    files.dedup();
+    files
 }
 
 /// `RssAnon / RssFile / RssShmem` of a process, in KiB.
@@ -689,7 +719,7 @@ async fn device_added_ms(conn: &zbus::Connection, devices: usize) -> Result<f64>
     }
 }
 
-async fn daemon_phase(devices: usize) -> Result<()> {
+async fn daemon_phase(devices: usize, memory_runs: Option<usize>) -> Result<()> {
     std::fs::create_dir_all("/run/dbus")?;
     let bus = Command::new("dbus-daemon")
         .args(["--system", "--nofork", "--nopidfile", "--nosyslog"])
@@ -768,6 +798,15 @@ async fn daemon_phase(devices: usize) -> Result<()> {
         })
         .map(|(p, _)| p.clone())
         .with_context(|| format!("no Port object of {target}"))?;
+
+    if let Some(runs) = memory_runs {
+        // Only the memory figure, several times in one boot (its spread is the point).
+        let _ = Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status();
+        let _ = daemon.wait();
+        return memory_only(&conn, &dbus, &name, &port_path, runs).await;
+    }
 
     // 30 s after start: descriptors, RSS, limit.
     tokio::time::sleep(Duration::from_secs(30).saturating_sub(t0.elapsed())).await;
@@ -928,20 +967,8 @@ async fn daemon_phase(devices: usize) -> Result<()> {
         failed.push("the restarted daemon did not own its name within 600 s");
     }
 
-    // RSS with every port's history full: a tick of 10 ms fills both rings (an hour of 10 s
-    // averages is 3600 ticks) in 36 s; ticks the poll cannot keep up with are gaps, which
-    // hold their place in the ring, so the rings are full by tick number all the same.
-    match full_history_rss(&conn, &dbus, &name, &port_path).await {
-        Ok((rss, kinds, by_mapping, samples)) => {
-            figure("rss_kib_full_history", rss);
-            figure("rss_anon_file_shmem_kib_full_history", kinds);
-            figure("rss_kib_full_history_by_mapping", by_mapping);
-            figure("full_history_samples_with_data_fine_coarse", samples);
-        }
-        Err(e) => {
-            figure("rss_kib_full_history", format!("FAILED: {e:#}"));
-            failed.push("the full-history run failed");
-        }
+    if !full_history_figures(&conn, &dbus, &name, &port_path).await {
+        failed.push("the full-history run failed");
     }
     if !failed.is_empty() {
         bail!("{}", failed.join("; "));
@@ -949,25 +976,78 @@ async fn daemon_phase(devices: usize) -> Result<()> {
     Ok(())
 }
 
-fn main() -> Result<()> {
-    // From the environment, or from the guest's kernel command line
-    // (`run-lab.sh --append rdma_lab_scale_devices=N`).
+/// RSS with every port's history full, as figures: a tick of 10 ms fills both rings (an
+/// hour of 10 s averages is 3600 ticks) in 36 s; ticks the poll cannot keep up with are gaps,
+/// which hold their place in the ring, so the rings are full by tick number all the same.
+/// False if the run failed.
+async fn full_history_figures(
+    conn: &zbus::Connection,
+    dbus: &zbus::fdo::DBusProxy<'_>,
+    name: &zbus::names::BusName<'_>,
+    port_path: &OwnedObjectPath,
+) -> bool {
+    match full_history_rss(conn, dbus, name, port_path).await {
+        Ok((rss, kinds, by_mapping, samples)) => {
+            figure("rss_kib_full_history", rss);
+            figure("rss_anon_file_shmem_kib_full_history", kinds);
+            figure("rss_kib_full_history_by_mapping", by_mapping);
+            figure("full_history_samples_with_data_fine_coarse", samples);
+            true
+        }
+        Err(e) => {
+            figure("rss_kib_full_history", format!("FAILED: {e:#}"));
+            false
+        }
+    }
+}
+
+/// `rdma_lab_scale_memory_runs=N`: the full-history measurement N times, nothing else.
+async fn memory_only(
+    conn: &zbus::Connection,
+    dbus: &zbus::fdo::DBusProxy<'_>,
+    name: &zbus::names::BusName<'_>,
+    port_path: &OwnedObjectPath,
+    runs: usize,
+) -> Result<()> {
+    let mut failed = 0;
+    for run in 1..=runs {
+        figure("memory_run", run);
+        if !full_history_figures(conn, dbus, name, port_path).await {
+            failed += 1;
+        }
+    }
+    if failed > 0 {
+        bail!("{failed} of {runs} full-history runs failed");
+    }
+    Ok(())
+}
+
+/// A number from the environment (`NAME` upper-cased) or else the guest's kernel command line
+/// (`name=N`, as `run-lab.sh --append` passes it).
+fn setting(name: &str) -> Option<usize> {
     let on_cmdline = std::fs::read_to_string("/proc/cmdline").ok().and_then(|c| {
-        c.split_whitespace().find_map(|w| {
-            w.strip_prefix("rdma_lab_scale_devices=")
-                .map(str::to_string)
-        })
+        c.split_whitespace()
+            .find_map(|w| w.strip_prefix(&format!("{name}=")).map(str::to_string))
     });
-    let devices: usize = std::env::var("RDMA_LAB_SCALE_DEVICES")
+    std::env::var(name.to_uppercase())
         .ok()
         .or(on_cmdline)
         .and_then(|v| v.parse().ok())
-        .unwrap_or(256);
+}
+
+fn main() -> Result<()> {
+    // `run-lab.sh --append rdma_lab_scale_devices=N` (or RDMA_LAB_SCALE_DEVICES).
+    let devices = setting("rdma_lab_scale_devices").unwrap_or(256);
+    // `rdma_lab_scale_memory_runs=N`: the memory figure N times, and nothing else.
+    let memory_runs = setting("rdma_lab_scale_memory_runs");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
     make_devices(devices)?;
+    if memory_runs.is_some() {
+        return rt.block_on(daemon_phase(devices, memory_runs));
+    }
     let ibstat = median_ms(3, || run(&mut Command::new("ibstat")))?;
     figure("ibstat_all_ms", format!("{ibstat:.0}"));
     // A figure, not a condition: at 1024 devices iproute2's rdma runs out of descriptors
@@ -983,7 +1063,7 @@ fn main() -> Result<()> {
     if let Err(e) = profile(&rt) {
         figure("profile", format!("FAILED: {e:#}"));
     }
-    let daemon = rt.block_on(daemon_phase(devices));
+    let daemon = rt.block_on(daemon_phase(devices, None));
     if let Err(e) = probe_async_events(devices) {
         figure("probe", format!("FAILED: {e:#}"));
     }

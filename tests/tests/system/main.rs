@@ -1,6 +1,7 @@
 //! What surrounds the service: the packaging files, the kernel lab's transcripts, the
-//! simulated host, the polkit harness, and the real NetworkManager, systemd and firewalld the
-//! service talks to. One test binary for all of them.
+//! simulated host, the polkit harness, rdma-core's libibverbs and providers, and the real
+//! NetworkManager, systemd and firewalld the service talks to. One test binary for all of
+//! them.
 
 mod dist_files;
 mod lab_transcripts;
@@ -9,3 +10,4 @@ mod nm_profiles;
 mod polkit_harness;
 mod sim_host;
 mod system_services;
+mod verbs_providers;
