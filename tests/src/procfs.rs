@@ -83,6 +83,21 @@ pub fn pids() -> Result<Vec<u32>> {
         .collect())
 }
 
+/// The libibverbs providers a process has mapped (`pid`, or `"self"`): the file names of its
+/// mappings under a `libibverbs/` directory, sorted.
+pub fn libibverbs_providers_mapped(pid: &str) -> Vec<String> {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+    let mut files: Vec<String> = maps
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .filter(|p| p.contains("/libibverbs/"))
+        .filter_map(|p| p.rsplit('/').next().map(str::to_string))
+        .collect();
+    files.sort();
+    files.dedup();
+    files
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -326,6 +326,7 @@ impl Interface for ManagedObjects {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicU32, Ordering};
     use zbus::zvariant::serialized::Data;
     use zbus::zvariant::OwnedObjectPath;
 
@@ -380,41 +381,40 @@ mod tests {
         assert!(m.contains_key(&OwnedObjectPath::try_from("/g/h").unwrap()));
     }
 
+    /// Inserts `path` with one text property, counting its encodings in `encodings`.
+    fn insert_counted(cache: &ManagedCache, path: &str, text: String, encodings: &Arc<AtomicU32>) {
+        let count = encodings.clone();
+        cache.insert(path, iface(), move || {
+            count.fetch_add(1, Ordering::Relaxed);
+            vec![("Name", Value::from(text.clone()))]
+        });
+    }
+
     #[test]
     fn the_measured_length_is_the_body_s_and_keeps_nothing() {
         let cache = ManagedCache::default();
         assert_eq!(cache.body_len().unwrap(), cache.body().unwrap().len());
-        let encoded = Arc::new(Mutex::new(0u32));
+        let encodings = Arc::new(AtomicU32::new(0));
         for (i, name) in ["/a", "/bb/c", "/ddd/eeee/f"].into_iter().enumerate() {
-            let count = encoded.clone();
-            cache.insert(name, iface(), move || {
-                *count.lock().unwrap() += 1;
-                vec![("Name", Value::from("x".repeat(i + 1)))]
-            });
+            insert_counted(&cache, name, "x".repeat(i + 1), &encodings);
         }
+        let made = || encodings.load(Ordering::Relaxed);
         let len = cache.body_len().unwrap();
-        assert_eq!(*encoded.lock().unwrap(), 3);
+        assert_eq!(made(), 3);
         cache.body_len().unwrap();
-        assert_eq!(*encoded.lock().unwrap(), 6, "measuring keeps no encoding");
+        assert_eq!(made(), 6, "measuring keeps no encoding");
         assert_eq!(cache.body().unwrap().len(), len);
-        assert_eq!(*encoded.lock().unwrap(), 9);
+        assert_eq!(made(), 9);
         assert_eq!(cache.body_len().unwrap(), len);
-        assert_eq!(
-            *encoded.lock().unwrap(),
-            9,
-            "measured from the kept encodings"
-        );
+        assert_eq!(made(), 9, "measured from the kept encodings");
     }
 
     #[test]
     fn encodings_unused_for_the_idle_time_are_dropped_and_made_again() {
         let cache = ManagedCache::default();
-        let encoded = Arc::new(Mutex::new(0u32));
-        let count = encoded.clone();
-        cache.insert("/x", iface(), move || {
-            *count.lock().unwrap() += 1;
-            vec![("N", Value::from(1u32))]
-        });
+        let encodings = Arc::new(AtomicU32::new(0));
+        insert_counted(&cache, "/x", "x".into(), &encodings);
+        let made = || encodings.load(Ordering::Relaxed);
         let idle = Duration::from_secs(300);
         assert!(
             !cache.forget_if_idle(Instant::now(), idle),
@@ -424,18 +424,14 @@ mod tests {
         let asked = Instant::now();
         assert!(!cache.forget_if_idle(asked + idle / 2, idle), "used lately");
         cache.body().unwrap();
-        assert_eq!(*encoded.lock().unwrap(), 1, "kept between calls");
+        assert_eq!(made(), 1, "kept between calls");
         assert!(cache.forget_if_idle(asked + idle * 2, idle));
         assert!(
             !cache.forget_if_idle(asked + idle * 3, idle),
             "already dropped"
         );
         assert_eq!(cache.body().unwrap(), first);
-        assert_eq!(
-            *encoded.lock().unwrap(),
-            2,
-            "encoded again after it was dropped"
-        );
+        assert_eq!(made(), 2, "encoded again after it was dropped");
     }
 
     #[test]

@@ -565,7 +565,7 @@ async fn full_history_rss(
         );
         // libibverbs loads every provider it knows unless the daemon loaded the ones its
         // devices need first (kernel/verbs_providers.rs): here rxe's alone.
-        let providers = mapped_providers(pid);
+        let providers = rdma_manager_tests::procfs::libibverbs_providers_mapped(&pid.to_string());
         figure("verbs_providers_mapped", providers.join(" "));
         let stray_providers = providers.iter().any(|p| !p.starts_with("librxe-"));
         anyhow::Ok((
@@ -592,21 +592,6 @@ async fn full_history_rss(
         println!("daemon-log (full history): {l}");
     }
     result
-}
-
-/// The libibverbs providers a process has mapped (file names under a `libibverbs/`
-/// directory), sorted.
-fn mapped_providers(pid: u32) -> Vec<String> {
-    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
-    let mut files: Vec<String> = maps
-        .lines()
-        .filter_map(|l| l.split_whitespace().nth(5))
-        .filter(|p| p.contains("/libibverbs/"))
-        .filter_map(|p| p.rsplit('/').next().map(str::to_string))
-        .collect();
-    files.sort();
-    files.dedup();
-    files
 }
 
 /// `RssAnon / RssFile / RssShmem` of a process, in KiB.

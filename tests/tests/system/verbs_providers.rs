@@ -6,20 +6,12 @@
 use std::collections::BTreeSet;
 
 use rdma_manager_tests::bus::tools_required;
+use rdma_manager_tests::procfs::libibverbs_providers_mapped;
 use rdma_managerd::kernel::verbs::{Verbs, VerbsError};
 
 /// The provider files this process has mapped, sorted.
 fn mapped_providers() -> Vec<String> {
-    let maps = std::fs::read_to_string("/proc/self/maps").expect("/proc/self/maps");
-    let mut files: Vec<String> = maps
-        .lines()
-        .filter_map(|l| l.split_whitespace().nth(5))
-        .filter(|p| p.contains("/libibverbs/"))
-        .filter_map(|p| p.rsplit('/').next().map(str::to_string))
-        .collect();
-    files.sort();
-    files.dedup();
-    files
+    libibverbs_providers_mapped("self")
 }
 
 #[test]
