@@ -27,6 +27,8 @@ use super::sysfs::SysRoot;
 /// PCI driver for most HCAs, the auxiliary driver where the RDMA part is one.
 pub const PROVIDER_BY_DRIVER: &[(&str, &str)] = &[
     ("mlx5_core", "mlx5"),
+    // A sub-function's device hangs from its auxiliary device, driven by `mlx5_core.sf`.
+    ("mlx5_core.sf", "mlx5"),
     ("mlx4_core", "mlx4"),
     ("ib_mthca", "mthca"),
     ("bnxt_en", "bnxt_re"),
@@ -226,6 +228,10 @@ mod tests {
         assert_eq!(
             provider_for(DeviceKind::Hardware, Some("ice")),
             Some("irdma")
+        );
+        assert_eq!(
+            provider_for(DeviceKind::Hardware, Some("mlx5_core.sf")),
+            Some("mlx5")
         );
         assert_eq!(provider_for(DeviceKind::Hardware, Some("new_hca")), None);
         assert_eq!(provider_for(DeviceKind::Hardware, None), None);
