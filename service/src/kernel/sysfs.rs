@@ -91,7 +91,6 @@ fn list_indices(path: &Path) -> Vec<u32> {
     v
 }
 
-/// Whether a path is a directory (a lookup; charged on the simulated host).
 /// A device's kind from its `parent` netdev (rxe, siw), its `device` link (hardware) and its
 /// node type (siw is an RNIC).
 fn device_kind(
@@ -107,6 +106,7 @@ fn device_kind(
     }
 }
 
+/// Whether a path is a directory (a lookup; charged on the simulated host).
 fn is_dir(path: &Path) -> bool {
     charge(CostOp::SysfsLookup, 1);
     path.is_dir()

@@ -162,9 +162,9 @@ impl Verbs {
             .as_ref()
     }
 
-    /// Loads the providers `needed` (from [`needed`](super::verbs_providers::needed)) before the next
-    /// [`Verbs::devices`], so that libibverbs does not load every provider it knows; `None`
-    /// (a device whose provider is unknown) loads nothing and leaves it to libibverbs.
+    /// Loads the providers `needed` ([`needed`](super::verbs_providers::needed)) before the
+    /// next [`Verbs::devices`], so that libibverbs does not load every provider it knows;
+    /// `None` (a device whose provider is unknown) loads nothing and leaves it to libibverbs.
     pub fn load_providers(&self, needed: Option<&BTreeSet<&'static str>>) {
         if let Some(names) = needed {
             self.providers.load(names);

@@ -31,8 +31,8 @@
 //!
 //! Prints one `scale: NAME VALUE` line per figure. Times are figures, never checks; it fails
 //! (exit status 1) only when the GIDs through verbs and sysfs differ, the daemon does not come
-//! up (or up again), a port going down or a device added is not on D-Bus within 30 s, or the
-//! daemon logs "Too many open files".
+//! up (or up again), a port going down or a device added is not on D-Bus within 30 s, the
+//! daemon logs "Too many open files", or it maps a libibverbs provider other than rxe's.
 
 use std::io::Write as _;
 use std::process::{Child, Command, Stdio};
@@ -965,7 +965,7 @@ async fn daemon_phase(devices: usize, memory_runs: Option<usize>) -> Result<()> 
     }
 
     if !full_history_figures(&conn, &dbus, &name, &port_path).await {
-        failed.push("the full-history run failed");
+        failed.push("the full-history run failed (or mapped providers it does not need)");
     }
     if !failed.is_empty() {
         bail!("{}", failed.join("; "));
@@ -991,7 +991,7 @@ async fn full_history_figures(
             figure("full_history_samples_with_data_fine_coarse", f.samples);
             if stray_providers {
                 figure(
-                    "rss_kib_full_history",
+                    "verbs_providers_check",
                     "FAILED: the daemon mapped libibverbs providers its rxe devices do not need",
                 );
             }
