@@ -5,7 +5,7 @@
 # --tui-bin also rdma-tui --ibstat against the real ibstat).
 # Usage: tests/lab/run-lab.sh --scenario-bin PATH [--daemon-bin PATH [--tui-bin PATH]]
 #          [--kernels "6.1 6.12"] [--out DIR] [--compare-with FILE] [--timeout SECS] [--apt-update]
-#          [--no-daemon-checks] [--mem MB] [--append "KERNEL ARGS"]
+#          [--no-daemon-checks] [--mem MB] [--append "KERNEL ARGS"] [--with-perf]
 # See tests/lab/README.md.
 set -euo pipefail
 shopt -s inherit_errexit
@@ -40,6 +40,7 @@ force_update=0
 daemon_checks=1
 mem_mb=1024
 append=""
+with_perf=0
 
 log()  { printf '[lab] %s\n' "$*" >&2; }
 die()  { printf '[lab] ERROR: %s\n' "$*" >&2; exit 1; }
@@ -61,6 +62,7 @@ while [ $# -gt 0 ]; do
     --no-daemon-checks) daemon_checks=0; shift ;;
     --mem)          [ $# -ge 2 ] || usage; mem_mb=$2; shift 2 ;;
     --append)       [ $# -ge 2 ] || usage; append=$2; shift 2 ;;
+    --with-perf)    with_perf=1; shift ;;
     -h|--help)      usage 0 ;;
     *)              printf '[lab] unknown argument: %s\n' "$1" >&2; usage ;;
   esac
@@ -78,6 +80,7 @@ if [ -n "$daemon_bin" ]; then
   daemon_bin=$(readlink -f "$daemon_bin")
   PACKAGES+=("${DAEMON_PACKAGES[@]}")
 fi
+[ "$with_perf" -eq 0 ] || PACKAGES+=(linux-perf)
 if [ -n "$tui_bin" ]; then
   [ -n "$daemon_bin" ] || die "--tui-bin needs --daemon-bin (rdma-tui reads the daemon's objects)"
   if [ ! -f "$tui_bin" ] || [ ! -x "$tui_bin" ]; then
@@ -432,6 +435,11 @@ build_initramfs() {
   [ -d "$pdir" ] || pdir=/lib/x86_64-linux-gnu/libibverbs
   for p in "$pdir"/*.so; do copy_program "$p" "$p" "$root"; done
   copy_stripped "$scenario_bin" /bin/rdma-lab-scenarios "$root"
+  # The host's perf (linux-perf), for a profile of the guest (rdma-lab-scale's idle runs):
+  # opt-in, its libraries add about 24 MB to the image.
+  if [ "$with_perf" -eq 1 ]; then
+    copy_program "$(host_tool perf)" /usr/bin/perf "$root"
+  fi
   [ -e "$root/lib64/ld-linux-x86-64.so.2" ] || copy_file /lib64/ld-linux-x86-64.so.2 /lib64/ld-linux-x86-64.so.2 "$root"
 
   printf 'root:x:0:0:root:/root:/bin/sh\n' >"$root/etc/passwd"

@@ -50,6 +50,35 @@ pub fn cpu_ticks(pid: u32) -> Option<u64> {
     Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
 }
 
+/// utime and stime of a process (or, with `/task/TID` in `pid_path`, of one of its threads),
+/// in clock ticks, from `/proc/PID_PATH/stat`.
+fn user_sys_at(pid_path: &str) -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid_path}/stat")).ok()?;
+    let rest = text.get(text.rfind(')')? + 2..)?;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    Some((f.get(11)?.parse().ok()?, f.get(12)?.parse().ok()?))
+}
+
+/// utime and stime of a process apart, in clock ticks (`/proc/PID/stat`).
+pub fn cpu_user_sys(pid: u32) -> Option<(u64, u64)> {
+    user_sys_at(&pid.to_string())
+}
+
+/// Every thread of a process: (name, utime + stime in clock ticks), from
+/// `/proc/PID/task/*/`. Threads of the same name are kept apart (one entry each).
+pub fn thread_cpu(pid: u32) -> Vec<(u32, String, u64)> {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| {
+        let tid: u32 = e.ok()?.file_name().to_str()?.parse().ok()?;
+        let name = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm")).ok()?;
+        let (u, s) = user_sys_at(&format!("{pid}/task/{tid}"))?;
+        Some((tid, name.trim_end().to_string(), u + s))
+    })
+    .collect()
+}
+
 /// The parent's PID of a process (`/proc/PID/stat`, the 4th field).
 pub fn parent_pid(pid: u32) -> Option<u32> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;

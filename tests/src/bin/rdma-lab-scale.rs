@@ -27,7 +27,9 @@
 //!   a 10 ms tick, whose RSS is taken once every port's history is full.
 //!
 //! With `--append rdma_lab_scale_memory_runs=N` it measures only the last figure, RSS with
-//! a full history, N times in one boot (after one start to find the port it asks for).
+//! a full history, N times in one boot (after one start to find the port it asks for). With
+//! `--append rdma_lab_scale_idle_runs=N`, only idle CPU, N windows of 30 s split into user,
+//! system and threads, then a `perf` profile of one more when run-lab.sh had `--with-perf`.
 //!
 //! Prints one `scale: NAME VALUE` line per figure. Times are figures, never checks; it fails
 //! (exit status 1) only when the GIDs through verbs and sysfs differ, the daemon does not come
@@ -716,7 +718,7 @@ async fn device_added_ms(conn: &zbus::Connection, devices: usize) -> Result<f64>
     }
 }
 
-async fn daemon_phase(devices: usize, memory_runs: Option<usize>) -> Result<()> {
+async fn daemon_phase(devices: usize, only: Only) -> Result<()> {
     std::fs::create_dir_all("/run/dbus")?;
     let bus = Command::new("dbus-daemon")
         .args(["--system", "--nofork", "--nopidfile", "--nosyslog"])
@@ -763,6 +765,12 @@ async fn daemon_phase(devices: usize, memory_runs: Option<usize>) -> Result<()> 
         "daemon_start_to_startup_over_ms",
         format!("{:.0}", t0.elapsed().as_secs_f64() * 1e3),
     );
+    if let Only::Idle(runs) = only {
+        let result = idle_only(pid, t0, runs).await;
+        let _ = daemon.kill();
+        let _ = daemon.wait();
+        return result;
+    }
 
     // One client process: the first GetManagedObjects, then the same call again and again,
     // as a client that keeps its connection sees it, with the CPU each call costs.
@@ -796,7 +804,7 @@ async fn daemon_phase(devices: usize, memory_runs: Option<usize>) -> Result<()> 
         .map(|(p, _)| p.clone())
         .with_context(|| format!("no Port object of {target}"))?;
 
-    if let Some(runs) = memory_runs {
+    if let Only::Memory(runs) = only {
         // Only the memory figure, several times in one boot (its spread is the point).
         let _ = Command::new("kill")
             .args(["-TERM", &pid.to_string()])
@@ -1025,6 +1033,105 @@ async fn memory_only(
     Ok(())
 }
 
+/// What a boot measures: everything, or one figure several times.
+#[derive(Clone, Copy)]
+enum Only {
+    Everything,
+    /// `rdma_lab_scale_memory_runs=N`: RSS with a full history, N times.
+    Memory(usize),
+    /// `rdma_lab_scale_idle_runs=N`: idle CPU, N windows of 30 s.
+    Idle(usize),
+}
+
+/// `rdma_lab_scale_idle_runs=N`: from 30 s after the daemon's start, its CPU over N windows of
+/// 30 s, each split into user and system time and by thread; then, when the image has
+/// `perf` (`run-lab.sh --with-perf`), a profile of one more window: where the idle daemon's
+/// time goes in the guest, which no benchmark on the build machine shows (its user code runs
+/// under TCG too, some 20 times slower than natively).
+async fn idle_only(pid: u32, t0: Instant, runs: usize) -> Result<()> {
+    use rdma_manager_tests::procfs::{cpu_user_sys, thread_cpu};
+    const HZ: f64 = 100.0; // USER_HZ on Linux x86-64
+    tokio::time::sleep(Duration::from_secs(30).saturating_sub(t0.elapsed())).await;
+    for run in 1..=runs {
+        let (c0, th0, w0) = (cpu_user_sys(pid), thread_cpu(pid), Instant::now());
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        let (c1, th1, wall) = (cpu_user_sys(pid), thread_cpu(pid), w0.elapsed());
+        let pct = |ticks: u64| ticks as f64 / HZ / wall.as_secs_f64() * 100.0;
+        let (Some((u0, s0)), Some((u1, s1))) = (c0, c1) else {
+            bail!("rdma-managerd's /proc/{pid}/stat unreadable");
+        };
+        let (user, sys) = (u1.saturating_sub(u0), s1.saturating_sub(s0));
+        figure("idle_run", run);
+        figure("idle_cpu_percent_30s", format!("{:.1}", pct(user + sys)));
+        figure(
+            "idle_cpu_user_sys_percent_30s",
+            format!("{:.1} / {:.1}", pct(user), pct(sys)),
+        );
+        // By thread name, summed (the blocking pool's threads share one).
+        let mut by: std::collections::BTreeMap<String, u64> = Default::default();
+        for (tid, name, t1) in &th1 {
+            let t0 = th0.iter().find(|(t, _, _)| t == tid).map_or(0, |e| e.2);
+            *by.entry(name.clone()).or_default() += t1.saturating_sub(t0);
+        }
+        let line: Vec<String> = by
+            .iter()
+            .filter(|(_, t)| **t > 0)
+            .map(|(name, t)| format!("{name} {:.1}", pct(*t)))
+            .collect();
+        figure(
+            "idle_cpu_percent_by_thread",
+            format!("{} ({} threads)", line.join(", "), th1.len()),
+        );
+    }
+    if std::path::Path::new("/usr/bin/perf").exists() {
+        perf_profile(pid)?;
+    }
+    Ok(())
+}
+
+/// `perf record` of the daemon for 30 s at 1 kHz, and the symbols it spent its samples in,
+/// printed as `perf: LINE`.
+fn perf_profile(pid: u32) -> Result<()> {
+    let _ = std::fs::write("/proc/sys/kernel/kptr_restrict", "0");
+    let _ = std::fs::write("/proc/sys/kernel/perf_event_paranoid", "-1");
+    let data = "/tmp/perf-idle.data";
+    let status = Command::new("perf")
+        .args(["record", "-q", "-F", "1000", "-g", "-o", data, "-p"])
+        .arg(pid.to_string())
+        .args(["--", "sleep", "30"])
+        .stdout(Stdio::null())
+        .status()
+        .context("perf record")?;
+    if !status.success() {
+        bail!("perf record: {status}");
+    }
+    for (what, args) in [
+        (
+            "self",
+            &["--no-children", "--sort", "dso,sym", "-g", "none"][..],
+        ),
+        (
+            "children",
+            &["--children", "--sort", "sym", "-g", "none"][..],
+        ),
+    ] {
+        let out = Command::new("perf")
+            .args(["report", "-i", data, "--stdio", "--percent-limit", "0.7"])
+            .args(args)
+            .output()
+            .context("perf report")?;
+        for l in String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.contains('%') || l.contains("Samples"))
+            .take(90)
+        {
+            println!("perf {what}: {l}");
+        }
+    }
+    let _ = std::io::stdout().flush();
+    Ok(())
+}
+
 /// A number from the environment (`NAME` upper-cased) or else the guest's kernel command line
 /// (`name=N`, as `run-lab.sh --append` passes it).
 fn setting(name: &str) -> Option<usize> {
@@ -1042,14 +1149,22 @@ fn main() -> Result<()> {
     // `run-lab.sh --append rdma_lab_scale_devices=N` (or RDMA_LAB_SCALE_DEVICES).
     let devices = setting("rdma_lab_scale_devices").unwrap_or(256);
     // `rdma_lab_scale_memory_runs=N`: the memory figure N times, and nothing else.
-    let memory_runs = setting("rdma_lab_scale_memory_runs");
+    // `rdma_lab_scale_idle_runs=N`: the idle CPU figure N times (and a profile with perf).
+    let only = match (
+        setting("rdma_lab_scale_memory_runs"),
+        setting("rdma_lab_scale_idle_runs"),
+    ) {
+        (Some(n), _) => Only::Memory(n),
+        (None, Some(n)) => Only::Idle(n),
+        (None, None) => Only::Everything,
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
     make_devices(devices)?;
-    if memory_runs.is_some() {
-        return rt.block_on(daemon_phase(devices, memory_runs));
+    if !matches!(only, Only::Everything) {
+        return rt.block_on(daemon_phase(devices, only));
     }
     let ibstat = median_ms(3, || run(&mut Command::new("ibstat")))?;
     figure("ibstat_all_ms", format!("{ibstat:.0}"));
@@ -1066,7 +1181,7 @@ fn main() -> Result<()> {
     if let Err(e) = profile(&rt) {
         figure("profile", format!("FAILED: {e:#}"));
     }
-    let daemon = rt.block_on(daemon_phase(devices, None));
+    let daemon = rt.block_on(daemon_phase(devices, Only::Everything));
     if let Err(e) = probe_async_events(devices) {
         figure("probe", format!("FAILED: {e:#}"));
     }

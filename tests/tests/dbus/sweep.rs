@@ -96,6 +96,77 @@ async fn the_sweep_does_not_dump_every_device_each_tick() {
     assert!(dumps <= 2, "{dumps} netlink dumps in about {ticks} ticks");
 }
 
+/// A device added while every event is lost (with no overflow to say so) is published by
+/// the sweep, which reads the kernel's device list at the start of each of its passes.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_device_added_without_its_event_is_published_within_a_pass() {
+    let Some(bus) = session_bus_or_skip() else {
+        return;
+    };
+    let sim = SimHost::new(fixtures::demo_host()).expect("demo host");
+    let devices = sim.rdma_device_names().await.expect("names");
+    let tick = Duration::from_millis(50);
+    let config = EngineConfig {
+        tick,
+        // No periodic re-read: only the sweep's list can find it.
+        resync_ticks: 1_000_000,
+        sweep_devices_per_tick: 1,
+        ..EngineConfig::default()
+    };
+    let _service = serve_sim(&bus, &sim, config).await.expect("service");
+    let client = bus.connect().await.expect("client");
+    let om = zbus::fdo::ObjectManagerProxy::builder(&client)
+        .destination("org.rdmamanager.RdmaManager1")
+        .expect("destination")
+        .path("/org/rdmamanager/RdmaManager1")
+        .expect("path")
+        .build()
+        .await
+        .expect("object manager");
+    let named = |objects: &std::collections::HashMap<_, _>, name: &str| {
+        objects.values().any(
+            |ifaces: &std::collections::HashMap<
+                _,
+                std::collections::HashMap<String, zbus::zvariant::OwnedValue>,
+            >| {
+                ifaces.values().any(|props| {
+                    props
+                        .get("Name")
+                        .and_then(|v| <&str>::try_from(v).ok())
+                        .is_some_and(|n| n == name)
+                })
+            },
+        )
+    };
+    let before = om.get_managed_objects().await.expect("objects");
+    assert!(named(&before, devices[0].as_str()), "{before:?}");
+    assert!(!named(&before, "mlx5_9"));
+    sim.lose_events(true);
+    let (cx6, _) = fixtures::cx6_ib(
+        0,
+        "mlx5_9",
+        "0000:d1:00.0",
+        0x0c42_a103_00aa_bb01,
+        90,
+        "ibs9",
+    );
+    sim.plug(cx6).expect("plug");
+    // A pass over every device, one a tick, with room for a loaded machine.
+    let limit = tick * (devices.len() as u32 + 2) * 10;
+    let start = Instant::now();
+    loop {
+        let objects = om.get_managed_objects().await.expect("objects");
+        if named(&objects, "mlx5_9") {
+            break;
+        }
+        assert!(
+            start.elapsed() < limit,
+            "mlx5_9 not published within {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// The Port object of `device`'s port 1, found through GetManagedObjects.
 async fn port_of(client: &zbus::Connection, device: &str) -> PortProxy<'static> {
     let om = zbus::fdo::ObjectManagerProxy::builder(client)
