@@ -455,12 +455,7 @@ build_initramfs() {
 # service's bus policy), busctl, and the checks /init runs after the scenario runner.
 add_daemon_phase() {
   local root=$1
-  # With --with-perf the daemon keeps its debug info: perf unwinds its stacks with it.
-  if [ "$with_perf" -eq 1 ]; then
-    copy_program "$daemon_bin" /usr/sbin/rdma-managerd "$root"
-  else
-    copy_stripped "$daemon_bin" /usr/sbin/rdma-managerd "$root"
-  fi
+  copy_stripped "$daemon_bin" /usr/sbin/rdma-managerd "$root"
   # rdma-tui --ibstat is compared with ibstat by the checks when it is there.
   [ -z "$tui_bin" ] || copy_stripped "$tui_bin" /usr/bin/rdma-tui "$root"
   copy_program "$(host_tool dbus-daemon)" /usr/bin/dbus-daemon "$root"

@@ -1089,16 +1089,14 @@ async fn idle_only(pid: u32, t0: Instant, runs: usize) -> Result<()> {
     Ok(())
 }
 
-/// `perf record` of the daemon for 30 s at 500 Hz with its stacks (unwound with the debug
-/// info run-lab.sh --with-perf leaves in), and the symbols it spent its samples in, alone
-/// and with what they called, printed as `perf self: LINE` and `perf children: LINE`.
+/// `perf record` of the daemon for 30 s at 1 kHz, and the symbols it spent its samples in,
+/// printed as `perf: LINE`.
 fn perf_profile(pid: u32) -> Result<()> {
     let _ = std::fs::write("/proc/sys/kernel/kptr_restrict", "0");
     let _ = std::fs::write("/proc/sys/kernel/perf_event_paranoid", "-1");
     let data = "/tmp/perf-idle.data";
     let status = Command::new("perf")
-        .args(["record", "-q", "-F", "500", "--call-graph", "dwarf,16384"])
-        .args(["-o", data, "-p"])
+        .args(["record", "-q", "-F", "1000", "-g", "-o", data, "-p"])
         .arg(pid.to_string())
         .args(["--", "sleep", "30"])
         .stdout(Stdio::null())
@@ -1125,7 +1123,7 @@ fn perf_profile(pid: u32) -> Result<()> {
         for l in String::from_utf8_lossy(&out.stdout)
             .lines()
             .filter(|l| l.contains('%') || l.contains("Samples"))
-            .take(150)
+            .take(90)
         {
             println!("perf {what}: {l}");
         }
