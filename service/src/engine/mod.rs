@@ -73,10 +73,17 @@ pub struct EngineConfig {
     /// re-read, for changes no event reports (files edited by hand, units). Devices are not
     /// re-read all at once any more: see `sweep_devices_per_tick`.
     pub resync_ticks: u64,
-    /// The sweep: this many devices are re-read at each tick, in turn, for changes no event
-    /// reports (GIDs following IP addresses, for one). A host of N devices is swept every
-    /// N / this ticks, at a cost per tick that does not grow with the host.
+    /// The sweep: this many devices are re-read at each of its ticks, in turn, for changes
+    /// no event reports (a P_Key table or a GID prefix set by the subnet manager, a node
+    /// description written by hand). A host of N devices is swept every
+    /// N x `sweep_period_ticks` / this ticks, at a cost per tick that does not grow with
+    /// the host.
     pub sweep_devices_per_tick: usize,
+    /// The sweep runs at one tick in this many. Two by default: a device's re-read is most
+    /// of the idle daemon's CPU in the lab after the poll (docs/PERFORMANCE.md, "Idle CPU,
+    /// tenth pass"), and GIDs that follow IP addresses, the change the sweep was first
+    /// for, now come with rtnetlink's address events.
+    pub sweep_period_ticks: u64,
     /// Each port's `lid` and `sm_lid` are polled once every this many ticks, a share of the
     /// ports at each tick (1: every port at every tick). A port whose state moves is re-read
     /// whole at once, LIDs included; a subnet manager's fail-over that leaves the ports
@@ -96,6 +103,7 @@ impl Default for EngineConfig {
             tick: Duration::from_secs(1),
             resync_ticks: 60,
             sweep_devices_per_tick: 1,
+            sweep_period_ticks: 2,
             // 10 s at 1 Hz: 922 of the 4096 files a second on 256x2 ports not read, and an
             // SM fail-over still shown within the coarse history's bucket.
             lid_ticks: 10,
@@ -467,6 +475,9 @@ struct Wanted {
     appeared: restore::Appeared,
     /// Netdev renames (old, new), in order: what is remembered by name follows them.
     renamed: Vec<(String, String)>,
+    /// Netdevs whose IP addresses changed: only the devices whose ports they carry are
+    /// re-read (their RoCE GIDs), not the netdevs themselves.
+    addressed: BTreeSet<String>,
 }
 
 impl Wanted {
@@ -496,6 +507,9 @@ impl Wanted {
                 self.netdevs.insert(old);
                 self.appeared.netdevs.insert(new.clone());
                 self.netdevs.insert(new);
+            }
+            HostEvent::NetdevAddressChanged { name } => {
+                self.addressed.insert(name);
             }
             HostEvent::Overflow { source } => {
                 warn!(%source, "kernel events were lost; re-enumerating");
@@ -541,13 +555,26 @@ impl Engine {
     }
 
     async fn apply(&mut self, mut wanted: Wanted) {
-        // Whatever the events were about, the sweep dumps the device list afresh.
-        self.sweep_nl = None;
-        // A netdev change can change the ports it carries (RoCE GIDs, port state of rxe).
+        let addresses_only = wanted.devices.is_empty()
+            && wanted.netdevs.is_empty()
+            && !wanted.everything
+            && wanted.renamed.is_empty();
+        if addresses_only && !self.carries_any(&wanted.addressed) {
+            // Addresses of netdevs no RDMA port rides on (most of a host's, often).
+            return;
+        }
+        if !addresses_only {
+            // Whatever the events were about, the sweep dumps the device list afresh.
+            self.sweep_nl = None;
+        }
+        // A netdev change can change the ports it carries (RoCE GIDs, port state of rxe);
+        // an address change, their GIDs. The kernel updates the GID table from a work
+        // queue after the address notifier: the next tick's re-read catches what this one
+        // is too early for.
         for d in self.state.devices.values() {
-            let linked = d.snap.parent_netdev.iter().chain(d.snap.netdevs.iter());
-            let carried = d.sources.values().filter_map(|s| s.netdev.as_ref());
-            if linked.chain(carried).any(|n| wanted.netdevs.contains(n)) {
+            if Self::device_carries(d, |n| {
+                wanted.netdevs.contains(n) || wanted.addressed.contains(n)
+            }) {
                 wanted.devices.insert(d.name().to_string());
                 self.reread_next_tick.insert(d.name().to_string());
             }
@@ -636,6 +663,22 @@ impl Engine {
         }
     }
 
+    /// Whether a port of `d` rides on a netdev `named` picks: its parent, its netdevs, or a
+    /// port's counter netdev.
+    fn device_carries(d: &DeviceState, named: impl Fn(&str) -> bool) -> bool {
+        let linked = d.snap.parent_netdev.iter().chain(d.snap.netdevs.iter());
+        let carried = d.sources.values().filter_map(|s| s.netdev.as_ref());
+        linked.chain(carried).any(|n| named(n))
+    }
+
+    /// Whether any device rides on one of `netdevs`.
+    fn carries_any(&self, netdevs: &BTreeSet<String>) -> bool {
+        self.state
+            .devices
+            .values()
+            .any(|d| Self::device_carries(d, |n| netdevs.contains(n)))
+    }
+
     async fn publish(&mut self, dirty: Dirty) {
         if dirty.is_empty() {
             return;
@@ -681,7 +724,9 @@ impl Engine {
                 })
                 .await;
             }
-            self.sweep().await;
+            if tick % self.config.sweep_period_ticks.max(1) == 0 {
+                self.sweep().await;
+            }
             if resync_due(since, self.resynced_at, self.config.resync_ticks) {
                 self.resynced_at = since;
                 self.resync_rest().await;

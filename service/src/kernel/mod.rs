@@ -152,6 +152,12 @@ pub enum HostEvent {
         old: String,
         new: String,
     },
+    /// An IPv4 or IPv6 address was added to or removed from a netdev (RTM_NEWADDR,
+    /// RTM_DELADDR): the RoCE GIDs of the ports it carries follow its addresses (the
+    /// kernel's `roce_gid_mgmt`), with no RDMA event of their own.
+    NetdevAddressChanged {
+        name: String,
+    },
     /// Events were lost (ENOBUFS on a netlink socket): re-enumerate everything.
     Overflow {
         source: String,

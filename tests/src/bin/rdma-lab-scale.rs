@@ -19,6 +19,8 @@
 //!   while idle; GetManagedObjects in one client (the first call, then the median of 11,
 //!   with the CPU each call costs the bus, the daemon and the client, and a Peer.Ping's
 //!   round trip as the floor of any call);
+//!   the time from `ip addr add` on a device's netdev until the IPv4-mapped GID the kernel
+//!   adds for it is in the port's `Gids` on D-Bus;
 //!   the time from
 //!   `ip link set dummyN down` until the port's `State` on D-Bus is `DOWN`; from `rdma link
 //!   add` of one more device until its Device object's InterfacesAdded; how many lines of
@@ -33,7 +35,8 @@
 //!
 //! Prints one `scale: NAME VALUE` line per figure. Times are figures, never checks; it fails
 //! (exit status 1) only when the GIDs through verbs and sysfs differ, the daemon does not come
-//! up (or up again), a port going down or a device added is not on D-Bus within 30 s, the
+//! up (or up again), a port going down, a device added or an address's GID is not on D-Bus
+//! within 30 s, the
 //! daemon logs "Too many open files", or it maps a libibverbs provider other than rxe's.
 
 use std::io::Write as _;
@@ -869,6 +872,34 @@ async fn daemon_phase(devices: usize, only: Only) -> Result<()> {
     };
     figure("port_state_before", state().await);
     let netdev = format!("dummy{}", devices / 2);
+
+    // A RoCE GID that follows an IP address, on D-Bus: from `ip addr add` until the port's
+    // Gids has the IPv4-mapped GID the kernel adds for it (rtnetlink's address event; no
+    // RDMA event says so).
+    let gids = rdma_manager_dbus::PortProxy::builder(&conn)
+        .destination(NAME)?
+        .path(port_path.as_ref())?
+        .cache_properties(zbus::proxy::CacheProperties::No)
+        .build()
+        .await?;
+    let mapped = "0000:0000:0000:0000:0000:ffff:c000:0201";
+    let t = Instant::now();
+    run(Command::new("ip").args(["addr", "add", "192.0.2.1/24", "dev", &netdev]))?;
+    let gid_added = wait_until(Duration::from_secs(30), || async {
+        gids.gids()
+            .await
+            .is_ok_and(|g| g.iter().any(|g| g.gid == mapped))
+    })
+    .await
+    .map(|_| t.elapsed());
+    figure(
+        "address_gid_on_dbus_ms",
+        match gid_added {
+            Some(d) => format!("{:.0}", d.as_secs_f64() * 1e3),
+            None => "not within 30 s".to_string(),
+        },
+    );
+
     let t = Instant::now();
     run(Command::new("ip").args(["link", "set", &netdev, "down"]))?;
     // From the command's start (the kernel's part included) until a client reads DOWN.
@@ -913,6 +944,9 @@ async fn daemon_phase(devices: usize, only: Only) -> Result<()> {
     }
     if added.is_err() {
         failed.push("the device added did not appear on D-Bus within 30 s");
+    }
+    if gid_added.is_none() {
+        failed.push("the GID of an address added was not on D-Bus within 30 s");
     }
     if emfile > 0 {
         failed.push("the daemon ran out of file descriptors");

@@ -241,3 +241,68 @@ async fn a_soft_port_s_state_follows_its_netdev_s_events() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// A RoCE port's GIDs follow its netdev's IP addresses with no RDMA event: rtnetlink's address
+/// event for that netdev re-reads the device (and nothing else re-reads it here: no sweep, no
+/// resync). An address event for a netdev no port rides on re-reads nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_address_event_publishes_the_gids_that_follow_it() {
+    use rdma_managerd::kernel::HostEvent;
+    let Some(bus) = session_bus_or_skip() else {
+        return;
+    };
+    let sim = SimHost::new(fixtures::demo_host()).expect("demo host");
+    let tick = Duration::from_millis(50);
+    let config = EngineConfig {
+        tick,
+        resync_ticks: 1_000_000,
+        sweep_devices_per_tick: 0,
+        ..EngineConfig::default()
+    };
+    let _service = serve_sim(&bus, &sim, config).await.expect("service");
+    let client = bus.connect().await.expect("client");
+    let port = port_of(&client, "rxe0").await;
+    let gid = "0000:0000:0000:0000:0000:ffff:c000:0207";
+    let index = 5;
+    assert!(port
+        .gids()
+        .await
+        .expect("Gids")
+        .iter()
+        .all(|g| g.index != index));
+    // As the kernel's roce_gid_mgmt would write it for 192.0.2.7, with no event.
+    sim.corrupt_file(
+        &format!("sys/class/infiniband/rxe0/ports/1/gids/{index}"),
+        &format!("{gid}\n"),
+    )
+    .expect("write the GID");
+    let reads = sim.device_reads();
+    sim.raise(HostEvent::NetdevAddressChanged { name: "lo".into() });
+    tokio::time::sleep(tick * 10).await;
+    assert_eq!(
+        sim.device_reads(),
+        reads,
+        "an unrelated netdev's address re-read a device"
+    );
+    assert!(port
+        .gids()
+        .await
+        .expect("Gids")
+        .iter()
+        .all(|g| g.index != index));
+    sim.raise(HostEvent::NetdevAddressChanged {
+        name: "eth0".into(),
+    });
+    let start = Instant::now();
+    loop {
+        let gids = port.gids().await.expect("Gids");
+        if gids.iter().any(|g| g.index == index && g.gid == gid) {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "GID {index} not published after eth0's address event: {gids:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

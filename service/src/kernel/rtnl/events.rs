@@ -1,4 +1,5 @@
-//! Link notifications (RTMGRP_LINK) as [`HostEvent`]s.
+//! Link notifications (RTMGRP_LINK) and address notifications (RTMGRP_IPV4_IFADDR,
+//! RTMGRP_IPV6_IFADDR) as [`HostEvent`]s.
 //!
 //! The socket is read directly (not through netlink-proto, which logs ENOBUFS and drops it):
 //! a full receive buffer becomes `HostEvent::Overflow { source: "rtnetlink" }`, the
@@ -20,6 +21,10 @@ use crate::model::Errno;
 
 /// RTMGRP_LINK.
 const RTMGRP_LINK: u32 = 1;
+/// RTMGRP_IPV4_IFADDR: a RoCE port's IPv4-mapped GIDs follow its netdev's IPv4 addresses.
+const RTMGRP_IPV4_IFADDR: u32 = 0x10;
+/// RTMGRP_IPV6_IFADDR: and its IPv6 GIDs the IPv6 ones.
+const RTMGRP_IPV6_IFADDR: u32 = 0x100;
 /// Receive buffer asked for (the kernel caps it at net.core.rmem_max).
 const RCVBUF: usize = 4 << 20;
 /// One datagram; link notifications carry no VF info and stay well below this.
@@ -74,6 +79,12 @@ impl LinkNames {
                 let name = name_from_message(link).map(str::to_string).or(known)?;
                 Some(HostEvent::NetdevRemoved { name })
             }
+            // Named by the map: an address message carries the ifindex (its label is
+            // IPv4's only, and an alias's).
+            RouteNetlinkMessage::NewAddress(a) | RouteNetlinkMessage::DelAddress(a) => {
+                let name = self.names.get(&a.header.index)?.clone();
+                Some(HostEvent::NetdevAddressChanged { name })
+            }
             _ => None,
         }
     }
@@ -118,8 +129,11 @@ fn open_socket(rcvbuf: usize) -> Result<TokioSocket, HostError> {
     if let Err(e) = s.set_rx_buf_sz(rcvbuf) {
         tracing::debug!("rtnetlink: SO_RCVBUF: {e}");
     }
-    s.bind(&SocketAddr::new(0, RTMGRP_LINK))
-        .map_err(|e| HostError::from_io(op(), &e))?;
+    s.bind(&SocketAddr::new(
+        0,
+        RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR,
+    ))
+    .map_err(|e| HostError::from_io(op(), &e))?;
     Ok(socket)
 }
 
@@ -130,8 +144,9 @@ async fn resync(rtnl: &Rtnl, names: &mut LinkNames) {
     }
 }
 
-/// Watches RTMGRP_LINK in the calling thread's network namespace and sends NetdevAdded,
-/// NetdevRemoved, NetdevChanged and NetdevRenamed until `tx` is closed.
+/// Watches RTMGRP_LINK and the address groups in the calling thread's network namespace and
+/// sends NetdevAdded, NetdevRemoved, NetdevChanged, NetdevRenamed and NetdevAddressChanged
+/// until `tx` is closed.
 ///
 /// The socket is subscribed before the initial dump, so no change between the two is lost.
 pub async fn spawn_link_events(

@@ -212,6 +212,29 @@ fn link(index: u32, name: &str) -> LinkMessage {
 }
 
 #[test]
+fn an_address_change_names_its_link() {
+    use netlink_packet_route::address::AddressMessage;
+    let mut names = LinkNames::new();
+    names.reset(&[link(1, "lo"), link(7, "eth2")]);
+    let mut a = AddressMessage::default();
+    a.header.index = 7;
+    let want = Some(HostEvent::NetdevAddressChanged {
+        name: "eth2".into(),
+    });
+    assert_eq!(
+        names.event(&RouteNetlinkMessage::NewAddress(a.clone())),
+        want
+    );
+    assert_eq!(
+        names.event(&RouteNetlinkMessage::DelAddress(a.clone())),
+        want
+    );
+    // A link the map does not know (yet): nothing to name.
+    a.header.index = 9;
+    assert_eq!(names.event(&RouteNetlinkMessage::NewAddress(a)), None);
+}
+
+#[test]
 fn link_names_track_add_change_rename_remove() {
     let mut names = LinkNames::new();
     names.reset(&[link(1, "lo")]);
@@ -475,6 +498,28 @@ fn netns_link_events() {
         .await
         .expect("mtu");
         assert!(wait_for(&mut rx, &HostEvent::NetdevChanged { name: "ev0".into() }).await);
+        // An address added and removed (a RoCE port's GIDs follow them): `ip`, run from
+        // this thread, works in its namespace.
+        for verb in ["add", "del"] {
+            let status = std::process::Command::new("ip")
+                .args(["addr", verb, "192.0.2.7/24", "dev", "ev0"])
+                .status();
+            match status {
+                Ok(s) if s.success() => {}
+                other => {
+                    eprintln!("SKIP (addresses): ip addr {verb}: {other:?}");
+                    break;
+                }
+            }
+            assert!(
+                wait_for(
+                    &mut rx,
+                    &HostEvent::NetdevAddressChanged { name: "ev0".into() }
+                )
+                .await,
+                "no NetdevAddressChanged after ip addr {verb}"
+            );
+        }
         rtnl.rename("ev0", "evX").await.expect("rename");
         assert!(
             wait_for(

@@ -101,6 +101,8 @@ struct Inner {
     /// RDMA netlink GET dumps answered (each lists every device: what it costs grows with
     /// the host, so the daemon should ask for one rarely).
     nl_dumps: std::sync::atomic::AtomicU64,
+    /// Devices read (`read_device`), for tests of what an event re-reads.
+    device_reads: std::sync::atomic::AtomicU64,
     /// What reads cost, and how many were made (see [`cost`]).
     cost: Arc<cost::SimCost>,
     /// The devices of the simulated libibverbs device list, which a real host keeps between
@@ -169,6 +171,7 @@ impl SimHost {
                 state: Mutex::new(state),
                 read_fault: Arc::new(AtomicI32::new(0)),
                 nl_dumps: std::sync::atomic::AtomicU64::new(0),
+                device_reads: std::sync::atomic::AtomicU64::new(0),
                 cost: Arc::new(cost::SimCost::default()),
                 verbs_list: Mutex::new(None),
                 replaced: Arc::default(),
@@ -467,6 +470,13 @@ impl SimHost {
     pub fn nl_dumps(&self) -> u64 {
         self.inner
             .nl_dumps
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// How many devices were read (`Host::read_device`), one by one.
+    pub fn device_reads(&self) -> u64 {
+        self.inner
+            .device_reads
             .load(std::sync::atomic::Ordering::SeqCst)
     }
 
@@ -860,6 +870,9 @@ impl Host for SimHost {
     }
 
     async fn read_device(&self, name: &str) -> Result<DeviceSnapshot, HostError> {
+        self.inner
+            .device_reads
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.read_fault(name)?;
         self.delay(SimOp::ReadDevice).await;
         {
