@@ -1,33 +1,72 @@
 //! The sweep: a change no event reports (a GID added in the kernel's table) is published
 //! within one pass over the devices, one device a tick, without the full re-enumeration of
-//! the host that used to find it once a minute.
+//! the host that used to find it once a minute; and what events do report instead (a soft
+//! port's netdev, the addresses RoCE GIDs follow).
 
 use std::time::{Duration, Instant};
 
 use rdma_manager_dbus::PortProxy;
-use rdma_manager_tests::service::{serve_sim, session_bus_or_skip};
+use rdma_manager_tests::bus::PrivateBus;
+use rdma_manager_tests::service::{serve_sim, session_bus_or_skip, ServedSim};
 use rdma_managerd::engine::EngineConfig;
 use rdma_managerd::kernel::sim::{fixtures, SimHost};
 use rdma_managerd::kernel::Host;
 use zbus::proxy::CacheProperties;
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_gid_changed_without_an_event_is_published_by_the_sweep() {
-    let Some(bus) = session_bus_or_skip() else {
-        return;
-    };
+/// The demo host served with no periodic re-read (`resync_ticks` out of reach), so that only
+/// the sweep (`sweep` devices at a time; 0: none) or an event can find a change. Bind
+/// `_service` and `_bus` by name: `..` would drop them, and the service with them.
+struct Quiet {
+    sim: SimHost,
+    client: zbus::Connection,
+    _service: ServedSim,
+    _bus: PrivateBus,
+}
+
+async fn quiet_demo(tick: Duration, sweep: usize) -> Option<Quiet> {
+    let bus = session_bus_or_skip()?;
     let sim = SimHost::new(fixtures::demo_host()).expect("demo host");
-    let devices = sim.rdma_device_names().await.expect("names");
-    let tick = Duration::from_millis(100);
     let config = EngineConfig {
         tick,
-        // No periodic re-read of anything within this test: only the sweep can find it.
         resync_ticks: 1_000_000,
-        sweep_devices_per_tick: 1,
+        sweep_devices_per_tick: sweep,
         ..EngineConfig::default()
     };
-    let _service = serve_sim(&bus, &sim, config).await.expect("service");
+    let service = serve_sim(&bus, &sim, config).await.expect("service");
     let client = bus.connect().await.expect("client");
+    Some(Quiet {
+        sim,
+        client,
+        _service: service,
+        _bus: bus,
+    })
+}
+
+/// The daemon's ObjectManager.
+async fn object_manager(client: &zbus::Connection) -> zbus::fdo::ObjectManagerProxy<'static> {
+    zbus::fdo::ObjectManagerProxy::builder(client)
+        .destination("org.rdmamanager.RdmaManager1")
+        .expect("destination")
+        .path("/org/rdmamanager/RdmaManager1")
+        .expect("path")
+        .build()
+        .await
+        .expect("object manager")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_gid_changed_without_an_event_is_published_by_the_sweep() {
+    let tick = Duration::from_millis(100);
+    let Some(Quiet {
+        sim,
+        client,
+        _service,
+        _bus,
+    }) = quiet_demo(tick, 1).await
+    else {
+        return;
+    };
+    let devices = sim.rdma_device_names().await.expect("names");
     let port = PortProxy::builder(&client)
         .path("/org/rdmamanager/RdmaManager1/Device/1/Port/1")
         .expect("path")
@@ -69,18 +108,16 @@ async fn a_gid_changed_without_an_event_is_published_by_the_sweep() {
 /// no events, the dump is made again only every `resync_ticks`.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_sweep_does_not_dump_every_device_each_tick() {
-    let Some(bus) = session_bus_or_skip() else {
+    let tick = Duration::from_millis(50);
+    let Some(Quiet {
+        sim,
+        _service,
+        _bus,
+        ..
+    }) = quiet_demo(tick, 1).await
+    else {
         return;
     };
-    let sim = SimHost::new(fixtures::demo_host()).expect("demo host");
-    let tick = Duration::from_millis(50);
-    let config = EngineConfig {
-        tick,
-        resync_ticks: 1_000_000,
-        sweep_devices_per_tick: 1,
-        ..EngineConfig::default()
-    };
-    let _service = serve_sim(&bus, &sim, config).await.expect("service");
     let after_start = sim.nl_dumps();
     // Long enough for many ticks even on a loaded machine: every tick sweeps a device.
     let devices = sim.rdma_device_names().await.expect("names").len() as u64;
@@ -100,29 +137,19 @@ async fn the_sweep_does_not_dump_every_device_each_tick() {
 /// the sweep, which reads the kernel's device list at the start of each of its passes.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_device_added_without_its_event_is_published_within_a_pass() {
-    let Some(bus) = session_bus_or_skip() else {
+    let tick = Duration::from_millis(50);
+    // Only the sweep's list can find it.
+    let Some(Quiet {
+        sim,
+        client,
+        _service,
+        _bus,
+    }) = quiet_demo(tick, 1).await
+    else {
         return;
     };
-    let sim = SimHost::new(fixtures::demo_host()).expect("demo host");
     let devices = sim.rdma_device_names().await.expect("names");
-    let tick = Duration::from_millis(50);
-    let config = EngineConfig {
-        tick,
-        // No periodic re-read: only the sweep's list can find it.
-        resync_ticks: 1_000_000,
-        sweep_devices_per_tick: 1,
-        ..EngineConfig::default()
-    };
-    let _service = serve_sim(&bus, &sim, config).await.expect("service");
-    let client = bus.connect().await.expect("client");
-    let om = zbus::fdo::ObjectManagerProxy::builder(&client)
-        .destination("org.rdmamanager.RdmaManager1")
-        .expect("destination")
-        .path("/org/rdmamanager/RdmaManager1")
-        .expect("path")
-        .build()
-        .await
-        .expect("object manager");
+    let om = object_manager(&client).await;
     let named = |objects: &std::collections::HashMap<_, _>, name: &str| {
         objects.values().any(
             |ifaces: &std::collections::HashMap<
@@ -169,15 +196,11 @@ async fn a_device_added_without_its_event_is_published_within_a_pass() {
 
 /// The Port object of `device`'s port 1, found through GetManagedObjects.
 async fn port_of(client: &zbus::Connection, device: &str) -> PortProxy<'static> {
-    let om = zbus::fdo::ObjectManagerProxy::builder(client)
-        .destination("org.rdmamanager.RdmaManager1")
-        .expect("destination")
-        .path("/org/rdmamanager/RdmaManager1")
-        .expect("path")
-        .build()
+    let objects = object_manager(client)
         .await
-        .expect("object manager");
-    let objects = om.get_managed_objects().await.expect("objects");
+        .get_managed_objects()
+        .await
+        .expect("objects");
     let path = objects
         .iter()
         .find(|(path, ifaces)| {
@@ -208,20 +231,17 @@ async fn port_of(client: &zbus::Connection, device: &str) -> PortProxy<'static> 
 async fn a_soft_port_s_state_follows_its_netdev_s_events() {
     use rdma_managerd::kernel::HostEvent;
     use rdma_managerd::model::{PhysState, PortState};
-    let Some(bus) = session_bus_or_skip() else {
+    let tick = Duration::from_millis(50);
+    // No sweep: only the poll or an event could find the change.
+    let Some(Quiet {
+        sim,
+        client,
+        _service,
+        _bus,
+    }) = quiet_demo(tick, 0).await
+    else {
         return;
     };
-    let sim = SimHost::new(fixtures::demo_host()).expect("demo host");
-    let tick = Duration::from_millis(50);
-    let config = EngineConfig {
-        tick,
-        resync_ticks: 1_000_000,
-        // No sweep: only the poll or an event could find the change.
-        sweep_devices_per_tick: 0,
-        ..EngineConfig::default()
-    };
-    let _service = serve_sim(&bus, &sim, config).await.expect("service");
-    let client = bus.connect().await.expect("client");
     let port = port_of(&client, "rxe0").await;
     assert_eq!(port.state().await.expect("State"), "ACTIVE");
     sim.set_port_state_quietly("rxe0", 1, PortState::Down, PhysState::Disabled)
@@ -248,19 +268,16 @@ async fn a_soft_port_s_state_follows_its_netdev_s_events() {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_address_event_publishes_the_gids_that_follow_it() {
     use rdma_managerd::kernel::HostEvent;
-    let Some(bus) = session_bus_or_skip() else {
+    let tick = Duration::from_millis(50);
+    let Some(Quiet {
+        sim,
+        client,
+        _service,
+        _bus,
+    }) = quiet_demo(tick, 0).await
+    else {
         return;
     };
-    let sim = SimHost::new(fixtures::demo_host()).expect("demo host");
-    let tick = Duration::from_millis(50);
-    let config = EngineConfig {
-        tick,
-        resync_ticks: 1_000_000,
-        sweep_devices_per_tick: 0,
-        ..EngineConfig::default()
-    };
-    let _service = serve_sim(&bus, &sim, config).await.expect("service");
-    let client = bus.connect().await.expect("client");
     let port = port_of(&client, "rxe0").await;
     let gid = "0000:0000:0000:0000:0000:ffff:c000:0207";
     let index = 5;
