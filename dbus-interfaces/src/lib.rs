@@ -83,7 +83,6 @@ pub fn port_path(index: u32, port: u32) -> String {
     format!("{}/Port/{port}", device_path(index))
 }
 
-/// Object path of an IPoIB interface, by ifindex.
 /// Object path of a change made through NetworkManager that waits for confirmation.
 pub fn change_path(id: u32) -> String {
     format!("{ROOT_PATH}/Change/{id}")
@@ -94,6 +93,7 @@ pub const NETWORK_INTERFACE: &str = "org.rdmamanager.RdmaManager1.Network";
 /// The interface of a change waiting for confirmation.
 pub const PENDING_CHANGE_INTERFACE: &str = "org.rdmamanager.RdmaManager1.PendingChange";
 
+/// Object path of an IPoIB interface, by ifindex.
 pub fn ipoib_path(ifindex: u32) -> String {
     format!("{ROOT_PATH}/Ipoib/{ifindex}")
 }
