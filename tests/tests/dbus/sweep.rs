@@ -14,8 +14,8 @@ use rdma_managerd::kernel::Host;
 use zbus::proxy::CacheProperties;
 
 /// The demo host served with no periodic re-read (`resync_ticks` out of reach), so that only
-/// the sweep (`sweep` devices at a time; 0: none) or an event can find a change. Bind
-/// `_service` and `_bus` by name: `..` would drop them, and the service with them.
+/// the sweep (`sweep` devices at a time; 0: none) or an event can find a change. Keep the
+/// whole value: it holds the bus and the service.
 struct Quiet {
     sim: SimHost,
     client: zbus::Connection,
@@ -57,17 +57,12 @@ async fn object_manager(client: &zbus::Connection) -> zbus::fdo::ObjectManagerPr
 #[tokio::test(flavor = "multi_thread")]
 async fn a_gid_changed_without_an_event_is_published_by_the_sweep() {
     let tick = Duration::from_millis(100);
-    let Some(Quiet {
-        sim,
-        client,
-        _service,
-        _bus,
-    }) = quiet_demo(tick, 1).await
-    else {
+    let Some(q) = quiet_demo(tick, 1).await else {
         return;
     };
+    let (sim, client) = (&q.sim, &q.client);
     let devices = sim.rdma_device_names().await.expect("names");
-    let port = PortProxy::builder(&client)
+    let port = PortProxy::builder(client)
         .path("/org/rdmamanager/RdmaManager1/Device/1/Port/1")
         .expect("path")
         .cache_properties(CacheProperties::No)
@@ -109,15 +104,10 @@ async fn a_gid_changed_without_an_event_is_published_by_the_sweep() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_sweep_does_not_dump_every_device_each_tick() {
     let tick = Duration::from_millis(50);
-    let Some(Quiet {
-        sim,
-        _service,
-        _bus,
-        ..
-    }) = quiet_demo(tick, 1).await
-    else {
+    let Some(q) = quiet_demo(tick, 1).await else {
         return;
     };
+    let sim = &q.sim;
     let after_start = sim.nl_dumps();
     // Long enough for many ticks even on a loaded machine: every tick sweeps a device.
     let devices = sim.rdma_device_names().await.expect("names").len() as u64;
@@ -139,17 +129,12 @@ async fn the_sweep_does_not_dump_every_device_each_tick() {
 async fn a_device_added_without_its_event_is_published_within_a_pass() {
     let tick = Duration::from_millis(50);
     // Only the sweep's list can find it.
-    let Some(Quiet {
-        sim,
-        client,
-        _service,
-        _bus,
-    }) = quiet_demo(tick, 1).await
-    else {
+    let Some(q) = quiet_demo(tick, 1).await else {
         return;
     };
+    let (sim, client) = (&q.sim, &q.client);
     let devices = sim.rdma_device_names().await.expect("names");
-    let om = object_manager(&client).await;
+    let om = object_manager(client).await;
     let named = |objects: &std::collections::HashMap<_, _>, name: &str| {
         objects.values().any(
             |ifaces: &std::collections::HashMap<
@@ -233,16 +218,11 @@ async fn a_soft_port_s_state_follows_its_netdev_s_events() {
     use rdma_managerd::model::{PhysState, PortState};
     let tick = Duration::from_millis(50);
     // No sweep: only the poll or an event could find the change.
-    let Some(Quiet {
-        sim,
-        client,
-        _service,
-        _bus,
-    }) = quiet_demo(tick, 0).await
-    else {
+    let Some(q) = quiet_demo(tick, 0).await else {
         return;
     };
-    let port = port_of(&client, "rxe0").await;
+    let (sim, client) = (&q.sim, &q.client);
+    let port = port_of(client, "rxe0").await;
     assert_eq!(port.state().await.expect("State"), "ACTIVE");
     sim.set_port_state_quietly("rxe0", 1, PortState::Down, PhysState::Disabled)
         .expect("state");
@@ -269,16 +249,11 @@ async fn a_soft_port_s_state_follows_its_netdev_s_events() {
 async fn an_address_event_publishes_the_gids_that_follow_it() {
     use rdma_managerd::kernel::HostEvent;
     let tick = Duration::from_millis(50);
-    let Some(Quiet {
-        sim,
-        client,
-        _service,
-        _bus,
-    }) = quiet_demo(tick, 0).await
-    else {
+    let Some(q) = quiet_demo(tick, 0).await else {
         return;
     };
-    let port = port_of(&client, "rxe0").await;
+    let (sim, client) = (&q.sim, &q.client);
+    let port = port_of(client, "rxe0").await;
     let gid = "0000:0000:0000:0000:0000:ffff:c000:0207";
     let index = 5;
     assert!(port
