@@ -309,7 +309,7 @@ impl Run {
                 dev: d.to_string(),
                 port: 1,
                 counters: CounterSource::None,
-                state: true,
+                state: rdma_managerd::kernel::StatePoll::EveryPoll,
                 lids: true,
             })
             .collect();

@@ -53,7 +53,7 @@ pub use ops_host::SmVerb;
 pub use ops_naming::NamingState;
 pub use state::{DeviceState, Dirty, IpoibState, ObservedState, PortRoce, Stale};
 
-use crate::kernel::{Host, HostEvent, LidTurn, PollTarget, PortPoller, PortReading};
+use crate::kernel::{Host, HostEvent, LidTurn, PollTarget, PortPoller, PortReading, StatePoll};
 use crate::system::SystemServices;
 
 /// Receives what the engine observed.
@@ -319,7 +319,11 @@ pub async fn start(
     );
     let (tx, rx) = mpsc::channel(16);
     let history = Arc::new(Mutex::new(History::default()));
-    let plan = Arc::new(PollPlan::of(&state));
+    // Before the plan: the ports of watched devices need not have their state read every
+    // second.
+    let watched = host.watch_port_events(&state.device_names()).await;
+    phases.mark("port events");
+    let plan = Arc::new(PollPlan::of(&state, &watched));
     let clock = match &config.history_seed {
         // The seeded past takes the ticks before the start.
         Some(seed) => {
@@ -353,6 +357,7 @@ pub async fn start(
         config,
         plan,
         state,
+        watched,
         history,
         clock,
         sampled: clock::SampledTicks::default(),
@@ -386,7 +391,9 @@ struct PollPlan {
 }
 
 impl PollPlan {
-    fn of(state: &ObservedState) -> PollPlan {
+    /// `watched`: the devices whose ports' state changes come as events (see
+    /// `kernel::port_events`).
+    fn of(state: &ObservedState, watched: &BTreeSet<String>) -> PollPlan {
         let (keys, targets) = state
             .devices
             .values()
@@ -402,20 +409,32 @@ impl PollPlan {
                                 .snap
                                 .port(s.port)
                                 .is_none_or(|p| crate::kernel::sysfs::has_lids(&p.link_layer)),
-                            // A soft device's port state follows its netdev: the netdev's
-                            // rtnetlink events re-read the device (now and a tick later),
-                            // so its state is not read every second (512 files a second
-                            // on 256 rxe devices).
-                            state: !(matches!(
-                                d.snap.kind,
-                                crate::model::DeviceKind::Rxe | crate::model::DeviceKind::Siw
-                            ) && s.netdev.is_some()),
+                            state: Self::state_poll(d, s.netdev.is_some(), watched),
                         },
                     )
                 })
             })
             .unzip();
         PollPlan { keys, targets }
+    }
+
+    /// When a port of `d` has its state read. A soft device's port state follows its
+    /// netdev: the netdev's rtnetlink events re-read the device (now and a tick later), so
+    /// its state is never polled (512 files a second on 256 rxe devices). A watched
+    /// device's port events say when its state moves: read in the port's turn only, for
+    /// what no event says.
+    fn state_poll(d: &DeviceState, on_netdev: bool, watched: &BTreeSet<String>) -> StatePoll {
+        let soft = matches!(
+            d.snap.kind,
+            crate::model::DeviceKind::Rxe | crate::model::DeviceKind::Siw
+        );
+        if soft && on_netdev {
+            StatePoll::Never
+        } else if watched.contains(d.name()) {
+            StatePoll::InTurn
+        } else {
+            StatePoll::EveryPoll
+        }
     }
 }
 
@@ -432,6 +451,8 @@ pub(crate) struct Engine {
     sink: Arc<dyn Sink>,
     config: EngineConfig,
     state: ObservedState,
+    /// The devices whose port events the host watches (see `Host::watch_port_events`).
+    watched: BTreeSet<String>,
     plan: Arc<PollPlan>,
     history: Arc<Mutex<History>>,
     clock: TickClock,
@@ -510,6 +531,10 @@ impl Wanted {
             }
             HostEvent::NetdevAddressChanged { name } => {
                 self.addressed.insert(name);
+            }
+            HostEvent::RdmaPortEvent { name, port, event } => {
+                debug!(device = %name, port, ?event, "port event");
+                self.devices.insert(name);
             }
             HostEvent::Overflow { source } => {
                 warn!(%source, "kernel events were lost; re-enumerating");
@@ -684,7 +709,11 @@ impl Engine {
             return;
         }
         if !dirty.devices.is_empty() {
-            self.plan = Arc::new(PollPlan::of(&self.state));
+            self.watched = self
+                .host
+                .watch_port_events(&self.state.device_names())
+                .await;
+            self.plan = Arc::new(PollPlan::of(&self.state, &self.watched));
         }
         let state = &self.state;
         {
@@ -769,8 +798,9 @@ impl Engine {
         let mut samples = Vec::with_capacity(readings.len());
         {
             let mut h = self.history.lock().unwrap_or_else(|p| p.into_inner());
-            for ((key, t), r) in plan.keys.iter().zip(&plan.targets).zip(&readings) {
-                if self.port_moved(key.0, key.1, t.state, r) {
+            let polled = plan.keys.iter().zip(&plan.targets).zip(&readings);
+            for (i, ((key, t), r)) in polled.enumerate() {
+                if self.port_moved(key.0, key.1, t.state.read(lids.includes(i)), r) {
                     moved.devices.insert(t.dev.clone());
                 }
                 samples.push((*key, h.port_mut(*key).record(tick, period, &r.traffic)));

@@ -132,6 +132,14 @@ impl ObservedState {
         self.devices.values().find(|d| d.name() == name)
     }
 
+    /// The names of the devices.
+    pub fn device_names(&self) -> BTreeSet<String> {
+        self.devices
+            .values()
+            .map(|d| d.name().to_string())
+            .collect()
+    }
+
     /// (index, name) of every device and of every IPoIB interface: a pair that is new after a
     /// re-read is something that appeared.
     pub fn present_names(&self) -> (NamedKeys, NamedKeys) {

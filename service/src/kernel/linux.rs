@@ -27,6 +27,8 @@ pub struct LinuxHost {
     sys: SysRoot,
     rtnl: OnceCell<Rtnl>,
     verbs: VerbsList,
+    /// The device contexts kept for port events (see `port_events`).
+    port_events: std::sync::Arc<super::port_events::PortEventWatch>,
 }
 
 impl Default for LinuxHost {
@@ -41,6 +43,7 @@ impl LinuxHost {
             sys: SysRoot::system(),
             rtnl: OnceCell::new(),
             verbs: VerbsList::default(),
+            port_events: Default::default(),
         }
     }
 
@@ -137,6 +140,40 @@ fn read_device(s: &SysRoot, name: &str, cache: &VerbsList) -> Result<DeviceSnaps
             None
         }),
     )
+}
+
+/// A libibverbs device list that lists every device of `wanted` as sysfs has it now (the
+/// same node GUID): the kept one when it does, else a new one, kept from then on.
+fn verbs_list_for(
+    s: &SysRoot,
+    cache: &VerbsList,
+    wanted: &std::collections::BTreeSet<String>,
+) -> Option<std::sync::Arc<DeviceList<'static>>> {
+    let verbs = Verbs::shared()?;
+    let guid = |dev: &str| {
+        super::sysfs::read_attr(&s.device_dir(dev).join("node_guid"))
+            .ok()
+            .and_then(|g| crate::model::Guid::parse_sysfs(&g).ok())
+            .map(|g| g.0)
+    };
+    let mut kept = cache.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(list) = kept.as_ref() {
+        if wanted
+            .iter()
+            .all(|d| list.node_guid(d).is_some() && list.node_guid(d) == guid(d))
+        {
+            return Some(list.clone());
+        }
+    }
+    verbs.load_providers(super::verbs_providers::needed(s).as_ref());
+    *kept = match verbs.devices() {
+        Ok(list) => Some(std::sync::Arc::new(list)),
+        Err(e) => {
+            tracing::debug!(error = %e, "port events not watched");
+            None
+        }
+    };
+    kept.clone()
 }
 
 impl LinuxHost {
@@ -386,6 +423,7 @@ impl Host for LinuxHost {
 
     async fn subscribe(&self) -> Result<mpsc::UnboundedReceiver<HostEvent>, HostError> {
         let (tx, rx) = mpsc::unbounded_channel();
+        self.port_events.send_to(tx.clone());
         super::uevents::spawn_uevents(tx.clone()).await?;
         super::rtnl::spawn_link_events(tx.clone()).await?;
         // RDMA netlink notifications exist only on kernels with monitor mode; udev/uevents
@@ -394,6 +432,24 @@ impl Host for LinuxHost {
             tracing::debug!("RDMA netlink notifications unavailable: {e}");
         }
         Ok(rx)
+    }
+
+    async fn watch_port_events(
+        &self,
+        devices: &std::collections::BTreeSet<String>,
+    ) -> std::collections::BTreeSet<String> {
+        let budget = super::port_events::context_budget(
+            super::rlimit::nofile_limit().map_or(1024, |l| l.soft),
+        );
+        let (sys, list_sys, cache) = (self.sys.clone(), self.sys.clone(), self.verbs.clone());
+        self.port_events
+            .watch(
+                devices,
+                budget,
+                move |name| sys.device_origin(name),
+                move |wanted| verbs_list_for(&list_sys, &cache, wanted),
+            )
+            .await
     }
 
     async fn read_file(&self, path: &Path) -> Result<Option<Vec<u8>>, HostError> {

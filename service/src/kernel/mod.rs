@@ -7,6 +7,7 @@
 //! - [`nldev`]: the RDMA netlink (NETLINK_RDMA, nldev) client.
 //! - [`rtnl`]: rtnetlink for IPoIB netdevs.
 //! - [`uevents`]: udev, or the kernel's uevent socket when no udevd runs.
+//! - [`port_events`]: uverbs asynchronous events of hardware ports (state, LIDs, GIDs).
 //! - [`linux`]: the real host. [`sim`]: the simulated host.
 
 pub mod error;
@@ -14,6 +15,7 @@ pub mod files;
 pub mod link_stats;
 pub mod linux;
 pub mod nldev;
+pub mod port_events;
 pub mod port_poll;
 pub mod rlimit;
 pub mod rtnl;
@@ -29,7 +31,7 @@ use tokio::sync::mpsc;
 
 pub use crate::model::PortSource;
 pub use error::{HostError, Op};
-pub use port_poll::{LidTurn, PollTarget, PortPoller, PortReading, TrafficCounters};
+pub use port_poll::{LidTurn, PollTarget, PortPoller, PortReading, StatePoll, TrafficCounters};
 
 use crate::model::{
     CounterSnapshot, DeviceSnapshot, Guid, IpoibMode, NetdevSnapshot, RoceMode, SoftLinkType,
@@ -158,6 +160,13 @@ pub enum HostEvent {
     NetdevAddressChanged {
         name: String,
     },
+    /// A uverbs asynchronous event of a watched device's port (see [`Host::watch_port_events`]
+    /// and `port_events`): its state, LIDs, SM, P_Keys or GIDs changed.
+    RdmaPortEvent {
+        name: String,
+        port: u32,
+        event: port_events::PortEventKind,
+    },
     /// Events were lost (ENOBUFS on a netlink socket): re-enumerate everything.
     Overflow {
         source: String,
@@ -284,6 +293,15 @@ pub trait Host: Send + Sync + 'static {
 
     /// Starts watching the kernel; events arrive on the returned channel until it is dropped.
     async fn subscribe(&self) -> Result<mpsc::UnboundedReceiver<HostEvent>, HostError>;
+    /// Keeps the uverbs asynchronous events of the named devices' ports coming on the
+    /// subscription as [`HostEvent::RdmaPortEvent`], for the devices the host can watch
+    /// (see `port_events`: hardware whose driver lets go of a device's user contexts when
+    /// it is removed, within a budget of descriptors), and stops watching devices not named.
+    /// Returns the devices watched: their ports' state and LIDs need no reading every second.
+    async fn watch_port_events(
+        &self,
+        devices: &std::collections::BTreeSet<String>,
+    ) -> std::collections::BTreeSet<String>;
 
     // ---- files the daemon owns (under /etc) -------------------------------------------------
 

@@ -39,13 +39,37 @@ pub struct PollTarget {
     pub dev: String,
     pub port: u32,
     pub counters: CounterSource,
-    /// Whether the port's `state` and `phys_state` are polled: not on a soft device's port
-    /// (rxe, siw), whose state follows its netdev, whose rtnetlink events re-read it; there
-    /// both read as [`AttrError::Missing`] without a read.
-    pub state: bool,
+    /// When the port's `state` and `phys_state` are polled; not read, both are
+    /// [`AttrError::Missing`] in the reading.
+    pub state: StatePoll,
     /// Whether the port has LIDs to poll: not on Ethernet (see [`super::sysfs::has_lids`]),
     /// where `lid` and `sm_lid` read 0 and are not read.
     pub lids: bool,
+}
+
+/// When the poll reads a port's `state` and `phys_state`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatePoll {
+    /// At every poll: nothing else says when they move.
+    EveryPoll,
+    /// With the LIDs, in the port's turn (see [`LidTurn`]): the device's uverbs async events
+    /// say when the state moves (see `port_events`), and the turn catches what no event
+    /// announces (a physical state that moves while the port stays DOWN).
+    InTurn,
+    /// Never: a soft device's port (rxe, siw), whose state follows its netdev, whose
+    /// rtnetlink events re-read it.
+    Never,
+}
+
+impl StatePoll {
+    /// Whether this poll reads them, `in_turn` saying whether it is the port's turn.
+    pub fn read(self, in_turn: bool) -> bool {
+        match self {
+            StatePoll::EveryPoll => true,
+            StatePoll::InTurn => in_turn,
+            StatePoll::Never => false,
+        }
+    }
 }
 
 /// Traffic counters as read (bytes, PMA data words already multiplied by 4).
@@ -462,15 +486,16 @@ impl SysfsPortPoller {
         self.push_path(t.port.to_string().as_bytes());
         // A device gets a slot only when a file of its port is read: a soft device's port
         // (state from events, counters from the dump) reads none.
+        let read_state = t.state.read(lids);
         let reads_port_files =
-            t.state || (t.lids && lids) || matches!(t.counters, CounterSource::Pma(_));
+            read_state || (t.lids && lids) || matches!(t.counters, CounterSource::Pma(_));
         let slot = if reads_port_files {
             self.slot(&t.dev)
         } else {
             u32::MAX
         };
         let key = |file: PortFile| Some(port_file_key(slot, t.port, file));
-        let (state, phys_state) = if t.state {
+        let (state, phys_state) = if read_state {
             (
                 self.read_in(
                     &t.dev,
@@ -624,7 +649,7 @@ mod tests {
                     port: p.port,
                     counters: p.counters,
                     lids: true,
-                    state: true,
+                    state: StatePoll::EveryPoll,
                 });
             }
         }
@@ -713,7 +738,7 @@ mod tests {
                     port: p.port,
                     counters: p.counters,
                     lids: true,
-                    state: true,
+                    state: StatePoll::EveryPoll,
                 });
             }
         }
@@ -800,7 +825,7 @@ mod tests {
                         port: p.port,
                         counters: p.counters,
                         lids: false,
-                        state: true,
+                        state: StatePoll::EveryPoll,
                     });
                 }
             }
@@ -939,7 +964,7 @@ mod tests {
             port: 1,
             counters: CounterSource::Pma(CounterWidth::Bits64),
             lids: true,
-            state: true,
+            state: StatePoll::EveryPoll,
         };
         let mut poller = sim.sysfs_port_poller();
         let before = poller.poll(std::slice::from_ref(&target), LidTurn::ALL);
@@ -983,7 +1008,7 @@ mod tests {
             port: source.port,
             counters: source.counters,
             lids: false,
-            state: true,
+            state: StatePoll::EveryPoll,
         };
         let mut poller = sim.sysfs_port_poller();
         let r = poller.poll(std::slice::from_ref(&target), LidTurn::ALL);
@@ -1003,7 +1028,7 @@ mod tests {
             port: 1,
             counters: CounterSource::None,
             lids: true,
-            state: true,
+            state: StatePoll::EveryPoll,
         };
         let mut poller = sim.sysfs_port_poller();
         assert!(poller.poll(std::slice::from_ref(&target), LidTurn::ALL)[0]

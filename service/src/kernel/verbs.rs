@@ -9,8 +9,9 @@
 //! does not know the method.
 //!
 //! A device context costs two descriptors (the uverbs command file and its async event file),
-//! so contexts are opened for one query and closed at once, not kept: the daemon keeps none
-//! of `/dev/infiniband/uverbs*` open between reads (see docs/ARCHITECTURE.md).
+//! so contexts are opened for one query and closed at once; the only ones kept are those of
+//! `port_events`, for the async events of hardware whose driver disassociates them (see
+//! docs/ARCHITECTURE.md).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::{c_char, c_int, c_void, CStr};
@@ -57,6 +58,8 @@ pub enum VerbsError {
     NoDevice(String),
     #[error("ibv_open_device({dev}) failed: {source}")]
     Open { dev: String, source: std::io::Error },
+    #[error("the async event file cannot be made non-blocking: {0}")]
+    Events(std::io::Error),
     #[error("ibv_query_gid_table({dev}) failed: {errno}")]
     Query { dev: String, errno: Errno },
 }
@@ -304,10 +307,11 @@ pub struct OpenContext<'a> {
 // read by one owner at a time (`&mut self`).
 unsafe impl Send for OpenContext<'_> {}
 
-impl DeviceList<'_> {
+impl<'a> DeviceList<'a> {
     /// Opens a device and keeps its context (two descriptors: the uverbs command file and
-    /// its async event file).
-    pub fn open(&self, dev: &str) -> Result<OpenContext<'_>, VerbsError> {
+    /// its async event file). The context outlives the list: libibverbs keeps an opened
+    /// device for its contexts after `ibv_free_device_list`.
+    pub fn open(&self, dev: &str) -> Result<OpenContext<'a>, VerbsError> {
         let Some(&device) = self.names.get(dev) else {
             return Err(VerbsError::NoDevice(dev.to_string()));
         };
@@ -352,16 +356,36 @@ impl OpenContext<'_> {
         self.fd_at(CONTEXT_ASYNC_FD_OFFSET)
     }
 
+    /// Makes [`OpenContext::next_event`] return at once when no event waits (`O_NONBLOCK` on
+    /// the async event file, as `ibv_get_async_event(3)` says to).
+    pub fn set_events_nonblocking(&self) -> Result<(), VerbsError> {
+        let fd = self.async_fd();
+        // SAFETY: fcntl on a descriptor the context owns; only its status flags change.
+        let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+        // SAFETY: as above.
+        if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+            return Err(VerbsError::Events(std::io::Error::last_os_error()));
+        }
+        Ok(())
+    }
+
     /// The next async event (type, port number for port events), acknowledged; `None` when
     /// none waits on a non-blocking async fd.
     pub fn next_event(&mut self) -> std::io::Result<Option<(u32, u32)>> {
         let mut ev = RawAsyncEvent::default();
+        // libibverbs fails a short read (the file closed under a removed device) without
+        // setting errno: cleared first, so that a stale EAGAIN is not taken for "no event".
+        // SAFETY: errno is this thread's.
+        unsafe { *libc::__errno_location() = 0 };
         // SAFETY: `ev` has the layout of struct ibv_async_event.
         let rc = unsafe { (self.ctx.verbs.get_async_event)(self.ctx.ctx, &mut ev) };
         if rc != 0 {
             let e = std::io::Error::last_os_error();
             return match e.kind() {
                 std::io::ErrorKind::WouldBlock => Ok(None),
+                _ if e.raw_os_error() == Some(0) => Err(std::io::Error::from(
+                    std::io::ErrorKind::UnexpectedEof,
+                )),
                 _ => Err(e),
             };
         }

@@ -23,12 +23,13 @@ use tokio::sync::mpsc;
 use super::port_poll::{PortPoller, SysfsPortPoller};
 use super::sysfs::SysRoot;
 use super::{
-    files, Host, HostError, HostEvent, NetdevChange, NewIpoibChild, NewLink, NlDevice, NlPort,
-    NlSys, Op,
+    files, port_events, Host, HostError, HostEvent, NetdevChange, NewIpoibChild, NewLink,
+    NlDevice, NlPort, NlSys, Op,
 };
 use crate::model::PortSource;
 use crate::model::{
-    CounterSnapshot, DeviceSnapshot, Errno, NetdevSnapshot, PhysState, PortState, RoceMode,
+    CounterSnapshot, DeviceKind, DeviceSnapshot, Errno, NetdevSnapshot, PhysState, PortState,
+    RoceMode,
 };
 use crate::naming::rdma_rename::RenameSysfs;
 pub use model::{
@@ -89,6 +90,11 @@ pub(crate) struct SimState {
     losing_events: bool,
     /// `udevadm control --reload` calls made while udevd ran.
     udev_reloads: u32,
+    /// Whether hardware devices' port events can be watched (a host whose libibverbs
+    /// cannot open them has none: see [`SimHost::set_port_events`]).
+    port_events: bool,
+    /// The devices whose port events are watched (see `kernel::port_events`).
+    watched: std::collections::BTreeSet<String>,
 }
 
 struct Inner {
@@ -163,6 +169,8 @@ impl SimHost {
             subscribers: Vec::new(),
             losing_events: false,
             udev_reloads: 0,
+            port_events: true,
+            watched: Default::default(),
         };
         let host = SimHost {
             inner: Arc::new(Inner {
@@ -551,9 +559,11 @@ impl SimHost {
         })
     }
 
-    /// Sets a port's state and physical state without any event, as a real kernel changes
-    /// them (it raises no uevent for a port; rxe's follow its netdev, whose rtnetlink event
-    /// the caller raises if it wants one, and may raise before or after this).
+    /// Sets a port's state and physical state as a real kernel changes them: no uevent (rxe's
+    /// follow their netdev, whose rtnetlink event the caller raises if it wants one, and may
+    /// raise before or after this), and, on a device whose port events are watched, the
+    /// uverbs async event its driver raises when the logical state moves (PORT_ACTIVE or
+    /// PORT_ERR; none for a physical state that moves alone).
     pub fn set_port_state_quietly(
         &self,
         dev: &str,
@@ -561,10 +571,43 @@ impl SimHost {
         state: PortState,
         phys: PhysState,
     ) -> Result<(), HostError> {
+        let mut moved = false;
         self.with_port_silent(dev, port, |p| {
+            moved = p.state != state;
             p.state = state;
             p.phys_state = phys;
-        })
+        })?;
+        let mut st = self.lock();
+        if moved && st.watched.contains(dev) {
+            let event = match state {
+                PortState::Active => port_events::PortEventKind::Active,
+                _ => port_events::PortEventKind::Err,
+            };
+            Self::emit(
+                &mut st,
+                HostEvent::RdmaPortEvent {
+                    name: dev.to_string(),
+                    port,
+                    event,
+                },
+            );
+        }
+        Ok(())
+    }
+
+    /// Whether hardware devices' port events can be watched (default: they can); off, the
+    /// daemon polls every port's state as on a host without libibverbs. Stops every watch.
+    pub fn set_port_events(&self, enabled: bool) {
+        let mut st = self.lock();
+        st.port_events = enabled;
+        if !enabled {
+            st.watched.clear();
+        }
+    }
+
+    /// The devices whose port events are watched now.
+    pub fn watched_devices(&self) -> std::collections::BTreeSet<String> {
+        self.lock().watched.clone()
     }
 
     /// Sets LID and SM LID of a port (a subnet manager assigning addresses).
@@ -1157,6 +1200,26 @@ impl Host for SimHost {
         let (tx, rx) = mpsc::unbounded_channel();
         self.lock().subscribers.push(tx);
         Ok(rx)
+    }
+
+    async fn watch_port_events(
+        &self,
+        devices: &std::collections::BTreeSet<String>,
+    ) -> std::collections::BTreeSet<String> {
+        // The simulated hardware stands for mlx5 HCAs, whose driver disassociates.
+        let mut st = self.lock();
+        let watched: std::collections::BTreeSet<String> = if st.port_events {
+            st.spec
+                .devices
+                .iter()
+                .filter(|d| d.kind == DeviceKind::Hardware && devices.contains(&d.name))
+                .map(|d| d.name.clone())
+                .collect()
+        } else {
+            Default::default()
+        };
+        st.watched = watched.clone();
+        watched
     }
 
     async fn read_file(&self, path: &Path) -> Result<Option<Vec<u8>>, HostError> {
