@@ -383,9 +383,9 @@ impl OpenContext<'_> {
             let e = std::io::Error::last_os_error();
             return match e.kind() {
                 std::io::ErrorKind::WouldBlock => Ok(None),
-                _ if e.raw_os_error() == Some(0) => Err(std::io::Error::from(
-                    std::io::ErrorKind::UnexpectedEof,
-                )),
+                _ if e.raw_os_error() == Some(0) => {
+                    Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof))
+                }
                 _ => Err(e),
             };
         }

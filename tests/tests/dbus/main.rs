@@ -10,6 +10,7 @@ mod history;
 mod host;
 mod ipoib;
 mod naming;
+mod port_events;
 mod reliability;
 mod roce;
 mod service;
