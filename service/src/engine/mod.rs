@@ -321,7 +321,7 @@ pub async fn start(
     let history = Arc::new(Mutex::new(History::default()));
     // Before the plan: the ports of watched devices need not have their state read every
     // second.
-    let watched = host.watch_port_events(&state.device_names()).await;
+    let watched = host.watch_port_events(&state.hardware_names()).await;
     phases.mark("port events");
     let plan = Arc::new(PollPlan::of(&state, &watched));
     let clock = match &config.history_seed {
@@ -711,7 +711,7 @@ impl Engine {
         if !dirty.devices.is_empty() {
             self.watched = self
                 .host
-                .watch_port_events(&self.state.device_names())
+                .watch_port_events(&self.state.hardware_names())
                 .await;
             self.plan = Arc::new(PollPlan::of(&self.state, &self.watched));
         }

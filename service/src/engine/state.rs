@@ -132,10 +132,12 @@ impl ObservedState {
         self.devices.values().find(|d| d.name() == name)
     }
 
-    /// The names of the devices.
-    pub fn device_names(&self) -> BTreeSet<String> {
+    /// The names of the hardware devices: the only ones whose port events may be watched
+    /// (see `kernel::port_events`), so that a host of soft devices is not asked about each.
+    pub fn hardware_names(&self) -> BTreeSet<String> {
         self.devices
             .values()
+            .filter(|d| d.snap.kind == crate::model::DeviceKind::Hardware)
             .map(|d| d.name().to_string())
             .collect()
     }

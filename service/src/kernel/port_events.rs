@@ -163,7 +163,7 @@ impl PortEventWatch {
             for (name, ctx) in opened {
                 match ctx {
                     Some(ctx) => {
-                        let task = tokio::spawn(forward(ctx, name.clone(), tx.clone()));
+                        let task = spawn_forward(ctx, name.clone(), tx.clone());
                         watched.insert(name, task.abort_handle());
                     }
                     None => {
@@ -234,6 +234,18 @@ impl std::os::fd::AsRawFd for EventFd {
 struct Watched {
     fd: tokio::io::unix::AsyncFd<EventFd>,
     ctx: OpenContext<'static>,
+}
+
+/// Forwards the port events of a device's context (its async event file non-blocking, see
+/// `OpenContext::set_events_nonblocking`) to `tx` as [`HostEvent::RdmaPortEvent`], on a task
+/// of the runtime, until the event file fails or the task is aborted (which closes the
+/// context).
+pub fn spawn_forward(
+    ctx: OpenContext<'static>,
+    name: String,
+    tx: UnboundedSender<HostEvent>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(forward(ctx, name, tx))
 }
 
 /// Forwards a device's port events until its event file fails or the task is aborted.

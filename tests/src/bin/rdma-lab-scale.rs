@@ -507,6 +507,62 @@ fn probe_async_events(devices: usize) -> Result<()> {
     Ok(())
 }
 
+/// The daemon's own forwarding of port events (`port_events::spawn_forward`) on a real
+/// uverbs context: rxe's driver raises PORT_ERR and PORT_ACTIVE when its netdev goes down and
+/// up, which the daemon does not watch on rxe (rxe holds up its removal while a context is
+/// open), so a context is opened here by hand, on another device than the first probe's,
+/// and closed before anything is deleted. The run fails if the events do not arrive as the
+/// daemon's events within 3 s each.
+fn probe_port_event_forwarding(rt: &tokio::runtime::Runtime, devices: usize) -> Result<()> {
+    use rdma_managerd::kernel::port_events::{spawn_forward, PortEventKind};
+    use rdma_managerd::kernel::HostEvent;
+    let dev = format!("rxe{}", devices.saturating_sub(2));
+    let netdev = format!("dummy{}", devices.saturating_sub(2));
+    let verbs = Verbs::shared().context("libibverbs")?;
+    let list = verbs.devices()?;
+    let ctx = list.open(&dev)?;
+    ctx.set_events_nonblocking()?;
+    drop(list);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let task = {
+        let _in_runtime = rt.enter();
+        spawn_forward(ctx, dev.clone(), tx)
+    };
+    let mut seen = Vec::new();
+    for (up, want) in [("down", PortEventKind::Err), ("up", PortEventKind::Active)] {
+        let t = Instant::now();
+        run(Command::new("ip").args(["link", "set", &netdev, up]))?;
+        let got = rt.block_on(async {
+            tokio::time::timeout(Duration::from_secs(3), async {
+                while let Some(ev) = rx.recv().await {
+                    if let HostEvent::RdmaPortEvent { port: 1, event, .. } = &ev {
+                        if *event == want {
+                            return Some(ev);
+                        }
+                    }
+                }
+                None
+            })
+            .await
+        });
+        match got {
+            Ok(Some(_)) => seen.push(format!(
+                "{want:?} {:.0} ms after {up}",
+                t.elapsed().as_secs_f64() * 1e3
+            )),
+            _ => {
+                task.abort();
+                bail!("no {want:?} event of {dev} port 1 within 3 s of its netdev going {up}");
+            }
+        }
+    }
+    task.abort();
+    // The aborted task closes the context: wait for it before anything else runs.
+    let _ = rt.block_on(task);
+    figure("port_events_forwarded", seen.join(", "));
+    Ok(())
+}
+
 fn proc_status_kb(pid: u32, key: &str) -> Option<u64> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = text.lines().find(|l| l.starts_with(key))?;
@@ -1216,6 +1272,10 @@ fn main() -> Result<()> {
         figure("profile", format!("FAILED: {e:#}"));
     }
     let daemon = rt.block_on(daemon_phase(devices, Only::Everything));
+    if let Err(e) = probe_port_event_forwarding(&rt, devices) {
+        figure("port_events_forwarded", format!("FAILED: {e:#}"));
+        return Err(e);
+    }
     if let Err(e) = probe_async_events(devices) {
         figure("probe", format!("FAILED: {e:#}"));
     }
