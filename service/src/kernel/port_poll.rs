@@ -1,5 +1,6 @@
 //! The 1 Hz port poll: each port's state, physical state, LIDs and the four traffic counters
-//! of its counter source, read through file descriptors kept open between polls.
+//! of its counter source, read through file descriptors kept open between polls (a PMA
+//! packet counter only when its data counter moved: see `traffic`).
 //!
 //! Why keep them open: a full poll of 512 ports is about 4000 attribute reads a second; an
 //! open/read/close of each costs several times a `pread` at offset 0. sysfs regenerates an
@@ -203,6 +204,13 @@ fn key_slot(key: u64) -> u32 {
     (key >> 32) as u32
 }
 
+/// A port's PMA counters as last read (data words, packets; tx, rx): see `traffic`.
+#[derive(Debug, Clone, Copy)]
+struct LastPma {
+    data: [u64; 2],
+    packets: [u64; 2],
+}
+
 /// The poller for sysfs-backed hosts (the real one and the simulated one).
 pub struct SysfsPortPoller {
     sys: SysRoot,
@@ -210,6 +218,9 @@ pub struct SysfsPortPoller {
     /// 256x2 ports some 4000 files are kept, and a path and a device name each took ten
     /// times the room of the descriptor; hashing a `PathBuf` walked its components).
     files: HashMap<u64, File>,
+    /// Each PMA-counted port's counters as last read, by the key of its first counter file:
+    /// a packet counter is read only when its data counter moved.
+    last_pma: HashMap<u64, LastPma>,
     /// Each device's number in the keys of `files`, given when it is first polled and
     /// dropped by `forget` (never given again: a device back under its name is new).
     slots: HashMap<String, u32>,
@@ -255,6 +266,7 @@ impl SysfsPortPoller {
         SysfsPortPoller {
             sys,
             files: HashMap::new(),
+            last_pma: HashMap::new(),
             slots: HashMap::new(),
             next_slot: 0,
             netdev_files: HashMap::new(),
@@ -323,6 +335,7 @@ impl SysfsPortPoller {
     fn drop_files(&mut self, dev: &str) {
         if let Some(slot) = self.slots.remove(dev) {
             self.files.retain(|k, _| key_slot(*k) != slot);
+            self.last_pma.retain(|k, _| key_slot(*k) != slot);
         }
         self.netdev_files.retain(|_, (d, _)| d != dev);
         self.ifindex.retain(|_, (d, _)| d != dev);
@@ -346,6 +359,7 @@ impl SysfsPortPoller {
             Replaced::Nothing => {}
             Replaced::Everything => {
                 self.files.clear();
+                self.last_pma.clear();
                 self.slots.clear();
                 self.netdev_files.clear();
                 self.ifindex.clear();
@@ -563,11 +577,53 @@ impl SysfsPortPoller {
             };
         };
         let on_netdev = matches!(t.counters, CounterSource::Netdev(_));
-        let mut v: [Field<u64>; 4] = std::array::from_fn(|i| {
+        let saturable = t.counters == CounterSource::Pma(CounterWidth::Bits32);
+        let read = |this: &mut Self, i: usize| {
             let key = (!on_netdev).then(|| port_file_key(slot, t.port, PortFile::Counter(i as u8)));
-            self.read_in(&t.dev, key, names[i], parse_dec::<u64>)
-        });
-        let saturated = t.counters == CounterSource::Pma(CounterWidth::Bits32)
+            this.read_in(&t.dev, key, names[i], parse_dec::<u64>)
+        };
+        let data: [Field<u64>; 2] = [read(self, 0), read(self, 1)];
+        // A packet counts data words too: while a PMA data counter stands still, so does its
+        // packet counter, which is then not read (half the files of an idle port; on an HCA
+        // each is a MAD to the firmware). A saturated 32-bit data counter stands still while
+        // packets may still count: read then.
+        let last_key = port_file_key(slot, t.port, PortFile::Counter(0));
+        let last = if on_netdev {
+            None
+        } else {
+            self.last_pma.get(&last_key).copied()
+        };
+        let packets = |this: &mut Self, i: usize| -> Field<u64> {
+            match (last, &data[i]) {
+                (Some(l), Ok(now))
+                    if *now == l.data[i] && !(saturable && *now >= PMA32_SATURATED) =>
+                {
+                    Ok(l.packets[i])
+                }
+                _ => read(this, 2 + i),
+            }
+        };
+        let packets = [packets(self, 0), packets(self, 1)];
+        if !on_netdev {
+            match (&data, &packets) {
+                ([Ok(tx), Ok(rx)], [Ok(txp), Ok(rxp)]) => {
+                    self.last_pma.insert(
+                        last_key,
+                        LastPma {
+                            data: [*tx, *rx],
+                            packets: [*txp, *rxp],
+                        },
+                    );
+                }
+                _ => {
+                    self.last_pma.remove(&last_key);
+                }
+            }
+        }
+        let [tx_data, rx_data] = data;
+        let [tx_packets, rx_packets] = packets;
+        let mut v: [Field<u64>; 4] = [tx_data, rx_data, tx_packets, rx_packets];
+        let saturated = saturable
             && v.iter()
                 .any(|x| matches!(x, Ok(n) if *n >= PMA32_SATURATED));
         if matches!(t.counters, CounterSource::Pma(_)) {
@@ -694,7 +750,13 @@ mod tests {
         };
         let (again, opened, kept) = ops(&mut poller);
         assert_eq!(again, first);
-        assert_eq!((opened, kept), (0, files), "an idle poll opens nothing");
+        let ports = targets.len() as u64;
+        // Nor reads the packet counters of ports whose data counters stood still.
+        assert_eq!(
+            (opened, kept),
+            (0, files - 2 * ports),
+            "an idle poll opens nothing"
+        );
 
         let t = targets[3].clone();
         sim.set_port_state_quietly(&t.dev, t.port, PortState::Down, PhysState::Polling)
@@ -705,8 +767,8 @@ mod tests {
         assert_eq!(r[2].state, Ok(PortState::Active), "the device's other port");
         assert_eq!(
             (opened, kept),
-            (16, files - 16),
-            "the changed device's two ports"
+            (16, files - 16 - 2 * (ports - 2)),
+            "the changed device's two ports, whole"
         );
 
         sim.add_traffic(&t.dev, t.port, 400, 0).expect("traffic");
@@ -726,6 +788,71 @@ mod tests {
         let (r, opened, _) = ops(&mut poller);
         assert_eq!(r[0].state, Ok(PortState::Down));
         assert_eq!(opened, files, "a file of unknown device: every file again");
+    }
+
+    /// A PMA packet counter is read only when its data counter moved, and the reading carries
+    /// its last value meanwhile; a saturated 32-bit data counter, which stands still while
+    /// packets may still count, has its packet counter read at every poll.
+    #[test]
+    fn packet_counters_are_read_when_their_data_counter_moved() {
+        let sim = SimHost::new(fixtures::demo_host()).expect("sim");
+        let targets: Vec<PollTarget> = every_port(&sim)
+            .into_iter()
+            .filter(|t| matches!(t.counters, CounterSource::Pma(_)))
+            .collect();
+        let narrow = targets
+            .iter()
+            .position(|t| t.counters == CounterSource::Pma(CounterWidth::Bits32))
+            .expect("a port with 32-bit PMA counters in the demo host");
+        let wide = targets
+            .iter()
+            .position(|t| t.counters == CounterSource::Pma(CounterWidth::Bits64))
+            .expect("a port with 64-bit PMA counters in the demo host");
+        let ports = [targets[narrow].clone(), targets[wide].clone()];
+        // Nothing kept open: every file read is an open, counted, and sees the file as it
+        // is now (the simulated host's replaced files drop nothing here).
+        let mut poller = SysfsPortPoller::new(sim.sysroot().clone(), 0);
+        let poll = |poller: &mut SysfsPortPoller| {
+            let before = sim.cost().counts();
+            let r = sim.cost().scoped(|| poller.poll(&ports, LidTurn::ALL));
+            (r, sim.cost().counts().since(&before).sysfs_files)
+        };
+        let (first, opened) = poll(&mut poller);
+        assert_eq!(opened, 16, "every file of both ports at the first poll");
+        let (idle, opened) = poll(&mut poller);
+        assert_eq!(idle, first, "the packet counts are carried");
+        assert_eq!(opened, 12, "no packet counter of an idle port");
+
+        let t = &ports[1];
+        sim.add_traffic(&t.dev, t.port, 3 * 4096, 0)
+            .expect("traffic");
+        let (r, opened) = poll(&mut poller);
+        assert_eq!(opened, 13, "the moved data counter's packet counter only");
+        let packets = |r: &[PortReading], i: usize| {
+            (
+                r[i].traffic.tx_packets.clone().expect("tx packets"),
+                r[i].traffic.rx_packets.clone().expect("rx packets"),
+            )
+        };
+        let (tx0, rx0) = packets(&first, 1);
+        assert_eq!(packets(&r, 1), (tx0 + 3, rx0));
+
+        // The 32-bit port's transmitted data saturates, and packets go on counting.
+        let t = &ports[0];
+        let dir = format!("sys/class/infiniband/{}/ports/{}/counters", t.dev, t.port);
+        sim.corrupt_file(&format!("{dir}/port_xmit_data"), "4294967295\n")
+            .expect("saturate");
+        let (r, _) = poll(&mut poller);
+        assert!(r[0].traffic.saturated);
+        sim.corrupt_file(&format!("{dir}/port_xmit_packets"), "777\n")
+            .expect("packets");
+        let (r, opened) = poll(&mut poller);
+        assert_eq!(
+            r[0].traffic.tx_packets,
+            Ok(777),
+            "read under a saturated data counter"
+        );
+        assert_eq!(opened, 13);
     }
 
     /// Every port of `sim`, with its state and LIDs polled.
@@ -900,8 +1027,8 @@ mod tests {
     }
 
     /// Each InfiniBand port's `lid` and `sm_lid` are read once in every `every` polls, in
-    /// turn: the other polls read 6 files a port, not 8, and a LID the subnet manager
-    /// changed is seen in the port's turn.
+    /// turn: the other polls read 6 files a port at most, not 8 (4 on an idle port), and a
+    /// LID the subnet manager changed is seen in the port's turn.
     #[test]
     fn lids_are_read_once_a_turn() {
         use crate::kernel::Host;
@@ -929,7 +1056,9 @@ mod tests {
             "each port's LIDs once in {every} polls"
         );
         let files = sim.cost().counts().since(&before).attribute_reads();
-        assert_eq!(files as usize, every * ports * 6 + ports * 2);
+        // State, physical state and the two data counters at every poll, the two packet
+        // counters at the first (the data counters stand still after it), the LIDs once.
+        assert_eq!(files as usize, every * ports * 4 + ports * 2 + ports * 2);
         // A new LID without any event: read in the port's turn, not before.
         let t = &targets[1];
         sim.corrupt_file(
