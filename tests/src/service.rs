@@ -7,7 +7,7 @@ use rdma_managerd::engine::EngineConfig;
 use rdma_managerd::kernel::sim::SimHost;
 
 use anyhow::{Context, Result};
-use rdma_manager_dbus::{BUS_NAME, ROOT_PATH};
+use rdma_manager_dbus::{PortProxy, BUS_NAME, ROOT_PATH};
 use rdma_managerd::kernel::sim::fixtures;
 
 use crate::bus::{
@@ -58,6 +58,45 @@ impl ServedSim {
         self.tree = std::path::PathBuf::new();
         let _ = self.service.conn.release_name(BUS_NAME).await;
     }
+}
+
+/// The demo host served on a bus of its own, with a client connected. Keep the whole value:
+/// it holds the bus and the service.
+pub struct ServedDemo {
+    pub sim: SimHost,
+    pub client: zbus::Connection,
+    _service: ServedSim,
+    _bus: PrivateBus,
+}
+
+/// [`ServedDemo`] with `config`, after `prepare` has set the host up (before the daemon
+/// starts); `None` when dbus-daemon cannot run here (see [`session_bus_or_skip`]).
+pub async fn serve_demo_or_skip(
+    config: EngineConfig,
+    prepare: impl FnOnce(&SimHost),
+) -> Option<ServedDemo> {
+    let bus = session_bus_or_skip()?;
+    let sim = SimHost::new(fixtures::demo_host()).expect("demo host");
+    prepare(&sim);
+    let service = serve_sim(&bus, &sim, config).await.expect("service");
+    let client = bus.connect().await.expect("client");
+    Some(ServedDemo {
+        sim,
+        client,
+        _service: service,
+        _bus: bus,
+    })
+}
+
+/// A proxy of `path`'s Port interface that asks the daemon at every read (no property cache).
+pub async fn port_proxy(client: &zbus::Connection, path: &str) -> PortProxy<'static> {
+    PortProxy::builder(client)
+        .path(path.to_string())
+        .expect("path")
+        .cache_properties(zbus::proxy::CacheProperties::No)
+        .build()
+        .await
+        .expect("port")
 }
 
 /// Serves `sim` on `bus` under the well-known name, as the daemon would; returns when

@@ -6,45 +6,18 @@
 use std::time::{Duration, Instant};
 
 use rdma_manager_dbus::PortProxy;
-use rdma_manager_tests::bus::PrivateBus;
-use rdma_manager_tests::service::{serve_sim, session_bus_or_skip, ServedSim};
+use rdma_manager_tests::service::{port_proxy, serve_demo_or_skip, ServedDemo};
 use rdma_managerd::engine::EngineConfig;
-use rdma_managerd::kernel::sim::{fixtures, SimHost};
 use rdma_managerd::model::{PhysState, PortState};
-use zbus::proxy::CacheProperties;
 
-/// The demo host served with `config`, port events on or off. Keep the whole value: it holds
-/// the bus and the service.
-struct Served {
-    sim: SimHost,
-    client: zbus::Connection,
-    _service: ServedSim,
-    _bus: PrivateBus,
-}
-
-async fn serve_demo(config: EngineConfig, port_events: bool) -> Option<Served> {
-    let bus = session_bus_or_skip()?;
-    let sim = SimHost::new(fixtures::demo_host()).expect("demo host");
-    sim.set_port_events(port_events);
-    let service = serve_sim(&bus, &sim, config).await.expect("service");
-    let client = bus.connect().await.expect("client");
-    Some(Served {
-        sim,
-        client,
-        _service: service,
-        _bus: bus,
-    })
+/// The demo host served with `config`, port events on or off.
+async fn serve_demo(config: EngineConfig, port_events: bool) -> Option<ServedDemo> {
+    serve_demo_or_skip(config, |sim| sim.set_port_events(port_events)).await
 }
 
 /// Port 1 of the first device, whose name it returns.
 async fn first_port(client: &zbus::Connection) -> (PortProxy<'static>, String) {
-    let port = PortProxy::builder(client)
-        .path("/org/rdmamanager/RdmaManager1/Device/1/Port/1")
-        .expect("path")
-        .cache_properties(CacheProperties::No)
-        .build()
-        .await
-        .expect("port");
+    let port = port_proxy(client, "/org/rdmamanager/RdmaManager1/Device/1/Port/1").await;
     let dev = port.device_name().await.expect("DeviceName");
     (port, dev)
 }

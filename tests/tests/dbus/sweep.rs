@@ -6,40 +6,21 @@
 use std::time::{Duration, Instant};
 
 use rdma_manager_dbus::PortProxy;
-use rdma_manager_tests::bus::PrivateBus;
-use rdma_manager_tests::service::{serve_sim, session_bus_or_skip, ServedSim};
+use rdma_manager_tests::service::{port_proxy, serve_demo_or_skip, ServedDemo};
 use rdma_managerd::engine::EngineConfig;
-use rdma_managerd::kernel::sim::{fixtures, SimHost};
+use rdma_managerd::kernel::sim::fixtures;
 use rdma_managerd::kernel::Host;
-use zbus::proxy::CacheProperties;
 
 /// The demo host served with no periodic re-read (`resync_ticks` out of reach), so that only
-/// the sweep (`sweep` devices at a time; 0: none) or an event can find a change. Keep the
-/// whole value: it holds the bus and the service.
-struct Quiet {
-    sim: SimHost,
-    client: zbus::Connection,
-    _service: ServedSim,
-    _bus: PrivateBus,
-}
-
-async fn quiet_demo(tick: Duration, sweep: usize) -> Option<Quiet> {
-    let bus = session_bus_or_skip()?;
-    let sim = SimHost::new(fixtures::demo_host()).expect("demo host");
+/// the sweep (`sweep` devices at a time; 0: none) or an event can find a change.
+async fn quiet_demo(tick: Duration, sweep: usize) -> Option<ServedDemo> {
     let config = EngineConfig {
         tick,
         resync_ticks: 1_000_000,
         sweep_devices_per_tick: sweep,
         ..EngineConfig::default()
     };
-    let service = serve_sim(&bus, &sim, config).await.expect("service");
-    let client = bus.connect().await.expect("client");
-    Some(Quiet {
-        sim,
-        client,
-        _service: service,
-        _bus: bus,
-    })
+    serve_demo_or_skip(config, |_| {}).await
 }
 
 /// The daemon's ObjectManager.
@@ -62,13 +43,7 @@ async fn a_gid_changed_without_an_event_is_published_by_the_sweep() {
     };
     let (sim, client) = (&q.sim, &q.client);
     let devices = sim.rdma_device_names().await.expect("names");
-    let port = PortProxy::builder(client)
-        .path("/org/rdmamanager/RdmaManager1/Device/1/Port/1")
-        .expect("path")
-        .cache_properties(CacheProperties::No)
-        .build()
-        .await
-        .expect("port");
+    let port = port_proxy(client, "/org/rdmamanager/RdmaManager1/Device/1/Port/1").await;
     let dev = port.device_name().await.expect("DeviceName");
     let before = port.gids().await.expect("Gids");
     let index = 7;
@@ -199,13 +174,7 @@ async fn port_of(client: &zbus::Connection, device: &str) -> PortProxy<'static> 
         })
         .map(|(p, _)| p.to_string())
         .unwrap_or_else(|| panic!("no Port 1 of {device}"));
-    PortProxy::builder(client)
-        .path(path)
-        .expect("path")
-        .cache_properties(CacheProperties::No)
-        .build()
-        .await
-        .expect("port")
+    port_proxy(client, &path).await
 }
 
 /// A soft device's port state follows its netdev and is not read by the 1 Hz poll (512
