@@ -357,7 +357,6 @@ pub async fn start(
         config,
         plan,
         state,
-        watched,
         history,
         clock,
         sampled: clock::SampledTicks::default(),
@@ -451,8 +450,6 @@ pub(crate) struct Engine {
     sink: Arc<dyn Sink>,
     config: EngineConfig,
     state: ObservedState,
-    /// The devices whose port events the host watches (see `Host::watch_port_events`).
-    watched: BTreeSet<String>,
     plan: Arc<PollPlan>,
     history: Arc<Mutex<History>>,
     clock: TickClock,
@@ -709,11 +706,13 @@ impl Engine {
             return;
         }
         if !dirty.devices.is_empty() {
-            self.watched = self
+            // The host is told the devices now; the plan reads the state of those it watches
+            // less often.
+            let watched = self
                 .host
                 .watch_port_events(&self.state.hardware_names())
                 .await;
-            self.plan = Arc::new(PollPlan::of(&self.state, &self.watched));
+            self.plan = Arc::new(PollPlan::of(&self.state, &watched));
         }
         let state = &self.state;
         {
