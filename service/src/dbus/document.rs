@@ -9,6 +9,7 @@ use rdma_manager_dbus::{device_path, ipoib_path, port_path, HOST_PATH, ROOT_PATH
 use zbus::object_server::Interface;
 use zbus::zvariant::Value;
 
+use super::object_paths::ObjectPaths;
 use super::objects::{DeviceObject, HostSetupObject, IpoibObject, PortObject, RootObject};
 use super::view::{device_view, host_view, ipoib_view, port_view, root_view, IpoibLinks};
 use crate::engine::ObservedState;
@@ -18,19 +19,31 @@ use crate::engine::ObservedState;
 /// and the Host object.
 pub fn document(state: &ObservedState, simulated: bool, tick_us: u64) -> Document {
     let mut doc = Document::new();
+    let paths = ObjectPaths::of(state);
     add::<RootObject>(
         &mut doc,
         ROOT_PATH,
         // As published once start-up is over.
-        root_view(state, simulated, false, tick_us).all(),
+        root_view(state, simulated, false, tick_us, &paths).all(),
     );
     for dev in state.devices.values() {
-        add::<DeviceObject>(&mut doc, &device_path(dev.index), device_view(dev).all());
+        add::<DeviceObject>(
+            &mut doc,
+            &device_path(dev.index),
+            device_view(dev, &paths).all(),
+        );
         for port in &dev.snap.ports {
             add::<PortObject>(
                 &mut doc,
                 &port_path(dev.index, port.number),
-                port_view(dev, port, &state.config, state.nm_profiles.as_deref()).all(),
+                port_view(
+                    dev,
+                    port,
+                    &state.config,
+                    state.nm_profiles.as_deref(),
+                    &paths,
+                )
+                .all(),
             );
         }
     }
@@ -39,10 +52,10 @@ pub fn document(state: &ObservedState, simulated: bool, tick_us: u64) -> Documen
         add::<IpoibObject>(
             &mut doc,
             &ipoib_path(*ifindex),
-            ipoib_view(&links, ipoib).all(),
+            ipoib_view(&links, ipoib, &paths).all(),
         );
     }
-    add::<HostSetupObject>(&mut doc, HOST_PATH, host_view(state).all());
+    add::<HostSetupObject>(&mut doc, HOST_PATH, host_view(state, &paths).all());
     doc
 }
 

@@ -61,7 +61,8 @@ pub struct ManagedCache {
 
 #[derive(Default)]
 struct Entries {
-    by_path: BTreeMap<String, Entry>,
+    /// The key and the encoder share one copy of the path.
+    by_path: BTreeMap<Arc<str>, Entry>,
     /// When a reply last used the encodings; `None` while none is kept.
     last_used: Option<Instant>,
 }
@@ -78,10 +79,11 @@ impl ManagedCache {
         interface: InterfaceName<'static>,
         props: impl Fn() -> Vec<(&'static str, Value<'static>)> + Send + Sync + 'static,
     ) {
-        let owned = path.to_string();
+        let owned: Arc<str> = Arc::from(path);
+        let key = owned.clone();
         let encode: Encoder = Box::new(move || encode_entry(&owned, &interface, props()));
         self.lock().by_path.insert(
-            path.to_string(),
+            key,
             Entry {
                 encode,
                 bytes: None,

@@ -24,6 +24,7 @@ pub mod ipoib;
 pub mod limits;
 pub mod managed;
 pub mod network;
+pub mod object_paths;
 pub mod objects;
 pub mod pending;
 pub mod polkit;

@@ -19,13 +19,12 @@ use zbus::Connection;
 
 use super::guard::Guarded;
 use super::managed::ManagedCache;
+use super::object_paths::ObjectPaths;
 use super::objects::{
     Cell, DeviceObject, DeviceView, HostSetupObject, HostSetupView, IpoibObject, IpoibView,
     PortObject, PortView, RootObject, RootView,
 };
-use super::view::{
-    device_view, host_view, ipoib_view, object_path, port_view, root_view, IpoibLinks,
-};
+use super::view::{device_view, host_view, ipoib_view, port_view, root_view, IpoibLinks};
 use super::Context;
 use crate::engine::{Dirty, ObservedState, Sample, Sink};
 
@@ -48,10 +47,10 @@ pub struct Publisher {
     published: Mutex<Published>,
     /// GetManagedObjects' encoded entries, dropped as objects change.
     managed: Arc<ManagedCache>,
-    /// The object path of each sampled port, made once: ThroughputSampled names every port
-    /// at every tick, and formatting and validating 256 paths a second was a measurable
-    /// part of the idle daemon's CPU in the lab.
-    sample_paths: std::sync::Mutex<HashMap<(u32, u32), OwnedObjectPath>>,
+    /// The object paths of the last published state, shared by the views and the rows of
+    /// ThroughputSampled (which names every port at every tick: formatting and validating
+    /// 256 paths a second was a measurable part of the idle daemon's CPU in the lab).
+    paths: std::sync::Mutex<Arc<ObjectPaths>>,
 }
 
 /// A row of ThroughputSampled: port, TX and RX bytes/s, TX and RX packets/s, flags.
@@ -103,7 +102,7 @@ impl Publisher {
             startup: AtomicBool::new(true),
             published: Mutex::new(Published::default()),
             managed,
-            sample_paths: Default::default(),
+            paths: Default::default(),
         }
     }
 
@@ -113,7 +112,11 @@ impl Publisher {
         let mut p = self.published.lock().await;
         if p.root.is_none() {
             p.root = self
-                .upsert(ROOT_PATH, None, self.root_view(&ObservedState::default()))
+                .upsert(
+                    ROOT_PATH,
+                    None,
+                    self.root_view(&ObservedState::default(), &ObjectPaths::default()),
+                )
                 .await;
         }
     }
@@ -129,23 +132,26 @@ impl Publisher {
         }
     }
 
-    /// ThroughputSampled's rows, with each port's path made once (`sample_paths`).
+    /// The paths of the last published state.
+    fn paths(&self) -> Arc<ObjectPaths> {
+        self.paths.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The paths of `state`, kept for the next publish and the samples.
+    fn sync_paths(&self, state: &ObservedState) -> Arc<ObjectPaths> {
+        let mut kept = self.paths.lock().unwrap_or_else(|p| p.into_inner());
+        *kept = Arc::new(kept.next(state));
+        kept.clone()
+    }
+
+    /// ThroughputSampled's rows, each port's path the published one.
     fn sample_rows(&self, samples: &[((u32, u32), Sample)]) -> Vec<SampleRow> {
-        let mut paths = self.sample_paths.lock().unwrap_or_else(|p| p.into_inner());
-        if paths.len() > samples.len() {
-            // Ports went away: keep only the sampled ones'.
-            let now: std::collections::HashSet<(u32, u32)> =
-                samples.iter().map(|(k, _)| *k).collect();
-            paths.retain(|k, _| now.contains(k));
-        }
+        let paths = self.paths();
         samples
             .iter()
             .map(|((d, p), s)| {
                 (
-                    paths
-                        .entry((*d, *p))
-                        .or_insert_with(|| object_path(port_path(*d, *p)))
-                        .clone(),
+                    paths.port(*d, *p),
                     f64::from(s.rates.tx_bytes),
                     f64::from(s.rates.rx_bytes),
                     f64::from(s.rates.tx_packets),
@@ -156,12 +162,13 @@ impl Publisher {
             .collect()
     }
 
-    fn root_view(&self, state: &ObservedState) -> RootView {
+    fn root_view(&self, state: &ObservedState, paths: &ObjectPaths) -> RootView {
         root_view(
             state,
             self.simulated,
             self.startup.load(Ordering::SeqCst),
             self.tick_us,
+            paths,
         )
     }
 
@@ -239,7 +246,13 @@ impl Publisher {
         }
     }
 
-    async fn publish_device(&self, p: &mut Published, state: &ObservedState, index: u32) {
+    async fn publish_device(
+        &self,
+        p: &mut Published,
+        state: &ObservedState,
+        paths: &ObjectPaths,
+        index: u32,
+    ) {
         let path = device_path(index);
         let old_ports: BTreeSet<u32> = p
             .ports
@@ -264,14 +277,20 @@ impl Publisher {
             self.remove::<PortView>(&port_path(index, *n)).await;
         }
         if let Some(c) = self
-            .upsert(&path, p.devices.get(&index), device_view(dev))
+            .upsert(&path, p.devices.get(&index), device_view(dev, paths))
             .await
         {
             p.devices.insert(index, c);
         }
         for port in &dev.snap.ports {
             let key = (index, port.number);
-            let view = port_view(dev, port, &state.config, state.nm_profiles.as_deref());
+            let view = port_view(
+                dev,
+                port,
+                &state.config,
+                state.nm_profiles.as_deref(),
+                paths,
+            );
             if let Some(c) = self
                 .upsert(&port_path(index, port.number), p.ports.get(&key), view)
                 .await
@@ -281,7 +300,13 @@ impl Publisher {
         }
     }
 
-    async fn publish_ipoib(&self, p: &mut Published, state: &ObservedState, dirty: &BTreeSet<u32>) {
+    async fn publish_ipoib(
+        &self,
+        p: &mut Published,
+        state: &ObservedState,
+        paths: &ObjectPaths,
+        dirty: &BTreeSet<u32>,
+    ) {
         for i in dirty.iter().filter(|i| !state.ipoib.contains_key(i)) {
             if p.ipoib.remove(i).is_some() {
                 self.remove::<IpoibView>(&ipoib_path(*i)).await;
@@ -291,7 +316,7 @@ impl Publisher {
         // memory) and let the comparison decide what is emitted.
         let links = IpoibLinks::new(state);
         for (i, st) in &state.ipoib {
-            let view = ipoib_view(&links, st);
+            let view = ipoib_view(&links, st, paths);
             if let Some(c) = self.upsert(&ipoib_path(*i), p.ipoib.get(i), view).await {
                 p.ipoib.insert(*i, c);
             }
@@ -303,27 +328,31 @@ impl Publisher {
 impl Sink for Publisher {
     async fn publish(&self, state: &ObservedState, dirty: &Dirty) {
         let mut p = self.published.lock().await;
+        let paths = self.sync_paths(state);
         if p.root.is_none() {
-            p.root = self.upsert(ROOT_PATH, None, self.root_view(state)).await;
+            p.root = self
+                .upsert(ROOT_PATH, None, self.root_view(state, &paths))
+                .await;
         }
         for index in &dirty.devices {
-            self.publish_device(&mut p, state, *index).await;
+            self.publish_device(&mut p, state, &paths, *index).await;
         }
         // IPoIB views show what ipoib.toml remembers: a saved change republishes them too.
         if !dirty.ipoib.is_empty() || !dirty.devices.is_empty() || dirty.config {
-            self.publish_ipoib(&mut p, state, &dirty.ipoib).await;
+            self.publish_ipoib(&mut p, state, &paths, &dirty.ipoib)
+                .await;
         }
         // SubnetManagers follows the ports, so the Host view is recomputed at every publish;
         // the comparison emits only what changed.
         let host = p.host.clone();
         if let Some(c) = self
-            .upsert(HOST_PATH, host.as_ref(), host_view(state))
+            .upsert(HOST_PATH, host.as_ref(), host_view(state, &paths))
             .await
         {
             p.host = Some(c);
         }
         let root = p.root.clone();
-        self.upsert(ROOT_PATH, root.as_ref(), self.root_view(state))
+        self.upsert(ROOT_PATH, root.as_ref(), self.root_view(state, &paths))
             .await;
     }
 

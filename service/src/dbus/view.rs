@@ -10,11 +10,11 @@ use crate::config::{ConfigError, Desired};
 use std::collections::HashMap;
 
 use rdma_manager_dbus::text::cap_message;
-use rdma_manager_dbus::{device_path, ipoib_path, port_path};
 
 use crate::engine::{DeviceState, IpoibState, ObservedState};
 use crate::model::{DeviceKind, Field, PortSnapshot};
 
+use super::object_paths::ObjectPaths;
 use super::objects::{DeviceView, IpoibView, PortView, RootView};
 pub use super::values::{counter_source_name, object_path};
 use super::values::{managed_limits, unit_state};
@@ -57,7 +57,7 @@ pub fn kind_name(k: DeviceKind) -> &'static str {
     }
 }
 
-pub fn device_view(d: &DeviceState) -> DeviceView {
+pub fn device_view(d: &DeviceState, paths: &ObjectPaths) -> DeviceView {
     let s = &d.snap;
     let mut u = Unreadable::default();
     DeviceView {
@@ -83,7 +83,7 @@ pub fn device_view(d: &DeviceState) -> DeviceView {
         ports: s
             .ports
             .iter()
-            .map(|p| object_path(port_path(d.index, p.number)))
+            .map(|p| paths.port(d.index, p.number))
             .collect(),
         unreadable: u.0,
     }
@@ -94,6 +94,7 @@ pub fn port_view(
     p: &PortSnapshot,
     config: &Desired,
     nm_profiles: Option<&[crate::nm::client::ProfileSummary]>,
+    paths: &ObjectPaths,
 ) -> PortView {
     let mut u = Unreadable::default();
     let source = d.sources.get(&p.number);
@@ -130,7 +131,7 @@ pub fn port_view(
         _ => false,
     };
     PortView {
-        device: object_path(device_path(d.index)),
+        device: paths.device(d.index),
         device_name: d.snap.name.clone(),
         number: p.number,
         state: u.text("State", &p.state, |s| s.sysfs_name().to_string()),
@@ -224,7 +225,7 @@ impl<'a> IpoibLinks<'a> {
     }
 }
 
-pub fn ipoib_view(links: &IpoibLinks<'_>, i: &IpoibState) -> IpoibView {
+pub fn ipoib_view(links: &IpoibLinks<'_>, i: &IpoibState, paths: &ObjectPaths) -> IpoibView {
     let n = &i.snap;
     let mut u = Unreadable::default();
     let attrs = n.ipoib.as_ref();
@@ -236,7 +237,7 @@ pub fn ipoib_view(links: &IpoibLinks<'_>, i: &IpoibState) -> IpoibView {
     let children = links
         .children
         .get(n.name.as_str())
-        .map(|c| c.iter().map(|i| object_path(ipoib_path(*i))).collect())
+        .map(|c| c.iter().map(|i| paths.ipoib(*i)).collect())
         .unwrap_or_default();
     let parent_name = attrs.and_then(|a| a.parent.clone()).unwrap_or_default();
     let remembered = remembered_ipoib(links, i);
@@ -246,17 +247,11 @@ pub fn ipoib_view(links: &IpoibLinks<'_>, i: &IpoibState) -> IpoibView {
         parent: links
             .by_name
             .get(parent_name.as_str())
-            .map(|p| object_path(ipoib_path(*p)))
+            .map(|p| paths.ipoib(*p))
             .unwrap_or_default(),
         parent_name,
-        device: i
-            .port
-            .map(|(d, _)| object_path(device_path(d)))
-            .unwrap_or_default(),
-        port: i
-            .port
-            .map(|(d, p)| object_path(port_path(d, p)))
-            .unwrap_or_default(),
+        device: i.port.map(|(d, _)| paths.device(d)).unwrap_or_default(),
+        port: i.port.map(|(d, p)| paths.port(d, p)).unwrap_or_default(),
         pkey,
         mode: match attrs.map(|a| &a.mode) {
             Some(m) => u.text("Mode", m, |m| m.as_str().to_string()),
@@ -347,21 +342,19 @@ fn remembered_ipoib(
 }
 
 /// The root's view of `st`; `startup` while the daemon is still starting (see `Startup`).
-pub fn root_view(st: &ObservedState, simulated: bool, startup: bool, tick_us: u64) -> RootView {
+pub fn root_view(
+    st: &ObservedState,
+    simulated: bool,
+    startup: bool,
+    tick_us: u64,
+    paths: &ObjectPaths,
+) -> RootView {
     RootView {
         version: env!("CARGO_PKG_VERSION").to_string(),
         simulated,
         startup,
-        devices: st
-            .devices
-            .keys()
-            .map(|i| object_path(device_path(*i)))
-            .collect(),
-        ipoib_interfaces: st
-            .ipoib
-            .keys()
-            .map(|i| object_path(ipoib_path(*i)))
-            .collect(),
+        devices: st.devices.keys().map(|i| paths.device(*i)).collect(),
+        ipoib_interfaces: st.ipoib.keys().map(|i| paths.ipoib(*i)).collect(),
         sample_interval_us: tick_us,
         history_length: crate::engine::history::FINE_TICKS as u32,
         coarse_history_length: crate::engine::history::COARSE_LEN as u32,
@@ -450,7 +443,7 @@ fn cap_map<'a>(m: impl IntoIterator<Item = (&'a String, &'a String)>) -> HashMap
 
 /// The Host object: host setup as last read, and per InfiniBand port what it says about the
 /// subnet manager (recomputed from the ports at every publish, so it follows them).
-pub fn host_view(st: &ObservedState) -> super::objects::HostSetupView {
+pub fn host_view(st: &ObservedState, paths: &ObjectPaths) -> super::objects::HostSetupView {
     let h = &st.host_setup;
     let mut sms = Vec::new();
     for d in st.devices.values() {
@@ -461,7 +454,7 @@ pub fn host_view(st: &ObservedState) -> super::objects::HostSetupView {
             let state = p.state.as_ref().ok().copied();
             let sm_lid = p.sm_lid.as_ref().ok().copied().unwrap_or(0);
             sms.push(SubnetManager {
-                port: object_path(port_path(d.index, p.number)),
+                port: paths.port(d.index, p.number),
                 name: format!("{}/{}", d.name(), p.number),
                 state: state
                     .map(|s| s.sysfs_name().to_string())

@@ -168,7 +168,11 @@ impl ObservedState {
     pub async fn refresh_all(&mut self, host: &dyn Host) -> Result<Dirty, HostError> {
         use futures::StreamExt;
         let nl = host.nl_devices().await?;
-        let mut devices = BTreeMap::new();
+        // Both maps are collected into vectors and built at once: a map built in one go
+        // has full leaves, where one filled in key order keeps them about half empty (the
+        // B-tree splits a full leaf in two), and a leaf of these large values is 3.5 KB
+        // (docs/PERFORMANCE.md, "Memory, twelfth pass").
+        let mut devices = Vec::new();
         let mut unread = Vec::new();
         // Several devices in flight at once: each read is a chain of blocking sysfs,
         // configfs and uverbs calls, and on a host of hundreds of devices one after the
@@ -183,9 +187,7 @@ impl ObservedState {
         let results: Vec<_> = reads.collect().await;
         for (name, read) in names.into_iter().zip(results) {
             match read {
-                Ok(Some(d)) => {
-                    devices.insert(d.index, d);
-                }
+                Ok(Some(d)) => devices.push((d.index, d)),
                 Ok(None) => {}
                 // One device that cannot be read keeps what was known of it; the others
                 // are still refreshed.
@@ -193,17 +195,19 @@ impl ObservedState {
                     warn!(device = %name, error = %e, "cannot re-read device; keeping its last state");
                     unread.push(format!("{name}: {e}"));
                     if let Some(old) = self.device_by_name(&name) {
-                        devices.insert(old.index, old.clone());
+                        devices.push((old.index, old.clone()));
                     }
                 }
             }
         }
-        let mut ipoib = BTreeMap::new();
-        for nd in host.read_ipoib_netdevs().await? {
-            if let Some(i) = ipoib_state(nd) {
-                ipoib.insert(i.ifindex, i);
-            }
-        }
+        let devices: BTreeMap<u32, DeviceState> = devices.into_iter().collect();
+        let ipoib: BTreeMap<u32, IpoibState> = host
+            .read_ipoib_netdevs()
+            .await?
+            .into_iter()
+            .filter_map(ipoib_state)
+            .map(|i| (i.ifindex, i))
+            .collect();
         let mut dirty = Dirty {
             unread,
             ..Dirty::default()

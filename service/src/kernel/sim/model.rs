@@ -17,8 +17,9 @@ pub struct SimPma {
     pub rcv_data: u64,
     pub xmit_packets: u64,
     pub rcv_packets: u64,
-    /// Error counters (symbol_error, link_downed, ...).
-    pub errors: Vec<(String, u64)>,
+    /// Error counters (symbol_error, link_downed, ...): names the fixtures give are static
+    /// text, not a copy per port (4096 of them on the 256x2 host).
+    pub errors: Vec<(std::borrow::Cow<'static, str>, u64)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -255,7 +255,7 @@ fn render_port(root: &Path, dir: &Path, p: &SimPort) -> io::Result<()> {
             put(root, &c.join("multicast_rcv_packets"), "0")?;
         }
         for (name, v) in &pma.errors {
-            put(root, &c.join(name), &v.to_string())?;
+            put(root, &c.join(&**name), &v.to_string())?;
         }
     }
     if !p.hw_counters.is_empty() {
