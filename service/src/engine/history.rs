@@ -7,8 +7,8 @@
 //!
 //! Memory is the constraint (512 ports, or one port per virtual function on SR-IOV hosts): a
 //! stored sample is four 16-bit floats (8 bytes, see [`pack`]) and its tick is implied by its
-//! place in the ring; flags live in a parallel byte ring. Both rings together are 660 samples
-//! (5.9 KB) a port for an hour. The bucket is counted in ticks, not seconds: with a shortened
+//! place in the ring; flags live beside them, four bits each. Both rings together are 660
+//! samples (5.6 KB) a port for an hour. The bucket is counted in ticks, not seconds: with a shortened
 //! tick (`--tick-ms`) it is 10 ticks long.
 //!
 //! What is stored keeps 11 significant bits of each rate (a relative error of at most
@@ -82,8 +82,13 @@ struct Ring {
     /// Index of `rates[0]`.
     first: u64,
     rates: VecDeque<[u16; 4]>,
-    flags: VecDeque<u8>,
+    /// Each entry's flags, four bits each, two entries a byte: entry `i` at slot `i % cap`
+    /// (no more than `cap` entries live at once). A byte each was 11 % of the history.
+    flags: Vec<u8>,
 }
+
+// Every flag fits in the four bits an entry has.
+const _: () = assert!((flags::SATURATED | flags::NO_DATA | flags::PARTIAL) < 16);
 
 /// Rates as stored: tx bytes, rx bytes, tx packets, rx packets, each [`pack_rate`]d.
 fn pack(r: Rates) -> [u16; 4] {
@@ -138,7 +143,29 @@ impl Ring {
             cap,
             first: 0,
             rates: VecDeque::new(),
-            flags: VecDeque::new(),
+            flags: Vec::new(),
+        }
+    }
+
+    /// The flags of entry `index` (one of those in the ring).
+    fn flags_of(&self, index: u64) -> u8 {
+        let slot = (index % self.cap as u64) as usize;
+        let byte = self.flags.get(slot / 2).copied().unwrap_or(flags::NO_DATA);
+        if slot % 2 == 0 {
+            byte & 0x0f
+        } else {
+            byte >> 4
+        }
+    }
+
+    fn set_flags(&mut self, index: u64, fl: u8) {
+        let slot = (index % self.cap as u64) as usize;
+        if let Some(byte) = self.flags.get_mut(slot / 2) {
+            *byte = if slot % 2 == 0 {
+                (*byte & 0xf0) | (fl & 0x0f)
+            } else {
+                (*byte & 0x0f) | ((fl & 0x0f) << 4)
+            };
         }
     }
 
@@ -160,7 +187,6 @@ impl Ring {
         let gap = (index - next).min(self.cap as u64) as usize;
         if gap == self.cap {
             self.rates.clear();
-            self.flags.clear();
             self.first = index;
         } else {
             for _ in 0..gap {
@@ -174,30 +200,31 @@ impl Ring {
     fn push_one(&mut self, rates: Rates, fl: u8) {
         if self.rates.len() == self.cap {
             self.rates.pop_front();
-            self.flags.pop_front();
             self.first += 1;
         }
         if self.rates.capacity() == 0 {
             // The final size in one step, not by doubling (which would leave up to half of
             // every ring unused).
             self.rates.reserve_exact(self.cap);
-            self.flags.reserve_exact(self.cap);
+            self.flags = vec![0; self.cap.div_ceil(2)];
         }
+        let index = self.next();
         self.rates.push_back(pack(rates));
-        self.flags.push_back(fl);
+        self.set_flags(index, fl);
     }
 
     /// The entries with data, oldest first, each stamped by `stamp(index)`.
     fn samples(&self, stamp: impl Fn(u64) -> u64) -> Vec<Sample> {
         self.rates
             .iter()
-            .zip(self.flags.iter())
             .enumerate()
-            .filter(|(_, (_, f))| *f & flags::NO_DATA == 0)
-            .map(|(i, (r, f))| Sample {
-                tick: stamp(self.first + i as u64),
+            .map(|(i, r)| (self.first + i as u64, r))
+            .map(|(index, r)| (index, r, self.flags_of(index)))
+            .filter(|(_, _, f)| *f & flags::NO_DATA == 0)
+            .map(|(index, r, f)| Sample {
+                tick: stamp(index),
                 rates: unpack(*r),
-                flags: *f,
+                flags: f,
             })
             .collect()
     }
@@ -638,6 +665,32 @@ mod tests {
     /// Gaps are not zeros: a bucket averages the samples it has and says it is partial; a
     /// bucket with none is a gap of the coarse ring.
     #[test]
+    fn flags_stay_with_their_entries_as_the_ring_wraps() {
+        // An odd capacity: entries change nibble and byte as the ring goes round.
+        let mut r = Ring::new(5);
+        let fl = |i: u64| match i % 3 {
+            0 => flags::SATURATED,
+            1 => 0,
+            _ => flags::SATURATED | flags::PARTIAL,
+        };
+        for i in 100..117 {
+            assert!(r.push(i, flat(i as f32), fl(i)));
+        }
+        let got: Vec<(u64, u8, f32)> = r
+            .samples(|i| i)
+            .iter()
+            .map(|s| (s.tick, s.flags, s.rates.tx_bytes))
+            .collect();
+        let want: Vec<(u64, u8, f32)> = (112..117).map(|i| (i, fl(i), i as f32)).collect();
+        assert_eq!(got, want);
+        // A gap entry in the middle has no data and is left out.
+        assert!(r.push(118, flat(1.0), 0));
+        let ticks: Vec<u64> = r.samples(|i| i).iter().map(|s| s.tick).collect();
+        assert_eq!(ticks, vec![114, 115, 116, 118]);
+        assert_ne!(r.flags_of(117) & flags::NO_DATA, 0);
+    }
+
+    #[test]
     fn a_bucket_with_gaps_averages_what_it_has_and_is_partial() {
         let mut h = PortHistory::default();
         // Bucket 0: ticks 0..5 with data (10 each), 5..10 none. Bucket 1: all none.
@@ -662,7 +715,7 @@ mod tests {
             (29, flat(30.0), flags::PARTIAL)
         );
         assert_eq!(h.coarse_len(), 3, "bucket 1 holds its place as a gap");
-        assert_ne!(h.coarse.flags[1] & flags::NO_DATA, 0);
+        assert_ne!(h.coarse.flags_of(1) & flags::NO_DATA, 0);
     }
 
     #[test]
