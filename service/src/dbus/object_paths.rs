@@ -41,7 +41,7 @@ fn rebuilt<K: Ord + Copy>(
     let mut new: Sorted<K> = keys
         .map(|k| (k, find(old, &k).unwrap_or_else(|| object_path(make(k)))))
         .collect();
-    new.sort_by(|a, b| a.0.cmp(&b.0));
+    new.sort_by_key(|a| a.0);
     new.dedup_by(|a, b| a.0 == b.0);
     new.shrink_to_fit();
     new

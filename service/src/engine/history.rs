@@ -88,7 +88,7 @@ struct Ring {
 }
 
 // Every flag fits in the four bits an entry has.
-const _: () = assert!((flags::SATURATED | flags::NO_DATA | flags::PARTIAL) < 16);
+const _: () = assert!(flags::SATURATED < 16 && flags::NO_DATA < 16 && flags::PARTIAL < 16);
 
 /// Rates as stored: tx bytes, rx bytes, tx packets, rx packets, each [`pack_rate`]d.
 fn pack(r: Rates) -> [u16; 4] {
