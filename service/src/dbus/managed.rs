@@ -41,11 +41,31 @@ const SIGNATURE: &str = "a{oa{sa{sv}}}";
 /// every message choose its own).
 const ENDIAN: Endian = Endian::Little;
 
-type Encoder = Box<dyn Fn() -> zbus::Result<Vec<u8>> + Send + Sync>;
+/// What gives an object's properties when its entry is encoded: the publisher's property
+/// cell itself (shared, so an entry costs no allocation of its own) or, in tests, a closure.
+pub trait EntryProps: Send + Sync {
+    fn all(&self) -> Vec<(&'static str, Value<'static>)>;
+}
+
+impl<F> EntryProps for F
+where
+    F: Fn() -> Vec<(&'static str, Value<'static>)> + Send + Sync,
+{
+    fn all(&self) -> Vec<(&'static str, Value<'static>)> {
+        self()
+    }
+}
 
 struct Entry {
-    encode: Encoder,
+    interface: InterfaceName<'static>,
+    props: Arc<dyn EntryProps>,
     bytes: Option<Arc<Vec<u8>>>,
+}
+
+impl Entry {
+    fn encode(&self, path: &str) -> zbus::Result<Vec<u8>> {
+        encode_entry(path, &self.interface, self.props.all())
+    }
 }
 
 /// How long encodings no call has used are kept: longer than a fleet scraper's period, so
@@ -61,8 +81,7 @@ pub struct ManagedCache {
 
 #[derive(Default)]
 struct Entries {
-    /// The key and the encoder share one copy of the path.
-    by_path: BTreeMap<Arc<str>, Entry>,
+    by_path: BTreeMap<Box<str>, Entry>,
     /// When a reply last used the encodings; `None` while none is kept.
     last_used: Option<Instant>,
 }
@@ -77,15 +96,23 @@ impl ManagedCache {
         &self,
         path: &str,
         interface: InterfaceName<'static>,
-        props: impl Fn() -> Vec<(&'static str, Value<'static>)> + Send + Sync + 'static,
+        props: impl EntryProps + 'static,
     ) {
-        let owned: Arc<str> = Arc::from(path);
-        let key = owned.clone();
-        let encode: Encoder = Box::new(move || encode_entry(&owned, &interface, props()));
+        self.insert_shared(path, interface, Arc::new(props));
+    }
+
+    /// A new object whose properties come from `props`, shared with whoever else holds it.
+    pub fn insert_shared(
+        &self,
+        path: &str,
+        interface: InterfaceName<'static>,
+        props: Arc<dyn EntryProps>,
+    ) {
         self.lock().by_path.insert(
-            key,
+            path.into(),
             Entry {
-                encode,
+                interface,
+                props,
                 bytes: None,
             },
         );
@@ -106,11 +133,11 @@ impl ManagedCache {
     pub fn body(&self) -> zbus::Result<Vec<u8>> {
         let mut entries = self.lock();
         let mut chunks = Vec::with_capacity(entries.by_path.len());
-        for e in entries.by_path.values_mut() {
+        for (path, e) in entries.by_path.iter_mut() {
             let bytes = match &e.bytes {
                 Some(b) => b.clone(),
                 None => {
-                    let b = Arc::new((e.encode)()?);
+                    let b = Arc::new(e.encode(path)?);
                     e.bytes = Some(b.clone());
                     b
                 }
@@ -126,10 +153,10 @@ impl ManagedCache {
     pub fn body_len(&self) -> zbus::Result<usize> {
         let entries = self.lock();
         let mut lens = Vec::with_capacity(entries.by_path.len());
-        for e in entries.by_path.values() {
+        for (path, e) in entries.by_path.iter() {
             lens.push(match &e.bytes {
                 Some(b) => b.len(),
-                None => (e.encode)()?.len(),
+                None => e.encode(path)?.len(),
             });
         }
         Ok(array_len(lens))

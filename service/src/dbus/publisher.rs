@@ -18,7 +18,7 @@ use zbus::zvariant::{OwnedObjectPath, Value};
 use zbus::Connection;
 
 use super::guard::Guarded;
-use super::managed::ManagedCache;
+use super::managed::{EntryProps, ManagedCache};
 use super::object_paths::ObjectPaths;
 use super::objects::{
     Cell, DeviceObject, DeviceView, HostSetupObject, HostSetupView, IpoibObject, IpoibView,
@@ -55,6 +55,13 @@ pub struct Publisher {
 
 /// A row of ThroughputSampled: port, TX and RX bytes/s, TX and RX packets/s, flags.
 type SampleRow = (OwnedObjectPath, f64, f64, f64, f64, u8);
+
+/// A property cell is what GetManagedObjects encodes the object's entry from.
+impl<V: Shown> EntryProps for RwLock<V> {
+    fn all(&self) -> Vec<(&'static str, Value<'static>)> {
+        self.read().unwrap_or_else(|p| p.into_inner()).all()
+    }
+}
 
 /// A view type and the object that shows it.
 trait Shown: Clone + PartialEq + Send + Sync + 'static {
@@ -199,11 +206,11 @@ impl Publisher {
                 let cell = Arc::new(RwLock::new(new));
                 if path != ROOT_PATH {
                     // The manager's own object is not among the objects it manages.
-                    let c = cell.clone();
-                    self.managed
-                        .insert(path, <V::Object as Interface>::name(), move || {
-                            c.read().unwrap_or_else(|p| p.into_inner()).all()
-                        });
+                    self.managed.insert_shared(
+                        path,
+                        <V::Object as Interface>::name(),
+                        cell.clone() as Arc<dyn EntryProps>,
+                    );
                 }
                 let obj =
                     Guarded::new(V::object(cell.clone(), self.ctx.clone()), self.ctx.limits());
