@@ -106,4 +106,47 @@ mod tests {
         assert_eq!(paths.port(1, 2).as_str(), port_path(1, 2));
         assert_eq!(paths.ipoib(7).as_str(), ipoib_path(7));
     }
+
+    #[tokio::test]
+    async fn the_next_state_keeps_the_paths_of_what_stayed_and_drops_the_rest() {
+        use crate::kernel::sim::{fixtures, SimHost};
+        let sim = SimHost::new(fixtures::demo_host()).expect("demo host");
+        let before = ObservedState::read(&sim).await.expect("read");
+        let first = ObjectPaths::of(&before);
+        let gone = before
+            .devices
+            .values()
+            .find(|d| d.snap.ports.len() > 1)
+            .expect("a device of two ports");
+        let (gone_index, gone_name) = (gone.index, gone.name().to_string());
+        let kept = before
+            .devices
+            .values()
+            .find(|d| d.index != gone_index)
+            .expect("another device");
+        let kept_port = kept.snap.ports[0].number;
+        sim.unplug(&gone_name).expect("unplug");
+        let after = ObservedState::read(&sim).await.expect("read again");
+        let next = first.next(&after);
+        // What stayed: the same strings, not copies.
+        assert!(std::ptr::eq(
+            first.device(kept.index).as_str(),
+            next.device(kept.index).as_str()
+        ));
+        assert!(std::ptr::eq(
+            first.port(kept.index, kept_port).as_str(),
+            next.port(kept.index, kept_port).as_str()
+        ));
+        // What went: its device and both its ports are no longer kept.
+        assert_eq!(next.devices.len(), first.devices.len() - 1);
+        assert_eq!(next.ports.len(), first.ports.len() - gone.snap.ports.len());
+        assert!(find(&next.devices, &gone_index).is_none());
+        assert!(gone
+            .snap
+            .ports
+            .iter()
+            .all(|p| find(&next.ports, &(gone_index, p.number)).is_none()));
+        // Every IPoIB interface of the state has its path.
+        assert_eq!(next.ipoib.len(), after.ipoib.len());
+    }
 }

@@ -8,8 +8,8 @@
 //! Memory is the constraint (512 ports, or one port per virtual function on SR-IOV hosts): a
 //! stored sample is four 16-bit floats (8 bytes, see [`pack`]) and its tick is implied by its
 //! place in the ring; flags live beside them, four bits each. Both rings together are 660
-//! samples (5.6 KB) a port for an hour. The bucket is counted in ticks, not seconds: with a shortened
-//! tick (`--tick-ms`) it is 10 ticks long.
+//! samples (5.6 KB) a port for an hour. The bucket is counted in ticks, not seconds: with a
+//! shortened tick (`--tick-ms`) it is 10 ticks long.
 //!
 //! What is stored keeps 11 significant bits of each rate (a relative error of at most
 //! 1/4096, 0.025 %): below what a tick's own timing already puts in a rate (the poll's start
