@@ -9,6 +9,16 @@ use rdma_manager_dbus::ibstat::IbstatArgs;
 
 use crate::dbus::server::Bus;
 
+/// What is logged without RUST_LOG: the daemon's own messages from `info` up, zbus's only
+/// from `error`. zbus warns in its own terms about what the daemon then reports in its own
+/// (when the bus goes away: `Failed to parse NameLost`, `Broken pipe`, before the daemon's
+/// one `cannot serve any longer`); RUST_LOG=info,zbus=debug shows them. The
+/// benchmarks and labs run the daemon with it too: `info` alone opens zbus's span around each
+/// method call, whose fields (the whole message and its header) the log formatter renders on
+/// every call, which an installed daemon does not spend (docs/PERFORMANCE.md, "Memory,
+/// thirteenth pass").
+pub const DEFAULT_LOG_FILTER: &str = "info,zbus=error";
+
 pub const USAGE: &str =
     "usage: rdma-managerd [--system | --session | --address=ADDRESS] [--simulate[=DIR]]
                      [--sim-host=SPEC] [--sim-cost=PROFILE] [--tick-ms=N]

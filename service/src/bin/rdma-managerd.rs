@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use tracing_subscriber::filter::Targets;
 
 use anyhow::{bail, Context};
-use rdma_managerd::cli::{self, Args, Command};
+use rdma_managerd::cli::{self, Args, Command, DEFAULT_LOG_FILTER};
 use rdma_managerd::dbus::server::{self, Bus};
 use rdma_managerd::engine::EngineConfig;
 use rdma_managerd::ibstat::{self, IbstatArgs};
@@ -319,12 +319,6 @@ impl Drop for RemoveOnDrop {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
-
-/// What is logged without RUST_LOG: the daemon's own messages from `info` up, zbus's only
-/// from `error`. zbus warns in its own terms about what the daemon then reports in its own
-/// (when the bus goes away: `Failed to parse NameLost`, `Broken pipe`, before the daemon's
-/// one `cannot serve any longer`); RUST_LOG=info,zbus=debug shows them.
-const DEFAULT_LOG_FILTER: &str = "info,zbus=error";
 
 /// RUST_LOG's filter, or the default one and why RUST_LOG's was refused. Its syntax is
 /// `Targets`': a comma-separated list of `level` and `target=level`. `EnvFilter` also filters

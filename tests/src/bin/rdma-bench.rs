@@ -309,7 +309,11 @@ impl Daemon {
             .arg(format!("--sim-host={host}"))
             .args(opts.sim_cost.iter().map(|c| format!("--sim-cost={c}")))
             .args(extra)
-            .env("RUST_LOG", "info")
+            // The daemon's own default filter, as the unit runs it. `info` alone also opens
+            // zbus's span around each method call, whose fields (the whole message and its
+            // header) the log formatter renders on every call: time and code a daemon as
+            // installed does not spend.
+            .env("RUST_LOG", rdma_managerd::cli::DEFAULT_LOG_FILTER)
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::null())

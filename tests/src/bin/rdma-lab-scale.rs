@@ -39,6 +39,7 @@
 //! within 30 s, the
 //! daemon logs "Too many open files", or it maps a libibverbs provider other than rxe's.
 
+use rdma_managerd::cli::DEFAULT_LOG_FILTER;
 use std::io::Write as _;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -591,7 +592,10 @@ async fn full_history_rss(
     port_path: &OwnedObjectPath,
 ) -> Result<(FullHistory, bool)> {
     // The heap's use after each trim (at every re-read) is logged on a target of its own.
-    let mut daemon = spawn_daemon_with(&["--tick-ms=10"], "info,rdma_managerd::heap=debug")?;
+    let mut daemon = spawn_daemon_with(
+        &["--tick-ms=10"],
+        &format!("{DEFAULT_LOG_FILTER},rdma_managerd::heap=debug"),
+    )?;
     let pid = daemon.id();
     let result = async {
         wait_until(Duration::from_secs(600), || async {
@@ -722,9 +726,9 @@ async fn startup_now(conn: &zbus::Connection) -> Result<bool> {
     Ok(bool::try_from(v)?)
 }
 
-/// The installed daemon, logging at info to [`DAEMON_LOG`] (made anew).
+/// The installed daemon, logging as installed to [`DAEMON_LOG`] (made anew).
 fn spawn_daemon() -> Result<Child> {
-    spawn_daemon_with(&[], "info")
+    spawn_daemon_with(&[], DEFAULT_LOG_FILTER)
 }
 
 fn spawn_daemon_with(args: &[&str], log_filter: &str) -> Result<Child> {
