@@ -1,12 +1,14 @@
 //! Links a release `rdma-managerd` with `link/text-order.ld`, which places the functions the
 //! daemon runs together at the front of its code. The kernel maps an executable's pages 16 at
-//! a time around each one touched, so with the functions that run scattered through the
-//! code most of the executable was resident; grouped, about a third of it is (2.4 MiB less
-//! RSS; docs/PERFORMANCE.md, "Memory, thirteenth pass"). The script only adds an output
-//! section before `.text` (`INSERT BEFORE`), which lld and GNU ld both read; a function it no
-//! longer names stays where the linker puts it anyway. `RDMA_MANAGER_TEXT_ORDER=off` links
-//! without it. tests/text-order/regenerate.sh writes the script, from a build with
-//! `RDMA_MANAGER_LINK_MAP=PATH`, which has the linker write its map there.
+//! a time around each one touched, so with the functions that run scattered through the code
+//! most of the executable was resident; grouped, much less is (on the simulated 256x2 host
+//! 2.3 MiB less RSS; on the real kernel in the lab, whose own paths the committed profile does
+//! not cover yet, 0.3 MiB: docs/PERFORMANCE.md, "Memory, thirteenth pass"). The script only
+//! adds output sections before `.text` (`INSERT BEFORE`), which lld and GNU ld both read
+//! (gold does not); a function it no longer names stays where the linker puts it anyway.
+//! `RDMA_MANAGER_TEXT_ORDER=off` links without it. tests/text-order/regenerate.sh writes the
+//! script, from a build with `RDMA_MANAGER_LINK_MAP=PATH`, which has the linker write its map
+//! there.
 
 use std::path::Path;
 

@@ -2,7 +2,9 @@
 # Writes service/link/text-order.ld: the functions a release rdma-managerd runs, placed
 # together before the rest of its code (docs/PERFORMANCE.md, "Memory, thirteenth pass").
 #
-#     tests/text-order/regenerate.sh        # about 10 minutes; needs valgrind, dbus, systemd (busctl)
+#     tests/text-order/regenerate.sh          # about 10 minutes; needs valgrind, dbus, systemd (busctl)
+#     tests/text-order/regenerate.sh --lab    # and the scale lab on a real kernel (QEMU, tests/lab)
+#     ... --keep                              # keep the profiles, the map and the lab's transcript
 #
 # Run it again after a change of toolchain or dependencies (their symbols' hashes change: the
 # copies of generic functions the script names exactly are then found only in .text.warm,
@@ -11,19 +13,37 @@
 #
 # It builds the daemon with a link map, runs it under callgrind on two simulated hosts
 # while a client makes the calls rdma-tui and busctl make, and gives both profiles and the
-# map to rdma-text-order (tests/src/bin/rdma-text-order.rs).
+# map to rdma-text-order (tests/src/bin/rdma-text-order.rs). With --lab it also runs the
+# scale lab on Debian's 6.12 with 256 rxe devices and fault-around off
+# (rdma_lab_scale_text_pages=1), and places the functions on the pages of code the daemon
+# touched there after those of the profiles (.text.lab): what only the real kernel runs
+# (uverbs, RDMA netlink, rtnetlink, udev), and the neighbours that shared their pages.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 for tool in valgrind dbus-daemon busctl; do
     command -v "$tool" >/dev/null || { echo "regenerate.sh: $tool is needed" >&2; exit 1; }
 done
+lab=false keep=false
+for arg in "$@"; do
+    case $arg in
+        --lab) lab=true ;;
+        --keep) keep=true ;;
+        *) echo "usage: regenerate.sh [--lab] [--keep]" >&2; exit 2 ;;
+    esac
+done
 work=$(mktemp -d)
-trap 'kill "${bus_pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
+if $keep; then
+    trap 'kill "${bus_pid:-}" 2>/dev/null || true; echo "regenerate.sh: kept $work" >&2' EXIT
+else
+    trap 'kill "${bus_pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
+fi
 
 # As `make build` and the packages build it (CI builds the daemon with the test programs,
 # which gives every shared dependency the same features): which packages are built together
 # decides the features of shared dependencies, and with them the hashes in the symbols' names.
-RDMA_MANAGER_LINK_MAP="$work/map" cargo build --release --bin rdma-managerd --bin rdma-tui
+# rdma-lab-scale comes along: the test programs give shared dependencies the same features.
+RDMA_MANAGER_LINK_MAP="$work/map" cargo build --release --bin rdma-managerd --bin rdma-tui \
+    --bin rdma-lab-scale
 cp target/release/rdma-managerd "$work/rdma-managerd"
 cargo build -p rdma-manager-tests --bin rdma-text-order
 
@@ -79,5 +99,13 @@ profile() {
 profile small large:16:2:64 100 60
 profile large large:256:2:1024 1000 60
 
+pages=()
+if $lab; then
+    tests/lab/run-lab.sh --scenario-bin target/release/rdma-lab-scale \
+        --daemon-bin "$work/rdma-managerd" --no-daemon-checks --kernels 6.12 --mem 2048 \
+        --timeout 900 --append rdma_lab_scale_text_pages=1 --out "$work/lab"
+    for t in "$work"/lab/*.transcript; do pages+=(--pages "$t"); done
+fi
+
 target/debug/rdma-text-order --map "$work/map" --out service/link/text-order.ld \
-    "$work"/*.callgrind
+    "${pages[@]}" "$work"/*.callgrind

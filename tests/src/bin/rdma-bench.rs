@@ -716,7 +716,9 @@ fn code_order_note(daemon: &std::path::Path) -> String {
             match (kib(".text.hot"), kib(".text.warm"), kib(".text")) {
                 (Some(hot), warm, Some(rest)) => format!(
                     "code order: {hot} KiB of functions that ran in the profile placed first, \
-                     then {} KiB of other copies of generic ones, then {rest} KiB",
+                     then {} KiB seen on the real kernel's pages, then {} KiB of other copies \
+                     of generic ones, then {rest} KiB",
+                    kib(".text.lab").unwrap_or(0),
                     warm.unwrap_or(0)
                 ),
                 (None, _, Some(all)) => format!(

@@ -8,6 +8,12 @@
 //!   is an input section of its own (`.text.<symbol>`), and the map lists them all.
 //! - Each `PROFILE` is a callgrind output of that binary (`--demangle=no
 //!   --compress-strings=no`): its `fn=` and `cfn=` lines name the functions that ran.
+//! - Each `--pages TRANSCRIPT` is the scale lab's transcript of that binary with
+//!   `rdma_lab_scale_text_pages=1`: the pages of its code the daemon touched on the real
+//!   kernel, with fault-around off. The functions on those pages that no profile saw run go
+//!   in a section of their own after the hot one (`.text.lab`): a page holds a few functions,
+//!   not all of which ran, and the simulated host runs none of what only the kernel's
+//!   interfaces need.
 //!
 //! `tests/text-order/regenerate.sh` makes both and runs this.
 //!
@@ -31,14 +37,18 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 
-/// The output sections the script creates before `.text`: the functions that ran, then the
-/// other copies of generic functions of which some ran.
+/// The output sections the script creates before `.text`: the functions that ran in a
+/// profile, those on pages the real kernel's run touched, then the other copies of generic
+/// functions of which some ran.
 const HOT_SECTION: &str = ".text.hot";
+const LAB_SECTION: &str = ".text.lab";
 const WARM_SECTION: &str = ".text.warm";
 
 /// A function's input section in the map: its full section name and size.
 struct InputSection {
     name: String,
+    /// Its address in the executable.
+    vma: u64,
     size: u64,
 }
 
@@ -46,12 +56,14 @@ fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut map = None;
     let mut out = None;
+    let mut pages = Vec::new();
     let mut profiles = Vec::new();
     let mut it = args.into_iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--map" => map = it.next().map(PathBuf::from),
             "--out" => out = it.next().map(PathBuf::from),
+            "--pages" => pages.extend(it.next().map(PathBuf::from)),
             "-h" | "--help" => {
                 println!("usage: rdma-text-order --map MAP --out SCRIPT PROFILE...");
                 return Ok(());
@@ -63,8 +75,8 @@ fn main() -> Result<()> {
     let (Some(map), Some(out)) = (map, out) else {
         bail!("usage: rdma-text-order --map MAP --out SCRIPT PROFILE...");
     };
-    if profiles.is_empty() {
-        bail!("no callgrind profile given");
+    if profiles.is_empty() && pages.is_empty() {
+        bail!("no callgrind profile or page list given");
     }
     let map_text =
         std::fs::read_to_string(&map).with_context(|| format!("reading {}", map.display()))?;
@@ -78,21 +90,51 @@ fn main() -> Result<()> {
             std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
         ran.extend(executed(&text));
     }
-    let patterns = patterns(&sections, &ran);
-    let (hot_n, hot_bytes) = sections
-        .iter()
-        .filter(|s| patterns.hot.iter().any(|p| glob(p, &s.name)))
-        .fold((0, 0), |(n, b), s| (n + 1, b + s.size));
+    let mut touched = BTreeSet::new();
+    for p in &pages {
+        let text =
+            std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+        let pages = touched_pages(&text);
+        if pages.is_empty() {
+            bail!("{} has no text_pages line", p.display());
+        }
+        let before = touched.len();
+        touched.extend(
+            sections
+                .iter()
+                .filter(|s| pages.iter().any(|(a, b)| s.vma < *b && *a < s.vma + s.size))
+                .filter_map(|s| symbol_of(&s.name).map(str::to_string)),
+        );
+        eprintln!(
+            "{}: {} pages touched, {} functions on them",
+            p.display(),
+            pages.iter().map(|(a, b)| (b - a) / 4096).sum::<u64>(),
+            touched.len() - before
+        );
+    }
+    let patterns = patterns(&sections, &ran, &touched);
+    let placed = |set: &BTreeSet<String>, taken: &dyn Fn(&InputSection) -> bool| {
+        sections
+            .iter()
+            .filter(|s| !taken(s) && set.iter().any(|p| glob(p, &s.name)))
+            .fold((0, 0), |(n, b), s| (n + 1, b + s.size))
+    };
+    let in_hot = |s: &InputSection| patterns.hot.iter().any(|p| glob(p, &s.name));
+    let (hot_n, hot_bytes) = placed(&patterns.hot, &|_| false);
+    let (lab_n, lab_bytes) = placed(&patterns.lab, &in_hot);
     let all_bytes: u64 = sections.iter().map(|s| s.size).sum();
     std::fs::write(&out, script(&patterns, hot_n, hot_bytes, all_bytes))
         .with_context(|| format!("writing {}", out.display()))?;
     eprintln!(
-        "{} functions ran; {} patterns place {hot_n} of {} functions, {} of {} KiB of code, in {HOT_SECTION}",
+        "{} functions ran; {} patterns place {hot_n} of {} functions, {} of {} KiB of code, in \
+         {HOT_SECTION}; {} more, {lab_n} functions and {} KiB, in {LAB_SECTION}",
         ran.len(),
         patterns.hot.len(),
         sections.len(),
         hot_bytes / 1024,
-        all_bytes / 1024
+        all_bytes / 1024,
+        patterns.lab.len(),
+        lab_bytes / 1024
     );
     Ok(())
 }
@@ -102,13 +144,15 @@ fn input_sections(map: &str) -> Vec<InputSection> {
     map.lines()
         .filter_map(|line| {
             let mut f = line.split_whitespace();
-            let (_vma, _lma, size, _align, what) =
+            let (vma, _lma, size, _align, what) =
                 (f.next()?, f.next()?, f.next()?, f.next()?, f.next()?);
             let name = what.split_once(":(")?.1.strip_suffix(')')?;
             symbol_of(name)?;
             let size = u64::from_str_radix(size, 16).ok()?;
+            let vma = u64::from_str_radix(vma, 16).ok()?;
             Some(InputSection {
                 name: name.to_string(),
+                vma,
                 size,
             })
         })
@@ -131,6 +175,21 @@ fn executed(profile: &str) -> BTreeSet<String> {
         .map(|n| n.rsplit(' ').next().unwrap_or(n))
         .filter(|n| n.starts_with("_ZN") || n.starts_with("_R"))
         .map(str::to_string)
+        .collect()
+}
+
+/// The pages of code the lab saw touched (`scale: text_pages 0xA-0xB,...` in the transcript
+/// of `rdma_lab_scale_text_pages=1`), as address ranges in the executable.
+fn touched_pages(transcript: &str) -> Vec<(u64, u64)> {
+    let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok();
+    transcript
+        .lines()
+        .filter_map(|l| l.split_once("text_pages ").map(|(_, r)| r))
+        .flat_map(|r| r.split(','))
+        .filter_map(|r| {
+            let (a, b) = r.trim().split_once('-')?;
+            Some((hex(a)?, hex(b)?))
+        })
         .collect()
 }
 
@@ -167,50 +226,69 @@ fn without_hashes(symbol: &str) -> String {
     out
 }
 
-/// The section-name patterns of the two sections, hot first.
+/// The section-name patterns of the three sections, in their order.
 #[derive(Default)]
 struct Patterns {
-    /// Functions that ran: a name without its hashes where every function it matches ran,
-    /// the exact names otherwise.
+    /// Functions that ran in a callgrind profile: a name without its hashes where every
+    /// function it matches ran, the exact names otherwise.
     hot: BTreeSet<String>,
-    /// The names without their hashes of those named exactly in `hot`. While the hashes are
-    /// those of the profile, only the copies that did not run are left for it; once they
-    /// change (another compiler, another dependency, another set of packages built together,
-    /// which changes the features of shared dependencies), it holds the copies that run
-    /// among their siblings, still apart from the code that never runs.
+    /// Functions on the pages the daemon touched on the real kernel (`--pages`) and not in
+    /// `hot`, named the same way. A page holds several functions, so this holds some that did
+    /// not run; apart from `hot`, they do not dilute it on a host that never runs them (the
+    /// simulated host).
+    lab: BTreeSet<String>,
+    /// The names without their hashes of those named exactly in `hot` or `lab`. While the
+    /// hashes are those of the profile, only the copies that did not run are left for it;
+    /// once they change (another compiler, another dependency, another set of packages built
+    /// together, which changes the features of shared dependencies), it holds the copies that
+    /// run among their siblings, still apart from the code that never runs.
     warm: BTreeSet<String>,
 }
 
-fn patterns(sections: &[InputSection], ran: &BTreeSet<String>) -> Patterns {
+/// The patterns that name the functions of `set`: a name without its hashes where every
+/// function it matches is in `set`, the exact names otherwise; and the names without their
+/// hashes of the latter.
+fn named(
+    sections: &[InputSection],
+    set: &BTreeSet<String>,
+) -> (BTreeSet<String>, BTreeSet<String>) {
     let mut globs = BTreeSet::new();
     for s in sections {
         if let Some(sym) = symbol_of(&s.name) {
-            if ran.contains(sym) {
+            if set.contains(sym) {
                 let prefix = &s.name[..s.name.len() - sym.len()];
                 globs.insert(format!("{prefix}{}", without_hashes(sym)));
             }
         }
     }
-    let has_run = |s: &InputSection| symbol_of(&s.name).is_some_and(|sym| ran.contains(sym));
-    let mut out = Patterns::default();
+    let within = |s: &InputSection| symbol_of(&s.name).is_some_and(|sym| set.contains(sym));
+    let (mut names, mut ambiguous) = (BTreeSet::new(), BTreeSet::new());
     for pattern in globs {
         let matched: Vec<&InputSection> = sections
             .iter()
             .filter(|s| glob(&pattern, &s.name))
             .collect();
-        if matched.iter().all(|s| has_run(s)) {
-            out.hot.insert(pattern);
+        if matched.iter().all(|s| within(s)) {
+            names.insert(pattern);
         } else {
-            out.hot.extend(
-                matched
-                    .iter()
-                    .filter(|s| has_run(s))
-                    .map(|s| s.name.clone()),
-            );
-            out.warm.insert(pattern);
+            names.extend(matched.iter().filter(|s| within(s)).map(|s| s.name.clone()));
+            ambiguous.insert(pattern);
         }
     }
-    out
+    (names, ambiguous)
+}
+
+fn patterns(
+    sections: &[InputSection],
+    ran: &BTreeSet<String>,
+    touched: &BTreeSet<String>,
+) -> Patterns {
+    let (hot, mut warm) = named(sections, ran);
+    let seen: BTreeSet<String> = ran.union(touched).cloned().collect();
+    let (lab, warm_lab) = named(sections, &seen);
+    warm.extend(warm_lab);
+    let lab = lab.difference(&hot).cloned().collect();
+    Patterns { hot, lab, warm }
 }
 
 /// Whether `text` matches `pattern`, where `*` is any run of characters (as the linker
@@ -250,7 +328,11 @@ fn script(patterns: &Patterns, hot_n: usize, hot_bytes: u64, all_bytes: u64) -> 
         all_bytes / 1024
     );
     let _ = writeln!(s, "SECTIONS\n{{");
-    for (name, set) in [(HOT_SECTION, &patterns.hot), (WARM_SECTION, &patterns.warm)] {
+    for (name, set) in [
+        (HOT_SECTION, &patterns.hot),
+        (LAB_SECTION, &patterns.lab),
+        (WARM_SECTION, &patterns.warm),
+    ] {
         let _ = writeln!(s, "  {name} : {{");
         for p in set {
             let _ = writeln!(s, "    *({p})");
@@ -284,6 +366,52 @@ mod tests {
     }
 
     #[test]
+    fn what_only_the_real_kernel_touched_comes_after_what_ran() {
+        let s = |n: &str| InputSection {
+            name: format!(".text.{n}"),
+            vma: 0,
+            size: 16,
+        };
+        let sections = vec![
+            s("_ZN3run17h0000000000000001E"),
+            s("_ZN3real17h0000000000000002E"),
+            s("_ZN3gen17h0000000000000003E"),
+            s("_ZN3gen17h0000000000000004E"),
+            s("_ZN3cold17h0000000000000005E"),
+        ];
+        let set = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<BTreeSet<_>>();
+        let ran = set(&["_ZN3run17h0000000000000001E"]);
+        let touched = set(&[
+            "_ZN3run17h0000000000000001E",
+            "_ZN3real17h0000000000000002E",
+            "_ZN3gen17h0000000000000003E",
+        ]);
+        let p = patterns(&sections, &ran, &touched);
+        assert_eq!(p.hot, set(&[".text._ZN3run17h*"]));
+        assert_eq!(
+            p.lab,
+            set(&[".text._ZN3real17h*", ".text._ZN3gen17h0000000000000003E"])
+        );
+        assert_eq!(p.warm, set(&[".text._ZN3gen17h*"]));
+        assert!(!p
+            .hot
+            .iter()
+            .chain(&p.lab)
+            .chain(&p.warm)
+            .any(|x| x.contains("cold")));
+    }
+
+    #[test]
+    fn the_labs_pages_are_read_from_its_transcript() {
+        let t = "scale: devices 2\nscale: text_pages 0x108000-0x10a000,0x200000-0x201000\n";
+        assert_eq!(
+            touched_pages(t),
+            [(0x108000, 0x10a000), (0x200000, 0x201000)]
+        );
+        assert!(touched_pages("scale: text_pages FAILED: no mapping").is_empty());
+    }
+
+    #[test]
     fn globs_match_as_the_linker_does() {
         assert!(glob("_ZN3foo17h*", "_ZN3foo17h0123456789abcdefE"));
         assert!(!glob("_ZN3foo17h*", "_ZN3foo3bar17h0123456789abcdefE"));
@@ -295,6 +423,7 @@ mod tests {
     fn a_generic_name_is_exact_where_only_some_copies_ran() {
         let s = |n: &str| InputSection {
             name: format!(".text.{n}"),
+            vma: 0,
             size: 16,
         };
         let sections = vec![
@@ -306,7 +435,7 @@ mod tests {
             .into_iter()
             .map(String::from)
             .collect();
-        let p = patterns(&sections, &ran);
+        let p = patterns(&sections, &ran, &BTreeSet::new());
         assert!(p.hot.contains(".text._ZN3bar17h*"));
         assert!(p.hot.contains(".text._ZN3foo17h0000000000000001E"));
         assert!(!p.hot.iter().any(|x| x.contains("0000000000000002")));
