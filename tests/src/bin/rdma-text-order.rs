@@ -44,7 +44,7 @@ const HOT_SECTION: &str = ".text.hot";
 const LAB_SECTION: &str = ".text.lab";
 const WARM_SECTION: &str = ".text.warm";
 
-/// A function's input section in the map: its full section name and size.
+/// A function's input section in the map: its full section name, address and size.
 struct InputSection {
     name: String,
     /// Its address in the executable.
@@ -347,6 +347,15 @@ fn script(patterns: &Patterns, hot_n: usize, hot_bytes: u64, all_bytes: u64) -> 
 mod tests {
     use super::*;
 
+    /// A function section of 16 bytes named after `symbol`.
+    fn section(symbol: &str) -> InputSection {
+        InputSection {
+            name: format!(".text.{symbol}"),
+            vma: 0,
+            size: 16,
+        }
+    }
+
     #[test]
     fn a_legacy_name_loses_its_hash() {
         assert_eq!(
@@ -367,11 +376,7 @@ mod tests {
 
     #[test]
     fn what_only_the_real_kernel_touched_comes_after_what_ran() {
-        let s = |n: &str| InputSection {
-            name: format!(".text.{n}"),
-            vma: 0,
-            size: 16,
-        };
+        let s = section;
         let sections = vec![
             s("_ZN3run17h0000000000000001E"),
             s("_ZN3real17h0000000000000002E"),
@@ -421,11 +426,7 @@ mod tests {
 
     #[test]
     fn a_generic_name_is_exact_where_only_some_copies_ran() {
-        let s = |n: &str| InputSection {
-            name: format!(".text.{n}"),
-            vma: 0,
-            size: 16,
-        };
+        let s = section;
         let sections = vec![
             s("_ZN3foo17h0000000000000001E"),
             s("_ZN3foo17h0000000000000002E"),
