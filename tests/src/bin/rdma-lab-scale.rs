@@ -32,6 +32,10 @@
 //! a full history, N times in one boot (after one start to find the port it asks for). With
 //! `--append rdma_lab_scale_idle_runs=N`, only idle CPU, N windows of 30 s split into user,
 //! system and threads, then a `perf` profile of one more when run-lab.sh had `--with-perf`.
+//! With `--append rdma_lab_scale_text_pages=1` it turns the kernel's fault-around off for the
+//! whole boot and prints, before the main run's daemon stops, the pages of the daemon's code
+//! it touched (`scale: text_pages`, for tests/text-order/regenerate.sh --lab); that boot's
+//! memory figures are then not the daemon's usual ones.
 //!
 //! Prints one `scale: NAME VALUE` line per figure. Times are figures, never checks; it fails
 //! (exit status 1) only when the GIDs through verbs and sysfs differ, the daemon does not come
