@@ -1,6 +1,5 @@
 //! rdma-lab-scale: the daemon on a real kernel with many RDMA devices, against the reference
-//! tools, in one run of the QEMU kernel lab (docs/PERFORMANCE.md, "At scale on a real
-//! kernel").
+//! tools, in one run of the QEMU kernel lab (docs/PERFORMANCE.md, "rdma-lab-scale").
 //!
 //! Run as the lab's scenario program with the daemon's files in the guest:
 //!
