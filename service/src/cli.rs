@@ -15,8 +15,8 @@ use crate::dbus::server::Bus;
 /// one `cannot serve any longer`); RUST_LOG=info,zbus=debug shows them. The
 /// benchmarks and labs run the daemon with it too: `info` alone opens zbus's span around each
 /// method call, whose fields (the whole message and its header) the log formatter renders on
-/// every call, which an installed daemon does not spend (docs/PERFORMANCE.md, "Memory,
-/// thirteenth pass").
+/// every call, which an installed daemon does not spend, and whose code would then be
+/// resident in the benchmarks only.
 pub const DEFAULT_LOG_FILTER: &str = "info,zbus=error";
 
 pub const USAGE: &str =

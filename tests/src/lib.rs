@@ -4,7 +4,6 @@
 
 pub mod audit_log;
 pub mod bus;
-pub mod elf;
 pub mod gmo;
 pub mod hostsvc;
 pub mod imports;

@@ -323,8 +323,8 @@ impl Drop for RemoveOnDrop {
 /// RUST_LOG's filter, or the default one and why RUST_LOG's was refused. Its syntax is
 /// `Targets`': a comma-separated list of `level` and `target=level`. `EnvFilter` also filters
 /// on spans and fields, which the daemon has no use for (it logs no spans), and brings a
-/// regular expression engine whose code was 0.2 MB of the daemon's resident memory
-/// (docs/PERFORMANCE.md, "Memory, sixth pass").
+/// regular expression engine whose code would be resident for nothing (docs/PERFORMANCE.md,
+/// "Decisions").
 fn log_filter(rust_log: Result<String, std::env::VarError>) -> (Targets, Option<String>) {
     let default = || DEFAULT_LOG_FILTER.parse().unwrap_or_default();
     match rust_log {
@@ -378,7 +378,7 @@ fn main() -> ExitCode {
     // SAFETY: before any other thread exists. One malloc arena instead of up to eight per
     // core: the daemon's threads mostly wait, so they rarely contend for it, and every arena
     // keeps its own freed memory (a second arena held the engine's history apart from the
-    // start-up's freed blocks: 0.6 MiB more RSS with a full history, docs/PERFORMANCE.md).
+    // start-up's freed blocks, which then could not be reused or trimmed).
     // Blocks of 256 KiB and more (a large reply, an introspection) always get their own
     // mapping, returned when freed: glibc would otherwise raise that bound as such blocks
     // are freed and serve the next ones from the heap, which keeps them.
@@ -410,8 +410,8 @@ fn main() -> ExitCode {
 /// for the work-stealing heuristics), linked whenever the workspace builds tokio with that
 /// scheduler even though the daemon runs the current-thread one. Defined here, the linker
 /// resolves that call to it and `libm.so.6` is not loaded at all: its load runs its IFUNC
-/// resolvers across its code, about half a megabyte of resident memory for one function
-/// (docs/PERFORMANCE.md, "Memory, seventh pass"). The executable does not export it, so a
+/// resolvers across its code, resident memory for one function (docs/PERFORMANCE.md,
+/// "Decisions"). The executable does not export it, so a
 /// library loaded later (libibverbs' providers) that needs libm loads it as before.
 /// `.ci/run` checks that the release daemon does not need `libm.so.6`.
 #[no_mangle]
@@ -435,8 +435,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     // One thread for the async side: the daemon spends its life waiting, and what blocks
     // (sysfs, verbs, reading many devices at once) goes to the blocking pool. The
     // multi-threaded scheduler is also the only user of libm in the daemon (its `pow`, for
-    // the work-stealing heuristics): without it `libm.so.6` is not loaded, about half a
-    // megabyte of resident memory (docs/PERFORMANCE.md, "Memory, seventh pass").
+    // the work-stealing heuristics): without it `libm.so.6` is not loaded (`pow` below).
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -3,15 +3,15 @@
 //!
 //! zbus's own ObjectManager rebuilds the answer on every call: it asks every interface of
 //! every object for all its properties, collects them into hash maps of owned values and
-//! serializes those. With 256 devices x 2 ports and 1024 IPoIB interfaces that is 1800 objects
-//! and 1.3 MB, and cost about 35 ms of CPU per call. Here each object's dict entry
+//! serializes those: on a large host thousands of objects and over a megabyte, rebuilt at
+//! every call. Here each object's dict entry
 //! `{o a{sa{sv}}}` is encoded once, when first asked for after it changed, and a call only
 //! concatenates the entries. That is sound because D-Bus aligns relative to the start of the
 //! body and a dict entry is 8-aligned: an entry encoded at offset 0 is the same bytes at any
 //! 8-aligned offset.
 //!
-//! The encodings are kept while calls come: 430 KB on a host of 256 devices, which a host
-//! that nobody asks would hold for nothing. Start-up only measures the reply (for the call
+//! The encodings are kept while calls come: the size of a reply, which a host that nobody
+//! asks would hold for nothing. Start-up only measures the reply (for the call
 //! limits) and keeps none of it; the first call encodes and keeps, and encodings that no call
 //! has used for [`KEEP_ENCODINGS_IDLE`] are dropped (`forget_if_idle`, from the server's
 //! housekeeping), so a scraper that asks every few minutes finds them kept.

@@ -4,9 +4,8 @@
 //! A path is an `Arc<str>` inside [`OwnedObjectPath`], so a clone costs a reference count.
 //! Made afresh by each view, the same path was a separate allocation in each property that
 //! named it (a device's `Ports`, a port's `Device`, an IPoIB interface's `Device`, `Port`,
-//! `Parent` and `Children`, the root's lists, each ThroughputSampled row): about 6400 of them
-//! on a host of 256 devices, 512 ports and 1024 IPoIB interfaces, against 1800 paths
-//! (docs/PERFORMANCE.md, "Memory, twelfth pass").
+//! `Parent` and `Children`, the root's lists, each ThroughputSampled row): several copies of
+//! every path, the largest count of allocations in the daemon's heap.
 
 use rdma_manager_dbus::{device_path, ipoib_path, port_path};
 use zbus::zvariant::OwnedObjectPath;

@@ -3,8 +3,7 @@
 //! A device has one or two ports, rarely more, and the daemon keeps two such maps for every
 //! device for as long as it exists. A `BTreeMap` allocates a node with room for eleven
 //! entries for the first one; a vector of pairs sized to what it holds is several times
-//! smaller (at 256 one-port devices about 0.3 MB of heap; docs/PERFORMANCE.md, "Memory,
-//! sixth pass"), and a lookup among two entries is no slower.
+//! smaller, and a lookup among two entries is no slower.
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 

@@ -80,9 +80,8 @@ pub struct EngineConfig {
     /// the host.
     pub sweep_devices_per_tick: usize,
     /// The sweep runs at one tick in this many. Two by default: a device's re-read is most
-    /// of the idle daemon's CPU in the lab after the poll (docs/PERFORMANCE.md, "Idle CPU,
-    /// tenth pass"), and GIDs that follow IP addresses, the change the sweep was first
-    /// for, now come with rtnetlink's address events.
+    /// of the idle daemon's CPU in the lab after the poll, and GIDs that follow IP
+    /// addresses, the change the sweep was first for, come with rtnetlink's address events.
     pub sweep_period_ticks: u64,
     /// Each port's `lid` and `sm_lid` are polled once every this many ticks, a share of the
     /// ports at each tick (1: every port at every tick). A port whose state moves is re-read
@@ -223,8 +222,7 @@ struct HeapUse {
 }
 
 /// The heap's use after start-up, logged so that a resident size can be told apart into
-/// live data and malloc's free space (docs/PERFORMANCE.md, "At scale on a real kernel,
-/// fifth pass").
+/// live data and malloc's free space (where heaptrack cannot run, as in the kernel lab).
 fn heap_use() -> Option<HeapUse> {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
@@ -866,8 +864,8 @@ impl Engine {
             return;
         }
         // The turn's devices are re-read with the netlink device list of an earlier tick:
-        // dumping every device to re-read one cost more than the read itself (65 ms a tick
-        // with 256 rxe devices in the lab). The list is dumped again after any event, when
+        // dumping every device to re-read one costs more than the read itself on a large
+        // host. The list is dumped again after any event, when
         // it lacks a device the sweep re-reads, and every `resync_ticks`: a device removed
         // and added again under the same name with both events lost is seen within that.
         let fresh = |nl: &(Vec<crate::kernel::NlDevice>, u64)| {

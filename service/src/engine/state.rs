@@ -170,8 +170,7 @@ impl ObservedState {
         let nl = host.nl_devices().await?;
         // Both maps are collected into vectors and built at once: a map built in one go
         // has full leaves, where one filled in key order keeps them about half empty (the
-        // B-tree splits a full leaf in two), and a leaf of these large values is 3.5 KB
-        // (docs/PERFORMANCE.md, "Memory, twelfth pass").
+        // B-tree splits a full leaf in two), and a leaf of these large values is large.
         let mut devices = Vec::new();
         let mut unread = Vec::new();
         // Several devices in flight at once: each read is a chain of blocking sysfs,

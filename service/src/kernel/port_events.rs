@@ -11,7 +11,7 @@
 //! (`disassociate_ucontext`: mlx5, mlx4, hns). A kept context of a device whose driver does
 //! not (rxe, siw, and others) makes the kernel wait for it to be closed before the device can
 //! be removed: measured in the lab on rxe, `rdma link delete` hung until the context was
-//! closed (docs/PERFORMANCE.md, "At scale on a real kernel, second pass"). Soft devices need
+//! closed (rxe has no `disassociate_ucontext`). Soft devices need
 //! no events anyway: their port state follows their netdev, whose rtnetlink events re-read
 //! them. Devices past the descriptor budget ([`context_budget`]) are not watched either; the
 //! poll reads their ports' state every second, as it does for every unwatched device.

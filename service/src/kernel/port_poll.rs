@@ -99,11 +99,11 @@ pub struct PortReading {
 /// Which ports' `lid` and `sm_lid` a poll reads: the targets whose place in the list is
 /// `phase` modulo `every`, so that each port's are read once every `every` polls.
 ///
-/// Why not every second: they are a quarter of an InfiniBand port's polled files (1024 a
-/// second on 256x2 ports), and they change only when a subnet manager assigns addresses,
+/// Why not every second: they are a quarter of an InfiniBand port's polled files, and they
+/// change only when a subnet manager assigns addresses,
 /// which it does while bringing the port up (the port's state moves, and a port that moved
 /// is re-read whole at once) or in a fail-over that leaves the port ACTIVE (seen within
-/// `every` polls instead of one). See docs/PERFORMANCE.md, "Idle CPU, fourth pass".
+/// `every` polls instead of one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LidTurn {
     pub every: usize,

@@ -74,7 +74,8 @@ pub fn raise_nofile_limit() -> Result<Raised, RlimitError> {
 /// HCAs of 2 InfiniBand ports (8 a port) and a directory a device, 4352, with room. Each kept
 /// sysfs file holds about 4.6 KiB of kernel memory once read (seq_file keeps a page until the
 /// close; measured in the lab), 37 MiB at this cap; a read through it costs a quarter of an
-/// open, read and close. See docs/PERFORMANCE.md, "Idle CPU, eighth pass".
+/// open, read and close: on a host with ports to poll, steady CPU matters more than that
+/// kernel memory.
 pub const KEEP_OPEN_MAX: usize = 8192;
 
 /// How many descriptors the port poll may keep open under a soft limit of `soft`: a quarter

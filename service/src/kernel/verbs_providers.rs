@@ -3,9 +3,8 @@
 //! libibverbs matches every RDMA device against the providers registered so far; when a
 //! device stays unmatched it loads every provider its configuration names
 //! (`/etc/libibverbs.d/*.driver`: 17 in Debian 12's ibverbs-providers), and a provider, once
-//! loaded, stays mapped for the life of the process. In the lab, 256 rxe devices that need one
-//! provider kept the other sixteen and their libraries resident: about 1 MB of the daemon's
-//! RSS (docs/PERFORMANCE.md, "Memory, ninth pass"). A provider registers itself with
+//! loaded, stays mapped for the life of the process: rxe devices that need one provider kept
+//! all the others and their libraries resident. A provider registers itself with
 //! libibverbs when it is loaded (its constructor), so loading the ones the devices need before
 //! the first list leaves no device unmatched, and libibverbs loads no other.
 //!

@@ -21,9 +21,7 @@ pub enum AttrError {
 
 /// A value whose text is not in the kernel's format, and why. Boxed in [`AttrError`]: the
 /// model holds a [`Field`] for every attribute of every device and port, nearly all of them
-/// `Ok`, and two inline strings made each field 48 bytes where 16 hold the rest (part of
-/// the 1.2 MB the model shrank by at 256 devices; docs/PERFORMANCE.md, "Memory, sixth
-/// pass").
+/// `Ok`, and two inline strings would make each field three times the size of the rest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Malformed {
     /// The text as read, trailing newline removed.

@@ -212,9 +212,7 @@ impl DeviceSnapshot {
 
     /// Gives back the room its lists grew into while they were read. A snapshot is kept
     /// for as long as its device is unchanged, and a vector that grew by pushes holds room
-    /// for four elements where one device has one port with one or two GIDs: at 256 devices
-    /// that was about 0.8 MB of the daemon's heap (docs/PERFORMANCE.md, "Memory, sixth
-    /// pass").
+    /// for four elements where one device has one port with one or two GIDs.
     pub fn shrink_to_fit(&mut self) {
         self.netdevs.shrink_to_fit();
         self.ports.shrink_to_fit();

@@ -690,7 +690,6 @@ async fn history_full(
         "resident by mapping, largest first: {}",
         top.join(", ")
     ));
-    r.note(code_order_note(&opts.daemon));
     r.note(format!(
         "after {:.0} s at --tick-ms={tick}, {port} returned samples with data: {} (ticks \
          the poll could not keep up with are gaps, which hold their place in the ring)",
@@ -699,37 +698,6 @@ async fn history_full(
     ));
     d.stop().await;
     Ok(())
-}
-
-/// Whether the daemon was linked with its code order (service/link/text-order.ld), and how
-/// much of its code that places first: a daemon built without it, or with a script its symbols
-/// no longer match, has most of its code resident.
-fn code_order_note(daemon: &std::path::Path) -> String {
-    match rdma_manager_tests::elf::section_sizes(daemon) {
-        Ok(sections) => {
-            let kib = |name: &str| {
-                sections
-                    .iter()
-                    .find(|(n, _)| n == name)
-                    .map(|(_, size)| size / 1024)
-            };
-            match (kib(".text.hot"), kib(".text.warm"), kib(".text")) {
-                (Some(hot), warm, Some(rest)) => format!(
-                    "code order: {hot} KiB of functions that ran in the profile placed first, \
-                     then {} KiB seen on the real kernel's pages, then {} KiB of other copies \
-                     of generic ones, then {rest} KiB",
-                    kib(".text.lab").unwrap_or(0),
-                    warm.unwrap_or(0)
-                ),
-                (None, _, Some(all)) => format!(
-                    "code order: none ({all} KiB of code in one section; \
-                     service/link/text-order.ld not linked)"
-                ),
-                _ => "code order: no .text section".to_string(),
-            }
-        }
-        Err(e) => format!("code order: unknown ({e})"),
-    }
 }
 
 // ---- in this process ------------------------------------------------------------------------

@@ -1,6 +1,5 @@
 //! rdma-lab-scale: the daemon on a real kernel with many RDMA devices, against the reference
-//! tools, in one run of the QEMU kernel lab (docs/PERFORMANCE.md, "At scale on a real
-//! kernel").
+//! tools, in one run of the QEMU kernel lab (docs/PERFORMANCE.md, "rdma-lab-scale").
 //!
 //! Run as the lab's scenario program with the daemon's files in the guest:
 //!
@@ -32,10 +31,6 @@
 //! a full history, N times in one boot (after one start to find the port it asks for). With
 //! `--append rdma_lab_scale_idle_runs=N`, only idle CPU, N windows of 30 s split into user,
 //! system and threads, then a `perf` profile of one more when run-lab.sh had `--with-perf`.
-//! With `--append rdma_lab_scale_text_pages=1` it turns the kernel's fault-around off for the
-//! whole boot and prints, before the main run's daemon stops, the pages of the daemon's code
-//! it touched (`scale: text_pages`, for tests/text-order/regenerate.sh --lab); that boot's
-//! memory figures are then not the daemon's usual ones.
 //!
 //! Prints one `scale: NAME VALUE` line per figure. Times are figures, never checks; it fails
 //! (exit status 1) only when the GIDs through verbs and sysfs differ, the daemon does not come
@@ -991,13 +986,6 @@ async fn daemon_phase(devices: usize, only: Only) -> Result<()> {
         },
     );
 
-    if setting("rdma_lab_scale_text_pages") == Some(1) {
-        match text_pages(pid) {
-            Ok(pages) => figure("text_pages", pages),
-            Err(e) => figure("text_pages", format!("FAILED: {e:#}")),
-        }
-    }
-
     let _ = Command::new("kill")
         .args(["-TERM", &pid.to_string()])
         .status();
@@ -1237,69 +1225,6 @@ fn perf_profile(pid: u32) -> Result<()> {
     Ok(())
 }
 
-/// `rdma_lab_scale_text_pages=1`: the kernel maps only the page a fault asks for (fault-around
-/// off), so that the pages of the daemon's executable that are present at the end of the run
-/// are those its code touched on the real kernel. The run's memory figures are then not the
-/// daemon's usual ones.
-fn fault_around_off() -> Result<()> {
-    let knob = "/sys/kernel/debug/fault_around_bytes";
-    if !std::path::Path::new(knob).exists() {
-        let _ = Command::new("mount")
-            .args(["-t", "debugfs", "debugfs", "/sys/kernel/debug"])
-            .status();
-    }
-    std::fs::write(knob, "4096").with_context(|| format!("writing {knob}"))
-}
-
-/// The pages of the daemon's executable present in its memory, as ranges of addresses in
-/// the executable (`0xSTART-0xEND,...`), for tests/text-order/regenerate.sh: with
-/// fault-around off, the code it ran on the real kernel.
-fn text_pages(pid: u32) -> Result<String> {
-    use std::io::{Read, Seek, SeekFrom};
-    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps"))?;
-    let mine: Vec<(u64, u64, String)> = maps
-        .lines()
-        .filter(|l| l.ends_with("/rdma-managerd"))
-        .filter_map(|l| {
-            let mut f = l.split_whitespace();
-            let (range, perms) = (f.next()?, f.next()?);
-            let (a, b) = range.split_once('-')?;
-            Some((
-                u64::from_str_radix(a, 16).ok()?,
-                u64::from_str_radix(b, 16).ok()?,
-                perms.to_string(),
-            ))
-        })
-        .collect();
-    // A position-independent executable's first mapping is its address 0.
-    let base = mine
-        .iter()
-        .map(|m| m.0)
-        .min()
-        .context("no mapping of rdma-managerd")?;
-    let mut pagemap = std::fs::File::open(format!("/proc/{pid}/pagemap"))?;
-    let mut ranges: Vec<(u64, u64)> = Vec::new();
-    for (start, end, _) in mine.iter().filter(|m| m.2.contains('x')) {
-        for page in (*start..*end).step_by(4096) {
-            let mut e = [0u8; 8];
-            pagemap.seek(SeekFrom::Start(page / 4096 * 8))?;
-            pagemap.read_exact(&mut e)?;
-            if u64::from_le_bytes(e) >> 63 == 1 {
-                let at = page - base;
-                match ranges.last_mut() {
-                    Some(r) if r.1 == at => r.1 = at + 4096,
-                    _ => ranges.push((at, at + 4096)),
-                }
-            }
-        }
-    }
-    Ok(ranges
-        .iter()
-        .map(|(a, b)| format!("{a:#x}-{b:#x}"))
-        .collect::<Vec<_>>()
-        .join(","))
-}
-
 /// A number from the environment (`NAME` upper-cased) or else the guest's kernel command line
 /// (`name=N`, as `run-lab.sh --append` passes it).
 fn setting(name: &str) -> Option<usize> {
@@ -1330,9 +1255,6 @@ fn main() -> Result<()> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    if setting("rdma_lab_scale_text_pages") == Some(1) {
-        fault_around_off()?;
-    }
     make_devices(devices)?;
     if !matches!(only, Only::Everything) {
         return rt.block_on(daemon_phase(devices, only));

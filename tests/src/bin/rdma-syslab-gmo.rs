@@ -1,7 +1,7 @@
 //! rdma-syslab-gmo: GetManagedObjects of the installed daemon through the machine's system
 //! bus (dbus-daemon or dbus-broker), beside `rdma -j dev show` and `ibstat` in the same run.
 //! The installed-system lab (tests/syslab/guest-checks.sh) runs it in its guest with 256 rxe
-//! devices on each bus; docs/PERFORMANCE.md, "GetManagedObjects through dbus-broker".
+//! devices on each bus; docs/PERFORMANCE.md, "rdma-syslab-gmo".
 //!
 //!     rdma-syslab-gmo --system --devices N [--wait-secs S]
 //!

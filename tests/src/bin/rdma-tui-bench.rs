@@ -1,4 +1,4 @@
-//! rdma-tui-bench: the client's benchmarks (docs/PERFORMANCE.md, "rdma-tui").
+//! rdma-tui-bench: the client's benchmarks (docs/PERFORMANCE.md, "rdma-tui-bench").
 //!
 //! - `frame`: in this process, the time to apply one 1 Hz update (a sample for every port) and
 //!   draw a whole frame of a page, with 64 InfiniBand ports and full histories (300 samples

@@ -456,7 +456,7 @@ async fn a_renamed_parent_is_named_by_its_children() {
 }
 
 /// A snapshot is kept as long as its device is unchanged: its lists hold no room beyond
-/// their entries (`DeviceSnapshot::shrink_to_fit`, docs/PERFORMANCE.md "Memory, sixth pass").
+/// their entries (`DeviceSnapshot::shrink_to_fit`).
 #[tokio::test]
 async fn a_read_snapshot_keeps_no_spare_room() {
     let h = demo();

@@ -3,9 +3,8 @@
 //! `--ibstat`).
 //!
 //! Through the bus, a large host's reply is relayed by the bus daemon, and relaying is most
-//! of what the call costs: with 256 devices in the lab (430 KB) `dbus-daemon` spends 45 to 51
-//! ms of CPU a call on it and `dbus-broker` 35, against the daemon's own 10 to 14
-//! (docs/PERFORMANCE.md). So the daemon also listens on a Unix socket
+//! of what the call costs: on a host of hundreds of devices either bus spends several times
+//! the daemon's own CPU on a call (docs/PERFORMANCE.md). So the daemon also listens on a Unix socket
 //! ([`rdma_manager_dbus::DIRECT_SOCKET_PATH`] when it serves the system bus) and speaks peer-to-peer D-Bus there, as
 //! systemd does on `/run/systemd/private`: the same method on the same object path, the same
 //! reply bytes, without the relay. `gdbus call --address unix:path=/run/rdma-manager/direct`

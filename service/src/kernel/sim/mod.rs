@@ -150,8 +150,7 @@ impl SimHost {
         mut spec: HostSpec,
     ) -> Result<SimHost, HostError> {
         // The fixtures grow these lists one push at a time, and a doubled vector is up to
-        // half empty: 1025 netdevs in room for 2048 on the 256x2 host, memory the daemon it
-        // runs in shows as its own (docs/PERFORMANCE.md, "Memory, twelfth pass").
+        // half empty, memory the daemon it runs in shows as its own in the benchmarks.
         spec.devices.shrink_to_fit();
         spec.netdevs.shrink_to_fit();
         let next_dev_index = spec.devices.iter().map(|d| d.index + 1).max().unwrap_or(0);

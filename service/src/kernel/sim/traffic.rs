@@ -20,9 +20,8 @@ const LIGHT_BYTES_PER_S: f64 = 4.0e5;
 const DEFAULT_BYTES_PER_S: f64 = 5.0e8;
 
 /// A sine-shaped wave of period 2π between -1 and 1 (two parabolic arcs, within 0.06 of the
-/// sine). Not `f64::sin`, which would make the daemon load `libm.so.6` for this alone: about
-/// half a megabyte of resident memory, its IFUNC resolvers being run at load across its code
-/// (docs/PERFORMANCE.md, "Memory, seventh pass").
+/// sine). Not `f64::sin`, which would make the daemon load `libm.so.6` for this alone, its
+/// IFUNC resolvers being run at load across its code (docs/PERFORMANCE.md, "Decisions").
 fn wave(phase: f64) -> f64 {
     use std::f64::consts::PI;
     // x in [-π, π): the parabola 4x(π - |x|)/π² is 0 at -π, 0 and π, ±1 at ±π/2.
