@@ -3,7 +3,14 @@
 //!
 //! Every step appends one line to a transcript. Lines hold only what a correct simulation
 //! must reproduce exactly; values that legitimately vary between runs (counters that move
-//! with background traffic) are reduced to their shape.
+//! with background traffic) are reduced to their shape. The lines are a documented projection
+//! (tests/lab/README.md, "The transcript"): the JSON document users read ([`document`]),
+//! ibstat's text, and readings and outcomes written value by value ([`format`]), never an
+//! internal type's `Debug` or serde form, so that reshaping an internal type never changes a
+//! transcript recorded on a real kernel.
+
+pub mod document;
+pub mod format;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,6 +24,7 @@ use rdma_managerd::model::{CounterSource, RoceMode, SoftLinkType};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::reference::Reference;
+use format::{done, list, outcome, yes_no};
 
 /// The lab's veth pair (made by tests/lab/run-lab.sh with fixed MACs).
 pub const NETDEV_A: &str = "veth0";
@@ -31,13 +39,6 @@ pub struct Run {
     /// How many comparisons with those tools were made.
     pub reference_checks: usize,
     reference: Option<Reference>,
-}
-
-fn show<T: std::fmt::Debug>(r: &Result<T, HostError>) -> String {
-    match r {
-        Ok(v) => format!("ok {v:?}"),
-        Err(e) => format!("err {}", e.code()),
-    }
 }
 
 impl Run {
@@ -98,7 +99,7 @@ impl Run {
         let mut l = format!(
             "add {name} type {} netdev {netdev}: {}",
             kind.as_str(),
-            show(&r)
+            done(&r)
         );
         if let Err(e) = &r {
             if let Some(errno) = e.errno() {
@@ -123,7 +124,8 @@ impl Run {
                         .await
                         .unwrap_or(false),
                 };
-                l.push_str(&format!(" => {:?}", classify_newlink_error(errno, &ctx)));
+                // The sentence the daemon's refusal carries.
+                l.push_str(&format!(" => {}", classify_newlink_error(errno, &ctx)));
             }
         }
         self.line(l);
@@ -137,17 +139,7 @@ impl Run {
         match self.host.nl_devices().await {
             Ok(devs) => {
                 for d in &devs {
-                    self.line(format!(
-                        "nl dev {} {} node_type={:?} node_guid={} sys_image_guid={} fw={:?} protocol={:?} ports={:?}",
-                        d.index,
-                        d.name,
-                        d.node_type,
-                        d.node_guid.map(|g| g.colon_form()).unwrap_or_default(),
-                        d.sys_image_guid.map(|g| g.colon_form()).unwrap_or_default(),
-                        d.fw_version,
-                        d.protocol,
-                        d.port_count
-                    ));
+                    self.line(format::nl_device(d));
                 }
                 if let Some(r) = &self.reference {
                     self.failures.extend(r.check_dev_show(&devs));
@@ -159,10 +151,7 @@ impl Run {
         match self.host.nl_ports().await {
             Ok(ports) => {
                 for p in &ports {
-                    self.line(format!(
-                        "nl port {}/{} state={:?} phys={:?} lid={:?} sm_lid={:?} lmc={:?} netdev={:?}",
-                        p.dev_name, p.port, p.state, p.phys_state, p.lid, p.sm_lid, p.lmc, p.netdev_name
-                    ));
+                    self.line(format::nl_port(p));
                 }
                 if let Some(r) = &self.reference {
                     let netdevs = self.host.read_netdevs().await.unwrap_or_default();
@@ -172,25 +161,16 @@ impl Run {
             }
             Err(e) => self.line(format!("nl ports: err {}", e.code())),
         }
+        match document::doc_lines(self.host.as_ref()).await {
+            Ok(lines) => self.transcript.extend(lines),
+            Err(e) => self.line(format!("doc: err {}", e.code())),
+        }
         match self.host.read_devices().await {
             Ok(devs) => {
                 for d in &devs {
-                    let json =
-                        serde_json::to_string(d).unwrap_or_else(|e| format!("unserializable: {e}"));
-                    self.line(format!("sysfs {json}"));
                     for p in &d.ports {
                         let c = self.host.read_counters(&d.name, p.number).await;
-                        let shape = match &c {
-                            Ok(c) => format!(
-                                "source={:?} tx_bytes={} rx_bytes={} saturated={} hw={:?}",
-                                c.source,
-                                c.tx_bytes.is_ok(),
-                                c.rx_bytes.is_ok(),
-                                c.saturated,
-                                c.hw.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>()
-                            ),
-                            Err(e) => format!("err {}", e.code()),
-                        };
+                        let shape = outcome(&c, format::counters_shape);
                         self.line(format!("counters {}/{}: {shape}", d.name, p.number));
                     }
                 }
@@ -214,10 +194,7 @@ impl Run {
         };
         let r = self.host.nl_port_stats(idx, 1).await;
         let l = match r {
-            Ok(v) => format!(
-                "stats {name}/1: {:?}",
-                v.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>()
-            ),
+            Ok(v) => format!("stats {name}/1: {}", list(v.iter().map(|(n, _)| n))),
             Err(e) => format!("stats {name}/1: err {}", e.code()),
         };
         self.line(l);
@@ -229,15 +206,7 @@ impl Run {
             .iter()
             .filter(|n| n.name == NETDEV_A || n.name == NETDEV_B)
         {
-            self.line(format!(
-                "netdev {} ifindex={:?} type={:?} address={} mtu={:?} operstate={:?}",
-                n.name,
-                n.ifindex,
-                n.arphrd,
-                n.address.as_ref().map(|a| a.to_sysfs()).unwrap_or_default(),
-                n.mtu,
-                n.operstate
-            ));
+            self.line(format::netdev(n));
         }
     }
 
@@ -246,23 +215,23 @@ impl Run {
         let t = self.host.roce_tos(dev, port).await;
         self.line(format!(
             "roce {dev}/{port}: mode {} tos {}",
-            show(&m),
-            show(&t)
+            outcome(&m, |m| format!("\"{}\"", m.configfs_str())),
+            outcome(&t, u8::to_string)
         ));
     }
 
     async fn set_roce(&mut self, dev: &str, port: u32, mode: RoceMode) {
         let r = self.host.set_roce_mode(dev, port, mode).await;
         self.line(format!(
-            "set roce {dev}/{port} {:?}: {}",
+            "set roce {dev}/{port} \"{}\": {}",
             mode.configfs_str(),
-            show(&r)
+            done(&r)
         ));
     }
 
     async fn configfs_dirs(&mut self) {
         let r = self.host.roce_configfs_dirs().await;
-        self.line(format!("configfs rdma_cm: {}", show(&r)));
+        self.line(format!("configfs rdma_cm: {}", outcome(&r, |d| list(d))));
     }
 
     async fn set_up(&mut self, netdev: &str, up: bool) {
@@ -279,7 +248,7 @@ impl Run {
         self.line(format!(
             "set {netdev} {}: {}",
             if up { "up" } else { "down" },
-            show(&r)
+            done(&r)
         ));
         // The peer gains or loses carrier with it, but the kernel applies that later, from its
         // linkwatch work: rxe hears of it (NETDEV_CHANGE) just before the peer's RTM_NEWLINK
@@ -317,12 +286,7 @@ impl Run {
         let l = targets
             .iter()
             .zip(readings)
-            .map(|(t, r)| {
-                format!(
-                    "{}/{} {:?} {:?} lid {:?} sm_lid {:?}",
-                    t.dev, t.port, r.state, r.phys_state, r.lid, r.sm_lid
-                )
-            })
+            .map(|(t, r)| format!("{}/{} {}", t.dev, t.port, format::poll_reading(&r)))
             .collect::<Vec<_>>()
             .join(", ");
         self.line(format!("port poll (kept) {l}"));
@@ -334,7 +298,10 @@ impl Run {
             Ok(d) => d
                 .ports
                 .iter()
-                .map(|p| format!("{dev}/{} {:?} {:?}", p.number, p.state, p.phys_state))
+                .map(|p| {
+                    let state = format::port_state(&p.state, &p.phys_state);
+                    format!("{dev}/{} {state}", p.number)
+                })
                 .collect::<Vec<_>>()
                 .join(", "),
             Err(e) => format!("{dev}: err {}", e.code()),
@@ -347,13 +314,19 @@ impl Run {
 /// disagreements with the reference tools.
 pub async fn run_all(run: &mut Run) {
     let nl_sys = run.host.nl_sys().await;
-    run.line(format!(
-        "sys monitor_mode={:?}",
-        nl_sys.as_ref().ok().map(|s| s.monitor_mode)
-    ));
+    run.line(match &nl_sys {
+        Ok(s) => format!(
+            "nl sys monitor_mode={}",
+            format::opt(s.monitor_mode.map(u8::from))
+        ),
+        Err(e) => format!("nl sys: err {}", e.code()),
+    });
     run.netdevs().await;
     let loaded = run.host.module_loaded("rdma_rxe").await;
-    run.line(format!("module rdma_rxe loaded before: {}", show(&loaded)));
+    run.line(format!(
+        "module rdma_rxe loaded before: {}",
+        outcome(&loaded, |l| yes_no(*l))
+    ));
     run.snapshot("empty").await;
 
     // Soft-RoCE over a veth.
@@ -364,7 +337,10 @@ pub async fn run_all(run: &mut Run) {
     )
     .await;
     let loaded = run.host.module_loaded("rdma_rxe").await;
-    run.line(format!("module rdma_rxe loaded after: {}", show(&loaded)));
+    run.line(format!(
+        "module rdma_rxe loaded after: {}",
+        outcome(&loaded, |l| yes_no(*l))
+    ));
     run.snapshot("rxe0").await;
     run.stats_shape("rxe0").await;
 
@@ -382,7 +358,7 @@ pub async fn run_all(run: &mut Run) {
     run.set_roce("rxe0", 1, RoceMode::V1).await;
     run.roce("rxe0", 1).await;
     let r = run.host.set_roce_tos("rxe0", 1, 32).await;
-    run.line(format!("set roce tos rxe0/1 32: {}", show(&r)));
+    run.line(format!("set roce tos rxe0/1 32: {}", done(&r)));
     run.roce("rxe0", 1).await;
     run.roce("rxe0", 2).await;
     run.roce("nosuch", 1).await;
@@ -397,13 +373,13 @@ pub async fn run_all(run: &mut Run) {
     .await;
     if let Some(idx) = run.dev_index("rxe0").await {
         let r = run.host.rename_device(idx, "rxe1").await;
-        run.line(format!("rename rxe0 -> rxe1: {}", show(&r)));
+        run.line(format!("rename rxe0 -> rxe1: {}", done(&r)));
         let r = run.host.rename_device(idx, "rxe0").await;
-        run.line(format!("rename rxe0 -> rxe0: {}", show(&r)));
+        run.line(format!("rename rxe0 -> rxe0: {}", done(&r)));
         let r = run.host.rename_device(idx, "").await;
-        run.line(format!("rename rxe0 -> '': {}", show(&r)));
+        run.line(format!("rename rxe0 -> '': {}", done(&r)));
         let r = run.host.rename_device(idx, "roce_lab").await;
-        run.line(format!("rename rxe0 -> roce_lab: {}", show(&r)));
+        run.line(format!("rename rxe0 -> roce_lab: {}", done(&r)));
         run.expect_event("RdmaRenamed rxe0 -> roce_lab", |e| {
             matches!(e, HostEvent::RdmaRenamed { old, new } if old == "rxe0" && new == "roce_lab")
         })
@@ -412,7 +388,7 @@ pub async fn run_all(run: &mut Run) {
         run.line("rename: rxe0 has no index");
     }
     let r = run.host.rename_device(9999, "x").await;
-    run.line(format!("rename index 9999: {}", show(&r)));
+    run.line(format!("rename index 9999: {}", done(&r)));
     run.configfs_dirs().await;
     run.roce("rxe0", 1).await;
     run.roce("roce_lab", 1).await;
@@ -440,7 +416,7 @@ pub async fn run_all(run: &mut Run) {
         match run.dev_index(name).await {
             Some(idx) => {
                 let r = run.host.delete_link(idx).await;
-                run.line(format!("delete {name}: {}", show(&r)));
+                run.line(format!("delete {name}: {}", done(&r)));
                 let n = name.to_string();
                 run.expect_event(
                     &format!("RdmaRemoved {name}"),
@@ -448,7 +424,7 @@ pub async fn run_all(run: &mut Run) {
                 )
                 .await;
                 let r = run.host.delete_link(idx).await;
-                run.line(format!("delete {name} again: {}", show(&r)));
+                run.line(format!("delete {name} again: {}", done(&r)));
             }
             None => run.line(format!("delete {name}: no index")),
         }
@@ -460,7 +436,7 @@ pub async fn run_all(run: &mut Run) {
     run.snapshot("re-added").await;
     if let Some(idx) = run.dev_index("rxe0").await {
         let r = run.host.delete_link(idx).await;
-        run.line(format!("delete rxe0: {}", show(&r)));
+        run.line(format!("delete rxe0: {}", done(&r)));
     }
     run.configfs_dirs().await;
     run.line("== end");

@@ -1,6 +1,8 @@
 //! The simulated host must give exactly the transcript the real kernel gave in the kernel lab
-//! (recorded in tests/lab/expected/ by `tests/lab/run-lab.sh --record`). A difference means
-//! the simulation is wrong, or the scenarios changed and the lab must be run again.
+//! (recorded in tests/lab/expected/ by `tests/lab/compare.sh BIN DIR --record` after
+//! `tests/lab/run-lab.sh`). A difference means the simulation is wrong, or what users see
+//! changed (the document's devices and ports, ibstat's text, a line of the scenarios: see
+//! tests/lab/README.md, "The transcript") and the lab must be run again.
 
 use std::path::Path;
 use std::sync::Arc;
