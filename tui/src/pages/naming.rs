@@ -13,8 +13,8 @@ use ratatui::Frame;
 use super::{Outcome, Page, PageId, RenderCtx};
 use crate::check;
 use crate::client::{Call, CallError, CallOutput, NamePreview};
-use crate::edit::{self, Answer, Session};
-use crate::form::{truncate, ChoiceOption, Field, Form, FormEvent};
+use crate::edit::{self, Answer, Session, Submit};
+use crate::form::{truncate, ChoiceOption, Field, Form};
 use crate::model::{Device, Model, NameRule, Port};
 use crate::theme::Theme;
 
@@ -441,30 +441,19 @@ impl NamingPage {
     }
 
     fn form_key(&mut self, key: KeyEvent, model: &Model) -> Outcome {
-        let Some(mut s) = self.session.take() else {
-            return Outcome::Ignored;
-        };
-        let out = match s.form.handle_key(key) {
-            FormEvent::Cancel => return Outcome::Handled,
-            FormEvent::Changed(id) => {
-                self.check(&mut s, model, Some(id));
-                Outcome::Handled
-            }
-            FormEvent::Submit => {
-                self.check(&mut s, model, None);
-                if s.form.has_errors() {
-                    s.form.refuse();
-                    Outcome::Handled
-                } else {
-                    match self.calls(&s, model) {
-                        Some(call) => s.send(vec![call], model),
-                        None => Outcome::Handled,
-                    }
-                }
-            }
-            FormEvent::Handled => Outcome::Handled,
-        };
-        self.session = Some(s);
+        // Out of `self` while the form is handled, as checking it reads the page.
+        let mut session = self.session.take();
+        let out = edit::form_key(
+            &mut session,
+            key,
+            model,
+            |s, changed| self.check(s, model, changed),
+            |s| match self.calls(s, model) {
+                Some(call) => Submit::Calls(vec![call]),
+                None => Submit::Stay,
+            },
+        );
+        self.session = session;
         out
     }
 }
