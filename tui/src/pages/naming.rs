@@ -458,6 +458,23 @@ impl NamingPage {
     }
 }
 
+/// The name of a name form, which follows the chosen device's or port's `rule` until the user
+/// edits it: a new choice fills it in while it is empty or still what was filled in last.
+fn follow_rule(
+    form: &mut Form,
+    auto_name: &mut String,
+    rule: Option<&NameRule>,
+    changed: Option<&str>,
+) -> String {
+    let name = form.text("name").to_string();
+    if changed == Some(FOLLOWED) && (name.is_empty() || name == *auto_name) {
+        let fresh = rule.map(|r| r.name.clone()).unwrap_or_default();
+        form.set_text("name", &fresh);
+        *auto_name = fresh;
+    }
+    form.text("name").to_string()
+}
+
 /// The fixed name form: a device that can have one, a name no other device has or is given.
 fn check_fixed(form: &mut Form, auto_name: &mut String, model: &Model, changed: Option<&str>) {
     let device = form
@@ -471,13 +488,7 @@ fn check_fixed(form: &mut Form, auto_name: &mut String, model: &Model, changed: 
             .iter()
             .find(|r| same_guid(&r.guid, &d.node_guid))
     });
-    let name = form.text("name").to_string();
-    if changed == Some(FOLLOWED) && (name.is_empty() || name == *auto_name) {
-        let fresh = rule.map(|r| r.name.clone()).unwrap_or_default();
-        form.set_text("name", &fresh);
-        *auto_name = fresh;
-    }
-    let name = form.text("name").to_string();
+    let name = follow_rule(form, auto_name, rule, changed);
     let Some(device) = device else {
         form.set_error(
             FOLLOWED,
@@ -525,13 +536,7 @@ fn check_ipoib_name(form: &mut Form, auto_name: &mut String, model: &Model, chan
             .iter()
             .find(|r| same_guid(&r.guid, &p.port_guid))
     });
-    let name = form.text("name").to_string();
-    if changed == Some(FOLLOWED) && (name.is_empty() || name == *auto_name) {
-        let fresh = rule.map(|r| r.name.clone()).unwrap_or_default();
-        form.set_text("name", &fresh);
-        *auto_name = fresh;
-    }
-    let name = form.text("name").to_string();
+    let name = follow_rule(form, auto_name, rule, changed);
     let Some(port) = port else {
         form.set_error(FOLLOWED, Some("this host has no InfiniBand port".into()));
         return;
