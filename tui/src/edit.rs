@@ -8,8 +8,9 @@ use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::layout::Rect;
 use ratatui::Frame;
 
-use crate::client::{Call, CallError, CallOutput};
+use crate::client::{Call, CallError, CallOutput, IpSettings};
 use crate::form::{Form, FormEvent};
+use crate::ipform::IpState;
 use crate::model::Model;
 use crate::pages::page::Outcome;
 use crate::theme::Theme;
@@ -215,6 +216,18 @@ pub fn form_key<K>(
             }
         }
         FormEvent::Handled => Outcome::Handled,
+    }
+}
+
+/// Opens the IP settings form on what a read of them found (`state`), unless another form is
+/// open or the read found none; `kind` is what the form is about.
+pub fn open_ip_form<K>(
+    session: &mut Option<Session<K>>,
+    state: &IpState,
+    kind: impl FnOnce(&IpSettings) -> K,
+) {
+    if let (None, IpState::Known(settings)) = (&*session, state) {
+        *session = Some(Session::new(crate::ipform::form(settings), kind(settings)));
     }
 }
 

@@ -615,16 +615,9 @@ impl Page for IpoibPage {
             };
             if self.ip_form_for.as_deref() == Some(interface.as_str()) {
                 self.ip_form_for = None;
-                if let IpState::Known(settings) = &state {
-                    if self.session.is_none() {
-                        self.session = Some(Session::new(
-                            crate::ipform::form(settings),
-                            Dialog::Ip {
-                                settings: settings.clone(),
-                            },
-                        ));
-                    }
-                }
+                edit::open_ip_form(&mut self.session, &state, |settings| Dialog::Ip {
+                    settings: settings.clone(),
+                });
             }
             self.ip = Some((interface.clone(), state));
             return;

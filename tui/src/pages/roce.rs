@@ -271,16 +271,11 @@ impl Page for RocePage {
                 return;
             };
             if let Some((port, netdev)) = self.ip_form_for.take() {
-                if netdev == *interface && self.session.is_none() {
-                    if let IpState::Known(settings) = &state {
-                        self.session = Some(Session::new(
-                            crate::ipform::form(settings),
-                            Edit {
-                                port,
-                                ip: Some(settings.clone()),
-                            },
-                        ));
-                    }
+                if netdev == *interface {
+                    edit::open_ip_form(&mut self.session, &state, |settings| Edit {
+                        port,
+                        ip: Some(settings.clone()),
+                    });
                 }
             }
             self.ip = Some((interface.clone(), state));
