@@ -961,12 +961,60 @@ pub async fn perform(conn: &Connection, id: u64, call: Call, tx: &UnboundedSende
     let _ = tx.send(Update::CallDone { id, call, result });
 }
 
+/// Hands the call to the function of its family (a page's operations, NetworkManager's, the
+/// counters' read).
 async fn perform_inner(
     conn: &Connection,
     call: &Call,
     tx: &UnboundedSender<Update>,
 ) -> zbus::Result<CallOutput> {
-    let done = |_: ()| CallOutput::Done;
+    match call {
+        Call::AddSoftLink { .. } | Call::RemoveSoftLink { .. } => soft_link_call(conn, call).await,
+        Call::CreateIpoibChild { .. }
+        | Call::DeleteIpoib { .. }
+        | Call::SetIpoibMode { .. }
+        | Call::SetIpoibMtu { .. }
+        | Call::SetIpoibUmcast { .. } => ipoib_call(conn, call).await,
+        Call::SetRoceMode { .. } | Call::SetRoceTos { .. } => roce_call(conn, call).await,
+        Call::SetIpoibName { .. }
+        | Call::RemoveIpoibName { .. }
+        | Call::SetRdmaNamingPolicy { .. }
+        | Call::SetRdmaFixedName { .. }
+        | Call::RemoveRdmaFixedName { .. }
+        | Call::RenameDevice { .. }
+        | Call::PreviewRdmaNames => naming_call(conn, call).await,
+        Call::SetModuleEnabled { .. }
+        | Call::ApplyModules { .. }
+        | Call::SetMemlockLimits { .. }
+        | Call::ResetMemlockLimits
+        | Call::SetNfsRdma { .. }
+        | Call::StartSubnetManager
+        | Call::StopSubnetManager
+        | Call::SetSubnetManagerEnabled { .. } => host_call(conn, call).await,
+        Call::GetIpSettings { .. }
+        | Call::SetIpSettings { .. }
+        | Call::Activate { .. }
+        | Call::Deactivate { .. }
+        | Call::ReadPendingChange { .. }
+        | Call::ConfirmChange { .. }
+        | Call::RollBackChange { .. } => network_call(conn, call).await,
+        Call::GetCounters { port } => read_counters(conn, port, tx).await,
+    }
+}
+
+/// The answer of a call that returns nothing.
+fn done(_: ()) -> CallOutput {
+    CallOutput::Done
+}
+
+/// A call [`perform_inner`] handed to a family it is not of: a bug here, said as a failed
+/// call rather than a panic that would take the screen down.
+fn misrouted(call: &Call) -> zbus::Error {
+    zbus::Error::Failure(format!("{call:?} was handed to the wrong family of calls"))
+}
+
+/// The soft links page's calls: add and remove an rxe or siw link.
+async fn soft_link_call(conn: &Connection, call: &Call) -> zbus::Result<CallOutput> {
     match call {
         Call::AddSoftLink { name, kind, netdev } => manager_proxy(conn)
             .await?
@@ -978,6 +1026,13 @@ async fn perform_inner(
             .remove_soft_link(name)
             .await
             .map(done),
+        other => Err(misrouted(other)),
+    }
+}
+
+/// The IPoIB page's calls: create and delete a P_Key child, set mode, MTU and umcast.
+async fn ipoib_call(conn: &Connection, call: &Call) -> zbus::Result<CallOutput> {
+    match call {
         Call::CreateIpoibChild {
             parent,
             pkey,
@@ -1016,6 +1071,13 @@ async fn perform_inner(
             .set_umcast(*umcast)
             .await
             .map(done),
+        other => Err(misrouted(other)),
+    }
+}
+
+/// The RoCE page's calls: rdma_cm's default RoCE version and type of service.
+async fn roce_call(conn: &Connection, call: &Call) -> zbus::Result<CallOutput> {
+    match call {
         Call::SetRoceMode { port, mode } => port_proxy(conn, port)
             .await?
             .set_roce_mode(mode)
@@ -1026,6 +1088,13 @@ async fn perform_inner(
             .set_roce_tos(*tos)
             .await
             .map(done),
+        other => Err(misrouted(other)),
+    }
+}
+
+/// The naming page's calls: policy, fixed names, IPoIB names, a rename and the preview.
+async fn naming_call(conn: &Connection, call: &Call) -> zbus::Result<CallOutput> {
+    match call {
         Call::SetIpoibName {
             guid,
             name,
@@ -1068,16 +1137,13 @@ async fn perform_inner(
             let rows = manager_proxy(conn).await?.preview_rdma_names().await?;
             Ok(CallOutput::Preview(rows))
         }
-        Call::GetCounters { port } => {
-            let (source, saturated, values) = port_proxy(conn, port).await?.get_counters().await?;
-            let _ = tx.send(Update::Counters {
-                port: port.clone(),
-                source,
-                saturated,
-                values: values.into_iter().collect(),
-            });
-            Ok(CallOutput::Counters)
-        }
+        other => Err(misrouted(other)),
+    }
+}
+
+/// The host page's calls: kernel modules, memlock limits, NFS over RDMA, the subnet manager.
+async fn host_call(conn: &Connection, call: &Call) -> zbus::Result<CallOutput> {
+    match call {
         Call::SetModuleEnabled {
             set,
             module,
@@ -1122,6 +1188,14 @@ async fn perform_inner(
             .set_subnet_manager_enabled(*enabled)
             .await
             .map(done),
+        other => Err(misrouted(other)),
+    }
+}
+
+/// The calls to NetworkManager through the daemon: IP settings, up and down, and the pending
+/// change each makes.
+async fn network_call(conn: &Connection, call: &Call) -> zbus::Result<CallOutput> {
+    match call {
         Call::GetIpSettings { interface } => {
             let map = network_proxy(conn)
                 .await?
@@ -1171,7 +1245,24 @@ async fn perform_inner(
         Call::RollBackChange { path } => {
             change_proxy(conn, path).await?.roll_back().await.map(done)
         }
+        other => Err(misrouted(other)),
     }
+}
+
+/// Reads a port's counters; the reading goes to the UI loop as an [`Update::Counters`].
+async fn read_counters(
+    conn: &Connection,
+    port: &str,
+    tx: &UnboundedSender<Update>,
+) -> zbus::Result<CallOutput> {
+    let (source, saturated, values) = port_proxy(conn, port).await?.get_counters().await?;
+    let _ = tx.send(Update::Counters {
+        port: port.to_string(),
+        source,
+        saturated,
+        values: values.into_iter().collect(),
+    });
+    Ok(CallOutput::Counters)
 }
 
 #[cfg(test)]

@@ -1,15 +1,16 @@
 //! What the editing pages (IPoIB, soft links, RoCE, naming, host) share: a form together with
 //! the calls it is sending ([`Session`]), how keys, answers and drawing reach an open form, the
-//! list-and-details layout and the keys that move in a list, and the footer hints of an open form.
+//! keys that move in a list, and the footer hints of an open form.
 
 use std::collections::VecDeque;
 
 use crossterm::event::{KeyCode, KeyEvent};
-use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::layout::Rect;
 use ratatui::Frame;
 
-use crate::client::{Call, CallError, CallOutput};
-use crate::form::Form;
+use crate::client::{Call, CallError, CallOutput, IpSettings};
+use crate::form::{Form, FormEvent};
+use crate::ipform::IpState;
 use crate::model::Model;
 use crate::pages::page::Outcome;
 use crate::theme::Theme;
@@ -110,6 +111,25 @@ impl<K> Session<K> {
     }
 }
 
+/// The [`Page`](crate::pages::Page) methods every page with forms has alike, for a page that
+/// keeps its open form in a `session` field (an `Option<Session<_>>`) and makes no calls of
+/// its own between a form's: the next call of the form's sequence, and the keyboard going to
+/// the form while one is open. Used inside the page's `impl Page`.
+macro_rules! form_page_methods {
+    () => {
+        fn next_call(&mut self) -> Option<$crate::client::Call> {
+            self.session
+                .as_mut()
+                .and_then($crate::edit::Session::next_call)
+        }
+
+        fn editing(&self) -> bool {
+            self.session.is_some()
+        }
+    };
+}
+pub(crate) use form_page_methods;
+
 /// Hands an answer to the open form (if any) and closes the form once its last call
 /// succeeded; returns that call's output then. For pages with nothing to do on other answers:
 /// a failure stays on the form, which shows it.
@@ -143,24 +163,79 @@ pub fn key_to_form(
     })
 }
 
+/// What a page makes of its submitted form, once no field has an error.
+#[derive(Debug)]
+pub enum Submit {
+    /// Send these calls, one after the other; none: nothing changed, and the form closes.
+    Calls(Vec<Call>),
+    /// The values cannot be sent as they are: the form stays open and says so.
+    Refuse,
+    /// Nothing to send: the form stays open as it is.
+    Stay,
+}
+
+/// A key for the open form in `session`, the way every editing page takes one: Esc closes
+/// the form; a changed value checks it again (`check`, told which field changed); Enter
+/// checks it, refuses it while a field has an error, else sends what `submit` makes of it.
+pub fn form_key<K>(
+    session: &mut Option<Session<K>>,
+    key: KeyEvent,
+    model: &Model,
+    mut check: impl FnMut(&mut Session<K>, Option<&'static str>),
+    submit: impl FnOnce(&mut Session<K>) -> Submit,
+) -> Outcome {
+    let Some(s) = session else {
+        return Outcome::Ignored;
+    };
+    match s.form.handle_key(key) {
+        FormEvent::Cancel => {
+            *session = None;
+            Outcome::Handled
+        }
+        FormEvent::Changed(id) => {
+            check(s, Some(id));
+            Outcome::Handled
+        }
+        FormEvent::Submit => {
+            check(s, None);
+            if s.form.has_errors() {
+                s.form.refuse();
+                return Outcome::Handled;
+            }
+            match submit(s) {
+                Submit::Calls(calls) if calls.is_empty() => {
+                    *session = None;
+                    Outcome::Message("Nothing changed.".into())
+                }
+                Submit::Calls(calls) => s.send(calls, model),
+                Submit::Refuse => {
+                    s.form.refuse();
+                    Outcome::Handled
+                }
+                Submit::Stay => Outcome::Handled,
+            }
+        }
+        FormEvent::Handled => Outcome::Handled,
+    }
+}
+
+/// Opens the IP settings form on what a read of them found (`state`), unless another form is
+/// open or the read found none; `kind` is what the form is about.
+pub fn open_ip_form<K>(
+    session: &mut Option<Session<K>>,
+    state: &IpState,
+    kind: impl FnOnce(&IpSettings) -> K,
+) {
+    if let (None, IpState::Known(settings)) = (&*session, state) {
+        *session = Some(Session::new(crate::ipform::form(settings), kind(settings)));
+    }
+}
+
 /// Draws the open form, if any, over the page.
 pub fn render_form<K>(frame: &mut Frame, area: Rect, session: &Option<Session<K>>, theme: Theme) {
     if let Some(s) = session {
         s.form.render(frame, area, theme);
     }
-}
-
-/// A list page's areas: the list, as tall as its rows and borders (at least 3 lines), with
-/// the details (`details_height` lines) right below it; on a tall screen the rest stays empty.
-pub fn list_and_details(area: Rect, rows: usize, details_height: u16) -> [Rect; 2] {
-    let list_height = (rows as u16 + 2).max(3);
-    let [list, details, _] = Layout::vertical([
-        Constraint::Max(list_height),
-        Constraint::Length(details_height),
-        Constraint::Min(0),
-    ])
-    .areas(area);
-    [list, details]
 }
 
 /// Selects the row a finished create asked for (`wanted`, an object path) once the model

@@ -691,8 +691,6 @@ impl Form {
     /// column) when a text field has it.
     fn lines(&self, width: usize, t: Theme) -> (Vec<Line<'static>>, usize, Option<(usize, usize)>) {
         let mut out: Vec<Line<'static>> = Vec::new();
-        let mut focus_line = 0;
-        let mut cursor = None;
         for para in &self.intro {
             for l in wrap(para, width) {
                 out.push(Line::raw(l));
@@ -701,110 +699,106 @@ impl Form {
         if !self.intro.is_empty() && !self.fields.is_empty() {
             out.push(Line::raw(""));
         }
-        let label_w = self
-            .fields
-            .iter()
-            .map(|f| f.label.chars().count())
-            .max()
-            .unwrap_or(0)
-            .min(width / 3);
-        // "> " + label + " ": where values start.
-        let value_col = 2 + label_w + 1;
-        let msg_width = width.saturating_sub(value_col).max(1);
-        let indent = " ".repeat(value_col.min(width));
-        let messages = |out: &mut Vec<Line<'static>>, text: &str, prefix: &str, style: Style| {
-            for l in wrap(&format!("{prefix}{text}"), msg_width) {
-                out.push(Line::from(vec![
-                    Span::raw(indent.clone()),
-                    Span::styled(l, style),
-                ]));
-            }
+        let (field_focus, cursor) = self.field_lines(&mut out, width, t);
+        out.push(Line::raw(""));
+        self.status_lines(&mut out, width, t);
+        let focus_line = if matches!(self.focus, Focus::Submit | Focus::Cancel) {
+            out.len()
+        } else {
+            field_focus.unwrap_or(0)
         };
+        out.push(self.buttons(width, t));
+        (out, focus_line, cursor)
+    }
+
+    /// Every field's line and the messages under it; the line of the focused field and the
+    /// text cursor, if a field has them.
+    fn field_lines(
+        &self,
+        out: &mut Vec<Line<'static>>,
+        width: usize,
+        t: Theme,
+    ) -> (Option<usize>, Option<(usize, usize)>) {
+        let mut focus_line = None;
+        let mut cursor = None;
+        let cols = FieldColumns::new(&self.fields, width);
         for (i, f) in self.fields.iter().enumerate() {
             let focused = self.focus == Focus::Field(i);
             if focused {
-                focus_line = out.len();
+                focus_line = Some(out.len());
             }
             let mut spans = vec![
                 Span::styled(if focused { "> " } else { "  " }, t.key()),
                 Span::styled(
-                    format!("{:<label_w$} ", truncate(&f.label, label_w)),
+                    format!(
+                        "{:<w$} ",
+                        truncate(&f.label, cols.label_w),
+                        w = cols.label_w
+                    ),
                     if f.focusable() { t.normal() } else { t.dim() },
                 ),
             ];
-            let avail = width.saturating_sub(value_col);
-            match &f.kind {
-                FieldKind::Info(v) => spans.push(Span::raw(truncate(v, avail))),
-                FieldKind::Text(input) => {
-                    let (s, cur) = text_box(input, avail);
-                    let style = if focused { t.selected() } else { t.normal() };
-                    if input.value.is_empty() && !input.placeholder.is_empty() && !focused {
-                        // In parentheses, so that it is not taken for a value without colour.
-                        let hint = format!("({})", input.placeholder);
-                        let inner = (input.max_len + 1)
-                            .max(hint.chars().count())
-                            .min(avail.saturating_sub(2));
-                        spans.push(Span::raw("["));
-                        spans.push(Span::styled(
-                            format!("{:<inner$}", truncate(&hint, inner)),
-                            t.dim(),
-                        ));
-                        spans.push(Span::raw("]"));
-                    } else {
-                        spans.push(Span::raw("["));
-                        spans.push(Span::styled(s, style));
-                        spans.push(Span::raw("]"));
-                    }
-                    if focused {
-                        cursor = Some((out.len(), value_col + 1 + cur));
-                    }
-                }
-                FieldKind::Choice(c) => spans.extend(choice_spans(c, focused, avail, t)),
-                FieldKind::Check(b) => {
-                    let s = if *b { "[x]" } else { "[ ]" };
-                    spans.push(Span::styled(
-                        s,
-                        if focused { t.selected() } else { t.normal() },
-                    ));
-                }
+            let avail = width.saturating_sub(cols.value_col);
+            let (value, cur) = value_spans(&f.kind, focused, avail, t);
+            spans.extend(value);
+            if let Some(cur) = cur {
+                cursor = Some((out.len(), cols.value_col + 1 + cur));
             }
             out.push(Line::from(spans));
-            if let FieldKind::Choice(c) = &f.kind {
-                for o in &c.options {
-                    if let Some(reason) = &o.disabled {
-                        messages(
-                            &mut out,
-                            &format!("{}: unavailable ({reason})", o.label),
-                            "",
-                            t.dim(),
-                        );
-                    }
-                }
-            }
-            if let FieldKind::Text(input) = &f.kind {
-                if focused && !input.suggestions.is_empty() {
-                    messages(
-                        &mut out,
-                        &format!("Space: {}", input.suggestions.join(", ")),
+            self.field_messages(out, f, focused, &cols, t);
+        }
+        (focus_line, cursor)
+    }
+
+    /// What is said under a field: options it cannot take, the suggestions and the note of
+    /// the focused field, its fault and its warning.
+    fn field_messages(
+        &self,
+        out: &mut Vec<Line<'static>>,
+        f: &Field,
+        focused: bool,
+        cols: &FieldColumns,
+        t: Theme,
+    ) {
+        if let FieldKind::Choice(c) = &f.kind {
+            for o in &c.options {
+                if let Some(reason) = &o.disabled {
+                    cols.messages(
+                        out,
+                        &format!("{}: unavailable ({reason})", o.label),
                         "",
                         t.dim(),
                     );
                 }
             }
-            // Help follows the keyboard: only the focused field's, so forms fit 80x24.
-            if let Some(n) = f.note.as_ref().filter(|_| focused) {
-                messages(&mut out, n, "", t.dim());
-            }
-            if let Some(e) = f.fault() {
-                if f.touched || self.tried {
-                    messages(&mut out, &e, "! ", t.bad());
-                }
-            }
-            if let Some(w) = &f.warning {
-                messages(&mut out, w, "Note: ", t.warn());
+        }
+        if let FieldKind::Text(input) = &f.kind {
+            if focused && !input.suggestions.is_empty() {
+                cols.messages(
+                    out,
+                    &format!("Space: {}", input.suggestions.join(", ")),
+                    "",
+                    t.dim(),
+                );
             }
         }
-        out.push(Line::raw(""));
+        // Help follows the keyboard: only the focused field's, so forms fit 80x24.
+        if let Some(n) = f.note.as_ref().filter(|_| focused) {
+            cols.messages(out, n, "", t.dim());
+        }
+        if let Some(e) = f.fault() {
+            if f.touched || self.tried {
+                cols.messages(out, &e, "! ", t.bad());
+            }
+        }
+        if let Some(w) = &f.warning {
+            cols.messages(out, w, "Note: ", t.warn());
+        }
+    }
+
+    /// Above the buttons: the failed call's answer, the wait for one, or why the form was
+    /// refused.
+    fn status_lines(&self, out: &mut Vec<Line<'static>>, width: usize, t: Theme) {
         if let Some(e) = &self.error {
             for l in wrap(&format!("! {}", e.headline), width) {
                 out.push(Line::styled(l, t.bad()));
@@ -823,9 +817,10 @@ impl Form {
             ));
             out.push(Line::raw(""));
         }
-        if matches!(self.focus, Focus::Submit | Focus::Cancel) {
-            focus_line = out.len();
-        }
+    }
+
+    /// The submit and Cancel buttons, centred.
+    fn buttons(&self, width: usize, t: Theme) -> Line<'static> {
         let button = |label: &str, focused: bool| -> Vec<Span<'static>> {
             vec![
                 Span::styled(if focused { ">" } else { " " }, t.key()),
@@ -841,8 +836,88 @@ impl Form {
         let used: usize = spans.iter().map(|s| s.content.chars().count()).sum();
         let pad = width.saturating_sub(used) / 2;
         spans.insert(0, Span::raw(" ".repeat(pad)));
-        out.push(Line::from(spans));
-        (out, focus_line, cursor)
+        Line::from(spans)
+    }
+}
+
+/// Where a form's field lines put things: the labels' width, where values start, and the
+/// messages under a value.
+struct FieldColumns {
+    label_w: usize,
+    /// "> " + label + " ": where values start.
+    value_col: usize,
+    msg_width: usize,
+    indent: String,
+}
+
+impl FieldColumns {
+    fn new(fields: &[Field], width: usize) -> FieldColumns {
+        let label_w = fields
+            .iter()
+            .map(|f| f.label.chars().count())
+            .max()
+            .unwrap_or(0)
+            .min(width / 3);
+        let value_col = 2 + label_w + 1;
+        FieldColumns {
+            label_w,
+            value_col,
+            msg_width: width.saturating_sub(value_col).max(1),
+            indent: " ".repeat(value_col.min(width)),
+        }
+    }
+
+    /// `text` after `prefix`, wrapped under the values.
+    fn messages(&self, out: &mut Vec<Line<'static>>, text: &str, prefix: &str, style: Style) {
+        for l in wrap(&format!("{prefix}{text}"), self.msg_width) {
+            out.push(Line::from(vec![
+                Span::raw(self.indent.clone()),
+                Span::styled(l, style),
+            ]));
+        }
+    }
+}
+
+/// A field's value `avail` columns wide, and the text cursor's column in it when a focused
+/// text field has it.
+fn value_spans(
+    kind: &FieldKind,
+    focused: bool,
+    avail: usize,
+    t: Theme,
+) -> (Vec<Span<'static>>, Option<usize>) {
+    match kind {
+        FieldKind::Info(v) => (vec![Span::raw(truncate(v, avail))], None),
+        FieldKind::Text(input) => {
+            let (s, cur) = text_box(input, avail);
+            let style = if focused { t.selected() } else { t.normal() };
+            let spans = if input.value.is_empty() && !input.placeholder.is_empty() && !focused {
+                // In parentheses, so that it is not taken for a value without colour.
+                let hint = format!("({})", input.placeholder);
+                let inner = (input.max_len + 1)
+                    .max(hint.chars().count())
+                    .min(avail.saturating_sub(2));
+                vec![
+                    Span::raw("["),
+                    Span::styled(format!("{:<inner$}", truncate(&hint, inner)), t.dim()),
+                    Span::raw("]"),
+                ]
+            } else {
+                vec![Span::raw("["), Span::styled(s, style), Span::raw("]")]
+            };
+            (spans, focused.then_some(cur))
+        }
+        FieldKind::Choice(c) => (choice_spans(c, focused, avail, t), None),
+        FieldKind::Check(b) => {
+            let s = if *b { "[x]" } else { "[ ]" };
+            (
+                vec![Span::styled(
+                    s,
+                    if focused { t.selected() } else { t.normal() },
+                )],
+                None,
+            )
+        }
     }
 }
 

@@ -386,40 +386,12 @@ impl BandwidthPage {
         }
         lines
     }
-}
 
-impl Page for BandwidthPage {
-    fn id(&self) -> PageId {
-        PageId::Bandwidth
-    }
-
-    fn render(&mut self, frame: &mut Frame, area: Rect, ctx: &RenderCtx) {
-        let t = ctx.theme;
-        let model = ctx.model;
-        if area.width == 0 || area.height == 0 {
-            return;
-        }
-        let Some(p) = self.cursor.current(model) else {
-            frame.render_widget(
-                Paragraph::new(Line::styled("No RDMA ports on this host.", t.dim())),
-                area,
-            );
-            return;
-        };
-        frame.render_widget(
-            self.header(t, model, p, area.width as usize),
-            Rect::new(area.x, area.y, area.width, 1),
-        );
-        let mut body = Rect::new(
-            area.x,
-            area.y.saturating_add(1),
-            area.width,
-            area.height.saturating_sub(1),
-        );
-        let v = view(model, p, self.window, ctx.now_us);
-        // The numbers beside the chart on wide screens, above it on narrow ones.
-        let side = area.width >= 120 && body.height >= 12;
-        let facts = self.facts(t, &v, side);
+    /// The numbers beside the chart on wide screens, above it on narrow ones; what is left
+    /// of `body` for the chart.
+    fn render_facts(&self, frame: &mut Frame, mut body: Rect, v: &View, t: Theme) -> Rect {
+        let side = body.width >= 120 && body.height >= 12;
+        let facts = self.facts(t, v, side);
         if side {
             let w = 34u16.min(body.width);
             let r = Rect::new(body.right() - w, body.y, w, body.height);
@@ -436,32 +408,35 @@ impl Page for BandwidthPage {
             body.y += n;
             body.height -= n;
         }
-        if body.height == 0 || body.width == 0 {
-            return;
-        }
-        if v.samples == 0 {
-            let has_any = model
-                .history
-                .get(&p.path)
-                .is_some_and(|h| !h.samples.is_empty())
-                || model
-                    .history_coarse
-                    .get(&p.path)
-                    .is_some_and(|h| !h.samples.is_empty());
-            let text = if has_any {
-                format!("No samples in the last {}.", self.window.label())
-            } else {
-                "Waiting for samples...".to_string()
-            };
-            let y = body.y + body.height / 2;
-            frame.render_widget(
-                Paragraph::new(Line::styled(text, t.dim()))
-                    .alignment(ratatui::layout::Alignment::Center),
-                Rect::new(body.x, y, body.width, 1),
-            );
-            return;
-        }
+        body
+    }
 
+    /// In place of a chart without samples: whether the window is empty or none came yet.
+    fn render_no_samples(&self, frame: &mut Frame, body: Rect, model: &Model, p: &Port, t: Theme) {
+        let has_any = model
+            .history
+            .get(&p.path)
+            .is_some_and(|h| !h.samples.is_empty())
+            || model
+                .history_coarse
+                .get(&p.path)
+                .is_some_and(|h| !h.samples.is_empty());
+        let text = if has_any {
+            format!("No samples in the last {}.", self.window.label())
+        } else {
+            "Waiting for samples...".to_string()
+        };
+        let y = body.y + body.height / 2;
+        frame.render_widget(
+            Paragraph::new(Line::styled(text, t.dim()))
+                .alignment(ratatui::layout::Alignment::Center),
+            Rect::new(body.x, y, body.width, 1),
+        );
+    }
+
+    /// The chart of TX and RX over the window, with the link's rate and the saturated
+    /// samples, and the time labels at their ticks below it.
+    fn render_chart(&self, frame: &mut Frame, body: Rect, v: &View, t: Theme) {
         let span = self.window.seconds() as f64;
         let (tm, rm) = markers(t);
         // The link as a line of dots: reads as a reference, not as a third series.
@@ -503,15 +478,7 @@ impl Page for BandwidthPage {
                     .data(&v.saturated_pts),
             );
         }
-        let y_labels: Vec<String> = {
-            let n = y_divisions(v.top, body.height.saturating_sub(2));
-            (0..=n)
-                .map(|i| match i {
-                    0 => "0".to_string(),
-                    i => bits_per_second(v.top * f64::from(i) / f64::from(n)),
-                })
-                .collect()
-        };
+        let y_labels = y_labels(v.top, body.height.saturating_sub(2));
         let y_label_w = y_labels
             .iter()
             .map(|l| l.chars().count())
@@ -544,6 +511,58 @@ impl Page for BandwidthPage {
                 x_label_line(&self.window.x_labels(), graph_x - body.x, graph_w, t),
                 row,
             );
+        }
+    }
+}
+
+/// The rate axis's labels, from 0 to `top` (bytes/s) in even steps for `graph_rows` rows.
+fn y_labels(top: f64, graph_rows: u16) -> Vec<String> {
+    let n = y_divisions(top, graph_rows);
+    (0..=n)
+        .map(|i| match i {
+            0 => "0".to_string(),
+            i => bits_per_second(top * f64::from(i) / f64::from(n)),
+        })
+        .collect()
+}
+
+impl Page for BandwidthPage {
+    fn id(&self) -> PageId {
+        PageId::Bandwidth
+    }
+
+    fn render(&mut self, frame: &mut Frame, area: Rect, ctx: &RenderCtx) {
+        let t = ctx.theme;
+        let model = ctx.model;
+        if area.width == 0 || area.height == 0 {
+            return;
+        }
+        let Some(p) = self.cursor.current(model) else {
+            frame.render_widget(
+                Paragraph::new(Line::styled("No RDMA ports on this host.", t.dim())),
+                area,
+            );
+            return;
+        };
+        frame.render_widget(
+            self.header(t, model, p, area.width as usize),
+            Rect::new(area.x, area.y, area.width, 1),
+        );
+        let body = Rect::new(
+            area.x,
+            area.y.saturating_add(1),
+            area.width,
+            area.height.saturating_sub(1),
+        );
+        let v = view(model, p, self.window, ctx.now_us);
+        let body = self.render_facts(frame, body, &v, t);
+        if body.height == 0 || body.width == 0 {
+            return;
+        }
+        if v.samples == 0 {
+            self.render_no_samples(frame, body, model, p, t);
+        } else {
+            self.render_chart(frame, body, &v, t);
         }
     }
 

@@ -3,17 +3,17 @@
 //! interface's mode, MTU and umcast, and to delete a child.
 
 use crossterm::event::{KeyCode, KeyEvent};
-use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::layout::{Constraint, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph, Row as TableRow, Table, TableState, Wrap};
+use ratatui::widgets::{Row as TableRow, Table};
 use ratatui::Frame;
 use rdma_managerd::model::ipoib::{default_child_name, full_member};
 
-use super::{Outcome, Page, PageId, RenderCtx};
+use super::{list_view, Outcome, Page, PageId, RenderCtx};
 use crate::check;
 use crate::client::{Call, CallError, CallOutput, IpSettings};
-use crate::edit::{self, hex16, Session};
-use crate::form::{ChoiceOption, Field, FieldKind, Form, FormEvent};
+use crate::edit::{self, hex16, Session, Submit};
+use crate::form::{ChoiceOption, Field, FieldKind, Form};
 use crate::ipform::{ip_line, IpState};
 use crate::model::{Ipoib, Model, PersistedChild};
 use crate::theme::Theme;
@@ -467,64 +467,50 @@ impl IpoibPage {
     }
 
     fn form_key(&mut self, key: KeyEvent, model: &Model) -> Outcome {
-        let Some(s) = &mut self.session else {
-            return Outcome::Ignored;
-        };
-        match s.form.handle_key(key) {
-            FormEvent::Cancel => {
-                self.session = None;
-                Outcome::Handled
-            }
-            FormEvent::Changed(_) => {
-                recheck(s, model);
-                Outcome::Handled
-            }
-            FormEvent::Submit => {
-                recheck(s, model);
-                if s.form.has_errors() {
-                    s.form.refuse();
-                    return Outcome::Handled;
-                }
-                let calls = match &s.kind {
-                    Dialog::Create { parent } => {
-                        let mode = s.form.choice("mode").unwrap_or("datagram");
-                        let Ok(pkey) = check::pkey(s.form.text("pkey")) else {
-                            return Outcome::Handled;
-                        };
-                        let Some(name) = model
-                            .ipoib
-                            .get(parent.as_str())
-                            .and_then(|p| child_name(&s.form, p))
-                        else {
-                            return Outcome::Handled;
-                        };
-                        vec![Call::CreateIpoibChild {
-                            parent: parent.clone(),
-                            pkey,
-                            name,
-                            // Datagram is the kernel's default: only a choice that differs
-                            // is sent (and remembered).
-                            mode: (mode != "datagram").then(|| mode.to_string()),
-                            mtu: check::mtu(s.form.text("mtu"), mode).ok().flatten(),
-                            umcast: s.form.checked("umcast").then_some(true),
-                        }]
-                    }
-                    Dialog::Edit { path } => match model.ipoib.get(path.as_str()) {
-                        Some(i) => edit_calls(&s.form, i),
-                        None => Vec::new(),
-                    },
-                    Dialog::Delete { path } => vec![Call::DeleteIpoib { path: path.clone() }],
-                    Dialog::Ip { settings } => crate::ipform::calls(&s.form, settings),
-                };
-                if calls.is_empty() {
-                    self.session = None;
-                    return Outcome::Message("Nothing changed.".into());
-                }
-                s.send(calls, model)
-            }
-            FormEvent::Handled => Outcome::Handled,
-        }
+        edit::form_key(
+            &mut self.session,
+            key,
+            model,
+            |s, _| recheck(s, model),
+            |s| submit(s, model),
+        )
     }
+}
+
+/// The calls a checked form makes.
+fn submit(s: &Session<Dialog>, model: &Model) -> Submit {
+    let calls = match &s.kind {
+        Dialog::Create { parent } => {
+            let mode = s.form.choice("mode").unwrap_or("datagram");
+            let Ok(pkey) = check::pkey(s.form.text("pkey")) else {
+                return Submit::Stay;
+            };
+            let Some(name) = model
+                .ipoib
+                .get(parent.as_str())
+                .and_then(|p| child_name(&s.form, p))
+            else {
+                return Submit::Stay;
+            };
+            vec![Call::CreateIpoibChild {
+                parent: parent.clone(),
+                pkey,
+                name,
+                // Datagram is the kernel's default: only a choice that differs is sent (and
+                // remembered).
+                mode: (mode != "datagram").then(|| mode.to_string()),
+                mtu: check::mtu(s.form.text("mtu"), mode).ok().flatten(),
+                umcast: s.form.checked("umcast").then_some(true),
+            }]
+        }
+        Dialog::Edit { path } => match model.ipoib.get(path.as_str()) {
+            Some(i) => edit_calls(&s.form, i),
+            None => Vec::new(),
+        },
+        Dialog::Delete { path } => vec![Call::DeleteIpoib { path: path.clone() }],
+        Dialog::Ip { settings } => crate::ipform::calls(&s.form, settings),
+    };
+    Submit::Calls(calls)
 }
 
 fn recheck(s: &mut Session<Dialog>, model: &Model) {
@@ -551,7 +537,7 @@ impl Page for IpoibPage {
             &mut self.selected,
             |r, p| matches!(r, Row::Iface(i) if i == p),
         );
-        let [list, details] = edit::list_and_details(area, rows.len(), 7);
+        let [list, details] = list_view::list_and_details(area, rows.len(), 7);
         render_table(frame, list, model, &rows, self.selected, t);
         let name = self.selected_name(model);
         let ip = self
@@ -629,16 +615,9 @@ impl Page for IpoibPage {
             };
             if self.ip_form_for.as_deref() == Some(interface.as_str()) {
                 self.ip_form_for = None;
-                if let IpState::Known(settings) = &state {
-                    if self.session.is_none() {
-                        self.session = Some(Session::new(
-                            crate::ipform::form(settings),
-                            Dialog::Ip {
-                                settings: settings.clone(),
-                            },
-                        ));
-                    }
-                }
+                edit::open_ip_form(&mut self.session, &state, |settings| Dialog::Ip {
+                    settings: settings.clone(),
+                });
             }
             self.ip = Some((interface.clone(), state));
             return;
@@ -658,13 +637,7 @@ impl Page for IpoibPage {
         }
     }
 
-    fn next_call(&mut self) -> Option<Call> {
-        self.session.as_mut().and_then(Session::next_call)
-    }
-
-    fn editing(&self) -> bool {
-        self.session.is_some()
-    }
+    edit::form_page_methods!();
 
     fn hints(&self) -> Vec<(&'static str, &'static str)> {
         edit::hints(
@@ -705,17 +678,13 @@ impl Page for IpoibPage {
 
 fn render_table(frame: &mut Frame, area: Rect, model: &Model, rows: &[Row], sel: usize, t: Theme) {
     if rows.is_empty() {
-        frame.render_widget(
-            Paragraph::new(vec![
-                Line::styled("IPoIB interfaces", t.title()),
-                Line::raw(""),
-                Line::raw(
-                    "None. The kernel's ib_ipoib module makes one for every InfiniBand port \
-                     (modprobe ib_ipoib); P_Key children are made from it.",
-                ),
-            ])
-            .wrap(Wrap { trim: true }),
+        list_view::render_empty(
+            frame,
             area,
+            "IPoIB interfaces",
+            "None. The kernel's ib_ipoib module makes one for every InfiniBand port (modprobe \
+             ib_ipoib); P_Key children are made from it.",
+            t,
         );
         return;
     }
@@ -794,20 +763,15 @@ fn render_table(frame: &mut Frame, area: Rect, model: &Model, rows: &[Row], sel:
             }
         })
         .collect();
-    let [title, table] = Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(area);
-    frame.render_widget(
-        Paragraph::new(Line::styled(
-            format!("IPoIB interfaces ({})", rows.len()),
-            t.title(),
-        )),
-        title,
+    list_view::render_table(
+        frame,
+        area,
+        format!("IPoIB interfaces ({})", rows.len()),
+        Table::new(body, widths),
+        header,
+        sel,
+        t,
     );
-    let table_widget = Table::new(body, widths)
-        .header(TableRow::new(header).style(t.dim()))
-        .row_highlight_style(t.selected())
-        .highlight_symbol("> ");
-    let mut state = TableState::default().with_selected(Some(sel));
-    frame.render_stateful_widget(table_widget, table, &mut state);
 }
 
 fn oper_style(state: &str, t: Theme) -> ratatui::style::Style {
@@ -827,17 +791,7 @@ fn render_details(
     ip: Option<&IpState>,
     t: Theme,
 ) {
-    let mut lines: Vec<Line> = Vec::new();
-    for (path, reason) in &model.manager.config_errors {
-        if path.ends_with("ipoib.toml") {
-            lines.push(Line::styled(
-                format!(
-                    "! {path} is unusable ({reason}): IPoIB changes are refused until it is fixed"
-                ),
-                t.bad(),
-            ));
-        }
-    }
+    let mut lines = list_view::config_errors(model, "ipoib.toml", "IPoIB changes", t);
     match row {
         Some(Row::Iface(p)) => {
             if let Some(i) = model.ipoib.get(p) {
@@ -859,12 +813,7 @@ fn render_details(
         }
         None => {}
     }
-    frame.render_widget(
-        Paragraph::new(lines)
-            .wrap(Wrap { trim: true })
-            .block(Block::default().borders(Borders::TOP).border_style(t.dim())),
-        area,
-    );
+    list_view::render_details(frame, area, lines, t);
 }
 
 fn iface_details(model: &Model, i: &Ipoib, t: Theme) -> Vec<Line<'static>> {

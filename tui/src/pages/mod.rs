@@ -6,6 +6,7 @@ pub mod bandwidth;
 pub mod detail;
 pub mod host;
 pub mod ipoib;
+pub mod list_view;
 pub mod naming;
 pub mod overview;
 pub mod page;

@@ -13,8 +13,8 @@ use ratatui::Frame;
 use super::{Outcome, Page, PageId, RenderCtx};
 use crate::check;
 use crate::client::{Call, CallError, CallOutput, NamePreview};
-use crate::edit::{self, Answer, Session};
-use crate::form::{truncate, ChoiceOption, Field, Form, FormEvent};
+use crate::edit::{self, Answer, Session, Submit};
+use crate::form::{truncate, ChoiceOption, Field, Form};
 use crate::model::{Device, Model, NameRule, Port};
 use crate::theme::Theme;
 
@@ -284,135 +284,29 @@ impl NamingPage {
     fn check(&self, s: &mut Session<Dialog>, model: &Model, changed: Option<&str>) {
         let form = &mut s.form;
         match &mut s.kind {
-            Dialog::Policy => {
-                let policy = form.choice("policy").unwrap_or("").to_string();
-                let what = POLICIES
-                    .iter()
-                    .find(|(p, _)| *p == policy)
-                    .map(|(_, w)| w.to_string())
-                    .unwrap_or_default();
-                let gives = self.gives(&policy);
-                let note = if gives.is_empty() {
-                    what
-                } else {
-                    format!("{what}. Gives: {gives}")
-                };
-                form.set_note("policy", Some(note));
-            }
-            Dialog::Fixed { auto_name } => {
-                let device = form
-                    .choice(FOLLOWED)
-                    .and_then(|p| model.devices.get(p))
-                    .filter(|d| !is_soft(d));
-                let rule = device.and_then(|d| {
-                    model
-                        .manager
-                        .rdma_fixed_names
-                        .iter()
-                        .find(|r| same_guid(&r.guid, &d.node_guid))
-                });
-                let name = form.text("name").to_string();
-                if changed == Some(FOLLOWED) && (name.is_empty() || name == *auto_name) {
-                    let fresh = rule.map(|r| r.name.clone()).unwrap_or_default();
-                    form.set_text("name", &fresh);
-                    *auto_name = fresh;
-                }
-                let name = form.text("name").to_string();
-                let Some(device) = device else {
-                    form.set_error(
-                        FOLLOWED,
-                        Some("no device here can have a fixed name".into()),
-                    );
-                    return;
-                };
-                form.set_error(FOLLOWED, None);
-                let err = check::rdma_name(&name).err().or_else(|| {
-                    if let Some(other) = model
-                        .devices
-                        .values()
-                        .find(|d| d.name == name && d.path != device.path)
-                    {
-                        return Some(format!(
-                            "another device (node GUID {}) is named {name} now",
-                            other.node_guid
-                        ));
-                    }
-                    model
-                        .manager
-                        .rdma_fixed_names
-                        .iter()
-                        .find(|r| r.name == name && !same_guid(&r.guid, &device.node_guid))
-                        .map(|r| format!("{name} is the fixed name of {} already", r.guid))
-                });
-                form.set_error("name", err);
-                let warn = rule.filter(|r| !r.managed).map(|r| {
-                    format!(
-                        "line {} of {RDMA_RULES} (yours) names this device; the daemon refuses to contradict it",
-                        r.line
-                    )
-                });
-                form.set_warning("name", warn);
-            }
-            Dialog::IpoibName { auto_name } => {
-                let port = form.choice(FOLLOWED).and_then(|p| model.ports.get(p));
-                let rule = port.and_then(|p| {
-                    model
-                        .manager
-                        .ipoib_names
-                        .iter()
-                        .find(|r| same_guid(&r.guid, &p.port_guid))
-                });
-                let name = form.text("name").to_string();
-                if changed == Some(FOLLOWED) && (name.is_empty() || name == *auto_name) {
-                    let fresh = rule.map(|r| r.name.clone()).unwrap_or_default();
-                    form.set_text("name", &fresh);
-                    *auto_name = fresh;
-                }
-                let name = form.text("name").to_string();
-                let Some(port) = port else {
-                    form.set_error(FOLLOWED, Some("this host has no InfiniBand port".into()));
-                    return;
-                };
-                form.set_error(FOLLOWED, None);
-                let own = ipoib_of(model, port);
-                let err = check::netdev_name(&name).err().or_else(|| {
-                    if let Some(r) = rule.filter(|r| !r.managed) {
-                        return Some(format!(
-                            "line {} of {IPOIB_RULES} (yours) names this port already; edit that file",
-                            r.line
-                        ));
-                    }
-                    let in_use = model.ipoib.values().any(|i| i.name == name)
-                        || model.devices.values().any(|d| d.netdevs.contains(&name));
-                    if in_use && own.as_deref() != Some(name.as_str()) {
-                        return Some(format!("a network interface named {name} exists already"));
-                    }
-                    model
-                        .manager
-                        .ipoib_names
-                        .iter()
-                        .find(|r| r.name == name && !same_guid(&r.guid, &port.port_guid))
-                        .map(|r| format!("{name} is the name of port {} already", r.guid))
-                });
-                form.set_error("name", err);
-            }
-            Dialog::Rename { device } => {
-                let name = form.text("name").to_string();
-                let current = model.devices.get(device.as_str());
-                let err = check::rdma_name(&name).err().or_else(|| {
-                    if current.is_some_and(|d| d.name == name) {
-                        return Some("that is its name already".into());
-                    }
-                    model
-                        .devices
-                        .values()
-                        .any(|d| d.name == name)
-                        .then(|| format!("another device is named {name}"))
-                });
-                form.set_error("name", err);
-            }
+            Dialog::Policy => self.check_policy(form),
+            Dialog::Fixed { auto_name } => check_fixed(form, auto_name, model, changed),
+            Dialog::IpoibName { auto_name } => check_ipoib_name(form, auto_name, model, changed),
+            Dialog::Rename { device } => check_rename(form, device, model),
             Dialog::RemoveFixed { .. } | Dialog::RemoveIpoib { .. } => {}
         }
+    }
+
+    /// The policy form: what the chosen policy does and gives.
+    fn check_policy(&self, form: &mut Form) {
+        let policy = form.choice("policy").unwrap_or("").to_string();
+        let what = POLICIES
+            .iter()
+            .find(|(p, _)| *p == policy)
+            .map(|(_, w)| w.to_string())
+            .unwrap_or_default();
+        let gives = self.gives(&policy);
+        let note = if gives.is_empty() {
+            what
+        } else {
+            format!("{what}. Gives: {gives}")
+        };
+        form.set_note("policy", Some(note));
     }
 
     /// What `policy` gives every device, from the preview: "mlx5_0 -> ibp59s0f0, ...".
@@ -547,32 +441,145 @@ impl NamingPage {
     }
 
     fn form_key(&mut self, key: KeyEvent, model: &Model) -> Outcome {
-        let Some(mut s) = self.session.take() else {
-            return Outcome::Ignored;
-        };
-        let out = match s.form.handle_key(key) {
-            FormEvent::Cancel => return Outcome::Handled,
-            FormEvent::Changed(id) => {
-                self.check(&mut s, model, Some(id));
-                Outcome::Handled
-            }
-            FormEvent::Submit => {
-                self.check(&mut s, model, None);
-                if s.form.has_errors() {
-                    s.form.refuse();
-                    Outcome::Handled
-                } else {
-                    match self.calls(&s, model) {
-                        Some(call) => s.send(vec![call], model),
-                        None => Outcome::Handled,
-                    }
-                }
-            }
-            FormEvent::Handled => Outcome::Handled,
-        };
-        self.session = Some(s);
+        // Out of `self` while the form is handled, as checking it reads the page.
+        let mut session = self.session.take();
+        let out = edit::form_key(
+            &mut session,
+            key,
+            model,
+            |s, changed| self.check(s, model, changed),
+            |s| match self.calls(s, model) {
+                Some(call) => Submit::Calls(vec![call]),
+                None => Submit::Stay,
+            },
+        );
+        self.session = session;
         out
     }
+}
+
+/// The name of a name form, which follows the chosen device's or port's `rule` until the user
+/// edits it: a new choice fills it in while it is empty or still what was filled in last.
+fn follow_rule(
+    form: &mut Form,
+    auto_name: &mut String,
+    rule: Option<&NameRule>,
+    changed: Option<&str>,
+) -> String {
+    let name = form.text("name").to_string();
+    if changed == Some(FOLLOWED) && (name.is_empty() || name == *auto_name) {
+        let fresh = rule.map(|r| r.name.clone()).unwrap_or_default();
+        form.set_text("name", &fresh);
+        *auto_name = fresh;
+    }
+    form.text("name").to_string()
+}
+
+/// The fixed name form: a device that can have one, a name no other device has or is given.
+fn check_fixed(form: &mut Form, auto_name: &mut String, model: &Model, changed: Option<&str>) {
+    let device = form
+        .choice(FOLLOWED)
+        .and_then(|p| model.devices.get(p))
+        .filter(|d| !is_soft(d));
+    let rule = device.and_then(|d| {
+        model
+            .manager
+            .rdma_fixed_names
+            .iter()
+            .find(|r| same_guid(&r.guid, &d.node_guid))
+    });
+    let name = follow_rule(form, auto_name, rule, changed);
+    let Some(device) = device else {
+        form.set_error(
+            FOLLOWED,
+            Some("no device here can have a fixed name".into()),
+        );
+        return;
+    };
+    form.set_error(FOLLOWED, None);
+    let err = check::rdma_name(&name).err().or_else(|| {
+        if let Some(other) = model
+            .devices
+            .values()
+            .find(|d| d.name == name && d.path != device.path)
+        {
+            return Some(format!(
+                "another device (node GUID {}) is named {name} now",
+                other.node_guid
+            ));
+        }
+        model
+            .manager
+            .rdma_fixed_names
+            .iter()
+            .find(|r| r.name == name && !same_guid(&r.guid, &device.node_guid))
+            .map(|r| format!("{name} is the fixed name of {} already", r.guid))
+    });
+    form.set_error("name", err);
+    let warn = rule.filter(|r| !r.managed).map(|r| {
+        format!(
+            "line {} of {RDMA_RULES} (yours) names this device; the daemon refuses to contradict it",
+            r.line
+        )
+    });
+    form.set_warning("name", warn);
+}
+
+/// The IPoIB name form: a port, a name no interface has and no other port is given, and no
+/// hand-written rule for the port.
+fn check_ipoib_name(form: &mut Form, auto_name: &mut String, model: &Model, changed: Option<&str>) {
+    let port = form.choice(FOLLOWED).and_then(|p| model.ports.get(p));
+    let rule = port.and_then(|p| {
+        model
+            .manager
+            .ipoib_names
+            .iter()
+            .find(|r| same_guid(&r.guid, &p.port_guid))
+    });
+    let name = follow_rule(form, auto_name, rule, changed);
+    let Some(port) = port else {
+        form.set_error(FOLLOWED, Some("this host has no InfiniBand port".into()));
+        return;
+    };
+    form.set_error(FOLLOWED, None);
+    let own = ipoib_of(model, port);
+    let err = check::netdev_name(&name).err().or_else(|| {
+        if let Some(r) = rule.filter(|r| !r.managed) {
+            return Some(format!(
+                "line {} of {IPOIB_RULES} (yours) names this port already; edit that file",
+                r.line
+            ));
+        }
+        let in_use = model.ipoib.values().any(|i| i.name == name)
+            || model.devices.values().any(|d| d.netdevs.contains(&name));
+        if in_use && own.as_deref() != Some(name.as_str()) {
+            return Some(format!("a network interface named {name} exists already"));
+        }
+        model
+            .manager
+            .ipoib_names
+            .iter()
+            .find(|r| r.name == name && !same_guid(&r.guid, &port.port_guid))
+            .map(|r| format!("{name} is the name of port {} already", r.guid))
+    });
+    form.set_error("name", err);
+}
+
+/// The rename form: a new name no device has.
+fn check_rename(form: &mut Form, device: &str, model: &Model) {
+    let name = form.text("name").to_string();
+    let current = model.devices.get(device);
+    let err = check::rdma_name(&name).err().or_else(|| {
+        if current.is_some_and(|d| d.name == name) {
+            return Some("that is its name already".into());
+        }
+        model
+            .devices
+            .values()
+            .any(|d| d.name == name)
+            .then(|| format!("another device is named {name}"))
+    });
+    form.set_error("name", err);
 }
 
 fn read_only(r: &NameRule, file: &str) -> Outcome {
@@ -756,6 +763,35 @@ fn columns(cells: &[(&str, usize)]) -> String {
     s.trim_end().to_string()
 }
 
+/// The page's lines as they are written, and which of them is the selected item's.
+struct PageLines {
+    out: Vec<Line<'static>>,
+    sel_line: usize,
+    selected: usize,
+    width: usize,
+    t: Theme,
+}
+
+impl PageLines {
+    fn push(&mut self, line: Line<'static>) {
+        self.out.push(line);
+    }
+
+    /// Item `k`'s line, marked and highlighted when it is the selected one.
+    fn item(&mut self, k: usize, text: String, style: Style) {
+        let selected = k == self.selected;
+        if selected {
+            self.sel_line = self.out.len();
+        }
+        let marker = if selected { "> " } else { "  " };
+        let text = truncate(&format!("{marker}{text}"), self.width);
+        self.out.push(Line::styled(
+            text,
+            if selected { self.t.selected() } else { style },
+        ));
+    }
+}
+
 impl NamingPage {
     /// The page as lines, and the line of the selection.
     fn lines(
@@ -765,53 +801,24 @@ impl NamingPage {
         width: usize,
         t: Theme,
     ) -> (Vec<Line<'static>>, usize) {
-        let mut out: Vec<Line<'static>> = Vec::new();
-        let mut sel_line = 0;
-        let m = &model.manager;
-        let policy = if m.rdma_naming_policy.is_empty() {
-            "NAME_FALLBACK".to_string()
-        } else {
-            m.rdma_naming_policy.clone()
+        let mut w = PageLines {
+            out: Vec::new(),
+            sel_line: 0,
+            selected: self.selected,
+            width,
+            t,
         };
-        let source = if m.rdma_naming_policy_source.is_empty() {
-            "rdma-core's default: no rules file".to_string()
-        } else {
-            m.rdma_naming_policy_source.clone()
-        };
-        let head = format!("RDMA device naming policy: {policy}");
-        let mut spans = vec![
-            Span::styled("RDMA device naming policy: ", t.title()),
-            Span::styled(
-                policy,
-                t.normal().add_modifier(ratatui::style::Modifier::BOLD),
-            ),
-        ];
-        // The source beside the policy when it fits, else under it.
-        let source = format!("  ({source})");
-        if head.chars().count() + source.chars().count() <= width {
-            spans.push(Span::styled(source, t.dim()));
-            out.push(Line::from(spans));
-        } else {
-            out.push(Line::from(spans));
-            out.push(Line::styled(truncate(&source, width), t.dim()));
-        }
-        for (path, reason) in &m.config_errors {
-            if path.ends_with(RDMA_RULES) || path.ends_with(IPOIB_RULES) {
-                out.push(Line::styled(
-                    format!("! {path} is unusable ({reason}): changes to it are refused"),
-                    t.bad(),
-                ));
-            }
-        }
-        let row = |out: &mut Vec<Line<'static>>, selected: bool, text: String, style: Style| {
-            let marker = if selected { "> " } else { "  " };
-            let text = truncate(&format!("{marker}{text}"), width);
-            out.push(Line::styled(
-                text,
-                if selected { t.selected() } else { style },
-            ));
-        };
-        // Devices: their name now and what the rules in force give them when next added.
+        policy_lines(&mut w, model);
+        self.device_lines(&mut w, model, items);
+        self.selected_device_rules(&mut w, model, items);
+        fixed_name_lines(&mut w, model, items);
+        ipoib_name_lines(&mut w, model, items);
+        (w.out, w.sel_line)
+    }
+
+    /// Devices: their name now and what the rules in force give them when next added.
+    fn device_lines(&self, w: &mut PageLines, model: &Model, items: &[Item]) {
+        let (t, width) = (w.t, w.width);
         let dev_w = model
             .devices
             .values()
@@ -819,7 +826,7 @@ impl NamingPage {
             .max()
             .unwrap_or(6)
             .clamp(6, 15);
-        out.push(Line::styled(
+        w.push(Line::styled(
             format!(
                 "  {}",
                 columns(&[
@@ -850,12 +857,8 @@ impl NamingPage {
                 Some(r) => (r.name.clone(), r.policy.clone(), r.reason.clone()),
                 None => (String::new(), String::new(), String::new()),
             };
-            if k == self.selected {
-                sel_line = out.len();
-            }
-            row(
-                &mut out,
-                k == self.selected,
+            w.item(
+                k,
                 columns(&[
                     (&d.name, dev_w),
                     (&next, 21),
@@ -866,113 +869,158 @@ impl NamingPage {
             );
         }
         if let Some((note, style)) = preview_note {
-            out.push(Line::styled(format!("  {note}"), style));
+            w.push(Line::styled(format!("  {note}"), style));
         }
-        // What each policy gives the selected device.
-        if let Some(Item::Device(p)) = items.get(self.selected) {
-            if let Some(d) = model.devices.get(p) {
-                let rows = self.rows_of(&d.name);
-                if !rows.is_empty() {
-                    out.push(Line::raw(""));
-                    out.push(Line::styled(
-                        format!("What each rule gives {}:", d.name),
-                        t.title(),
-                    ));
-                    for r in rows {
-                        let name = if r.name.is_empty() {
-                            "-"
-                        } else {
-                            r.name.as_str()
-                        };
-                        let mark = if r.active { "next" } else { "" };
-                        let text = format!(
-                            "  {}",
-                            columns(&[
-                                (&r.policy, 13),
-                                (name, 21),
-                                (mark, 4),
-                                (&r.reason, width.saturating_sub(13 + 21 + 4 + 6)),
-                            ])
-                        );
-                        out.push(Line::styled(
-                            text,
-                            if r.active { t.good() } else { t.normal() },
-                        ));
-                    }
-                }
-            }
-        }
-        // The rules files.
-        let rule_line = |r: &NameRule, target: String, w: usize| -> String {
-            let owner = if r.managed {
-                format!("line {}, rdma-managerd", r.line)
-            } else {
-                format!("line {}, yours (read-only)", r.line)
-            };
-            columns(&[(&r.guid, 18), (&r.name, 15), (&target, w), (&owner, 30)])
+    }
+
+    /// What each policy gives the selected device.
+    fn selected_device_rules(&self, w: &mut PageLines, model: &Model, items: &[Item]) {
+        let (t, width) = (w.t, w.width);
+        let Some(Item::Device(p)) = items.get(self.selected) else {
+            return;
         };
-        out.push(Line::raw(""));
-        out.push(Line::styled(
-            format!("Fixed device names ({RDMA_RULES})"),
+        let Some(d) = model.devices.get(p) else {
+            return;
+        };
+        let rows = self.rows_of(&d.name);
+        if rows.is_empty() {
+            return;
+        }
+        w.push(Line::raw(""));
+        w.push(Line::styled(
+            format!("What each rule gives {}:", d.name),
             t.title(),
         ));
-        if m.rdma_fixed_names.is_empty() {
-            out.push(Line::styled("  none: f gives a device one", t.dim()));
-        }
-        for (k, item) in items.iter().enumerate() {
-            let Item::Fixed(i) = item else { continue };
-            let Some(r) = m.rdma_fixed_names.get(*i) else {
-                continue;
+        for r in rows {
+            let name = if r.name.is_empty() {
+                "-"
+            } else {
+                r.name.as_str()
             };
-            let target = model
-                .devices
-                .values()
-                .find(|d| same_guid(&d.node_guid, &r.guid))
-                .map(|d| format!("now {}", d.name))
-                .unwrap_or_else(|| "absent".into());
-            if k == self.selected {
-                sel_line = out.len();
-            }
-            row(
-                &mut out,
-                k == self.selected,
-                rule_line(r, target, 12),
-                t.normal(),
+            let mark = if r.active { "next" } else { "" };
+            let text = format!(
+                "  {}",
+                columns(&[
+                    (&r.policy, 13),
+                    (name, 21),
+                    (mark, 4),
+                    (&r.reason, width.saturating_sub(13 + 21 + 4 + 6)),
+                ])
             );
-        }
-        out.push(Line::raw(""));
-        out.push(Line::styled(
-            format!("IPoIB interface names ({IPOIB_RULES})"),
-            t.title(),
-        ));
-        if m.ipoib_names.is_empty() {
-            out.push(Line::styled(
-                "  none: i gives a port's interface one",
-                t.dim(),
+            w.push(Line::styled(
+                text,
+                if r.active { t.good() } else { t.normal() },
             ));
         }
-        for (k, item) in items.iter().enumerate() {
-            let Item::Ipoib(i) = item else { continue };
-            let Some(r) = m.ipoib_names.get(*i) else {
-                continue;
-            };
-            let target = model
-                .ports
-                .values()
-                .find(|p| same_guid(&p.port_guid, &r.guid))
-                .map(|p| format!("{}/{}", p.device_name, p.number))
-                .unwrap_or_else(|| "absent".into());
-            if k == self.selected {
-                sel_line = out.len();
-            }
-            row(
-                &mut out,
-                k == self.selected,
-                rule_line(r, target, 12),
-                t.normal(),
-            );
+    }
+}
+
+/// The policy in force and where it comes from, and the rules files that are unusable.
+fn policy_lines(w: &mut PageLines, model: &Model) {
+    let (t, width) = (w.t, w.width);
+    let m = &model.manager;
+    let policy = if m.rdma_naming_policy.is_empty() {
+        "NAME_FALLBACK".to_string()
+    } else {
+        m.rdma_naming_policy.clone()
+    };
+    let source = if m.rdma_naming_policy_source.is_empty() {
+        "rdma-core's default: no rules file".to_string()
+    } else {
+        m.rdma_naming_policy_source.clone()
+    };
+    let head = format!("RDMA device naming policy: {policy}");
+    let mut spans = vec![
+        Span::styled("RDMA device naming policy: ", t.title()),
+        Span::styled(
+            policy,
+            t.normal().add_modifier(ratatui::style::Modifier::BOLD),
+        ),
+    ];
+    // The source beside the policy when it fits, else under it.
+    let source = format!("  ({source})");
+    if head.chars().count() + source.chars().count() <= width {
+        spans.push(Span::styled(source, t.dim()));
+        w.push(Line::from(spans));
+    } else {
+        w.push(Line::from(spans));
+        w.push(Line::styled(truncate(&source, width), t.dim()));
+    }
+    for (path, reason) in &m.config_errors {
+        if path.ends_with(RDMA_RULES) || path.ends_with(IPOIB_RULES) {
+            w.push(Line::styled(
+                format!("! {path} is unusable ({reason}): changes to it are refused"),
+                t.bad(),
+            ));
         }
-        (out, sel_line)
+    }
+}
+
+/// A rule of a rules file: its GUID, the name it gives, what it names now (`target`, `w`
+/// wide) and whose it is.
+fn rule_line(r: &NameRule, target: String, w: usize) -> String {
+    let owner = if r.managed {
+        format!("line {}, rdma-managerd", r.line)
+    } else {
+        format!("line {}, yours (read-only)", r.line)
+    };
+    columns(&[(&r.guid, 18), (&r.name, 15), (&target, w), (&owner, 30)])
+}
+
+/// The fixed device names of the RDMA rules file, each with the device it names now.
+fn fixed_name_lines(w: &mut PageLines, model: &Model, items: &[Item]) {
+    let t = w.t;
+    let m = &model.manager;
+    w.push(Line::raw(""));
+    w.push(Line::styled(
+        format!("Fixed device names ({RDMA_RULES})"),
+        t.title(),
+    ));
+    if m.rdma_fixed_names.is_empty() {
+        w.push(Line::styled("  none: f gives a device one", t.dim()));
+    }
+    for (k, item) in items.iter().enumerate() {
+        let Item::Fixed(i) = item else { continue };
+        let Some(r) = m.rdma_fixed_names.get(*i) else {
+            continue;
+        };
+        let target = model
+            .devices
+            .values()
+            .find(|d| same_guid(&d.node_guid, &r.guid))
+            .map(|d| format!("now {}", d.name))
+            .unwrap_or_else(|| "absent".into());
+        w.item(k, rule_line(r, target, 12), t.normal());
+    }
+}
+
+/// The IPoIB interface names of the IPoIB rules file, each with the port it names.
+fn ipoib_name_lines(w: &mut PageLines, model: &Model, items: &[Item]) {
+    let t = w.t;
+    let m = &model.manager;
+    w.push(Line::raw(""));
+    w.push(Line::styled(
+        format!("IPoIB interface names ({IPOIB_RULES})"),
+        t.title(),
+    ));
+    if m.ipoib_names.is_empty() {
+        w.push(Line::styled(
+            "  none: i gives a port's interface one",
+            t.dim(),
+        ));
+    }
+    for (k, item) in items.iter().enumerate() {
+        let Item::Ipoib(i) = item else { continue };
+        let Some(r) = m.ipoib_names.get(*i) else {
+            continue;
+        };
+        let target = model
+            .ports
+            .values()
+            .find(|p| same_guid(&p.port_guid, &r.guid))
+            .map(|p| format!("{}/{}", p.device_name, p.number))
+            .unwrap_or_else(|| "absent".into());
+        w.item(k, rule_line(r, target, 12), t.normal());
     }
 }
 

@@ -129,6 +129,32 @@ fn header(col: Col, width: usize) -> &'static str {
 
 /// Column widths for `width` terminal columns (0 = not shown), in screen order.
 fn layout(model: &Model, ports: &[&Port], width: usize) -> Vec<(Col, usize, bool)> {
+    let specs = specs(model, ports);
+    let mut fit = Fit::new(&specs, width);
+    // First the long forms of texts that have short ones, and the sparkline's length; then
+    // the extras of wide screens; then the essentials squeezed; then columns in order.
+    fit.squeeze(&[
+        (Col::Rate, None),
+        (Col::Phys, None),
+        (Col::SmLid, None),
+        (Col::Netdevs, Some(12)),
+        (Col::Spark, None),
+    ]);
+    fit.drop_ranks(3);
+    fit.squeeze(&[
+        (Col::Netdevs, None),
+        (Col::Device, Some(7)),
+        (Col::Port, None),
+        (Col::State, None),
+    ]);
+    fit.drop_ranks(u8::MAX);
+    fit.device_gives_the_rest();
+    fit.regrow();
+    fit.columns()
+}
+
+/// What each column wants for these ports (the interfaces' column only if a port has one).
+fn specs(model: &Model, ports: &[&Port]) -> Vec<Spec> {
     let max = |f: &dyn Fn(&Port) -> usize| ports.iter().map(|p| f(p)).max().unwrap_or(0);
     let len = |s: &str| s.chars().count();
     let rate_min = max(&|p| {
@@ -243,97 +269,110 @@ fn layout(model: &Model, ports: &[&Port], width: usize) -> Vec<(Col, usize, bool
     if netdevs_want == 0 {
         specs.retain(|s| s.col != Col::Netdevs);
     }
-    let mut widths: Vec<usize> = specs.iter().map(|s| s.want).collect();
-    let total = |w: &[usize]| {
-        let shown = w.iter().filter(|x| **x > 0).count();
-        w.iter().sum::<usize>() + shown.saturating_sub(1)
-    };
-    let find = |col: Col| specs.iter().position(|s| s.col == col);
-    // Narrows columns in order, each to its floor (its least width at most), until the
-    // columns fit.
-    let squeeze = |widths: &mut Vec<usize>, steps: &[(Col, Option<usize>)]| {
+    specs
+}
+
+/// The columns' widths while they are fitted into the screen's.
+struct Fit<'a> {
+    specs: &'a [Spec],
+    widths: Vec<usize>,
+    /// The screen's width.
+    width: usize,
+}
+
+impl<'a> Fit<'a> {
+    /// Every column as wide as it wants.
+    fn new(specs: &'a [Spec], width: usize) -> Fit<'a> {
+        Fit {
+            specs,
+            widths: specs.iter().map(|s| s.want).collect(),
+            width,
+        }
+    }
+
+    /// The shown columns' widths with a space between each two.
+    fn total(&self) -> usize {
+        let shown = self.widths.iter().filter(|x| **x > 0).count();
+        self.widths.iter().sum::<usize>() + shown.saturating_sub(1)
+    }
+
+    fn find(&self, col: Col) -> Option<usize> {
+        self.specs.iter().position(|s| s.col == col)
+    }
+
+    /// Narrows columns in order, each to its floor (its least width at most), until the
+    /// columns fit.
+    fn squeeze(&mut self, steps: &[(Col, Option<usize>)]) {
         for (col, floor) in steps {
-            let over = total(widths).saturating_sub(width);
+            let over = self.total().saturating_sub(self.width);
             if over == 0 {
                 return;
             }
-            if let Some(i) = find(*col) {
-                let floor = floor.unwrap_or(specs[i].min).max(specs[i].min);
-                let room = widths[i].saturating_sub(floor);
-                widths[i] -= room.min(over);
+            if let Some(i) = self.find(*col) {
+                let floor = floor.unwrap_or(self.specs[i].min).max(self.specs[i].min);
+                let room = self.widths[i].saturating_sub(floor);
+                self.widths[i] -= room.min(over);
             }
         }
-    };
-    // Drops columns of rank `up_to` or lower, least needed first and a rank at a time (TX
-    // and RX go together), until the columns fit.
-    let drop = |widths: &mut Vec<usize>, up_to: u8| {
+    }
+
+    /// Drops columns of rank `up_to` or lower, least needed first and a rank at a time (TX
+    /// and RX go together), until the columns fit.
+    fn drop_ranks(&mut self, up_to: u8) {
         for rank in 1..=up_to {
-            if total(widths) <= width {
+            if self.total() <= self.width {
                 return;
             }
-            for (i, s) in specs.iter().enumerate() {
+            for (i, s) in self.specs.iter().enumerate() {
                 if s.drop == Some(rank) {
-                    widths[i] = 0;
+                    self.widths[i] = 0;
                 }
             }
         }
-    };
-    // First the long forms of texts that have short ones, and the sparkline's length; then
-    // the extras of wide screens; then the essentials squeezed; then columns in order.
-    squeeze(
-        &mut widths,
-        &[
-            (Col::Rate, None),
-            (Col::Phys, None),
-            (Col::SmLid, None),
-            (Col::Netdevs, Some(12)),
-            (Col::Spark, None),
-        ],
-    );
-    drop(&mut widths, 3);
-    squeeze(
-        &mut widths,
-        &[
-            (Col::Netdevs, None),
-            (Col::Device, Some(7)),
-            (Col::Port, None),
-            (Col::State, None),
-        ],
-    );
-    drop(&mut widths, u8::MAX);
-    // The last resort for very narrow screens: the device column gives what it has.
-    let over = total(&widths).saturating_sub(width);
-    if let Some(i) = find(Col::Device) {
-        widths[i] = widths[i].saturating_sub(over).max(1);
     }
-    // Room left goes back, essentials first; the sparkline takes the rest up to one column
-    // per second.
-    let regrow: [(Col, Option<usize>); 9] = [
-        (Col::State, None),
-        (Col::Port, None),
-        (Col::Device, None),
-        (Col::Spark, Some(16)),
-        (Col::Netdevs, None),
-        (Col::Phys, None),
-        (Col::Rate, None),
-        (Col::SmLid, None),
-        (Col::Spark, Some(SPARK_MAX)),
-    ];
-    for (col, target) in regrow {
-        let spare = width.saturating_sub(total(&widths));
-        if let Some(i) = find(col) {
-            if widths[i] > 0 {
-                let target = target.unwrap_or(specs[i].want);
-                widths[i] += spare.min(target.saturating_sub(widths[i]));
+
+    /// The last resort for very narrow screens: the device column gives what it has.
+    fn device_gives_the_rest(&mut self) {
+        let over = self.total().saturating_sub(self.width);
+        if let Some(i) = self.find(Col::Device) {
+            self.widths[i] = self.widths[i].saturating_sub(over).max(1);
+        }
+    }
+
+    /// Room left goes back, essentials first; the sparkline takes the rest up to one column
+    /// per second.
+    fn regrow(&mut self) {
+        let regrow: [(Col, Option<usize>); 9] = [
+            (Col::State, None),
+            (Col::Port, None),
+            (Col::Device, None),
+            (Col::Spark, Some(16)),
+            (Col::Netdevs, None),
+            (Col::Phys, None),
+            (Col::Rate, None),
+            (Col::SmLid, None),
+            (Col::Spark, Some(SPARK_MAX)),
+        ];
+        for (col, target) in regrow {
+            let spare = self.width.saturating_sub(self.total());
+            if let Some(i) = self.find(col) {
+                if self.widths[i] > 0 {
+                    let target = target.unwrap_or(self.specs[i].want);
+                    self.widths[i] += spare.min(target.saturating_sub(self.widths[i]));
+                }
             }
         }
     }
-    specs
-        .iter()
-        .zip(widths)
-        .filter(|(_, w)| *w > 0)
-        .map(|(s, w)| (s.col, w, s.right))
-        .collect()
+
+    /// The shown columns, in screen order: which, how wide, right-aligned or not.
+    fn columns(self) -> Vec<(Col, usize, bool)> {
+        self.specs
+            .iter()
+            .zip(self.widths)
+            .filter(|(_, w)| *w > 0)
+            .map(|(s, w)| (s.col, w, s.right))
+            .collect()
+    }
 }
 
 /// A cell's text and style.

@@ -2,17 +2,17 @@
 //! of connections made through rdma_cm), with a form to change them.
 
 use crossterm::event::{KeyCode, KeyEvent};
-use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::layout::{Constraint, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph, Row as TableRow, Table, TableState, Wrap};
+use ratatui::widgets::{Row as TableRow, Table};
 use ratatui::Frame;
 
-use super::{Outcome, Page, PageId, RenderCtx};
+use super::{list_view, Outcome, Page, PageId, RenderCtx};
 use crate::check;
 use crate::client::IpSettings;
 use crate::client::{Call, CallError, CallOutput};
-use crate::edit::{self, Session};
-use crate::form::{ChoiceOption, Field, Form, FormEvent};
+use crate::edit::{self, Session, Submit};
+use crate::form::{ChoiceOption, Field, Form};
 use crate::ipform::{ip_line, IpState};
 use crate::model::{Model, Port};
 use crate::theme::Theme;
@@ -138,37 +138,19 @@ fn edit_calls(form: &Form, port: &Port) -> Vec<Call> {
 
 impl RocePage {
     fn form_key(&mut self, key: KeyEvent, model: &Model) -> Outcome {
-        let Some(s) = &mut self.session else {
-            return Outcome::Ignored;
-        };
-        match s.form.handle_key(key) {
-            FormEvent::Cancel => {
-                self.session = None;
-                Outcome::Handled
-            }
-            FormEvent::Changed(_) => {
-                check(s);
-                Outcome::Handled
-            }
-            FormEvent::Submit => {
-                check(s);
-                if s.form.has_errors() {
-                    s.form.refuse();
-                    return Outcome::Handled;
-                }
-                let calls = match (&s.kind.ip, model.ports.get(&s.kind.port)) {
+        edit::form_key(
+            &mut self.session,
+            key,
+            model,
+            |s, _| check(s),
+            |s| {
+                Submit::Calls(match (&s.kind.ip, model.ports.get(&s.kind.port)) {
                     (Some(settings), _) => crate::ipform::calls(&s.form, settings),
                     (None, Some(p)) => edit_calls(&s.form, p),
                     (None, None) => Vec::new(),
-                };
-                if calls.is_empty() {
-                    self.session = None;
-                    return Outcome::Message("Nothing changed.".into());
-                }
-                s.send(calls, model)
-            }
-            FormEvent::Handled => Outcome::Handled,
-        }
+                })
+            },
+        )
     }
 
     /// The selected port and its netdev, or why there is none to configure.
@@ -220,20 +202,15 @@ impl Page for RocePage {
         let t = ctx.theme;
         let ports = roce_ports(model);
         self.selected = self.selected.min(ports.len().saturating_sub(1));
-        let [list, details] = edit::list_and_details(area, ports.len(), 7);
+        let [list, details] = list_view::list_and_details(area, ports.len(), 7);
         if ports.is_empty() {
-            frame.render_widget(
-                Paragraph::new(vec![
-                    Line::styled("RoCE ports", t.title()),
-                    Line::raw(""),
-                    Line::raw(
-                        "None. RoCE ports are the Ethernet ports of RDMA devices (a ConnectX \
-                         port in Ethernet mode, Soft-RoCE); InfiniBand ports have no RoCE \
-                         settings.",
-                    ),
-                ])
-                .wrap(Wrap { trim: true }),
+            list_view::render_empty(
+                frame,
                 area,
+                "RoCE ports",
+                "None. RoCE ports are the Ethernet ports of RDMA devices (a ConnectX port in \
+                 Ethernet mode, Soft-RoCE); InfiniBand ports have no RoCE settings.",
+                t,
             );
         } else {
             render_table(frame, list, &ports, self.selected, t);
@@ -294,16 +271,11 @@ impl Page for RocePage {
                 return;
             };
             if let Some((port, netdev)) = self.ip_form_for.take() {
-                if netdev == *interface && self.session.is_none() {
-                    if let IpState::Known(settings) = &state {
-                        self.session = Some(Session::new(
-                            crate::ipform::form(settings),
-                            Edit {
-                                port,
-                                ip: Some(settings.clone()),
-                            },
-                        ));
-                    }
+                if netdev == *interface {
+                    edit::open_ip_form(&mut self.session, &state, |settings| Edit {
+                        port,
+                        ip: Some(settings.clone()),
+                    });
                 }
             }
             self.ip = Some((interface.clone(), state));
@@ -312,13 +284,7 @@ impl Page for RocePage {
         edit::answer_and_close(&mut self.session, call, result);
     }
 
-    fn next_call(&mut self) -> Option<Call> {
-        self.session.as_mut().and_then(Session::next_call)
-    }
-
-    fn editing(&self) -> bool {
-        self.session.is_some()
-    }
+    edit::form_page_methods!();
 
     fn hints(&self) -> Vec<(&'static str, &'static str)> {
         edit::hints(
@@ -384,22 +350,14 @@ fn render_table(frame: &mut Frame, area: Rect, ports: &[&Port], sel: usize, t: T
             ])
         })
         .collect();
-    let [title, table] = Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(area);
-    frame.render_widget(
-        Paragraph::new(Line::styled(
-            format!("RoCE ports: rdma_cm defaults ({})", ports.len()),
-            t.title(),
-        )),
-        title,
-    );
-    let mut state = TableState::default().with_selected(Some(sel));
-    frame.render_stateful_widget(
-        Table::new(body, widths)
-            .header(TableRow::new(header).style(t.dim()))
-            .row_highlight_style(t.selected())
-            .highlight_symbol("> "),
-        table,
-        &mut state,
+    list_view::render_table(
+        frame,
+        area,
+        format!("RoCE ports: rdma_cm defaults ({})", ports.len()),
+        Table::new(body, widths),
+        header,
+        sel,
+        t,
     );
 }
 
@@ -411,15 +369,7 @@ fn render_details(
     ip: Option<&IpState>,
     t: Theme,
 ) {
-    let mut lines: Vec<Line> = Vec::new();
-    for (path, reason) in &model.manager.config_errors {
-        if path.ends_with("roce.toml") {
-            lines.push(Line::styled(
-                format!("! {path} is unusable ({reason}): changes are refused until it is fixed"),
-                t.bad(),
-            ));
-        }
-    }
+    let mut lines = list_view::config_errors(model, "roce.toml", "changes", t);
     if let Some(p) = port {
         let mode = if p.roce_mode.is_empty() {
             "unknown".to_string()
@@ -459,12 +409,7 @@ fn render_details(
          their GID themselves are not affected.",
         t.dim(),
     ));
-    frame.render_widget(
-        Paragraph::new(lines)
-            .wrap(Wrap { trim: true })
-            .block(Block::default().borders(Borders::TOP).border_style(t.dim())),
-        area,
-    );
+    list_view::render_details(frame, area, lines, t);
 }
 
 #[cfg(test)]

@@ -5,16 +5,16 @@
 use std::collections::BTreeSet;
 
 use crossterm::event::{KeyCode, KeyEvent};
-use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::layout::{Constraint, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph, Row as TableRow, Table, TableState, Wrap};
+use ratatui::widgets::{Row as TableRow, Table};
 use ratatui::Frame;
 
-use super::{Outcome, Page, PageId, RenderCtx};
+use super::{list_view, Outcome, Page, PageId, RenderCtx};
 use crate::check;
 use crate::client::{Call, CallError, CallOutput};
-use crate::edit::{self, Session};
-use crate::form::{ChoiceOption, Field, Form, FormEvent};
+use crate::edit::{self, Session, Submit};
+use crate::form::{ChoiceOption, Field, Form};
 use crate::model::{Device, Model};
 use crate::theme::Theme;
 
@@ -275,36 +275,22 @@ impl SoftLinksPage {
     }
 
     fn form_key(&mut self, key: KeyEvent, model: &Model) -> Outcome {
-        let Some(s) = &mut self.session else {
-            return Outcome::Ignored;
-        };
-        match s.form.handle_key(key) {
-            FormEvent::Cancel => {
-                self.session = None;
-                Outcome::Handled
-            }
-            FormEvent::Changed(id) => {
-                check_add(s, model, Some(id));
-                Outcome::Handled
-            }
-            FormEvent::Submit => {
-                check_add(s, model, None);
-                if s.form.has_errors() {
-                    s.form.refuse();
-                    return Outcome::Handled;
-                }
-                let call = match &s.kind {
+        edit::form_key(
+            &mut self.session,
+            key,
+            model,
+            |s, changed| check_add(s, model, changed),
+            |s| {
+                Submit::Calls(vec![match &s.kind {
                     Dialog::Add { .. } => Call::AddSoftLink {
                         name: s.form.text("name").to_string(),
                         kind: s.form.choice("kind").unwrap_or("rxe").to_string(),
                         netdev: s.form.text("netdev").to_string(),
                     },
                     Dialog::Remove { name } => Call::RemoveSoftLink { name: name.clone() },
-                };
-                s.send(vec![call], model)
-            }
-            FormEvent::Handled => Outcome::Handled,
-        }
+                }])
+            },
+        )
     }
 }
 
@@ -323,7 +309,7 @@ impl Page for SoftLinksPage {
             &mut self.selected,
             |r, p| matches!(r, Row::Device(d) if d == p),
         );
-        let [list, details] = edit::list_and_details(area, rows.len(), 7);
+        let [list, details] = list_view::list_and_details(area, rows.len(), 7);
         render_table(frame, list, model, &rows, self.selected, t);
         render_details(frame, details, model, rows.get(self.selected), t);
         edit::render_form(frame, area, &self.session, t);
@@ -363,13 +349,7 @@ impl Page for SoftLinksPage {
         }
     }
 
-    fn next_call(&mut self) -> Option<Call> {
-        self.session.as_mut().and_then(Session::next_call)
-    }
-
-    fn editing(&self) -> bool {
-        self.session.is_some()
-    }
+    edit::form_page_methods!();
 
     fn hints(&self) -> Vec<(&'static str, &'static str)> {
         edit::hints(
@@ -392,17 +372,13 @@ impl Page for SoftLinksPage {
 
 fn render_table(frame: &mut Frame, area: Rect, model: &Model, rows: &[Row], sel: usize, t: Theme) {
     if rows.is_empty() {
-        frame.render_widget(
-            Paragraph::new(vec![
-                Line::styled("Soft RDMA links", t.title()),
-                Line::raw(""),
-                Line::raw(
-                    "None. a adds Soft-RoCE (rxe) or Soft-iWARP (siw) over an Ethernet \
-                     interface, as rdma link add rxe0 type rxe netdev eth0 does.",
-                ),
-            ])
-            .wrap(Wrap { trim: true }),
+        list_view::render_empty(
+            frame,
             area,
+            "Soft RDMA links",
+            "None. a adds Soft-RoCE (rxe) or Soft-iWARP (siw) over an Ethernet interface, as \
+             rdma link add rxe0 type rxe netdev eth0 does.",
+            t,
         );
         return;
     }
@@ -457,35 +433,19 @@ fn render_table(frame: &mut Frame, area: Rect, model: &Model, rows: &[Row], sel:
             }
         })
         .collect();
-    let [title, table] = Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(area);
-    frame.render_widget(
-        Paragraph::new(Line::styled(
-            format!("Soft RDMA links ({})", rows.len()),
-            t.title(),
-        )),
-        title,
-    );
-    let mut state = TableState::default().with_selected(Some(sel));
-    frame.render_stateful_widget(
-        Table::new(body, widths)
-            .header(TableRow::new(header).style(t.dim()))
-            .row_highlight_style(t.selected())
-            .highlight_symbol("> "),
-        table,
-        &mut state,
+    list_view::render_table(
+        frame,
+        area,
+        format!("Soft RDMA links ({})", rows.len()),
+        Table::new(body, widths),
+        header,
+        sel,
+        t,
     );
 }
 
 fn render_details(frame: &mut Frame, area: Rect, model: &Model, row: Option<&Row>, t: Theme) {
-    let mut lines: Vec<Line> = Vec::new();
-    for (path, reason) in &model.manager.config_errors {
-        if path.ends_with("soft-links.toml") {
-            lines.push(Line::styled(
-                format!("! {path} is unusable ({reason}): changes are refused until it is fixed"),
-                t.bad(),
-            ));
-        }
-    }
+    let mut lines = list_view::config_errors(model, "soft-links.toml", "changes", t);
     match row {
         Some(Row::Device(p)) => {
             if let Some(d) = model.devices.get(p) {
@@ -530,12 +490,7 @@ fn render_details(frame: &mut Frame, area: Rect, model: &Model, row: Option<&Row
          speak the same protocol.",
         t.dim(),
     ));
-    frame.render_widget(
-        Paragraph::new(lines)
-            .wrap(Wrap { trim: true })
-            .block(Block::default().borders(Borders::TOP).border_style(t.dim())),
-        area,
-    );
+    list_view::render_details(frame, area, lines, t);
 }
 
 #[cfg(test)]

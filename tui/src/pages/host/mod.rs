@@ -23,8 +23,8 @@ use ratatui::Frame;
 use super::{Outcome, Page, PageId, RenderCtx};
 use crate::check;
 use crate::client::{Call, CallError, CallOutput, HostStep};
-use crate::edit::{self, Answer, Session};
-use crate::form::{truncate, wrap, Field, Form, FormEvent};
+use crate::edit::{self, Answer, Session, Submit};
+use crate::form::{truncate, wrap, Field, Form};
 use crate::model::{HostSetup, Model, RdmaModule, SubnetManager, UnitState};
 use crate::theme::Theme;
 
@@ -205,65 +205,12 @@ impl HostPage {
     }
 
     fn form_key(&mut self, key: KeyEvent, host: &HostSetup, model: &Model) -> Outcome {
-        let Some(s) = &mut self.session else {
-            return Outcome::Ignored;
-        };
-        let check = |s: &mut Session<Dialog>| match s.kind {
+        let check = |s: &mut Session<Dialog>, _| match s.kind {
             Dialog::Memlock => check_memlock(&mut s.form),
             Dialog::Nfs => check_nfs(&mut s.form, host),
             _ => {}
         };
-        match s.form.handle_key(key) {
-            FormEvent::Cancel => {
-                self.session = None;
-                Outcome::Handled
-            }
-            FormEvent::Changed(_) => {
-                check(s);
-                Outcome::Handled
-            }
-            FormEvent::Submit => {
-                check(s);
-                if s.form.has_errors() {
-                    s.form.refuse();
-                    return Outcome::Handled;
-                }
-                let call = match &s.kind {
-                    Dialog::Memlock => {
-                        match check::memlock_pair(s.form.text("soft"), s.form.text("hard")) {
-                            Ok((soft, hard)) => Call::SetMemlockLimits { soft, hard },
-                            Err(_) => {
-                                s.form.refuse();
-                                return Outcome::Handled;
-                            }
-                        }
-                    }
-                    Dialog::ResetMemlock => Call::ResetMemlockLimits,
-                    Dialog::Nfs => {
-                        let enabled = s.form.checked("enabled");
-                        let port = if enabled {
-                            match check::nfs_port(s.form.text("port")) {
-                                Ok(p) => p,
-                                Err(_) => {
-                                    s.form.refuse();
-                                    return Outcome::Handled;
-                                }
-                            }
-                        } else {
-                            0
-                        };
-                        Call::SetNfsRdma { enabled, port }
-                    }
-                    Dialog::StartSm => Call::StartSubnetManager,
-                    Dialog::StopSm => Call::StopSubnetManager,
-                    Dialog::EnableSm(enabled) => {
-                        Call::SetSubnetManagerEnabled { enabled: *enabled }
-                    }
-                };
-                s.send(vec![call], model)
-            }
-            FormEvent::Handled => Outcome::Handled,
-        }
+        edit::form_key(&mut self.session, key, model, check, submit)
     }
 
     fn page_key(&mut self, key: KeyEvent, host: &HostSetup) -> Outcome {
@@ -392,6 +339,33 @@ impl HostPage {
             popup,
         );
     }
+}
+
+/// The call a checked form makes.
+fn submit(s: &mut Session<Dialog>) -> Submit {
+    let call = match &s.kind {
+        Dialog::Memlock => match check::memlock_pair(s.form.text("soft"), s.form.text("hard")) {
+            Ok((soft, hard)) => Call::SetMemlockLimits { soft, hard },
+            Err(_) => return Submit::Refuse,
+        },
+        Dialog::ResetMemlock => Call::ResetMemlockLimits,
+        Dialog::Nfs => {
+            let enabled = s.form.checked("enabled");
+            let port = if enabled {
+                match check::nfs_port(s.form.text("port")) {
+                    Ok(p) => p,
+                    Err(_) => return Submit::Refuse,
+                }
+            } else {
+                0
+            };
+            Call::SetNfsRdma { enabled, port }
+        }
+        Dialog::StartSm => Call::StartSubnetManager,
+        Dialog::StopSm => Call::StopSubnetManager,
+        Dialog::EnableSm(enabled) => Call::SetSubnetManagerEnabled { enabled: *enabled },
+    };
+    Submit::Calls(vec![call])
 }
 
 fn report_title(call: &Call) -> String {
@@ -534,13 +508,7 @@ impl Page for HostPage {
         }
     }
 
-    fn next_call(&mut self) -> Option<Call> {
-        self.session.as_mut().and_then(Session::next_call)
-    }
-
-    fn editing(&self) -> bool {
-        self.session.is_some()
-    }
+    edit::form_page_methods!();
 
     fn hints(&self) -> Vec<(&'static str, &'static str)> {
         if self.session.is_some() {
