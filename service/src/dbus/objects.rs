@@ -4,7 +4,8 @@
 //!
 //! `bus_object!` declares, from one list, the view struct, its D-Bus getters, the comparison
 //! that yields the PropertiesChanged payload and the full list GetManagedObjects encodes, so
-//! they cannot drift apart.
+//! they cannot drift apart. `bus_interface!` writes its methods: a change that only asks
+//! polkit, calls the engine and maps its error is one `op` line.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
