@@ -9,7 +9,8 @@ pub mod text;
 pub mod types;
 
 #[cfg(test)]
-mod drift;
+#[path = "../codegen/proxies.rs"]
+mod codegen;
 
 pub use error::Error;
 pub use proxies::{

@@ -3,8 +3,8 @@
 //! Each is a D-Bus struct: its signature is the tuple of its fields in order (`UnitState` is
 //! `(sss)`), so a busctl user sees exactly the tuples the XML in `xml/` documents, while the
 //! Rust code on both sides names the fields. Adding, removing or reordering a field changes
-//! the wire format: the XML test (`tests/tests/dbus/xml.rs`) fails until `xml/` follows, and
-//! `signatures_are_the_documented_tuples` below pins each signature.
+//! the wire format: the service's contract test (`service/src/dbus/contract.rs`) fails until
+//! `xml/` follows, and `signatures_are_the_documented_tuples` below pins each signature.
 
 use serde::{Deserialize, Serialize};
 use zbus::zvariant::{OwnedObjectPath, OwnedValue, Type, Value};

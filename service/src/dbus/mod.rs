@@ -14,8 +14,12 @@
 //! - [`guard`]: wraps every interface: exact argument signatures, no reply where none was asked
 //!   for, and the [`limits`] of what one client may have the daemon send it unread.
 //! - [`server`]: connection, name and start-up order.
+//! - `contract` (tests): the served interfaces compared with the committed XML the client
+//!   proxies are generated from.
 
 pub mod audit;
+#[cfg(test)]
+mod contract;
 pub mod direct;
 pub mod document;
 pub mod errors;

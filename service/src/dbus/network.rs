@@ -63,8 +63,8 @@ fn report_keys(r: IpReport) -> HashMap<String, OwnedValue> {
     out
 }
 
-#[zbus::interface(name = "org.rdmamanager.RdmaManager1.Network")]
-impl NetworkObject {
+super::objects::bus_interface! {
+impl NetworkObject as "org.rdmamanager.RdmaManager1.Network" {
     /// Changes made through NetworkManager that wait for confirmation (PendingChange
     /// objects).
     #[zbus(property, name = "PendingChanges")]
@@ -95,27 +95,10 @@ impl NetworkObject {
     /// (infiniband for IPoIB, ethernet for a port's netdev, named after the interface), and
     /// activates it. Returns the pending change: confirm it within `timeout` seconds (0: 60;
     /// 10 to 3600) or NetworkManager rolls it back.
-    async fn set_ip_settings(
-        &self,
-        interface: &str,
-        settings: HashMap<String, OwnedValue>,
-        timeout: u32,
-        #[zbus(header)] header: Header<'_>,
-    ) -> Result<OwnedObjectPath, Error> {
-        let arguments = crate::audit_args![interface, settings, timeout];
-        self.ctx
-            .change(&header, Action::ManageIp, arguments, async {
-                let pending = self
-                    .ctx
-                    .engine()
-                    .await?
-                    .set_ip_settings(interface, settings, timeout)
-                    .await
-                    .map_err(super::errors::op_error)?;
-                self.ctx.changes().add(&self.ctx, pending).await
-            })
-            .await
-    }
+    op set_ip_settings(interface: &str, settings: HashMap<String, OwnedValue>, timeout: u32)
+        -> OwnedObjectPath as ManageIp
+        = |e| e.set_ip_settings(interface, settings, timeout).await,
+        then super::pending::publish;
 
     /// Activates the interface's NetworkManager profile, as `nmcli connection up` does;
     /// returns the pending change (see SetIpSettings).
@@ -183,6 +166,7 @@ impl NetworkObject {
         change: OwnedObjectPath,
         outcome: &str,
     ) -> zbus::Result<()>;
+}
 }
 
 impl NetworkObject {

@@ -4,7 +4,8 @@
 //!
 //! `bus_object!` declares, from one list, the view struct, its D-Bus getters, the comparison
 //! that yields the PropertiesChanged payload and the full list GetManagedObjects encodes, so
-//! they cannot drift apart.
+//! they cannot drift apart. `bus_interface!` writes its methods: a change that only asks
+//! polkit, calls the engine and maps its error is one `op` line.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -23,9 +24,111 @@ use super::Context;
 /// A property cell shared by an object and the publisher.
 pub type Cell<T> = Arc<RwLock<T>>;
 
-fn read<T: Clone>(cell: &Cell<T>) -> T {
+/// A copy of a cell's value.
+pub(crate) fn read<T: Clone>(cell: &Cell<T>) -> T {
     cell.read().unwrap_or_else(|p| p.into_inner()).clone()
 }
+
+/// Declares a `#[zbus::interface]` impl whose methods may be written as one-line operations:
+///
+/// ```text
+/// /// Doc comment (the XML's documentation).
+/// op remove_soft_link(name: &str) -> () as ManageLinks = |e| e.remove_soft_link(name).await;
+/// op rename(new_name: &str) -> () as ManageNaming = |e, v| e.rename_device(v.index, new_name).await;
+/// op set_mode(mode: &str) -> () as ManageIpoib
+///     = |e, v| e.ipoib_set_mode(v.ifindex, mode).await, then super::ipoib::pending_if_any;
+/// ```
+///
+/// An `op` is a change: it asks polkit for the [`Action`] (`Context::change`, which also
+/// writes the audit line with every argument), runs the body with `e` the engine (and `v` a
+/// copy of the object's view, for a `bus_object!`), turns the engine's error into the D-Bus
+/// error (`errors::op_error`), and passes the result to `then` when given (a
+/// `async fn(&Arc<Context>, T) -> Result<R, Error>`). Other methods and signals are written
+/// as zbus wants them and kept in their place, which is the order the introspection (and so
+/// the XML) lists them in.
+macro_rules! bus_interface {
+    (impl $obj:ident as $iface:literal { $($items:tt)* }) => {
+        $crate::dbus::objects::bus_interface!(@munch $obj, $iface, [] $($items)*);
+    };
+    (@munch $obj:ident, $iface:literal, [$($acc:tt)*]) => {
+        #[zbus::interface(name = $iface)]
+        impl $obj {
+            $($acc)*
+        }
+    };
+    (@munch $obj:ident, $iface:literal, [$($acc:tt)*]
+        $(#[$m:meta])* op $name:ident ($($arg:ident : $aty:ty),* $(,)?) -> $($rest:tt)*
+    ) => {
+        $crate::dbus::objects::bus_interface!(@op $obj, $iface, [$($acc)*],
+            [$(#[$m])*], $name, [$($arg : $aty),*], [] $($rest)*);
+    };
+    // An operation's return type, token by token up to `as` (see `@ret`).
+    (@op $obj:ident, $iface:literal, [$($acc:tt)*], [$($attrs:tt)*], $name:ident,
+        [$($arg:ident : $aty:ty),*], [$($ret:tt)*]
+        as $action:ident = |$e:ident $(, $v:ident)?| $body:expr $(, then $post:path)? ;
+        $($rest:tt)*
+    ) => {
+        $crate::dbus::objects::bus_interface!(@munch $obj, $iface, [$($acc)*
+            $($attrs)*
+            async fn $name(
+                &self,
+                $($arg: $aty,)*
+                #[zbus(header)] header: zbus::message::Header<'_>,
+            ) -> Result<$($ret)*, rdma_manager_dbus::Error> {
+                let arguments = $crate::audit_args![$($arg),*];
+                self.ctx
+                    .change(&header, rdma_manager_dbus::Action::$action, arguments, async {
+                        $( let $v = $crate::dbus::objects::read(&self.view); )?
+                        let $e = self.ctx.engine().await?;
+                        let out = { $body }.map_err($crate::dbus::errors::op_error)?;
+                        $( let out = $post(&self.ctx, out).await?; )?
+                        Ok(out)
+                    })
+                    .await
+            }
+        ] $($rest)*);
+    };
+    (@op $obj:ident, $iface:literal, [$($acc:tt)*], [$($attrs:tt)*], $name:ident,
+        [$($arg:ident : $aty:ty),*], [$($ret:tt)*] $t:tt $($rest:tt)*
+    ) => {
+        $crate::dbus::objects::bus_interface!(@op $obj, $iface, [$($acc)*], [$($attrs)*],
+            $name, [$($arg : $aty),*], [$($ret)* $t] $($rest)*);
+    };
+    // Any other method, a property or a signal, as zbus wants it. Its return type is passed
+    // on token by token (`@ret`): zbus recognises a `Result` only in the tokens themselves.
+    (@munch $obj:ident, $iface:literal, [$($acc:tt)*]
+        $(#[$m:meta])* $vis:vis async fn $name:ident $params:tt -> $($rest:tt)*
+    ) => {
+        $crate::dbus::objects::bus_interface!(@ret $obj, $iface, [$($acc)*],
+            [$(#[$m])* $vis async fn $name $params ->], [] $($rest)*);
+    };
+    (@munch $obj:ident, $iface:literal, [$($acc:tt)*]
+        $(#[$m:meta])* $vis:vis fn $name:ident $params:tt -> $($rest:tt)*
+    ) => {
+        $crate::dbus::objects::bus_interface!(@ret $obj, $iface, [$($acc)*],
+            [$(#[$m])* $vis fn $name $params ->], [] $($rest)*);
+    };
+    (@ret $obj:ident, $iface:literal, [$($acc:tt)*], [$($head:tt)*], [$($ret:tt)*]
+        { $($body:tt)* } $($rest:tt)*
+    ) => {
+        $crate::dbus::objects::bus_interface!(@munch $obj, $iface,
+            [$($acc)* $($head)* $($ret)* { $($body)* }] $($rest)*);
+    };
+    // A signal: no body.
+    (@ret $obj:ident, $iface:literal, [$($acc:tt)*], [$($head:tt)*], [$($ret:tt)*]
+        ; $($rest:tt)*
+    ) => {
+        $crate::dbus::objects::bus_interface!(@munch $obj, $iface,
+            [$($acc)* $($head)* $($ret)* ;] $($rest)*);
+    };
+    (@ret $obj:ident, $iface:literal, [$($acc:tt)*], [$($head:tt)*], [$($ret:tt)*]
+        $t:tt $($rest:tt)*
+    ) => {
+        $crate::dbus::objects::bus_interface!(@ret $obj, $iface, [$($acc)*], [$($head)*],
+            [$($ret)* $t] $($rest)*);
+    };
+}
+pub(crate) use bus_interface;
 
 macro_rules! bus_object {
     (
@@ -70,8 +173,8 @@ macro_rules! bus_object {
             pub ctx: Arc<Context>,
         }
 
-        #[zbus::interface(name = $iface)]
-        impl $obj {
+        // The getters go straight into the impl: they need no parsing.
+        $crate::dbus::objects::bus_interface!(@munch $obj, $iface, [
             $(
                 $(#[$pmeta])*
                 #[zbus(property, name = $pname)]
@@ -79,8 +182,7 @@ macro_rules! bus_object {
                     self.view.read().unwrap_or_else(|p| p.into_inner()).$field.clone()
                 }
             )*
-            $($methods)*
-        }
+        ] $($methods)*);
     };
 }
 
@@ -127,139 +229,33 @@ bus_object! {
     methods {
         /// Creates a Soft-RoCE (`rxe`) or Soft-iWARP (`siw`) device over a network interface,
         /// as `rdma link add NAME type TYPE netdev NETDEV` does; returns its object.
-        async fn add_soft_link(
-            &self,
-            name: &str,
-            r#type: &str,
-            netdev: &str,
-            #[zbus(header)] header: Header<'_>,
-        ) -> Result<OwnedObjectPath, Error> {
-            let arguments = crate::audit_args![name, r#type, netdev];
-            self.ctx
-                .change(&header, Action::ManageLinks, arguments, async {
-                let index = self
-                    .ctx
-                    .engine().await?
-                    .add_soft_link(name, r#type, netdev)
-                    .await
-                    .map_err(super::errors::op_error)?;
-                Ok(super::values::object_path(rdma_manager_dbus::device_path(index)))
-                })
-                .await
-        }
+        op add_soft_link(name: &str, r#type: &str, netdev: &str) -> OwnedObjectPath as ManageLinks
+            = |e| e.add_soft_link(name, r#type, netdev).await.map(|index| {
+                super::values::object_path(rdma_manager_dbus::device_path(index))
+            });
 
         /// Removes an rxe or siw device, as `rdma link delete NAME` does.
-        async fn remove_soft_link(
-            &self,
-            name: &str,
-            #[zbus(header)] header: Header<'_>,
-        ) -> Result<(), Error> {
-            let arguments = crate::audit_args![name];
-            self.ctx
-                .change(&header, Action::ManageLinks, arguments, async {
-                self.ctx
-                    .engine().await?
-                    .remove_soft_link(name)
-                    .await
-                    .map_err(super::errors::op_error)
-                })
-                .await
-        }
+        op remove_soft_link(name: &str) -> () as ManageLinks = |e| e.remove_soft_link(name).await;
 
         /// Gives the IPoIB interface of the port with this GUID (0002:c903:0031:78f2, 0x0002c903003178f2 or 00:02:c9:03:00:31:78:f2) a persistent name in 70-persistent-ipoib.rules, and renames the interface now if apply_now is true.
-        async fn set_ipoib_name(
-            &self,
-            port_guid: &str,
-            name: &str,
-            apply_now: bool,
-            #[zbus(header)] header: Header<'_>,
-        ) -> Result<(), Error> {
-            let arguments = crate::audit_args![port_guid, name, apply_now];
-            self.ctx
-                .change(&header, Action::ManageNaming, arguments, async {
-                self.ctx
-                    .engine().await?
-                    .set_ipoib_name(port_guid, name, apply_now)
-                    .await
-                    .map_err(super::errors::op_error)
-                })
-                .await
-        }
+        op set_ipoib_name(port_guid: &str, name: &str, apply_now: bool) -> () as ManageNaming
+            = |e| e.set_ipoib_name(port_guid, name, apply_now).await;
 
         /// Removes the persistent name rdma-managerd gave a port's IPoIB interface; the interface keeps its current name until it is added again.
-        async fn remove_ipoib_name(
-            &self,
-            port_guid: &str,
-            #[zbus(header)] header: Header<'_>,
-        ) -> Result<(), Error> {
-            let arguments = crate::audit_args![port_guid];
-            self.ctx
-                .change(&header, Action::ManageNaming, arguments, async {
-                self.ctx
-                    .engine().await?
-                    .remove_ipoib_name(port_guid)
-                    .await
-                    .map_err(super::errors::op_error)
-                })
-                .await
-        }
+        op remove_ipoib_name(port_guid: &str) -> () as ManageNaming
+            = |e| e.remove_ipoib_name(port_guid).await;
 
         /// Sets the naming policy of RDMA devices (NAME_KERNEL, NAME_ONBOARD, NAME_PCI, NAME_GUID, NAME_FALLBACK) in the override of 60-rdma-persistent-naming.rules; with apply_now, renames present devices to the names the policy gives them.
-        async fn set_rdma_naming_policy(
-            &self,
-            policy: &str,
-            apply_now: bool,
-            #[zbus(header)] header: Header<'_>,
-        ) -> Result<(), Error> {
-            let arguments = crate::audit_args![policy, apply_now];
-            self.ctx
-                .change(&header, Action::ManageNaming, arguments, async {
-                self.ctx
-                    .engine().await?
-                    .set_rdma_naming_policy(policy, apply_now)
-                    .await
-                    .map_err(super::errors::op_error)
-                })
-                .await
-        }
+        op set_rdma_naming_policy(policy: &str, apply_now: bool) -> () as ManageNaming
+            = |e| e.set_rdma_naming_policy(policy, apply_now).await;
 
         /// Gives the RDMA device with this node GUID a fixed name (NAME_FIXED) in the override; with apply_now, renames it now.
-        async fn set_rdma_fixed_name(
-            &self,
-            node_guid: &str,
-            name: &str,
-            apply_now: bool,
-            #[zbus(header)] header: Header<'_>,
-        ) -> Result<(), Error> {
-            let arguments = crate::audit_args![node_guid, name, apply_now];
-            self.ctx
-                .change(&header, Action::ManageNaming, arguments, async {
-                self.ctx
-                    .engine().await?
-                    .set_rdma_fixed_name(node_guid, name, apply_now)
-                    .await
-                    .map_err(super::errors::op_error)
-                })
-                .await
-        }
+        op set_rdma_fixed_name(node_guid: &str, name: &str, apply_now: bool) -> () as ManageNaming
+            = |e| e.set_rdma_fixed_name(node_guid, name, apply_now).await;
 
         /// Removes the fixed name rdma-managerd gave a device; the policy names it from its next addition.
-        async fn remove_rdma_fixed_name(
-            &self,
-            node_guid: &str,
-            #[zbus(header)] header: Header<'_>,
-        ) -> Result<(), Error> {
-            let arguments = crate::audit_args![node_guid];
-            self.ctx
-                .change(&header, Action::ManageNaming, arguments, async {
-                self.ctx
-                    .engine().await?
-                    .remove_rdma_fixed_name(node_guid)
-                    .await
-                    .map_err(super::errors::op_error)
-                })
-                .await
-        }
+        op remove_rdma_fixed_name(node_guid: &str) -> () as ManageNaming
+            = |e| e.remove_rdma_fixed_name(node_guid).await;
 
         /// For every RDMA device and every policy (and its fixed name, if it has one): (device, policy, the name rdma_rename gives, or empty, true for what the rules in force do when the device is next added, the reason there is no name or what to know about it).
         async fn preview_rdma_names(
@@ -339,23 +335,7 @@ bus_object! {
     }
     methods {
         /// Renames the device now, as `rdma dev set NAME name NEW` does; the kernel forgets it when the device is added again (SetRdmaFixedName persists a name).
-        async fn rename(
-            &self,
-            new_name: &str,
-            #[zbus(header)] header: Header<'_>,
-        ) -> Result<(), Error> {
-            let arguments = crate::audit_args![new_name];
-            self.ctx
-                .change(&header, Action::ManageNaming, arguments, async {
-                let index = self.view.read().unwrap_or_else(|p| p.into_inner()).index;
-                self.ctx
-                    .engine().await?
-                    .rename_device(index, new_name)
-                    .await
-                    .map_err(super::errors::op_error)
-                })
-                .await
-        }
+        op rename(new_name: &str) -> () as ManageNaming = |e, v| e.rename_device(v.index, new_name).await;
     }
 }
 
@@ -419,43 +399,13 @@ bus_object! {
         /// Sets rdma_cm's default RoCE version of this port ("v1" or "v2"; "1", "2",
         /// "IB/RoCE v1" and "RoCE v2" are accepted too) and remembers it. Both ends of a
         /// connection must use the same version.
-        async fn set_roce_mode(
-            &self,
-            mode: &str,
-            #[zbus(header)] header: Header<'_>,
-        ) -> Result<(), Error> {
-            let arguments = crate::audit_args![mode];
-            self.ctx
-                .change(&header, Action::ManageRoce, arguments, async {
-                let v = read(&self.view);
-                self.ctx
-                    .engine().await?
-                    .set_roce_mode(super::device_index(&v.device), v.number, mode)
-                    .await
-                    .map_err(super::errors::op_error)
-                })
-                .await
-        }
+        op set_roce_mode(mode: &str) -> () as ManageRoce
+            = |e, v| e.set_roce_mode(super::device_index(&v.device), v.number, mode).await;
 
         /// Sets rdma_cm's default type of service for RoCE connections of this port and
         /// remembers it.
-        async fn set_roce_tos(
-            &self,
-            tos: u8,
-            #[zbus(header)] header: Header<'_>,
-        ) -> Result<(), Error> {
-            let arguments = crate::audit_args![tos];
-            self.ctx
-                .change(&header, Action::ManageRoce, arguments, async {
-                let v = read(&self.view);
-                self.ctx
-                    .engine().await?
-                    .set_roce_tos(super::device_index(&v.device), v.number, tos)
-                    .await
-                    .map_err(super::errors::op_error)
-                })
-                .await
-        }
+        op set_roce_tos(tos: u8) -> () as ManageRoce
+            = |e, v| e.set_roce_tos(super::device_index(&v.device), v.number, tos).await;
 
         /// The recorded throughput, oldest first: (time µs since the epoch, TX bytes/s,
         /// RX bytes/s, TX packets/s, RX packets/s, flags), one a sampling period for up to
@@ -628,74 +578,24 @@ bus_object! {
         /// Deletes this P_Key child, as `ip link delete` does, and forgets it. A port's own
         /// interface cannot be deleted. Of a child NetworkManager owns, its profile is deleted
         /// (NetworkManager removes the child), pending confirmation (Network.PendingChanges).
-        async fn delete(&self, #[zbus(header)] header: Header<'_>) -> Result<(), Error> {
-            let arguments = crate::audit_args![];
-            self.ctx
-                .change(&header, Action::ManageIpoib, arguments, async {
-                let ifindex = read(&self.view).ifindex;
-                let pending = self
-                    .ctx
-                    .engine().await?
-                    .ipoib_delete(ifindex)
-                    .await
-                    .map_err(super::errors::op_error)?;
-                super::ipoib::pending_if_any(&self.ctx, pending).await
-                })
-                .await
-        }
+        op delete() -> () as ManageIpoib
+            = |e, v| e.ipoib_delete(v.ifindex).await, then super::ipoib::pending_if_any;
 
         /// Sets the transport mode, datagram or connected, and remembers it. The kernel
         /// resizes the MTU with the mode (connected: 65520). Of an interface NetworkManager
         /// owns, in its profile, pending confirmation (Network.PendingChanges).
-        async fn set_mode(&self, mode: &str, #[zbus(header)] header: Header<'_>) -> Result<(), Error> {
-            let arguments = crate::audit_args![mode];
-            self.ctx
-                .change(&header, Action::ManageIpoib, arguments, async {
-                let ifindex = read(&self.view).ifindex;
-                let pending = self
-                    .ctx
-                    .engine().await?
-                    .ipoib_set_mode(ifindex, mode)
-                    .await
-                    .map_err(super::errors::op_error)?;
-                super::ipoib::pending_if_any(&self.ctx, pending).await
-                })
-                .await
-        }
+        op set_mode(mode: &str) -> () as ManageIpoib
+            = |e, v| e.ipoib_set_mode(v.ifindex, mode).await, then super::ipoib::pending_if_any;
 
         /// Sets the MTU and remembers it: datagram mode allows 72 to the port's InfiniBand MTU
         /// minus 4 (at most 4092), connected mode 68 to 65520. Of an interface NetworkManager
         /// owns, in its profile, pending confirmation (Network.PendingChanges).
-        async fn set_mtu(&self, mtu: u32, #[zbus(header)] header: Header<'_>) -> Result<(), Error> {
-            let arguments = crate::audit_args![mtu];
-            self.ctx
-                .change(&header, Action::ManageIpoib, arguments, async {
-                let ifindex = read(&self.view).ifindex;
-                let pending = self
-                    .ctx
-                    .engine().await?
-                    .ipoib_set_mtu(ifindex, mtu)
-                    .await
-                    .map_err(super::errors::op_error)?;
-                super::ipoib::pending_if_any(&self.ctx, pending).await
-                })
-                .await
-        }
+        op set_mtu(mtu: u32) -> () as ManageIpoib
+            = |e, v| e.ipoib_set_mtu(v.ifindex, mtu).await, then super::ipoib::pending_if_any;
 
         /// Allows (true) or stops (false) user-space multicast (umcast) and remembers it.
-        async fn set_umcast(&self, umcast: bool, #[zbus(header)] header: Header<'_>) -> Result<(), Error> {
-            let arguments = crate::audit_args![umcast];
-            self.ctx
-                .change(&header, Action::ManageIpoib, arguments, async {
-                let ifindex = read(&self.view).ifindex;
-                self.ctx
-                    .engine().await?
-                    .ipoib_set_umcast(ifindex, umcast)
-                    .await
-                    .map_err(super::errors::op_error)
-                })
-                .await
-        }
+        op set_umcast(umcast: bool) -> () as ManageIpoib
+            = |e, v| e.ipoib_set_umcast(v.ifindex, umcast).await;
     }
 }
 
@@ -739,146 +639,39 @@ bus_object! {
     }
     methods {
         /// Enables or disables a module in /etc/rdma/modules/SET.conf by (un)commenting its line, keeping every other byte; a module not listed is appended when enabled. Takes effect when the set's unit next runs (ApplyModules).
-        async fn set_module_enabled(
-            &self,
-            set: &str,
-            module: &str,
-            enabled: bool,
-            #[zbus(header)] header: Header<'_>,
-        ) -> Result<(), Error> {
-            let arguments = crate::audit_args![set, module, enabled];
-            self.ctx
-                .change(&header, Action::ManageHost, arguments, async {
-                self.ctx
-                    .engine().await?
-                    .set_module_enabled(set, module, enabled)
-                    .await
-                    .map_err(super::errors::op_error)
-                })
-                .await
-        }
+        op set_module_enabled(set: &str, module: &str, enabled: bool) -> () as ManageHost
+            = |e| e.set_module_enabled(set, module, enabled).await;
 
         /// Restarts rdma-load-modules@SET.service, which loads the modules the set enables (it does not unload disabled ones); returns the steps: (step, outcome, detail).
-        async fn apply_modules(
-            &self,
-            set: &str,
-            #[zbus(header)] header: Header<'_>,
-        ) -> Result<Vec<HostStep>, Error> {
-            let arguments = crate::audit_args![set];
-            self.ctx
-                .change(&header, Action::ManageHost, arguments, async {
-                self.ctx
-                    .engine().await?
-                    .apply_modules(set)
-                    .await
-                    .map(super::values::steps)
-                    .map_err(super::errors::op_error)
-                })
-                .await
-        }
+        op apply_modules(set: &str) -> Vec<HostStep> as ManageHost
+            = |e| e.apply_modules(set).await.map(super::values::steps);
 
         /// Sets the memlock limits of group rdma in /etc/security/limits.d/zz-rdma-manager.conf: "unlimited" or a positive number of KiB each, soft not above hard; returns notes (when it takes effect, entries that override it).
-        async fn set_memlock_limits(
-            &self,
-            soft: &str,
-            hard: &str,
-            #[zbus(header)] header: Header<'_>,
-        ) -> Result<Vec<String>, Error> {
-            let arguments = crate::audit_args![soft, hard];
-            self.ctx
-                .change(&header, Action::ManageHost, arguments, async {
-                self.ctx
-                    .engine().await?
-                    .set_memlock_limits(soft, hard)
-                    .await
-                    .map_err(super::errors::op_error)
-                })
-                .await
-        }
+        op set_memlock_limits(soft: &str, hard: &str) -> Vec<String> as ManageHost
+            = |e| e.set_memlock_limits(soft, hard).await;
 
         /// Removes the daemon's limits file; the other limits files decide again. Nothing to remove is success.
-        async fn reset_memlock_limits(&self, #[zbus(header)] header: Header<'_>) -> Result<(), Error> {
-            let arguments = crate::audit_args![];
-            self.ctx
-                .change(&header, Action::ManageHost, arguments, async {
-                self.ctx
-                    .engine().await?
-                    .reset_memlock_limits()
-                    .await
-                    .map_err(super::errors::op_error)
-                })
-                .await
-        }
+        op reset_memlock_limits() -> () as ManageHost = |e| e.reset_memlock_limits().await;
 
         /// Enables NFS over RDMA on this NFS server (port 0 means 20049): the drop-in /etc/nfs.conf.d/zz-rdma-manager.conf, xprtrdma and svcrdma in rdma.conf, the port in firewalld's default zone when it runs, then a restart of nfs-server.service; or disables it (port must be 0). Returns the steps: (step, outcome done, unchanged, skipped, failed or not-run, detail).
-        async fn set_nfs_rdma(
-            &self,
-            enabled: bool,
-            port: u16,
-            #[zbus(header)] header: Header<'_>,
-        ) -> Result<Vec<HostStep>, Error> {
-            let arguments = crate::audit_args![enabled, port];
-            self.ctx
-                .change(&header, Action::ManageHost, arguments, async {
-                self.ctx
-                    .engine().await?
-                    .set_nfs_rdma(enabled, port)
-                    .await
-                    .map(super::values::steps)
-                    .map_err(super::errors::op_error)
-                })
-                .await
-        }
+        op set_nfs_rdma(enabled: bool, port: u16) -> Vec<HostStep> as ManageHost
+            = |e| e.set_nfs_rdma(enabled, port).await.map(super::values::steps);
 
         /// Starts opensm.service, the subnet manager, and waits for the job to end.
-        async fn start_subnet_manager(&self, #[zbus(header)] header: Header<'_>) -> Result<(), Error> {
-            let arguments = crate::audit_args![];
-            self.ctx
-                .change(&header, Action::ManageHost, arguments, async {
-                self.ctx
-                    .engine().await?
-                    .subnet_manager(crate::engine::SmVerb::Start)
-                    .await
-                    .map_err(super::errors::op_error)
-                })
-                .await
-        }
+        op start_subnet_manager() -> () as ManageHost
+            = |e| e.subnet_manager(crate::engine::SmVerb::Start).await;
 
         /// Stops opensm.service and waits for the job to end.
-        async fn stop_subnet_manager(&self, #[zbus(header)] header: Header<'_>) -> Result<(), Error> {
-            let arguments = crate::audit_args![];
-            self.ctx
-                .change(&header, Action::ManageHost, arguments, async {
-                self.ctx
-                    .engine().await?
-                    .subnet_manager(crate::engine::SmVerb::Stop)
-                    .await
-                    .map_err(super::errors::op_error)
-                })
-                .await
-        }
+        op stop_subnet_manager() -> () as ManageHost
+            = |e| e.subnet_manager(crate::engine::SmVerb::Stop).await;
 
         /// Enables (starts at boot) or disables opensm.service, as systemctl enable or disable does.
-        async fn set_subnet_manager_enabled(
-            &self,
-            enabled: bool,
-            #[zbus(header)] header: Header<'_>,
-        ) -> Result<(), Error> {
-            let arguments = crate::audit_args![enabled];
-            self.ctx
-                .change(&header, Action::ManageHost, arguments, async {
-                let verb = if enabled {
-                    crate::engine::SmVerb::Enable
-                } else {
-                    crate::engine::SmVerb::Disable
+        op set_subnet_manager_enabled(enabled: bool) -> () as ManageHost = |e| {
+                let verb = match enabled {
+                    true => crate::engine::SmVerb::Enable,
+                    false => crate::engine::SmVerb::Disable,
                 };
-                self.ctx
-                    .engine().await?
-                    .subnet_manager(verb)
-                    .await
-                    .map_err(super::errors::op_error)
-                })
-                .await
-        }
+                e.subnet_manager(verb).await
+            };
     }
 }
