@@ -598,8 +598,7 @@ impl Engine {
         } else {
             self.state.host_setup.clone()
         };
-        if seq > self.units_status_seq {
-            self.units_status_seq = seq;
+        if self.ops.take_units_status(seq) {
             st.set_units(units);
         } else {
             st.set_units(self.state.host_setup.units());
@@ -607,34 +606,11 @@ impl Engine {
         self.publish_host_setup(st).await;
     }
 
-    /// The periodic re-read: the files now, the units' status from a task of its own that
-    /// sends it back as an engine job, so that a slow or hung systemd never stalls the poll.
-    /// One such task at a time.
+    /// The periodic re-read: the files now, the units' status and NetworkManager's profiles
+    /// from a task of their own (see [`super::operations::Operations::fetch_units_and_owners`]).
     pub(super) async fn refresh_host_setup(&mut self) {
         self.refresh_host_files().await;
-        if self.host_setup.fetching.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        let shared = self.host_setup.clone();
-        let commands = self.commands.clone();
-        let nm = self.nm.clone();
-        tokio::spawn(async move {
-            let seq = shared.next_status();
-            let units = load_units_status(shared.system.as_ref()).await;
-            // NetworkManager's profiles too, so that IPoIB owners follow profiles added or
-            // deleted with nmcli (within one re-read period).
-            nm.refresh().await;
-            shared.fetching.store(false, Ordering::Release);
-            if let Some(tx) = commands.upgrade() {
-                let job: super::Job = Box::new(move |e: &mut Engine| {
-                    Box::pin(async move {
-                        e.apply_units_status(seq, units, false).await;
-                        e.sync_nm_owners().await;
-                    })
-                });
-                let _ = tx.send(job).await;
-            }
-        });
+        self.ops.fetch_units_and_owners();
     }
 }
 

@@ -28,12 +28,11 @@ impl Engine {
     /// Publishes the owners NetworkManager's last answer gives, when they changed: every
     /// IPoIB interface's `Owner` follows.
     pub(super) async fn sync_nm_owners(&mut self) {
-        if self.ipoib_restore_deferred && !self.nm.unanswered() {
-            self.ipoib_restore_deferred = false;
+        if self.ops.take_deferred_ipoib_restore() {
             info!("NetworkManager answered: re-applying ipoib.toml where it owns nothing");
             self.restore_ipoib(&super::restore::Appeared::start()).await;
         }
-        let now = self.nm.snapshot();
+        let now = self.ops.nm.snapshot();
         if now == self.state.nm_profiles {
             return;
         }

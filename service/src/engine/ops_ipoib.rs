@@ -818,7 +818,7 @@ impl Engine {
     /// Refuses a change of an interface NetworkManager owns (see `nm_owners`).
     fn refuse_nm_owned(&self, ifindex: u32, what: &str) -> Result<(), OpError> {
         match self.state.ipoib.get(&ifindex) {
-            Some(i) => self.nm.refuse_if_owned(&i.snap.name, what),
+            Some(i) => self.ops.nm.refuse_if_owned(&i.snap.name, what),
             // Unknown here: the operation itself says so.
             None => Ok(()),
         }
@@ -837,7 +837,7 @@ impl Engine {
             names.push(name.to_string());
         }
         for n in names {
-            self.nm.refuse_if_owned(&n, "create or change it")?;
+            self.ops.nm.refuse_if_owned(&n, "create or change it")?;
         }
         Ok(())
     }
@@ -893,16 +893,16 @@ impl Engine {
     /// restore is deferred until it does). Logged: what `ipoib.toml` says of it is not
     /// re-applied.
     fn nm_owns(&mut self, interface: &str) -> bool {
-        if self.nm.unanswered() {
+        if self.ops.nm.unanswered() {
             warn!(
                 interface,
                 "NetworkManager did not say which profiles it has; not re-applying ipoib.toml \
                  to this interface until it does"
             );
-            self.ipoib_restore_deferred = true;
+            self.ops.defer_ipoib_restore();
             return true;
         }
-        match self.nm.owner_of(interface) {
+        match self.ops.nm.owner_of(interface) {
             Some(p) => {
                 info!(interface, profile = %p.id, uuid = %p.uuid,
                     "NetworkManager owns this interface; not re-applying ipoib.toml to it");
