@@ -23,7 +23,6 @@ mod ops_ipoib;
 mod ops_naming;
 mod ops_roce;
 mod ops_soft_links;
-mod persist;
 pub mod phases;
 mod renames;
 mod restore;
@@ -383,7 +382,7 @@ impl Engine {
         mut events: mpsc::UnboundedReceiver<HostEvent>,
         mut commands: mpsc::Receiver<Job>,
     ) {
-        let mut ticker = tokio::time::interval(self.monitor.config.tick);
+        let mut ticker = tokio::time::interval(self.monitor.period());
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let mut events_open = true;
         loop {
@@ -438,7 +437,7 @@ impl Engine {
                 self.monitor.reread_at_next_tick(d.name().to_string());
             }
         }
-        if wanted.devices.len() + wanted.netdevs.len() > self.monitor.config.storm_threshold {
+        if wanted.devices.len() + wanted.netdevs.len() > self.monitor.storm_threshold() {
             debug!(
                 devices = wanted.devices.len(),
                 netdevs = wanted.netdevs.len(),
@@ -647,45 +646,27 @@ impl Engine {
         false
     }
 
-    /// Re-reads the named devices after a change and publishes before the caller is answered,
-    /// so that an object path returned to it already exists.
-    async fn settle(&mut self, names: &[&str]) -> Result<(), OpError> {
-        let set: BTreeSet<String> = names.iter().map(|s| s.to_string()).collect();
-        self.monitor.forget(set.iter().cloned());
-        let host = self.host.clone();
-        let dirty = match self.state.refresh_devices(host.as_ref(), &set).await {
-            Ok(d) => d,
-            Err(e) => {
-                self.read_failed(e.to_string()).await;
-                return Err(OpError::from_host(e));
-            }
-        };
-        self.publish_read(dirty).await;
-        Ok(())
-    }
-
     /// A re-read failed: the state is stale, and a full re-read is scheduled (`stale.rs`).
     async fn read_failed(&mut self, reason: String) {
-        let tick = self.monitor.clock.now();
-        self.monitor.stale.read_failed(tick, reason);
+        self.monitor.read_failed(reason);
         self.publish_stale().await;
     }
 
     /// A full re-read succeeded: what it read is current.
     async fn read_succeeded(&mut self) {
-        self.monitor.stale.read_succeeded();
+        self.monitor.read_succeeded();
         self.publish_stale().await;
     }
 
     /// The result of one port poll: why it failed, or `None` when it read every port.
     async fn poll_failed(&mut self, reason: Option<String>) {
-        self.monitor.stale.poll_result(reason);
+        self.monitor.poll_result(reason);
         self.publish_stale().await;
     }
 
     /// Publishes the root's staleness when it changed.
     async fn publish_stale(&mut self) {
-        let now = self.monitor.stale.published();
+        let now = self.monitor.stale();
         if now != self.state.stale {
             self.state.stale = now;
             self.sink.publish(&self.state, &Dirty::default()).await;

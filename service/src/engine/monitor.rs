@@ -13,20 +13,20 @@ use super::clock::{SampledTicks, TickClock};
 use super::history::{History, Sample};
 use super::stale::{self, Staleness};
 use super::sweep::{SweepCursor, Swept};
-use super::{DeviceState, EngineConfig, ObservedState};
+use super::{DeviceState, EngineConfig, ObservedState, Stale};
 use crate::kernel::{Host, LidTurn, PollTarget, PortPoller, PortReading, StatePoll};
 
 /// The monitoring half of the engine: tick counters, the poll's plan and poller, the sweep's
 /// cursor, the staleness marks and the throughput histories.
 pub(super) struct Monitor {
-    pub(super) config: EngineConfig,
-    pub(super) clock: TickClock,
+    config: EngineConfig,
+    clock: TickClock,
     /// Shared with [`super::EngineHandle`], which serves the bus's history reads.
     history: Arc<Mutex<History>>,
     poll: PortPoll,
     sweep: SweepCursor,
     /// Why the published state may be behind the kernel (see `stale.rs`).
-    pub(super) stale: Staleness,
+    stale: Staleness,
     /// Devices re-read for a netdev event, to be re-read once more at the next tick: the
     /// kernel announces a link going down on rtnetlink before rxe's notifier has changed
     /// the port, so the first re-read may still see it ACTIVE (and the poll does not read
@@ -103,6 +103,37 @@ impl Monitor {
             reread_next_tick: BTreeSet::new(),
             resynced_at: 0,
         }
+    }
+
+    /// The tick's period: how often the engine calls [`Monitor::begin_tick`].
+    pub(super) fn period(&self) -> std::time::Duration {
+        self.config.tick
+    }
+
+    /// More distinct names than this in one batch of events is a storm: re-enumerate.
+    pub(super) fn storm_threshold(&self) -> usize {
+        self.config.storm_threshold
+    }
+
+    /// A re-read failed: see [`Staleness::read_failed`].
+    pub(super) fn read_failed(&mut self, reason: String) {
+        let tick = self.clock.now();
+        self.stale.read_failed(tick, reason);
+    }
+
+    /// A full re-read succeeded: see [`Staleness::read_succeeded`].
+    pub(super) fn read_succeeded(&mut self) {
+        self.stale.read_succeeded();
+    }
+
+    /// One port poll's result: see [`Staleness::poll_result`].
+    pub(super) fn poll_result(&mut self, reason: Option<String>) {
+        self.stale.poll_result(reason);
+    }
+
+    /// The staleness to publish (the root's `StateStale`).
+    pub(super) fn stale(&self) -> Option<Stale> {
+        self.stale.published()
     }
 
     /// What this tick does; `None` when the interval fired twice within one tick of the

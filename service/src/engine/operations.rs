@@ -1,8 +1,14 @@
-//! The operations half of the engine: what jobs need beside the shared state. Jobs (each
-//! feature's `ops_*` file) run one at a time on the engine task; what they must ask of slow
-//! services (systemd, firewalld, NetworkManager) is asked on other tasks, whose results come
-//! back as jobs through the engine's own queue.
+//! The operations half of the engine. Jobs (each feature's `ops_*` file) run one at a time on
+//! the engine task; what they must ask of slow services (systemd, firewalld, NetworkManager) is
+//! asked on other tasks, whose results come back as jobs through the engine's own queue.
+//! [`Operations`] holds what jobs need beside the shared state; below it, what a job calls on
+//! the engine: `settle` after a kernel change, `config` and `persist` for its persisted area.
+//!
+//! Persistence: an operation reads the area it changes, makes its change in the kernel, then
+//! saves the new area. Only a save that succeeded replaces what the engine holds, so a failed
+//! write leaves file and memory as they were.
 
+use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -10,7 +16,8 @@ use tokio::sync::mpsc;
 
 use super::host_setup::{load_units_status, HostSetupShared};
 use super::nm_owners::NmOwners;
-use super::{Engine, Job};
+use super::{Dirty, Engine, Job, OpError};
+use crate::config::{self, ConfigFile};
 
 pub(super) struct Operations {
     /// How host setup reaches systemd and firewalld; asked off the engine task only.
@@ -95,5 +102,45 @@ impl Operations {
                 let _ = tx.send(job).await;
             }
         });
+    }
+}
+
+/// What a job calls on the engine beside the state and the host.
+impl Engine {
+    /// Re-reads the named devices after a change and publishes before the caller is answered,
+    /// so that an object path returned to it already exists.
+    pub(super) async fn settle(&mut self, names: &[&str]) -> Result<(), OpError> {
+        let set: BTreeSet<String> = names.iter().map(|s| s.to_string()).collect();
+        self.monitor.forget(set.iter().cloned());
+        let host = self.host.clone();
+        let dirty = match self.state.refresh_devices(host.as_ref(), &set).await {
+            Ok(d) => d,
+            Err(e) => {
+                self.read_failed(e.to_string()).await;
+                return Err(OpError::from_host(e));
+            }
+        };
+        self.publish_read(dirty).await;
+        Ok(())
+    }
+
+    /// A copy of a persisted area to change, or why it cannot be changed (a broken file).
+    pub(super) fn config<T: ConfigFile>(&self) -> Result<T, OpError> {
+        T::slot(&self.state.config).clone().map_err(OpError::from)
+    }
+
+    /// Saves `value` as its area and publishes the change; nothing changes when the write fails.
+    pub(super) async fn persist<T: ConfigFile>(&mut self, value: T) -> Result<(), OpError> {
+        if T::slot(&self.state.config).as_ref().ok() == Some(&value) {
+            return Ok(());
+        }
+        config::save(self.host.as_ref(), &value).await?;
+        *T::slot_mut(&mut self.state.config) = Ok(value);
+        self.publish(Dirty {
+            config: true,
+            ..Dirty::default()
+        })
+        .await;
+        Ok(())
     }
 }

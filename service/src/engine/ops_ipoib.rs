@@ -300,6 +300,18 @@ impl Iface {
     }
 }
 
+/// A P_Key child to create, as checked (see `check_new_child`).
+struct NewChild {
+    parent: Iface,
+    name: String,
+    /// As asked; the kernel ORs in the full-membership bit.
+    pkey: u16,
+    /// With the full-membership bit: the partition, and the child's identity on its port.
+    effective: u16,
+    /// The MTU comes with the mode it fits.
+    settings: IpoibSettings,
+}
+
 impl Engine {
     fn ipoib_iface(&self, ifindex: u32) -> Result<Iface, OpError> {
         self.state
@@ -419,6 +431,33 @@ impl Engine {
         name: &str,
         settings: IpoibSettings,
     ) -> Result<u32, OpError> {
+        let new = self
+            .check_new_child(parent_ifindex, pkey, name, settings)
+            .await?;
+        let guid = new.parent.port_guid()?;
+        let mut persisted: IpoibConfig = self.config()?;
+        let mut tx = Transaction::new(format!("create IPoIB child {}", new.name));
+        let ifindex = self.make_child(&mut tx, &new).await?;
+        remember_child(&mut persisted, guid, &new);
+        tx.check(self, "save ipoib.toml", move |e: &mut Engine| {
+            Box::pin(e.persist(persisted))
+        })
+        .await?;
+        tx.commit();
+        info!(child = %new.name, parent = %new.parent.name,
+            pkey = format!("{:#06x}", new.effective), "created IPoIB child");
+        Ok(ifindex)
+    }
+
+    /// Checks a child to be created against its parent, its future siblings and the names
+    /// in use, before anything is changed.
+    async fn check_new_child(
+        &self,
+        parent_ifindex: u32,
+        pkey: u32,
+        name: &str,
+        settings: IpoibSettings,
+    ) -> Result<NewChild, OpError> {
         let parent = self.ipoib_iface(parent_ifindex)?;
         if let Some(pp) = &parent.parent {
             return Err(OpError::InvalidArgument(format!(
@@ -474,17 +513,30 @@ impl Engine {
             Err(e) if e.is_not_found() => {}
             Err(e) => return Err(OpError::from_host(e)),
         }
-        let guid = parent.port_guid()?;
-        let mut persisted: IpoibConfig = self.config()?;
-
-        let req = NewIpoibChild {
-            parent: parent.name.clone(),
-            name: name.clone(),
+        Ok(NewChild {
+            parent,
+            name,
             pkey,
-            mode: settings.mode,
-            umcast: settings.umcast,
+            effective,
+            settings,
+        })
+    }
+
+    /// The kernel's part of creating a child, as steps of `tx`: creates it (undone by
+    /// deleting it), publishes it with its parent, and sets its MTU. Its ifindex.
+    async fn make_child(
+        &mut self,
+        tx: &mut Transaction<Engine>,
+        new: &NewChild,
+    ) -> Result<u32, OpError> {
+        let name = new.name.clone();
+        let req = NewIpoibChild {
+            parent: new.parent.name.clone(),
+            name: name.clone(),
+            pkey: new.pkey,
+            mode: new.settings.mode,
+            umcast: new.settings.umcast,
         };
-        let mut tx = Transaction::new(format!("create IPoIB child {name}"));
         let made = name.clone();
         tx.step(
             self,
@@ -513,7 +565,7 @@ impl Engine {
             },
         )
         .await?;
-        let both = [name.clone(), parent.name.clone()];
+        let both = [name.clone(), new.parent.name.clone()];
         tx.check(self, "publish the child", move |e: &mut Engine| {
             Box::pin(async move { e.settle_netdevs(&[&both[0], &both[1]]).await })
         })
@@ -523,44 +575,21 @@ impl Engine {
                 "the kernel accepted {name} but it vanished before it could be published"
             )));
         };
-        if let Some(mtu) = settings.mtu {
-            let named = name.clone();
+        if let Some(mtu) = new.settings.mtu {
             tx.check(self, "set the MTU", move |e: &mut Engine| {
                 Box::pin(async move {
                     let ch = NetdevChange {
                         mtu: Some(mtu),
                         ..NetdevChange::default()
                     };
-                    if let Err(err) = e.host.change_netdev(&named, &ch).await {
-                        return Err(e.explain_change(err, &named, &ch));
+                    if let Err(err) = e.host.change_netdev(&name, &ch).await {
+                        return Err(e.explain_change(err, &name, &ch));
                     }
-                    e.settle_netdevs(&[&named]).await
+                    e.settle_netdevs(&[&name]).await
                 })
             })
             .await?;
         }
-        // A name is one child's; an older entry for this P_Key (a child that could not be
-        // re-created) is replaced by the one just made.
-        for p in &mut persisted.ports {
-            p.children.retain(|c| c.name != name);
-        }
-        let port = persisted.port_mut(guid);
-        port.children.retain(|c| c.pkey != effective);
-        let mut entry = IpoibChildEntry {
-            name: name.clone(),
-            pkey: effective,
-            mode: None,
-            mtu: None,
-            umcast: None,
-        };
-        entry.set(settings);
-        port.children.push(entry);
-        tx.check(self, "save ipoib.toml", move |e: &mut Engine| {
-            Box::pin(e.persist(persisted))
-        })
-        .await?;
-        tx.commit();
-        info!(child = %name, parent = %parent.name, pkey = format!("{effective:#06x}"), "created IPoIB child");
         Ok(child.ifindex)
     }
 
@@ -978,6 +1007,25 @@ impl Engine {
 }
 
 /// What is remembered for an interface now (empty when nothing is).
+/// Remembers a child just made under its port: a name is one child's, so an older entry
+/// for this P_Key (a child that could not be re-created) or this name is replaced.
+fn remember_child(persisted: &mut IpoibConfig, guid: Guid, new: &NewChild) {
+    for p in &mut persisted.ports {
+        p.children.retain(|c| c.name != new.name);
+    }
+    let port = persisted.port_mut(guid);
+    port.children.retain(|c| c.pkey != new.effective);
+    let mut entry = IpoibChildEntry {
+        name: new.name.clone(),
+        pkey: new.effective,
+        mode: None,
+        mtu: None,
+        umcast: None,
+    };
+    entry.set(new.settings);
+    port.children.push(entry);
+}
+
 fn remembered_settings(persisted: &IpoibConfig, iface: &Iface) -> IpoibSettings {
     let Some(port) = iface.guid.and_then(|g| persisted.port(g)) else {
         return IpoibSettings::default();
