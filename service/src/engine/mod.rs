@@ -6,15 +6,20 @@
 //! Events are hints. Whatever an event names is re-read and the result compared with what was
 //! published, so a duplicated event changes nothing, a lost one is repaired by the poll or the
 //! sweep, and an overflow (ENOBUFS) or a storm is answered with one full re-enumeration.
+//!
+//! [`Engine`] (here) holds the state, the host and the sink, and routes events, ticks and jobs;
+//! its two parts are [`monitor::Monitor`] (tick, poll, sweep, staleness, history) and
+//! [`operations::Operations`] (what jobs need beside the state). Each feature's operations are
+//! functions over the engine in their own `ops_*` file, using the job API of `operations.rs`.
 
 pub mod by_port;
 pub mod clock;
 pub mod history;
 mod host_setup;
 mod leftovers;
+mod monitor;
 mod nm_change;
 mod nm_migrate;
-mod monitor;
 mod nm_owners;
 mod operations;
 mod ops;
@@ -57,11 +62,11 @@ pub use ops_naming::NamingState;
 pub use state::{DeviceState, Dirty, IpoibState, ObservedState, PortRoce, Stale};
 
 use crate::kernel::{Host, HostEvent};
+use crate::system::SystemServices;
 use monitor::{Monitor, PollPlan};
 use operations::Operations;
 use sweep::Swept;
 use wanted::{device_carries, Wanted};
-use crate::system::SystemServices;
 
 /// Receives what the engine observed.
 #[async_trait]
@@ -358,7 +363,7 @@ pub async fn start(
     // GetManagedObjects and every change wait (see dbus/server.rs), so no client acts on the
     // values from before the restore. Events the restore causes
     // (a re-created link's add) wait in `events` and find nothing left to change.
-    engine.restore(&restore::Appeared::start()).await;
+    restore::restore(&mut engine, &restore::Appeared::start()).await;
     phases.mark("restore");
     let task = tokio::spawn(engine.run(events, rx));
     Ok((handle, task))
@@ -503,17 +508,17 @@ impl Engine {
         if wanted.everything {
             // Rules files, host setup files and units changed by hand are noticed at the
             // periodic re-read.
-            self.refresh_naming().await;
-            self.refresh_host_setup().await;
+            ops_naming::refresh_naming(self).await;
+            host_setup::refresh_host_setup(self).await;
             release_freed_memory();
         }
         // Before the restore: a link remembered over a netdev that was renamed is found
         // under its new name.
         for (old, new) in &wanted.renamed {
-            self.follow_netdev_rename(old, new).await;
+            renames::follow_netdev_rename(self, old, new).await;
         }
         if !wanted.appeared.is_empty() {
-            self.restore(&wanted.appeared).await;
+            restore::restore(self, &wanted.appeared).await;
         }
     }
 
@@ -573,7 +578,11 @@ impl Engine {
 
     /// The sweep's share of one tick (see `sweep.rs`).
     async fn sweep(&mut self) {
-        match self.monitor.sweep(self.host.as_ref(), &mut self.state).await {
+        match self
+            .monitor
+            .sweep(self.host.as_ref(), &mut self.state)
+            .await
+        {
             Swept::Nothing => {}
             // A device the state lacks: re-read as an event would have.
             Swept::Missing(wanted) => self.apply(wanted).await,
@@ -612,8 +621,8 @@ impl Engine {
                 }
             }
         }
-        self.refresh_naming().await;
-        self.refresh_host_setup().await;
+        ops_naming::refresh_naming(self).await;
+        host_setup::refresh_host_setup(self).await;
         release_freed_memory();
     }
 

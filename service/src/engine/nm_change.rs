@@ -25,6 +25,7 @@ use crate::nm::device::{DeviceInfo, DEVICE_ACTIVATED, DEVICE_FAILED};
 use crate::nm::keys::IpSettings;
 use crate::nm::profile::{self, IpoibProfile, Settings, TransportMode};
 
+use super::nm_owners::sync_nm_owners;
 use super::transaction::Transaction;
 use super::{EngineHandle, OpError};
 
@@ -487,7 +488,7 @@ impl EngineHandle {
         let _ = self
             .call(|e| {
                 Box::pin(async move {
-                    e.sync_nm_owners().await;
+                    sync_nm_owners(e).await;
                     Ok(())
                 })
             })

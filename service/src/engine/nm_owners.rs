@@ -22,29 +22,28 @@ use tracing::{info, warn};
 use crate::nm::client::ProfileSummary;
 use crate::system::SystemServices;
 
+use super::ops_ipoib::restore_ipoib;
 use super::{Dirty, Engine, OpError};
 
-impl Engine {
-    /// Publishes the owners NetworkManager's last answer gives, when they changed: every
-    /// IPoIB interface's `Owner` follows.
-    pub(super) async fn sync_nm_owners(&mut self) {
-        if self.ops.take_deferred_ipoib_restore() {
-            info!("NetworkManager answered: re-applying ipoib.toml where it owns nothing");
-            self.restore_ipoib(&super::restore::Appeared::start()).await;
-        }
-        let now = self.ops.nm.snapshot();
-        if now == self.state.nm_profiles {
-            return;
-        }
-        self.state.nm_profiles = now;
-        // Every IPoIB interface's Owner and every port's NetdevOwner follow.
-        let dirty = Dirty {
-            ipoib: self.state.ipoib.keys().copied().collect(),
-            devices: self.state.devices.keys().copied().collect(),
-            ..Dirty::default()
-        };
-        self.sink.publish(&self.state, &dirty).await;
+/// Publishes the owners NetworkManager's last answer gives, when they changed: every
+/// IPoIB interface's `Owner` follows.
+pub(super) async fn sync_nm_owners(eng: &mut Engine) {
+    if eng.ops.take_deferred_ipoib_restore() {
+        info!("NetworkManager answered: re-applying ipoib.toml where it owns nothing");
+        restore_ipoib(eng, &super::restore::Appeared::start()).await;
     }
+    let now = eng.ops.nm.snapshot();
+    if now == eng.state.nm_profiles {
+        return;
+    }
+    eng.state.nm_profiles = now;
+    // Every IPoIB interface's Owner and every port's NetdevOwner follow.
+    let dirty = Dirty {
+        ipoib: eng.state.ipoib.keys().copied().collect(),
+        devices: eng.state.devices.keys().copied().collect(),
+        ..Dirty::default()
+    };
+    eng.sink.publish(&eng.state, &dirty).await;
 }
 
 /// The profiles NetworkManager had when last asked; `None` while it does not run.

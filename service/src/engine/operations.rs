@@ -14,7 +14,9 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
+use super::host_setup::apply_units_status;
 use super::host_setup::{load_units_status, HostSetupShared};
+use super::nm_owners::sync_nm_owners;
 use super::nm_owners::NmOwners;
 use super::{Dirty, Engine, Job, OpError};
 use crate::config::{self, ConfigFile};
@@ -95,8 +97,8 @@ impl Operations {
             if let Some(tx) = commands.upgrade() {
                 let job: Job = Box::new(move |e: &mut Engine| {
                     Box::pin(async move {
-                        e.apply_units_status(seq, units, false).await;
-                        e.sync_nm_owners().await;
+                        apply_units_status(e, seq, units, false).await;
+                        sync_nm_owners(e).await;
                     })
                 });
                 let _ = tx.send(job).await;

@@ -7,6 +7,9 @@
 
 use std::collections::BTreeSet;
 
+use super::ops_ipoib::restore_ipoib;
+use super::ops_roce::restore_roce;
+use super::ops_soft_links::restore_soft_links;
 use super::Engine;
 
 /// What appeared since the last restore.
@@ -41,12 +44,10 @@ impl Appeared {
     }
 }
 
-impl Engine {
-    /// Re-applies every area for what appeared. Soft links go first: a restored link is a
-    /// device that appears, and its RoCE settings follow on its add event.
-    pub(super) async fn restore(&mut self, appeared: &Appeared) {
-        self.restore_soft_links(appeared).await;
-        self.restore_ipoib(appeared).await;
-        self.restore_roce(appeared).await;
-    }
+/// Re-applies every area for what appeared. Soft links go first: a restored link is a
+/// device that appears, and its RoCE settings follow on its add event.
+pub(super) async fn restore(eng: &mut Engine, appeared: &Appeared) {
+    restore_soft_links(eng, appeared).await;
+    restore_ipoib(eng, appeared).await;
+    restore_roce(eng, appeared).await;
 }
