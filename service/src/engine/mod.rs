@@ -7,9 +7,9 @@
 //! published, so a duplicated event changes nothing, a lost one is repaired by the poll or the
 //! sweep, and an overflow (ENOBUFS) or a storm is answered with one full re-enumeration.
 //!
-//! [`Engine`] (here) holds the state, the host and the sink, and routes events, ticks and jobs;
-//! its two parts are [`monitor::Monitor`] (tick, poll, sweep, staleness, history) and
-//! [`operations::Operations`] (what jobs need beside the state). Each feature's operations are
+//! `Engine` (here) holds the state, the host and the sink, and routes events, ticks and jobs;
+//! its two parts are `monitor::Monitor` (tick, poll, sweep, staleness, history) and
+//! `operations::Operations` (what jobs need beside the state). Each feature's operations are
 //! functions over the engine in their own `ops_*` file, using the job API of `operations.rs`.
 
 pub mod by_port;
@@ -363,7 +363,7 @@ pub async fn start(
     // GetManagedObjects and every change wait (see dbus/server.rs), so no client acts on the
     // values from before the restore. Events the restore causes
     // (a re-created link's add) wait in `events` and find nothing left to change.
-    restore::restore(&mut engine, &restore::Appeared::start()).await;
+    restore::restore(&mut engine, &wanted::Appeared::start()).await;
     phases.mark("restore");
     let task = tokio::spawn(engine.run(events, rx));
     Ok((handle, task))

@@ -25,7 +25,6 @@ use crate::nm::device::{DeviceInfo, DEVICE_ACTIVATED, DEVICE_FAILED};
 use crate::nm::keys::IpSettings;
 use crate::nm::profile::{self, IpoibProfile, Settings, TransportMode};
 
-use super::nm_owners::sync_nm_owners;
 use super::transaction::Transaction;
 use super::{EngineHandle, OpError};
 
@@ -480,19 +479,6 @@ impl EngineHandle {
             })
         })
         .await
-    }
-
-    /// Publishes the owners NetworkManager has now.
-    pub(super) async fn refresh_nm_owners(&self) {
-        self.nm.refresh().await;
-        let _ = self
-            .call(|e| {
-                Box::pin(async move {
-                    sync_nm_owners(e).await;
-                    Ok(())
-                })
-            })
-            .await;
     }
 
     /// The IP settings of an RDMA netdev: its profile's, and its addresses now.

@@ -17,34 +17,12 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
-use tracing::{info, warn};
+use tracing::warn;
 
 use crate::nm::client::ProfileSummary;
 use crate::system::SystemServices;
 
-use super::ops_ipoib::restore_ipoib;
-use super::{Dirty, Engine, OpError};
-
-/// Publishes the owners NetworkManager's last answer gives, when they changed: every
-/// IPoIB interface's `Owner` follows.
-pub(super) async fn sync_nm_owners(eng: &mut Engine) {
-    if eng.ops.take_deferred_ipoib_restore() {
-        info!("NetworkManager answered: re-applying ipoib.toml where it owns nothing");
-        restore_ipoib(eng, &super::restore::Appeared::start()).await;
-    }
-    let now = eng.ops.nm.snapshot();
-    if now == eng.state.nm_profiles {
-        return;
-    }
-    eng.state.nm_profiles = now;
-    // Every IPoIB interface's Owner and every port's NetdevOwner follow.
-    let dirty = Dirty {
-        ipoib: eng.state.ipoib.keys().copied().collect(),
-        devices: eng.state.devices.keys().copied().collect(),
-        ..Dirty::default()
-    };
-    eng.sink.publish(&eng.state, &dirty).await;
-}
+use super::OpError;
 
 /// The profiles NetworkManager had when last asked; `None` while it does not run.
 pub struct NmOwners {

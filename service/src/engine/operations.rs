@@ -16,8 +16,8 @@ use tokio::sync::mpsc;
 
 use super::host_setup::apply_units_status;
 use super::host_setup::{load_units_status, HostSetupShared};
-use super::nm_owners::sync_nm_owners;
 use super::nm_owners::NmOwners;
+use super::ops_ipoib::sync_nm_owners;
 use super::{Dirty, Engine, Job, OpError};
 use crate::config::{self, ConfigFile};
 

@@ -17,10 +17,9 @@ use crate::model::names::validate_netdev_name;
 use crate::model::{Errno, Guid, IpoibMode};
 
 use super::nm_change::{self, NmPending};
-use super::nm_owners::sync_nm_owners;
-use super::restore::Appeared;
 use super::state::IpoibState;
 use super::transaction::Transaction;
+use super::wanted::Appeared;
 use super::{Dirty, Engine, EngineHandle, OpError};
 use crate::nm::client::{NetworkManager, ProfileSummary};
 use rdma_manager_dbus::text::quote_capped;
@@ -36,6 +35,19 @@ pub enum ChildCreated {
 }
 
 impl EngineHandle {
+    /// Publishes the owners NetworkManager has now.
+    pub(super) async fn refresh_nm_owners(&self) {
+        self.nm.refresh().await;
+        let _ = self
+            .call(|e| {
+                Box::pin(async move {
+                    sync_nm_owners(e).await;
+                    Ok(())
+                })
+            })
+            .await;
+    }
+
     /// An IPoIB interface's name, and the profile of NetworkManager's that owns it (if any).
     async fn ipoib_name(&self, ifindex: u32) -> Result<String, OpError> {
         self.call(move |e| {
@@ -860,6 +872,27 @@ fn refuse_nm_owned_child(eng: &Engine, parent: u32, pkey: u32, name: &str) -> Re
         eng.ops.nm.refuse_if_owned(&n, "create or change it")?;
     }
     Ok(())
+}
+
+/// Publishes the owners NetworkManager's last answer gives, when they changed: every
+/// IPoIB interface's `Owner` follows.
+pub(super) async fn sync_nm_owners(eng: &mut Engine) {
+    if eng.ops.take_deferred_ipoib_restore() {
+        info!("NetworkManager answered: re-applying ipoib.toml where it owns nothing");
+        restore_ipoib(eng, &Appeared::start()).await;
+    }
+    let now = eng.ops.nm.snapshot();
+    if now == eng.state.nm_profiles {
+        return;
+    }
+    eng.state.nm_profiles = now;
+    // Every IPoIB interface's Owner and every port's NetdevOwner follow.
+    let dirty = Dirty {
+        ipoib: eng.state.ipoib.keys().copied().collect(),
+        devices: eng.state.devices.keys().copied().collect(),
+        ..Dirty::default()
+    };
+    eng.sink.publish(&eng.state, &dirty).await;
 }
 
 pub(super) async fn restore_ipoib(eng: &mut Engine, appeared: &Appeared) {

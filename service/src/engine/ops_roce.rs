@@ -16,8 +16,8 @@ use crate::kernel::HostError;
 use crate::model::roce::{check_supported, not_roce_reason};
 use crate::model::{Errno, RoceMode};
 
-use super::restore::Appeared;
 use super::transaction::Transaction;
+use super::wanted::Appeared;
 use super::{Dirty, Engine, EngineHandle, OpError};
 
 impl EngineHandle {

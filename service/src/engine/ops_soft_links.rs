@@ -9,8 +9,8 @@ use crate::model::names::{validate_netdev_name, validate_rdma_name};
 use crate::model::softlink::{classify_newlink_error, NewLinkContext};
 use crate::model::{DeviceKind, SoftLinkType};
 
-use super::restore::Appeared;
 use super::transaction::Transaction;
+use super::wanted::Appeared;
 use super::{Engine, EngineHandle, OpError};
 use rdma_manager_dbus::text::quote_capped;
 

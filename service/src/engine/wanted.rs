@@ -1,11 +1,11 @@
-//! What a batch of kernel events asks the engine to re-read. Events are hints: each names
-//! what to read again, never a value to take.
+//! What a batch of kernel events asks the engine to re-read, and what appeared in it (whose
+//! persisted settings `restore.rs` re-applies). Events are hints: each names what to read
+//! again, never a value to take.
 
 use std::collections::BTreeSet;
 
 use tracing::{debug, warn};
 
-use super::restore;
 use super::DeviceState;
 use crate::kernel::HostEvent;
 
@@ -16,7 +16,7 @@ pub(super) struct Wanted {
     pub(super) netdevs: BTreeSet<String>,
     pub(super) everything: bool,
     /// Names that appeared (added, or renamed to): what was persisted for them is re-applied.
-    pub(super) appeared: restore::Appeared,
+    pub(super) appeared: Appeared,
     /// Netdev renames (old, new), in order: what is remembered by name follows them.
     pub(super) renamed: Vec<(String, String)>,
     /// Netdevs whose IP addresses changed: only the devices whose ports they carry are
@@ -73,4 +73,36 @@ pub(super) fn device_carries(d: &DeviceState, named: impl Fn(&str) -> bool) -> b
     let linked = d.snap.parent_netdev.iter().chain(d.snap.netdevs.iter());
     let carried = d.sources.values().filter_map(|s| s.netdev.as_ref());
     linked.chain(carried).any(|n| named(n))
+}
+
+/// What appeared since the last restore.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Appeared {
+    /// Daemon start: everything present counts as appeared.
+    pub start: bool,
+    /// RDMA device names.
+    pub devices: BTreeSet<String>,
+    /// Network interface names.
+    pub netdevs: BTreeSet<String>,
+}
+
+impl Appeared {
+    pub fn start() -> Appeared {
+        Appeared {
+            start: true,
+            ..Appeared::default()
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        !self.start && self.devices.is_empty() && self.netdevs.is_empty()
+    }
+
+    pub fn device(&self, name: &str) -> bool {
+        self.start || self.devices.contains(name)
+    }
+
+    pub fn netdev(&self, name: &str) -> bool {
+        self.start || self.netdevs.contains(name)
+    }
 }
