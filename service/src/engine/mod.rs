@@ -565,11 +565,11 @@ impl Engine {
             }
         };
         self.poll_failed(polled.unreadable()).await;
-        let (samples, moved) = self.monitor.record(&self.state, &polled, work.tick);
-        self.sink.samples(work.tick, &samples).await;
-        if !moved.is_empty() {
+        let recorded = self.monitor.record(&self.state, &polled, work.tick);
+        self.sink.samples(work.tick, &recorded.samples).await;
+        if !recorded.moved.is_empty() {
             self.apply(Wanted {
-                devices: moved,
+                devices: recorded.moved,
                 ..Wanted::default()
             })
             .await;

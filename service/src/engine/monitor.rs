@@ -72,6 +72,14 @@ pub(super) struct Polled {
     lids: LidTurn,
 }
 
+/// What a poll recorded.
+pub(super) struct Recorded {
+    /// The samples, keyed by (device index, port).
+    pub samples: Vec<((u32, u32), Sample)>,
+    /// The devices whose polled port attributes differ from the published state.
+    pub moved: BTreeSet<String>,
+}
+
 impl Polled {
     /// Why the poll failed, if it did (see [`stale::unreadable`]).
     pub(super) fn unreadable(&self) -> Option<String> {
@@ -202,12 +210,7 @@ impl Monitor {
 
     /// Records a poll's throughput samples at `tick`, and returns them with the devices
     /// whose polled port attributes differ from the published state.
-    pub(super) fn record(
-        &mut self,
-        state: &ObservedState,
-        polled: &Polled,
-        tick: u64,
-    ) -> (Vec<((u32, u32), Sample)>, BTreeSet<String>) {
+    pub(super) fn record(&mut self, state: &ObservedState, polled: &Polled, tick: u64) -> Recorded {
         let period = self.clock.period().as_secs_f64();
         let plan = &polled.plan;
         let mut moved = BTreeSet::new();
@@ -221,7 +224,7 @@ impl Monitor {
             }
             samples.push((*key, h.port_mut(*key).record(tick, period, &r.traffic)));
         }
-        (samples, moved)
+        Recorded { samples, moved }
     }
 
     /// The sweep's share of this tick (see `sweep.rs`).
