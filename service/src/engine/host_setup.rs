@@ -555,7 +555,7 @@ impl EngineHandle {
         let units = load_units_status(self.host_setup.system.as_ref()).await;
         self.call(move |e| {
             Box::pin(async move {
-                e.apply_units_status(seq, units, true).await;
+                apply_units_status(e, seq, units, true).await;
                 Ok(e.state.host_setup.clone())
             })
         })
@@ -563,79 +563,54 @@ impl EngineHandle {
     }
 }
 
-/// The engine's side of the reads: the files on the engine task, the units' status as last asked.
-impl Engine {
-    /// Re-reads host setup's files, keeps the units' status as last asked, and publishes the
-    /// Host object when it changed.
-    pub(super) async fn refresh_host_files(&mut self) {
-        let mut st = load_host_files(self.host.as_ref()).await;
-        st.set_units(self.state.host_setup.units());
-        self.publish_host_setup(st).await;
-    }
+// The engine's side of the reads: the files on the engine task, the units' status as last asked.
 
-    pub(super) async fn publish_host_setup(&mut self, st: HostSetupState) {
-        if st != self.state.host_setup {
-            self.state.host_setup = st;
-            self.publish(super::Dirty {
-                host_setup: true,
-                ..super::Dirty::default()
-            })
-            .await;
-        }
-    }
+/// Re-reads host setup's files, keeps the units' status as last asked, and publishes the
+/// Host object when it changed.
+pub(super) async fn refresh_host_files(eng: &mut Engine) {
+    let mut st = load_host_files(eng.host.as_ref()).await;
+    st.set_units(eng.state.host_setup.units());
+    publish_host_setup(eng, st).await;
+}
 
-    /// Takes the units' status asked off the engine as number `seq`, unless a status asked
-    /// later was already taken. After an operation the files are re-read with it
-    /// (`reread_files`); the periodic fetch read them just before it asked.
-    pub(super) async fn apply_units_status(
-        &mut self,
-        seq: u64,
-        units: UnitsStatus,
-        reread_files: bool,
-    ) {
-        let mut st = if reread_files {
-            load_host_files(self.host.as_ref()).await
-        } else {
-            self.state.host_setup.clone()
-        };
-        if seq > self.units_status_seq {
-            self.units_status_seq = seq;
-            st.set_units(units);
-        } else {
-            st.set_units(self.state.host_setup.units());
-        }
-        self.publish_host_setup(st).await;
+pub(super) async fn publish_host_setup(eng: &mut Engine, st: HostSetupState) {
+    if st != eng.state.host_setup {
+        eng.state.host_setup = st;
+        eng.publish(super::Dirty {
+            host_setup: true,
+            ..super::Dirty::default()
+        })
+        .await;
     }
+}
 
-    /// The periodic re-read: the files now, the units' status from a task of its own that
-    /// sends it back as an engine job, so that a slow or hung systemd never stalls the poll.
-    /// One such task at a time.
-    pub(super) async fn refresh_host_setup(&mut self) {
-        self.refresh_host_files().await;
-        if self.host_setup.fetching.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        let shared = self.host_setup.clone();
-        let commands = self.commands.clone();
-        let nm = self.nm.clone();
-        tokio::spawn(async move {
-            let seq = shared.next_status();
-            let units = load_units_status(shared.system.as_ref()).await;
-            // NetworkManager's profiles too, so that IPoIB owners follow profiles added or
-            // deleted with nmcli (within one re-read period).
-            nm.refresh().await;
-            shared.fetching.store(false, Ordering::Release);
-            if let Some(tx) = commands.upgrade() {
-                let job: super::Job = Box::new(move |e: &mut Engine| {
-                    Box::pin(async move {
-                        e.apply_units_status(seq, units, false).await;
-                        e.sync_nm_owners().await;
-                    })
-                });
-                let _ = tx.send(job).await;
-            }
-        });
+/// Takes the units' status asked off the engine as number `seq`, unless a status asked
+/// later was already taken. After an operation the files are re-read with it
+/// (`reread_files`); the periodic fetch read them just before it asked.
+pub(super) async fn apply_units_status(
+    eng: &mut Engine,
+    seq: u64,
+    units: UnitsStatus,
+    reread_files: bool,
+) {
+    let mut st = if reread_files {
+        load_host_files(eng.host.as_ref()).await
+    } else {
+        eng.state.host_setup.clone()
+    };
+    if eng.ops.take_units_status(seq) {
+        st.set_units(units);
+    } else {
+        st.set_units(eng.state.host_setup.units());
     }
+    publish_host_setup(eng, st).await;
+}
+
+/// The periodic re-read: the files now, the units' status and NetworkManager's profiles
+/// from a task of their own (see [`super::operations::Operations::fetch_units_and_owners`]).
+pub(super) async fn refresh_host_setup(eng: &mut Engine) {
+    refresh_host_files(eng).await;
+    eng.ops.fetch_units_and_owners();
 }
 
 #[cfg(test)]

@@ -6,28 +6,36 @@
 //! Events are hints. Whatever an event names is re-read and the result compared with what was
 //! published, so a duplicated event changes nothing, a lost one is repaired by the poll or the
 //! sweep, and an overflow (ENOBUFS) or a storm is answered with one full re-enumeration.
+//!
+//! `Engine` (here) holds the state, the host and the sink, and routes events, ticks and jobs;
+//! its two parts are `monitor::Monitor` (tick, poll, sweep, staleness, history) and
+//! `operations::Operations` (what jobs need beside the state). Each feature's operations are
+//! functions over the engine in their own `ops_*` file, using the job API of `operations.rs`.
 
 pub mod by_port;
 pub mod clock;
 pub mod history;
 mod host_setup;
 mod leftovers;
+mod monitor;
 mod nm_change;
 mod nm_migrate;
 mod nm_owners;
+mod operations;
 mod ops;
 mod ops_host;
 mod ops_ipoib;
 mod ops_naming;
 mod ops_roce;
 mod ops_soft_links;
-mod persist;
 pub mod phases;
 mod renames;
 mod restore;
 mod stale;
 pub mod state;
+mod sweep;
 mod transaction;
+mod wanted;
 
 pub use nm_change::{IpReport, NmPending, RdmaNetdev};
 pub use nm_migrate::Moved;
@@ -53,8 +61,12 @@ pub use ops_host::SmVerb;
 pub use ops_naming::NamingState;
 pub use state::{DeviceState, Dirty, IpoibState, ObservedState, PortRoce, Stale};
 
-use crate::kernel::{Host, HostEvent, LidTurn, PollTarget, PortPoller, PortReading, StatePoll};
+use crate::kernel::{Host, HostEvent};
 use crate::system::SystemServices;
+use monitor::{Monitor, PollPlan};
+use operations::Operations;
+use sweep::Swept;
+use wanted::{device_carries, Wanted};
 
 /// Receives what the engine observed.
 #[async_trait]
@@ -207,13 +219,6 @@ fn release_freed_memory() {
     }
 }
 
-/// Whether the periodic resync is due at tick `since` (since the start), the last having
-/// been at `last`: once `every` ticks have passed, not at multiples of `every`, which a slow
-/// tick can step over (the clock's tick is the nearest to the time the tick runs).
-fn resync_due(since: u64, last: u64, every: u64) -> bool {
-    since >= last.saturating_add(every.max(1))
-}
-
 /// What malloc holds: bytes in use (mapped blocks included) and free in its heap.
 #[derive(Debug, Clone, Copy)]
 struct HeapUse {
@@ -344,199 +349,34 @@ pub async fn start(
         host_setup: host_setup.clone(),
         nm: nm.clone(),
     };
-    let poller = host.port_poller();
     let mut engine = Engine {
+        monitor: Monitor::new(config, clock, history, plan, host.port_poller()),
+        ops: Operations::new(host_setup, nm, tx.downgrade()),
         host,
-        host_setup,
-        nm,
-        units_status_seq: 0,
-        commands: tx.downgrade(),
         sink,
-        config,
-        plan,
         state,
-        history,
-        clock,
-        sampled: clock::SampledTicks::default(),
-        polls: 0,
-        poller: Some(poller),
-        forget: Vec::new(),
-        stale: stale::Staleness::default(),
-        swept: None,
-        sweep_listed: None,
-        sweep_nl: None,
-        reread_next_tick: BTreeSet::new(),
-        resynced_at: 0,
-        ipoib_restore_deferred: false,
     };
     // What the kernel forgot (at boot, or while the daemon was stopped) is re-applied, and
     // its result published, before this returns: until then the root's Startup is true, and
     // GetManagedObjects and every change wait (see dbus/server.rs), so no client acts on the
     // values from before the restore. Events the restore causes
     // (a re-created link's add) wait in `events` and find nothing left to change.
-    engine.restore(&restore::Appeared::start()).await;
+    restore::restore(&mut engine, &wanted::Appeared::start()).await;
     phases.mark("restore");
     let task = tokio::spawn(engine.run(events, rx));
     Ok((handle, task))
 }
 
-/// The ports the 1 Hz poll reads, derived from the state when devices change (not at every
-/// tick): `keys[i]` is the (device index, port) of `targets[i]`.
-struct PollPlan {
-    keys: Vec<(u32, u32)>,
-    targets: Vec<PollTarget>,
-}
-
-impl PollPlan {
-    /// `watched`: the devices whose ports' state changes come as events (see
-    /// `kernel::port_events`).
-    fn of(state: &ObservedState, watched: &BTreeSet<String>) -> PollPlan {
-        let (keys, targets) = state
-            .devices
-            .values()
-            .flat_map(|d| {
-                d.sources.values().map(|s| {
-                    (
-                        (d.index, s.port),
-                        PollTarget {
-                            dev: d.name().to_string(),
-                            port: s.port,
-                            counters: s.counters.clone(),
-                            lids: d
-                                .snap
-                                .port(s.port)
-                                .is_none_or(|p| crate::kernel::sysfs::has_lids(&p.link_layer)),
-                            state: Self::state_poll(d, s.netdev.is_some(), watched),
-                        },
-                    )
-                })
-            })
-            .unzip();
-        PollPlan { keys, targets }
-    }
-
-    /// When a port of `d` has its state read. A soft device's port state follows its
-    /// netdev: the netdev's rtnetlink events re-read the device (now and a tick later), so
-    /// its state is never polled (512 files a second on 256 rxe devices). A watched
-    /// device's port events say when its state moves: read in the port's turn only, for
-    /// what no event says.
-    fn state_poll(d: &DeviceState, on_netdev: bool, watched: &BTreeSet<String>) -> StatePoll {
-        let soft = matches!(
-            d.snap.kind,
-            crate::model::DeviceKind::Rxe | crate::model::DeviceKind::Siw
-        );
-        if soft && on_netdev {
-            StatePoll::Never
-        } else if watched.contains(d.name()) {
-            StatePoll::InTurn
-        } else {
-            StatePoll::EveryPoll
-        }
-    }
-}
-
+/// The engine task's owner: the shared state, the host it is read from and the sink it is
+/// published to, and the two parts that work on them: [`Monitor`] (the tick: poll, sweep,
+/// staleness, history) and [`Operations`] (jobs: what they need beside the state). It routes
+/// kernel events, ticks and jobs, one at a time; jobs run on it (see [`Job`]).
 pub(crate) struct Engine {
     host: Arc<dyn Host>,
-    /// How host setup reaches systemd and firewalld; asked off the engine task only.
-    host_setup: Arc<host_setup::HostSetupShared>,
-    nm: Arc<nm_owners::NmOwners>,
-    /// The number of the units' status last taken (see `ops_host`).
-    units_status_seq: u64,
-    /// The engine's own queue, for results of work it started on other tasks; weak, so the
-    /// engine still ends when every handle is gone.
-    commands: mpsc::WeakSender<Job>,
     sink: Arc<dyn Sink>,
-    config: EngineConfig,
     state: ObservedState,
-    plan: Arc<PollPlan>,
-    history: Arc<Mutex<History>>,
-    clock: TickClock,
-    /// The ticks sampled so far: each is sampled once.
-    sampled: clock::SampledTicks,
-    /// Polls made so far: whose LIDs the next one reads (see `LidTurn`).
-    polls: u64,
-    poller: Option<Box<dyn PortPoller>>,
-    /// Devices re-read since the last poll, whose kept descriptors must be dropped.
-    forget: Vec<String>,
-    /// Why the published state may be behind the kernel (see `stale.rs`).
-    stale: stale::Staleness,
-    /// The device the sweep re-read last; the next tick goes on after it, by name.
-    swept: Option<String>,
-    /// The tick the sweep last listed the kernel's devices at (see `sweep`).
-    sweep_listed: Option<u64>,
-    /// The RDMA netlink device list the sweep uses, and the tick it was dumped at: see
-    /// `sweep`.
-    sweep_nl: Option<(Vec<crate::kernel::NlDevice>, u64)>,
-    /// Devices re-read for a netdev event, to be re-read once more at the next tick: the
-    /// kernel announces a link going down on rtnetlink before rxe's notifier has changed
-    /// the port, so the first re-read may still see it ACTIVE (and the poll does not read
-    /// a soft device's port state).
-    reread_next_tick: BTreeSet<String>,
-    /// The tick (since the start) of the last [`Engine::resync_rest`]: the next is due
-    /// `resync_ticks` later. Ticks the engine could not keep up with are skipped, so a
-    /// multiple of the period may never be seen.
-    resynced_at: u64,
-    /// The restore left IPoIB interfaces alone because NetworkManager runs but did not say
-    /// which profiles it has: done when it first answers (see `nm_owners`).
-    ipoib_restore_deferred: bool,
-}
-
-/// What a batch of events asks to re-read.
-#[derive(Default)]
-struct Wanted {
-    devices: BTreeSet<String>,
-    netdevs: BTreeSet<String>,
-    everything: bool,
-    /// Names that appeared (added, or renamed to): what was persisted for them is re-applied.
-    appeared: restore::Appeared,
-    /// Netdev renames (old, new), in order: what is remembered by name follows them.
-    renamed: Vec<(String, String)>,
-    /// Netdevs whose IP addresses changed: only the devices whose ports they carry are
-    /// re-read (their RoCE GIDs), not the netdevs themselves.
-    addressed: BTreeSet<String>,
-}
-
-impl Wanted {
-    fn add(&mut self, ev: HostEvent) {
-        match ev {
-            HostEvent::RdmaAdded { name } => {
-                self.appeared.devices.insert(name.clone());
-                self.devices.insert(name);
-            }
-            HostEvent::RdmaRemoved { name } | HostEvent::RdmaChanged { name } => {
-                self.devices.insert(name);
-            }
-            HostEvent::RdmaRenamed { old, new } => {
-                self.devices.insert(old);
-                self.appeared.devices.insert(new.clone());
-                self.devices.insert(new);
-            }
-            HostEvent::NetdevAdded { name } => {
-                self.appeared.netdevs.insert(name.clone());
-                self.netdevs.insert(name);
-            }
-            HostEvent::NetdevRemoved { name } | HostEvent::NetdevChanged { name } => {
-                self.netdevs.insert(name);
-            }
-            HostEvent::NetdevRenamed { old, new } => {
-                self.renamed.push((old.clone(), new.clone()));
-                self.netdevs.insert(old);
-                self.appeared.netdevs.insert(new.clone());
-                self.netdevs.insert(new);
-            }
-            HostEvent::NetdevAddressChanged { name } => {
-                self.addressed.insert(name);
-            }
-            HostEvent::RdmaPortEvent { name, port, event } => {
-                debug!(device = %name, port, ?event, "port event");
-                self.devices.insert(name);
-            }
-            HostEvent::Overflow { source } => {
-                warn!(%source, "kernel events were lost; re-enumerating");
-                self.everything = true;
-            }
-        }
-    }
+    monitor: Monitor,
+    ops: Operations,
 }
 
 impl Engine {
@@ -545,7 +385,7 @@ impl Engine {
         mut events: mpsc::UnboundedReceiver<HostEvent>,
         mut commands: mpsc::Receiver<Job>,
     ) {
-        let mut ticker = tokio::time::interval(self.config.tick);
+        let mut ticker = tokio::time::interval(self.monitor.period());
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let mut events_open = true;
         loop {
@@ -574,6 +414,8 @@ impl Engine {
         }
     }
 
+    /// Re-reads what a batch of events (or the monitor) asks for, publishes it, and has
+    /// what was persisted follow renames and appearances.
     async fn apply(&mut self, mut wanted: Wanted) {
         let addresses_only = wanted.devices.is_empty()
             && wanted.netdevs.is_empty()
@@ -584,22 +426,21 @@ impl Engine {
             return;
         }
         if !addresses_only {
-            // Whatever the events were about, the sweep dumps the device list afresh.
-            self.sweep_nl = None;
+            self.monitor.events_seen();
         }
         // A netdev change can change the ports it carries (RoCE GIDs, port state of rxe);
         // an address change, their GIDs. The kernel updates the GID table from a work
         // queue after the address notifier: the next tick's re-read catches what this one
         // is too early for.
         for d in self.state.devices.values() {
-            if Self::device_carries(d, |n| {
+            if device_carries(d, |n| {
                 wanted.netdevs.contains(n) || wanted.addressed.contains(n)
             }) {
                 wanted.devices.insert(d.name().to_string());
-                self.reread_next_tick.insert(d.name().to_string());
+                self.monitor.reread_at_next_tick(d.name().to_string());
             }
         }
-        if wanted.devices.len() + wanted.netdevs.len() > self.config.storm_threshold {
+        if wanted.devices.len() + wanted.netdevs.len() > self.monitor.storm_threshold() {
             debug!(
                 devices = wanted.devices.len(),
                 netdevs = wanted.netdevs.len(),
@@ -609,8 +450,8 @@ impl Engine {
         }
         let host = self.host.clone();
         let result = if wanted.everything {
-            self.forget
-                .extend(self.state.devices.values().map(|d| d.name().to_string()));
+            self.monitor
+                .forget(self.state.devices.values().map(|d| d.name().to_string()));
             // Lost events (an overflow) may have carried appearances: find them by comparing.
             let before = self.state.present_names();
             let r = self.state.refresh_all(host.as_ref()).await;
@@ -628,7 +469,7 @@ impl Engine {
             let mut dirty = Dirty::default();
             let mut r = Ok(());
             if !wanted.devices.is_empty() {
-                self.forget.extend(wanted.devices.iter().cloned());
+                self.monitor.forget(wanted.devices.iter().cloned());
                 match self
                     .state
                     .refresh_devices(host.as_ref(), &wanted.devices)
@@ -651,13 +492,9 @@ impl Engine {
             r.map(|_| dirty)
         };
         match result {
-            Ok(mut dirty) => {
-                let unread = std::mem::take(&mut dirty.unread);
-                self.publish(dirty).await;
-                if !unread.is_empty() {
-                    self.read_failed(unread.join("; ")).await;
-                } else if wanted.everything {
-                    // Only a full re-read vouches for everything published.
+            Ok(dirty) => {
+                // Only a full re-read vouches for everything published.
+                if self.publish_read(dirty).await && wanted.everything {
                     self.read_succeeded().await;
                 }
             }
@@ -669,26 +506,18 @@ impl Engine {
         if wanted.everything {
             // Rules files, host setup files and units changed by hand are noticed at the
             // periodic re-read.
-            self.refresh_naming().await;
-            self.refresh_host_setup().await;
+            ops_naming::refresh_naming(self).await;
+            host_setup::refresh_host_setup(self).await;
             release_freed_memory();
         }
         // Before the restore: a link remembered over a netdev that was renamed is found
         // under its new name.
         for (old, new) in &wanted.renamed {
-            self.follow_netdev_rename(old, new).await;
+            renames::follow_netdev_rename(self, old, new).await;
         }
         if !wanted.appeared.is_empty() {
-            self.restore(&wanted.appeared).await;
+            restore::restore(self, &wanted.appeared).await;
         }
-    }
-
-    /// Whether a port of `d` rides on a netdev `named` picks: its parent, its netdevs, or a
-    /// port's counter netdev.
-    fn device_carries(d: &DeviceState, named: impl Fn(&str) -> bool) -> bool {
-        let linked = d.snap.parent_netdev.iter().chain(d.snap.netdevs.iter());
-        let carried = d.sources.values().filter_map(|s| s.netdev.as_ref());
-        linked.chain(carried).any(|n| named(n))
     }
 
     /// Whether any device rides on one of `netdevs`.
@@ -696,211 +525,71 @@ impl Engine {
         self.state
             .devices
             .values()
-            .any(|d| Self::device_carries(d, |n| netdevs.contains(n)))
+            .any(|d| device_carries(d, |n| netdevs.contains(n)))
     }
 
-    async fn publish(&mut self, dirty: Dirty) {
-        if dirty.is_empty() {
-            return;
-        }
-        if !dirty.devices.is_empty() {
-            // The host is told the devices now; the plan reads the state of those it watches
-            // less often.
-            let watched = self
-                .host
-                .watch_port_events(&self.state.hardware_names())
-                .await;
-            self.plan = Arc::new(PollPlan::of(&self.state, &watched));
-        }
-        let state = &self.state;
-        {
-            let mut h = self.history.lock().unwrap_or_else(|p| p.into_inner());
-            h.retain(|(dev, port)| {
-                state
-                    .devices
-                    .get(dev)
-                    .is_some_and(|d| d.sources.contains_key(port))
-            });
-        }
-        self.sink.publish(&self.state, &dirty).await;
-    }
-
+    /// One tick: what the monitor says is due, then the port poll and its samples.
     async fn tick(&mut self) {
-        let tick = self.clock.now();
-        if !self.sampled.take(tick) {
-            // The interval fired twice within one tick of the clock (see SampledTicks).
+        let Some(work) = self.monitor.begin_tick() else {
             return;
-        }
-        // A failed re-read is retried in full at the next tick, then with a backoff of a few
-        // ticks, rather than left to the periodic resync.
-        let retry = self.stale.retry_due(tick);
-        let since = self.clock.since_start(tick);
-        if retry {
+        };
+        if work.full_reread {
             self.apply(Wanted {
                 everything: true,
                 ..Wanted::default()
             })
             .await;
         } else {
-            if !self.reread_next_tick.is_empty() {
-                let devices = std::mem::take(&mut self.reread_next_tick);
+            if !work.reread.is_empty() {
                 self.apply(Wanted {
-                    devices,
+                    devices: work.reread,
                     ..Wanted::default()
                 })
                 .await;
             }
-            if tick % self.config.sweep_period_ticks.max(1) == 0 {
+            if work.sweep {
                 self.sweep().await;
             }
-            if resync_due(since, self.resynced_at, self.config.resync_ticks) {
-                self.resynced_at = since;
+            if work.resync {
                 self.resync_rest().await;
             }
         }
-        let plan = self.plan.clone();
-        let Some(mut poller) = self.poller.take() else {
-            return;
-        };
-        for dev in self.forget.drain(..) {
-            poller.forget(&dev);
-        }
-        let lids = LidTurn::of(self.polls, self.config.lid_ticks);
-        self.polls += 1;
-        let polled = {
-            let plan = plan.clone();
-            tokio::task::spawn_blocking(move || {
-                let readings = poller.poll(&plan.targets, lids);
-                (poller, readings)
-            })
-            .await
-        };
-        let readings = match polled {
-            Ok((poller, readings)) => {
-                self.poller = Some(poller);
-                readings
-            }
-            Err(e) => {
-                warn!(error = %e, "port poll failed; starting a new poller");
-                self.poller = Some(self.host.port_poller());
-                self.poll_failed(Some(format!("port poll failed: {e}")))
-                    .await;
+        let polled = match self.monitor.poll_ports(self.host.as_ref()).await {
+            None => return,
+            Some(Ok(polled)) => polled,
+            Some(Err(reason)) => {
+                self.poll_failed(Some(reason)).await;
                 return;
             }
         };
-        self.poll_failed(stale::unreadable(&plan.targets, &readings))
+        self.poll_failed(polled.unreadable()).await;
+        let recorded = self.monitor.record(&self.state, &polled, work.tick);
+        self.sink.samples(work.tick, &recorded.samples).await;
+        if !recorded.moved.is_empty() {
+            self.apply(Wanted {
+                devices: recorded.moved,
+                ..Wanted::default()
+            })
             .await;
-        let period = self.clock.period().as_secs_f64();
-        let mut moved = Wanted::default();
-        let mut samples = Vec::with_capacity(readings.len());
-        {
-            let mut h = self.history.lock().unwrap_or_else(|p| p.into_inner());
-            let polled = plan.keys.iter().zip(&plan.targets).zip(&readings);
-            for (i, ((key, t), r)) in polled.enumerate() {
-                if self.port_moved(key.0, key.1, t.state.read(lids.includes(i)), r) {
-                    moved.devices.insert(t.dev.clone());
-                }
-                samples.push((*key, h.port_mut(*key).record(tick, period, &r.traffic)));
-            }
-        }
-        self.sink.samples(tick, &samples).await;
-        if !moved.devices.is_empty() {
-            self.apply(moved).await;
         }
     }
 
-    /// The sweep's share of one tick: the next `sweep_devices_per_tick` devices after the
-    /// last one swept (by name, wrapping around), and, at the start of each pass, any device
-    /// the kernel lists that the state lacks (an add whose event was lost), re-read and
-    /// published if they changed.
-    /// It replaces a full re-enumeration every minute, whose cost grew with the host (on a
-    /// real kernel with 256 rxe devices, tens of seconds of sysfs reads at once).
+    /// The sweep's share of one tick (see `sweep.rs`).
     async fn sweep(&mut self) {
-        let mut wanted = Wanted::default();
-        let names: BTreeSet<&str> = self.state.devices.values().map(|d| d.name()).collect();
-        let after = self.swept.as_deref().unwrap_or("");
-        let turn: Vec<String> = names
-            .range::<str, _>((std::ops::Bound::Excluded(after), std::ops::Bound::Unbounded))
-            .chain(names.iter())
-            .take(self.config.sweep_devices_per_tick.min(names.len()))
-            .map(|n| n.to_string())
-            .collect();
-        // The kernel's device list is read at the start of each pass, and at least every
-        // `resync_ticks`: a device added with its event lost (which no overflow reported)
-        // is found within a pass, and the list (256 directory entries a tick on a host of 256
-        // devices, a fifth of the idle daemon's CPU in the lab with the look-ups) is not read
-        // at every tick.
-        let tick = self.clock.now();
-        let new_pass = turn.first().is_none_or(|first| {
-            names
-                .first()
-                .is_some_and(|lowest| *lowest == first.as_str())
-        });
-        let list_due = self
-            .sweep_listed
-            .is_none_or(|at| tick.saturating_sub(at) >= self.config.resync_ticks);
-        if new_pass || list_due {
-            match self.host.rdma_device_names().await {
-                Ok(listed) => {
-                    self.sweep_listed = Some(tick);
-                    for name in listed {
-                        if !names.contains(name.as_str()) {
-                            wanted.appeared.devices.insert(name.clone());
-                            wanted.devices.insert(name);
-                        }
-                    }
-                }
-                Err(e) => debug!(error = %e, "the sweep cannot list the devices"),
-            }
-        }
-        drop(names);
-        if let Some(last) = turn.last() {
-            self.swept = Some(last.clone());
-        }
-        if !wanted.devices.is_empty() {
+        match self
+            .monitor
+            .sweep(self.host.as_ref(), &mut self.state)
+            .await
+        {
+            Swept::Nothing => {}
             // A device the state lacks: re-read as an event would have.
-            wanted.devices.extend(turn);
-            self.apply(wanted).await;
-            return;
-        }
-        // The turn's devices are re-read with the netlink device list of an earlier tick:
-        // dumping every device to re-read one costs more than the read itself on a large
-        // host. The list is dumped again after any event, when
-        // it lacks a device the sweep re-reads, and every `resync_ticks`: a device removed
-        // and added again under the same name with both events lost is seen within that.
-        let fresh = |nl: &(Vec<crate::kernel::NlDevice>, u64)| {
-            tick.saturating_sub(nl.1) < self.config.resync_ticks
-                && turn.iter().all(|n| nl.0.iter().any(|d| d.name == *n))
-        };
-        if !self.sweep_nl.as_ref().is_some_and(fresh) {
-            match self.host.nl_devices().await {
-                Ok(nl) => self.sweep_nl = Some((nl, tick)),
-                Err(e) => {
-                    debug!(error = %e, "the sweep cannot list the devices over netlink");
-                    return;
-                }
+            Swept::Missing(wanted) => self.apply(wanted).await,
+            Swept::Read {
+                result: Ok(dirty), ..
+            } => {
+                self.publish_read(dirty).await;
             }
-        }
-        let Some(nl) = self.sweep_nl.take() else {
-            return;
-        };
-        let set: BTreeSet<String> = turn.into_iter().collect();
-        self.forget.extend(set.iter().cloned());
-        let host = self.host.clone();
-        let read = self
-            .state
-            .refresh_devices_with(host.as_ref(), &set, &nl.0)
-            .await;
-        self.sweep_nl = Some(nl);
-        match read {
-            Ok(mut dirty) => {
-                let unread = std::mem::take(&mut dirty.unread);
-                self.publish(dirty).await;
-                if !unread.is_empty() {
-                    self.read_failed(unread.join("; ")).await;
-                }
-            }
-            Err(e) => {
+            Swept::Read { result: Err(e), .. } => {
                 warn!(error = %e, "the sweep could not re-read a device; keeping the last state");
                 self.read_failed(e.to_string()).await;
             }
@@ -921,12 +610,8 @@ impl Engine {
         if !netdevs.is_empty() {
             let host = self.host.clone();
             match self.state.refresh_netdevs(host.as_ref(), &netdevs).await {
-                Ok(mut dirty) => {
-                    let unread = std::mem::take(&mut dirty.unread);
-                    self.publish(dirty).await;
-                    if !unread.is_empty() {
-                        self.read_failed(unread.join("; ")).await;
-                    }
+                Ok(dirty) => {
+                    self.publish_read(dirty).await;
                 }
                 Err(e) => {
                     warn!(error = %e, "re-reading the IPoIB interfaces failed; keeping the last state");
@@ -934,78 +619,64 @@ impl Engine {
                 }
             }
         }
-        self.refresh_naming().await;
-        self.refresh_host_setup().await;
+        ops_naming::refresh_naming(self).await;
+        host_setup::refresh_host_setup(self).await;
         release_freed_memory();
     }
 
-    /// Whether the poll saw a port attribute that differs from the published state.
-    fn port_moved(&self, index: u32, port: u32, state_polled: bool, r: &PortReading) -> bool {
-        let Some(p) = self
-            .state
-            .devices
-            .get(&index)
-            .and_then(|d| d.snap.port(port))
-        else {
-            return false;
-        };
-        // A value that could not be read is unknown, not changed: the poll's failure is
-        // published as staleness instead, and the first clean poll compares again.
-        let moved = |published: bool, unreadable: bool| !published && !unreadable;
-        (state_polled
-            && (moved(p.state == r.state, stale::is_unreadable(&r.state))
-                || moved(
-                    p.phys_state == r.phys_state,
-                    stale::is_unreadable(&r.phys_state),
-                )))
-            // LIDs not read by this poll (not the port's turn) are not compared.
-            || r
-                .lid
-                .as_ref()
-                .is_some_and(|l| moved(p.lid == *l, stale::is_unreadable(l)))
-            || r
-                .sm_lid
-                .as_ref()
-                .is_some_and(|l| moved(p.sm_lid == *l, stale::is_unreadable(l)))
+    async fn publish(&mut self, dirty: Dirty) {
+        if dirty.is_empty() {
+            return;
+        }
+        if !dirty.devices.is_empty() {
+            // The host is told the devices now; the plan reads the state of those it watches
+            // less often.
+            let watched = self
+                .host
+                .watch_port_events(&self.state.hardware_names())
+                .await;
+            self.monitor.replan(&self.state, &watched);
+        }
+        self.monitor.retain_history(&self.state);
+        self.sink.publish(&self.state, &dirty).await;
     }
 
-    /// Re-reads the named devices after a change and publishes before the caller is answered,
-    /// so that an object path returned to it already exists.
-    async fn settle(&mut self, names: &[&str]) -> Result<(), OpError> {
-        let set: BTreeSet<String> = names.iter().map(|s| s.to_string()).collect();
-        self.forget.extend(set.iter().cloned());
-        let host = self.host.clone();
-        let mut dirty = match self.state.refresh_devices(host.as_ref(), &set).await {
-            Ok(d) => d,
-            Err(e) => {
-                self.read_failed(e.to_string()).await;
-                return Err(OpError::from_host(e));
-            }
-        };
+    /// Publishes what a re-read read; what it could not read makes the state stale. Whether
+    /// it read everything it was asked.
+    async fn publish_read(&mut self, mut dirty: Dirty) -> bool {
         let unread = std::mem::take(&mut dirty.unread);
         self.publish(dirty).await;
-        if !unread.is_empty() {
-            self.read_failed(unread.join("; ")).await;
+        if unread.is_empty() {
+            return true;
         }
-        Ok(())
+        self.read_failed(unread.join("; ")).await;
+        false
     }
-}
 
-#[cfg(test)]
-mod tests {
-    use super::resync_due;
+    /// A re-read failed: the state is stale, and a full re-read is scheduled (`stale.rs`).
+    async fn read_failed(&mut self, reason: String) {
+        self.monitor.read_failed(reason);
+        self.publish_stale().await;
+    }
 
-    #[test]
-    fn a_resync_is_due_once_its_period_passed_even_past_a_skipped_multiple() {
-        assert!(!resync_due(0, 0, 60));
-        assert!(!resync_due(59, 0, 60));
-        assert!(resync_due(60, 0, 60));
-        // Tick 60 was stepped over (a slow tick): 61 still resyncs; a check of multiples of
-        // 60 would have waited for tick 120.
-        assert!(resync_due(61, 0, 60));
-        assert!(!resync_due(120, 61, 60));
-        assert!(resync_due(121, 61, 60));
-        // A period of 0 is taken as every tick, not as never.
-        assert!(resync_due(1, 0, 0));
+    /// A full re-read succeeded: what it read is current.
+    async fn read_succeeded(&mut self) {
+        self.monitor.read_succeeded();
+        self.publish_stale().await;
+    }
+
+    /// The result of one port poll: why it failed, or `None` when it read every port.
+    async fn poll_failed(&mut self, reason: Option<String>) {
+        self.monitor.poll_result(reason);
+        self.publish_stale().await;
+    }
+
+    /// Publishes the root's staleness when it changed.
+    async fn publish_stale(&mut self) {
+        let now = self.monitor.stale();
+        if now != self.state.stale {
+            self.state.stale = now;
+            self.sink.publish(&self.state, &Dirty::default()).await;
+        }
     }
 }

@@ -481,19 +481,6 @@ impl EngineHandle {
         .await
     }
 
-    /// Publishes the owners NetworkManager has now.
-    pub(super) async fn refresh_nm_owners(&self) {
-        self.nm.refresh().await;
-        let _ = self
-            .call(|e| {
-                Box::pin(async move {
-                    e.sync_nm_owners().await;
-                    Ok(())
-                })
-            })
-            .await;
-    }
-
     /// The IP settings of an RDMA netdev: its profile's, and its addresses now.
     pub async fn ip_settings(&self, interface: &str) -> Result<IpReport, OpError> {
         let nm = self.network_manager().await?;

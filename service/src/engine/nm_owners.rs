@@ -17,36 +17,12 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
-use tracing::{info, warn};
+use tracing::warn;
 
 use crate::nm::client::ProfileSummary;
 use crate::system::SystemServices;
 
-use super::{Dirty, Engine, OpError};
-
-impl Engine {
-    /// Publishes the owners NetworkManager's last answer gives, when they changed: every
-    /// IPoIB interface's `Owner` follows.
-    pub(super) async fn sync_nm_owners(&mut self) {
-        if self.ipoib_restore_deferred && !self.nm.unanswered() {
-            self.ipoib_restore_deferred = false;
-            info!("NetworkManager answered: re-applying ipoib.toml where it owns nothing");
-            self.restore_ipoib(&super::restore::Appeared::start()).await;
-        }
-        let now = self.nm.snapshot();
-        if now == self.state.nm_profiles {
-            return;
-        }
-        self.state.nm_profiles = now;
-        // Every IPoIB interface's Owner and every port's NetdevOwner follow.
-        let dirty = Dirty {
-            ipoib: self.state.ipoib.keys().copied().collect(),
-            devices: self.state.devices.keys().copied().collect(),
-            ..Dirty::default()
-        };
-        self.sink.publish(&self.state, &dirty).await;
-    }
-}
+use super::OpError;
 
 /// The profiles NetworkManager had when last asked; `None` while it does not run.
 pub struct NmOwners {

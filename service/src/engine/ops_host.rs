@@ -86,7 +86,7 @@ impl EngineHandle {
                 Box::pin(async move {
                     let path = modules_path(&set)?;
                     rdma_modules::validate_module_name(&module).map_err(modules_error)?;
-                    e.edit_module(&path, &module, enabled).await.map(|_| ())
+                    edit_module(e, &path, &module, enabled).await.map(|_| ())
                 })
             })
             .await;
@@ -98,7 +98,7 @@ impl EngineHandle {
         let _serial = self.host_setup.lock.lock().await;
         let unit = modules_unit(set);
         let owned = set.to_string();
-        self.call(move |e| Box::pin(async move { e.modules_file_exists(&owned).await }))
+        self.call(move |e| Box::pin(async move { modules_file_exists(e, &owned).await }))
             .await?;
         let r = self.host_setup.system.restart_unit(&unit).await;
         self.refresh_host_setup().await?;
@@ -130,7 +130,7 @@ impl EngineHandle {
         let text = memlock::render_daemon_file(memlock::RDMA_GROUP, s, h).map_err(invalid)?;
         let _serial = self.host_setup.lock.lock().await;
         let r = self
-            .call(move |e| Box::pin(async move { e.write_memlock_file(&text).await }))
+            .call(move |e| Box::pin(async move { write_memlock_file(e, &text).await }))
             .await;
         let st = self.refresh_host_setup().await?;
         r.map(|_| st.memlock_notes)
@@ -181,7 +181,7 @@ impl EngineHandle {
     async fn enable_nfs_rdma(&self, port: u16) -> Result<Vec<Step>, OpError> {
         // (1) the drop-in and (2) the modules, on the engine.
         let mut steps = self
-            .call(move |e| Box::pin(async move { Ok(e.enable_nfs_rdma_files(port).await) }))
+            .call(move |e| Box::pin(async move { Ok(enable_nfs_rdma_files(e, port).await) }))
             .await?;
         if steps.iter().any(|s| s.outcome == StepOutcome::Failed) {
             return Ok(steps);
@@ -255,7 +255,7 @@ impl EngineHandle {
 
     async fn disable_nfs_rdma(&self) -> Result<Vec<Step>, OpError> {
         let mut steps = self
-            .call(|e| Box::pin(async move { Ok(e.disable_nfs_rdma_files().await) }))
+            .call(|e| Box::pin(async move { Ok(disable_nfs_rdma_files(e).await) }))
             .await?;
         if steps.iter().any(|s| s.outcome == StepOutcome::Failed) {
             return Ok(steps);
@@ -354,197 +354,195 @@ pub enum SmVerb {
     Disable,
 }
 
-impl Engine {
-    /// Fails with NotFound when the set's modules file does not exist.
-    async fn modules_file_exists(&self, set: &str) -> Result<(), OpError> {
-        let path = modules_path(set)?;
-        if self
-            .host
-            .read_file(Path::new(&path))
-            .await
-            .map_err(OpError::from_host)?
-            .is_none()
-        {
-            return Err(absent_modules_file(&path));
-        }
-        Ok(())
+/// Fails with NotFound when the set's modules file does not exist.
+async fn modules_file_exists(eng: &Engine, set: &str) -> Result<(), OpError> {
+    let path = modules_path(set)?;
+    if eng
+        .host
+        .read_file(Path::new(&path))
+        .await
+        .map_err(OpError::from_host)?
+        .is_none()
+    {
+        return Err(absent_modules_file(&path));
     }
+    Ok(())
+}
 
-    /// Enables or disables one module in a list; the file is written only when it changes.
-    async fn edit_module(
-        &self,
-        path: &str,
-        module: &str,
-        enabled: bool,
-    ) -> Result<ModuleChange, OpError> {
-        let bytes = self
-            .host
-            .read_file(Path::new(path))
-            .await
-            .map_err(OpError::from_host)?
-            .ok_or_else(|| absent_modules_file(path))?;
-        let edit = ModulesFile::parse(&bytes)
-            .set_enabled(module, enabled)
-            .map_err(modules_error)?;
-        if edit.change != ModuleChange::Unchanged {
-            self.host
-                .write_file_atomic(Path::new(path), &edit.bytes)
-                .await
-                .map_err(OpError::from_host)?;
-        }
-        Ok(edit.change)
-    }
-
-    /// Writes the daemon's memlock file when its bytes differ.
-    async fn write_memlock_file(&self, text: &str) -> Result<(), OpError> {
-        let current = self
-            .host
-            .read_file(Path::new(memlock::DAEMON_FILE))
+/// Enables or disables one module in a list; the file is written only when it changes.
+async fn edit_module(
+    eng: &Engine,
+    path: &str,
+    module: &str,
+    enabled: bool,
+) -> Result<ModuleChange, OpError> {
+    let bytes = eng
+        .host
+        .read_file(Path::new(path))
+        .await
+        .map_err(OpError::from_host)?
+        .ok_or_else(|| absent_modules_file(path))?;
+    let edit = ModulesFile::parse(&bytes)
+        .set_enabled(module, enabled)
+        .map_err(modules_error)?;
+    if edit.change != ModuleChange::Unchanged {
+        eng.host
+            .write_file_atomic(Path::new(path), &edit.bytes)
             .await
             .map_err(OpError::from_host)?;
-        if current.as_deref() == Some(text.as_bytes()) {
-            return Ok(());
+    }
+    Ok(edit.change)
+}
+
+/// Writes the daemon's memlock file when its bytes differ.
+async fn write_memlock_file(eng: &Engine, text: &str) -> Result<(), OpError> {
+    let current = eng
+        .host
+        .read_file(Path::new(memlock::DAEMON_FILE))
+        .await
+        .map_err(OpError::from_host)?;
+    if current.as_deref() == Some(text.as_bytes()) {
+        return Ok(());
+    }
+    eng.host
+        .write_file_atomic(Path::new(memlock::DAEMON_FILE), text.as_bytes())
+        .await
+        .map_err(OpError::from_host)
+}
+
+/// Writes the daemon's drop-in when its bytes differ; "done" or "unchanged".
+async fn write_dropin(eng: &Engine, text: &str) -> Result<StepOutcome, String> {
+    let path = Path::new(nfs_conf::DAEMON_DROPIN);
+    let current = eng.host.read_file(path).await.map_err(|e| e.to_string())?;
+    if current.as_deref() == Some(text.as_bytes()) {
+        return Ok(StepOutcome::Unchanged);
+    }
+    eng.host
+        .write_file_atomic(path, text.as_bytes())
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(StepOutcome::Done)
+}
+
+/// The file steps of enabling NFS over RDMA; after a failed one, every later step
+/// (firewall and nfs-server included) is listed as not run.
+async fn enable_nfs_rdma_files(eng: &Engine, port: u16) -> Vec<Step> {
+    let mut steps = Vec::new();
+    // (1) the drop-in.
+    let text = match nfs_conf::render_dropin(NfsRdmaRequest::Enable { port }) {
+        Ok(t) => t,
+        Err(e) => {
+            steps.push(step("nfs.conf", StepOutcome::Failed, e.to_string()));
+            not_run(&mut steps, &["modules", "firewall", "nfs-server"]);
+            return steps;
         }
-        self.host
-            .write_file_atomic(Path::new(memlock::DAEMON_FILE), text.as_bytes())
+    };
+    match write_dropin(eng, &text).await {
+        Ok(o) => steps.push(step(
+            "nfs.conf",
+            o,
+            format!(
+                "{}: [nfsd] rdma=y, rdma-port={port}",
+                nfs_conf::DAEMON_DROPIN
+            ),
+        )),
+        Err(e) => {
+            steps.push(step("nfs.conf", StepOutcome::Failed, e));
+            not_run(&mut steps, &["modules", "firewall", "nfs-server"]);
+            return steps;
+        }
+    }
+    // (2) the modules the client and the server side need, loaded by rdma-core's unit.
+    let path = format!("{}/rdma.conf", rdma_modules::MODULES_DIR);
+    let mut changed = Vec::new();
+    let mut failure = None;
+    for m in ["xprtrdma", "svcrdma"] {
+        match edit_module(eng, &path, m, true).await {
+            Ok(ModuleChange::Unchanged) => {}
+            Ok(_) => changed.push(m),
+            Err(OpError::NotFound(msg)) => {
+                failure = Some((StepOutcome::Skipped, msg));
+                break;
+            }
+            Err(e) => {
+                failure = Some((StepOutcome::Failed, e.to_string()));
+                break;
+            }
+        }
+    }
+    match failure {
+        Some((StepOutcome::Failed, msg)) => {
+            steps.push(step("modules", StepOutcome::Failed, msg));
+            not_run(&mut steps, &["firewall", "nfs-server"]);
+        }
+        Some((o, msg)) => steps.push(step("modules", o, msg)),
+        None if changed.is_empty() => steps.push(step(
+            "modules",
+            StepOutcome::Unchanged,
+            format!("xprtrdma and svcrdma are enabled in {path}"),
+        )),
+        None => steps.push(step(
+            "modules",
+            StepOutcome::Done,
+            format!("enabled {} in {path}", changed.join(" and ")),
+        )),
+    }
+    steps
+}
+
+/// The file step of disabling NFS over RDMA; when it fails, nfs-server is listed as not
+/// run.
+async fn disable_nfs_rdma_files(eng: &Engine) -> Vec<Step> {
+    let mut steps = Vec::new();
+    let sources = nfs_sources(eng.host.as_ref()).await;
+    let r = nfs_conf::resolve(&sources);
+    let others_enable = !matches!(r.without_daemon_dropin, NfsRdmaState::Disabled);
+    let has_dropin = sources
+        .etc_dropins
+        .iter()
+        .any(|f| f.path == nfs_conf::DAEMON_DROPIN);
+    let firewall_note = "the firewall port stays open (close it with firewall-cmd \
+        --remove-port=PORT/tcp --remove-port=PORT/udp, with and without --permanent)";
+    let outcome = if others_enable {
+        // Another file enables RDMA: only an rdma=n read last turns it off.
+        match nfs_conf::render_dropin(NfsRdmaRequest::Disable) {
+            Ok(text) => write_dropin(eng, &text).await.map(|o| {
+                step(
+                    "nfs.conf",
+                    o,
+                    format!(
+                        "{}: [nfsd] rdma=n, since another file enables RDMA; {firewall_note}",
+                        nfs_conf::DAEMON_DROPIN
+                    ),
+                )
+            }),
+            Err(e) => Err(e.to_string()),
+        }
+    } else if has_dropin {
+        eng.host
+            .remove_file(Path::new(nfs_conf::DAEMON_DROPIN))
             .await
-            .map_err(OpError::from_host)
+            .map(|_| {
+                step(
+                    "nfs.conf",
+                    StepOutcome::Done,
+                    format!("removed {}; {firewall_note}", nfs_conf::DAEMON_DROPIN),
+                )
+            })
+            .map_err(|e| e.to_string())
+    } else {
+        Ok(step(
+            "nfs.conf",
+            StepOutcome::Unchanged,
+            format!("no file enables NFS over RDMA; {firewall_note}"),
+        ))
+    };
+    match outcome {
+        Ok(s) => steps.push(s),
+        Err(e) => {
+            steps.push(step("nfs.conf", StepOutcome::Failed, e));
+            not_run(&mut steps, &["nfs-server"]);
+        }
     }
-
-    /// Writes the daemon's drop-in when its bytes differ; "done" or "unchanged".
-    async fn write_dropin(&self, text: &str) -> Result<StepOutcome, String> {
-        let path = Path::new(nfs_conf::DAEMON_DROPIN);
-        let current = self.host.read_file(path).await.map_err(|e| e.to_string())?;
-        if current.as_deref() == Some(text.as_bytes()) {
-            return Ok(StepOutcome::Unchanged);
-        }
-        self.host
-            .write_file_atomic(path, text.as_bytes())
-            .await
-            .map_err(|e| e.to_string())?;
-        Ok(StepOutcome::Done)
-    }
-
-    /// The file steps of enabling NFS over RDMA; after a failed one, every later step
-    /// (firewall and nfs-server included) is listed as not run.
-    async fn enable_nfs_rdma_files(&self, port: u16) -> Vec<Step> {
-        let mut steps = Vec::new();
-        // (1) the drop-in.
-        let text = match nfs_conf::render_dropin(NfsRdmaRequest::Enable { port }) {
-            Ok(t) => t,
-            Err(e) => {
-                steps.push(step("nfs.conf", StepOutcome::Failed, e.to_string()));
-                not_run(&mut steps, &["modules", "firewall", "nfs-server"]);
-                return steps;
-            }
-        };
-        match self.write_dropin(&text).await {
-            Ok(o) => steps.push(step(
-                "nfs.conf",
-                o,
-                format!(
-                    "{}: [nfsd] rdma=y, rdma-port={port}",
-                    nfs_conf::DAEMON_DROPIN
-                ),
-            )),
-            Err(e) => {
-                steps.push(step("nfs.conf", StepOutcome::Failed, e));
-                not_run(&mut steps, &["modules", "firewall", "nfs-server"]);
-                return steps;
-            }
-        }
-        // (2) the modules the client and the server side need, loaded by rdma-core's unit.
-        let path = format!("{}/rdma.conf", rdma_modules::MODULES_DIR);
-        let mut changed = Vec::new();
-        let mut failure = None;
-        for m in ["xprtrdma", "svcrdma"] {
-            match self.edit_module(&path, m, true).await {
-                Ok(ModuleChange::Unchanged) => {}
-                Ok(_) => changed.push(m),
-                Err(OpError::NotFound(msg)) => {
-                    failure = Some((StepOutcome::Skipped, msg));
-                    break;
-                }
-                Err(e) => {
-                    failure = Some((StepOutcome::Failed, e.to_string()));
-                    break;
-                }
-            }
-        }
-        match failure {
-            Some((StepOutcome::Failed, msg)) => {
-                steps.push(step("modules", StepOutcome::Failed, msg));
-                not_run(&mut steps, &["firewall", "nfs-server"]);
-            }
-            Some((o, msg)) => steps.push(step("modules", o, msg)),
-            None if changed.is_empty() => steps.push(step(
-                "modules",
-                StepOutcome::Unchanged,
-                format!("xprtrdma and svcrdma are enabled in {path}"),
-            )),
-            None => steps.push(step(
-                "modules",
-                StepOutcome::Done,
-                format!("enabled {} in {path}", changed.join(" and ")),
-            )),
-        }
-        steps
-    }
-
-    /// The file step of disabling NFS over RDMA; when it fails, nfs-server is listed as not
-    /// run.
-    async fn disable_nfs_rdma_files(&self) -> Vec<Step> {
-        let mut steps = Vec::new();
-        let sources = nfs_sources(self.host.as_ref()).await;
-        let r = nfs_conf::resolve(&sources);
-        let others_enable = !matches!(r.without_daemon_dropin, NfsRdmaState::Disabled);
-        let has_dropin = sources
-            .etc_dropins
-            .iter()
-            .any(|f| f.path == nfs_conf::DAEMON_DROPIN);
-        let firewall_note = "the firewall port stays open (close it with firewall-cmd \
-            --remove-port=PORT/tcp --remove-port=PORT/udp, with and without --permanent)";
-        let outcome = if others_enable {
-            // Another file enables RDMA: only an rdma=n read last turns it off.
-            match nfs_conf::render_dropin(NfsRdmaRequest::Disable) {
-                Ok(text) => self.write_dropin(&text).await.map(|o| {
-                    step(
-                        "nfs.conf",
-                        o,
-                        format!(
-                            "{}: [nfsd] rdma=n, since another file enables RDMA; {firewall_note}",
-                            nfs_conf::DAEMON_DROPIN
-                        ),
-                    )
-                }),
-                Err(e) => Err(e.to_string()),
-            }
-        } else if has_dropin {
-            self.host
-                .remove_file(Path::new(nfs_conf::DAEMON_DROPIN))
-                .await
-                .map(|_| {
-                    step(
-                        "nfs.conf",
-                        StepOutcome::Done,
-                        format!("removed {}; {firewall_note}", nfs_conf::DAEMON_DROPIN),
-                    )
-                })
-                .map_err(|e| e.to_string())
-        } else {
-            Ok(step(
-                "nfs.conf",
-                StepOutcome::Unchanged,
-                format!("no file enables NFS over RDMA; {firewall_note}"),
-            ))
-        };
-        match outcome {
-            Ok(s) => steps.push(s),
-            Err(e) => {
-                steps.push(step("nfs.conf", StepOutcome::Failed, e));
-                not_run(&mut steps, &["nfs-server"]);
-            }
-        }
-        steps
-    }
+    steps
 }

@@ -17,9 +17,9 @@ use crate::model::names::validate_netdev_name;
 use crate::model::{Errno, Guid, IpoibMode};
 
 use super::nm_change::{self, NmPending};
-use super::restore::Appeared;
 use super::state::IpoibState;
 use super::transaction::Transaction;
+use super::wanted::Appeared;
 use super::{Dirty, Engine, EngineHandle, OpError};
 use crate::nm::client::{NetworkManager, ProfileSummary};
 use rdma_manager_dbus::text::quote_capped;
@@ -35,6 +35,19 @@ pub enum ChildCreated {
 }
 
 impl EngineHandle {
+    /// Publishes the owners NetworkManager has now.
+    pub(super) async fn refresh_nm_owners(&self) {
+        self.nm.refresh().await;
+        let _ = self
+            .call(|e| {
+                Box::pin(async move {
+                    sync_nm_owners(e).await;
+                    Ok(())
+                })
+            })
+            .await;
+    }
+
     /// An IPoIB interface's name, and the profile of NetworkManager's that owns it (if any).
     async fn ipoib_name(&self, ifindex: u32) -> Result<String, OpError> {
         self.call(move |e| {
@@ -108,9 +121,9 @@ impl EngineHandle {
         }
         self.call(move |e| {
             Box::pin(async move {
-                e.sync_nm_owners().await;
-                e.refuse_nm_owned_child(parent, pkey, &name)?;
-                e.ipoib_create_child(parent, pkey, &name, settings).await
+                sync_nm_owners(e).await;
+                refuse_nm_owned_child(e, parent, pkey, &name)?;
+                ipoib_create_child(e, parent, pkey, &name, settings).await
             })
         })
         .await
@@ -142,9 +155,9 @@ impl EngineHandle {
         }
         self.call(move |e| {
             Box::pin(async move {
-                e.sync_nm_owners().await;
-                e.refuse_nm_owned(ifindex, "delete it")?;
-                e.ipoib_delete(ifindex).await
+                sync_nm_owners(e).await;
+                refuse_nm_owned(e, ifindex, "delete it")?;
+                ipoib_delete(e, ifindex).await
             })
         })
         .await
@@ -167,9 +180,9 @@ impl EngineHandle {
         }
         self.call(move |e| {
             Box::pin(async move {
-                e.sync_nm_owners().await;
-                e.refuse_nm_owned(ifindex, "set its transport mode")?;
-                e.ipoib_set_mode(ifindex, mode).await
+                sync_nm_owners(e).await;
+                refuse_nm_owned(e, ifindex, "set its transport mode")?;
+                ipoib_set_mode(e, ifindex, mode).await
             })
         })
         .await
@@ -191,9 +204,9 @@ impl EngineHandle {
         }
         self.call(move |e| {
             Box::pin(async move {
-                e.sync_nm_owners().await;
-                e.refuse_nm_owned(ifindex, "set its MTU")?;
-                e.ipoib_set_mtu(ifindex, mtu).await
+                sync_nm_owners(e).await;
+                refuse_nm_owned(e, ifindex, "set its MTU")?;
+                ipoib_set_mtu(e, ifindex, mtu).await
             })
         })
         .await
@@ -206,9 +219,9 @@ impl EngineHandle {
         self.nm.refresh().await;
         self.call(move |e| {
             Box::pin(async move {
-                e.sync_nm_owners().await;
-                e.refuse_nm_owned(ifindex, "set its umcast")?;
-                e.ipoib_set_umcast(ifindex, umcast).await
+                sync_nm_owners(e).await;
+                refuse_nm_owned(e, ifindex, "set its umcast")?;
+                ipoib_set_umcast(e, ifindex, umcast).await
             })
         })
         .await
@@ -300,287 +313,307 @@ impl Iface {
     }
 }
 
-impl Engine {
-    fn ipoib_iface(&self, ifindex: u32) -> Result<Iface, OpError> {
-        self.state
-            .ipoib
-            .get(&ifindex)
-            .map(Iface::of)
-            .ok_or_else(|| {
-                OpError::NotFound(format!(
-                    "there is no IPoIB interface with ifindex {ifindex} any more (it was removed)"
-                ))
+/// A P_Key child to create, as checked (see `check_new_child`).
+struct NewChild {
+    parent: Iface,
+    name: String,
+    /// As asked; the kernel ORs in the full-membership bit.
+    pkey: u16,
+    /// With the full-membership bit: the partition, and the child's identity on its port.
+    effective: u16,
+    /// The MTU comes with the mode it fits.
+    settings: IpoibSettings,
+}
+
+fn ipoib_iface(eng: &Engine, ifindex: u32) -> Result<Iface, OpError> {
+    eng.state.ipoib.get(&ifindex).map(Iface::of).ok_or_else(|| {
+        OpError::NotFound(format!(
+            "there is no IPoIB interface with ifindex {ifindex} any more (it was removed)"
+        ))
+    })
+}
+
+fn ipoib_by_name(eng: &Engine, name: &str) -> Option<Iface> {
+    eng.state
+        .ipoib
+        .values()
+        .find(|i| i.snap.name == name)
+        .map(Iface::of)
+}
+
+/// The children of `parent` the kernel has now.
+fn ipoib_children(eng: &Engine, parent: &str) -> Vec<Iface> {
+    eng.state
+        .ipoib
+        .values()
+        .map(Iface::of)
+        .filter(|i| i.parent.as_deref() == Some(parent))
+        .collect()
+}
+
+/// Re-reads the named netdevs after a change and publishes before the caller is answered.
+async fn settle_netdevs(eng: &mut Engine, names: &[&str]) -> Result<(), OpError> {
+    let set = names.iter().map(|s| s.to_string()).collect();
+    let host = eng.host.clone();
+    let dirty: Dirty = eng
+        .state
+        .refresh_netdevs(host.as_ref(), &set)
+        .await
+        .map_err(OpError::from_host)?;
+    eng.publish(dirty).await;
+    Ok(())
+}
+
+/// Settles after a kernel step that succeeded: a failed re-read is repaired by the next
+/// event or resync and must not stop the change from being saved.
+async fn settle_or_warn(eng: &mut Engine, names: &[&str]) {
+    if let Err(e) = settle_netdevs(eng, names).await {
+        warn!(netdevs = ?names, error = %e, "re-reading after an IPoIB change failed");
+    }
+}
+
+/// Gives an RTM_NEWLINK errno its meaning for a child.
+fn explain_new_child(e: HostError, c: &NewIpoibChild) -> OpError {
+    let Some(errno) = e.errno() else {
+        return OpError::from_host(e);
+    };
+    let (parent, name) = (&c.parent, &c.name);
+    match errno {
+        Errno::EEXIST => OpError::AlreadyExists(format!(
+            "a network interface named {name} exists already (EEXIST); give the child another name"
+        )),
+        Errno::ENODEV => OpError::NotFound(format!(
+            "{parent} is not an InfiniBand interface (any more) (ENODEV); nothing was created"
+        )),
+        Errno::EOPNOTSUPP => OpError::NotSupported(format!(
+            "the kernel cannot make IPoIB children over rtnetlink (EOPNOTSUPP): is the ib_ipoib module loaded? ({e})"
+        )),
+        Errno::EINVAL => match c.mode {
+            Some(IpoibMode::Connected) => OpError::NotSupported(format!(
+                "the kernel refused {name} in connected mode (EINVAL): {parent}'s HCA cannot do connected mode; create it in datagram mode"
+            )),
+            _ => OpError::InvalidArgument(format!(
+                "the kernel refused to make {name} on {parent} with P_Key {:#06x} (EINVAL); nothing was created",
+                c.pkey
+            )),
+        },
+        _ => OpError::from_host(e),
+    }
+}
+
+/// Gives a changelink errno its meaning for an IPoIB interface.
+fn explain_change(eng: &Engine, e: HostError, name: &str, ch: &NetdevChange) -> OpError {
+    match e.errno() {
+        Some(Errno::EINVAL) if ch.ipoib_mode == Some(IpoibMode::Connected) => {
+            connected_unsupported(name)
+        }
+        Some(Errno::EINVAL) if ch.mtu.is_some() => {
+            let mtu = ch.mtu.unwrap_or_default();
+            let mode = ipoib_by_name(eng, name)
+                .and_then(|i| ch.ipoib_mode.or(i.mode))
+                .unwrap_or(IpoibMode::Datagram);
+            OpError::InvalidArgument(match mode {
+                IpoibMode::Datagram => format!(
+                    "the kernel refused MTU {mtu} on {name} (EINVAL): in datagram mode the MTU is at most the port's InfiniBand MTU minus the 4-byte IPoIB header, which is 2044 when the port's InfiniBand MTU is 2048; use a smaller MTU, or connected mode"
+                ),
+                IpoibMode::Connected => format!(
+                    "the kernel refused MTU {mtu} on {name} in connected mode (EINVAL): this HCA's connected-mode limit is below 65520 (the kernel lowers it when the HCA has no shared receive queues); use a smaller MTU"
+                ),
             })
-    }
-
-    fn ipoib_by_name(&self, name: &str) -> Option<Iface> {
-        self.state
-            .ipoib
-            .values()
-            .find(|i| i.snap.name == name)
-            .map(Iface::of)
-    }
-
-    /// The children of `parent` the kernel has now.
-    fn ipoib_children(&self, parent: &str) -> Vec<Iface> {
-        self.state
-            .ipoib
-            .values()
-            .map(Iface::of)
-            .filter(|i| i.parent.as_deref() == Some(parent))
-            .collect()
-    }
-
-    /// Re-reads the named netdevs after a change and publishes before the caller is answered.
-    async fn settle_netdevs(&mut self, names: &[&str]) -> Result<(), OpError> {
-        let set = names.iter().map(|s| s.to_string()).collect();
-        let host = self.host.clone();
-        let dirty: Dirty = self
-            .state
-            .refresh_netdevs(host.as_ref(), &set)
-            .await
-            .map_err(OpError::from_host)?;
-        self.publish(dirty).await;
-        Ok(())
-    }
-
-    /// Settles after a kernel step that succeeded: a failed re-read is repaired by the next
-    /// event or resync and must not stop the change from being saved.
-    async fn settle_or_warn(&mut self, names: &[&str]) {
-        if let Err(e) = self.settle_netdevs(names).await {
-            warn!(netdevs = ?names, error = %e, "re-reading after an IPoIB change failed");
         }
+        Some(Errno::EBUSY) => OpError::Busy(format!(
+            "the kernel was busy changing {name}'s mode (EBUSY); nothing else was changed, try again"
+        )),
+        Some(Errno::EOPNOTSUPP) => OpError::NotSupported(format!(
+            "{name} does not take IPoIB settings over rtnetlink (EOPNOTSUPP): is it an IPoIB interface of the ib_ipoib driver? ({e})"
+        )),
+        _ => OpError::from_host(e),
     }
+}
 
-    /// Gives an RTM_NEWLINK errno its meaning for a child.
-    fn explain_new_child(&self, e: HostError, c: &NewIpoibChild) -> OpError {
-        let Some(errno) = e.errno() else {
-            return OpError::from_host(e);
-        };
-        let (parent, name) = (&c.parent, &c.name);
-        match errno {
-            Errno::EEXIST => OpError::AlreadyExists(format!(
-                "a network interface named {name} exists already (EEXIST); give the child another name"
-            )),
-            Errno::ENODEV => OpError::NotFound(format!(
-                "{parent} is not an InfiniBand interface (any more) (ENODEV); nothing was created"
-            )),
-            Errno::EOPNOTSUPP => OpError::NotSupported(format!(
-                "the kernel cannot make IPoIB children over rtnetlink (EOPNOTSUPP): is the ib_ipoib module loaded? ({e})"
-            )),
-            Errno::EINVAL => match c.mode {
-                Some(IpoibMode::Connected) => OpError::NotSupported(format!(
-                    "the kernel refused {name} in connected mode (EINVAL): {parent}'s HCA cannot do connected mode; create it in datagram mode"
-                )),
-                _ => OpError::InvalidArgument(format!(
-                    "the kernel refused to make {name} on {parent} with P_Key {:#06x} (EINVAL); nothing was created",
-                    c.pkey
-                )),
-            },
-            _ => OpError::from_host(e),
-        }
+pub(super) async fn ipoib_create_child(
+    eng: &mut Engine,
+    parent_ifindex: u32,
+    pkey: u32,
+    name: &str,
+    settings: IpoibSettings,
+) -> Result<u32, OpError> {
+    let new = check_new_child(eng, parent_ifindex, pkey, name, settings).await?;
+    let guid = new.parent.port_guid()?;
+    let mut persisted: IpoibConfig = eng.config()?;
+    let mut tx = Transaction::new(format!("create IPoIB child {}", new.name));
+    let ifindex = make_child(eng, &mut tx, &new).await?;
+    remember_child(&mut persisted, guid, &new);
+    tx.check(eng, "save ipoib.toml", move |e: &mut Engine| {
+        Box::pin(e.persist(persisted))
+    })
+    .await?;
+    tx.commit();
+    info!(child = %new.name, parent = %new.parent.name,
+        pkey = format!("{:#06x}", new.effective), "created IPoIB child");
+    Ok(ifindex)
+}
+
+/// Checks a child to be created against its parent, its future siblings and the names
+/// in use, before anything is changed.
+async fn check_new_child(
+    eng: &Engine,
+    parent_ifindex: u32,
+    pkey: u32,
+    name: &str,
+    settings: IpoibSettings,
+) -> Result<NewChild, OpError> {
+    let parent = ipoib_iface(eng, parent_ifindex)?;
+    if let Some(pp) = &parent.parent {
+        return Err(OpError::InvalidArgument(format!(
+            "{} is itself a P_Key child of {pp}, and the kernel makes no children of children; call CreateChild on {pp}",
+            parent.name
+        )));
     }
-
-    /// Gives a changelink errno its meaning for an IPoIB interface.
-    fn explain_change(&self, e: HostError, name: &str, ch: &NetdevChange) -> OpError {
-        match e.errno() {
-            Some(Errno::EINVAL) if ch.ipoib_mode == Some(IpoibMode::Connected) => {
-                connected_unsupported(name)
-            }
-            Some(Errno::EINVAL) if ch.mtu.is_some() => {
-                let mtu = ch.mtu.unwrap_or_default();
-                let mode = self
-                    .ipoib_by_name(name)
-                    .and_then(|i| ch.ipoib_mode.or(i.mode))
-                    .unwrap_or(IpoibMode::Datagram);
-                OpError::InvalidArgument(match mode {
-                    IpoibMode::Datagram => format!(
-                        "the kernel refused MTU {mtu} on {name} (EINVAL): in datagram mode the MTU is at most the port's InfiniBand MTU minus the 4-byte IPoIB header, which is 2044 when the port's InfiniBand MTU is 2048; use a smaller MTU, or connected mode"
-                    ),
-                    IpoibMode::Connected => format!(
-                        "the kernel refused MTU {mtu} on {name} in connected mode (EINVAL): this HCA's connected-mode limit is below 65520 (the kernel lowers it when the HCA has no shared receive queues); use a smaller MTU"
-                    ),
-                })
-            }
-            Some(Errno::EBUSY) => OpError::Busy(format!(
-                "the kernel was busy changing {name}'s mode (EBUSY); nothing else was changed, try again"
-            )),
-            Some(Errno::EOPNOTSUPP) => OpError::NotSupported(format!(
-                "{name} does not take IPoIB settings over rtnetlink (EOPNOTSUPP): is it an IPoIB interface of the ib_ipoib driver? ({e})"
-            )),
-            _ => OpError::from_host(e),
-        }
+    let pkey = validate_pkey(pkey).map_err(invalid)?;
+    let effective = full_member(pkey);
+    let name = if name.is_empty() {
+        default_child_name(&parent.name, pkey)
+    } else {
+        validate_netdev_name(name).map_err(|e| {
+            OpError::InvalidArgument(format!(
+                "{e} (interface name {name_q})",
+                name_q = quote_capped(name)
+            ))
+        })?;
+        name.to_string()
+    };
+    let mut settings = settings;
+    let mode = settings.mode.unwrap_or(IpoibMode::Datagram);
+    parent.check_mode(mode)?;
+    if let Some(mtu) = settings.mtu {
+        check_mtu(mode, mtu).map_err(invalid)?;
+        // An MTU is remembered with the mode it fits.
+        settings.mode = Some(mode);
     }
-
-    pub(super) async fn ipoib_create_child(
-        &mut self,
-        parent_ifindex: u32,
-        pkey: u32,
-        name: &str,
-        settings: IpoibSettings,
-    ) -> Result<u32, OpError> {
-        let parent = self.ipoib_iface(parent_ifindex)?;
-        if let Some(pp) = &parent.parent {
-            return Err(OpError::InvalidArgument(format!(
-                "{} is itself a P_Key child of {pp}, and the kernel makes no children of children; call CreateChild on {pp}",
-                parent.name
-            )));
-        }
-        let pkey = validate_pkey(pkey).map_err(invalid)?;
-        let effective = full_member(pkey);
-        let name = if name.is_empty() {
-            default_child_name(&parent.name, pkey)
-        } else {
-            validate_netdev_name(name).map_err(|e| {
-                OpError::InvalidArgument(format!(
-                    "{e} (interface name {name_q})",
-                    name_q = quote_capped(name)
-                ))
-            })?;
-            name.to_string()
-        };
-        let mut settings = settings;
-        let mode = settings.mode.unwrap_or(IpoibMode::Datagram);
-        parent.check_mode(mode)?;
-        if let Some(mtu) = settings.mtu {
-            check_mtu(mode, mtu).map_err(invalid)?;
-            // An MTU is remembered with the mode it fits.
-            settings.mode = Some(mode);
-        }
-        if parent.pkey == Some(effective) {
+    if parent.pkey == Some(effective) {
+        return Err(OpError::AlreadyExists(format!(
+            "{} itself carries P_Key {effective:#06x}; a child would join the same partition",
+            parent.name
+        )));
+    }
+    if let Some(twin) = ipoib_children(eng, &parent.name)
+        .into_iter()
+        .find(|c| c.pkey == Some(effective))
+    {
+        return Err(OpError::AlreadyExists(format!(
+            "{} is already the child of {} with P_Key {effective:#06x} (the kernel sets the full-membership bit 0x8000, so {:#06x} and {effective:#06x} are the same partition)",
+            twin.name,
+            parent.name,
+            effective & !0x8000
+        )));
+    }
+    match eng.host.read_netdev(&name).await {
+        Ok(_) => {
             return Err(OpError::AlreadyExists(format!(
-                "{} itself carries P_Key {effective:#06x}; a child would join the same partition",
-                parent.name
-            )));
+                "a network interface named {name} exists already; give the child another name"
+            )))
         }
-        if let Some(twin) = self
-            .ipoib_children(&parent.name)
-            .into_iter()
-            .find(|c| c.pkey == Some(effective))
-        {
-            return Err(OpError::AlreadyExists(format!(
-                "{} is already the child of {} with P_Key {effective:#06x} (the kernel sets the full-membership bit 0x8000, so {:#06x} and {effective:#06x} are the same partition)",
-                twin.name,
-                parent.name,
-                effective & !0x8000
-            )));
-        }
-        match self.host.read_netdev(&name).await {
-            Ok(_) => {
-                return Err(OpError::AlreadyExists(format!(
-                    "a network interface named {name} exists already; give the child another name"
-                )))
-            }
-            Err(e) if e.is_not_found() => {}
-            Err(e) => return Err(OpError::from_host(e)),
-        }
-        let guid = parent.port_guid()?;
-        let mut persisted: IpoibConfig = self.config()?;
+        Err(e) if e.is_not_found() => {}
+        Err(e) => return Err(OpError::from_host(e)),
+    }
+    Ok(NewChild {
+        parent,
+        name,
+        pkey,
+        effective,
+        settings,
+    })
+}
 
-        let req = NewIpoibChild {
-            parent: parent.name.clone(),
-            name: name.clone(),
-            pkey,
-            mode: settings.mode,
-            umcast: settings.umcast,
-        };
-        let mut tx = Transaction::new(format!("create IPoIB child {name}"));
-        let made = name.clone();
-        tx.step(
-            self,
-            "create the child",
-            move |e: &mut Engine| {
-                Box::pin(async move {
-                    e.host
-                        .create_ipoib_child(&req)
-                        .await
-                        .map_err(|err| e.explain_new_child(err, &req))
-                })
-            },
-            // Deletes the child made moments ago because a later step failed.
-            move |e: &mut Engine, ()| {
-                Box::pin(async move {
-                    let name = made;
-                    let undo = e.host.delete_netdev(&name).await;
-                    let _ = e.settle_netdevs(&[&name]).await;
-                    match undo {
-                        Ok(()) => Ok(format!("{name} was removed again")),
-                        Err(u) => Err(format!(
-                            "removing {name} again also failed ({u}): remove it with `ip link delete {name}`"
-                        )),
-                    }
-                })
-            },
-        )
-        .await?;
-        let both = [name.clone(), parent.name.clone()];
-        tx.check(self, "publish the child", move |e: &mut Engine| {
-            Box::pin(async move { e.settle_netdevs(&[&both[0], &both[1]]).await })
+/// The kernel's part of creating a child, as steps of `tx`: creates it (undone by
+/// deleting it), publishes it with its parent, and sets its MTU. Its ifindex.
+async fn make_child(
+    eng: &mut Engine,
+    tx: &mut Transaction<Engine>,
+    new: &NewChild,
+) -> Result<u32, OpError> {
+    let name = new.name.clone();
+    let req = NewIpoibChild {
+        parent: new.parent.name.clone(),
+        name: name.clone(),
+        pkey: new.pkey,
+        mode: new.settings.mode,
+        umcast: new.settings.umcast,
+    };
+    let made = name.clone();
+    tx.step(
+        eng,
+        "create the child",
+        move |e: &mut Engine| {
+            Box::pin(async move {
+                e.host
+                    .create_ipoib_child(&req)
+                    .await
+                    .map_err(|err| explain_new_child(err, &req))
+            })
+        },
+        // Deletes the child made moments ago because a later step failed.
+        move |e: &mut Engine, ()| {
+            Box::pin(async move {
+                let name = made;
+                let undo = e.host.delete_netdev(&name).await;
+                let _ = settle_netdevs(e, &[&name]).await;
+                match undo {
+                    Ok(()) => Ok(format!("{name} was removed again")),
+                    Err(u) => Err(format!(
+                        "removing {name} again also failed ({u}): remove it with `ip link delete {name}`"
+                    )),
+                }
+            })
+        },
+    )
+    .await?;
+    let both = [name.clone(), new.parent.name.clone()];
+    tx.check(eng, "publish the child", move |e: &mut Engine| {
+        Box::pin(async move { settle_netdevs(e, &[&both[0], &both[1]]).await })
+    })
+    .await?;
+    let Some(child) = ipoib_by_name(eng, &name) else {
+        return Err(OpError::Failed(format!(
+            "the kernel accepted {name} but it vanished before it could be published"
+        )));
+    };
+    if let Some(mtu) = new.settings.mtu {
+        tx.check(eng, "set the MTU", move |e: &mut Engine| {
+            Box::pin(async move {
+                let ch = NetdevChange {
+                    mtu: Some(mtu),
+                    ..NetdevChange::default()
+                };
+                if let Err(err) = e.host.change_netdev(&name, &ch).await {
+                    return Err(explain_change(e, err, &name, &ch));
+                }
+                settle_netdevs(e, &[&name]).await
+            })
         })
         .await?;
-        let Some(child) = self.ipoib_by_name(&name) else {
-            return Err(OpError::Failed(format!(
-                "the kernel accepted {name} but it vanished before it could be published"
-            )));
-        };
-        if let Some(mtu) = settings.mtu {
-            let named = name.clone();
-            tx.check(self, "set the MTU", move |e: &mut Engine| {
-                Box::pin(async move {
-                    let ch = NetdevChange {
-                        mtu: Some(mtu),
-                        ..NetdevChange::default()
-                    };
-                    if let Err(err) = e.host.change_netdev(&named, &ch).await {
-                        return Err(e.explain_change(err, &named, &ch));
-                    }
-                    e.settle_netdevs(&[&named]).await
-                })
-            })
-            .await?;
-        }
-        // A name is one child's; an older entry for this P_Key (a child that could not be
-        // re-created) is replaced by the one just made.
-        for p in &mut persisted.ports {
-            p.children.retain(|c| c.name != name);
-        }
-        let port = persisted.port_mut(guid);
-        port.children.retain(|c| c.pkey != effective);
-        let mut entry = IpoibChildEntry {
-            name: name.clone(),
-            pkey: effective,
-            mode: None,
-            mtu: None,
-            umcast: None,
-        };
-        entry.set(settings);
-        port.children.push(entry);
-        tx.check(self, "save ipoib.toml", move |e: &mut Engine| {
-            Box::pin(e.persist(persisted))
-        })
-        .await?;
-        tx.commit();
-        info!(child = %name, parent = %parent.name, pkey = format!("{effective:#06x}"), "created IPoIB child");
-        Ok(child.ifindex)
     }
+    Ok(child.ifindex)
+}
 
-    pub(super) async fn ipoib_delete(&mut self, ifindex: u32) -> Result<(), OpError> {
-        let child = self.ipoib_iface(ifindex)?;
-        let Some(parent) = child.parent.clone() else {
-            return Err(OpError::InvalidArgument(format!(
-                "{} is a port's own IPoIB interface: it belongs to the HCA's driver and exists as long as the port does (the kernel ignores a delete of it); only P_Key children can be deleted",
-                child.name
-            )));
-        };
-        let mut persisted: IpoibConfig = self.config()?;
-        let pkey = child.pkey;
-        // Forget the remembered child of this P_Key, unless another child of the same P_Key
-        // (made by hand) stays.
-        let twin = self
-            .ipoib_children(&parent)
-            .into_iter()
-            .any(|c| c.ifindex != ifindex && c.pkey == pkey);
-        let remembered = match (child.guid, pkey) {
+pub(super) async fn ipoib_delete(eng: &mut Engine, ifindex: u32) -> Result<(), OpError> {
+    let child = ipoib_iface(eng, ifindex)?;
+    let Some(parent) = child.parent.clone() else {
+        return Err(OpError::InvalidArgument(format!(
+            "{} is a port's own IPoIB interface: it belongs to the HCA's driver and exists as long as the port does (the kernel ignores a delete of it); only P_Key children can be deleted",
+            child.name
+        )));
+    };
+    let mut persisted: IpoibConfig = eng.config()?;
+    let pkey = child.pkey;
+    // Forget the remembered child of this P_Key, unless another child of the same P_Key
+    // (made by hand) stays.
+    let twin = ipoib_children(eng, &parent)
+        .into_iter()
+        .any(|c| c.ifindex != ifindex && c.pkey == pkey);
+    let remembered =
+        match (child.guid, pkey) {
             (Some(g), Some(p)) if !twin => persisted
                 .ports
                 .iter_mut()
@@ -591,393 +624,429 @@ impl Engine {
                 }),
             _ => None,
         };
-        persisted.prune();
-        let name = child.name.clone();
-        let mut tx = Transaction::new(format!("delete IPoIB child {name}"));
-        let (gone, undo_parent) = (child.clone(), parent.clone());
-        let parent_name = parent.clone();
-        tx.step(
-            self,
-            "delete the child",
-            move |e: &mut Engine| {
-                Box::pin(async move {
-                    e.host
-                        .delete_netdev(&gone.name)
-                        .await
-                        .map_err(OpError::from_host)?;
-                    e.settle_or_warn(&[&gone.name, &parent_name]).await;
-                    Ok(())
-                })
-            },
-            // It would come back at the next start anyway, so put it back now.
-            move |e: &mut Engine, ()| {
-                Box::pin(async move {
-                    let settings = remembered.map(|r| r.settings()).unwrap_or_default();
-                    let name = &child.name;
-                    let restored = e
-                        .recreate(
-                            &undo_parent,
-                            name,
-                            pkey.unwrap_or(0x8000),
-                            child.settings(),
-                            settings,
-                        )
-                        .await;
-                    match restored {
-                        Ok(()) => Ok(format!("{name} was created again")),
-                        Err(u) => Err(format!(
-                            "creating {name} again also failed ({u}); it will be re-created at the next start"
-                        )),
-                    }
-                })
-            },
-        )
-        .await?;
-        tx.check(self, "save ipoib.toml", move |e: &mut Engine| {
-            Box::pin(e.persist(persisted))
-        })
-        .await?;
-        tx.commit();
-        info!(child = %name, parent = %parent, "deleted IPoIB child");
-        Ok(())
-    }
-
-    /// Makes a child again (mode and umcast at creation, then the MTU): as it `was` in the
-    /// kernel when that is known (undoing a delete), else as `remembered` (a restore).
-    async fn recreate(
-        &mut self,
-        parent: &str,
-        name: &str,
-        pkey: u16,
-        was: IpoibSettings,
-        remembered: IpoibSettings,
-    ) -> Result<(), OpError> {
-        let req = NewIpoibChild {
-            parent: parent.to_string(),
-            name: name.to_string(),
-            pkey,
-            mode: was.mode.or(remembered.mode),
-            umcast: was.umcast.or(remembered.umcast),
-        };
-        let made = self.host.create_ipoib_child(&req).await;
-        let made = match made {
-            Ok(()) => match was.mtu.or(remembered.mtu) {
-                Some(mtu) => {
-                    let ch = NetdevChange {
-                        mtu: Some(mtu),
-                        ..NetdevChange::default()
-                    };
-                    self.host
-                        .change_netdev(name, &ch)
-                        .await
-                        .map_err(|e| self.explain_change(e, name, &ch))
+    persisted.prune();
+    let name = child.name.clone();
+    let mut tx = Transaction::new(format!("delete IPoIB child {name}"));
+    let (gone, undo_parent) = (child.clone(), parent.clone());
+    let parent_name = parent.clone();
+    tx.step(
+        eng,
+        "delete the child",
+        move |e: &mut Engine| {
+            Box::pin(async move {
+                e.host
+                    .delete_netdev(&gone.name)
+                    .await
+                    .map_err(OpError::from_host)?;
+                settle_or_warn(e, &[&gone.name, &parent_name]).await;
+                Ok(())
+            })
+        },
+        // It would come back at the next start anyway, so put it back now.
+        move |e: &mut Engine, ()| {
+            Box::pin(async move {
+                let settings = remembered.map(|r| r.settings()).unwrap_or_default();
+                let name = &child.name;
+                let restored = recreate(e,
+                        &undo_parent,
+                        name,
+                        pkey.unwrap_or(0x8000),
+                        child.settings(),
+                        settings,
+                    )
+                    .await;
+                match restored {
+                    Ok(()) => Ok(format!("{name} was created again")),
+                    Err(u) => Err(format!(
+                        "creating {name} again also failed ({u}); it will be re-created at the next start"
+                    )),
                 }
-                None => Ok(()),
-            },
-            Err(e) => Err(self.explain_new_child(e, &req)),
-        };
-        let _ = self.settle_netdevs(&[name, parent]).await;
-        made
-    }
+            })
+        },
+    )
+    .await?;
+    tx.check(eng, "save ipoib.toml", move |e: &mut Engine| {
+        Box::pin(e.persist(persisted))
+    })
+    .await?;
+    tx.commit();
+    info!(child = %name, parent = %parent, "deleted IPoIB child");
+    Ok(())
+}
 
-    pub(super) async fn ipoib_set_mode(
-        &mut self,
-        ifindex: u32,
-        mode: IpoibMode,
-    ) -> Result<(), OpError> {
-        let iface = self.ipoib_iface(ifindex)?;
-        iface.check_mode(mode)?;
-        let guid = iface.identity()?;
-        let mut persisted: IpoibConfig = self.config()?;
-        let mut wanted = remembered_settings(&persisted, &iface);
-        if iface.mode != Some(mode) {
-            // The kernel resizes the MTU to the new mode's default: a remembered MTU would
-            // no longer be what the interface has.
-            wanted.mtu = None;
-        }
-        wanted.mode = Some(mode);
-        remember(&mut persisted, &iface, guid, wanted);
-        let ch = NetdevChange {
-            ipoib_mode: Some(mode),
-            ..NetdevChange::default()
-        };
-        self.change_then_persist(&iface, ch, persisted).await
-    }
-
-    pub(super) async fn ipoib_set_mtu(&mut self, ifindex: u32, mtu: u32) -> Result<(), OpError> {
-        let iface = self.ipoib_iface(ifindex)?;
-        let mode = iface.mode.unwrap_or(IpoibMode::Datagram);
-        check_mtu(mode, mtu).map_err(|e| {
-            OpError::InvalidArgument(format!("{e} ({} is in {} mode)", iface.name, mode.as_str()))
-        })?;
-        let guid = iface.identity()?;
-        let mut persisted: IpoibConfig = self.config()?;
-        let mut wanted = remembered_settings(&persisted, &iface);
-        wanted.mtu = Some(mtu);
-        // An MTU is remembered with the mode it fits.
-        wanted.mode = Some(mode);
-        remember(&mut persisted, &iface, guid, wanted);
-        let ch = NetdevChange {
-            mtu: Some(mtu),
-            ..NetdevChange::default()
-        };
-        self.change_then_persist(&iface, ch, persisted).await?;
-        if let Some(now) = self.ipoib_by_name(&iface.name).and_then(|i| i.mtu) {
-            if now != mtu {
-                info!(interface = %iface.name, asked = mtu, effective = now,
-                    "the kernel keeps the datagram MTU within the partition's broadcast group MTU");
+/// Makes a child again (mode and umcast at creation, then the MTU): as it `was` in the
+/// kernel when that is known (undoing a delete), else as `remembered` (a restore).
+async fn recreate(
+    eng: &mut Engine,
+    parent: &str,
+    name: &str,
+    pkey: u16,
+    was: IpoibSettings,
+    remembered: IpoibSettings,
+) -> Result<(), OpError> {
+    let req = NewIpoibChild {
+        parent: parent.to_string(),
+        name: name.to_string(),
+        pkey,
+        mode: was.mode.or(remembered.mode),
+        umcast: was.umcast.or(remembered.umcast),
+    };
+    let made = eng.host.create_ipoib_child(&req).await;
+    let made = match made {
+        Ok(()) => match was.mtu.or(remembered.mtu) {
+            Some(mtu) => {
+                let ch = NetdevChange {
+                    mtu: Some(mtu),
+                    ..NetdevChange::default()
+                };
+                eng.host
+                    .change_netdev(name, &ch)
+                    .await
+                    .map_err(|e| explain_change(eng, e, name, &ch))
             }
-        }
-        Ok(())
-    }
-
-    pub(super) async fn ipoib_set_umcast(
-        &mut self,
-        ifindex: u32,
-        umcast: bool,
-    ) -> Result<(), OpError> {
-        let iface = self.ipoib_iface(ifindex)?;
-        let guid = iface.identity()?;
-        let mut persisted: IpoibConfig = self.config()?;
-        let mut wanted = remembered_settings(&persisted, &iface);
-        wanted.umcast = Some(umcast);
-        remember(&mut persisted, &iface, guid, wanted);
-        let ch = NetdevChange {
-            ipoib_umcast: Some(umcast),
-            ..NetdevChange::default()
-        };
-        self.change_then_persist(&iface, ch, persisted).await
-    }
-
-    /// Applies `ch`, publishes, saves `persisted`; when the save fails, puts back what `ch`
-    /// changed.
-    async fn change_then_persist(
-        &mut self,
-        iface: &Iface,
-        ch: NetdevChange,
-        persisted: IpoibConfig,
-    ) -> Result<(), OpError> {
-        let name = iface.name.clone();
-        let mut back = NetdevChange::default();
-        if ch.ipoib_mode.is_some() && iface.mode != ch.ipoib_mode {
-            back.ipoib_mode = iface.mode;
-            // A mode change resized the MTU: the old one goes back after the mode.
-            back.mtu = iface.mtu;
-        }
-        if ch.mtu.is_some() {
-            back.mtu = iface.mtu;
-        }
-        if ch.ipoib_umcast.is_some() {
-            back.ipoib_umcast = iface.umcast;
-        }
-        let mut tx = Transaction::new(format!("change IPoIB interface {name}"));
-        let changed = name.clone();
-        tx.step(
-            self,
-            "change the interface",
-            move |e: &mut Engine| {
-                Box::pin(async move {
-                    if let Err(err) = e.host.change_netdev(&changed, &ch).await {
-                        let why = e.explain_change(err, &changed, &ch);
-                        // A refused step may follow one the kernel applied (mode before MTU):
-                        // re-read.
-                        let _ = e.settle_netdevs(&[&changed]).await;
-                        return Err(why);
-                    }
-                    e.settle_or_warn(&[&changed]).await;
-                    Ok(())
-                })
-            },
-            move |e: &mut Engine, ()| {
-                Box::pin(async move {
-                    let undo = if back == NetdevChange::default() {
-                        Ok(())
-                    } else {
-                        e.host.change_netdev(&name, &back).await
-                    };
-                    let _ = e.settle_netdevs(&[&name]).await;
-                    match undo {
-                        Ok(()) => Ok(format!("{name} was set back as it was")),
-                        Err(u) => Err(format!(
-                            "setting {name} back also failed ({u}); the change lasts until the next reboot"
-                        )),
-                    }
-                })
-            },
-        )
-        .await?;
-        tx.check(self, "save ipoib.toml", move |e: &mut Engine| {
-            Box::pin(e.persist(persisted))
-        })
-        .await?;
-        tx.commit();
-        Ok(())
-    }
-
-    /// Re-applies remembered IPoIB settings and children to the interfaces that appeared.
-    /// Refuses a change of an interface NetworkManager owns (see `nm_owners`).
-    fn refuse_nm_owned(&self, ifindex: u32, what: &str) -> Result<(), OpError> {
-        match self.state.ipoib.get(&ifindex) {
-            Some(i) => self.nm.refuse_if_owned(&i.snap.name, what),
-            // Unknown here: the operation itself says so.
             None => Ok(()),
+        },
+        Err(e) => Err(explain_new_child(e, &req)),
+    };
+    let _ = settle_netdevs(eng, &[name, parent]).await;
+    made
+}
+
+pub(super) async fn ipoib_set_mode(
+    eng: &mut Engine,
+    ifindex: u32,
+    mode: IpoibMode,
+) -> Result<(), OpError> {
+    let iface = ipoib_iface(eng, ifindex)?;
+    iface.check_mode(mode)?;
+    let guid = iface.identity()?;
+    let mut persisted: IpoibConfig = eng.config()?;
+    let mut wanted = remembered_settings(&persisted, &iface);
+    if iface.mode != Some(mode) {
+        // The kernel resizes the MTU to the new mode's default: a remembered MTU would
+        // no longer be what the interface has.
+        wanted.mtu = None;
+    }
+    wanted.mode = Some(mode);
+    remember(&mut persisted, &iface, guid, wanted);
+    let ch = NetdevChange {
+        ipoib_mode: Some(mode),
+        ..NetdevChange::default()
+    };
+    change_then_persist(eng, &iface, ch, persisted).await
+}
+
+pub(super) async fn ipoib_set_mtu(eng: &mut Engine, ifindex: u32, mtu: u32) -> Result<(), OpError> {
+    let iface = ipoib_iface(eng, ifindex)?;
+    let mode = iface.mode.unwrap_or(IpoibMode::Datagram);
+    check_mtu(mode, mtu).map_err(|e| {
+        OpError::InvalidArgument(format!("{e} ({} is in {} mode)", iface.name, mode.as_str()))
+    })?;
+    let guid = iface.identity()?;
+    let mut persisted: IpoibConfig = eng.config()?;
+    let mut wanted = remembered_settings(&persisted, &iface);
+    wanted.mtu = Some(mtu);
+    // An MTU is remembered with the mode it fits.
+    wanted.mode = Some(mode);
+    remember(&mut persisted, &iface, guid, wanted);
+    let ch = NetdevChange {
+        mtu: Some(mtu),
+        ..NetdevChange::default()
+    };
+    change_then_persist(eng, &iface, ch, persisted).await?;
+    if let Some(now) = ipoib_by_name(eng, &iface.name).and_then(|i| i.mtu) {
+        if now != mtu {
+            info!(interface = %iface.name, asked = mtu, effective = now,
+                "the kernel keeps the datagram MTU within the partition's broadcast group MTU");
         }
     }
+    Ok(())
+}
 
-    /// Refuses a child NetworkManager has a profile for: under the name asked for, or the
-    /// kernel's `PARENT.xxxx` of the P_Key as given or with the full-membership bit (the
-    /// names NetworkManager and the kernel give it).
-    fn refuse_nm_owned_child(&self, parent: u32, pkey: u32, name: &str) -> Result<(), OpError> {
-        let Some(p) = self.state.ipoib.get(&parent) else {
-            return Ok(());
-        };
-        let mut names = vec![format!("{}.{pkey:04x}", p.snap.name)];
-        names.push(format!("{}.{:04x}", p.snap.name, pkey | 0x8000));
-        if !name.is_empty() {
-            names.push(name.to_string());
-        }
-        for n in names {
-            self.nm.refuse_if_owned(&n, "create or change it")?;
-        }
-        Ok(())
+pub(super) async fn ipoib_set_umcast(
+    eng: &mut Engine,
+    ifindex: u32,
+    umcast: bool,
+) -> Result<(), OpError> {
+    let iface = ipoib_iface(eng, ifindex)?;
+    let guid = iface.identity()?;
+    let mut persisted: IpoibConfig = eng.config()?;
+    let mut wanted = remembered_settings(&persisted, &iface);
+    wanted.umcast = Some(umcast);
+    remember(&mut persisted, &iface, guid, wanted);
+    let ch = NetdevChange {
+        ipoib_umcast: Some(umcast),
+        ..NetdevChange::default()
+    };
+    change_then_persist(eng, &iface, ch, persisted).await
+}
+
+/// Applies `ch`, publishes, saves `persisted`; when the save fails, puts back what `ch`
+/// changed.
+async fn change_then_persist(
+    eng: &mut Engine,
+    iface: &Iface,
+    ch: NetdevChange,
+    persisted: IpoibConfig,
+) -> Result<(), OpError> {
+    let name = iface.name.clone();
+    let mut back = NetdevChange::default();
+    if ch.ipoib_mode.is_some() && iface.mode != ch.ipoib_mode {
+        back.ipoib_mode = iface.mode;
+        // A mode change resized the MTU: the old one goes back after the mode.
+        back.mtu = iface.mtu;
     }
-
-    pub(super) async fn restore_ipoib(&mut self, appeared: &Appeared) {
-        let Ok(persisted) = self.config::<IpoibConfig>() else {
-            return;
-        };
-        if persisted.ports.is_empty() {
-            return;
-        }
-        let appeared: Vec<Iface> = self
-            .state
-            .ipoib
-            .values()
-            .filter(|i| appeared.netdev(&i.snap.name))
-            .map(Iface::of)
-            .collect();
-        // Ports first: their children are made, then every child that appeared gets its
-        // settings (the ones made here appear again with their own event and find nothing to
-        // change).
-        for iface in appeared.iter().filter(|i| i.parent.is_none()) {
-            let Some(port) = iface.guid.and_then(|g| persisted.port(g)) else {
-                continue;
-            };
-            if !self.nm_owns(&iface.name) {
-                self.restore_settings(iface, port.settings()).await;
-            }
-            for entry in &port.children {
-                let kernel_name = format!("{}.{:04x}", iface.name, entry.pkey);
-                if self.nm_owns(&entry.name) || self.nm_owns(&kernel_name) {
-                    continue;
+    if ch.mtu.is_some() {
+        back.mtu = iface.mtu;
+    }
+    if ch.ipoib_umcast.is_some() {
+        back.ipoib_umcast = iface.umcast;
+    }
+    let mut tx = Transaction::new(format!("change IPoIB interface {name}"));
+    let changed = name.clone();
+    tx.step(
+        eng,
+        "change the interface",
+        move |e: &mut Engine| {
+            Box::pin(async move {
+                if let Err(err) = e.host.change_netdev(&changed, &ch).await {
+                    let why = explain_change(e, err, &changed, &ch);
+                    // A refused step may follow one the kernel applied (mode before MTU):
+                    // re-read.
+                    let _ = settle_netdevs(e, &[&changed]).await;
+                    return Err(why);
                 }
-                self.restore_child(iface, entry).await;
-            }
+                settle_or_warn(e, &[&changed]).await;
+                Ok(())
+            })
+        },
+        move |e: &mut Engine, ()| {
+            Box::pin(async move {
+                let undo = if back == NetdevChange::default() {
+                    Ok(())
+                } else {
+                    e.host.change_netdev(&name, &back).await
+                };
+                let _ = settle_netdevs(e, &[&name]).await;
+                match undo {
+                    Ok(()) => Ok(format!("{name} was set back as it was")),
+                    Err(u) => Err(format!(
+                        "setting {name} back also failed ({u}); the change lasts until the next reboot"
+                    )),
+                }
+            })
+        },
+    )
+    .await?;
+    tx.check(eng, "save ipoib.toml", move |e: &mut Engine| {
+        Box::pin(e.persist(persisted))
+    })
+    .await?;
+    tx.commit();
+    Ok(())
+}
+
+/// Re-applies remembered IPoIB settings and children to the interfaces that appeared.
+/// Refuses a change of an interface NetworkManager owns (see `nm_owners`).
+fn refuse_nm_owned(eng: &Engine, ifindex: u32, what: &str) -> Result<(), OpError> {
+    match eng.state.ipoib.get(&ifindex) {
+        Some(i) => eng.ops.nm.refuse_if_owned(&i.snap.name, what),
+        // Unknown here: the operation itself says so.
+        None => Ok(()),
+    }
+}
+
+/// Refuses a child NetworkManager has a profile for: under the name asked for, or the
+/// kernel's `PARENT.xxxx` of the P_Key as given or with the full-membership bit (the
+/// names NetworkManager and the kernel give it).
+fn refuse_nm_owned_child(eng: &Engine, parent: u32, pkey: u32, name: &str) -> Result<(), OpError> {
+    let Some(p) = eng.state.ipoib.get(&parent) else {
+        return Ok(());
+    };
+    let mut names = vec![format!("{}.{pkey:04x}", p.snap.name)];
+    names.push(format!("{}.{:04x}", p.snap.name, pkey | 0x8000));
+    if !name.is_empty() {
+        names.push(name.to_string());
+    }
+    for n in names {
+        eng.ops.nm.refuse_if_owned(&n, "create or change it")?;
+    }
+    Ok(())
+}
+
+/// Publishes the owners NetworkManager's last answer gives, when they changed: every
+/// IPoIB interface's `Owner` follows.
+pub(super) async fn sync_nm_owners(eng: &mut Engine) {
+    if eng.ops.take_deferred_ipoib_restore() {
+        info!("NetworkManager answered: re-applying ipoib.toml where it owns nothing");
+        restore_ipoib(eng, &Appeared::start()).await;
+    }
+    let now = eng.ops.nm.snapshot();
+    if now == eng.state.nm_profiles {
+        return;
+    }
+    eng.state.nm_profiles = now;
+    // Every IPoIB interface's Owner and every port's NetdevOwner follow.
+    let dirty = Dirty {
+        ipoib: eng.state.ipoib.keys().copied().collect(),
+        devices: eng.state.devices.keys().copied().collect(),
+        ..Dirty::default()
+    };
+    eng.sink.publish(&eng.state, &dirty).await;
+}
+
+pub(super) async fn restore_ipoib(eng: &mut Engine, appeared: &Appeared) {
+    let Ok(persisted) = eng.config::<IpoibConfig>() else {
+        return;
+    };
+    if persisted.ports.is_empty() {
+        return;
+    }
+    let appeared: Vec<Iface> = eng
+        .state
+        .ipoib
+        .values()
+        .filter(|i| appeared.netdev(&i.snap.name))
+        .map(Iface::of)
+        .collect();
+    // Ports first: their children are made, then every child that appeared gets its
+    // settings (the ones made here appear again with their own event and find nothing to
+    // change).
+    for iface in appeared.iter().filter(|i| i.parent.is_none()) {
+        let Some(port) = iface.guid.and_then(|g| persisted.port(g)) else {
+            continue;
+        };
+        if !nm_owns(eng, &iface.name) {
+            restore_settings(eng, iface, port.settings()).await;
         }
-        for iface in appeared.iter().filter(|i| i.parent.is_some()) {
-            let entry = match (iface.guid, iface.pkey) {
-                (Some(g), Some(p)) => persisted.port(g).and_then(|e| e.child(p)),
-                _ => None,
-            };
-            if let Some(entry) = entry.filter(|_| !self.nm_owns(&iface.name)) {
-                // Re-read: this may be a child just made above.
-                let now = self
-                    .ipoib_by_name(&iface.name)
-                    .unwrap_or_else(|| iface.clone());
-                self.restore_settings(&now, entry.settings()).await;
+        for entry in &port.children {
+            let kernel_name = format!("{}.{:04x}", iface.name, entry.pkey);
+            if nm_owns(eng, &entry.name) || nm_owns(eng, &kernel_name) {
+                continue;
             }
+            restore_child(eng, iface, entry).await;
         }
     }
-
-    /// Whether NetworkManager owns `interface`, or may (it runs but did not answer: the
-    /// restore is deferred until it does). Logged: what `ipoib.toml` says of it is not
-    /// re-applied.
-    fn nm_owns(&mut self, interface: &str) -> bool {
-        if self.nm.unanswered() {
-            warn!(
-                interface,
-                "NetworkManager did not say which profiles it has; not re-applying ipoib.toml \
-                 to this interface until it does"
-            );
-            self.ipoib_restore_deferred = true;
-            return true;
-        }
-        match self.nm.owner_of(interface) {
-            Some(p) => {
-                info!(interface, profile = %p.id, uuid = %p.uuid,
-                    "NetworkManager owns this interface; not re-applying ipoib.toml to it");
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Applies the settings that differ from what the interface has; logs a refusal.
-    async fn restore_settings(&mut self, iface: &Iface, wanted: IpoibSettings) {
-        let mut ch = NetdevChange::default();
-        if wanted.mode.is_some() && wanted.mode != iface.mode {
-            ch.ipoib_mode = wanted.mode;
-        }
-        // After a mode change the kernel has resized the MTU: set the remembered one again.
-        if wanted.mtu.is_some() && (wanted.mtu != iface.mtu || ch.ipoib_mode.is_some()) {
-            ch.mtu = wanted.mtu;
-        }
-        if wanted.umcast.is_some() && wanted.umcast != iface.umcast {
-            ch.ipoib_umcast = wanted.umcast;
-        }
-        if ch == NetdevChange::default() {
-            return;
-        }
-        match self.host.change_netdev(&iface.name, &ch).await {
-            Ok(()) => info!(interface = %iface.name, mode = ?ch.ipoib_mode, mtu = ?ch.mtu,
-                umcast = ?ch.ipoib_umcast, "re-applied remembered IPoIB settings"),
-            Err(e) => {
-                let why = self.explain_change(e, &iface.name, &ch);
-                warn!(interface = %iface.name, error = %why,
-                    "could not re-apply remembered IPoIB settings");
-            }
-        }
-        self.settle_or_warn(&[&iface.name]).await;
-    }
-
-    /// Re-creates a remembered child of `parent` that the kernel does not have.
-    async fn restore_child(&mut self, parent: &Iface, entry: &IpoibChildEntry) {
-        let children = self.ipoib_children(&parent.name);
-        if children.iter().any(|c| c.pkey == Some(entry.pkey)) {
-            return; // Present (under its name or another): its settings follow below.
-        }
-        match self.host.read_netdev(&entry.name).await {
-            Ok(_) => {
-                warn!(child = %entry.name, parent = %parent.name,
-                    "not re-creating the remembered IPoIB child: another interface has its name");
-                return;
-            }
-            Err(e) if e.is_not_found() => {}
-            Err(e) => {
-                warn!(child = %entry.name, error = %e, "cannot tell whether the name is free");
-                return;
-            }
-        }
-        let settings = entry.settings();
-        match self
-            .recreate(
-                &parent.name,
-                &entry.name,
-                entry.pkey,
-                IpoibSettings::default(),
-                settings,
-            )
-            .await
-        {
-            Ok(()) => info!(child = %entry.name, parent = %parent.name,
-                pkey = format!("{:#06x}", entry.pkey), "re-created remembered IPoIB child"),
-            Err(e) => warn!(child = %entry.name, parent = %parent.name, error = %e,
-                "could not re-create remembered IPoIB child"),
+    for iface in appeared.iter().filter(|i| i.parent.is_some()) {
+        let entry = match (iface.guid, iface.pkey) {
+            (Some(g), Some(p)) => persisted.port(g).and_then(|e| e.child(p)),
+            _ => None,
+        };
+        if let Some(entry) = entry.filter(|_| !nm_owns(eng, &iface.name)) {
+            // Re-read: this may be a child just made above.
+            let now = ipoib_by_name(eng, &iface.name).unwrap_or_else(|| iface.clone());
+            restore_settings(eng, &now, entry.settings()).await;
         }
     }
 }
 
+/// Whether NetworkManager owns `interface`, or may (it runs but did not answer: the
+/// restore is deferred until it does). Logged: what `ipoib.toml` says of it is not
+/// re-applied.
+fn nm_owns(eng: &mut Engine, interface: &str) -> bool {
+    if eng.ops.nm.unanswered() {
+        warn!(
+            interface,
+            "NetworkManager did not say which profiles it has; not re-applying ipoib.toml \
+             to this interface until it does"
+        );
+        eng.ops.defer_ipoib_restore();
+        return true;
+    }
+    match eng.ops.nm.owner_of(interface) {
+        Some(p) => {
+            info!(interface, profile = %p.id, uuid = %p.uuid,
+                "NetworkManager owns this interface; not re-applying ipoib.toml to it");
+            true
+        }
+        None => false,
+    }
+}
+
+/// Applies the settings that differ from what the interface has; logs a refusal.
+async fn restore_settings(eng: &mut Engine, iface: &Iface, wanted: IpoibSettings) {
+    let mut ch = NetdevChange::default();
+    if wanted.mode.is_some() && wanted.mode != iface.mode {
+        ch.ipoib_mode = wanted.mode;
+    }
+    // After a mode change the kernel has resized the MTU: set the remembered one again.
+    if wanted.mtu.is_some() && (wanted.mtu != iface.mtu || ch.ipoib_mode.is_some()) {
+        ch.mtu = wanted.mtu;
+    }
+    if wanted.umcast.is_some() && wanted.umcast != iface.umcast {
+        ch.ipoib_umcast = wanted.umcast;
+    }
+    if ch == NetdevChange::default() {
+        return;
+    }
+    match eng.host.change_netdev(&iface.name, &ch).await {
+        Ok(()) => info!(interface = %iface.name, mode = ?ch.ipoib_mode, mtu = ?ch.mtu,
+            umcast = ?ch.ipoib_umcast, "re-applied remembered IPoIB settings"),
+        Err(e) => {
+            let why = explain_change(eng, e, &iface.name, &ch);
+            warn!(interface = %iface.name, error = %why,
+                "could not re-apply remembered IPoIB settings");
+        }
+    }
+    settle_or_warn(eng, &[&iface.name]).await;
+}
+
+/// Re-creates a remembered child of `parent` that the kernel does not have.
+async fn restore_child(eng: &mut Engine, parent: &Iface, entry: &IpoibChildEntry) {
+    let children = ipoib_children(eng, &parent.name);
+    if children.iter().any(|c| c.pkey == Some(entry.pkey)) {
+        return; // Present (under its name or another): its settings follow below.
+    }
+    match eng.host.read_netdev(&entry.name).await {
+        Ok(_) => {
+            warn!(child = %entry.name, parent = %parent.name,
+                "not re-creating the remembered IPoIB child: another interface has its name");
+            return;
+        }
+        Err(e) if e.is_not_found() => {}
+        Err(e) => {
+            warn!(child = %entry.name, error = %e, "cannot tell whether the name is free");
+            return;
+        }
+    }
+    let settings = entry.settings();
+    match recreate(
+        eng,
+        &parent.name,
+        &entry.name,
+        entry.pkey,
+        IpoibSettings::default(),
+        settings,
+    )
+    .await
+    {
+        Ok(()) => info!(child = %entry.name, parent = %parent.name,
+            pkey = format!("{:#06x}", entry.pkey), "re-created remembered IPoIB child"),
+        Err(e) => warn!(child = %entry.name, parent = %parent.name, error = %e,
+            "could not re-create remembered IPoIB child"),
+    }
+}
+
 /// What is remembered for an interface now (empty when nothing is).
+/// Remembers a child just made under its port: a name is one child's, so an older entry
+/// for this P_Key (a child that could not be re-created) or this name is replaced.
+fn remember_child(persisted: &mut IpoibConfig, guid: Guid, new: &NewChild) {
+    for p in &mut persisted.ports {
+        p.children.retain(|c| c.name != new.name);
+    }
+    let port = persisted.port_mut(guid);
+    port.children.retain(|c| c.pkey != new.effective);
+    let mut entry = IpoibChildEntry {
+        name: new.name.clone(),
+        pkey: new.effective,
+        mode: None,
+        mtu: None,
+        umcast: None,
+    };
+    entry.set(new.settings);
+    port.children.push(entry);
+}
+
 fn remembered_settings(persisted: &IpoibConfig, iface: &Iface) -> IpoibSettings {
     let Some(port) = iface.guid.and_then(|g| persisted.port(g)) else {
         return IpoibSettings::default();

@@ -16,8 +16,8 @@ use crate::kernel::HostError;
 use crate::model::roce::{check_supported, not_roce_reason};
 use crate::model::{Errno, RoceMode};
 
-use super::restore::Appeared;
 use super::transaction::Transaction;
+use super::wanted::Appeared;
 use super::{Dirty, Engine, EngineHandle, OpError};
 
 impl EngineHandle {
@@ -26,7 +26,7 @@ impl EngineHandle {
     pub async fn set_roce_mode(&self, index: u32, port: u32, mode: &str) -> Result<(), OpError> {
         let mode = RoceMode::parse_request(mode).map_err(OpError::InvalidArgument)?;
         self.call(move |e| {
-            Box::pin(async move { e.set_roce(index, port, RoceChange::Mode(mode)).await })
+            Box::pin(async move { set_roce(e, index, port, RoceChange::Mode(mode)).await })
         })
         .await
     }
@@ -34,7 +34,7 @@ impl EngineHandle {
     /// Sets a port's default RoCE type of service and remembers it.
     pub async fn set_roce_tos(&self, index: u32, port: u32, tos: u8) -> Result<(), OpError> {
         self.call(move |e| {
-            Box::pin(async move { e.set_roce(index, port, RoceChange::Tos(tos)).await })
+            Box::pin(async move { set_roce(e, index, port, RoceChange::Tos(tos)).await })
         })
         .await
     }
@@ -63,173 +63,175 @@ impl RoceChange {
     }
 }
 
-impl Engine {
-    async fn set_roce(&mut self, index: u32, port: u32, change: RoceChange) -> Result<(), OpError> {
-        let dev = self.state.devices.get(&index).ok_or_else(|| {
-            OpError::NotFound(format!(
-                "there is no RDMA device with index {index} any more (it was removed)"
-            ))
-        })?;
-        let name = dev.name().to_string();
-        let p = dev
-            .snap
-            .port(port)
-            .ok_or_else(|| OpError::NotFound(format!("{name} has no port {port}")))?;
-        if let Some(why) = not_roce_reason(&name, &dev.snap.node_type, p) {
-            return Err(OpError::NotSupported(why));
-        }
-        if let RoceChange::Mode(m) = change {
-            check_supported(&name, p, m).map_err(OpError::NotSupported)?;
-        }
-        let guid = dev.snap.node_guid.clone().map_err(|e| {
-            OpError::Failed(format!(
-                "the node GUID of {name} cannot be read ({e}); the setting would be remembered by it, so nothing was changed"
-            ))
-        })?;
-        let mut persisted: RoceSettings = self.config()?;
-        // The value before, to put back if the save fails.
-        let previous = self
-            .read_roce(&name, port, change)
-            .await
-            .map_err(|e| explain(e, &name, port, change))?;
-        let entry = persisted.entry_mut(guid, port);
-        match change {
-            RoceChange::Mode(m) => entry.mode = Some(m.short().to_string()),
-            RoceChange::Tos(t) => entry.tos = Some(t),
-        }
-        let mut tx = Transaction::new(format!("set the {} of {name} port {port}", change.what()));
-        let (dev, undo_name) = (name.clone(), name.clone());
-        tx.step(
-            self,
-            "write configfs",
-            move |e: &mut Engine| {
-                Box::pin(async move {
-                    e.write_roce(&dev, port, change)
-                        .await
-                        .map_err(|err| explain(err, &dev, port, change))?;
-                    // A failed re-read leaves the setting made (and reports the failure).
-                    e.settle(&[&dev]).await
-                })
-            },
-            // A setting that would be lost at the next reboot is not what was asked for.
-            move |e: &mut Engine, ()| {
-                Box::pin(async move {
-                    let name = undo_name;
-                    let undo = if previous == change {
-                        Ok(())
-                    } else {
-                        e.write_roce(&name, port, previous).await
-                    };
-                    let _ = e.settle(&[&name]).await;
-                    let (what, before) = (change.what(), previous.value());
-                    match undo {
-                        Ok(()) => Ok(format!(
-                            "the {what} of {name} port {port} was set back to {before}"
-                        )),
-                        Err(u) => Err(format!(
-                            "setting the {what} of {name} port {port} back to {before} also failed ({u})"
-                        )),
-                    }
-                })
-            },
-        )
-        .await?;
-        tx.check(self, "save roce.toml", move |e: &mut Engine| {
-            Box::pin(e.persist(persisted))
-        })
-        .await?;
-        tx.commit();
-        // RocePersisted of the port follows the file.
-        self.publish(Dirty {
-            devices: BTreeSet::from([index]),
-            ..Dirty::default()
-        })
-        .await;
-        Ok(())
+async fn set_roce(
+    eng: &mut Engine,
+    index: u32,
+    port: u32,
+    change: RoceChange,
+) -> Result<(), OpError> {
+    let dev = eng.state.devices.get(&index).ok_or_else(|| {
+        OpError::NotFound(format!(
+            "there is no RDMA device with index {index} any more (it was removed)"
+        ))
+    })?;
+    let name = dev.name().to_string();
+    let p = dev
+        .snap
+        .port(port)
+        .ok_or_else(|| OpError::NotFound(format!("{name} has no port {port}")))?;
+    if let Some(why) = not_roce_reason(&name, &dev.snap.node_type, p) {
+        return Err(OpError::NotSupported(why));
     }
-
-    /// The kernel's current value of the setting `like` names.
-    async fn read_roce(
-        &self,
-        dev: &str,
-        port: u32,
-        like: RoceChange,
-    ) -> Result<RoceChange, HostError> {
-        Ok(match like {
-            RoceChange::Mode(_) => RoceChange::Mode(self.host.roce_mode(dev, port).await?),
-            RoceChange::Tos(_) => RoceChange::Tos(self.host.roce_tos(dev, port).await?),
-        })
+    if let RoceChange::Mode(m) = change {
+        check_supported(&name, p, m).map_err(OpError::NotSupported)?;
     }
+    let guid = dev.snap.node_guid.clone().map_err(|e| {
+        OpError::Failed(format!(
+            "the node GUID of {name} cannot be read ({e}); the setting would be remembered by it, so nothing was changed"
+        ))
+    })?;
+    let mut persisted: RoceSettings = eng.config()?;
+    // The value before, to put back if the save fails.
+    let previous = read_roce(eng, &name, port, change)
+        .await
+        .map_err(|e| explain(e, &name, port, change))?;
+    let entry = persisted.entry_mut(guid, port);
+    match change {
+        RoceChange::Mode(m) => entry.mode = Some(m.short().to_string()),
+        RoceChange::Tos(t) => entry.tos = Some(t),
+    }
+    let mut tx = Transaction::new(format!("set the {} of {name} port {port}", change.what()));
+    let (dev, undo_name) = (name.clone(), name.clone());
+    tx.step(
+        eng,
+        "write configfs",
+        move |e: &mut Engine| {
+            Box::pin(async move {
+                write_roce(e, &dev, port, change)
+                    .await
+                    .map_err(|err| explain(err, &dev, port, change))?;
+                // A failed re-read leaves the setting made (and reports the failure).
+                e.settle(&[&dev]).await
+            })
+        },
+        // A setting that would be lost at the next reboot is not what was asked for.
+        move |e: &mut Engine, ()| {
+            Box::pin(async move {
+                let name = undo_name;
+                let undo = if previous == change {
+                    Ok(())
+                } else {
+                    write_roce(e, &name, port, previous).await
+                };
+                let _ = e.settle(&[&name]).await;
+                let (what, before) = (change.what(), previous.value());
+                match undo {
+                    Ok(()) => Ok(format!(
+                        "the {what} of {name} port {port} was set back to {before}"
+                    )),
+                    Err(u) => Err(format!(
+                        "setting the {what} of {name} port {port} back to {before} also failed ({u})"
+                    )),
+                }
+            })
+        },
+    )
+    .await?;
+    tx.check(eng, "save roce.toml", move |e: &mut Engine| {
+        Box::pin(e.persist(persisted))
+    })
+    .await?;
+    tx.commit();
+    // RocePersisted of the port follows the file.
+    eng.publish(Dirty {
+        devices: BTreeSet::from([index]),
+        ..Dirty::default()
+    })
+    .await;
+    Ok(())
+}
 
-    async fn write_roce(&self, dev: &str, port: u32, c: RoceChange) -> Result<(), HostError> {
-        match c {
-            RoceChange::Mode(m) => self.host.set_roce_mode(dev, port, m).await,
-            RoceChange::Tos(t) => self.host.set_roce_tos(dev, port, t).await,
+/// The kernel's current value of the setting `like` names.
+async fn read_roce(
+    eng: &Engine,
+    dev: &str,
+    port: u32,
+    like: RoceChange,
+) -> Result<RoceChange, HostError> {
+    Ok(match like {
+        RoceChange::Mode(_) => RoceChange::Mode(eng.host.roce_mode(dev, port).await?),
+        RoceChange::Tos(_) => RoceChange::Tos(eng.host.roce_tos(dev, port).await?),
+    })
+}
+
+async fn write_roce(eng: &Engine, dev: &str, port: u32, c: RoceChange) -> Result<(), HostError> {
+    match c {
+        RoceChange::Mode(m) => eng.host.set_roce_mode(dev, port, m).await,
+        RoceChange::Tos(t) => eng.host.set_roce_tos(dev, port, t).await,
+    }
+}
+
+/// Writes what `roce.toml` holds for the RoCE ports of devices that appeared, where the
+/// kernel reads something else. Failures are logged; nothing is retried until the
+/// device appears again.
+pub(super) async fn restore_roce(eng: &mut Engine, appeared: &Appeared) {
+    let Ok(persisted) = eng.config::<RoceSettings>() else {
+        return;
+    };
+    if persisted.ports.is_empty() {
+        return;
+    }
+    let mut work: Vec<(String, u32, RoceChange)> = Vec::new();
+    for d in eng.state.devices.values() {
+        if !appeared.device(d.name()) {
+            continue;
         }
-    }
-
-    /// Writes what `roce.toml` holds for the RoCE ports of devices that appeared, where the
-    /// kernel reads something else. Failures are logged; nothing is retried until the
-    /// device appears again.
-    pub(super) async fn restore_roce(&mut self, appeared: &Appeared) {
-        let Ok(persisted) = self.config::<RoceSettings>() else {
-            return;
+        let Ok(guid) = d.snap.node_guid.clone() else {
+            continue;
         };
-        if persisted.ports.is_empty() {
-            return;
-        }
-        let mut work: Vec<(String, u32, RoceChange)> = Vec::new();
-        for d in self.state.devices.values() {
-            if !appeared.device(d.name()) {
-                continue;
-            }
-            let Ok(guid) = d.snap.node_guid.clone() else {
+        for (port, now) in &d.roce {
+            let Some(entry) = persisted.entry(guid, *port) else {
                 continue;
             };
-            for (port, now) in &d.roce {
-                let Some(entry) = persisted.entry(guid, *port) else {
-                    continue;
-                };
-                if let Some(m) = entry.roce_mode() {
-                    if now.mode.as_ref().ok() != Some(&m) {
-                        let refused = d
-                            .snap
-                            .port(*port)
-                            .and_then(|p| check_supported(d.name(), p, m).err());
-                        match refused {
-                            Some(why) => warn!(device = %d.name(), port, error = %why,
-                                "not re-applying the remembered RoCE mode"),
-                            None => work.push((d.name().to_string(), *port, RoceChange::Mode(m))),
-                        }
-                    }
-                }
-                if let Some(t) = entry.tos {
-                    if now.tos.as_ref().ok() != Some(&t) {
-                        work.push((d.name().to_string(), *port, RoceChange::Tos(t)));
+            if let Some(m) = entry.roce_mode() {
+                if now.mode.as_ref().ok() != Some(&m) {
+                    let refused = d
+                        .snap
+                        .port(*port)
+                        .and_then(|p| check_supported(d.name(), p, m).err());
+                    match refused {
+                        Some(why) => warn!(device = %d.name(), port, error = %why,
+                            "not re-applying the remembered RoCE mode"),
+                        None => work.push((d.name().to_string(), *port, RoceChange::Mode(m))),
                     }
                 }
             }
-        }
-        let mut touched: BTreeSet<String> = BTreeSet::new();
-        for (dev, port, change) in work {
-            match self.write_roce(&dev, port, change).await {
-                Ok(()) => {
-                    info!(device = %dev, port, setting = change.what(), value = %change.value(),
-                        "re-applied remembered RoCE setting");
-                    touched.insert(dev);
-                }
-                Err(e) => {
-                    let why = explain(e, &dev, port, change);
-                    warn!(device = %dev, port, setting = change.what(), value = %change.value(),
-                        error = %why, "could not re-apply remembered RoCE setting");
+            if let Some(t) = entry.tos {
+                if now.tos.as_ref().ok() != Some(&t) {
+                    work.push((d.name().to_string(), *port, RoceChange::Tos(t)));
                 }
             }
         }
-        if !touched.is_empty() {
-            let names: Vec<&str> = touched.iter().map(String::as_str).collect();
-            if let Err(e) = self.settle(&names).await {
-                warn!(error = %e, "re-reading devices after re-applying RoCE settings failed");
+    }
+    let mut touched: BTreeSet<String> = BTreeSet::new();
+    for (dev, port, change) in work {
+        match write_roce(eng, &dev, port, change).await {
+            Ok(()) => {
+                info!(device = %dev, port, setting = change.what(), value = %change.value(),
+                    "re-applied remembered RoCE setting");
+                touched.insert(dev);
             }
+            Err(e) => {
+                let why = explain(e, &dev, port, change);
+                warn!(device = %dev, port, setting = change.what(), value = %change.value(),
+                    error = %why, "could not re-apply remembered RoCE setting");
+            }
+        }
+    }
+    if !touched.is_empty() {
+        let names: Vec<&str> = touched.iter().map(String::as_str).collect();
+        if let Err(e) = eng.settle(&names).await {
+            warn!(error = %e, "re-reading devices after re-applying RoCE settings failed");
         }
     }
 }

@@ -12,7 +12,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use tracing::{info, warn};
 
-use super::{Dirty, Engine, Stale};
+use super::Stale;
 use crate::kernel::{PollTarget, PortReading};
 use crate::model::{AttrError, Field};
 
@@ -57,7 +57,8 @@ impl Staleness {
         }
     }
 
-    fn published(&self) -> Option<Stale> {
+    /// What the root's `StateStale` shows.
+    pub(super) fn published(&self) -> Option<Stale> {
         let reasons: Vec<&str> = [self.read.as_deref(), self.poll.as_deref()]
             .into_iter()
             .flatten()
@@ -130,53 +131,39 @@ pub(super) fn unreadable(targets: &[PollTarget], readings: &[PortReading]) -> Op
     (!failures.is_empty()).then(|| format!("port poll: {}", summarise(&failures)))
 }
 
-impl Engine {
-    /// A re-read failed: the state is stale from now (if it was not already) and a full
-    /// re-read is scheduled, unless one already is.
-    pub(super) async fn read_failed(&mut self, reason: String) {
-        let tick = self.clock.now();
-        let s = &mut self.stale;
-        s.schedule_retry(tick);
-        if s.read.is_none() {
+/// The two sources' transitions, as the engine reports them; it publishes [`Staleness::published`]
+/// after each.
+impl Staleness {
+    /// A re-read failed at `tick`: the state is stale from now (if it was not already) and a
+    /// full re-read is scheduled, unless one already is.
+    pub(super) fn read_failed(&mut self, tick: u64, reason: String) {
+        self.schedule_retry(tick);
+        if self.read.is_none() {
             warn!(%reason, "the published state may be stale; re-reading until the host can be read");
         }
-        s.read = Some(reason);
-        s.update_since();
-        self.publish_stale().await;
+        self.read = Some(reason);
+        self.update_since();
     }
 
     /// A full re-read succeeded: what it read is current.
-    pub(super) async fn read_succeeded(&mut self) {
-        let s = &mut self.stale;
-        s.backoff = 0;
-        s.retry_at = None;
-        if s.read.take().is_some() {
+    pub(super) fn read_succeeded(&mut self) {
+        self.backoff = 0;
+        self.retry_at = None;
+        if self.read.take().is_some() {
             info!("the host could be read again; the published state is current");
         }
-        s.update_since();
-        self.publish_stale().await;
+        self.update_since();
     }
 
     /// The result of one port poll: why it failed, or `None` when it read every port.
-    pub(super) async fn poll_failed(&mut self, reason: Option<String>) {
-        let s = &mut self.stale;
-        match (&s.poll, &reason) {
+    pub(super) fn poll_result(&mut self, reason: Option<String>) {
+        match (&self.poll, &reason) {
             (None, Some(r)) => warn!(reason = %r, "the port poll cannot read the host"),
             (Some(_), None) => info!("the port poll reads the host again"),
             _ => {}
         }
-        s.poll = reason;
-        s.update_since();
-        self.publish_stale().await;
-    }
-
-    /// Publishes the root's staleness when it changed.
-    async fn publish_stale(&mut self) {
-        let now = self.stale.published();
-        if now != self.state.stale {
-            self.state.stale = now;
-            self.sink.publish(&self.state, &Dirty::default()).await;
-        }
+        self.poll = reason;
+        self.update_since();
     }
 }
 
