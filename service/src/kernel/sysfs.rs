@@ -7,7 +7,7 @@
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
-use super::sim::cost::{charge, CostOp};
+use super::observe::{note, SysfsOp};
 use super::{HostError, Op};
 use crate::model::attr::{parse_dec, parse_hex_u32, trim_attr};
 use crate::model::counters::{PortSource, HW_BYTE_COUNTERS, PMA32_SATURATED};
@@ -46,7 +46,7 @@ pub struct SysRoot {
 
 /// Reads one attribute file as text; errors become per-field [`AttrError`]s.
 pub fn read_attr(path: &Path) -> Field<String> {
-    charge(CostOp::SysfsFile, 1);
+    note(SysfsOp::File, 1);
     match std::fs::read(path) {
         Ok(bytes) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
         Err(e) if e.kind() == ErrorKind::NotFound => Err(AttrError::Missing),
@@ -64,14 +64,14 @@ fn read_text(path: &Path) -> Field<String> {
 
 /// Entries of a directory, sorted; a missing directory is empty.
 fn list_dir(path: &Path) -> Result<Vec<String>, std::io::Error> {
-    charge(CostOp::DirList, 1);
+    note(SysfsOp::DirList, 1);
     match std::fs::read_dir(path) {
         Ok(rd) => {
             let mut names: Vec<String> = rd
                 .filter_map(|e| e.ok())
                 .map(|e| e.file_name().to_string_lossy().into_owned())
                 .collect();
-            charge(CostOp::DirEntry, names.len() as u64);
+            note(SysfsOp::DirEntry, names.len() as u64);
             names.sort();
             Ok(names)
         }
@@ -106,20 +106,20 @@ fn device_kind(
     }
 }
 
-/// Whether a path is a directory (a lookup; charged on the simulated host).
+/// Whether a path is a directory (a lookup).
 fn is_dir(path: &Path) -> bool {
-    charge(CostOp::SysfsLookup, 1);
+    note(SysfsOp::Lookup, 1);
     path.is_dir()
 }
 
-/// Whether a path exists (a lookup; charged on the simulated host).
+/// Whether a path exists (a lookup).
 fn exists(path: &Path) -> bool {
-    charge(CostOp::SysfsLookup, 1);
+    note(SysfsOp::Lookup, 1);
     path.exists()
 }
 
 fn link_basename(path: &Path) -> Option<String> {
-    charge(CostOp::SysfsLookup, 1);
+    note(SysfsOp::Lookup, 1);
     std::fs::read_link(path)
         .ok()
         .and_then(|t| t.file_name().map(|n| n.to_string_lossy().into_owned()))
