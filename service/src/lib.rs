@@ -15,7 +15,7 @@ pub mod cli;
 pub mod config;
 pub mod dbus;
 pub mod engine;
-pub mod hostconf;
+pub use rdma_manager_model::hostconf;
 pub mod ibstat;
 pub mod ipoib_report;
 pub mod kernel;

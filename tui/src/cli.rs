@@ -11,7 +11,8 @@ pub const USAGE: &str =
 
   (no option)     the interactive editor and monitor of rdma-managerd on the system bus
   --demo          start a simulated rdma-managerd on a private bus and show it (no RDMA
-                  hardware or root needed; every change works on the simulated host)
+                  hardware or root needed; every change works on the simulated host); in
+                  builds with the feature `demo` (the default) only
   --system        rdma-managerd on the system bus (the default)
   --session       rdma-managerd on the session bus (rdma-managerd --session --simulate)
   --address=ADDR  rdma-managerd on the bus at ADDR
@@ -99,13 +100,23 @@ impl Args {
     }
 }
 
-/// A command line that cannot be run, with the reason (the caller adds the usage).
+/// A command line that cannot be run, with the reason.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct UsageError(pub String);
+pub enum UsageError {
+    /// Not a command line of rdma-tui (the caller adds the usage).
+    #[error("{0}")]
+    Bad(String),
+    /// `--demo`, given to a build without it (the packaged rdma-tui).
+    #[error(
+        "--demo: this build of rdma-tui has no demo (it is the default feature `demo`, which \
+         packaged builds leave out; from the source tree: cargo run --release --bin rdma-tui \
+         -- --demo)"
+    )]
+    NoDemo,
+}
 
 fn usage(msg: impl Into<String>) -> UsageError {
-    UsageError(msg.into())
+    UsageError::Bad(msg.into())
 }
 
 pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Args, UsageError> {
@@ -133,7 +144,8 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Args, UsageError
         match a.as_str() {
             "-h" | "--help" => out.mode = Mode::Help,
             "-V" | "--version" => out.mode = Mode::Version,
-            "--demo" => out.demo = true,
+            "--demo" if cfg!(feature = "demo") => out.demo = true,
+            "--demo" => return Err(UsageError::NoDemo),
             "--system" => out.bus = BusChoice::System,
             "--session" => out.bus = BusChoice::Session,
             "--no-mouse" => out.mouse = false,
@@ -215,9 +227,13 @@ mod tests {
         assert_eq!(ibstat(&["--ibstat", "rxe0", "x"]).dev_port(), 0);
         assert!(p(&["--ibstat", "rxe0", "1", "2"]).is_err());
         assert!(p(&["rxe0"]).is_err());
-        assert!(p(&["--bogus"]).is_err_and(|e| e.0 == "unknown option --bogus"));
+        assert!(p(&["--bogus"]).is_err_and(|e| e.to_string() == "unknown option --bogus"));
         assert!(p(&["--address="]).is_err());
-        assert!(p(&["--demo"]).expect("parses").demo);
+        if cfg!(feature = "demo") {
+            assert!(p(&["--demo"]).expect("parses").demo);
+        } else {
+            assert_eq!(p(&["--demo"]), Err(UsageError::NoDemo));
+        }
         assert!(p(&["--json", "--ibstat"]).is_err());
     }
 
@@ -227,13 +243,15 @@ mod tests {
         let default = Some(rdma_manager_dbus::DIRECT_SOCKET_PATH.to_string());
         assert_eq!(path(&["--json"]), default);
         assert_eq!(path(&["--session", "--json"]), None);
-        assert_eq!(path(&["--demo"]), None);
+        if cfg!(feature = "demo") {
+            assert_eq!(path(&["--demo"]), None);
+        }
         assert_eq!(path(&["--address=unix:path=/b", "--json"]), None);
         assert_eq!(
             path(&["--address=unix:path=/b", "--direct-socket=/d", "--json"]),
             Some("/d".to_string())
         );
-        assert!(p(&["--direct-socket="]).is_err_and(|e| e.0.contains("absolute path")));
+        assert!(p(&["--direct-socket="]).is_err_and(|e| e.to_string().contains("absolute path")));
     }
 
     #[test]
@@ -248,9 +266,9 @@ mod tests {
             ibstat(&["--ibstat", "-v", "-z", "/x.conf"]),
             IbstatArgs::default()
         );
-        assert!(p(&["--ibstat", "-d"]).is_err_and(|e| e.0.contains("libibumad")));
+        assert!(p(&["--ibstat", "-d"]).is_err_and(|e| e.to_string().contains("libibumad")));
         // ibstat's options without --ibstat say so.
-        assert!(p(&["-l"]).is_err_and(|e| e.0 == "-l is an option of --ibstat"));
+        assert!(p(&["-l"]).is_err_and(|e| e.to_string() == "-l is an option of --ibstat"));
     }
 
     #[test]

@@ -12,11 +12,12 @@ use super::{HostError, Op};
 use crate::model::attr::{parse_dec, parse_hex_u32, trim_attr};
 use crate::model::counters::{PortSource, HW_BYTE_COUNTERS, PMA32_SATURATED};
 use crate::model::device::{parse_gid, GidEntry, GidType, NodeType, PkeyEntry, PortSnapshot};
-use crate::model::netdev::{parse_bool01, uevent_devtype, IpoibAttrs, ARPHRD_INFINIBAND};
+use crate::model::netdev::{
+    parse_bool01, parse_ipoib_mode, uevent_devtype, IpoibAttrs, ARPHRD_INFINIBAND,
+};
 use crate::model::{
     AttrError, CounterSnapshot, CounterSource, CounterWidth, DeviceKind, DeviceSnapshot, Errno,
-    Field, Guid, HwAddress, IpoibMode, LinkLayer, NetdevSnapshot, PhysState, PortState, Rate,
-    RoceMode,
+    Field, Guid, HwAddress, LinkLayer, NetdevSnapshot, PhysState, PortState, Rate, RoceMode,
 };
 use crate::naming::rdma_rename::{PciFunction, PciParent, PhysFn, RenameSysfs};
 
@@ -630,7 +631,7 @@ impl SysRoot {
             pkey: read_parsed(&dir.join("pkey"), parse_hex_u32).and_then(|v| {
                 u16::try_from(v).map_err(|_| AttrError::malformed(&v.to_string(), "above 0xffff"))
             }),
-            mode: read_parsed(&dir.join("mode"), IpoibMode::parse_sysfs),
+            mode: read_parsed(&dir.join("mode"), parse_ipoib_mode),
             umcast: read_parsed(&dir.join("umcast"), parse_bool01),
             port: read_parsed(&dir.join("dev_port"), parse_dec::<u32>).map(|p| p + 1),
             parent: read_text(&dir.join("parent")).ok(),

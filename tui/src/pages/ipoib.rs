@@ -7,7 +7,7 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Row as TableRow, Table, TableState, Wrap};
 use ratatui::Frame;
-use rdma_managerd::model::ipoib::{default_child_name, full_member};
+use rdma_manager_model::ipoib::{default_child_name, full_member};
 
 use super::{Outcome, Page, PageId, RenderCtx};
 use crate::check;
