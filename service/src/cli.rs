@@ -19,7 +19,7 @@ use crate::dbus::server::Bus;
 /// thirteenth pass").
 pub const DEFAULT_LOG_FILTER: &str = "info,zbus=error";
 
-pub const USAGE: &str =
+pub const USAGE: &str = concat!(
     "usage: rdma-managerd [--system | --session | --address=ADDRESS] [--simulate[=DIR]]
                      [--sim-host=SPEC] [--sim-cost=PROFILE] [--tick-ms=N]
                      [--direct-socket=PATH | --no-direct-socket]
@@ -54,17 +54,13 @@ pub const USAGE: &str =
   -V, --version   the version
 
 IBSTAT OPTIONS (show), as ibstat 44.0 prints them, byte for byte:
-  -l, --list_of_cas    the device names only
-  -s, --short          the device headers only
-  -p, --port_list      the port GUIDs only
-  -v, --verbose        taken, changes nothing (as in ibstat)
-  -z, --config FILE    taken, changes nothing (ibstat's config sets nothing it uses)
-  DEVICE [PORT]        one device, or one port of it (PORT read as C's strtol does)
-  ibstat's -d (libibumad's debug trace) is refused: nothing here reads through libibumad.";
+",
+    rdma_manager_dbus::ibstat_options_help!()
+);
 
 /// Every option [`parse`] takes, as `--help`, the man page and completions must list them
 /// (a trailing `=` takes a value in the same argument).
-pub const OPTIONS: [&str; 24] = [
+pub const OPTIONS: [&str; 16] = [
     "show",
     "--system",
     "--session",
@@ -81,19 +77,13 @@ pub const OPTIONS: [&str; 24] = [
     "--help",
     "-V",
     "--version",
-    "-l",
-    "--list_of_cas",
-    "-s",
-    "--short",
-    "-p",
-    "--port_list",
-    "-v",
-    "--verbose",
 ];
 
-/// Options of ibstat that take a value in the next argument (not in [`OPTIONS`], which the
-/// tests parse one by one).
-pub const IBSTAT_VALUE_OPTIONS: [&str; 2] = ["-z", "--config"];
+/// ibstat's options, taken after `show` (`IBSTAT_VALUE_OPTIONS` take a value in the next
+/// argument).
+pub use rdma_manager_dbus::ibstat::args::{
+    OPTIONS as IBSTAT_OPTIONS, VALUE_OPTIONS as IBSTAT_VALUE_OPTIONS,
+};
 
 /// What to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -430,7 +420,7 @@ mod tests {
 
     #[test]
     fn every_listed_option_parses_and_is_in_the_usage() {
-        for o in OPTIONS {
+        for &o in OPTIONS.iter().chain(&IBSTAT_OPTIONS) {
             let arg = if o == "--sim-cost=" {
                 format!("{o}lab")
             } else if o == "--direct-socket=" {

@@ -4,7 +4,7 @@ use rdma_manager_dbus::ibstat::IbstatArgs;
 
 use crate::client::BusChoice;
 
-pub const USAGE: &str =
+pub const USAGE: &str = concat!(
     "usage: rdma-tui [--system | --session | --address=ADDRESS | --demo] [--no-mouse]
        rdma-tui [BUS] [--direct-socket=PATH] --ibstat [IBSTAT OPTIONS] [DEVICE [PORT]]
        rdma-tui [BUS] [--direct-socket=PATH] --json
@@ -26,20 +26,17 @@ pub const USAGE: &str =
   -V, --version   the version
 
 IBSTAT OPTIONS (with --ibstat), as ibstat 44.0 prints them, byte for byte:
-  -l, --list_of_cas    the device names only
-  -s, --short          the device headers only
-  -p, --port_list      the port GUIDs only
-  -v, --verbose        taken, changes nothing (as in ibstat)
-  -z, --config FILE    taken, changes nothing (ibstat's config sets nothing it uses)
-  DEVICE [PORT]        one device, or one port of it (PORT read as C's strtol does)
-  ibstat's -d (libibumad's debug trace) is refused: nothing here reads through libibumad.
+",
+    rdma_manager_dbus::ibstat_options_help!(),
+    "
 
 Keys: Tab/Shift-Tab or 1..8 pages, arrows move, Enter acts, Esc back, ? help, q quit.
-NO_COLOR=1 draws without colour.";
+NO_COLOR=1 draws without colour."
+);
 
 /// Every option [`parse`] accepts, as documentation and completions must list them (a
 /// trailing `=` takes a value in the same argument).
-pub const OPTIONS: [&str; 20] = [
+pub const OPTIONS: [&str; 12] = [
     "--demo",
     "--system",
     "--session",
@@ -52,18 +49,13 @@ pub const OPTIONS: [&str; 20] = [
     "--help",
     "-V",
     "--version",
-    "-l",
-    "--list_of_cas",
-    "-s",
-    "--short",
-    "-p",
-    "--port_list",
-    "-v",
-    "--verbose",
 ];
 
-/// ibstat's options that take a value in the next argument.
-pub const IBSTAT_VALUE_OPTIONS: [&str; 2] = ["-z", "--config"];
+/// ibstat's options, taken with `--ibstat` (`IBSTAT_VALUE_OPTIONS` take a value in the next
+/// argument).
+pub use rdma_manager_dbus::ibstat::args::{
+    OPTIONS as IBSTAT_OPTIONS, VALUE_OPTIONS as IBSTAT_VALUE_OPTIONS,
+};
 
 /// What to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -273,7 +265,7 @@ mod tests {
 
     #[test]
     fn every_listed_option_parses_and_is_in_the_usage() {
-        for o in OPTIONS {
+        for &o in OPTIONS.iter().chain(&IBSTAT_OPTIONS) {
             let arg = if o == "--direct-socket=" {
                 format!("{o}/run/x")
             } else if o.ends_with('=') {

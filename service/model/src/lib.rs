@@ -6,5 +6,6 @@
 //! model keeps them (`rdma_managerd::model::{names, ipoib}`, `rdma_managerd::hostconf`).
 
 pub mod hostconf;
+pub mod ip;
 pub mod ipoib;
 pub mod names;
