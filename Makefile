@@ -1,6 +1,7 @@
 # Build and install rdma-manager.
 #
-#   make build                  cargo build --release
+#   make build                  cargo build --release of the two programs, without the
+#                               simulated host and the demo (features sim, demo)
 #   make install                install into $(DESTDIR)$(PREFIX) (default /usr) and /etc
 #   make uninstall              remove what install installed (not /etc/rdma-manager)
 #
@@ -49,8 +50,12 @@ SED_SBINDIR := sed -e 's|/usr/sbin/rdma-managerd|$(SBINDIR)/rdma-managerd|g'
 
 all: build
 
+# Only the two packages, without default features: a build of the whole workspace would turn
+# on the simulated host (the tests crate's feature sim) and rdma-tui's demo, which links the
+# daemon into the client.
 build:
-	$(CARGO) build --release $(CARGOFLAGS) --bin rdma-managerd --bin rdma-tui
+	$(CARGO) build --release $(CARGOFLAGS) -p rdma-managerd -p rdma-tui --no-default-features \
+	    --bin rdma-managerd --bin rdma-tui
 
 install:
 	@for b in rdma-managerd rdma-tui; do \

@@ -19,7 +19,7 @@ use crate::dbus::server::Bus;
 /// resident in the benchmarks only.
 pub const DEFAULT_LOG_FILTER: &str = "info,zbus=error";
 
-pub const USAGE: &str =
+pub const USAGE: &str = concat!(
     "usage: rdma-managerd [--system | --session | --address=ADDRESS] [--simulate[=DIR]]
                      [--sim-host=SPEC] [--sim-cost=PROFILE] [--tick-ms=N]
                      [--direct-socket=PATH | --no-direct-socket]
@@ -37,7 +37,8 @@ pub const USAGE: &str =
                   still keeps 300 samples and 360 averages of 10 per port, so it covers
                   3600 ticks (benchmarks)
   show            print every RDMA device and port as ibstat does, then the IPoIB interfaces
-  --simulate      use the simulated demo host (`show` does so when this host has no RDMA)
+  --simulate      use the simulated demo host (`show` does so when this host has no RDMA);
+                  this and the --sim-* options are in builds with the `sim` feature only
   --simulate=DIR  the same, with its sysfs-shaped tree kept in DIR
   --sim-host=SPEC the simulated host: `demo` (default), `naming` (an onboard HCA, a PF and
                   its VF, an SF and rxe: every way devices are named) or
@@ -53,17 +54,13 @@ pub const USAGE: &str =
   -V, --version   the version
 
 IBSTAT OPTIONS (show), as ibstat 44.0 prints them, byte for byte:
-  -l, --list_of_cas    the device names only
-  -s, --short          the device headers only
-  -p, --port_list      the port GUIDs only
-  -v, --verbose        taken, changes nothing (as in ibstat)
-  -z, --config FILE    taken, changes nothing (ibstat's config sets nothing it uses)
-  DEVICE [PORT]        one device, or one port of it (PORT read as C's strtol does)
-  ibstat's -d (libibumad's debug trace) is refused: nothing here reads through libibumad.";
+",
+    rdma_manager_dbus::ibstat_options_help!()
+);
 
 /// Every option [`parse`] takes, as `--help`, the man page and completions must list them
 /// (a trailing `=` takes a value in the same argument).
-pub const OPTIONS: [&str; 24] = [
+pub const OPTIONS: [&str; 16] = [
     "show",
     "--system",
     "--session",
@@ -80,19 +77,13 @@ pub const OPTIONS: [&str; 24] = [
     "--help",
     "-V",
     "--version",
-    "-l",
-    "--list_of_cas",
-    "-s",
-    "--short",
-    "-p",
-    "--port_list",
-    "-v",
-    "--verbose",
 ];
 
-/// Options of ibstat that take a value in the next argument (not in [`OPTIONS`], which the
-/// tests parse one by one).
-pub const IBSTAT_VALUE_OPTIONS: [&str; 2] = ["-z", "--config"];
+/// ibstat's options, taken after `show` (`IBSTAT_VALUE_OPTIONS` take a value in the next
+/// argument).
+pub use rdma_manager_dbus::ibstat::args::{
+    OPTIONS as IBSTAT_OPTIONS, VALUE_OPTIONS as IBSTAT_VALUE_OPTIONS,
+};
 
 /// What to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,13 +98,25 @@ pub enum Command {
 pub struct Args {
     pub command: Command,
     pub bus: Option<Bus>,
-    pub simulate: Option<Option<String>>,
-    pub sim_host: Option<String>,
-    pub sim_cost: Option<crate::kernel::sim::cost::CostProfile>,
+    #[cfg(feature = "sim")]
+    pub sim: SimArgs,
     pub tick_ms: Option<u64>,
     /// `--direct-socket=PATH` (`Some(Some)`), `--no-direct-socket` (`Some(None)`), or
     /// neither: the default, [`rdma_manager_dbus::DIRECT_SOCKET_PATH`] on the system bus only.
     pub direct_socket: Option<Option<String>>,
+}
+
+/// The simulated host's options; only a build with the `sim` feature takes them.
+#[cfg(feature = "sim")]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SimArgs {
+    /// `--simulate` (`Some(None)`), `--simulate=DIR` (`Some(Some(DIR))`), or implied by the
+    /// other two.
+    pub simulate: Option<Option<String>>,
+    /// `--sim-host=SPEC`.
+    pub host: Option<String>,
+    /// `--sim-cost=PROFILE`.
+    pub cost: Option<crate::kernel::sim::cost::CostProfile>,
 }
 
 impl Args {
@@ -130,13 +133,22 @@ impl Args {
     }
 }
 
-/// A command line that cannot be run, with the reason (the caller adds the usage).
+/// A command line that cannot be run, with the reason.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct UsageError(pub String);
+pub enum UsageError {
+    /// Not a command line of rdma-managerd (the caller adds the usage).
+    #[error("{0}")]
+    Bad(String),
+    /// An option of the simulated host, given to a build without it (the packaged daemon).
+    #[error(
+        "{0}: this build of rdma-managerd has no simulated host (it is the `sim` feature: \
+         cargo run -p rdma-managerd --features sim -- ...)"
+    )]
+    NoSimulator(String),
+}
 
 fn usage(msg: impl Into<String>) -> UsageError {
-    UsageError(msg.into())
+    UsageError::Bad(msg.into())
 }
 
 /// Parses the arguments after the program name.
@@ -144,9 +156,8 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Args, UsageError
     let mut out = Args {
         command: Command::Serve,
         bus: None,
-        simulate: None,
-        sim_host: None,
-        sim_cost: None,
+        #[cfg(feature = "sim")]
+        sim: SimArgs::default(),
         tick_ms: None,
         direct_socket: None,
     };
@@ -173,7 +184,6 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Args, UsageError
             "-V" | "--version" => version = true,
             "--session" => out.bus = Some(Bus::Session),
             "--system" => out.bus = Some(Bus::System),
-            "--simulate" => out.simulate = Some(None),
             "--no-direct-socket" => out.direct_socket = Some(None),
             "--json" => json = true,
             "--" => only_positional = true,
@@ -191,13 +201,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Args, UsageError
                 }
                 out.direct_socket = Some(Some(path.to_string()));
             }
-            s if s.starts_with("--simulate=") => {
-                let dir = &s["--simulate=".len()..];
-                if dir.is_empty() {
-                    return Err(usage("--simulate= needs a directory"));
-                }
-                out.simulate = Some(Some(dir.to_string()));
-            }
+            s if is_sim_option(s) => sim_option(&mut out, s)?,
             s if s.starts_with("--tick-ms=") => {
                 let ms: u64 = s["--tick-ms=".len()..]
                     .parse()
@@ -206,17 +210,6 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Args, UsageError
                     return Err(usage(format!("{s}: the period must be at least 1 ms")));
                 }
                 out.tick_ms = Some(ms);
-            }
-            s if s.starts_with("--sim-cost=") => {
-                let profile =
-                    crate::kernel::sim::cost::CostProfile::parse(&s["--sim-cost=".len()..])
-                        .map_err(|e| usage(e.to_string()))?;
-                out.sim_cost = Some(profile);
-                out.simulate.get_or_insert(None);
-            }
-            s if s.starts_with("--sim-host=") => {
-                out.sim_host = Some(s["--sim-host=".len()..].to_string());
-                out.simulate.get_or_insert(None);
             }
             s => {
                 let taken = ibstat
@@ -272,6 +265,42 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Args, UsageError
     Ok(out)
 }
 
+/// `--simulate[=DIR]`, `--sim-host=SPEC` or `--sim-cost=PROFILE`.
+fn is_sim_option(a: &str) -> bool {
+    a == "--simulate"
+        || ["--simulate=", "--sim-host=", "--sim-cost="]
+            .iter()
+            .any(|o| a.starts_with(o))
+}
+
+#[cfg(feature = "sim")]
+fn sim_option(out: &mut Args, a: &str) -> Result<(), UsageError> {
+    let sim = &mut out.sim;
+    if a == "--simulate" {
+        sim.simulate = Some(None);
+    } else if let Some(dir) = a.strip_prefix("--simulate=") {
+        if dir.is_empty() {
+            return Err(usage("--simulate= needs a directory"));
+        }
+        sim.simulate = Some(Some(dir.to_string()));
+    } else if let Some(profile) = a.strip_prefix("--sim-cost=") {
+        let profile = crate::kernel::sim::cost::CostProfile::parse(profile)
+            .map_err(|e| usage(e.to_string()))?;
+        sim.cost = Some(profile);
+        sim.simulate.get_or_insert(None);
+    } else if let Some(spec) = a.strip_prefix("--sim-host=") {
+        sim.host = Some(spec.to_string());
+        sim.simulate.get_or_insert(None);
+    }
+    Ok(())
+}
+
+#[cfg(not(feature = "sim"))]
+fn sim_option(_: &mut Args, a: &str) -> Result<(), UsageError> {
+    let option = a.split_once('=').map_or(a, |(o, _)| o);
+    Err(UsageError::NoSimulator(option.to_string()))
+}
+
 fn positional(show: bool, ibstat: &mut IbstatArgs, arg: &str) -> Result<(), UsageError> {
     if !show {
         return Err(usage(format!("unexpected argument {arg:?}")));
@@ -286,8 +315,6 @@ mod tests {
     fn p(a: &[&str]) -> Result<Args, UsageError> {
         parse(a.iter().map(|s| s.to_string()))
     }
-
-    use crate::kernel::sim::cost::CostProfile;
 
     fn ibstat(a: &[&str]) -> IbstatArgs {
         match p(a).map(|a| a.command) {
@@ -305,26 +332,57 @@ mod tests {
         let a = p(&["--session", "--tick-ms=10"]).expect("parses");
         assert_eq!((a.bus, a.tick_ms), (Some(Bus::Session), Some(10)));
         assert_eq!(p(&["--system"]).expect("parses").bus, Some(Bus::System));
-        let a = p(&["show", "--simulate", "--json"]).expect("parses");
+        let a = p(&["show", "--json"]).expect("parses");
         assert!(matches!(a.command, Command::Show { json: true, .. }));
-        assert_eq!(a.simulate, Some(None));
-        let a = p(&["--sim-cost=lab/20"]).expect("parses");
-        assert_eq!(a.simulate, Some(None), "--sim-cost implies --simulate");
-        assert_eq!(a.sim_cost, Some(CostProfile::lab().divided_by(20.0)));
-        assert!(p(&["--sim-cost=fast"]).is_err_and(|e| e.0.contains("expected off, lab")));
         assert!(p(&["--tick-ms=0"]).is_err());
         assert!(p(&["--tick-ms=x"]).is_err());
         assert!(p(&["--address="]).is_err());
-        assert!(p(&["--bogus"]).is_err_and(|e| e.0 == "unknown option --bogus"));
+        assert!(p(&["--bogus"]).is_err_and(|e| e.to_string() == "unknown option --bogus"));
         assert!(p(&["mlx4_1"]).is_err());
         assert!(p(&["--json"]).is_err());
-        assert!(p(&["-l"]).is_err_and(|e| e.0.contains("for `show`")));
+        assert!(p(&["-l"]).is_err_and(|e| e.to_string().contains("for `show`")));
         assert!(p(&["show", "--session"]).is_err());
         assert!(p(&["show", "--tick-ms=5"]).is_err());
         assert!(p(&["show", "--json", "-l"]).is_err());
         assert!(p(&["show", "--json", "mlx4_1"]).is_err());
         assert_eq!(p(&["show", "-h"]).map(|a| a.command), Ok(Command::Help));
         assert_eq!(p(&["-V"]).map(|a| a.command), Ok(Command::Version));
+    }
+
+    #[cfg(feature = "sim")]
+    #[test]
+    fn the_simulated_hosts_options() {
+        use crate::kernel::sim::cost::CostProfile;
+        let a = p(&["show", "--simulate", "--json"]).expect("parses");
+        assert!(matches!(a.command, Command::Show { json: true, .. }));
+        assert_eq!(a.sim.simulate, Some(None));
+        let a = p(&["--simulate=/tmp/x", "--sim-host=naming"]).expect("parses");
+        assert_eq!(a.sim.simulate, Some(Some("/tmp/x".to_string())));
+        assert_eq!(a.sim.host.as_deref(), Some("naming"));
+        let a = p(&["--sim-cost=lab/20"]).expect("parses");
+        assert_eq!(a.sim.simulate, Some(None), "--sim-cost implies --simulate");
+        assert_eq!(a.sim.cost, Some(CostProfile::lab().divided_by(20.0)));
+        assert!(p(&["--sim-cost=fast"]).is_err_and(|e| e.to_string().contains("expected off, lab")));
+        assert!(p(&["--simulate="]).is_err_and(|e| e.to_string().contains("needs a directory")));
+    }
+
+    /// The packaged daemon has no simulated host: its options are refused as such, not as
+    /// unknown ones.
+    #[cfg(not(feature = "sim"))]
+    #[test]
+    fn a_build_without_the_simulator_says_so() {
+        for (arg, option) in [
+            ("--simulate", "--simulate"),
+            ("--simulate=/tmp/x", "--simulate"),
+            ("--sim-host=naming", "--sim-host"),
+            ("--sim-cost=lab", "--sim-cost"),
+        ] {
+            for args in [vec![arg], vec!["show", arg]] {
+                let e = p(&args).expect_err("refused");
+                assert_eq!(e, UsageError::NoSimulator(option.to_string()), "{args:?}");
+                assert!(e.to_string().contains("no simulated host"), "{e}");
+            }
+        }
     }
 
     #[test]
@@ -340,9 +398,10 @@ mod tests {
             Some("/tmp/d".to_string())
         );
         assert_eq!(path(&["--no-direct-socket"]), None);
-        assert!(p(&["--direct-socket="]).is_err_and(|e| e.0.contains("absolute path")));
+        assert!(p(&["--direct-socket="]).is_err_and(|e| e.to_string().contains("absolute path")));
         assert!(p(&["--direct-socket=run/x"]).is_err());
-        assert!(p(&["show", "--no-direct-socket"]).is_err_and(|e| e.0.contains("for serving")));
+        assert!(p(&["show", "--no-direct-socket"])
+            .is_err_and(|e| e.to_string().contains("for serving")));
     }
 
     #[test]
@@ -354,14 +413,14 @@ mod tests {
         assert_eq!((a.device.as_deref(), a.dev_port()), (Some("mlx4_1"), 2));
         let a = ibstat(&["show", "--", "mlx4_1", "-1"]);
         assert_eq!(a.dev_port(), -1);
-        assert!(p(&["show", "-d"]).is_err_and(|e| e.0.contains("libibumad")));
+        assert!(p(&["show", "-d"]).is_err_and(|e| e.to_string().contains("libibumad")));
         assert!(p(&["show", "a", "1", "b"]).is_err());
         assert!(ibstat(&["show", "-z", "/etc/x.conf", "-v"]) == IbstatArgs::default());
     }
 
     #[test]
     fn every_listed_option_parses_and_is_in_the_usage() {
-        for o in OPTIONS {
+        for &o in OPTIONS.iter().chain(&IBSTAT_OPTIONS) {
             let arg = if o == "--sim-cost=" {
                 format!("{o}lab")
             } else if o == "--direct-socket=" {
@@ -373,8 +432,15 @@ mod tests {
             };
             // ibstat's options are taken after `show`.
             let parsed = p(&[&arg]).or_else(|_| p(&["show", &arg]));
-            assert!(parsed.is_ok(), "{o}: {parsed:?}");
             assert!(USAGE.contains(o.trim_end_matches('=')), "{o}");
+            if cfg!(not(feature = "sim")) && is_sim_option(&arg) {
+                assert!(
+                    matches!(parsed, Err(UsageError::NoSimulator(_))),
+                    "{o}: {parsed:?}"
+                );
+                continue;
+            }
+            assert!(parsed.is_ok(), "{o}: {parsed:?}");
         }
         for o in IBSTAT_VALUE_OPTIONS {
             assert!(p(&["show", o, "/x"]).is_ok(), "{o}");

@@ -1,17 +1,17 @@
 //! The service's rules for what a user types, checked in the form before anything is sent.
 //!
-//! The checks are rdma-managerd's own functions (the client links the daemon's model crate for
-//! `--demo` anyway), so a value the form accepts is one the daemon's argument check accepts
-//! too; only the sentences are shorter, to fit under a field.
+//! The checks are rdma-managerd's own functions (crate rdma-manager-model, which both link), so
+//! a value the form accepts is one the daemon's argument check accepts too; only the sentences
+//! are shorter, to fit under a field.
 
-use rdma_managerd::hostconf::memlock::{self, MemlockError, MemlockValue};
-use rdma_managerd::hostconf::nfs_conf::{self, NFSRDMA_PORT};
-use rdma_managerd::model::ipoib::{
+use rdma_manager_model::hostconf::memlock::{self, MemlockError, MemlockValue};
+use rdma_manager_model::hostconf::nfs_conf::{self, NFSRDMA_PORT};
+use rdma_manager_model::ipoib::IpoibMode;
+use rdma_manager_model::ipoib::{
     check_mtu, validate_pkey, IpoibError, CONNECTED_MAX_MTU, CONNECTED_MIN_MTU, DATAGRAM_MAX_MTU,
     DATAGRAM_MIN_MTU, PKEY_FULL_MEMBER,
 };
-use rdma_managerd::model::names::{validate_netdev_name, validate_rdma_name};
-use rdma_managerd::model::IpoibMode;
+use rdma_manager_model::names::{validate_netdev_name, validate_rdma_name};
 
 /// A P_Key as typed: 1 to 4 hex digits, `0x` optional (`8002`, `0x8002`).
 pub fn pkey(text: &str) -> Result<u16, String> {

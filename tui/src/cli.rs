@@ -4,14 +4,15 @@ use rdma_manager_dbus::ibstat::IbstatArgs;
 
 use crate::client::BusChoice;
 
-pub const USAGE: &str =
+pub const USAGE: &str = concat!(
     "usage: rdma-tui [--system | --session | --address=ADDRESS | --demo] [--no-mouse]
        rdma-tui [BUS] [--direct-socket=PATH] --ibstat [IBSTAT OPTIONS] [DEVICE [PORT]]
        rdma-tui [BUS] [--direct-socket=PATH] --json
 
   (no option)     the interactive editor and monitor of rdma-managerd on the system bus
   --demo          start a simulated rdma-managerd on a private bus and show it (no RDMA
-                  hardware or root needed; every change works on the simulated host)
+                  hardware or root needed; every change works on the simulated host); in
+                  builds with the feature `demo` (the default) only
   --system        rdma-managerd on the system bus (the default)
   --session       rdma-managerd on the session bus (rdma-managerd --session --simulate)
   --address=ADDR  rdma-managerd on the bus at ADDR
@@ -25,20 +26,17 @@ pub const USAGE: &str =
   -V, --version   the version
 
 IBSTAT OPTIONS (with --ibstat), as ibstat 44.0 prints them, byte for byte:
-  -l, --list_of_cas    the device names only
-  -s, --short          the device headers only
-  -p, --port_list      the port GUIDs only
-  -v, --verbose        taken, changes nothing (as in ibstat)
-  -z, --config FILE    taken, changes nothing (ibstat's config sets nothing it uses)
-  DEVICE [PORT]        one device, or one port of it (PORT read as C's strtol does)
-  ibstat's -d (libibumad's debug trace) is refused: nothing here reads through libibumad.
+",
+    rdma_manager_dbus::ibstat_options_help!(),
+    "
 
 Keys: Tab/Shift-Tab or 1..8 pages, arrows move, Enter acts, Esc back, ? help, q quit.
-NO_COLOR=1 draws without colour.";
+NO_COLOR=1 draws without colour."
+);
 
 /// Every option [`parse`] accepts, as documentation and completions must list them (a
 /// trailing `=` takes a value in the same argument).
-pub const OPTIONS: [&str; 20] = [
+pub const OPTIONS: [&str; 12] = [
     "--demo",
     "--system",
     "--session",
@@ -51,18 +49,13 @@ pub const OPTIONS: [&str; 20] = [
     "--help",
     "-V",
     "--version",
-    "-l",
-    "--list_of_cas",
-    "-s",
-    "--short",
-    "-p",
-    "--port_list",
-    "-v",
-    "--verbose",
 ];
 
-/// ibstat's options that take a value in the next argument.
-pub const IBSTAT_VALUE_OPTIONS: [&str; 2] = ["-z", "--config"];
+/// ibstat's options, taken with `--ibstat` (`IBSTAT_VALUE_OPTIONS` take a value in the next
+/// argument).
+pub use rdma_manager_dbus::ibstat::args::{
+    OPTIONS as IBSTAT_OPTIONS, VALUE_OPTIONS as IBSTAT_VALUE_OPTIONS,
+};
 
 /// What to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,13 +92,23 @@ impl Args {
     }
 }
 
-/// A command line that cannot be run, with the reason (the caller adds the usage).
+/// A command line that cannot be run, with the reason.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct UsageError(pub String);
+pub enum UsageError {
+    /// Not a command line of rdma-tui (the caller adds the usage).
+    #[error("{0}")]
+    Bad(String),
+    /// `--demo`, given to a build without it (the packaged rdma-tui).
+    #[error(
+        "--demo: this build of rdma-tui has no demo (it is the default feature `demo`, which \
+         packaged builds leave out; from the source tree: cargo run --release --bin rdma-tui \
+         -- --demo)"
+    )]
+    NoDemo,
+}
 
 fn usage(msg: impl Into<String>) -> UsageError {
-    UsageError(msg.into())
+    UsageError::Bad(msg.into())
 }
 
 pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Args, UsageError> {
@@ -133,7 +136,8 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Args, UsageError
         match a.as_str() {
             "-h" | "--help" => out.mode = Mode::Help,
             "-V" | "--version" => out.mode = Mode::Version,
-            "--demo" => out.demo = true,
+            "--demo" if cfg!(feature = "demo") => out.demo = true,
+            "--demo" => return Err(UsageError::NoDemo),
             "--system" => out.bus = BusChoice::System,
             "--session" => out.bus = BusChoice::Session,
             "--no-mouse" => out.mouse = false,
@@ -215,9 +219,13 @@ mod tests {
         assert_eq!(ibstat(&["--ibstat", "rxe0", "x"]).dev_port(), 0);
         assert!(p(&["--ibstat", "rxe0", "1", "2"]).is_err());
         assert!(p(&["rxe0"]).is_err());
-        assert!(p(&["--bogus"]).is_err_and(|e| e.0 == "unknown option --bogus"));
+        assert!(p(&["--bogus"]).is_err_and(|e| e.to_string() == "unknown option --bogus"));
         assert!(p(&["--address="]).is_err());
-        assert!(p(&["--demo"]).expect("parses").demo);
+        if cfg!(feature = "demo") {
+            assert!(p(&["--demo"]).expect("parses").demo);
+        } else {
+            assert_eq!(p(&["--demo"]), Err(UsageError::NoDemo));
+        }
         assert!(p(&["--json", "--ibstat"]).is_err());
     }
 
@@ -227,13 +235,15 @@ mod tests {
         let default = Some(rdma_manager_dbus::DIRECT_SOCKET_PATH.to_string());
         assert_eq!(path(&["--json"]), default);
         assert_eq!(path(&["--session", "--json"]), None);
-        assert_eq!(path(&["--demo"]), None);
+        if cfg!(feature = "demo") {
+            assert_eq!(path(&["--demo"]), None);
+        }
         assert_eq!(path(&["--address=unix:path=/b", "--json"]), None);
         assert_eq!(
             path(&["--address=unix:path=/b", "--direct-socket=/d", "--json"]),
             Some("/d".to_string())
         );
-        assert!(p(&["--direct-socket="]).is_err_and(|e| e.0.contains("absolute path")));
+        assert!(p(&["--direct-socket="]).is_err_and(|e| e.to_string().contains("absolute path")));
     }
 
     #[test]
@@ -248,14 +258,14 @@ mod tests {
             ibstat(&["--ibstat", "-v", "-z", "/x.conf"]),
             IbstatArgs::default()
         );
-        assert!(p(&["--ibstat", "-d"]).is_err_and(|e| e.0.contains("libibumad")));
+        assert!(p(&["--ibstat", "-d"]).is_err_and(|e| e.to_string().contains("libibumad")));
         // ibstat's options without --ibstat say so.
-        assert!(p(&["-l"]).is_err_and(|e| e.0 == "-l is an option of --ibstat"));
+        assert!(p(&["-l"]).is_err_and(|e| e.to_string() == "-l is an option of --ibstat"));
     }
 
     #[test]
     fn every_listed_option_parses_and_is_in_the_usage() {
-        for o in OPTIONS {
+        for &o in OPTIONS.iter().chain(&IBSTAT_OPTIONS) {
             let arg = if o == "--direct-socket=" {
                 format!("{o}/run/x")
             } else if o.ends_with('=') {

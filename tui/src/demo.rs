@@ -7,14 +7,13 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{bail, Context};
+use rdma_managerd::cli::SimArgs;
 use rdma_managerd::dbus::polkit::Authorizer;
 use rdma_managerd::dbus::server::{self, Bus};
 use rdma_managerd::engine::EngineConfig;
-use rdma_managerd::kernel::sim::{fixtures, traffic, SimHost};
+use rdma_managerd::simulated::{Running, Simulation};
 
 /// A running demo: the private bus and the simulated service on it. Dropping it stops both
 /// and removes their files.
@@ -23,19 +22,17 @@ pub struct Demo {
     pub address: String,
     bus: Child,
     dir: PathBuf,
-    sim_root: PathBuf,
     _service: server::Service,
-    _traffic: tokio::task::JoinHandle<()>,
+    /// The demo's traffic and the simulated host's tree, stopped and removed when dropped.
+    _running: Running,
 }
 
 impl Drop for Demo {
     fn drop(&mut self) {
-        self._traffic.abort();
         self._service.task.abort();
         let _ = self.bus.kill();
         let _ = self.bus.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
-        let _ = std::fs::remove_dir_all(&self.sim_root);
     }
 }
 
@@ -101,36 +98,32 @@ pub async fn start() -> anyhow::Result<Demo> {
     std::fs::write(&config, bus_config(&dir.join("bus")))
         .with_context(|| format!("cannot write {}", config.display()))?;
     let (bus, address) = start_bus(&config)?;
-    let sim = SimHost::new(fixtures::demo_host()).context("cannot build the simulated host")?;
-    fixtures::install_host_setup(&sim).context("cannot write the simulated host's files")?;
-    let sim_root = sim.root().to_path_buf();
-    // One traffic model moves the counters from now on and fills the hour before, so
-    // the graphs are full at start (as the man page says of a daemon that has run a while).
-    let model = traffic::DemoTraffic::of(&sim);
-    let traffic = traffic::spawn_demo_traffic(sim.clone(), model.clone(), Duration::from_secs(1));
+    // The demo host, as `rdma-managerd --simulate` serves it: its files of host setup, its own
+    // systemd, and one traffic model that moves the counters from now on and fills the hour
+    // before, so the graphs are full at start (as the man page says of a daemon that has run
+    // a while).
+    let sim =
+        Simulation::new(&SimArgs::default(), None).context("cannot build the simulated host")?;
+    let running = sim.start();
     let conn = server::connect(&Bus::Address(address.clone())).await?;
     let authorizer = Authorizer::same_user_for_simulation(&conn);
-    // The simulated units act on the simulated kernel as real ones do (module lists, nfsd).
-    let system = rdma_managerd::system::sim::SimSystemServices::new()
-        .on_started(rdma_managerd::engine::simulated_units(sim.clone()));
     let service = server::serve_with(
         conn,
-        Arc::new(sim),
+        sim.host(),
         true,
         EngineConfig {
-            history_seed: Some(Arc::new(model)),
+            history_seed: sim.history_seed(),
             ..EngineConfig::default()
         },
         authorizer,
-        Arc::new(system),
+        sim.system_services(),
     )
     .await?;
     Ok(Demo {
         address,
         bus,
         dir,
-        sim_root,
         _service: service,
-        _traffic: traffic,
+        _running: running,
     })
 }

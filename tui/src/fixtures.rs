@@ -128,7 +128,7 @@ pub fn demo_host(model: &Model) -> HostSetup {
         memlock_managed: ManagedLimits::default(),
         memlock_notes: vec![format!(
             "The memlock limit of group rdma is {}.",
-            rdma_managerd::hostconf::memlock::NOT_SET
+            rdma_manager_model::hostconf::memlock::NOT_SET
         )],
         nfs_rdma: false,
         nfs_rdma_port: 0,

@@ -23,12 +23,9 @@
 
 use std::collections::BTreeMap;
 
-use rdma_manager_dbus::ibstat::umad::{
-    ca_string, check_name, collect_ports, link_layer, read_rate, CA_TYPE_LEN, FW_VER_LEN,
-    HW_VER_LEN,
-};
+use rdma_manager_dbus::ibstat::umad::{self, CaGuid, CaText, PortUint, UmadCaFiles, UmadPortFiles};
 use rdma_manager_dbus::ibstat::{
-    self as render, CaError, IbstatArgs, IbstatDevice, IbstatError, IbstatRun, UmadCa, UmadPort,
+    self as render, CaError, IbstatArgs, IbstatDevice, IbstatError, IbstatRun, UmadCa,
 };
 
 use crate::model::{Device, Model, Port};
@@ -219,100 +216,100 @@ impl IbstatDevice for BusDevice<'_> {
         node_type_number(&self.device.node_type)
     }
 
-    /// `get_ca` in libibumad's order (see the service's `umad.rs`): the name, `node_type`,
-    /// `fw_ver`, `hw_rev`, `hca_type`, `node_guid`, `sys_image_guid`, the ports.
     fn get_ca(&self) -> Result<UmadCa, CaError> {
+        umad::get_ca(self)
+    }
+}
+
+impl UmadCaFiles for BusDevice<'_> {
+    type Port = Port;
+
+    fn name(&self) -> &str {
+        &self.device.name
+    }
+
+    fn node_type(&self) -> Option<u32> {
+        IbstatDevice::node_type(self)
+    }
+
+    fn text(&self, file: CaText) -> Result<Option<String>, CaError> {
         let d = self.device;
-        let u = &d.unreadable;
-        check_name(&d.name)?;
-        let node_type = self
-            .node_type()
-            .ok_or_else(|| CaError::Fails("node_type unreadable".to_string()))?;
-        let fw_ver = ca_string(
-            optional_text(u, "FwVersion", "fw_ver", &d.fw_version)?.as_deref(),
-            FW_VER_LEN,
-        );
-        let hw_ver = ca_string(
-            optional_text(u, "HwRev", "hw_rev", &d.hw_rev)?.as_deref(),
-            HW_VER_LEN,
-        );
-        let ca_type = ca_string(
-            optional_text(u, "HcaType", "hca_type", &d.hca_type)?.as_deref(),
-            CA_TYPE_LEN,
-        );
-        let node_guid = guid(u, "NodeGuid", "node_guid", &d.node_guid)?;
-        let system_guid = guid(u, "SysImageGuid", "sys_image_guid", &d.sys_image_guid)?;
-        let ports = self
-            .ports
+        let (prop, value) = match file {
+            CaText::FwVer => ("FwVersion", &d.fw_version),
+            CaText::HwRev => ("HwRev", &d.hw_rev),
+            CaText::HcaType => ("HcaType", &d.hca_type),
+        };
+        optional_text(&d.unreadable, prop, file.file(), value)
+    }
+
+    fn guid(&self, file: CaGuid) -> Result<u64, CaError> {
+        let d = self.device;
+        let (prop, value) = match file {
+            CaGuid::NodeGuid => ("NodeGuid", &d.node_guid),
+            CaGuid::SysImageGuid => ("SysImageGuid", &d.sys_image_guid),
+        };
+        guid(&d.unreadable, prop, file.file(), value)
+    }
+
+    fn ports(&self) -> Result<Vec<&Port>, CaError> {
+        self.ports
             .iter()
             .map(|p| {
                 p.map_err(|path| {
                     CaError::Unknown(format!("the client holds no port object {path}"))
                 })
             })
-            .collect::<Result<Vec<&Port>, CaError>>()?;
-        let (numports, ports) = collect_ports(&ports, |p| p.number, |p| get_port(p))?;
-        Ok(UmadCa {
-            name: d.name.clone(),
-            node_type,
-            numports,
-            fw_ver,
-            ca_type,
-            hw_ver,
-            node_guid,
-            system_guid,
-            ports,
-        })
+            .collect()
     }
 }
 
-/// `get_port` in libibumad's order: `lid_mask_count`, `sm_lid`, `sm_sl`, `lid`, `state`,
-/// `phys_state`, `rate`, `cap_mask` (required), `link_layer` (optional), `gids/0`, `pkeys/`.
-fn get_port(p: &Port) -> Result<UmadPort, CaError> {
-    let u = &p.unreadable;
-    let lmc = required(u, "Lmc", "lid_mask_count", u32::from(p.lmc))?;
-    let sm_lid = required(u, "SmLid", "sm_lid", p.sm_lid)?;
-    required(u, "SmSl", "sm_sl", u32::from(p.sm_sl))?;
-    let base_lid = required(u, "Lid", "lid", p.lid)?;
-    let state = word(u, "State", "state", &p.state, port_state_number)?;
-    let phys_state = word(
-        u,
-        "PhysState",
-        "phys_state",
-        &p.phys_state,
-        phys_state_number,
-    )?;
-    let (rate, fdr10) = match reading(u, "Rate", "rate")? {
-        Reading::Read => read_rate(&format!("{}\n", p.rate)),
-        Reading::Failed(reason) => return Err(CaError::Fails(format!("rate: {reason}"))),
-    };
-    let capmask = required(u, "CapabilityMask", "cap_mask", p.capability_mask)?;
-    let link_layer =
-        link_layer(optional_text(u, "LinkLayer", "link_layer", &p.link_layer)?.as_deref());
-    let port_guid = match p.port_guid.as_str() {
-        "" => 0,
-        text => parse_guid(text)
-            .ok_or_else(|| CaError::Unknown(format!("PortGuid {text:?} is not 0x%016x")))?,
-    };
-    // As in the service: no P_Key at all is "no pkeys found" for libibumad.
-    if p.pkeys.is_empty() {
-        return Err(CaError::Fails(
-            "no pkeys found (empty P_Key table)".to_string(),
-        ));
+impl UmadPortFiles for Port {
+    fn number(&self) -> u32 {
+        self.number
     }
-    Ok(UmadPort {
-        portnum: p.number,
-        base_lid,
-        lmc,
-        sm_lid,
-        state,
-        phys_state,
-        rate,
-        fdr10,
-        capmask,
-        port_guid,
-        link_layer,
-    })
+
+    fn uint(&self, file: PortUint) -> Result<u32, CaError> {
+        let u = &self.unreadable;
+        let f = file.file();
+        match file {
+            PortUint::LidMaskCount => required(u, "Lmc", f, u32::from(self.lmc)),
+            PortUint::SmLid => required(u, "SmLid", f, self.sm_lid),
+            PortUint::SmSl => required(u, "SmSl", f, u32::from(self.sm_sl)),
+            PortUint::Lid => required(u, "Lid", f, self.lid),
+            PortUint::State => word(u, "State", f, &self.state, port_state_number),
+            PortUint::PhysState => word(u, "PhysState", f, &self.phys_state, phys_state_number),
+            PortUint::CapMask => required(u, "CapabilityMask", f, self.capability_mask),
+        }
+    }
+
+    fn rate(&self) -> Result<String, CaError> {
+        match reading(&self.unreadable, "Rate", "rate")? {
+            Reading::Read => Ok(format!("{}\n", self.rate)),
+            Reading::Failed(reason) => Err(CaError::Fails(format!("rate: {reason}"))),
+        }
+    }
+
+    fn link_layer(&self) -> Result<Option<String>, CaError> {
+        optional_text(
+            &self.unreadable,
+            "LinkLayer",
+            "link_layer",
+            &self.link_layer,
+        )
+    }
+
+    fn port_guid(&self) -> Result<u64, CaError> {
+        match self.port_guid.as_str() {
+            "" => Ok(0),
+            text => parse_guid(text)
+                .ok_or_else(|| CaError::Unknown(format!("PortGuid {text:?} is not 0x%016x"))),
+        }
+    }
+
+    /// As in the service: no P_Key at all is "no pkeys found" for libibumad.
+    fn has_pkeys(&self) -> bool {
+        !self.pkeys.is_empty()
+    }
 }
 
 #[cfg(test)]

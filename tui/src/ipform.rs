@@ -54,42 +54,7 @@ pub fn ip_line(ip: &IpState, t: Theme) -> Line<'static> {
     }
 }
 
-/// The address families, as nmcli's key prefixes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Family {
-    V4,
-    V6,
-}
-
-impl Family {
-    fn prefix(self) -> &'static str {
-        match self {
-            Family::V4 => "ipv4",
-            Family::V6 => "ipv6",
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Family::V4 => "IPv4",
-            Family::V6 => "IPv6",
-        }
-    }
-
-    fn max_prefix(self) -> u8 {
-        match self {
-            Family::V4 => 32,
-            Family::V6 => 128,
-        }
-    }
-
-    fn is(self, a: &IpAddr) -> bool {
-        matches!(
-            (self, a),
-            (Family::V4, IpAddr::V4(_)) | (Family::V6, IpAddr::V6(_))
-        )
-    }
-}
+pub use rdma_manager_model::ip::Family;
 
 /// The methods offered (nmcli's words).
 const METHODS: [&str; 4] = ["auto", "manual", "link-local", "disabled"];
@@ -120,7 +85,7 @@ pub fn address(text: &str, family: Family) -> Result<IpAddr, String> {
     let a: IpAddr = text
         .parse()
         .map_err(|_| format!("{text} is not an IP address"))?;
-    if !family.is(&a) {
+    if Family::of(&a) != family {
         return Err(format!("{text} is not an {} address", family.name()));
     }
     Ok(a)
@@ -138,10 +103,12 @@ pub fn addresses(text: &str, family: Family) -> Result<Vec<String>, String> {
                 )
             })?;
             let a = address(a, family)?;
-            let max = family.max_prefix();
             match p.parse::<u8>() {
-                Ok(n) if (1..=max).contains(&n) => Ok(format!("{a}/{n}")),
-                _ => Err(format!("{item}: the prefix must be 1 to {max}")),
+                Ok(n) if family.allows_prefix(n) => Ok(format!("{a}/{n}")),
+                _ => Err(format!(
+                    "{item}: the prefix must be 1 to {}",
+                    family.max_prefix()
+                )),
             }
         })
         .collect()
@@ -155,22 +122,13 @@ pub fn dns(text: &str, family: Family) -> Result<Vec<String>, String> {
         .collect()
 }
 
-/// Search domains: DNS names (a leading `~` is NetworkManager's routing-only domain).
+/// Search domains, as the daemon checks them
+/// ([`rdma_manager_model::ip::is_search_domain`]).
 pub fn search(text: &str) -> Result<Vec<String>, String> {
     items(text)
         .into_iter()
         .map(|d| {
-            let name = d.strip_prefix('~').unwrap_or(d).trim_end_matches('.');
-            let ok = !name.is_empty()
-                && name.len() <= 253
-                && name.split('.').all(|l| {
-                    !l.is_empty()
-                        && l.len() <= 63
-                        && !l.starts_with('-')
-                        && !l.ends_with('-')
-                        && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
-                });
-            if ok {
+            if rdma_manager_model::ip::is_search_domain(d) {
                 Ok(d.to_string())
             } else {
                 Err(format!("{d} is not a domain name"))
@@ -218,7 +176,7 @@ pub fn form(settings: &IpSettings) -> Form {
 /// Checks every field, putting each fault at its field.
 pub fn check(form: &mut Form) {
     for family in [Family::V4, Family::V6] {
-        let p = family.prefix();
+        let p = family.setting();
         let key = |k: &str| format!("{p}.{k}");
         let method = form.choice(&key("method")).unwrap_or("auto").to_string();
         let addrs = addresses(form.text(&key("addresses")), family);
@@ -351,7 +309,8 @@ mod tests {
             search("example.com, ~lab.example"),
             Ok(vec!["example.com".into(), "~lab.example".into()])
         );
-        assert!(search("bad_domain").is_err());
+        // The daemon's rule: `_` is a DNS name's (`_tcp.example`), `-` not at a label's end.
+        assert!(search("under_score.example").is_ok());
         assert!(search("-x.com").is_err());
     }
 }

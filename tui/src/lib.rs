@@ -10,7 +10,8 @@
 //!   IP settings form (NetworkManager) the IPoIB and RoCE pages share.
 //! - [`countdown`]: the "Keep these settings?" dialog of changes made through NetworkManager.
 //! - [`terminal`]: the event loop that joins them on a real terminal.
-//! - [`demo`]: a simulated rdma-managerd on a private bus, for `--demo`.
+//! - `demo`: a simulated rdma-managerd on a private bus, for `--demo` (the default feature
+//!   `demo`; the packaged rdma-tui is built without it and links no daemon code).
 //! - [`widgets`]: drawing helpers the monitor pages share (port selection, sparklines, fits).
 //! - [`ibstat`]: `--ibstat`, rdma-core's ibstat output rendered from the objects.
 
@@ -19,6 +20,7 @@ pub mod check;
 pub mod cli;
 pub mod client;
 pub mod countdown;
+#[cfg(feature = "demo")]
 pub mod demo;
 pub mod edit;
 pub mod fixtures;

@@ -11,6 +11,10 @@ fn main() -> ExitCode {
     let started = std::time::Instant::now();
     let args = match cli::parse(std::env::args().skip(1)) {
         Ok(args) => args,
+        Err(e @ cli::UsageError::NoDemo) => {
+            eprintln!("Error: {e}");
+            return ExitCode::from(2);
+        }
         Err(e) => {
             eprintln!("Error: {e}\n\n{}", cli::USAGE);
             return ExitCode::from(2);
@@ -47,15 +51,20 @@ fn main() -> ExitCode {
 
 async fn run(args: cli::Args, started: std::time::Instant) -> anyhow::Result<()> {
     // The demo's service lives as long as this function.
+    #[cfg(feature = "demo")]
     let demo = if args.demo {
         Some(rdma_tui::demo::start().await?)
     } else {
         None
     };
+    #[cfg(feature = "demo")]
     let bus = match &demo {
         Some(d) => BusChoice::Address(d.address.clone()),
         None => args.bus.clone(),
     };
+    // `cli::parse` refuses --demo in a build without it.
+    #[cfg(not(feature = "demo"))]
+    let bus = args.bus.clone();
     let conn = client::connect(&bus)
         .await
         .with_context(|| cannot_connect(&bus))?;

@@ -153,7 +153,7 @@ fn bad_input_is_refused_before_sending() {
         (1, "2001:db8::1/64", "is not an IPv4 address"),
         (2, "2001:db8::1", "is not an IPv4 address"),
         (3, "dns.example", "is not an IP address"),
-        (4, "bad_domain", "is not a domain name"),
+        (4, "bad-.example", "is not a domain name"),
         (6, "2001:db8::1/129", "the prefix must be 1 to 128"),
         (7, "192.0.2.254", "is not an IPv6 address"),
     ] {

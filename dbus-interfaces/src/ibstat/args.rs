@@ -20,6 +20,37 @@
 
 use super::clib;
 
+/// ibstat's options both programs take, as their `--help`, man pages and completions must
+/// list them; `-z`/`--config` take a value in the next argument ([`VALUE_OPTIONS`]).
+pub const OPTIONS: [&str; 8] = [
+    "-l",
+    "--list_of_cas",
+    "-s",
+    "--short",
+    "-p",
+    "--port_list",
+    "-v",
+    "--verbose",
+];
+
+/// ibstat's options that take a value in the next argument.
+pub const VALUE_OPTIONS: [&str; 2] = ["-z", "--config"];
+
+/// What both programs' `--help` says of ibstat's options, after a heading of their own (a
+/// literal, for `concat!`).
+#[macro_export]
+macro_rules! ibstat_options_help {
+    () => {
+        "  -l, --list_of_cas    the device names only
+  -s, --short          the device headers only
+  -p, --port_list      the port GUIDs only
+  -v, --verbose        taken, changes nothing (as in ibstat)
+  -z, --config FILE    taken, changes nothing (ibstat's config sets nothing it uses)
+  DEVICE [PORT]        one device, or one port of it (PORT read as C's strtol does)
+  ibstat's -d (libibumad's debug trace) is refused: nothing here reads through libibumad."
+    };
+}
+
 /// What ibstat was asked for.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct IbstatArgs {

@@ -148,3 +148,173 @@ pub fn collect_ports<P>(
     }
     Ok((numports, out))
 }
+
+/// A port's `sys_read_uint` files that `get_port` requires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PortUint {
+    LidMaskCount,
+    SmLid,
+    SmSl,
+    Lid,
+    State,
+    PhysState,
+    CapMask,
+}
+
+impl PortUint {
+    /// The file's name under `ports/N/`.
+    pub fn file(self) -> &'static str {
+        match self {
+            PortUint::LidMaskCount => "lid_mask_count",
+            PortUint::SmLid => "sm_lid",
+            PortUint::SmSl => "sm_sl",
+            PortUint::Lid => "lid",
+            PortUint::State => "state",
+            PortUint::PhysState => "phys_state",
+            PortUint::CapMask => "cap_mask",
+        }
+    }
+}
+
+/// A port's files as a source holds them; [`get_port`] reads them in libibumad's order. An
+/// `Err` is the source's reason the read fails (or cannot be told).
+pub trait UmadPortFiles {
+    fn number(&self) -> u32;
+    /// A required file, as `sys_read_uint` reads it.
+    fn uint(&self, file: PortUint) -> Result<u32, CaError>;
+    /// The `rate` file's content.
+    fn rate(&self) -> Result<String, CaError>;
+    /// The `link_layer` file's content, `None` when it cannot be read.
+    fn link_layer(&self) -> Result<Option<String>, CaError>;
+    /// The low 64 bits of `gids/0` (0 for an unused entry).
+    fn port_guid(&self) -> Result<u64, CaError>;
+    /// Whether `pkeys/` holds an entry (the kernel makes it for a non-empty table only).
+    fn has_pkeys(&self) -> bool;
+}
+
+/// A device's optional `umad_ca_t` strings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CaText {
+    FwVer,
+    HwRev,
+    HcaType,
+}
+
+impl CaText {
+    pub fn file(self) -> &'static str {
+        match self {
+            CaText::FwVer => "fw_ver",
+            CaText::HwRev => "hw_rev",
+            CaText::HcaType => "hca_type",
+        }
+    }
+
+    fn len(self) -> usize {
+        match self {
+            CaText::FwVer => FW_VER_LEN,
+            CaText::HwRev => HW_VER_LEN,
+            CaText::HcaType => CA_TYPE_LEN,
+        }
+    }
+}
+
+/// A device's required GUID files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CaGuid {
+    NodeGuid,
+    SysImageGuid,
+}
+
+impl CaGuid {
+    pub fn file(self) -> &'static str {
+        match self {
+            CaGuid::NodeGuid => "node_guid",
+            CaGuid::SysImageGuid => "sys_image_guid",
+        }
+    }
+}
+
+/// A device's files as a source holds them; [`get_ca`] reads them in libibumad's order.
+pub trait UmadCaFiles {
+    type Port: UmadPortFiles;
+    fn name(&self) -> &str;
+    /// `node_type` as `sys_read_uint` reads it, `None` when it cannot be read.
+    fn node_type(&self) -> Option<u32>;
+    /// An optional text file's content, `None` when it cannot be read.
+    fn text(&self, file: CaText) -> Result<Option<String>, CaError>;
+    /// A GUID file's value.
+    fn guid(&self, file: CaGuid) -> Result<u64, CaError>;
+    /// The entries of `ports/`.
+    fn ports(&self) -> Result<Vec<&Self::Port>, CaError>;
+}
+
+/// `get_ca` (umad.c v44.0) on one device. Order of reading, each failure ending the whole
+/// device: the name's length; `node_type`; `fw_ver`, `hw_rev`, `hca_type` (optional: empty
+/// when unreadable); `node_guid`, `sys_image_guid`; the `ports` directory
+/// ([`collect_ports`]); per port [`get_port`].
+pub fn get_ca<D: UmadCaFiles + ?Sized>(d: &D) -> Result<UmadCa, CaError> {
+    check_name(d.name())?;
+    let node_type = d
+        .node_type()
+        .ok_or_else(|| CaError::Fails("node_type unreadable".to_string()))?;
+    let text = |file: CaText| -> Result<String, CaError> {
+        Ok(ca_string(d.text(file)?.as_deref(), file.len()))
+    };
+    let fw_ver = text(CaText::FwVer)?;
+    let hw_ver = text(CaText::HwRev)?;
+    let ca_type = text(CaText::HcaType)?;
+    let node_guid = d.guid(CaGuid::NodeGuid)?;
+    let system_guid = d.guid(CaGuid::SysImageGuid)?;
+    let ports = d.ports()?;
+    let (numports, ports) = collect_ports(&ports, |p| p.number(), |p| get_port(*p))?;
+    Ok(UmadCa {
+        name: d.name().to_string(),
+        node_type,
+        numports,
+        fw_ver,
+        ca_type,
+        hw_ver,
+        node_guid,
+        system_guid,
+        ports,
+    })
+}
+
+/// `get_port` (umad.c v44.0). Required, in this order: `lid_mask_count`, `sm_lid`, `sm_sl`,
+/// `lid`, `state`, `phys_state`, `rate`, `cap_mask` (all `sys_read_uint`, i.e. `strtoul`
+/// base 0: "4: ACTIVE" reads 4, "10 Gb/sec (1X FDR10)" reads 10, "2.5 Gb/sec" reads 2);
+/// `link_layer` optional (unreadable reads "IB"); `gids/0` required (`sys_read_gid`; the
+/// port GUID is its low 64 bits, stored big-endian and converted back for printing); then
+/// `pkeys/` must hold at least one numerically named entry, each readable.
+pub fn get_port<P: UmadPortFiles + ?Sized>(p: &P) -> Result<UmadPort, CaError> {
+    let lmc = p.uint(PortUint::LidMaskCount)?;
+    let sm_lid = p.uint(PortUint::SmLid)?;
+    p.uint(PortUint::SmSl)?;
+    let base_lid = p.uint(PortUint::Lid)?;
+    let state = p.uint(PortUint::State)?;
+    let phys_state = p.uint(PortUint::PhysState)?;
+    let (rate, fdr10) = read_rate(&p.rate()?);
+    let capmask = p.uint(PortUint::CapMask)?;
+    let link_layer = link_layer(p.link_layer()?.as_deref());
+    let port_guid = p.port_guid()?;
+    // A table whose entries are all zero would pass in libibumad, but no source keeps zero
+    // entries and real ports have a non-zero P_Key at index 0.
+    if !p.has_pkeys() {
+        return Err(CaError::Fails(
+            "no pkeys found (empty P_Key table)".to_string(),
+        ));
+    }
+    Ok(UmadPort {
+        portnum: p.number(),
+        base_lid,
+        lmc,
+        sm_lid,
+        state,
+        phys_state,
+        rate,
+        fdr10,
+        capmask,
+        port_guid,
+        link_layer,
+    })
+}

@@ -2,8 +2,9 @@
 //!
 //! With no command it serves the host's RDMA state on the system bus as
 //! `org.rdmamanager.RdmaManager1`. `show` prints the state the way `ibstat` does, followed by
-//! the IPoIB interfaces. On a host without RDMA, or with `--simulate`, both run on the
-//! simulated host.
+//! the IPoIB interfaces. With `--simulate` both run on the simulated host, and `show` does on
+//! a host without RDMA; only in a build with the `sim` feature, which the packaged daemon is
+//! not.
 
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -17,74 +18,53 @@ use rdma_managerd::dbus::server::{self, Bus};
 use rdma_managerd::engine::EngineConfig;
 use rdma_managerd::ibstat::{self, IbstatArgs};
 use rdma_managerd::kernel::linux::LinuxHost;
-use rdma_managerd::kernel::sim::{fixtures, traffic, HostSpec, SimHost};
 use rdma_managerd::kernel::Host;
-use rdma_managerd::system::sim::SimSystemServices;
+#[cfg(feature = "sim")]
+use rdma_managerd::simulated::Simulation;
 use rdma_managerd::system::unreachable::Unreachable;
 use rdma_managerd::system::{BusSystemServices, SystemServices};
 
-fn sim_spec(spec: Option<&str>) -> anyhow::Result<(HostSpec, bool)> {
-    match spec {
-        None | Some("demo") => Ok((fixtures::demo_host(), true)),
-        Some("naming") => Ok((fixtures::naming_host(), false)),
-        Some(s) if s.starts_with("rxe:") => match s["rxe:".len()..].parse::<u32>() {
-            Ok(d) if d > 0 && d <= 4096 => Ok((fixtures::rxe_host(d), false)),
-            _ => bail!("--sim-host={s}: expected rxe:DEVICES (1 to 4096)"),
-        },
-        Some(s) => {
-            let nums: Vec<u32> = s
-                .strip_prefix("large:")
-                .map(|r| r.split(':').filter_map(|n| n.parse().ok()).collect())
-                .unwrap_or_default();
-            match nums.as_slice() {
-                [d, p, i] if *d > 0 && *p > 0 && *d <= 4096 && *p <= 8 => {
-                    Ok((fixtures::large_host(*d, *p, *i), false))
-                }
-                _ => bail!(
-                    "--sim-host={s}: expected demo, naming, large:DEVICES:PORTS:IPOIB or rxe:DEVICES"
-                ),
-            }
-        }
-    }
+/// The host to run on, and the simulated one when it is simulated.
+fn make_host(args: &Args, fall_back: bool) -> anyhow::Result<(Arc<dyn Host>, Option<Simulation>)> {
+    let sim = simulation(args, fall_back)?;
+    let host = match &sim {
+        Some(sim) => sim.host(),
+        None => Arc::new(LinuxHost::new()),
+    };
+    Ok((host, sim))
 }
 
-/// The host to run on, and the simulated one when it is simulated (for demo traffic).
-fn make_host(
-    args: &Args,
-    fall_back: bool,
-) -> anyhow::Result<(Arc<dyn Host>, Option<SimHost>, bool)> {
-    let simulate = match &args.simulate {
-        Some(dir) => Some(dir.clone()),
-        None if fall_back && !LinuxHost::has_rdma() => {
-            eprintln!("This host has no RDMA devices (no /sys/class/infiniband): showing the simulated demo host.");
-            Some(None)
-        }
-        None => None,
-    };
-    let Some(dir) = simulate else {
-        return Ok((Arc::new(LinuxHost::new()), None, false));
-    };
-    let (spec, animate) = sim_spec(args.sim_host.as_deref())?;
-    let sim = match dir {
-        Some(dir) => SimHost::in_dir(std::path::Path::new(&dir), spec)?,
-        None => SimHost::new(spec)?,
-    };
-    // Host setup's files (rdma-core's module lists, limits.conf, nfs.conf) and the modules a
-    // host with RDMA hardware has loaded; files already in a --simulate=DIR tree are kept.
-    rdma_managerd::kernel::sim::fixtures::install_host_setup(&sim)?;
-    // Charged from here on: rendering the tree is not a read of the host.
-    if let Some(profile) = args.sim_cost {
-        sim.set_cost_profile(profile);
+/// The simulated host the command line asks for; for `show` (`fall_back`) on a host without
+/// RDMA, the demo host.
+#[cfg(feature = "sim")]
+fn simulation(args: &Args, fall_back: bool) -> anyhow::Result<Option<Simulation>> {
+    if args.sim.simulate.is_none() && fall_back && !LinuxHost::has_rdma() {
+        eprintln!("This host has no RDMA devices (no /sys/class/infiniband): showing the simulated demo host.");
+        return Simulation::new(&args.sim, None).map(Some);
     }
-    Ok((Arc::new(sim.clone()), Some(sim), animate))
+    Simulation::from_args(&args.sim)
+}
+
+/// This build has no simulated host: `show` on a host without RDMA says what it finds.
+#[cfg(not(feature = "sim"))]
+fn simulation(_: &Args, fall_back: bool) -> anyhow::Result<Option<Simulation>> {
+    if fall_back && !LinuxHost::has_rdma() {
+        eprintln!("This host has no RDMA devices (no /sys/class/infiniband).");
+    }
+    Ok(None)
 }
 
 /// `rdma-managerd show`: the state as JSON, or what ibstat prints with the same arguments
 /// (then the IPoIB table, after a plain `ibstat`'s output).
 async fn show(args: &Args, json: bool, ibstat_args: &IbstatArgs) -> anyhow::Result<()> {
-    let (host, sim, _) = make_host(args, true)?;
+    let (host, sim) = make_host(args, true)?;
     if json {
-        return show_json(host, sim.is_some()).await;
+        let system = match &sim {
+            // As the daemon on a simulated host (below).
+            Some(sim) => sim.system_services(),
+            None => system_services_if_any().await,
+        };
+        return show_json(host, system, sim.is_some()).await;
     }
     let devices = host.read_devices().await?;
     let netdevs = host.read_netdevs().await?;
@@ -112,13 +92,11 @@ async fn show(args: &Args, json: bool, ibstat_args: &IbstatArgs) -> anyhow::Resu
 /// (docs/JSON.md), read as the engine reads the host at start and rendered by the views the
 /// daemon publishes with, with the default sampling period. Nothing is changed: what the
 /// daemon would re-apply at start (a remembered child, settings) is not.
-async fn show_json(host: Arc<dyn Host>, simulated: bool) -> anyhow::Result<()> {
-    let system: Arc<dyn SystemServices> = if simulated {
-        // As the daemon on a simulated host (below).
-        Arc::new(SimSystemServices::new())
-    } else {
-        system_services_if_any().await
-    };
+async fn show_json(
+    host: Arc<dyn Host>,
+    system: Arc<dyn SystemServices>,
+    simulated: bool,
+) -> anyhow::Result<()> {
     let (state, _) = rdma_managerd::engine::read_host(host.as_ref(), system.as_ref()).await?;
     let tick_us = EngineConfig::default().tick.as_micros() as u64;
     let doc = rdma_managerd::dbus::document::document(&state, simulated, tick_us);
@@ -164,39 +142,19 @@ async fn daemon(args: &Args) -> anyhow::Result<()> {
     let started = Instant::now();
     // Before anything is opened: the port poll sizes its budget of kept descriptors from it.
     raise_open_file_limit();
-    let (host, sim, animate) = make_host(args, false)?;
-    // The engine and the bus objects hold the simulated host in reference cycles, so its
-    // temporary tree would outlive the process; remove it on the way out (not a DIR the user
-    // chose with --simulate=DIR).
-    let _tree = match (&sim, &args.simulate) {
-        (Some(sim), Some(None)) => Some(RemoveOnDrop(sim.root().to_path_buf())),
-        _ => None,
-    };
+    let (host, sim) = make_host(args, false)?;
     // Building the simulated host renders its whole sysfs-shaped tree: a cost a real host
     // does not have, reported apart from the daemon's own start-up.
     let host_ms = started.elapsed().as_secs_f64() * 1e3;
     let simulated = sim.is_some();
-    // The demo's traffic model moves the counters and fills the history's past.
-    let model = match (&sim, animate) {
-        (Some(sim), true) => Some(traffic::DemoTraffic::of(sim)),
-        _ => None,
-    };
-    let _traffic = match (&sim, &model) {
-        (Some(sim), Some(model)) => Some(traffic::spawn_demo_traffic(
-            sim.clone(),
-            model.clone(),
-            Duration::from_secs(1),
-        )),
-        _ => None,
-    };
+    let mut running = sim.as_ref().map(Simulation::start);
     let bus = args.bus.clone().unwrap_or(Bus::System);
     let config = EngineConfig {
         tick: args
             .tick_ms
             .map(Duration::from_millis)
             .unwrap_or(EngineConfig::default().tick),
-        history_seed: model
-            .map(|m| Arc::new(m) as Arc<dyn rdma_managerd::engine::history::HistorySeed>),
+        history_seed: sim.as_ref().and_then(Simulation::history_seed),
         ..EngineConfig::default()
     };
     let serving = Instant::now();
@@ -208,13 +166,9 @@ async fn daemon(args: &Args) -> anyhow::Result<()> {
         Bus::Address(a) => format!("no bus at {a}"),
     })?;
     let service = if let Some(sim) = &sim {
-        // A simulated host has no systemd or firewalld of its own to drive; the simulated
-        // units act on the simulated kernel as real ones do (module lists, nfsd).
+        // A simulated host has no systemd or firewalld of its own to drive.
         let authorizer = rdma_managerd::dbus::polkit::Authorizer::new(&conn);
-        let system = Arc::new(
-            SimSystemServices::new()
-                .on_started(rdma_managerd::engine::simulated_units(sim.clone())),
-        );
+        let system = sim.system_services();
         server::serve_with(conn, host, simulated, config, authorizer, system).await?
     } else {
         server::serve(conn, host, simulated, config).await?
@@ -245,10 +199,9 @@ async fn daemon(args: &Args) -> anyhow::Result<()> {
             }
         }
     });
-    let _sim_ops = match (&sim, args.sim_cost) {
-        (Some(sim), Some(_)) => Some(log_sim_ops(sim.clone())),
-        _ => None,
-    };
+    if let (Some(sim), Some(running)) = (&sim, &mut running) {
+        sim.started(running);
+    }
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let lost = service.wait_lost();
     tokio::select! {
@@ -270,55 +223,11 @@ async fn daemon(args: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Under `--sim-cost`: the simulated host's reads made during start-up, then those of every
-/// 30 s, with what the cost model charged for them (what a benchmark's CPU figure holds).
-fn log_sim_ops(sim: SimHost) -> AbortOnDrop {
-    let profile = sim.cost().profile();
-    let log = move |what: &str, ops: &rdma_managerd::kernel::sim::cost::OpCounts| {
-        let charged = ops.cost(&profile).as_secs_f64() * 1e3;
-        tracing::info!(
-            ops = ?ops,
-            charged_ms = format!("{charged:.1}"),
-            "simulated host: reads {what}"
-        );
-    };
-    let mut last = sim.cost().counts();
-    log("during start-up", &last);
-    AbortOnDrop(tokio::spawn(async move {
-        let mut every = tokio::time::interval(Duration::from_secs(30));
-        every.tick().await;
-        loop {
-            every.tick().await;
-            let now = sim.cost().counts();
-            log("in the last 30 s", &now.since(&last));
-            last = now;
-        }
-    }))
-}
-
-/// Aborts a task when dropped.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
 /// A failure that was logged where it happened: main exits with a failure status without
 /// saying it again.
 #[derive(Debug, thiserror::Error)]
 #[error("(logged)")]
 struct AlreadyLogged;
-
-/// Removes a directory tree when dropped.
-struct RemoveOnDrop(std::path::PathBuf);
-
-impl Drop for RemoveOnDrop {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// RUST_LOG's filter, or the default one and why RUST_LOG's was refused. Its syntax is
 /// `Targets`': a comma-separated list of `level` and `target=level`. `EnvFilter` also filters
@@ -388,6 +297,10 @@ fn main() -> ExitCode {
     }
     let args = match cli::parse(std::env::args().skip(1)) {
         Ok(args) => args,
+        Err(e @ cli::UsageError::NoSimulator(_)) => {
+            eprintln!("Error: {e}");
+            return ExitCode::from(2);
+        }
         Err(e) => {
             eprintln!("Error: {e}\n\n{}", cli::USAGE);
             return ExitCode::from(2);
@@ -446,6 +359,34 @@ fn run(args: Args) -> anyhow::Result<()> {
             _ => daemon(&args).await,
         }
     })
+}
+
+/// This build has no simulated host: no value of this type exists (`cli::parse` refuses
+/// `--simulate`), so what uses one is never run.
+#[cfg(not(feature = "sim"))]
+enum Simulation {}
+
+#[cfg(not(feature = "sim"))]
+impl Simulation {
+    fn host(&self) -> Arc<dyn Host> {
+        match *self {}
+    }
+
+    fn system_services(&self) -> Arc<dyn SystemServices> {
+        match *self {}
+    }
+
+    fn history_seed(&self) -> Option<Arc<dyn rdma_managerd::engine::history::HistorySeed>> {
+        match *self {}
+    }
+
+    fn start(&self) {
+        match *self {}
+    }
+
+    fn started(&self, _: &mut ()) {
+        match *self {}
+    }
 }
 
 #[cfg(test)]

@@ -133,7 +133,7 @@ pub async fn serve(
 }
 
 /// [`serve`] with another authorizer ([`Authorizer::same_user_for_simulation`] for the demo)
-/// and other host services ([`crate::system::sim::SimSystemServices`] on a simulated host).
+/// and other host services (`SimSystemServices` on a simulated host).
 pub async fn serve_with(
     conn: Connection,
     host: Arc<dyn Host>,

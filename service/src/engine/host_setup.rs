@@ -350,6 +350,7 @@ pub(super) async fn nfs_sources(host: &dyn Host) -> nfs_conf::NfsConfSources {
     s
 }
 
+#[cfg(any(test, feature = "sim"))]
 /// [`simulate_unit_started`] as the hook of a simulated systemd
 /// ([`crate::system::sim::SimSystemServices::on_started`]); a failure is logged.
 pub fn simulated_units(sim: crate::kernel::sim::SimHost) -> crate::system::sim::OnStarted {
@@ -363,6 +364,7 @@ pub fn simulated_units(sim: crate::kernel::sim::SimHost) -> crate::system::sim::
     })
 }
 
+#[cfg(any(test, feature = "sim"))]
 /// What a unit that started (or restarted) does to the kernel, for a simulated host whose
 /// systemd must agree with the real one: `rdma-load-modules@<set>.service` runs
 /// systemd-modules-load on `/etc/rdma/modules/<set>.conf`, which loads every module the list

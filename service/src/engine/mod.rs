@@ -52,10 +52,9 @@ use tracing::{debug, info, warn};
 
 pub use clock::TickClock;
 pub use history::{History, Sample};
-pub use host_setup::{
-    simulate_unit_started, simulated_units, HostSetupState, ManagedLimits, ModuleRow, Step,
-    StepOutcome, UnitState,
-};
+#[cfg(any(test, feature = "sim"))]
+pub use host_setup::{simulate_unit_started, simulated_units};
+pub use host_setup::{HostSetupState, ManagedLimits, ModuleRow, Step, StepOutcome, UnitState};
 pub use ops::OpError;
 pub use ops_host::SmVerb;
 pub use ops_naming::NamingState;

@@ -8,11 +8,8 @@
 //! readers fail on `open()` and `read()` errors alike.
 
 use rdma_manager_dbus::ibstat::clib;
-use rdma_manager_dbus::ibstat::umad::{
-    ca_string, check_name, collect_ports, link_layer, read_rate, CA_TYPE_LEN, FW_VER_LEN,
-    HW_VER_LEN,
-};
-use rdma_manager_dbus::ibstat::{CaError, IbstatDevice, UmadCa, UmadPort};
+use rdma_manager_dbus::ibstat::umad::{self, CaGuid, CaText, PortUint, UmadCaFiles, UmadPortFiles};
+use rdma_manager_dbus::ibstat::{CaError, IbstatDevice, UmadCa};
 
 use crate::model::{AttrError, DeviceSnapshot, Field, Guid, PortSnapshot};
 
@@ -69,89 +66,86 @@ impl IbstatDevice for DeviceSnapshot {
         read_uint(&self.node_type, |t| t.number())
     }
 
-    /// `get_ca` (umad.c v44.0) on one device. Order of reading, each failure ending the whole
-    /// device: the name's length; `node_type`; `fw_ver`, `hw_rev`, `hca_type` (optional: empty
-    /// when unreadable); `node_guid`, `sys_image_guid`; the `ports` directory
-    /// ([`collect_ports`]); per port `get_port`.
     fn get_ca(&self) -> Result<UmadCa, CaError> {
-        check_name(&self.name)?;
-        let node_type = self
-            .node_type()
-            .ok_or_else(|| CaError::Fails("node_type unreadable".to_string()))?;
-        let text = |f: &Field<String>, len: usize| ca_string(raw_text(f).as_deref(), len);
-        let fw_ver = text(&self.fw_ver, FW_VER_LEN);
-        let hw_ver = text(&self.hw_rev, HW_VER_LEN);
-        let ca_type = text(&self.hca_type, CA_TYPE_LEN);
-        let node_guid = guid_field(&self.node_guid).map_err(|e| format!("node_guid: {e}"))?;
-        let system_guid =
-            guid_field(&self.sys_image_guid).map_err(|e| format!("sys_image_guid: {e}"))?;
-        let (numports, ports) = collect_ports(&self.ports, |p| p.number, get_port)?;
-        Ok(UmadCa {
-            name: self.name.clone(),
-            node_type,
-            numports,
-            fw_ver,
-            ca_type,
-            hw_ver,
-            node_guid,
-            system_guid,
-            ports,
-        })
+        umad::get_ca(self)
     }
 }
 
-/// `get_port` (umad.c v44.0). Required, in this order: `lid_mask_count`, `sm_lid`, `sm_sl`,
-/// `lid`, `state`, `phys_state`, `rate`, `cap_mask` (all `sys_read_uint`, i.e. `strtoul`
-/// base 0: "4: ACTIVE" reads 4, "10 Gb/sec (1X FDR10)" reads 10, "2.5 Gb/sec" reads 2);
-/// `link_layer` optional (unreadable reads "IB"); `gids/0` required (`sys_read_gid`; the
-/// port GUID is its low 64 bits, stored big-endian and converted back for printing); then
-/// `pkeys/` must hold at least one numerically named entry, each readable.
-fn get_port(port: &PortSnapshot) -> Result<UmadPort, CaError> {
-    let lmc = required(&port.lmc, "lid_mask_count", u32::from)?;
-    let sm_lid = required(&port.sm_lid, "sm_lid", |v| v)?;
-    required(&port.sm_sl, "sm_sl", u32::from)?;
-    let base_lid = required(&port.lid, "lid", |v| v)?;
-    let state = required(&port.state, "state", |s| s.number())?;
-    let phys_state = required(&port.phys_state, "phys_state", |s| s.number())?;
-    // The rate file's text: what the kernel printed for a parsed rate, or the raw text.
-    let rate_text = match &port.rate {
-        Ok(r) => format!("{}\n", r.to_sysfs()),
-        Err(AttrError::Malformed(m)) => format!("{}\n", m.value),
-        Err(e) => return Err(CaError::Fails(format!("rate: {e}"))),
-    };
-    let (rate, fdr10) = read_rate(&rate_text);
-    let capmask = required(&port.cap_mask, "cap_mask", |v| v)?;
-    let link_layer = link_layer(
-        match &port.link_layer {
+impl UmadCaFiles for DeviceSnapshot {
+    type Port = PortSnapshot;
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn node_type(&self) -> Option<u32> {
+        IbstatDevice::node_type(self)
+    }
+
+    fn text(&self, file: CaText) -> Result<Option<String>, CaError> {
+        Ok(raw_text(match file {
+            CaText::FwVer => &self.fw_ver,
+            CaText::HwRev => &self.hw_rev,
+            CaText::HcaType => &self.hca_type,
+        }))
+    }
+
+    fn guid(&self, file: CaGuid) -> Result<u64, CaError> {
+        let field = match file {
+            CaGuid::NodeGuid => &self.node_guid,
+            CaGuid::SysImageGuid => &self.sys_image_guid,
+        };
+        guid_field(field).map_err(|e| CaError::Fails(format!("{}: {e}", file.file())))
+    }
+
+    fn ports(&self) -> Result<Vec<&PortSnapshot>, CaError> {
+        Ok(self.ports.iter().collect())
+    }
+}
+
+impl UmadPortFiles for PortSnapshot {
+    fn number(&self) -> u32 {
+        self.number
+    }
+
+    fn uint(&self, file: PortUint) -> Result<u32, CaError> {
+        let name = file.file();
+        match file {
+            PortUint::LidMaskCount => required(&self.lmc, name, u32::from),
+            PortUint::SmLid => required(&self.sm_lid, name, |v| v),
+            PortUint::SmSl => required(&self.sm_sl, name, u32::from),
+            PortUint::Lid => required(&self.lid, name, |v| v),
+            PortUint::State => required(&self.state, name, |s| s.number()),
+            PortUint::PhysState => required(&self.phys_state, name, |s| s.number()),
+            PortUint::CapMask => required(&self.cap_mask, name, |v| v),
+        }
+    }
+
+    /// What the kernel printed for a parsed rate, or the raw text.
+    fn rate(&self) -> Result<String, CaError> {
+        match &self.rate {
+            Ok(r) => Ok(format!("{}\n", r.to_sysfs())),
+            Err(AttrError::Malformed(m)) => Ok(format!("{}\n", m.value)),
+            Err(e) => Err(CaError::Fails(format!("rate: {e}"))),
+        }
+    }
+
+    fn link_layer(&self) -> Result<Option<String>, CaError> {
+        Ok(match &self.link_layer {
             Ok(ll) => Some(format!("{}\n", ll.as_str())),
             Err(AttrError::Malformed(m)) => Some(format!("{}\n", m.value)),
             Err(_) => None,
-        }
-        .as_deref(),
-    );
-    // The model keeps only non-zero GIDs: an absent entry 0 is read as the all-zero GID
-    // that sysfs shows for an unused entry (the file itself always exists on a port).
-    let port_guid = port.port_guid().map(|g| g.0).unwrap_or(0);
-    // An empty P_Key table in the model is taken as "no pkeys directory" (the kernel
-    // creates it only for a non-empty table), which get_port rejects ("no pkeys found").
-    // A table whose entries are all zero would pass in libibumad, but the model does not
-    // keep zero entries and real ports have a non-zero P_Key at index 0.
-    if port.pkeys.is_empty() {
-        return Err(CaError::Fails(
-            "no pkeys found (empty P_Key table)".to_string(),
-        ));
+        })
     }
-    Ok(UmadPort {
-        portnum: port.number,
-        base_lid,
-        lmc,
-        sm_lid,
-        state,
-        phys_state,
-        rate,
-        fdr10,
-        capmask,
-        port_guid,
-        link_layer,
-    })
+
+    /// The model keeps only non-zero GIDs: an absent entry 0 is read as the all-zero GID
+    /// that sysfs shows for an unused entry (the file itself always exists on a port).
+    fn port_guid(&self) -> Result<u64, CaError> {
+        Ok(PortSnapshot::port_guid(self).map(|g| g.0).unwrap_or(0))
+    }
+
+    /// An empty P_Key table in the model is taken as "no pkeys directory".
+    fn has_pkeys(&self) -> bool {
+        !self.pkeys.is_empty()
+    }
 }

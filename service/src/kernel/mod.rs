@@ -8,17 +8,23 @@
 //! - [`rtnl`]: rtnetlink for IPoIB netdevs.
 //! - [`uevents`]: udev, or the kernel's uevent socket when no udevd runs.
 //! - [`port_events`]: uverbs asynchronous events of hardware ports (state, LIDs, GIDs).
-//! - [`linux`]: the real host. [`sim`]: the simulated host.
+//! - [`linux`]: the real host. `sim`: the simulated host (the `sim` feature).
+//! - [`observe`]: what the sysfs readers do, told to whoever asks (the simulated host's cost
+//!   model); the readers know nothing of who listens.
 
 pub mod error;
 pub mod files;
 pub mod link_stats;
 pub mod linux;
 pub mod nldev;
+pub mod observe;
 pub mod port_events;
 pub mod port_poll;
 pub mod rlimit;
 pub mod rtnl;
+// The simulated host: for the tests and, with the `sim` feature, `--simulate` and rdma-tui's
+// demo; the packaged daemon has none.
+#[cfg(any(test, feature = "sim"))]
 pub mod sim;
 pub mod sysfs;
 pub mod uevents;

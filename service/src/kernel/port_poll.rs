@@ -418,7 +418,7 @@ impl SysfsPortPoller {
         key: Option<u64>,
         parse: impl FnOnce(&str) -> Field<T>,
     ) -> Field<T> {
-        use super::sim::cost::{charge, CostOp};
+        use super::observe::{note, SysfsOp};
         let parsed = |buf: &[u8], n: usize| parse(&String::from_utf8_lossy(&buf[..n]));
         let path = OsStr::from_bytes(&self.path);
         let kept = match key {
@@ -427,7 +427,7 @@ impl SysfsPortPoller {
         };
         if let Some(file) = kept {
             // The attribute's code runs at every read; the open and the close do not.
-            charge(CostOp::SysfsKeptRead, 1);
+            note(SysfsOp::KeptRead, 1);
             return match file.read_at(&mut self.buf, 0) {
                 Ok(n) => parsed(&self.buf, n),
                 Err(e) => {
@@ -439,7 +439,7 @@ impl SysfsPortPoller {
                 }
             };
         }
-        charge(CostOp::SysfsFile, 1);
+        note(SysfsOp::File, 1);
         let file = match self.open(dev) {
             Ok(f) => f,
             Err(e) if e.kind() == ErrorKind::NotFound => return Err(AttrError::Missing),

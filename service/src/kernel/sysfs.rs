@@ -7,16 +7,17 @@
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
-use super::sim::cost::{charge, CostOp};
+use super::observe::{note, SysfsOp};
 use super::{HostError, Op};
 use crate::model::attr::{parse_dec, parse_hex_u32, trim_attr};
 use crate::model::counters::{PortSource, HW_BYTE_COUNTERS, PMA32_SATURATED};
 use crate::model::device::{parse_gid, GidEntry, GidType, NodeType, PkeyEntry, PortSnapshot};
-use crate::model::netdev::{parse_bool01, uevent_devtype, IpoibAttrs, ARPHRD_INFINIBAND};
+use crate::model::netdev::{
+    parse_bool01, parse_ipoib_mode, uevent_devtype, IpoibAttrs, ARPHRD_INFINIBAND,
+};
 use crate::model::{
     AttrError, CounterSnapshot, CounterSource, CounterWidth, DeviceKind, DeviceSnapshot, Errno,
-    Field, Guid, HwAddress, IpoibMode, LinkLayer, NetdevSnapshot, PhysState, PortState, Rate,
-    RoceMode,
+    Field, Guid, HwAddress, LinkLayer, NetdevSnapshot, PhysState, PortState, Rate, RoceMode,
 };
 use crate::naming::rdma_rename::{PciFunction, PciParent, PhysFn, RenameSysfs};
 
@@ -46,7 +47,7 @@ pub struct SysRoot {
 
 /// Reads one attribute file as text; errors become per-field [`AttrError`]s.
 pub fn read_attr(path: &Path) -> Field<String> {
-    charge(CostOp::SysfsFile, 1);
+    note(SysfsOp::File, 1);
     match std::fs::read(path) {
         Ok(bytes) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
         Err(e) if e.kind() == ErrorKind::NotFound => Err(AttrError::Missing),
@@ -64,14 +65,14 @@ fn read_text(path: &Path) -> Field<String> {
 
 /// Entries of a directory, sorted; a missing directory is empty.
 fn list_dir(path: &Path) -> Result<Vec<String>, std::io::Error> {
-    charge(CostOp::DirList, 1);
+    note(SysfsOp::DirList, 1);
     match std::fs::read_dir(path) {
         Ok(rd) => {
             let mut names: Vec<String> = rd
                 .filter_map(|e| e.ok())
                 .map(|e| e.file_name().to_string_lossy().into_owned())
                 .collect();
-            charge(CostOp::DirEntry, names.len() as u64);
+            note(SysfsOp::DirEntry, names.len() as u64);
             names.sort();
             Ok(names)
         }
@@ -106,20 +107,20 @@ fn device_kind(
     }
 }
 
-/// Whether a path is a directory (a lookup; charged on the simulated host).
+/// Whether a path is a directory (a lookup).
 fn is_dir(path: &Path) -> bool {
-    charge(CostOp::SysfsLookup, 1);
+    note(SysfsOp::Lookup, 1);
     path.is_dir()
 }
 
-/// Whether a path exists (a lookup; charged on the simulated host).
+/// Whether a path exists (a lookup).
 fn exists(path: &Path) -> bool {
-    charge(CostOp::SysfsLookup, 1);
+    note(SysfsOp::Lookup, 1);
     path.exists()
 }
 
 fn link_basename(path: &Path) -> Option<String> {
-    charge(CostOp::SysfsLookup, 1);
+    note(SysfsOp::Lookup, 1);
     std::fs::read_link(path)
         .ok()
         .and_then(|t| t.file_name().map(|n| n.to_string_lossy().into_owned()))
@@ -630,7 +631,7 @@ impl SysRoot {
             pkey: read_parsed(&dir.join("pkey"), parse_hex_u32).and_then(|v| {
                 u16::try_from(v).map_err(|_| AttrError::malformed(&v.to_string(), "above 0xffff"))
             }),
-            mode: read_parsed(&dir.join("mode"), IpoibMode::parse_sysfs),
+            mode: read_parsed(&dir.join("mode"), parse_ipoib_mode),
             umcast: read_parsed(&dir.join("umcast"), parse_bool01),
             port: read_parsed(&dir.join("dev_port"), parse_dec::<u32>).map(|p| p + 1),
             parent: read_text(&dir.join("parent")).ok(),

@@ -10,51 +10,17 @@ pub const ARPHRD_INFINIBAND: u16 = 32;
 /// ARPHRD_ETHER.
 pub const ARPHRD_ETHER: u16 = 1;
 
-/// IPoIB transport mode (`mode` file, or IFLA_IPOIB_MODE 0/1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum IpoibMode {
-    Datagram,
-    Connected,
-}
+pub use rdma_manager_model::ipoib::IpoibMode;
 
-impl IpoibMode {
-    pub fn parse_sysfs(raw: &str) -> Field<IpoibMode> {
-        match trim_attr(raw) {
-            "datagram" => Ok(IpoibMode::Datagram),
-            "connected" => Ok(IpoibMode::Connected),
-            other => Err(AttrError::malformed(
-                other,
-                "expected datagram or connected",
-            )),
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            IpoibMode::Datagram => "datagram",
-            IpoibMode::Connected => "connected",
-        }
-    }
-
-    /// The value written to the `mode` file: the kernel wants the trailing newline.
-    pub fn sysfs_write_form(self) -> String {
-        format!("{}\n", self.as_str())
-    }
-
-    /// IFLA_IPOIB_MODE value (IPOIB_MODE_DATAGRAM 0, IPOIB_MODE_CONNECTED 1).
-    pub fn netlink_value(self) -> u16 {
-        match self {
-            IpoibMode::Datagram => 0,
-            IpoibMode::Connected => 1,
-        }
-    }
-
-    pub fn from_netlink(v: u16) -> Option<IpoibMode> {
-        match v {
-            0 => Some(IpoibMode::Datagram),
-            1 => Some(IpoibMode::Connected),
-            _ => None,
-        }
+/// An IPoIB netdev's `mode` file.
+pub fn parse_ipoib_mode(raw: &str) -> Field<IpoibMode> {
+    match trim_attr(raw) {
+        "datagram" => Ok(IpoibMode::Datagram),
+        "connected" => Ok(IpoibMode::Connected),
+        other => Err(AttrError::malformed(
+            other,
+            "expected datagram or connected",
+        )),
     }
 }
 
@@ -182,15 +148,9 @@ mod tests {
 
     #[test]
     fn modes() {
-        assert_eq!(
-            IpoibMode::parse_sysfs("datagram\n"),
-            Ok(IpoibMode::Datagram)
-        );
-        assert_eq!(
-            IpoibMode::parse_sysfs("connected\n"),
-            Ok(IpoibMode::Connected)
-        );
-        assert!(IpoibMode::parse_sysfs("Connected").is_err());
+        assert_eq!(parse_ipoib_mode("datagram\n"), Ok(IpoibMode::Datagram));
+        assert_eq!(parse_ipoib_mode("connected\n"), Ok(IpoibMode::Connected));
+        assert!(parse_ipoib_mode("Connected").is_err());
         assert_eq!(IpoibMode::Connected.sysfs_write_form(), "connected\n");
         assert_eq!(IpoibMode::from_netlink(1), Some(IpoibMode::Connected));
         assert_eq!(IpoibMode::from_netlink(2), None);

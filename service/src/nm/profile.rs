@@ -11,7 +11,6 @@
 //! too, so that the caller gets one typed error whichever side would have caught it.
 
 use std::collections::HashMap;
-use std::fmt;
 use std::net::IpAddr;
 
 use zbus::zvariant::{OwnedValue, Value};
@@ -91,41 +90,7 @@ impl IpMethod {
     }
 }
 
-/// An IP family.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Family {
-    V4,
-    V6,
-}
-
-impl Family {
-    fn name(self) -> &'static str {
-        match self {
-            Family::V4 => "IPv4",
-            Family::V6 => "IPv6",
-        }
-    }
-
-    fn max_prefix(self) -> u8 {
-        match self {
-            Family::V4 => 32,
-            Family::V6 => 128,
-        }
-    }
-
-    fn of(addr: &IpAddr) -> Family {
-        match addr {
-            IpAddr::V4(_) => Family::V4,
-            IpAddr::V6(_) => Family::V6,
-        }
-    }
-}
-
-impl fmt::Display for Family {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+pub use rdma_manager_model::ip::Family;
 
 /// One family's settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -176,7 +141,7 @@ impl IpConfig {
                     "{addr} is not an {family} address, in the {family} settings"
                 )));
             }
-            if *prefix == 0 || *prefix > family.max_prefix() {
+            if !family.allows_prefix(*prefix) {
                 return Err(invalid(format!(
                     "prefix length {prefix} of {addr} is outside 1 to {} (NetworkManager would \
                      drop the address)",
@@ -222,22 +187,12 @@ impl IpConfig {
     }
 }
 
-/// A DNS search domain: labels of letters, digits, `-` and `_`, separated by dots.
+/// A DNS search domain ([`rdma_manager_model::ip::is_search_domain`]).
 fn check_domain(domain: &str) -> Result<(), ProfileError> {
-    let shown = rdma_manager_dbus::text::quote_capped(domain);
-    let trimmed = domain.strip_suffix('.').unwrap_or(domain);
-    let ok = !trimmed.is_empty()
-        && trimmed.len() <= 253
-        && trimmed.split('.').all(|label| {
-            !label.is_empty()
-                && label.len() <= 63
-                && label
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        });
-    if ok {
+    if rdma_manager_model::ip::is_search_domain(domain) {
         Ok(())
     } else {
+        let shown = rdma_manager_dbus::text::quote_capped(domain);
         Err(invalid(format!("{shown} is not a DNS search domain")))
     }
 }

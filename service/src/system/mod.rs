@@ -9,7 +9,7 @@
 //! - [`proxies`]: the methods both clients call, as typed zbus proxies.
 //! - [`sd_notify`]: the daemon's own readiness, told to systemd (`READY=1`).
 //! - [`SystemServices`]: the trait the engine holds, with [`BusSystemServices`] over a
-//!   connection to the system bus, [`sim::SimSystemServices`] for the simulated host and
+//!   connection to the system bus, `sim::SimSystemServices` for the simulated host (the `sim` feature) and
 //!   [`unreachable::Unreachable`] when there is no system bus (`rdma-managerd show`).
 //!
 //! Both clients talk over the daemon's own system-bus connection. The daemon runs as root: both
@@ -22,6 +22,7 @@
 pub mod firewalld;
 pub mod proxies;
 pub mod sd_notify;
+#[cfg(any(test, feature = "sim"))]
 pub mod sim;
 pub mod systemd;
 pub mod unreachable;

@@ -1127,6 +1127,7 @@ fn man_pages_format_cleanly_and_name_the_api() -> Result<()> {
     let daemon_plain = plain.replace("\\c", "");
     for option in rdma_managerd::cli::OPTIONS
         .iter()
+        .chain(&rdma_managerd::cli::IBSTAT_OPTIONS)
         .chain(&rdma_managerd::cli::IBSTAT_VALUE_OPTIONS)
         .map(|o| o.trim_end_matches('='))
     {
@@ -1138,6 +1139,7 @@ fn man_pages_format_cleanly_and_name_the_api() -> Result<()> {
     let tui_plain = tui.replace("\\-", "-").replace("\\c", "");
     for option in rdma_tui::cli::OPTIONS
         .iter()
+        .chain(&rdma_tui::cli::IBSTAT_OPTIONS)
         .chain(&rdma_tui::cli::IBSTAT_VALUE_OPTIONS)
         .map(|o| o.trim_end_matches('='))
     {
@@ -1240,6 +1242,7 @@ fn completions_know_every_option_of_the_client() -> Result<()> {
     // Every long option rdma-tui accepts is offered by each shell's completion.
     let options: Vec<&str> = rdma_tui::cli::OPTIONS
         .iter()
+        .chain(&rdma_tui::cli::IBSTAT_OPTIONS)
         .chain(&rdma_tui::cli::IBSTAT_VALUE_OPTIONS)
         .filter(|o| o.starts_with("--"))
         .map(|o| o.trim_end_matches('='))

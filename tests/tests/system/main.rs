@@ -8,6 +8,7 @@ mod lab_transcripts;
 mod nm_changes;
 mod nm_profiles;
 mod polkit_harness;
+mod product_deps;
 mod sim_host;
 mod system_services;
 mod verbs_providers;

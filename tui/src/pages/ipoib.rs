@@ -7,7 +7,7 @@ use ratatui::layout::{Constraint, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Row as TableRow, Table};
 use ratatui::Frame;
-use rdma_managerd::model::ipoib::{default_child_name, full_member};
+use rdma_manager_model::ipoib::{default_child_name, full_member};
 
 use super::{list_view, Outcome, Page, PageId, RenderCtx};
 use crate::check;

@@ -7,9 +7,10 @@
 //! host performs it:
 //!
 //! - sysfs files, lookups and directory listings in the readers of [`crate::kernel::sysfs`]
-//!   and the port poll ([`crate::kernel::port_poll`]), through [`charge`], which charges the
-//!   cost model of the simulated host whose call is running on this thread (none on a real
-//!   host: the check is one thread-local read);
+//!   and the port poll ([`crate::kernel::port_poll`]): the simulated host runs them inside
+//!   [`SimCost::scoped`], which makes its model the thread's
+//!   [`SysfsObserver`](crate::kernel::observe::SysfsObserver); the readers only report what
+//!   they do ([`crate::kernel::observe`]) and know nothing of this model;
 //! - the simulated netlink, verbs and configfs calls in the simulated host's [`Host`]
 //!   implementation.
 //!
@@ -21,12 +22,13 @@
 //!
 //! [`Host`]: crate::kernel::Host
 
-use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
+
+use crate::kernel::observe::{self, SysfsObserver, SysfsOp};
 
 /// A primitive the daemon asks of the kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -74,6 +76,18 @@ impl CostOp {
 
     fn slot(self) -> usize {
         self as usize
+    }
+}
+
+impl From<SysfsOp> for CostOp {
+    fn from(op: SysfsOp) -> CostOp {
+        match op {
+            SysfsOp::File => CostOp::SysfsFile,
+            SysfsOp::KeptRead => CostOp::SysfsKeptRead,
+            SysfsOp::Lookup => CostOp::SysfsLookup,
+            SysfsOp::DirList => CostOp::DirList,
+            SysfsOp::DirEntry => CostOp::DirEntry,
+        }
     }
 }
 
@@ -282,45 +296,23 @@ impl SimCost {
         }
     }
 
-    /// Runs `f` (synchronous reads of the simulated tree) with [`charge`] charging this
-    /// model on this thread. Nested calls charge the innermost model.
+    /// Runs `f` (synchronous reads of the simulated tree) with the readers' primitives
+    /// charged to this model on this thread. Nested calls charge the innermost model.
     pub fn scoped<T>(self: &Arc<Self>, f: impl FnOnce() -> T) -> T {
-        with_current(Some(self.clone()), f)
+        observe::observed(Some(self.clone() as Arc<dyn SysfsObserver>), f)
     }
 
     /// Runs `f` with nothing charged on this thread: reads the simulated host makes to
     /// answer a call that a real kernel answers otherwise (the GID table the simulated
     /// verbs query takes from the tree).
     pub fn unscoped<T>(f: impl FnOnce() -> T) -> T {
-        with_current(None, f)
+        observe::observed(None, f)
     }
 }
 
-/// Runs `f` with `model` as this thread's charged model, and puts the previous one back
-/// afterwards, even if `f` panics (a test thread may catch it and go on).
-fn with_current<T>(model: Option<Arc<SimCost>>, f: impl FnOnce() -> T) -> T {
-    struct Restore(Option<Arc<SimCost>>);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            let previous = self.0.take();
-            CURRENT.with(|c| *c.borrow_mut() = previous);
-        }
-    }
-    let _restore = Restore(CURRENT.with(|c| c.replace(model)));
-    f()
-}
-
-thread_local! {
-    /// The cost model of the simulated host whose read runs on this thread, if any.
-    static CURRENT: RefCell<Option<Arc<SimCost>>> = const { RefCell::new(None) };
-}
-
-/// Charges `n` of `op` to the simulated host whose read runs on this thread; nothing on a
-/// real host. Called by the sysfs readers and the port poll at each primitive they perform.
-pub fn charge(op: CostOp, n: u64) {
-    let cost = CURRENT.with(|c| c.borrow().clone());
-    if let Some(cost) = cost {
-        cost.charge(op, n);
+impl SysfsObserver for SimCost {
+    fn saw(&self, op: SysfsOp, n: u64) {
+        self.charge(op.into(), n);
     }
 }
 
@@ -358,27 +350,28 @@ mod tests {
         }
     }
 
-    /// Counted on the thread's model inside `scoped`, not outside it, not on another model,
-    /// and not inside `unscoped`; the charge is CPU time spent.
+    /// What the readers report is counted on the thread's model inside `scoped`, not outside
+    /// it, not on another model, and not inside `unscoped`; the charge is CPU time spent.
     #[test]
     fn charges_go_to_the_model_in_scope() {
+        use crate::kernel::observe::note;
         let a = Arc::new(SimCost::new(CostProfile::FREE));
         let b = Arc::new(SimCost::default());
-        charge(CostOp::SysfsFile, 1);
+        note(SysfsOp::File, 1);
         a.scoped(|| {
-            charge(CostOp::SysfsFile, 2);
-            b.scoped(|| charge(CostOp::NlDevice, 3));
-            SimCost::unscoped(|| charge(CostOp::SysfsFile, 100));
-            charge(CostOp::DirEntry, 5);
+            note(SysfsOp::File, 2);
+            b.scoped(|| note(SysfsOp::Lookup, 3));
+            SimCost::unscoped(|| note(SysfsOp::File, 100));
+            note(SysfsOp::DirEntry, 5);
         });
-        charge(CostOp::SysfsFile, 7);
+        note(SysfsOp::File, 7);
         assert_eq!(a.counts().sysfs_files, 2);
         assert_eq!(a.counts().dir_entries, 5);
-        assert_eq!(a.counts().nl_devices, 0);
-        assert_eq!(b.counts().nl_devices, 3);
+        assert_eq!(a.counts().sysfs_lookups, 0);
+        assert_eq!(b.counts().sysfs_lookups, 3);
         a.set_profile(CostProfile::lab());
         let t = Instant::now();
-        a.scoped(|| charge(CostOp::ConfigfsMkdir, 10));
+        a.scoped(|| a.charge(CostOp::ConfigfsMkdir, 10));
         assert!(
             t.elapsed() >= Duration::from_micros(1800),
             "{:?}",

@@ -657,23 +657,23 @@ pub fn large_host(devices: u32, ports: u32, ipoib: u32) -> HostSpec {
 pub const HOST_SETUP_FILES: &[(&str, &str)] = &[
     (
         "/etc/rdma/modules/rdma.conf",
-        include_str!("../../hostconf/testdata/host_setup/rdma-core-rdma.conf"),
+        include_str!("../../../model/src/hostconf/testdata/host_setup/rdma-core-rdma.conf"),
     ),
     (
         "/etc/rdma/modules/infiniband.conf",
-        include_str!("../../hostconf/testdata/host_setup/rdma-core-infiniband.conf"),
+        include_str!("../../../model/src/hostconf/testdata/host_setup/rdma-core-infiniband.conf"),
     ),
     (
         "/etc/rdma/modules/roce.conf",
-        include_str!("../../hostconf/testdata/host_setup/rdma-core-roce.conf"),
+        include_str!("../../../model/src/hostconf/testdata/host_setup/rdma-core-roce.conf"),
     ),
     (
         "/etc/security/limits.conf",
-        include_str!("../../hostconf/testdata/host_setup/debian12-limits.conf"),
+        include_str!("../../../model/src/hostconf/testdata/host_setup/debian12-limits.conf"),
     ),
     (
         "/etc/nfs.conf",
-        include_str!("../../hostconf/testdata/host_setup/debian12-nfs.conf"),
+        include_str!("../../../model/src/hostconf/testdata/host_setup/debian12-nfs.conf"),
     ),
 ];
 

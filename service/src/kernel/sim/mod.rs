@@ -465,15 +465,17 @@ impl SimHost {
                     .iter()
                     .map(|d| d.name.clone())
                     .collect();
-                cost::charge(cost::CostOp::VerbsListDevice, names.len() as u64);
+                self.inner
+                    .cost
+                    .charge(cost::CostOp::VerbsListDevice, names.len() as u64);
                 *kept = Some(names);
             }
         }
         let tables = cost::SimCost::unscoped(|| self.inner.sys.read_gid_tables(dev));
-        cost::charge(cost::CostOp::VerbsGidTable, 1);
+        self.inner.cost.charge(cost::CostOp::VerbsGidTable, 1);
         if tables.values().map(Vec::len).sum::<usize>() > super::linux::GIDS_FIRST_GUESS {
             table_len();
-            cost::charge(cost::CostOp::VerbsGidTable, 1);
+            self.inner.cost.charge(cost::CostOp::VerbsGidTable, 1);
         }
         Some(tables)
     }

@@ -8,9 +8,45 @@
 
 use serde::Serialize;
 
-use super::names::NETDEV_NAME_MAX;
-use super::IpoibMode;
+use crate::names::NETDEV_NAME_MAX;
 use rdma_manager_dbus::text::quote_capped;
+
+/// IPoIB transport mode (`mode` file, or IFLA_IPOIB_MODE 0/1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum IpoibMode {
+    Datagram,
+    Connected,
+}
+
+impl IpoibMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IpoibMode::Datagram => "datagram",
+            IpoibMode::Connected => "connected",
+        }
+    }
+
+    /// The value written to the `mode` file: the kernel wants the trailing newline.
+    pub fn sysfs_write_form(self) -> String {
+        format!("{}\n", self.as_str())
+    }
+
+    /// IFLA_IPOIB_MODE value (IPOIB_MODE_DATAGRAM 0, IPOIB_MODE_CONNECTED 1).
+    pub fn netlink_value(self) -> u16 {
+        match self {
+            IpoibMode::Datagram => 0,
+            IpoibMode::Connected => 1,
+        }
+    }
+
+    pub fn from_netlink(v: u16) -> Option<IpoibMode> {
+        match v {
+            0 => Some(IpoibMode::Datagram),
+            1 => Some(IpoibMode::Connected),
+            _ => None,
+        }
+    }
+}
 
 /// The full-membership bit of a P_Key. The kernel ORs it into every IPoIB P_Key.
 pub const PKEY_FULL_MEMBER: u16 = 0x8000;
@@ -137,7 +173,7 @@ pub fn check_mtu(mode: IpoibMode, mtu: u32) -> Result<(), IpoibError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::names::validate_netdev_name;
+    use crate::names::validate_netdev_name;
 
     #[test]
     fn pkeys_as_the_kernel_takes_them() {
