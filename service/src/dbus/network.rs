@@ -16,7 +16,7 @@ use zbus::object_server::SignalEmitter;
 use zbus::zvariant::{OwnedObjectPath, OwnedValue};
 
 use super::Context;
-use crate::engine::{IpReport, RdmaNetdev};
+use crate::engine::{IpReport, NmPending, RdmaNetdev};
 use crate::nm::keys::put;
 
 /// `org.rdmamanager.RdmaManager1.Network` at the root.
@@ -25,6 +25,13 @@ pub struct NetworkObject {
 }
 
 /// A report as `GetIpSettings` gives it.
+/// Publishes a change NetworkManager made as a PendingChange object (see
+/// `PendingChanges::add`): the `then` of an operation that returns one. Here rather than in
+/// `pending.rs`, which calls back into this module when a change ends.
+async fn publish_change(ctx: &Arc<Context>, pending: NmPending) -> Result<OwnedObjectPath, Error> {
+    ctx.changes().add(ctx, pending).await
+}
+
 fn report_keys(r: IpReport) -> HashMap<String, OwnedValue> {
     let mut out = r.settings.as_ref().map(|s| s.to_keys()).unwrap_or_default();
     let kind = match r.kind {
@@ -98,7 +105,7 @@ impl NetworkObject as "org.rdmamanager.RdmaManager1.Network" {
     op set_ip_settings(interface: &str, settings: HashMap<String, OwnedValue>, timeout: u32)
         -> OwnedObjectPath as ManageIp
         = |e| e.set_ip_settings(interface, settings, timeout).await,
-        then super::pending::publish;
+        then publish_change;
 
     /// Activates the interface's NetworkManager profile, as `nmcli connection up` does;
     /// returns the pending change (see SetIpSettings).

@@ -169,12 +169,6 @@ impl PendingChanges {
     }
 }
 
-/// Publishes a change NetworkManager made (see [`PendingChanges::add`]): the `then` of an
-/// operation that returns one.
-pub async fn publish(ctx: &Arc<Context>, pending: NmPending) -> Result<OwnedObjectPath, Error> {
-    ctx.changes().add(ctx, pending).await
-}
-
 /// Waits for a change's deadline (which `Extend` may move); when it passes, NetworkManager
 /// has rolled the change back by itself: the object goes and the owners follow.
 async fn watch_deadline(ctx: Arc<Context>, id: u32) {
