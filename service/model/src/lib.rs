@@ -1,6 +1,7 @@
 //! The rules rdma-managerd and its client share, pure (no I/O, no kernel, no bus): what a
 //! user may ask of names ([`names`]), IPoIB interfaces ([`ipoib`]) and IP settings ([`ip`]),
-//! and the host configuration files of host setup ([`hostconf`]). The daemon checks a request
+//! the host configuration files of host setup ([`hostconf`]), and the declarative state
+//! document with the steps a difference turns into ([`state`]). The daemon checks a request
 //! with them before it changes anything; rdma-tui checks a form with the very same functions
 //! before it sends anything, without linking the daemon. The daemon re-exports them where its
 //! model keeps them (`rdma_managerd::model::{names, ipoib}`, `rdma_managerd::hostconf`).
@@ -9,3 +10,4 @@ pub mod hostconf;
 pub mod ip;
 pub mod ipoib;
 pub mod names;
+pub mod state;

@@ -1,0 +1,168 @@
+//! What a difference between two states turns into: steps the daemon runs through the same
+//! engine jobs as its one-shot methods, each paired with the step that undoes it, so that a
+//! failed or unconfirmed apply can be rolled back in reverse order.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::doc::{RoceVersion, SoftLinkKind, StateIpoibMode};
+
+/// One setting that differs, as `DiffState` reports it: `(path, op, current, wanted, action)`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Change {
+    /// The setting's key path: `soft-links[rxe0]`, `roce[mlx5_0/1].tos`, `interfaces[ib0].mtu`.
+    pub path: String,
+    pub op: ChangeOp,
+    /// The value now and the value wanted, as text; empty when there is none.
+    pub current: String,
+    pub wanted: String,
+    /// What the daemon runs.
+    pub step: Step,
+    /// What puts the setting back as it was.
+    pub undo: Step,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ChangeOp {
+    Add,
+    Remove,
+    Set,
+}
+
+impl ChangeOp {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChangeOp::Add => "add",
+            ChangeOp::Remove => "remove",
+            ChangeOp::Set => "set",
+        }
+    }
+}
+
+/// The polkit area a step belongs to; the daemon maps it to its action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Area {
+    Links,
+    Roce,
+    Naming,
+    Host,
+    Ipoib,
+    Ip,
+}
+
+/// One engine job, with the arguments its D-Bus method takes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "step")]
+pub enum Step {
+    AddSoftLink {
+        name: String,
+        kind: SoftLinkKind,
+        netdev: String,
+    },
+    RemoveSoftLink {
+        name: String,
+    },
+    SetRoceMode {
+        device: String,
+        port: u32,
+        mode: RoceVersion,
+    },
+    SetRoceTos {
+        device: String,
+        port: u32,
+        tos: u8,
+    },
+    SetRdmaPolicy {
+        policy: String,
+    },
+    SetRdmaFixedName {
+        node_guid: String,
+        name: String,
+    },
+    RemoveRdmaFixedName {
+        node_guid: String,
+    },
+    SetIpoibName {
+        port_guid: String,
+        name: String,
+    },
+    RemoveIpoibName {
+        port_guid: String,
+    },
+    SetModule {
+        set: String,
+        module: String,
+        enabled: bool,
+    },
+    SetMemlock {
+        soft: String,
+        hard: String,
+    },
+    /// Back to no limits file of ours (what `ResetMemlockLimits` does).
+    ResetMemlock,
+    SetNfsRdma {
+        enabled: bool,
+        port: u16,
+    },
+    SetSubnetManagerEnabled {
+        enabled: bool,
+    },
+    SetSubnetManagerRunning {
+        running: bool,
+    },
+    CreateChild {
+        parent: String,
+        pkey: u16,
+        name: String,
+    },
+    DeleteChild {
+        name: String,
+    },
+    SetIpoibMode {
+        name: String,
+        mode: StateIpoibMode,
+    },
+    SetIpoibMtu {
+        name: String,
+        mtu: u32,
+    },
+    SetIpoibUmcast {
+        name: String,
+        umcast: bool,
+    },
+    /// nmcli keys (`ipv4.method`, `ipv4.addresses`, ...) to their values, lists joined by
+    /// commas as nmcli prints them.
+    SetIp {
+        name: String,
+        keys: BTreeMap<String, String>,
+    },
+}
+
+impl Step {
+    pub fn area(&self) -> Area {
+        match self {
+            Step::AddSoftLink { .. } | Step::RemoveSoftLink { .. } => Area::Links,
+            Step::SetRoceMode { .. } | Step::SetRoceTos { .. } => Area::Roce,
+            Step::SetRdmaPolicy { .. }
+            | Step::SetRdmaFixedName { .. }
+            | Step::RemoveRdmaFixedName { .. }
+            | Step::SetIpoibName { .. }
+            | Step::RemoveIpoibName { .. } => Area::Naming,
+            Step::SetModule { .. }
+            | Step::SetMemlock { .. }
+            | Step::ResetMemlock
+            | Step::SetNfsRdma { .. }
+            | Step::SetSubnetManagerEnabled { .. }
+            | Step::SetSubnetManagerRunning { .. } => Area::Host,
+            Step::CreateChild { .. }
+            | Step::DeleteChild { .. }
+            | Step::SetIpoibMode { .. }
+            | Step::SetIpoibMtu { .. }
+            | Step::SetIpoibUmcast { .. } => Area::Ipoib,
+            Step::SetIp { .. } => Area::Ip,
+        }
+    }
+}

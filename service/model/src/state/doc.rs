@@ -1,0 +1,253 @@
+//! The state document's types, as serde reads and writes them (YAML or JSON).
+//!
+//! Every struct refuses unknown keys, so a misspelt key is an error naming its path rather
+//! than a setting silently left out. Optional fields are "leave as it is" when absent.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::ipoib::IpoibMode;
+
+/// A whole host's RDMA configuration, or the part of it a document speaks of.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct State {
+    /// Soft RDMA links (rxe, siw); identity: `name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soft_links: Option<Vec<SoftLinkEntry>>,
+    /// RoCE settings per port; identity: `device` and `port`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub roce: Option<Vec<RoceEntry>>,
+    /// IPoIB interfaces and P_Key children; identity: `name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interfaces: Option<Vec<InterfaceEntry>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub naming: Option<Naming>,
+    /// rdma-core's module lists: set (`/etc/rdma/modules/<set>.conf`) to module to enabled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modules: Option<BTreeMap<String, BTreeMap<String, bool>>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memlock: Option<Memlock>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nfs_rdma: Option<NfsRdma>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subnet_manager: Option<SubnetManager>,
+}
+
+/// Whether a list entry should exist. Absent from the document means `up`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EntryState {
+    Up,
+    Absent,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SoftLinkKind {
+    Rxe,
+    Siw,
+}
+
+impl SoftLinkKind {
+    /// The link type as `rdma link add` and `AddSoftLink` take it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SoftLinkKind::Rxe => "rxe",
+            SoftLinkKind::Siw => "siw",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct SoftLinkEntry {
+    pub name: String,
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<SoftLinkKind>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub netdev: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<EntryState>,
+}
+
+/// The RoCE version of a port's default GID type for rdma_cm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RoceVersion {
+    V1,
+    V2,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct RoceEntry {
+    /// The kernel name, or the node GUID as sysfs prints it (`0002:c903:0031:7f40`).
+    pub device: String,
+    pub port: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<RoceVersion>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tos: Option<u8>,
+}
+
+/// The only interface type the document knows; nmstate's spelling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum InterfaceType {
+    Infiniband,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct InterfaceEntry {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: InterfaceType,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<EntryState>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub infiniband: Option<Infiniband>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ipv4: Option<IpFamily>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ipv6: Option<IpFamily>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Infiniband {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<StateIpoibMode>,
+    /// rdma-manager's key: the `umcast` flag (nmstate has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub umcast: Option<bool>,
+    /// The parent of a P_Key child.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_iface: Option<String>,
+    /// A P_Key child's P_Key as nmstate writes it: a lower-case hex string, `"0x8002"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pkey: Option<String>,
+}
+
+/// IPoIB's transport mode as the document spells it (nmstate's `datagram`/`connected`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StateIpoibMode {
+    Datagram,
+    Connected,
+}
+
+impl From<StateIpoibMode> for IpoibMode {
+    fn from(m: StateIpoibMode) -> IpoibMode {
+        match m {
+            StateIpoibMode::Datagram => IpoibMode::Datagram,
+            StateIpoibMode::Connected => IpoibMode::Connected,
+        }
+    }
+}
+
+impl From<IpoibMode> for StateIpoibMode {
+    fn from(m: IpoibMode) -> StateIpoibMode {
+        match m {
+            IpoibMode::Datagram => StateIpoibMode::Datagram,
+            IpoibMode::Connected => StateIpoibMode::Connected,
+        }
+    }
+}
+
+/// One address family's IP settings, in nmstate's form plus `gateway`, `dns` and
+/// `dns-search` (which nmstate keeps in its routes and dns-resolver sections).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct IpFamily {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dhcp: Option<bool>,
+    /// IPv6 only: stateless autoconfiguration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autoconf: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<Vec<IpAddress>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dns: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dns_search: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct IpAddress {
+    pub ip: String,
+    pub prefix_length: u8,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Naming {
+    /// rdma-core's naming policy for devices no fixed name selects: NAME_KERNEL, ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rdma_policy: Option<String>,
+    /// Fixed device names; identity: `node-guid`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rdma_fixed_names: Option<Vec<FixedName>>,
+    /// Persistent IPoIB names; identity: `port-guid`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ipoib_names: Option<Vec<IpoibName>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct FixedName {
+    pub node_guid: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<EntryState>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct IpoibName {
+    pub port_guid: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<EntryState>,
+}
+
+/// The memlock limits as `SetMemlockLimits` takes them (`unlimited` or a number of KiB).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Memlock {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soft: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hard: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct NfsRdma {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct SubnetManager {
+    /// The opensm unit enabled at boot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// opensm running now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running: Option<bool>,
+}
