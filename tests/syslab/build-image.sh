@@ -77,7 +77,10 @@ t0=$SECONDS
 # and measure through it; its postinst enables it (Alias=dbus.service), which would make it
 # the bus from the first boot: the hooks below disable it, so phases 1 to 3 run on
 # dbus-daemon, Debian's default.
-packages=systemd,systemd-sysv,udev,dbus,dbus-broker,polkitd,iproute2,kmod,procps,rdma-core,ibverbs-utils,ibverbs-providers,infiniband-diags,rdmacm-utils,network-manager,nfs-kernel-server,$kernel_pkg,initramfs-tools,tmux
+# ansible-core and OpenSSH: the first guest drives both guests with the project's Ansible
+# collection (guest-checks.sh, `ansible`); root's key below is authorized on every guest of
+# this image, so the first reaches the second over their wire.
+packages=systemd,systemd-sysv,udev,dbus,dbus-broker,polkitd,iproute2,kmod,procps,rdma-core,ibverbs-utils,ibverbs-providers,infiniband-diags,rdmacm-utils,network-manager,nfs-kernel-server,$kernel_pkg,initramfs-tools,tmux,ansible-core,openssh-server,openssh-client
 # Units that cost boot time and do nothing here. systemd-firstboot would prompt on the
 # serial console (every run is a first boot: the machine id is generated at boot).
 mask="e2scrub_reap.service e2scrub_all.timer NetworkManager-wait-online.service apt-daily.timer
@@ -104,6 +107,9 @@ mmdebstrap --variant=minbase --mode=root \
   --customize-hook='chroot "$1" systemctl disable dbus-broker.service' \
   --customize-hook='chroot "$1" systemctl --global disable dbus-broker.service' \
   --customize-hook='chroot "$1" passwd -d root' \
+  --customize-hook='mkdir -p -m 0700 "$1"/root/.ssh' \
+  --customize-hook='chroot "$1" ssh-keygen -q -t ed25519 -N "" -C syslab -f /root/.ssh/id_ed25519' \
+  --customize-hook='cp "$1"/root/.ssh/id_ed25519.pub "$1"/root/.ssh/authorized_keys' \
   --customize-hook='rm -f "$1"/etc/dpkg/dpkg.cfg.d/99mmdebstrap' \
   bookworm "$rootfs" \
   "deb $mirror bookworm main" \

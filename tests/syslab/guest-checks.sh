@@ -704,10 +704,140 @@ c_reboot_nfs() {
   grep -qx 'rdma 20049' /proc/fs/nfsd/portlist || fail "nfsd does not listen on rdma 20049"
 }
 
+# ------------------------------------------------------------------ Ansible (issue: the fleet)
+# The first guest is the control node: Debian's ansible-core runs the playbooks of the share's
+# ansible/ against itself (local connection) and, in a two-guest run, the NFS client guest over
+# SSH on their wire (root's key is the image's own; both guests boot the same image). The
+# collection is the one the package installs under /usr/share/ansible/collections.
+LAB_INVENTORY=/root/lab-inventory.ini
+CLIENT_ADDR=192.168.77.2
+on_client() {
+  ssh -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
+    -o LogLevel=ERROR -o ConnectTimeout=20 "root@$CLIENT_ADDR" "$@"
+}
+# playbook FILE [ARGS...]: ansible-playbook from the share's ansible/ on the lab's inventory.
+playbook() {
+  local file=$1
+  shift
+  echo "\$ ansible-playbook $file $*"
+  (cd "$share/ansible" && ANSIBLE_HOST_KEY_CHECKING=False ANSIBLE_NOCOLOR=1 \
+    ANSIBLE_RETRY_FILES_ENABLED=False ansible-playbook -i "$LAB_INVENTORY" "$file" "$@")
+}
+# recap_changed LOG HOST: the changed= count of HOST in the play recap of LOG.
+recap_changed() {
+  sed -n "s/^$2 *: ok=[0-9]* *changed=\([0-9]*\).*/\1/p" "$1" | tail -n 1
+}
+lab_hosts() { sed -n 's/^\(main\|client\) .*/\1/p' "$LAB_INVENTORY"; }
+# on_host HOST CMD...: runs CMD on the lab host HOST (here, or on the client over SSH).
+on_host() {
+  local h=$1
+  shift
+  if [ "$h" = main ]; then "$@"; else on_client "$@"; fi
+}
+roce_tos_of() { on_host "$1" cat /sys/kernel/config/rdma_cm/rxe0/ports/1/default_roce_tos; }
+all_tos() {
+  local h
+  for h in $(lab_hosts); do [ "$(roce_tos_of "$h")" = "$1" ] || return 1; done
+}
+
+c_ansible() {
+  local h log=/root/ansible-site.log n
+  {
+    echo "[rdma]"
+    echo "main ansible_connection=local"
+    [ -d "$rdv" ] && echo "client ansible_host=$CLIENT_ADDR ansible_user=root"
+    echo "[rdma:vars]"
+    echo "ansible_python_interpreter=/usr/bin/python3"
+  } >"$LAB_INVENTORY"
+  run cat "$LAB_INVENTORY"
+  run ansible-playbook --version
+  if [ -d "$rdv" ]; then
+    wait_for 900 "the client guest's service installed" test -e "$rdv/client-ansible-ready" || return 1
+    run on_client rdma-cli status || fail "cannot reach the client guest over SSH"
+  fi
+  for h in $(lab_hosts); do
+    on_host "$h" mkdir -p /sys/kernel/config/rdma_cm/rxe0 2>/dev/null
+  done
+
+  echo "--- 1. the fleet's state applied, confirmed over a new connection"
+  set -o pipefail
+  playbook site.yml -v | tee "$log" || fail "site.yml failed"
+  for h in $(lab_hosts); do
+    n=$(recap_changed "$log" "$h")
+    echo "$h: changed=$n"
+    [ "${n:-0}" -ge 1 ] || fail "site.yml changed nothing on $h"
+    run on_host "$h" rdma link show
+    on_host "$h" rdma link show | grep -q '^link siw0/1 ' || fail "no siw0 on $h"
+    [ "$(roce_tos_of "$h")" = "$TOS" ] || fail "ToS on $h is not $TOS"
+    run on_host "$h" grep -x rds_rdma /etc/rdma/modules/rdma.conf || fail "rds_rdma not enabled on $h"
+  done
+
+  echo "--- 2. the same playbook again: nothing to do"
+  playbook site.yml | tee "$log.2" || fail "the second run of site.yml failed"
+  for h in $(lab_hosts); do
+    [ "$(recap_changed "$log.2" "$h")" = 0 ] || fail "the second run changed $h"
+  done
+
+  echo "--- 3. check mode shows the difference and changes nothing"
+  playbook check.yml --check --diff | tee "$log.check" || fail "check mode failed"
+  grep -q 'tos' "$log.check" || fail "no diff of the ToS in check mode"
+  for h in $(lab_hosts); do
+    [ "$(recap_changed "$log.check" "$h")" -ge 1 ] || fail "check mode reported no change on $h"
+  done
+  all_tos "$TOS" || fail "check mode changed a ToS"
+
+  echo "--- 4. a state the service refuses: the task fails with its words, nothing changed"
+  for h in $(lab_hosts); do on_host "$h" rdma-cli show --yaml >"/root/before-$h.yml"; done
+  if playbook bad.yml | tee "$log.bad"; then fail "bad.yml succeeded"; fi
+  grep -q 'nosuchdev0' "$log.bad" || fail "the failure does not name the missing device"
+  for h in $(lab_hosts); do
+    on_host "$h" rdma-cli show --yaml >"/root/after-$h.yml"
+    run diff -u "/root/before-$h.yml" "/root/after-$h.yml" || fail "the refused state changed $h"
+    ! on_host "$h" rdma link show | grep -q siw9 || fail "siw9 exists on $h"
+  done
+
+  echo "--- 5. an apply nobody confirms rolls back at its timeout"
+  playbook unconfirmed.yml | tee "$log.unconfirmed" || fail "unconfirmed.yml failed"
+  all_tos 32 || fail "the unconfirmed ToS 32 is not in force"
+  wait_for 90 "every host back at ToS $TOS" all_tos "$TOS" || fail "no rollback at the timeout"
+  for h in $(lab_hosts); do echo "$h: ToS $(roce_tos_of "$h")"; done
+  run cat /etc/rdma-manager/state.d/50-lab.yml
+}
+
+c_ansible_client() {
+  local deb
+  deb=$(ls "$share"/rdma-manager_*.deb | head -n 1)
+  cp "$deb" /root/ || return 1
+  run apt-get install -y /root/"${deb##*/}" || return 1
+  run rdma-cli status || return 1
+  echo ready >"$rdv/client-ansible-ready"
+  wait_for 2400 "the first guest's playbooks" test -e "$rdv/ansible-done"
+}
+
+# After the reboot: the state directory's file, never applied before, is in force; the
+# fleet's state held; the playbook finds nothing to do.
+c_reboot_ansible() {
+  local log=/root/ansible-reboot.log
+  wait_for 120 "50-lab.yml in StateDirectory" sh -c \
+    "busctl get-property $BUS $ROOT $BUS StateDirectory | grep -q 50-lab.yml" || return 1
+  rprop StateDirectory
+  busctl get-property "$BUS" "$ROOT" "$BUS" StateDirectory | grep -q '"50-lab.yml" "applied"' \
+    || fail "50-lab.yml was not applied at start"
+  run grep -x ib_isert /etc/rdma/modules/rdma.conf || fail "ib_isert not enabled by the state directory"
+  run rdma-cli diff /etc/rdma-manager/state.d/50-lab.yml || fail "the state directory's state does not hold"
+  run rdma link show
+  rdma link show | grep -q '^link siw0/1 ' || fail "siw0 not re-created at boot"
+  { echo "[rdma]"; echo "main ansible_connection=local"; } >"$LAB_INVENTORY"
+  set -o pipefail
+  playbook site.yml | tee "$log" || fail "site.yml failed after the reboot"
+  [ "$(recap_changed "$log" main)" = 0 ] || fail "site.yml changed something after the reboot"
+}
+
 if [ "$role" = nfs-client ]; then
   check nfs-client-setup c_nfs_client_setup
   check nfs-client-mount c_nfs_client_mount
   [ -e "$rdv/client-done" ] || echo failed >"$rdv/client-failed"
+  check ansible-client c_ansible_client
   exit 0
 fi
 
@@ -738,6 +868,8 @@ case "$phase" in
     check reboot-memlock c_reboot_memlock
     check reboot-nfs c_reboot_nfs
     [ -d "$rdv" ] && check nfs-rdma-server c_nfs_rdma_server
+    check ansible c_ansible
+    [ -d "$rdv" ] && echo done >"$rdv/ansible-done"
     check reboot-boot c_boot2
     check networkmanager c_networkmanager
     check nm-rollback c_nm_rollback
@@ -747,6 +879,7 @@ case "$phase" in
     exit 100
     ;;
   3)
+    check reboot-ansible c_reboot_ansible
     check late-netdev c_late_netdev
     check gmo-dbus-daemon c_gmo_dbus_daemon
     check broker-switch c_broker_switch

@@ -43,10 +43,10 @@ t_start=$SECONDS
 # The checks each boot must report, in order; a missing line is a failure (the phase did not
 # get that far).
 EXPECTED_PHASE1="boot install files activation udev softlink roce rename naming modules memlock nfs journal security"
-EXPECTED_PHASE2="reboot-softlink reboot-roce reboot-modules reboot-memlock reboot-nfs reboot-boot networkmanager nm-rollback tui late-setup"
-EXPECTED_PHASE3="late-netdev gmo-dbus-daemon broker-switch"
+EXPECTED_PHASE2="reboot-softlink reboot-roce reboot-modules reboot-memlock reboot-nfs ansible reboot-boot networkmanager nm-rollback tui late-setup"
+EXPECTED_PHASE3="reboot-ansible late-netdev gmo-dbus-daemon broker-switch"
 EXPECTED_PHASE4="broker-boot broker-daemon gmo-dbus-broker"
-EXPECTED_TWO="nfs-rdma-server nfs-client-setup nfs-client-mount"
+EXPECTED_TWO="nfs-rdma-server nfs-client-setup nfs-client-mount ansible-client"
 
 need=(mmdebstrap e2fsprogs qemu-utils qemu-system-x86 dpkg-dev debhelper)
 missing=()
@@ -85,6 +85,7 @@ fi
 rm -rf "$out"
 mkdir -p "$out/share/out" "$out/checks"
 cp "$SYSLAB_DIR/guest-checks.sh" "$out/share/"
+cp -r "$SYSLAB_DIR/ansible" "$out/share/"
 cp "$deb" "$out/share/"
 cp "$gmo_bin" "$out/share/rdma-syslab-gmo"
 [ "$two" -eq 0 ] || mkdir -p "$out/share/rdv" "$out/share/out-nfs-client"
