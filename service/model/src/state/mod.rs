@@ -13,6 +13,7 @@
 //! turns into, each with the step that undoes it.
 
 pub mod change;
+pub mod check;
 pub mod doc;
 mod error;
 mod forms;
@@ -20,6 +21,7 @@ mod lines;
 pub mod parse;
 
 pub use change::{Area, Change, ChangeOp, Step};
+pub use check::{check, is_guid, pkey_value, RDMA_POLICIES};
 pub use doc::*;
 pub use error::StateError;
 pub use lines::Lines;
