@@ -279,7 +279,7 @@ fn check_child(
     }
 }
 
-fn check_family(p: &str, f: &IpFamily, family: Family) -> Result<(), StateError> {
+pub(crate) fn check_family(p: &str, f: &IpFamily, family: Family) -> Result<(), StateError> {
     let name = family.name();
     if family == Family::V4 && f.autoconf.is_some() {
         return Err(StateError::invalid(
@@ -293,11 +293,6 @@ fn check_family(p: &str, f: &IpFamily, family: Family) -> Result<(), StateError>
             ("autoconf", f.autoconf == Some(true)),
             ("address", f.address.as_ref().is_some_and(|a| !a.is_empty())),
             ("gateway", f.gateway.as_ref().is_some_and(|g| !g.is_empty())),
-            ("dns", f.dns.as_ref().is_some_and(|d| !d.is_empty())),
-            (
-                "dns-search",
-                f.dns_search.as_ref().is_some_and(|d| !d.is_empty()),
-            ),
         ];
         if let Some((key, _)) = on.iter().find(|(_, given)| *given) {
             return Err(StateError::contradiction(
