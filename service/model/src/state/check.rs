@@ -378,7 +378,7 @@ fn check_naming(n: &Naming) -> Result<(), StateError> {
                 f.state,
             )
         });
-    check_named_guids(fixed.collect(), |name| validate_rdma_name(name))?;
+    check_named_guids(fixed.collect(), validate_rdma_name)?;
     let ipoib = n.ipoib_names.iter().flatten().enumerate().map(|(i, f)| {
         (
             format!("naming.ipoib-names[{i}]"),
@@ -387,7 +387,7 @@ fn check_naming(n: &Naming) -> Result<(), StateError> {
             f.state,
         )
     });
-    check_named_guids(ipoib.collect(), |name| validate_netdev_name(name))
+    check_named_guids(ipoib.collect(), validate_netdev_name)
 }
 
 type NamedGuid<'a> = (
