@@ -566,6 +566,20 @@ subnet-manager: {enabled: true, running: true}
         parse(text).expect("a valid document");
     }
 
+    /// The example of docs/STATE.md is a valid document.
+    #[test]
+    fn the_reference_example_passes() {
+        let doc = include_str!("../../../../docs/STATE.md");
+        let example = doc
+            .split("## A whole document")
+            .nth(1)
+            .and_then(|rest| rest.split("```yaml\n").nth(1))
+            .and_then(|rest| rest.split("```").next())
+            .expect("docs/STATE.md has its example");
+        let s = parse(example).expect("the example parses");
+        assert_eq!(s.interfaces.map(|i| i.len()), Some(2));
+    }
+
     #[test]
     fn soft_links() {
         assert_eq!(
