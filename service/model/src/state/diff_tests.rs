@@ -190,6 +190,10 @@ fn roce() {
     );
     assert_eq!(c[1].path, "roce[rxe1/1].tos");
     assert_eq!(c[1].undo, c[1].step);
+    assert_eq!(
+        refused("soft-links:\n  - {name: rxe0, state: absent}\nroce:\n  - device: rxe0\n    port: 1\n    tos: 1\n"),
+        "line 4: roce[0].device: the soft link rxe0 is removed by this document (soft-links), and its port with it"
+    );
 }
 
 #[test]
@@ -215,6 +219,19 @@ fn devices_by_guid() {
     assert_eq!(
         diff(&host(), &twice).unwrap_err().to_string(),
         "roce[1]: port mlx5_0/1 is listed twice (also at roce[0])"
+    );
+    // From the text, with lines.
+    let doc = parse_document("roce:\n  - device: mlx5_0\n    port: 2\n  - device: \"0002:c903:0031:7f49\"\n    port: 1\n")
+        .expect("doc");
+    assert_eq!(
+        doc.changes(&host(), lookup).unwrap_err().to_string(),
+        "line 4: roce[1].device: device with node GUID \"0002:c903:0031:7f49\" does not exist"
+    );
+    let doc = parse_document("roce:\n  - {device: \"0002:c903:0031:7f40\", port: 2, tos: 1}\n")
+        .expect("doc");
+    assert_eq!(
+        doc.changes(&host(), lookup).expect("changes")[0].path,
+        "roce[mlx5_0/2].tos"
     );
     let mut unknown =
         parse("roce:\n  - {device: \"0002:c903:0031:7f49\", port: 1}\n").expect("doc");
