@@ -139,7 +139,7 @@ impl IpFamily {
 
     /// Every nmcli key of the family, empty where these settings have nothing: the form of
     /// a current state's settings to compare with.
-    pub(crate) fn nmcli_full(&self, family: Family) -> BTreeMap<String, String> {
+    pub fn nmcli_full(&self, family: Family) -> BTreeMap<String, String> {
         let mut out: BTreeMap<String, String> =
             ["method", "addresses", "gateway", "dns", "dns-search"]
                 .iter()
