@@ -28,21 +28,27 @@ pub fn parse_document(text: &str) -> Result<Document, StateError> {
 
 /// Reads a document into the types, without the checks of [`super::check`].
 pub fn read(text: &str) -> Result<Document, StateError> {
-    // YAML first, as a whole: the typed reading streams, and would report a wrong type met
-    // before a syntax error further on.
-    let value: serde_yaml_ng::Value = serde_yaml_ng::from_str(text).map_err(|e| {
-        let line = e.location().map(|l| l.line());
-        match message_of(&e) {
-            // A duplicate key: YAML, but not a document.
-            (path, reason) if !path.is_empty() => StateError::Invalid { path, line, reason },
-            (_, message) => StateError::Syntax { line, message },
-        }
-    })?;
-    let state = match value {
-        serde_yaml_ng::Value::Null => State::default(),
-        serde_yaml_ng::Value::Mapping(_) => deserialize(text)?,
-        serde_yaml_ng::Value::Sequence(_) => return Err(not_a_mapping("a list")),
-        _ => return Err(not_a_mapping("a single value")),
+    let state = match deserialize(text) {
+        Ok(state) => state,
+        // The typed reading streams: the document as a whole tells a syntax error further on
+        // (reported before a wrong type met first), an empty document and a top level that is
+        // not a mapping.
+        Err(typed) => match serde_yaml_ng::from_str::<serde_yaml_ng::Value>(text) {
+            Err(e) => {
+                let line = e.location().map(|l| l.line());
+                return Err(match message_of(&e) {
+                    // A duplicate key: YAML, but not a document.
+                    (path, reason) if !path.is_empty() => {
+                        StateError::Invalid { path, line, reason }
+                    }
+                    (_, message) => StateError::Syntax { line, message },
+                });
+            }
+            Ok(serde_yaml_ng::Value::Null) => State::default(),
+            Ok(serde_yaml_ng::Value::Sequence(_)) => return Err(not_a_mapping("a list")),
+            Ok(serde_yaml_ng::Value::Mapping(_)) => return Err(typed),
+            Ok(_) => return Err(not_a_mapping("a single value")),
+        },
     };
     Ok(Document {
         state,
