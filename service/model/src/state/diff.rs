@@ -203,11 +203,11 @@ fn soft_links(current: &State, wanted: &State, plan: &mut Plan) -> Result<LinkNa
             if (old_kind, old_netdev.as_str()) == (kind, netdev.as_str()) {
                 continue;
             }
-            // A link's type and netdev are fixed when it is made: it is made again.
+            // A link's type and netdev are fixed when it is made: it is made again, with new
+            // ports.
             remove(plan, old_kind, old_netdev);
-        } else {
-            names.created.insert(e.name.clone());
         }
+        names.created.insert(e.name.clone());
         plan.push(
             Part::LinkAdditions,
             path.clone(),
@@ -265,11 +265,11 @@ fn roce(
             ));
         }
         let now = match have.get(&(e.device.as_str(), e.port)) {
-            Some(c) => Some(*c),
-            // A soft link made by this document has one port, whose settings are not known
-            // until it exists.
-            None if links.created.contains(&e.device) && e.port == 1 => None,
-            None if have.keys().any(|(d, _)| *d == e.device) => {
+            // A soft link made (or made again) by this document has one port, whose settings
+            // are not known until it exists.
+            _ if links.created.contains(&e.device) && e.port == 1 => None,
+            Some(c) if !links.created.contains(&e.device) => Some(*c),
+            _ if have.keys().any(|(d, _)| *d == e.device) => {
                 return Err(StateError::not_found(
                     format!("roce[{i}].port"),
                     "RoCE port",
@@ -277,7 +277,7 @@ fn roce(
                     "",
                 ))
             }
-            None => {
+            _ => {
                 return Err(StateError::not_found(
                     format!("roce[{i}].device"),
                     "RoCE device",

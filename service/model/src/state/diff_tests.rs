@@ -190,6 +190,16 @@ fn roce() {
     );
     assert_eq!(c[1].path, "roce[rxe1/1].tos");
     assert_eq!(c[1].undo, c[1].step);
+    // A link made again has new ports: their settings are set even when the old ones had
+    // them.
+    assert_eq!(
+        paths("soft-links:\n  - {name: rxe0, type: rxe, netdev: eth2}\nroce:\n  - {device: rxe0, port: 1, mode: v2, tos: 0}\n"),
+        ["soft-links[rxe0]", "soft-links[rxe0]", "roce[rxe0/1].mode", "roce[rxe0/1].tos"]
+    );
+    assert_eq!(
+        refused("soft-links:\n  - {name: rxe0, type: rxe, netdev: eth2}\nroce:\n  - {device: rxe0, port: 2, tos: 0}\n"),
+        "line 4: roce[0].port: RoCE port \"rxe0/2\" does not exist"
+    );
     assert_eq!(
         refused("soft-links:\n  - {name: rxe0, state: absent}\nroce:\n  - device: rxe0\n    port: 1\n    tos: 1\n"),
         "line 4: roce[0].device: the soft link rxe0 is removed by this document (soft-links), and its port with it"
