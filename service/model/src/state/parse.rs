@@ -3,7 +3,7 @@
 //! is not a mapping), then checking it with [`super::check`].
 
 use super::doc::State;
-use super::error::StateError;
+use super::error::{capped_reason, StateError};
 use super::lines::Lines;
 
 /// A parsed document and where its keys are, for errors found later ([`StateError::with_lines`]).
@@ -38,10 +38,15 @@ pub fn read(text: &str) -> Result<Document, StateError> {
                 let line = e.location().map(|l| l.line());
                 return Err(match message_of(&e) {
                     // A duplicate key: YAML, but not a document.
-                    (path, reason) if !path.is_empty() => {
-                        StateError::Invalid { path, line, reason }
-                    }
-                    (_, message) => StateError::Syntax { line, message },
+                    (path, reason) if !path.is_empty() => StateError::Invalid {
+                        path,
+                        line,
+                        reason: capped_reason(&reason),
+                    },
+                    (_, message) => StateError::Syntax {
+                        line,
+                        message: capped_reason(&message),
+                    },
                 });
             }
             Ok(serde_yaml_ng::Value::Null) => State::default(),
@@ -79,7 +84,7 @@ fn deserialize(text: &str) -> Result<State, StateError> {
         StateError::Invalid {
             path,
             line,
-            reason: message_of(&inner).1,
+            reason: capped_reason(&message_of(&inner).1),
         }
     })
 }
@@ -250,6 +255,8 @@ subnet-manager: {enabled: true, running: false}
                 .starts_with("line 4: soft-links[0].netdv: unknown field `netdv`, expected one of"),
             "{e}"
         );
+        let long = format!("{}: 1\n", "k".repeat(1 << 20));
+        assert!(err(&long).len() < 3000);
         assert_eq!(
             err("colour: blue\n").split(", expected").next(),
             Some("line 1: colour: unknown field `colour`")
