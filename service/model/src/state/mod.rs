@@ -8,11 +8,32 @@
 //! `state: absent` removes anything. A document printed from a host therefore changes nothing
 //! when applied to it.
 //!
-//! [`doc`] holds the document's types; [`change`] the steps a difference turns into, each with
-//! the step that undoes it.
+//! All of it is pure (no I/O): the daemon reads the host into a full [`State`], and
+//! - [`doc`] holds the document's types;
+//! - [`parse`](mod@parse) reads a document (YAML or JSON) and [`check`](mod@check) checks what
+//!   needs no host; every refusal is a [`StateError`] naming the key path and the line;
+//! - [`diff`](mod@diff) compares the host's state with a document and returns the
+//!   [`Change`]s, in the order they must run, each with the [`Step`] that makes it and the
+//!   one that undoes it ([`change`]); names the host lacks are refused there;
+//! - [`nmcli`] maps IP settings between the document's form and nmcli's keys;
+//! - [`render`] prints a state as YAML or JSON, entries sorted by identity.
 
 pub mod change;
+pub mod check;
+pub mod diff;
 pub mod doc;
+mod error;
+mod forms;
+mod lines;
+pub mod nmcli;
+pub mod parse;
+pub mod render;
 
 pub use change::{Area, Change, ChangeOp, Step};
+pub use check::{check, is_guid, pkey_value, RDMA_POLICIES};
+pub use diff::diff;
 pub use doc::*;
+pub use error::StateError;
+pub use lines::Lines;
+pub use parse::{parse, parse_document, Document};
+pub use render::{to_json, to_yaml};
