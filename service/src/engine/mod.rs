@@ -28,6 +28,7 @@ mod ops_ipoib;
 mod ops_naming;
 mod ops_roce;
 mod ops_soft_links;
+mod ops_state;
 pub mod phases;
 mod renames;
 mod restore;
