@@ -13,14 +13,21 @@
 //! turns into, each with the step that undoes it.
 
 pub mod change;
+pub mod check;
+pub mod diff;
 pub mod doc;
 mod error;
 mod forms;
 mod lines;
+pub mod nmcli;
 pub mod parse;
+pub mod render;
 
 pub use change::{Area, Change, ChangeOp, Step};
+pub use check::{check, is_guid, pkey_value, RDMA_POLICIES};
+pub use diff::diff;
 pub use doc::*;
 pub use error::StateError;
 pub use lines::Lines;
 pub use parse::{parse, parse_document, Document};
+pub use render::{to_json, to_yaml};

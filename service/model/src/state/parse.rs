@@ -21,7 +21,9 @@ pub fn parse(text: &str) -> Result<State, StateError> {
 
 /// [`parse`], keeping the lines of the document's keys.
 pub fn parse_document(text: &str) -> Result<Document, StateError> {
-    read(text)
+    let doc = read(text)?;
+    super::check::check(&doc.state).map_err(|e| e.with_lines(&doc.lines))?;
+    Ok(doc)
 }
 
 /// Reads a document into the types, without the checks of [`super::check`].
