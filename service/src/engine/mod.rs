@@ -41,6 +41,7 @@ mod wanted;
 pub use nm_change::{IpReport, NmPending, RdmaNetdev};
 pub use nm_migrate::Moved;
 pub use ops_ipoib::ChildCreated;
+pub use ops_state::{StateFileOutcome, StatePending};
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};

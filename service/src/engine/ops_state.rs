@@ -10,16 +10,16 @@
 use std::collections::{BTreeMap, HashMap};
 
 use rdma_manager_model::state::{
-    EntryState, Infiniband, InterfaceEntry, InterfaceType, IpAddress, IpFamily, Memlock, Naming,
-    NfsRdma, RoceEntry, RoceVersion, SoftLinkEntry, SoftLinkKind, State, StateIpoibMode, Step,
-    SubnetManager,
+    self, Change, EntryState, Infiniband, InterfaceEntry, InterfaceType, IpAddress, IpFamily,
+    Memlock, Naming, NfsRdma, RoceEntry, RoceVersion, SoftLinkEntry, SoftLinkKind, State,
+    StateIpoibMode, Step, SubnetManager,
 };
 use tracing::{info, warn};
 use zbus::zvariant::{OwnedValue, Value};
 
 use super::{EngineHandle, ObservedState, OpError, SmVerb, StepOutcome};
 use crate::config::IpoibSettings;
-use crate::model::{DeviceKind, Guid, RoceMode};
+use crate::model::{DeviceKind, RoceMode};
 use crate::nm::profile::{IpConfig, IpMethod};
 
 /// The host's state from what the engine holds, IP settings aside (they come from
@@ -167,55 +167,40 @@ fn family_of(c: &IpConfig, v6: bool) -> IpFamily {
     }
 }
 
-/// Devices named by node GUID in `wanted`'s RoCE entries, as their kernel names: a GUID in
-/// any form `Guid::parse_user` takes, of a device the host has. A name that is neither is
-/// left for the difference to refuse (NotFound).
-fn resolve_guids(st: &ObservedState, wanted: &mut State) {
-    let Some(entries) = wanted.roce.as_mut() else {
-        return;
-    };
-    for e in entries {
-        if st.device_by_name(&e.device).is_some() {
-            continue;
-        }
-        let Ok(guid) = Guid::parse_user(&e.device) else {
-            continue;
-        };
-        if let Some(d) = st
-            .devices
-            .values()
-            .find(|d| d.snap.node_guid.as_ref().ok() == Some(&guid))
-        {
-            e.device = d.name().to_string();
-        }
-    }
-}
-
 /// What running a step left to settle: a NetworkManager change it made is confirmed at once
 /// (the state's own undo steps are its rollback, and one checkpoint per step would overlap).
 type StepResult = Result<(), OpError>;
 
 impl EngineHandle {
+    /// The host the engine reads (the state directory's files are read through it).
+    pub fn host(&self) -> &std::sync::Arc<dyn crate::kernel::Host> {
+        &self.host
+    }
+
     /// The host's state as the document shows it: every section, from what the engine holds;
     /// the IP settings of interfaces NetworkManager has a profile for, where it runs.
     pub async fn current_state(&self) -> Result<State, OpError> {
-        self.current_state_for(None).await.map(|(s, _)| s)
+        self.current_state_and_guids().await.map(|(s, _)| s)
     }
 
-    /// [`Self::current_state`], and `wanted` with its GUID-named devices resolved against the
-    /// same reading.
-    pub async fn current_state_for(
+    /// [`Self::current_state`], and the kernel name of every device by its node GUID as sysfs
+    /// prints it, from the same reading (for a document that names devices by GUID).
+    pub async fn current_state_and_guids(
         &self,
-        wanted: Option<State>,
-    ) -> Result<(State, Option<State>), OpError> {
-        let (mut state, wanted, with_profile) = self
+    ) -> Result<(State, BTreeMap<String, String>), OpError> {
+        let (mut state, guids, with_profile) = self
             .call(move |e| {
                 Box::pin(async move {
                     let state = current_of(&e.state);
-                    let wanted = wanted.map(|mut w| {
-                        resolve_guids(&e.state, &mut w);
-                        w
-                    });
+                    let guids: BTreeMap<String, String> = e
+                        .state
+                        .devices
+                        .values()
+                        .filter_map(|d| {
+                            let g = d.snap.node_guid.as_ref().ok()?;
+                            Some((g.colon_form(), d.name().to_string()))
+                        })
+                        .collect();
                     let with_profile: Vec<String> = match &e.state.nm_profiles {
                         Some(_) => e
                             .state
@@ -225,7 +210,7 @@ impl EngineHandle {
                             .collect(),
                         None => Vec::new(),
                     };
-                    Ok((state, wanted, with_profile))
+                    Ok((state, guids, with_profile))
                 })
             })
             .await?;
@@ -252,7 +237,7 @@ impl EngineHandle {
                 }
             }
         }
-        Ok((state, wanted))
+        Ok((state, guids))
     }
 
     /// Runs one step of a state through the engine job of its one-shot method. A change
@@ -293,7 +278,9 @@ impl EngineHandle {
                 module,
                 enabled,
             } => self.set_module_enabled(&set, &module, enabled).await,
-            Step::SetMemlock { soft, hard } => self.set_memlock_limits(&soft, &hard).await.map(drop),
+            Step::SetMemlock { soft, hard } => {
+                self.set_memlock_limits(&soft, &hard).await.map(drop)
+            }
             Step::ResetMemlock => self.reset_memlock_limits().await,
             Step::SetNfsRdma { enabled, port } => {
                 let port = if enabled { port } else { 0 };
@@ -396,9 +383,7 @@ impl EngineHandle {
             if let Err(e) = self.run_state_step(step).await {
                 warn!(target: "rdma_managerd::state", %path, error = %e, "state step failed");
                 let undone = self.undo_state_steps(&steps[..i]).await;
-                return Err(e.with_more(&format!(
-                    " (step {path}; {undone})"
-                )));
+                return Err(e.with_more(&format!(" (step {path}; {undone})")));
             }
         }
         Ok(steps.len())
@@ -418,7 +403,10 @@ impl EngineHandle {
             }
         }
         if failed.is_empty() {
-            format!("the {} change(s) made before it were rolled back", done.len())
+            format!(
+                "the {} change(s) made before it were rolled back",
+                done.len()
+            )
         } else {
             format!(
                 "rolled back, but undoing {} failed: {}",
@@ -444,4 +432,96 @@ fn nm_value(key: &str, text: &str) -> Option<OwnedValue> {
         Value::from(text.to_string())
     };
     OwnedValue::try_from(value).ok()
+}
+
+/// A step of an applied state: its key path, the step and the step that undoes it.
+pub type DoneStep = (String, Step, Step);
+
+/// An applied state that waits for confirmation: its undo steps, run (last first) when it
+/// is rolled back or not confirmed in time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatePending {
+    pub steps: Vec<DoneStep>,
+    /// What was changed, for people.
+    pub description: String,
+}
+
+/// The outcome of one file of the state directory, for the root's `StateDirectory`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct StateFileOutcome {
+    pub file: String,
+    /// `applied`, `unchanged`, `refused` or `rolled-back`.
+    pub outcome: String,
+    pub summary: String,
+    pub message: String,
+}
+
+/// The steps of `changes`, in their order.
+pub fn steps_of(changes: &[Change]) -> Vec<DoneStep> {
+    changes
+        .iter()
+        .map(|c| (c.path.clone(), c.step.clone(), c.undo.clone()))
+        .collect()
+}
+
+impl EngineHandle {
+    /// Runs the steps of `changes` in order, then reads the host back and checks that every
+    /// setting of `wanted` holds. A failed step or a setting that does not hold undoes every
+    /// step made, last first, and fails saying so.
+    pub async fn apply_state_changes(
+        &self,
+        changes: &[Change],
+        wanted: &State,
+    ) -> Result<StatePending, OpError> {
+        let steps = steps_of(changes);
+        self.run_state_steps(&steps).await?;
+        let after = self.current_state().await;
+        let left = match after.map(|after| state::diff(&after, wanted)) {
+            Ok(Ok(left)) if left.is_empty() => None,
+            Ok(Ok(left)) => Some(format!(
+                "{} still differ{} after the change ({})",
+                left.len(),
+                if left.len() == 1 { "s" } else { "" },
+                left.iter()
+                    .map(|c| format!("{}: {:?} wanted {:?}", c.path, c.current, c.wanted))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )),
+            Ok(Err(e)) => Some(format!("the state read back is refused: {e}")),
+            Err(e) => Some(format!("the host could not be read back: {e}")),
+        };
+        if let Some(why) = left {
+            warn!(target: "rdma_managerd::state", %why, "verification failed");
+            let undone = self.undo_state_steps(&steps).await;
+            return Err(OpError::Failed(format!(
+                "verification failed: {why}; {undone}"
+            )));
+        }
+        Ok(StatePending {
+            description: format!(
+                "{} change{} of the declarative state: {}",
+                steps.len(),
+                if steps.len() == 1 { "" } else { "s" },
+                steps
+                    .iter()
+                    .map(|s| s.0.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            steps,
+        })
+    }
+
+    /// Publishes the outcome of the state directory's files (the root's `StateDirectory`).
+    pub async fn set_state_directory(&self, files: Vec<StateFileOutcome>) {
+        let _ = self
+            .call(move |e| {
+                Box::pin(async move {
+                    e.state.state_directory = files;
+                    e.sink.publish(&e.state, &super::Dirty::default()).await;
+                    Ok(())
+                })
+            })
+            .await;
+    }
 }
