@@ -417,3 +417,53 @@ async fn the_state_directory_is_applied_at_start() -> Result<()> {
     assert_eq!(t.sim.roce_tos("mlx5_1", 1).await.ok(), Some(96));
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ipoib_children_their_settings_and_the_subnet_manager() -> Result<()> {
+    require_harness!();
+    let (t, _s) = setup().await?;
+    let m = manager(&t).await?;
+    let doc = "\
+interfaces:
+  - name: ib0.8005
+    type: infiniband
+    mtu: 2044
+    infiniband:
+      base-iface: ib0
+      pkey: \"0x8005\"
+      mode: datagram
+      umcast: true
+subnet-manager:
+  enabled: true
+  running: true
+";
+    let diff = m.diff_state(doc).await?;
+    let (changes, _) = m.apply_state(doc, 0).await?;
+    assert_eq!(changes, diff);
+    assert!(
+        paths(&changes).contains(&"interfaces[ib0.8005]")
+            && paths(&changes).contains(&"subnet-manager.running"),
+        "{changes:?}"
+    );
+    let child = t
+        .sim
+        .spec()
+        .netdevs
+        .into_iter()
+        .find(|n| n.name == "ib0.8005")
+        .context("the child exists")?;
+    assert_eq!(child.mtu, 2044);
+    let shown = m.get_state("yaml").await?;
+    assert!(shown.contains("name: ib0.8005"), "{shown}");
+    assert_eq!(m.apply_state(doc, 0).await?.0, vec![]);
+    assert_eq!(m.apply_state(&shown, 0).await?.0, vec![]);
+
+    // `state: absent` deletes the child.
+    let gone = "interfaces: [{name: ib0.8005, type: infiniband, state: absent}]";
+    let (changes, _) = m.apply_state(gone, 0).await?;
+    assert_eq!(paths(&changes), ["interfaces[ib0.8005]"]);
+    assert_eq!(changes[0].op, "remove");
+    assert!(!t.sim.spec().netdevs.iter().any(|n| n.name == "ib0.8005"));
+    assert_eq!(m.apply_state(gone, 0).await?.0, vec![]);
+    Ok(())
+}
