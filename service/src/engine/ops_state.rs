@@ -10,9 +10,9 @@
 use std::collections::{BTreeMap, HashMap};
 
 use rdma_manager_model::state::{
-    self, Change, EntryState, Infiniband, InterfaceEntry, InterfaceType, IpAddress, IpFamily,
-    Memlock, Naming, NfsRdma, RoceEntry, RoceVersion, SoftLinkEntry, SoftLinkKind, State,
-    StateIpoibMode, Step, SubnetManager,
+    self, Change, EntryState, Infiniband, InterfaceEntry, InterfaceType, IpFamily, Memlock, Naming,
+    NfsRdma, RoceEntry, RoceVersion, SoftLinkEntry, SoftLinkKind, State, StateIpoibMode, Step,
+    SubnetManager,
 };
 use tracing::{info, warn};
 use zbus::zvariant::{OwnedValue, Value};
@@ -20,7 +20,7 @@ use zbus::zvariant::{OwnedValue, Value};
 use super::{EngineHandle, ObservedState, OpError, SmVerb, StepOutcome};
 use crate::config::IpoibSettings;
 use crate::model::{DeviceKind, RoceMode};
-use crate::nm::profile::{IpConfig, IpMethod};
+use crate::nm::profile::{Family, IpConfig};
 
 /// The host's state from what the engine holds, IP settings aside (they come from
 /// NetworkManager, asked on the caller's task).
@@ -138,33 +138,33 @@ fn current_of(st: &ObservedState) -> State {
     }
 }
 
-/// One family's settings of a NetworkManager profile in the document's form.
-fn family_of(c: &IpConfig, v6: bool) -> IpFamily {
-    let (enabled, dhcp, autoconf) = match c.method {
-        IpMethod::Disabled => (false, None, None),
-        IpMethod::Auto if v6 => (true, Some(false), Some(true)),
-        IpMethod::Auto => (true, Some(true), None),
-        IpMethod::Manual | IpMethod::LinkLocal if v6 => (true, Some(false), Some(false)),
-        IpMethod::Manual | IpMethod::LinkLocal => (true, Some(false), None),
-    };
-    let list = |v: Vec<String>| Some(v).filter(|v| !v.is_empty());
-    IpFamily {
-        enabled: Some(enabled),
-        dhcp: if enabled { dhcp } else { None },
-        autoconf: if enabled { autoconf } else { None },
-        address: enabled.then(|| {
-            c.addresses
-                .iter()
-                .map(|(ip, prefix)| IpAddress {
-                    ip: ip.to_string(),
-                    prefix_length: *prefix,
-                })
-                .collect()
-        }),
-        gateway: c.gateway.map(|g| g.to_string()),
-        dns: list(c.dns.iter().map(|d| d.to_string()).collect()),
-        dns_search: list(c.dns_search.clone()),
-    }
+/// One family's settings of a NetworkManager profile in the document's form, through the
+/// nmcli keys the model reads (so that what is shown is what the difference compares).
+fn family_of(c: &IpConfig, family: Family) -> IpFamily {
+    let join = |v: Vec<String>| v.join(",");
+    let setting = family.setting();
+    let keys: BTreeMap<String, String> = [
+        ("method", c.method.as_str().to_string()),
+        (
+            "addresses",
+            join(
+                c.addresses
+                    .iter()
+                    .map(|(ip, prefix)| format!("{ip}/{prefix}"))
+                    .collect(),
+            ),
+        ),
+        (
+            "gateway",
+            c.gateway.map(|g| g.to_string()).unwrap_or_default(),
+        ),
+        ("dns", join(c.dns.iter().map(|d| d.to_string()).collect())),
+        ("dns-search", join(c.dns_search.clone())),
+    ]
+    .into_iter()
+    .map(|(field, value)| (format!("{setting}.{field}"), value))
+    .collect();
+    IpFamily::from_nmcli(family, &keys)
 }
 
 /// What running a step left to settle: a NetworkManager change it made is confirmed at once
@@ -231,8 +231,8 @@ impl EngineHandle {
                         .as_mut()
                         .and_then(|l| l.iter_mut().find(|i| i.name == name))
                     {
-                        i.ipv4 = Some(family_of(&s.ipv4, false));
-                        i.ipv6 = Some(family_of(&s.ipv6, true));
+                        i.ipv4 = Some(family_of(&s.ipv4, Family::V4));
+                        i.ipv6 = Some(family_of(&s.ipv6, Family::V6));
                     }
                 }
             }
