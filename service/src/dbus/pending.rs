@@ -23,10 +23,8 @@ use zbus::zvariant::{OwnedObjectPath, Value};
 
 use super::guard::Guarded;
 use super::Context;
+use super::state::TIMEOUT_RANGE;
 use crate::engine::{NmPending, StatePending};
-
-/// How long a change may wait for confirmation, in seconds (`Extend`, `ApplyState`).
-pub const TIMEOUT_RANGE: std::ops::RangeInclusive<u32> = 10..=3600;
 
 /// How a pending change ended, as `Network.ChangeEnded` says it.
 pub const CONFIRMED: &str = "confirmed";
