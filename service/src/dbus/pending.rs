@@ -22,8 +22,8 @@ use zbus::object_server::SignalEmitter;
 use zbus::zvariant::{OwnedObjectPath, Value};
 
 use super::guard::Guarded;
-use super::Context;
 use super::state::TIMEOUT_RANGE;
+use super::Context;
 use crate::engine::{NmPending, StatePending};
 
 /// How a pending change ended, as `Network.ChangeEnded` says it.

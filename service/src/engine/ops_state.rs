@@ -525,3 +525,81 @@ impl EngineHandle {
             .await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::sim::{fixtures, SimHost};
+    use crate::system::unreachable::Unreachable;
+
+    /// The state read from a host is its own fixed point, in both printed forms: the
+    /// difference from itself is empty, and what `GetState` prints reads back the same.
+    #[tokio::test]
+    async fn the_hosts_state_is_its_own_fixed_point() {
+        for spec in [fixtures::demo_host(), fixtures::large_host(4, 2, 8)] {
+            let sim = SimHost::new(spec).expect("simulated host");
+            fixtures::install_host_setup(&sim).expect("host setup files");
+            let (observed, _) = crate::engine::read_host(&sim, &Unreachable)
+                .await
+                .expect("read");
+            let current = current_of(&observed);
+            assert_eq!(state::diff(&current, &current), Ok(vec![]));
+            for text in [state::to_yaml(&current), state::to_json(&current)] {
+                let back = state::parse(&text).expect("the printed state reads back");
+                assert_eq!(state::diff(&current, &back), Ok(vec![]), "{text}");
+            }
+            let _ = std::fs::remove_dir_all(sim.root());
+        }
+    }
+
+    /// What the demo host shows: its soft link, a RoCE port's defaults, its IPoIB interfaces
+    /// with a P_Key child's parent and P_Key, the module lists, and no IP settings (no
+    /// NetworkManager).
+    #[tokio::test]
+    async fn the_demo_hosts_state_names_what_it_has() {
+        let sim = SimHost::new(fixtures::demo_host()).expect("simulated host");
+        fixtures::install_host_setup(&sim).expect("host setup files");
+        let (observed, _) = crate::engine::read_host(&sim, &Unreachable)
+            .await
+            .expect("read");
+        let s = current_of(&observed);
+        let links = s.soft_links.as_deref().unwrap_or_default();
+        assert_eq!(links.len(), 1);
+        assert_eq!(links[0].name, "rxe0");
+        assert_eq!(links[0].kind, Some(SoftLinkKind::Rxe));
+        assert_eq!(links[0].netdev.as_deref(), Some("eth0"));
+        let roce = s.roce.as_deref().unwrap_or_default();
+        let mlx5 = roce
+            .iter()
+            .find(|r| r.device == "mlx5_1")
+            .expect("mlx5_1 port 1");
+        assert_eq!(
+            (mlx5.port, mlx5.mode, mlx5.tos),
+            (1, Some(RoceVersion::V2), Some(0))
+        );
+        let interfaces = s.interfaces.as_deref().unwrap_or_default();
+        let child = interfaces
+            .iter()
+            .find(|i| {
+                i.infiniband
+                    .as_ref()
+                    .is_some_and(|ib| ib.base_iface.is_some())
+            })
+            .expect("a P_Key child");
+        let ib = child.infiniband.as_ref().expect("infiniband");
+        let pkey = ib.pkey.as_deref().expect("its P_Key");
+        assert!(pkey.starts_with("0x") && pkey.len() == 6, "{pkey}");
+        assert!(interfaces
+            .iter()
+            .all(|i| i.ipv4.is_none() && i.ipv6.is_none()));
+        assert!(s.modules.as_ref().is_some_and(|m| m.contains_key("rdma")));
+        assert_eq!(
+            s.subnet_manager,
+            Some(SubnetManager {
+                enabled: Some(false),
+                running: Some(false)
+            })
+        );
+        let _ = std::fs::remove_dir_all(sim.root());
+    }
+}
