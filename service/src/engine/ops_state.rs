@@ -20,6 +20,7 @@ use zbus::zvariant::{OwnedValue, Value};
 use super::{EngineHandle, ObservedState, OpError, SmVerb, StepOutcome};
 use crate::config::IpoibSettings;
 use crate::model::{DeviceKind, RoceMode};
+use crate::nm::keys::IpSettings;
 use crate::nm::profile::{Family, IpConfig};
 
 /// The host's state from what the engine holds, IP settings aside (they come from
@@ -188,7 +189,7 @@ impl EngineHandle {
     pub async fn current_state_and_guids(
         &self,
     ) -> Result<(State, BTreeMap<String, String>), OpError> {
-        let (mut state, guids, with_profile) = self
+        let (mut state, guids, nm_candidates) = self
             .call(move |e| {
                 Box::pin(async move {
                     let state = current_of(&e.state);
@@ -201,7 +202,7 @@ impl EngineHandle {
                             Some((g.colon_form(), d.name().to_string()))
                         })
                         .collect();
-                    let with_profile: Vec<String> = match &e.state.nm_profiles {
+                    let nm_candidates: Vec<String> = match &e.state.nm_profiles {
                         Some(_) => e
                             .state
                             .ipoib
@@ -210,26 +211,31 @@ impl EngineHandle {
                             .collect(),
                         None => Vec::new(),
                     };
-                    Ok((state, guids, with_profile))
+                    Ok((state, guids, nm_candidates))
                 })
             })
             .await?;
-        if !with_profile.is_empty() {
+        if !nm_candidates.is_empty() {
+            // Owners asked once, each profile read once: no re-read per interface.
             self.nm.refresh().await;
-            let owned: Vec<String> = with_profile
+            let owned: Vec<(String, String)> = nm_candidates
                 .into_iter()
-                .filter(|n| self.nm.owner_of(n).is_some())
+                .filter_map(|n| self.nm.owner_of(&n).map(|p| (n, p.uuid)))
                 .collect();
-            if !owned.is_empty() && self.network_manager().await.is_ok() {
-                for name in owned {
-                    let Ok(report) = self.ip_settings(&name).await else {
+            let nm = match owned.is_empty() {
+                true => None,
+                false => self.network_manager().await.ok(),
+            };
+            if let Some(nm) = nm {
+                for (name, uuid) in &owned {
+                    let Ok(profile) = nm.profile_settings(uuid).await else {
                         continue;
                     };
-                    let Some(s) = report.settings else { continue };
+                    let s = IpSettings::of_profile(&profile);
                     if let Some(i) = state
                         .interfaces
                         .as_mut()
-                        .and_then(|l| l.iter_mut().find(|i| i.name == name))
+                        .and_then(|l| l.iter_mut().find(|i| &i.name == name))
                     {
                         i.ipv4 = Some(family_of(&s.ipv4, Family::V4));
                         i.ipv6 = Some(family_of(&s.ipv6, Family::V6));
