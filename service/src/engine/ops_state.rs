@@ -1,0 +1,611 @@
+//! The declarative state (`GetState`, `DiffState`, `ApplyState`, the state directory): the
+//! host's whole configuration as one `rdma_manager_model::state::State`, built from what the
+//! engine holds, and the steps of a difference run through the same engine jobs as the
+//! one-shot methods, each undone by its undo step when a later one fails.
+//!
+//! Every step is a job of its own (the one its D-Bus method runs): the engine keeps polling
+//! and publishing between steps, and each step persists what it changed as its method does,
+//! so an applied state survives a restart through the areas' own files.
+
+use std::collections::{BTreeMap, HashMap};
+
+use rdma_manager_model::state::{
+    self, Change, EntryState, Infiniband, InterfaceEntry, InterfaceType, IpFamily, Memlock, Naming,
+    NfsRdma, RoceEntry, RoceVersion, SoftLinkEntry, SoftLinkKind, State, StateIpoibMode, Step,
+    SubnetManager,
+};
+use tracing::{info, warn};
+use zbus::zvariant::{OwnedValue, Value};
+
+use super::{EngineHandle, ObservedState, OpError, SmVerb, StepOutcome};
+use crate::config::IpoibSettings;
+use crate::model::{DeviceKind, RoceMode};
+use crate::nm::keys::IpSettings;
+use crate::nm::profile::{Family, IpConfig};
+
+/// The host's state from what the engine holds, IP settings aside (they come from
+/// NetworkManager, asked on the caller's task).
+fn current_of(st: &ObservedState) -> State {
+    let mut soft_links = Vec::new();
+    let mut roce = Vec::new();
+    for d in st.devices.values() {
+        let kind = match d.snap.kind {
+            DeviceKind::Rxe => Some(SoftLinkKind::Rxe),
+            DeviceKind::Siw => Some(SoftLinkKind::Siw),
+            _ => None,
+        };
+        if let Some(kind) = kind {
+            soft_links.push(SoftLinkEntry {
+                name: d.name().to_string(),
+                kind: Some(kind),
+                netdev: d.snap.parent_netdev.clone(),
+                state: None,
+            });
+        }
+        for (port, r) in d.roce.iter() {
+            roce.push(RoceEntry {
+                device: d.name().to_string(),
+                port: *port,
+                mode: r.mode.as_ref().ok().map(|m| match m {
+                    RoceMode::V1 => RoceVersion::V1,
+                    RoceMode::V2 => RoceVersion::V2,
+                }),
+                tos: r.tos.as_ref().ok().copied(),
+            });
+        }
+    }
+    soft_links.sort_by(|a, b| a.name.cmp(&b.name));
+    roce.sort_by(|a, b| (&a.device, a.port).cmp(&(&b.device, b.port)));
+
+    let mut interfaces: Vec<InterfaceEntry> = st
+        .ipoib
+        .values()
+        .filter_map(|i| {
+            let a = i.snap.ipoib.as_ref()?;
+            let child = a.parent.is_some();
+            Some(InterfaceEntry {
+                name: i.snap.name.clone(),
+                kind: InterfaceType::Infiniband,
+                state: Some(EntryState::Up),
+                mtu: i.snap.mtu.as_ref().ok().copied(),
+                infiniband: Some(Infiniband {
+                    mode: a.mode.as_ref().ok().map(|m| StateIpoibMode::from(*m)),
+                    umcast: a.umcast.as_ref().ok().copied(),
+                    base_iface: a.parent.clone(),
+                    pkey: child
+                        .then(|| a.pkey.as_ref().ok().map(|p| format!("{p:#06x}")))
+                        .flatten(),
+                }),
+                ipv4: None,
+                ipv6: None,
+            })
+        })
+        .collect();
+    interfaces.sort_by(|a, b| a.name.cmp(&b.name));
+
+    let naming = Naming {
+        rdma_policy: Some(st.naming.policy.clone()).filter(|p| !p.is_empty()),
+        rdma_fixed_names: Some(
+            st.naming
+                .fixed
+                .iter()
+                .map(|(guid, name, _, _)| rdma_manager_model::state::FixedName {
+                    node_guid: guid.colon_form(),
+                    name: Some(name.clone()),
+                    state: None,
+                })
+                .collect(),
+        ),
+        ipoib_names: Some(
+            st.naming
+                .ipoib_rules
+                .iter()
+                .map(|r| rdma_manager_model::state::IpoibName {
+                    port_guid: r.port_guid.colon_form(),
+                    name: Some(r.name.clone()),
+                    state: None,
+                })
+                .collect(),
+        ),
+    };
+
+    let hs = &st.host_setup;
+    let mut modules: BTreeMap<String, BTreeMap<String, bool>> = BTreeMap::new();
+    for m in &hs.modules {
+        modules
+            .entry(m.set.clone())
+            .or_default()
+            .insert(m.module.clone(), m.enabled);
+    }
+    let nonempty = |s: &str| Some(s.to_string()).filter(|s| !s.is_empty());
+    State {
+        soft_links: Some(soft_links),
+        roce: Some(roce),
+        interfaces: Some(interfaces),
+        naming: Some(naming),
+        modules: Some(modules),
+        memlock: Some(Memlock {
+            soft: nonempty(&hs.memlock_soft),
+            hard: nonempty(&hs.memlock_hard),
+        }),
+        nfs_rdma: Some(NfsRdma {
+            enabled: Some(hs.nfs_rdma),
+            port: hs.nfs_rdma.then_some(hs.nfs_rdma_port),
+        }),
+        subnet_manager: Some(SubnetManager {
+            enabled: Some(hs.opensm.unit_file_state == "enabled"),
+            running: Some(hs.opensm.active_state == "active"),
+        }),
+    }
+}
+
+/// One family's settings of a NetworkManager profile in the document's form, through the
+/// nmcli keys the model reads (so that what is shown is what the difference compares).
+fn family_of(c: &IpConfig, family: Family) -> IpFamily {
+    let join = |v: Vec<String>| v.join(",");
+    let setting = family.setting();
+    let keys: BTreeMap<String, String> = [
+        ("method", c.method.as_str().to_string()),
+        (
+            "addresses",
+            join(
+                c.addresses
+                    .iter()
+                    .map(|(ip, prefix)| format!("{ip}/{prefix}"))
+                    .collect(),
+            ),
+        ),
+        (
+            "gateway",
+            c.gateway.map(|g| g.to_string()).unwrap_or_default(),
+        ),
+        ("dns", join(c.dns.iter().map(|d| d.to_string()).collect())),
+        ("dns-search", join(c.dns_search.clone())),
+    ]
+    .into_iter()
+    .map(|(field, value)| (format!("{setting}.{field}"), value))
+    .collect();
+    IpFamily::from_nmcli(family, &keys)
+}
+
+/// What running a step left to settle: a NetworkManager change it made is confirmed at once
+/// (the state's own undo steps are its rollback, and one checkpoint per step would overlap).
+type StepResult = Result<(), OpError>;
+
+impl EngineHandle {
+    /// The host the engine reads (the state directory's files are read through it).
+    pub fn host(&self) -> &std::sync::Arc<dyn crate::kernel::Host> {
+        &self.host
+    }
+
+    /// The host's state as the document shows it: every section, from what the engine holds;
+    /// the IP settings of interfaces NetworkManager has a profile for, where it runs.
+    pub async fn current_state(&self) -> Result<State, OpError> {
+        self.current_state_and_guids().await.map(|(s, _)| s)
+    }
+
+    /// [`Self::current_state`], and the kernel name of every device by its node GUID as sysfs
+    /// prints it, from the same reading (for a document that names devices by GUID).
+    pub async fn current_state_and_guids(
+        &self,
+    ) -> Result<(State, BTreeMap<String, String>), OpError> {
+        let (mut state, guids, nm_candidates) = self
+            .call(move |e| {
+                Box::pin(async move {
+                    let state = current_of(&e.state);
+                    let guids: BTreeMap<String, String> = e
+                        .state
+                        .devices
+                        .values()
+                        .filter_map(|d| {
+                            let g = d.snap.node_guid.as_ref().ok()?;
+                            Some((g.colon_form(), d.name().to_string()))
+                        })
+                        .collect();
+                    let nm_candidates: Vec<String> = match &e.state.nm_profiles {
+                        Some(_) => e
+                            .state
+                            .ipoib
+                            .values()
+                            .map(|i| i.snap.name.clone())
+                            .collect(),
+                        None => Vec::new(),
+                    };
+                    Ok((state, guids, nm_candidates))
+                })
+            })
+            .await?;
+        if !nm_candidates.is_empty() {
+            // Owners asked once, each profile read once: no re-read per interface.
+            self.nm.refresh().await;
+            let owned: Vec<(String, String)> = nm_candidates
+                .into_iter()
+                .filter_map(|n| self.nm.owner_of(&n).map(|p| (n, p.uuid)))
+                .collect();
+            let nm = match owned.is_empty() {
+                true => None,
+                false => self.network_manager().await.ok(),
+            };
+            if let Some(nm) = nm {
+                for (name, uuid) in &owned {
+                    let Ok(profile) = nm.profile_settings(uuid).await else {
+                        continue;
+                    };
+                    let s = IpSettings::of_profile(&profile);
+                    if let Some(i) = state
+                        .interfaces
+                        .as_mut()
+                        .and_then(|l| l.iter_mut().find(|i| &i.name == name))
+                    {
+                        i.ipv4 = Some(family_of(&s.ipv4, Family::V4));
+                        i.ipv6 = Some(family_of(&s.ipv6, Family::V6));
+                    }
+                }
+            }
+        }
+        Ok((state, guids))
+    }
+
+    /// Runs one step of a state through the engine job of its one-shot method. A change
+    /// NetworkManager made is confirmed at once: the state's undo steps take it back.
+    pub async fn run_state_step(&self, step: &Step) -> StepResult {
+        info!(target: "rdma_managerd::state", ?step, "state step");
+        match step.clone() {
+            Step::AddSoftLink { name, kind, netdev } => self
+                .add_soft_link(&name, kind.as_str(), &netdev)
+                .await
+                .map(drop),
+            Step::RemoveSoftLink { name } => self.remove_soft_link(&name).await,
+            Step::SetRoceMode { device, port, mode } => {
+                let index = self.device_index(&device).await?;
+                let mode = match mode {
+                    RoceVersion::V1 => "v1",
+                    RoceVersion::V2 => "v2",
+                };
+                self.set_roce_mode(index, port, mode).await
+            }
+            Step::SetRoceTos { device, port, tos } => {
+                let index = self.device_index(&device).await?;
+                self.set_roce_tos(index, port, tos).await
+            }
+            Step::SetRdmaPolicy { policy } => self.set_rdma_naming_policy(&policy, false).await,
+            Step::SetRdmaFixedName { node_guid, name } => {
+                self.set_rdma_fixed_name(&node_guid, &name, false).await
+            }
+            Step::RemoveRdmaFixedName { node_guid } => {
+                self.remove_rdma_fixed_name(&node_guid).await
+            }
+            Step::SetIpoibName { port_guid, name } => {
+                self.set_ipoib_name(&port_guid, &name, false).await
+            }
+            Step::RemoveIpoibName { port_guid } => self.remove_ipoib_name(&port_guid).await,
+            Step::SetModule {
+                set,
+                module,
+                enabled,
+            } => self.set_module_enabled(&set, &module, enabled).await,
+            Step::SetMemlock { soft, hard } => {
+                self.set_memlock_limits(&soft, &hard).await.map(drop)
+            }
+            Step::ResetMemlock => self.reset_memlock_limits().await,
+            Step::SetNfsRdma { enabled, port } => {
+                let port = if enabled { port } else { 0 };
+                let steps = self.set_nfs_rdma(enabled, port).await?;
+                match steps.iter().find(|s| s.outcome == StepOutcome::Failed) {
+                    Some(s) => Err(OpError::Failed(format!("{}: {}", s.name, s.detail))),
+                    None => Ok(()),
+                }
+            }
+            Step::SetSubnetManagerEnabled { enabled } => {
+                let verb = if enabled {
+                    SmVerb::Enable
+                } else {
+                    SmVerb::Disable
+                };
+                self.subnet_manager(verb).await
+            }
+            Step::SetSubnetManagerRunning { running } => {
+                let verb = if running { SmVerb::Start } else { SmVerb::Stop };
+                self.subnet_manager(verb).await
+            }
+            Step::CreateChild { parent, pkey, name } => {
+                let parent = self.ifindex_of(&parent).await?;
+                let created = self
+                    .ipoib_create_child(parent, u32::from(pkey), &name, IpoibSettings::default())
+                    .await?;
+                if let super::ChildCreated::NetworkManager { pending, .. } = created {
+                    self.nm_confirm(&pending).await?;
+                }
+                Ok(())
+            }
+            Step::DeleteChild { name } => {
+                let ifindex = self.ifindex_of(&name).await?;
+                let pending = self.ipoib_delete(ifindex).await?;
+                self.confirm_if_any(pending).await
+            }
+            Step::SetIpoibMode { name, mode } => {
+                let ifindex = self.ifindex_of(&name).await?;
+                let mode = match mode {
+                    StateIpoibMode::Datagram => "datagram",
+                    StateIpoibMode::Connected => "connected",
+                };
+                let pending = self.ipoib_set_mode(ifindex, mode).await?;
+                self.confirm_if_any(pending).await
+            }
+            Step::SetIpoibMtu { name, mtu } => {
+                let ifindex = self.ifindex_of(&name).await?;
+                let pending = self.ipoib_set_mtu(ifindex, mtu).await?;
+                self.confirm_if_any(pending).await
+            }
+            Step::SetIpoibUmcast { name, umcast } => {
+                let ifindex = self.ifindex_of(&name).await?;
+                self.ipoib_set_umcast(ifindex, umcast).await
+            }
+            Step::SetIp { name, keys } => {
+                let keys: HashMap<String, OwnedValue> = keys
+                    .into_iter()
+                    .filter_map(|(k, v)| nm_value(&k, &v).map(|v| (k, v)))
+                    .collect();
+                let pending = self
+                    .set_ip_settings(&name, keys, *super::nm_change::TIMEOUT_RANGE.start())
+                    .await?;
+                self.nm_confirm(&pending).await
+            }
+        }
+    }
+
+    async fn confirm_if_any(&self, pending: Option<super::NmPending>) -> StepResult {
+        match pending {
+            Some(p) => self.nm_confirm(&p).await,
+            None => Ok(()),
+        }
+    }
+
+    /// The kernel index of the device named `name` now.
+    async fn device_index(&self, name: &str) -> Result<u32, OpError> {
+        let wanted = name.to_string();
+        self.call(move |e| {
+            Box::pin(async move {
+                e.state
+                    .device_by_name(&wanted)
+                    .map(|d| d.index)
+                    .ok_or_else(|| OpError::NotFound(format!("there is no RDMA device {wanted}")))
+            })
+        })
+        .await
+    }
+
+    async fn ifindex_of(&self, name: &str) -> Result<u32, OpError> {
+        self.ipoib_ifindex(name)
+            .await
+            .ok_or_else(|| OpError::NotFound(format!("there is no IPoIB interface {name}")))
+    }
+
+    /// Runs `steps` in order; on the first failure runs the undo steps of those done, last
+    /// first, and fails with the step's error, saying what was rolled back. Returns the
+    /// number of steps run.
+    pub async fn run_state_steps(&self, steps: &[(String, Step, Step)]) -> Result<usize, OpError> {
+        for (i, (path, step, _)) in steps.iter().enumerate() {
+            if let Err(e) = self.run_state_step(step).await {
+                warn!(target: "rdma_managerd::state", %path, error = %e, "state step failed");
+                let undone = self.undo_state_steps(&steps[..i]).await;
+                return Err(e.with_more(&format!(" (step {path}; {undone})")));
+            }
+        }
+        Ok(steps.len())
+    }
+
+    /// Runs the undo steps of `done`, last first; an undo that fails is reported and the
+    /// others still run. Says what happened, for the error that caused it.
+    pub async fn undo_state_steps(&self, done: &[(String, Step, Step)]) -> String {
+        if done.is_empty() {
+            return "nothing had been changed".into();
+        }
+        let mut failed = Vec::new();
+        for (path, _, undo) in done.iter().rev() {
+            if let Err(e) = self.run_state_step(undo).await {
+                warn!(target: "rdma_managerd::state", %path, error = %e, "undo failed");
+                failed.push(format!("{path}: {e}"));
+            }
+        }
+        if failed.is_empty() {
+            match done.len() {
+                1 => "the 1 change made was rolled back".to_string(),
+                n => format!("the {n} changes made were rolled back"),
+            }
+        } else {
+            format!(
+                "rolled back, but undoing {} failed: {}",
+                failed.len(),
+                failed.join("; ")
+            )
+        }
+    }
+}
+
+/// An nmcli key's text value as the Network interface takes it: lists (addresses, dns,
+/// dns-search) as arrays of strings, the rest as strings.
+fn nm_value(key: &str, text: &str) -> Option<OwnedValue> {
+    let list = key.ends_with(".addresses") || key.ends_with(".dns") || key.ends_with(".dns-search");
+    let value = if list {
+        let items: Vec<String> = text
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
+        Value::from(items)
+    } else {
+        Value::from(text.to_string())
+    };
+    OwnedValue::try_from(value).ok()
+}
+
+/// A step of an applied state: its key path, the step and the step that undoes it.
+pub type DoneStep = (String, Step, Step);
+
+/// An applied state that waits for confirmation: its undo steps, run (last first) when it
+/// is rolled back or not confirmed in time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatePending {
+    pub steps: Vec<DoneStep>,
+    /// What was changed, for people.
+    pub description: String,
+}
+
+/// The outcome of one file of the state directory, for the root's `StateDirectory`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct StateFileOutcome {
+    pub file: String,
+    /// `applied`, `unchanged`, `refused` or `rolled-back`.
+    pub outcome: String,
+    pub summary: String,
+    pub message: String,
+}
+
+/// The steps of `changes`, in their order.
+pub fn steps_of(changes: &[Change]) -> Vec<DoneStep> {
+    changes
+        .iter()
+        .map(|c| (c.path.clone(), c.step.clone(), c.undo.clone()))
+        .collect()
+}
+
+impl EngineHandle {
+    /// Runs the steps of `changes` in order, then reads the host back and checks that every
+    /// setting of `wanted` holds. A failed step or a setting that does not hold undoes every
+    /// step made, last first, and fails saying so.
+    pub async fn apply_state_changes(
+        &self,
+        changes: &[Change],
+        wanted: &State,
+    ) -> Result<StatePending, OpError> {
+        let steps = steps_of(changes);
+        self.run_state_steps(&steps).await?;
+        let after = self.current_state().await;
+        let left = match after.map(|after| state::diff(&after, wanted)) {
+            Ok(Ok(left)) if left.is_empty() => None,
+            Ok(Ok(left)) => Some(format!(
+                "{} still differ{} after the change ({})",
+                left.len(),
+                if left.len() == 1 { "s" } else { "" },
+                left.iter()
+                    .map(|c| format!("{}: {:?} wanted {:?}", c.path, c.current, c.wanted))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )),
+            Ok(Err(e)) => Some(format!("the state read back is refused: {e}")),
+            Err(e) => Some(format!("the host could not be read back: {e}")),
+        };
+        if let Some(why) = left {
+            warn!(target: "rdma_managerd::state", %why, "verification failed");
+            let undone = self.undo_state_steps(&steps).await;
+            return Err(OpError::Failed(format!(
+                "verification failed: {why}; {undone}"
+            )));
+        }
+        Ok(StatePending {
+            description: format!(
+                "{} change{} of the declarative state: {}",
+                steps.len(),
+                if steps.len() == 1 { "" } else { "s" },
+                steps
+                    .iter()
+                    .map(|s| s.0.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            steps,
+        })
+    }
+
+    /// Publishes the outcome of the state directory's files (the root's `StateDirectory`).
+    pub async fn set_state_directory(&self, files: Vec<StateFileOutcome>) {
+        let _ = self
+            .call(move |e| {
+                Box::pin(async move {
+                    e.state.state_directory = files;
+                    e.sink.publish(&e.state, &super::Dirty::default()).await;
+                    Ok(())
+                })
+            })
+            .await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::sim::{fixtures, SimHost};
+    use crate::system::unreachable::Unreachable;
+
+    /// The state read from a host is its own fixed point, in both printed forms: the
+    /// difference from itself is empty, and what `GetState` prints reads back the same.
+    #[tokio::test]
+    async fn the_hosts_state_is_its_own_fixed_point() {
+        for spec in [fixtures::demo_host(), fixtures::large_host(4, 2, 8)] {
+            let sim = SimHost::new(spec).expect("simulated host");
+            fixtures::install_host_setup(&sim).expect("host setup files");
+            let (observed, _) = crate::engine::read_host(&sim, &Unreachable)
+                .await
+                .expect("read");
+            let current = current_of(&observed);
+            assert_eq!(state::diff(&current, &current), Ok(vec![]));
+            for text in [state::to_yaml(&current), state::to_json(&current)] {
+                let back = state::parse(&text).expect("the printed state reads back");
+                assert_eq!(state::diff(&current, &back), Ok(vec![]), "{text}");
+            }
+            let _ = std::fs::remove_dir_all(sim.root());
+        }
+    }
+
+    /// What the demo host shows: its soft link, a RoCE port's defaults, its IPoIB interfaces
+    /// with a P_Key child's parent and P_Key, the module lists, and no IP settings (no
+    /// NetworkManager).
+    #[tokio::test]
+    async fn the_demo_hosts_state_names_what_it_has() {
+        let sim = SimHost::new(fixtures::demo_host()).expect("simulated host");
+        fixtures::install_host_setup(&sim).expect("host setup files");
+        let (observed, _) = crate::engine::read_host(&sim, &Unreachable)
+            .await
+            .expect("read");
+        let s = current_of(&observed);
+        let links = s.soft_links.as_deref().unwrap_or_default();
+        assert_eq!(links.len(), 1);
+        assert_eq!(links[0].name, "rxe0");
+        assert_eq!(links[0].kind, Some(SoftLinkKind::Rxe));
+        assert_eq!(links[0].netdev.as_deref(), Some("eth0"));
+        let roce = s.roce.as_deref().unwrap_or_default();
+        let mlx5 = roce
+            .iter()
+            .find(|r| r.device == "mlx5_1")
+            .expect("mlx5_1 port 1");
+        assert_eq!(
+            (mlx5.port, mlx5.mode, mlx5.tos),
+            (1, Some(RoceVersion::V2), Some(0))
+        );
+        let interfaces = s.interfaces.as_deref().unwrap_or_default();
+        let child = interfaces
+            .iter()
+            .find(|i| {
+                i.infiniband
+                    .as_ref()
+                    .is_some_and(|ib| ib.base_iface.is_some())
+            })
+            .expect("a P_Key child");
+        let ib = child.infiniband.as_ref().expect("infiniband");
+        let pkey = ib.pkey.as_deref().expect("its P_Key");
+        assert!(pkey.starts_with("0x") && pkey.len() == 6, "{pkey}");
+        assert!(interfaces
+            .iter()
+            .all(|i| i.ipv4.is_none() && i.ipv6.is_none()));
+        assert!(s.modules.as_ref().is_some_and(|m| m.contains_key("rdma")));
+        assert_eq!(
+            s.subnet_manager,
+            Some(SubnetManager {
+                enabled: Some(false),
+                running: Some(false)
+            })
+        );
+        let _ = std::fs::remove_dir_all(sim.root());
+    }
+}
