@@ -1,0 +1,319 @@
+//! rdma-cli as scripts run it: the real binary against rdma-managerd on a private system bus
+//! with the project's bus policy and the real polkitd (tests/src/service.rs `SystemSetup`):
+//! root is authorized by polkit, the unprivileged test user is not. Each test checks the
+//! output, the exit code (rdma-cli(1), "EXIT STATUS") and what changed on the simulated host.
+
+use std::process::Output;
+
+use anyhow::{ensure, Context, Result};
+use rdma_manager_tests::bus::{skip_reason, Credentials, PolkitConfig, PrivateBus};
+use rdma_manager_tests::service::{port_proxy, tree_files, SystemSetup};
+use rdma_manager_tests::tmux::workspace_bin;
+
+macro_rules! require_harness {
+    () => {
+        if let Some(reason) = skip_reason() {
+            eprintln!("skipping: {reason}");
+            return Ok(());
+        }
+    };
+}
+
+/// `rdma-cli --address=<bus> ARGS` as `who` (root when None), with its output.
+async fn cli(bus: &PrivateBus, who: Option<&Credentials>, args: &[&str]) -> Result<Output> {
+    let bin = workspace_bin("rdma-cli")?;
+    let mut cmd = std::process::Command::new(bin);
+    cmd.arg(format!("--address={}", bus.address()))
+        .args(["--wait", "60"])
+        .args(args)
+        .stdin(std::process::Stdio::null());
+    if let Some(c) = who {
+        c.apply(&mut cmd);
+    }
+    let out = tokio::task::spawn_blocking(move || cmd.output())
+        .await
+        .context("joining")?
+        .context("running rdma-cli")?;
+    Ok(out)
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Checks the exit code, with the whole output in the failure.
+fn exited(o: &Output, code: i32, what: &str) -> Result<()> {
+    ensure!(
+        o.status.code() == Some(code),
+        "{what}: exit {:?}, expected {code}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        stdout(o),
+        stderr(o)
+    );
+    Ok(())
+}
+
+/// The simulated kernel and every file under the host's /etc: equal before and after a
+/// refused command shows that nothing changed.
+fn host_state(t: &SystemSetup) -> (String, std::collections::BTreeMap<String, Vec<u8>>) {
+    (t.sim.kernel_snapshot(), tree_files(t.sim.root(), &["etc"]))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_lists_every_port_as_a_table_tersely_and_as_json() -> Result<()> {
+    require_harness!();
+    let t = SystemSetup::new(false, PolkitConfig::rdma_manager()).await?;
+    let table = cli(&t.bus, None, &["status"]).await?;
+    exited(&table, 0, "status")?;
+    let text = stdout(&table);
+    let lines: Vec<&str> = text.lines().collect();
+    ensure!(
+        lines[0].split_whitespace().collect::<Vec<_>>()
+            == [
+                "DEVICE",
+                "PORT",
+                "STATE",
+                "PHYS",
+                "RATE",
+                "LINK-LAYER",
+                "NETDEV"
+            ],
+        "{text}"
+    );
+    // The demo host: mlx4_1 (2 ports), mlx5_0, mlx5_1, rxe0.
+    ensure!(lines.len() == 6, "{text}");
+    ensure!(
+        lines[1].starts_with("mlx4_1  1 ") && lines[1].contains("ACTIVE"),
+        "{text}"
+    );
+    ensure!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("rxe0 ") && l.ends_with("eth0")),
+        "{text}"
+    );
+
+    let terse = cli(&t.bus, None, &["-t", "status"]).await?;
+    exited(&terse, 0, "-t status")?;
+    let terse = stdout(&terse);
+    let rows: Vec<Vec<&str>> = terse.lines().map(|l| l.split(':').collect()).collect();
+    ensure!(rows.len() == 5, "no header, one line a port:\n{terse}");
+    ensure!(rows.iter().all(|r| r.len() == 7), "{terse}");
+    ensure!(
+        rows[0][..4] == ["mlx4_1", "1", "ACTIVE", "LinkUp"] && rows[0][5] == "InfiniBand",
+        "{terse}"
+    );
+
+    let json = cli(&t.bus, None, &["--json", "status"]).await?;
+    exited(&json, 0, "--json status")?;
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).context("JSON")?;
+    let ports = v.as_array().context("an array")?;
+    ensure!(ports.len() == 5, "{v}");
+    ensure!(
+        ports[2]["device"] == "mlx5_0" && ports[2]["link-layer"] == "InfiniBand",
+        "{v}"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_soft_link_is_added_and_deleted_with_the_documented_exit_codes() -> Result<()> {
+    require_harness!();
+    let t = SystemSetup::new(false, PolkitConfig::rdma_manager()).await?;
+    let add = cli(
+        &t.bus,
+        None,
+        &["link", "add", "rxe1", "type", "rxe", "netdev", "enp4s0d1"],
+    )
+    .await?;
+    exited(&add, 0, "link add")?;
+    ensure!(stdout(&add).contains("'rxe1'"), "{}", stdout(&add));
+    ensure!(
+        t.device_names().iter().any(|d| d == "rxe1"),
+        "not in the kernel"
+    );
+    let remembered = t
+        .etc_file("/etc/rdma-manager/soft-links.toml")
+        .unwrap_or_default();
+    ensure!(remembered.contains("rxe1"), "{remembered}");
+    // The same name again: the daemon refuses, in its own words.
+    let again = cli(
+        &t.bus,
+        None,
+        &["link", "add", "rxe1", "type", "rxe", "netdev", "enp4s0d1"],
+    )
+    .await?;
+    ensure!(again.status.code() == Some(1), "{}", stderr(&again));
+    ensure!(stderr(&again).starts_with("Error: "), "{}", stderr(&again));
+
+    let status = stdout(&cli(&t.bus, None, &["-t", "status"]).await?);
+    ensure!(status.lines().any(|l| l.starts_with("rxe1:1:")), "{status}");
+
+    let delete = cli(&t.bus, None, &["link", "delete", "rxe1"]).await?;
+    exited(&delete, 0, "link delete")?;
+    ensure!(!t.device_names().iter().any(|d| d == "rxe1"), "still there");
+    // Gone: not found.
+    let missing = cli(&t.bus, None, &["link", "delete", "rxe1"]).await?;
+    exited(&missing, 4, "deleting a link that is not there")?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_roce_tos_is_set_on_the_port_named_by_device_and_number() -> Result<()> {
+    require_harness!();
+    let t = SystemSetup::new(false, PolkitConfig::rdma_manager()).await?;
+    let set = cli(&t.bus, None, &["roce", "mlx5_1/1", "tos", "106"]).await?;
+    exited(&set, 0, "roce tos")?;
+    let client = t.bus.connect().await?;
+    let mut port = None;
+    for index in 0..4 {
+        let p = port_proxy(&client, &rdma_manager_dbus::port_path(index, 1)).await;
+        if p.device_name().await.is_ok_and(|n| n == "mlx5_1") {
+            port = Some(p);
+        }
+    }
+    let port = port.context("mlx5_1's port 1")?;
+    ensure!(port.roce_tos().await? == 106, "ToS not set");
+    let mode = cli(&t.bus, None, &["roce", "mlx5_1/1", "mode", "v1"]).await?;
+    exited(&mode, 0, "roce mode")?;
+    ensure!(port.roce_mode().await?.contains("v1"), "mode not set");
+    // A port the device lacks, a device the host lacks.
+    exited(
+        &cli(&t.bus, None, &["roce", "mlx5_1/7", "tos", "1"]).await?,
+        4,
+        "no such port",
+    )?;
+    exited(
+        &cli(&t.bus, None, &["roce", "mlx9_9/1", "tos", "1"]).await?,
+        4,
+        "no such device",
+    )?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_input_is_refused_with_exit_2_and_nothing_changes() -> Result<()> {
+    require_harness!();
+    let t = SystemSetup::new(false, PolkitConfig::rdma_manager()).await?;
+    let before = host_state(&t);
+    for args in [
+        &["roce", "mlx5_1/1", "tos", "300"][..],
+        &["roce", "mlx5_1/1", "mode", "v3"],
+        &["ipoib", "add", "ibp59s0f0", "pkey", "0x8000"],
+        &["ipoib", "add", "ib0", "pkey", "0x8005", "mtu", "70000"],
+        &["ipoib", "set", "ib0", "mode", "connected", "mtu", "65521"],
+        &["link", "add", "bad/name", "type", "rxe", "netdev", "eth0"],
+        &["link", "add", "rxe1", "type", "udp", "netdev", "eth0"],
+        &["memlock", "unlimited", "1024"],
+        &["nfs", "on", "port", "0"],
+        &["ip", "ib0", "ipv4.addresses", "192.0.2.1"],
+        // Refused by the daemon itself (a GUID is its to read): InvalidArgument is 2 too.
+        &["naming", "fixed", "not-a-guid", "ibx0"],
+        // Not a command line.
+        &["link", "add", "rxe1"],
+        &["frobnicate"],
+    ] {
+        let o = cli(&t.bus, None, args).await?;
+        exited(&o, 2, &args.join(" "))?;
+        ensure!(
+            stderr(&o).starts_with("Error: "),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+    ensure!(host_state(&t) == before, "something changed");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unauthorized_user_gets_exit_3_with_the_daemons_words() -> Result<()> {
+    require_harness!();
+    // SAFETY: no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Ok(());
+    }
+    let t = SystemSetup::new(false, PolkitConfig::rdma_manager()).await?;
+    let before = host_state(&t);
+    let user = Credentials::test_user(false);
+    // Reading is open to everyone.
+    exited(&cli(&t.bus, Some(&user), &["status"]).await?, 0, "status")?;
+    let o = cli(&t.bus, Some(&user), &["roce", "mlx5_1/1", "tos", "106"]).await?;
+    exited(&o, 3, "roce tos as an unprivileged user")?;
+    ensure!(
+        stderr(&o).contains("org.rdmamanager.rdmamanager1.manage-roce"),
+        "{}",
+        stderr(&o)
+    );
+    ensure!(host_state(&t) == before, "something changed");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_p_key_child_is_added_changed_and_deleted() -> Result<()> {
+    require_harness!();
+    let t = SystemSetup::new(false, PolkitConfig::rdma_manager()).await?;
+    let add = cli(
+        &t.bus,
+        None,
+        &["ipoib", "add", "ib0", "pkey", "0x8005", "mode", "datagram"],
+    )
+    .await?;
+    exited(&add, 0, "ipoib add")?;
+    ensure!(stdout(&add).contains("'ib0.8005'"), "{}", stdout(&add));
+    let set = cli(
+        &t.bus,
+        None,
+        &[
+            "ipoib",
+            "set",
+            "ib0.8005",
+            "mode",
+            "connected",
+            "mtu",
+            "65520",
+        ],
+    )
+    .await?;
+    exited(&set, 0, "ipoib set")?;
+    let remembered = t
+        .etc_file("/etc/rdma-manager/ipoib.toml")
+        .unwrap_or_default();
+    ensure!(
+        remembered.contains("8005") && remembered.contains("65520"),
+        "{remembered}"
+    );
+    let delete = cli(&t.bus, None, &["ipoib", "delete", "ib0.8005"]).await?;
+    exited(&delete, 0, "ipoib delete")?;
+    ensure!(
+        !t.sim.kernel_snapshot().contains("ib0.8005"),
+        "still in the kernel"
+    );
+    exited(
+        &cli(&t.bus, None, &["ipoib", "delete", "ib0.8005"]).await?,
+        4,
+        "deleting it again",
+    )?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_daemon_on_the_bus_is_exit_5() -> Result<()> {
+    let Some(bus) = rdma_manager_tests::service::session_bus_or_skip() else {
+        return Ok(());
+    };
+    let o = cli(&bus, None, &["status"]).await?;
+    exited(&o, 5, "status without a daemon")?;
+    ensure!(stderr(&o).contains("not running"), "{}", stderr(&o));
+    let o = cli(&bus, None, &["confirm"]).await?;
+    exited(&o, 5, "confirm without a daemon")?;
+    // No bus at all.
+    let gone = std::process::Command::new(workspace_bin("rdma-cli")?)
+        .args(["--address=unix:path=/nonexistent/bus", "status"])
+        .output()?;
+    exited(&gone, 5, "no bus")?;
+    Ok(())
+}
