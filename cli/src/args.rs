@@ -282,13 +282,40 @@ pub fn command() -> clap::Command {
     <Cli as clap::CommandFactory>::command()
 }
 
+/// Every command, subcommand and long option, as the man page must name them.
+pub fn words() -> Vec<String> {
+    fn walk(cmd: &clap::Command, out: &mut Vec<String>) {
+        for a in cmd.get_arguments() {
+            if let Some(long) = a.get_long() {
+                out.push(format!("--{long}"));
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            if sub.get_name() != "help" {
+                out.push(sub.get_name().to_string());
+                walk(sub, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&command(), &mut out);
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// The completion script of `shell`.
 pub fn completion(shell: CompletionShell) -> String {
     let mut cmd = command();
     let mut out = Vec::new();
     match shell {
         CompletionShell::Bash => {
-            clap_complete::generate(clap_complete::Shell::Bash, &mut cmd, "rdma-cli", &mut out)
+            clap_complete::generate(clap_complete::Shell::Bash, &mut cmd, "rdma-cli", &mut out);
+            // clap_complete names the functions of a command `rdma__cli...` but its case
+            // labels `rdma__subcmd__cli...` (the program name's `-` replaced two ways), so no
+            // subcommand would complete past its name: one spelling for both.
+            let text = String::from_utf8_lossy(&out).replace("rdma__subcmd__cli", "rdma__cli");
+            return text;
         }
         CompletionShell::Zsh => {
             clap_complete::generate(clap_complete::Shell::Zsh, &mut cmd, "rdma-cli", &mut out)
