@@ -11,5 +11,6 @@ pub mod failure;
 pub mod output;
 pub mod pending;
 pub mod run;
+pub mod state;
 pub mod status;
 pub mod words;

@@ -7,7 +7,7 @@ use std::process::Output;
 
 use anyhow::{ensure, Context, Result};
 use rdma_manager_tests::bus::{skip_reason, Credentials, PolkitConfig, PrivateBus};
-use rdma_manager_tests::service::{port_proxy, tree_files, SystemSetup};
+use rdma_manager_tests::service::{port_proxy, tree_files, HostServices, SystemSetup};
 use rdma_manager_tests::tmux::workspace_bin;
 
 macro_rules! require_harness {
@@ -315,5 +315,115 @@ async fn no_daemon_on_the_bus_is_exit_5() -> Result<()> {
         .args(["--address=unix:path=/nonexistent/bus", "status"])
         .output()?;
     exited(&gone, 5, "no bus")?;
+    Ok(())
+}
+
+/// The demo host with host setup's files and the stand-ins of systemd (nfs-server, opensm,
+/// rdma-load-modules@ installed and stopped, acting on the simulated kernel) and firewalld.
+async fn host_setup() -> Result<(SystemSetup, HostServices)> {
+    use rdma_manager_tests::standins::StandInUnit;
+    use rdma_managerd::kernel::sim::{fixtures, SimHost};
+    let sim = SimHost::new(fixtures::demo_host())?;
+    let kernel = sim.clone();
+    SystemSetup::with_host_services(sim, move |s| {
+        s.systemd
+            .add_unit("nfs-server.service", StandInUnit::service());
+        s.systemd.add_unit("opensm.service", StandInUnit::service());
+        for set in ["rdma", "infiniband"] {
+            s.systemd.add_unit(
+                &format!("rdma-load-modules@{set}.service"),
+                StandInUnit::service().static_unit(),
+            );
+        }
+        s.systemd
+            .set_on_started(std::sync::Arc::new(move |unit: String| {
+                let kernel = kernel.clone();
+                Box::pin(async move {
+                    rdma_managerd::engine::simulate_unit_started(&kernel, &unit)
+                        .await
+                        .expect("the unit acts on the simulated host");
+                })
+            }));
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_setup_modules_memlock_nfs_and_the_subnet_manager() -> Result<()> {
+    require_harness!();
+    // The stand-ins serve as long as they are kept.
+    let (t, _services) = host_setup().await?;
+    let on = cli(&t.bus, None, &["modules", "rdma", "rds_rdma", "on"]).await?;
+    exited(&on, 0, "modules on")?;
+    let conf = t
+        .etc_file("/etc/rdma/modules/rdma.conf")
+        .unwrap_or_default();
+    ensure!(
+        conf.lines().any(|l| l.trim() == "rds_rdma"),
+        "rds_rdma not enabled:\n{conf}"
+    );
+    let apply = cli(&t.bus, None, &["-t", "modules", "apply", "rdma"]).await?;
+    exited(&apply, 0, "modules apply")?;
+    ensure!(
+        stdout(&apply).lines().all(|l| l.split(':').count() >= 3),
+        "{}",
+        stdout(&apply)
+    );
+
+    let memlock = cli(&t.bus, None, &["memlock", "65536", "unlimited"]).await?;
+    exited(&memlock, 0, "memlock")?;
+    let limits = t
+        .etc_file("/etc/security/limits.d/zz-rdma-manager.conf")
+        .unwrap_or_default();
+    ensure!(limits.contains("65536"), "{limits}");
+    exited(
+        &cli(&t.bus, None, &["memlock", "reset"]).await?,
+        0,
+        "memlock reset",
+    )?;
+
+    let nfs = cli(&t.bus, None, &["--json", "nfs", "on"]).await?;
+    exited(&nfs, 0, "nfs on")?;
+    let steps: serde_json::Value = serde_json::from_slice(&nfs.stdout).context("JSON")?;
+    ensure!(
+        steps.as_array().is_some_and(|s| s
+            .iter()
+            .any(|r| r["step"] == "nfs.conf" && r["outcome"] == "done")),
+        "{steps}"
+    );
+    exited(&cli(&t.bus, None, &["sm", "enable"]).await?, 0, "sm enable")?;
+    exited(&cli(&t.bus, None, &["sm", "start"]).await?, 0, "sm start")?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ip_settings_without_networkmanager_and_no_pending_change() -> Result<()> {
+    require_harness!();
+    let t = SystemSetup::new(false, PolkitConfig::rdma_manager()).await?;
+    // No NetworkManager on this bus: the daemon says so, a failure (1), not bad input.
+    let ip = cli(
+        &t.bus,
+        None,
+        &[
+            "ip",
+            "ib0",
+            "ipv4.method",
+            "manual",
+            "ipv4.addresses",
+            "192.0.2.1/24",
+        ],
+    )
+    .await?;
+    exited(&ip, 1, "ip without NetworkManager")?;
+    ensure!(stderr(&ip).contains("NetworkManager"), "{}", stderr(&ip));
+    // Nothing pending: nothing to confirm or roll back.
+    exited(&cli(&t.bus, None, &["confirm"]).await?, 4, "confirm")?;
+    exited(&cli(&t.bus, None, &["rollback"]).await?, 4, "rollback")?;
+    exited(
+        &cli(&t.bus, None, &["confirm", "/org/example/Other"]).await?,
+        2,
+        "confirm of something else",
+    )?;
+    exited(&cli(&t.bus, None, &["confirm", "7"]).await?, 4, "confirm 7")?;
     Ok(())
 }
