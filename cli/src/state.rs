@@ -8,10 +8,13 @@
 
 use std::io::Read as _;
 
+use rdma_manager_dbus::types::StateChange;
 use serde_json::Value;
+use zbus::Connection;
 
-use crate::failure::Failure;
+use crate::failure::{code, Failure};
 use crate::output::{escape, Format, Table};
+use crate::{bus, pending};
 
 /// One change as DiffState and ApplyState report it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,18 +24,6 @@ pub struct Change {
     pub current: String,
     pub wanted: String,
     pub action: String,
-}
-
-impl From<(String, String, String, String, String)> for Change {
-    fn from((path, op, current, wanted, action): (String, String, String, String, String)) -> Self {
-        Change {
-            path,
-            op,
-            current,
-            wanted,
-            action,
-        }
-    }
 }
 
 /// The document in `file`, or standard input for `-`.
@@ -123,8 +114,31 @@ pub fn render_changes(changes: &[Change], format: Format) -> String {
 pub fn settings(doc: &Value) -> Vec<(String, String)> {
     let mut out = Vec::new();
     flatten(doc, "", &mut out);
+    // The sections in the document's order (JSON objects here come sorted by key).
+    let section = |path: &str| {
+        SECTIONS
+            .iter()
+            .position(|s| {
+                path.strip_prefix(s)
+                    .is_some_and(|r| r.starts_with(['.', '[']))
+            })
+            .unwrap_or(SECTIONS.len())
+    };
+    out.sort_by_key(|(path, _)| section(path));
     out
 }
+
+/// The document's sections, in the order GetState writes them.
+const SECTIONS: [&str; 8] = [
+    "soft-links",
+    "roce",
+    "interfaces",
+    "naming",
+    "modules",
+    "memlock",
+    "nfs-rdma",
+    "subnet-manager",
+];
 
 /// The identity of a list entry, and the keys that make it.
 fn identity(entry: &serde_json::Map<String, Value>) -> Option<(String, &'static [&'static str])> {
@@ -229,6 +243,106 @@ pub fn render_settings(settings: &[(String, String)], format: Format) -> String 
             }
         })
         .collect()
+}
+
+impl From<StateChange> for Change {
+    fn from(c: StateChange) -> Self {
+        Change {
+            path: c.path,
+            op: c.op,
+            current: c.current,
+            wanted: c.wanted,
+            action: c.action,
+        }
+    }
+}
+
+/// `show [--yaml|--json]`: the document as the daemon prints it, or its settings by path.
+pub async fn show(conn: &Connection, yaml: bool, format: Format) -> Result<u8, Failure> {
+    let m = bus::manager(conn).await?;
+    if yaml && format == Format::Json {
+        return Err(Failure::usage("--yaml and --json: choose one"));
+    }
+    if yaml || format == Format::Json {
+        let doc = m.get_state(if yaml { "yaml" } else { "json" }).await?;
+        print!("{doc}");
+        if !doc.ends_with('\n') {
+            println!();
+        }
+        return Ok(code::SUCCESS);
+    }
+    let doc = m.get_state("json").await?;
+    let value: Value = serde_json::from_str(&doc)
+        .map_err(|e| Failure::failed(format!("the daemon's state is not JSON: {e}")))?;
+    print!("{}", render_settings(&settings(&value), format));
+    Ok(code::SUCCESS)
+}
+
+/// `diff FILE|-`: exit 0 when nothing would change, 10 when something would.
+pub async fn diff(conn: &Connection, file: &str, format: Format) -> Result<u8, Failure> {
+    let doc = read_document(file)?;
+    let changes: Vec<Change> = bus::manager(conn)
+        .await?
+        .diff_state(&doc)
+        .await?
+        .into_iter()
+        .map(Change::from)
+        .collect();
+    print!("{}", render_changes(&changes, format));
+    Ok(if changes.is_empty() {
+        code::SUCCESS
+    } else {
+        code::CHANGES
+    })
+}
+
+/// `apply FILE|- [--timeout N]`: the changes made; with a timeout, the pending change and
+/// how to confirm it.
+pub async fn apply(
+    conn: &Connection,
+    file: &str,
+    timeout: Option<u32>,
+    format: Format,
+) -> Result<u8, Failure> {
+    if let Some(t) = timeout {
+        if !(10..=3600).contains(&t) {
+            return Err(Failure::usage(format!(
+                "--timeout {t}: give 10 to 3600 seconds"
+            )));
+        }
+    }
+    let doc = read_document(file)?;
+    let (changes, pending) = bus::manager(conn)
+        .await?
+        .apply_state(&doc, timeout.unwrap_or(0))
+        .await?;
+    let changes: Vec<Change> = changes.into_iter().map(Change::from).collect();
+    let pending = (pending.as_str() != "/").then(|| pending.to_string());
+    if format == Format::Json {
+        let v = serde_json::json!({
+            "changes": serde_json::from_str::<Value>(&render_changes(&changes, Format::Json))
+                .unwrap_or(Value::Null),
+            "pending": pending,
+        });
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        return Ok(code::SUCCESS);
+    }
+    print!("{}", render_changes(&changes, format));
+    if format == Format::Table {
+        match (&pending, changes.len()) {
+            (_, 0) => println!("Nothing to change: the host is in the state asked."),
+            (None, n) => println!("Applied {n} change{}.", if n == 1 { "" } else { "s" }),
+            (Some(_), _) => {}
+        }
+    }
+    if let Some(p) = &pending {
+        if format == Format::Terse {
+            println!("pending:{}", escape(p));
+        } else {
+            println!("{}", pending::describe(conn, p).await);
+        }
+    }
+    Ok(code::SUCCESS)
 }
 
 #[cfg(test)]
