@@ -21,19 +21,44 @@ macro_rules! require_harness {
 
 /// `rdma-cli --address=<bus> ARGS` as `who` (root when None), with its output.
 async fn cli(bus: &PrivateBus, who: Option<&Credentials>, args: &[&str]) -> Result<Output> {
+    cli_with_input(bus, who, args, None).await
+}
+
+/// [`cli`] with `input` on its standard input.
+async fn cli_with_input(
+    bus: &PrivateBus,
+    who: Option<&Credentials>,
+    args: &[&str],
+    input: Option<&str>,
+) -> Result<Output> {
+    use std::io::Write as _;
+    use std::process::Stdio;
     let bin = workspace_bin("rdma-cli")?;
     let mut cmd = std::process::Command::new(bin);
     cmd.arg(format!("--address={}", bus.address()))
         .args(["--wait", "60"])
         .args(args)
-        .stdin(std::process::Stdio::null());
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     if let Some(c) = who {
         c.apply(&mut cmd);
     }
-    let out = tokio::task::spawn_blocking(move || cmd.output())
-        .await
-        .context("joining")?
-        .context("running rdma-cli")?;
+    let input = input.map(str::to_string);
+    let out = tokio::task::spawn_blocking(move || -> std::io::Result<Output> {
+        let mut child = cmd.spawn()?;
+        if let (Some(text), Some(mut stdin)) = (input, child.stdin.take()) {
+            stdin.write_all(text.as_bytes())?;
+        }
+        child.wait_with_output()
+    })
+    .await
+    .context("joining")?
+    .context("running rdma-cli")?;
     Ok(out)
 }
 
@@ -425,5 +450,170 @@ async fn ip_settings_without_networkmanager_and_no_pending_change() -> Result<()
         "confirm of something else",
     )?;
     exited(&cli(&t.bus, None, &["confirm", "7"]).await?, 4, "confirm 7")?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_shown_state_applies_as_no_change_and_diff_says_what_differs() -> Result<()> {
+    require_harness!();
+    let t = SystemSetup::new(false, PolkitConfig::rdma_manager()).await?;
+    let shown = cli(&t.bus, None, &["show", "--yaml"]).await?;
+    exited(&shown, 0, "show --yaml")?;
+    let yaml = stdout(&shown);
+    ensure!(
+        yaml.contains("soft-links:") && yaml.contains("roce:"),
+        "{yaml}"
+    );
+    let before = host_state(&t);
+
+    // What show printed, back through a pipe: nothing to change, nothing written.
+    let diff = cli_with_input(&t.bus, None, &["diff", "-"], Some(&yaml)).await?;
+    exited(&diff, 0, "diff of the shown state")?;
+    ensure!(stdout(&diff).is_empty(), "{}", stdout(&diff));
+    let apply = cli_with_input(&t.bus, None, &["apply", "-"], Some(&yaml)).await?;
+    exited(&apply, 0, "apply of the shown state")?;
+    ensure!(
+        stdout(&apply).contains("Nothing to change"),
+        "{}",
+        stdout(&apply)
+    );
+    ensure!(
+        host_state(&t) == before,
+        "applying the shown state changed something"
+    );
+
+    // One setting changed: diff names it, exits 10, and changes nothing.
+    let wanted = "roce:\n- device: mlx5_1\n  port: 1\n  tos: 106\n";
+    let dir = tempfile::tempdir()?;
+    let file = dir.path().join("tos.yml");
+    std::fs::write(&file, wanted)?;
+    let file = file.display().to_string();
+    let diff = cli(&t.bus, None, &["diff", &file]).await?;
+    exited(&diff, 10, "diff with a change")?;
+    ensure!(
+        stdout(&diff).trim() == "roce[mlx5_1/1].tos  set     0 -> 106",
+        "{}",
+        stdout(&diff)
+    );
+    let json = cli(&t.bus, None, &["--json", "diff", &file]).await?;
+    exited(&json, 10, "diff --json")?;
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).context("JSON")?;
+    ensure!(
+        v[0]["path"] == "roce[mlx5_1/1].tos"
+            && v[0]["op"] == "set"
+            && v[0]["current"] == "0"
+            && v[0]["wanted"] == "106"
+            && v[0]["action"] == "org.rdmamanager.rdmamanager1.manage-roce",
+        "{v}"
+    );
+    ensure!(host_state(&t) == before, "diff changed something");
+
+    // A bad document: the daemon's refusal names the key, exit 2, nothing changed.
+    let bad = cli_with_input(
+        &t.bus,
+        None,
+        &["diff", "-"],
+        Some("roce:\n- device: mlx5_1\n  port: 1\n  tos: 300\n"),
+    )
+    .await?;
+    exited(&bad, 2, "a ToS out of range")?;
+    ensure!(stderr(&bad).contains("tos"), "{}", stderr(&bad));
+    let unknown = cli_with_input(&t.bus, None, &["apply", "-"], Some("colour: red\n")).await?;
+    exited(&unknown, 2, "an unknown key")?;
+    exited(
+        &cli(&t.bus, None, &["diff", "/nonexistent/state.yml"]).await?,
+        4,
+        "a file that is not there",
+    )?;
+    ensure!(
+        host_state(&t) == before,
+        "a refused document changed something"
+    );
+
+    // Applied: the change is made and a second diff finds nothing.
+    let apply = cli(&t.bus, None, &["apply", &file]).await?;
+    exited(&apply, 0, "apply")?;
+    ensure!(
+        stdout(&apply).contains("Applied 1 change."),
+        "{}",
+        stdout(&apply)
+    );
+    exited(
+        &cli(&t.bus, None, &["diff", &file]).await?,
+        0,
+        "diff after apply",
+    )?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_apply_with_a_timeout_waits_for_confirm_or_rolls_back() -> Result<()> {
+    require_harness!();
+    let t = SystemSetup::new(false, PolkitConfig::rdma_manager()).await?;
+    let client = t.bus.connect().await?;
+    let tos = |v: u8| format!("roce:\n- device: mlx5_1\n  port: 1\n  tos: {v}\n");
+    let mut port = None;
+    for index in 0..4 {
+        let p = port_proxy(&client, &rdma_manager_dbus::port_path(index, 1)).await;
+        if p.device_name().await.is_ok_and(|n| n == "mlx5_1") {
+            port = Some(p);
+        }
+    }
+    let port = port.context("mlx5_1's port 1")?;
+
+    // Pending, then confirmed: it stays.
+    let apply = cli_with_input(
+        &t.bus,
+        None,
+        &["apply", "-", "--timeout", "60"],
+        Some(&tos(106)),
+    )
+    .await?;
+    exited(&apply, 0, "apply --timeout")?;
+    let out = stdout(&apply);
+    ensure!(
+        out.contains("rdma-cli confirm /org/rdmamanager/RdmaManager1/Change/"),
+        "{out}"
+    );
+    ensure!(port.roce_tos().await? == 106, "in force while pending");
+    let confirm = cli(&t.bus, None, &["confirm"]).await?;
+    exited(&confirm, 0, "confirm")?;
+    exited(&cli(&t.bus, None, &["confirm"]).await?, 4, "nothing left")?;
+    ensure!(port.roce_tos().await? == 106, "kept once confirmed");
+
+    // Pending, then rolled back by its path: the ToS is what it was.
+    let apply = cli_with_input(
+        &t.bus,
+        None,
+        &["-t", "apply", "-", "--timeout", "60"],
+        Some(&tos(32)),
+    )
+    .await?;
+    exited(&apply, 0, "apply --timeout, terse")?;
+    let terse = stdout(&apply);
+    let path = terse
+        .lines()
+        .find_map(|l| l.strip_prefix("pending:"))
+        .context("the pending line")?
+        .to_string();
+    ensure!(port.roce_tos().await? == 32, "in force while pending");
+    exited(
+        &cli(&t.bus, None, &["rollback", &path]).await?,
+        0,
+        "rollback",
+    )?;
+    ensure!(port.roce_tos().await? == 106, "rolled back");
+    // An apply timeout outside the daemon's range is refused here.
+    exited(
+        &cli_with_input(
+            &t.bus,
+            None,
+            &["apply", "-", "--timeout", "5"],
+            Some(&tos(1)),
+        )
+        .await?,
+        2,
+        "a timeout of 5 s",
+    )?;
     Ok(())
 }
