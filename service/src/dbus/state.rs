@@ -84,7 +84,7 @@ async fn prepare(engine: &EngineHandle, document: &str) -> Result<(Vec<Change>, 
 /// `GetState`: the host's state as a document, `yaml` or `json`.
 pub async fn get_state(ctx: &Context, format: &str) -> Result<String, Error> {
     let render = match format {
-        "yaml" | "" => state::to_yaml,
+        "yaml" => state::to_yaml,
         "json" => state::to_json,
         other => {
             return Err(Error::InvalidArgument(format!(
