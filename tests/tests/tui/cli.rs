@@ -466,6 +466,24 @@ async fn the_shown_state_applies_as_no_change_and_diff_says_what_differs() -> Re
     );
     let before = host_state(&t);
 
+    // The settings by key path, the paths diff names; terse and JSON for scripts.
+    let settings = stdout(&cli(&t.bus, None, &["show"]).await?);
+    ensure!(
+        settings
+            .lines()
+            .any(|l| l.starts_with("roce[mlx5_1/1].tos:") && l.ends_with(" 0")),
+        "{settings}"
+    );
+    let terse = stdout(&cli(&t.bus, None, &["-t", "show"]).await?);
+    ensure!(
+        terse.lines().any(|l| l == "soft-links[rxe0].netdev:eth0"),
+        "{terse}"
+    );
+    let json = cli(&t.bus, None, &["--json", "show"]).await?;
+    exited(&json, 0, "show --json")?;
+    let doc: serde_json::Value = serde_json::from_slice(&json.stdout).context("JSON")?;
+    ensure!(doc["soft-links"][0]["name"] == "rxe0", "{doc}");
+
     // What show printed, back through a pipe: nothing to change, nothing written.
     let diff = cli_with_input(&t.bus, None, &["diff", "-"], Some(&yaml)).await?;
     exited(&diff, 0, "diff of the shown state")?;
