@@ -14,6 +14,7 @@ from ansible.errors import AnsibleConnectionFailure
 from ansible.module_utils.common.text.converters import to_text
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
+from ansible.plugins.connection import ConnectionBase
 from ansible.utils.display import Display
 
 display = Display()
@@ -64,10 +65,12 @@ class ActionModule(ActionBase):
         # A new connection: over SSH a persistent master would carry the confirmation over
         # the very session the change may have cut; reset() stops it, the next run connects
         # afresh and so proves the host is still reachable.
-        try:
-            self._connection.reset()
-        except Exception as e:  # a failed reset must not confirm nor lose the result
-            display.vvv("rdma_state: resetting the connection failed: %s" % to_text(e))
+        # Connections without a session to reset (local) only warn that they have none.
+        if type(self._connection).reset is not ConnectionBase.reset:
+            try:
+                self._connection.reset()
+            except Exception as e:  # a failed reset must not confirm nor lose the result
+                display.vvv("rdma_state: resetting the connection failed: %s" % to_text(e))
 
         try:
             confirmed = self._execute_module(
