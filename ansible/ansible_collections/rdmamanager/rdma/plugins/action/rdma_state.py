@@ -66,7 +66,7 @@ class ActionModule(ActionBase):
         # the very session the change may have cut; reset() stops it, the next run connects
         # afresh and so proves the host is still reachable.
         # Connections without a session to reset (local) only warn that they have none.
-        if type(self._connection).reset is not ConnectionBase.reset:
+        if getattr(type(self._connection), "reset", ConnectionBase.reset) is not ConnectionBase.reset:
             try:
                 self._connection.reset()
             except Exception as e:  # a failed reset must not confirm nor lose the result
