@@ -13,7 +13,7 @@ module: rdma_facts
 short_description: Read a host's RDMA state and ports from rdma-manager
 version_added: 0.1.0
 description:
-  - Runs C(rdma-cli -j show --json) and C(rdma-cli -j status) on the managed host and returns
+  - Runs C(rdma-cli -j show) and C(rdma-cli -j status) on the managed host and returns
     the declarative state document and the devices and ports as facts.
   - The state document has the form M(rdmamanager.rdma.rdma_state) takes, with every section
     filled in, so applying it as it is changes nothing.
@@ -69,7 +69,7 @@ ansible_facts:
   contains:
     rdma_state:
       description:
-        - The host's declarative RDMA state, as C(rdma-cli show --json) prints it.
+        - The host's declarative RDMA state, as C(rdma-cli -j show) prints it.
         - Sections C(soft-links), C(roce), C(interfaces), C(naming), C(modules), C(memlock),
           C(nfs-rdma) and C(subnet-manager).
       returned: success
@@ -117,7 +117,7 @@ def main():
         argument_spec=dict(rdma_cli=dict(type="path")),
         supports_check_mode=True,
     )
-    state = read(module, ["show", "--json"], "show --json")
+    state = read(module, ["show"], "show")
     ports = read(module, ["status"], "status")
     module.exit_json(changed=False, ansible_facts=dict(rdma_state=state, rdma_ports=ports))
 

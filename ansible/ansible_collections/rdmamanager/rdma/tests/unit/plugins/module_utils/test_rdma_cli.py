@@ -110,10 +110,10 @@ class Changes(unittest.TestCase):
             self.assertIsNone(parse_pending(nothing))
 
     def test_json_or_a_clear_error(self):
-        self.assertEqual(parse_json('{"a": 1}', "show --json"), {"a": 1})
+        self.assertEqual(parse_json('{"a": 1}', "show"), {"a": 1})
         with self.assertRaises(ValueError) as e:
-            parse_json("soft-links: []", "show --json")
-        self.assertIn("rdma-cli show --json printed no JSON", str(e.exception))
+            parse_json("soft-links: []", "show")
+        self.assertIn("rdma-cli show printed no JSON", str(e.exception))
 
 
 class Diff(unittest.TestCase):
