@@ -55,7 +55,8 @@ options:
     type: path
   rollback_timeout:
     description:
-      - Seconds the applied change waits for confirmation before rdma-managerd rolls it back.
+      - Seconds the applied change waits for confirmation before rdma-managerd rolls it back,
+        from 10 to 3600.
       - C(0) commits the change at once, with nothing to confirm or roll back.
     type: int
     default: 60
@@ -227,6 +228,10 @@ from ansible_collections.rdmamanager.rdma.plugins.module_utils.rdma_cli import (
     run_cli,
 )
 
+# The rollback timeouts rdma-cli accepts.
+MIN_TIMEOUT = 10
+MAX_TIMEOUT = 3600
+
 
 def document(module):
     """The document's text, from I(state) or read from I(src)."""
@@ -261,8 +266,10 @@ def main():
         supports_check_mode=True,
     )
     timeout = module.params["rollback_timeout"]
-    if timeout < 0:
-        module.fail_json(msg="rollback_timeout must be 0 or more, not %d" % timeout)
+    if timeout != 0 and not MIN_TIMEOUT <= timeout <= MAX_TIMEOUT:
+        module.fail_json(
+            msg="rollback_timeout must be 0 or %d to %d seconds, not %d" % (MIN_TIMEOUT, MAX_TIMEOUT, timeout)
+        )
     text = to_bytes(document(module), errors="surrogate_or_strict")
 
     rc, out, err = run_cli(module, ["diff", "-"], data=text)
@@ -274,7 +281,9 @@ def main():
     if module.check_mode:
         module.exit_json(changed=True, changes=changes, pending=None, diff=render_diff(changes))
 
-    rc, out, err = run_cli(module, ["apply", "-", "--timeout", str(timeout)], data=text)
+    # Without --timeout the change is committed at once (rdma-cli takes no --timeout 0).
+    apply = ["apply", "-"] + (["--timeout", str(timeout)] if timeout else [])
+    rc, out, err = run_cli(module, apply, data=text)
     if rc != 0:
         fail_from(module, "apply", rc, out, err, changes=changes, pending=None)
     applied, data = answer(module, "apply", out, err)
