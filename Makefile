@@ -1,6 +1,6 @@
 # Build and install rdma-manager.
 #
-#   make build                  cargo build --release of the two programs, without the
+#   make build                  cargo build --release of the three programs, without the
 #                               simulated host and the demo (features sim, demo)
 #   make install                install into $(DESTDIR)$(PREFIX) (default /usr) and /etc
 #   make uninstall              remove what install installed (not /etc/rdma-manager)
@@ -58,15 +58,15 @@ SED_SBINDIR := sed -e 's|/usr/sbin/rdma-managerd|$(SBINDIR)/rdma-managerd|g'
 
 all: build
 
-# Only the two packages, without default features: a build of the whole workspace would turn
+# Only the three packages, without default features: a build of the whole workspace would turn
 # on the simulated host (the tests crate's feature sim) and rdma-tui's demo, which links the
 # daemon into the client.
 build:
-	$(CARGO) build --release $(CARGOFLAGS) -p rdma-managerd -p rdma-tui --no-default-features \
-	    --bin rdma-managerd --bin rdma-tui
+	$(CARGO) build --release $(CARGOFLAGS) -p rdma-managerd -p rdma-tui -p rdma-cli \
+	    --no-default-features --bin rdma-managerd --bin rdma-tui --bin rdma-cli
 
 install:
-	@for b in rdma-managerd rdma-tui; do \
+	@for b in rdma-managerd rdma-tui rdma-cli; do \
 	    if [ ! -x "$(BINDIR_SRC)/$$b" ]; then \
 	        echo "$(BINDIR_SRC)/$$b is missing: run 'make build' first" >&2; exit 1; \
 	    fi; \
@@ -74,6 +74,7 @@ install:
 	$(INSTALL) -d -m 0755 "$(DESTDIR)$(SBINDIR)" "$(DESTDIR)$(BINDIR)"
 	$(INSTALL) -m 0755 "$(BINDIR_SRC)/rdma-managerd" "$(DESTDIR)$(SBINDIR)/rdma-managerd"
 	$(INSTALL) -m 0755 "$(BINDIR_SRC)/rdma-tui" "$(DESTDIR)$(BINDIR)/rdma-tui"
+	$(INSTALL) -m 0755 "$(BINDIR_SRC)/rdma-cli" "$(DESTDIR)$(BINDIR)/rdma-cli"
 	$(INSTALL) -d -m 0755 "$(DESTDIR)$(UNITDIR)"
 	$(SED_SBINDIR) dist/systemd/$(UNIT) > "$(DESTDIR)$(UNITDIR)/$(UNIT)"
 	chmod 0644 "$(DESTDIR)$(UNITDIR)/$(UNIT)"
@@ -92,6 +93,7 @@ endif
 	$(INSTALL) -d -m 0755 "$(DESTDIR)$(MANDIR)/man8" "$(DESTDIR)$(MANDIR)/man1"
 	$(INSTALL) -m 0644 dist/man/rdma-managerd.8 "$(DESTDIR)$(MANDIR)/man8/"
 	$(INSTALL) -m 0644 dist/man/rdma-tui.1 "$(DESTDIR)$(MANDIR)/man1/"
+	$(INSTALL) -m 0644 dist/man/rdma-cli.1 "$(DESTDIR)$(MANDIR)/man1/"
 	$(INSTALL) -d -m 0755 "$(DESTDIR)$(DOCDIR)/examples"
 	$(INSTALL) -m 0644 $(POLKIT_EXAMPLE) "$(DESTDIR)$(DOCDIR)/examples/"
 	$(INSTALL) -d -m 0755 "$(DESTDIR)$(APPLICATIONSDIR)" "$(DESTDIR)$(BASHCOMPDIR)" \
@@ -100,6 +102,9 @@ endif
 	$(INSTALL) -m 0644 dist/completions/rdma-tui.bash "$(DESTDIR)$(BASHCOMPDIR)/rdma-tui"
 	$(INSTALL) -m 0644 dist/completions/_rdma-tui "$(DESTDIR)$(ZSHCOMPDIR)/_rdma-tui"
 	$(INSTALL) -m 0644 dist/completions/rdma-tui.fish "$(DESTDIR)$(FISHCOMPDIR)/rdma-tui.fish"
+	$(INSTALL) -m 0644 dist/completions/rdma-cli.bash "$(DESTDIR)$(BASHCOMPDIR)/rdma-cli"
+	$(INSTALL) -m 0644 dist/completions/_rdma-cli "$(DESTDIR)$(ZSHCOMPDIR)/_rdma-cli"
+	$(INSTALL) -m 0644 dist/completions/rdma-cli.fish "$(DESTDIR)$(FISHCOMPDIR)/rdma-cli.fish"
 	$(INSTALL) -d -m 0755 "$(DESTDIR)$(SYSCONFDIR)/rdma-manager"
 	# NFS over RDMA is set in a drop-in there; nfs-utils reads it (since 2.5.3) but RHEL 9's
 	# package does not ship the directory, and the sandboxed daemon cannot create it.
@@ -115,6 +120,7 @@ uninstall:
 	rm -rf "$(DESTDIR)$(COLLECTIONDIR)" "$(DESTDIR)$(DOCDIR)/ANSIBLE.md"
 	-rmdir "$(DESTDIR)$(ANSIBLECOLLECTIONSDIR)/ansible_collections/rdmamanager" 2>/dev/null
 	rm -f "$(DESTDIR)$(SBINDIR)/rdma-managerd" "$(DESTDIR)$(BINDIR)/rdma-tui"
+	rm -f "$(DESTDIR)$(BINDIR)/rdma-cli"
 	rm -f "$(DESTDIR)$(UNITDIR)/$(UNIT)"
 	rm -f "$(DESTDIR)$(DBUSDIR)/system.d/$(BUS_NAME).conf"
 	rm -f "$(DESTDIR)$(DBUSDIR)/system-services/$(BUS_NAME).service"
@@ -124,8 +130,11 @@ endif
 	rm -f "$(DESTDIR)$(POLKITACTIONSDIR)/$(notdir $(POLKIT_POLICY))"
 	rm -f "$(DESTDIR)$(UDEVRULESDIR)/$(notdir $(UDEV_RULES))"
 	rm -f "$(DESTDIR)$(MANDIR)/man8/rdma-managerd.8" "$(DESTDIR)$(MANDIR)/man1/rdma-tui.1"
+	rm -f "$(DESTDIR)$(MANDIR)/man1/rdma-cli.1"
 	rm -f "$(DESTDIR)$(DOCDIR)/examples/$(notdir $(POLKIT_EXAMPLE))"
 	rm -f "$(DESTDIR)$(APPLICATIONSDIR)/$(notdir $(DESKTOP))"
 	rm -f "$(DESTDIR)$(BASHCOMPDIR)/rdma-tui" "$(DESTDIR)$(ZSHCOMPDIR)/_rdma-tui"
 	rm -f "$(DESTDIR)$(FISHCOMPDIR)/rdma-tui.fish"
+	rm -f "$(DESTDIR)$(BASHCOMPDIR)/rdma-cli" "$(DESTDIR)$(ZSHCOMPDIR)/_rdma-cli"
+	rm -f "$(DESTDIR)$(FISHCOMPDIR)/rdma-cli.fish"
 	-rmdir "$(DESTDIR)$(DOCDIR)/examples" "$(DESTDIR)$(DOCDIR)" 2>/dev/null

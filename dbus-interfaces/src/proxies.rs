@@ -11,7 +11,7 @@
 pub use crate::types::HostStep;
 use crate::types::{
     Gid, LeftChild, ManagedLimits, MovedChild, NamePreview, NameRule, Owner, PersistedChild, Pkey,
-    RdmaModule, SoftLink, StateStale, SubnetManager, UnitState,
+    RdmaModule, SoftLink, StateChange, StateFile, StateStale, SubnetManager, UnitState,
 };
 use zbus::zvariant::OwnedObjectPath;
 

@@ -269,6 +269,37 @@ pub struct LeftChild {
     pub reason: String,
 }
 
+/// One setting a state document changes (root `DiffState`, `ApplyState`, `a(sssss)`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Type, Value, OwnedValue)]
+#[zvariant(crate = "zbus::zvariant")]
+pub struct StateChange {
+    /// The setting's key path: `soft-links[rxe0]`, `roce[mlx5_0/1].tos`, `memlock.soft`.
+    pub path: String,
+    /// "add", "remove" or "set".
+    pub op: String,
+    /// The value now, as text; empty when there is none.
+    pub current: String,
+    /// The value wanted, as text; empty when the setting goes.
+    pub wanted: String,
+    /// The polkit action the change asks.
+    pub action: String,
+}
+
+/// The outcome of one file of the state directory at start (root `StateDirectory`,
+/// `a(ssss)`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Type, Value, OwnedValue)]
+#[zvariant(crate = "zbus::zvariant")]
+pub struct StateFile {
+    /// The file's path.
+    pub file: String,
+    /// "applied", "unchanged", "refused" or "rolled-back".
+    pub outcome: String,
+    /// What changed, in words: "3 changes", "no change".
+    pub summary: String,
+    /// The refusal or failure; empty when applied or unchanged.
+    pub message: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -291,6 +322,8 @@ mod tests {
         assert_eq!(PersistedChild::SIGNATURE.to_string(), "(qs)");
         assert_eq!(MovedChild::SIGNATURE.to_string(), "(ss)");
         assert_eq!(LeftChild::SIGNATURE.to_string(), "(ss)");
+        assert_eq!(StateChange::SIGNATURE.to_string(), "(sssss)");
+        assert_eq!(StateFile::SIGNATURE.to_string(), "(ssss)");
         assert_eq!(
             <Vec<SubnetManager>>::SIGNATURE.to_string(),
             <Vec<(OwnedObjectPath, String, String, u32, String)>>::SIGNATURE.to_string()

@@ -141,6 +141,10 @@ c_files() {
     /usr/share/bash-completion/completions/rdma-tui
     /usr/share/zsh/vendor-completions/_rdma-tui
     /usr/share/fish/vendor_completions.d/rdma-tui.fish
+    /usr/bin/rdma-cli /usr/share/man/man1/rdma-cli.1.gz
+    /usr/share/bash-completion/completions/rdma-cli
+    /usr/share/zsh/vendor-completions/_rdma-cli
+    /usr/share/fish/vendor_completions.d/rdma-cli.fish
     /usr/share/applications/org.rdmamanager.RdmaTui.desktop
     /usr/share/dbus-1/interfaces/org.rdmamanager.RdmaManager1.xml
     /etc/systemd/system/dbus-org.rdmamanager.RdmaManager1.service

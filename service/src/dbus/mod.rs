@@ -14,6 +14,7 @@
 //! - [`guard`]: wraps every interface: exact argument signatures, no reply where none was asked
 //!   for, and the [`limits`] of what one client may have the daemon send it unread.
 //! - [`server`]: connection, name and start-up order.
+//! - [`state`]: the declarative state (GetState, DiffState, ApplyState, the state directory).
 //! - `contract` (tests): the served interfaces compared with the committed XML the client
 //!   proxies are generated from.
 
@@ -34,6 +35,7 @@ pub mod pending;
 pub mod polkit;
 pub mod publisher;
 pub mod server;
+pub mod state;
 pub mod values;
 pub mod view;
 

@@ -12,7 +12,7 @@ use std::sync::{Arc, RwLock};
 
 use rdma_manager_dbus::types::{
     Gid, HostStep, ManagedLimits, NamePreview, NameRule, Owner, PersistedChild, Pkey, RdmaModule,
-    SoftLink, StateStale, SubnetManager, UnitState,
+    SoftLink, StateChange, StateFile, StateStale, SubnetManager, UnitState,
 };
 use rdma_manager_dbus::{Action, Error};
 use zbus::message::Header;
@@ -225,6 +225,8 @@ bus_object! {
         rdma_fixed_names as "RdmaFixedNames": Vec<NameRule>,
         /// (stale, reason, since): true while the daemon cannot re-read the host (out of file descriptors, for one) and publishes the last state it read, which may be behind the kernel; the reason; when it became stale, in microseconds since the Unix epoch. (false, "", 0) when the state is current. The daemon re-reads until it can and clears it by itself.
         state_stale as "StateStale": StateStale,
+        /// The files of /etc/rdma-manager/state.d applied at start, in name order: (file, outcome "applied", "unchanged", "refused" or "rolled-back", what changed such as "3 changes", the refusal or failure). Empty until they are applied, shortly after Startup becomes false.
+        state_directory as "StateDirectory": Vec<StateFile>,
     }
     methods {
         /// Creates a Soft-RoCE (`rxe`) or Soft-iWARP (`siw`) device over a network interface,
@@ -277,6 +279,26 @@ bus_object! {
                     reason: r.reason,
                 })
                 .collect())
+        }
+
+        /// The host's whole RDMA configuration as a state document, in `format` "yaml" or "json": soft links, RoCE mode and ToS per port, IPoIB interfaces, naming, module lists, memlock limits, NFS over RDMA and the subnet manager, every section present (docs/STATE.md). Applying it changes nothing. Read only: no authorization.
+        async fn get_state(&self, format: &str) -> Result<String, Error> {
+            super::state::get_state(&self.ctx, format).await
+        }
+
+        /// What applying the state document would change, in order: (key path, "add", "remove" or "set", value now, value wanted, the polkit action it asks). Changes nothing; a document that is refused gets InvalidArgument (or NotFound for a name the host lacks) with its key path and line.
+        async fn diff_state(&self, document: &str) -> Result<Vec<StateChange>, Error> {
+            super::state::diff_state(&self.ctx, document).await
+        }
+
+        /// Applies a state document: asks polkit for the action of every area it changes, runs the changes as their one-shot methods do, reads the host back and checks that every setting holds; a failed step or check undoes every change made (Failed, naming the step). Returns the changes (as DiffState) and, with a timeout (10 to 3600 s), a PendingChange that undoes them unless confirmed in time; "/" with timeout 0 or when nothing changed.
+        async fn apply_state(
+            &self,
+            document: &str,
+            timeout: u32,
+            #[zbus(header)] header: Header<'_>,
+        ) -> Result<(Vec<StateChange>, OwnedObjectPath), Error> {
+            super::state::apply_state(&self.ctx, &header, document, timeout).await
         }
 
         /// One tick's throughput of every port: the tick's time (µs since the epoch) and per

@@ -1,7 +1,8 @@
-//! Changes made through NetworkManager that wait for confirmation, each an object at
-//! `Change/<n>` with the interface `PendingChange`: `Confirm` keeps the change, `RollBack`
-//! undoes it now, `Extend` gives more time; when its deadline passes NetworkManager rolls it
-//! back by itself and the object goes away. The root's `Network.PendingChanges` lists them
+//! Changes that wait for confirmation, each an object at `Change/<n>` with the interface
+//! `PendingChange`: `Confirm` keeps the change, `RollBack` undoes it now, `Extend` gives more
+//! time; when its deadline passes the change is rolled back and the object goes away. A change
+//! made through NetworkManager is rolled back by NetworkManager itself (its checkpoint); an
+//! applied state (`ApplyState` with a timeout) by the daemon, which runs its undo steps. The root's `Network.PendingChanges` lists them
 //! and `Network.ChangeEnded` says how each ended.
 //!
 //! The objects are not in GetManagedObjects (they are not part of the RDMA model and live
@@ -22,16 +23,33 @@ use zbus::zvariant::{OwnedObjectPath, Value};
 
 use super::guard::Guarded;
 use super::Context;
-use crate::engine::NmPending;
+use crate::engine::{NmPending, StatePending};
+
+/// How long a change may wait for confirmation, in seconds (`Extend`, `ApplyState`).
+pub const TIMEOUT_RANGE: std::ops::RangeInclusive<u32> = 10..=3600;
 
 /// How a pending change ended, as `Network.ChangeEnded` says it.
 pub const CONFIRMED: &str = "confirmed";
 pub const ROLLED_BACK: &str = "rolled-back";
 pub const TIMED_OUT: &str = "timed-out";
 
+/// What a pending change undoes.
+#[derive(Debug, Clone)]
+pub enum Pending {
+    /// A change NetworkManager made inside its checkpoint.
+    Nm(NmPending),
+    /// An applied state: the daemon's undo steps.
+    State(StatePending),
+}
+
 #[derive(Debug, Clone)]
 struct Live {
-    pending: NmPending,
+    pending: Pending,
+    /// The interface the change is about, and what it changed, for people.
+    interface: String,
+    description: String,
+    /// What Confirm, RollBack and Extend ask polkit for.
+    action: Action,
     deadline: SystemTime,
 }
 
@@ -72,16 +90,45 @@ impl PendingChanges {
         ctx: &Arc<Context>,
         pending: NmPending,
     ) -> Result<OwnedObjectPath, Error> {
+        let live = Live {
+            interface: pending.interface.clone(),
+            description: pending.description.clone(),
+            action: Action::ManageIp,
+            deadline: SystemTime::now() + Duration::from_secs(u64::from(pending.timeout_secs)),
+            pending: Pending::Nm(pending),
+        };
+        self.publish(ctx, live).await
+    }
+
+    /// Publishes an applied state that stays in force for `timeout_secs` unless confirmed;
+    /// Confirm, RollBack and Extend ask polkit for `action`.
+    pub async fn add_state(
+        &self,
+        ctx: &Arc<Context>,
+        pending: StatePending,
+        timeout_secs: u32,
+        action: Action,
+    ) -> Result<OwnedObjectPath, Error> {
+        let live = Live {
+            interface: rdma_manager_dbus::BUS_NAME.to_string(),
+            description: pending.description.clone(),
+            action,
+            deadline: SystemTime::now() + Duration::from_secs(u64::from(timeout_secs)),
+            pending: Pending::State(pending),
+        };
+        self.publish(ctx, live).await
+    }
+
+    async fn publish(&self, ctx: &Arc<Context>, live: Live) -> Result<OwnedObjectPath, Error> {
         let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
-        let deadline = SystemTime::now() + Duration::from_secs(u64::from(pending.timeout_secs));
         let path = rdma_manager_dbus::change_path(id);
-        self.live().insert(
-            id,
-            Live {
-                pending: pending.clone(),
-                deadline,
-            },
-        );
+        let (interface, description) = (live.interface.clone(), live.description.clone());
+        let timeout_secs = live
+            .deadline
+            .duration_since(SystemTime::now())
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        self.live().insert(id, live);
         if let Some(conn) = self.conn.get() {
             let object = PendingChangeObject {
                 id,
@@ -98,8 +145,8 @@ impl PendingChanges {
         self.announce().await;
         let watcher = ctx.clone();
         tokio::spawn(async move { watch_deadline(watcher, id).await });
-        info!(%path, interface = %pending.interface, change = %pending.description,
-            timeout_secs = pending.timeout_secs, "change pending confirmation");
+        info!(%path, %interface, change = %description, timeout_secs,
+            "change pending confirmation");
         Ok(super::values::object_path(path))
     }
 
@@ -109,7 +156,7 @@ impl PendingChanges {
             return;
         };
         let path = rdma_manager_dbus::change_path(id);
-        info!(%path, interface = %live.pending.interface, change = %live.pending.description,
+        info!(%path, interface = %live.interface, change = %live.description,
             outcome, "pending change ended");
         if let Some(conn) = self.conn.get() {
             let _ = conn
@@ -170,7 +217,8 @@ impl PendingChanges {
 }
 
 /// Waits for a change's deadline (which `Extend` may move); when it passes, NetworkManager
-/// has rolled the change back by itself: the object goes and the owners follow.
+/// has rolled its change back by itself (the object goes and the owners follow), and an
+/// applied state is undone by its undo steps.
 async fn watch_deadline(ctx: Arc<Context>, id: u32) {
     loop {
         let Some(deadline) = ctx.changes().deadline(id) else {
@@ -181,13 +229,30 @@ async fn watch_deadline(ctx: Arc<Context>, id: u32) {
             _ => break,
         }
     }
-    // NetworkManager's own timer runs from the same moment; give it a moment to finish.
-    tokio::time::sleep(Duration::from_secs(1)).await;
     let Ok(live) = ctx.changes().get(id) else {
         return;
     };
-    if let Ok(engine) = ctx.engine_now() {
-        engine.nm_rolled_back(&live.pending).await;
+    match &live.pending {
+        Pending::Nm(pending) => {
+            // NetworkManager's own timer runs from the same moment; give it a moment to
+            // finish.
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            if ctx.changes().get(id).is_err() {
+                return;
+            }
+            if let Ok(engine) = ctx.engine_now() {
+                engine.nm_rolled_back(pending).await;
+            }
+        }
+        Pending::State(pending) => {
+            // Taken off the list first: a Confirm arriving now finds it gone.
+            ctx.changes().end(id, TIMED_OUT).await;
+            if let Ok(engine) = ctx.engine_now() {
+                let undone = engine.undo_state_steps(&pending.steps).await;
+                info!(change = %pending.description, %undone, "applied state not confirmed in time");
+            }
+            return;
+        }
     }
     ctx.changes().end(id, TIMED_OUT).await;
 }
@@ -199,6 +264,15 @@ pub struct PendingChangeObject {
 }
 
 impl PendingChangeObject {
+    /// What this change's Confirm, RollBack and Extend ask polkit for.
+    fn action(&self) -> Action {
+        self.ctx
+            .changes()
+            .get(self.id)
+            .map(|l| l.action)
+            .unwrap_or(Action::ManageIp)
+    }
+
     /// The interface's introspection XML, as a live object at one level below `<node>`
     /// gives it: the committed XML is checked against it, since no such object exists
     /// without a change.
@@ -221,7 +295,7 @@ impl PendingChangeObject {
         self.ctx
             .changes()
             .get(self.id)
-            .map(|l| l.pending.interface)
+            .map(|l| l.interface)
             .unwrap_or_default()
     }
 
@@ -231,18 +305,17 @@ impl PendingChangeObject {
         self.ctx
             .changes()
             .get(self.id)
-            .map(|l| l.pending.description)
+            .map(|l| l.description)
             .unwrap_or_default()
     }
 
     /// NetworkManager's checkpoint (an object path on NetworkManager's service).
     #[zbus(property, name = "Checkpoint")]
     fn checkpoint(&self) -> String {
-        self.ctx
-            .changes()
-            .get(self.id)
-            .map(|l| l.pending.checkpoint.0)
-            .unwrap_or_default()
+        match self.ctx.changes().get(self.id).map(|l| l.pending) {
+            Ok(Pending::Nm(p)) => p.checkpoint.0,
+            _ => String::new(),
+        }
     }
 
     /// When NetworkManager rolls the change back unless it is confirmed, in microseconds
@@ -260,14 +333,16 @@ impl PendingChangeObject {
     async fn confirm(&self, #[zbus(header)] header: Header<'_>) -> Result<(), Error> {
         let arguments = crate::audit_args![];
         self.ctx
-            .change(&header, Action::ManageIp, arguments, async {
+            .change(&header, self.action(), arguments, async {
                 let live = self.ctx.changes().get(self.id)?;
-                self.ctx
-                    .engine()
-                    .await?
-                    .nm_confirm(&live.pending)
-                    .await
-                    .map_err(super::errors::op_error)?;
+                if let Pending::Nm(pending) = &live.pending {
+                    self.ctx
+                        .engine()
+                        .await?
+                        .nm_confirm(pending)
+                        .await
+                        .map_err(super::errors::op_error)?;
+                }
                 self.ctx.changes().end(self.id, CONFIRMED).await;
                 Ok(())
             })
@@ -278,15 +353,22 @@ impl PendingChangeObject {
     async fn roll_back(&self, #[zbus(header)] header: Header<'_>) -> Result<(), Error> {
         let arguments = crate::audit_args![];
         self.ctx
-            .change(&header, Action::ManageIp, arguments, async {
+            .change(&header, self.action(), arguments, async {
                 let live = self.ctx.changes().get(self.id)?;
-                let r = self
-                    .ctx
-                    .engine()
-                    .await?
-                    .nm_roll_back(&live.pending)
-                    .await
-                    .map_err(super::errors::op_error);
+                let engine = self.ctx.engine().await?;
+                let r = match &live.pending {
+                    Pending::Nm(pending) => engine
+                        .nm_roll_back(pending)
+                        .await
+                        .map_err(super::errors::op_error),
+                    Pending::State(pending) => {
+                        // Off the list first: its deadline must not undo it a second time.
+                        self.ctx.changes().end(self.id, ROLLED_BACK).await;
+                        let undone = engine.undo_state_steps(&pending.steps).await;
+                        info!(change = %pending.description, %undone, "applied state rolled back");
+                        return Ok(());
+                    }
+                };
                 self.ctx.changes().end(self.id, ROLLED_BACK).await;
                 r
             })
@@ -297,19 +379,28 @@ impl PendingChangeObject {
     async fn extend(&self, seconds: u32, #[zbus(header)] header: Header<'_>) -> Result<(), Error> {
         let arguments = crate::audit_args![seconds];
         self.ctx
-            .change(&header, Action::ManageIp, arguments, async {
+            .change(&header, self.action(), arguments, async {
                 let live = self.ctx.changes().get(self.id)?;
                 if seconds == 0 {
                     return Err(Error::InvalidArgument(
                         "0 s would leave the change pending forever; give 10 to 3600".into(),
                     ));
                 }
-                self.ctx
-                    .engine()
-                    .await?
-                    .nm_extend(&live.pending.checkpoint, seconds)
-                    .await
-                    .map_err(super::errors::op_error)?;
+                match &live.pending {
+                    Pending::Nm(pending) => self
+                        .ctx
+                        .engine()
+                        .await?
+                        .nm_extend(&pending.checkpoint, seconds)
+                        .await
+                        .map_err(super::errors::op_error)?,
+                    Pending::State(_) if !TIMEOUT_RANGE.contains(&seconds) => {
+                        return Err(Error::InvalidArgument(format!(
+                            "{seconds} s is outside 10 to 3600"
+                        )))
+                    }
+                    Pending::State(_) => {}
+                }
                 let deadline = SystemTime::now() + Duration::from_secs(u64::from(seconds));
                 self.ctx.changes().set_deadline(self.id, deadline);
                 if let Some(conn) = self.ctx.changes().conn.get() {

@@ -191,6 +191,9 @@ pub async fn serve_with(
     ctx.mark_started();
     phases.mark("started");
     tracing::info!(phases = %phases.summary(), "start-up phases, ms");
+    // The state directory, once the host is read, published and restored.
+    let directory = ctx.clone();
+    tokio::spawn(async move { super::state::apply_directory(&directory).await });
     // The model's size, so that GetManagedObjects calls admitted together reserve what they
     // will send (see `limits`). Encoded off the start-up path, and not kept: the first call
     // encodes again (see `managed`).

@@ -421,6 +421,7 @@ pub fn root_view(
                 since_us: s.since_unix_us,
             })
             .unwrap_or_default(),
+        state_directory: super::state::directory_rows(&st.state_directory),
     }
 }
 

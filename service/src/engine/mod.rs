@@ -28,6 +28,7 @@ mod ops_ipoib;
 mod ops_naming;
 mod ops_roce;
 mod ops_soft_links;
+mod ops_state;
 pub mod phases;
 mod renames;
 mod restore;
@@ -40,6 +41,7 @@ mod wanted;
 pub use nm_change::{IpReport, NmPending, RdmaNetdev};
 pub use nm_migrate::Moved;
 pub use ops_ipoib::ChildCreated;
+pub use ops_state::{StateFileOutcome, StatePending};
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};

@@ -117,6 +117,8 @@ pub struct ObservedState {
     /// NetworkManager's profiles when last asked (`None`: it does not run), for the owner of
     /// each IPoIB interface.
     pub nm_profiles: Option<Vec<crate::nm::client::ProfileSummary>>,
+    /// The outcome of each file of the state directory applied at start.
+    pub state_directory: Vec<super::StateFileOutcome>,
 }
 
 /// Why the published state may be behind the kernel, and since when.

@@ -9,15 +9,22 @@ use rdma_manager_dbus::{BUS_NAME, ROOT_PATH};
 use rdma_manager_tests::audit_log;
 use rdma_manager_tests::bus::{skip_reason, Credentials, PolkitConfig, PrivateBus, Reply};
 use rdma_manager_tests::service::{attr, own_interfaces, SystemSetup as Setup};
+use rdma_managerd::kernel::Host;
 
 /// Methods that only read; every other method of our interfaces must ask polkit.
-const READ_ONLY: [&str; 5] = [
+const READ_ONLY: [&str; 7] = [
     "GetThroughputHistory",
     "GetThroughputHistoryCoarse",
     "GetCounters",
     "PreviewRdmaNames",
     "GetIpSettings",
+    "GetState",
+    "DiffState",
 ];
+
+/// A state document with one change of RoCE: what ApplyState is called with (a document that
+/// changes nothing asks polkit for nothing).
+const ROCE_STATE: &str = "roce: [{device: mlx5_1, port: 1, tos: 7}]";
 
 macro_rules! require_harness {
     () => {
@@ -164,6 +171,7 @@ async fn an_unprivileged_user_is_refused_every_change_and_nothing_changes() -> R
         "SetIpSettings",
         "Activate",
         "Deactivate",
+        "ApplyState",
     ] {
         assert!(mutating.iter().any(|m| m.2 == want), "{want}: {methods:?}");
     }
@@ -182,7 +190,12 @@ async fn an_unprivileged_user_is_refused_every_change_and_nothing_changes() -> R
             );
             continue;
         }
-        let reply = t.call(Some(&user), path, iface, method, &[]).await?;
+        let args: &[&str] = match method.as_str() {
+            "GetState" => &["s", "yaml"],
+            "DiffState" => &["s", ROCE_STATE],
+            _ => &[],
+        };
+        let reply = t.call(Some(&user), path, iface, method, args).await?;
         assert!(
             matches!(reply, Reply::Ok(_)),
             "{path} {iface}.{method}: {reply:?}"
@@ -222,10 +235,10 @@ async fn refused_every_change(
         let args = dummy_args(sig);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         // Aim at something real where the method names a device.
-        let args: Vec<&str> = if method == "RemoveSoftLink" {
-            vec!["s", "rxe0"]
-        } else {
-            args
+        let args: Vec<&str> = match method.as_str() {
+            "RemoveSoftLink" => vec!["s", "rxe0"],
+            "ApplyState" => vec!["su", ROCE_STATE, "0"],
+            _ => args,
         };
         let reply = t.call(Some(user), path, iface, method, &args).await?;
         match &reply {
@@ -443,6 +456,86 @@ async fn a_group_rule_grants_group_rdma() -> Result<()> {
     assert!(
         matches!(&reply, Reply::Err(n, _) if n == "NotAuthorized"),
         "{reply:?}"
+    );
+    Ok(())
+}
+
+/// ApplyState asks polkit for the action of every area its document changes, all before the
+/// first change: a caller granted two areas but not a third is refused with nothing changed
+/// (one audit line, the refused action's), and the same caller may apply the two areas it has.
+#[tokio::test(flavor = "multi_thread")]
+async fn apply_state_asks_each_area_and_a_refused_area_changes_nothing() -> Result<()> {
+    require_harness!();
+    let grant = r#"polkit.addRule(function(action, subject) {
+    if ((action.id == "org.rdmamanager.rdmamanager1.manage-links" ||
+         action.id == "org.rdmamanager.rdmamanager1.manage-roce") && subject.isInGroup("rdma")) {
+        return polkit.Result.YES;
+    }
+});
+"#;
+    audit_log::catch();
+    let t = Setup::new(
+        true,
+        PolkitConfig::rdma_manager().rules("90-links-and-roce.rules", grant),
+    )
+    .await?;
+    let _ = audit_log::taken();
+    let member = Credentials::test_user(true);
+    let links_and_roce = "soft-links: [{name: rxe1, type: rxe, netdev: enp59s0f1np1}]\n\
+                          roce: [{device: mlx5_1, port: 1, tos: 7}]\n";
+    let with_host = format!("{links_and_roce}memlock: {{soft: unlimited, hard: unlimited}}\n");
+    let before = t.device_names();
+    let reply = t
+        .manager(Some(&member), "ApplyState", &["su", &with_host, "0"])
+        .await?;
+    match &reply {
+        Reply::Err(name, msg) => {
+            assert_eq!(name, "NotAuthorized", "{msg}");
+            assert!(msg.contains("manage-host"), "{msg}");
+        }
+        Reply::Ok(out) => panic!("a refused area must refuse the whole state: {out}"),
+    }
+    assert_eq!(t.device_names(), before, "nothing changed");
+    assert_eq!(t.sim.roce_tos("mlx5_1", 1).await.ok(), Some(0));
+    assert_eq!(
+        t.etc_file("/etc/security/limits.d/zz-rdma-manager.conf"),
+        None
+    );
+    let lines = audit_log::taken();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(
+        lines[0].get("action").map(String::as_str),
+        Some("org.rdmamanager.rdmamanager1.manage-host")
+    );
+    assert_eq!(lines[0].get("outcome").map(String::as_str), Some("refused"));
+
+    let reply = t
+        .manager(Some(&member), "ApplyState", &["su", links_and_roce, "0"])
+        .await?;
+    assert!(matches!(reply, Reply::Ok(_)), "{reply:?}");
+    assert!(t.device_names().contains(&"rxe1".to_string()));
+    assert_eq!(t.sim.roce_tos("mlx5_1", 1).await.ok(), Some(7));
+    // One line for each action asked, both done.
+    let mut asked: Vec<(String, String)> = audit_log::taken()
+        .into_iter()
+        .map(|l| {
+            let get = |k: &str| l.get(k).cloned().unwrap_or_default();
+            (get("action"), get("outcome"))
+        })
+        .collect();
+    asked.sort();
+    assert_eq!(
+        asked,
+        [
+            (
+                "org.rdmamanager.rdmamanager1.manage-links".to_string(),
+                "done".to_string()
+            ),
+            (
+                "org.rdmamanager.rdmamanager1.manage-roce".to_string(),
+                "done".to_string()
+            ),
+        ]
     );
     Ok(())
 }

@@ -18,5 +18,6 @@ mod sizes;
 mod soft_links;
 mod stale;
 mod startup;
+mod state;
 mod sweep;
 mod xml;

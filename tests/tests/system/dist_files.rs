@@ -87,7 +87,7 @@ impl Installed {
     fn bin_src(dir: &Path) -> Result<PathBuf> {
         let bin = dir.join("bin");
         std::fs::create_dir_all(&bin)?;
-        for b in ["rdma-managerd", "rdma-tui"] {
+        for b in ["rdma-managerd", "rdma-tui", "rdma-cli"] {
             let p = bin.join(b);
             std::fs::write(&p, "#!/bin/sh\nexit 0\n")?;
             std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755))?;
@@ -136,6 +136,7 @@ fn expected_files() -> Result<BTreeMap<String, u32>> {
     let mut files: BTreeMap<String, u32> = [
         ("/usr/sbin/rdma-managerd", 0o755),
         ("/usr/bin/rdma-tui", 0o755),
+        ("/usr/bin/rdma-cli", 0o755),
         ("/usr/lib/systemd/system/rdma-managerd.service", 0o644),
         (
             "/usr/share/dbus-1/system.d/org.rdmamanager.RdmaManager1.conf",
@@ -152,6 +153,7 @@ fn expected_files() -> Result<BTreeMap<String, u32>> {
         ("/usr/lib/udev/rules.d/90-rdma-manager.rules", 0o644),
         ("/usr/share/man/man8/rdma-managerd.8", 0o644),
         ("/usr/share/man/man1/rdma-tui.1", 0o644),
+        ("/usr/share/man/man1/rdma-cli.1", 0o644),
         (
             "/usr/share/doc/rdma-manager/examples/50-rdma-manager-rdma-group.rules",
             0o644,
@@ -163,6 +165,9 @@ fn expected_files() -> Result<BTreeMap<String, u32>> {
         ("/usr/share/bash-completion/completions/rdma-tui", 0o644),
         ("/usr/share/zsh/vendor-completions/_rdma-tui", 0o644),
         ("/usr/share/fish/vendor_completions.d/rdma-tui.fish", 0o644),
+        ("/usr/share/bash-completion/completions/rdma-cli", 0o644),
+        ("/usr/share/zsh/vendor-completions/_rdma-cli", 0o644),
+        ("/usr/share/fish/vendor_completions.d/rdma-cli.fish", 0o644),
     ]
     .into_iter()
     .map(|(p, m)| (p.to_string(), m))
@@ -265,6 +270,7 @@ fn make_install_honours_directory_variables() -> Result<()> {
     for (p, mode) in [
         ("/opt/rdma/sbin/rdma-managerd", 0o755),
         ("/opt/rdma/bin/rdma-tui", 0o755),
+        ("/opt/rdma/bin/rdma-cli", 0o755),
         ("/lib/systemd/system/rdma-managerd.service", 0o644),
         ("/opt/rdma/lib/udev/rules.d/90-rdma-manager.rules", 0o644),
         ("/opt/rdma/share/dbus-1/interfaces/org.example.A.xml", 0o644),
@@ -1166,11 +1172,33 @@ fn man_pages_format_cleanly_and_name_the_api() -> Result<()> {
     {
         ensure!(tui_plain.contains(option), "rdma-tui.1 lacks {option}");
     }
+    let cli = read(&repo().join("dist/man/rdma-cli.1"))?;
+    ensure!(cli.starts_with(".TH RDMA\\-CLI 1 "));
+    let cli_plain = cli.replace("\\-", "-").replace("\\c", "");
+    for word in rdma_cli::args::words() {
+        ensure!(cli_plain.contains(&word), "rdma-cli.1 lacks {word}");
+    }
+    // The exit codes, each an entry of EXIT STATUS.
+    let exit_status = cli_plain
+        .split(".SH EXIT STATUS")
+        .nth(1)
+        .and_then(|rest| rest.split(".SH ").next())
+        .context("rdma-cli.1 has no EXIT STATUS")?;
+    for code in ["0", "1", "2", "3", "4", "5", "6", "10"] {
+        ensure!(
+            exit_status.contains(&format!(".B {code}\n")),
+            "rdma-cli.1's EXIT STATUS lacks {code}"
+        );
+    }
 
     let Some(groff) = tool("groff", "groff-base")? else {
         return Ok(());
     };
-    for page in ["dist/man/rdma-managerd.8", "dist/man/rdma-tui.1"] {
+    for page in [
+        "dist/man/rdma-managerd.8",
+        "dist/man/rdma-tui.1",
+        "dist/man/rdma-cli.1",
+    ] {
         let out = run(Command::new(&groff)
             .args(["-t", "-man", "-ww", "-z"])
             .arg(repo().join(page)))?;
@@ -1255,6 +1283,64 @@ fn bash_completion_offers_options_devices_and_ports() -> Result<()> {
         &["rdma-tui", "--ibstat", "-z", "/x.conf", "-s", "mlx4_1", ""],
     )?;
     ensure!(ports == ["1", "2"], "{ports:?}");
+    Ok(())
+}
+
+#[test]
+fn rdma_clis_committed_completions_are_what_it_generates() -> Result<()> {
+    use rdma_cli::args::{completion, CompletionShell};
+    for shell in [
+        CompletionShell::Bash,
+        CompletionShell::Zsh,
+        CompletionShell::Fish,
+    ] {
+        let file = shell.file_name();
+        let committed = read(&repo().join("dist/completions").join(file))?;
+        ensure!(
+            committed == completion(shell),
+            "dist/completions/{file} is not what rdma-cli generates: run \
+             cargo run -p rdma-cli -- completions {shell:?} > dist/completions/{file} \
+             (the shell in lower case)"
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn rdma_clis_bash_completion_offers_commands_and_their_values() -> Result<()> {
+    let Some(bash) = tool("bash", "bash")? else {
+        return Ok(());
+    };
+    let complete = |words: &[&str]| -> Result<Vec<String>> {
+        let script = repo().join("dist/completions/rdma-cli.bash");
+        let words_array: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
+        let cur = words.last().copied().unwrap_or_default();
+        let prev = if words.len() > 1 {
+            words[words.len() - 2]
+        } else {
+            ""
+        };
+        let body = format!(
+            "source '{}'; COMP_WORDS=({}); COMP_CWORD={}; _rdma__cli rdma-cli '{cur}' '{prev}'; \
+             printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            script.display(),
+            words_array.join(" "),
+            words.len() - 1
+        );
+        let out = run(Command::new(&bash).args(["--norc", "-c", &body]))?;
+        ensure_success("bash completion", &out)?;
+        Ok(String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect())
+    };
+    ensure!(complete(&["rdma-cli", "li"])? == ["link"]);
+    let sm = complete(&["rdma-cli", "sm", ""])?;
+    for w in ["start", "stop", "enable", "disable"] {
+        ensure!(sm.iter().any(|c| c == w), "sm: {sm:?}");
+    }
+    let policies = complete(&["rdma-cli", "naming", "policy", "NAME_"])?;
+    ensure!(policies.len() == 5, "{policies:?}");
     Ok(())
 }
 

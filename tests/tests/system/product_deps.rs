@@ -1,6 +1,6 @@
 //! What the packaged programs link, as `make build` builds them (`-p rdma-managerd -p rdma-tui
-//! --no-default-features`): the unprivileged client none of the daemon's code and none of its
-//! ways into the kernel (udev, netlink), the daemon none of the client's terminal crates.
+//! -p rdma-cli --no-default-features`): the unprivileged clients none of the daemon's code and
+//! none of its ways into the kernel (udev, netlink), the daemon none of the clients' crates.
 //! Asked of `cargo tree`, which resolves the features of the packages named alone, as that
 //! build does (a workspace build turns on the tests crate's `sim` and rdma-tui's `demo`).
 
@@ -50,11 +50,36 @@ fn the_packaged_client_links_neither_the_daemon_nor_udev_nor_netlink() -> Result
 }
 
 #[test]
+fn the_command_line_client_links_neither_the_daemon_nor_udev_nor_netlink() -> Result<()> {
+    let deps = normal_dependencies("rdma-cli")?;
+    let bad: Vec<&String> = deps
+        .iter()
+        .filter(|n| {
+            n.contains("udev")
+                || n.contains("netlink")
+                || matches!(
+                    n.as_str(),
+                    "rdma-managerd" | "rdma-tui" | "ratatui" | "crossterm"
+                )
+        })
+        .collect();
+    ensure!(bad.is_empty(), "rdma-cli links {bad:?}");
+    // It checks input with the daemon's own rules, from the crate both link.
+    ensure!(deps.iter().any(|n| n == "rdma-manager-model"), "{deps:?}");
+    Ok(())
+}
+
+#[test]
 fn the_packaged_daemon_links_no_terminal_crates() -> Result<()> {
     let deps = normal_dependencies("rdma-managerd")?;
     let bad: Vec<&String> = deps
         .iter()
-        .filter(|n| matches!(n.as_str(), "ratatui" | "crossterm" | "rdma-tui"))
+        .filter(|n| {
+            matches!(
+                n.as_str(),
+                "ratatui" | "crossterm" | "rdma-tui" | "rdma-cli" | "clap"
+            )
+        })
         .collect();
     ensure!(bad.is_empty(), "the packaged rdma-managerd links {bad:?}");
     Ok(())

@@ -128,8 +128,13 @@ pub struct Infiniband {
     /// The parent of a P_Key child.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_iface: Option<String>,
-    /// A P_Key child's P_Key as nmstate writes it: a lower-case hex string, `"0x8002"`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// A P_Key child's P_Key as nmstate writes it: a lower-case hex string, `"0x8002"`
+    /// (an integer is read into that form).
+    #[serde(
+        default,
+        deserialize_with = "super::forms::pkey",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub pkey: Option<String>,
 }
 
@@ -226,9 +231,17 @@ pub struct IpoibName {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct Memlock {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "super::forms::memlock",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub soft: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "super::forms::memlock",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub hard: Option<String>,
 }
 

@@ -8,11 +8,26 @@
 //! `state: absent` removes anything. A document printed from a host therefore changes nothing
 //! when applied to it.
 //!
-//! [`doc`] holds the document's types; [`change`] the steps a difference turns into, each with
-//! the step that undoes it.
+//! [`doc`] holds the document's types; [`parse`](mod@parse) reads a document, refusing with
+//! a [`StateError`] that names the key path and line; [`change`] holds the steps a difference
+//! turns into, each with the step that undoes it.
 
 pub mod change;
+pub mod check;
+pub mod diff;
 pub mod doc;
+mod error;
+mod forms;
+mod lines;
+pub mod nmcli;
+pub mod parse;
+pub mod render;
 
 pub use change::{Area, Change, ChangeOp, Step};
+pub use check::{check, is_guid, pkey_value, RDMA_POLICIES};
+pub use diff::diff;
 pub use doc::*;
+pub use error::StateError;
+pub use lines::Lines;
+pub use parse::{parse, parse_document, Document};
+pub use render::{to_json, to_yaml};

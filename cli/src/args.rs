@@ -1,0 +1,394 @@
+//! The command line (clap), as rdma-cli(1) documents it. Settings that nmcli writes as
+//! `KEY VALUE` pairs (`link add rxe0 type rxe netdev eth1`) are taken as words here and read
+//! by [`crate::words`], so that they may come in any order, as nmcli's do.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// The exit codes, as the usage and the man page list them.
+pub const EXIT_CODES_HELP: &str = "\
+Exit codes:
+  0   success
+  1   the daemon reported a failure
+  2   bad usage, or input refused (InvalidArgument)
+  3   not authorized (polkit)
+  4   not found
+  5   rdma-managerd is not running (not on the bus)
+  6   rolled back (verification failed, timeout, rollback)
+  10  diff: there are changes";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "rdma-cli",
+    version,
+    about = "Command-line client of rdma-managerd: RDMA devices, soft links, RoCE, IPoIB, \
+             naming, host setup, and the host's declarative state",
+    after_help = EXIT_CODES_HELP,
+    propagate_version = true
+)]
+pub struct Cli {
+    /// Terse output for scripts: colon-separated fields, no header (`:` and `\` escaped
+    /// with `\`)
+    #[arg(short = 't', long, global = true)]
+    pub terse: bool,
+
+    /// JSON output, where the output is data (status, show, diff, steps)
+    #[arg(short = 'j', long, global = true, conflicts_with = "terse")]
+    pub json: bool,
+
+    /// Give up after SECONDS (0: wait as long as it takes; default 90)
+    #[arg(short = 'w', long, value_name = "SECONDS", global = true)]
+    pub wait: Option<u64>,
+
+    #[command(flatten)]
+    pub bus: BusArgs,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Which bus rdma-managerd is on (rdma-tui's options).
+#[derive(Debug, Clone, Args, Default)]
+#[group(multiple = false)]
+pub struct BusArgs {
+    /// rdma-managerd on the system bus (the default)
+    #[arg(long, global = true)]
+    pub system: bool,
+    /// rdma-managerd on the session bus (rdma-managerd --session --simulate)
+    #[arg(long, global = true)]
+    pub session: bool,
+    /// rdma-managerd on the bus at ADDRESS (a D-Bus address, unix:path=...)
+    #[arg(long, value_name = "ADDRESS", global = true)]
+    pub address: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// The host's state: a summary, or the whole document (--yaml, --json) that apply takes
+    Show {
+        /// Print the state document as YAML
+        #[arg(long)]
+        yaml: bool,
+    },
+    /// Devices and ports, as `nmcli device status` lists devices
+    Status,
+    /// What `apply FILE` would change; exit 0 when nothing, 10 when something
+    Diff {
+        /// A state document (YAML or JSON), or - for standard input
+        #[arg(value_name = "FILE|-")]
+        file: String,
+    },
+    /// Apply a state document: everything or nothing, verified, rolled back on failure
+    Apply {
+        /// A state document (YAML or JSON), or - for standard input
+        #[arg(value_name = "FILE|-")]
+        file: String,
+        /// Keep the change pending for SECONDS: it is rolled back unless confirmed
+        #[arg(long, value_name = "SECONDS")]
+        timeout: Option<u32>,
+    },
+    /// Confirm a pending change (default: the only one)
+    Confirm {
+        /// The pending change: its object path or its number
+        pending: Option<String>,
+    },
+    /// Roll back a pending change (default: the only one)
+    Rollback {
+        /// The pending change: its object path or its number
+        pending: Option<String>,
+    },
+    /// Soft RDMA links (rxe, siw)
+    #[command(subcommand)]
+    Link(LinkCommand),
+    /// RoCE default mode or type of service of a port
+    Roce {
+        /// The port: DEVICE/PORT, the device by name or node GUID (mlx5_0/1)
+        #[arg(value_name = "DEV/PORT")]
+        port: String,
+        /// What to set
+        setting: RoceSetting,
+        /// v1|v2 for mode, 0 to 255 for tos
+        value: String,
+    },
+    /// IPoIB interfaces and their P_Key children
+    #[command(subcommand)]
+    Ipoib(IpoibCommand),
+    /// IP settings of an RDMA netdev through NetworkManager, with nmcli's keys
+    Ip {
+        /// The interface (an IPoIB interface, or a RoCE port's netdev)
+        name: String,
+        /// nmcli's keys and values: ipv4.method manual ipv4.addresses 192.0.2.1/24 ...
+        #[arg(value_name = "KEY VALUE", num_args = 2.., required = true)]
+        settings: Vec<String>,
+        /// Leave the change pending for SECONDS: rolled back unless confirmed
+        #[arg(long, value_name = "SECONDS")]
+        timeout: Option<u32>,
+    },
+    /// Persistent names of RDMA devices and IPoIB interfaces (udev rules)
+    #[command(subcommand)]
+    Naming(NamingCommand),
+    /// rdma-core's module lists: SET MODULE on|off, or apply SET (load them now)
+    Modules {
+        #[arg(value_name = "SET MODULE on|off | apply SET", num_args = 2..=3, required = true)]
+        words: Vec<String>,
+    },
+    /// The memlock limits of group rdma: SOFT HARD (KiB or unlimited), or reset
+    Memlock {
+        #[arg(value_name = "SOFT HARD | reset", num_args = 1..=2, required = true)]
+        words: Vec<String>,
+    },
+    /// NFS over RDMA: on|off [port N]
+    Nfs {
+        #[arg(value_name = "on|off [port N]", num_args = 1..=3, required = true)]
+        words: Vec<String>,
+    },
+    /// The subnet manager (opensm)
+    Sm { action: SmAction },
+    /// Print a shell completion script
+    Completions { shell: CompletionShell },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LinkCommand {
+    /// Add a soft link: NAME type rxe|siw netdev DEV
+    Add {
+        name: String,
+        #[arg(value_name = "type rxe|siw netdev DEV", num_args = 4, required = true)]
+        settings: Vec<String>,
+    },
+    /// Delete a soft link
+    Delete { name: String },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RoceSetting {
+    /// The default RoCE version of rdma_cm (v1 or v2)
+    Mode,
+    /// The default type of service of rdma_cm (0 to 255)
+    Tos,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum IpoibCommand {
+    /// Add a P_Key child: PARENT pkey 0xNNNN [name NAME] [mode M] [mtu N]
+    Add {
+        parent: String,
+        #[arg(
+            value_name = "pkey 0xNNNN [name NAME] [mode datagram|connected] [mtu N]",
+            num_args = 2..,
+            required = true
+        )]
+        settings: Vec<String>,
+    },
+    /// Delete a P_Key child
+    Delete { name: String },
+    /// Change an interface: [mode datagram|connected] [mtu N] [umcast on|off]
+    Set {
+        name: String,
+        #[arg(
+            value_name = "[mode datagram|connected] [mtu N] [umcast on|off]",
+            num_args = 2..,
+            required = true
+        )]
+        settings: Vec<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum NamingCommand {
+    /// The host's RDMA device naming policy
+    Policy {
+        policy: NamingPolicy,
+        /// Rename the devices now, not only from the next boot
+        #[arg(long)]
+        now: bool,
+    },
+    /// A fixed name for an RDMA device (NAME_FIXED), by node GUID
+    Fixed {
+        node_guid: String,
+        name: String,
+        /// Rename the device now, not only from the next boot
+        #[arg(long)]
+        now: bool,
+    },
+    /// Forget a device's fixed name
+    Unfix { node_guid: String },
+    /// A persistent IPoIB interface name, by port GUID
+    Ipoib {
+        port_guid: String,
+        name: String,
+        /// Rename the interface now, not only from the next boot
+        #[arg(long)]
+        now: bool,
+    },
+    /// Forget an IPoIB interface name
+    IpoibRemove { port_guid: String },
+}
+
+/// rdma-core's naming policies (rdma_rename).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum NamingPolicy {
+    NameKernel,
+    NameOnboard,
+    NamePci,
+    NameGuid,
+    NameFallback,
+}
+
+impl NamingPolicy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NamingPolicy::NameKernel => "NAME_KERNEL",
+            NamingPolicy::NameOnboard => "NAME_ONBOARD",
+            NamingPolicy::NamePci => "NAME_PCI",
+            NamingPolicy::NameGuid => "NAME_GUID",
+            NamingPolicy::NameFallback => "NAME_FALLBACK",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SmAction {
+    /// Start opensm now
+    Start,
+    /// Stop opensm now
+    Stop,
+    /// Start opensm at boot
+    Enable,
+    /// Do not start opensm at boot
+    Disable,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompletionShell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+impl CompletionShell {
+    /// The file name the completion is installed under in `dist/completions/`.
+    pub fn file_name(self) -> &'static str {
+        match self {
+            CompletionShell::Bash => "rdma-cli.bash",
+            CompletionShell::Zsh => "_rdma-cli",
+            CompletionShell::Fish => "rdma-cli.fish",
+        }
+    }
+}
+
+/// The whole command, for completions and the tests.
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
+}
+
+/// Every command, subcommand and long option, as the man page must name them.
+pub fn words() -> Vec<String> {
+    fn walk(cmd: &clap::Command, out: &mut Vec<String>) {
+        for a in cmd.get_arguments() {
+            if let Some(long) = a.get_long() {
+                out.push(format!("--{long}"));
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            if sub.get_name() != "help" {
+                out.push(sub.get_name().to_string());
+                walk(sub, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&command(), &mut out);
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The completion script of `shell`.
+pub fn completion(shell: CompletionShell) -> String {
+    let mut cmd = command();
+    let mut out = Vec::new();
+    match shell {
+        CompletionShell::Bash => {
+            clap_complete::generate(clap_complete::Shell::Bash, &mut cmd, "rdma-cli", &mut out);
+            // clap_complete names the functions of a command `rdma__cli...` but its case
+            // labels `rdma__subcmd__cli...` (the program name's `-` replaced two ways), so no
+            // subcommand would complete past its name: one spelling for both.
+            let text = String::from_utf8_lossy(&out).replace("rdma__subcmd__cli", "rdma__cli");
+            return text;
+        }
+        CompletionShell::Zsh => {
+            clap_complete::generate(clap_complete::Shell::Zsh, &mut cmd, "rdma-cli", &mut out)
+        }
+        CompletionShell::Fish => {
+            clap_complete::generate(clap_complete::Shell::Fish, &mut cmd, "rdma-cli", &mut out)
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        command().debug_assert();
+    }
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("rdma-cli").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn global_options_go_before_or_after_the_command() {
+        let c = parse(&["-t", "status"]).expect("parses");
+        assert!(c.terse && matches!(c.command, Command::Status));
+        let c = parse(&["status", "--json", "--address", "unix:path=/x"]).expect("parses");
+        assert!(c.json && c.bus.address.as_deref() == Some("unix:path=/x"));
+        assert!(parse(&["-t", "-j", "status"]).is_err());
+        assert!(parse(&["--system", "--session", "status"]).is_err());
+    }
+
+    #[test]
+    fn keyword_settings_are_taken_as_words() {
+        let c = parse(&["link", "add", "rxe1", "type", "rxe", "netdev", "eth1"]).expect("parses");
+        match c.command {
+            Command::Link(LinkCommand::Add { name, settings }) => {
+                assert_eq!(name, "rxe1");
+                assert_eq!(settings, ["type", "rxe", "netdev", "eth1"]);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(parse(&["link", "add", "rxe1", "type", "rxe"]).is_err());
+        let c = parse(&[
+            "ip",
+            "ib0",
+            "ipv4.method",
+            "manual",
+            "ipv4.addresses",
+            "192.0.2.1/24",
+            "--timeout",
+            "30",
+        ])
+        .expect("parses");
+        match c.command {
+            Command::Ip {
+                settings, timeout, ..
+            } => {
+                assert_eq!(settings.len(), 4);
+                assert_eq!(timeout, Some(30));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(parse(&["roce", "mlx5_0/1", "speed", "3"]).is_err());
+        let c = parse(&["naming", "policy", "NAME_GUID"]).expect("parses");
+        assert!(matches!(
+            c.command,
+            Command::Naming(NamingCommand::Policy {
+                policy: NamingPolicy::NameGuid,
+                now: false
+            })
+        ));
+    }
+}

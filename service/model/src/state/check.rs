@@ -1,0 +1,750 @@
+//! The checks a document gets before anything is looked up on the host: each value against
+//! the rules the daemon's one-shot methods apply (names, P_Keys, MTUs per mode, IP addresses,
+//! module names, memlock limits, ports) and the contradictions a document can hold by itself
+//! (two entries with one identity, `state: absent` with settings, a family both off and on).
+//!
+//! The first refusal in document order is returned, with its key path; [`super::parse`] adds
+//! its line.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use rdma_manager_dbus::text::quote_capped;
+
+use super::doc::*;
+use super::error::StateError;
+use crate::hostconf::{memlock, nfs_conf, rdma_modules};
+use crate::ip::{is_search_domain, Family};
+use crate::ipoib::{self, IpoibMode};
+use crate::names::{validate_netdev_name, validate_rdma_name};
+
+/// rdma-core's naming policies (`rdma_rename`'s modes) a document may choose.
+pub const RDMA_POLICIES: [&str; 5] = [
+    "NAME_KERNEL",
+    "NAME_ONBOARD",
+    "NAME_PCI",
+    "NAME_GUID",
+    "NAME_FALLBACK",
+];
+
+/// A GUID as sysfs prints it: four groups of four hex digits joined by `:`
+/// (`0002:c903:0031:7f40`).
+pub fn is_guid(text: &str) -> bool {
+    let groups: Vec<&str> = text.split(':').collect();
+    groups.len() == 4
+        && groups
+            .iter()
+            .all(|g| g.len() == 4 && g.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// A P_Key as the document gives it (`"0x8002"`, any case of hex digits), checked as the
+/// kernel checks a child's: the value as given, without the full-membership bit added.
+pub fn pkey_value(text: &str) -> Result<u16, String> {
+    let digits = text
+        .strip_prefix("0x")
+        .or_else(|| text.strip_prefix("0X"))
+        .filter(|d| (1..=4).contains(&d.len()) && d.bytes().all(|b| b.is_ascii_hexdigit()));
+    let Some(digits) = digits else {
+        return Err(format!(
+            "{} is not a P_Key: write it in hex as nmstate does, \"0x\" and up to four digits \
+             (\"0x8002\"), or as an integer",
+            quote_capped(text)
+        ));
+    };
+    let raw = u32::from_str_radix(digits, 16).map_err(|e| e.to_string())?;
+    ipoib::validate_pkey(raw).map_err(|e| e.to_string())
+}
+
+/// Checks everything a document says that needs no host.
+pub fn check(state: &State) -> Result<(), StateError> {
+    if let Some(links) = &state.soft_links {
+        check_soft_links(links)?;
+    }
+    if let Some(roce) = &state.roce {
+        check_roce(roce)?;
+    }
+    if let Some(ifs) = &state.interfaces {
+        check_interfaces(ifs)?;
+    }
+    if let Some(naming) = &state.naming {
+        check_naming(naming)?;
+    }
+    if let Some(modules) = &state.modules {
+        check_modules(modules)?;
+    }
+    if let Some(m) = &state.memlock {
+        check_memlock(m)?;
+    }
+    if let Some(nfs) = &state.nfs_rdma {
+        if let Some(port) = nfs.port {
+            nfs_conf::validate_port(u32::from(port))
+                .map_err(|e| StateError::invalid("nfs-rdma.port", e.to_string()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Refuses the second of two entries with one identity.
+fn once<K: Ord>(
+    seen: &mut BTreeMap<K, String>,
+    key: K,
+    path: &str,
+    what: impl FnOnce(&str) -> String,
+) -> Result<(), StateError> {
+    if let Some(first) = seen.get(&key) {
+        return Err(StateError::contradiction(path, what(first)));
+    }
+    seen.insert(key, path.to_string());
+    Ok(())
+}
+
+fn is_absent(state: Option<EntryState>) -> bool {
+    state == Some(EntryState::Absent)
+}
+
+fn check_soft_links(links: &[SoftLinkEntry]) -> Result<(), StateError> {
+    let mut seen = BTreeMap::new();
+    for (i, e) in links.iter().enumerate() {
+        let p = format!("soft-links[{i}]");
+        validate_rdma_name(&e.name)
+            .map_err(|err| StateError::invalid(format!("{p}.name"), err.to_string()))?;
+        once(&mut seen, e.name.clone(), &p, |first| {
+            format!(
+                "soft link {} is listed twice (also at {first})",
+                quote_capped(&e.name)
+            )
+        })?;
+        if is_absent(e.state) {
+            for (key, given) in [("type", e.kind.is_some()), ("netdev", e.netdev.is_some())] {
+                if given {
+                    return Err(StateError::contradiction(
+                        format!("{p}.{key}"),
+                        "state: absent removes the link and takes only its name",
+                    ));
+                }
+            }
+            continue;
+        }
+        if e.kind.is_none() {
+            return Err(StateError::invalid(
+                &p,
+                "missing field `type` (rxe or siw): a soft link is given with its type and \
+                 netdev, or with state: absent to remove it",
+            ));
+        }
+        let Some(netdev) = &e.netdev else {
+            return Err(StateError::invalid(
+                &p,
+                "missing field `netdev`: a soft link is given with its type and netdev, or \
+                 with state: absent to remove it",
+            ));
+        };
+        validate_netdev_name(netdev)
+            .map_err(|err| StateError::invalid(format!("{p}.netdev"), err.to_string()))?;
+    }
+    Ok(())
+}
+
+fn check_roce(roce: &[RoceEntry]) -> Result<(), StateError> {
+    let mut seen = BTreeMap::new();
+    for (i, e) in roce.iter().enumerate() {
+        let p = format!("roce[{i}]");
+        if !is_guid(&e.device) {
+            validate_rdma_name(&e.device).map_err(|err| {
+                StateError::invalid(
+                    format!("{p}.device"),
+                    format!("{err} (give the kernel name or the node GUID, 0002:c903:0031:7f40)"),
+                )
+            })?;
+        }
+        if e.port == 0 {
+            return Err(StateError::invalid(
+                format!("{p}.port"),
+                "port 0 is not an RDMA port: ports count from 1",
+            ));
+        }
+        once(
+            &mut seen,
+            (e.device.to_ascii_lowercase(), e.port),
+            &p,
+            |first| {
+                format!(
+                    "port {}/{} is listed twice (also at {first})",
+                    e.device, e.port
+                )
+            },
+        )?;
+    }
+    Ok(())
+}
+
+fn check_interfaces(ifs: &[InterfaceEntry]) -> Result<(), StateError> {
+    let mut names = BTreeMap::new();
+    let mut children = BTreeMap::new();
+    for (i, e) in ifs.iter().enumerate() {
+        let p = format!("interfaces[{i}]");
+        validate_netdev_name(&e.name)
+            .map_err(|err| StateError::invalid(format!("{p}.name"), err.to_string()))?;
+        once(&mut names, e.name.clone(), &p, |first| {
+            format!(
+                "interface {} is listed twice (also at {first})",
+                quote_capped(&e.name)
+            )
+        })?;
+        let ib = e.infiniband.as_ref();
+        if is_absent(e.state) {
+            let settings = [
+                ("mtu", e.mtu.is_some()),
+                ("infiniband.mode", ib.is_some_and(|b| b.mode.is_some())),
+                ("infiniband.umcast", ib.is_some_and(|b| b.umcast.is_some())),
+                ("ipv4", e.ipv4.is_some()),
+                ("ipv6", e.ipv6.is_some()),
+            ];
+            if let Some((key, _)) = settings.iter().find(|(_, given)| *given) {
+                return Err(StateError::contradiction(
+                    format!("{p}.{key}"),
+                    "state: absent deletes the interface and takes no settings",
+                ));
+            }
+        }
+        if let Some(ib) = ib {
+            check_child(&p, e, ib, &mut children)?;
+        }
+        if let Some(mtu) = e.mtu {
+            // Without a mode here, the mode the interface has decides; the widest range is
+            // checked now and the interface's mode when the host is known.
+            let mode = ib
+                .and_then(|b| b.mode)
+                .map_or(IpoibMode::Connected, IpoibMode::from);
+            ipoib::check_mtu(mode, mtu)
+                .map_err(|err| StateError::invalid(format!("{p}.mtu"), err.to_string()))?;
+        }
+        if let Some(f) = &e.ipv4 {
+            check_family(&format!("{p}.ipv4"), f, Family::V4)?;
+        }
+        if let Some(f) = &e.ipv6 {
+            check_family(&format!("{p}.ipv6"), f, Family::V6)?;
+        }
+    }
+    Ok(())
+}
+
+/// A P_Key child's `base-iface` and `pkey`: both or neither, and one child per parent and
+/// partition.
+fn check_child(
+    p: &str,
+    e: &InterfaceEntry,
+    ib: &Infiniband,
+    children: &mut BTreeMap<(String, u16), String>,
+) -> Result<(), StateError> {
+    match (&ib.base_iface, &ib.pkey) {
+        (None, None) => Ok(()),
+        (Some(_), None) => Err(StateError::invalid(
+            format!("{p}.infiniband"),
+            "missing field `pkey`: a P_Key child is given with its base-iface and its pkey",
+        )),
+        (None, Some(_)) => Err(StateError::invalid(
+            format!("{p}.infiniband"),
+            "missing field `base-iface`: a P_Key child is given with its parent (base-iface) \
+             and its pkey",
+        )),
+        (Some(parent), Some(pkey)) => {
+            validate_netdev_name(parent).map_err(|err| {
+                StateError::invalid(format!("{p}.infiniband.base-iface"), err.to_string())
+            })?;
+            if *parent == e.name {
+                return Err(StateError::invalid(
+                    format!("{p}.infiniband.base-iface"),
+                    "an interface cannot be its own parent",
+                ));
+            }
+            let value = pkey_value(pkey)
+                .map_err(|r| StateError::invalid(format!("{p}.infiniband.pkey"), r))?;
+            if is_absent(e.state) {
+                return Ok(());
+            }
+            once(
+                children,
+                (parent.clone(), ipoib::full_member(value)),
+                p,
+                |first| {
+                    format!(
+                        "{parent} has one child per partition: P_Key {:#06x} is also at {first} \
+                         (the kernel sets the full-membership bit 0x8000 on every child)",
+                        ipoib::full_member(value)
+                    )
+                },
+            )
+        }
+    }
+}
+
+pub(crate) fn check_family(p: &str, f: &IpFamily, family: Family) -> Result<(), StateError> {
+    let name = family.name();
+    if family == Family::V4 && f.autoconf.is_some() {
+        return Err(StateError::invalid(
+            format!("{p}.autoconf"),
+            "autoconf is IPv6's stateless autoconfiguration; IPv4 has dhcp",
+        ));
+    }
+    if f.enabled == Some(false) {
+        let on = [
+            ("dhcp", f.dhcp == Some(true)),
+            ("autoconf", f.autoconf == Some(true)),
+            ("address", f.address.as_ref().is_some_and(|a| !a.is_empty())),
+            ("gateway", f.gateway.as_ref().is_some_and(|g| !g.is_empty())),
+        ];
+        if let Some((key, _)) = on.iter().find(|(_, given)| *given) {
+            return Err(StateError::contradiction(
+                format!("{p}.{key}"),
+                format!("enabled: false turns {name} off, which leaves no {key} to set"),
+            ));
+        }
+    }
+    let ip_of = |path: String, text: &str, what: &str| -> Result<IpAddr, StateError> {
+        let addr: IpAddr = text.parse().map_err(|_| {
+            StateError::invalid(
+                &path,
+                format!("{} is not an {name} address", quote_capped(text)),
+            )
+        })?;
+        if Family::of(&addr) != family {
+            return Err(StateError::invalid(
+                path,
+                format!("{what} {addr} is not an {name} address, in the {name} settings"),
+            ));
+        }
+        Ok(addr)
+    };
+    for (k, a) in f.address.iter().flatten().enumerate() {
+        ip_of(format!("{p}.address[{k}].ip"), &a.ip, "address")?;
+        if !family.allows_prefix(a.prefix_length) {
+            return Err(StateError::invalid(
+                format!("{p}.address[{k}].prefix-length"),
+                format!(
+                    "prefix length {} is outside 1 to {} (NetworkManager would drop the address)",
+                    a.prefix_length,
+                    family.max_prefix()
+                ),
+            ));
+        }
+    }
+    if let Some(gw) = f.gateway.as_deref().filter(|g| !g.is_empty()) {
+        ip_of(format!("{p}.gateway"), gw, "gateway")?;
+        if f.address.as_ref().is_some_and(|a| a.is_empty()) {
+            return Err(StateError::contradiction(
+                format!("{p}.gateway"),
+                format!("an {name} gateway needs an {name} address, and address is empty"),
+            ));
+        }
+    }
+    for (k, d) in f.dns.iter().flatten().enumerate() {
+        ip_of(format!("{p}.dns[{k}]"), d, "DNS server")?;
+    }
+    for (k, d) in f.dns_search.iter().flatten().enumerate() {
+        if !is_search_domain(d) {
+            return Err(StateError::invalid(
+                format!("{p}.dns-search[{k}]"),
+                format!("{} is not a DNS search domain", quote_capped(d)),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_naming(n: &Naming) -> Result<(), StateError> {
+    if let Some(policy) = &n.rdma_policy {
+        if !RDMA_POLICIES.contains(&policy.as_str()) {
+            return Err(StateError::invalid(
+                "naming.rdma-policy",
+                format!(
+                    "{} is not a naming policy: use one of {}",
+                    quote_capped(policy),
+                    RDMA_POLICIES.join(", ")
+                ),
+            ));
+        }
+    }
+    let fixed = n
+        .rdma_fixed_names
+        .iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, f)| {
+            (
+                format!("naming.rdma-fixed-names[{i}]"),
+                ("node-guid", &f.node_guid),
+                f.name.as_ref(),
+                f.state,
+            )
+        });
+    check_named_guids(fixed.collect(), |name| validate_rdma_name(name))?;
+    let ipoib = n.ipoib_names.iter().flatten().enumerate().map(|(i, f)| {
+        (
+            format!("naming.ipoib-names[{i}]"),
+            ("port-guid", &f.port_guid),
+            f.name.as_ref(),
+            f.state,
+        )
+    });
+    check_named_guids(ipoib.collect(), |name| validate_netdev_name(name))
+}
+
+type NamedGuid<'a> = (
+    String,
+    (&'static str, &'a String),
+    Option<&'a String>,
+    Option<EntryState>,
+);
+
+/// Fixed names by GUID: one entry per GUID, one GUID per name, a name unless absent.
+fn check_named_guids(
+    entries: Vec<NamedGuid<'_>>,
+    validate: impl Fn(&str) -> Result<(), crate::names::NameError>,
+) -> Result<(), StateError> {
+    let mut guids = BTreeMap::new();
+    let mut names = BTreeMap::new();
+    for (p, (key, guid), name, state) in entries {
+        if !is_guid(guid) {
+            return Err(StateError::invalid(
+                format!("{p}.{key}"),
+                format!(
+                    "{} is not a GUID as sysfs prints it: four groups of four hex digits, \
+                     0002:c903:0031:7f40",
+                    quote_capped(guid)
+                ),
+            ));
+        }
+        once(&mut guids, guid.to_ascii_lowercase(), &p, |first| {
+            format!("GUID {guid} is listed twice (also at {first})")
+        })?;
+        match (name, is_absent(state)) {
+            (Some(_), true) => {
+                return Err(StateError::contradiction(
+                    format!("{p}.name"),
+                    "state: absent removes the fixed name and takes only the GUID",
+                ))
+            }
+            (None, true) => {}
+            (None, false) => {
+                return Err(StateError::invalid(
+                    &p,
+                    "missing field `name`: give the name, or state: absent to remove it",
+                ))
+            }
+            (Some(name), false) => {
+                validate(name)
+                    .map_err(|err| StateError::invalid(format!("{p}.name"), err.to_string()))?;
+                once(&mut names, name.clone(), &p, |first| {
+                    format!(
+                        "the name {} is given to two GUIDs (also at {first})",
+                        quote_capped(name)
+                    )
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_modules(modules: &BTreeMap<String, BTreeMap<String, bool>>) -> Result<(), StateError> {
+    for (set, list) in modules {
+        let p = format!("modules.{set}");
+        rdma_modules::modules_file_path(set)
+            .map_err(|err| StateError::invalid(&p, err.to_string()))?;
+        let mut seen: BTreeMap<String, String> = BTreeMap::new();
+        for module in list.keys() {
+            let mp = format!("{p}.{module}");
+            rdma_modules::validate_module_name(module)
+                .map_err(|err| StateError::invalid(&mp, err.to_string()))?;
+            // kmod reads '-' as '_': ib-ipoib and ib_ipoib are one module.
+            once(&mut seen, module.replace('-', "_"), &mp, |first| {
+                format!("{module} is the same module as {first} (kmod reads '-' as '_')")
+            })?;
+        }
+    }
+    Ok(())
+}
+
+fn check_memlock(m: &Memlock) -> Result<(), StateError> {
+    let value = |key: &str, text: &Option<String>| {
+        text.as_deref()
+            .map(|t| {
+                memlock::MemlockValue::parse_setting(t)
+                    .map_err(|e| StateError::invalid(format!("memlock.{key}"), e.to_string()))
+            })
+            .transpose()
+    };
+    let soft = value("soft", &m.soft)?;
+    let hard = value("hard", &m.hard)?;
+    if let (Some(soft), Some(hard)) = (soft, hard) {
+        memlock::validate(soft, hard)
+            .map_err(|e| StateError::contradiction("memlock.soft", e.to_string()))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::parse::parse;
+
+    /// The error `text` is refused with, as the user reads it.
+    fn refused(text: &str) -> String {
+        match parse(text) {
+            Ok(s) => panic!("accepted: {s:?}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn guids_and_pkeys() {
+        assert!(is_guid("0002:c903:0031:7f40"));
+        assert!(is_guid("0002:C903:0031:7F40"));
+        for bad in [
+            "0002:c903:0031",
+            "0002:c903:0031:7f4",
+            "0002c90300317f40",
+            "000g:c903:0031:7f40",
+            "0002:c903:0031:7f40:",
+        ] {
+            assert!(!is_guid(bad), "{bad}");
+        }
+        assert_eq!(pkey_value("0x8002"), Ok(0x8002));
+        assert_eq!(pkey_value("0x2"), Ok(0x0002));
+        assert_eq!(pkey_value("0X7FFF"), Ok(0x7fff));
+        assert_eq!(
+            pkey_value("8002"),
+            Err("\"8002\" is not a P_Key: write it in hex as nmstate does, \"0x\" and up to four digits (\"0x8002\"), or as an integer".into())
+        );
+        assert!(pkey_value("0x18002").is_err());
+        assert!(pkey_value("0x").is_err());
+        assert!(pkey_value("0x0000").unwrap_err().contains("invalid P_Key"));
+        assert!(pkey_value("0x8000")
+            .unwrap_err()
+            .contains("full-membership bit alone"));
+    }
+
+    #[test]
+    fn a_full_document_passes() {
+        let text = "\
+soft-links:
+  - {name: rxe0, type: rxe, netdev: eth1}
+  - {name: siw0, state: absent}
+roce:
+  - {device: mlx5_0, port: 1, mode: v2, tos: 106}
+  - {device: 0002:c903:0031:7f40, port: 2, mode: v1}
+interfaces:
+  - name: ib0
+    type: infiniband
+    mtu: 65520
+    infiniband: {mode: connected, umcast: false}
+    ipv4:
+      enabled: true
+      dhcp: false
+      address: [{ip: 192.0.2.1, prefix-length: 24}]
+      gateway: 192.0.2.254
+      dns: [192.0.2.53]
+      dns-search: [lab.example]
+    ipv6: {enabled: false}
+  - name: ib0.8002
+    type: infiniband
+    infiniband: {base-iface: ib0, pkey: \"0x8002\", mode: datagram}
+  - {name: ib0.0003, type: infiniband, state: absent}
+naming:
+  rdma-policy: NAME_GUID
+  rdma-fixed-names:
+    - {node-guid: \"0002:c903:0031:7f40\", name: ibp0}
+    - {node-guid: \"0002:c903:0031:7f41\", state: absent}
+  ipoib-names:
+    - {port-guid: \"0002:c903:0031:7f41\", name: ibs1}
+modules: {rdma: {ib_ipoib: true, rpcrdma: false}}
+memlock: {soft: 1024, hard: unlimited}
+nfs-rdma: {enabled: true, port: 20049}
+subnet-manager: {enabled: true, running: true}
+";
+        parse(text).expect("a valid document");
+    }
+
+    #[test]
+    fn soft_links() {
+        assert_eq!(
+            refused("soft-links:\n  - {name: rxe0, type: rxe, netdev: eth1}\n  - {name: rxe0, state: absent}\n"),
+            "line 3: soft-links[1]: soft link \"rxe0\" is listed twice (also at soft-links[0])"
+        );
+        assert_eq!(
+            refused("soft-links:\n  - name: rxe0\n    state: absent\n    netdev: eth1\n"),
+            "line 4: soft-links[0].netdev: state: absent removes the link and takes only its name"
+        );
+        assert_eq!(
+            refused("soft-links:\n  - name: rxe0\n    netdev: eth1\n"),
+            "line 2: soft-links[0]: missing field `type` (rxe or siw): a soft link is given with its type and netdev, or with state: absent to remove it"
+        );
+        assert!(refused("soft-links:\n  - {name: rxe0, type: siw}\n")
+            .starts_with("line 2: soft-links[0]: missing field `netdev`"));
+        assert_eq!(
+            refused("soft-links:\n  - {name: rxe0, type: rxe, netdev: \"eth 1\"}\n"),
+            "line 2: soft-links[0].netdev: the character ' ' is not allowed; use letters, digits, '-', '_' and '.'"
+        );
+        assert_eq!(
+            refused("soft-links:\n  - name: \"rxe%d\"\n    state: absent\n"),
+            "line 2: soft-links[0].name: the character '%' is not allowed; use letters, digits, '-', '_' and '.'"
+        );
+    }
+
+    #[test]
+    fn roce() {
+        assert_eq!(
+            refused(
+                "roce:\n  - {device: mlx5_0, port: 1, tos: 1}\n  - device: mlx5_0\n    port: 1\n"
+            ),
+            "line 3: roce[1]: port mlx5_0/1 is listed twice (also at roce[0])"
+        );
+        assert_eq!(
+            refused("roce:\n  - device: mlx5_0\n    port: 0\n"),
+            "line 3: roce[0].port: port 0 is not an RDMA port: ports count from 1"
+        );
+        assert!(refused("roce:\n  - {device: \"a/b\", port: 1}\n")
+            .starts_with("line 2: roce[0].device: the character '/' is not allowed"));
+        // The same GUID in two cases is one device.
+        assert!(refused("roce:\n  - {device: 0002:c903:0031:7f40, port: 1}\n  - {device: 0002:C903:0031:7F40, port: 1}\n")
+            .starts_with("line 3: roce[1]: port 0002:C903:0031:7F40/1 is listed twice"));
+    }
+
+    #[test]
+    fn interfaces() {
+        assert_eq!(
+            refused("interfaces:\n  - name: ib0.8002\n    type: infiniband\n    infiniband:\n      base-iface: ib0\n      pkey: \"0x0000\"\n"),
+            "line 6: interfaces[0].infiniband.pkey: P_Key 0x0000 is the invalid P_Key and names no partition; give 0x0001 to 0x7fff, with or without the full-membership bit 0x8000"
+        );
+        assert_eq!(
+            refused("interfaces:\n  - name: ib0.8002\n    type: infiniband\n    infiniband:\n      pkey: \"0x8002\"\n"),
+            "line 4: interfaces[0].infiniband: missing field `base-iface`: a P_Key child is given with its parent (base-iface) and its pkey"
+        );
+        assert!(refused(
+            "interfaces:\n  - {name: c, type: infiniband, infiniband: {base-iface: ib0}}\n"
+        )
+        .starts_with("line 2: interfaces[0].infiniband: missing field `pkey`"));
+        assert_eq!(
+            refused("interfaces:\n  - {name: a, type: infiniband, infiniband: {base-iface: ib0, pkey: \"0x0002\"}}\n  - {name: b, type: infiniband, infiniband: {base-iface: ib0, pkey: 0x8002}}\n"),
+            "line 3: interfaces[1]: ib0 has one child per partition: P_Key 0x8002 is also at interfaces[0] (the kernel sets the full-membership bit 0x8000 on every child)"
+        );
+        assert_eq!(
+            refused("interfaces:\n  - {name: ib0, type: infiniband}\n  - {name: ib0, type: infiniband, mtu: 2044}\n"),
+            "line 3: interfaces[1]: interface \"ib0\" is listed twice (also at interfaces[0])"
+        );
+        assert_eq!(
+            refused("interfaces:\n  - name: ib0.8002\n    type: infiniband\n    state: absent\n    mtu: 2044\n"),
+            "line 5: interfaces[0].mtu: state: absent deletes the interface and takes no settings"
+        );
+        assert_eq!(
+            refused("interfaces:\n  - name: ib0\n    type: infiniband\n    mtu: 9000\n    infiniband: {mode: datagram}\n"),
+            "line 4: interfaces[0].mtu: MTU 9000 is too large for datagram mode, which carries at most the port's InfiniBand MTU minus the 4-byte IPoIB header (4092 on a 4096-byte link, 2044 on a 2048-byte one); connected mode allows up to 65520"
+        );
+        assert!(
+            refused("interfaces:\n  - {name: ib0, type: infiniband, mtu: 65521}\n")
+                .starts_with("line 2: interfaces[0].mtu: MTU 65521 is above 65520")
+        );
+        assert_eq!(
+            refused("interfaces:\n  - {name: ib0, type: infiniband, infiniband: {base-iface: ib0, pkey: \"0x1\"}}\n"),
+            "line 2: interfaces[0].infiniband.base-iface: an interface cannot be its own parent"
+        );
+    }
+
+    #[test]
+    fn ip_settings() {
+        let with = |family: &str, body: &str| {
+            refused(&format!(
+                "interfaces:\n  - name: ib0\n    type: infiniband\n    {family}:\n{body}"
+            ))
+        };
+        assert_eq!(
+            with("ipv4", "      enabled: false\n      dhcp: true\n"),
+            "line 6: interfaces[0].ipv4.dhcp: enabled: false turns IPv4 off, which leaves no dhcp to set"
+        );
+        assert_eq!(
+            with("ipv4", "      autoconf: true\n"),
+            "line 5: interfaces[0].ipv4.autoconf: autoconf is IPv6's stateless autoconfiguration; IPv4 has dhcp"
+        );
+        assert_eq!(
+            with("ipv4", "      address:\n        - ip: 2001:db8::1\n          prefix-length: 64\n"),
+            "line 6: interfaces[0].ipv4.address[0].ip: address 2001:db8::1 is not an IPv4 address, in the IPv4 settings"
+        );
+        assert_eq!(
+            with("ipv6", "      address:\n        - ip: 2001:db8::1\n          prefix-length: 129\n"),
+            "line 7: interfaces[0].ipv6.address[0].prefix-length: prefix length 129 is outside 1 to 128 (NetworkManager would drop the address)"
+        );
+        assert_eq!(
+            with("ipv4", "      gateway: 192.0.2.300\n"),
+            "line 5: interfaces[0].ipv4.gateway: \"192.0.2.300\" is not an IPv4 address"
+        );
+        assert_eq!(
+            with("ipv4", "      address: []\n      gateway: 192.0.2.1\n"),
+            "line 6: interfaces[0].ipv4.gateway: an IPv4 gateway needs an IPv4 address, and address is empty"
+        );
+        assert_eq!(
+            with("ipv4", "      dns: [192.0.2.53, \"2001:db8::53\"]\n"),
+            "line 5: interfaces[0].ipv4.dns[1]: DNS server 2001:db8::53 is not an IPv4 address, in the IPv4 settings"
+        );
+        assert_eq!(
+            with("ipv6", "      dns-search: [\"a..b\"]\n"),
+            "line 5: interfaces[0].ipv6.dns-search[0]: \"a..b\" is not a DNS search domain"
+        );
+        // DHCP with static addresses is nmcli's method auto with addresses.
+        parse("interfaces:\n  - name: ib0\n    type: infiniband\n    ipv4: {dhcp: true, address: [{ip: 192.0.2.1, prefix-length: 24}]}\n").expect("auto with addresses");
+    }
+
+    #[test]
+    fn naming() {
+        assert_eq!(
+            refused("naming:\n  rdma-policy: NAME_FIXED\n"),
+            "line 2: naming.rdma-policy: \"NAME_FIXED\" is not a naming policy: use one of NAME_KERNEL, NAME_ONBOARD, NAME_PCI, NAME_GUID, NAME_FALLBACK"
+        );
+        assert_eq!(
+            refused("naming:\n  rdma-fixed-names:\n    - {node-guid: \"0002:c903:0031:7f40\", name: a}\n    - {node-guid: \"0002:c903:0031:7f40\", name: b}\n"),
+            "line 4: naming.rdma-fixed-names[1]: GUID 0002:c903:0031:7f40 is listed twice (also at naming.rdma-fixed-names[0])"
+        );
+        assert_eq!(
+            refused("naming:\n  rdma-fixed-names:\n    - {node-guid: \"0002:c903:0031:7f40\", name: a}\n    - {node-guid: \"0002:c903:0031:7f41\", name: a}\n"),
+            "line 4: naming.rdma-fixed-names[1]: the name \"a\" is given to two GUIDs (also at naming.rdma-fixed-names[0])"
+        );
+        assert_eq!(
+            refused("naming:\n  ipoib-names:\n    - port-guid: \"0002:c903:0031\"\n      name: ibs1\n"),
+            "line 3: naming.ipoib-names[0].port-guid: \"0002:c903:0031\" is not a GUID as sysfs prints it: four groups of four hex digits, 0002:c903:0031:7f40"
+        );
+        assert_eq!(
+            refused("naming:\n  ipoib-names:\n    - port-guid: \"0002:c903:0031:7f40\"\n      state: absent\n      name: ibs1\n"),
+            "line 5: naming.ipoib-names[0].name: state: absent removes the fixed name and takes only the GUID"
+        );
+        assert_eq!(
+            refused("naming:\n  ipoib-names:\n    - port-guid: \"0002:c903:0031:7f40\"\n"),
+            "line 3: naming.ipoib-names[0]: missing field `name`: give the name, or state: absent to remove it"
+        );
+        assert!(refused("naming:\n  ipoib-names:\n    - {port-guid: \"0002:c903:0031:7f40\", name: ibs1234567890123}\n")
+            .starts_with("line 3: naming.ipoib-names[0].name: the name is 16 bytes long"));
+    }
+
+    #[test]
+    fn host_settings() {
+        assert!(refused("modules:\n  Rdma: {ib_ipoib: true}\n")
+            .starts_with("line 2: modules.Rdma: \"Rdma\" is not a module list name"));
+        assert!(refused("modules:\n  rdma:\n    -x: true\n")
+            .starts_with("line 3: modules.rdma.-x: a module name starts with a letter or a digit"));
+        assert_eq!(
+            refused("modules:\n  rdma:\n    ib-ipoib: true\n    ib_ipoib: false\n"),
+            "line 4: modules.rdma.ib_ipoib: ib_ipoib is the same module as modules.rdma.ib-ipoib (kmod reads '-' as '_')"
+        );
+        assert_eq!(
+            refused("memlock:\n  soft: lots\n"),
+            "line 2: memlock.soft: \"lots\" is not a memlock value: give a whole number of KiB (at least 1) or \"unlimited\""
+        );
+        assert_eq!(
+            refused("memlock:\n  soft: unlimited\n  hard: 1024\n"),
+            "line 2: memlock.soft: the soft memlock limit (unlimited) is above the hard limit (1024 KiB); pam_limits would lower it to the hard limit"
+        );
+        assert_eq!(
+            refused("nfs-rdma:\n  enabled: true\n  port: 0\n"),
+            "line 3: nfs-rdma.port: 0 is not a port for NFS over RDMA: give 1 to 65535 (the standard port is 20049)"
+        );
+    }
+}

@@ -1,0 +1,937 @@
+//! What applying a document to a host changes: the settings where the document (`wanted`)
+//! differs from the host's full state (`current`), each as a [`Change`] with the step that
+//! makes it and the step that undoes it, in the order the steps must run.
+//!
+//! Merge semantics: only what `wanted` says is compared; list entries are matched by their
+//! identity; `state: absent` removes (and removing what is not there changes nothing).
+//! Devices are named by their kernel names on both sides: the daemon first replaces GUIDs
+//! with [`State::resolve_devices`].
+//!
+//! Order: soft links (removals first), RoCE, naming, modules, memlock, NFS, the subnet
+//! manager, IPoIB children (deletions before creations), IPoIB settings, IP settings; within
+//! a part, the document's order. Rollback runs the undo steps in reverse.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::change::{Change, ChangeOp, Step};
+use super::check::{is_guid, pkey_value};
+use super::doc::*;
+use super::error::StateError;
+use crate::hostconf::memlock::{self, MemlockValue};
+use crate::hostconf::nfs_conf::NFSRDMA_PORT;
+use crate::ip::Family;
+use crate::ipoib::{self, IpoibMode};
+
+impl State {
+    /// Replaces each RoCE entry's device given by node GUID with its kernel name, as
+    /// `name_of` (GUID as sysfs prints it, lower case) finds it; a GUID no device has is
+    /// [`StateError::NotFound`].
+    pub fn resolve_devices(
+        &mut self,
+        name_of: impl Fn(&str) -> Option<String>,
+    ) -> Result<(), StateError> {
+        for (i, e) in self.roce.iter_mut().flatten().enumerate() {
+            if is_guid(&e.device) {
+                let guid = e.device.to_ascii_lowercase();
+                e.device = name_of(&guid).ok_or_else(|| {
+                    StateError::not_found(
+                        format!("roce[{i}].device"),
+                        "device with node GUID",
+                        guid,
+                        "",
+                    )
+                })?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The parts of a plan, in the order they run.
+#[derive(Clone, Copy)]
+enum Part {
+    LinkRemovals,
+    LinkAdditions,
+    Roce,
+    Naming,
+    Modules,
+    Memlock,
+    Nfs,
+    SubnetManager,
+    ChildDeletions,
+    ChildCreations,
+    Ipoib,
+    Ip,
+}
+
+const PARTS: usize = 12;
+
+#[derive(Default)]
+struct Plan {
+    parts: [Vec<Change>; PARTS],
+}
+
+impl Plan {
+    fn push(
+        &mut self,
+        part: Part,
+        path: String,
+        op: ChangeOp,
+        texts: (String, String),
+        step: Step,
+        undo: Step,
+    ) {
+        self.parts[part as usize].push(Change {
+            path,
+            op,
+            current: texts.0,
+            wanted: texts.1,
+            step,
+            undo,
+        });
+    }
+
+    fn into_vec(self) -> Vec<Change> {
+        self.parts.into_iter().flatten().collect()
+    }
+}
+
+/// The changes that make `current` (a host's full state) what `wanted` says.
+pub fn diff(current: &State, wanted: &State) -> Result<Vec<Change>, StateError> {
+    let mut plan = Plan::default();
+    let created_links = soft_links(current, wanted, &mut plan)?;
+    roce(current, wanted, &created_links, &mut plan)?;
+    naming(current, wanted, &mut plan);
+    modules(current, wanted, &mut plan);
+    memlock(current, wanted, &mut plan)?;
+    nfs(current, wanted, &mut plan);
+    subnet_manager(current, wanted, &mut plan);
+    interfaces(current, wanted, &mut plan)?;
+    Ok(plan.into_vec())
+}
+
+fn text<T: ToString>(v: Option<T>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_default()
+}
+
+fn link_text(kind: SoftLinkKind, netdev: &str) -> String {
+    format!("type={} netdev={netdev}", kind.as_str())
+}
+
+/// Soft links; returns the names of the links the document creates.
+fn soft_links(
+    current: &State,
+    wanted: &State,
+    plan: &mut Plan,
+) -> Result<BTreeSet<String>, StateError> {
+    let mut created = BTreeSet::new();
+    let have: BTreeMap<&str, &SoftLinkEntry> = current
+        .soft_links
+        .iter()
+        .flatten()
+        .map(|e| (e.name.as_str(), e))
+        .collect();
+    for (i, e) in wanted.soft_links.iter().flatten().enumerate() {
+        let path = format!("soft-links[{}]", e.name);
+        let now = have.get(e.name.as_str());
+        let now = match now {
+            Some(c) => {
+                let (Some(kind), Some(netdev)) = (c.kind, c.netdev.clone()) else {
+                    return Err(StateError::invalid(
+                        format!("soft-links[{i}]"),
+                        format!(
+                            "the host's soft link {} has no known type or netdev",
+                            e.name
+                        ),
+                    ));
+                };
+                Some((kind, netdev))
+            }
+            None => None,
+        };
+        let remove = |plan: &mut Plan, kind: SoftLinkKind, netdev: String| {
+            plan.push(
+                Part::LinkRemovals,
+                path.clone(),
+                ChangeOp::Remove,
+                (link_text(kind, &netdev), String::new()),
+                Step::RemoveSoftLink {
+                    name: e.name.clone(),
+                },
+                Step::AddSoftLink {
+                    name: e.name.clone(),
+                    kind,
+                    netdev,
+                },
+            )
+        };
+        if e.state == Some(EntryState::Absent) {
+            if let Some((kind, netdev)) = now {
+                remove(plan, kind, netdev);
+            }
+            continue;
+        }
+        let (Some(kind), Some(netdev)) = (e.kind, e.netdev.clone()) else {
+            return Err(StateError::invalid(
+                format!("soft-links[{i}]"),
+                "a soft link is given with its type and netdev, or with state: absent",
+            ));
+        };
+        if let Some((old_kind, old_netdev)) = now {
+            if (old_kind, old_netdev.as_str()) == (kind, netdev.as_str()) {
+                continue;
+            }
+            // A link's type and netdev are fixed when it is made: it is made again.
+            remove(plan, old_kind, old_netdev);
+        } else {
+            created.insert(e.name.clone());
+        }
+        plan.push(
+            Part::LinkAdditions,
+            path.clone(),
+            ChangeOp::Add,
+            (String::new(), link_text(kind, &netdev)),
+            Step::AddSoftLink {
+                name: e.name.clone(),
+                kind,
+                netdev,
+            },
+            Step::RemoveSoftLink {
+                name: e.name.clone(),
+            },
+        );
+    }
+    Ok(created)
+}
+
+fn roce_text(m: RoceVersion) -> &'static str {
+    match m {
+        RoceVersion::V1 => "v1",
+        RoceVersion::V2 => "v2",
+    }
+}
+
+fn roce(
+    current: &State,
+    wanted: &State,
+    created_links: &BTreeSet<String>,
+    plan: &mut Plan,
+) -> Result<(), StateError> {
+    let have: BTreeMap<(&str, u32), &RoceEntry> = current
+        .roce
+        .iter()
+        .flatten()
+        .map(|e| ((e.device.as_str(), e.port), e))
+        .collect();
+    let mut seen = BTreeMap::new();
+    for (i, e) in wanted.roce.iter().flatten().enumerate() {
+        let id = format!("{}/{}", e.device, e.port);
+        if let Some(first) = seen.insert(id.clone(), i) {
+            return Err(StateError::contradiction(
+                format!("roce[{i}]"),
+                format!("port {id} is listed twice (also at roce[{first}])"),
+            ));
+        }
+        let now = match have.get(&(e.device.as_str(), e.port)) {
+            Some(c) => Some(*c),
+            // A soft link made by this document has one port, whose settings are not known
+            // until it exists.
+            None if created_links.contains(&e.device) && e.port == 1 => None,
+            None if have.keys().any(|(d, _)| *d == e.device) => {
+                return Err(StateError::not_found(
+                    format!("roce[{i}].port"),
+                    "RoCE port",
+                    id,
+                    "",
+                ))
+            }
+            None => {
+                return Err(StateError::not_found(
+                    format!("roce[{i}].device"),
+                    "RoCE device",
+                    &e.device,
+                    " (give the kernel name or node GUID of a device with RoCE ports)",
+                ))
+            }
+        };
+        let (dev, port) = (e.device.clone(), e.port);
+        if let Some(mode) = e.mode {
+            let old = now.and_then(|c| c.mode);
+            if old != Some(mode) {
+                let step = |mode| Step::SetRoceMode {
+                    device: dev.clone(),
+                    port,
+                    mode,
+                };
+                plan.push(
+                    Part::Roce,
+                    format!("roce[{id}].mode"),
+                    ChangeOp::Set,
+                    (text(old.map(roce_text)), roce_text(mode).to_string()),
+                    step(mode),
+                    step(old.unwrap_or(mode)),
+                );
+            }
+        }
+        if let Some(tos) = e.tos {
+            let old = now.and_then(|c| c.tos);
+            if old != Some(tos) {
+                let step = |tos| Step::SetRoceTos {
+                    device: dev.clone(),
+                    port,
+                    tos,
+                };
+                plan.push(
+                    Part::Roce,
+                    format!("roce[{id}].tos"),
+                    ChangeOp::Set,
+                    (text(old), tos.to_string()),
+                    step(tos),
+                    step(old.unwrap_or(tos)),
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+fn naming(current: &State, wanted: &State, plan: &mut Plan) {
+    let Some(w) = &wanted.naming else { return };
+    let empty = Naming::default();
+    let c = current.naming.as_ref().unwrap_or(&empty);
+    if let Some(policy) = &w.rdma_policy {
+        if c.rdma_policy.as_ref() != Some(policy) {
+            let step = |policy: &String| Step::SetRdmaPolicy {
+                policy: policy.clone(),
+            };
+            plan.push(
+                Part::Naming,
+                "naming.rdma-policy".into(),
+                ChangeOp::Set,
+                (text(c.rdma_policy.as_ref()), policy.clone()),
+                step(policy),
+                step(c.rdma_policy.as_ref().unwrap_or(policy)),
+            );
+        }
+    }
+    let fixed = |l: &Option<Vec<FixedName>>| -> Vec<(String, Option<String>, Option<EntryState>)> {
+        l.iter()
+            .flatten()
+            .map(|f| (f.node_guid.to_ascii_lowercase(), f.name.clone(), f.state))
+            .collect()
+    };
+    named_guids(
+        plan,
+        "naming.rdma-fixed-names",
+        fixed(&c.rdma_fixed_names),
+        fixed(&w.rdma_fixed_names),
+        |guid, name| match name {
+            Some(name) => Step::SetRdmaFixedName {
+                node_guid: guid,
+                name,
+            },
+            None => Step::RemoveRdmaFixedName { node_guid: guid },
+        },
+    );
+    let ipoib = |l: &Option<Vec<IpoibName>>| -> Vec<(String, Option<String>, Option<EntryState>)> {
+        l.iter()
+            .flatten()
+            .map(|f| (f.port_guid.to_ascii_lowercase(), f.name.clone(), f.state))
+            .collect()
+    };
+    named_guids(
+        plan,
+        "naming.ipoib-names",
+        ipoib(&c.ipoib_names),
+        ipoib(&w.ipoib_names),
+        |guid, name| match name {
+            Some(name) => Step::SetIpoibName {
+                port_guid: guid,
+                name,
+            },
+            None => Step::RemoveIpoibName { port_guid: guid },
+        },
+    );
+}
+
+/// Names kept by GUID: `step(guid, Some(name))` sets one, `step(guid, None)` removes it.
+fn named_guids(
+    plan: &mut Plan,
+    section: &str,
+    current: Vec<(String, Option<String>, Option<EntryState>)>,
+    wanted: Vec<(String, Option<String>, Option<EntryState>)>,
+    step: impl Fn(String, Option<String>) -> Step,
+) {
+    let have: BTreeMap<String, Option<String>> = current
+        .into_iter()
+        .filter(|(_, _, s)| *s != Some(EntryState::Absent))
+        .map(|(g, n, _)| (g, n))
+        .collect();
+    for (guid, name, state) in wanted {
+        let old = have.get(&guid).cloned().flatten();
+        let new = if state == Some(EntryState::Absent) {
+            None
+        } else {
+            name
+        };
+        if old == new {
+            continue;
+        }
+        let op = match (&old, &new) {
+            (None, _) => ChangeOp::Add,
+            (_, None) => ChangeOp::Remove,
+            _ => ChangeOp::Set,
+        };
+        plan.push(
+            Part::Naming,
+            format!("{section}[{guid}]"),
+            op,
+            (text(old.as_ref()), text(new.as_ref())),
+            step(guid.clone(), new),
+            step(guid, old),
+        );
+    }
+}
+
+fn modules(current: &State, wanted: &State, plan: &mut Plan) {
+    let empty = BTreeMap::new();
+    for (set, list) in wanted.modules.iter().flatten() {
+        let have = current
+            .modules
+            .as_ref()
+            .and_then(|m| m.get(set))
+            .unwrap_or(&empty);
+        for (module, &enabled) in list {
+            // kmod reads '-' as '_'.
+            let old = have.get(module).copied().or_else(|| {
+                have.iter()
+                    .find(|(m, _)| m.replace('-', "_") == module.replace('-', "_"))
+                    .map(|(_, v)| *v)
+            });
+            // A module the list does not name is not loaded by it: as good as disabled.
+            if old.unwrap_or(false) == enabled {
+                continue;
+            }
+            let step = |enabled| Step::SetModule {
+                set: set.clone(),
+                module: module.clone(),
+                enabled,
+            };
+            plan.push(
+                Part::Modules,
+                format!("modules.{set}.{module}"),
+                if old.is_none() {
+                    ChangeOp::Add
+                } else {
+                    ChangeOp::Set
+                },
+                (text(old), enabled.to_string()),
+                step(enabled),
+                step(!enabled),
+            );
+        }
+    }
+}
+
+fn memlock_value(path: &str, text: &str) -> Result<MemlockValue, StateError> {
+    MemlockValue::parse_setting(text).map_err(|e| StateError::invalid(path, e.to_string()))
+}
+
+fn memlock(current: &State, wanted: &State, plan: &mut Plan) -> Result<(), StateError> {
+    let Some(w) = &wanted.memlock else {
+        return Ok(());
+    };
+    let empty = Memlock::default();
+    let c = current.memlock.as_ref().unwrap_or(&empty);
+    // What the host has is read, not asked for: a value the daemon would not write counts as
+    // unknown, and so differs from any wanted value.
+    let cur_soft = c
+        .soft
+        .as_deref()
+        .and_then(|t| MemlockValue::parse_setting(t).ok());
+    let cur_hard = c
+        .hard
+        .as_deref()
+        .and_then(|t| MemlockValue::parse_setting(t).ok());
+    let w_soft = w
+        .soft
+        .as_deref()
+        .map(|t| memlock_value("memlock.soft", t))
+        .transpose()?;
+    let w_hard = w
+        .hard
+        .as_deref()
+        .map(|t| memlock_value("memlock.hard", t))
+        .transpose()?;
+    let soft_differs = w_soft.is_some() && w_soft != cur_soft;
+    let hard_differs = w_hard.is_some() && w_hard != cur_hard;
+    if !soft_differs && !hard_differs {
+        return Ok(());
+    }
+    let (Some(soft), Some(hard)) = (w_soft.or(cur_soft), w_hard.or(cur_hard)) else {
+        let missing = if w_soft.is_none() { "soft" } else { "hard" };
+        return Err(StateError::invalid(
+            "memlock",
+            format!("give both soft and hard: the host has no {missing} limit of rdma-manager's to keep"),
+        ));
+    };
+    memlock::validate(soft, hard)
+        .map_err(|e| StateError::contradiction("memlock", e.to_string()))?;
+    let show = |v: Option<MemlockValue>| text(v.map(MemlockValue::conf_text));
+    let (path, texts) = match (soft_differs, hard_differs) {
+        (true, false) => ("memlock.soft", (show(cur_soft), soft.conf_text())),
+        (false, true) => ("memlock.hard", (show(cur_hard), hard.conf_text())),
+        _ => (
+            "memlock",
+            (
+                match (cur_soft, cur_hard) {
+                    (None, None) => String::new(),
+                    (s, h) => format!("soft={} hard={}", show(s), show(h)),
+                },
+                format!("soft={} hard={}", soft.conf_text(), hard.conf_text()),
+            ),
+        ),
+    };
+    let undo = match (cur_soft, cur_hard) {
+        (Some(s), Some(h)) => Step::SetMemlock {
+            soft: s.conf_text(),
+            hard: h.conf_text(),
+        },
+        _ => Step::ResetMemlock,
+    };
+    plan.push(
+        Part::Memlock,
+        path.into(),
+        if cur_soft.is_none() && cur_hard.is_none() {
+            ChangeOp::Add
+        } else {
+            ChangeOp::Set
+        },
+        texts,
+        Step::SetMemlock {
+            soft: soft.conf_text(),
+            hard: hard.conf_text(),
+        },
+        undo,
+    );
+    Ok(())
+}
+
+fn nfs(current: &State, wanted: &State, plan: &mut Plan) {
+    let Some(w) = &wanted.nfs_rdma else { return };
+    let empty = NfsRdma::default();
+    let c = current.nfs_rdma.as_ref().unwrap_or(&empty);
+    let enabled = w.enabled.or(c.enabled).unwrap_or(false);
+    let port = w.port.or(c.port).unwrap_or(NFSRDMA_PORT);
+    let enabled_differs = w.enabled.is_some() && c.enabled != Some(enabled);
+    // The port is written only with RDMA enabled: while disabled it is not a setting.
+    let port_differs = enabled && w.port.is_some() && c.port != Some(port);
+    let (path, texts) = match (enabled_differs, port_differs) {
+        (false, false) => return,
+        (true, false) => ("nfs-rdma.enabled", (text(c.enabled), enabled.to_string())),
+        (false, true) => ("nfs-rdma.port", (text(c.port), port.to_string())),
+        (true, true) => (
+            "nfs-rdma",
+            (
+                format!("enabled={} port={}", text(c.enabled), text(c.port)),
+                format!("enabled={enabled} port={port}"),
+            ),
+        ),
+    };
+    plan.push(
+        Part::Nfs,
+        path.into(),
+        ChangeOp::Set,
+        texts,
+        Step::SetNfsRdma { enabled, port },
+        Step::SetNfsRdma {
+            enabled: c.enabled.unwrap_or(false),
+            port: c.port.unwrap_or(NFSRDMA_PORT),
+        },
+    );
+}
+
+fn subnet_manager(current: &State, wanted: &State, plan: &mut Plan) {
+    let Some(w) = &wanted.subnet_manager else {
+        return;
+    };
+    let empty = SubnetManager::default();
+    let c = current.subnet_manager.as_ref().unwrap_or(&empty);
+    if let Some(enabled) = w.enabled {
+        if c.enabled != Some(enabled) {
+            plan.push(
+                Part::SubnetManager,
+                "subnet-manager.enabled".into(),
+                ChangeOp::Set,
+                (text(c.enabled), enabled.to_string()),
+                Step::SetSubnetManagerEnabled { enabled },
+                Step::SetSubnetManagerEnabled {
+                    enabled: c.enabled.unwrap_or(!enabled),
+                },
+            );
+        }
+    }
+    if let Some(running) = w.running {
+        if c.running != Some(running) {
+            plan.push(
+                Part::SubnetManager,
+                "subnet-manager.running".into(),
+                ChangeOp::Set,
+                (text(c.running), running.to_string()),
+                Step::SetSubnetManagerRunning { running },
+                Step::SetSubnetManagerRunning {
+                    running: c.running.unwrap_or(!running),
+                },
+            );
+        }
+    }
+}
+
+/// A current interface's P_Key child identity: its parent and P_Key.
+fn child_of(e: &InterfaceEntry) -> Option<(&str, u16)> {
+    let ib = e.infiniband.as_ref()?;
+    let parent = ib.base_iface.as_deref()?;
+    let pkey = pkey_value(ib.pkey.as_deref()?).ok()?;
+    Some((parent, pkey))
+}
+
+fn child_text(parent: &str, pkey: u16) -> String {
+    format!("base-iface={parent} pkey={pkey:#06x}")
+}
+
+fn mode_text(m: StateIpoibMode) -> &'static str {
+    IpoibMode::from(m).as_str()
+}
+
+fn interfaces(current: &State, wanted: &State, plan: &mut Plan) -> Result<(), StateError> {
+    let have: BTreeMap<&str, &InterfaceEntry> = current
+        .interfaces
+        .iter()
+        .flatten()
+        .map(|e| (e.name.as_str(), e))
+        .collect();
+    // NetworkManager runs when the host's state has IP settings for any interface.
+    let nm_runs = have.values().any(|e| e.ipv4.is_some() || e.ipv6.is_some());
+    let deleted: BTreeSet<&str> = wanted
+        .interfaces
+        .iter()
+        .flatten()
+        .filter(|e| e.state == Some(EntryState::Absent))
+        .map(|e| e.name.as_str())
+        .collect();
+    for (i, e) in wanted.interfaces.iter().flatten().enumerate() {
+        let p = format!("interfaces[{i}]");
+        let path = format!("interfaces[{}]", e.name);
+        let now = have.get(e.name.as_str()).copied();
+        let said_child = e.infiniband.as_ref().and_then(|ib| {
+            Some((
+                ib.base_iface.as_deref()?,
+                pkey_value(ib.pkey.as_deref()?).ok()?,
+            ))
+        });
+        if e.state == Some(EntryState::Absent) {
+            let Some(now) = now else { continue };
+            let Some((parent, pkey)) = child_of(now) else {
+                return Err(StateError::invalid(
+                    format!("{p}.state"),
+                    format!(
+                        "{} is not a P_Key child: only children (with base-iface and pkey) can \
+                         be deleted",
+                        e.name
+                    ),
+                ));
+            };
+            plan.push(
+                Part::ChildDeletions,
+                path,
+                ChangeOp::Remove,
+                (child_text(parent, pkey), String::new()),
+                Step::DeleteChild {
+                    name: e.name.clone(),
+                },
+                Step::CreateChild {
+                    parent: parent.to_string(),
+                    pkey,
+                    name: e.name.clone(),
+                },
+            );
+            continue;
+        }
+        match (now, said_child) {
+            (Some(now), Some((parent, pkey))) => match child_of(now) {
+                Some((p0, k0))
+                    if p0 == parent && ipoib::full_member(k0) == ipoib::full_member(pkey) => {}
+                Some((p0, k0)) => {
+                    return Err(StateError::invalid(
+                        format!("{p}.infiniband"),
+                        format!(
+                            "{} is the child of {p0} with P_Key {k0:#06x}; a child's parent and \
+                             P_Key cannot change: delete it (state: absent) and create the \
+                             child under another name",
+                            e.name
+                        ),
+                    ))
+                }
+                None => {
+                    return Err(StateError::invalid(
+                        format!("{p}.infiniband.base-iface"),
+                        format!("{} exists and is not a P_Key child", e.name),
+                    ))
+                }
+            },
+            (Some(_), None) => {}
+            (None, Some((parent, pkey))) => {
+                let Some(parent_now) = have.get(parent) else {
+                    return Err(StateError::not_found(
+                        format!("{p}.infiniband.base-iface"),
+                        "parent interface",
+                        parent,
+                        "",
+                    ));
+                };
+                if child_of(parent_now).is_some() {
+                    return Err(StateError::invalid(
+                        format!("{p}.infiniband.base-iface"),
+                        format!("{parent} is itself a P_Key child; a child's parent is a port's interface"),
+                    ));
+                }
+                let full = ipoib::full_member(pkey);
+                if let Some(other) = have.values().find(|o| {
+                    !deleted.contains(o.name.as_str())
+                        && child_of(o)
+                            .is_some_and(|(op, ok)| op == parent && ipoib::full_member(ok) == full)
+                }) {
+                    return Err(StateError::contradiction(
+                        format!("{p}.infiniband.pkey"),
+                        format!(
+                            "{parent} already has the child {} with P_Key {full:#06x} (the kernel \
+                             sets the full-membership bit 0x8000 on every child)",
+                            other.name
+                        ),
+                    ));
+                }
+                plan.push(
+                    Part::ChildCreations,
+                    path.clone(),
+                    ChangeOp::Add,
+                    (String::new(), child_text(parent, pkey)),
+                    Step::CreateChild {
+                        parent: parent.to_string(),
+                        pkey,
+                        name: e.name.clone(),
+                    },
+                    Step::DeleteChild {
+                        name: e.name.clone(),
+                    },
+                );
+            }
+            (None, None) => {
+                return Err(StateError::not_found(
+                    &p,
+                    "interface",
+                    &e.name,
+                    " (only P_Key children are created: give infiniband.base-iface and pkey)",
+                ))
+            }
+        }
+        ipoib_settings(&p, &path, e, now, plan)?;
+        for (family, w, c) in [
+            (Family::V4, &e.ipv4, now.and_then(|n| n.ipv4.as_ref())),
+            (Family::V6, &e.ipv6, now.and_then(|n| n.ipv6.as_ref())),
+        ] {
+            let Some(w) = w else { continue };
+            let fp = format!("{p}.{}", family.setting());
+            if !nm_runs || (now.is_some() && c.is_none()) {
+                return Err(StateError::invalid(
+                    fp,
+                    format!(
+                        "IP settings need NetworkManager, and the host's state has none for {} \
+                         (NetworkManager does not run, or does not manage it)",
+                        e.name
+                    ),
+                ));
+            }
+            ip_settings(&fp, &path, &e.name, family, w, c, now.is_none(), plan)?;
+        }
+    }
+    Ok(())
+}
+
+/// Mode, MTU and umcast. The MTU is checked against the mode the interface will have; going
+/// to connected mode, the mode is set before a connected-only MTU, and going to datagram mode
+/// after the MTU is lowered.
+fn ipoib_settings(
+    p: &str,
+    path: &str,
+    e: &InterfaceEntry,
+    now: Option<&InterfaceEntry>,
+    plan: &mut Plan,
+) -> Result<(), StateError> {
+    let w = e.infiniband.as_ref();
+    let c = now.and_then(|n| n.infiniband.as_ref());
+    let new = now.is_none();
+    let name = e.name.clone();
+    let w_mode = w.and_then(|b| b.mode);
+    let c_mode = c.and_then(|b| b.mode);
+    if let (Some(mtu), Some(mode)) = (e.mtu, w_mode.or(c_mode)) {
+        ipoib::check_mtu(mode.into(), mtu)
+            .map_err(|err| StateError::invalid(format!("{p}.mtu"), err.to_string()))?;
+    }
+    // Settings of an interface this document creates have no value to go back to: their
+    // undo repeats the step, and deleting the interface undoes them all.
+    let back = |old: Option<Step>, step: &Step| match (new, old) {
+        (false, Some(old)) => old,
+        _ => step.clone(),
+    };
+    let mut mode_change = None;
+    if let Some(mode) = w_mode.filter(|m| c_mode != Some(*m)) {
+        let step = Step::SetIpoibMode {
+            name: name.clone(),
+            mode,
+        };
+        let undo = back(
+            c_mode.map(|m| Step::SetIpoibMode {
+                name: name.clone(),
+                mode: m,
+            }),
+            &step,
+        );
+        mode_change = Some((mode, step, undo));
+    }
+    let mode_first = matches!(mode_change, Some((StateIpoibMode::Connected, ..)));
+    let push_mode = |plan: &mut Plan, change: Option<(StateIpoibMode, Step, Step)>| {
+        if let Some((mode, step, undo)) = change {
+            plan.push(
+                Part::Ipoib,
+                format!("{path}.infiniband.mode"),
+                ChangeOp::Set,
+                (text(c_mode.map(mode_text)), mode_text(mode).to_string()),
+                step,
+                undo,
+            );
+        }
+    };
+    if mode_first {
+        push_mode(plan, mode_change.take());
+    }
+    let c_mtu = now.and_then(|n| n.mtu);
+    if let Some(mtu) = e.mtu.filter(|m| c_mtu != Some(*m)) {
+        let step = Step::SetIpoibMtu {
+            name: name.clone(),
+            mtu,
+        };
+        let undo = back(
+            c_mtu.map(|m| Step::SetIpoibMtu {
+                name: name.clone(),
+                mtu: m,
+            }),
+            &step,
+        );
+        plan.push(
+            Part::Ipoib,
+            format!("{path}.mtu"),
+            ChangeOp::Set,
+            (text(c_mtu), mtu.to_string()),
+            step,
+            undo,
+        );
+    }
+    push_mode(plan, mode_change);
+    let c_umcast = c.and_then(|b| b.umcast);
+    if let Some(umcast) = w.and_then(|b| b.umcast).filter(|u| c_umcast != Some(*u)) {
+        let step = Step::SetIpoibUmcast {
+            name: name.clone(),
+            umcast,
+        };
+        let undo = back(
+            c_umcast.map(|u| Step::SetIpoibUmcast {
+                name: name.clone(),
+                umcast: u,
+            }),
+            &step,
+        );
+        plan.push(
+            Part::Ipoib,
+            format!("{path}.infiniband.umcast"),
+            ChangeOp::Set,
+            (text(c_umcast), umcast.to_string()),
+            step,
+            undo,
+        );
+    }
+    Ok(())
+}
+
+fn keys_text(keys: &BTreeMap<String, String>) -> String {
+    keys.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// One family's IP settings as one `SetIp` of the keys that differ (NetworkManager checks a
+/// family as a whole: a method and its addresses go together).
+#[allow(clippy::too_many_arguments)]
+fn ip_settings(
+    fp: &str,
+    path: &str,
+    name: &str,
+    family: Family,
+    w: &IpFamily,
+    c: Option<&IpFamily>,
+    new: bool,
+    plan: &mut Plan,
+) -> Result<(), StateError> {
+    // A new interface starts with nmcli's defaults: DHCP, SLAAC.
+    let defaults = IpFamily::from_nmcli(family, &BTreeMap::new());
+    let c = c.unwrap_or(&defaults);
+    let wanted = w.nmcli_over(family, Some(c));
+    let have = c.nmcli_full(family);
+    let mut merged = have.clone();
+    merged.extend(wanted.clone());
+    let gateway = super::nmcli::key(family, "gateway");
+    let addresses = super::nmcli::key(family, "addresses");
+    if !merged[&gateway].is_empty() && merged[&addresses].is_empty() {
+        let n = family.name();
+        return Err(StateError::contradiction(
+            format!("{fp}.gateway"),
+            format!("an {n} gateway needs an {n} address, and {name} would have none"),
+        ));
+    }
+    let step_keys: BTreeMap<String, String> = wanted
+        .into_iter()
+        .filter(|(k, v)| have.get(k) != Some(v))
+        .collect();
+    if step_keys.is_empty() {
+        return Ok(());
+    }
+    let undo_keys: BTreeMap<String, String> = step_keys
+        .keys()
+        .map(|k| (k.clone(), have.get(k).cloned().unwrap_or_default()))
+        .collect();
+    let step = Step::SetIp {
+        name: name.to_string(),
+        keys: step_keys.clone(),
+    };
+    let undo = if new {
+        step.clone()
+    } else {
+        Step::SetIp {
+            name: name.to_string(),
+            keys: undo_keys.clone(),
+        }
+    };
+    plan.push(
+        Part::Ip,
+        format!("{path}.{}", family.setting()),
+        ChangeOp::Set,
+        (keys_text(&undo_keys), keys_text(&step_keys)),
+        step,
+        undo,
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "diff_tests.rs"]
+mod tests;

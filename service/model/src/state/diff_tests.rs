@@ -1,0 +1,694 @@
+use super::*;
+use crate::state::parse::{parse, parse_document};
+use crate::state::render::to_yaml;
+
+/// A host as the daemon reads it: every section present.
+fn host() -> State {
+    parse(
+        "\
+soft-links:
+  - {name: rxe0, type: rxe, netdev: eth1}
+roce:
+  - {device: mlx5_0, port: 1, mode: v2, tos: 0}
+  - {device: mlx5_0, port: 2, mode: v1, tos: 106}
+  - {device: rxe0, port: 1, mode: v2, tos: 0}
+interfaces:
+  - name: ib0
+    type: infiniband
+    mtu: 2044
+    infiniband: {mode: datagram, umcast: false}
+    ipv4: {enabled: true, dhcp: true, autoconf: null, address: [], dns: [192.0.2.53]}
+    ipv6: {enabled: true, dhcp: true, autoconf: true, address: []}
+  - name: ib1
+    type: infiniband
+    mtu: 65520
+    infiniband: {mode: connected, umcast: true}
+    ipv4: {enabled: true, dhcp: false, address: [{ip: 192.0.2.1, prefix-length: 24}], gateway: 192.0.2.254}
+    ipv6: {enabled: false}
+  - name: ib0.8002
+    type: infiniband
+    mtu: 2044
+    infiniband: {mode: datagram, umcast: false, base-iface: ib0, pkey: \"0x8002\"}
+    ipv4: {enabled: true, dhcp: true, address: []}
+    ipv6: {enabled: true, dhcp: true, autoconf: true, address: []}
+naming:
+  rdma-policy: NAME_KERNEL
+  rdma-fixed-names:
+    - {node-guid: \"0002:c903:0031:7f40\", name: ibp0}
+  ipoib-names: []
+modules:
+  rdma: {ib_ipoib: true, rpcrdma: false}
+  infiniband: {ib_umad: true}
+memlock: {}
+nfs-rdma: {enabled: false, port: 20049}
+subnet-manager: {enabled: false, running: false}
+",
+    )
+    .expect("the host's state")
+}
+
+fn changes(text: &str) -> Vec<Change> {
+    diff(&host(), &parse(text).expect("a valid document")).expect("a diff")
+}
+
+fn paths(text: &str) -> Vec<String> {
+    changes(text).into_iter().map(|c| c.path).collect()
+}
+
+fn refused(text: &str) -> String {
+    let doc = parse_document(text).expect("a valid document");
+    match diff(&host(), &doc.state) {
+        Ok(c) => panic!("accepted: {c:?}"),
+        Err(e) => e.with_lines(&doc.lines).to_string(),
+    }
+}
+
+fn one(
+    path: &str,
+    op: ChangeOp,
+    current: &str,
+    wanted: &str,
+    step: Step,
+    undo: Step,
+) -> Vec<Change> {
+    vec![Change {
+        path: path.into(),
+        op,
+        current: current.into(),
+        wanted: wanted.into(),
+        step,
+        undo,
+    }]
+}
+
+#[test]
+fn a_state_applied_to_itself_changes_nothing() {
+    let s = host();
+    assert_eq!(diff(&s, &s), Ok(vec![]));
+    assert_eq!(diff(&s, &s.sorted()), Ok(vec![]));
+    let shown = parse(&to_yaml(&s)).expect("what show prints parses");
+    assert_eq!(diff(&s, &shown), Ok(vec![]));
+    assert_eq!(diff(&s, &State::default()), Ok(vec![]));
+}
+
+#[test]
+fn soft_links() {
+    assert_eq!(
+        changes("soft-links:\n  - {name: siw0, type: siw, netdev: eth2}\n"),
+        one(
+            "soft-links[siw0]",
+            ChangeOp::Add,
+            "",
+            "type=siw netdev=eth2",
+            Step::AddSoftLink {
+                name: "siw0".into(),
+                kind: SoftLinkKind::Siw,
+                netdev: "eth2".into()
+            },
+            Step::RemoveSoftLink {
+                name: "siw0".into()
+            },
+        )
+    );
+    assert_eq!(
+        changes("soft-links:\n  - {name: rxe0, state: absent}\n"),
+        one(
+            "soft-links[rxe0]",
+            ChangeOp::Remove,
+            "type=rxe netdev=eth1",
+            "",
+            Step::RemoveSoftLink {
+                name: "rxe0".into()
+            },
+            Step::AddSoftLink {
+                name: "rxe0".into(),
+                kind: SoftLinkKind::Rxe,
+                netdev: "eth1".into()
+            },
+        )
+    );
+    // Absent and not there: nothing to do.
+    assert_eq!(
+        changes("soft-links:\n  - {name: siw9, state: absent}\n"),
+        vec![]
+    );
+    // Another netdev: removed, then made again (removals run before additions).
+    let c = changes(
+        "soft-links:\n  - {name: rxe9, type: rxe, netdev: eth3}\n  - {name: rxe0, type: rxe, netdev: eth2}\n",
+    );
+    let steps: Vec<_> = c.iter().map(|c| (c.path.as_str(), c.op)).collect();
+    assert_eq!(
+        steps,
+        [
+            ("soft-links[rxe0]", ChangeOp::Remove),
+            ("soft-links[rxe9]", ChangeOp::Add),
+            ("soft-links[rxe0]", ChangeOp::Add)
+        ]
+    );
+}
+
+#[test]
+fn roce() {
+    assert_eq!(
+        changes("roce:\n  - {device: mlx5_0, port: 2, mode: v1, tos: 32}\n"),
+        one(
+            "roce[mlx5_0/2].tos",
+            ChangeOp::Set,
+            "106",
+            "32",
+            Step::SetRoceTos {
+                device: "mlx5_0".into(),
+                port: 2,
+                tos: 32
+            },
+            Step::SetRoceTos {
+                device: "mlx5_0".into(),
+                port: 2,
+                tos: 106
+            },
+        )
+    );
+    assert_eq!(
+        changes("roce:\n  - {device: mlx5_0, port: 1, mode: v1}\n")[0].undo,
+        Step::SetRoceMode {
+            device: "mlx5_0".into(),
+            port: 1,
+            mode: RoceVersion::V2
+        }
+    );
+    assert_eq!(
+        refused("roce:\n  - device: mlx5_0\n    port: 3\n    tos: 1\n"),
+        "line 3: roce[0].port: RoCE port \"mlx5_0/3\" does not exist"
+    );
+    assert_eq!(
+        refused("roce:\n  - {device: mlx5_0, port: 1}\n  - {device: mlx5_7, port: 1}\n"),
+        "line 3: roce[1].device: RoCE device \"mlx5_7\" does not exist (give the kernel name or node GUID of a device with RoCE ports)"
+    );
+    // A soft link made by the same document has its port 1.
+    let c = changes(
+        "soft-links:\n  - {name: rxe1, type: rxe, netdev: eth2}\nroce:\n  - {device: rxe1, port: 1, tos: 7}\n",
+    );
+    assert_eq!(c[1].path, "roce[rxe1/1].tos");
+    assert_eq!(c[1].undo, c[1].step);
+}
+
+#[test]
+fn devices_by_guid() {
+    let mut wanted = parse(
+        "roce:\n  - {device: \"0002:C903:0031:7F40\", port: 1, tos: 5}\n  - {device: mlx5_0, port: 2, tos: 106}\n",
+    )
+    .expect("doc");
+    let lookup = |g: &str| (g == "0002:c903:0031:7f40").then(|| "mlx5_0".to_string());
+    wanted.resolve_devices(lookup).expect("resolved");
+    let roce = wanted.roce.as_ref().expect("roce");
+    assert_eq!(roce[0].device, "mlx5_0");
+    assert_eq!(
+        diff(&host(), &wanted).expect("diff")[0].path,
+        "roce[mlx5_0/1].tos"
+    );
+    // A GUID and a name of one device, for one port: a contradiction once resolved.
+    let mut twice = parse(
+        "roce:\n  - {device: \"0002:c903:0031:7f40\", port: 1}\n  - {device: mlx5_0, port: 1}\n",
+    )
+    .expect("doc");
+    twice.resolve_devices(lookup).expect("resolved");
+    assert_eq!(
+        diff(&host(), &twice).unwrap_err().to_string(),
+        "roce[1]: port mlx5_0/1 is listed twice (also at roce[0])"
+    );
+    let mut unknown =
+        parse("roce:\n  - {device: \"0002:c903:0031:7f49\", port: 1}\n").expect("doc");
+    let e = unknown.resolve_devices(lookup).unwrap_err();
+    assert!(e.is_not_found());
+    assert_eq!(
+        e.to_string(),
+        "roce[0].device: device with node GUID \"0002:c903:0031:7f49\" does not exist"
+    );
+}
+
+#[test]
+fn naming() {
+    let c = changes(
+        "naming:\n  rdma-policy: NAME_GUID\n  rdma-fixed-names:\n    - {node-guid: \"0002:C903:0031:7F40\", state: absent}\n    - {node-guid: \"0002:c903:0031:7f41\", name: ibp1}\n  ipoib-names:\n    - {port-guid: \"0002:c903:0031:7f41\", name: ibs1}\n",
+    );
+    assert_eq!(
+        c,
+        vec![
+            Change {
+                path: "naming.rdma-policy".into(),
+                op: ChangeOp::Set,
+                current: "NAME_KERNEL".into(),
+                wanted: "NAME_GUID".into(),
+                step: Step::SetRdmaPolicy {
+                    policy: "NAME_GUID".into()
+                },
+                undo: Step::SetRdmaPolicy {
+                    policy: "NAME_KERNEL".into()
+                },
+            },
+            Change {
+                path: "naming.rdma-fixed-names[0002:c903:0031:7f40]".into(),
+                op: ChangeOp::Remove,
+                current: "ibp0".into(),
+                wanted: "".into(),
+                step: Step::RemoveRdmaFixedName {
+                    node_guid: "0002:c903:0031:7f40".into()
+                },
+                undo: Step::SetRdmaFixedName {
+                    node_guid: "0002:c903:0031:7f40".into(),
+                    name: "ibp0".into()
+                },
+            },
+            Change {
+                path: "naming.rdma-fixed-names[0002:c903:0031:7f41]".into(),
+                op: ChangeOp::Add,
+                current: "".into(),
+                wanted: "ibp1".into(),
+                step: Step::SetRdmaFixedName {
+                    node_guid: "0002:c903:0031:7f41".into(),
+                    name: "ibp1".into()
+                },
+                undo: Step::RemoveRdmaFixedName {
+                    node_guid: "0002:c903:0031:7f41".into()
+                },
+            },
+            Change {
+                path: "naming.ipoib-names[0002:c903:0031:7f41]".into(),
+                op: ChangeOp::Add,
+                current: "".into(),
+                wanted: "ibs1".into(),
+                step: Step::SetIpoibName {
+                    port_guid: "0002:c903:0031:7f41".into(),
+                    name: "ibs1".into()
+                },
+                undo: Step::RemoveIpoibName {
+                    port_guid: "0002:c903:0031:7f41".into()
+                },
+            },
+        ]
+    );
+}
+
+#[test]
+fn modules() {
+    let c = changes(
+        "modules:\n  rdma: {ib_ipoib: true, rpcrdma: true, svcrdma: false, ib_srp: true}\n",
+    );
+    let got: Vec<_> = c
+        .iter()
+        .map(|c| {
+            (
+                c.path.as_str(),
+                c.op,
+                c.current.as_str(),
+                c.wanted.as_str(),
+                c.undo.clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                "modules.rdma.ib_srp",
+                ChangeOp::Add,
+                "",
+                "true",
+                Step::SetModule {
+                    set: "rdma".into(),
+                    module: "ib_srp".into(),
+                    enabled: false
+                }
+            ),
+            (
+                "modules.rdma.rpcrdma",
+                ChangeOp::Set,
+                "false",
+                "true",
+                Step::SetModule {
+                    set: "rdma".into(),
+                    module: "rpcrdma".into(),
+                    enabled: false
+                }
+            ),
+        ]
+    );
+    // kmod's '-' is '_'.
+    assert_eq!(changes("modules:\n  rdma: {ib-ipoib: true}\n"), vec![]);
+}
+
+#[test]
+fn memlock() {
+    assert_eq!(
+        changes("memlock: {soft: unlimited, hard: unlimited}\n"),
+        one(
+            "memlock",
+            ChangeOp::Add,
+            "",
+            "soft=unlimited hard=unlimited",
+            Step::SetMemlock {
+                soft: "unlimited".into(),
+                hard: "unlimited".into()
+            },
+            Step::ResetMemlock,
+        )
+    );
+    assert_eq!(
+        refused("memlock:\n  soft: unlimited\n"),
+        "line 1: memlock: give both soft and hard: the host has no hard limit of rdma-manager's to keep"
+    );
+    let mut with_limits = host();
+    with_limits.memlock = Some(Memlock {
+        soft: Some("1024".into()),
+        hard: Some("unlimited".into()),
+    });
+    let wanted = parse("memlock: {soft: 2048}\n").expect("doc");
+    assert_eq!(
+        diff(&with_limits, &wanted),
+        Ok(one(
+            "memlock.soft",
+            ChangeOp::Set,
+            "1024",
+            "2048",
+            Step::SetMemlock {
+                soft: "2048".into(),
+                hard: "unlimited".into()
+            },
+            Step::SetMemlock {
+                soft: "1024".into(),
+                hard: "unlimited".into()
+            },
+        ))
+    );
+    let wanted = parse("memlock: {hard: 512}\n").expect("doc");
+    assert_eq!(
+        diff(&with_limits, &wanted).unwrap_err().to_string(),
+        "memlock: the soft memlock limit (1024 KiB) is above the hard limit (512 KiB); pam_limits would lower it to the hard limit"
+    );
+    assert_eq!(
+        diff(&with_limits, &parse("memlock: {soft: 1024}").expect("doc")),
+        Ok(vec![])
+    );
+}
+
+#[test]
+fn nfs_and_the_subnet_manager() {
+    assert_eq!(
+        changes("nfs-rdma: {enabled: true}\nsubnet-manager: {running: true}\n"),
+        vec![
+            Change {
+                path: "nfs-rdma.enabled".into(),
+                op: ChangeOp::Set,
+                current: "false".into(),
+                wanted: "true".into(),
+                step: Step::SetNfsRdma {
+                    enabled: true,
+                    port: 20049
+                },
+                undo: Step::SetNfsRdma {
+                    enabled: false,
+                    port: 20049
+                },
+            },
+            Change {
+                path: "subnet-manager.running".into(),
+                op: ChangeOp::Set,
+                current: "false".into(),
+                wanted: "true".into(),
+                step: Step::SetSubnetManagerRunning { running: true },
+                undo: Step::SetSubnetManagerRunning { running: false },
+            },
+        ]
+    );
+    // The port of a disabled NFS over RDMA is no setting.
+    assert_eq!(changes("nfs-rdma: {enabled: false, port: 1234}\n"), vec![]);
+    assert_eq!(
+        paths("nfs-rdma: {enabled: true, port: 1234}\n"),
+        ["nfs-rdma"]
+    );
+}
+
+#[test]
+fn children() {
+    let c = changes(
+        "interfaces:\n  - {name: ib1.0003, type: infiniband, infiniband: {base-iface: ib1, pkey: \"0x0003\", mode: connected}, mtu: 9000}\n  - {name: ib0.8002, type: infiniband, state: absent}\n",
+    );
+    let got: Vec<_> = c
+        .iter()
+        .map(|c| (c.path.as_str(), c.step.clone(), c.undo.clone()))
+        .collect();
+    let mode = Step::SetIpoibMode {
+        name: "ib1.0003".into(),
+        mode: StateIpoibMode::Connected,
+    };
+    let mtu = Step::SetIpoibMtu {
+        name: "ib1.0003".into(),
+        mtu: 9000,
+    };
+    assert_eq!(
+        got,
+        [
+            (
+                "interfaces[ib0.8002]",
+                Step::DeleteChild {
+                    name: "ib0.8002".into()
+                },
+                Step::CreateChild {
+                    parent: "ib0".into(),
+                    pkey: 0x8002,
+                    name: "ib0.8002".into()
+                }
+            ),
+            (
+                "interfaces[ib1.0003]",
+                Step::CreateChild {
+                    parent: "ib1".into(),
+                    pkey: 0x0003,
+                    name: "ib1.0003".into()
+                },
+                Step::DeleteChild {
+                    name: "ib1.0003".into()
+                }
+            ),
+            // To connected mode: the mode first, then the MTU only it allows.
+            ("interfaces[ib1.0003].infiniband.mode", mode.clone(), mode),
+            ("interfaces[ib1.0003].mtu", mtu.clone(), mtu),
+        ]
+    );
+    assert_eq!(c[0].current, "base-iface=ib0 pkey=0x8002");
+    assert_eq!(c[1].wanted, "base-iface=ib1 pkey=0x0003");
+    assert_eq!(
+        refused("interfaces:\n  - name: ib0\n    type: infiniband\n    state: absent\n"),
+        "line 4: interfaces[0].state: ib0 is not a P_Key child: only children (with base-iface and pkey) can be deleted"
+    );
+    assert_eq!(
+        refused("interfaces:\n  - name: ib7\n    type: infiniband\n    mtu: 2044\n"),
+        "line 2: interfaces[0]: interface \"ib7\" does not exist (only P_Key children are created: give infiniband.base-iface and pkey)"
+    );
+    assert_eq!(
+        refused("interfaces:\n  - name: ib7.8002\n    type: infiniband\n    infiniband:\n      base-iface: ib7\n      pkey: \"0x8002\"\n"),
+        "line 5: interfaces[0].infiniband.base-iface: parent interface \"ib7\" does not exist"
+    );
+    assert_eq!(
+        refused("interfaces:\n  - name: p2\n    type: infiniband\n    infiniband:\n      base-iface: ib0\n      pkey: \"0x0002\"\n"),
+        "line 6: interfaces[0].infiniband.pkey: ib0 already has the child ib0.8002 with P_Key 0x8002 (the kernel sets the full-membership bit 0x8000 on every child)"
+    );
+    // Unless that child is deleted by the same document.
+    assert_eq!(
+        paths("interfaces:\n  - {name: p2, type: infiniband, infiniband: {base-iface: ib0, pkey: \"0x0002\"}}\n  - {name: ib0.8002, type: infiniband, state: absent}\n"),
+        ["interfaces[ib0.8002]", "interfaces[p2]"]
+    );
+    assert!(refused("interfaces:\n  - {name: ib0.8002, type: infiniband, infiniband: {base-iface: ib1, pkey: \"0x8002\"}}\n")
+        .starts_with("line 2: interfaces[0].infiniband: ib0.8002 is the child of ib0 with P_Key 0x8002; a child's parent and P_Key cannot change"));
+    // The same child given with the P_Key without its full-membership bit: nothing to do.
+    assert_eq!(
+        changes("interfaces:\n  - {name: ib0.8002, type: infiniband, infiniband: {base-iface: ib0, pkey: \"0x0002\"}}\n"),
+        vec![]
+    );
+}
+
+#[test]
+fn ipoib_settings() {
+    // To datagram mode: the MTU is lowered first.
+    let c = changes("interfaces:\n  - {name: ib1, type: infiniband, mtu: 2044, infiniband: {mode: datagram, umcast: false}}\n");
+    let got: Vec<_> = c
+        .iter()
+        .map(|c| {
+            (
+                c.path.as_str(),
+                c.current.as_str(),
+                c.wanted.as_str(),
+                c.undo.clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                "interfaces[ib1].mtu",
+                "65520",
+                "2044",
+                Step::SetIpoibMtu {
+                    name: "ib1".into(),
+                    mtu: 65520
+                }
+            ),
+            (
+                "interfaces[ib1].infiniband.mode",
+                "connected",
+                "datagram",
+                Step::SetIpoibMode {
+                    name: "ib1".into(),
+                    mode: StateIpoibMode::Connected
+                }
+            ),
+            (
+                "interfaces[ib1].infiniband.umcast",
+                "true",
+                "false",
+                Step::SetIpoibUmcast {
+                    name: "ib1".into(),
+                    umcast: true
+                }
+            ),
+        ]
+    );
+    // The MTU is checked against the mode the interface keeps.
+    assert!(
+        refused("interfaces:\n  - name: ib0\n    type: infiniband\n    mtu: 9000\n")
+            .starts_with("line 4: interfaces[0].mtu: MTU 9000 is too large for datagram mode")
+    );
+}
+
+#[test]
+fn ip_settings() {
+    let c = changes(
+        "interfaces:\n  - name: ib0\n    type: infiniband\n    ipv4:\n      dhcp: false\n      address: [{ip: 192.0.2.7, prefix-length: 24}]\n      gateway: 192.0.2.254\n    ipv6: {enabled: false}\n",
+    );
+    let keys = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    assert_eq!(
+        c,
+        vec![
+            Change {
+                path: "interfaces[ib0].ipv4".into(),
+                op: ChangeOp::Set,
+                current: "ipv4.addresses= ipv4.gateway= ipv4.method=auto".into(),
+                wanted: "ipv4.addresses=192.0.2.7/24 ipv4.gateway=192.0.2.254 ipv4.method=manual"
+                    .into(),
+                step: Step::SetIp {
+                    name: "ib0".into(),
+                    keys: keys(&[
+                        ("ipv4.addresses", "192.0.2.7/24"),
+                        ("ipv4.gateway", "192.0.2.254"),
+                        ("ipv4.method", "manual")
+                    ])
+                },
+                undo: Step::SetIp {
+                    name: "ib0".into(),
+                    keys: keys(&[
+                        ("ipv4.addresses", ""),
+                        ("ipv4.gateway", ""),
+                        ("ipv4.method", "auto")
+                    ])
+                },
+            },
+            Change {
+                path: "interfaces[ib0].ipv6".into(),
+                op: ChangeOp::Set,
+                current: "ipv6.method=auto".into(),
+                wanted: "ipv6.method=disabled".into(),
+                step: Step::SetIp {
+                    name: "ib0".into(),
+                    keys: keys(&[("ipv6.method", "disabled")])
+                },
+                undo: Step::SetIp {
+                    name: "ib0".into(),
+                    keys: keys(&[("ipv6.method", "auto")])
+                },
+            },
+        ]
+    );
+    // DNS only: one key.
+    assert_eq!(
+        changes("interfaces:\n  - {name: ib1, type: infiniband, ipv4: {dns: [192.0.2.53]}}\n")[0]
+            .step,
+        Step::SetIp {
+            name: "ib1".into(),
+            keys: keys(&[("ipv4.dns", "192.0.2.53")])
+        }
+    );
+    // Turning DHCP on keeps ib1's static address; a gateway needs one.
+    assert_eq!(
+        paths("interfaces:\n  - {name: ib1, type: infiniband, ipv4: {dhcp: true}}\n"),
+        ["interfaces[ib1].ipv4"]
+    );
+    assert_eq!(
+        refused("interfaces:\n  - name: ib0\n    type: infiniband\n    ipv4:\n      gateway: 192.0.2.1\n"),
+        "line 5: interfaces[0].ipv4.gateway: an IPv4 gateway needs an IPv4 address, and ib0 would have none"
+    );
+    // No addresses left makes the family link-local, which has no gateway either.
+    assert_eq!(
+        changes("interfaces:\n  - {name: ib1, type: infiniband, ipv4: {address: []}}\n")[0].wanted,
+        "ipv4.addresses= ipv4.gateway= ipv4.method=link-local"
+    );
+    // No NetworkManager: no IP settings.
+    let mut no_nm = host();
+    for e in no_nm.interfaces.iter_mut().flatten() {
+        e.ipv4 = None;
+        e.ipv6 = None;
+    }
+    let wanted =
+        parse("interfaces:\n  - {name: ib0, type: infiniband, ipv4: {dhcp: true}}\n").expect("doc");
+    assert_eq!(
+        diff(&no_nm, &wanted).unwrap_err().to_string(),
+        "interfaces[0].ipv4: IP settings need NetworkManager, and the host's state has none for ib0 (NetworkManager does not run, or does not manage it)"
+    );
+}
+
+#[test]
+fn the_order_of_a_whole_apply() {
+    let text = "\
+interfaces:
+  - {name: ib0, type: infiniband, ipv4: {dns: []}, mtu: 2000}
+  - {name: ib1.0005, type: infiniband, infiniband: {base-iface: ib1, pkey: \"0x5\"}}
+  - {name: ib0.8002, type: infiniband, state: absent}
+subnet-manager: {enabled: true}
+nfs-rdma: {enabled: true}
+memlock: {soft: 64, hard: 64}
+modules: {rdma: {rpcrdma: true}}
+naming: {rdma-policy: NAME_PCI}
+roce:
+  - {device: mlx5_0, port: 1, tos: 3}
+soft-links:
+  - {name: siw0, type: siw, netdev: eth1}
+  - {name: rxe0, state: absent}
+";
+    assert_eq!(
+        paths(text),
+        [
+            "soft-links[rxe0]",
+            "soft-links[siw0]",
+            "roce[mlx5_0/1].tos",
+            "naming.rdma-policy",
+            "modules.rdma.rpcrdma",
+            "memlock",
+            "nfs-rdma.enabled",
+            "subnet-manager.enabled",
+            "interfaces[ib0.8002]",
+            "interfaces[ib1.0005]",
+            "interfaces[ib0].mtu",
+            "interfaces[ib0].ipv4",
+        ]
+    );
+    // Applying the undo steps in reverse to the changed host is the test of the daemon; here,
+    // each change's undo is of the same area as its step.
+    for c in changes(text) {
+        assert_eq!(c.step.area(), c.undo.area(), "{}", c.path);
+    }
+}

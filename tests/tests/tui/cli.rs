@@ -1,0 +1,619 @@
+//! rdma-cli as scripts run it: the real binary against rdma-managerd on a private system bus
+//! with the project's bus policy and the real polkitd (tests/src/service.rs `SystemSetup`):
+//! root is authorized by polkit, the unprivileged test user is not. Each test checks the
+//! output, the exit code (rdma-cli(1), "EXIT STATUS") and what changed on the simulated host.
+
+use std::process::Output;
+
+use anyhow::{ensure, Context, Result};
+use rdma_manager_tests::bus::{skip_reason, Credentials, PolkitConfig, PrivateBus};
+use rdma_manager_tests::service::{port_proxy, tree_files, HostServices, SystemSetup};
+use rdma_manager_tests::tmux::workspace_bin;
+
+macro_rules! require_harness {
+    () => {
+        if let Some(reason) = skip_reason() {
+            eprintln!("skipping: {reason}");
+            return Ok(());
+        }
+    };
+}
+
+/// `rdma-cli --address=<bus> ARGS` as `who` (root when None), with its output.
+async fn cli(bus: &PrivateBus, who: Option<&Credentials>, args: &[&str]) -> Result<Output> {
+    cli_with_input(bus, who, args, None).await
+}
+
+/// [`cli`] with `input` on its standard input.
+async fn cli_with_input(
+    bus: &PrivateBus,
+    who: Option<&Credentials>,
+    args: &[&str],
+    input: Option<&str>,
+) -> Result<Output> {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    let bin = workspace_bin("rdma-cli")?;
+    let mut cmd = std::process::Command::new(bin);
+    cmd.arg(format!("--address={}", bus.address()))
+        .args(["--wait", "60"])
+        .args(args)
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(c) = who {
+        c.apply(&mut cmd);
+    }
+    let input = input.map(str::to_string);
+    let out = tokio::task::spawn_blocking(move || -> std::io::Result<Output> {
+        let mut child = cmd.spawn()?;
+        if let (Some(text), Some(mut stdin)) = (input, child.stdin.take()) {
+            stdin.write_all(text.as_bytes())?;
+        }
+        child.wait_with_output()
+    })
+    .await
+    .context("joining")?
+    .context("running rdma-cli")?;
+    Ok(out)
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Checks the exit code, with the whole output in the failure.
+fn exited(o: &Output, code: i32, what: &str) -> Result<()> {
+    ensure!(
+        o.status.code() == Some(code),
+        "{what}: exit {:?}, expected {code}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        stdout(o),
+        stderr(o)
+    );
+    Ok(())
+}
+
+/// The simulated kernel and every file under the host's /etc: equal before and after a
+/// refused command shows that nothing changed.
+fn host_state(t: &SystemSetup) -> (String, std::collections::BTreeMap<String, Vec<u8>>) {
+    (t.sim.kernel_snapshot(), tree_files(t.sim.root(), &["etc"]))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_lists_every_port_as_a_table_tersely_and_as_json() -> Result<()> {
+    require_harness!();
+    let t = SystemSetup::new(false, PolkitConfig::rdma_manager()).await?;
+    let table = cli(&t.bus, None, &["status"]).await?;
+    exited(&table, 0, "status")?;
+    let text = stdout(&table);
+    let lines: Vec<&str> = text.lines().collect();
+    ensure!(
+        lines[0].split_whitespace().collect::<Vec<_>>()
+            == [
+                "DEVICE",
+                "PORT",
+                "STATE",
+                "PHYS",
+                "RATE",
+                "LINK-LAYER",
+                "NETDEV"
+            ],
+        "{text}"
+    );
+    // The demo host: mlx4_1 (2 ports), mlx5_0, mlx5_1, rxe0.
+    ensure!(lines.len() == 6, "{text}");
+    ensure!(
+        lines[1].starts_with("mlx4_1  1 ") && lines[1].contains("ACTIVE"),
+        "{text}"
+    );
+    ensure!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("rxe0 ") && l.ends_with("eth0")),
+        "{text}"
+    );
+
+    let terse = cli(&t.bus, None, &["-t", "status"]).await?;
+    exited(&terse, 0, "-t status")?;
+    let terse = stdout(&terse);
+    let rows: Vec<Vec<&str>> = terse.lines().map(|l| l.split(':').collect()).collect();
+    ensure!(rows.len() == 5, "no header, one line a port:\n{terse}");
+    ensure!(rows.iter().all(|r| r.len() == 7), "{terse}");
+    ensure!(
+        rows[0][..4] == ["mlx4_1", "1", "ACTIVE", "LinkUp"] && rows[0][5] == "InfiniBand",
+        "{terse}"
+    );
+
+    let json = cli(&t.bus, None, &["--json", "status"]).await?;
+    exited(&json, 0, "--json status")?;
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).context("JSON")?;
+    let ports = v.as_array().context("an array")?;
+    ensure!(ports.len() == 5, "{v}");
+    ensure!(
+        ports[2]["device"] == "mlx5_0" && ports[2]["link-layer"] == "InfiniBand",
+        "{v}"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_soft_link_is_added_and_deleted_with_the_documented_exit_codes() -> Result<()> {
+    require_harness!();
+    let t = SystemSetup::new(false, PolkitConfig::rdma_manager()).await?;
+    let add = cli(
+        &t.bus,
+        None,
+        &["link", "add", "rxe1", "type", "rxe", "netdev", "enp4s0d1"],
+    )
+    .await?;
+    exited(&add, 0, "link add")?;
+    ensure!(stdout(&add).contains("'rxe1'"), "{}", stdout(&add));
+    ensure!(
+        t.device_names().iter().any(|d| d == "rxe1"),
+        "not in the kernel"
+    );
+    let remembered = t
+        .etc_file("/etc/rdma-manager/soft-links.toml")
+        .unwrap_or_default();
+    ensure!(remembered.contains("rxe1"), "{remembered}");
+    // The same name again: the daemon refuses, in its own words.
+    let again = cli(
+        &t.bus,
+        None,
+        &["link", "add", "rxe1", "type", "rxe", "netdev", "enp4s0d1"],
+    )
+    .await?;
+    ensure!(again.status.code() == Some(1), "{}", stderr(&again));
+    ensure!(stderr(&again).starts_with("Error: "), "{}", stderr(&again));
+
+    let status = stdout(&cli(&t.bus, None, &["-t", "status"]).await?);
+    ensure!(status.lines().any(|l| l.starts_with("rxe1:1:")), "{status}");
+
+    let delete = cli(&t.bus, None, &["link", "delete", "rxe1"]).await?;
+    exited(&delete, 0, "link delete")?;
+    ensure!(!t.device_names().iter().any(|d| d == "rxe1"), "still there");
+    // Gone: not found.
+    let missing = cli(&t.bus, None, &["link", "delete", "rxe1"]).await?;
+    exited(&missing, 4, "deleting a link that is not there")?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_roce_tos_is_set_on_the_port_named_by_device_and_number() -> Result<()> {
+    require_harness!();
+    let t = SystemSetup::new(false, PolkitConfig::rdma_manager()).await?;
+    let set = cli(&t.bus, None, &["roce", "mlx5_1/1", "tos", "106"]).await?;
+    exited(&set, 0, "roce tos")?;
+    let client = t.bus.connect().await?;
+    let mut port = None;
+    for index in 0..4 {
+        let p = port_proxy(&client, &rdma_manager_dbus::port_path(index, 1)).await;
+        if p.device_name().await.is_ok_and(|n| n == "mlx5_1") {
+            port = Some(p);
+        }
+    }
+    let port = port.context("mlx5_1's port 1")?;
+    ensure!(port.roce_tos().await? == 106, "ToS not set");
+    let mode = cli(&t.bus, None, &["roce", "mlx5_1/1", "mode", "v1"]).await?;
+    exited(&mode, 0, "roce mode")?;
+    ensure!(port.roce_mode().await?.contains("v1"), "mode not set");
+    // A port the device lacks, a device the host lacks.
+    exited(
+        &cli(&t.bus, None, &["roce", "mlx5_1/7", "tos", "1"]).await?,
+        4,
+        "no such port",
+    )?;
+    exited(
+        &cli(&t.bus, None, &["roce", "mlx9_9/1", "tos", "1"]).await?,
+        4,
+        "no such device",
+    )?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_input_is_refused_with_exit_2_and_nothing_changes() -> Result<()> {
+    require_harness!();
+    let t = SystemSetup::new(false, PolkitConfig::rdma_manager()).await?;
+    let before = host_state(&t);
+    for args in [
+        &["roce", "mlx5_1/1", "tos", "300"][..],
+        &["roce", "mlx5_1/1", "mode", "v3"],
+        &["ipoib", "add", "ibp59s0f0", "pkey", "0x8000"],
+        &["ipoib", "add", "ib0", "pkey", "0x8005", "mtu", "70000"],
+        &["ipoib", "set", "ib0", "mode", "connected", "mtu", "65521"],
+        &["link", "add", "bad/name", "type", "rxe", "netdev", "eth0"],
+        &["link", "add", "rxe1", "type", "udp", "netdev", "eth0"],
+        &["memlock", "unlimited", "1024"],
+        &["nfs", "on", "port", "0"],
+        &["ip", "ib0", "ipv4.addresses", "192.0.2.1"],
+        // Refused by the daemon itself (a GUID is its to read): InvalidArgument is 2 too.
+        &["naming", "fixed", "not-a-guid", "ibx0"],
+        // Not a command line.
+        &["link", "add", "rxe1"],
+        &["frobnicate"],
+    ] {
+        let o = cli(&t.bus, None, args).await?;
+        exited(&o, 2, &args.join(" "))?;
+        ensure!(
+            stderr(&o).starts_with("Error: "),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+    ensure!(host_state(&t) == before, "something changed");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unauthorized_user_gets_exit_3_with_the_daemons_words() -> Result<()> {
+    require_harness!();
+    // SAFETY: no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Ok(());
+    }
+    let t = SystemSetup::new(false, PolkitConfig::rdma_manager()).await?;
+    let before = host_state(&t);
+    let user = Credentials::test_user(false);
+    // Reading is open to everyone.
+    exited(&cli(&t.bus, Some(&user), &["status"]).await?, 0, "status")?;
+    let o = cli(&t.bus, Some(&user), &["roce", "mlx5_1/1", "tos", "106"]).await?;
+    exited(&o, 3, "roce tos as an unprivileged user")?;
+    ensure!(
+        stderr(&o).contains("org.rdmamanager.rdmamanager1.manage-roce"),
+        "{}",
+        stderr(&o)
+    );
+    ensure!(host_state(&t) == before, "something changed");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_p_key_child_is_added_changed_and_deleted() -> Result<()> {
+    require_harness!();
+    let t = SystemSetup::new(false, PolkitConfig::rdma_manager()).await?;
+    let add = cli(
+        &t.bus,
+        None,
+        &["ipoib", "add", "ib0", "pkey", "0x8005", "mode", "datagram"],
+    )
+    .await?;
+    exited(&add, 0, "ipoib add")?;
+    ensure!(stdout(&add).contains("'ib0.8005'"), "{}", stdout(&add));
+    let set = cli(
+        &t.bus,
+        None,
+        &[
+            "ipoib",
+            "set",
+            "ib0.8005",
+            "mode",
+            "connected",
+            "mtu",
+            "65520",
+        ],
+    )
+    .await?;
+    exited(&set, 0, "ipoib set")?;
+    let remembered = t
+        .etc_file("/etc/rdma-manager/ipoib.toml")
+        .unwrap_or_default();
+    ensure!(
+        remembered.contains("8005") && remembered.contains("65520"),
+        "{remembered}"
+    );
+    let delete = cli(&t.bus, None, &["ipoib", "delete", "ib0.8005"]).await?;
+    exited(&delete, 0, "ipoib delete")?;
+    ensure!(
+        !t.sim.kernel_snapshot().contains("ib0.8005"),
+        "still in the kernel"
+    );
+    exited(
+        &cli(&t.bus, None, &["ipoib", "delete", "ib0.8005"]).await?,
+        4,
+        "deleting it again",
+    )?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_daemon_on_the_bus_is_exit_5() -> Result<()> {
+    let Some(bus) = rdma_manager_tests::service::session_bus_or_skip() else {
+        return Ok(());
+    };
+    let o = cli(&bus, None, &["status"]).await?;
+    exited(&o, 5, "status without a daemon")?;
+    ensure!(stderr(&o).contains("not running"), "{}", stderr(&o));
+    let o = cli(&bus, None, &["confirm"]).await?;
+    exited(&o, 5, "confirm without a daemon")?;
+    // No bus at all.
+    let gone = std::process::Command::new(workspace_bin("rdma-cli")?)
+        .args(["--address=unix:path=/nonexistent/bus", "status"])
+        .output()?;
+    exited(&gone, 5, "no bus")?;
+    Ok(())
+}
+
+/// The demo host with host setup's files and the stand-ins of systemd (nfs-server, opensm,
+/// rdma-load-modules@ installed and stopped, acting on the simulated kernel) and firewalld.
+async fn host_setup() -> Result<(SystemSetup, HostServices)> {
+    use rdma_manager_tests::standins::StandInUnit;
+    use rdma_managerd::kernel::sim::{fixtures, SimHost};
+    let sim = SimHost::new(fixtures::demo_host())?;
+    let kernel = sim.clone();
+    SystemSetup::with_host_services(sim, move |s| {
+        s.systemd
+            .add_unit("nfs-server.service", StandInUnit::service());
+        s.systemd.add_unit("opensm.service", StandInUnit::service());
+        for set in ["rdma", "infiniband"] {
+            s.systemd.add_unit(
+                &format!("rdma-load-modules@{set}.service"),
+                StandInUnit::service().static_unit(),
+            );
+        }
+        s.systemd
+            .set_on_started(std::sync::Arc::new(move |unit: String| {
+                let kernel = kernel.clone();
+                Box::pin(async move {
+                    rdma_managerd::engine::simulate_unit_started(&kernel, &unit)
+                        .await
+                        .expect("the unit acts on the simulated host");
+                })
+            }));
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_setup_modules_memlock_nfs_and_the_subnet_manager() -> Result<()> {
+    require_harness!();
+    // The stand-ins serve as long as they are kept.
+    let (t, _services) = host_setup().await?;
+    let on = cli(&t.bus, None, &["modules", "rdma", "rds_rdma", "on"]).await?;
+    exited(&on, 0, "modules on")?;
+    let conf = t
+        .etc_file("/etc/rdma/modules/rdma.conf")
+        .unwrap_or_default();
+    ensure!(
+        conf.lines().any(|l| l.trim() == "rds_rdma"),
+        "rds_rdma not enabled:\n{conf}"
+    );
+    let apply = cli(&t.bus, None, &["-t", "modules", "apply", "rdma"]).await?;
+    exited(&apply, 0, "modules apply")?;
+    ensure!(
+        stdout(&apply).lines().all(|l| l.split(':').count() >= 3),
+        "{}",
+        stdout(&apply)
+    );
+
+    let memlock = cli(&t.bus, None, &["memlock", "65536", "unlimited"]).await?;
+    exited(&memlock, 0, "memlock")?;
+    let limits = t
+        .etc_file("/etc/security/limits.d/zz-rdma-manager.conf")
+        .unwrap_or_default();
+    ensure!(limits.contains("65536"), "{limits}");
+    exited(
+        &cli(&t.bus, None, &["memlock", "reset"]).await?,
+        0,
+        "memlock reset",
+    )?;
+
+    let nfs = cli(&t.bus, None, &["--json", "nfs", "on"]).await?;
+    exited(&nfs, 0, "nfs on")?;
+    let steps: serde_json::Value = serde_json::from_slice(&nfs.stdout).context("JSON")?;
+    ensure!(
+        steps.as_array().is_some_and(|s| s
+            .iter()
+            .any(|r| r["step"] == "nfs.conf" && r["outcome"] == "done")),
+        "{steps}"
+    );
+    exited(&cli(&t.bus, None, &["sm", "enable"]).await?, 0, "sm enable")?;
+    exited(&cli(&t.bus, None, &["sm", "start"]).await?, 0, "sm start")?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ip_settings_without_networkmanager_and_no_pending_change() -> Result<()> {
+    require_harness!();
+    let t = SystemSetup::new(false, PolkitConfig::rdma_manager()).await?;
+    // No NetworkManager on this bus: the daemon says so, a failure (1), not bad input.
+    let ip = cli(
+        &t.bus,
+        None,
+        &[
+            "ip",
+            "ib0",
+            "ipv4.method",
+            "manual",
+            "ipv4.addresses",
+            "192.0.2.1/24",
+        ],
+    )
+    .await?;
+    exited(&ip, 1, "ip without NetworkManager")?;
+    ensure!(stderr(&ip).contains("NetworkManager"), "{}", stderr(&ip));
+    // Nothing pending: nothing to confirm or roll back.
+    exited(&cli(&t.bus, None, &["confirm"]).await?, 4, "confirm")?;
+    exited(&cli(&t.bus, None, &["rollback"]).await?, 4, "rollback")?;
+    exited(
+        &cli(&t.bus, None, &["confirm", "/org/example/Other"]).await?,
+        2,
+        "confirm of something else",
+    )?;
+    exited(&cli(&t.bus, None, &["confirm", "7"]).await?, 4, "confirm 7")?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_shown_state_applies_as_no_change_and_diff_says_what_differs() -> Result<()> {
+    require_harness!();
+    let t = SystemSetup::new(false, PolkitConfig::rdma_manager()).await?;
+    let shown = cli(&t.bus, None, &["show", "--yaml"]).await?;
+    exited(&shown, 0, "show --yaml")?;
+    let yaml = stdout(&shown);
+    ensure!(
+        yaml.contains("soft-links:") && yaml.contains("roce:"),
+        "{yaml}"
+    );
+    let before = host_state(&t);
+
+    // What show printed, back through a pipe: nothing to change, nothing written.
+    let diff = cli_with_input(&t.bus, None, &["diff", "-"], Some(&yaml)).await?;
+    exited(&diff, 0, "diff of the shown state")?;
+    ensure!(stdout(&diff).is_empty(), "{}", stdout(&diff));
+    let apply = cli_with_input(&t.bus, None, &["apply", "-"], Some(&yaml)).await?;
+    exited(&apply, 0, "apply of the shown state")?;
+    ensure!(
+        stdout(&apply).contains("Nothing to change"),
+        "{}",
+        stdout(&apply)
+    );
+    ensure!(
+        host_state(&t) == before,
+        "applying the shown state changed something"
+    );
+
+    // One setting changed: diff names it, exits 10, and changes nothing.
+    let wanted = "roce:\n- device: mlx5_1\n  port: 1\n  tos: 106\n";
+    let dir = tempfile::tempdir()?;
+    let file = dir.path().join("tos.yml");
+    std::fs::write(&file, wanted)?;
+    let file = file.display().to_string();
+    let diff = cli(&t.bus, None, &["diff", &file]).await?;
+    exited(&diff, 10, "diff with a change")?;
+    ensure!(
+        stdout(&diff).trim() == "roce[mlx5_1/1].tos  set     0 -> 106",
+        "{}",
+        stdout(&diff)
+    );
+    let json = cli(&t.bus, None, &["--json", "diff", &file]).await?;
+    exited(&json, 10, "diff --json")?;
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).context("JSON")?;
+    ensure!(
+        v[0]["path"] == "roce[mlx5_1/1].tos"
+            && v[0]["op"] == "set"
+            && v[0]["current"] == "0"
+            && v[0]["wanted"] == "106"
+            && v[0]["action"] == "org.rdmamanager.rdmamanager1.manage-roce",
+        "{v}"
+    );
+    ensure!(host_state(&t) == before, "diff changed something");
+
+    // A bad document: the daemon's refusal names the key, exit 2, nothing changed.
+    let bad = cli_with_input(
+        &t.bus,
+        None,
+        &["diff", "-"],
+        Some("roce:\n- device: mlx5_1\n  port: 1\n  tos: 300\n"),
+    )
+    .await?;
+    exited(&bad, 2, "a ToS out of range")?;
+    ensure!(stderr(&bad).contains("tos"), "{}", stderr(&bad));
+    let unknown = cli_with_input(&t.bus, None, &["apply", "-"], Some("colour: red\n")).await?;
+    exited(&unknown, 2, "an unknown key")?;
+    exited(
+        &cli(&t.bus, None, &["diff", "/nonexistent/state.yml"]).await?,
+        4,
+        "a file that is not there",
+    )?;
+    ensure!(
+        host_state(&t) == before,
+        "a refused document changed something"
+    );
+
+    // Applied: the change is made and a second diff finds nothing.
+    let apply = cli(&t.bus, None, &["apply", &file]).await?;
+    exited(&apply, 0, "apply")?;
+    ensure!(
+        stdout(&apply).contains("Applied 1 change."),
+        "{}",
+        stdout(&apply)
+    );
+    exited(
+        &cli(&t.bus, None, &["diff", &file]).await?,
+        0,
+        "diff after apply",
+    )?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_apply_with_a_timeout_waits_for_confirm_or_rolls_back() -> Result<()> {
+    require_harness!();
+    let t = SystemSetup::new(false, PolkitConfig::rdma_manager()).await?;
+    let client = t.bus.connect().await?;
+    let tos = |v: u8| format!("roce:\n- device: mlx5_1\n  port: 1\n  tos: {v}\n");
+    let mut port = None;
+    for index in 0..4 {
+        let p = port_proxy(&client, &rdma_manager_dbus::port_path(index, 1)).await;
+        if p.device_name().await.is_ok_and(|n| n == "mlx5_1") {
+            port = Some(p);
+        }
+    }
+    let port = port.context("mlx5_1's port 1")?;
+
+    // Pending, then confirmed: it stays.
+    let apply = cli_with_input(
+        &t.bus,
+        None,
+        &["apply", "-", "--timeout", "60"],
+        Some(&tos(106)),
+    )
+    .await?;
+    exited(&apply, 0, "apply --timeout")?;
+    let out = stdout(&apply);
+    ensure!(
+        out.contains("rdma-cli confirm /org/rdmamanager/RdmaManager1/Change/"),
+        "{out}"
+    );
+    ensure!(port.roce_tos().await? == 106, "in force while pending");
+    let confirm = cli(&t.bus, None, &["confirm"]).await?;
+    exited(&confirm, 0, "confirm")?;
+    exited(&cli(&t.bus, None, &["confirm"]).await?, 4, "nothing left")?;
+    ensure!(port.roce_tos().await? == 106, "kept once confirmed");
+
+    // Pending, then rolled back by its path: the ToS is what it was.
+    let apply = cli_with_input(
+        &t.bus,
+        None,
+        &["-t", "apply", "-", "--timeout", "60"],
+        Some(&tos(32)),
+    )
+    .await?;
+    exited(&apply, 0, "apply --timeout, terse")?;
+    let terse = stdout(&apply);
+    let path = terse
+        .lines()
+        .find_map(|l| l.strip_prefix("pending:"))
+        .context("the pending line")?
+        .to_string();
+    ensure!(port.roce_tos().await? == 32, "in force while pending");
+    exited(
+        &cli(&t.bus, None, &["rollback", &path]).await?,
+        0,
+        "rollback",
+    )?;
+    ensure!(port.roce_tos().await? == 106, "rolled back");
+    // An apply timeout outside the daemon's range is refused here.
+    exited(
+        &cli_with_input(
+            &t.bus,
+            None,
+            &["apply", "-", "--timeout", "5"],
+            Some(&tos(1)),
+        )
+        .await?,
+        2,
+        "a timeout of 5 s",
+    )?;
+    Ok(())
+}
