@@ -85,13 +85,20 @@ ansible_facts:
             mode: v2
             tos: 0
     rdma_ports:
-      description: The devices and ports, as C(rdma-cli -j status) prints them.
+      description:
+        - Every port of every RDMA device, as C(rdma-cli -j status) prints them, with its
+          device, port number, link layer, logical and physical state, rate and netdev.
       returned: success
-      type: raw
+      type: list
+      elements: dict
       sample:
         - device: mlx5_0
-          port: 1
+          port: "1"
+          link-layer: InfiniBand
           state: ACTIVE
+          phys: LinkUp
+          rate: 200 Gb/sec (4X HDR)
+          netdev: ibp59s0f0
 """
 
 from ansible.module_utils.basic import AnsibleModule
