@@ -63,7 +63,8 @@ pub struct BusArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// The host's state: a summary, or the whole document (--yaml, --json) that apply takes
+    /// The host's state: every setting by key path, or the whole document (--yaml, --json)
+    /// that apply takes
     Show {
         /// Print the state document as YAML
         #[arg(long)]

@@ -403,10 +403,10 @@ impl EngineHandle {
             }
         }
         if failed.is_empty() {
-            format!(
-                "the {} change(s) made before it were rolled back",
-                done.len()
-            )
+            match done.len() {
+                1 => "the 1 change made was rolled back".to_string(),
+                n => format!("the {n} changes made were rolled back"),
+            }
         } else {
             format!(
                 "rolled back, but undoing {} failed: {}",

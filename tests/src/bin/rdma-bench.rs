@@ -9,7 +9,10 @@
 //! - one with a short tick (`--tick-ms`), until every port's history (both rings: an hour of ticks) is full: RSS;
 //! - in this process: the heap the simulated host's model, the engine's state and a full
 //!   history take, and the service on a SimHost that is unplugged and re-plugged while a client
-//!   times InterfacesRemoved/InterfacesAdded of the device.
+//!   times InterfacesRemoved/InterfacesAdded of the device;
+//! - in this process: the declarative state (`state`): DiffState and ApplyState of the host's
+//!   own state (nothing to change) and of states with N differences, with the changes asked of
+//!   the simulated host counted.
 //!
 //! Prints a table (p50/p99/max). A benchmark, not a test: nothing is asserted, targets are
 //! printed beside the figures. Needs root (the private bus runs in its own mount namespace).
@@ -83,7 +86,8 @@ const USAGE: &str = "usage: rdma-bench [--quick] [--daemon=PATH] [--shape=D:P:I]
   --shape=D:P:I  devices, ports per device, IPoIB interfaces (default 256:2:1024)
   --cpu-secs=N   length of the idle CPU window (default 60, --quick 10)
   --only=...     run only these of startup, idle (RSS, CPU, GetManagedObjects), history,
-                 weigh (heap of model, state, history), hotplug
+                 weigh (heap of model, state, history), hotplug, state (DiffState and
+                 ApplyState of the host's state and of N differences, with writes counted)
   --sim-host=SPEC  the daemon's simulated host instead of large:D:P:I (e.g. rxe:256, the
                  lab's shape), for startup, idle and history
   --sim-cost=PROFILE  what the daemon's simulated host charges for its reads (off, lab,
@@ -864,6 +868,126 @@ async fn hotplug(opts: &Opts, bus: &PrivateBus, r: &mut Report) -> Result<()> {
     Ok(())
 }
 
+/// The declarative state on the service in this process: DiffState and ApplyState of the
+/// document GetState prints (nothing to change: no write may be asked of the host), then of
+/// documents that change `umcast` on N IPoIB interfaces, each apply undone by the next so
+/// that every run changes N settings. Kernel changes are counted by the simulated host.
+async fn state_apply(opts: &Opts, bus: &PrivateBus, r: &mut Report) -> Result<()> {
+    let runs = if opts.quick { 3 } else { 10 };
+    eprintln!("state ({runs} runs each)");
+    let (d, p, i) = opts.shape;
+    let sim = SimHost::new(fixtures::large_host(d, p, i))?;
+    let conn = server::connect(&Bus::Address(bus.address().to_string())).await?;
+    // The caller is this process: the demo's authorizer, as `rdma-tui --demo` serves it.
+    let authorizer = rdma_managerd::dbus::polkit::Authorizer::same_user_for_simulation(&conn);
+    let system = Arc::new(rdma_managerd::system::BusSystemServices::new(&conn));
+    let service = server::serve_with(
+        conn,
+        Arc::new(sim.clone()),
+        true,
+        EngineConfig::default(),
+        authorizer,
+        system,
+    )
+    .await?;
+    let client = bus.connect().await?;
+    let m = rdma_manager_dbus::ManagerProxy::builder(&client)
+        .destination(BUS_NAME)?
+        .build()
+        .await?;
+    // Long enough for an apply of a thousand steps on a loaded machine.
+    let timed = |calls: usize| Duration::from_secs(30 + calls as u64);
+    let t = Instant::now();
+    let full = m.get_state("yaml").await?;
+    r.add("state: GetState (yaml)", "ms", vec![ms(t.elapsed())]);
+    r.notes.push(format!(
+        "state: the host's document is {} KiB, {} lines",
+        full.len() / 1024,
+        full.lines().count()
+    ));
+    let (mut diff, mut apply) = (vec![], vec![]);
+    let before = sim.writes();
+    for _ in 0..runs {
+        let t = Instant::now();
+        let changes = m.diff_state(&full).await?;
+        diff.push(ms(t.elapsed()));
+        anyhow::ensure!(
+            changes.is_empty(),
+            "the host's own state differs: {changes:?}"
+        );
+        let t = Instant::now();
+        let (changes, _) = tokio::time::timeout(timed(0), m.apply_state(&full, 0)).await??;
+        apply.push(ms(t.elapsed()));
+        anyhow::ensure!(changes.is_empty(), "{changes:?}");
+    }
+    let written = sim.writes();
+    r.add("state: DiffState of the host's own state", "ms", diff);
+    r.add("state: ApplyState of the host's own state", "ms", apply);
+    r.notes.push(format!(
+        "state: host's own state applied {runs} times: {} kernel and {} file writes (must be 0)",
+        written.kernel - before.kernel,
+        written.files - before.files
+    ));
+    let names: Vec<String> = sim
+        .spec()
+        .netdevs
+        .iter()
+        .filter(|n| n.ipoib.is_some())
+        .map(|n| n.name.clone())
+        .collect();
+    for n in [1usize, 16, 256] {
+        let n = n.min(names.len());
+        let doc = |umcast: bool| {
+            let mut s = String::from("interfaces:\n");
+            for name in &names[..n] {
+                s.push_str(&format!(
+                    "  - {{name: {name}, type: infiniband, infiniband: {{umcast: {umcast}}}}}\n"
+                ));
+            }
+            s
+        };
+        let (mut diff, mut apply, mut kernel, mut files) = (vec![], vec![], vec![], vec![]);
+        let mut umcast = true;
+        // From a known start: every one of the N without umcast.
+        tokio::time::timeout(timed(n), m.apply_state(&doc(false), 0)).await??;
+        for _ in 0..runs {
+            let text = doc(umcast);
+            let t = Instant::now();
+            let changes = m.diff_state(&text).await?;
+            diff.push(ms(t.elapsed()));
+            anyhow::ensure!(changes.len() == n, "{} changes, not {n}", changes.len());
+            let before = sim.writes();
+            let t = Instant::now();
+            let (changes, _) = tokio::time::timeout(timed(n), m.apply_state(&text, 0)).await??;
+            apply.push(ms(t.elapsed()));
+            let after = sim.writes();
+            anyhow::ensure!(
+                changes.len() == n,
+                "{} changes applied, not {n}",
+                changes.len()
+            );
+            kernel.push((after.kernel - before.kernel) as f64);
+            files.push((after.files - before.files) as f64);
+            umcast = !umcast;
+        }
+        r.add(format!("state: DiffState, {n} differences"), "ms", diff);
+        r.add(format!("state: ApplyState, {n} differences"), "ms", apply);
+        r.add(
+            format!("  kernel writes per apply of {n} differences"),
+            "",
+            kernel,
+        );
+        r.add(
+            format!("  file writes per apply of {n} differences"),
+            "",
+            files,
+        );
+    }
+    service.task.abort();
+    let _ = std::fs::remove_dir_all(sim.root());
+    Ok(())
+}
+
 fn main() -> Result<()> {
     let opts = parse()?;
     if std::env::var_os("TMPDIR").is_none() && std::path::Path::new("/dev/shm").is_dir() {
@@ -907,6 +1031,9 @@ fn main() -> Result<()> {
         }
         if opts.runs("hotplug") {
             hotplug(&opts, &bus, &mut r).await?;
+        }
+        if opts.runs("state") {
+            state_apply(&opts, &bus, &mut r).await?;
         }
         println!();
         r.print();

@@ -149,6 +149,7 @@ async fn the_shown_state_applied_back_changes_nothing() -> Result<()> {
         "{json}"
     );
     let before = snapshot(&t).await;
+    let writes = t.sim.writes();
     assert_eq!(m.diff_state(&yaml).await?, vec![]);
     let (changes, pending) = m.apply_state(&yaml, 0).await?;
     assert_eq!(changes, vec![]);
@@ -157,6 +158,7 @@ async fn the_shown_state_applied_back_changes_nothing() -> Result<()> {
     let (changes, _) = m.apply_state(&json.to_string(), 0).await?;
     assert_eq!(changes, vec![]);
     assert_eq!(snapshot(&t).await, before, "nothing written");
+    assert_eq!(t.sim.writes(), writes, "nothing asked of the host");
     Ok(())
 }
 

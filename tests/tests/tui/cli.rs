@@ -466,6 +466,24 @@ async fn the_shown_state_applies_as_no_change_and_diff_says_what_differs() -> Re
     );
     let before = host_state(&t);
 
+    // The settings by key path, the paths diff names; terse and JSON for scripts.
+    let settings = stdout(&cli(&t.bus, None, &["show"]).await?);
+    ensure!(
+        settings
+            .lines()
+            .any(|l| l.starts_with("roce[mlx5_1/1].tos:") && l.ends_with(" 0")),
+        "{settings}"
+    );
+    let terse = stdout(&cli(&t.bus, None, &["-t", "show"]).await?);
+    ensure!(
+        terse.lines().any(|l| l == "soft-links[rxe0].netdev:eth0"),
+        "{terse}"
+    );
+    let json = cli(&t.bus, None, &["--json", "show"]).await?;
+    exited(&json, 0, "show --json")?;
+    let doc: serde_json::Value = serde_json::from_slice(&json.stdout).context("JSON")?;
+    ensure!(doc["soft-links"][0]["name"] == "rxe0", "{doc}");
+
     // What show printed, back through a pipe: nothing to change, nothing written.
     let diff = cli_with_input(&t.bus, None, &["diff", "-"], Some(&yaml)).await?;
     exited(&diff, 0, "diff of the shown state")?;
@@ -615,5 +633,47 @@ async fn an_apply_with_a_timeout_waits_for_confirm_or_rolls_back() -> Result<()>
         2,
         "a timeout of 5 s",
     )?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_apply_that_fails_half_way_is_rolled_back_with_exit_6() -> Result<()> {
+    use rdma_managerd::kernel::sim::SimOp;
+    use rdma_managerd::model::Errno;
+    require_harness!();
+    let t = SystemSetup::new(false, PolkitConfig::rdma_manager()).await?;
+    let before = host_state(&t);
+    // A soft link first, then a RoCE setting whose configfs write fails.
+    let doc = "soft-links:\n- name: rxe1\n  type: rxe\n  netdev: enp4s0d1\n\
+               roce:\n- device: mlx5_1\n  port: 1\n  tos: 106\n";
+    t.sim.fail_next(SimOp::RoceWrite, Errno::EIO);
+    let apply = cli_with_input(&t.bus, None, &["apply", "-"], Some(doc)).await?;
+    exited(&apply, 6, "a failed step")?;
+    let err = stderr(&apply);
+    ensure!(
+        err.starts_with("Error: ") && err.contains("rolled back"),
+        "{err}"
+    );
+    ensure!(
+        !t.device_names().iter().any(|d| d == "rxe1"),
+        "the link made before the failure is still there"
+    );
+    // The files are as they were, but for soft-links.toml, written and written back.
+    let (_, mut files) = host_state(&t);
+    let links = files
+        .remove("etc/rdma-manager/soft-links.toml")
+        .unwrap_or_default();
+    ensure!(
+        !String::from_utf8_lossy(&links).contains("rxe1"),
+        "rxe1 still remembered"
+    );
+    let mut files_before = before.1;
+    files_before.remove("etc/rdma-manager/soft-links.toml");
+    ensure!(files == files_before, "the files are not as they were");
+    let shown = stdout(&cli(&t.bus, None, &["-t", "show"]).await?);
+    ensure!(
+        shown.lines().any(|l| l == "roce[mlx5_1/1].tos:0"),
+        "{shown}"
+    );
     Ok(())
 }

@@ -378,7 +378,7 @@ fn check_naming(n: &Naming) -> Result<(), StateError> {
                 f.state,
             )
         });
-    check_named_guids(fixed.collect(), |name| validate_rdma_name(name))?;
+    check_named_guids(fixed.collect(), validate_rdma_name)?;
     let ipoib = n.ipoib_names.iter().flatten().enumerate().map(|(i, f)| {
         (
             format!("naming.ipoib-names[{i}]"),
@@ -387,7 +387,7 @@ fn check_naming(n: &Naming) -> Result<(), StateError> {
             f.state,
         )
     });
-    check_named_guids(ipoib.collect(), |name| validate_netdev_name(name))
+    check_named_guids(ipoib.collect(), validate_netdev_name)
 }
 
 type NamedGuid<'a> = (
@@ -564,6 +564,20 @@ nfs-rdma: {enabled: true, port: 20049}
 subnet-manager: {enabled: true, running: true}
 ";
         parse(text).expect("a valid document");
+    }
+
+    /// The example of docs/STATE.md is a valid document.
+    #[test]
+    fn the_reference_example_passes() {
+        let doc = include_str!("../../../../docs/STATE.md");
+        let example = doc
+            .split("## A whole document")
+            .nth(1)
+            .and_then(|rest| rest.split("```yaml\n").nth(1))
+            .and_then(|rest| rest.split("```").next())
+            .expect("docs/STATE.md has its example");
+        let s = parse(example).expect("the example parses");
+        assert_eq!(s.interfaces.map(|i| i.len()), Some(2));
     }
 
     #[test]

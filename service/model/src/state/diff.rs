@@ -17,6 +17,7 @@ use super::change::{Change, ChangeOp, Step};
 use super::check::{is_guid, pkey_value};
 use super::doc::*;
 use super::error::StateError;
+use super::parse::Document;
 use crate::hostconf::memlock::{self, MemlockValue};
 use crate::hostconf::nfs_conf::NFSRDMA_PORT;
 use crate::ip::Family;
@@ -44,6 +45,23 @@ impl State {
             }
         }
         Ok(())
+    }
+}
+
+impl Document {
+    /// The changes this document makes to `current` (a host's full state): devices given by
+    /// node GUID are resolved with `name_of` ([`State::resolve_devices`]), and every refusal
+    /// names the document's line.
+    pub fn changes(
+        &self,
+        current: &State,
+        name_of: impl Fn(&str) -> Option<String>,
+    ) -> Result<Vec<Change>, StateError> {
+        let mut wanted = self.state.clone();
+        wanted
+            .resolve_devices(name_of)
+            .and_then(|()| diff(current, &wanted))
+            .map_err(|e| e.with_lines(&self.lines))
     }
 }
 
@@ -99,8 +117,8 @@ impl Plan {
 /// The changes that make `current` (a host's full state) what `wanted` says.
 pub fn diff(current: &State, wanted: &State) -> Result<Vec<Change>, StateError> {
     let mut plan = Plan::default();
-    let created_links = soft_links(current, wanted, &mut plan)?;
-    roce(current, wanted, &created_links, &mut plan)?;
+    let links = soft_links(current, wanted, &mut plan)?;
+    roce(current, wanted, &links, &mut plan)?;
     naming(current, wanted, &mut plan);
     modules(current, wanted, &mut plan);
     memlock(current, wanted, &mut plan)?;
@@ -118,13 +136,16 @@ fn link_text(kind: SoftLinkKind, netdev: &str) -> String {
     format!("type={} netdev={netdev}", kind.as_str())
 }
 
-/// Soft links; returns the names of the links the document creates.
-fn soft_links(
-    current: &State,
-    wanted: &State,
-    plan: &mut Plan,
-) -> Result<BTreeSet<String>, StateError> {
-    let mut created = BTreeSet::new();
+/// The soft links a document creates and those it removes, by name.
+#[derive(Default)]
+struct LinkNames {
+    created: BTreeSet<String>,
+    removed: BTreeSet<String>,
+}
+
+/// Soft links.
+fn soft_links(current: &State, wanted: &State, plan: &mut Plan) -> Result<LinkNames, StateError> {
+    let mut names = LinkNames::default();
     let have: BTreeMap<&str, &SoftLinkEntry> = current
         .soft_links
         .iter()
@@ -168,6 +189,7 @@ fn soft_links(
         if e.state == Some(EntryState::Absent) {
             if let Some((kind, netdev)) = now {
                 remove(plan, kind, netdev);
+                names.removed.insert(e.name.clone());
             }
             continue;
         }
@@ -181,11 +203,11 @@ fn soft_links(
             if (old_kind, old_netdev.as_str()) == (kind, netdev.as_str()) {
                 continue;
             }
-            // A link's type and netdev are fixed when it is made: it is made again.
+            // A link's type and netdev are fixed when it is made: it is made again, with new
+            // ports.
             remove(plan, old_kind, old_netdev);
-        } else {
-            created.insert(e.name.clone());
         }
+        names.created.insert(e.name.clone());
         plan.push(
             Part::LinkAdditions,
             path.clone(),
@@ -201,7 +223,7 @@ fn soft_links(
             },
         );
     }
-    Ok(created)
+    Ok(names)
 }
 
 fn roce_text(m: RoceVersion) -> &'static str {
@@ -214,7 +236,7 @@ fn roce_text(m: RoceVersion) -> &'static str {
 fn roce(
     current: &State,
     wanted: &State,
-    created_links: &BTreeSet<String>,
+    links: &LinkNames,
     plan: &mut Plan,
 ) -> Result<(), StateError> {
     let have: BTreeMap<(&str, u32), &RoceEntry> = current
@@ -232,12 +254,22 @@ fn roce(
                 format!("port {id} is listed twice (also at roce[{first}])"),
             ));
         }
+        if links.removed.contains(&e.device) {
+            return Err(StateError::contradiction(
+                format!("roce[{i}].device"),
+                format!(
+                    "the soft link {} is removed by this document (soft-links), and its port \
+                     with it",
+                    e.device
+                ),
+            ));
+        }
         let now = match have.get(&(e.device.as_str(), e.port)) {
-            Some(c) => Some(*c),
-            // A soft link made by this document has one port, whose settings are not known
-            // until it exists.
-            None if created_links.contains(&e.device) && e.port == 1 => None,
-            None if have.keys().any(|(d, _)| *d == e.device) => {
+            // A soft link made (or made again) by this document has one port, whose settings
+            // are not known until it exists.
+            _ if links.created.contains(&e.device) && e.port == 1 => None,
+            Some(c) if !links.created.contains(&e.device) => Some(*c),
+            _ if have.keys().any(|(d, _)| *d == e.device) => {
                 return Err(StateError::not_found(
                     format!("roce[{i}].port"),
                     "RoCE port",
@@ -245,7 +277,7 @@ fn roce(
                     "",
                 ))
             }
-            None => {
+            _ => {
                 return Err(StateError::not_found(
                     format!("roce[{i}].device"),
                     "RoCE device",

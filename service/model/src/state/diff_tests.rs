@@ -190,6 +190,20 @@ fn roce() {
     );
     assert_eq!(c[1].path, "roce[rxe1/1].tos");
     assert_eq!(c[1].undo, c[1].step);
+    // A link made again has new ports: their settings are set even when the old ones had
+    // them.
+    assert_eq!(
+        paths("soft-links:\n  - {name: rxe0, type: rxe, netdev: eth2}\nroce:\n  - {device: rxe0, port: 1, mode: v2, tos: 0}\n"),
+        ["soft-links[rxe0]", "soft-links[rxe0]", "roce[rxe0/1].mode", "roce[rxe0/1].tos"]
+    );
+    assert_eq!(
+        refused("soft-links:\n  - {name: rxe0, type: rxe, netdev: eth2}\nroce:\n  - {device: rxe0, port: 2, tos: 0}\n"),
+        "line 4: roce[0].port: RoCE port \"rxe0/2\" does not exist"
+    );
+    assert_eq!(
+        refused("soft-links:\n  - {name: rxe0, state: absent}\nroce:\n  - device: rxe0\n    port: 1\n    tos: 1\n"),
+        "line 4: roce[0].device: the soft link rxe0 is removed by this document (soft-links), and its port with it"
+    );
 }
 
 #[test]
@@ -215,6 +229,19 @@ fn devices_by_guid() {
     assert_eq!(
         diff(&host(), &twice).unwrap_err().to_string(),
         "roce[1]: port mlx5_0/1 is listed twice (also at roce[0])"
+    );
+    // From the text, with lines.
+    let doc = parse_document("roce:\n  - device: mlx5_0\n    port: 2\n  - device: \"0002:c903:0031:7f49\"\n    port: 1\n")
+        .expect("doc");
+    assert_eq!(
+        doc.changes(&host(), lookup).unwrap_err().to_string(),
+        "line 4: roce[1].device: device with node GUID \"0002:c903:0031:7f49\" does not exist"
+    );
+    let doc = parse_document("roce:\n  - {device: \"0002:c903:0031:7f40\", port: 2, tos: 1}\n")
+        .expect("doc");
+    assert_eq!(
+        doc.changes(&host(), lookup).expect("changes")[0].path,
+        "roce[mlx5_0/2].tos"
     );
     let mut unknown =
         parse("roce:\n  - {device: \"0002:c903:0031:7f49\", port: 1}\n").expect("doc");
@@ -690,5 +717,401 @@ soft-links:
     // each change's undo is of the same area as its step.
     for c in changes(text) {
         assert_eq!(c.step.area(), c.undo.area(), "{}", c.path);
+    }
+}
+
+/// Hosts as the daemon reads them, generated: each is its own state's fixed point.
+mod generated {
+    use super::*;
+    use crate::state::nmcli::{self, METHOD_AUTO};
+
+    struct Gen(u64);
+
+    impl Gen {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n
+        }
+        fn bool(&mut self) -> bool {
+            self.below(2) == 0
+        }
+    }
+
+    fn family(g: &mut Gen, family: Family) -> IpFamily {
+        let v4 = family == Family::V4;
+        let method = ["auto", "manual", "link-local", "disabled"][g.below(4) as usize];
+        let mut keys = BTreeMap::new();
+        keys.insert(nmcli::key(family, "method"), method.to_string());
+        let n = if method == "manual" {
+            1 + g.below(3)
+        } else if method == METHOD_AUTO {
+            g.below(2)
+        } else {
+            0
+        };
+        let addresses: Vec<String> = (0..n)
+            .map(|i| {
+                if v4 {
+                    format!("192.0.2.{}/{}", i + 1, 8 + g.below(25))
+                } else {
+                    format!("2001:db8::{:x}/{}", i + 1, 8 + g.below(121))
+                }
+            })
+            .collect();
+        if n > 0 && g.bool() {
+            let gw = if v4 { "192.0.2.254" } else { "2001:db8::fe" };
+            keys.insert(nmcli::key(family, "gateway"), gw.into());
+        }
+        keys.insert(nmcli::key(family, "addresses"), addresses.join(","));
+        if g.bool() {
+            let dns = if v4 {
+                "192.0.2.53,192.0.2.54"
+            } else {
+                "2001:db8::53"
+            };
+            keys.insert(nmcli::key(family, "dns"), dns.into());
+        }
+        if g.bool() {
+            keys.insert(nmcli::key(family, "dns-search"), "lab.example".into());
+        }
+        IpFamily::from_nmcli(family, &keys)
+    }
+
+    fn host(g: &mut Gen, nm: bool) -> State {
+        let soft_links: Vec<SoftLinkEntry> = (0..g.below(4))
+            .map(|i| SoftLinkEntry {
+                name: format!("rxe{i}"),
+                kind: Some(if g.bool() {
+                    SoftLinkKind::Rxe
+                } else {
+                    SoftLinkKind::Siw
+                }),
+                netdev: Some(format!("eth{}", g.below(3))),
+                state: None,
+            })
+            .collect();
+        let mut roce = Vec::new();
+        for d in 0..g.below(4) {
+            for port in 1..=1 + g.below(2) as u32 {
+                roce.push(RoceEntry {
+                    device: format!("mlx5_{d}"),
+                    port,
+                    mode: Some(if g.bool() {
+                        RoceVersion::V1
+                    } else {
+                        RoceVersion::V2
+                    }),
+                    tos: Some(g.below(256) as u8),
+                });
+            }
+        }
+        let mut interfaces = Vec::new();
+        for p in 0..g.below(3) {
+            let parent = format!("ib{p}");
+            let mut pkeys = BTreeSet::new();
+            for k in 0..=g.below(3) {
+                let child = k > 0;
+                let pkey = ipoib::full_member(1 + g.below(0x7ffe) as u16);
+                if child && !pkeys.insert(pkey) {
+                    continue;
+                }
+                let connected = g.bool();
+                interfaces.push(InterfaceEntry {
+                    name: if child {
+                        ipoib::default_child_name(&parent, pkey)
+                    } else {
+                        parent.clone()
+                    },
+                    kind: InterfaceType::Infiniband,
+                    state: Some(EntryState::Up),
+                    mtu: Some(if connected { 65520 } else { 2044 }),
+                    infiniband: Some(Infiniband {
+                        mode: Some(if connected {
+                            StateIpoibMode::Connected
+                        } else {
+                            StateIpoibMode::Datagram
+                        }),
+                        umcast: Some(g.bool()),
+                        base_iface: child.then(|| parent.clone()),
+                        pkey: child.then(|| format!("{pkey:#06x}")),
+                    }),
+                    ipv4: nm.then(|| family(g, Family::V4)),
+                    ipv6: nm.then(|| family(g, Family::V6)),
+                });
+            }
+        }
+        let guid = |i: u64| format!("0002:c903:0031:{:04x}", i);
+        State {
+            soft_links: Some(soft_links),
+            roce: Some(roce),
+            interfaces: Some(interfaces),
+            naming: Some(Naming {
+                rdma_policy: Some(RDMA_POLICY_OF[g.below(5) as usize].to_string()),
+                rdma_fixed_names: Some(
+                    (0..g.below(3))
+                        .map(|i| FixedName {
+                            node_guid: guid(i),
+                            name: Some(format!("ibp{i}")),
+                            state: None,
+                        })
+                        .collect(),
+                ),
+                ipoib_names: Some(
+                    (0..g.below(3))
+                        .map(|i| IpoibName {
+                            port_guid: guid(0x100 + i),
+                            name: Some(format!("ibs{i}")),
+                            state: None,
+                        })
+                        .collect(),
+                ),
+            }),
+            modules: Some(
+                [
+                    ("rdma", ["ib_ipoib", "rpcrdma", "ib_srp"]),
+                    ("infiniband", ["ib_umad", "ib_uverbs", "rdma_ucm"]),
+                ]
+                .iter()
+                .map(|(set, mods)| {
+                    (
+                        set.to_string(),
+                        mods.iter().map(|m| (m.to_string(), g.bool())).collect(),
+                    )
+                })
+                .collect(),
+            ),
+            memlock: Some(if g.bool() {
+                Memlock::default()
+            } else {
+                Memlock {
+                    soft: Some("1024".into()),
+                    hard: Some("unlimited".into()),
+                }
+            }),
+            nfs_rdma: Some({
+                let enabled = g.bool();
+                NfsRdma {
+                    enabled: Some(enabled),
+                    port: enabled.then_some(20049),
+                }
+            }),
+            subnet_manager: Some(SubnetManager {
+                enabled: Some(g.bool()),
+                running: Some(g.bool()),
+            }),
+        }
+    }
+
+    /// IP settings wanted over current ones, generated: the keys a change sets, applied to
+    /// the current keys, read back as the daemon reads them, leave nothing to change.
+    #[test]
+    fn ip_settings_read_back_as_written() {
+        let mut g = Gen(0x5851_f42d_4c95_7f2d);
+        let base = super::host();
+        let mut applied = 0;
+        for round in 0..2000 {
+            let fam = if g.bool() { Family::V4 } else { Family::V6 };
+            let v4 = fam == Family::V4;
+            let now = family(&mut g, fam);
+            let maybe_bool = |g: &mut Gen| match g.below(3) {
+                0 => None,
+                1 => Some(true),
+                _ => Some(false),
+            };
+            let address = match g.below(3) {
+                0 => None,
+                n => Some(
+                    (0..n - 1)
+                        .map(|i| IpAddress {
+                            ip: if v4 {
+                                format!("198.51.100.{}", i + 1)
+                            } else {
+                                format!("2001:DB8:0::{:X}", i + 0xa)
+                            },
+                            prefix_length: 24,
+                        })
+                        .collect::<Vec<_>>(),
+                ),
+            };
+            let w = IpFamily {
+                enabled: maybe_bool(&mut g),
+                dhcp: maybe_bool(&mut g),
+                autoconf: if v4 { None } else { maybe_bool(&mut g) },
+                gateway: (g.below(3) == 0).then(|| {
+                    if v4 {
+                        "198.51.100.254".into()
+                    } else {
+                        "2001:db8::FE".into()
+                    }
+                }),
+                dns: (g.below(3) == 0).then(|| {
+                    vec![if v4 {
+                        "198.51.100.53".into()
+                    } else {
+                        "2001:db8::35".into()
+                    }]
+                }),
+                dns_search: None,
+                address,
+            };
+            if crate::state::check::check_family("x", &w, fam).is_err() {
+                continue;
+            }
+            let with = |f: IpFamily| {
+                let mut s = base.clone();
+                let ib0 = &mut s.interfaces.as_mut().expect("interfaces")[0];
+                match fam {
+                    Family::V4 => ib0.ipv4 = Some(f),
+                    Family::V6 => ib0.ipv6 = Some(f),
+                }
+                s
+            };
+            let current = with(now.clone());
+            let wanted = with(w.clone());
+            let Ok(changes) = diff(&current, &wanted) else {
+                continue;
+            };
+            let mut keys = now.nmcli_full(fam);
+            for c in &changes {
+                let Step::SetIp { keys: set, .. } = &c.step else {
+                    panic!("round {round}: {c:?}")
+                };
+                keys.extend(set.clone());
+            }
+            let after = with(IpFamily::from_nmcli(fam, &keys));
+            assert_eq!(
+                diff(&after, &wanted),
+                Ok(vec![]),
+                "round {round}: {now:?} + {w:?} -> {keys:?}"
+            );
+            applied += usize::from(!changes.is_empty());
+        }
+        assert!(applied > 500, "{applied} rounds changed something");
+    }
+
+    const RDMA_POLICY_OF: [&str; 5] = crate::state::check::RDMA_POLICIES;
+
+    #[test]
+    fn every_host_is_its_own_fixed_point() {
+        let mut g = Gen(0x2545_f491_4f6c_dd1d);
+        for round in 0..300 {
+            let s = host(&mut g, round % 4 != 0);
+            let yaml = to_yaml(&s);
+            let shown = parse(&yaml).unwrap_or_else(|e| panic!("round {round}: {e}\n{yaml}"));
+            assert_eq!(diff(&s, &s), Ok(vec![]), "round {round}:\n{yaml}");
+            assert_eq!(diff(&s, &shown), Ok(vec![]), "round {round}:\n{yaml}");
+        }
+    }
+
+    /// A host's state applied to another host changes exactly the settings that differ, and
+    /// the changed host then has nothing left to change (what the daemon's verification reads).
+    #[test]
+    fn a_host_applied_to_another_then_matches_it() {
+        let mut g = Gen(0x0123_4567_89ab_cdef);
+        for round in 0..200 {
+            let a = host(&mut g, true);
+            let b = host(&mut g, true);
+            // Only the sections whose identities both hosts share can be applied as they are:
+            // naming, modules, memlock, NFS, the subnet manager.
+            let wanted = State {
+                naming: b.naming.clone(),
+                modules: b.modules.clone(),
+                memlock: b.memlock.clone().filter(|m| m.soft.is_some()),
+                nfs_rdma: b.nfs_rdma.clone(),
+                subnet_manager: b.subnet_manager.clone(),
+                ..State::default()
+            };
+            let changes = diff(&a, &wanted).unwrap_or_else(|e| panic!("round {round}: {e}"));
+            let mut after = a.clone();
+            for c in &changes {
+                apply(&mut after, &c.step);
+            }
+            assert_eq!(
+                diff(&after, &wanted),
+                Ok(vec![]),
+                "round {round}: {changes:?}"
+            );
+            for c in changes.iter().rev() {
+                apply(&mut after, &c.undo);
+            }
+            assert_eq!(
+                diff(&after, &a.sorted()).map(|c| c.len()),
+                Ok(0),
+                "round {round}"
+            );
+        }
+    }
+
+    /// What a host step does to a state, for the host-wide sections.
+    fn apply(s: &mut State, step: &Step) {
+        let naming = s.naming.get_or_insert_with(Naming::default);
+        match step {
+            Step::SetRdmaPolicy { policy } => naming.rdma_policy = Some(policy.clone()),
+            Step::SetRdmaFixedName { node_guid, name } => {
+                let l = naming.rdma_fixed_names.get_or_insert_with(Vec::new);
+                l.retain(|f| &f.node_guid != node_guid);
+                l.push(FixedName {
+                    node_guid: node_guid.clone(),
+                    name: Some(name.clone()),
+                    state: None,
+                });
+            }
+            Step::RemoveRdmaFixedName { node_guid } => {
+                if let Some(l) = &mut naming.rdma_fixed_names {
+                    l.retain(|f| &f.node_guid != node_guid);
+                }
+            }
+            Step::SetIpoibName { port_guid, name } => {
+                let l = naming.ipoib_names.get_or_insert_with(Vec::new);
+                l.retain(|f| &f.port_guid != port_guid);
+                l.push(IpoibName {
+                    port_guid: port_guid.clone(),
+                    name: Some(name.clone()),
+                    state: None,
+                });
+            }
+            Step::RemoveIpoibName { port_guid } => {
+                if let Some(l) = &mut naming.ipoib_names {
+                    l.retain(|f| &f.port_guid != port_guid);
+                }
+            }
+            Step::SetModule {
+                set,
+                module,
+                enabled,
+            } => {
+                s.modules
+                    .get_or_insert_with(BTreeMap::new)
+                    .entry(set.clone())
+                    .or_default()
+                    .insert(module.clone(), *enabled);
+            }
+            Step::SetMemlock { soft, hard } => {
+                s.memlock = Some(Memlock {
+                    soft: Some(soft.clone()),
+                    hard: Some(hard.clone()),
+                })
+            }
+            Step::ResetMemlock => s.memlock = Some(Memlock::default()),
+            Step::SetNfsRdma { enabled, port } => {
+                s.nfs_rdma = Some(NfsRdma {
+                    enabled: Some(*enabled),
+                    port: enabled.then_some(*port),
+                })
+            }
+            Step::SetSubnetManagerEnabled { enabled } => {
+                s.subnet_manager
+                    .get_or_insert_with(SubnetManager::default)
+                    .enabled = Some(*enabled)
+            }
+            Step::SetSubnetManagerRunning { running } => {
+                s.subnet_manager
+                    .get_or_insert_with(SubnetManager::default)
+                    .running = Some(*running)
+            }
+            other => panic!("not a host-wide step: {other:?}"),
+        }
     }
 }

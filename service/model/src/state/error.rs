@@ -2,7 +2,13 @@
 //! setting (`interfaces[0].infiniband.pkey`) and, when the document has one, its line, so that
 //! the message alone points at what to fix; nothing has changed when one is returned.
 
+use rdma_manager_dbus::text::{cap_text, quote_capped};
 use serde::Serialize;
+
+/// The longest key path and reason a refusal quotes: both may hold a key or value of the
+/// document, of any length.
+const PATH_MAX_BYTES: usize = 512;
+const REASON_MAX_BYTES: usize = 2048;
 
 /// A refused document. The daemon answers `NotFound` with its `NotFound` error and every
 /// other variant with `InvalidArgument`.
@@ -31,7 +37,7 @@ pub enum StateError {
         reason: String,
     },
     /// A device, port or interface the host does not have (and the document does not create).
-    #[error("{}{}{what} {name:?} does not exist{hint}", at_line(*.line), at_path(.path))]
+    #[error("{}{}{what} {} does not exist{hint}", at_line(*.line), at_path(.path), quote_capped(.name))]
     NotFound {
         path: String,
         line: Option<usize>,
@@ -51,8 +57,13 @@ fn at_path(path: &str) -> String {
     if path.is_empty() {
         String::new()
     } else {
-        format!("{path}: ")
+        format!("{}: ", cap_text(path, PATH_MAX_BYTES))
     }
+}
+
+/// A reason quoted from the parser, which repeats keys and values of the document.
+pub(crate) fn capped_reason(reason: &str) -> String {
+    cap_text(reason, REASON_MAX_BYTES)
 }
 
 impl StateError {
@@ -159,5 +170,8 @@ mod tests {
         };
         assert_eq!(e.to_string(), "x");
         assert_eq!(StateError::invalid("", "r").to_string(), "r");
+        let long = "x".repeat(1 << 20);
+        let e = StateError::not_found(format!("roce[0].{long}"), "device", &long, "");
+        assert!(e.to_string().len() < 2000, "{}", e.to_string().len());
     }
 }

@@ -6,26 +6,47 @@
 //! the line of its key (a mapping's value) or of its first token (a list's entry).
 
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
 use yaml_rust2::scanner::Marker;
 
-/// Key path (`interfaces[0].infiniband.pkey`) to line, from 1.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Key path (`interfaces[0].infiniband.pkey`) to line, from 1. The positions are read from
+/// the text the first time a line is asked for: a document that is not refused never needs
+/// them.
+#[derive(Debug, Clone, Default)]
 pub struct Lines {
-    map: HashMap<String, usize>,
+    text: String,
+    map: OnceLock<HashMap<String, usize>>,
 }
 
+impl PartialEq for Lines {
+    fn eq(&self, other: &Lines) -> bool {
+        self.text == other.text
+    }
+}
+
+impl Eq for Lines {}
+
 impl Lines {
-    /// The positions of `text`'s paths; empty when the text is not YAML (the serde parser
+    /// The positions of `text`'s paths; none when the text is not YAML (the serde parser
     /// reports that).
     pub fn of(text: &str) -> Lines {
-        let mut rec = Recorder::default();
-        let mut parser = Parser::new_from_str(text);
-        if parser.load(&mut rec, false).is_err() {
-            return Lines::default();
+        Lines {
+            text: text.to_string(),
+            map: OnceLock::new(),
         }
-        Lines { map: rec.map }
+    }
+
+    fn map(&self) -> &HashMap<String, usize> {
+        self.map.get_or_init(|| {
+            let mut rec = Recorder::default();
+            let mut parser = Parser::new_from_str(&self.text);
+            match parser.load(&mut rec, false) {
+                Ok(()) => rec.map,
+                Err(_) => HashMap::new(),
+            }
+        })
     }
 
     /// The line of `path`, or of its nearest enclosing path the document has (a missing key
@@ -33,7 +54,7 @@ impl Lines {
     pub fn line_of(&self, path: &str) -> Option<usize> {
         let mut p = path;
         loop {
-            if let Some(l) = self.map.get(p) {
+            if let Some(l) = self.map().get(p) {
                 return Some(*l);
             }
             let cut = p.rfind(['.', '['])?;

@@ -8,9 +8,15 @@
 //! `state: absent` removes anything. A document printed from a host therefore changes nothing
 //! when applied to it.
 //!
-//! [`doc`] holds the document's types; [`parse`](mod@parse) reads a document, refusing with
-//! a [`StateError`] that names the key path and line; [`change`] holds the steps a difference
-//! turns into, each with the step that undoes it.
+//! All of it is pure (no I/O): the daemon reads the host into a full [`State`], and
+//! - [`doc`] holds the document's types;
+//! - [`parse`](mod@parse) reads a document (YAML or JSON) and [`check`](mod@check) checks what
+//!   needs no host; every refusal is a [`StateError`] naming the key path and the line;
+//! - [`diff`](mod@diff) compares the host's state with a document and returns the
+//!   [`Change`]s, in the order they must run, each with the [`Step`] that makes it and the
+//!   one that undoes it ([`change`]); names the host lacks are refused there;
+//! - [`nmcli`] maps IP settings between the document's form and nmcli's keys;
+//! - [`render`] prints a state as YAML or JSON, entries sorted by identity.
 
 pub mod change;
 pub mod check;

@@ -9,6 +9,7 @@
 //! `address` leaves the method as it is.
 
 use std::collections::BTreeMap;
+use std::net::IpAddr;
 
 use super::doc::{IpAddress, IpFamily};
 use crate::ip::Family;
@@ -30,6 +31,15 @@ fn split_list(text: &str) -> Vec<String> {
         .filter(|s| !s.is_empty())
         .map(str::to_string)
         .collect()
+}
+
+/// An address as NetworkManager prints it (`2001:DB8::01` is `2001:db8::1`), so that a
+/// setting read back compares equal to the one written; text that is no address stays as it
+/// is (the checks refuse it).
+fn canonical(ip: &str) -> String {
+    ip.parse::<IpAddr>()
+        .map(|a| a.to_string())
+        .unwrap_or_else(|_| ip.to_string())
 }
 
 impl IpFamily {
@@ -109,16 +119,17 @@ impl IpFamily {
         if let Some(a) = &self.address {
             let text = a
                 .iter()
-                .map(|a| format!("{}/{}", a.ip, a.prefix_length))
+                .map(|a| format!("{}/{}", canonical(&a.ip), a.prefix_length))
                 .collect::<Vec<_>>()
                 .join(",");
             out.insert(key(family, "addresses"), text);
         }
         if let Some(g) = &self.gateway {
-            out.insert(key(family, "gateway"), g.clone());
+            out.insert(key(family, "gateway"), canonical(g));
         }
         if let Some(d) = &self.dns {
-            out.insert(key(family, "dns"), d.join(","));
+            let servers: Vec<String> = d.iter().map(|a| canonical(a)).collect();
+            out.insert(key(family, "dns"), servers.join(","));
         }
         if let Some(d) = &self.dns_search {
             out.insert(key(family, "dns-search"), d.join(","));
@@ -128,7 +139,7 @@ impl IpFamily {
 
     /// Every nmcli key of the family, empty where these settings have nothing: the form of
     /// a current state's settings to compare with.
-    pub(crate) fn nmcli_full(&self, family: Family) -> BTreeMap<String, String> {
+    pub fn nmcli_full(&self, family: Family) -> BTreeMap<String, String> {
         let mut out: BTreeMap<String, String> =
             ["method", "addresses", "gateway", "dns", "dns-search"]
                 .iter()
@@ -265,6 +276,22 @@ mod tests {
                 ("ipv6.method", "link-local"),
                 ("ipv6.addresses", ""),
                 ("ipv6.gateway", "")
+            ])
+        );
+        // Addresses as NetworkManager prints them.
+        let v6 = IpFamily {
+            address: Some(vec![addr("2001:DB8:0::01", 64)]),
+            gateway: Some("2001:db8:0:0::fe".into()),
+            dns: Some(vec!["2001:DB8::53".into()]),
+            ..IpFamily::default()
+        };
+        assert_eq!(
+            v6.to_nmcli(Family::V6),
+            keys(&[
+                ("ipv6.method", "manual"),
+                ("ipv6.addresses", "2001:db8::1/64"),
+                ("ipv6.gateway", "2001:db8::fe"),
+                ("ipv6.dns", "2001:db8::53"),
             ])
         );
         // Only DNS: the method is left as it is.

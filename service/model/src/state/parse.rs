@@ -3,7 +3,7 @@
 //! is not a mapping), then checking it with [`super::check`].
 
 use super::doc::State;
-use super::error::StateError;
+use super::error::{capped_reason, StateError};
 use super::lines::Lines;
 
 /// A parsed document and where its keys are, for errors found later ([`StateError::with_lines`]).
@@ -28,18 +28,32 @@ pub fn parse_document(text: &str) -> Result<Document, StateError> {
 
 /// Reads a document into the types, without the checks of [`super::check`].
 pub fn read(text: &str) -> Result<Document, StateError> {
-    // YAML first, as a whole: the typed reading streams, and would report a wrong type met
-    // before a syntax error further on.
-    let value: serde_yaml_ng::Value =
-        serde_yaml_ng::from_str(text).map_err(|e| StateError::Syntax {
-            line: e.location().map(|l| l.line()),
-            message: message_of(&e),
-        })?;
-    let state = match value {
-        serde_yaml_ng::Value::Null => State::default(),
-        serde_yaml_ng::Value::Mapping(_) => deserialize(text)?,
-        serde_yaml_ng::Value::Sequence(_) => return Err(not_a_mapping("a list")),
-        _ => return Err(not_a_mapping("a single value")),
+    let state = match deserialize(text) {
+        Ok(state) => state,
+        // The typed reading streams: the document as a whole tells a syntax error further on
+        // (reported before a wrong type met first), an empty document and a top level that is
+        // not a mapping.
+        Err(typed) => match serde_yaml_ng::from_str::<serde_yaml_ng::Value>(text) {
+            Err(e) => {
+                let line = e.location().map(|l| l.line());
+                return Err(match message_of(&e) {
+                    // A duplicate key: YAML, but not a document.
+                    (path, reason) if !path.is_empty() => StateError::Invalid {
+                        path,
+                        line,
+                        reason: capped_reason(&reason),
+                    },
+                    (_, message) => StateError::Syntax {
+                        line,
+                        message: capped_reason(&message),
+                    },
+                });
+            }
+            Ok(serde_yaml_ng::Value::Null) => State::default(),
+            Ok(serde_yaml_ng::Value::Sequence(_)) => return Err(not_a_mapping("a list")),
+            Ok(serde_yaml_ng::Value::Mapping(_)) => return Err(typed),
+            Ok(_) => return Err(not_a_mapping("a single value")),
+        },
     };
     Ok(Document {
         state,
@@ -70,27 +84,36 @@ fn deserialize(text: &str) -> Result<State, StateError> {
         StateError::Invalid {
             path,
             line,
-            reason: message_of(&inner),
+            reason: capped_reason(&message_of(&inner).1),
         }
     })
 }
 
-/// The serde parser's message without the position and path it appends and prepends (the
-/// error gives them apart).
-fn message_of(e: &serde_yaml_ng::Error) -> String {
+/// The serde parser's message split into the key path it prepends to a refused value
+/// (`roce[0].port: invalid type ...`; empty when none) and the message without the
+/// positions it appends (` at line 3 column 5`; the error gives them apart).
+fn message_of(e: &serde_yaml_ng::Error) -> (String, String) {
     let mut text = e.to_string();
-    if let Some(at) = text.rfind(" at line ") {
-        if text[at..].contains(" column ") {
-            text.truncate(at);
+    while let Some(at) = text.find(" at line ") {
+        let rest = &text[at + " at line ".len()..];
+        let digits = |s: &str| s.bytes().take_while(u8::is_ascii_digit).count();
+        let n = digits(rest);
+        let Some(after) = rest[n..].strip_prefix(" column ") else {
+            break;
+        };
+        let m = digits(after);
+        if n == 0 || m == 0 {
+            break;
         }
+        let end = at + " at line ".len() + n + " column ".len() + m;
+        text.replace_range(at..end, "");
     }
-    // A type error carries the parser's own path first ("roce[0].port: invalid type ...").
     if let Some((head, rest)) = text.split_once(": ") {
         if !head.contains(' ') && !head.is_empty() && !rest.is_empty() {
-            return rest.to_string();
+            return (head.to_string(), rest.to_string());
         }
     }
-    text
+    (String::new(), text)
 }
 
 #[cfg(test)]
@@ -193,7 +216,7 @@ subnet-manager: {enabled: true, running: false}
             .as_ref()
             .expect("f")[0];
         assert_eq!(fixed.node_guid, "0002:c903:0031:7f40");
-        assert_eq!(s.modules.as_ref().expect("m")["rdma"]["ib_ipoib"], true);
+        assert!(s.modules.as_ref().expect("m")["rdma"]["ib_ipoib"]);
         let m = s.memlock.as_ref().expect("memlock");
         assert_eq!(
             (m.soft.as_deref(), m.hard.as_deref()),
@@ -232,6 +255,8 @@ subnet-manager: {enabled: true, running: false}
                 .starts_with("line 4: soft-links[0].netdv: unknown field `netdv`, expected one of"),
             "{e}"
         );
+        let long = format!("{}: 1\n", "k".repeat(1 << 20));
+        assert!(err(&long).len() < 3000);
         assert_eq!(
             err("colour: blue\n").split(", expected").next(),
             Some("line 1: colour: unknown field `colour`")
@@ -294,7 +319,21 @@ subnet-manager: {enabled: true, running: false}
         );
         let e = read("a: 1\n---\nb: 2\n").unwrap_err();
         assert!(matches!(e, StateError::Syntax { .. }), "{e:?}");
-        let e = read("memlock:\n  soft: 1\n soft: 2\n").unwrap_err();
-        assert!(e.line().is_some(), "{e:?}");
+        assert_eq!(
+            err("soft-links:\n  - name: [rxe0\n"),
+            "line 3: did not find expected ',' or ']', while parsing a flow sequence"
+        );
+        assert_eq!(
+            err("memlock:\n  soft: 1\n soft: 2\n"),
+            "line 3: did not find expected key, while parsing a block mapping"
+        );
+        assert_eq!(
+            err("\tx: 1\n"),
+            "line 1: found character that cannot start any token, while scanning for the next token"
+        );
+        assert_eq!(
+            err("memlock:\n  soft: 1\n  soft: 2\n"),
+            "line 2: memlock: duplicate entry with key \"soft\""
+        );
     }
 }

@@ -95,6 +95,16 @@ pub(crate) struct SimState {
     port_events: bool,
     /// The devices whose port events are watched (see `kernel::port_events`).
     watched: std::collections::BTreeSet<String>,
+    /// The changes asked of the host so far (see [`SimHost::writes`]).
+    writes: SimWrites,
+}
+
+/// The changes asked of a simulated host, failed ones included: kernel changes (links, RoCE
+/// defaults, netdevs, renames) and file changes (writes, removals, udev reloads).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SimWrites {
+    pub kernel: u64,
+    pub files: u64,
 }
 
 struct Inner {
@@ -173,6 +183,7 @@ impl SimHost {
             subscribers: Vec::new(),
             losing_events: false,
             udev_reloads: 0,
+            writes: SimWrites::default(),
             port_events: true,
             watched: Default::default(),
         };
@@ -334,6 +345,11 @@ impl SimHost {
     }
 
     // ---- fault injection and event hooks --------------------------------------------------
+
+    /// The changes asked of this host so far.
+    pub fn writes(&self) -> SimWrites {
+        self.lock().writes
+    }
 
     /// The next `op` fails with `errno` and changes nothing.
     pub fn fail_next(&self, op: SimOp, errno: Errno) {
@@ -718,6 +734,11 @@ impl SimHost {
 
     /// Takes the fault registered for `op`, if any, applying an unplug at once.
     fn take_fault(&self, st: &mut SimState, op: SimOp) -> Result<(), HostError> {
+        match op {
+            SimOp::ReadDevice | SimOp::RoceRead => {}
+            SimOp::WriteFile | SimOp::RemoveFile | SimOp::ReloadUdev => st.writes.files += 1,
+            _ => st.writes.kernel += 1,
+        }
         let Some(pos) = st.faults.iter().position(|f| match f {
             Fault::Fail(o, _) | Fault::Unplug(o, _) => *o == op,
             Fault::Delay(..) | Fault::FailDevice(..) => false,
