@@ -45,7 +45,8 @@ options:
   state:
     description:
       - The state document, as a dictionary (YAML in the playbook).
-      - Keys are kebab-case; see the project's C(docs/ANSIBLE.md) and C(rdma-cli(1)).
+      - Keys are kebab-case; every key is described in C(docs/STATE.md) of the rdma-manager
+        sources, with examples in C(docs/ANSIBLE.md).
       - Exactly one of I(state) and I(src) is required.
     type: dict
   src:
