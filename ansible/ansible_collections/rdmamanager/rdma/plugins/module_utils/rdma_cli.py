@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import re
 
 # rdma-cli's exit codes (its man page): what each means, as a failure message begins it.
 EXIT_MEANINGS = {
@@ -32,14 +33,22 @@ CHANGE_FIELDS = ("path", "op", "current", "wanted", "action")
 NO_PENDING = "/"
 
 
-def daemon_text(stderr, stdout=""):
+# The position a refusal gives in the document: "line 7: interfaces[0]...".
+LINE_PREFIX = re.compile(r"^line [0-9]+: ")
+
+
+def daemon_text(stderr, stdout="", without_lines=False):
     """The daemon's words from rdma-cli's error output, without the `Error: ` prefix that
-    rdma-cli (as nmcli) puts before them."""
+    rdma-cli (as nmcli) puts before them. `without_lines` drops the document's line numbers:
+    where the module wrote the document itself, they count lines of its JSON, not of the
+    playbook, and the key path that follows names the entry."""
     lines = []
     for line in (stderr or "").splitlines():
         line = line.strip()
         if line.startswith("Error: "):
             line = line[len("Error: "):]
+        if without_lines:
+            line = LINE_PREFIX.sub("", line)
         if line:
             lines.append(line)
     if not lines and stdout:
@@ -47,11 +56,11 @@ def daemon_text(stderr, stdout=""):
     return "\n".join(lines)
 
 
-def failure(command, rc, stdout, stderr):
+def failure(command, rc, stdout, stderr, without_lines=False):
     """(kind, message) for a run of `rdma-cli COMMAND` that exited with rc; the message
-    keeps the daemon's text."""
+    keeps the daemon's text (see daemon_text for without_lines)."""
     kind, meaning = EXIT_MEANINGS.get(rc, ("failed", "unexpected exit status"))
-    text = daemon_text(stderr, stdout)
+    text = daemon_text(stderr, stdout, without_lines)
     message = "rdma-cli %s: %s (exit %d)" % (command, meaning, rc)
     if text:
         message = "%s: %s" % (message, text)
@@ -129,7 +138,7 @@ def run_cli(module, args, data=None):
     return module.run_command([cli, "-j"] + list(args), data=data, binary_data=True)
 
 
-def fail_from(module, command, rc, stdout, stderr, **extra):
+def fail_from(module, command, rc, stdout, stderr, without_lines=False, **extra):
     """fail_json for a failed rdma-cli run, with the daemon's text and the failure's kind."""
-    kind, message = failure(command, rc, stdout, stderr)
+    kind, message = failure(command, rc, stdout, stderr, without_lines)
     module.fail_json(msg=message, rc=rc, error=kind, stdout=stdout, stderr=stderr, **extra)

@@ -272,10 +272,13 @@ def main():
             msg="rollback_timeout must be 0 or %d to %d seconds, not %d" % (MIN_TIMEOUT, MAX_TIMEOUT, timeout)
         )
     text = to_bytes(document(module), errors="surrogate_or_strict")
+    # A refusal's line numbers count lines of a file the user wrote (src), or of the JSON this
+    # module made of the state option, which mean nothing in the playbook.
+    own_document = module.params["state"] is not None
 
     rc, out, err = run_cli(module, ["diff", "-"], data=text)
     if rc not in (0, DIFF_CHANGES_EXIST):
-        fail_from(module, "diff", rc, out, err, changes=[], pending=None)
+        fail_from(module, "diff", rc, out, err, own_document, changes=[], pending=None)
     changes = answer(module, "diff", out, err)[0]
     if not changes:
         module.exit_json(changed=False, changes=[], pending=None)
@@ -286,7 +289,7 @@ def main():
     apply = ["apply", "-"] + (["--timeout", str(timeout)] if timeout else [])
     rc, out, err = run_cli(module, apply, data=text)
     if rc != 0:
-        fail_from(module, "apply", rc, out, err, changes=changes, pending=None)
+        fail_from(module, "apply", rc, out, err, own_document, changes=changes, pending=None)
     applied, data = answer(module, "apply", out, err)
     module.exit_json(
         changed=bool(applied),

@@ -67,6 +67,19 @@ class ExitCodes(unittest.TestCase):
         )
         self.assertNotIn("Error: ", msg)
 
+    def test_line_numbers_are_dropped_on_demand(self):
+        stderr = 'Error: line 1: roce[0].device: RoCE device "nosuch0" does not exist\n'
+        self.assertEqual(
+            failure("diff", 4, "", stderr, without_lines=True)[1],
+            'rdma-cli diff: not found (exit 4): roce[0].device: RoCE device "nosuch0" does not exist',
+        )
+        self.assertIn("line 1: roce[0]", failure("diff", 4, "", stderr)[1])
+        # Only the position at the start goes, not words that happen to look like it.
+        self.assertEqual(
+            daemon_text("Error: soft-links[0].name: line 3: is taken\n", without_lines=True),
+            "soft-links[0].name: line 3: is taken",
+        )
+
     def test_several_lines_and_stdout_when_stderr_is_empty(self):
         self.assertEqual(daemon_text("Error: first\n\n  second  \n"), "first\nsecond")
         self.assertEqual(daemon_text("", "only on stdout\n"), "only on stdout")
