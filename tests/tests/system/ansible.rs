@@ -279,24 +279,32 @@ async fn rdma_cli_with_state(t: &SystemSetup) -> Result<Option<PathBuf>> {
     Ok(Some(cli))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ansible_playbook_drives_the_daemon_through_rdma_cli() -> Result<()> {
+/// The daemon on the simulated demo host on a private system bus under the real polkitd,
+/// with rdma-cli; `None` (after saying why) when a test of a playbook cannot run here.
+async fn playbook_setup() -> Result<Option<(PathBuf, SystemSetup, PathBuf)>> {
     let Some(playbook) = tool("ansible-playbook", "ansible-core")? else {
-        return Ok(());
+        return Ok(None);
     };
     if let Some(reason) = rdma_manager_tests::bus::skip_reason() {
         eprintln!("skipping: {reason}");
-        return Ok(());
+        return Ok(None);
     }
     let t = SystemSetup::new(false, PolkitConfig::rdma_manager()).await?;
     let Some(cli) = rdma_cli_with_state(&t).await? else {
-        return Ok(());
+        return Ok(None);
     };
-    let before = t
-        .etc_file("/etc/rdma-manager/soft-links.toml")
-        .unwrap_or_default();
-    ensure!(!before.contains("siw0"), "{before}");
+    Ok(Some((playbook, t, cli)))
+}
 
+/// Runs `ansible-playbook ARGS ansible/tests/e2e/PLAY` against the setup's daemon and returns
+/// its output, printed too (shown with --no-capture); an error when the play fails.
+async fn run_playbook(
+    playbook: &Path,
+    t: &SystemSetup,
+    cli: &Path,
+    play: &str,
+    args: &[&str],
+) -> Result<String> {
     let dir = tempfile::tempdir()?;
     // rdma-cli found on PATH, as on a host with the package; the system bus it reaches is the
     // setup's private one (DBUS_SYSTEM_BUS_ADDRESS), and Ansible keeps its files in `dir`.
@@ -308,16 +316,17 @@ async fn ansible_playbook_drives_the_daemon_through_rdma_cli() -> Result<()> {
         ),
     )?;
     let out = run(
-        Command::new(&playbook)
+        Command::new(playbook)
             .current_dir(dir.path())
-            .args(["-i", "localhost,", "-c", "local"])
+            .args(args)
             .args(["-e", "ansible_python_interpreter=auto_silent"])
-            .arg(repo().join("ansible/tests/e2e/playbook.yml"))
+            .arg(repo().join("ansible/tests/e2e").join(play))
             .env("PATH", path)
             .env("DBUS_SYSTEM_BUS_ADDRESS", t.bus.address())
             .env("ANSIBLE_COLLECTIONS_PATH", repo().join("ansible"))
             .env("ANSIBLE_LOCAL_TEMP", dir.path().join("local"))
             .env("ANSIBLE_REMOTE_TEMP", dir.path().join("remote"))
+            .env("ANSIBLE_SSH_CONTROL_PATH_DIR", dir.path().join("cp"))
             .env("ANSIBLE_NOCOLOR", "1")
             .env("ANSIBLE_RETRY_FILES_ENABLED", "0")
             .stdin(Stdio::null()),
@@ -325,9 +334,28 @@ async fn ansible_playbook_drives_the_daemon_through_rdma_cli() -> Result<()> {
     )
     .await?;
     let text = transcript(&out);
-    ensure!(out.status.success(), "the playbook failed {text}");
-    // The run as a person sees it (shown with --no-capture).
+    ensure!(out.status.success(), "the playbook {play} failed {text}");
     eprintln!("{text}");
+    Ok(text)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ansible_playbook_drives_the_daemon_through_rdma_cli() -> Result<()> {
+    let Some((playbook, t, cli)) = playbook_setup().await? else {
+        return Ok(());
+    };
+    let before = t
+        .etc_file("/etc/rdma-manager/soft-links.toml")
+        .unwrap_or_default();
+    ensure!(!before.contains("siw0"), "{before}");
+    let text = run_playbook(
+        &playbook,
+        &t,
+        &cli,
+        "playbook.yml",
+        &["-i", "localhost,", "-c", "local"],
+    )
+    .await?;
     // The recap: every check passed, the two refusals the play expects were ignored.
     ensure!(
         text.contains("failed=0") && text.contains("ignored=2"),
@@ -348,5 +376,43 @@ async fn ansible_playbook_drives_the_daemon_through_rdma_cli() -> Result<()> {
         .etc_file("/etc/rdma-manager/roce.toml")
         .unwrap_or_default();
     ensure!(roce.contains("tos = 96\n"), "the ToS not saved: {roce}");
+    Ok(())
+}
+
+/// Over SSH (ansible/tests/e2e/ssh-cut-before-confirm standing in for ssh: it runs commands
+/// here, and fails the confirmation's connection as a change that cut the network would), the
+/// applied change is not confirmed, the task reports the host unreachable, and the daemon rolls
+/// the change back at its timeout (ansible/tests/e2e/cut-off.yml).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ansible_change_that_cuts_off_the_controller_rolls_back() -> Result<()> {
+    let Some((playbook, t, cli)) = playbook_setup().await? else {
+        return Ok(());
+    };
+    let ssh = repo().join("ansible/tests/e2e/ssh-cut-before-confirm");
+    let ssh_executable = format!("ansible_ssh_executable={}", ssh.display());
+    let text = run_playbook(
+        &playbook,
+        &t,
+        &cli,
+        "cut-off.yml",
+        &[
+            "-i",
+            "127.0.0.1,",
+            "-c",
+            "ssh",
+            "-e",
+            &ssh_executable,
+            "-e",
+            "ansible_pipelining=true",
+        ],
+    )
+    .await?;
+    // Every check of the play passed: the task said the host was unreachable, the change was in
+    // force until its timeout, and rolled back after it.
+    ensure!(text.contains("failed=0"), "unexpected recap {text}");
+    ensure!(
+        text.contains("rolls it back by itself when its 10 s timeout passes"),
+        "{text}"
+    );
     Ok(())
 }

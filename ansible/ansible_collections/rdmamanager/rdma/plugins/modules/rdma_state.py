@@ -33,7 +33,7 @@ description:
     module run, after the apply has returned and after resetting the connection, so that over
     SSH the confirmation travels over a new connection. If the change cut the controller off
     (an address, a P_Key or an MTU on the interface Ansible reaches the host through), the
-    confirmation cannot arrive, the task fails as unreachable, and the host rolls the change
+    confirmation cannot arrive, the task reports the host unreachable, and the host rolls the change
     back by itself when I(rollback_timeout) passes. The managed host never confirms its own
     change.
   - With I(confirm=false) the change is left pending; confirm it in a later task with
