@@ -22,11 +22,9 @@ use zbus::object_server::SignalEmitter;
 use zbus::zvariant::{OwnedObjectPath, Value};
 
 use super::guard::Guarded;
+use super::state::TIMEOUT_RANGE;
 use super::Context;
 use crate::engine::{NmPending, StatePending};
-
-/// How long a change may wait for confirmation, in seconds (`Extend`, `ApplyState`).
-pub const TIMEOUT_RANGE: std::ops::RangeInclusive<u32> = 10..=3600;
 
 /// How a pending change ended, as `Network.ChangeEnded` says it.
 pub const CONFIRMED: &str = "confirmed";

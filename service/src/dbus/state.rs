@@ -19,6 +19,10 @@ use zbus::zvariant::OwnedObjectPath;
 use super::Context;
 use crate::engine::{EngineHandle, StateFileOutcome};
 
+/// How long an applied state may wait for confirmation, in seconds (`ApplyState`, and
+/// `Extend` of its pending change): NetworkManager's range for its checkpoints.
+pub const TIMEOUT_RANGE: std::ops::RangeInclusive<u32> = 10..=3600;
+
 /// Where the state directory is, under the daemon's configuration root.
 pub const STATE_DIR: &str = "/etc/rdma-manager/state.d";
 
@@ -115,7 +119,7 @@ pub async fn apply_state(
     document: &str,
     timeout: u32,
 ) -> Result<(Vec<StateChange>, OwnedObjectPath), Error> {
-    if timeout != 0 && !super::pending::TIMEOUT_RANGE.contains(&timeout) {
+    if timeout != 0 && !TIMEOUT_RANGE.contains(&timeout) {
         return Err(Error::InvalidArgument(format!(
             "a timeout of {timeout} s is outside 10 to 3600 (0: no confirmation)"
         )));

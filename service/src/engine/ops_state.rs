@@ -10,9 +10,9 @@
 use std::collections::{BTreeMap, HashMap};
 
 use rdma_manager_model::state::{
-    self, Change, EntryState, Infiniband, InterfaceEntry, InterfaceType, IpAddress, IpFamily,
-    Memlock, Naming, NfsRdma, RoceEntry, RoceVersion, SoftLinkEntry, SoftLinkKind, State,
-    StateIpoibMode, Step, SubnetManager,
+    self, Change, EntryState, Infiniband, InterfaceEntry, InterfaceType, IpFamily, Memlock, Naming,
+    NfsRdma, RoceEntry, RoceVersion, SoftLinkEntry, SoftLinkKind, State, StateIpoibMode, Step,
+    SubnetManager,
 };
 use tracing::{info, warn};
 use zbus::zvariant::{OwnedValue, Value};
@@ -20,7 +20,8 @@ use zbus::zvariant::{OwnedValue, Value};
 use super::{EngineHandle, ObservedState, OpError, SmVerb, StepOutcome};
 use crate::config::IpoibSettings;
 use crate::model::{DeviceKind, RoceMode};
-use crate::nm::profile::{IpConfig, IpMethod};
+use crate::nm::keys::IpSettings;
+use crate::nm::profile::{Family, IpConfig};
 
 /// The host's state from what the engine holds, IP settings aside (they come from
 /// NetworkManager, asked on the caller's task).
@@ -138,33 +139,33 @@ fn current_of(st: &ObservedState) -> State {
     }
 }
 
-/// One family's settings of a NetworkManager profile in the document's form.
-fn family_of(c: &IpConfig, v6: bool) -> IpFamily {
-    let (enabled, dhcp, autoconf) = match c.method {
-        IpMethod::Disabled => (false, None, None),
-        IpMethod::Auto if v6 => (true, Some(false), Some(true)),
-        IpMethod::Auto => (true, Some(true), None),
-        IpMethod::Manual | IpMethod::LinkLocal if v6 => (true, Some(false), Some(false)),
-        IpMethod::Manual | IpMethod::LinkLocal => (true, Some(false), None),
-    };
-    let list = |v: Vec<String>| Some(v).filter(|v| !v.is_empty());
-    IpFamily {
-        enabled: Some(enabled),
-        dhcp: if enabled { dhcp } else { None },
-        autoconf: if enabled { autoconf } else { None },
-        address: enabled.then(|| {
-            c.addresses
-                .iter()
-                .map(|(ip, prefix)| IpAddress {
-                    ip: ip.to_string(),
-                    prefix_length: *prefix,
-                })
-                .collect()
-        }),
-        gateway: c.gateway.map(|g| g.to_string()),
-        dns: list(c.dns.iter().map(|d| d.to_string()).collect()),
-        dns_search: list(c.dns_search.clone()),
-    }
+/// One family's settings of a NetworkManager profile in the document's form, through the
+/// nmcli keys the model reads (so that what is shown is what the difference compares).
+fn family_of(c: &IpConfig, family: Family) -> IpFamily {
+    let join = |v: Vec<String>| v.join(",");
+    let setting = family.setting();
+    let keys: BTreeMap<String, String> = [
+        ("method", c.method.as_str().to_string()),
+        (
+            "addresses",
+            join(
+                c.addresses
+                    .iter()
+                    .map(|(ip, prefix)| format!("{ip}/{prefix}"))
+                    .collect(),
+            ),
+        ),
+        (
+            "gateway",
+            c.gateway.map(|g| g.to_string()).unwrap_or_default(),
+        ),
+        ("dns", join(c.dns.iter().map(|d| d.to_string()).collect())),
+        ("dns-search", join(c.dns_search.clone())),
+    ]
+    .into_iter()
+    .map(|(field, value)| (format!("{setting}.{field}"), value))
+    .collect();
+    IpFamily::from_nmcli(family, &keys)
 }
 
 /// What running a step left to settle: a NetworkManager change it made is confirmed at once
@@ -188,7 +189,7 @@ impl EngineHandle {
     pub async fn current_state_and_guids(
         &self,
     ) -> Result<(State, BTreeMap<String, String>), OpError> {
-        let (mut state, guids, with_profile) = self
+        let (mut state, guids, nm_candidates) = self
             .call(move |e| {
                 Box::pin(async move {
                     let state = current_of(&e.state);
@@ -201,7 +202,7 @@ impl EngineHandle {
                             Some((g.colon_form(), d.name().to_string()))
                         })
                         .collect();
-                    let with_profile: Vec<String> = match &e.state.nm_profiles {
+                    let nm_candidates: Vec<String> = match &e.state.nm_profiles {
                         Some(_) => e
                             .state
                             .ipoib
@@ -210,29 +211,34 @@ impl EngineHandle {
                             .collect(),
                         None => Vec::new(),
                     };
-                    Ok((state, guids, with_profile))
+                    Ok((state, guids, nm_candidates))
                 })
             })
             .await?;
-        if !with_profile.is_empty() {
+        if !nm_candidates.is_empty() {
+            // Owners asked once, each profile read once: no re-read per interface.
             self.nm.refresh().await;
-            let owned: Vec<String> = with_profile
+            let owned: Vec<(String, String)> = nm_candidates
                 .into_iter()
-                .filter(|n| self.nm.owner_of(n).is_some())
+                .filter_map(|n| self.nm.owner_of(&n).map(|p| (n, p.uuid)))
                 .collect();
-            if !owned.is_empty() && self.network_manager().await.is_ok() {
-                for name in owned {
-                    let Ok(report) = self.ip_settings(&name).await else {
+            let nm = match owned.is_empty() {
+                true => None,
+                false => self.network_manager().await.ok(),
+            };
+            if let Some(nm) = nm {
+                for (name, uuid) in &owned {
+                    let Ok(profile) = nm.profile_settings(uuid).await else {
                         continue;
                     };
-                    let Some(s) = report.settings else { continue };
+                    let s = IpSettings::of_profile(&profile);
                     if let Some(i) = state
                         .interfaces
                         .as_mut()
-                        .and_then(|l| l.iter_mut().find(|i| i.name == name))
+                        .and_then(|l| l.iter_mut().find(|i| &i.name == name))
                     {
-                        i.ipv4 = Some(family_of(&s.ipv4, false));
-                        i.ipv6 = Some(family_of(&s.ipv6, true));
+                        i.ipv4 = Some(family_of(&s.ipv4, Family::V4));
+                        i.ipv6 = Some(family_of(&s.ipv6, Family::V6));
                     }
                 }
             }
@@ -523,5 +529,83 @@ impl EngineHandle {
                 })
             })
             .await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::sim::{fixtures, SimHost};
+    use crate::system::unreachable::Unreachable;
+
+    /// The state read from a host is its own fixed point, in both printed forms: the
+    /// difference from itself is empty, and what `GetState` prints reads back the same.
+    #[tokio::test]
+    async fn the_hosts_state_is_its_own_fixed_point() {
+        for spec in [fixtures::demo_host(), fixtures::large_host(4, 2, 8)] {
+            let sim = SimHost::new(spec).expect("simulated host");
+            fixtures::install_host_setup(&sim).expect("host setup files");
+            let (observed, _) = crate::engine::read_host(&sim, &Unreachable)
+                .await
+                .expect("read");
+            let current = current_of(&observed);
+            assert_eq!(state::diff(&current, &current), Ok(vec![]));
+            for text in [state::to_yaml(&current), state::to_json(&current)] {
+                let back = state::parse(&text).expect("the printed state reads back");
+                assert_eq!(state::diff(&current, &back), Ok(vec![]), "{text}");
+            }
+            let _ = std::fs::remove_dir_all(sim.root());
+        }
+    }
+
+    /// What the demo host shows: its soft link, a RoCE port's defaults, its IPoIB interfaces
+    /// with a P_Key child's parent and P_Key, the module lists, and no IP settings (no
+    /// NetworkManager).
+    #[tokio::test]
+    async fn the_demo_hosts_state_names_what_it_has() {
+        let sim = SimHost::new(fixtures::demo_host()).expect("simulated host");
+        fixtures::install_host_setup(&sim).expect("host setup files");
+        let (observed, _) = crate::engine::read_host(&sim, &Unreachable)
+            .await
+            .expect("read");
+        let s = current_of(&observed);
+        let links = s.soft_links.as_deref().unwrap_or_default();
+        assert_eq!(links.len(), 1);
+        assert_eq!(links[0].name, "rxe0");
+        assert_eq!(links[0].kind, Some(SoftLinkKind::Rxe));
+        assert_eq!(links[0].netdev.as_deref(), Some("eth0"));
+        let roce = s.roce.as_deref().unwrap_or_default();
+        let mlx5 = roce
+            .iter()
+            .find(|r| r.device == "mlx5_1")
+            .expect("mlx5_1 port 1");
+        assert_eq!(
+            (mlx5.port, mlx5.mode, mlx5.tos),
+            (1, Some(RoceVersion::V2), Some(0))
+        );
+        let interfaces = s.interfaces.as_deref().unwrap_or_default();
+        let child = interfaces
+            .iter()
+            .find(|i| {
+                i.infiniband
+                    .as_ref()
+                    .is_some_and(|ib| ib.base_iface.is_some())
+            })
+            .expect("a P_Key child");
+        let ib = child.infiniband.as_ref().expect("infiniband");
+        let pkey = ib.pkey.as_deref().expect("its P_Key");
+        assert!(pkey.starts_with("0x") && pkey.len() == 6, "{pkey}");
+        assert!(interfaces
+            .iter()
+            .all(|i| i.ipv4.is_none() && i.ipv6.is_none()));
+        assert!(s.modules.as_ref().is_some_and(|m| m.contains_key("rdma")));
+        assert_eq!(
+            s.subnet_manager,
+            Some(SubnetManager {
+                enabled: Some(false),
+                running: Some(false)
+            })
+        );
+        let _ = std::fs::remove_dir_all(sim.root());
     }
 }

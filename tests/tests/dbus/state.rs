@@ -469,3 +469,40 @@ subnet-manager:
     assert_eq!(m.apply_state(gone, 0).await?.0, vec![]);
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_setting_that_does_not_hold_after_the_steps_rolls_everything_back() -> Result<()> {
+    require_harness!();
+    // A site's limits file read after the daemon's: what the daemon writes does not take
+    // effect, so the read-back check fails.
+    let (t, _s) = setup_with(|sim| {
+        let dir = sim.root().join("etc/security/limits.d");
+        std::fs::create_dir_all(&dir).expect("limits.d");
+        std::fs::write(
+            dir.join("zzzz-site.conf"),
+            "@rdma soft memlock 1024\n@rdma hard memlock 1024\n",
+        )
+        .expect("site limits");
+    })
+    .await?;
+    let m = manager(&t).await?;
+    let doc = "\
+roce: [{device: mlx5_1, port: 1, tos: 40}]
+memlock: {soft: unlimited, hard: unlimited}
+";
+    let shown = m.get_state("yaml").await?;
+    assert!(shown.contains("1024"), "{shown}");
+    let e = m
+        .apply_state(doc, 0)
+        .await
+        .expect_err("the limits do not hold");
+    let (name, msg) = error_of(e);
+    assert_eq!(name, "Failed", "{msg}");
+    assert!(msg.contains("verification failed"), "{msg}");
+    assert!(msg.contains("memlock"), "{msg}");
+    assert!(msg.contains("rolled back"), "{msg}");
+    // The RoCE step, which held, was undone too.
+    assert_eq!(t.sim.roce_tos("mlx5_1", 1).await.ok(), Some(0));
+    assert_eq!(m.get_state("yaml").await?, shown);
+    Ok(())
+}
