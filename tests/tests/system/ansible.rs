@@ -2,7 +2,9 @@
 //! `ansible-test sanity` on it (through `ansible/tests/sanity.sh`), the unit tests of its pure
 //! parts, and a playbook (`ansible/tests/e2e/playbook.yml`) that `ansible-playbook` runs with
 //! connection local against rdma-managerd on the simulated demo host, on a private system bus
-//! with the project's bus policy and the real polkitd, through the real `rdma-cli`.
+//! with the project's bus policy and the real polkitd, through the real `rdma-cli`; and the
+//! confirm-or-rollback over the ssh connection when the confirmation cannot get through
+//! (`ansible/tests/e2e/cut-off.yml`). The installed tree (`make install`) is read by ansible-doc.
 //!
 //! A check whose tool is missing (ansible-core, python3) prints why and passes, unless
 //! `RDMA_MANAGER_REQUIRE_TOOLS=1` is set (CI), where it fails.
