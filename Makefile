@@ -32,6 +32,14 @@ FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
 # Where install takes the built binaries from.
 BINDIR_SRC ?= target/release
 
+# The Ansible collection rdmamanager.rdma, installed where ansible-core looks by default
+# (its collections path includes /usr/share/ansible/collections).
+ANSIBLECOLLECTIONSDIR ?= $(DATADIR)/ansible/collections
+COLLECTIONDIR = $(ANSIBLECOLLECTIONSDIR)/ansible_collections/rdmamanager/rdma
+COLLECTION_SRC := ansible/ansible_collections/rdmamanager/rdma
+COLLECTION_FILES := galaxy.yml meta/runtime.yml README.md COPYING \
+    $(patsubst $(COLLECTION_SRC)/%,%,$(wildcard $(COLLECTION_SRC)/plugins/*/*.py))
+
 BUS_NAME := org.rdmamanager.RdmaManager1
 UNIT := rdma-managerd.service
 BUS_POLICY := dist/dbus/$(BUS_NAME).conf
@@ -101,9 +109,16 @@ endif
 	# NFS over RDMA is set in a drop-in there; nfs-utils reads it (since 2.5.3) but RHEL 9's
 	# package does not ship the directory, and the sandboxed daemon cannot create it.
 	$(INSTALL) -d -m 0755 "$(DESTDIR)$(SYSCONFDIR)/nfs.conf.d"
+	for f in $(COLLECTION_FILES); do \
+	    $(INSTALL) -D -m 0644 "$(COLLECTION_SRC)/$$f" "$(DESTDIR)$(COLLECTIONDIR)/$$f" || exit 1; \
+	done
+	$(INSTALL) -d -m 0755 "$(DESTDIR)$(DOCDIR)"
+	$(INSTALL) -m 0644 docs/ANSIBLE.md "$(DESTDIR)$(DOCDIR)/"
 
 # Leaves $(SYSCONFDIR)/rdma-manager alone: it holds the administrator's configuration and state.
 uninstall:
+	rm -rf "$(DESTDIR)$(COLLECTIONDIR)" "$(DESTDIR)$(DOCDIR)/ANSIBLE.md"
+	-rmdir "$(DESTDIR)$(ANSIBLECOLLECTIONSDIR)/ansible_collections/rdmamanager" 2>/dev/null
 	rm -f "$(DESTDIR)$(SBINDIR)/rdma-managerd" "$(DESTDIR)$(BINDIR)/rdma-tui"
 	rm -f "$(DESTDIR)$(BINDIR)/rdma-cli"
 	rm -f "$(DESTDIR)$(UNITDIR)/$(UNIT)"

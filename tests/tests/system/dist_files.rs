@@ -118,6 +118,19 @@ impl Installed {
     }
 }
 
+/// The files of the Ansible collection rdmamanager.rdma that a host needs to run it.
+const ANSIBLE_COLLECTION_FILES: [&str; 9] = [
+    "galaxy.yml",
+    "meta/runtime.yml",
+    "README.md",
+    "COPYING",
+    "plugins/action/rdma_state.py",
+    "plugins/module_utils/rdma_cli.py",
+    "plugins/modules/rdma_confirm.py",
+    "plugins/modules/rdma_facts.py",
+    "plugins/modules/rdma_state.py",
+];
+
 /// Every file `make install` puts down with default directories, and its mode.
 fn expected_files() -> Result<BTreeMap<String, u32>> {
     let mut files: BTreeMap<String, u32> = [
@@ -169,6 +182,14 @@ fn expected_files() -> Result<BTreeMap<String, u32>> {
             }
         }
     }
+    // The Ansible collection, where ansible-core finds it without configuration, and its guide.
+    for f in ANSIBLE_COLLECTION_FILES {
+        files.insert(
+            format!("/usr/share/ansible/collections/ansible_collections/rdmamanager/rdma/{f}"),
+            0o644,
+        );
+    }
+    files.insert("/usr/share/doc/rdma-manager/ANSIBLE.md".into(), 0o644);
     Ok(files)
 }
 

@@ -1,8 +1,9 @@
 //! What surrounds the service: the packaging files, the kernel lab's transcripts, the
-//! simulated host, the polkit harness, rdma-core's libibverbs and providers, and the real
-//! NetworkManager, systemd and firewalld the service talks to. One test binary for all of
-//! them.
+//! simulated host, the polkit harness, the Ansible collection, rdma-core's libibverbs and
+//! providers, and the real NetworkManager, systemd and firewalld the service talks to. One
+//! test binary for all of them.
 
+mod ansible;
 mod dist_files;
 mod lab_transcripts;
 mod nm_changes;
