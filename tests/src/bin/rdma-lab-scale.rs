@@ -22,7 +22,8 @@
 //!   adds for it is in the port's `Gids` on D-Bus;
 //!   the time from
 //!   `ip link set dummyN down` until the port's `State` on D-Bus is `DOWN`; from `rdma link
-//!   add` of one more device until its Device object's InterfacesAdded; how many lines of
+//!   add` of one more device until its Device object's InterfacesAdded; the declarative
+//!   state in force applied again (GetState's document to ApplyState, no change); how many lines of
 //!   its log say "Too many open files"; then a second start (a restart: rdma_cm's configfs
 //!   directories exist by then) with ibstat timed again beside it; then a third start with
 //!   a 10 ms tick, whose RSS is taken once every port's history is full.
@@ -726,6 +727,23 @@ async fn startup_now(conn: &zbus::Connection) -> Result<bool> {
 }
 
 /// The installed daemon, logging as installed to [`DAEMON_LOG`] (made anew).
+/// GetState's YAML applied back with ApplyState three times: the median time, the document's
+/// lines and the changes of the last apply (0 when the state holds).
+async fn state_in_force(conn: &zbus::Connection) -> Result<(f64, usize, usize)> {
+    let manager = rdma_manager_dbus::proxies::ManagerProxy::new(conn).await?;
+    let doc = manager.get_state("yaml").await?;
+    let mut times = Vec::new();
+    let mut changes = 0;
+    for _ in 0..3 {
+        let t = Instant::now();
+        let (applied, _pending) = manager.apply_state(&doc, 0).await?;
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+        changes = applied.len();
+    }
+    times.sort_by(f64::total_cmp);
+    Ok((times[1], doc.lines().count(), changes))
+}
+
 fn spawn_daemon() -> Result<Child> {
     spawn_daemon_with(&[], DEFAULT_LOG_FILTER)
 }
@@ -986,6 +1004,18 @@ async fn daemon_phase(devices: usize, only: Only) -> Result<()> {
         },
     );
 
+    // The declarative state already in force, applied again: GetState's document back to
+    // ApplyState (median of 3), to set beside one ibstat of every device. Nothing may change.
+    let in_force = state_in_force(&conn).await;
+    match &in_force {
+        Ok((ms, lines, changes)) => {
+            figure("state_apply_in_force_ms", format!("{ms:.0}"));
+            figure("state_document_lines", lines);
+            figure("state_apply_in_force_changes", changes);
+        }
+        Err(e) => figure("state_apply_in_force_ms", format!("FAILED: {e:#}")),
+    }
+
     let _ = Command::new("kill")
         .args(["-TERM", &pid.to_string()])
         .status();
@@ -1009,6 +1039,9 @@ async fn daemon_phase(devices: usize, only: Only) -> Result<()> {
     }
     if emfile > 0 {
         failed.push("the daemon ran out of file descriptors");
+    }
+    if !matches!(in_force, Ok((_, _, 0))) {
+        failed.push("applying the state in force failed or changed something");
     }
     for l in text
         .lines()
