@@ -771,7 +771,7 @@ c_ansible() {
     echo "$h: changed=$n"
     [ "${n:-0}" -ge 1 ] || fail "site.yml changed nothing on $h"
     run on_host "$h" rdma link show
-    on_host "$h" rdma link show | grep -q '^link siw0/1 ' || fail "no siw0 on $h"
+    on_host "$h" rdma link show | grep -q '^link rxe0/1 ' || fail "no rxe0 on $h"
     [ "$(roce_tos_of "$h")" = "$TOS" ] || fail "ToS on $h is not $TOS"
     run on_host "$h" grep -x rds_rdma /etc/rdma/modules/rdma.conf || fail "rds_rdma not enabled on $h"
   done
@@ -797,7 +797,7 @@ c_ansible() {
   for h in $(lab_hosts); do
     on_host "$h" rdma-cli show --yaml >"/root/after-$h.yml"
     run diff -u "/root/before-$h.yml" "/root/after-$h.yml" || fail "the refused state changed $h"
-    ! on_host "$h" rdma link show | grep -q siw9 || fail "siw9 exists on $h"
+    ! on_host "$h" grep -qx ib_isert /etc/rdma/modules/rdma.conf || fail "ib_isert enabled on $h"
   done
 
   echo "--- 5. an apply nobody confirms rolls back at its timeout"
@@ -814,6 +814,9 @@ c_ansible_client() {
   cp "$deb" /root/ || return 1
   run apt-get install -y /root/"${deb##*/}" || return 1
   run rdma-cli status || return 1
+  # The rxe0 of the NFS checks was made by hand: the first guest's playbook makes it again
+  # through the service.
+  run rdma link delete rxe0 || return 1
   echo ready >"$rdv/client-ansible-ready"
   wait_for 2400 "the first guest's playbooks" test -e "$rdv/ansible-done"
 }
@@ -829,8 +832,6 @@ c_reboot_ansible() {
     || fail "50-lab.yml was not applied at start"
   run grep -x ib_isert /etc/rdma/modules/rdma.conf || fail "ib_isert not enabled by the state directory"
   run rdma-cli diff /etc/rdma-manager/state.d/50-lab.yml || fail "the state directory's state does not hold"
-  run rdma link show
-  rdma link show | grep -q '^link siw0/1 ' || fail "siw0 not re-created at boot"
   { echo "[rdma]"; echo "main ansible_connection=local"; } >"$LAB_INVENTORY"
   set -o pipefail
   playbook site.yml | tee "$log" || fail "site.yml failed after the reboot"
