@@ -842,7 +842,7 @@ if [ "$role" = nfs-client ]; then
   check nfs-client-setup c_nfs_client_setup
   check nfs-client-mount c_nfs_client_mount
   [ -e "$rdv/client-done" ] || echo failed >"$rdv/client-failed"
-  check ansible-client c_ansible_client
+  [ -d "$share/ansible" ] && check ansible-client c_ansible_client
   exit 0
 fi
 
@@ -873,8 +873,10 @@ case "$phase" in
     check reboot-memlock c_reboot_memlock
     check reboot-nfs c_reboot_nfs
     [ -d "$rdv" ] && check nfs-rdma-server c_nfs_rdma_server
-    check ansible c_ansible
-    [ -d "$rdv" ] && echo done >"$rdv/ansible-done"
+    if [ -d "$share/ansible" ]; then
+      check ansible c_ansible
+      [ -d "$rdv" ] && echo done >"$rdv/ansible-done"
+    fi
     check reboot-boot c_boot2
     check networkmanager c_networkmanager
     check nm-rollback c_nm_rollback
@@ -884,7 +886,7 @@ case "$phase" in
     exit 100
     ;;
   3)
-    check reboot-ansible c_reboot_ansible
+    [ -d "$share/ansible" ] && check reboot-ansible c_reboot_ansible
     check late-netdev c_late_netdev
     check gmo-dbus-daemon c_gmo_dbus_daemon
     check broker-switch c_broker_switch

@@ -4,7 +4,7 @@
 # reboot. See tests/syslab/README.md.
 #
 #   tests/syslab/run.sh [--kernel 6.1|6.12] [--deb PATH] [--gmo-bin PATH] [--out DIR]
-#                       [--timeout SECS] [--cache DIR] [--one-guest]
+#                       [--timeout SECS] [--cache DIR] [--one-guest] [--no-ansible]
 #
 # Builds (or restores) the image, builds the package unless --deb is given and the
 # GetManagedObjects timing client (rdma-syslab-gmo) unless --gmo-bin is given, boots the guest
@@ -22,6 +22,7 @@ out="$REPO_DIR/target/syslab"
 timeout_secs=2700
 cache="$REPO_DIR/target/syslab-cache"
 two=1
+ansible=1
 kernel=6.1
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -31,6 +32,7 @@ while [ $# -gt 0 ]; do
     --timeout) timeout_secs=$2; shift 2 ;;
     --cache) cache=$2; shift 2 ;;
     --one-guest) two=0; shift ;;
+    --no-ansible) ansible=0; shift ;;
     --kernel) kernel=$2; shift 2 ;;
     -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
@@ -43,10 +45,13 @@ t_start=$SECONDS
 # The checks each boot must report, in order; a missing line is a failure (the phase did not
 # get that far).
 EXPECTED_PHASE1="boot install files activation udev softlink roce rename naming modules memlock nfs journal security"
-EXPECTED_PHASE2="reboot-softlink reboot-roce reboot-modules reboot-memlock reboot-nfs ansible reboot-boot networkmanager nm-rollback tui late-setup"
-EXPECTED_PHASE3="reboot-ansible late-netdev gmo-dbus-daemon broker-switch"
+EXPECTED_PHASE2="reboot-softlink reboot-roce reboot-modules reboot-memlock reboot-nfs reboot-boot networkmanager nm-rollback tui late-setup"
+EXPECTED_PHASE3="late-netdev gmo-dbus-daemon broker-switch"
 EXPECTED_PHASE4="broker-boot broker-daemon gmo-dbus-broker"
-EXPECTED_TWO="nfs-rdma-server nfs-client-setup nfs-client-mount ansible-client"
+EXPECTED_TWO="nfs-rdma-server nfs-client-setup nfs-client-mount"
+# The Ansible checks (left out with --no-ansible: the share then has no ansible/).
+EXPECTED_ANSIBLE="ansible reboot-ansible"
+EXPECTED_ANSIBLE_TWO="ansible-client"
 
 need=(mmdebstrap e2fsprogs qemu-utils qemu-system-x86 dpkg-dev debhelper)
 missing=()
@@ -85,7 +90,7 @@ fi
 rm -rf "$out"
 mkdir -p "$out/share/out" "$out/checks"
 cp "$SYSLAB_DIR/guest-checks.sh" "$out/share/"
-cp -r "$SYSLAB_DIR/ansible" "$out/share/"
+[ "$ansible" -eq 0 ] || cp -r "$SYSLAB_DIR/ansible" "$out/share/"
 cp "$deb" "$out/share/"
 cp "$gmo_bin" "$out/share/rdma-syslab-gmo"
 [ "$two" -eq 0 ] || mkdir -p "$out/share/rdv" "$out/share/out-nfs-client"
@@ -145,6 +150,8 @@ cat "$out"/share/out*/summary 2>/dev/null | grep -a '^syslab: ' >"$summary" || t
 failed=0
 expected="$EXPECTED_PHASE1 $EXPECTED_PHASE2 $EXPECTED_PHASE3 $EXPECTED_PHASE4"
 [ "$two" -eq 0 ] || expected="$expected $EXPECTED_TWO"
+[ "$ansible" -eq 0 ] || expected="$expected $EXPECTED_ANSIBLE"
+[ "$ansible" -eq 0 ] || [ "$two" -eq 0 ] || expected="$expected $EXPECTED_ANSIBLE_TWO"
 for name in $expected; do
   if ! grep -qx "syslab: \(ok\|FAIL\) $name" "$summary"; then
     echo "syslab: FAIL $name (did not run)" >>"$summary"
