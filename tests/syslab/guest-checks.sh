@@ -828,7 +828,7 @@ c_reboot_ansible() {
   wait_for 120 "50-lab.yml in StateDirectory" sh -c \
     "busctl get-property $BUS $ROOT $BUS StateDirectory | grep -q 50-lab.yml" || return 1
   rprop StateDirectory
-  busctl get-property "$BUS" "$ROOT" "$BUS" StateDirectory | grep -q '"50-lab.yml" "applied"' \
+  busctl get-property "$BUS" "$ROOT" "$BUS" StateDirectory | grep -q '50-lab.yml" "applied"' \
     || fail "50-lab.yml was not applied at start"
   run grep -x ib_isert /etc/rdma/modules/rdma.conf || fail "ib_isert not enabled by the state directory"
   run rdma-cli diff /etc/rdma-manager/state.d/50-lab.yml || fail "the state directory's state does not hold"
