@@ -138,18 +138,7 @@ pub enum IpValue {
 }
 
 /// The keys `ip` takes, nmcli's names.
-pub const IP_KEYS: [&str; 10] = [
-    "ipv4.method",
-    "ipv4.addresses",
-    "ipv4.gateway",
-    "ipv4.dns",
-    "ipv4.dns-search",
-    "ipv6.method",
-    "ipv6.addresses",
-    "ipv6.gateway",
-    "ipv6.dns",
-    "ipv6.dns-search",
-];
+pub use rdma_manager_model::ip::NMCLI_KEYS as IP_KEYS;
 
 /// nmcli's methods the daemon takes (`dhcp` and `static` are its synonyms).
 const IP_METHODS: [&str; 6] = ["auto", "dhcp", "manual", "static", "link-local", "disabled"];

@@ -5,6 +5,20 @@
 use std::fmt;
 use std::net::IpAddr;
 
+/// The IP settings' keys, nmcli's names: what `SetIpSettings` takes and `rdma-cli ip` offers.
+pub const NMCLI_KEYS: [&str; 10] = [
+    "ipv4.method",
+    "ipv4.addresses",
+    "ipv4.gateway",
+    "ipv4.dns",
+    "ipv4.dns-search",
+    "ipv6.method",
+    "ipv6.addresses",
+    "ipv6.gateway",
+    "ipv6.dns",
+    "ipv6.dns-search",
+];
+
 /// An IP family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Family {

@@ -19,18 +19,7 @@ fn invalid(text: impl Into<String>) -> ProfileError {
 }
 
 /// The keys understood, for the error that names an unknown one.
-pub const KEYS: [&str; 10] = [
-    "ipv4.method",
-    "ipv4.addresses",
-    "ipv4.gateway",
-    "ipv4.dns",
-    "ipv4.dns-search",
-    "ipv6.method",
-    "ipv6.addresses",
-    "ipv6.gateway",
-    "ipv6.dns",
-    "ipv6.dns-search",
-];
+pub use rdma_manager_model::ip::NMCLI_KEYS as KEYS;
 
 /// Both families' settings of one profile.
 #[derive(Debug, Clone, PartialEq, Eq)]
