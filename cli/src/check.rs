@@ -92,9 +92,14 @@ pub fn roce_mode(text: &str) -> Result<&'static str, Failure> {
     }
 }
 
-/// A RoCE type of service: 0 to 255.
+/// A RoCE type of service: 0 to 255, in decimal or, as configfs's `default_roce_tos` also
+/// takes it, in hex with `0x` (`0x60`).
 pub fn tos(text: &str) -> Result<u8, Failure> {
-    text.parse::<u8>().map_err(|_| {
+    let value = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u8::from_str_radix(hex, 16),
+        None => text.parse::<u8>(),
+    };
+    value.map_err(|_| {
         refuse(
             "tos",
             format!("{text:?} is not 0 to 255; the ToS is one byte (e.g. 106 for DSCP 26)"),
@@ -250,6 +255,16 @@ mod tests {
         assert_eq!(mtu("2044", None), Ok(2044));
         assert!(mtu("70000", None).is_err());
         assert!(mtu("x", None).is_err());
+    }
+
+    #[test]
+    fn tos_in_decimal_or_hex_as_configfs_takes_it() {
+        assert_eq!(tos("106"), Ok(106));
+        assert_eq!(tos("0x60"), Ok(0x60));
+        assert_eq!(tos("0XfF"), Ok(255));
+        for bad in ["", "0x", "256", "0x100", "-1", "x60", "6a"] {
+            assert_eq!(tos(bad).map_err(|e| e.code), Err(2), "{bad:?}");
+        }
     }
 
     #[test]

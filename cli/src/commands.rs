@@ -275,7 +275,7 @@ pub async fn modules(conn: &Connection, words: &[String], format: Format) -> Res
             Ok(print_steps(&steps, format))
         }
         [set, module, state] => {
-            let enabled = words::on_off("module", state)?;
+            let enabled = words::on_off(module, state)?;
             host(conn)
                 .await?
                 .set_module_enabled(set, module, enabled)
