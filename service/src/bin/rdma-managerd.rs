@@ -166,8 +166,14 @@ async fn daemon(args: &Args) -> anyhow::Result<()> {
         Bus::Address(a) => format!("no bus at {a}"),
     })?;
     let service = if let Some(sim) = &sim {
-        // A simulated host has no systemd or firewalld of its own to drive.
-        let authorizer = rdma_managerd::dbus::polkit::Authorizer::new(&conn);
+        // A simulated host has no systemd or firewalld of its own to drive. On the user's own
+        // session bus it serves that user as rdma-tui --demo does (no polkit there, and the
+        // simulated host holds nothing the user does not already have); elsewhere polkit asks.
+        use rdma_managerd::dbus::polkit::Authorizer;
+        let authorizer = match bus {
+            Bus::Session => Authorizer::same_user_for_simulation(&conn),
+            _ => Authorizer::new(&conn),
+        };
         let system = sim.system_services();
         server::serve_with(conn, host, simulated, config, authorizer, system).await?
     } else {

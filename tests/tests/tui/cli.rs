@@ -677,3 +677,33 @@ async fn an_apply_that_fails_half_way_is_rolled_back_with_exit_6() -> Result<()>
     );
     Ok(())
 }
+
+/// `rdma-managerd --session --simulate`, as the README offers it for trying the client, serves
+/// its own user as rdma-tui --demo does: a change from rdma-cli on that session bus is made
+/// with no polkit on the machine, and shows in the state.
+#[test]
+fn a_simulated_daemon_on_the_session_bus_serves_its_user() -> Result<()> {
+    let daemon = workspace_bin("rdma-managerd")?;
+    let cli = workspace_bin("rdma-cli")?;
+    let (daemon, cli) = (daemon.display(), cli.display());
+    let script = format!(
+        "{daemon} --session --simulate 2>/dev/null & i=0
+         until {cli} --session status >/dev/null 2>&1; do
+           i=$((i + 1)); [ $i -gt 300 ] && exit 9; sleep 0.1
+         done
+         {cli} --session roce mlx5_1/1 tos 96 && {cli} --session -t show | grep -F 'roce[mlx5_1/1].tos'
+         status=$?; kill %1; exit $status"
+    );
+    let out = std::process::Command::new("dbus-run-session")
+        .args(["--", "sh", "-c", &script])
+        .output()
+        .context("dbus-run-session (Debian: dbus-daemon)")?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    ensure!(
+        out.status.success() && stdout.contains("96"),
+        "{}\n{stdout}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(())
+}
