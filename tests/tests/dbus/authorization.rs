@@ -140,6 +140,9 @@ fn netdevs(t: &Setup) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_unprivileged_user_is_refused_every_change_and_nothing_changes() -> Result<()> {
+    rdma_manager_tests::audit_test_alone!(
+        an_unprivileged_user_is_refused_every_change_and_nothing_changes
+    );
     require_harness!();
     let t = Setup::new(false, PolkitConfig::rdma_manager()).await?;
     let methods = our_methods(&t.bus).await?;
@@ -209,6 +212,9 @@ async fn an_unprivileged_user_is_refused_every_change_and_nothing_changes() -> R
 /// polkit's `subject.active` is false) gets nothing from it, for every action.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_shipped_group_rule_grants_nothing_without_an_active_session() -> Result<()> {
+    rdma_manager_tests::audit_test_alone!(
+        the_shipped_group_rule_grants_nothing_without_an_active_session
+    );
     require_harness!();
     let t = Setup::new(true, PolkitConfig::rdma_manager().rdma_group_rule()).await?;
     let methods = our_methods(&t.bus).await?;
@@ -291,6 +297,7 @@ async fn refused_every_change(
 
 #[tokio::test(flavor = "multi_thread")]
 async fn root_may_add_and_remove_a_soft_link() -> Result<()> {
+    rdma_manager_tests::audit_test_alone!(root_may_add_and_remove_a_soft_link);
     require_harness!();
     audit_log::catch();
     let t = Setup::new(false, PolkitConfig::rdma_manager()).await?;
@@ -465,6 +472,9 @@ async fn a_group_rule_grants_group_rdma() -> Result<()> {
 /// (one audit line, the refused action's), and the same caller may apply the two areas it has.
 #[tokio::test(flavor = "multi_thread")]
 async fn apply_state_asks_each_area_and_a_refused_area_changes_nothing() -> Result<()> {
+    rdma_manager_tests::audit_test_alone!(
+        apply_state_asks_each_area_and_a_refused_area_changes_nothing
+    );
     require_harness!();
     let grant = r#"polkit.addRule(function(action, subject) {
     if ((action.id == "org.rdmamanager.rdmamanager1.manage-links" ||

@@ -58,11 +58,17 @@ async fn the_name_is_owned_before_the_host_is_read_and_get_managed_objects_waits
         .filter(|ifaces| ifaces.keys().any(|i| i.as_str() == DEVICE_INTERFACE))
         .count();
     assert_eq!(device_objects, devices, "every device in the first answer");
+    // Asked of the daemon, not of the proxy's cache, which PropertiesChanged updates only
+    // after the signal is read: the answer to GetManagedObjects may come first.
+    let uncached = ManagerProxy::builder(&client)
+        .cache_properties(zbus::proxy::CacheProperties::No)
+        .build()
+        .await?;
     assert!(
-        !manager.startup().await?,
+        !uncached.startup().await?,
         "Startup after GetManagedObjects answered"
     );
-    assert_eq!(manager.devices().await?.len(), devices);
+    assert_eq!(uncached.devices().await?.len(), devices);
 
     // The change of Startup was signalled.
     let changed = tokio::time::timeout(Duration::from_secs(10), async {
@@ -116,7 +122,11 @@ async fn a_change_asked_during_start_up_waits_for_the_engine_and_is_done() -> Re
         system_bus_with_polkit(false, &PolkitConfig::rdma_manager()).await?;
     let sim = host_with_eth1()?;
     let (serving, client) = serve_held(&bus, &sim).await?;
-    let manager = ManagerProxy::new(&client).await?;
+    // Uncached: each Startup below is the daemon's answer at that moment.
+    let manager = ManagerProxy::builder(&client)
+        .cache_properties(zbus::proxy::CacheProperties::No)
+        .build()
+        .await?;
     assert!(manager.startup().await?, "Startup while the host is read");
 
     // Root asks while the daemon starts: answered once start-up is over, not refused as Busy.
