@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 
 /// Exports rdma-managerd's RDMA ports, counters and state for Prometheus: node_exporter's
 /// node_infiniband_* metrics and the project's own rdma_* metrics (docs/METRICS.md).
@@ -47,4 +47,14 @@ impl Args {
             (None, false) => BusChoice::System,
         }
     }
+}
+
+/// Every long option, `help` and `version` included (the man page documents each: a test
+/// checks it).
+pub fn long_options() -> Vec<String> {
+    let mut cmd = Args::command();
+    cmd.build();
+    cmd.get_arguments()
+        .filter_map(|a| a.get_long().map(str::to_string))
+        .collect()
 }
