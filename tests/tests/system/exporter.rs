@@ -452,6 +452,14 @@ async fn a_port_down_and_up_between_two_scrapes_is_counted_as_two_state_changes(
         "a scrape sees the port ACTIVE as before: {after}"
     );
     ensure!(value(&after, series) == Some(2.0), "{after}");
+    // The daemon keeps the count (Port.StateChanges): an exporter started after the flap
+    // shows it too.
+    ensure!(port.state_changes().await? == 2);
+    let conn = rdma_exporter::connect(&BusChoice::Address(s.bus.address().to_string())).await?;
+    let late = rdma_exporter::start(conn);
+    ensure!(rdma_exporter::wait_loaded(&late, Duration::from_secs(10)).await);
+    let text = rdma_exporter::render(&*late.scrape().await, rdma_exporter::Format::Prometheus);
+    ensure!(value(&text, series) == Some(2.0), "{text}");
     Ok(())
 }
 
