@@ -198,6 +198,10 @@ async fn connection(
             req.keep_alive,
         )
         .await?;
+        if path == "/metrics" {
+            drop(body);
+            crate::release_freed_memory();
+        }
         if !req.keep_alive {
             return Ok(());
         }

@@ -20,6 +20,17 @@ pub use render::{render, Format};
 /// Prometheus' port allocation list had filled (docs/METRICS.md, "Port").
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:10041";
 
+/// Gives the memory a scrape freed back to the system: a scrape's text and the replies it
+/// came from are the largest allocations, made once per scrape, and malloc keeps freed
+/// memory otherwise, so the resident set would stay at its largest scrape's.
+pub fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks the allocator's own free lists.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// Starts following the daemon on `conn` (a task that lives as long as the connection) and
 /// returns the collector that scrapes read.
 pub fn start(conn: Connection) -> Arc<Collector> {

@@ -51,6 +51,8 @@ async fn run(args: Args) -> Result<()> {
             }
             let scrape = collector.scrape().await;
             textfile::write_atomic(path, &render(&scrape, Format::Prometheus))?;
+            drop(scrape);
+            rdma_exporter::release_freed_memory();
             let Some(every) = args.interval else {
                 return Ok(());
             };

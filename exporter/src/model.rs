@@ -14,6 +14,71 @@ pub const IPOIB_IFACE: &str = "org.rdmamanager.RdmaManager1.Ipoib";
 /// One object's properties of one interface.
 pub type Props = HashMap<String, OwnedValue>;
 
+/// The properties a scrape shows, by interface: only these are kept (a large host's GID
+/// tables, for one, would be most of the model and are not exported).
+fn used(iface: &str, key: &str) -> bool {
+    let keys: &[&str] = match iface {
+        MANAGER_IFACE => &[
+            "Version",
+            "Simulated",
+            "Startup",
+            "StateStale",
+            "SoftLinks",
+            "ConfigErrors",
+        ],
+        DEVICE_IFACE => &[
+            "Name",
+            "BoardId",
+            "FwVersion",
+            "HcaType",
+            "HwRev",
+            "NodeGuid",
+            "SysImageGuid",
+            "NodeType",
+            "Kind",
+            "Protocol",
+            "PciAddress",
+            "ParentNetdev",
+        ],
+        PORT_IFACE => &[
+            "Device",
+            "DeviceName",
+            "Number",
+            "State",
+            "PhysState",
+            "RateGbps",
+            "LinkLayer",
+            "Netdev",
+            "NetdevOwner",
+            "PortGuid",
+            "Lid",
+            "SmLid",
+            "Pkeys",
+            "CounterSource",
+            "StateChanges",
+        ],
+        IPOIB_IFACE => &[
+            "Name",
+            "Mode",
+            "Mtu",
+            "Pkey",
+            "ParentName",
+            "OperState",
+            "Owner",
+            "Persisted",
+            "Port",
+        ],
+        _ => &[],
+    };
+    keys.contains(&key)
+}
+
+/// `props` with only what [`used`] keeps; `None` for an interface nothing is kept of.
+fn kept(iface: &str, mut props: Props) -> Option<Props> {
+    props.retain(|k, _| used(iface, k));
+    (!props.is_empty()).then_some(props)
+}
+
 /// Where the model stands with the daemon.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Link {
@@ -59,7 +124,10 @@ impl Model {
                     path.to_string(),
                     ifaces
                         .into_iter()
-                        .map(|(name, props)| (name.to_string(), props))
+                        .filter_map(|(name, props)| {
+                            let name = name.to_string();
+                            kept(&name, props).map(|p| (name, p))
+                        })
                         .collect(),
                 )
             })
@@ -98,6 +166,9 @@ impl Model {
         let Some(ifaces) = self.objects.get_mut(path) else {
             return;
         };
+        let Some(changed) = kept(iface, changed) else {
+            return;
+        };
         let props = ifaces.entry(iface.to_string()).or_default();
         for k in invalidated {
             props.remove(k);
@@ -114,6 +185,9 @@ impl Model {
     /// An InterfacesAdded of `path`.
     pub fn add(&mut self, path: &str, interfaces: HashMap<String, Props>) {
         let state = interfaces.get(PORT_IFACE).map(|p| text(p, "State"));
+        let interfaces = interfaces
+            .into_iter()
+            .filter_map(|(name, props)| kept(&name, props).map(|p| (name, p)));
         self.objects
             .entry(path.to_string())
             .or_default()

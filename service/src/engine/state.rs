@@ -308,7 +308,10 @@ impl ObservedState {
             return;
         };
         for port in &fresh.snap.ports {
-            let before = old.snap.port(port.number).and_then(|p| p.state.as_ref().ok());
+            let before = old
+                .snap
+                .port(port.number)
+                .and_then(|p| p.state.as_ref().ok());
             if let (Some(before), Ok(now)) = (before, &port.state) {
                 if before != now {
                     *self
@@ -329,10 +332,7 @@ impl ObservedState {
 
     /// A port's state changes so far (see `state_changes`).
     pub fn state_changes_of(&self, index: u32, port: u32) -> u64 {
-        self.state_changes
-            .get(&(index, port))
-            .copied()
-            .unwrap_or(0)
+        self.state_changes.get(&(index, port)).copied().unwrap_or(0)
     }
 
     /// Re-reads the netdevs with these names.
