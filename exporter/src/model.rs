@@ -80,9 +80,10 @@ fn kept(iface: &str, mut props: Props) -> Option<Props> {
 }
 
 /// Where the model stands with the daemon.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum Link {
     /// Not read yet (the first GetManagedObjects is under way).
+    #[default]
     Connecting,
     /// Read, and followed since.
     Current,
@@ -174,7 +175,7 @@ impl Model {
             props.remove(k);
         }
         let state = (iface == PORT_IFACE)
-            .then(|| changed.get("State").map(|v| value_text(v)))
+            .then(|| changed.get("State").map(value_text))
             .flatten();
         props.extend(changed);
         if let Some(state) = state {
@@ -264,7 +265,7 @@ impl Model {
                 view.ports.push(port);
             }
         }
-        for (_, ifaces) in &self.objects {
+        for ifaces in self.objects.values() {
             if let Some(p) = ifaces.get(IPOIB_IFACE) {
                 let port_path = object(p, "Port");
                 let port = view.ports.iter().find(|x| x.path == port_path);
@@ -298,12 +299,6 @@ pub struct View {
     pub devices: Vec<DeviceView>,
     pub ports: Vec<PortView>,
     pub ipoib: Vec<IpoibView>,
-}
-
-impl Default for Link {
-    fn default() -> Self {
-        Link::Connecting
-    }
 }
 
 #[derive(Debug, Clone, Default)]
