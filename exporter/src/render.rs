@@ -243,9 +243,10 @@ fn node_metrics(o: &mut Out, scrape: &Scrape) {
     for d in &v.devices {
         o.sample(
             info,
+            // In node_exporter's order (sorted), so that the two outputs compare line by line.
             &[
-                ("device", &d.name),
                 ("board_id", &d.board_id),
+                ("device", &d.name),
                 ("firmware_version", &d.fw_version),
                 ("hca_type", &d.hca_type),
             ],

@@ -169,7 +169,7 @@ async fn the_exporter_serves_node_exporters_names_and_promtool_finds_nothing_to_
     );
     // node_exporter 1.5's names, labels and units, for the demo host's values.
     for line in [
-        "node_infiniband_info{device=\"mlx5_0\",board_id=\"MT_0000000223\",firmware_version=\"20.31.1014\",hca_type=\"MT4123\"} 1",
+        "node_infiniband_info{board_id=\"MT_0000000223\",device=\"mlx5_0\",firmware_version=\"20.31.1014\",hca_type=\"MT4123\"} 1",
         "node_infiniband_state_id{device=\"mlx5_0\",port=\"1\"} 4",
         "node_infiniband_physical_state_id{device=\"mlx5_0\",port=\"1\"} 5",
         "node_infiniband_rate_bytes_per_second{device=\"mlx5_0\",port=\"1\"} 25000000000",
