@@ -73,6 +73,11 @@ pub async fn follow(conn: Connection, model: Arc<Mutex<Model>>) -> zbus::Result<
                         for msg in buffered.drain(..) {
                             apply(&mut m, &msg);
                         }
+                        // The reply was the largest allocation so far (megabytes on a large
+                        // host); what the model keeps of it is a fraction.
+                        buffered.shrink_to_fit();
+                        drop(m);
+                        crate::release_freed_memory();
                     }
                     Err(e) => {
                         buffered.clear();
