@@ -656,6 +656,59 @@ async fn the_textfile_mode_writes_a_file_node_exporter_and_promtool_read() -> Re
     Ok(())
 }
 
+/// Kills the child when dropped.
+struct KillOnDrop(tokio::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.start_kill();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_serves_on_the_socket_systemd_passes() -> Result<()> {
+    let Some(activate) = tool("systemd-socket-activate", "systemd") else {
+        return Ok(());
+    };
+    let Some(s) = serve(Limits::default()).await else {
+        return Ok(());
+    };
+    let bin = rdma_manager_tests::tmux::workspace_bin("rdma-exporter")?;
+    let port = free_port()?;
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse()?;
+    // systemd's own way of passing a listening socket (LISTEN_FDS, LISTEN_PID), as the
+    // .socket unit does; --listen names another port, which must not be used.
+    let other = free_port()?;
+    let _child = KillOnDrop(
+        tokio::process::Command::new(activate)
+            .arg(format!("--listen={addr}"))
+            .arg(&bin)
+            .arg(format!("--address={}", s.bus.address()))
+            .arg(format!("--listen=127.0.0.1:{other}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()?,
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let body = loop {
+        match metrics(addr, None).await {
+            Ok((_, body)) if body.contains("\nrdma_exporter_daemon_up 1\n") => break body,
+            _ if Instant::now() > deadline => bail!("no scrape on the passed socket in 20 s"),
+            _ => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    };
+    ensure!(
+        body.contains("node_infiniband_state_id{device=\"mlx5_0\",port=\"1\"} 4"),
+        "{body}"
+    );
+    ensure!(
+        TcpStream::connect(("127.0.0.1", other)).await.is_err(),
+        "the exporter listened on --listen as well"
+    );
+    Ok(())
+}
+
 #[test]
 fn the_units_verify_and_the_man_page_documents_every_option() -> Result<()> {
     let page = std::fs::read_to_string(repo().join("dist/man/rdma-exporter.1"))?;
