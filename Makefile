@@ -1,6 +1,6 @@
 # Build and install rdma-manager.
 #
-#   make build                  cargo build --release of the three programs, without the
+#   make build                  cargo build --release of the four programs, without the
 #                               simulated host and the demo (features sim, demo)
 #   make install                install into $(DESTDIR)$(PREFIX) (default /usr) and /etc
 #   make uninstall              remove what install installed (not /etc/rdma-manager)
@@ -48,6 +48,10 @@ POLKIT_POLICY := dist/polkit/org.rdmamanager.rdmamanager1.policy
 POLKIT_EXAMPLE := dist/polkit/50-rdma-manager-rdma-group.rules
 UDEV_RULES := udev-rules/90-rdma-manager.rules
 DESKTOP := dist/desktop/org.rdmamanager.RdmaTui.desktop
+EXPORTER_UNIT := rdma-exporter.service
+EXPORTER_SOCKET := rdma-exporter.socket
+PROMETHEUS_EXAMPLES := dist/prometheus/prometheus.yml dist/prometheus/rdma-alerts.yml \
+    dist/prometheus/rdma-alerts.test.yml dist/prometheus/grafana-dashboard.json
 # The introspection XML of every interface; none (yet) is fine.
 INTERFACE_XML ?= $(wildcard dbus-interfaces/xml/*.xml)
 
@@ -63,10 +67,11 @@ all: build
 # daemon into the client.
 build:
 	$(CARGO) build --release $(CARGOFLAGS) -p rdma-managerd -p rdma-tui -p rdma-cli \
-	    --no-default-features --bin rdma-managerd --bin rdma-tui --bin rdma-cli
+	    -p rdma-exporter --no-default-features --bin rdma-managerd --bin rdma-tui \
+	    --bin rdma-cli --bin rdma-exporter
 
 install:
-	@for b in rdma-managerd rdma-tui rdma-cli; do \
+	@for b in rdma-managerd rdma-tui rdma-cli rdma-exporter; do \
 	    if [ ! -x "$(BINDIR_SRC)/$$b" ]; then \
 	        echo "$(BINDIR_SRC)/$$b is missing: run 'make build' first" >&2; exit 1; \
 	    fi; \
@@ -75,9 +80,14 @@ install:
 	$(INSTALL) -m 0755 "$(BINDIR_SRC)/rdma-managerd" "$(DESTDIR)$(SBINDIR)/rdma-managerd"
 	$(INSTALL) -m 0755 "$(BINDIR_SRC)/rdma-tui" "$(DESTDIR)$(BINDIR)/rdma-tui"
 	$(INSTALL) -m 0755 "$(BINDIR_SRC)/rdma-cli" "$(DESTDIR)$(BINDIR)/rdma-cli"
+	$(INSTALL) -m 0755 "$(BINDIR_SRC)/rdma-exporter" "$(DESTDIR)$(BINDIR)/rdma-exporter"
 	$(INSTALL) -d -m 0755 "$(DESTDIR)$(UNITDIR)"
 	$(SED_SBINDIR) dist/systemd/$(UNIT) > "$(DESTDIR)$(UNITDIR)/$(UNIT)"
 	chmod 0644 "$(DESTDIR)$(UNITDIR)/$(UNIT)"
+	sed -e 's|/usr/bin/rdma-exporter|$(BINDIR)/rdma-exporter|g' dist/systemd/$(EXPORTER_UNIT) \
+	    > "$(DESTDIR)$(UNITDIR)/$(EXPORTER_UNIT)"
+	chmod 0644 "$(DESTDIR)$(UNITDIR)/$(EXPORTER_UNIT)"
+	$(INSTALL) -m 0644 dist/systemd/$(EXPORTER_SOCKET) "$(DESTDIR)$(UNITDIR)/"
 	$(INSTALL) -d -m 0755 "$(DESTDIR)$(DBUSDIR)/system.d" "$(DESTDIR)$(DBUSDIR)/system-services"
 	$(INSTALL) -m 0644 $(BUS_POLICY) "$(DESTDIR)$(DBUSDIR)/system.d/"
 	$(SED_SBINDIR) $(BUS_SERVICE) > "$(DESTDIR)$(DBUSDIR)/system-services/$(BUS_NAME).service"
@@ -94,8 +104,11 @@ endif
 	$(INSTALL) -m 0644 dist/man/rdma-managerd.8 "$(DESTDIR)$(MANDIR)/man8/"
 	$(INSTALL) -m 0644 dist/man/rdma-tui.1 "$(DESTDIR)$(MANDIR)/man1/"
 	$(INSTALL) -m 0644 dist/man/rdma-cli.1 "$(DESTDIR)$(MANDIR)/man1/"
+	$(INSTALL) -m 0644 dist/man/rdma-exporter.1 "$(DESTDIR)$(MANDIR)/man1/"
 	$(INSTALL) -d -m 0755 "$(DESTDIR)$(DOCDIR)/examples"
 	$(INSTALL) -m 0644 $(POLKIT_EXAMPLE) "$(DESTDIR)$(DOCDIR)/examples/"
+	$(INSTALL) -d -m 0755 "$(DESTDIR)$(DOCDIR)/examples/prometheus"
+	$(INSTALL) -m 0644 $(PROMETHEUS_EXAMPLES) "$(DESTDIR)$(DOCDIR)/examples/prometheus/"
 	$(INSTALL) -d -m 0755 "$(DESTDIR)$(APPLICATIONSDIR)" "$(DESTDIR)$(BASHCOMPDIR)" \
 	    "$(DESTDIR)$(ZSHCOMPDIR)" "$(DESTDIR)$(FISHCOMPDIR)"
 	$(INSTALL) -m 0644 $(DESKTOP) "$(DESTDIR)$(APPLICATIONSDIR)/"
@@ -120,7 +133,11 @@ uninstall:
 	rm -rf "$(DESTDIR)$(COLLECTIONDIR)" "$(DESTDIR)$(DOCDIR)/ANSIBLE.md"
 	-rmdir "$(DESTDIR)$(ANSIBLECOLLECTIONSDIR)/ansible_collections/rdmamanager" 2>/dev/null
 	rm -f "$(DESTDIR)$(SBINDIR)/rdma-managerd" "$(DESTDIR)$(BINDIR)/rdma-tui"
-	rm -f "$(DESTDIR)$(BINDIR)/rdma-cli"
+	rm -f "$(DESTDIR)$(BINDIR)/rdma-cli" "$(DESTDIR)$(BINDIR)/rdma-exporter"
+	rm -f "$(DESTDIR)$(UNITDIR)/$(EXPORTER_UNIT)" "$(DESTDIR)$(UNITDIR)/$(EXPORTER_SOCKET)"
+	rm -f "$(DESTDIR)$(MANDIR)/man1/rdma-exporter.1"
+	rm -f $(addprefix "$(DESTDIR)$(DOCDIR)/examples/prometheus/,$(addsuffix ",$(notdir $(PROMETHEUS_EXAMPLES))))
+	-rmdir "$(DESTDIR)$(DOCDIR)/examples/prometheus" 2>/dev/null
 	rm -f "$(DESTDIR)$(UNITDIR)/$(UNIT)"
 	rm -f "$(DESTDIR)$(DBUSDIR)/system.d/$(BUS_NAME).conf"
 	rm -f "$(DESTDIR)$(DBUSDIR)/system-services/$(BUS_NAME).service"

@@ -42,6 +42,7 @@ pub fn document(state: &ObservedState, simulated: bool, tick_us: u64) -> Documen
                     &state.config,
                     state.nm_profiles.as_deref(),
                     &paths,
+                    state.state_changes_of(dev.index, port.number),
                 )
                 .all(),
             );

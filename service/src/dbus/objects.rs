@@ -416,6 +416,8 @@ bus_object! {
         roce_modes as "RoceModes": Vec<String>,
         /// Whether the daemon remembers a RoCE mode or ToS for this port (roce.toml) and re-applies it at start and when the device appears.
         roce_persisted as "RocePersisted": bool,
+        /// Changes of the logical state the daemon has seen since it started (down and up again counts two), counted as they happen, on the port's event or the poll that sees it move: a link flap between two reads of a monitor still counts.
+        state_changes as "StateChanges": u64,
     }
     methods {
         /// Sets rdma_cm's default RoCE version of this port ("v1" or "v2"; "1", "2",

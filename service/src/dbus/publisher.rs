@@ -297,6 +297,7 @@ impl Publisher {
                 &state.config,
                 state.nm_profiles.as_deref(),
                 paths,
+                state.state_changes_of(index, port.number),
             );
             if let Some(c) = self
                 .upsert(&port_path(index, port.number), p.ports.get(&key), view)

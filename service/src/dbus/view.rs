@@ -95,6 +95,7 @@ pub fn port_view(
     config: &Desired,
     nm_profiles: Option<&[crate::nm::client::ProfileSummary]>,
     paths: &ObjectPaths,
+    state_changes: u64,
 ) -> PortView {
     let mut u = Unreadable::default();
     let source = d.sources.get(&p.number);
@@ -190,6 +191,7 @@ pub fn port_view(
         roce_tos,
         roce_modes,
         roce_persisted,
+        state_changes,
     }
 }
 

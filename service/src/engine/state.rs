@@ -119,6 +119,12 @@ pub struct ObservedState {
     pub nm_profiles: Option<Vec<crate::nm::client::ProfileSummary>>,
     /// The outcome of each file of the state directory applied at start.
     pub state_directory: Vec<super::StateFileOutcome>,
+    /// Changes of each port's logical state seen since the daemon started, by (device
+    /// index, port): counted as the port is re-read, on its event or the poll that saw it
+    /// move, so a monitor learns of a flap that happened between two of its reads.
+    /// Published as each Port's `StateChanges`; not serialized (its keys are pairs).
+    #[serde(skip)]
+    pub state_changes: BTreeMap<(u32, u32), u64>,
 }
 
 /// Why the published state may be behind the kernel, and since when.
@@ -214,7 +220,11 @@ impl ObservedState {
             ..Dirty::default()
         };
         diff_keys(&self.devices, &devices, &mut dirty.devices);
+        for d in devices.values() {
+            self.count_state_changes(d);
+        }
         self.devices = devices;
+        self.forget_state_changes();
         diff_keys(&self.ipoib, &ipoib, &mut dirty.ipoib);
         self.ipoib = ipoib;
         dirty.ipoib.extend(self.relink_ipoib());
@@ -286,8 +296,43 @@ impl ObservedState {
             self.devices.remove(&idx);
             dirty.devices.insert(idx);
         }
+        self.forget_state_changes();
         dirty.ipoib.extend(self.relink_ipoib());
         Ok(dirty)
+    }
+
+    /// Counts each port of `fresh` whose logical state differs from the one last read
+    /// (a port or state read for the first time, or unreadable, is no change).
+    fn count_state_changes(&mut self, fresh: &DeviceState) {
+        let Some(old) = self.devices.get(&fresh.index) else {
+            return;
+        };
+        for port in &fresh.snap.ports {
+            let before = old
+                .snap
+                .port(port.number)
+                .and_then(|p| p.state.as_ref().ok());
+            if let (Some(before), Ok(now)) = (before, &port.state) {
+                if before != now {
+                    *self
+                        .state_changes
+                        .entry((fresh.index, port.number))
+                        .or_default() += 1;
+                }
+            }
+        }
+    }
+
+    /// Drops the counts of devices no longer present (an index is reused only after removal).
+    fn forget_state_changes(&mut self) {
+        let devices = &self.devices;
+        self.state_changes
+            .retain(|(index, _), _| devices.contains_key(index));
+    }
+
+    /// A port's state changes so far (see `state_changes`).
+    pub fn state_changes_of(&self, index: u32, port: u32) -> u64 {
+        self.state_changes.get(&(index, port)).copied().unwrap_or(0)
     }
 
     /// Re-reads the netdevs with these names.
@@ -367,6 +412,7 @@ impl ObservedState {
 
     fn put_device(&mut self, d: DeviceState, dirty: &mut Dirty) {
         if self.devices.get(&d.index) != Some(&d) {
+            self.count_state_changes(&d);
             dirty.devices.insert(d.index);
             self.devices.insert(d.index, d);
         }

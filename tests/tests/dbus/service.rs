@@ -317,7 +317,12 @@ async fn port_changes_emit_only_what_changed() {
         c,
         (
             "org.rdmamanager.RdmaManager1.Port".to_string(),
-            vec!["PhysState".to_string(), "State".to_string()]
+            // StateChanges counts the move (DBUS-API.md).
+            vec![
+                "PhysState".to_string(),
+                "State".to_string(),
+                "StateChanges".to_string()
+            ]
         )
     );
 

@@ -87,7 +87,7 @@ impl Installed {
     fn bin_src(dir: &Path) -> Result<PathBuf> {
         let bin = dir.join("bin");
         std::fs::create_dir_all(&bin)?;
-        for b in ["rdma-managerd", "rdma-tui", "rdma-cli"] {
+        for b in ["rdma-managerd", "rdma-tui", "rdma-cli", "rdma-exporter"] {
             let p = bin.join(b);
             std::fs::write(&p, "#!/bin/sh\nexit 0\n")?;
             std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755))?;
@@ -137,6 +137,26 @@ fn expected_files() -> Result<BTreeMap<String, u32>> {
         ("/usr/sbin/rdma-managerd", 0o755),
         ("/usr/bin/rdma-tui", 0o755),
         ("/usr/bin/rdma-cli", 0o755),
+        ("/usr/bin/rdma-exporter", 0o755),
+        ("/usr/lib/systemd/system/rdma-exporter.service", 0o644),
+        ("/usr/lib/systemd/system/rdma-exporter.socket", 0o644),
+        ("/usr/share/man/man1/rdma-exporter.1", 0o644),
+        (
+            "/usr/share/doc/rdma-manager/examples/prometheus/prometheus.yml",
+            0o644,
+        ),
+        (
+            "/usr/share/doc/rdma-manager/examples/prometheus/rdma-alerts.yml",
+            0o644,
+        ),
+        (
+            "/usr/share/doc/rdma-manager/examples/prometheus/rdma-alerts.test.yml",
+            0o644,
+        ),
+        (
+            "/usr/share/doc/rdma-manager/examples/prometheus/grafana-dashboard.json",
+            0o644,
+        ),
         ("/usr/lib/systemd/system/rdma-managerd.service", 0o644),
         (
             "/usr/share/dbus-1/system.d/org.rdmamanager.RdmaManager1.conf",
@@ -287,6 +307,8 @@ fn make_install_honours_directory_variables() -> Result<()> {
         &inst.path("/opt/rdma/share/dbus-1/system-services/org.rdmamanager.RdmaManager1.service"),
     )?;
     ensure!(activation.contains("\nExec=/opt/rdma/sbin/rdma-managerd\n"));
+    let exporter = read(&inst.path("/lib/systemd/system/rdma-exporter.service"))?;
+    ensure!(exporter.contains("\nExecStart=/opt/rdma/bin/rdma-exporter\n"));
     Ok(())
 }
 

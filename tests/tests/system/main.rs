@@ -5,6 +5,7 @@
 
 mod ansible;
 mod dist_files;
+mod exporter;
 mod lab_transcripts;
 mod nm_changes;
 mod nm_profiles;

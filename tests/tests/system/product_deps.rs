@@ -70,6 +70,26 @@ fn the_command_line_client_links_neither_the_daemon_nor_udev_nor_netlink() -> Re
 }
 
 #[test]
+fn the_exporter_links_neither_the_daemon_nor_udev_nor_netlink() -> Result<()> {
+    let deps = normal_dependencies("rdma-exporter")?;
+    let bad: Vec<&String> = deps
+        .iter()
+        .filter(|n| {
+            n.contains("udev")
+                || n.contains("netlink")
+                || matches!(
+                    n.as_str(),
+                    "rdma-managerd" | "rdma-tui" | "rdma-cli" | "ratatui" | "crossterm"
+                )
+        })
+        .collect();
+    ensure!(bad.is_empty(), "rdma-exporter links {bad:?}");
+    // A client of the D-Bus API, through the crate every client shares.
+    ensure!(deps.iter().any(|n| n == "rdma-manager-dbus"), "{deps:?}");
+    Ok(())
+}
+
+#[test]
 fn the_packaged_daemon_links_no_terminal_crates() -> Result<()> {
     let deps = normal_dependencies("rdma-managerd")?;
     let bad: Vec<&String> = deps

@@ -1,0 +1,60 @@
+//! The command line (rdma-exporter(1)).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{CommandFactory, Parser};
+
+/// Exports rdma-managerd's RDMA ports, counters and state for Prometheus: node_exporter's
+/// node_infiniband_* metrics and the project's own rdma_* metrics (docs/METRICS.md).
+#[derive(Debug, Parser)]
+#[command(name = "rdma-exporter", version, about)]
+pub struct Args {
+    /// Address to serve /metrics on (HTTP). Ignored when systemd passes a listening socket.
+    #[arg(long, value_name = "ADDR:PORT", default_value = crate::DEFAULT_LISTEN)]
+    pub listen: SocketAddr,
+    /// Reach the daemon on the session bus instead of the system bus.
+    #[arg(long, conflicts_with = "address")]
+    pub session: bool,
+    /// Reach the daemon on the bus at this D-Bus address.
+    #[arg(long, value_name = "ADDRESS")]
+    pub address: Option<String>,
+    /// Write the metrics to this file (for node_exporter's textfile collector; the name must
+    /// end in .prom) instead of serving HTTP.
+    #[arg(long, value_name = "PATH")]
+    pub textfile: Option<PathBuf>,
+    /// With --textfile: write again every SECONDS; without it the file is written once.
+    #[arg(long, value_name = "SECONDS", requires = "textfile", value_parser = clap::value_parser!(u64).range(1..=86400))]
+    pub interval: Option<u64>,
+    /// HTTP connections served at once; one more is closed unread.
+    #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub max_connections: u64,
+}
+
+/// Where the daemon is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BusChoice {
+    System,
+    Session,
+    Address(String),
+}
+
+impl Args {
+    pub fn bus(&self) -> BusChoice {
+        match (&self.address, self.session) {
+            (Some(a), _) => BusChoice::Address(a.clone()),
+            (None, true) => BusChoice::Session,
+            (None, false) => BusChoice::System,
+        }
+    }
+}
+
+/// Every long option, `help` and `version` included (the man page documents each: a test
+/// checks it).
+pub fn long_options() -> Vec<String> {
+    let mut cmd = Args::command();
+    cmd.build();
+    cmd.get_arguments()
+        .filter_map(|a| a.get_long().map(str::to_string))
+        .collect()
+}

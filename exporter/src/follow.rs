@@ -1,0 +1,196 @@
+//! Keeping the model current: subscribe to the daemon's PropertiesChanged and
+//! InterfacesAdded/Removed (and to its bus name's owner), read GetManagedObjects once, then
+//! apply each signal as it comes. A scrape reads memory; only the counters are asked for.
+//!
+//! Why the bus and not the daemon's direct socket (`/run/rdma-manager/direct`): the socket
+//! answers GetManagedObjects without the bus's relay, which is what a client that reads the
+//! whole model at every scrape should use, but it sends no signal and has no GetCounters.
+//! Following signals on the bus makes the whole read happen once per daemon start, so the
+//! relay's cost is paid once, not per scrape.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use futures::StreamExt;
+use rdma_manager_dbus::{BUS_NAME, ROOT_PATH};
+use zbus::message::Type;
+use zbus::zvariant::{OwnedObjectPath, OwnedValue};
+use zbus::{Connection, MatchRule, Message, MessageStream};
+
+use crate::model::{Model, Props, MANAGER_IFACE};
+
+const PROPERTIES: &str = "org.freedesktop.DBus.Properties";
+const OBJECT_MANAGER: &str = "org.freedesktop.DBus.ObjectManager";
+const DBUS: &str = "org.freedesktop.DBus";
+
+/// Signals kept while a GetManagedObjects is under way, to apply after its reply; past this
+/// many the read starts again (a storm of changes during a load).
+const MAX_BUFFERED: usize = 65_536;
+
+/// Follows the daemon until the bus connection closes (then `Err`).
+pub async fn follow(conn: Connection, model: Arc<Mutex<Model>>) -> zbus::Result<()> {
+    // Every message of the connection in one stream, created before the match rules, so that
+    // the daemon's signals keep the order it sent them in, with nothing lost; the daemon's
+    // 1 Hz ThroughputSampled is not subscribed (the rules name the two interfaces).
+    let mut stream = MessageStream::from(&conn);
+    let dbus = zbus::fdo::DBusProxy::new(&conn).await?;
+    for rule in [
+        MatchRule::builder()
+            .msg_type(Type::Signal)
+            .sender(BUS_NAME)?
+            .interface(PROPERTIES)?
+            .member("PropertiesChanged")?
+            .path_namespace(ROOT_PATH)?
+            .build(),
+        MatchRule::builder()
+            .msg_type(Type::Signal)
+            .sender(BUS_NAME)?
+            .interface(OBJECT_MANAGER)?
+            .path(ROOT_PATH)?
+            .build(),
+        MatchRule::builder()
+            .msg_type(Type::Signal)
+            .sender(DBUS)?
+            .interface(DBUS)?
+            .member("NameOwnerChanged")?
+            .arg(0, BUS_NAME)?
+            .build(),
+    ] {
+        dbus.add_match_rule(rule).await?;
+    }
+
+    let mut load = Some(Box::pin(read_all(conn.clone())));
+    let mut buffered: Vec<Message> = Vec::new();
+    loop {
+        tokio::select! {
+            r = async { load.as_mut().expect("guarded").await }, if load.is_some() => {
+                load = None;
+                let mut m = lock(&model);
+                match r {
+                    Ok(objects) => {
+                        m.replace(objects);
+                        tracing::info!("read the daemon's model");
+                        for msg in buffered.drain(..) {
+                            apply(&mut m, &msg);
+                        }
+                        // The reply was the largest allocation so far (megabytes on a large
+                        // host); what the model keeps of it is a fraction.
+                        buffered.shrink_to_fit();
+                        drop(m);
+                        crate::release_freed_memory();
+                    }
+                    Err(e) => {
+                        buffered.clear();
+                        tracing::warn!("cannot read rdma-managerd: {e}");
+                        m.clear(format!("cannot read rdma-managerd: {e}"));
+                    }
+                }
+            }
+            msg = stream.next() => {
+                let Some(msg) = msg else {
+                    return Err(zbus::Error::Failure("the bus connection closed".into()));
+                };
+                let Ok(msg) = msg else { continue };
+                if msg.message_type() != Type::Signal {
+                    continue;
+                }
+                let header = msg.header();
+                let member = header.member().map(|m| m.as_str().to_string());
+                if member.as_deref() == Some("NameOwnerChanged") {
+                    let Ok((name, _old, new)) = msg.body().deserialize::<(String, String, String)>()
+                    else { continue };
+                    if name != BUS_NAME {
+                        continue;
+                    }
+                    buffered.clear();
+                    if new.is_empty() {
+                        tracing::warn!("rdma-managerd left the bus");
+                        load = None;
+                        lock(&model).clear("rdma-managerd is not on the bus".into());
+                    } else {
+                        tracing::info!("rdma-managerd (re)started: reading its model");
+                        load = Some(Box::pin(read_all(conn.clone())));
+                    }
+                    continue;
+                }
+                if load.is_some() {
+                    if buffered.len() >= MAX_BUFFERED {
+                        buffered.clear();
+                        load = Some(Box::pin(read_all(conn.clone())));
+                    }
+                    buffered.push(msg);
+                } else {
+                    apply(&mut lock(&model), &msg);
+                }
+            }
+        }
+    }
+}
+
+/// The model's lock; a panic elsewhere while holding it leaves data that is still whole.
+pub fn lock(model: &Mutex<Model>) -> std::sync::MutexGuard<'_, Model> {
+    model.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The root's own properties (GetAll: an object manager lists only the objects below it),
+/// then every object below it.
+async fn read_all(conn: Connection) -> zbus::Result<zbus::fdo::ManagedObjects> {
+    let reply = conn
+        .call_method(
+            Some(BUS_NAME),
+            ROOT_PATH,
+            Some(PROPERTIES),
+            "GetAll",
+            &(MANAGER_IFACE,),
+        )
+        .await?;
+    let root: Props = reply.body().deserialize()?;
+    let reply = conn
+        .call_method(
+            Some(BUS_NAME),
+            ROOT_PATH,
+            Some(OBJECT_MANAGER),
+            "GetManagedObjects",
+            &(),
+        )
+        .await?;
+    let mut objects: zbus::fdo::ManagedObjects = reply.body().deserialize()?;
+    let iface = zbus::names::OwnedInterfaceName::try_from(MANAGER_IFACE)?;
+    objects
+        .entry(OwnedObjectPath::try_from(ROOT_PATH)?)
+        .or_default()
+        .insert(iface, root);
+    Ok(objects)
+}
+
+/// One of the daemon's signals applied; one that does not parse is ignored.
+fn apply(model: &mut Model, msg: &Message) {
+    let header = msg.header();
+    let (Some(path), Some(member)) = (header.path(), header.member()) else {
+        return;
+    };
+    match member.as_str() {
+        "PropertiesChanged" => {
+            if let Ok((iface, changed, invalidated)) =
+                msg.body()
+                    .deserialize::<(String, HashMap<String, OwnedValue>, Vec<String>)>()
+            {
+                model.apply_properties(path.as_str(), &iface, changed, &invalidated);
+            }
+        }
+        "InterfacesAdded" => {
+            if let Ok((obj, ifaces)) = msg
+                .body()
+                .deserialize::<(OwnedObjectPath, HashMap<String, Props>)>()
+            {
+                model.add(obj.as_str(), ifaces);
+            }
+        }
+        "InterfacesRemoved" => {
+            if let Ok((obj, ifaces)) = msg.body().deserialize::<(OwnedObjectPath, Vec<String>)>() {
+                model.remove(obj.as_str(), &ifaces);
+            }
+        }
+        _ => {}
+    }
+}

@@ -1,0 +1,478 @@
+//! The daemon's published objects as this exporter keeps them: one GetManagedObjects, then
+//! the signals that follow it applied in order (`follow`), and the per-scrape view read from
+//! them ([`Model::view`]).
+
+use std::collections::{BTreeMap, HashMap};
+
+use zbus::zvariant::OwnedValue;
+
+pub const MANAGER_IFACE: &str = "org.rdmamanager.RdmaManager1";
+pub const DEVICE_IFACE: &str = "org.rdmamanager.RdmaManager1.Device";
+pub const PORT_IFACE: &str = "org.rdmamanager.RdmaManager1.Port";
+pub const IPOIB_IFACE: &str = "org.rdmamanager.RdmaManager1.Ipoib";
+
+/// One object's properties of one interface.
+pub type Props = HashMap<String, OwnedValue>;
+
+/// The properties a scrape shows, by interface: only these are kept (a large host's GID
+/// tables, for one, would be most of the model and are not exported).
+fn used(iface: &str, key: &str) -> bool {
+    let keys: &[&str] = match iface {
+        MANAGER_IFACE => &[
+            "Version",
+            "Simulated",
+            "Startup",
+            "StateStale",
+            "SoftLinks",
+            "ConfigErrors",
+        ],
+        DEVICE_IFACE => &[
+            "Name",
+            "BoardId",
+            "FwVersion",
+            "HcaType",
+            "HwRev",
+            "NodeGuid",
+            "SysImageGuid",
+            "NodeType",
+            "Kind",
+            "Protocol",
+            "PciAddress",
+            "ParentNetdev",
+        ],
+        PORT_IFACE => &[
+            "Device",
+            "DeviceName",
+            "Number",
+            "State",
+            "PhysState",
+            "RateGbps",
+            "LinkLayer",
+            "Netdev",
+            "NetdevOwner",
+            "PortGuid",
+            "Lid",
+            "SmLid",
+            "Pkeys",
+            "CounterSource",
+            "StateChanges",
+        ],
+        IPOIB_IFACE => &[
+            "Name",
+            "Mode",
+            "Mtu",
+            "Pkey",
+            "ParentName",
+            "OperState",
+            "Owner",
+            "Persisted",
+            "Port",
+        ],
+        _ => &[],
+    };
+    keys.contains(&key)
+}
+
+/// `props` with only what [`used`] keeps; `None` for an interface nothing is kept of.
+fn kept(iface: &str, mut props: Props) -> Option<Props> {
+    props.retain(|k, _| used(iface, k));
+    (!props.is_empty()).then_some(props)
+}
+
+/// Where the model stands with the daemon.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Link {
+    /// Not read yet (the first GetManagedObjects is under way).
+    #[default]
+    Connecting,
+    /// Read, and followed since.
+    Current,
+    /// The daemon is not on the bus, or could not be read (the reason).
+    Unavailable(String),
+}
+
+/// The objects below the daemon's root, each with its interfaces' properties.
+#[derive(Debug)]
+pub struct Model {
+    objects: BTreeMap<String, HashMap<String, Props>>,
+    /// State transitions of each port seen in PropertiesChanged since this exporter started
+    /// (for a daemon that does not count them itself: see [`PortView::state_changes`]).
+    seen_changes: HashMap<String, u64>,
+    /// Each port's last State, kept across reloads so that a change while the daemon
+    /// restarted still counts.
+    last_state: HashMap<String, String>,
+    pub link: Link,
+}
+
+impl Default for Model {
+    fn default() -> Self {
+        Model {
+            objects: BTreeMap::new(),
+            seen_changes: HashMap::new(),
+            last_state: HashMap::new(),
+            link: Link::Connecting,
+        }
+    }
+}
+
+impl Model {
+    /// Replaces everything with a fresh GetManagedObjects reply.
+    pub fn replace(&mut self, objects: zbus::fdo::ManagedObjects) {
+        self.objects = objects
+            .into_iter()
+            .map(|(path, ifaces)| {
+                (
+                    path.to_string(),
+                    ifaces
+                        .into_iter()
+                        .filter_map(|(name, props)| {
+                            let name = name.to_string();
+                            kept(&name, props).map(|p| (name, p))
+                        })
+                        .collect(),
+                )
+            })
+            .collect();
+        let ports: Vec<(String, String)> = self
+            .objects
+            .iter()
+            .filter_map(|(path, ifaces)| {
+                Some((path.clone(), text(ifaces.get(PORT_IFACE)?, "State")))
+            })
+            .collect();
+        for (path, state) in ports {
+            self.note_state(&path, &state);
+        }
+        self.seen_changes
+            .retain(|path, _| self.objects.contains_key(path));
+        self.last_state
+            .retain(|path, _| self.objects.contains_key(path));
+        self.link = Link::Current;
+    }
+
+    /// The daemon left the bus: nothing is known until it is back.
+    pub fn clear(&mut self, why: String) {
+        self.objects.clear();
+        self.link = Link::Unavailable(why);
+    }
+
+    /// A PropertiesChanged of `path`.
+    pub fn apply_properties(
+        &mut self,
+        path: &str,
+        iface: &str,
+        changed: HashMap<String, OwnedValue>,
+        invalidated: &[String],
+    ) {
+        let Some(ifaces) = self.objects.get_mut(path) else {
+            return;
+        };
+        let Some(changed) = kept(iface, changed) else {
+            return;
+        };
+        let props = ifaces.entry(iface.to_string()).or_default();
+        for k in invalidated {
+            props.remove(k);
+        }
+        let state = (iface == PORT_IFACE)
+            .then(|| changed.get("State").map(value_text))
+            .flatten();
+        props.extend(changed);
+        if let Some(state) = state {
+            self.note_state(path, &state);
+        }
+    }
+
+    /// An InterfacesAdded of `path`.
+    pub fn add(&mut self, path: &str, interfaces: HashMap<String, Props>) {
+        let state = interfaces.get(PORT_IFACE).map(|p| text(p, "State"));
+        let interfaces = interfaces
+            .into_iter()
+            .filter_map(|(name, props)| kept(&name, props).map(|p| (name, p)));
+        self.objects
+            .entry(path.to_string())
+            .or_default()
+            .extend(interfaces);
+        if let Some(state) = state {
+            self.note_state(path, &state);
+        }
+    }
+
+    /// An InterfacesRemoved of `path`.
+    pub fn remove(&mut self, path: &str, interfaces: &[String]) {
+        if let Some(ifaces) = self.objects.get_mut(path) {
+            for i in interfaces {
+                ifaces.remove(i);
+            }
+            if ifaces.is_empty() {
+                self.objects.remove(path);
+                self.seen_changes.remove(path);
+                self.last_state.remove(path);
+            }
+        }
+    }
+
+    /// Counts a port's State moving to another value (the first value seen is no change).
+    fn note_state(&mut self, path: &str, state: &str) {
+        if state.is_empty() {
+            return;
+        }
+        match self.last_state.get(path) {
+            Some(old) if old == state => {}
+            Some(_) => {
+                *self.seen_changes.entry(path.to_string()).or_default() += 1;
+                self.last_state.insert(path.to_string(), state.to_string());
+            }
+            None => {
+                self.seen_changes.entry(path.to_string()).or_default();
+                self.last_state.insert(path.to_string(), state.to_string());
+            }
+        }
+    }
+
+    /// What a scrape shows, read out of the properties.
+    pub fn view(&self) -> View {
+        let mut view = View {
+            link: self.link.clone(),
+            ..View::default()
+        };
+        let mut device_names: HashMap<&str, String> = HashMap::new();
+        for (path, ifaces) in &self.objects {
+            if let Some(p) = ifaces.get(DEVICE_IFACE) {
+                let d = DeviceView::from_props(path, p);
+                device_names.insert(path.as_str(), d.name.clone());
+                view.devices.push(d);
+            }
+        }
+        for (path, ifaces) in &self.objects {
+            if let Some(p) = ifaces.get(MANAGER_IFACE) {
+                view.root = Some(RootView::from_props(p));
+            }
+            if let Some(p) = ifaces.get(PORT_IFACE) {
+                let mut port = PortView::from_props(path, p);
+                if port.device.is_empty() {
+                    if let Some(n) = device_names.get(object(p, "Device").as_str()) {
+                        port.device = n.clone();
+                    }
+                }
+                // The daemon's own count when it publishes one (it sees every transition
+                // since it started, whoever watches); else what this exporter saw.
+                port.state_changes = p
+                    .get("StateChanges")
+                    .and_then(|v| u64::try_from(&**v).ok())
+                    .or_else(|| self.seen_changes.get(path).copied())
+                    .unwrap_or(0);
+                view.ports.push(port);
+            }
+        }
+        for ifaces in self.objects.values() {
+            if let Some(p) = ifaces.get(IPOIB_IFACE) {
+                let port_path = object(p, "Port");
+                let port = view.ports.iter().find(|x| x.path == port_path);
+                view.ipoib.push(IpoibView {
+                    name: text(p, "Name"),
+                    mode: text(p, "Mode"),
+                    mtu: u32_of(p, "Mtu"),
+                    pkey: p
+                        .get("Pkey")
+                        .and_then(|v| u16::try_from(&**v).ok())
+                        .unwrap_or(0),
+                    parent: text(p, "ParentName"),
+                    oper_state: text(p, "OperState"),
+                    owner: triple(p, "Owner").0,
+                    persisted: bool_of(p, "Persisted"),
+                    device: port.map(|x| x.device.clone()).unwrap_or_default(),
+                    port: port.map(|x| x.number),
+                });
+            }
+        }
+        view
+    }
+}
+
+/// Everything one scrape shows but the counters, owned (read under the lock, rendered
+/// without it).
+#[derive(Debug, Clone, Default)]
+pub struct View {
+    pub link: Link,
+    pub root: Option<RootView>,
+    pub devices: Vec<DeviceView>,
+    pub ports: Vec<PortView>,
+    pub ipoib: Vec<IpoibView>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct RootView {
+    pub version: String,
+    pub simulated: bool,
+    pub startup: bool,
+    /// (stale, reason, since in µs since the epoch).
+    pub stale: (bool, String, u64),
+    /// Soft links the daemon re-creates: (name, type, netdev).
+    pub soft_links: Vec<(String, String, String)>,
+    pub config_errors: usize,
+}
+
+impl RootView {
+    fn from_props(p: &Props) -> RootView {
+        RootView {
+            version: text(p, "Version"),
+            simulated: bool_of(p, "Simulated"),
+            startup: bool_of(p, "Startup"),
+            stale: p
+                .get("StateStale")
+                .and_then(|v| v.try_clone().ok())
+                .and_then(|v| <(bool, String, u64)>::try_from(v).ok())
+                .unwrap_or_default(),
+            soft_links: p
+                .get("SoftLinks")
+                .and_then(|v| v.try_clone().ok())
+                .and_then(|v| <Vec<(String, String, String)>>::try_from(v).ok())
+                .unwrap_or_default(),
+            config_errors: p
+                .get("ConfigErrors")
+                .and_then(|v| v.try_clone().ok())
+                .and_then(|v| <HashMap<String, String>>::try_from(v).ok())
+                .map_or(0, |m| m.len()),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct DeviceView {
+    pub path: String,
+    pub name: String,
+    pub board_id: String,
+    pub fw_version: String,
+    pub hca_type: String,
+    pub hw_rev: String,
+    pub node_guid: String,
+    pub sys_image_guid: String,
+    pub node_type: String,
+    pub kind: String,
+    pub protocol: String,
+    pub pci_address: String,
+    pub parent_netdev: String,
+}
+
+impl DeviceView {
+    fn from_props(path: &str, p: &Props) -> DeviceView {
+        DeviceView {
+            path: path.to_string(),
+            name: text(p, "Name"),
+            board_id: text(p, "BoardId"),
+            fw_version: text(p, "FwVersion"),
+            hca_type: text(p, "HcaType"),
+            hw_rev: text(p, "HwRev"),
+            node_guid: text(p, "NodeGuid"),
+            sys_image_guid: text(p, "SysImageGuid"),
+            node_type: text(p, "NodeType"),
+            kind: text(p, "Kind"),
+            protocol: text(p, "Protocol"),
+            pci_address: text(p, "PciAddress"),
+            parent_netdev: text(p, "ParentNetdev"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct PortView {
+    pub path: String,
+    pub device: String,
+    pub number: u32,
+    pub state: String,
+    pub phys_state: String,
+    pub rate_gbps: f64,
+    pub link_layer: String,
+    pub netdev: String,
+    /// The kind of whoever configures the netdev's IP settings ("networkmanager" or "").
+    pub netdev_owner: String,
+    pub port_guid: String,
+    pub lid: u32,
+    pub sm_lid: u32,
+    pub pkeys: Vec<(u32, u16)>,
+    pub counter_source: String,
+    /// State transitions: the daemon's `StateChanges` when it has the property, else those
+    /// this exporter saw in PropertiesChanged since it started.
+    pub state_changes: u64,
+}
+
+impl PortView {
+    fn from_props(path: &str, p: &Props) -> PortView {
+        PortView {
+            path: path.to_string(),
+            device: text(p, "DeviceName"),
+            number: u32_of(p, "Number"),
+            state: text(p, "State"),
+            phys_state: text(p, "PhysState"),
+            rate_gbps: p
+                .get("RateGbps")
+                .and_then(|v| f64::try_from(&**v).ok())
+                .unwrap_or(0.0),
+            link_layer: text(p, "LinkLayer"),
+            netdev: text(p, "Netdev"),
+            netdev_owner: triple(p, "NetdevOwner").0,
+            port_guid: text(p, "PortGuid"),
+            lid: u32_of(p, "Lid"),
+            sm_lid: u32_of(p, "SmLid"),
+            pkeys: p
+                .get("Pkeys")
+                .and_then(|v| v.try_clone().ok())
+                .and_then(|v| <Vec<(u32, u16)>>::try_from(v).ok())
+                .unwrap_or_default(),
+            counter_source: text(p, "CounterSource"),
+            state_changes: 0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct IpoibView {
+    pub name: String,
+    pub mode: String,
+    pub mtu: u32,
+    pub pkey: u16,
+    pub parent: String,
+    pub oper_state: String,
+    /// "networkmanager", "rdma-manager" or "".
+    pub owner: String,
+    pub persisted: bool,
+    pub device: String,
+    pub port: Option<u32>,
+}
+
+fn value_text(v: &OwnedValue) -> String {
+    <&str>::try_from(&**v)
+        .map(str::to_string)
+        .unwrap_or_default()
+}
+
+fn text(p: &Props, key: &str) -> String {
+    p.get(key).map(value_text).unwrap_or_default()
+}
+
+fn object(p: &Props, key: &str) -> String {
+    p.get(key)
+        .and_then(|v| zbus::zvariant::ObjectPath::try_from(&**v).ok())
+        .map(|o| o.to_string())
+        .unwrap_or_default()
+}
+
+fn u32_of(p: &Props, key: &str) -> u32 {
+    p.get(key)
+        .and_then(|v| u32::try_from(&**v).ok())
+        .unwrap_or(0)
+}
+
+fn bool_of(p: &Props, key: &str) -> bool {
+    p.get(key)
+        .and_then(|v| bool::try_from(&**v).ok())
+        .unwrap_or(false)
+}
+
+fn triple(p: &Props, key: &str) -> (String, String, String) {
+    p.get(key)
+        .and_then(|v| v.try_clone().ok())
+        .and_then(|v| <(String, String, String)>::try_from(v).ok())
+        .unwrap_or_default()
+}
