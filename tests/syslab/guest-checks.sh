@@ -651,6 +651,74 @@ c_broker_daemon() {
   return 0
 }
 
+# The packaged rdma-exporter (docs/METRICS.md) under its unit's sandbox: socket-activated, so
+# the first scrape starts it as a transient user with no capabilities; it reads the daemon
+# over the system bus as any user may. A flap of rxe1's netdev (the late veth) shows in the
+# daemon's count of state changes, which the exporter serves.
+scrape() {
+  timeout 60 bash -c 'exec 3<>/dev/tcp/127.0.0.1/10041 || exit 1
+    printf "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n" >&3
+    cat <&3'
+}
+rxe1_state_changes() {
+  scrape | sed -n 's/^rdma_port_state_changes_total{device="rxe1",port="1"} //p' | tr -d '\r'
+}
+rxe1_state_is() { rdma link show rxe1/1 | grep -q "state $1 "; }
+scraped_ok() {
+  local body
+  body=$(scrape) || fail "no answer on 127.0.0.1:10041"
+  echo "$body" | head -n 12
+  echo "$body" | grep -E '^rdma_exporter_daemon_up 1' || fail "rdma_exporter_daemon_up is not 1"
+  echo "$body" | grep -E '^node_infiniband_info\{.*device="rxe0"' || fail "no node_infiniband_info of rxe0"
+  echo "$body" | grep -E '^rdma_port_state\{device="rxe0",port="1",state="ACTIVE"\} 1' \
+    || fail "rxe0/1 not ACTIVE in rdma_port_state"
+  echo "$body" | grep -E '^rdma_port_transmitted_bytes_total\{device="rxe0",port="1"\}' \
+    || fail "no transmitted bytes of rxe0/1"
+  local pid
+  pid=$(systemctl show rdma-exporter.service -p MainPID --value)
+  run grep -E '^(Uid|CapEff):' "/proc/$pid/status"
+  [ "$(awk '/^Uid:/ {print $2}' "/proc/$pid/status")" != 0 ] || fail "rdma-exporter runs as root"
+  [ "$(awk '/^CapEff:/ {print $2}' "/proc/$pid/status")" = 0000000000000000 ] \
+    || fail "rdma-exporter has capabilities"
+}
+c_exporter() {
+  # late0's carrier needs its peer up (the boot's unit leaves late1 down).
+  run ip link set late1 up
+  wait_for 120 "rxe1 over late0 ACTIVE" rxe1_state_is ACTIVE || { run rdma link show; return 1; }
+  run systemctl enable --now rdma-exporter.socket || return 1
+  is_inactive rdma-exporter.service || fail "the service runs before the first scrape"
+  scraped_ok
+  is_active rdma-exporter.service || fail "the first scrape did not start the service"
+  local before after
+  before=$(rxe1_state_changes)
+  echo "state changes of rxe1/1 before the flap: $before"
+  [ -n "$before" ] || fail "no rdma_port_state_changes_total of rxe1/1"
+  run ip link set late0 down
+  wait_for 30 "rxe1/1 DOWN" rxe1_state_is DOWN || return 1
+  run ip link set late0 up
+  wait_for 30 "rxe1/1 ACTIVE again" rxe1_state_is ACTIVE || return 1
+  # The daemon publishes the count when it re-reads the port; allow it a few polls.
+  local i
+  for i in $(seq 20); do
+    after=$(rxe1_state_changes)
+    [ "${after:-0}" -ge $((before + 2)) ] && break
+    sleep 0.5
+  done
+  echo "state changes of rxe1/1 after the flap: $after"
+  [ "$after" -ge $((before + 2)) ] || fail "the flap was not counted ($before -> $after)"
+  run journalctl -b -u rdma-exporter.service -u rdma-exporter.socket --no-pager -o short-monotonic
+}
+# After the reboot onto dbus-broker: the socket, enabled in phase 3, starts the exporter at
+# the first scrape again, and it reads the daemon through dbus-broker.
+c_broker_exporter() {
+  wait_for 120 "rxe0 back" sh -c 'rdma link show | grep -q "link rxe0/1 state ACTIVE"' || { run rdma link show; return 1; }
+  run systemctl is-enabled rdma-exporter.socket
+  run systemctl is-active rdma-exporter.socket
+  is_active rdma-exporter.socket || fail "rdma-exporter.socket not listening after the reboot"
+  scraped_ok
+  run journalctl -b -u rdma-exporter.service --no-pager -o short-monotonic
+}
+
 # NFS over RDMA, server side: nfs-server was set up only through SetNfsRdma (phase 1) and
 # listens on rdma 20049 since the boot; the export is the administrator's own line in
 # /etc/exports. The client guest mounts with proto=rdma and writes a file; its checksum
@@ -889,6 +957,7 @@ case "$phase" in
     [ -d "$share/ansible" ] && check reboot-ansible c_reboot_ansible
     check late-netdev c_late_netdev
     check gmo-dbus-daemon c_gmo_dbus_daemon
+    check exporter c_exporter
     check broker-switch c_broker_switch
     echo "phase 3: $failures failed" >>"$out/summary"
     exit 100
@@ -898,6 +967,7 @@ case "$phase" in
     check broker-boot c_broker_boot
     check broker-daemon c_broker_daemon
     check gmo-dbus-broker c_gmo_dbus_broker
+    check broker-exporter c_broker_exporter
     echo "phase 4: $failures failed" >>"$out/summary"
     exit 0
     ;;
