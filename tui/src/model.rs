@@ -437,6 +437,10 @@ pub struct Model {
     /// Properties that could not be read, as "path: property: reason".
     #[serde(skip)]
     pub problems: Vec<String>,
+    /// The bus answers but rdma-managerd is not on it (never started, or gone): an empty
+    /// model is then no statement about the host.
+    #[serde(skip)]
+    pub service_missing: bool,
 }
 
 /// One object's interfaces and their properties, as GetManagedObjects and InterfacesAdded
