@@ -192,8 +192,22 @@ record!(
             via HashMap<String, String> => |m| m.into_iter().collect(),
         persisted_children: Vec<PersistedChild> = "PersistedChildren",
         owner: Owner = "Owner",
+        /// Carrier: for IPoIB, the partition's broadcast group joined.
+        #[serde(default)]
+        carrier: bool = "Carrier",
+        /// The partition is in the port's P_Key table (true from a service without it).
+        #[serde(default = "yes")]
+        pkey_in_port_table: bool = "PkeyInPortTable",
+        /// Why it does not run ("" when it does).
+        #[serde(default)]
+        down_reason: String = "DownReason",
     }
 );
+
+/// `true`, for serde: a property a record holds as true until the service says otherwise.
+fn yes() -> bool {
+    true
+}
 
 record!(
     /// The host's setup (`...Host`): rdma-core's modules, the pinned-memory limits of group

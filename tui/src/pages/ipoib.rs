@@ -842,6 +842,33 @@ fn iface_details(model: &Model, i: &Ipoib, t: Theme) -> Vec<Line<'static>> {
         "enhanced IPoIB: no connected mode"
     };
     lines.push(Line::raw(format!("P_Key {} ({full}), {cm}", hex16(i.pkey))));
+    // Whether it runs, and why not: the service's reading of the port and the interface.
+    if !i.pkey_in_port_table {
+        lines.push(Line::styled(
+            format!(
+                "! P_Key {} is not in the P_Key table of port {}: the subnet manager has not \
+                 given the port this partition, so the interface cannot join it",
+                hex16(i.pkey),
+                port_label(model, i)
+            ),
+            t.warn(),
+        ));
+    }
+    let (joined, style) = if i.carrier {
+        (
+            "carrier on: joined its broadcast group".to_string(),
+            t.good(),
+        )
+    } else {
+        (
+            "no carrier: its broadcast group is not joined".to_string(),
+            t.warn(),
+        )
+    };
+    lines.push(Line::styled(joined, style));
+    if !i.down_reason.is_empty() {
+        lines.push(Line::styled(format!("Down: {}", i.down_reason), t.warn()));
+    }
     if let Some(profile) = i.nm_profile() {
         lines.push(Line::styled(
             format!(
@@ -894,6 +921,37 @@ fn iface_details(model: &Model, i: &Ipoib, t: Theme) -> Vec<Line<'static>> {
 mod tests {
     use super::*;
     use crate::fixtures::demo_model;
+
+    /// A child whose partition the port's table lacks is warned of, with why it is down;
+    /// one that runs says it has joined its broadcast group.
+    #[test]
+    fn a_child_outside_the_port_table_is_warned_of_with_the_reason() {
+        let mut m = demo_model();
+        let path = "/org/rdmamanager/RdmaManager1/Ipoib/11";
+        let text = |m: &Model| -> String {
+            let i = m.ipoib.get(path).expect("demo child");
+            iface_details(m, i, Theme::monochrome())
+                .iter()
+                .map(|l| l.to_string())
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let running = text(&m);
+        assert!(running.contains("joined its broadcast group"), "{running}");
+        assert!(!running.contains("not in the P_Key table"), "{running}");
+        if let Some(i) = m.ipoib.get_mut(path) {
+            i.pkey_in_port_table = false;
+            i.carrier = false;
+            i.down_reason = "P_Key 0x8002 is not in the P_Key table of port mlx5_0/1".into();
+        }
+        let warned = text(&m);
+        assert!(
+            warned.contains("! P_Key 0x8002 is not in the P_Key table of port mlx5_0/1"),
+            "{warned}"
+        );
+        assert!(warned.contains("no carrier"), "{warned}");
+        assert!(warned.contains("Down: P_Key 0x8002"), "{warned}");
+    }
 
     #[test]
     fn an_interface_networkmanager_owns_says_so_instead_of_what_is_remembered() {

@@ -524,7 +524,10 @@ pub fn new_ipoib_child(st: &mut SimState, c: &NewIpoibChild) -> Result<SimNetdev
             datagram_mtu.min(parent.mtu)
         },
         up: false,
-        carrier: parent.carrier,
+        // IPoIB joins the broadcast group (and turns carrier on) only with a P_Key its port's
+        // table has: ipoib_pkey_dev_check_presence, ib_find_pkey by partition.
+        carrier: parent.carrier
+            && port_has_partition(st, parent.pci_address.as_deref(), pib.port, c.pkey),
         link_kind: Some("ipoib".into()),
         peer: None,
         pci_address: parent.pci_address.clone(),
@@ -624,6 +627,17 @@ pub fn change_netdev(
         }
     }
     Ok(touched)
+}
+
+/// Whether the port `port` of the device at `pci` has the partition of `pkey` in its P_Key
+/// table (either membership, as `ib_find_pkey` matches the low 15 bits).
+fn port_has_partition(st: &SimState, pci: Option<&str>, port: u32, pkey: u16) -> bool {
+    st.spec
+        .devices
+        .iter()
+        .filter(|d| d.pci_address.is_some() && d.pci_address.as_deref() == pci)
+        .flat_map(|d| d.ports.iter().filter(|p| p.number == port))
+        .any(|p| p.pkeys.iter().any(|k| *k & 0x7fff == pkey & 0x7fff))
 }
 
 /// veth has carrier only when both ends are up; other netdevs follow their own state.
