@@ -118,6 +118,9 @@ endif
 	$(INSTALL) -m 0644 dist/completions/rdma-cli.bash "$(DESTDIR)$(BASHCOMPDIR)/rdma-cli"
 	$(INSTALL) -m 0644 dist/completions/_rdma-cli "$(DESTDIR)$(ZSHCOMPDIR)/_rdma-cli"
 	$(INSTALL) -m 0644 dist/completions/rdma-cli.fish "$(DESTDIR)$(FISHCOMPDIR)/rdma-cli.fish"
+	$(INSTALL) -m 0644 dist/completions/rdma-managerd.bash "$(DESTDIR)$(BASHCOMPDIR)/rdma-managerd"
+	$(INSTALL) -m 0644 dist/completions/_rdma-managerd "$(DESTDIR)$(ZSHCOMPDIR)/_rdma-managerd"
+	$(INSTALL) -m 0644 dist/completions/rdma-managerd.fish "$(DESTDIR)$(FISHCOMPDIR)/rdma-managerd.fish"
 	$(INSTALL) -d -m 0755 "$(DESTDIR)$(SYSCONFDIR)/rdma-manager"
 	# NFS over RDMA is set in a drop-in there; nfs-utils reads it (since 2.5.3) but RHEL 9's
 	# package does not ship the directory, and the sandboxed daemon cannot create it.
@@ -154,4 +157,6 @@ endif
 	rm -f "$(DESTDIR)$(FISHCOMPDIR)/rdma-tui.fish"
 	rm -f "$(DESTDIR)$(BASHCOMPDIR)/rdma-cli" "$(DESTDIR)$(ZSHCOMPDIR)/_rdma-cli"
 	rm -f "$(DESTDIR)$(FISHCOMPDIR)/rdma-cli.fish"
+	rm -f "$(DESTDIR)$(BASHCOMPDIR)/rdma-managerd" "$(DESTDIR)$(ZSHCOMPDIR)/_rdma-managerd"
+	rm -f "$(DESTDIR)$(FISHCOMPDIR)/rdma-managerd.fish"
 	-rmdir "$(DESTDIR)$(DOCDIR)/examples" "$(DESTDIR)$(DOCDIR)" 2>/dev/null

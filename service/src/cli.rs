@@ -19,6 +19,9 @@ use crate::dbus::server::Bus;
 /// resident in the benchmarks only.
 pub const DEFAULT_LOG_FILTER: &str = "info,zbus=error";
 
+/// The line said after a usage error, instead of the whole usage.
+pub const USAGE_HINT: &str = "Try 'rdma-managerd --help' for the options (and rdma-managerd(8)).";
+
 pub const USAGE: &str = concat!(
     "usage: rdma-managerd [--system | --session | --address=ADDRESS] [--simulate[=DIR]]
                      [--sim-host=SPEC] [--sim-cost=PROFILE] [--tick-ms=N]
@@ -37,8 +40,9 @@ pub const USAGE: &str = concat!(
                   still keeps 300 samples and 360 averages of 10 per port, so it covers
                   3600 ticks (benchmarks)
   show            print every RDMA device and port as ibstat does, then the IPoIB interfaces
-  --simulate      use the simulated demo host (`show` does so when this host has no RDMA);
-                  this and the --sim-* options are in builds with the `sim` feature only
+  --simulate      use the simulated demo host (never without this or a --sim-* option:
+                  on a host without RDMA `show` prints nothing, as ibstat does); this and
+                  the --sim-* options are in builds with the `sim` feature only
   --simulate=DIR  the same, with its sysfs-shaped tree kept in DIR
   --sim-host=SPEC the simulated host: `demo` (default), `naming` (an onboard HCA, a PF and
                   its VF, an SF and rxe: every way devices are named) or

@@ -12,6 +12,7 @@
 //!   setup, behind the [`system::SystemServices`] trait.
 
 pub mod cli;
+pub mod completions;
 pub mod config;
 pub mod dbus;
 pub mod engine;

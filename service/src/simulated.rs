@@ -88,10 +88,9 @@ impl Simulation {
     /// reference cycles, so its temporary tree would outlive the process: [`Running`] removes
     /// it when dropped.
     pub fn start(&self) -> Running {
-        let traffic = self.traffic.as_ref().map(|model| {
+        let traffic = self.traffic.as_ref().map(|_| {
             AbortOnDrop(traffic::spawn_demo_traffic(
                 self.host.clone(),
-                model.clone(),
                 Duration::from_secs(1),
             ))
         });

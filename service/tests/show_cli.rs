@@ -19,7 +19,7 @@ fn prints_ibstat_then_ipoib() {
         text.starts_with("CA 'mlx4_1'\n\tCA type: MT4099\n\tNumber of ports: 2\n"),
         "{text}"
     );
-    assert!(text.contains("\t\tBase lid: 2\n\t\tLMC: 1\n\t\tSM lid: 2\n"));
+    assert!(text.contains("\t\tBase lid: 2\n\t\tLMC: 1\n\t\tSM lid: 1\n"));
     assert!(text.contains("CA 'rxe0'"));
     assert!(text.contains("IPoIB interfaces:"));
     assert!(
@@ -68,7 +68,12 @@ fn bad_arguments_are_refused() {
     let out = show(&["--simulate", "-d"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("libibumad"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("libibumad"), "{err}");
+    // The reason and a one-line hint, not the whole usage.
+    assert!(!err.contains("usage: rdma-managerd"), "{err}");
+    assert!(err.contains("rdma-managerd --help"), "{err}");
+    assert_eq!(err.lines().count(), 2, "{err}");
     // ibstat ignores arguments after the port; they are refused here.
     let out = show(&["--simulate", "mlx4_1", "1", "extra"]);
     assert!(!out.status.success());
@@ -204,5 +209,57 @@ fn help_lists_every_option() {
         .chain(&rdma_managerd::cli::IBSTAT_VALUE_OPTIONS)
     {
         assert!(help.contains(o.trim_end_matches('=')), "--help lacks {o}");
+    }
+}
+
+/// Without `--simulate`, `show` reads this host as it is: on a host without RDMA it prints
+/// what ibstat prints there (nothing, status 0; ibstat's own message for a named device),
+/// and `--json` a document without devices, never the simulated host. Where ibstat is
+/// installed, every case is compared with it on this same host.
+#[test]
+fn a_host_without_rdma_shows_nothing_as_ibstat_does() {
+    if std::path::Path::new("/sys/class/infiniband").exists() {
+        // This machine has RDMA devices: the comparison with ibstat below still holds.
+        eprintln!("this host has RDMA devices; comparing with ibstat only");
+    } else {
+        for args in [&[][..], &["-l"], &["-s"], &["-p"]] {
+            let out = show(args);
+            assert_eq!(out.status.code(), Some(0), "show {args:?}");
+            assert!(out.stdout.is_empty(), "show {args:?}: {:?}", out.stdout);
+            assert!(out.stderr.is_empty(), "show {args:?}: {:?}", out.stderr);
+        }
+        let out = show(&["mlx5_0"]);
+        assert!(!out.status.success());
+        assert!(out.stdout.is_empty());
+        assert!(String::from_utf8_lossy(&out.stderr).contains("'mlx5_0' IB device can't be found"));
+        let out = show(&["--json"]);
+        assert!(out.status.success());
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+        let root = &v["objects"]["/org/rdmamanager/RdmaManager1"]["org.rdmamanager.RdmaManager1"];
+        assert_eq!(root["Devices"], serde_json::json!([]), "{v}");
+        assert_eq!(root["Simulated"], serde_json::json!(false), "{v}");
+    }
+    let Ok(probe) = Command::new("ibstat").arg("-l").output() else {
+        eprintln!("ibstat is not installed: no comparison");
+        return;
+    };
+    let _ = probe;
+    for args in [&[][..], &["-l"], &["-s"], &["-p"]] {
+        let ours = show(args);
+        let theirs = Command::new("ibstat")
+            .args(args)
+            .output()
+            .expect("ibstat runs");
+        assert_eq!(
+            ours.status.success(),
+            theirs.status.success(),
+            "show {args:?}"
+        );
+        if args.is_empty() {
+            // `show` adds the IPoIB table after ibstat's output.
+            assert!(ours.stdout.starts_with(&theirs.stdout), "show");
+        } else {
+            assert_eq!(ours.stdout, theirs.stdout, "show {args:?}");
+        }
     }
 }

@@ -145,6 +145,9 @@ c_files() {
     /usr/share/bash-completion/completions/rdma-cli
     /usr/share/zsh/vendor-completions/_rdma-cli
     /usr/share/fish/vendor_completions.d/rdma-cli.fish
+    /usr/share/bash-completion/completions/rdma-managerd
+    /usr/share/zsh/vendor-completions/_rdma-managerd
+    /usr/share/fish/vendor_completions.d/rdma-managerd.fish
     /usr/share/applications/org.rdmamanager.RdmaTui.desktop
     /usr/share/dbus-1/interfaces/org.rdmamanager.RdmaManager1.xml
     /etc/systemd/system/dbus-org.rdmamanager.RdmaManager1.service

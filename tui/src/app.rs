@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEventKind};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use ratatui::Frame;
 
 use crate::client::{Call, CallError, CallOutput, ErrorKind, Update};
@@ -58,6 +58,9 @@ pub struct App {
     /// What the calls of a sequence (a form sending several) did so far, for the status line
     /// once the last answers.
     done_so_far: Vec<String>,
+    /// The call that continues a sequence, once queued: a read that ends a sequence (the
+    /// Naming page reads its preview after a change) closes the sequence's status line.
+    sequence_call: Option<u64>,
     /// The counters read in flight, if any (see [`App::poll_counters`]).
     counters_call: Option<u64>,
     /// Calls to make, taken by the loop.
@@ -86,6 +89,7 @@ impl App {
             next_call: 1,
             pending: HashMap::new(),
             done_so_far: Vec::new(),
+            sequence_call: None,
             counters_call: None,
             outbox: Vec::new(),
             port: None,
@@ -186,7 +190,10 @@ impl App {
                     self.queue(id, call);
                 }
             }
-            Update::ServiceGone => self.connection = Connection::Gone,
+            Update::ServiceGone => {
+                self.connection = Connection::Gone;
+                self.model.service_missing = true;
+            }
             Update::Properties {
                 path,
                 iface,
@@ -276,27 +283,41 @@ impl App {
             p.call_done(call, result);
             next = p.next_call().map(|c| (p.id(), c));
         }
-        // What the calls before this one of the same sequence did (reads say nothing and are
-        // no part of a sequence).
-        let quiet = call.is_read();
-        let before = if quiet {
+        let in_sequence = self.sequence_call == Some(id);
+        if in_sequence {
+            self.sequence_call = None;
+        }
+        // What the calls before this one of the same sequence did (reads say nothing; a read
+        // outside a sequence, such as the counters' every second, does not end one).
+        let before = if call.is_read() && !in_sequence {
             None
         } else if next.is_some() && result.is_ok() {
-            self.done_so_far.push(what.clone());
+            if !call.is_read() {
+                self.done_so_far.push(what.clone());
+            }
             None
         } else {
             let done = std::mem::take(&mut self.done_so_far);
             (!done.is_empty()).then(|| done.join(", "))
         };
         match (call, result) {
-            (c, Ok(_)) if c.is_read() => {}
+            // A read that ends a sequence: what the sequence did replaces its interim text.
+            (c, Ok(_)) if c.is_read() => {
+                if let Some(b) = before {
+                    self.status = Status::Info(format!("Done: {b}"));
+                }
+            }
             // The page that asked shows why (GetIpSettings: "NetworkManager not running").
             (
                 Call::GetCounters { .. }
                 | Call::ReadPendingChange { .. }
                 | Call::GetIpSettings { .. },
                 Err(_),
-            ) => {}
+            ) => {
+                if let Some(b) = before {
+                    self.status = Status::Info(format!("Done: {b}"));
+                }
+            }
             // Kept or rolled back: ChangeEnded says so.
             (Call::ConfirmChange { .. } | Call::RollBackChange { .. }, Ok(_)) => {}
             (_, Ok(CallOutput::Pending(_))) => {
@@ -327,7 +348,8 @@ impl App {
             }
         }
         if let Some((page, call)) = next {
-            self.queue(page, call);
+            let id = self.queue(page, call);
+            self.sequence_call = Some(id);
         }
     }
 
@@ -371,7 +393,13 @@ impl App {
             }
             return;
         }
+        let was_editing = self.pages[self.current].editing();
         let outcome = self.pages[self.current].handle_key(key, &self.model);
+        // A new form starts with a clean status line: what the last action said is not about
+        // it.
+        if !was_editing && self.pages[self.current].editing() && outcome == Outcome::Handled {
+            self.status = Status::None;
+        }
         if outcome != Outcome::Ignored {
             self.outcome(outcome);
             return;
@@ -579,7 +607,21 @@ impl App {
                 Line::styled(s, t.dim())
             }
         };
-        frame.render_widget(Paragraph::new(line).wrap(Wrap { trim: true }), area);
+        // Wrapped to the rows it has (an error gets up to three); what still does not fit
+        // ends with the marker, never cut without a sign.
+        let style = line.style;
+        let text: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
+        let width = area.width as usize;
+        let mut rows = crate::widgets::wrap_text(&text, width);
+        let room = (area.height as usize).max(1);
+        if rows.len() > room {
+            let rest = rows.split_off(room).join(" ");
+            if let Some(last) = rows.last_mut() {
+                *last = crate::widgets::fit(&format!("{last} {rest}"), width);
+            }
+        }
+        let lines: Vec<Line> = rows.into_iter().map(|r| Line::styled(r, style)).collect();
+        frame.render_widget(Paragraph::new(lines), area);
     }
 
     fn render_keys(&self, frame: &mut Frame, area: Rect) {
@@ -633,18 +675,20 @@ impl App {
         frame.render_widget(Paragraph::new(line), area);
     }
 
-    /// The help's lines: the shown page's keys first, then those of every page.
-    fn help_lines(&self) -> Vec<Line<'static>> {
+    /// The help's lines for a box `width` columns inside: the shown page's keys first, then
+    /// those of every page, each text wrapped to the width (never cut).
+    fn help_lines(&self, width: usize) -> Vec<Line<'static>> {
+        use crate::widgets::{key_lines, wrap_text};
         let t = self.theme;
         let mut lines = vec![Line::styled(
-            format!("This page ({})", self.current_page().label()),
+            crate::widgets::fit(
+                &format!("This page ({})", self.current_page().label()),
+                width,
+            ),
             t.title(),
         )];
         for (k, what) in self.pages[self.current].help() {
-            lines.push(Line::from(vec![
-                Span::styled(format!("{k:<22} "), t.key()),
-                Span::raw(what),
-            ]));
+            lines.extend(key_lines(k, what, width, HELP_KEY_COLUMN, t.key()));
         }
         lines.push(Line::raw(""));
         lines.push(Line::styled("Every page", t.title()));
@@ -663,27 +707,31 @@ impl App {
             ("q, F10 or Ctrl-C", "quit"),
             ("Mouse", "click a tab or a row; wheel scrolls"),
         ] {
-            lines.push(Line::from(vec![
-                Span::styled(format!("{k:<22} "), t.key()),
-                Span::raw(what),
-            ]));
+            lines.extend(key_lines(k, what, width, HELP_KEY_COLUMN, t.key()));
         }
-        lines.push(Line::raw(format!(
-            "{CUT} marks text, tabs or keys cut to fit the terminal."
-        )));
+        for text in wrap_text(
+            &format!("{CUT} marks text, tabs or keys cut to fit the terminal."),
+            width,
+        ) {
+            lines.push(Line::raw(text));
+        }
         lines.push(Line::raw(""));
-        lines.push(Line::styled(
+        for text in wrap_text(
             "Changes go to rdma-managerd and need its polkit actions.",
-            t.dim(),
-        ));
+            width,
+        ) {
+            lines.push(Line::styled(text, t.dim()));
+        }
         lines
     }
 
     fn render_help(&mut self, frame: &mut Frame, body: Rect) {
         let t = self.theme;
-        let w = body.width.min(76);
+        // As wide as the terminal allows up to a comfortable reading width; every line is
+        // wrapped to it.
+        let w = body.width.min(HELP_MAX_WIDTH);
         let inner_w = w.saturating_sub(2) as usize;
-        let mut lines = crate::widgets::fit_lines(self.help_lines(), inner_w);
+        let mut lines = self.help_lines(inner_w);
         let h = body.height.min(lines.len() as u16 + 2);
         let area = Rect {
             x: body.x + (body.width - w) / 2,
@@ -718,6 +766,10 @@ impl App {
         );
     }
 }
+
+/// The help box's widest (a comfortable line to read), and the column its keys take.
+const HELP_MAX_WIDTH: u16 = 110;
+const HELP_KEY_COLUMN: usize = 22;
 
 /// The marker of text cut to fit: one style everywhere ([`crate::widgets::fit`]).
 pub const CUT: &str = crate::widgets::ELLIPSIS;
@@ -795,5 +847,115 @@ mod tests {
             text.contains("1 propert(ies) of an unexpected type"),
             "{text}"
         );
+    }
+
+    fn screen(app: &mut App, w: u16, h: u16) -> Vec<String> {
+        let backend = ratatui::backend::TestBackend::new(w, h);
+        let mut term = ratatui::Terminal::new(backend).expect("terminal");
+        term.draw(|f| app.render(f, crate::fixtures::NOW_US))
+            .expect("draw");
+        let buf = term.backend().buffer().clone();
+        (0..h)
+            .map(|y| (0..w).map(|x| buf[(x, y)].symbol().to_string()).collect())
+            .collect()
+    }
+
+    /// Every page's help is wrapped to the box, never cut: at 80 columns and wider (where the
+    /// box grows), each of its sentences is there whole, and no line ends in the cut marker.
+    #[test]
+    fn the_help_wraps_every_line_to_the_box() {
+        for width in [38, 78, 118] {
+            for id in PageId::ALL {
+                let mut app = App::with_model(crate::fixtures::demo_model(), Theme::monochrome());
+                app.show(id);
+                let lines = app.help_lines(width);
+                let texts: Vec<String> = lines
+                    .iter()
+                    .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+                    .collect();
+                for t in &texts {
+                    assert!(
+                        crate::widgets::columns(t) <= width,
+                        "{id:?} at {width}: {t:?}"
+                    );
+                    assert!(!t.ends_with(CUT), "{id:?} at {width}: {t:?}");
+                }
+                let joined = texts.iter().map(|t| t.trim()).collect::<Vec<_>>().join(" ");
+                for (k, what) in app.pages[app.current].help() {
+                    assert!(joined.contains(what), "{id:?} at {width}: {k}: {what:?}");
+                }
+            }
+        }
+        // The box takes the room a wide terminal has.
+        let mut app = App::with_model(crate::fixtures::demo_model(), Theme::monochrome());
+        app.help = true;
+        let rows = screen(&mut app, 120, 40);
+        let top = rows
+            .iter()
+            .find(|r| r.contains("┌ Help"))
+            .expect("the help box");
+        assert!(top.trim().chars().count() > 100, "{top}");
+    }
+
+    /// A status line longer than the terminal ends in the cut marker.
+    #[test]
+    fn a_cut_status_line_says_so() {
+        let mut app = App::with_model(crate::fixtures::demo_model(), Theme::monochrome());
+        app.status = Status::Error(format!(
+            "Cannot do it: {}",
+            "the reason is long ".repeat(20)
+        ));
+        let rows = screen(&mut app, 80, 24);
+        // An error wraps to three rows; the rest is cut with the marker.
+        let at = rows
+            .iter()
+            .position(|r| r.starts_with("! Cannot do it"))
+            .expect("the status line");
+        let status = &rows[at + 2];
+        assert!(status.trim_end().ends_with(CUT), "{status:?}");
+    }
+
+    /// A change on the Naming page is followed by a read of the preview; when that read
+    /// answers, the status line says what was done, not the interim "...: done...".
+    #[test]
+    fn a_sequence_ending_in_a_read_says_done() {
+        let mut app = App::with_model(crate::fixtures::demo_model(), Theme::monochrome());
+        app.show(PageId::Naming);
+        let answer = |app: &mut App| {
+            for (id, call) in app.take_calls() {
+                let result = if call == Call::PreviewRdmaNames {
+                    Ok(CallOutput::Preview(Vec::new()))
+                } else {
+                    Ok(CallOutput::Done)
+                };
+                app.apply(Update::CallDone { id, call, result });
+            }
+        };
+        answer(&mut app);
+        app.outcome(Outcome::Call(Call::RemoveRdmaFixedName {
+            guid: "0x0002c90300a1b2c3".into(),
+        }));
+        answer(&mut app);
+        // The preview's read was queued after the change, and is now answered too.
+        answer(&mut app);
+        assert!(app.take_calls().is_empty());
+        match &app.status {
+            Status::Info(s) => {
+                assert!(s.starts_with("Done: "), "{s}");
+                assert!(!s.contains("done..."), "{s}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// The bus is up but the service is not on it: the overview says the service is
+    /// missing, not that the host has no RDMA devices.
+    #[test]
+    fn a_missing_service_is_not_a_host_without_devices() {
+        let mut app = App::with_model(Model::default(), Theme::monochrome());
+        app.apply(Update::ServiceGone);
+        let text = screen(&mut app, 80, 24).join("\n");
+        assert!(text.contains("rdma-managerd is not on the bus"), "{text}");
+        assert!(!text.contains("No RDMA devices"), "{text}");
     }
 }

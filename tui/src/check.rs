@@ -28,8 +28,25 @@ pub fn pkey(text: &str) -> Result<u16, String> {
             "{t:?} is not hexadecimal; a P_Key is 0x0001 to 0xffff, e.g. 8002"
         ));
     }
-    let value = u32::from_str_radix(hex, 16)
-        .map_err(|_| format!("{t} does not fit in 16 bits; P_Keys are 0x0001 to 0xffff"))?;
+    let decimal = |t: &str| match (hex.len() == t.len(), t.parse::<u16>()) {
+        // Digits without 0x: read as hex here, where `ip link ... pkey` would read decimal.
+        (true, Ok(d)) => {
+            format!(" (read as hexadecimal, as P_Keys are written; {t} in decimal is {d:#06x})")
+        }
+        _ => String::new(),
+    };
+    let value = u32::from_str_radix(hex, 16).map_err(|_| {
+        format!(
+            "{t} does not fit in 16 bits; P_Keys are 0x0001 to 0xffff{}",
+            decimal(t)
+        )
+    })?;
+    if value > 0xffff {
+        return Err(format!(
+            "{value:#x} does not fit in 16 bits; P_Keys are 0x0001 to 0xffff{}",
+            decimal(t)
+        ));
+    }
     validate_pkey(value).map_err(|e| match e {
         IpoibError::PkeyZero => "0x0000 is the invalid P_Key; give 0x0001 to 0x7fff, with or \
                                  without the full-membership bit 0x8000"
@@ -53,6 +70,19 @@ pub fn pkey_note(pkey: u16) -> Option<String> {
             pkey | PKEY_FULL_MEMBER
         )
     })
+}
+
+/// What the form says of a P_Key typed without `0x`: that it is read as hexadecimal (as
+/// P_Keys are written, and unlike `ip link ... pkey N`, which reads decimal), with the value
+/// it is read as; `None` with `0x`.
+pub fn pkey_hex_note(text: &str, pkey: u16) -> Option<String> {
+    let t = text.trim();
+    if t.starts_with("0x") || t.starts_with("0X") {
+        return None;
+    }
+    Some(format!(
+        "{t} is read as hexadecimal: P_Key {pkey:#06x} (ip link would read digits as decimal)"
+    ))
 }
 
 /// A network interface name, as `CreateChild` and `SetIpoibName` check it.
@@ -105,8 +135,14 @@ pub fn tos(text: &str) -> Result<u8, String> {
     if t.is_empty() {
         return Err("give the type of service, 0 to 255 (e.g. 106 for DSCP 26)".into());
     }
-    t.parse::<u8>()
-        .map_err(|_| format!("{t:?} is not 0 to 255; the ToS is one byte (e.g. 106)"))
+    // Decimal, or hex with 0x as configfs's default_roce_tos takes it (as rdma-cli does).
+    let value = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(hex) => u8::from_str_radix(hex, 16),
+        None => t.parse::<u8>(),
+    };
+    value.map_err(|_| {
+        format!("{t:?} is not 0 to 255 (or 0x00 to 0xff); the ToS is one byte (e.g. 106)")
+    })
 }
 
 /// One memlock limit as typed: "unlimited" or a whole number of KiB, as SetMemlockLimits
@@ -178,6 +214,20 @@ mod tests {
         }
         assert!(pkey("8000").unwrap_err().contains("full-membership"));
         assert!(pkey_note(0x0002).is_some());
+        // Without 0x a P_Key is read as hex, and the form says so before sending.
+        assert_eq!(pkey("abc"), Ok(0x0abc));
+        let note = pkey_hex_note("abc", 0x0abc).expect("a note");
+        assert!(
+            note.contains("read as hexadecimal") && note.contains("0x0abc"),
+            "{note}"
+        );
+        assert!(pkey_hex_note("0x8002", 0x8002).is_none());
+        // 32769 is 0x8001 in decimal; as hex it does not fit, and the refusal says both.
+        let e = pkey("32769").expect_err("too large as hex");
+        assert!(
+            e.contains("read as hexadecimal") && e.contains("0x8001"),
+            "{e}"
+        );
         assert!(pkey_note(0x8002).is_none());
     }
 
@@ -222,6 +272,9 @@ mod tests {
         assert!(rdma_name("rxe_lab0").is_ok());
         assert!(rdma_name("a/b").is_err());
         assert_eq!(tos("106"), Ok(106));
+        // As configfs takes it (and rdma-cli): hex with 0x.
+        assert_eq!(tos("0x60"), Ok(0x60));
+        assert!(tos("0x100").is_err());
         assert!(tos("256").is_err());
         assert!(tos("").is_err());
     }

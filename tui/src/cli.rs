@@ -4,6 +4,9 @@ use rdma_manager_dbus::ibstat::IbstatArgs;
 
 use crate::client::BusChoice;
 
+/// The line said after a usage error, instead of the whole usage.
+pub const USAGE_HINT: &str = "Try 'rdma-tui --help' for the options (and rdma-tui(1)).";
+
 pub const USAGE: &str = concat!(
     "usage: rdma-tui [--system | --session | --address=ADDRESS | --demo] [--no-mouse]
        rdma-tui [BUS] [--direct-socket=PATH] --ibstat [IBSTAT OPTIONS] [DEVICE [PORT]]

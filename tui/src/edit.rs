@@ -288,18 +288,21 @@ pub fn global_key(key: &KeyEvent) -> bool {
 
 /// The footer: the form's keys while one is open, else the page's own (`page`).
 pub fn hints(
-    form_open: bool,
+    form: Option<&Form>,
     page: Vec<(&'static str, &'static str)>,
 ) -> Vec<(&'static str, &'static str)> {
-    if form_open {
-        form_hints()
-    } else {
-        page
+    match form {
+        Some(f) => form_hints(f),
+        None => page,
     }
 }
 
-/// The footer while a form is open.
-pub fn form_hints() -> Vec<(&'static str, &'static str)> {
+/// The footer while `form` is open: a question's own keys (it starts on Cancel, so Enter
+/// alone answers no), or a form's.
+pub fn form_hints(form: &Form) -> Vec<(&'static str, &'static str)> {
+    if form.fields.is_empty() {
+        return vec![("y", "yes"), ("n or Esc", "no"), ("Left/Right", "button")];
+    }
     vec![
         ("Tab", "next field"),
         ("Space", "toggle"),

@@ -655,6 +655,9 @@ impl Form {
         // Borders and a column of padding on each side.
         let inner_width = area.width.min(MAX_WIDTH).saturating_sub(4) as usize;
         let (lines, focus_line, cursor) = self.lines(inner_width, theme);
+        // Nothing drawn past the box's right side: a line that would be wider ends in the
+        // cut marker inside it.
+        let lines = crate::widgets::fit_lines(lines, inner_width);
         let popup = Form::popup(area, lines.len());
         let inner_height = popup.height.saturating_sub(2) as usize;
         // A form taller than the screen scrolls: the field with the keyboard stays in view
@@ -833,7 +836,10 @@ impl Form {
         let mut spans = button(&self.submit_label, self.focus == Focus::Submit);
         spans.push(Span::raw("  "));
         spans.extend(button("Cancel", self.focus == Focus::Cancel));
-        let used: usize = spans.iter().map(|s| s.content.chars().count()).sum();
+        let used: usize = spans
+            .iter()
+            .map(|s| crate::widgets::columns(&s.content))
+            .sum();
         let pad = width.saturating_sub(used) / 2;
         spans.insert(0, Span::raw(" ".repeat(pad)));
         Line::from(spans)
@@ -854,7 +860,7 @@ impl FieldColumns {
     fn new(fields: &[Field], width: usize) -> FieldColumns {
         let label_w = fields
             .iter()
-            .map(|f| f.label.chars().count())
+            .map(|f| crate::widgets::columns(&f.label))
             .max()
             .unwrap_or(0)
             .min(width / 3);
@@ -895,11 +901,13 @@ fn value_spans(
                 // In parentheses, so that it is not taken for a value without colour.
                 let hint = format!("({})", input.placeholder);
                 let inner = (input.max_len + 1)
-                    .max(hint.chars().count())
+                    .max(crate::widgets::columns(&hint))
                     .min(avail.saturating_sub(2));
+                let shown = truncate(&hint, inner);
+                let pad = inner.saturating_sub(crate::widgets::columns(&shown));
                 vec![
                     Span::raw("["),
-                    Span::styled(format!("{:<inner$}", truncate(&hint, inner)), t.dim()),
+                    Span::styled(format!("{shown}{}", " ".repeat(pad)), t.dim()),
                     Span::raw("]"),
                 ]
             } else {
@@ -922,18 +930,38 @@ fn value_spans(
 }
 
 /// A text input drawn `width` columns wide with its brackets: the visible part of the value,
-/// padded, and where the cursor is within it.
+/// padded, and the column of the cursor within it. Counted in terminal columns (a wide
+/// character such as `日` takes two), so that the box keeps its width whatever is typed.
 fn text_box(input: &TextInput, width: usize) -> (String, usize) {
+    use unicode_width::UnicodeWidthChar;
+    let cols = |c: &char| c.width().unwrap_or(0);
+    let chars: Vec<char> = input.value.chars().collect();
+    let value_cols: usize = chars.iter().map(cols).sum();
     // As wide as the field takes, or as the text when it is longer (to show all of what will
     // be refused), within the room there is.
     let inner = width
         .saturating_sub(2)
-        .clamp(1, input.max_len.max(input.len()) + 1);
-    let chars: Vec<char> = input.value.chars().collect();
-    // Scroll so that the cursor stays visible.
-    let start = (input.cursor() + 1).saturating_sub(inner);
-    let shown: String = chars.iter().skip(start).take(inner).collect();
-    (format!("{shown:<inner$}"), input.cursor() - start)
+        .clamp(1, input.max_len.max(value_cols) + 1);
+    // Scroll so that the cursor (and the column it stands on) stays visible.
+    let cursor = input.cursor().min(chars.len());
+    let mut start = cursor;
+    let mut used = 1;
+    while start > 0 && used + cols(&chars[start - 1]) <= inner {
+        start -= 1;
+        used += cols(&chars[start]);
+    }
+    let mut shown = String::new();
+    let mut shown_cols = 0;
+    for c in &chars[start..] {
+        if shown_cols + cols(c) > inner {
+            break;
+        }
+        shown_cols += cols(c);
+        shown.push(*c);
+    }
+    shown.push_str(&" ".repeat(inner - shown_cols));
+    let cursor_col = chars[start..cursor].iter().map(cols).sum();
+    (shown, cursor_col)
 }
 
 /// A choice: all options as radio buttons when they fit, else `< current >` and its position.
@@ -984,38 +1012,15 @@ pub fn truncate(s: &str, width: usize) -> String {
     crate::widgets::fit(s, width)
 }
 
-/// Breaks `text` into lines of at most `width` characters at spaces (a longer word is cut).
+/// Breaks `text` into lines of at most `width` columns at spaces (a longer word is split),
+/// each of its own lines (`\n`) starting a new one.
 pub fn wrap(text: &str, width: usize) -> Vec<String> {
-    let width = width.max(1);
-    let mut lines = Vec::new();
-    for para in text.split('\n') {
-        let mut line = String::new();
-        let mut len = 0;
-        for word in para.split_whitespace() {
-            let mut word: Vec<char> = word.chars().collect();
-            if len > 0 && len + 1 + word.len() > width {
-                lines.push(std::mem::take(&mut line));
-                len = 0;
-            }
-            while word.len() > width {
-                let rest = word.split_off(width);
-                if len > 0 {
-                    lines.push(std::mem::take(&mut line));
-                }
-                lines.push(word.iter().collect());
-                len = 0;
-                word = rest;
-            }
-            if len > 0 {
-                line.push(' ');
-                len += 1;
-            }
-            line.extend(word.iter());
-            len += word.len();
-        }
-        lines.push(line);
-    }
-    lines
+    text.split('\n')
+        .flat_map(|para| {
+            let words: Vec<&str> = para.split_whitespace().collect();
+            crate::widgets::wrap_text(&words.join(" "), width)
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -1047,6 +1052,43 @@ mod tests {
                 "a",
             ))
             .field(Field::check("flag", "Flag", false))
+    }
+
+    /// Wide characters take two columns: the box keeps its width (its frame stays where it
+    /// is) and the cursor stands after what was typed.
+    #[test]
+    fn wide_characters_keep_the_box_width() {
+        let mut input = TextInput {
+            max_len: 15,
+            ..TextInput::default()
+        };
+        input.set("rxé_日本");
+        let (shown, cur) = text_box(&input, 20);
+        assert_eq!(crate::widgets::columns(&shown), 16, "{shown:?}");
+        assert_eq!(cur, 8, "r x é _ and two wide characters");
+        // Longer than the box: it scrolls to the cursor, still as wide.
+        input.set(&"日".repeat(30));
+        let (shown, cur) = text_box(&input, 20);
+        assert_eq!(crate::widgets::columns(&shown), 18, "{shown:?}");
+        assert!(cur <= 17);
+        // Drawn in a form: every line within the box.
+        let mut f = Form::new("T", "OK").field(Field::text("name", "Name", "rxé_日本", 15));
+        f.handle_key(key(KeyCode::End));
+        let backend = ratatui::backend::TestBackend::new(40, 10);
+        let mut term = ratatui::Terminal::new(backend).expect("terminal");
+        term.draw(|fr| f.render(fr, fr.area(), Theme::monochrome()))
+            .expect("draw");
+        let buf = term.backend().buffer().clone();
+        let row_of = |text: &str| {
+            (0..10u16).find(|y| {
+                let r: String = (0..40).map(|x| buf[(x, *y)].symbol().to_string()).collect();
+                r.contains(text)
+            })
+        };
+        let last_col = |y: u16, sym: &str| (0..40u16).rev().find(|x| buf[(*x, y)].symbol() == sym);
+        let top = row_of("┐").expect("the top border");
+        let field = row_of("Name").expect("the field");
+        assert_eq!(last_col(field, "│"), last_col(top, "┐"), "{buf:?}");
     }
 
     #[test]

@@ -15,8 +15,10 @@ fn main() -> ExitCode {
             eprintln!("Error: {e}");
             return ExitCode::from(2);
         }
+        // The reason and where the options are, not the whole usage: the reason is what
+        // the user has to read.
         Err(e) => {
-            eprintln!("Error: {e}\n\n{}", cli::USAGE);
+            eprintln!("Error: {e}\n{}", cli::USAGE_HINT);
             return ExitCode::from(2);
         }
     };

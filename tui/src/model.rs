@@ -192,8 +192,22 @@ record!(
             via HashMap<String, String> => |m| m.into_iter().collect(),
         persisted_children: Vec<PersistedChild> = "PersistedChildren",
         owner: Owner = "Owner",
+        /// Carrier: for IPoIB, the partition's broadcast group joined.
+        #[serde(default)]
+        carrier: bool = "Carrier",
+        /// The partition is in the port's P_Key table (true from a service without it).
+        #[serde(default = "yes")]
+        pkey_in_port_table: bool = "PkeyInPortTable",
+        /// Why it does not run ("" when it does).
+        #[serde(default)]
+        down_reason: String = "DownReason",
     }
 );
+
+/// `true`, for serde: a property a record holds as true until the service says otherwise.
+fn yes() -> bool {
+    true
+}
 
 record!(
     /// The host's setup (`...Host`): rdma-core's modules, the pinned-memory limits of group
@@ -437,6 +451,10 @@ pub struct Model {
     /// Properties that could not be read, as "path: property: reason".
     #[serde(skip)]
     pub problems: Vec<String>,
+    /// The bus answers but rdma-managerd is not on it (never started, or gone): an empty
+    /// model is then no statement about the host.
+    #[serde(skip)]
+    pub service_missing: bool,
 }
 
 /// One object's interfaces and their properties, as GetManagedObjects and InterfacesAdded

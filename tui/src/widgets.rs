@@ -71,21 +71,33 @@ pub fn port_name(port: &Port) -> String {
 /// The one marker of text cut to fit, on every page and in every form.
 pub const ELLIPSIS: &str = "…";
 
-/// `s` cut to `width` characters, with `…` marking the cut.
+/// `s` cut to `width` columns, with `…` marking the cut (a wide character takes two).
 pub fn fit(s: &str, width: usize) -> String {
-    let n = s.chars().count();
-    if n <= width {
+    if columns(s) <= width {
         return s.to_string();
     }
-    match width {
-        0 => String::new(),
-        1 => ELLIPSIS.to_string(),
-        _ => {
-            let mut out: String = s.chars().take(width - 1).collect();
-            out.push_str(ELLIPSIS);
-            out
-        }
+    if width == 0 {
+        return String::new();
     }
+    let mut out = take_columns(s, width - 1);
+    out.push_str(ELLIPSIS);
+    out
+}
+
+/// The longest start of `s` that takes at most `width` columns.
+fn take_columns(s: &str, width: usize) -> String {
+    use unicode_width::UnicodeWidthChar;
+    let mut used = 0;
+    let mut out = String::new();
+    for c in s.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w > width {
+            break;
+        }
+        used += w;
+        out.push(c);
+    }
+    out
 }
 
 /// A line cut to `width` columns with [`ELLIPSIS`] marking the cut, keeping each part's
@@ -99,13 +111,13 @@ pub fn fit_line(line: Line<'static>, width: usize) -> Line<'static> {
     let mut spans = Vec::new();
     let room = width.saturating_sub(1);
     for span in line.spans {
-        let n = span.content.chars().count();
+        let n = columns(&span.content);
         if used + n <= room {
             used += n;
             spans.push(span);
             continue;
         }
-        let keep: String = span.content.chars().take(room - used).collect();
+        let keep = take_columns(&span.content, room - used);
         spans.push(Span::styled(keep, span.style));
         if width > 0 {
             spans.push(Span::styled(ELLIPSIS, span.style));
@@ -118,6 +130,94 @@ pub fn fit_line(line: Line<'static>, width: usize) -> Line<'static> {
 /// Every line of `lines` fitted to `width` ([`fit_line`]).
 pub fn fit_lines(lines: Vec<Line<'static>>, width: usize) -> Vec<Line<'static>> {
     lines.into_iter().map(|l| fit_line(l, width)).collect()
+}
+
+/// Columns `s` takes in the terminal (a wide character takes two).
+pub fn columns(s: &str) -> usize {
+    unicode_width::UnicodeWidthStr::width(s)
+}
+
+/// `s` broken into lines of at most `width` columns, at spaces where it can (a word longer
+/// than a line is split): text drawn in a box is wrapped, never cut.
+pub fn wrap_text(s: &str, width: usize) -> Vec<String> {
+    use unicode_width::UnicodeWidthChar;
+    let width = width.max(1);
+    let mut out = Vec::new();
+    let mut line = String::new();
+    let mut used = 0;
+    for word in s.split(' ') {
+        let w = columns(word);
+        let sep = usize::from(!line.is_empty());
+        if used + sep + w <= width {
+            if sep == 1 {
+                line.push(' ');
+            }
+            line.push_str(word);
+            used += sep + w;
+            continue;
+        }
+        if !line.is_empty() {
+            out.push(std::mem::take(&mut line));
+            used = 0;
+        }
+        for c in word.chars() {
+            let cw = c.width().unwrap_or(0);
+            if used + cw > width && !line.is_empty() {
+                out.push(std::mem::take(&mut line));
+                used = 0;
+            }
+            line.push(c);
+            used += cw;
+        }
+    }
+    if !line.is_empty() || out.is_empty() {
+        out.push(line);
+    }
+    out
+}
+
+/// A key and what it does, as lines of at most `width` columns: the key in a column of
+/// `key_col`, the text wrapped beside it; where the two do not fit side by side, the text
+/// goes under the key, indented by two.
+pub fn key_lines(
+    key: &str,
+    what: &str,
+    width: usize,
+    key_col: usize,
+    key_style: ratatui::style::Style,
+) -> Vec<Line<'static>> {
+    let beside = width.saturating_sub(key_col + 1);
+    if beside >= 20 && columns(key) <= key_col {
+        let pad = key_col - columns(key);
+        wrap_text(what, beside)
+            .into_iter()
+            .enumerate()
+            .map(|(i, text)| {
+                let k = if i == 0 {
+                    format!("{key}{} ", " ".repeat(pad))
+                } else {
+                    " ".repeat(key_col + 1)
+                };
+                let style = if i == 0 {
+                    key_style
+                } else {
+                    Default::default()
+                };
+                Line::from(vec![Span::styled(k, style), Span::raw(text)])
+            })
+            .collect()
+    } else {
+        let mut out: Vec<Line<'static>> = wrap_text(key, width)
+            .into_iter()
+            .map(|k| Line::from(Span::styled(k, key_style)))
+            .collect();
+        out.extend(
+            wrap_text(what, width.saturating_sub(2))
+                .into_iter()
+                .map(|text| Line::raw(format!("  {text}"))),
+        );
+        out
+    }
 }
 
 /// Ways to write a sysfs rate (`100 Gb/sec (4X EDR)`), longest first: the text itself,

@@ -128,9 +128,14 @@ fn space_toggles_the_selected_module() {
             enabled: true,
         }]
     );
-    // Enter too; ib_ipoib is enabled: it is disabled.
+    // Enter changes nothing on a module row (it opens, and a module has nothing to open):
+    // it says which key does.
     press(&mut app, KeyCode::Home);
     press(&mut app, KeyCode::Enter);
+    assert!(calls(&mut app).is_empty());
+    assert!(screen(&mut app, 100, 24).contains("Space enables or disables"));
+    // ib_ipoib is enabled: Space disables it.
+    press(&mut app, KeyCode::Char(' '));
     assert_eq!(
         calls(&mut app),
         vec![Call::SetModuleEnabled {
@@ -146,9 +151,12 @@ fn space_toggles_the_selected_module() {
 }
 
 #[test]
-fn apply_restarts_the_selected_set_and_shows_the_steps() {
+fn load_restarts_the_selected_set_and_shows_the_steps() {
     let mut app = host_app();
+    // `a` adds on the other pages; here it does nothing.
     press(&mut app, KeyCode::Char('a'));
+    assert!(calls(&mut app).is_empty());
+    press(&mut app, KeyCode::Char('l'));
     assert_eq!(
         calls(&mut app),
         vec![Call::ApplyModules {
@@ -156,7 +164,7 @@ fn apply_restarts_the_selected_set_and_shows_the_steps() {
         }]
     );
     down(&mut app, RDS_RDMA);
-    press(&mut app, KeyCode::Char('a'));
+    press(&mut app, KeyCode::Char('l'));
     answer_all(
         &mut app,
         Ok(CallOutput::Steps(steps(&[(
@@ -171,7 +179,7 @@ fn apply_restarts_the_selected_set_and_shows_the_steps() {
     // Off the modules: the rdma set.
     press(&mut app, KeyCode::Esc);
     down(&mut app, NFS - RDS_RDMA);
-    press(&mut app, KeyCode::Char('a'));
+    press(&mut app, KeyCode::Char('l'));
     assert_eq!(
         calls(&mut app),
         vec![Call::ApplyModules { set: "rdma".into() }]
@@ -380,7 +388,7 @@ fn subnet_manager_keys_ask_then_call() {
     let mut app = host_app();
     press(&mut app, KeyCode::Char('x'));
     assert!(calls(&mut app).is_empty());
-    // Running and enabled: x stops, e disables, Enter on its row stops.
+    // Running and enabled: x stops, e disables; Enter on its row says which keys do.
     let mut model = fixtures::demo_model();
     if let Some(h) = model.host_setup.as_mut() {
         h.opensm.active_state = "active".into();
@@ -404,7 +412,8 @@ fn subnet_manager_keys_ask_then_call() {
     down(&mut app, OPENSM);
     press(&mut app, KeyCode::Enter);
     press(&mut app, KeyCode::Char('y'));
-    assert_eq!(calls(&mut app), vec![Call::StopSubnetManager]);
+    assert!(calls(&mut app).is_empty());
+    assert!(screen(&mut app, 100, 24).contains("x stops it"));
 }
 
 #[test]
@@ -496,7 +505,7 @@ fn without_a_host_object_the_page_says_so() {
     model.host_setup = None;
     let mut app = App::with_model(model, Theme::colored());
     app.show(PageId::Host);
-    for k in [' ', 'a', 'm', 'M', 'n', 's', 'x', 'e'] {
+    for k in [' ', 'a', 'l', 'm', 'M', 'n', 's', 'x', 'e'] {
         press(&mut app, KeyCode::Char(k));
         press(&mut app, KeyCode::Enter);
     }
@@ -537,7 +546,7 @@ fn host_help_lists_every_key() {
     let mut app = host_app();
     press(&mut app, KeyCode::Char('?'));
     let s = screen(&mut app, 80, 24);
-    for k in ["Space or Enter", "M ", "s / x / e", "more below"] {
+    for k in ["Space ", "l ", "M ", "s / x / e", "more below"] {
         assert!(s.contains(k), "{k}\n{s}");
     }
     assert_snapshot!("host_help_80x24", s);

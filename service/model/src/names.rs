@@ -18,7 +18,8 @@ pub enum NameError {
     Reserved(String),
     #[error("the name may not start with {0:?}")]
     BadStart(char),
-    #[error("the character {0:?} is not allowed; use letters, digits, '-', '_' and '.'")]
+    /// `é` is a letter, but not one a name may have: the message says ASCII.
+    #[error("the character {0:?} is not allowed; use ASCII letters, digits, '-', '_' and '.'")]
     BadChar(char),
 }
 
@@ -78,6 +79,14 @@ mod tests {
             assert_eq!(validate_netdev_name(ok), Ok(()), "{ok}");
         }
         assert_eq!(validate_rdma_name("ibp59s0f0x0123456789abcdef"), Ok(()));
+    }
+
+    /// `é` is a letter; the refusal says which letters a name may have.
+    #[test]
+    fn a_non_ascii_letter_is_refused_as_such() {
+        let e = validate_rdma_name("rxé0").expect_err("refused");
+        assert_eq!(e, NameError::BadChar('é'));
+        assert!(e.to_string().contains("use ASCII letters"), "{e}");
     }
 
     #[test]

@@ -2,9 +2,9 @@
 //!
 //! With no command it serves the host's RDMA state on the system bus as
 //! `org.rdmamanager.RdmaManager1`. `show` prints the state the way `ibstat` does, followed by
-//! the IPoIB interfaces. With `--simulate` both run on the simulated host, and `show` does on
-//! a host without RDMA; only in a build with the `sim` feature, which the packaged daemon is
-//! not.
+//! the IPoIB interfaces. With `--simulate` both run on the simulated host; only in a build
+//! with the `sim` feature, which the packaged daemon is not. Without it, a host without RDMA
+//! is shown as it is: empty, as ibstat shows it.
 
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -24,9 +24,12 @@ use rdma_managerd::simulated::Simulation;
 use rdma_managerd::system::unreachable::Unreachable;
 use rdma_managerd::system::{BusSystemServices, SystemServices};
 
-/// The host to run on, and the simulated one when it is simulated.
-fn make_host(args: &Args, fall_back: bool) -> anyhow::Result<(Arc<dyn Host>, Option<Simulation>)> {
-    let sim = simulation(args, fall_back)?;
+/// The host to run on, and the simulated one when the command line asks for it. A host
+/// without RDMA is read as it is, by `show` too: like ibstat there, `show` prints nothing
+/// (and `--json` a document without devices), never the simulated host unasked, so that a
+/// script on a node whose driver failed to load does not see a healthy fabric.
+fn make_host(args: &Args) -> anyhow::Result<(Arc<dyn Host>, Option<Simulation>)> {
+    let sim = simulation(args)?;
     let host = match &sim {
         Some(sim) => sim.host(),
         None => Arc::new(LinuxHost::new()),
@@ -34,30 +37,22 @@ fn make_host(args: &Args, fall_back: bool) -> anyhow::Result<(Arc<dyn Host>, Opt
     Ok((host, sim))
 }
 
-/// The simulated host the command line asks for; for `show` (`fall_back`) on a host without
-/// RDMA, the demo host.
+/// The simulated host the command line asks for (`--simulate` or a `--sim-*` option).
 #[cfg(feature = "sim")]
-fn simulation(args: &Args, fall_back: bool) -> anyhow::Result<Option<Simulation>> {
-    if args.sim.simulate.is_none() && fall_back && !LinuxHost::has_rdma() {
-        eprintln!("This host has no RDMA devices (no /sys/class/infiniband): showing the simulated demo host.");
-        return Simulation::new(&args.sim, None).map(Some);
-    }
+fn simulation(args: &Args) -> anyhow::Result<Option<Simulation>> {
     Simulation::from_args(&args.sim)
 }
 
-/// This build has no simulated host: `show` on a host without RDMA says what it finds.
+/// This build has no simulated host.
 #[cfg(not(feature = "sim"))]
-fn simulation(_: &Args, fall_back: bool) -> anyhow::Result<Option<Simulation>> {
-    if fall_back && !LinuxHost::has_rdma() {
-        eprintln!("This host has no RDMA devices (no /sys/class/infiniband).");
-    }
+fn simulation(_: &Args) -> anyhow::Result<Option<Simulation>> {
     Ok(None)
 }
 
 /// `rdma-managerd show`: the state as JSON, or what ibstat prints with the same arguments
 /// (then the IPoIB table, after a plain `ibstat`'s output).
 async fn show(args: &Args, json: bool, ibstat_args: &IbstatArgs) -> anyhow::Result<()> {
-    let (host, sim) = make_host(args, true)?;
+    let (host, sim) = make_host(args)?;
     if json {
         let system = match &sim {
             // As the daemon on a simulated host (below).
@@ -142,7 +137,7 @@ async fn daemon(args: &Args) -> anyhow::Result<()> {
     let started = Instant::now();
     // Before anything is opened: the port poll sizes its budget of kept descriptors from it.
     raise_open_file_limit();
-    let (host, sim) = make_host(args, false)?;
+    let (host, sim) = make_host(args)?;
     // Building the simulated host renders its whole sysfs-shaped tree: a cost a real host
     // does not have, reported apart from the daemon's own start-up.
     let host_ms = started.elapsed().as_secs_f64() * 1e3;
@@ -307,8 +302,9 @@ fn main() -> ExitCode {
             eprintln!("Error: {e}");
             return ExitCode::from(2);
         }
+        // The reason and where the options are, not the whole usage.
         Err(e) => {
-            eprintln!("Error: {e}\n\n{}", cli::USAGE);
+            eprintln!("Error: {e}\n{}", cli::USAGE_HINT);
             return ExitCode::from(2);
         }
     };

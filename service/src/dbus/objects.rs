@@ -564,6 +564,12 @@ bus_object! {
         persisted_settings as "PersistedSettings": HashMap<String, String>,
         /// On a port's own interface: the remembered P_Key children (P_Key with the full-membership bit, name), re-created when it appears; empty on a child.
         persisted_children as "PersistedChildren": Vec<PersistedChild>,
+        /// Whether the interface has carrier: IPoIB turns it on once it has joined its partition's broadcast multicast group, so this is also that join's state (false while the interface is down).
+        carrier as "Carrier": bool,
+        /// Whether the interface's partition (its P_Key, either membership) is in its port's P_Key table; false: the subnet manager has not given the port this partition and the interface cannot join it. True when the port is not known.
+        pkey_in_port_table as "PkeyInPortTable": bool,
+        /// Why the interface does not run, in words (not set up, its parent or port down, its P_Key not in the port's table, the broadcast group not joined); empty when it is up with carrier.
+        down_reason as "DownReason": String,
     }
     methods {
         /// Creates a P_Key child of this port interface, as `ip link add link PARENT name NAME

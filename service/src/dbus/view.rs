@@ -206,6 +206,84 @@ pub struct IpoibLinks<'a> {
     persisted: Option<&'a crate::config::IpoibConfig>,
     /// NetworkManager's profiles, when it runs.
     nm_profiles: Option<&'a [crate::nm::client::ProfileSummary]>,
+    /// The ports IPoIB runs on, by (device index, port number): what tells why an
+    /// interface is down.
+    ports: HashMap<(u32, u32), PortFacts<'a>>,
+    /// Interface name to whether it has carrier (a child's parent without carrier is why
+    /// the child has none).
+    carrier: HashMap<&'a str, bool>,
+}
+
+/// What an IPoIB interface's port says about it: its label, state and P_Key table.
+struct PortFacts<'a> {
+    device: &'a str,
+    state: Option<crate::model::PortState>,
+    pkeys: Vec<u16>,
+}
+
+/// Why an IPoIB interface does not run, in words ("" when it runs): not up, its parent down,
+/// its port not active, its P_Key not in the port's table (the subnet manager has not given
+/// the port that partition), or the broadcast group not joined (yet).
+fn ipoib_down_reason(
+    links: &IpoibLinks<'_>,
+    i: &IpoibState,
+    carrier: bool,
+    pkey_in_table: bool,
+) -> String {
+    use crate::model::PortState;
+    let n = &i.snap;
+    let oper = n.operstate.as_deref().unwrap_or("");
+    if oper == "up" && carrier {
+        return String::new();
+    }
+    let parent = n.ipoib.as_ref().and_then(|a| a.parent.as_deref());
+    let parent_down = parent
+        .and_then(|p| links.carrier.get(p))
+        .is_some_and(|c| !c);
+    if n.ipoib.as_ref().is_some_and(|a| a.admin_up == Ok(false)) {
+        return format!("the interface is not set up (ip link set {} up)", n.name);
+    }
+    if let (Some(p), true) = (parent, parent_down) {
+        return format!("its parent {p} is down");
+    }
+    let port = i.port.and_then(|k| links.ports.get(&k).map(|f| (k, f)));
+    if let Some(((_, number), f)) = port {
+        match f.state {
+            Some(PortState::Active) | None => {}
+            Some(PortState::Down) => {
+                return format!(
+                    "port {}/{number} is down (no link: cable, switch)",
+                    f.device
+                )
+            }
+            Some(PortState::Init | PortState::Armed) => {
+                return format!(
+                    "port {}/{number} is {} (no subnet manager has made it active)",
+                    f.device,
+                    f.state.map(|s| s.sysfs_name()).unwrap_or_default()
+                )
+            }
+            Some(other) => return format!("port {}/{number} is {}", f.device, other.sysfs_name()),
+        }
+        if !pkey_in_table {
+            let pkey = n
+                .ipoib
+                .as_ref()
+                .and_then(|a| a.pkey.clone().ok())
+                .unwrap_or(0);
+            return format!(
+                "P_Key 0x{pkey:04x} is not in the P_Key table of port {}/{number}: the subnet \
+                 manager has not given the port this partition",
+                f.device
+            );
+        }
+    }
+    if !carrier {
+        return "no carrier: the interface has not joined its partition's broadcast group \
+                (multicast join pending or refused)"
+            .into();
+    }
+    format!("operational state {oper}")
 }
 
 impl<'a> IpoibLinks<'a> {
@@ -223,6 +301,31 @@ impl<'a> IpoibLinks<'a> {
             children,
             persisted: st.config.ipoib.as_ref().ok(),
             nm_profiles: st.nm_profiles.as_deref(),
+            carrier: st
+                .ipoib
+                .values()
+                .map(|i| {
+                    let c = i.snap.ipoib.as_ref().is_some_and(|a| a.carrier == Ok(true));
+                    (i.snap.name.as_str(), c)
+                })
+                .collect(),
+            ports: st
+                .ipoib
+                .values()
+                .filter_map(|i| i.port)
+                .filter_map(|(d, p)| {
+                    let dev = st.devices.get(&d)?;
+                    let port = dev.snap.ports.iter().find(|x| x.number == p)?;
+                    Some((
+                        (d, p),
+                        PortFacts {
+                            device: dev.snap.name.as_str(),
+                            state: port.state.clone().ok(),
+                            pkeys: port.pkeys.iter().map(|k| k.pkey).collect(),
+                        },
+                    ))
+                })
+                .collect(),
         }
     }
 }
@@ -243,6 +346,14 @@ pub fn ipoib_view(links: &IpoibLinks<'_>, i: &IpoibState, paths: &ObjectPaths) -
         .unwrap_or_default();
     let parent_name = attrs.and_then(|a| a.parent.clone()).unwrap_or_default();
     let remembered = remembered_ipoib(links, i);
+    // Unreadable while the interface is down: no carrier, not an attribute to report.
+    let carrier = attrs.is_some_and(|a| a.carrier == Ok(true));
+    let pkey_in_port_table = match i.port.and_then(|k| links.ports.get(&k)) {
+        Some(f) if pkey != 0 => f.pkeys.iter().any(|k| *k & 0x7fff == pkey & 0x7fff),
+        // The port or the P_Key unknown: nothing to warn of.
+        _ => true,
+    };
+    let down_reason = ipoib_down_reason(links, i, carrier, pkey_in_port_table);
     IpoibView {
         name: n.name.clone(),
         ifindex: i.ifindex,
@@ -281,6 +392,9 @@ pub fn ipoib_view(links: &IpoibLinks<'_>, i: &IpoibState, paths: &ObjectPaths) -
         persisted: remembered.0,
         persisted_settings: remembered.1,
         persisted_children: remembered.2,
+        carrier,
+        pkey_in_port_table,
+        down_reason,
     }
 }
 
@@ -496,5 +610,75 @@ pub fn host_view(st: &ObservedState, paths: &ObjectPaths) -> super::objects::Hos
         firewalld: h.firewalld,
         opensm: unit_state(&h.opensm),
         subnet_managers: sms,
+    }
+}
+
+#[cfg(all(test, feature = "sim"))]
+mod ipoib_tests {
+    use crate::kernel::sim::{fixtures, SimHost};
+    use crate::kernel::{Host, NetdevChange, NewIpoibChild};
+
+    /// The Ipoib object of `name` in the state document, as JSON.
+    fn ipoib_object(doc: &serde_json::Value, name: &str) -> serde_json::Value {
+        let objects = doc["objects"].as_object().expect("objects");
+        objects
+            .values()
+            .map(|o| &o["org.rdmamanager.RdmaManager1.Ipoib"])
+            .find(|i| i["Name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no Ipoib object {name}"))
+    }
+
+    /// A child whose P_Key the port's table lacks never joins its broadcast group: the
+    /// object says its partition is not in the table and why it is down; a child of a
+    /// partition the table has runs with carrier.
+    #[tokio::test]
+    async fn a_child_outside_the_port_table_says_why_it_is_down() {
+        let sim = SimHost::new(fixtures::demo_host()).expect("demo host");
+        for (pkey, up) in [(0x8005u16, true), (0x8004, false)] {
+            let name = format!("ibp59s0f0.{pkey:04x}");
+            sim.create_ipoib_child(&NewIpoibChild {
+                parent: "ibp59s0f0".into(),
+                name: name.clone(),
+                pkey,
+                mode: None,
+                umcast: None,
+            })
+            .await
+            .expect("ip link add");
+            let change = NetdevChange {
+                up: Some(up),
+                ..NetdevChange::default()
+            };
+            sim.change_netdev(&name, &change)
+                .await
+                .expect("ip link set up");
+        }
+        let (state, _) = crate::engine::read_host(&sim, &crate::system::unreachable::Unreachable)
+            .await
+            .expect("read the host");
+        let doc: serde_json::Value = serde_json::from_str(
+            &super::super::document::document(&state, true, 1).to_pretty_string(),
+        )
+        .expect("JSON");
+        let outside = ipoib_object(&doc, "ibp59s0f0.8005");
+        assert_eq!(outside["PkeyInPortTable"], false, "{outside}");
+        assert_eq!(outside["Carrier"], false, "{outside}");
+        let why = outside["DownReason"].as_str().unwrap_or_default();
+        assert!(
+            why.contains("P_Key 0x8005 is not in the P_Key table of port mlx5_0/1"),
+            "{why}"
+        );
+        let inside = ipoib_object(&doc, "ibp59s0f0.8002");
+        assert_eq!(inside["PkeyInPortTable"], true, "{inside}");
+        assert_eq!(inside["Carrier"], true, "{inside}");
+        assert_eq!(inside["DownReason"], "", "{inside}");
+        // Not set up: said first, whatever else is wrong.
+        let down = ipoib_object(&doc, "ibp59s0f0.8004");
+        let why = down["DownReason"].as_str().unwrap_or_default();
+        assert!(
+            why.contains("not set up (ip link set ibp59s0f0.8004 up)"),
+            "{why}"
+        );
     }
 }

@@ -42,6 +42,12 @@ impl TickClock {
         e.round() as u64 + self.first
     }
 
+    /// Seconds from the clock's start to `at` (0 for an earlier instant): when something
+    /// happened, on the monotonic clock the ticks are counted on.
+    pub fn secs_since_start(&self, at: Instant) -> f64 {
+        at.saturating_duration_since(self.start).as_secs_f64()
+    }
+
     /// Microseconds since the Unix epoch of a tick.
     pub fn wall_us(&self, tick: u64) -> u64 {
         let period = self.period.as_micros() as u64;

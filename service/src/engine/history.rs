@@ -61,6 +61,8 @@ pub struct Sample {
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Raw {
     tick: u64,
+    /// When the counters were read, in seconds (see [`PortHistory::record`]).
+    read_at: f64,
     tx_bytes: Option<u64>,
     rx_bytes: Option<u64>,
     tx_packets: Option<u64>,
@@ -314,11 +316,15 @@ fn rate(prev: Option<u64>, now: Option<u64>, secs: f64) -> Option<f32> {
 }
 
 impl PortHistory {
-    /// Records the counters read at `tick` (ticks are `period_secs` apart) and returns the
-    /// sample it produced; rates are per second.
-    pub fn record(&mut self, tick: u64, period_secs: f64, c: &TrafficCounters) -> Sample {
+    /// Records the counters of `tick`, read `read_at` seconds after a fixed origin (the
+    /// engine's clock's start), and returns the sample it produced. Rates are per second of
+    /// the time that passed between the two readings, not per nominal tick: on a loaded
+    /// machine a poll starts late, and the bytes of that longer interval over one period
+    /// would overstate the rate (and understate the next one).
+    pub fn record(&mut self, tick: u64, read_at: f64, c: &TrafficCounters) -> Sample {
         let now = Raw {
             tick,
+            read_at,
             tx_bytes: c.tx_bytes.clone().ok(),
             rx_bytes: c.rx_bytes.clone().ok(),
             tx_packets: c.tx_packets.clone().ok(),
@@ -327,7 +333,7 @@ impl PortHistory {
         let mut fl = if c.saturated { flags::SATURATED } else { 0 };
         let rates = match self.last {
             Some(prev) if prev.tick < tick => {
-                let secs = (tick - prev.tick) as f64 * period_secs;
+                let secs = now.read_at - prev.read_at;
                 let tx = rate(prev.tx_bytes, now.tx_bytes, secs);
                 let rx = rate(prev.rx_bytes, now.rx_bytes, secs);
                 if tx.is_none() && rx.is_none() {
@@ -502,7 +508,7 @@ mod tests {
         let mut h = PortHistory::default();
         h.record(1, 1.0, &counters(0, 0));
         // 123 456 789 bytes in a second: 27 significant bits.
-        let s = h.record(2, 1.0, &counters(123_456_789, 0));
+        let s = h.record(2, 2.0, &counters(123_456_789, 0));
         assert_eq!(s.rates.tx_bytes, 123_456_789.0);
         let stored = h.samples()[0].rates.tx_bytes;
         assert!(
@@ -514,11 +520,11 @@ mod tests {
     #[test]
     fn a_tick_read_twice_keeps_its_first_reading() {
         let mut h = PortHistory::default();
-        h.record(10, 1.0, &counters(1000, 0));
+        h.record(10, 10.0, &counters(1000, 0));
         // Read again 2 ms later: no rate of its own, and the first reading stays.
-        let again = h.record(10, 1.0, &counters(1008, 0));
+        let again = h.record(10, 10.002, &counters(1008, 0));
         assert_ne!(again.flags & flags::NO_DATA, 0);
-        let s = h.record(11, 1.0, &counters(5000, 0));
+        let s = h.record(11, 11.0, &counters(5000, 0));
         // Over the whole period from the first reading (not 3992 from the second).
         assert_eq!(s.rates.tx_bytes, 4000.0);
     }
@@ -527,30 +533,52 @@ mod tests {
     fn rates_from_consecutive_readings() {
         let mut h = PortHistory::default();
         assert_ne!(
-            h.record(10, 1.0, &counters(1000, 0)).flags & flags::NO_DATA,
+            h.record(10, 10.0, &counters(1000, 0)).flags & flags::NO_DATA,
             0
         );
-        let s = h.record(11, 1.0, &counters(5000, 2000));
+        let s = h.record(11, 11.0, &counters(5000, 2000));
         assert_eq!(s.flags, 0);
         assert_eq!(s.rates.tx_bytes, 4000.0);
         assert_eq!(s.rates.rx_bytes, 2000.0);
         assert_eq!(s.rates.tx_packets, 4.0);
         // Two ticks apart: the rate is per second.
-        let s = h.record(13, 1.0, &counters(9000, 2000));
+        let s = h.record(13, 13.0, &counters(9000, 2000));
         assert_eq!(s.rates.tx_bytes, 2000.0);
         let got = h.samples();
         assert_eq!(got.iter().map(|s| s.tick).collect::<Vec<_>>(), vec![11, 13]);
         assert_eq!(h.len(), 4, "tick 12 is a gap");
     }
 
+    /// A poll that starts late (a loaded machine) reads the bytes of a longer interval: the
+    /// rate is over the time that passed, so a steady 1 GB/s stays 1 GB/s, neither the
+    /// 1.9 GB/s of the late tick over a nominal second nor the 0.1 GB/s of the one after.
+    #[test]
+    fn a_late_reading_is_a_rate_over_the_time_that_passed() {
+        const RATE: f64 = 1e9;
+        let bytes = |at: f64| (at * RATE) as u64;
+        let mut h = PortHistory::default();
+        let mut rates = Vec::new();
+        for (tick, at) in [(10, 10.0), (11, 11.0), (12, 12.9), (13, 13.0), (14, 14.0)] {
+            let s = h.record(tick, at, &counters(bytes(at), bytes(at) / 2));
+            if s.flags & flags::NO_DATA == 0 {
+                rates.push((s.rates.tx_bytes, s.rates.rx_bytes));
+            }
+        }
+        assert_eq!(rates.len(), 4);
+        for (tx, rx) in rates {
+            assert!((f64::from(tx) / RATE - 1.0).abs() < 1e-6, "{tx}");
+            assert!((f64::from(rx) / RATE - 0.5).abs() < 1e-6, "{rx}");
+        }
+    }
+
     #[test]
     fn a_counter_going_back_is_a_reset_not_a_huge_rate() {
         let mut h = PortHistory::default();
         h.record(1, 1.0, &counters(10_000, 10_000));
-        let s = h.record(2, 1.0, &counters(10, 10));
+        let s = h.record(2, 2.0, &counters(10, 10));
         assert_ne!(s.flags & flags::NO_DATA, 0);
         assert!(h.samples().is_empty());
-        let s = h.record(3, 1.0, &counters(110, 10));
+        let s = h.record(3, 3.0, &counters(110, 10));
         assert_eq!(s.rates.tx_bytes, 100.0);
     }
 
@@ -560,7 +588,7 @@ mod tests {
         let mut c = counters(0, 0);
         c.saturated = true;
         h.record(1, 1.0, &c);
-        assert_eq!(h.record(2, 1.0, &c).flags, flags::SATURATED);
+        assert_eq!(h.record(2, 2.0, &c).flags, flags::SATURATED);
         let bad = TrafficCounters {
             tx_bytes: Err(AttrError::Missing),
             rx_bytes: Err(AttrError::Missing),
@@ -568,7 +596,7 @@ mod tests {
             rx_packets: Err(AttrError::Missing),
             saturated: false,
         };
-        assert_ne!(h.record(3, 1.0, &bad).flags & flags::NO_DATA, 0);
+        assert_ne!(h.record(3, 3.0, &bad).flags & flags::NO_DATA, 0);
     }
 
     #[test]
@@ -585,8 +613,8 @@ mod tests {
         let ticks: Vec<u64> = h.samples().iter().map(|s| s.tick).collect();
         assert_eq!(ticks, vec![0, 2]);
         // The first live reading has no rate yet (nothing to compare with); the next has.
-        h.record(3, 1.0, &counters(0, 0));
-        let s = h.record(4, 1.0, &counters(500, 0));
+        h.record(3, 3.0, &counters(0, 0));
+        let s = h.record(4, 4.0, &counters(500, 0));
         assert_eq!(s.rates.tx_bytes, 500.0);
         assert_eq!(h.samples().len(), 3);
         // Only an empty ring is filled.
@@ -599,7 +627,7 @@ mod tests {
         let mut h = PortHistory::default();
         let end = HISTORY_SPAN_TICKS + 100;
         for t in 0..end {
-            h.record(t, 1.0, &counters(t * 100, 0));
+            h.record(t, t as f64, &counters(t * 100, 0));
         }
         assert_eq!(h.len(), FINE_TICKS);
         let s = h.samples();
@@ -623,9 +651,9 @@ mod tests {
         }
         assert!(h.fine.rates.capacity() <= FINE_TICKS + 1);
         // A gap longer than the whole history starts both rings afresh.
-        h.record(100_000, 1.0, &counters(0, 0));
+        h.record(100_000, 100_000.0, &counters(0, 0));
         assert_eq!(h.len(), 1);
-        h.record(100_010, 1.0, &counters(0, 0));
+        h.record(100_010, 100_010.0, &counters(0, 0));
         assert_eq!(h.coarse_len(), 1, "bucket 10000 closed, alone");
         // Its one tick's RX rate is known (0 before and after), the TX counter went back.
         let c = h.coarse_samples();
@@ -742,7 +770,7 @@ mod tests {
         let mut bytes = 0u64;
         for t in 0..=20 {
             bytes = if t == 13 { 7 } else { bytes + 1000 };
-            h.record(t, 1.0, &counters(bytes, bytes));
+            h.record(t, t as f64, &counters(bytes, bytes));
         }
         let c = h.coarse_samples();
         assert_eq!(c.len(), 2);

@@ -447,7 +447,8 @@ pub(super) fn read_nfs(st: &mut HostSetupState, sources: &nfs_conf::NfsConfSourc
         }
     }
     notes.push(
-        "Settings apply when nfs-server.service next starts (SetNfsRdma restarts it).".into(),
+        "Settings apply when nfs-server.service next starts (a change made here restarts it)."
+            .into(),
     );
     st.nfs_notes = notes;
 }

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use tracing::warn;
 
@@ -70,6 +71,9 @@ pub(super) struct Polled {
     plan: Arc<PollPlan>,
     readings: Vec<PortReading>,
     lids: LidTurn,
+    /// When the poll started reading (on the blocking pool, after any wait for a thread):
+    /// rates are over the time between two polls' reads, not the nominal period.
+    read_at: Instant,
 }
 
 /// What a poll recorded.
@@ -186,18 +190,20 @@ impl Monitor {
         let polled = {
             let plan = plan.clone();
             tokio::task::spawn_blocking(move || {
+                let read_at = Instant::now();
                 let readings = poller.poll(&plan.targets, lids);
-                (poller, readings)
+                (poller, readings, read_at)
             })
             .await
         };
         Some(match polled {
-            Ok((poller, readings)) => {
+            Ok((poller, readings, read_at)) => {
                 self.poll.poller = Some(poller);
                 Ok(Polled {
                     plan,
                     readings,
                     lids,
+                    read_at,
                 })
             }
             Err(e) => {
@@ -211,7 +217,7 @@ impl Monitor {
     /// Records a poll's throughput samples at `tick`, and returns them with the devices
     /// whose polled port attributes differ from the published state.
     pub(super) fn record(&mut self, state: &ObservedState, polled: &Polled, tick: u64) -> Recorded {
-        let period = self.clock.period().as_secs_f64();
+        let read_at = self.clock.secs_since_start(polled.read_at);
         let plan = &polled.plan;
         let mut moved = BTreeSet::new();
         let mut samples = Vec::with_capacity(polled.readings.len());
@@ -222,7 +228,7 @@ impl Monitor {
             if port_moved(state, key.0, key.1, state_polled, r) {
                 moved.insert(t.dev.clone());
             }
-            samples.push((*key, h.port_mut(*key).record(tick, period, &r.traffic)));
+            samples.push((*key, h.port_mut(*key).record(tick, read_at, &r.traffic)));
         }
         Recorded { samples, moved }
     }

@@ -109,7 +109,7 @@ impl EngineHandle {
                     step(
                         "restart",
                         StepOutcome::Done,
-                        format!("{unit} restarted (job result {res}); modules already loaded stay loaded"),
+                        restarted_text(&unit, &res.to_string()),
                     ),
                     modules_step(&unit, &loaded, &missing),
                 ])
@@ -545,4 +545,15 @@ async fn disable_nfs_rdma_files(eng: &Engine) -> Vec<Step> {
         }
     }
     steps
+}
+
+/// A restart that systemd reports done, in words: its job result said only when it is not
+/// the usual `done`.
+fn restarted_text(unit: &str, result: &str) -> String {
+    let how = if result == "done" {
+        String::new()
+    } else {
+        format!(" (systemd says: {result})")
+    };
+    format!("{unit} restarted{how}; modules already loaded stay loaded")
 }

@@ -451,7 +451,23 @@ pub(super) async fn ipoib_create_child(
     tx.commit();
     info!(child = %new.name, parent = %new.parent.name,
         pkey = format!("{:#06x}", new.effective), "created IPoIB child");
+    // The kernel makes the child whatever the port's table holds; without its partition
+    // there, it never joins its broadcast group (the Ipoib object's DownReason says so too).
+    if let Some(port) = port_lacking_partition(eng, parent_ifindex, new.effective) {
+        warn!(child = %new.name, port = %port, pkey = format!("{:#06x}", new.effective),
+            "the child's P_Key is not in its port's P_Key table: it stays without carrier until the subnet manager gives the port this partition");
+    }
     Ok(ifindex)
+}
+
+/// The port (`dev/N`) of the IPoIB interface `ifindex` when its P_Key table lacks the
+/// partition of `pkey` (either membership); `None` when it has it or is not known.
+fn port_lacking_partition(eng: &Engine, ifindex: u32, pkey: u16) -> Option<String> {
+    let (d, p) = eng.state.ipoib.get(&ifindex)?.port?;
+    let dev = eng.state.devices.get(&d)?;
+    let port = dev.snap.ports.iter().find(|x| x.number == p)?;
+    let has = port.pkeys.iter().any(|k| k.pkey & 0x7fff == pkey & 0x7fff);
+    (!has).then(|| format!("{}/{p}", dev.snap.name))
 }
 
 /// Checks a child to be created against its parent, its future siblings and the names

@@ -175,7 +175,12 @@ impl ObservedState {
     /// Re-reads everything (start, netlink overflow, an event storm) and returns what differs.
     pub async fn refresh_all(&mut self, host: &dyn Host) -> Result<Dirty, HostError> {
         use futures::StreamExt;
-        let nl = host.nl_devices().await?;
+        // A kernel without the RDMA core has no RDMA netlink, and no RDMA device either:
+        // the host is read as one without devices (as ibstat reads it), not as a failure.
+        let nl = match host.nl_devices().await {
+            Err(HostError::Unsupported { .. }) => Vec::new(),
+            other => other?,
+        };
         // Both maps are collected into vectors and built at once: a map built in one go
         // has full leaves, where one filled in key order keeps them about half empty (the
         // B-tree splits a full leaf in two), and a leaf of these large values is large.

@@ -21,6 +21,9 @@ use crate::model::{
 };
 use crate::naming::rdma_rename::{PciFunction, PciParent, PhysFn, RenameSysfs};
 
+/// IFF_UP in a netdev's `flags`.
+const IFF_UP: u32 = 0x1;
+
 /// Reads a device's GID tables in one go (see [`SysRoot::read_device_with`]): called with the
 /// device's name and a function giving the sum of its ports' table lengths (which lists the
 /// `gids` directories: 1024 entries a port on rxe, so only asked for when needed), it gives
@@ -635,6 +638,8 @@ impl SysRoot {
             umcast: read_parsed(&dir.join("umcast"), parse_bool01),
             port: read_parsed(&dir.join("dev_port"), parse_dec::<u32>).map(|p| p + 1),
             parent: read_text(&dir.join("parent")).ok(),
+            carrier: read_parsed(&dir.join("carrier"), parse_bool01),
+            admin_up: read_parsed(&dir.join("flags"), parse_hex_u32).map(|f| f & IFF_UP != 0),
         });
         Ok(NetdevSnapshot {
             name: name.to_string(),

@@ -95,6 +95,13 @@ pub struct IpoibAttrs {
     pub port: Field<u32>,
     /// The parent interface of a child (legacy `parent` file, or IFLA_LINK).
     pub parent: Option<String>,
+    /// `carrier`: IPoIB turns it on once the interface has joined its partition's broadcast
+    /// multicast group (the kernel's IPoIB multicast join), so it is the join's state too.
+    /// Unreadable (EINVAL) while the interface is down.
+    pub carrier: Field<bool>,
+    /// IFF_UP of `flags`: set up (`ip link set NAME up`), whatever its carrier; an interface
+    /// without carrier reads operstate `down` either way.
+    pub admin_up: Field<bool>,
 }
 
 /// A network interface as seen in `/sys/class/net/<name>/`.

@@ -733,7 +733,7 @@ async fn weigh(opts: &Opts, bus: &PrivateBus, r: &mut Report) -> Result<()> {
                 rx_packets: Ok(t),
                 saturated: false,
             };
-            history.port_mut(*key).record(t, 1.0, &c);
+            history.port_mut(*key).record(t, t as f64, &c);
         }
     }
     let history_bytes = live() - before;

@@ -188,6 +188,15 @@ fn expected_files() -> Result<BTreeMap<String, u32>> {
         ("/usr/share/bash-completion/completions/rdma-cli", 0o644),
         ("/usr/share/zsh/vendor-completions/_rdma-cli", 0o644),
         ("/usr/share/fish/vendor_completions.d/rdma-cli.fish", 0o644),
+        (
+            "/usr/share/bash-completion/completions/rdma-managerd",
+            0o644,
+        ),
+        ("/usr/share/zsh/vendor-completions/_rdma-managerd", 0o644),
+        (
+            "/usr/share/fish/vendor_completions.d/rdma-managerd.fish",
+            0o644,
+        ),
     ]
     .into_iter()
     .map(|(p, m)| (p.to_string(), m))

@@ -26,9 +26,10 @@ async fn demo_host_reads_back_through_sysfs() {
     assert_eq!(mlx4.netdevs, ["enp4s0d1", "ib0"]);
     let p1 = mlx4.port(1).unwrap();
     assert_eq!(p1.link_layer, Ok(LinkLayer::InfiniBand));
+    // The demo's opensm.service is inactive: the SM is another node (LID 1), not this port.
     assert_eq!(
         (p1.lid.clone(), p1.sm_lid.clone(), p1.lmc.clone()),
-        (Ok(2), Ok(2), Ok(1))
+        (Ok(2), Ok(1), Ok(1))
     );
     assert_eq!(
         p1.pkeys.iter().map(|p| p.pkey).collect::<Vec<_>>(),
@@ -41,6 +42,28 @@ async fn demo_host_reads_back_through_sysfs() {
     assert_eq!(rxe.parent_netdev.as_deref(), Some("eth0"));
     assert_eq!(rxe.fw_ver.as_deref(), Ok(""));
     assert_eq!(rxe.hca_type, Err(AttrError::Missing));
+}
+
+/// rxe's rate follows its netdev's speed as `ib_get_eth_speed` maps it: over the 40 Gb/s
+/// RoCE port's netdev, 4X FDR10; over a veth-like 10 Gb/s netdev, 1X FDR10 (the lab's rxe).
+#[tokio::test]
+async fn an_rxe_rate_follows_its_netdevs_speed() {
+    let h = demo();
+    h.add_link(&NewLink {
+        name: "rxe1".into(),
+        kind: SoftLinkType::Rxe,
+        netdev: "enp4s0d1".into(),
+    })
+    .await
+    .unwrap();
+    let devs = h.read_devices().await.unwrap();
+    let rate = |name: &str| {
+        let d = devs.iter().find(|d| d.name == name).unwrap();
+        d.port(1).unwrap().rate.clone().unwrap().to_sysfs()
+    };
+    assert_eq!(rate("rxe1"), "40 Gb/sec (4X FDR10)");
+    assert_eq!(rate("rxe0"), "10 Gb/sec (1X FDR10)");
+    assert_eq!(rate("mlx4_1"), "56 Gb/sec (4X FDR)");
 }
 
 #[tokio::test]

@@ -6,5 +6,6 @@ mod cli;
 mod demo;
 mod ibstat;
 mod json;
+mod screens;
 mod startup;
 mod tmux;

@@ -100,6 +100,10 @@ impl TimeWindow {
 pub struct BandwidthPage {
     cursor: PortCursor,
     window: TimeWindow,
+    /// Every port in a table (`t`) instead of one port's chart.
+    table: Option<super::port_table::PortTable>,
+    /// "Now" of the last drawing: the table's rows are the samples current then.
+    now_us: u64,
 }
 
 /// The chart's lines: braille for both in colour; without colour RX is drawn in half blocks
@@ -537,6 +541,11 @@ impl Page for BandwidthPage {
         if area.width == 0 || area.height == 0 {
             return;
         }
+        self.now_us = ctx.now_us;
+        if let Some(table) = &mut self.table {
+            table.render(frame, area, model, ctx.now_us, t);
+            return;
+        }
         let Some(p) = self.cursor.current(model) else {
             frame.render_widget(
                 Paragraph::new(Line::styled("No RDMA ports on this host.", t.dim())),
@@ -567,7 +576,26 @@ impl Page for BandwidthPage {
     }
 
     fn handle_key(&mut self, key: KeyEvent, model: &Model) -> Outcome {
+        if let Some(table) = &mut self.table {
+            let shown = model.ports.len();
+            if table.key(key, shown) {
+                return Outcome::Handled;
+            }
+            match key.code {
+                // The selected port's chart.
+                KeyCode::Enter => {
+                    if let Some(path) = table.selected_path(model, self.now_us) {
+                        self.cursor.select_path(&path, model);
+                    }
+                    self.table = None;
+                }
+                KeyCode::Char('t') | KeyCode::Esc => self.table = None,
+                _ => return Outcome::Ignored,
+            }
+            return Outcome::Handled;
+        }
         match key.code {
+            KeyCode::Char('t') => self.table = Some(Default::default()),
             KeyCode::Char('w') => self.window = self.window.cycle(),
             KeyCode::Char('h') => self.window = self.window.toggle_hour(),
             KeyCode::Char('+') | KeyCode::Char('=') => self.window = self.window.step(-1),
@@ -594,12 +622,28 @@ impl Page for BandwidthPage {
     }
 
     fn hints(&self) -> Vec<(&'static str, &'static str)> {
-        vec![
-            ("←→ [ ]", "port"),
-            ("w + -", "window"),
-            ("h", "5 min/1 h"),
-            ("Enter", "port detail"),
-        ]
+        match &self.table {
+            Some(t) if t.editing => vec![("Enter/Esc", "end filter"), ("Backspace", "erase")],
+            Some(_) => vec![
+                ("↑↓", "port"),
+                ("s", "sort"),
+                ("r", "reverse"),
+                ("/", "filter"),
+                ("Enter", "chart"),
+                ("t", "chart"),
+            ],
+            None => vec![
+                ("←→ [ ]", "port"),
+                ("w + -", "window"),
+                ("h", "5 min/1 h"),
+                ("t", "table"),
+                ("Enter", "port detail"),
+            ],
+        }
+    }
+
+    fn editing(&self) -> bool {
+        self.table.as_ref().is_some_and(|t| t.editing)
     }
 
     fn help(&self) -> Vec<(&'static str, &'static str)> {
@@ -612,6 +656,12 @@ impl Page for BandwidthPage {
             ),
             ("h", "5 min of samples / 1 h of 10 s averages"),
             ("Enter", "the port's detail page"),
+            (
+                "t",
+                "every port in a table: rates and the bytes and packets of the last interval; \
+                 s sorts by the next column, r reverses, / filters by port or interface \
+                 (Enter or Esc ends it), Enter shows the selected port's chart",
+            ),
         ]
     }
 }

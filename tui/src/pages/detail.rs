@@ -116,15 +116,20 @@ fn port_lines(t: Theme, model: &Model, p: &Port) -> Vec<Line<'static>> {
     } else {
         (p.sm_lid.to_string(), t.normal())
     };
+    // ibstat's labels and its words for the state, in its order; what it leaves out after.
     let mut lines = vec![
         title(t, format!("Port {}", p.number)),
-        field("State", &p.state, "State", t.port_state(&p.state)),
+        field(
+            "State",
+            ibstat_state(&p.state),
+            "State",
+            t.port_state(&p.state),
+        ),
         field("Physical state", &p.phys_state, "PhysState", phys_style),
         field("Rate", &p.rate, "Rate", t.normal()),
-        kv(t, "Base LID", p.lid.to_string(), t.normal()),
+        kv(t, "Base lid", p.lid.to_string(), t.normal()),
         kv(t, "LMC", p.lmc.to_string(), t.normal()),
-        kv(t, "SM LID", sm.0, sm.1),
-        kv(t, "SM SL", p.sm_sl.to_string(), t.normal()),
+        kv(t, "SM lid", sm.0, sm.1),
         kv(
             t,
             "Capability mask",
@@ -133,6 +138,7 @@ fn port_lines(t: Theme, model: &Model, p: &Port) -> Vec<Line<'static>> {
         ),
         field("Port GUID", &p.port_guid, "PortGuid", t.normal()),
         field("Link layer", &p.link_layer, "LinkLayer", t.normal()),
+        kv(t, "SM SL", p.sm_sl.to_string(), t.normal()),
         field("Netdev", &p.netdev, "Netdev", t.normal()),
     ];
     let ipoib = model.ipoib_of_port(&p.path);
@@ -183,6 +189,18 @@ fn port_lines(t: Theme, model: &Model, p: &Port) -> Vec<Line<'static>> {
         ));
     }
     lines
+}
+
+/// A port state as ibstat prints it (`port_state_str[]`: `Active`, not sysfs's `ACTIVE`);
+/// another word (none, or one ibstat would print as `???`) as the service gave it.
+fn ibstat_state(state: &str) -> &str {
+    match state {
+        "DOWN" => "Down",
+        "INIT" => "Initializing",
+        "ARMED" => "Armed",
+        "ACTIVE" => "Active",
+        other => other,
+    }
 }
 
 /// A GID as the kernel writes it when it fits, else compressed (`fe80::b859:9f03:d4:e62a`).

@@ -3,9 +3,8 @@
 //! interface's mode, MTU and umcast, and to delete a child.
 
 use crossterm::event::{KeyCode, KeyEvent};
-use ratatui::layout::{Constraint, Rect};
+use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Row as TableRow, Table};
 use ratatui::Frame;
 use rdma_manager_model::ipoib::{default_child_name, full_member};
 
@@ -202,10 +201,19 @@ fn check_create(s: &mut Session<Dialog>, model: &Model) {
             None => Ok(p),
         }
     });
-    form.set_warning(
-        "pkey",
-        pkey.as_ref().ok().and_then(|p| check::pkey_note(*p)),
-    );
+    // Said before anything is sent: a P_Key typed without 0x is read as hex, and a clear
+    // full-membership bit is set by the kernel.
+    let warning = pkey.as_ref().ok().and_then(|p| {
+        let notes: Vec<String> = [
+            check::pkey_hex_note(form.text("pkey"), *p),
+            check::pkey_note(*p),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        (!notes.is_empty()).then(|| notes.join("; "))
+    });
+    form.set_warning("pkey", warning);
     // The placeholder shows the default the P_Key gives.
     let placeholder = match &pkey {
         Ok(p) => default_child_name(&parent.name, *p),
@@ -641,7 +649,7 @@ impl Page for IpoibPage {
 
     fn hints(&self) -> Vec<(&'static str, &'static str)> {
         edit::hints(
-            self.session.is_some(),
+            self.session.as_ref().map(|s| &s.form),
             vec![
                 ("a", "new child"),
                 ("Enter", "edit"),
@@ -699,21 +707,12 @@ fn render_table(frame: &mut Frame, area: Rect, model: &Model, rows: &[Row], sel:
         "State",
         "Remembered",
     ];
-    let mut widths = vec![
-        Constraint::Length(15),
-        Constraint::Length(13),
-        Constraint::Length(6),
-        Constraint::Length(9),
-        Constraint::Length(5),
-        Constraint::Length(6),
-        Constraint::Length(6),
-        Constraint::Length(10),
-    ];
+    let mut widths: Vec<u16> = vec![15, 13, 6, 9, 5, 6, 6, 10];
     if wide {
         header.push("Port GUID");
-        widths.push(Constraint::Length(18));
+        widths.push(18);
     }
-    let body: Vec<TableRow> = rows
+    let body: Vec<list_view::TableRow<'static>> = rows
         .iter()
         .map(|r| match r {
             Row::Iface(p) => match model.ipoib.get(p) {
@@ -740,9 +739,9 @@ fn render_table(frame: &mut Frame, area: Rect, model: &Model, rows: &[Row], sel:
                     if wide {
                         cells.push(Span::raw(i.port_guid.clone()));
                     }
-                    TableRow::new(cells)
+                    list_view::TableRow::new(cells)
                 }
-                None => TableRow::new(vec![Span::raw("?")]),
+                None => list_view::TableRow::new(vec![Span::raw("?")]),
             },
             Row::Absent { parent, pkey, name } => {
                 let parent_name = model
@@ -750,7 +749,7 @@ fn render_table(frame: &mut Frame, area: Rect, model: &Model, rows: &[Row], sel:
                     .get(parent)
                     .map(|i| i.name.clone())
                     .unwrap_or_default();
-                TableRow::new(vec![
+                list_view::TableRow::new(vec![
                     Span::styled(name.clone(), t.dim()),
                     Span::styled(parent_name, t.dim()),
                     Span::styled(hex16(*pkey), t.dim()),
@@ -767,8 +766,9 @@ fn render_table(frame: &mut Frame, area: Rect, model: &Model, rows: &[Row], sel:
         frame,
         area,
         format!("IPoIB interfaces ({})", rows.len()),
-        Table::new(body, widths),
-        header,
+        body,
+        &widths,
+        &header,
         sel,
         t,
     );
@@ -825,7 +825,7 @@ fn iface_details(model: &Model, i: &Ipoib, t: Theme) -> Vec<Line<'static>> {
             port_label(model, i)
         )
     } else {
-        format!("the own interface of port {}", port_label(model, i))
+        format!("the parent interface of port {}", port_label(model, i))
     };
     lines.push(Line::from(vec![
         Span::styled(i.name.clone(), t.title()),
@@ -842,6 +842,33 @@ fn iface_details(model: &Model, i: &Ipoib, t: Theme) -> Vec<Line<'static>> {
         "enhanced IPoIB: no connected mode"
     };
     lines.push(Line::raw(format!("P_Key {} ({full}), {cm}", hex16(i.pkey))));
+    // Whether it runs, and why not: the service's reading of the port and the interface.
+    if !i.pkey_in_port_table {
+        lines.push(Line::styled(
+            format!(
+                "! P_Key {} is not in the P_Key table of port {}: the subnet manager has not \
+                 given the port this partition, so the interface cannot join it",
+                hex16(i.pkey),
+                port_label(model, i)
+            ),
+            t.warn(),
+        ));
+    }
+    let (joined, style) = if i.carrier {
+        (
+            "carrier on: joined its broadcast group".to_string(),
+            t.good(),
+        )
+    } else {
+        (
+            "no carrier: its broadcast group is not joined".to_string(),
+            t.warn(),
+        )
+    };
+    lines.push(Line::styled(joined, style));
+    if !i.down_reason.is_empty() {
+        lines.push(Line::styled(format!("Down: {}", i.down_reason), t.warn()));
+    }
     if let Some(profile) = i.nm_profile() {
         lines.push(Line::styled(
             format!(
@@ -894,6 +921,37 @@ fn iface_details(model: &Model, i: &Ipoib, t: Theme) -> Vec<Line<'static>> {
 mod tests {
     use super::*;
     use crate::fixtures::demo_model;
+
+    /// A child whose partition the port's table lacks is warned of, with why it is down;
+    /// one that runs says it has joined its broadcast group.
+    #[test]
+    fn a_child_outside_the_port_table_is_warned_of_with_the_reason() {
+        let mut m = demo_model();
+        let path = "/org/rdmamanager/RdmaManager1/Ipoib/11";
+        let text = |m: &Model| -> String {
+            let i = m.ipoib.get(path).expect("demo child");
+            iface_details(m, i, Theme::monochrome())
+                .iter()
+                .map(|l| l.to_string())
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let running = text(&m);
+        assert!(running.contains("joined its broadcast group"), "{running}");
+        assert!(!running.contains("not in the P_Key table"), "{running}");
+        if let Some(i) = m.ipoib.get_mut(path) {
+            i.pkey_in_port_table = false;
+            i.carrier = false;
+            i.down_reason = "P_Key 0x8002 is not in the P_Key table of port mlx5_0/1".into();
+        }
+        let warned = text(&m);
+        assert!(
+            warned.contains("! P_Key 0x8002 is not in the P_Key table of port mlx5_0/1"),
+            "{warned}"
+        );
+        assert!(warned.contains("no carrier"), "{warned}");
+        assert!(warned.contains("Down: P_Key 0x8002"), "{warned}");
+    }
 
     #[test]
     fn an_interface_networkmanager_owns_says_so_instead_of_what_is_remembered() {

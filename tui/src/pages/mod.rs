@@ -10,6 +10,7 @@ pub mod list_view;
 pub mod naming;
 pub mod overview;
 pub mod page;
+pub mod port_table;
 pub mod roce;
 pub mod soft_links;
 #[cfg(test)]

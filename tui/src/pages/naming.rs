@@ -725,7 +725,7 @@ impl Page for NamingPage {
 
     fn hints(&self) -> Vec<(&'static str, &'static str)> {
         edit::hints(
-            self.session.is_some(),
+            self.session.as_ref().map(|s| &s.form),
             vec![
                 ("p", "policy"),
                 ("f", "fixed"),
@@ -898,19 +898,29 @@ impl NamingPage {
                 r.name.as_str()
             };
             let mark = if r.active { "next" } else { "" };
+            let style = if r.active { t.good() } else { t.normal() };
+            // The reason is the note to read: wrapped beside the columns, or under them
+            // where the terminal leaves it too little room, never cut.
+            let reason_col = 2 + 13 + 1 + 21 + 1 + 4 + 1;
+            let beside = width.saturating_sub(reason_col);
+            let (first, rest, indent) = if beside >= 20 {
+                let mut wrapped = crate::widgets::wrap_text(&r.reason, beside).into_iter();
+                let first = wrapped.next().unwrap_or_default();
+                (first, wrapped.collect::<Vec<_>>(), reason_col)
+            } else {
+                let wrapped = crate::widgets::wrap_text(&r.reason, width.saturating_sub(4));
+                (String::new(), wrapped, 4)
+            };
             let text = format!(
                 "  {}",
-                columns(&[
-                    (&r.policy, 13),
-                    (name, 21),
-                    (mark, 4),
-                    (&r.reason, width.saturating_sub(13 + 21 + 4 + 6)),
-                ])
+                columns(&[(&r.policy, 13), (name, 21), (mark, 4), (&first, beside)])
             );
-            w.push(Line::styled(
-                text,
-                if r.active { t.good() } else { t.normal() },
-            ));
+            w.push(Line::styled(text, style));
+            for l in rest {
+                if !l.is_empty() {
+                    w.push(Line::styled(format!("{}{l}", " ".repeat(indent)), style));
+                }
+            }
         }
     }
 }

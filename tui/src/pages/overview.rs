@@ -650,14 +650,21 @@ impl Page for OverviewPage {
         };
         if ports.is_empty() {
             self.visible = 0;
-            let text = if model.devices.is_empty() && model.manager.startup {
+            let text = if model.devices.is_empty() && model.service_missing {
+                "rdma-managerd is not on the bus: nothing is known of this host until it \
+                 starts (systemctl start rdma-managerd)."
+            } else if model.devices.is_empty() && model.manager.startup {
                 "rdma-managerd is starting: reading the host's RDMA devices..."
             } else if model.devices.is_empty() {
                 "No RDMA devices on this host (rdma-managerd publishes none)."
             } else {
                 "No ports: the devices have none the service could read."
             };
-            line_at(frame, 0, Line::styled(text, t.dim()));
+            let lines: Vec<Line> = crate::widgets::wrap_text(text, area.width as usize)
+                .into_iter()
+                .map(|l| Line::styled(l, t.dim()))
+                .collect();
+            frame.render_widget(ratatui::widgets::Paragraph::new(lines), area);
             return;
         }
         let width = area.width as usize;

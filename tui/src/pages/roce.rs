@@ -2,9 +2,8 @@
 //! of connections made through rdma_cm), with a form to change them.
 
 use crossterm::event::{KeyCode, KeyEvent};
-use ratatui::layout::{Constraint, Rect};
+use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Row as TableRow, Table};
 use ratatui::Frame;
 
 use super::{list_view, Outcome, Page, PageId, RenderCtx};
@@ -288,7 +287,7 @@ impl Page for RocePage {
 
     fn hints(&self) -> Vec<(&'static str, &'static str)> {
         edit::hints(
-            self.session.is_some(),
+            self.session.as_ref().map(|s| &s.form),
             vec![
                 ("Enter", "change version/ToS"),
                 ("i", "IP"),
@@ -322,16 +321,8 @@ fn render_table(frame: &mut Frame, area: Rect, ports: &[&Port], sel: usize, t: T
         "ToS",
         "Remembered",
     ];
-    let widths = vec![
-        Constraint::Length(14),
-        Constraint::Length(15),
-        Constraint::Length(8),
-        Constraint::Length(7),
-        Constraint::Length(9),
-        Constraint::Length(4),
-        Constraint::Length(10),
-    ];
-    let body: Vec<TableRow> = ports
+    let widths: Vec<u16> = vec![14, 15, 8, 7, 9, 4, 10];
+    let body: Vec<list_view::TableRow<'static>> = ports
         .iter()
         .map(|p| {
             let mode = if p.roce_mode.is_empty() {
@@ -339,7 +330,7 @@ fn render_table(frame: &mut Frame, area: Rect, ports: &[&Port], sel: usize, t: T
             } else {
                 Span::raw(p.roce_mode.clone())
             };
-            TableRow::new(vec![
+            list_view::TableRow::new(vec![
                 Span::raw(port_label(p)),
                 Span::raw(p.netdev.clone()),
                 Span::styled(p.state.clone(), t.port_state(&p.state)),
@@ -354,8 +345,9 @@ fn render_table(frame: &mut Frame, area: Rect, ports: &[&Port], sel: usize, t: T
         frame,
         area,
         format!("RoCE ports: rdma_cm defaults ({})", ports.len()),
-        Table::new(body, widths),
-        header,
+        body,
+        &widths,
+        &header,
         sel,
         t,
     );

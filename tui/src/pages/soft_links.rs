@@ -5,9 +5,8 @@
 use std::collections::BTreeSet;
 
 use crossterm::event::{KeyCode, KeyEvent};
-use ratatui::layout::{Constraint, Rect};
+use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Row as TableRow, Table};
 use ratatui::Frame;
 
 use super::{list_view, Outcome, Page, PageId, RenderCtx};
@@ -353,7 +352,7 @@ impl Page for SoftLinksPage {
 
     fn hints(&self) -> Vec<(&'static str, &'static str)> {
         edit::hints(
-            self.session.is_some(),
+            self.session.as_ref().map(|s| &s.form),
             vec![("a", "add"), ("d", "remove"), ("Enter", "port")],
         )
     }
@@ -384,19 +383,13 @@ fn render_table(frame: &mut Frame, area: Rect, model: &Model, rows: &[Row], sel:
     }
     let wide = area.width >= 100;
     let mut header = vec!["Name", "Type", "Netdev", "Port state", "Remembered"];
-    let mut widths = vec![
-        Constraint::Length(15),
-        Constraint::Length(4),
-        Constraint::Length(15),
-        Constraint::Length(12),
-        Constraint::Length(10),
-    ];
+    let mut widths: Vec<u16> = vec![15, 4, 15, 12, 10];
     if wide {
         header.push("Node GUID");
-        widths.push(Constraint::Length(18));
+        widths.push(18);
     }
     let remembered = |name: &str| model.manager.soft_links.iter().any(|l| l.name == name);
-    let body: Vec<TableRow> = rows
+    let body: Vec<list_view::TableRow<'static>> = rows
         .iter()
         .map(|r| match r {
             Row::Device(p) => match model.devices.get(p) {
@@ -417,13 +410,13 @@ fn render_table(frame: &mut Frame, area: Rect, model: &Model, rows: &[Row], sel:
                     if wide {
                         cells.push(Span::raw(d.node_guid.clone()));
                     }
-                    TableRow::new(cells)
+                    list_view::TableRow::new(cells)
                 }
-                None => TableRow::new(vec![Span::raw("?")]),
+                None => list_view::TableRow::new(vec![Span::raw("?")]),
             },
             Row::Absent(name) => {
                 let l = model.manager.soft_links.iter().find(|l| l.name == *name);
-                TableRow::new(vec![
+                list_view::TableRow::new(vec![
                     Span::styled(name.clone(), t.dim()),
                     Span::styled(l.map(|l| l.kind.clone()).unwrap_or_default(), t.dim()),
                     Span::styled(l.map(|l| l.netdev.clone()).unwrap_or_default(), t.dim()),
@@ -437,8 +430,9 @@ fn render_table(frame: &mut Frame, area: Rect, model: &Model, rows: &[Row], sel:
         frame,
         area,
         format!("Soft RDMA links ({})", rows.len()),
-        Table::new(body, widths),
-        header,
+        body,
+        &widths,
+        &header,
         sel,
         t,
     );

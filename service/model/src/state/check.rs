@@ -598,11 +598,11 @@ subnet-manager: {enabled: true, running: true}
             .starts_with("line 2: soft-links[0]: missing field `netdev`"));
         assert_eq!(
             refused("soft-links:\n  - {name: rxe0, type: rxe, netdev: \"eth 1\"}\n"),
-            "line 2: soft-links[0].netdev: the character ' ' is not allowed; use letters, digits, '-', '_' and '.'"
+            "line 2: soft-links[0].netdev: the character ' ' is not allowed; use ASCII letters, digits, '-', '_' and '.'"
         );
         assert_eq!(
             refused("soft-links:\n  - name: \"rxe%d\"\n    state: absent\n"),
-            "line 2: soft-links[0].name: the character '%' is not allowed; use letters, digits, '-', '_' and '.'"
+            "line 2: soft-links[0].name: the character '%' is not allowed; use ASCII letters, digits, '-', '_' and '.'"
         );
     }
 

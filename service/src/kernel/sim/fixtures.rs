@@ -389,7 +389,12 @@ pub fn lab_host(release: &str) -> HostSpec {
 /// The host `--simulate` shows: the guide's mlx4, a ConnectX-6 on InfiniBand with P_Key
 /// children, an mlx5 RoCE port and an rxe over an Ethernet port; siw available.
 pub fn demo_host() -> HostSpec {
-    let (mlx4, mut nds) = guide_mlx4(0, 2);
+    let (mut mlx4, mut nds) = guide_mlx4(0, 2);
+    // The demo's opensm.service is inactive: the subnet manager is another node's (LID 1),
+    // not this port's, whose LID the guide's SM LID would otherwise equal.
+    if let Some(p) = mlx4.ports.first_mut() {
+        p.sm_lid = 1;
+    }
     let (cx6, n2) = cx6_ib(
         1,
         "mlx5_0",

@@ -296,6 +296,12 @@ pub fn update_netdev(root: &Path, nd: &SimNetdev) -> io::Result<()> {
         &dir.join("carrier"),
         if nd.carrier && nd.up { "1" } else { "0" },
     )?;
+    // IFF_UP (0x1) with IFF_BROADCAST and IFF_MULTICAST, as `flags` prints them.
+    put(
+        root,
+        &dir.join("flags"),
+        if nd.up { "0x1003" } else { "0x1002" },
+    )?;
     let devtype = match nd.link_kind.as_deref() {
         Some("vlan") => "DEVTYPE=vlan\n",
         _ => "",

@@ -333,10 +333,43 @@ pub fn new_link(st: &mut SimState, link: &NewLink) -> Result<SimDevice, HostErro
     if st.spec.devices.iter().any(|d| d.name == link.name) {
         return Err(err(Errno::ENFILE));
     }
-    let dev = soft_device(st.next_dev_index, &link.name, link.kind, &nd);
+    let mut dev = soft_device(st.next_dev_index, &link.name, link.kind, &nd);
+    if let (SoftLinkType::Rxe, Some(mbps)) = (link.kind, hca_netdev_speed_mbps(st, &nd.name)) {
+        if let Some(p) = dev.ports.first_mut() {
+            p.rate = eth_rate(mbps).to_string();
+        }
+    }
     st.next_dev_index += 1;
     st.spec.devices.push(dev.clone());
     Ok(dev)
+}
+
+/// The speed in Mb/s that ethtool gives for `netdev` when it is the netdev of an HCA's RoCE
+/// port: that port's link rate. Other netdevs (veth, the demo's `eth0`) keep the 10 Gb/s of
+/// a veth that [`soft_device`] gives.
+fn hca_netdev_speed_mbps(st: &SimState, netdev: &str) -> Option<u32> {
+    st.spec
+        .devices
+        .iter()
+        .filter(|d| d.parent_netdev.is_none())
+        .flat_map(|d| d.ports.iter().map(move |p| (d, p)))
+        .find(|(d, p)| port_netdev(st, d, p).is_some_and(|n| n.name == netdev))
+        .and_then(|(_, p)| p.rate.split_whitespace().next()?.parse::<f64>().ok())
+        .map(|gbps| (gbps * 1000.0) as u32)
+}
+
+/// The rate rxe reports over a netdev of `mbps`: `ib_get_eth_speed`'s mapping of an
+/// ethtool speed without a lane count to a width and speed (drivers/infiniband/core/verbs.c),
+/// as sysfs's `rate` prints it.
+pub fn eth_rate(mbps: u32) -> &'static str {
+    match mbps {
+        0..=1000 => "2.5 Gb/sec (1X SDR)",
+        1001..=10000 => "10 Gb/sec (1X FDR10)",
+        10001..=20000 => "20 Gb/sec (4X DDR)",
+        20001..=25000 => "25 Gb/sec (1X EDR)",
+        25001..=40000 => "40 Gb/sec (4X FDR10)",
+        _ => "100 Gb/sec (4X EDR)",
+    }
 }
 
 /// The device `rdma link add NAME type KIND netdev ND` registers: node GUID and GID 0 from the
@@ -491,7 +524,10 @@ pub fn new_ipoib_child(st: &mut SimState, c: &NewIpoibChild) -> Result<SimNetdev
             datagram_mtu.min(parent.mtu)
         },
         up: false,
-        carrier: parent.carrier,
+        // IPoIB joins the broadcast group (and turns carrier on) only with a P_Key its port's
+        // table has: ipoib_pkey_dev_check_presence, ib_find_pkey by partition.
+        carrier: parent.carrier
+            && port_has_partition(st, parent.pci_address.as_deref(), pib.port, c.pkey),
         link_kind: Some("ipoib".into()),
         peer: None,
         pci_address: parent.pci_address.clone(),
@@ -591,6 +627,17 @@ pub fn change_netdev(
         }
     }
     Ok(touched)
+}
+
+/// Whether the port `port` of the device at `pci` has the partition of `pkey` in its P_Key
+/// table (either membership, as `ib_find_pkey` matches the low 15 bits).
+fn port_has_partition(st: &SimState, pci: Option<&str>, port: u32, pkey: u16) -> bool {
+    st.spec
+        .devices
+        .iter()
+        .filter(|d| d.pci_address.is_some() && d.pci_address.as_deref() == pci)
+        .flat_map(|d| d.ports.iter().filter(|p| p.number == port))
+        .any(|p| p.pkeys.iter().any(|k| *k & 0x7fff == pkey & 0x7fff))
 }
 
 /// veth has carrier only when both ends are up; other netdevs follow their own state.

@@ -4,6 +4,12 @@
 //! The wave is a function of the tick, so the same model that moves the counters from now on
 //! also tells what the last 15 minutes looked like ([`DemoTraffic`] is a
 //! [`HistorySeed`]): the demo's graphs are full at start, as on a daemon that has run a while.
+//!
+//! A port's wave is keyed by its device's kernel index, which a rename keeps, and the model is
+//! taken from the host again at every tick: a renamed device keeps its traffic, and a soft
+//! link added later gets its own. The bytes added are the rate times the time that actually
+//! passed since the last addition, so the counters stay true to the wave when the task runs
+//! late.
 
 use std::time::Duration;
 
@@ -34,7 +40,8 @@ fn wave(phase: f64) -> f64 {
 struct PortWave {
     device: String,
     port: u32,
-    /// The device's position on the host: ports of different devices move out of phase.
+    /// The device's kernel index (kept across renames): ports of different devices move out
+    /// of phase.
     device_index: usize,
     /// The wave's amplitude in bytes/s; its top is about twice this.
     amplitude: f64,
@@ -59,8 +66,8 @@ impl DemoTraffic {
         let ports = spec
             .devices
             .iter()
-            .enumerate()
-            .flat_map(|(di, d)| {
+            .flat_map(|d| {
+                let di = d.index as usize;
                 d.ports.iter().map(move |p| {
                     let narrow = p.pma.as_ref().is_some_and(|m| !m.extended);
                     // A fifth of the link: the top of the wave is about 40% of it.
@@ -117,26 +124,32 @@ impl HistorySeed for DemoTraffic {
     }
 }
 
-/// Adds traffic to every port of `sim` every `period`, following `model` from tick 1 on, until
-/// the task is aborted.
-pub fn spawn_demo_traffic(
-    sim: SimHost,
-    model: DemoTraffic,
-    period: Duration,
-) -> tokio::task::JoinHandle<()> {
+/// Adds traffic to every port `sim` has at each `period` (its devices as they are then:
+/// renamed, added or removed), following the wave from tick 1 on, until the task is aborted.
+pub fn spawn_demo_traffic(sim: SimHost, period: Duration) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut t: i64 = 0;
         let mut ticker = tokio::time::interval(period);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        ticker.tick().await;
+        let mut last = tokio::time::Instant::now();
         loop {
             ticker.tick().await;
             t += 1;
-            for w in &model.ports {
-                let (tx, rx) = DemoTraffic::rates_of(w, t);
-                let secs = period.as_secs_f64();
-                let _ = sim.add_traffic(&w.device, w.port, (tx * secs) as u64, (rx * secs) as u64);
-            }
+            let now = tokio::time::Instant::now();
+            let secs = (now - last).as_secs_f64();
+            last = now;
+            add_tick(&sim, &DemoTraffic::of(&sim), t, secs);
         }
     })
+}
+
+/// Adds `secs` seconds of tick `t`'s traffic to every port of `model`.
+fn add_tick(sim: &SimHost, model: &DemoTraffic, t: i64, secs: f64) {
+    for w in &model.ports {
+        let (tx, rx) = DemoTraffic::rates_of(w, t);
+        let _ = sim.add_traffic(&w.device, w.port, (tx * secs) as u64, (rx * secs) as u64);
+    }
 }
 
 #[cfg(test)]
@@ -179,5 +192,63 @@ mod tests {
         let (tx, _) = m.rates("mlx5_0", 1, -30).expect("rates");
         assert_eq!(past.tx_bytes, tx as f32);
         assert!(m.past_rates("nope", 1, 1).is_none());
+    }
+
+    async fn tx_bytes(sim: &SimHost, dev: &str) -> u64 {
+        use crate::kernel::Host;
+        let c = sim.read_counters(dev, 1).await.expect("counters");
+        c.tx_bytes.expect("tx bytes")
+    }
+
+    /// Traffic follows the host as it is at each tick: a renamed device keeps its wave (its
+    /// kernel index stays), a soft link added after the start gets traffic too.
+    #[tokio::test]
+    async fn traffic_follows_renames_and_new_soft_links() {
+        use crate::kernel::{Host, NewLink};
+        use crate::model::SoftLinkType;
+        let sim = SimHost::new(fixtures::demo_host()).expect("demo host");
+        let before = DemoTraffic::of(&sim).rates("rxe0", 1, 5).expect("rxe0");
+        let index = sim
+            .spec()
+            .devices
+            .iter()
+            .find(|d| d.name == "rxe0")
+            .map(|d| d.index)
+            .expect("rxe0");
+        sim.rename_device(index, "rxe_a").await.expect("rename");
+        sim.add_link(&NewLink {
+            name: "rxe1".into(),
+            kind: SoftLinkType::Rxe,
+            netdev: "enp4s0d1".into(),
+        })
+        .await
+        .expect("rdma link add rxe1");
+        let model = DemoTraffic::of(&sim);
+        assert_eq!(model.rates("rxe_a", 1, 5), Some(before));
+        assert!(model.rates("rxe0", 1, 5).is_none());
+        let (a0, b0) = (tx_bytes(&sim, "rxe_a").await, tx_bytes(&sim, "rxe1").await);
+        add_tick(&sim, &model, 5, 1.0);
+        let (a1, b1) = (tx_bytes(&sim, "rxe_a").await, tx_bytes(&sim, "rxe1").await);
+        assert!(a1 > a0, "the renamed device's counters move: {a0} -> {a1}");
+        assert!(b1 > b0, "the new soft link's counters move: {b0} -> {b1}");
+    }
+
+    /// The bytes added are the wave's rate times the time that passed: a late tick (1.5 s)
+    /// adds half as much again as an on-time one, so the rate read stays the wave's.
+    #[test]
+    fn a_late_tick_adds_the_bytes_of_the_time_that_passed() {
+        let sim = SimHost::new(fixtures::demo_host()).expect("demo host");
+        let model = DemoTraffic::of(&sim);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        let read = |sim: &SimHost| rt.block_on(tx_bytes(sim, "mlx5_0"));
+        let t0 = read(&sim);
+        add_tick(&sim, &model, 7, 1.0);
+        let t1 = read(&sim);
+        add_tick(&sim, &model, 7, 1.5);
+        let t2 = read(&sim);
+        let (one, late) = ((t1 - t0) as f64, (t2 - t1) as f64);
+        assert!((late / one - 1.5).abs() < 1e-3, "{one} then {late}");
     }
 }

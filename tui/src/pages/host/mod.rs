@@ -224,19 +224,25 @@ impl HostPage {
                 Some(Row::Module(i)) => self.toggle_module(host, i),
                 _ => Outcome::Message("Space toggles the selected module.".into()),
             },
+            // Enter opens what the selected row has to open (a form, a port's detail), as on
+            // every page; what changes the host at once has a key of its own, said here.
             KeyCode::Enter => match row {
-                Some(Row::Module(i)) => self.toggle_module(host, i),
+                Some(Row::Module(_)) => Outcome::Message(
+                    "Space enables or disables the selected module; l loads its set now.".into(),
+                ),
                 Some(Row::Memlock) => self.open(memlock_session(host)),
                 Some(Row::Nfs) => self.open(nfs_session(host)),
                 Some(Row::Port(i)) => match host.subnet_managers.get(i) {
                     Some(p) => Outcome::ShowPort(PageId::Detail, p.port.to_string()),
                     None => Outcome::Ignored,
                 },
-                Some(Row::Opensm) if host.opensm.active() => self.subnet_manager(host, 'x'),
-                Some(Row::Opensm) => self.subnet_manager(host, 's'),
+                Some(Row::Opensm) => Outcome::Message(
+                    "s starts opensm, x stops it, e turns its start at boot on or off.".into(),
+                ),
                 None => Outcome::Ignored,
             },
-            KeyCode::Char('a') => {
+            // `l` (load), not `a`: `a` adds on every other page.
+            KeyCode::Char('l') => {
                 let set = match row {
                     Some(Row::Module(i)) => host.modules.get(i).map(|m| m.set.clone()),
                     _ => None,
@@ -511,11 +517,11 @@ impl Page for HostPage {
     edit::form_page_methods!();
 
     fn hints(&self) -> Vec<(&'static str, &'static str)> {
-        if self.session.is_some() {
-            return edit::form_hints();
+        if let Some(s) = &self.session {
+            return edit::form_hints(&s.form);
         }
         let mut v = match self.section {
-            Section::Modules => vec![("Space", "enable/disable"), ("a", "apply")],
+            Section::Modules => vec![("Space", "enable/disable"), ("l", "load now")],
             Section::Memlock => vec![("m", "set limits"), ("M", "reset")],
             Section::Nfs => vec![("n", "change")],
             Section::SubnetManager => vec![("s", "start"), ("x", "stop"), ("e", "boot")],
@@ -526,8 +532,11 @@ impl Page for HostPage {
 
     fn help(&self) -> Vec<(&'static str, &'static str)> {
         vec![
-            ("Space or Enter", "enable/disable the selected module"),
-            ("a", "apply: restart rdma-load-modules@<set>"),
+            ("Space", "enable/disable the selected module"),
+            (
+                "l",
+                "load the selected set's modules now (restarts rdma-load-modules@<set>)",
+            ),
             ("m or Enter", "set the memlock limits of group rdma"),
             ("M", "remove rdma-manager's memlock limits"),
             ("n or Enter", "NFS over RDMA on/off, port"),

@@ -104,9 +104,9 @@ impl MemlockValue {
         if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
             return Err(MemlockError::BadValue(text.to_string()));
         }
-        let kib: u64 = text
-            .parse()
-            .map_err(|_| MemlockError::TooLarge { kib: u64::MAX })?;
+        let kib: u64 = text.parse().map_err(|_| MemlockError::TooLarge {
+            kib: text.to_string(),
+        })?;
         let v = MemlockValue::Kib(kib);
         v.check()?;
         Ok(v)
@@ -115,7 +115,9 @@ impl MemlockValue {
     fn check(self) -> Result<(), MemlockError> {
         match self {
             MemlockValue::Kib(0) => Err(MemlockError::BadValue("0".into())),
-            MemlockValue::Kib(kib) if kib >= KIB_LIMIT => Err(MemlockError::TooLarge { kib }),
+            MemlockValue::Kib(kib) if kib >= KIB_LIMIT => Err(MemlockError::TooLarge {
+                kib: kib.to_string(),
+            }),
             _ => Ok(()),
         }
     }
@@ -144,10 +146,13 @@ pub enum MemlockError {
         "{q0} is not a memlock value: give a whole number of KiB (at least 1) or \"unlimited\""
     , q0 = quote_capped(.0))]
     BadValue(String),
+    /// `kib`: the number as given (digits), so that a number too large even for 64 bits is
+    /// quoted as the user typed it, not as the largest one.
     #[error(
-        "{kib} KiB is more than pam_limits can set (it would become unlimited); give \"unlimited\""
+        "{} KiB is more than pam_limits can set (it would become unlimited); give \"unlimited\"",
+        capped_digits(.kib)
     )]
-    TooLarge { kib: u64 },
+    TooLarge { kib: String },
     #[error("the soft memlock limit ({soft}) is above the hard limit ({hard}); pam_limits would lower it to the hard limit")]
     SoftAboveHard {
         soft: MemlockValue,
@@ -155,6 +160,16 @@ pub enum MemlockError {
     },
     #[error("{q0} is not a group name the daemon writes: use letters, digits, '_', '.' and '-', not starting with '-', at most 32 bytes", q0 = quote_capped(.0))]
     BadGroup(String),
+}
+
+/// A number given as digits, cut to a readable length when longer than any limit could be.
+fn capped_digits(digits: &str) -> String {
+    const MAX: usize = 24;
+    if digits.len() <= MAX {
+        digits.to_string()
+    } else {
+        format!("{}… ({} digits)", &digits[..MAX], digits.len())
+    }
 }
 
 /// Checks a pair the daemon is asked to write.
