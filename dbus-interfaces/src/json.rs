@@ -69,6 +69,9 @@ pub fn value(v: &Value<'_>) -> Json {
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Document {
     objects: Map<String, Json>,
+    /// Members beside `objects` that a reader asked for (`rdma-tui --json --counters`), by
+    /// name: not properties, so not under `objects`.
+    sections: Map<String, Json>,
 }
 
 impl Document {
@@ -97,26 +100,47 @@ impl Document {
         }
     }
 
-    /// `{"version": VERSION, "objects": {...}}`.
+    /// The paths of the objects that have `interface`, in order.
+    pub fn paths_with(&self, interface: &str) -> Vec<String> {
+        self.objects
+            .iter()
+            .filter(|(_, ifaces)| ifaces.get(interface).is_some())
+            .map(|(path, _)| path.clone())
+            .collect()
+    }
+
+    /// Sets the member `name` beside `objects` (`counters`, `rates`); `version` and
+    /// `objects` are the document's own and are not replaced.
+    pub fn set_section(&mut self, name: &str, value: Json) {
+        if name != "version" && name != "objects" {
+            self.sections.insert(name.to_string(), value);
+        }
+    }
+
+    /// `{"version": VERSION, "objects": {...}}`, and the sections set.
     pub fn into_json(self) -> Json {
         let mut doc = Map::new();
         doc.insert("version".into(), Json::from(VERSION));
         doc.insert("objects".into(), Json::Object(self.objects));
+        doc.extend(self.sections);
         Json::Object(doc)
     }
 
     /// The document as both programs print it: indented, `version` first, then objects,
-    /// interfaces and properties in the order of their names, so that two documents of the
+    /// interfaces and properties in the order of their names, then the sections, so that two documents of the
     /// same state are the same text; a newline at the end.
     pub fn to_pretty_string(&self) -> String {
         #[derive(serde::Serialize)]
         struct Printed<'a> {
             version: u64,
             objects: &'a Map<String, Json>,
+            #[serde(flatten)]
+            sections: &'a Map<String, Json>,
         }
         let printed = Printed {
             version: VERSION,
             objects: &self.objects,
+            sections: &self.sections,
         };
         // Serializing JSON values and plain fields into memory cannot fail.
         let mut text = serde_json::to_string_pretty(&printed).unwrap_or_default();
@@ -240,6 +264,24 @@ mod tests {
             .collect();
         assert!(order.windows(2).all(|w| w[0] < w[1]), "{text}");
         let back: Json = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, doc.into_json());
+    }
+
+    #[test]
+    fn sections_follow_the_objects_and_never_replace_them() {
+        let mut doc = Document::new();
+        doc.add("/a", "org.example.A", [("N", &Value::from(3u8))]);
+        doc.set_section("rates", serde_json::json!({"/a": {"tx": 1}}));
+        doc.set_section("counters", serde_json::json!({"/a": {"x": 2}}));
+        doc.set_section("objects", serde_json::json!("lost"));
+        doc.set_section("version", serde_json::json!(7));
+        let text = doc.to_pretty_string();
+        let at = |k: &str| text.find(k).unwrap_or(usize::MAX);
+        assert!(text.starts_with("{\n  \"version\": 1,\n"), "{text}");
+        assert!(at("\"objects\"") < at("\"counters\""), "{text}");
+        assert!(at("\"counters\"") < at("\"rates\""), "{text}");
+        let back: Json = serde_json::from_str(&text).unwrap();
+        assert_eq!(back["objects"]["/a"]["org.example.A"]["N"], 3);
         assert_eq!(back, doc.into_json());
     }
 }

@@ -11,7 +11,7 @@ _rdma_tui()
         cword=$COMP_CWORD
     }
     local sysfs=${RDMA_TUI_SYSFS:-/sys/class/infiniband}
-    local opts="--demo --system --session --address= --direct-socket= --no-mouse --ibstat --json --help --version"
+    local opts="--demo --system --session --address= --direct-socket= --no-mouse --ibstat --json --counters --help --version"
     # ibstat's options, after --ibstat.
     local ibstat_opts="--list_of_cas --short --port_list --verbose --config -l -s -p -v -z"
 

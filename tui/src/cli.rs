@@ -10,7 +10,7 @@ pub const USAGE_HINT: &str = "Try 'rdma-tui --help' for the options (and rdma-tu
 pub const USAGE: &str = concat!(
     "usage: rdma-tui [--system | --session | --address=ADDRESS | --demo] [--no-mouse]
        rdma-tui [BUS] [--direct-socket=PATH] --ibstat [IBSTAT OPTIONS] [DEVICE [PORT]]
-       rdma-tui [BUS] [--direct-socket=PATH] --json
+       rdma-tui [BUS] [--direct-socket=PATH] --json [--counters]
 
   (no option)     the interactive editor and monitor of rdma-managerd on the system bus
   --demo          start a simulated rdma-managerd on a private bus and show it (no RDMA
@@ -22,6 +22,8 @@ pub const USAGE: &str = concat!(
   --no-mouse      leave the mouse to the terminal (select and paste text)
   --ibstat        print what rdma-core's ibstat prints for the service's state, and exit
   --json          print the service's whole state as JSON, and exit (docs/JSON.md)
+  --counters      with --json: add every port's counters (as read now) and its latest
+                  throughput rates (the service's last sample), as `counters` and `rates`
   --direct-socket=PATH with --ibstat or --json: read the objects from rdma-managerd's direct
                   socket at PATH, without the bus's relay, and from the bus if it does not
                   answer (default with --system: /run/rdma-manager/direct)
@@ -39,7 +41,7 @@ NO_COLOR=1 draws without colour."
 
 /// Every option [`parse`] accepts, as documentation and completions must list them (a
 /// trailing `=` takes a value in the same argument).
-pub const OPTIONS: [&str; 12] = [
+pub const OPTIONS: [&str; 13] = [
     "--demo",
     "--system",
     "--session",
@@ -48,6 +50,7 @@ pub const OPTIONS: [&str; 12] = [
     "--no-mouse",
     "--ibstat",
     "--json",
+    "--counters",
     "-h",
     "--help",
     "-V",
@@ -78,6 +81,8 @@ pub struct Args {
     pub mouse: bool,
     /// `--direct-socket=PATH`; without it, [`rdma_manager_dbus::DIRECT_SOCKET_PATH`] on the system bus.
     pub direct_socket: Option<String>,
+    /// `--counters` (with `--json`): the ports' counters and latest rates in the document.
+    pub counters: bool,
 }
 
 impl Args {
@@ -121,6 +126,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Args, UsageError
         demo: false,
         mouse: true,
         direct_socket: None,
+        counters: false,
     };
     let mut ibstat = false;
     let mut ibstat_args = IbstatArgs::default();
@@ -145,6 +151,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Args, UsageError
             "--session" => out.bus = BusChoice::Session,
             "--no-mouse" => out.mouse = false,
             "--json" => out.mode = Mode::Json,
+            "--counters" => out.counters = true,
             "--ibstat" => ibstat = true,
             "--" => only_positional = true,
             s if s.starts_with("--address=") => {
@@ -176,6 +183,9 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Args, UsageError
                 for_ibstat.get_or_insert_with(|| s.to_string());
             }
         }
+    }
+    if out.counters && out.mode == Mode::Interactive {
+        return Err(usage("--counters goes with --json"));
     }
     match (&out.mode, ibstat, for_ibstat) {
         (Mode::Help | Mode::Version, _, _) => {}
@@ -230,6 +240,10 @@ mod tests {
             assert_eq!(p(&["--demo"]), Err(UsageError::NoDemo));
         }
         assert!(p(&["--json", "--ibstat"]).is_err());
+        assert!(p(&["--json", "--counters"]).is_ok_and(|a| a.counters));
+        assert!(p(&["--counters"]).is_err());
+        assert!(p(&["--ibstat", "--counters"]).is_err());
+        assert!(p(&["--json"]).is_ok_and(|a| !a.counters));
     }
 
     #[test]
@@ -276,7 +290,10 @@ mod tests {
             } else {
                 o.to_string()
             };
-            let parsed = p(&[&arg]).or_else(|_| p(&["--ibstat", &arg]));
+            // An option of --ibstat or of --json is tried after it.
+            let parsed = p(&[&arg])
+                .or_else(|_| p(&["--ibstat", &arg]))
+                .or_else(|_| p(&["--json", &arg]));
             assert!(parsed.is_ok(), "{o}: {parsed:?}");
             assert!(USAGE.contains(o.trim_end_matches('=')), "{o}");
         }

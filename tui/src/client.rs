@@ -602,6 +602,56 @@ pub async fn read_document(
     Ok(doc)
 }
 
+/// `rdma-tui --json --counters`: adds every port's counters as read now (`counters`: source,
+/// saturated, values by name, as `Port.GetCounters` gives them) and its latest throughput
+/// sample (`rates`: the last of `Port.GetThroughputHistory`, per second), by port object
+/// path, all calls in flight at once. A port whose call fails gets `{"error": MESSAGE}`.
+pub async fn add_counters(conn: &Connection, doc: &mut rdma_manager_dbus::json::Document) {
+    use serde_json::{json, Map, Value as Json};
+    let ports = doc.paths_with(crate::model::PORT_IFACE);
+    let calls = ports.iter().map(|path| async move {
+        let p = port_proxy(conn, path).await?;
+        let counters = p.get_counters().await?;
+        let history = p.get_throughput_history().await?;
+        Ok::<_, zbus::Error>((counters, history))
+    });
+    let read = futures::future::join_all(calls).await;
+    let mut counters = Map::new();
+    let mut rates = Map::new();
+    for (path, r) in ports.into_iter().zip(read) {
+        let ((source, saturated, values), history) = match r {
+            Ok(v) => v,
+            Err(e) => {
+                let error = json!({ "error": e.to_string() });
+                counters.insert(path.clone(), error.clone());
+                rates.insert(path, error);
+                continue;
+            }
+        };
+        let values: Map<String, Json> = values
+            .into_iter()
+            .map(|(k, v)| (k, Json::from(v)))
+            .collect();
+        counters.insert(
+            path.clone(),
+            json!({ "source": source, "saturated": saturated, "values": values }),
+        );
+        let latest = history.last().map_or(Json::Null, |s| {
+            json!({
+                "time_us": s.0,
+                "tx_bytes_per_second": s.1,
+                "rx_bytes_per_second": s.2,
+                "tx_packets_per_second": s.3,
+                "rx_packets_per_second": s.4,
+                "flags": s.5,
+            })
+        });
+        rates.insert(path, latest);
+    }
+    doc.set_section("counters", Json::Object(counters));
+    doc.set_section("rates", Json::Object(rates));
+}
+
 /// Reads everything the service publishes (no history); the objects through `direct` when
 /// given ([`connect_direct`]).
 pub async fn read_model(conn: &Connection, direct: Option<&Connection>) -> zbus::Result<Model> {

@@ -79,9 +79,12 @@ async fn run(args: cli::Args, started: std::time::Instant) -> anyhow::Result<()>
     match args.mode {
         Mode::Interactive => rdma_tui::terminal::run(conn, args.mouse, started).await,
         Mode::Json => {
-            let doc = client::read_document(&conn, direct.as_ref())
+            let mut doc = client::read_document(&conn, direct.as_ref())
                 .await
                 .context(NOT_RUNNING)?;
+            if args.counters {
+                client::add_counters(&conn, &mut doc).await;
+            }
             let mut out = std::io::stdout().lock();
             out.write_all(doc.to_pretty_string().as_bytes())?;
             out.flush()?;

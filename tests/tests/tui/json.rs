@@ -230,3 +230,75 @@ async fn tui_reads_through_the_direct_socket_and_prints_the_same() -> Result<()>
     ensure!(fallback == json_through_bus, "without the socket, the bus");
     Ok(())
 }
+
+/// `--json --counters` adds every port's counters as read now and its latest rates, by port
+/// object path, beside the same `objects`; `--counters` alone is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tui_json_with_counters_adds_every_port_s_counters_and_latest_rates() -> Result<()> {
+    use rdma_manager_tests::service::serve_sim;
+    use rdma_managerd::engine::EngineConfig;
+    use rdma_managerd::kernel::sim::{fixtures, SimHost};
+
+    let Some(bus) = session_bus_or_skip() else {
+        return Ok(());
+    };
+    let sim = SimHost::new(fixtures::demo_host())?;
+    let _served = serve_sim(&bus, &sim, EngineConfig::default()).await?;
+    // Traffic on mlx4_1 port 1 (Device/0/Port/1) across a few samples.
+    for _ in 0..5 {
+        sim.add_traffic("mlx4_1", 1, 4_000_000, 1_000)?;
+        tokio::time::sleep(Duration::from_millis(600)).await;
+    }
+    let tui = workspace_bin("rdma-tui")?;
+    let address = format!("--address={}", bus.address());
+    let plain: Json = serde_json::from_str(&stdout_of(&tui, &[&address, "--json"]).await?)?;
+    let doc: Json =
+        serde_json::from_str(&stdout_of(&tui, &[&address, "--json", "--counters"]).await?)?;
+    ensure!(doc["version"] == 1, "version: {}", doc["version"]);
+    let objects = doc["objects"].as_object().context("objects")?;
+    let ports: Vec<&String> = objects
+        .iter()
+        .filter(|(_, ifaces)| ifaces.get("org.rdmamanager.RdmaManager1.Port").is_some())
+        .map(|(path, _)| path)
+        .collect();
+    ensure!(ports.len() == 5, "ports: {ports:?}");
+    let counters = doc["counters"].as_object().context("counters")?;
+    let rates = doc["rates"].as_object().context("rates")?;
+    for port in &ports {
+        let c = &counters[port.as_str()];
+        ensure!(
+            c["source"].is_string() && c["saturated"].is_boolean() && c["values"].is_object(),
+            "{port}: {c}"
+        );
+        ensure!(c["values"]["tx_bytes"].is_u64(), "{port}: {c}");
+        ensure!(rates.contains_key(port.as_str()), "{port}: no rates");
+    }
+    let port = format!("{}/Port/1", device_path(0));
+    let tx = counters[&port]["values"]["tx_bytes"].as_u64().unwrap_or(0);
+    ensure!(tx >= 20_000_000, "{port}: tx_bytes {tx}");
+    let r = &rates[&port];
+    ensure!(
+        r["tx_bytes_per_second"].as_f64().unwrap_or(0.0) > 0.0 && r["time_us"].is_u64(),
+        "{port}: {r}"
+    );
+    // The objects are the same as without --counters, but for the counters that moved.
+    ensure!(
+        doc["objects"]
+            .as_object()
+            .map(|o| o.keys().collect::<Vec<_>>())
+            == plain["objects"]
+                .as_object()
+                .map(|o| o.keys().collect::<Vec<_>>()),
+        "objects differ"
+    );
+    ensure!(plain.get("counters").is_none() && plain.get("rates").is_none());
+
+    let out = Command::new(&tui)
+        .args([&address, "--counters"])
+        .output()
+        .await?;
+    ensure!(!out.status.success(), "--counters without --json ran");
+    let err = String::from_utf8_lossy(&out.stderr);
+    ensure!(err.contains("--counters goes with --json"), "{err}");
+    Ok(())
+}
