@@ -16,6 +16,7 @@ pub mod by_port;
 pub mod clock;
 pub mod history;
 mod host_setup;
+mod ip_change;
 mod leftovers;
 mod monitor;
 mod nm_change;
@@ -38,6 +39,7 @@ mod sweep;
 mod transaction;
 mod wanted;
 
+pub use ip_change::{IpPending, NetworkdPending};
 pub use nm_change::{IpReport, NmPending, RdmaNetdev};
 pub use nm_migrate::Moved;
 pub use ops_ipoib::ChildCreated;

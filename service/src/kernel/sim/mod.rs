@@ -7,6 +7,7 @@ mod budget;
 pub mod cost;
 pub mod fixtures;
 pub mod model;
+pub mod networkd;
 mod render;
 pub mod replaced;
 mod rules;

@@ -1,0 +1,282 @@
+//! IP settings through a real systemd-networkd (`rdma_manager_tests::networkd`): the daemon
+//! writes its `.network` file into the directory networkd reads, asks networkd over D-Bus to
+//! reload, and the address appears on networkd's kernel link; not confirmed in time, the
+//! change is rolled back (the previous file, networkd reloaded, the address gone); bad input
+//! is refused, typed, with nothing changed; a link networkd runs with another file is not
+//! touched.
+//!
+//! The daemon runs on the simulated demo host (whose rxe0 runs over `eth0`) and serves on
+//! networkd's private bus; networkd's namespace has a veth pair whose one end is named
+//! `eth0`, so both know the same interface. NetworkManager does not run there.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use anyhow::{ensure, Context, Result};
+use futures::StreamExt;
+use rdma_manager_dbus::{NetworkProxy, PendingChangeProxy};
+use rdma_manager_tests::networkd::{skip_reason, PrivateNetworkd};
+use rdma_managerd::kernel::sim::{fixtures, SimHost};
+use zbus::zvariant::{OwnedObjectPath, OwnedValue, Value};
+
+const ERR: &str = "org.rdmamanager.RdmaManager1.Error.";
+const FILE: &str = "etc/systemd/network/50-rdma-manager-eth0.network";
+
+fn error_name(r: &Result<impl std::fmt::Debug, zbus::Error>) -> (String, String) {
+    match r {
+        Err(zbus::Error::MethodError(name, text, _)) => {
+            (name.to_string(), text.clone().unwrap_or_default())
+        }
+        other => panic!("not a method error: {other:?}"),
+    }
+}
+
+fn text(map: &HashMap<String, OwnedValue>, key: &str) -> String {
+    map.get(key)
+        .and_then(|v| v.downcast_ref::<&str>().ok().map(str::to_string))
+        .unwrap_or_else(|| panic!("no string {key} in {map:?}"))
+}
+
+fn texts(map: &HashMap<String, OwnedValue>, key: &str) -> Vec<String> {
+    map.get(key)
+        .and_then(|v| Vec::<String>::try_from(v.clone()).ok())
+        .unwrap_or_else(|| panic!("no list {key} in {map:?}"))
+}
+
+async fn daemon_on(
+    nd: &PrivateNetworkd,
+    sim: &SimHost,
+) -> Result<rdma_managerd::dbus::server::Service> {
+    use rdma_managerd::dbus::polkit::Authorizer;
+    use std::sync::Arc;
+    let conn = nd.bus.connect().await?;
+    let config = rdma_managerd::engine::EngineConfig {
+        tick: Duration::from_millis(100),
+        ..Default::default()
+    };
+    Ok(rdma_managerd::dbus::server::serve_with(
+        conn.clone(),
+        Arc::new(sim.clone()),
+        true,
+        config,
+        Authorizer::same_user_for_simulation(&conn),
+        Arc::new(rdma_managerd::system::BusSystemServices::new(&conn)),
+    )
+    .await?)
+}
+
+async fn pending(
+    conn: &zbus::Connection,
+    path: &OwnedObjectPath,
+) -> Result<PendingChangeProxy<'static>> {
+    Ok(PendingChangeProxy::builder(conn)
+        .path(path.clone())?
+        .cache_properties(zbus::proxy::CacheProperties::No)
+        .build()
+        .await?)
+}
+
+async fn ended(
+    signals: &mut rdma_manager_dbus::proxies::ChangeEndedStream,
+    change: &OwnedObjectPath,
+    secs: u64,
+) -> Result<String> {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let signal = tokio::time::timeout(left, signals.next())
+            .await
+            .with_context(|| format!("no ChangeEnded for {change} within {secs} s"))?
+            .context("the signal stream ended")?;
+        let args = signal.args()?;
+        if &args.change == change {
+            return Ok(args.outcome);
+        }
+    }
+}
+
+/// Waits until networkd's kernel link has exactly these IPv4 addresses.
+async fn wait_ipv4(nd: &PrivateNetworkd, want: &[&str], secs: u64) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let now = nd.ipv4_of("eth0")?;
+        if now == want {
+            return Ok(());
+        }
+        ensure!(
+            Instant::now() < deadline,
+            "eth0 has {now:?}, not {want:?}, after {secs} s; networkd's log:\n{}",
+            nd.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ip_settings_through_networkd_are_pending_and_roll_back_by_themselves() -> Result<()> {
+    if let Some(reason) = skip_reason() {
+        assert!(
+            !rdma_manager_tests::bus::tools_required(),
+            "RDMA_MANAGER_REQUIRE_TOOLS=1 forbids skipping: {reason}"
+        );
+        eprintln!("skipping: {reason}");
+        return Ok(());
+    }
+    let sim = SimHost::new(fixtures::demo_host())?;
+    let network_dir = sim.root().join("etc/systemd/network");
+    let nd = PrivateNetworkd::start(
+        &network_dir,
+        "ip link add eth0 type veth peer name eth0p && ip link set eth0p up",
+    )
+    .await?;
+    let _service = daemon_on(&nd, &sim).await?;
+    let client = nd.bus.connect().await?;
+    let network = NetworkProxy::builder(&client)
+        .cache_properties(zbus::proxy::CacheProperties::No)
+        .build()
+        .await?;
+    let mut signals = network.receive_change_ended().await?;
+    let file = sim.root().join(FILE);
+
+    // Before: networkd is the manager, nothing configures eth0, its addresses are shown.
+    let before = network.get_ip_settings("eth0").await?;
+    assert_eq!(text(&before, "manager"), "systemd-networkd");
+    assert_eq!(text(&before, "owner"), "");
+    assert_eq!(text(&before, "kind"), "port");
+    assert!(!before.contains_key("ipv4.method"), "{before:?}");
+
+    // Bad input: typed errors, no file, nothing on the link.
+    let addr = |a: &str| Value::from(vec![a.to_string()]);
+    let bad: Vec<(&str, HashMap<&str, Value<'_>>, u32, &str)> = vec![
+        (
+            "eth0",
+            HashMap::from([("ipv4.addresses", addr("198.51.100.7/33"))]),
+            10,
+            "InvalidArgument",
+        ),
+        (
+            "eth0",
+            HashMap::from([("ipv4.addresses", addr("2001:db8::7/64"))]),
+            10,
+            "InvalidArgument",
+        ),
+        (
+            "eth0",
+            HashMap::from([("ipv4.gateway", Value::from("2001:db8::1"))]),
+            10,
+            "InvalidArgument",
+        ),
+        (
+            "eth0",
+            HashMap::from([("ipv4.mtu", Value::from(1500u32))]),
+            10,
+            "InvalidArgument",
+        ),
+        (
+            "eth0",
+            HashMap::from([("ipv4.addresses", addr("198.51.100.7/24"))]),
+            5,
+            "InvalidArgument",
+        ),
+        (
+            "nosuch0",
+            HashMap::from([("ipv4.addresses", addr("198.51.100.7/24"))]),
+            10,
+            "NotFound",
+        ),
+    ];
+    for (interface, keys, timeout, want) in bad {
+        let r = network
+            .set_ip_settings(interface, keys.clone(), timeout)
+            .await;
+        let (name, message) = error_name(&r);
+        assert_eq!(name, format!("{ERR}{want}"), "{keys:?}: {message}");
+        assert!(!file.exists(), "{keys:?} wrote {}", file.display());
+    }
+    assert_eq!(nd.ipv4_of("eth0")?, Vec::<String>::new());
+
+    // A change, confirmed: networkd puts the address on the kernel's link.
+    let change = network
+        .set_ip_settings(
+            "eth0",
+            HashMap::from([("ipv4.addresses", addr("198.51.100.7/24"))]),
+            10,
+        )
+        .await?;
+    wait_ipv4(&nd, &["198.51.100.7/24"], 10).await?;
+    let written = std::fs::read_to_string(&file)?;
+    assert!(written.contains("Address=198.51.100.7/24"), "{written}");
+    assert!(written.contains("[Match]\nName=eth0\n"), "{written}");
+    let now = network.get_ip_settings("eth0").await?;
+    assert_eq!(text(&now, "owner"), "systemd-networkd");
+    assert_eq!(text(&now, "ipv4.method"), "manual");
+    assert_eq!(texts(&now, "ipv4.addresses"), ["198.51.100.7/24"]);
+    pending(&client, &change).await?.confirm().await?;
+    assert_eq!(ended(&mut signals, &change, 5).await?, "confirmed");
+
+    // Another, not confirmed: after its 10 s the previous file is back and so is the
+    // previous address.
+    let change = network
+        .set_ip_settings(
+            "eth0",
+            HashMap::from([("ipv4.addresses", addr("203.0.113.9/24"))]),
+            10,
+        )
+        .await?;
+    wait_ipv4(&nd, &["203.0.113.9/24"], 10).await?;
+    assert_eq!(ended(&mut signals, &change, 20).await?, "timed-out");
+    wait_ipv4(&nd, &["198.51.100.7/24"], 10).await?;
+    assert_eq!(std::fs::read_to_string(&file)?, written);
+
+    // Rolled back at once: back to the confirmed one.
+    let change = network
+        .set_ip_settings(
+            "eth0",
+            HashMap::from([("ipv4.addresses", addr("192.0.2.44/24"))]),
+            60,
+        )
+        .await?;
+    wait_ipv4(&nd, &["192.0.2.44/24"], 10).await?;
+    pending(&client, &change).await?.roll_back().await?;
+    assert_eq!(ended(&mut signals, &change, 5).await?, "rolled-back");
+    wait_ipv4(&nd, &["198.51.100.7/24"], 10).await?;
+    Ok(())
+}
+
+/// A link networkd runs with a file that is not the daemon's (the administrator's, or
+/// netplan's rendering) is left to that file: Busy, nothing written.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_link_networkd_runs_with_another_file_is_not_touched() -> Result<()> {
+    if skip_reason().is_some() {
+        return Ok(());
+    }
+    let sim = SimHost::new(fixtures::demo_host())?;
+    let network_dir = sim.root().join("etc/systemd/network");
+    std::fs::create_dir_all(&network_dir)?;
+    std::fs::write(
+        network_dir.join("10-admin.network"),
+        "[Match]\nName=eth0\n\n[Network]\nAddress=192.0.2.10/24\n",
+    )?;
+    let nd = PrivateNetworkd::start(
+        &network_dir,
+        "ip link add eth0 type veth peer name eth0p && ip link set eth0p up",
+    )
+    .await?;
+    wait_ipv4(&nd, &["192.0.2.10/24"], 10).await?;
+    let _service = daemon_on(&nd, &sim).await?;
+    let client = nd.bus.connect().await?;
+    let network = NetworkProxy::new(&client).await?;
+    let r = network
+        .set_ip_settings(
+            "eth0",
+            HashMap::from([("ipv4.addresses", Value::from(vec!["198.51.100.7/24"]))]),
+            10,
+        )
+        .await;
+    let (name, message) = error_name(&r);
+    assert_eq!(name, format!("{ERR}Busy"), "{message}");
+    assert!(message.contains("10-admin.network"), "{message}");
+    assert!(!sim.root().join(FILE).exists());
+    assert_eq!(nd.ipv4_of("eth0")?, ["192.0.2.10/24"]);
+    Ok(())
+}
