@@ -280,3 +280,91 @@ async fn a_link_networkd_runs_with_another_file_is_not_touched() -> Result<()> {
     assert_eq!(nd.ipv4_of("eth0")?, ["192.0.2.10/24"]);
     Ok(())
 }
+
+/// The simulated host's networkd (what `--simulate` and rdma-tui's demo run) takes the
+/// daemon's file the way the real one does: the address reaches the simulated kernel and
+/// the IPoIB object, and goes again when the change is rolled back.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_simulated_networkd_applies_the_same_file() -> Result<()> {
+    if let Some(reason) = rdma_manager_tests::bus::skip_reason() {
+        eprintln!("skipping: {reason}");
+        return Ok(());
+    }
+    use rdma_managerd::kernel::sim::networkd::SimNetworkd;
+    use rdma_managerd::system::sim::SimSystemServices;
+    use std::sync::Arc;
+    let bus = rdma_manager_tests::bus::BusConfig::system()
+        .with_rdma_manager_policy()
+        .start()?;
+    let sim = SimHost::new(fixtures::demo_host())?;
+    let services = SimSystemServices::new();
+    services.set_networkd(Some(Arc::new(SimNetworkd::new(sim.clone()))));
+    let conn = bus.connect().await?;
+    let _service = rdma_managerd::dbus::server::serve_with(
+        conn.clone(),
+        Arc::new(sim.clone()),
+        true,
+        rdma_managerd::engine::EngineConfig::default(),
+        rdma_managerd::dbus::polkit::Authorizer::same_user_for_simulation(&conn),
+        Arc::new(services),
+    )
+    .await?;
+    let client = bus.connect().await?;
+    let network = NetworkProxy::new(&client).await?;
+    let mut signals = network.receive_change_ended().await?;
+    let ib0_path = OwnedObjectPath::try_from(rdma_manager_dbus::ipoib_path(
+        sim.spec()
+            .netdevs
+            .iter()
+            .find(|n| n.name == "ib0")
+            .context("ib0")?
+            .ifindex,
+    ))?;
+    let ib0 = rdma_manager_dbus::IpoibProxy::builder(&client)
+        .path(ib0_path)?
+        .cache_properties(zbus::proxy::CacheProperties::No)
+        .build()
+        .await?;
+    let before = ib0.addresses().await?;
+    assert_eq!(before, ["192.168.100.11/24", "fe80::f652:1403:3:9381/64"]);
+    assert_eq!(
+        text(&network.get_ip_settings("ib0").await?, "manager"),
+        "systemd-networkd"
+    );
+    let change = network
+        .set_ip_settings(
+            "ib0",
+            HashMap::from([("ipv4.addresses", Value::from(vec!["10.10.0.1/16"]))]),
+            60,
+        )
+        .await?;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !ib0.addresses().await?.contains(&"10.10.0.1/16".to_string()) {
+        ensure!(
+            Instant::now() < deadline,
+            "ib0 has {:?}",
+            ib0.addresses().await?
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(sim
+        .root()
+        .join("etc/systemd/network/50-rdma-manager-ib0.network")
+        .exists());
+    pending(&client, &change).await?.roll_back().await?;
+    assert_eq!(ended(&mut signals, &change, 5).await?, "rolled-back");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while ib0.addresses().await? != before {
+        ensure!(
+            Instant::now() < deadline,
+            "ib0 has {:?}",
+            ib0.addresses().await?
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!sim
+        .root()
+        .join("etc/systemd/network/50-rdma-manager-ib0.network")
+        .exists());
+    Ok(())
+}
