@@ -368,3 +368,54 @@ async fn the_simulated_networkd_applies_the_same_file() -> Result<()> {
         .exists());
     Ok(())
 }
+
+/// rdma-tui over the real networkd: the RoCE page's IP form sets an address that networkd puts on the link and keeps
+/// once confirmed, and its details then say who manages eth0's IP settings.
+#[tokio::test(flavor = "multi_thread")]
+async fn rdma_tui_sets_an_address_through_networkd() -> Result<()> {
+    if skip_reason().is_some() {
+        return Ok(());
+    }
+    use rdma_manager_tests::tmux::{workspace_bin, Tmux};
+    let wait = Duration::from_secs(20);
+    let sim = SimHost::new(fixtures::demo_host())?;
+    let nd = PrivateNetworkd::start(
+        &sim.root().join("etc/systemd/network"),
+        "ip link add eth0 type veth peer name eth0p && ip link set eth0p up",
+    )
+    .await?;
+    let _service = daemon_on(&nd, &sim).await?;
+    let bin = workspace_bin("rdma-tui")?;
+    let tui = Tmux::start(
+        &format!("{} --address={}", bin.display(), nd.bus.address()),
+        80,
+        24,
+        &[("NO_COLOR", "1")],
+    )?;
+    tui.wait_for_text("rxe0", wait)?;
+    tui.keys(&["6"])?;
+    tui.wait_for_text("RoCE ports:", wait)?;
+    tui.keys(&["Down", "Down"])?;
+    tui.wait_for("rxe0/1 selected", wait, |s| {
+        s.lines().any(|l| l.starts_with("> rxe0/1"))
+    })?;
+    tui.keys(&["i"])?;
+    tui.wait_for_text("IP settings of eth0", wait)?;
+    tui.keys(&["Tab"])?;
+    tui.type_text("198.51.100.9/24")?;
+    tui.keys(&["Enter"])?;
+    tui.wait_for_text("Keep these settings?", wait)?;
+    wait_ipv4(&nd, &["198.51.100.9/24"], 10).await?;
+    tui.keys(&["Enter"])?;
+    tui.wait_for("the dialog to close", wait, |s| {
+        !s.contains("Keep these settings?")
+    })?;
+    let network = NetworkProxy::new(&nd.bus.connect().await?).await?;
+    assert!(network.pending_changes().await?.is_empty());
+    assert_eq!(nd.ipv4_of("eth0")?, ["198.51.100.9/24"]);
+    // The details say who manages it now (the daemon's host is simulated: its eth0 has no
+    // address of the namespace's).
+    let s = tui.wait_for_text("IP settings: systemd-networkd", wait)?;
+    eprintln!("{s}");
+    Ok(())
+}
