@@ -419,3 +419,44 @@ async fn rdma_tui_sets_an_address_through_networkd() -> Result<()> {
     eprintln!("{s}");
     Ok(())
 }
+
+/// `rdma-tui --demo` lets a user try IP settings without NetworkManager: the IPoIB page
+/// shows ib0's addresses and that systemd-networkd (the simulated host's) manages them, and
+/// the form sets one that then shows among them.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_demo_shows_addresses_and_sets_them_through_networkd() -> Result<()> {
+    if let Some(reason) = rdma_manager_tests::bus::skip_reason() {
+        eprintln!("skipping: {reason}");
+        return Ok(());
+    }
+    use rdma_manager_tests::tmux::{workspace_bin, Tmux};
+    let wait = Duration::from_secs(20);
+    let bin = workspace_bin("rdma-tui")?;
+    let tui = Tmux::start(
+        &format!("{} --demo", bin.display()),
+        100,
+        30,
+        &[("NO_COLOR", "1")],
+    )?;
+    tui.wait_for_text("rxe0", wait)?;
+    tui.keys(&["4"])?;
+    tui.wait_for("ib0 selected", wait, |s| {
+        s.lines().any(|l| l.starts_with("> ") && l.contains("ib0 "))
+    })?;
+    tui.wait_for_text("Addresses: 192.168.100.11/24", wait)?;
+    tui.wait_for_text("IP settings: systemd-networkd", wait)?;
+    tui.keys(&["i"])?;
+    tui.wait_for_text("IP settings of ib0", wait)?;
+    tui.keys(&["Tab"])?;
+    tui.type_text("10.10.0.1/16")?;
+    tui.keys(&["Enter"])?;
+    tui.wait_for_text("Keep these settings?", wait)?;
+    tui.keys(&["Enter"])?;
+    // Its own address beside the one set by hand, which is not networkd's to remove.
+    let s = tui.wait_for("the new address", wait, |s| {
+        s.lines()
+            .any(|l| l.starts_with("Addresses: 192.168.100.11/24, 10.10.0.1/16,"))
+    })?;
+    eprintln!("{s}");
+    Ok(())
+}
