@@ -1,8 +1,10 @@
-//! The "IP settings" form of an interface NetworkManager configures (IPoIB, a RoCE port's
-//! netdev): IPv4 and IPv6 method, addresses with prefixes, gateway, DNS servers and search
-//! domains, pre-filled from `Network.GetIpSettings` and checked before sending as
-//! NetworkManager would (or worse, silently: it drops an address with prefix 33), so that
-//! `SetIpSettings` gets only valid values, and only the keys that changed.
+//! The "IP settings" form of an RDMA netdev (IPoIB, a RoCE port's netdev) whose IP settings
+//! the daemon changes through NetworkManager or systemd-networkd: IPv4 and IPv6 method,
+//! addresses with prefixes, gateway, DNS servers and search domains, pre-filled from
+//! `Network.GetIpSettings` and checked before sending as NetworkManager would (or worse,
+//! silently: it drops an address with prefix 33), so that `SetIpSettings` gets only valid
+//! values, and only the keys that changed. Where no such manager runs, the details show the
+//! kernel's addresses and what the user can do instead.
 
 use std::net::IpAddr;
 
