@@ -147,7 +147,7 @@ impl NetworkObject as "org.rdmamanager.RdmaManager1.Network" {
                     .await
                     .map_err(super::errors::op_error)?,
             ),
-            other => other_manager_keys(&engine, interface, other).await?,
+            other => other_manager_keys(engine, interface, other).await?,
         };
         put(&mut out, "manager".into(), manager.as_str());
         put(&mut out, "manager-advice".into(), manager.advice());

@@ -60,7 +60,7 @@ async fn network_calls_go_through_the_demos_networkd() -> Result<()> {
         rdma_tui::client::connect(&rdma_tui::client::BusChoice::Address(demo.address.clone()))
             .await?;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let mut answer = |call: Call| {
+    let answer = |call: Call| {
         let conn = conn.clone();
         let tx = tx.clone();
         async move {
