@@ -460,3 +460,64 @@ async fn the_demo_shows_addresses_and_sets_them_through_networkd() -> Result<()>
     eprintln!("{s}");
     Ok(())
 }
+
+/// netplan's configuration with nothing that applies it running (neither NetworkManager nor
+/// networkd): the manager is netplan, addresses are shown, changes are refused with what to
+/// do, and nothing is written.
+#[tokio::test(flavor = "multi_thread")]
+async fn under_netplan_alone_changes_are_refused_with_what_to_do() -> Result<()> {
+    if let Some(reason) = rdma_manager_tests::bus::skip_reason() {
+        eprintln!("skipping: {reason}");
+        return Ok(());
+    }
+    use rdma_managerd::system::sim::SimSystemServices;
+    use std::sync::Arc;
+    let bus = rdma_manager_tests::bus::BusConfig::system()
+        .with_rdma_manager_policy()
+        .start()?;
+    let sim = SimHost::new(fixtures::demo_host())?;
+    let netplan = sim.root().join("etc/netplan");
+    std::fs::create_dir_all(&netplan)?;
+    std::fs::write(
+        netplan.join("01-netcfg.yaml"),
+        "network:\n  version: 2\n  renderer: networkd\n",
+    )?;
+    let conn = bus.connect().await?;
+    let _service = rdma_managerd::dbus::server::serve_with(
+        conn.clone(),
+        Arc::new(sim.clone()),
+        true,
+        rdma_managerd::engine::EngineConfig::default(),
+        rdma_managerd::dbus::polkit::Authorizer::same_user_for_simulation(&conn),
+        Arc::new(SimSystemServices::new()),
+    )
+    .await?;
+    let client = bus.connect().await?;
+    let network = NetworkProxy::new(&client).await?;
+    let ip = network.get_ip_settings("ib0").await?;
+    assert_eq!(text(&ip, "manager"), "netplan");
+    assert_eq!(texts(&ip, "addresses")[0], "192.168.100.11/24");
+    assert!(
+        text(&ip, "manager-advice").contains("netplan try"),
+        "{ip:?}"
+    );
+    let r = network
+        .set_ip_settings(
+            "ib0",
+            HashMap::from([("ipv4.addresses", Value::from(vec!["10.10.0.1/16"]))]),
+            0,
+        )
+        .await;
+    let (name, message) = error_name(&r);
+    assert_eq!(name, format!("{ERR}NotSupported"), "{message}");
+    assert!(message.contains("/etc/netplan"), "{message}");
+    assert!(!sim.root().join("etc/systemd/network").exists());
+    assert_eq!(
+        sim.addresses("ib0")
+            .iter()
+            .map(|a| a.to_string())
+            .collect::<Vec<_>>(),
+        ["192.168.100.11/24", "fe80::f652:1403:3:9381/64"]
+    );
+    Ok(())
+}
