@@ -167,7 +167,7 @@ pub async fn ipoib(conn: &Connection, cmd: IpoibCommand) -> Result<u8, Failure> 
     Ok(code::SUCCESS)
 }
 
-/// `ip NAME KEY VALUE ...`: through NetworkManager, confirmed at once unless a timeout
+/// `ip NAME KEY VALUE ...`: through the host's IP manager, confirmed at once unless a timeout
 /// leaves it pending.
 pub async fn ip(
     conn: &Connection,

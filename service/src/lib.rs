@@ -18,6 +18,7 @@ pub mod dbus;
 pub mod engine;
 pub use rdma_manager_model::hostconf;
 pub mod ibstat;
+pub mod ipmgr;
 pub mod ipoib_report;
 pub mod kernel;
 pub mod model;

@@ -70,11 +70,16 @@ impl Simulation {
     }
 
     /// A systemd of the simulated host's own, whose units act on the simulated kernel as real
-    /// ones do (module lists, nfsd); it has no firewalld.
+    /// ones do (module lists, nfsd), and its systemd-networkd, which applies the `.network`
+    /// files of the simulated tree to the simulated kernel's addresses (so that IP settings
+    /// can be tried without NetworkManager); it has no firewalld and no NetworkManager.
     pub fn system_services(&self) -> Arc<dyn SystemServices> {
-        Arc::new(
-            SimSystemServices::new().on_started(crate::engine::simulated_units(self.host.clone())),
-        )
+        let services =
+            SimSystemServices::new().on_started(crate::engine::simulated_units(self.host.clone()));
+        services.set_networkd(Some(Arc::new(
+            crate::kernel::sim::networkd::SimNetworkd::new(self.host.clone()),
+        )));
+        Arc::new(services)
     }
 
     /// The past the demo's traffic fills the history with.

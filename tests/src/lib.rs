@@ -7,6 +7,7 @@ pub mod bus;
 pub mod gmo;
 pub mod hostsvc;
 pub mod imports;
+pub mod networkd;
 pub mod nm;
 pub mod procfs;
 pub mod reference;

@@ -1,8 +1,10 @@
-//! The "IP settings" form of an interface NetworkManager configures (IPoIB, a RoCE port's
-//! netdev): IPv4 and IPv6 method, addresses with prefixes, gateway, DNS servers and search
-//! domains, pre-filled from `Network.GetIpSettings` and checked before sending as
-//! NetworkManager would (or worse, silently: it drops an address with prefix 33), so that
-//! `SetIpSettings` gets only valid values, and only the keys that changed.
+//! The "IP settings" form of an RDMA netdev (IPoIB, a RoCE port's netdev) whose IP settings
+//! the daemon changes through NetworkManager or systemd-networkd: IPv4 and IPv6 method,
+//! addresses with prefixes, gateway, DNS servers and search domains, pre-filled from
+//! `Network.GetIpSettings` and checked before sending as NetworkManager would (or worse,
+//! silently: it drops an address with prefix 33), so that `SetIpSettings` gets only valid
+//! values, and only the keys that changed. Where no such manager runs, the details show the
+//! kernel's addresses and what the user can do instead.
 
 use std::net::IpAddr;
 
@@ -15,8 +17,12 @@ use crate::theme::Theme;
 /// What `GetIpSettings` answered for an interface (by name).
 #[derive(Debug, Clone)]
 pub enum IpState {
+    /// Settings the daemon can change (through NetworkManager or systemd-networkd).
     Known(IpSettings),
-    /// NotSupported: NetworkManager is not running (the daemon's reason).
+    /// No IP manager the daemon changes settings through (none runs, or netplan does): the
+    /// interface's addresses from the kernel, and what the user can do.
+    Unmanaged(IpSettings),
+    /// NotSupported (a daemon older than IP managers: NetworkManager is not running).
     NoNm(String),
     Failed(String),
 }
@@ -25,32 +31,87 @@ impl IpState {
     /// What a `GetIpSettings` answer says (`None`: not an answer of that call).
     pub fn from_answer(result: &Result<CallOutput, CallError>) -> Option<IpState> {
         Some(match result {
-            Ok(CallOutput::IpSettings(s)) => IpState::Known(s.clone()),
+            Ok(CallOutput::IpSettings(s)) => match s.text("manager").as_str() {
+                "none" | "netplan" => IpState::Unmanaged(s.clone()),
+                _ => IpState::Known(s.clone()),
+            },
             Ok(_) => return None,
             Err(e) if e.kind == ErrorKind::NotSupported => IpState::NoNm(e.message.clone()),
             Err(e) => IpState::Failed(e.message.clone()),
         })
     }
+
+    /// Why the IP settings form cannot open here, if it cannot.
+    pub fn refusal(&self) -> Option<String> {
+        match self {
+            IpState::NoNm(reason) => Some(format!("NetworkManager not running: {reason}")),
+            IpState::Unmanaged(s) => Some(unmanaged_advice(s).to_string()),
+            IpState::Known(_) | IpState::Failed(_) => None,
+        }
+    }
 }
 
-/// The interface's addresses and NetworkManager's device state, as GetIpSettings said.
-pub fn ip_line(ip: &IpState, t: Theme) -> Line<'static> {
+/// What the user can do where no IP manager the daemon drives runs.
+fn unmanaged_advice(s: &IpSettings) -> &'static str {
+    if s.text("manager") == "netplan" {
+        "netplan configures this host: set addresses in /etc/netplan, then netplan try"
+    } else {
+        "No IP manager runs: set addresses with ip address add, or start NetworkManager or \
+         systemd-networkd to change them here"
+    }
+}
+
+fn addresses_text(s: &IpSettings) -> String {
+    let addrs = s.text("addresses");
+    if addrs.is_empty() {
+        "none".into()
+    } else {
+        addrs
+    }
+}
+
+/// The interface's addresses and who manages its IP settings, as GetIpSettings said.
+pub fn ip_lines(ip: &IpState, t: Theme) -> Vec<Line<'static>> {
     match ip {
+        IpState::Known(s) if s.text("manager") == "systemd-networkd" => {
+            let file = s.text("keyfile");
+            let by = if file.is_empty() {
+                "systemd-networkd (no file of rdma-manager's yet)".to_string()
+            } else {
+                format!("systemd-networkd, {file}")
+            };
+            vec![Line::raw(format!(
+                "Addresses: {}; IP settings: {by}",
+                addresses_text(s)
+            ))]
+        }
         IpState::Known(s) => {
-            let addrs = s.text("addresses");
             let mut state = s.text("device-state");
             let reason = s.text("device-state-reason");
             if !reason.is_empty() && reason != "none" {
                 state.push_str(&format!(" ({reason})"));
             }
-            Line::raw(format!(
+            vec![Line::raw(format!(
                 "Addresses: {}; NetworkManager: {}",
-                if addrs.is_empty() { "none" } else { &addrs },
+                addresses_text(s),
                 if state.is_empty() { "?" } else { &state }
-            ))
+            ))]
         }
-        IpState::NoNm(_) => Line::styled("IP settings: NetworkManager not running", t.dim()),
-        IpState::Failed(e) => Line::styled(format!("IP settings unreadable: {e}"), t.bad()),
+        IpState::Unmanaged(s) => vec![
+            Line::raw(format!(
+                "Addresses: {} (from the kernel)",
+                addresses_text(s)
+            )),
+            Line::styled(unmanaged_advice(s), t.dim()),
+        ],
+        IpState::NoNm(_) => vec![Line::styled(
+            "IP settings: NetworkManager not running",
+            t.dim(),
+        )],
+        IpState::Failed(e) => vec![Line::styled(
+            format!("IP settings unreadable: {e}"),
+            t.bad(),
+        )],
     }
 }
 

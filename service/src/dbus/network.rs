@@ -2,9 +2,11 @@
 //! interfaces, and the netdevs of RoCE, rxe and siw ports) through NetworkManager, bringing
 //! them up and down, and the changes of that kind waiting for confirmation (`pending`).
 //!
-//! Every change returns the object of a pending change: NetworkManager rolls it back by
-//! itself unless it is confirmed within its timeout (0: 60 s). Where NetworkManager does not
-//! run, every method answers `NotSupported` with the reason.
+//! IP settings go through whichever IP manager runs (`engine/ip_change.rs`): NetworkManager
+//! or systemd-networkd; GetIpSettings answers under any (addresses from the kernel where
+//! NetworkManager does not run). Every change returns the object of a pending change, rolled
+//! back unless it is confirmed within its timeout (0: 60 s). Activate, Deactivate and
+//! MoveToNetworkManager need NetworkManager and answer `NotSupported` without it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -16,7 +18,8 @@ use zbus::object_server::SignalEmitter;
 use zbus::zvariant::{OwnedObjectPath, OwnedValue};
 
 use super::Context;
-use crate::engine::{IpReport, NmPending, RdmaNetdev};
+use crate::engine::{EngineHandle, IpPending, IpReport, RdmaNetdev};
+use crate::ipmgr::IpManager;
 use crate::nm::keys::put;
 
 /// `org.rdmamanager.RdmaManager1.Network` at the root.
@@ -28,8 +31,51 @@ pub struct NetworkObject {
 /// Publishes a change NetworkManager made as a PendingChange object (see
 /// `PendingChanges::add`): the `then` of an operation that returns one. Here rather than in
 /// `pending.rs`, which calls back into this module when a change ends.
-async fn publish_change(ctx: &Arc<Context>, pending: NmPending) -> Result<OwnedObjectPath, Error> {
-    ctx.changes().add(ctx, pending).await
+async fn publish_change(ctx: &Arc<Context>, pending: IpPending) -> Result<OwnedObjectPath, Error> {
+    ctx.changes().add_ip(ctx, pending).await
+}
+
+/// What `GetIpSettings` says of an interface no NetworkManager configures: its kind, the
+/// daemon's networkd file's settings where there is one, and its addresses from the kernel.
+async fn other_manager_keys(
+    engine: &EngineHandle,
+    interface: &str,
+    manager: IpManager,
+) -> Result<HashMap<String, OwnedValue>, Error> {
+    let kind = engine
+        .rdma_netdev(interface)
+        .await
+        .map_err(super::errors::op_error)?;
+    let settings = match manager {
+        IpManager::Networkd => engine.networkd_settings(interface).await,
+        _ => None,
+    };
+    let mut out = settings.as_ref().map(|s| s.to_keys()).unwrap_or_default();
+    let kind = match kind {
+        RdmaNetdev::Ipoib { .. } => "ipoib",
+        RdmaNetdev::Port => "port",
+    };
+    put(&mut out, "kind".into(), kind);
+    let (owner, file) = match settings {
+        Some(_) => (
+            manager.as_str(),
+            crate::ipmgr::networkd_file::path(interface)
+                .display()
+                .to_string(),
+        ),
+        None => ("", String::new()),
+    };
+    put(&mut out, "owner".into(), owner);
+    put(&mut out, "keyfile".into(), file);
+    let addresses: Vec<String> = engine
+        .kernel_addresses(interface)
+        .await
+        .map_err(super::errors::op_error)?
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+    put(&mut out, "addresses".into(), addresses);
+    Ok(out)
 }
 
 fn report_keys(r: IpReport) -> HashMap<String, OwnedValue> {
@@ -79,32 +125,47 @@ impl NetworkObject as "org.rdmamanager.RdmaManager1.Network" {
         self.ctx.changes().paths()
     }
 
-    /// The IP settings of an IPoIB interface or of the netdev of a RoCE, rxe or siw port:
-    /// nmcli's keys of its NetworkManager profile (ipv4.method, ipv4.addresses (as),
-    /// ipv4.gateway, ipv4.dns (as), ipv4.dns-search (as), the same under ipv6.) when one
-    /// configures it, and always: kind (ipoib or port), owner (networkmanager or empty),
-    /// profile, uuid, keyfile, device-state (NetworkManager's, as nmcli prints it, or
-    /// absent), device-state-reason (u), managed (b), active (b: the profile is active on
-    /// it) and addresses (as: ADDRESS/PREFIX it has now).
+    /// The IP settings of an IPoIB interface or of the netdev of a RoCE, rxe or siw port,
+    /// whichever IP manager the host runs. Always: kind (ipoib or port), manager
+    /// (networkmanager, systemd-networkd, netplan or none), manager-advice (what the user can
+    /// do where the daemon does not change IP settings; empty otherwise), owner
+    /// (networkmanager or systemd-networkd when a profile or the daemon's .network file
+    /// configures it, else empty), keyfile (that profile's or file's path) and addresses (as:
+    /// ADDRESS/PREFIX it has now; NetworkManager's view under NetworkManager, the kernel's
+    /// otherwise). nmcli's keys of its settings (ipv4.method, ipv4.addresses (as),
+    /// ipv4.gateway, ipv4.dns (as), ipv4.dns-search (as), the same under ipv6.) when a
+    /// profile or the daemon's file configures it. Under NetworkManager also: profile, uuid,
+    /// device-state (NetworkManager's, as nmcli prints it, or absent), device-state-reason
+    /// (u), managed (b) and active (b: the profile is active on it).
     async fn get_ip_settings(&self, interface: &str) -> Result<HashMap<String, OwnedValue>, Error> {
-        let report = self
-            .ctx
-            .engine()
-            .await?
-            .ip_settings(interface)
-            .await
-            .map_err(super::errors::op_error)?;
-        Ok(report_keys(report))
+        let engine = self.ctx.engine().await?;
+        let manager = engine.ip_manager().await;
+        let mut out = match manager {
+            IpManager::NetworkManager => report_keys(
+                engine
+                    .ip_settings(interface)
+                    .await
+                    .map_err(super::errors::op_error)?,
+            ),
+            other => other_manager_keys(engine, interface, other).await?,
+        };
+        put(&mut out, "manager".into(), manager.as_str());
+        put(&mut out, "manager-advice".into(), manager.advice());
+        Ok(out)
     }
 
     /// Changes IP settings, given as nmcli's keys (see GetIpSettings; a key not given keeps
-    /// its value), in the interface's NetworkManager profile, made when there is none
-    /// (infiniband for IPoIB, ethernet for a port's netdev, named after the interface), and
-    /// activates it. Returns the pending change: confirm it within `timeout` seconds (0: 60;
-    /// 10 to 3600) or NetworkManager rolls it back.
+    /// its value), through the host's IP manager: under NetworkManager in the interface's
+    /// profile, made when there is none (infiniband for IPoIB, ethernet for a port's netdev,
+    /// named after the interface), and activated, inside a checkpoint; under
+    /// systemd-networkd in the daemon's file /etc/systemd/network/50-rdma-manager-IF.network,
+    /// which networkd reloads (refused, Busy, when networkd runs the interface with an
+    /// earlier file). Returns the pending change: confirm it within `timeout` seconds (0:
+    /// 60; 10 to 3600) or it is rolled back (NetworkManager's checkpoint; the previous
+    /// networkd file). NotSupported, with what the user can do, where neither runs.
     op set_ip_settings(interface: &str, settings: HashMap<String, OwnedValue>, timeout: u32)
         -> OwnedObjectPath as ManageIp
-        = |e| e.set_ip_settings(interface, settings, timeout).await,
+        = |e| e.set_ip_settings_routed(interface, settings, timeout).await,
         then publish_change;
 
     /// Activates the interface's NetworkManager profile, as `nmcli connection up` does;

@@ -550,6 +550,8 @@ bus_object! {
         port_guid as "PortGuid": String,
         /// Operational state: up, down, lowerlayerdown, unknown ...
         oper_state as "OperState": String,
+        /// Its IPv4 and IPv6 addresses as ADDRESS/PREFIX, from the kernel (what ip address lists), whichever manager (or nobody) configured them; kept current by the kernel's address events.
+        addresses as "Addresses": Vec<String>,
         /// Whether connected mode is possible: false on enhanced IPoIB (ConnectX-4 and later with ipoib_enhanced).
         connected_mode_supported as "ConnectedModeSupported": bool,
         /// P_Key child interface objects of this interface.

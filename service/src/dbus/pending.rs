@@ -24,7 +24,7 @@ use zbus::zvariant::{OwnedObjectPath, Value};
 use super::guard::Guarded;
 use super::state::TIMEOUT_RANGE;
 use super::Context;
-use crate::engine::{NmPending, StatePending};
+use crate::engine::{IpPending, NetworkdPending, NmPending, StatePending};
 
 /// How a pending change ended, as `Network.ChangeEnded` says it.
 pub const CONFIRMED: &str = "confirmed";
@@ -38,6 +38,8 @@ pub enum Pending {
     Nm(NmPending),
     /// An applied state: the daemon's undo steps.
     State(StatePending),
+    /// A change made through systemd-networkd: the daemon puts the file back.
+    Networkd(NetworkdPending),
 }
 
 #[derive(Debug, Clone)]
@@ -96,6 +98,27 @@ impl PendingChanges {
             pending: Pending::Nm(pending),
         };
         self.publish(ctx, live).await
+    }
+
+    /// Publishes a change of IP settings, whichever IP manager made it.
+    pub async fn add_ip(
+        &self,
+        ctx: &Arc<Context>,
+        pending: IpPending,
+    ) -> Result<OwnedObjectPath, Error> {
+        match pending {
+            IpPending::Nm(p) => self.add(ctx, p).await,
+            IpPending::Networkd(p) => {
+                let live = Live {
+                    interface: p.interface.clone(),
+                    description: p.description.clone(),
+                    action: Action::ManageIp,
+                    deadline: SystemTime::now() + Duration::from_secs(u64::from(p.timeout_secs)),
+                    pending: Pending::Networkd(p),
+                };
+                self.publish(ctx, live).await
+            }
+        }
     }
 
     /// Publishes an applied state that stays in force for `timeout_secs` unless confirmed;
@@ -251,6 +274,14 @@ async fn watch_deadline(ctx: Arc<Context>, id: u32) {
             }
             return;
         }
+        Pending::Networkd(pending) => {
+            ctx.changes().end(id, TIMED_OUT).await;
+            if let Ok(engine) = ctx.engine_now() {
+                let undone = engine.networkd_undo(pending).await;
+                info!(change = %pending.description, %undone, "networkd change not confirmed in time");
+            }
+            return;
+        }
     }
     ctx.changes().end(id, TIMED_OUT).await;
 }
@@ -366,6 +397,12 @@ impl PendingChangeObject {
                         info!(change = %pending.description, %undone, "applied state rolled back");
                         return Ok(());
                     }
+                    Pending::Networkd(pending) => {
+                        self.ctx.changes().end(self.id, ROLLED_BACK).await;
+                        let undone = engine.networkd_undo(pending).await;
+                        info!(change = %pending.description, %undone, "networkd change rolled back");
+                        return Ok(());
+                    }
                 };
                 self.ctx.changes().end(self.id, ROLLED_BACK).await;
                 r
@@ -392,12 +429,14 @@ impl PendingChangeObject {
                         .nm_extend(&pending.checkpoint, seconds)
                         .await
                         .map_err(super::errors::op_error)?,
-                    Pending::State(_) if !TIMEOUT_RANGE.contains(&seconds) => {
+                    Pending::State(_) | Pending::Networkd(_)
+                        if !TIMEOUT_RANGE.contains(&seconds) =>
+                    {
                         return Err(Error::InvalidArgument(format!(
                             "{seconds} s is outside 10 to 3600"
                         )))
                     }
-                    Pending::State(_) => {}
+                    Pending::State(_) | Pending::Networkd(_) => {}
                 }
                 let deadline = SystemTime::now() + Duration::from_secs(u64::from(seconds));
                 self.ctx.changes().set_deadline(self.id, deadline);

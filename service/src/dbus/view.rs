@@ -382,6 +382,7 @@ pub fn ipoib_view(links: &IpoibLinks<'_>, i: &IpoibState, paths: &ObjectPaths) -
             .map(|g| g.to_string())
             .unwrap_or_default(),
         oper_state: u.take("OperState", &n.operstate),
+        addresses: i.addresses.iter().map(|a| a.to_string()).collect(),
         connected_mode_supported: address
             .as_ref()
             .and_then(|a| a.ipoib_supports_connected())

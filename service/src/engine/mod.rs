@@ -16,6 +16,7 @@ pub mod by_port;
 pub mod clock;
 pub mod history;
 mod host_setup;
+mod ip_change;
 mod leftovers;
 mod monitor;
 mod nm_change;
@@ -38,6 +39,7 @@ mod sweep;
 mod transaction;
 mod wanted;
 
+pub use ip_change::{IpPending, NetworkdPending};
 pub use nm_change::{IpReport, NmPending, RdmaNetdev};
 pub use nm_migrate::Moved;
 pub use ops_ipoib::ChildCreated;
@@ -422,8 +424,28 @@ impl Engine {
             && wanted.netdevs.is_empty()
             && !wanted.everything
             && wanted.renamed.is_empty();
+        // IPoIB interfaces publish their addresses: re-read those named (netdevs re-read
+        // below get theirs with the rest).
+        let addressed_ipoib = if wanted.addressed.is_empty() || wanted.everything {
+            BTreeSet::new()
+        } else {
+            let host = self.host.clone();
+            let only: BTreeSet<String> = wanted
+                .addressed
+                .difference(&wanted.netdevs)
+                .cloned()
+                .collect();
+            self.state.refresh_addresses(host.as_ref(), &only).await
+        };
         if addresses_only && !self.carries_any(&wanted.addressed) {
             // Addresses of netdevs no RDMA port rides on (most of a host's, often).
+            if !addressed_ipoib.is_empty() {
+                self.publish_read(Dirty {
+                    ipoib: addressed_ipoib,
+                    ..Dirty::default()
+                })
+                .await;
+            }
             return;
         }
         if !addresses_only {
@@ -490,6 +512,7 @@ impl Engine {
                     Err(e) => r = Err(e),
                 }
             }
+            dirty.ipoib.extend(addressed_ipoib);
             r.map(|_| dirty)
         };
         match result {

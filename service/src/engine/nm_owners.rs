@@ -76,6 +76,11 @@ impl NmOwners {
         self.system.network_manager()
     }
 
+    /// A client of systemd-networkd, where the daemon can reach one.
+    pub fn networkd(&self) -> Option<Arc<dyn crate::ipmgr::networkd::Networkd>> {
+        self.system.networkd()
+    }
+
     /// The profiles as last asked (`None`: NetworkManager does not run).
     pub fn snapshot(&self) -> Option<Vec<ProfileSummary>> {
         self.snapshot

@@ -12,7 +12,7 @@ use tracing::warn;
 use super::by_port::ByPort;
 use crate::kernel::{Host, HostError, NlDevice, PortSource};
 use crate::model::roce::is_roce_port;
-use crate::model::{DeviceSnapshot, NetdevSnapshot, RoceMode};
+use crate::model::{DeviceSnapshot, NetdevAddress, NetdevSnapshot, RoceMode};
 
 /// How many devices a full enumeration reads at once (see [`ObservedState::refresh_all`]): enough
 /// to keep a few CPUs busy, few enough that a 1024-device host does not take as many
@@ -65,6 +65,8 @@ pub struct IpoibState {
     pub snap: NetdevSnapshot,
     /// (device index, port number).
     pub port: Option<(u32, u32)>,
+    /// Its IPv4 and IPv6 addresses, from the kernel (RTM_GETADDR), whatever configured them.
+    pub addresses: Vec<NetdevAddress>,
 }
 
 /// Which objects a refresh touched.
@@ -213,13 +215,16 @@ impl ObservedState {
             }
         }
         let devices: BTreeMap<u32, DeviceState> = devices.into_iter().collect();
-        let ipoib: BTreeMap<u32, IpoibState> = host
+        let mut ipoib: BTreeMap<u32, IpoibState> = host
             .read_ipoib_netdevs()
             .await?
             .into_iter()
             .filter_map(ipoib_state)
             .map(|i| (i.ifindex, i))
             .collect();
+        if !ipoib.is_empty() {
+            self.fill_addresses(host, None, &mut ipoib).await;
+        }
         let mut dirty = Dirty {
             unread,
             ..Dirty::default()
@@ -385,11 +390,17 @@ impl ObservedState {
         dirty: &mut Dirty,
         left: &mut BTreeSet<String>,
     ) -> Result<(), HostError> {
-        let fresh = match host.read_netdev(name).await {
+        let mut fresh = match host.read_netdev(name).await {
             Ok(nd) => ipoib_state(nd),
             Err(e) if e.is_not_found() => None,
             Err(e) => return Err(e),
         };
+        if let Some(i) = fresh.take() {
+            let mut one = BTreeMap::from([(i.ifindex, i)]);
+            let only = one.keys().next().copied();
+            self.fill_addresses(host, only, &mut one).await;
+            fresh = one.into_values().next();
+        }
         let stale: Vec<u32> = self
             .ipoib
             .values()
@@ -413,6 +424,63 @@ impl ObservedState {
             self.ipoib.insert(i.ifindex, i);
         }
         Ok(())
+    }
+
+    /// Gives the IPoIB netdevs in `ipoib` their addresses (of every netdev, or of `only`),
+    /// one RTM_GETADDR dump. A failed read keeps the addresses last known: the rest of the
+    /// netdev is still worth publishing.
+    async fn fill_addresses(
+        &self,
+        host: &dyn Host,
+        only: Option<u32>,
+        ipoib: &mut BTreeMap<u32, IpoibState>,
+    ) {
+        match host.read_addresses(only).await {
+            Ok(mut by_index) => {
+                for (idx, i) in ipoib.iter_mut() {
+                    i.addresses = by_index.remove(idx).unwrap_or_default();
+                }
+            }
+            Err(e) => {
+                warn!(error = %e, "cannot read the netdevs' addresses; keeping the last known");
+                for (idx, i) in ipoib.iter_mut() {
+                    if let Some(old) = self.ipoib.get(idx) {
+                        i.addresses = old.addresses.clone();
+                    }
+                }
+            }
+        }
+    }
+
+    /// Re-reads the addresses of the IPoIB netdevs named (an address event); returns the
+    /// ifindexes whose addresses changed.
+    pub async fn refresh_addresses(
+        &mut self,
+        host: &dyn Host,
+        names: &BTreeSet<String>,
+    ) -> BTreeSet<u32> {
+        let mut named: BTreeMap<u32, IpoibState> = self
+            .ipoib
+            .values()
+            .filter(|i| names.contains(&i.snap.name))
+            .map(|i| (i.ifindex, i.clone()))
+            .collect();
+        let only = match named.len() {
+            0 => return BTreeSet::new(),
+            1 => named.keys().next().copied(),
+            _ => None,
+        };
+        self.fill_addresses(host, only, &mut named).await;
+        let mut changed = BTreeSet::new();
+        for (idx, fresh) in named {
+            if let Some(old) = self.ipoib.get_mut(&idx) {
+                if old.addresses != fresh.addresses {
+                    old.addresses = fresh.addresses;
+                    changed.insert(idx);
+                }
+            }
+        }
+        changed
     }
 
     fn put_device(&mut self, d: DeviceState, dirty: &mut Dirty) {
@@ -470,6 +538,7 @@ fn ipoib_state(nd: NetdevSnapshot) -> Option<IpoibState> {
         ifindex,
         snap: nd,
         port: None,
+        addresses: Vec::new(),
     })
 }
 

@@ -300,6 +300,13 @@ impl Host for LinuxHost {
         Ok(nd)
     }
 
+    async fn read_addresses(
+        &self,
+        only: Option<u32>,
+    ) -> Result<std::collections::BTreeMap<u32, Vec<crate::model::NetdevAddress>>, HostError> {
+        self.rtnl().await?.addresses(only).await
+    }
+
     async fn module_loaded(&self, module: &str) -> Result<bool, HostError> {
         let m = module.to_string();
         self.blocking(Op::ReadSysfs("module".into()), move |s| {

@@ -40,7 +40,8 @@ pub use error::{HostError, Op};
 pub use port_poll::{LidTurn, PollTarget, PortPoller, PortReading, StatePoll, TrafficCounters};
 
 use crate::model::{
-    CounterSnapshot, DeviceSnapshot, Guid, IpoibMode, NetdevSnapshot, RoceMode, SoftLinkType,
+    CounterSnapshot, DeviceSnapshot, Guid, IpoibMode, NetdevAddress, NetdevSnapshot, RoceMode,
+    SoftLinkType,
 };
 use crate::naming::rdma_rename::RenameSysfs;
 
@@ -244,6 +245,13 @@ pub trait Host: Send + Sync + 'static {
     }
     /// One netdev, with what rtnetlink adds for IPoIB children.
     async fn read_netdev(&self, name: &str) -> Result<NetdevSnapshot, HostError>;
+    /// The IPv4 and IPv6 addresses of every netdev, or of the netdev `only` (an ifindex),
+    /// by ifindex (RTM_GETADDR, what `ip address` lists), each netdev's in the kernel's
+    /// order. A netdev without addresses is absent.
+    async fn read_addresses(
+        &self,
+        only: Option<u32>,
+    ) -> Result<std::collections::BTreeMap<u32, Vec<NetdevAddress>>, HostError>;
     /// Whether a kernel module is loaded (`/sys/module/<name>`).
     async fn module_loaded(&self, module: &str) -> Result<bool, HostError>;
     /// What rdma-core's `rdma_rename` reads in sysfs to name a device (its parent's onboard

@@ -26,7 +26,7 @@ pub use device::{
 };
 pub use errno::Errno;
 pub use guid::Guid;
-pub use netdev::{HwAddress, IpoibAttrs, IpoibMode, NetdevSnapshot};
+pub use netdev::{HwAddress, IpoibAttrs, IpoibMode, NetdevAddress, NetdevSnapshot};
 pub use port::{LinkLayer, PhysState, PortState, Rate};
 pub use roce::RoceMode;
 pub use softlink::{SoftLinkError, SoftLinkType};

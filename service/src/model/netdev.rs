@@ -132,6 +132,21 @@ impl NetdevSnapshot {
     }
 }
 
+/// An IPv4 or IPv6 address of a netdev with its prefix length, as `ip address` lists it
+/// (the local address of an RTM_NEWADDR: IFA_LOCAL where the kernel sends one, else
+/// IFA_ADDRESS, which is the peer's on a point-to-point link).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct NetdevAddress {
+    pub ip: std::net::IpAddr,
+    pub prefix: u8,
+}
+
+impl std::fmt::Display for NetdevAddress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.ip, self.prefix)
+    }
+}
+
 /// Parses the 0/1 `umcast` file.
 pub fn parse_bool01(raw: &str) -> Field<bool> {
     match trim_attr(raw).trim() {

@@ -288,6 +288,10 @@ pub trait SystemServices: Send + Sync {
     fn network_manager(&self) -> Option<crate::nm::client::NetworkManager> {
         None
     }
+    /// A client of systemd-networkd, where the daemon can reach one.
+    fn networkd(&self) -> Option<std::sync::Arc<dyn crate::ipmgr::networkd::Networkd>> {
+        None
+    }
 }
 
 /// How long a NetworkManager that owns its name but has not exported its settings yet is
@@ -302,6 +306,7 @@ pub struct BusSystemServices {
     pub network_manager: crate::nm::client::NetworkManager,
     /// How long a starting NetworkManager is waited for ([`NM_SETTINGS_WAIT`]).
     pub nm_settings_wait: std::time::Duration,
+    pub networkd: crate::ipmgr::networkd::BusNetworkd,
 }
 
 impl BusSystemServices {
@@ -311,6 +316,7 @@ impl BusSystemServices {
             firewalld: Firewalld::new(conn),
             network_manager: crate::nm::client::NetworkManager::new(conn.clone()),
             nm_settings_wait: NM_SETTINGS_WAIT,
+            networkd: crate::ipmgr::networkd::BusNetworkd::new(conn.clone()),
         }
     }
 }
@@ -342,6 +348,10 @@ impl SystemServices for BusSystemServices {
 
     fn network_manager(&self) -> Option<crate::nm::client::NetworkManager> {
         Some(self.network_manager.clone())
+    }
+
+    fn networkd(&self) -> Option<std::sync::Arc<dyn crate::ipmgr::networkd::Networkd>> {
+        Some(std::sync::Arc::new(self.networkd.clone()))
     }
 
     async fn unit_status(&self, unit: &str) -> Result<UnitStatus, SystemError> {

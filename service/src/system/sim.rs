@@ -54,6 +54,8 @@ impl SimUnit {
 struct State {
     /// What a started unit does (to the simulated kernel: module lists, nfsd's transport).
     on_started: Option<Hook>,
+    /// The simulated host's systemd-networkd, if it runs one.
+    networkd: Option<Arc<dyn crate::ipmgr::networkd::Networkd>>,
     units: BTreeMap<String, SimUnit>,
     calls: Vec<String>,
     firewalld_running: bool,
@@ -124,6 +126,11 @@ impl SimSystemServices {
     pub fn on_started(self, hook: OnStarted) -> SimSystemServices {
         self.lock().on_started = Some(Hook(hook));
         self
+    }
+
+    /// Gives the simulated host a systemd-networkd (`kernel::sim::networkd`), or takes it away.
+    pub fn set_networkd(&self, networkd: Option<Arc<dyn crate::ipmgr::networkd::Networkd>>) {
+        self.lock().networkd = networkd;
     }
 
     /// Installs or replaces a unit.
@@ -242,6 +249,10 @@ impl SimSystemServices {
 
 #[async_trait]
 impl SystemServices for SimSystemServices {
+    fn networkd(&self) -> Option<Arc<dyn crate::ipmgr::networkd::Networkd>> {
+        self.lock().networkd.clone()
+    }
+
     async fn network_manager_profiles(
         &self,
     ) -> Result<Option<Vec<crate::nm::client::ProfileSummary>>, crate::nm::client::NmError> {

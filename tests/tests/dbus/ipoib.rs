@@ -1040,3 +1040,52 @@ async fn renaming_a_parent_takes_its_children_along() {
     assert_eq!(children, [("storage5".to_string(), "hpc_ib0".to_string())]);
     drop(dir);
 }
+
+/// An interface's addresses are the kernel's, whoever set them, and follow its address
+/// events (no re-read of the interface's other attributes, no tick needed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn addresses_are_the_kernels_and_follow_its_events() {
+    let Some(r) = start().await else { return };
+    let ib0 = r.proxy("ib0").await;
+    let text = |v: Vec<rdma_managerd::model::NetdevAddress>| {
+        v.into_iter().map(|a| a.to_string()).collect::<Vec<_>>()
+    };
+    let kernel = text(r.sim.addresses("ib0"));
+    assert_eq!(
+        kernel,
+        ["192.168.100.11/24", "fe80::f652:1403:3:9381/64"],
+        "the demo's ib0: an address set by hand and the link-local one"
+    );
+    assert_eq!(ib0.addresses().await.expect("Addresses"), kernel);
+    let new = vec![
+        rdma_managerd::model::NetdevAddress {
+            ip: "2001:db8::11".parse().expect("ip"),
+            prefix: 64,
+        },
+        rdma_managerd::model::NetdevAddress {
+            ip: "10.1.2.3".parse().expect("ip"),
+            prefix: 16,
+        },
+    ];
+    r.sim.set_addresses("ib0", new).expect("set");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let now = ib0.addresses().await.expect("Addresses");
+        // IPv4 first, as the kernel lists them.
+        if now == ["10.1.2.3/16", "2001:db8::11/64"] {
+            break;
+        }
+        assert!(Instant::now() < deadline, "Addresses stayed {now:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // A child made now has none until someone gives it one.
+    let child = ib0
+        .create_child(0x0002, "", settings(&[]))
+        .await
+        .expect("child");
+    let child = r.proxy_at(child).await;
+    assert_eq!(
+        child.addresses().await.expect("Addresses"),
+        Vec::<String>::new()
+    );
+}

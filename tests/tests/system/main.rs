@@ -7,6 +7,7 @@ mod ansible;
 mod dist_files;
 mod exporter;
 mod lab_transcripts;
+mod networkd;
 mod nm_changes;
 mod nm_profiles;
 mod polkit_harness;

@@ -43,12 +43,14 @@ async fn demo_serves_changes_to_its_user_and_the_client_sees_them() -> Result<()
     Ok(())
 }
 
-/// The client's NetworkManager calls reach the daemon's Network interface: on the demo's
-/// private bus there is no NetworkManager, and each answers NotSupported with the reason
-/// (which rdma-tui shows as "NetworkManager not running"), none as a bus error.
+/// The client's network calls reach the daemon's Network interface: the demo's host runs
+/// a (simulated) systemd-networkd and no NetworkManager, so the IP settings of its netdevs
+/// are shown, with their addresses from the kernel, and can be set (pending, as everywhere);
+/// bringing a profile up or down needs NetworkManager and answers NotSupported with the
+/// reason, not a bus error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn network_calls_without_networkmanager_answer_not_supported() -> Result<()> {
-    use rdma_tui::client::{perform, Call, ErrorKind, Update};
+async fn network_calls_go_through_the_demos_networkd() -> Result<()> {
+    use rdma_tui::client::{perform, Call, CallOutput, ErrorKind, Update};
     if let Some(reason) = rdma_manager_tests::bus::skip_reason() {
         eprintln!("skipping: {reason}");
         return Ok(());
@@ -58,17 +60,39 @@ async fn network_calls_without_networkmanager_answer_not_supported() -> Result<(
         rdma_tui::client::connect(&rdma_tui::client::BusChoice::Address(demo.address.clone()))
             .await?;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let answer = |call: Call| {
+        let conn = conn.clone();
+        let tx = tx.clone();
+        async move {
+            perform(&conn, 1, call.clone(), &tx).await;
+            call
+        }
+    };
+    let call = answer(Call::GetIpSettings {
+        interface: "ib0".into(),
+    })
+    .await;
+    let Some(Update::CallDone { result, .. }) = rx.recv().await else {
+        anyhow::bail!("no answer to {call:?}");
+    };
+    let Ok(CallOutput::IpSettings(ip)) = result else {
+        anyhow::bail!("{call:?}: {result:?}");
+    };
+    ensure!(ip.text("manager") == "systemd-networkd", "{ip:?}");
+    ensure!(ip.text("addresses").contains("192.168.100.11/24"), "{ip:?}");
+    let call = answer(Call::SetIpSettings {
+        interface: "ib0".into(),
+        settings: vec![(
+            "ipv4.addresses".into(),
+            rdma_tui::client::IpValue::List(vec!["192.0.2.1/24".into()]),
+        )],
+    })
+    .await;
+    let Some(Update::CallDone { result, .. }) = rx.recv().await else {
+        anyhow::bail!("no answer to {call:?}");
+    };
+    ensure!(result.is_ok(), "{call:?}: {result:?}");
     for call in [
-        Call::GetIpSettings {
-            interface: "eth0".into(),
-        },
-        Call::SetIpSettings {
-            interface: "eth0".into(),
-            settings: vec![(
-                "ipv4.addresses".into(),
-                rdma_tui::client::IpValue::List(vec!["192.0.2.1/24".into()]),
-            )],
-        },
         Call::Activate {
             interface: "eth0".into(),
         },
@@ -76,7 +100,7 @@ async fn network_calls_without_networkmanager_answer_not_supported() -> Result<(
             interface: "eth0".into(),
         },
     ] {
-        perform(&conn, 1, call.clone(), &tx).await;
+        let call = answer(call).await;
         let Some(Update::CallDone { result, .. }) = rx.recv().await else {
             anyhow::bail!("no answer to {call:?}");
         };

@@ -13,7 +13,7 @@ use crate::check;
 use crate::client::{Call, CallError, CallOutput, IpSettings};
 use crate::edit::{self, hex16, Session, Submit};
 use crate::form::{ChoiceOption, Field, FieldKind, Form};
-use crate::ipform::{ip_line, IpState};
+use crate::ipform::{ip_lines, IpState};
 use crate::model::{Ipoib, Model, PersistedChild};
 use crate::theme::Theme;
 
@@ -448,9 +448,9 @@ impl IpoibPage {
         let Some(name) = self.selected_name(model) else {
             return Outcome::Message("Select a present interface to set its IP settings".into());
         };
-        if let Some((n, IpState::NoNm(reason))) = &self.ip {
-            if *n == name {
-                return Outcome::Message(format!("NetworkManager not running: {reason}"));
+        if let Some((n, ip)) = &self.ip {
+            if let Some(why) = ip.refusal().filter(|_| *n == name) {
+                return Outcome::Message(why);
             }
         }
         self.ip_form_for = Some(name.clone());
@@ -798,7 +798,7 @@ fn render_details(
                 lines.extend(iface_details(model, i, t));
             }
             if let Some(ip) = ip {
-                lines.push(ip_line(ip, t));
+                lines.extend(ip_lines(ip, t));
             }
         }
         Some(Row::Absent { pkey, name, .. }) => {

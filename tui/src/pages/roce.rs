@@ -12,7 +12,7 @@ use crate::client::IpSettings;
 use crate::client::{Call, CallError, CallOutput};
 use crate::edit::{self, Session, Submit};
 use crate::form::{ChoiceOption, Field, Form};
-use crate::ipform::{ip_line, IpState};
+use crate::ipform::{ip_lines, IpState};
 use crate::model::{Model, Port};
 use crate::theme::Theme;
 
@@ -393,7 +393,7 @@ fn render_details(
             ));
         }
         if let Some(ip) = ip {
-            lines.push(ip_line(ip, t));
+            lines.extend(ip_lines(ip, t));
         }
     }
     lines.push(Line::styled(

@@ -251,6 +251,26 @@ pub fn name_from_message(msg: &LinkMessage) -> Option<&str> {
     })
 }
 
+/// The address an RTM_NEWADDR carries: IFA_LOCAL where present (IPv4; on a point-to-point
+/// link IFA_ADDRESS is the peer's), else IFA_ADDRESS (IPv6 sends only that).
+pub fn address_from_message(
+    msg: &netlink_packet_route::address::AddressMessage,
+) -> Option<crate::model::NetdevAddress> {
+    use netlink_packet_route::address::AddressAttribute;
+    let local = msg.attributes.iter().find_map(|a| match a {
+        AddressAttribute::Local(ip) => Some(*ip),
+        _ => None,
+    });
+    let address = msg.attributes.iter().find_map(|a| match a {
+        AddressAttribute::Address(ip) => Some(*ip),
+        _ => None,
+    });
+    local.or(address).map(|ip| crate::model::NetdevAddress {
+        ip,
+        prefix: msg.header.prefix_len,
+    })
+}
+
 impl Rtnl {
     /// Opens an rtnetlink socket and spawns its connection task on the current tokio runtime.
     /// The socket lives in the network namespace of the calling thread.
@@ -316,6 +336,27 @@ impl Rtnl {
         let mut out = Vec::new();
         while let Some(item) = stream.next().await {
             out.push(item.map_err(|e| map_err("getlink", e))?);
+        }
+        Ok(out)
+    }
+
+    /// The IPv4 and IPv6 addresses of every netdev, or of `only` (RTM_GETADDR dump, as
+    /// `ip address show` asks), by ifindex, each netdev's in the kernel's order.
+    pub async fn addresses(
+        &self,
+        only: Option<u32>,
+    ) -> Result<std::collections::BTreeMap<u32, Vec<crate::model::NetdevAddress>>, HostError> {
+        let mut req = self.handle.address().get();
+        if let Some(index) = only {
+            req = req.set_link_index_filter(index);
+        }
+        let mut stream = req.execute();
+        let mut out: std::collections::BTreeMap<u32, Vec<_>> = std::collections::BTreeMap::new();
+        while let Some(item) = stream.next().await {
+            let msg = item.map_err(|e| map_err("getaddr", e))?;
+            if let Some(a) = address_from_message(&msg) {
+                out.entry(msg.header.index).or_default().push(a);
+            }
         }
         Ok(out)
     }

@@ -583,3 +583,54 @@ fn netns_link_events_overflow() {
         );
     });
 }
+
+/// The addresses read over RTM_GETADDR are what `ip address` shows: both families, each
+/// with its prefix, and only the netdev asked for.
+#[test]
+fn netns_addresses_read_back() {
+    run_or_skip("netns_addresses_read_back", || async {
+        if let Err(e) = add_veth("ad0", "ad1").await {
+            eprintln!("SKIP: cannot create veth in the namespace: {e}");
+            return;
+        }
+        let ip = |args: &[&str]| std::process::Command::new("ip").args(args).status();
+        for args in [
+            &["addr", "add", "192.0.2.7/24", "dev", "ad0"][..],
+            &[
+                "addr",
+                "add",
+                "198.51.100.9/30",
+                "peer",
+                "198.51.100.10",
+                "dev",
+                "ad0",
+            ],
+            &["addr", "add", "2001:db8::7/64", "dev", "ad0", "nodad"],
+            &["addr", "add", "203.0.113.1/24", "dev", "ad1"],
+        ] {
+            match ip(args) {
+                Ok(s) if s.success() => {}
+                other => {
+                    eprintln!("SKIP: ip {args:?}: {other:?}");
+                    return;
+                }
+            }
+        }
+        let rtnl = Rtnl::open().await.expect("open");
+        let ad0 = rtnl.link_index("ad0").await.expect("index").expect("ad0");
+        let ad1 = rtnl.link_index("ad1").await.expect("index").expect("ad1");
+        let text =
+            |v: &[crate::model::NetdevAddress]| v.iter().map(|a| a.to_string()).collect::<Vec<_>>();
+        let one = rtnl.addresses(Some(ad0)).await.expect("dump");
+        assert_eq!(one.keys().copied().collect::<Vec<_>>(), vec![ad0]);
+        // The local address of a point-to-point one, not its peer; its prefix is the peer's
+        // (ip takes the length given with `peer`, /32 here).
+        assert_eq!(
+            text(&one[&ad0]),
+            ["192.0.2.7/24", "198.51.100.9/32", "2001:db8::7/64"]
+        );
+        let all = rtnl.addresses(None).await.expect("dump");
+        assert_eq!(text(&all[&ad1]), ["203.0.113.1/24"]);
+        assert_eq!(all[&ad0], one[&ad0]);
+    });
+}

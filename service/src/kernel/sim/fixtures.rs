@@ -22,6 +22,18 @@ fn v4_mapped(a: [u8; 4]) -> Ipv6Addr {
 
 const LINK_LOCAL: u64 = 0xfe80_0000_0000_0000;
 
+/// An address of a fixture's netdev.
+fn addr(ip: std::net::IpAddr, prefix: u8) -> crate::model::NetdevAddress {
+    crate::model::NetdevAddress { ip, prefix }
+}
+
+/// The IPv6 link-local address the kernel gives a netdev that goes up, from an interface
+/// identifier (addrconf: EUI-64 of a MAC; for IPoIB, the port GUID with the U/L bit set).
+fn link_local(interface_id: u64) -> crate::model::NetdevAddress {
+    let ip = (u128::from(LINK_LOCAL) << 64) | u128::from(interface_id);
+    addr(std::net::Ipv6Addr::from(ip).into(), 64)
+}
+
 /// A plain Ethernet interface, up with carrier (its ifindex is reassigned when plugged).
 pub fn ethernet(name: &str, mac: [u8; 6]) -> SimNetdev {
     netdev(0, name, None, mac)
@@ -43,6 +55,7 @@ fn netdev(ifindex: u32, name: &str, kind: Option<&str>, mac: [u8; 6]) -> SimNetd
         tx_bytes: 0,
         rx_bytes: 0,
         tx_packets: 0,
+        addresses: Vec::new(),
         rx_packets: 0,
     }
 }
@@ -99,6 +112,7 @@ fn ipoib_netdev(
         tx_bytes: 0,
         rx_bytes: 0,
         tx_packets: 0,
+        addresses: vec![link_local(port_guid | 0x0200_0000_0000_0000)],
         rx_packets: 0,
     }
 }
@@ -283,6 +297,8 @@ pub fn guide_mlx4(index: u32, first_ifindex: u32) -> (SimDevice, Vec<SimNetdev>)
     let ib0 = ipoib_netdev(first_ifindex, "ib0", pci, 1, true, 0x48, port1_guid, 2048);
     let mut eth = netdev(first_ifindex + 1, "enp4s0d1", None, eth_mac);
     eth.pci_address = Some(pci.into());
+    // What port 2's GIDs are made of (`roce_port`).
+    eth.addresses = vec![link_local(Guid::from_mac_eui64(eth_mac).0)];
     (dev, vec![ib0, eth])
 }
 
@@ -357,6 +373,11 @@ pub fn mlx5_roce(index: u32, ifindex: u32) -> (SimDevice, Vec<SimNetdev>) {
     let mut eth = netdev(ifindex, "enp59s0f1np1", None, mac);
     eth.pci_address = Some(pci.into());
     eth.mtu = 9000;
+    // What the port's GIDs are made of (`roce_port`).
+    eth.addresses = vec![
+        addr(std::net::Ipv4Addr::new(10, 20, 0, 11).into(), 24),
+        link_local(guid),
+    ];
     (dev, vec![eth])
 }
 
@@ -410,6 +431,14 @@ pub fn demo_host() -> HostSpec {
     eth0.pci_address = Some("0000:00:03.0".into());
     nds.push(eth0.clone());
     nds.insert(0, loopback());
+    // An IPoIB interface with an address set by hand (`ip address add`), as on a node no
+    // IP manager configures.
+    if let Some(ib0) = nds.iter_mut().find(|n| n.name == "ib0") {
+        ib0.addresses.insert(
+            0,
+            addr(std::net::Ipv4Addr::new(192, 168, 100, 11).into(), 24),
+        );
+    }
     let mut spec = HostSpec {
         kernel: SimKernel {
             release: "demo".into(),

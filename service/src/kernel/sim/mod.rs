@@ -7,6 +7,7 @@ mod budget;
 pub mod cost;
 pub mod fixtures;
 pub mod model;
+pub mod networkd;
 mod render;
 pub mod replaced;
 mod rules;
@@ -719,6 +720,47 @@ impl SimHost {
         self.update_device(d)
     }
 
+    /// Replaces the IPv4 and IPv6 addresses of a netdev, as `ip address replace/del` (or an
+    /// IP manager) would, with one address event as the kernel sends one per address.
+    pub fn set_addresses(
+        &self,
+        netdev: &str,
+        addresses: Vec<crate::model::NetdevAddress>,
+    ) -> Result<(), HostError> {
+        let mut st = self.lock();
+        let nd = st
+            .spec
+            .netdevs
+            .iter_mut()
+            .find(|n| n.name == netdev)
+            .ok_or_else(|| HostError::NotFound(format!("network interface {netdev}")))?;
+        if nd.addresses == addresses {
+            return Ok(());
+        }
+        // The kernel lists IPv4 addresses before IPv6 ones.
+        let (mut v4, v6): (Vec<_>, Vec<_>) = addresses.into_iter().partition(|a| a.ip.is_ipv4());
+        v4.extend(v6);
+        nd.addresses = v4;
+        Self::emit(
+            &mut st,
+            HostEvent::NetdevAddressChanged {
+                name: netdev.to_string(),
+            },
+        );
+        Ok(())
+    }
+
+    /// The addresses of a netdev (what `ip address show DEV` lists).
+    pub fn addresses(&self, netdev: &str) -> Vec<crate::model::NetdevAddress> {
+        self.lock()
+            .spec
+            .netdevs
+            .iter()
+            .find(|n| n.name == netdev)
+            .map(|n| n.addresses.clone())
+            .unwrap_or_default()
+    }
+
     /// Raises an event as if the kernel had sent it (e.g. an ENOBUFS overflow).
     pub fn raise(&self, event: HostEvent) {
         let mut st = self.lock();
@@ -1009,6 +1051,21 @@ impl Host for SimHost {
         self.fill_ipoib(&mut one);
         let [nd] = one;
         Ok(nd)
+    }
+
+    async fn read_addresses(
+        &self,
+        only: Option<u32>,
+    ) -> Result<std::collections::BTreeMap<u32, Vec<crate::model::NetdevAddress>>, HostError> {
+        self.read_fault("addresses")?;
+        let st = self.lock();
+        Ok(st
+            .spec
+            .netdevs
+            .iter()
+            .filter(|n| only.is_none_or(|i| i == n.ifindex) && !n.addresses.is_empty())
+            .map(|n| (n.ifindex, n.addresses.clone()))
+            .collect())
     }
 
     async fn module_loaded(&self, module: &str) -> Result<bool, HostError> {

@@ -148,6 +148,9 @@ pub struct SimNetdev {
     pub rx_bytes: u64,
     pub tx_packets: u64,
     pub rx_packets: u64,
+    /// IPv4 and IPv6 addresses with prefixes, in the order they were added (the kernel
+    /// lists each family's in that order, IPv4 first).
+    pub addresses: Vec<crate::model::NetdevAddress>,
 }
 
 impl SimNetdev {

@@ -543,6 +543,7 @@ pub fn new_ipoib_child(st: &mut SimState, c: &NewIpoibChild) -> Result<SimNetdev
         tx_bytes: 0,
         rx_bytes: 0,
         tx_packets: 0,
+        addresses: Vec::new(),
         rx_packets: 0,
     };
     st.spec.netdevs.push(nd.clone());

@@ -1,0 +1,65 @@
+//! Which IP manager configures the host's interfaces, and the clients of those the daemon
+//! routes IP settings through besides NetworkManager (`nm/`).
+//!
+//! - NetworkManager: `nm/` and `engine/nm_change.rs` (profiles inside a checkpoint).
+//! - systemd-networkd: [`networkd_file`] (a `.network` file of the daemon's own per interface
+//!   in /etc/systemd/network) and [`networkd`] (its D-Bus API: Reload, Reconfigure, which file
+//!   a link runs with).
+//! - netplan: detected (configuration under /etc/netplan, or `io.netplan.Netplan` on the
+//!   bus), not driven: changes are refused with what the user can do.
+//! - none: addresses are still shown (from the kernel); changes are refused with what the
+//!   user can do.
+
+pub mod networkd;
+pub mod networkd_file;
+
+/// The IP manager found on the host, in the order the daemon looks for them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IpManager {
+    NetworkManager,
+    /// Configuration under /etc/netplan (netplan renders it for networkd or NetworkManager
+    /// at boot and on `netplan apply`).
+    Netplan,
+    Networkd,
+    None,
+}
+
+impl IpManager {
+    /// The name `GetIpSettings` gives under `manager`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IpManager::NetworkManager => "networkmanager",
+            IpManager::Netplan => "netplan",
+            IpManager::Networkd => "systemd-networkd",
+            IpManager::None => "none",
+        }
+    }
+
+    /// What the user can do about IP settings where the daemon does not change them.
+    pub fn advice(self) -> &'static str {
+        match self {
+            IpManager::NetworkManager | IpManager::Networkd => "",
+            IpManager::Netplan => {
+                "netplan configures this host: give the interface its addresses in a file \
+                 under /etc/netplan and run netplan try (or netplan apply); the daemon does \
+                 not write netplan's configuration"
+            }
+            IpManager::None => {
+                "no IP manager runs (neither NetworkManager nor systemd-networkd is on the \
+                 system bus): start one of them (systemctl start NetworkManager, or \
+                 systemd-networkd), or set addresses by hand with ip address add, which do \
+                 not survive a reboot"
+            }
+        }
+    }
+}
+
+/// Where netplan keeps its configuration.
+pub const NETPLAN_DIR: &str = "/etc/netplan";
+
+/// Whether `names` (a directory listing of /etc/netplan) holds netplan configuration.
+pub fn is_netplan_config(names: &[String]) -> bool {
+    names
+        .iter()
+        .any(|n| n.ends_with(".yaml") && !n.starts_with('.'))
+}
