@@ -574,3 +574,100 @@ async fn connections_of_one_uid_that_read_are_not_refused_on_debians_system_bus(
 async fn connections_of_one_uid_that_read_are_not_refused_on_dbus_broker() -> Result<()> {
     connections_that_read_are_not_refused_on(Kind::Broker).await
 }
+
+/// One counter of the bus's `GetConnectionStats(name)` (root may ask on the stock bus).
+async fn bus_stat(conn: &zbus::Connection, name: &str, field: &str) -> Result<u64> {
+    let reply = conn
+        .call_method(
+            Some("org.freedesktop.DBus"),
+            "/org/freedesktop/DBus",
+            Some("org.freedesktop.DBus.Debug.Stats"),
+            "GetConnectionStats",
+            &(name,),
+        )
+        .await?;
+    let stats: HashMap<String, zbus::zvariant::OwnedValue> = reply.body().deserialize()?;
+    let v = stats.get(field).context("no such counter")?;
+    Ok(u64::from(u32::try_from(v)?))
+}
+
+/// An unprivileged connection subscribes to every signal and never reads, on Debian's system
+/// bus, at a tick of 50 ms on the large host (20 kB of ThroughputSampled a tick): what the bus
+/// holds for it, and what rdma-managerd has queued in the bus, stay bounded, while another
+/// client keeps receiving every tick's signal and its calls are answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_that_never_reads_cannot_fill_the_services_queue() -> Result<()> {
+    let users = UserDb::new(false)?;
+    let Some(bus) = bus_of(Kind::Debian, &users)? else {
+        return Ok(());
+    };
+    let sim = large_host()?;
+    let tick = Duration::from_millis(50);
+    let config = EngineConfig {
+        tick,
+        ..EngineConfig::default()
+    };
+    let served = serve_sim(&bus, &sim, config).await?;
+    let own = served
+        .service
+        .conn
+        .unique_name()
+        .context("the service's name")?
+        .to_string();
+    let (name_tx, name_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let address = bus.address().to_string();
+    let silent = as_test_user(move |rt| {
+        let conn = rt.block_on(async {
+            let conn = zbus::connection::Builder::address(address.as_str())?
+                .build()
+                .await?;
+            let dbus = zbus::fdo::DBusProxy::new(&conn).await?;
+            dbus.add_match_rule(zbus::MatchRule::try_from("type='signal'")?)
+                .await?;
+            anyhow::Ok(conn)
+        })?;
+        let name = conn.unique_name().context("a name")?.to_string();
+        let _ = name_tx.send(name);
+        // Nothing drives this runtime meanwhile: the connection reads nothing.
+        let _ = release_rx.recv();
+        drop(conn);
+        Ok(())
+    });
+    let silent_name = tokio::task::spawn_blocking(move || name_rx.recv()).await??;
+    let other = bus.connect().await?;
+    let root = bus.connect().await?;
+    // Long enough for the silent subscriber's queue to pass the point where the service
+    // stops broadcasting (8 MiB of its own messages queued: about 25 s at this rate), and
+    // for a broadcast to everyone to have queued more than the bound (16 MiB in 40 s).
+    let mut samples = Vec::new();
+    for round in 0..6 {
+        let (mut lat, signals) = well_behaved_client(&other, Duration::from_secs(10)).await?;
+        let queued = bus_stat(&root, &silent_name, "OutgoingBytes").await?;
+        let own_queued = bus_stat(&root, &own, "IncomingBytes").await?;
+        let p = p99(&mut lat);
+        println!(
+            "after {} s: other client {signals} ThroughputSampled in 10 s, Get p99 {p:.1} ms; \
+             queued for the silent subscriber {queued} B, rdma-managerd's queued {own_queued} B",
+            (round + 1) * 10
+        );
+        samples.push((signals, p, queued, own_queued));
+    }
+    let _ = release_tx.send(());
+    tokio::task::spawn_blocking(move || silent.join())
+        .await?
+        .map_err(|_| anyhow::anyhow!("the silent client panicked"))??;
+    let (signals, _, queued, own_queued) = samples[samples.len() - 1];
+    assert!(
+        own_queued < 16 << 20 && queued < 16 << 20,
+        "bounded: {queued} B for the subscriber, {own_queued} B of rdma-managerd's"
+    );
+    // The other client still receives the signal at every tick (a loaded machine's engine
+    // may miss a few ticks; a frozen one sends none).
+    let expected = (10_000 / tick.as_millis()) as usize;
+    assert!(
+        signals * 10 >= expected * 7,
+        "{signals} of {expected} ticks' signals"
+    );
+    Ok(())
+}
