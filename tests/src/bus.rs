@@ -28,6 +28,8 @@ use anyhow::{bail, Context, Result};
 use rdma_manager_dbus::{Action, BUS_NAME};
 use tempfile::TempDir;
 
+pub mod stock;
+
 /// The unprivileged test user.
 pub const TEST_USER: &str = "rdmatest";
 /// Its uid, and the gid of its own primary group (also named `rdmatest`).
@@ -274,6 +276,9 @@ pub enum BusKind {
     System,
     /// Anyone may own any name and send anything.
     Session,
+    /// The installed `/usr/share/dbus-1/system.conf` itself (Debian's: its policy and its
+    /// limits), with only what makes it private changed (see [`stock`]).
+    Stock,
 }
 
 /// The configuration of a [`PrivateBus`]: the kind's default policy, then the inline policies
@@ -332,6 +337,16 @@ impl BusConfig {
         }
     }
 
+    /// A system bus configured exactly as the installed `/usr/share/dbus-1/system.conf`
+    /// (policy and limits), with polkitd's policy where its `system.d` would be included.
+    pub fn stock_system() -> Self {
+        Self {
+            kind: BusKind::Stock,
+            parts: vec![ConfigPart::Policy(polkit_bus_policy())],
+            binds: Vec::new(),
+        }
+    }
+
     /// A session bus that allows everything.
     pub fn session() -> Self {
         Self {
@@ -376,6 +391,7 @@ impl BusConfig {
         let (kind, defaults) = match self.kind {
             BusKind::System => ("system", SYSTEM_DEFAULT_POLICY),
             BusKind::Session => ("session", SESSION_DEFAULT_POLICY),
+            BusKind::Stock => return stock::render(socket, &self.render_parts()?),
         };
         let mut xml = String::new();
         writeln!(
@@ -389,6 +405,14 @@ impl BusConfig {
 {defaults}"#,
             xml_escape(socket.as_os_str())?
         )?;
+        xml.push_str(&self.render_parts()?);
+        xml.push_str("</busconfig>\n");
+        Ok(xml)
+    }
+
+    /// The added policies and includes, in order.
+    fn render_parts(&self) -> Result<String> {
+        let mut xml = String::new();
         for part in &self.parts {
             match part {
                 ConfigPart::Policy(policy) => xml.push_str(policy),
@@ -399,7 +423,6 @@ impl BusConfig {
                 )?,
             }
         }
-        xml.push_str("</busconfig>\n");
         Ok(xml)
     }
 
@@ -497,6 +520,15 @@ impl PrivateBus {
     /// A system bus with polkitd's and rdma-manager's policies, seeing `users`.
     pub fn system(users: &UserDb) -> Result<Self> {
         BusConfig::system()
+            .with_rdma_manager_policy()
+            .users(users)
+            .start()
+    }
+
+    /// A bus configured as Debian's system bus ([`BusConfig::stock_system`]) with polkitd's
+    /// and rdma-manager's policies, seeing `users`.
+    pub fn stock_system(users: &UserDb) -> Result<Self> {
+        BusConfig::stock_system()
             .with_rdma_manager_policy()
             .users(users)
             .start()

@@ -7,26 +7,35 @@
 //! signals until that client reads or leaves. A GetManagedObjects of a large host is 1.5 MB,
 //! so under a hundred unread calls are enough.
 //!
-//! The daemon cannot see the bus's queues, but it can learn when a client has read: D-Bus
-//! delivers messages to a connection in order, and every D-Bus library answers
-//! `org.freedesktop.DBus.Peer.Ping` by itself when it reads it. So each connection has a book
-//! of reply bytes sent to it that it has not been seen to read; once that passes
-//! [`LimitConfig::probe_after`], a Ping is sent behind the replies, and its answer (any answer
-//! from the peer, an error too) settles everything sent before it. New calls are refused with
-//! `org.freedesktop.DBus.Error.LimitsExceeded` while a connection, all connections of its uid,
-//! or all clients together have more unread than their bound, and while a connection has too
-//! many calls in progress. Nothing else is refused, and a client that reads its replies never
-//! meets a limit: the bounds are far above what reading once and then following signals needs.
+//! The daemon cannot see the bus's queues itself, but the bus can tell it: both dbus-daemon
+//! (`org.freedesktop.DBus.Debug.Stats.GetConnectionStats`, a connection's `OutgoingBytes`)
+//! and dbus-broker (`GetStats`, each peer's `OutgoingBytes`) say how many bytes are queued
+//! for a connection, and the stock system bus policy lets root ask. Nothing is asked of the
+//! clients: a system bus denies method calls to them, and many never dispatch incoming calls.
+//! So each connection has a book of reply bytes sent to it that it has not been seen to read;
+//! once that passes [`LimitConfig::probe_after`], the bus is asked what is still queued for
+//! the connection, and the book is lowered to that. The question travels behind the replies
+//! on the daemon's own connection, so the bus has them queued (or delivered) when it answers.
+//! New calls are refused with `org.freedesktop.DBus.Error.LimitsExceeded` while a connection,
+//! all connections of its uid, or all clients together have more unread than their bound, and
+//! while a connection has too many calls in progress; before refusing for unread bytes the
+//! bus is asked again, so a client that has read meanwhile is admitted. Nothing else is
+//! refused, and a client that reads its replies never meets a limit. A bus that can tell
+//! neither (stats left out of its build, or a policy that denies them) leaves only the bounds
+//! on calls in progress; that is logged once.
 //!
 //! Calls admitted together must not all pass a bound none of them has reached yet: each call
 //! reserves, when admitted, as much as the largest reply the daemon has sent (or can send: the
-//! model's size is noted just after start), and the reservation is replaced by the reply's real size
-//! when the call ends.
+//! model's size is noted just after start), and the reservation is replaced by the reply's real
+//! size when the call ends. Reservations count against the connection's bound and the total,
+//! not the uid's: calls of one uid in progress are bounded by number, and the total bounds what
+//! they may reserve, while a uid's connections that each read their last reply must not be
+//! refused because each has a call in progress.
 //!
 //! A reply's bytes are charged when the handler has sent it (methods) or computed it
-//! (properties, whose reply zbus sends just after): a Ping sent at that moment may overtake
-//! replies of other calls still being sent, which can only make the book a few replies too
-//! low, never stop a client that reads.
+//! (properties, whose reply zbus sends just after): a question sent at that moment may
+//! overtake replies of other calls still being sent, which can only make the book a few
+//! small replies too low, never stop a client that reads.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -52,9 +61,9 @@ pub struct LimitConfig {
     pub calls_per_connection: u32,
     /// Calls of all connections of one uid being handled at once.
     pub calls_per_uid: u32,
-    /// Unread bytes after which the connection is asked to show that it reads (a Ping).
+    /// Unread bytes after which the bus is asked what is still queued for the connection.
     pub probe_after: u64,
-    /// How long a Ping may go unanswered before the next one is sent.
+    /// How long the bus may take to answer before the question is given up.
     pub probe_timeout: Duration,
 }
 
@@ -67,7 +76,7 @@ impl Default for LimitConfig {
             calls_per_connection: 16,
             calls_per_uid: 64,
             probe_after: 256 << 10,
-            probe_timeout: Duration::from_secs(25),
+            probe_timeout: Duration::from_secs(5),
         }
     }
 }
@@ -109,7 +118,7 @@ struct Book {
     /// What those calls' replies may carry, reserved when each was admitted (calls admitted
     /// at once must not all pass a bound that none of them has reached yet).
     reserved: u64,
-    /// Whether a Ping is on its way.
+    /// Whether a question to the bus about this connection is on its way.
     probing: bool,
 }
 
@@ -120,15 +129,17 @@ struct Books {
     total_unread: u64,
     /// The largest reply sent so far: what a call in progress may still send.
     largest_reply: u64,
+    /// How the bus tells what is queued for a connection, once known.
+    queue_source: QueueSource,
 }
 
 impl Books {
-    /// Unread and reserved bytes, and calls in progress, of every connection of `uid`.
+    /// Unread bytes, and calls in progress, of every connection of `uid`.
     fn uid_sums(&self, uid: u32) -> (u64, u32) {
         self.by_connection
             .values()
             .filter(|b| b.uid == Some(uid))
-            .fold((0, 0), |(u, c), b| (u + b.unread + b.reserved, c + b.calls))
+            .fold((0, 0), |(u, c), b| (u + b.unread, c + b.calls))
     }
 
     fn settle(&mut self, sender: &str, bytes: u64) {
@@ -137,6 +148,12 @@ impl Books {
             b.unread -= n;
             self.total_unread -= n;
         }
+    }
+
+    /// Lowers the book of `sender` to what the bus still has queued for it.
+    fn lower_to(&mut self, sender: &str, queued: u64) {
+        let unread = self.by_connection.get(sender).map_or(0, |b| b.unread);
+        self.settle(sender, unread.saturating_sub(queued));
     }
 
     fn forget(&mut self, sender: &str) {
@@ -220,13 +237,38 @@ impl Limits {
                 .or_default()
                 .uid = uid;
         }
-        let verdict = self.check_and_count(sender);
-        if verdict.is_err() {
-            // Refused for unread replies: make sure the client is asked whether it has read
-            // them, so that a client that reads meanwhile is admitted again.
-            self.probe_if_due(sender);
+        match self.check_and_count(sender) {
+            // Refused for unread replies: ask the bus what is still queued, so that replies
+            // read meanwhile do not refuse a client that reads.
+            Err(e) if e.is_unread() => {
+                let names = self.unread_connections(&e, sender);
+                self.ask_bus(&names).await;
+                self.check_and_count(sender)
+            }
+            verdict => verdict,
         }
-        verdict
+    }
+
+    /// The connections whose books a refusal for `e` counted: the sender's, its uid's, or
+    /// every one with unread bytes.
+    fn unread_connections(&self, e: &LimitError, sender: &str) -> Vec<String> {
+        let books = self.lock();
+        let with_unread = |b: &&Book| b.unread > 0;
+        match e {
+            LimitError::UnreadConnection { .. } => vec![sender.to_string()],
+            LimitError::UnreadUid { uid, .. } => books
+                .by_connection
+                .iter()
+                .filter(|(_, b)| b.uid == Some(*uid) && b.unread > 0)
+                .map(|(n, _)| n.clone())
+                .collect(),
+            _ => books
+                .by_connection
+                .iter()
+                .filter(|(_, b)| with_unread(b))
+                .map(|(n, _)| n.clone())
+                .collect(),
+        }
     }
 
     fn check_and_count(self: &Arc<Self>, sender: &str) -> Result<Permit, LimitError> {
@@ -247,6 +289,7 @@ impl Limits {
             });
         }
         if let Some(uid) = uid {
+            // Unread bytes only: see the module's comment on reservations.
             let (uid_unread, uid_calls) = books.uid_sums(uid);
             if uid_calls >= c.calls_per_uid {
                 return Err(LimitError::CallsUid {
@@ -254,7 +297,7 @@ impl Limits {
                     calls: uid_calls,
                 });
             }
-            if uid_unread + reserve > c.unread_per_uid {
+            if uid_unread > c.unread_per_uid {
                 return Err(LimitError::UnreadUid {
                     uid,
                     unread: uid_unread,
@@ -334,7 +377,8 @@ impl Limits {
         books.largest_reply = books.largest_reply.max(bytes);
     }
 
-    /// Starts a Ping to `sender` if enough is unread and none is on its way.
+    /// Asks the bus what is queued for `sender` if enough is unread and no question is on
+    /// its way.
     fn probe_if_due(self: &Arc<Self>, sender: &str) {
         {
             let mut books = self.lock();
@@ -348,49 +392,58 @@ impl Limits {
         }
         let this = self.clone();
         let sender = sender.to_string();
-        tokio::spawn(async move { this.probe(sender).await });
+        tokio::spawn(async move {
+            this.ask_bus(std::slice::from_ref(&sender)).await;
+            if let Some(b) = this.lock().by_connection.get_mut(&sender) {
+                b.probing = false;
+            }
+        });
     }
 
-    /// Pings `sender` until what it has not read is below the probe threshold, it leaves, or
-    /// the daemon's connection is gone. Each answer settles what was unread when it was sent.
-    async fn probe(self: Arc<Self>, sender: String) {
-        loop {
-            let Some(covered) = self.lock().by_connection.get(&sender).map(|b| b.unread) else {
-                return;
-            };
-            let verdict = match self.connection() {
-                Some(conn) => {
-                    let ping = conn.call_method(
-                        Some(sender.as_str()),
-                        "/",
-                        Some("org.freedesktop.DBus.Peer"),
-                        "Ping",
-                        &(),
-                    );
-                    ping_verdict(tokio::time::timeout(self.config.probe_timeout, ping).await)
-                }
-                None => Ping::Stop,
-            };
-            let mut books = self.lock();
-            match verdict {
-                Ping::Read => books.settle(&sender, covered),
-                Ping::Gone => {
-                    books.forget(&sender);
+    /// Lowers the books of `names` to what the bus says is still queued for them, and
+    /// forgets those the bus no longer knows. A bus that cannot tell changes nothing.
+    async fn ask_bus(&self, names: &[String]) {
+        if names.is_empty() {
+            return;
+        }
+        let Some(conn) = self.connection() else {
+            return;
+        };
+        let source = self.lock().queue_source;
+        let (source, queued) =
+            match tokio::time::timeout(self.config.probe_timeout, bus_queues(&conn, source, names))
+                .await
+            {
+                Ok(answer) => answer,
+                Err(_) => {
+                    tracing::debug!("the bus did not say within the timeout what it has queued");
                     return;
                 }
-                Ping::Unanswered => {}
-                Ping::Stop => {}
-            }
-            let Some(b) = books.by_connection.get_mut(&sender) else {
-                return;
             };
-            // Asked again only after a Ping that went unanswered for the whole timeout: a
-            // failure of the daemon's own connection must not turn into a loop of Pings.
-            if b.unread < self.config.probe_after
-                || !matches!(verdict, Ping::Unanswered | Ping::Read)
-            {
-                b.probing = false;
-                return;
+        let mut books = self.lock();
+        if source != books.queue_source {
+            if source == QueueSource::Blind {
+                tracing::warn!(
+                    "the bus does not tell what it has queued for a connection \
+                     (org.freedesktop.DBus.Debug.Stats): replies left unread are not bounded \
+                     by rdma-managerd, only calls in progress"
+                );
+            }
+            books.queue_source = source;
+        }
+        if source == QueueSource::Blind {
+            // Nothing can settle a book: keeping them would refuse clients that read.
+            for name in names {
+                let unread = books.by_connection.get(name).map_or(0, |b| b.unread);
+                books.settle(name, unread);
+            }
+            return;
+        }
+        for name in names {
+            match queued.get(name) {
+                Some(Some(bytes)) => books.lower_to(name, *bytes),
+                Some(None) => books.forget(name),
+                None => {}
             }
         }
     }
@@ -404,39 +457,140 @@ impl Limits {
     }
 }
 
-/// What a Ping to a client told.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Ping {
-    /// The peer answered (a method return, or an error of its own): it read everything sent
-    /// before the Ping.
-    Read,
-    /// The bus says the peer is gone.
-    Gone,
-    /// No answer within the timeout (or the bus's NoReply): still unread.
-    Unanswered,
-    /// The daemon's own connection failed: stop asking.
-    Stop,
+impl LimitError {
+    /// Whether the refusal is for unread bytes (which the bus may have delivered meanwhile).
+    fn is_unread(&self) -> bool {
+        matches!(
+            self,
+            LimitError::UnreadConnection { .. }
+                | LimitError::UnreadUid { .. }
+                | LimitError::UnreadTotal { .. }
+        )
+    }
 }
 
-fn ping_verdict(answer: Result<zbus::Result<zbus::Message>, tokio::time::error::Elapsed>) -> Ping {
-    const GONE: [&str; 2] = [
-        "org.freedesktop.DBus.Error.ServiceUnknown",
-        "org.freedesktop.DBus.Error.NameHasNoOwner",
-    ];
-    match answer {
-        Ok(Ok(_)) => Ping::Read,
-        Ok(Err(zbus::Error::MethodError(name, _, _))) if GONE.contains(&name.as_str()) => {
-            Ping::Gone
+/// How the bus tells the bytes it has queued for a connection.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum QueueSource {
+    /// Not asked yet.
+    #[default]
+    Unknown,
+    /// dbus-daemon: `GetConnectionStats(name)`, its `OutgoingBytes`.
+    ConnectionStats,
+    /// dbus-broker: `GetStats()`, each peer's `OutgoingBytes` in its accounting.
+    PeerAccounting,
+    /// Neither answers (no stats in the bus's build, or a policy that denies them).
+    Blind,
+}
+
+const DBUS_NAME: &str = "org.freedesktop.DBus";
+const DBUS_PATH: &str = "/org/freedesktop/DBus";
+const STATS: &str = "org.freedesktop.DBus.Debug.Stats";
+const PEER_ACCOUNTING: &str = "org.bus1.DBus.Debug.Stats.PeerAccounting";
+
+/// What the bus has queued for each of `names`: `Some(bytes)`, or `None` for a connection the
+/// bus does not know (gone); a name missing from the map was not answered. Also says which
+/// way of asking worked, trying each in turn while `source` is not known.
+async fn bus_queues(
+    conn: &zbus::Connection,
+    source: QueueSource,
+    names: &[String],
+) -> (QueueSource, HashMap<String, Option<u64>>) {
+    let mut out = HashMap::new();
+    if matches!(source, QueueSource::Unknown | QueueSource::ConnectionStats) {
+        for name in names {
+            match connection_stats(conn, name).await {
+                Ok(bytes) => {
+                    out.insert(name.clone(), bytes);
+                }
+                // The bus does not offer the method: try the other way, once.
+                Err(_) if source == QueueSource::Unknown && out.is_empty() => break,
+                Err(e) => tracing::debug!(name = %name, error = %e, "GetConnectionStats failed"),
+            }
         }
-        Ok(Err(zbus::Error::MethodError(name, _, _)))
-            if name.as_str() == "org.freedesktop.DBus.Error.NoReply" =>
-        {
-            Ping::Unanswered
+        if source == QueueSource::ConnectionStats || !out.is_empty() {
+            return (QueueSource::ConnectionStats, out);
         }
-        Ok(Err(zbus::Error::MethodError(..))) => Ping::Read,
-        Ok(Err(_)) => Ping::Stop,
-        Err(_) => Ping::Unanswered,
     }
+    if matches!(source, QueueSource::Unknown | QueueSource::PeerAccounting) {
+        match peer_accounting(conn).await {
+            Ok(all) => {
+                for name in names {
+                    out.insert(name.clone(), all.get(name).copied());
+                }
+                return (QueueSource::PeerAccounting, out);
+            }
+            Err(e) if source == QueueSource::PeerAccounting => {
+                tracing::debug!(error = %e, "GetStats failed");
+                return (source, out);
+            }
+            Err(e) => tracing::debug!(error = %e, "the bus gives no peer accounting"),
+        }
+    }
+    (QueueSource::Blind, out)
+}
+
+/// dbus-daemon's `OutgoingBytes` of `name`; `None` when the bus does not know the name.
+async fn connection_stats(conn: &zbus::Connection, name: &str) -> zbus::Result<Option<u64>> {
+    let reply = match conn
+        .call_method(
+            Some(DBUS_NAME),
+            DBUS_PATH,
+            Some(STATS),
+            "GetConnectionStats",
+            &(name,),
+        )
+        .await
+    {
+        Ok(reply) => reply,
+        Err(zbus::Error::MethodError(e, _, _))
+            if e.as_str() == "org.freedesktop.DBus.Error.NameHasNoOwner" =>
+        {
+            return Ok(None)
+        }
+        Err(e) => return Err(e),
+    };
+    let stats: HashMap<String, zbus::zvariant::OwnedValue> = reply.body().deserialize()?;
+    let bytes = stats
+        .get("OutgoingBytes")
+        .and_then(|v| u32::try_from(v).ok())
+        .ok_or_else(|| zbus::Error::Failure("no OutgoingBytes in GetConnectionStats".into()))?;
+    Ok(Some(u64::from(bytes)))
+}
+
+/// dbus-broker's `OutgoingBytes` of every peer, from its peer accounting.
+async fn peer_accounting(conn: &zbus::Connection) -> zbus::Result<HashMap<String, u64>> {
+    let reply = conn
+        .call_method(Some(DBUS_NAME), DBUS_PATH, Some(STATS), "GetStats", &())
+        .await?;
+    let stats: HashMap<String, zbus::zvariant::OwnedValue> = reply.body().deserialize()?;
+    let peers = stats
+        .get(PEER_ACCOUNTING)
+        .ok_or_else(|| zbus::Error::Failure(format!("no {PEER_ACCOUNTING} in GetStats")))?;
+    Ok(outgoing_bytes_of_peers(peers))
+}
+
+/// `a(sa{sv}a{su})`: each peer's name, its credentials, and its accounting counters.
+fn outgoing_bytes_of_peers(peers: &zbus::zvariant::Value<'_>) -> HashMap<String, u64> {
+    use zbus::zvariant::Value;
+    let mut out = HashMap::new();
+    let Value::Array(peers) = peers else {
+        return out;
+    };
+    for peer in peers.iter() {
+        let Value::Structure(peer) = peer else {
+            continue;
+        };
+        let (Some(Value::Str(name)), Some(Value::Dict(counters))) =
+            (peer.fields().first(), peer.fields().get(2))
+        else {
+            continue;
+        };
+        if let Ok(Some(bytes)) = counters.get::<&str, u32>(&"OutgoingBytes") {
+            out.insert(name.to_string(), u64::from(bytes));
+        }
+    }
+    out
 }
 
 /// One admitted call: counts as in progress until dropped, and collects the bytes its reply
@@ -592,50 +746,50 @@ mod tests {
         assert_eq!(limits.lock().total_unread, 0);
     }
 
-    fn error(name: &str) -> zbus::Error {
-        let msg = zbus::Message::method_call("/", "Ping")
-            .and_then(|b| b.build(&()))
-            .expect("a message");
-        let name = zbus::names::OwnedErrorName::try_from(name).expect("an error name");
-        zbus::Error::MethodError(name, None, msg)
+    #[test]
+    fn dbus_brokers_peer_accounting_gives_each_peers_outgoing_bytes() {
+        use zbus::zvariant::{Array, Dict, Signature, StructureBuilder, Value};
+        let peer = |name: &str, outgoing: u32| {
+            let mut creds = Dict::new(&Signature::Str, &Signature::Variant);
+            creds
+                .append(
+                    Value::from("UnixUserID"),
+                    Value::Value(Box::new(Value::U32(0))),
+                )
+                .expect("appended");
+            let mut counters = Dict::new(&Signature::Str, &Signature::U32);
+            for (k, v) in [("IncomingBytes", 16), ("OutgoingBytes", outgoing)] {
+                counters
+                    .append(Value::from(k), Value::from(v))
+                    .expect("appended");
+            }
+            Value::from(
+                StructureBuilder::new()
+                    .add_field(name.to_string())
+                    .append_field(Value::Dict(creds))
+                    .append_field(Value::Dict(counters))
+                    .build()
+                    .expect("a structure"),
+            )
+        };
+        let first = peer(":1.1", 0);
+        let sig = first.value_signature().clone();
+        let mut peers = Array::new(&sig);
+        peers.append(first).expect("appended");
+        peers.append(peer(":1.7", 1_600_000)).expect("appended");
+        let got = outgoing_bytes_of_peers(&Value::Array(peers));
+        assert_eq!(got.get(":1.1"), Some(&0));
+        assert_eq!(got.get(":1.7"), Some(&1_600_000));
+        assert_eq!(outgoing_bytes_of_peers(&Value::U32(3)), HashMap::new());
     }
 
     #[tokio::test]
-    async fn what_a_ping_tells() {
-        let elapsed = tokio::time::timeout(Duration::ZERO, std::future::pending::<()>())
-            .await
-            .expect_err("times out");
-        assert_eq!(ping_verdict(Err(elapsed)), Ping::Unanswered);
-        let reply = zbus::Message::method_call("/", "Ping")
-            .and_then(|b| b.build(&()))
-            .expect("a message");
-        assert_eq!(ping_verdict(Ok(Ok(reply))), Ping::Read);
-        let own = error("org.freedesktop.DBus.Error.UnknownMethod");
-        assert_eq!(
-            ping_verdict(Ok(Err(own))),
-            Ping::Read,
-            "the peer's own error"
-        );
-        for gone in [
-            "org.freedesktop.DBus.Error.ServiceUnknown",
-            "org.freedesktop.DBus.Error.NameHasNoOwner",
-        ] {
-            assert_eq!(ping_verdict(Ok(Err(error(gone)))), Ping::Gone);
-        }
-        let no_reply = error("org.freedesktop.DBus.Error.NoReply");
-        assert_eq!(ping_verdict(Ok(Err(no_reply))), Ping::Unanswered);
-        // The daemon's own connection failing stops the probe instead of looping.
-        let io = zbus::Error::InputOutput(std::sync::Arc::new(std::io::Error::other("gone")));
-        assert_eq!(ping_verdict(Ok(Err(io))), Ping::Stop);
-    }
-
-    #[tokio::test]
-    async fn a_probe_that_cannot_ping_ends_and_can_start_again() {
+    async fn a_question_that_cannot_be_asked_ends_and_can_start_again() {
         let mut config = small();
         config.probe_after = 1_000;
         let limits = Limits::new(config);
         limits.charge(":1.1", 5_000);
-        // No connection: the probe stops at once and says so.
+        // No connection: the question is given up at once.
         for _ in 0..100 {
             if !limits.lock().by_connection[":1.1"].probing {
                 break;

@@ -35,6 +35,7 @@ pub mod pending;
 pub mod polkit;
 pub mod publisher;
 pub mod server;
+pub mod signal_guard;
 pub mod state;
 pub mod values;
 pub mod view;

@@ -374,8 +374,37 @@ impl Sink for Publisher {
             Ok(e) => e,
             Err(_) => return,
         };
-        if let Err(e) = RootObject::throughput_sampled(&emitter, time_us, rows).await {
-            emit_failed("ThroughputSampled", ROOT_PATH, &e);
+        // A subscriber that never reads must not fill rdma-managerd's quota in the bus
+        // (see `signal_guard`).
+        let own = self
+            .conn
+            .unique_name()
+            .map(|n| n.to_string())
+            .unwrap_or_default();
+        let signal = super::signal_guard::Signal {
+            sender: &own,
+            interface: "org.rdmamanager.RdmaManager1",
+            member: "ThroughputSampled",
+            path: ROOT_PATH,
+        };
+        match super::signal_guard::delivery(&self.conn, &signal).await {
+            super::signal_guard::Delivery::Broadcast => {
+                if let Err(e) = RootObject::throughput_sampled(&emitter, time_us, rows).await {
+                    emit_failed("ThroughputSampled", ROOT_PATH, &e);
+                }
+            }
+            super::signal_guard::Delivery::To(names) => {
+                for name in names {
+                    let Ok(dest) = zbus::names::BusName::try_from(name) else {
+                        continue;
+                    };
+                    let to = emitter.clone().set_destination(dest);
+                    if let Err(e) = RootObject::throughput_sampled(&to, time_us, rows.clone()).await
+                    {
+                        emit_failed("ThroughputSampled", ROOT_PATH, &e);
+                    }
+                }
+            }
         }
     }
 }

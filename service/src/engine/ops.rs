@@ -49,9 +49,10 @@ impl OpError {
                 Errno::EINVAL => OpError::InvalidArgument(e.to_string()),
                 _ => OpError::Failed(e.to_string()),
             },
-            HostError::Protocol { .. } | HostError::Command { .. } | HostError::TooLarge { .. } => {
-                OpError::Failed(e.to_string())
-            }
+            HostError::Protocol { .. }
+            | HostError::Command { .. }
+            | HostError::TooLarge { .. }
+            | HostError::NotRegular { .. } => OpError::Failed(e.to_string()),
         }
     }
 }

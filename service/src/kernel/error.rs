@@ -64,6 +64,10 @@ pub enum HostError {
     /// A file is larger than the daemon reads (`files::MAX_READ_BYTES`); it was not read.
     #[error("{path} has {size} bytes, more than the {limit} bytes rdma-managerd reads from a configuration file, so it was not read; shorten it or move it away")]
     TooLarge { path: String, size: u64, limit: u64 },
+    /// A file the daemon reads is not a regular file (a FIFO, a device, a socket, a
+    /// directory, or a symlink to one); it was not read, so it cannot block the daemon.
+    #[error("{path} is {kind}, not a regular file, so rdma-managerd did not read it; replace it by a regular file or remove it")]
+    NotRegular { path: String, kind: String },
 }
 
 impl HostError {
@@ -103,6 +107,7 @@ impl HostError {
             HostError::Invalid(_) => "Invalid".into(),
             HostError::Command { .. } => "Command".into(),
             HostError::TooLarge { .. } => "TooLarge".into(),
+            HostError::NotRegular { .. } => "NotRegular".into(),
         }
     }
 }

@@ -116,19 +116,82 @@ pub enum ReadError {
     /// The file has more than the limit; `size` is its length as far as it was seen.
     #[error("the file has {size} bytes, more than the {limit} bytes rdma-managerd reads")]
     TooLarge { size: u64, limit: u64 },
+    /// Not a regular file (`kind` says what it is); not read.
+    #[error("the file is {kind}, not a regular file")]
+    NotRegular { kind: String },
+}
+
+/// What a file that is not a regular one is, in words: "a FIFO", "a symlink to a character
+/// device (/dev/zero)".
+fn kind_of(path: &Path, followed: &std::fs::Metadata) -> String {
+    use std::os::unix::fs::FileTypeExt;
+    let t = followed.file_type();
+    let what = if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else {
+        "a special file"
+    };
+    match std::fs::read_link(path) {
+        Ok(target) => format!("a symlink to {what} ({})", target.display()),
+        Err(_) => what.to_string(),
+    }
+}
+
+/// Whether a file is /dev/null, with which a file is masked (udev rules, drop-ins): it reads
+/// as empty.
+fn is_dev_null(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    meta.file_type().is_char_device() && meta.rdev() == libc::makedev(1, 3)
 }
 
 /// Reads a file of at most `limit` bytes; `None` when it does not exist. A longer file is
 /// refused without being read: its size is checked first, and the read stops one byte past
 /// the limit in case the file grows or does not report its size.
+///
+/// Only regular files are read (and /dev/null, read as empty): a FIFO without a writer would
+/// block the read forever, and a device, a socket or a directory is no configuration file.
+/// The file is opened without blocking (a FIFO opens at once) and without becoming a
+/// controlling terminal, and what was opened is checked before a byte is read, so that a file
+/// replaced between a check and the open cannot slip through. A dangling symlink reads as
+/// absent, as pam_limits, udev and nfs-utils read it.
 pub fn read_optional(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, ReadError> {
     use std::io::Read;
-    let file = match std::fs::File::open(path) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path);
+    let file = match opened {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e.into()),
+        Err(e) => {
+            // A socket cannot be opened at all (ENXIO): say what it is rather than the errno.
+            return match std::fs::metadata(path) {
+                Ok(m) if !m.is_file() => Err(ReadError::NotRegular {
+                    kind: kind_of(path, &m),
+                }),
+                _ => Err(e.into()),
+            };
+        }
     };
-    let size = file.metadata()?.len();
+    let meta = file.metadata()?;
+    if is_dev_null(&meta) {
+        return Ok(Some(Vec::new()));
+    }
+    if !meta.is_file() {
+        return Err(ReadError::NotRegular {
+            kind: kind_of(path, &meta),
+        });
+    }
+    let size = meta.len();
     if size > limit {
         return Err(ReadError::TooLarge { size, limit });
     }
@@ -152,12 +215,53 @@ pub fn read_for_host(shown: &Path, real: &Path) -> Result<Option<Vec<u8>>, HostE
             size,
             limit,
         },
+        ReadError::NotRegular { kind } => HostError::NotRegular {
+            path: shown.display().to_string(),
+            kind,
+        },
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_regular_files_are_read_and_nothing_blocks() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo.conf");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: mkfifo on a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        let zero = dir.path().join("zero.conf");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        let sub = dir.path().join("dir.conf");
+        std::fs::create_dir(&sub).unwrap();
+        let sock = dir.path().join("sock.conf");
+        let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        for (p, kind) in [
+            (&fifo, "a FIFO".to_string()),
+            (
+                &zero,
+                "a symlink to a character device (/dev/zero)".to_string(),
+            ),
+            (&sub, "a directory".to_string()),
+            (&sock, "a socket".to_string()),
+        ] {
+            match read_for_host(Path::new("/etc/x.conf"), p) {
+                Err(HostError::NotRegular { path, kind: k }) => {
+                    assert_eq!((path.as_str(), k), ("/etc/x.conf", kind))
+                }
+                other => panic!("{}: {other:?}", p.display()),
+            }
+        }
+        let null = dir.path().join("masked.rules");
+        std::os::unix::fs::symlink("/dev/null", &null).unwrap();
+        assert_eq!(read_optional(&null, 10).unwrap(), Some(Vec::new()));
+        let dangling = dir.path().join("dangling.conf");
+        std::os::unix::fs::symlink(dir.path().join("nowhere"), &dangling).unwrap();
+        assert_eq!(read_optional(&dangling, 10).unwrap(), None);
+    }
 
     #[test]
     fn own_temp_names_are_told_from_everything_else() {

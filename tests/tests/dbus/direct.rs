@@ -442,3 +442,117 @@ fn method_call(path: &str, interface: &str, member: &str) -> Vec<u8> {
         .expect("a method call");
     msg.data().to_vec()
 }
+
+/// 16 connections of one unprivileged uid that handshake and then only Ping (or nothing):
+/// only 4 of them are served, the others closed at once, so another user's client is served
+/// without waiting; the ones served that only Ping are closed after the idle bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_of_one_uid_cannot_keep_another_user_out() {
+    use rdma_manager_tests::bus::{skip_reason, TEST_UID};
+    if let Some(reason) = skip_reason() {
+        eprintln!("skipping: {reason}");
+        return;
+    }
+    let Some(r) = start().await else { return };
+    let bounds = Bounds {
+        idle: Duration::from_secs(3),
+        ..Bounds::default()
+    };
+    let _socket = r.listen(bounds).expect("listens");
+    std::fs::set_permissions(r.dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let path = r.socket_path();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let (held_tx, held_rx) = std::sync::mpsc::channel();
+    let holder = std::thread::spawn(move || {
+        // SAFETY: plain system calls on this thread's own credentials.
+        let changed = unsafe {
+            libc::syscall(libc::SYS_setgroups, 0, std::ptr::null::<libc::gid_t>()) == 0
+                && libc::syscall(libc::SYS_setresgid, TEST_UID, TEST_UID, TEST_UID) == 0
+                && libc::syscall(libc::SYS_setresuid, TEST_UID, TEST_UID, TEST_UID) == 0
+        };
+        assert!(changed, "cannot take uid {TEST_UID}");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async {
+            let mut conns = Vec::new();
+            for _ in 0..16 {
+                if let Ok(Ok(c)) =
+                    tokio::time::timeout(Duration::from_secs(2), connect_direct(&path)).await
+                {
+                    conns.push(c);
+                }
+            }
+            // Which of them the daemon still serves: a Ping is answered.
+            let mut served = 0;
+            for c in &conns {
+                let ping = c.call_method(
+                    None::<&str>,
+                    "/",
+                    Some("org.freedesktop.DBus.Peer"),
+                    "Ping",
+                    &(),
+                );
+                if let Ok(Ok(_)) = tokio::time::timeout(Duration::from_secs(2), ping).await {
+                    served += 1;
+                }
+            }
+            held_tx.send(served).expect("sent");
+            // Held (and Pinging) until the other client has been served.
+            while done_rx.try_recv().is_err() {
+                for c in &conns {
+                    let _ = tokio::time::timeout(
+                        Duration::from_millis(200),
+                        c.call_method(
+                            None::<&str>,
+                            "/",
+                            Some("org.freedesktop.DBus.Peer"),
+                            "Ping",
+                            &(),
+                        ),
+                    )
+                    .await;
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            // The idle bound closed the ones that only Pinged.
+            let mut still = 0;
+            for c in &conns {
+                let ping = c.call_method(
+                    None::<&str>,
+                    "/",
+                    Some("org.freedesktop.DBus.Peer"),
+                    "Ping",
+                    &(),
+                );
+                if let Ok(Ok(_)) = tokio::time::timeout(Duration::from_secs(1), ping).await {
+                    still += 1;
+                }
+            }
+            still
+        })
+    });
+    let served = tokio::task::spawn_blocking(move || held_rx.recv())
+        .await
+        .expect("joined")
+        .expect("the holder reports");
+    assert_eq!(served, 4, "connections of one uid served at once");
+    let t = Instant::now();
+    let conn = tokio::time::timeout(Duration::from_secs(2), connect_direct(&r.socket_path()))
+        .await
+        .expect("another user's client is served at once")
+        .expect("connects");
+    assert_eq!(body(&direct_gmo(&conn).await), body(&bus_gmo(&r).await));
+    println!("served after {:?}", t.elapsed());
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    done_tx.send(()).expect("sent");
+    let still = tokio::task::spawn_blocking(move || holder.join())
+        .await
+        .expect("joined")
+        .expect("holder");
+    assert_eq!(
+        still, 0,
+        "connections that only Ping are closed after the idle bound"
+    );
+}

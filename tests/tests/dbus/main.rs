@@ -6,6 +6,7 @@
 mod authorization;
 mod bad_input;
 mod direct;
+mod file_types;
 mod history;
 mod host;
 mod ipoib;

@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use futures::StreamExt;
 use rdma_manager_dbus::{BUS_NAME, ROOT_PATH};
-use rdma_manager_tests::bus::{skip_reason, BusConfig, UserDb, TEST_UID};
+use rdma_manager_tests::bus::{
+    skip_reason, stock, tools_required, BusConfig, PrivateBus, UserDb, TEST_UID,
+};
 use rdma_manager_tests::service::{serve_sim, session_bus_or_skip};
 use rdma_managerd::dbus::guard::method_signatures;
 use rdma_managerd::engine::EngineConfig;
@@ -348,35 +350,70 @@ fn p99(v: &mut [f64]) -> f64 {
         .min(v.len() - 1)]
 }
 
-/// One client (an unprivileged uid) sends far more GetManagedObjects than the bus would queue for it (dbus-daemon's
-/// default incoming quota of 127 MiB, charged to rdma-managerd until the replies are read) and
-/// reads nothing. Without bounds the bus stops reading from the service, which then answers
-/// nobody; with them the excess is refused with LimitsExceeded and another client's calls and
-/// signals go on. Prints the other client's p99 latency and signal count before and during.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_client_that_never_reads_cannot_freeze_the_service() -> Result<()> {
+/// A bus of `kind`, seeing the unprivileged test user, or None (with the reason printed) when
+/// this machine cannot run it.
+fn bus_of(kind: Kind, users: &UserDb) -> Result<Option<PrivateBus>> {
     if let Some(reason) = skip_reason() {
         eprintln!("skipping: {reason}");
-        return Ok(());
+        return Ok(None);
     }
-    // A permissive bus that knows the unprivileged test user, with dbus-daemon's default
-    // quotas (those of Debian's system bus).
-    let users = UserDb::new(false)?;
-    let bus = BusConfig::session().users(&users).start()?;
-    // The large host: 256 devices x 2 ports and 1024 IPoIB interfaces, 1.5 MB a
-    // GetManagedObjects. The bus lets a connection have 128 calls waiting for replies, so the
-    // replies must be over 1 MB for the unread ones to pass the bus's 127 MiB quota.
+    Ok(Some(match kind {
+        // dbus-daemon's default quotas (those of Debian's system bus), anything allowed.
+        Kind::Permissive => BusConfig::session().users(users).start()?,
+        Kind::Debian => PrivateBus::stock_system(users)?,
+        Kind::Broker => {
+            if !stock::broker_installed() {
+                assert!(!tools_required(), "dbus-broker is not installed");
+                eprintln!("skipping: dbus-broker is not installed");
+                return Ok(None);
+            }
+            BusConfig::stock_system()
+                .with_rdma_manager_policy()
+                .users(users)
+                .start_broker()?
+        }
+    }))
+}
+
+/// The buses the reliability tests run on.
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    /// dbus-daemon allowing everything (a session bus).
+    Permissive,
+    /// dbus-daemon with Debian 12's system.conf and the shipped policy.
+    Debian,
+    /// dbus-broker with the same configuration (RHEL 9's and Fedora's system bus).
+    Broker,
+}
+
+/// The large host: 256 devices x 2 ports and 1024 IPoIB interfaces, 1.5 MB a
+/// GetManagedObjects (RDMA_MANAGER_RELIABILITY_HOST=DEVICES:PORTS:IPOIB for another).
+fn large_host() -> Result<SimHost> {
     let spec = std::env::var("RDMA_MANAGER_RELIABILITY_HOST").unwrap_or("256:2:1024".into());
     let n: Vec<u32> = spec.split(':').filter_map(|n| n.parse().ok()).collect();
     let [devices, ports, ipoib] = n[..] else {
         anyhow::bail!("RDMA_MANAGER_RELIABILITY_HOST={spec}: expected DEVICES:PORTS:IPOIB");
     };
-    let sim = SimHost::new(fixtures::large_host(devices, ports, ipoib))?;
+    Ok(SimHost::new(fixtures::large_host(devices, ports, ipoib))?)
+}
+
+/// One client (an unprivileged uid) sends far more GetManagedObjects than the bus would queue
+/// for it (dbus-daemon's default incoming quota of 127 MiB, charged to rdma-managerd until
+/// the replies are read) and reads nothing. Without bounds the bus stops reading from the
+/// service, which then answers nobody; with them the excess is refused with LimitsExceeded
+/// and another client's calls and signals go on. The other client answers no method call
+/// (on a system bus none could reach it). Prints the other client's p99 latency and signal
+/// count before and during.
+async fn a_client_that_never_reads_on(kind: Kind) -> Result<()> {
+    let users = UserDb::new(false)?;
+    let Some(bus) = bus_of(kind, &users)? else {
+        return Ok(());
+    };
+    // The bus lets a connection have 128 calls waiting for replies, so the replies must be
+    // over 1 MB for the unread ones to pass the bus's 127 MiB quota.
+    let sim = large_host()?;
     let _served = serve_sim(&bus, &sim, EngineConfig::default()).await?;
     let other = bus.connect().await?;
-    // Answers Peer.Ping, as every D-Bus library does by itself (zbus once its object server
-    // runs), by which the service learns that this client reads.
-    let _ = other.object_server();
     let size = other
         .call_method(
             Some(BUS_NAME),
@@ -401,12 +438,14 @@ async fn a_client_that_never_reads_cannot_freeze_the_service() -> Result<()> {
     let (answers, refusals) = tokio::task::spawn_blocking(move || stuck.join())
         .await?
         .map_err(|_| anyhow::anyhow!("the unread client panicked"))??;
-    let (mut during, signals_during) = during?;
+    let (mut during, signals_during) =
+        during.with_context(|| format!("bus log:\n{}", tail(&bus.log())))?;
     let (p_before, p_during) = (p99(&mut before), p99(&mut during));
     println!(
-        "reply {size} B x {calls} unread calls: {answers} answered, {refusals} refused; other \
-         client: p99 {p_before:.1} ms before, {p_during:.1} ms during ({} and {} calls), \
-         ThroughputSampled {signals_before} before, {signals_during} during ({} s each)",
+        "{kind:?}: reply {size} B x {calls} unread calls: {answers} answered, {refusals} \
+         refused; other client: p99 {p_before:.1} ms before, {p_during:.1} ms during ({} and \
+         {} calls), ThroughputSampled {signals_before} before, {signals_during} during ({} s \
+         each)",
         before.len(),
         during.len(),
         span.as_secs()
@@ -420,5 +459,243 @@ async fn a_client_that_never_reads_cannot_freeze_the_service() -> Result<()> {
         signals_during + 1 >= signals_before,
         "signals go on: {signals_during} during, {signals_before} before"
     );
+    // No line of the bus's log per message: the service sends nothing that the bus rejects.
+    let rejected = bus.log().matches("Rejected").count();
+    assert!(
+        rejected <= 2,
+        "{rejected} rejections in the bus log:\n{}",
+        tail(&bus.log())
+    );
+    Ok(())
+}
+
+/// The last lines of a log.
+fn tail(log: &str) -> String {
+    let lines: Vec<&str> = log.lines().collect();
+    lines[lines.len().saturating_sub(20)..].join("\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_never_reads_cannot_freeze_the_service() -> Result<()> {
+    a_client_that_never_reads_on(Kind::Permissive).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_never_reads_cannot_freeze_the_service_on_debians_system_bus() -> Result<()> {
+    a_client_that_never_reads_on(Kind::Debian).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_never_reads_cannot_freeze_the_service_on_dbus_broker() -> Result<()> {
+    a_client_that_never_reads_on(Kind::Broker).await
+}
+
+/// Runs `f` on a thread of its own as the unprivileged test user (only that thread changes
+/// its credentials; the bus reads those of the thread that connects), with a runtime of its
+/// own.
+fn as_test_user<T: Send + 'static>(
+    f: impl FnOnce(&tokio::runtime::Runtime) -> Result<T> + Send + 'static,
+) -> std::thread::JoinHandle<Result<T>> {
+    std::thread::spawn(move || {
+        // SAFETY: plain system calls on this thread's own credentials.
+        let changed = unsafe {
+            libc::syscall(libc::SYS_setgroups, 0, std::ptr::null::<libc::gid_t>()) == 0
+                && libc::syscall(libc::SYS_setresgid, TEST_UID, TEST_UID, TEST_UID) == 0
+                && libc::syscall(libc::SYS_setresuid, TEST_UID, TEST_UID, TEST_UID) == 0
+        };
+        anyhow::ensure!(
+            changed,
+            "cannot take uid {TEST_UID}: {}",
+            std::io::Error::last_os_error()
+        );
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        f(&rt)
+    })
+}
+
+/// 16 connections of one unprivileged uid, each calling GetManagedObjects of the large host
+/// again as soon as it has read the answer: none is refused. (Each call in progress reserves
+/// the largest reply; together they pass the per-uid bound of unread replies although every
+/// reply is read.)
+async fn connections_that_read_are_not_refused_on(kind: Kind) -> Result<()> {
+    let users = UserDb::new(false)?;
+    let Some(bus) = bus_of(kind, &users)? else {
+        return Ok(());
+    };
+    let sim = large_host()?;
+    let _served = serve_sim(&bus, &sim, EngineConfig::default()).await?;
+    const CONNECTIONS: usize = 16;
+    const CALLS: usize = 4;
+    let clients: Vec<_> = (0..CONNECTIONS)
+        .map(|_| {
+            let address = bus.address().to_string();
+            as_test_user(move |rt| {
+                rt.block_on(async {
+                    let conn = zbus::connection::Builder::address(address.as_str())?
+                        .build()
+                        .await?;
+                    let mut refused = Vec::new();
+                    for _ in 0..CALLS {
+                        if let Some(e) =
+                            error_name(&conn, ROOT_PATH, OBJECT_MANAGER, "GetManagedObjects", &())
+                                .await
+                        {
+                            refused.push(e);
+                        }
+                    }
+                    anyhow::Ok(refused)
+                })
+            })
+        })
+        .collect();
+    let mut refused = Vec::new();
+    for c in clients {
+        let r = tokio::task::spawn_blocking(move || c.join())
+            .await?
+            .map_err(|_| anyhow::anyhow!("a client panicked"))??;
+        refused.extend(r);
+    }
+    println!(
+        "{kind:?}: {CONNECTIONS} connections x {CALLS} GetManagedObjects: {} refused",
+        refused.len()
+    );
+    assert!(refused.is_empty(), "refused although read: {refused:?}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_of_one_uid_that_read_are_not_refused_on_debians_system_bus() -> Result<()> {
+    connections_that_read_are_not_refused_on(Kind::Debian).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_of_one_uid_that_read_are_not_refused_on_dbus_broker() -> Result<()> {
+    connections_that_read_are_not_refused_on(Kind::Broker).await
+}
+
+/// One counter of the bus's `GetConnectionStats(name)` (root may ask on the stock bus).
+async fn bus_stat(conn: &zbus::Connection, name: &str, field: &str) -> Result<u64> {
+    let reply = conn
+        .call_method(
+            Some("org.freedesktop.DBus"),
+            "/org/freedesktop/DBus",
+            Some("org.freedesktop.DBus.Debug.Stats"),
+            "GetConnectionStats",
+            &(name,),
+        )
+        .await?;
+    let stats: HashMap<String, zbus::zvariant::OwnedValue> = reply.body().deserialize()?;
+    let v = stats.get(field).context("no such counter")?;
+    Ok(u64::from(u32::try_from(v)?))
+}
+
+/// An unprivileged connection subscribes to every signal and never reads, on Debian's system
+/// bus, at a tick of 50 ms on the large host (20 kB of ThroughputSampled a tick): what the bus
+/// holds for it, and what rdma-managerd has queued in the bus, stay bounded, while another
+/// client keeps receiving every tick's signal and its calls are answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_that_never_reads_cannot_fill_the_services_queue() -> Result<()> {
+    let users = UserDb::new(false)?;
+    let Some(bus) = bus_of(Kind::Debian, &users)? else {
+        return Ok(());
+    };
+    let sim = large_host()?;
+    // tests/bench/silent-subscriber runs it longer and faster.
+    let env = |name: &str, default: u64| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let tick = Duration::from_millis(env("RDMA_MANAGER_SILENT_TICK_MS", 50));
+    let rounds = env("RDMA_MANAGER_SILENT_ROUNDS", 6);
+    let config = EngineConfig {
+        tick,
+        ..EngineConfig::default()
+    };
+    let served = serve_sim(&bus, &sim, config).await?;
+    let own = served
+        .service
+        .conn
+        .unique_name()
+        .context("the service's name")?
+        .to_string();
+    let (name_tx, name_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let address = bus.address().to_string();
+    let silent = as_test_user(move |rt| {
+        let conn = rt.block_on(async {
+            let conn = zbus::connection::Builder::address(address.as_str())?
+                .build()
+                .await?;
+            let dbus = zbus::fdo::DBusProxy::new(&conn).await?;
+            dbus.add_match_rule(zbus::MatchRule::try_from("type='signal'")?)
+                .await?;
+            anyhow::Ok(conn)
+        })?;
+        let name = conn.unique_name().context("a name")?.to_string();
+        let _ = name_tx.send(name);
+        // Nothing drives this runtime meanwhile: the connection reads nothing.
+        let _ = release_rx.recv();
+        drop(conn);
+        Ok(())
+    });
+    let silent_name = tokio::task::spawn_blocking(move || name_rx.recv()).await??;
+    let other = bus.connect().await?;
+    let root = bus.connect().await?;
+    // Long enough for the silent subscriber's queue to pass the point where the service
+    // stops broadcasting (8 MiB of its own messages queued: about 25 s at this rate), and
+    // for a broadcast to everyone to have queued more than the bound (16 MiB in 40 s).
+    let mut samples = Vec::new();
+    for round in 0..rounds {
+        // A client that only reads the signal: how many the service sent in the window (the
+        // engine's pace on a loaded machine may be below the tick).
+        let reference = bus.connect().await?;
+        let rule = zbus::MatchRule::builder()
+            .msg_type(Type::Signal)
+            .interface("org.rdmamanager.RdmaManager1")?
+            .member("ThroughputSampled")?
+            .build();
+        let mut stream = zbus::MessageStream::for_match_rule(rule, &reference, Some(1024)).await?;
+        let sent = tokio::spawn(async move {
+            let (mut n, end) = (0usize, Instant::now() + Duration::from_secs(10));
+            while let Ok(Some(_)) = tokio::time::timeout_at(end.into(), stream.next()).await {
+                n += 1;
+            }
+            n
+        });
+        let (mut lat, signals) = well_behaved_client(&other, Duration::from_secs(10)).await?;
+        let sent = sent.await?;
+        let queued = bus_stat(&root, &silent_name, "OutgoingBytes").await?;
+        let own_queued = bus_stat(&root, &own, "IncomingBytes").await?;
+        let p = p99(&mut lat);
+        println!(
+            "after {} s: other client {signals} ThroughputSampled in 10 s (a reader of the \
+             signal alone {sent}), Get p99 {p:.1} ms; queued for the silent subscriber \
+             {queued} B, rdma-managerd's queued {own_queued} B",
+            (round + 1) * 10
+        );
+        samples.push((signals, sent, queued, own_queued));
+    }
+    let _ = release_tx.send(());
+    tokio::task::spawn_blocking(move || silent.join())
+        .await?
+        .map_err(|_| anyhow::anyhow!("the silent client panicked"))??;
+    let (_, _, queued, own_queued) = samples[samples.len() - 1];
+    assert!(
+        own_queued < 16 << 20 && queued < 16 << 20,
+        "bounded: {queued} B for the subscriber, {own_queued} B of rdma-managerd's"
+    );
+    for (signals, sent, _, _) in samples {
+        // No signal lost to a client that reads (give or take the windows' edges), and the
+        // service not frozen.
+        assert!(sent > 0, "no ThroughputSampled in 10 s: frozen");
+        assert!(
+            signals + 3 >= sent,
+            "{signals} received of {sent} sent to a client that reads"
+        );
+    }
     Ok(())
 }

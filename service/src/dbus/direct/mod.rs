@@ -25,12 +25,15 @@
 //!
 //! It is listened on once start-up is over, so that every answer is the complete host; a
 //! client that finds no socket uses the bus. [`Bounds`], so that no client can make the
-//! daemon hold memory or descriptors: at most 16 connections at once (more wait in the
-//! listen backlog), one call at a time on each (calls sent together are answered in order),
-//! the handshake within 5 s, each reply written within 30 s, and a connection closed after
-//! 60 s without a call. A client that connects and never reads holds one reply for at most
-//! 30 s.
+//! daemon hold memory or descriptors, nor keep other users out: at most 16 connections at once
+//! (more wait in the listen backlog), of which at most 4 of one uid (a fifth of the same uid
+//! is closed at once: it would otherwise keep a slot that another user waits for), one call at
+//! a time on each (calls sent together are answered in order), the handshake within 5 s, each
+//! reply written within 30 s, and a connection closed after 60 s without a GetManagedObjects
+//! (a Ping or a Hello does not keep it open: they are no work a connection is kept for). A
+//! client that connects and never reads holds one reply for at most 30 s.
 
+use std::collections::HashMap;
 use std::io;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -55,6 +58,8 @@ pub mod bounded;
 pub struct Bounds {
     /// Connections served at once.
     pub connections: usize,
+    /// Connections of one uid served at once.
+    pub per_uid: usize,
     /// From accepting a connection to the end of its D-Bus handshake.
     pub handshake: Duration,
     /// To write one reply into the socket (the client must read it meanwhile).
@@ -67,6 +72,7 @@ impl Default for Bounds {
     fn default() -> Self {
         Bounds {
             connections: 16,
+            per_uid: 4,
             handshake: Duration::from_secs(5),
             send: Duration::from_secs(30),
             idle: Duration::from_secs(60),
@@ -175,6 +181,7 @@ async fn accept_loop(
     });
     let bounds = &shared.bounds;
     let slots = Arc::new(Semaphore::new(bounds.connections));
+    let per_uid: Arc<std::sync::Mutex<HashMap<u32, usize>>> = Arc::default();
     let mut accepted = 0u64;
     // The connections' tasks: aborted with this one when the socket is dropped.
     let mut connections: tokio::task::JoinSet<()> = tokio::task::JoinSet::new();
@@ -193,6 +200,21 @@ async fn accept_loop(
                 continue;
             }
         };
+        // The uid the kernel gives for the peer; a peer without one is not counted (the
+        // handshake then fails anyway, as EXTERNAL needs it).
+        let counted = match stream.peer_cred() {
+            Ok(cred) => match UidCount::take(&per_uid, cred.uid(), bounds.per_uid) {
+                Some(c) => Some(c),
+                None => {
+                    tracing::debug!(
+                        uid = cred.uid(),
+                        "direct socket: closing a connection past the bound of its uid"
+                    );
+                    continue;
+                }
+            },
+            Err(_) => None,
+        };
         let shared = shared.clone();
         accepted += 1;
         let name = format!(":1.{accepted}");
@@ -200,8 +222,47 @@ async fn accept_loop(
             if let Err(e) = serve_connection(stream, &shared, &name).await {
                 tracing::debug!("direct socket: connection ended: {e}");
             }
+            drop(counted);
             drop(slot);
         });
+    }
+}
+
+/// One connection counted against its uid's bound until dropped.
+struct UidCount {
+    counts: Arc<std::sync::Mutex<HashMap<u32, usize>>>,
+    uid: u32,
+}
+
+impl UidCount {
+    /// Counts a connection of `uid`, or None when the uid has `bound` already.
+    fn take(
+        counts: &Arc<std::sync::Mutex<HashMap<u32, usize>>>,
+        uid: u32,
+        bound: usize,
+    ) -> Option<UidCount> {
+        let mut map = counts.lock().unwrap_or_else(|p| p.into_inner());
+        let n = map.entry(uid).or_default();
+        if *n >= bound {
+            return None;
+        }
+        *n += 1;
+        Some(UidCount {
+            counts: counts.clone(),
+            uid,
+        })
+    }
+}
+
+impl Drop for UidCount {
+    fn drop(&mut self) {
+        let mut map = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = map.get_mut(&self.uid) {
+            *n -= 1;
+            if *n == 0 {
+                map.remove(&self.uid);
+            }
+        }
     }
 }
 
@@ -249,8 +310,14 @@ async fn serve_calls(
 ) -> Result<(), ConnectionEnd> {
     let bounds = &shared.bounds;
     let mut messages = zbus::MessageStream::from(conn);
-    while let Ok(Some(msg)) = timeout(bounds.idle, messages.next()).await {
+    // Only a GetManagedObjects keeps the connection open: Pings every so often must not hold
+    // a slot for ever.
+    let mut idle_until = tokio::time::Instant::now() + bounds.idle;
+    while let Ok(Some(msg)) = tokio::time::timeout_at(idle_until, messages.next()).await {
         let msg = msg?;
+        if msg.header().member().map(|m| m.as_str()) == Some("GetManagedObjects") {
+            idle_until = tokio::time::Instant::now() + bounds.idle;
+        }
         if msg.message_type() != Type::MethodCall
             || msg
                 .header()
