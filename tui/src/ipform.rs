@@ -213,7 +213,14 @@ pub fn form(settings: &IpSettings) -> Form {
     let mut form = Form::new(format!("IP settings of {}", settings.interface), "Apply").field(
         Field::info("profile", "Profile", {
             let p = settings.text("profile");
-            if p.is_empty() {
+            let file = settings.text("keyfile");
+            if settings.text("manager") == "systemd-networkd" {
+                if file.is_empty() {
+                    "none yet: rdma-manager writes a .network file for systemd-networkd".to_string()
+                } else {
+                    format!("systemd-networkd, {file}")
+                }
+            } else if p.is_empty() {
                 "none yet: NetworkManager makes one".to_string()
             } else {
                 p
@@ -357,6 +364,35 @@ mod tests {
             Ok(vec!["2001:db8::1/128".into()])
         );
         assert_eq!(addresses(" , ", Family::V4), Ok(vec![]));
+    }
+
+    /// The form names the manager that applies it: a networkd host gets no NetworkManager
+    /// profile.
+    #[test]
+    fn the_profile_line_names_the_manager() {
+        let settings = |pairs: &[(&str, &str)]| IpSettings {
+            interface: "ib0".into(),
+            values: pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), IpValue::Text(v.to_string())))
+                .collect(),
+        };
+        let profile = |s: &IpSettings| match form(s).get("profile").map(|f| f.kind.clone()) {
+            Some(crate::form::FieldKind::Info(text)) => text,
+            other => panic!("{other:?}"),
+        };
+        let nd = settings(&[("manager", "systemd-networkd")]);
+        assert!(
+            profile(&nd).contains("systemd-networkd"),
+            "{}",
+            profile(&nd)
+        );
+        assert!(!profile(&nd).contains("NetworkManager"), "{}", profile(&nd));
+        let file = "/etc/systemd/network/50-rdma-manager-ib0.network";
+        let nd = settings(&[("manager", "systemd-networkd"), ("keyfile", file)]);
+        assert!(profile(&nd).ends_with(file), "{}", profile(&nd));
+        let nm = settings(&[("manager", "NetworkManager")]);
+        assert_eq!(profile(&nm), "none yet: NetworkManager makes one");
     }
 
     #[test]

@@ -54,11 +54,13 @@ pub struct LinkDescription {
 #[derive(Clone, Debug)]
 pub struct BusNetworkd {
     conn: zbus::Connection,
+    /// How long one call may wait for networkd's answer (the host services' bound).
+    call_timeout: std::time::Duration,
 }
 
 impl BusNetworkd {
-    pub fn new(conn: zbus::Connection) -> BusNetworkd {
-        BusNetworkd { conn }
+    pub fn new(conn: zbus::Connection, call_timeout: std::time::Duration) -> BusNetworkd {
+        BusNetworkd { conn, call_timeout }
     }
 
     async fn call<B, R>(
@@ -75,7 +77,7 @@ impl BusNetworkd {
         let call = self
             .conn
             .call_method(Some(BUS_NAME), path, Some(iface), method, body);
-        let reply = tokio::time::timeout(crate::system::DEFAULT_CALL_TIMEOUT, call)
+        let reply = tokio::time::timeout(self.call_timeout, call)
             .await
             .map_err(|_| NetworkdError::Bus(format!("{method} was not answered in time")))?
             .map_err(|e| classify(method, e))?;

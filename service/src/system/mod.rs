@@ -316,7 +316,7 @@ impl BusSystemServices {
             firewalld: Firewalld::new(conn),
             network_manager: crate::nm::client::NetworkManager::new(conn.clone()),
             nm_settings_wait: NM_SETTINGS_WAIT,
-            networkd: crate::ipmgr::networkd::BusNetworkd::new(conn.clone()),
+            networkd: crate::ipmgr::networkd::BusNetworkd::new(conn.clone(), DEFAULT_CALL_TIMEOUT),
         }
     }
 }

@@ -193,7 +193,7 @@ async fn installed_collection_is_found_by_ansible_doc() -> Result<()> {
     let dir = tempfile::tempdir()?;
     let bin = dir.path().join("bin");
     std::fs::create_dir_all(&bin)?;
-    for b in ["rdma-managerd", "rdma-tui", "rdma-cli"] {
+    for b in ["rdma-managerd", "rdma-tui", "rdma-cli", "rdma-exporter"] {
         std::fs::write(bin.join(b), "#!/bin/sh\nexit 0\n")?;
         std::fs::set_permissions(bin.join(b), std::fs::Permissions::from_mode(0o755))?;
     }
