@@ -667,11 +667,23 @@ rxe1_state_changes() {
   scrape | sed -n 's/^rdma_port_state_changes_total{device="rxe1",port="1"} //p' | tr -d '\r'
 }
 rxe1_state_is() { rdma link show rxe1/1 | grep -q "state $1 "; }
+exporter_journal() { journalctl -b -u rdma-exporter.service -u rdma-exporter.socket --no-pager -o short-monotonic | tail -n 40; }
+# The first scrape starts the exporter, which then reads the daemon's model (hundreds of
+# devices here after the scale checks): scrape until it says it follows the daemon.
 scraped_ok() {
-  local body
-  body=$(scrape) || fail "no answer on 127.0.0.1:10041"
+  local body="" t0=$SECONDS
+  while :; do
+    body=$(scrape) || { exporter_journal; fail "no answer on 127.0.0.1:10041"; }
+    echo "$body" | grep -qE '^rdma_exporter_daemon_up 1' && break
+    if [ $((SECONDS - t0)) -ge 120 ]; then
+      echo "$body" | head -n 12
+      exporter_journal
+      fail "rdma_exporter_daemon_up is not 1 after 120 s"
+    fi
+    sleep 1
+  done
+  echo "daemon_up 1 after $((SECONDS - t0))s"
   echo "$body" | head -n 12
-  echo "$body" | grep -E '^rdma_exporter_daemon_up 1' || fail "rdma_exporter_daemon_up is not 1"
   echo "$body" | grep -E '^node_infiniband_info\{.*device="rxe0"' || fail "no node_infiniband_info of rxe0"
   echo "$body" | grep -E '^rdma_port_state\{device="rxe0",port="1",state="ACTIVE"\} 1' \
     || fail "rxe0/1 not ACTIVE in rdma_port_state"
@@ -709,7 +721,7 @@ c_exporter() {
   done
   echo "state changes of rxe1/1 after the flap: $after"
   [ "$after" -ge $((before + 2)) ] || fail "the flap was not counted ($before -> $after)"
-  run journalctl -b -u rdma-exporter.service -u rdma-exporter.socket --no-pager -o short-monotonic
+  exporter_journal
 }
 # After the reboot onto dbus-broker: the socket, enabled in phase 3, starts the exporter at
 # the first scrape again, and it reads the daemon through dbus-broker.
@@ -719,7 +731,7 @@ c_broker_exporter() {
   run systemctl is-active rdma-exporter.socket
   is_active rdma-exporter.socket || fail "rdma-exporter.socket not listening after the reboot"
   scraped_ok
-  run journalctl -b -u rdma-exporter.service --no-pager -o short-monotonic
+  exporter_journal
 }
 
 # NFS over RDMA, server side: nfs-server was set up only through SetNfsRdma (phase 1) and
