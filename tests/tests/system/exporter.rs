@@ -740,7 +740,7 @@ fn the_units_verify_and_the_man_page_documents_every_option() -> Result<()> {
     )));
     let unit = std::fs::read_to_string(repo().join("dist/systemd/rdma-exporter.service"))?;
     for line in [
-        "DynamicUser=yes",
+        "User=nobody",
         "CapabilityBoundingSet=",
         "ProtectSystem=strict",
     ] {
