@@ -774,8 +774,15 @@ fn the_units_verify_and_the_man_page_documents_every_option() -> Result<()> {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    // The one warning taken: `User=nobody` is deliberate (the unit says why: dbus-daemon
+    // does not serve a DynamicUser), until the package creates a user of its own.
+    let unexpected: Vec<&str> = said
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .filter(|l| !l.ends_with("Special user nobody configured, this is not safe!"))
+        .collect();
     ensure!(
-        out.status.success() && said.trim().is_empty(),
+        out.status.success() && unexpected.is_empty(),
         "systemd-analyze verify:\n{said}"
     );
     Ok(())
