@@ -674,20 +674,20 @@ scraped_ok() {
   local body="" t0=$SECONDS
   while :; do
     body=$(scrape) || { exporter_journal; fail "no answer on 127.0.0.1:10041"; }
-    echo "$body" | grep -qE '^rdma_exporter_daemon_up 1' && break
+    grep -qE '^rdma_exporter_daemon_up 1' <<<"$body" && break
     if [ $((SECONDS - t0)) -ge 120 ]; then
-      echo "$body" | head -n 12
+      head -n 12 <<<"$body"
       exporter_journal
       fail "rdma_exporter_daemon_up is not 1 after 120 s"
     fi
     sleep 1
   done
   echo "daemon_up 1 after $((SECONDS - t0))s"
-  echo "$body" | head -n 12
-  echo "$body" | grep -E '^node_infiniband_info\{.*device="rxe0"' || fail "no node_infiniband_info of rxe0"
-  echo "$body" | grep -E '^rdma_port_state\{device="rxe0",port="1",state="ACTIVE"\} 1' \
+  head -n 12 <<<"$body"
+  grep -E '^node_infiniband_info\{.*device="rxe0"' <<<"$body" || fail "no node_infiniband_info of rxe0"
+  grep -E '^rdma_port_state\{device="rxe0",port="1",state="ACTIVE"\} 1' <<<"$body" \
     || fail "rxe0/1 not ACTIVE in rdma_port_state"
-  echo "$body" | grep -E '^rdma_port_transmitted_bytes_total\{device="rxe0",port="1"\}' \
+  grep -E '^rdma_port_transmitted_bytes_total\{device="rxe0",port="1"\}' <<<"$body" \
     || fail "no transmitted bytes of rxe0/1"
   local pid
   pid=$(systemctl show rdma-exporter.service -p MainPID --value)
