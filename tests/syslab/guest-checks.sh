@@ -655,7 +655,7 @@ c_broker_daemon() {
 }
 
 # The packaged rdma-exporter (docs/METRICS.md) under its unit's sandbox: socket-activated, so
-# the first scrape starts it as a transient user with no capabilities; it reads the daemon
+# the first scrape starts it as user nobody with no capabilities; it reads the daemon
 # over the system bus as any user may. A flap of rxe1's netdev (the late veth) shows in the
 # daemon's count of state changes, which the exporter serves.
 scrape() {
