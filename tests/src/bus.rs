@@ -59,6 +59,23 @@ pub fn skip_reason() -> Option<String> {
     why
 }
 
+/// Why a test of a service from another package cannot run, if it cannot: the bus harness
+/// ([`skip_reason`]), or the first of `files` (path, Debian package) that is missing. Under
+/// `RDMA_MANAGER_REQUIRE_TOOLS=1` a missing file is a failure instead.
+pub fn skip_reason_needing(files: &[(&str, &str)]) -> Option<String> {
+    if let Some(r) = skip_reason() {
+        return Some(r);
+    }
+    let (path, package) = files
+        .iter()
+        .find(|(path, _)| !std::path::Path::new(path).exists())?;
+    let why = format!("no {path} (Debian package {package})");
+    if tools_required() {
+        panic!("{why}, and RDMA_MANAGER_REQUIRE_TOOLS=1 forbids skipping");
+    }
+    Some(why)
+}
+
 fn skip_reason_here() -> Option<String> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {

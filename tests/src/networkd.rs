@@ -19,22 +19,15 @@ pub const NETWORKD_BUS_NAME: &str = "org.freedesktop.network1";
 const NETWORKD_BINARY: &str = "/lib/systemd/systemd-networkd";
 const NETWORKD_BUS_POLICY: &str = "/usr/share/dbus-1/system.d/org.freedesktop.network1.conf";
 
-/// Why the networkd tests cannot run here, if they cannot.
+/// Why the networkd tests cannot run here, if they cannot (a failure under
+/// `RDMA_MANAGER_REQUIRE_TOOLS=1`).
 pub fn skip_reason() -> Option<String> {
-    if let Some(r) = crate::bus::skip_reason() {
-        return Some(r);
-    }
-    for (path, package) in [
+    crate::bus::skip_reason_needing(&[
         (NETWORKD_BINARY, "systemd"),
         (NETWORKD_BUS_POLICY, "systemd"),
         ("/usr/bin/unshare", "util-linux"),
         ("/usr/bin/nsenter", "util-linux"),
-    ] {
-        if !Path::new(path).exists() {
-            return Some(format!("no {path} (Debian package {package})"));
-        }
-    }
-    None
+    ])
 }
 
 pub struct PrivateNetworkd {

@@ -6,7 +6,7 @@
 //! are written as keyfiles to a directory of the test's (`[keyfile] path=`), where the test
 //! reads them. `nmcli` talks to it through `DBUS_SYSTEM_BUS_ADDRESS`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
@@ -18,22 +18,15 @@ pub const NM_BUS_NAME: &str = "org.freedesktop.NetworkManager";
 const NM_BINARY: &str = "/usr/sbin/NetworkManager";
 const NM_BUS_POLICY: &str = "/usr/share/dbus-1/system.d/org.freedesktop.NetworkManager.conf";
 
-/// Why the NetworkManager tests cannot run here, if they cannot.
+/// Why the NetworkManager tests cannot run here, if they cannot (a failure under
+/// `RDMA_MANAGER_REQUIRE_TOOLS=1`).
 pub fn skip_reason() -> Option<String> {
-    if let Some(r) = crate::bus::skip_reason() {
-        return Some(r);
-    }
-    for (path, package) in [
+    crate::bus::skip_reason_needing(&[
         (NM_BINARY, "network-manager"),
         (NM_BUS_POLICY, "network-manager"),
         ("/usr/bin/nmcli", "network-manager"),
         ("/usr/bin/unshare", "util-linux"),
-    ] {
-        if !Path::new(path).exists() {
-            return Some(format!("no {path} (Debian package {package})"));
-        }
-    }
-    None
+    ])
 }
 
 pub struct PrivateNm {

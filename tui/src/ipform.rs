@@ -51,13 +51,19 @@ impl IpState {
     }
 }
 
-/// What the user can do where no IP manager the daemon drives runs.
-fn unmanaged_advice(s: &IpSettings) -> &'static str {
+/// What the user can do where no IP manager the daemon drives runs: the daemon's own words
+/// (`manager-advice`), or these from a daemon that sends none.
+fn unmanaged_advice(s: &IpSettings) -> String {
+    let said = s.text("manager-advice");
+    if !said.is_empty() {
+        return said;
+    }
     if s.text("manager") == "netplan" {
-        "netplan configures this host: set addresses in /etc/netplan, then netplan try"
+        "netplan configures this host: set addresses in /etc/netplan, then netplan try".into()
     } else {
         "No IP manager runs: set addresses with ip address add, or start NetworkManager or \
          systemd-networkd to change them here"
+            .into()
     }
 }
 

@@ -51,6 +51,8 @@ pub struct Publisher {
     /// ThroughputSampled (which names every port at every tick: formatting and validating
     /// 256 paths a second was a measurable part of the idle daemon's CPU in the lab).
     paths: std::sync::Mutex<Arc<ObjectPaths>>,
+    /// How ThroughputSampled is delivered while a subscriber does not read.
+    signal_guard: super::signal_guard::SignalGuard,
 }
 
 /// A row of ThroughputSampled: port, TX and RX bytes/s, TX and RX packets/s, flags.
@@ -110,6 +112,7 @@ impl Publisher {
             published: Mutex::new(Published::default()),
             managed,
             paths: Default::default(),
+            signal_guard: Default::default(),
         }
     }
 
@@ -387,7 +390,7 @@ impl Sink for Publisher {
             member: "ThroughputSampled",
             path: ROOT_PATH,
         };
-        match super::signal_guard::delivery(&self.conn, &signal).await {
+        match self.signal_guard.delivery(&self.conn, &signal).await {
             super::signal_guard::Delivery::Broadcast => {
                 if let Err(e) = RootObject::throughput_sampled(&emitter, time_us, rows).await {
                     emit_failed("ThroughputSampled", ROOT_PATH, &e);

@@ -51,16 +51,36 @@ pub enum Delivery {
     To(Vec<String>),
 }
 
-/// Decides how this tick's signal is delivered (see the module's documentation).
-pub async fn delivery(conn: &Connection, signal: &Signal<'_>) -> Delivery {
-    match tokio::time::timeout(ASK_TIMEOUT, targets(conn, signal)).await {
-        Ok(Ok(Some(to))) => Delivery::To(to),
-        Ok(Ok(None)) => Delivery::Broadcast,
-        Ok(Err(e)) => {
-            tracing::trace!(error = %e, "the bus does not tell its queues: broadcasting");
-            Delivery::Broadcast
+/// Decides each tick's delivery for one connection, and remembers a bus that does not tell
+/// its queues (dbus-broker has no `GetConnectionStats`; a policy may deny it), so that it is
+/// not asked again at every tick.
+#[derive(Debug, Default)]
+pub struct SignalGuard {
+    bus_untold: std::sync::atomic::AtomicBool,
+}
+
+impl SignalGuard {
+    /// How this tick's signal is delivered (see the module's documentation).
+    pub async fn delivery(&self, conn: &Connection, signal: &Signal<'_>) -> Delivery {
+        use std::sync::atomic::Ordering;
+        if self.bus_untold.load(Ordering::Relaxed) {
+            return Delivery::Broadcast;
         }
-        Err(_) => Delivery::Broadcast,
+        match tokio::time::timeout(ASK_TIMEOUT, targets(conn, signal)).await {
+            Ok(Ok(Some(to))) => Delivery::To(to),
+            Ok(Ok(None)) => Delivery::Broadcast,
+            // The bus answered with an error: it will answer so again.
+            Ok(Err(zbus::Error::MethodError(name, _, _))) => {
+                tracing::debug!(error = %name, "the bus does not tell its queues: broadcasting from now on");
+                self.bus_untold.store(true, Ordering::Relaxed);
+                Delivery::Broadcast
+            }
+            Ok(Err(e)) => {
+                tracing::trace!(error = %e, "the bus did not tell its queues: broadcasting");
+                Delivery::Broadcast
+            }
+            Err(_) => Delivery::Broadcast,
+        }
     }
 }
 

@@ -154,7 +154,11 @@ impl EngineHandle {
         let path = networkd_file::path(interface);
         let ours = path.display().to_string();
         let described = nd.describe(interface).await.map_err(networkd_error)?;
-        if let Some(other) = described.network_file.as_deref().filter(|f| *f != ours) {
+        if let Some(other) = described
+            .network_file
+            .as_deref()
+            .filter(|f| wins_over(f, &ours))
+        {
             return Err(OpError::Busy(format!(
                 "systemd-networkd configures {interface} with {other}, which comes before the \
                  daemon's {ours}: change the IP settings there (or remove it); nothing was \
@@ -297,5 +301,35 @@ impl EngineHandle {
                 )
             }
         }
+    }
+}
+
+/// Whether networkd's `file` for a link keeps winning over the daemon's `ours`: networkd takes
+/// the first file, in name order across its directories, that matches the link
+/// (systemd.network(5)), so a file that sorts after the daemon's (an `80-default.network`)
+/// gives way to it.
+fn wins_over(file: &str, ours: &str) -> bool {
+    use std::path::Path;
+    file != ours && Path::new(file).file_name() < Path::new(ours).file_name()
+}
+
+#[cfg(test)]
+mod wins_over_tests {
+    use super::wins_over;
+
+    #[test]
+    fn only_a_file_that_sorts_first_keeps_the_link() {
+        let ours = "/etc/systemd/network/50-rdma-manager-ib0.network";
+        assert!(wins_over("/etc/systemd/network/10-admin.network", ours));
+        assert!(wins_over(
+            "/run/systemd/network/10-netplan-ib0.network",
+            ours
+        ));
+        assert!(!wins_over(
+            "/usr/lib/systemd/network/80-default.network",
+            ours
+        ));
+        assert!(!wins_over("/etc/systemd/network/99-dhcp.network", ours));
+        assert!(!wins_over(ours, ours));
     }
 }

@@ -165,6 +165,15 @@ fn is_dev_null(meta: &std::fs::Metadata) -> bool {
 pub fn read_optional(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, ReadError> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
+    // A device is refused before it is opened: opening some has effects of its own (a
+    // watchdog arms, a tape rewinds). The check after the open still catches a swap.
+    if let Ok(m) = std::fs::metadata(path) {
+        if !m.is_file() && !is_dev_null(&m) {
+            return Err(ReadError::NotRegular {
+                kind: kind_of(path, &m),
+            });
+        }
+    }
     let opened = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)

@@ -315,9 +315,6 @@ async fn serve_calls(
     let mut idle_until = tokio::time::Instant::now() + bounds.idle;
     while let Ok(Some(msg)) = tokio::time::timeout_at(idle_until, messages.next()).await {
         let msg = msg?;
-        if msg.header().member().map(|m| m.as_str()) == Some("GetManagedObjects") {
-            idle_until = tokio::time::Instant::now() + bounds.idle;
-        }
         if msg.message_type() != Type::MethodCall
             || msg
                 .header()
@@ -326,6 +323,11 @@ async fn serve_calls(
                 .contains(Flags::NoReplyExpected)
         {
             continue;
+        }
+        // After the filter above: a signal or a no-reply call named GetManagedObjects costs
+        // the client nothing and must not hold its slot.
+        if msg.header().member().map(|m| m.as_str()) == Some("GetManagedObjects") {
+            idle_until = tokio::time::Instant::now() + bounds.idle;
         }
         let reply = answer(&msg, shared, name)?;
         timeout(bounds.send, conn.send(&reply))
