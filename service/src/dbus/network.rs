@@ -46,9 +46,21 @@ async fn other_manager_keys(
         .rdma_netdev(interface)
         .await
         .map_err(super::errors::op_error)?;
-    let settings = match manager {
-        IpManager::Networkd => engine.networkd_settings(interface).await,
-        _ => None,
+    let (settings, file) = match manager {
+        IpManager::Networkd => {
+            let s = engine.networkd_settings(interface).await;
+            let file = s.as_ref().map(|_| {
+                crate::ipmgr::networkd_file::path(interface)
+                    .display()
+                    .to_string()
+            });
+            (s, file)
+        }
+        IpManager::Netplan { reachable: true } => engine
+            .netplan_settings(interface)
+            .await
+            .map_err(super::errors::op_error)?,
+        _ => (None, None),
     };
     let mut out = settings.as_ref().map(|s| s.to_keys()).unwrap_or_default();
     let kind = match kind {
@@ -57,12 +69,7 @@ async fn other_manager_keys(
     };
     put(&mut out, "kind".into(), kind);
     let (owner, file) = match settings {
-        Some(_) => (
-            manager.as_str(),
-            crate::ipmgr::networkd_file::path(interface)
-                .display()
-                .to_string(),
-        ),
+        Some(_) => (manager.as_str(), file.unwrap_or_default()),
         None => ("", String::new()),
     };
     put(&mut out, "owner".into(), owner);

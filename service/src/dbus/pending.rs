@@ -24,7 +24,7 @@ use zbus::zvariant::{OwnedObjectPath, Value};
 use super::guard::Guarded;
 use super::state::TIMEOUT_RANGE;
 use super::Context;
-use crate::engine::{IpPending, NetworkdPending, NmPending, StatePending};
+use crate::engine::{IpPending, NetplanPending, NetworkdPending, NmPending, StatePending};
 
 /// How a pending change ended, as `Network.ChangeEnded` says it.
 pub const CONFIRMED: &str = "confirmed";
@@ -40,6 +40,9 @@ pub enum Pending {
     State(StatePending),
     /// A change made through systemd-networkd: the daemon puts the file back.
     Networkd(NetworkdPending),
+    /// A change netplan is trying: netplan rolls it back (`Cancel`), or by itself when its
+    /// own timer runs out.
+    Netplan(NetplanPending),
 }
 
 #[derive(Debug, Clone)]
@@ -115,6 +118,16 @@ impl PendingChanges {
                     action: Action::ManageIp,
                     deadline: SystemTime::now() + Duration::from_secs(u64::from(p.timeout_secs)),
                     pending: Pending::Networkd(p),
+                };
+                self.publish(ctx, live).await
+            }
+            IpPending::Netplan(p) => {
+                let live = Live {
+                    interface: p.interface.clone(),
+                    description: p.description.clone(),
+                    action: Action::ManageIp,
+                    deadline: SystemTime::now() + Duration::from_secs(u64::from(p.timeout_secs)),
+                    pending: Pending::Netplan(p),
                 };
                 self.publish(ctx, live).await
             }
@@ -282,6 +295,14 @@ async fn watch_deadline(ctx: Arc<Context>, id: u32) {
             }
             return;
         }
+        Pending::Netplan(pending) => {
+            ctx.changes().end(id, TIMED_OUT).await;
+            if let Ok(engine) = ctx.engine_now() {
+                let undone = engine.netplan_undo(pending).await;
+                info!(change = %pending.description, %undone, "netplan change not confirmed in time");
+            }
+            return;
+        }
     }
     ctx.changes().end(id, TIMED_OUT).await;
 }
@@ -364,13 +385,22 @@ impl PendingChangeObject {
         self.ctx
             .change(&header, self.action(), arguments, async {
                 let live = self.ctx.changes().get(self.id)?;
-                if let Pending::Nm(pending) = &live.pending {
-                    self.ctx
+                match &live.pending {
+                    Pending::Nm(pending) => self
+                        .ctx
                         .engine()
                         .await?
                         .nm_confirm(pending)
                         .await
-                        .map_err(super::errors::op_error)?;
+                        .map_err(super::errors::op_error)?,
+                    Pending::Netplan(pending) => self
+                        .ctx
+                        .engine()
+                        .await?
+                        .netplan_confirm(pending)
+                        .await
+                        .map_err(super::errors::op_error)?,
+                    Pending::State(_) | Pending::Networkd(_) => {}
                 }
                 self.ctx.changes().end(self.id, CONFIRMED).await;
                 Ok(())
@@ -395,6 +425,12 @@ impl PendingChangeObject {
                         self.ctx.changes().end(self.id, ROLLED_BACK).await;
                         let undone = engine.undo_state_steps(&pending.steps).await;
                         info!(change = %pending.description, %undone, "applied state rolled back");
+                        return Ok(());
+                    }
+                    Pending::Netplan(pending) => {
+                        self.ctx.changes().end(self.id, ROLLED_BACK).await;
+                        let undone = engine.netplan_undo(pending).await;
+                        info!(change = %pending.description, %undone, "netplan change rolled back");
                         return Ok(());
                     }
                     Pending::Networkd(pending) => {
@@ -437,6 +473,14 @@ impl PendingChangeObject {
                         )))
                     }
                     Pending::State(_) | Pending::Networkd(_) => {}
+                    Pending::Netplan(_) => {
+                        return Err(Error::NotSupported(
+                            "netplan's try runs to the timeout it was given and cannot be \
+                             extended: confirm the change, or roll it back and make it again \
+                             with a longer timeout"
+                                .into(),
+                        ))
+                    }
                 }
                 let deadline = SystemTime::now() + Duration::from_secs(u64::from(seconds));
                 self.ctx.changes().set_deadline(self.id, deadline);

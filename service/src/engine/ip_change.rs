@@ -1,9 +1,10 @@
 //! IP settings through whichever IP manager the host runs (`ipmgr`): NetworkManager
-//! (`nm_change.rs`), systemd-networkd (a `.network` file of the daemon's and networkd's
-//! D-Bus API), or none (refused, saying what runs and what the user can do). Every change
-//! waits for confirmation with the same semantics: NetworkManager rolls its checkpoint back
-//! by itself; for networkd the daemon puts the previous file back (or removes its own) and
-//! has networkd reload when the change is rolled back or not confirmed in time.
+//! (`nm_change.rs`), netplan (`netplan_change.rs`), systemd-networkd (a `.network` file of
+//! the daemon's and networkd's D-Bus API), or none (refused, saying what runs and what the
+//! user can do). Every change waits for confirmation with the same semantics:
+//! NetworkManager rolls its checkpoint back by itself, netplan its try; for networkd the
+//! daemon puts the previous file back (or removes its own) and has networkd reload when the
+//! change is rolled back or not confirmed in time.
 //!
 //! Runs on callers' tasks, as `nm_change` does: no IP manager is waited on from the engine
 //! task.
@@ -33,6 +34,7 @@ const APPLY_WAIT: Duration = Duration::from_secs(10);
 pub enum IpPending {
     Nm(NmPending),
     Networkd(NetworkdPending),
+    Netplan(super::netplan_change::NetplanPending),
 }
 
 /// A change made through systemd-networkd: the daemon's file for the interface, and what
@@ -56,23 +58,33 @@ pub(super) fn networkd_error(e: NetworkdError) -> OpError {
 }
 
 impl EngineHandle {
-    /// The IP manager of the host: NetworkManager when it runs, else systemd-networkd when
-    /// it runs, else netplan when /etc/netplan holds configuration (and nothing runs that
-    /// applies it), else none.
+    /// The IP manager of the host: NetworkManager when it runs; else netplan when
+    /// /etc/netplan holds configuration and netplan's service can be asked (netplan writes
+    /// networkd's files, so its configuration is where a change belongs); else
+    /// systemd-networkd when it runs; else netplan, unreachable, when /etc/netplan holds
+    /// configuration; else none.
     pub async fn ip_manager(&self) -> IpManager {
         if let Some(nm) = self.nm.client() {
             if nm.running().await.unwrap_or(false) {
                 return IpManager::NetworkManager;
             }
         }
+        let netplan_config = matches!(
+            self.host.list_dir(std::path::Path::new(NETPLAN_DIR)).await,
+            Ok(Some(names)) if is_netplan_config(&names)
+        );
+        if netplan_config && self.netplan_reachable().await {
+            return IpManager::Netplan { reachable: true };
+        }
         if let Some(nd) = self.nm.networkd() {
             if nd.running().await.unwrap_or(false) {
                 return IpManager::Networkd;
             }
         }
-        match self.host.list_dir(std::path::Path::new(NETPLAN_DIR)).await {
-            Ok(Some(names)) if is_netplan_config(&names) => IpManager::Netplan,
-            _ => IpManager::None,
+        if netplan_config {
+            IpManager::Netplan { reachable: false }
+        } else {
+            IpManager::None
         }
     }
 
@@ -122,7 +134,11 @@ impl EngineHandle {
                 .networkd_set(interface, keys, timeout_secs)
                 .await
                 .map(IpPending::Networkd),
-            m @ (IpManager::Netplan | IpManager::None) => {
+            IpManager::Netplan { reachable: true } => self
+                .netplan_set(interface, keys, timeout_secs)
+                .await
+                .map(IpPending::Netplan),
+            m @ (IpManager::Netplan { reachable: false } | IpManager::None) => {
                 // Still say what is wrong with the request first.
                 self.rdma_netdev(interface).await?;
                 Err(OpError::NotSupported(format!(

@@ -19,6 +19,7 @@ mod host_setup;
 mod ip_change;
 mod leftovers;
 mod monitor;
+mod netplan_change;
 mod nm_change;
 mod nm_migrate;
 mod nm_owners;
@@ -40,6 +41,7 @@ mod transaction;
 mod wanted;
 
 pub use ip_change::{IpPending, NetworkdPending};
+pub use netplan_change::NetplanPending;
 pub use nm_change::{IpReport, NmPending, RdmaNetdev};
 pub use nm_migrate::Moved;
 pub use ops_ipoib::ChildCreated;

@@ -81,6 +81,11 @@ impl NmOwners {
         self.system.networkd()
     }
 
+    /// A client of netplan's D-Bus service, where the daemon can reach one.
+    pub fn netplan(&self) -> Option<Arc<dyn crate::ipmgr::netplan::Netplan>> {
+        self.system.netplan()
+    }
+
     /// The profiles as last asked (`None`: NetworkManager does not run).
     pub fn snapshot(&self) -> Option<Vec<ProfileSummary>> {
         self.snapshot

@@ -5,11 +5,16 @@
 //! - systemd-networkd: [`networkd_file`] (a `.network` file of the daemon's own per interface
 //!   in /etc/systemd/network) and [`networkd`] (its D-Bus API: Reload, Reconfigure, which file
 //!   a link runs with).
-//! - netplan: detected (configuration under /etc/netplan, or `io.netplan.Netplan` on the
-//!   bus), not driven: changes are refused with what the user can do.
+//! - netplan: [`netplan`] (its D-Bus API: a configuration object, `Set` into the daemon's
+//!   file /etc/netplan/90-rdma-manager.yaml, `Try` with netplan's own rollback) and
+//!   [`netplan_yaml`] (the interface's definition read and written). Where /etc/netplan holds
+//!   configuration but netplan's service cannot be reached, changes are refused with what the
+//!   user can do.
 //! - none: addresses are still shown (from the kernel); changes are refused with what the
 //!   user can do.
 
+pub mod netplan;
+pub mod netplan_yaml;
 pub mod networkd;
 pub mod networkd_file;
 
@@ -18,8 +23,11 @@ pub mod networkd_file;
 pub enum IpManager {
     NetworkManager,
     /// Configuration under /etc/netplan (netplan renders it for networkd or NetworkManager
-    /// at boot and on `netplan apply`).
-    Netplan,
+    /// at boot and on `netplan apply`); `reachable`: its D-Bus service runs or can be
+    /// started, through which the daemon changes it.
+    Netplan {
+        reachable: bool,
+    },
     Networkd,
     None,
 }
@@ -29,7 +37,7 @@ impl IpManager {
     pub fn as_str(self) -> &'static str {
         match self {
             IpManager::NetworkManager => "networkmanager",
-            IpManager::Netplan => "netplan",
+            IpManager::Netplan { .. } => "netplan",
             IpManager::Networkd => "systemd-networkd",
             IpManager::None => "none",
         }
@@ -38,11 +46,14 @@ impl IpManager {
     /// What the user can do about IP settings where the daemon does not change them.
     pub fn advice(self) -> &'static str {
         match self {
-            IpManager::NetworkManager | IpManager::Networkd => "",
-            IpManager::Netplan => {
-                "netplan configures this host: give the interface its addresses in a file \
-                 under /etc/netplan and run netplan try (or netplan apply); the daemon does \
-                 not write netplan's configuration"
+            IpManager::NetworkManager
+            | IpManager::Networkd
+            | IpManager::Netplan { reachable: true } => "",
+            IpManager::Netplan { reachable: false } => {
+                "netplan configures this host but its D-Bus service (io.netplan.Netplan, \
+                 netplan.io's netplan-dbus) cannot be reached: install or start it, or give \
+                 the interface its addresses in a file under /etc/netplan and run netplan try \
+                 (or netplan apply)"
             }
             IpManager::None => {
                 "no IP manager runs (neither NetworkManager nor systemd-networkd is on the \

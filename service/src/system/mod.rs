@@ -292,6 +292,10 @@ pub trait SystemServices: Send + Sync {
     fn networkd(&self) -> Option<std::sync::Arc<dyn crate::ipmgr::networkd::Networkd>> {
         None
     }
+    /// A client of netplan's D-Bus service, where the daemon can reach one.
+    fn netplan(&self) -> Option<std::sync::Arc<dyn crate::ipmgr::netplan::Netplan>> {
+        None
+    }
 }
 
 /// How long a NetworkManager that owns its name but has not exported its settings yet is
@@ -307,6 +311,7 @@ pub struct BusSystemServices {
     /// How long a starting NetworkManager is waited for ([`NM_SETTINGS_WAIT`]).
     pub nm_settings_wait: std::time::Duration,
     pub networkd: crate::ipmgr::networkd::BusNetworkd,
+    pub netplan: crate::ipmgr::netplan::BusNetplan,
 }
 
 impl BusSystemServices {
@@ -317,6 +322,7 @@ impl BusSystemServices {
             network_manager: crate::nm::client::NetworkManager::new(conn.clone()),
             nm_settings_wait: NM_SETTINGS_WAIT,
             networkd: crate::ipmgr::networkd::BusNetworkd::new(conn.clone(), DEFAULT_CALL_TIMEOUT),
+            netplan: crate::ipmgr::netplan::BusNetplan::new(conn.clone(), DEFAULT_CALL_TIMEOUT),
         }
     }
 }
@@ -352,6 +358,10 @@ impl SystemServices for BusSystemServices {
 
     fn networkd(&self) -> Option<std::sync::Arc<dyn crate::ipmgr::networkd::Networkd>> {
         Some(std::sync::Arc::new(self.networkd.clone()))
+    }
+
+    fn netplan(&self) -> Option<std::sync::Arc<dyn crate::ipmgr::netplan::Netplan>> {
+        Some(std::sync::Arc::new(self.netplan.clone()))
     }
 
     async fn unit_status(&self, unit: &str) -> Result<UnitStatus, SystemError> {
