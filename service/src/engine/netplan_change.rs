@@ -150,9 +150,10 @@ impl EngineHandle {
         let old = netplan_yaml::definition(&merged, interface)
             .map_err(yaml_error)?
             .settings;
-        let new_definition = old.is_none();
         let mut ip = old.unwrap_or_else(IpSettings::nmcli_defaults);
-        ip.apply(&keys, new_definition)
+        // netplan has no method: a family with addresses is static, so addresses given
+        // without a method make the family manual, as nmcli does for a new profile.
+        ip.apply(&keys, true)
             .map_err(|e| OpError::InvalidArgument(e.to_string()))?;
         let key = netplan_yaml::key(interface);
         // The definition in the daemon's file is replaced whole: `netplan set` appends to

@@ -7,6 +7,7 @@ mod ansible;
 mod dist_files;
 mod exporter;
 mod lab_transcripts;
+mod netplan;
 mod networkd;
 mod nm_changes;
 mod nm_profiles;

@@ -19,10 +19,10 @@ use rdma_manager_tests::networkd::{skip_reason, PrivateNetworkd};
 use rdma_managerd::kernel::sim::{fixtures, SimHost};
 use zbus::zvariant::{OwnedObjectPath, OwnedValue, Value};
 
-const ERR: &str = "org.rdmamanager.RdmaManager1.Error.";
+pub(crate) const ERR: &str = "org.rdmamanager.RdmaManager1.Error.";
 const FILE: &str = "etc/systemd/network/50-rdma-manager-eth0.network";
 
-fn error_name(r: &Result<impl std::fmt::Debug, zbus::Error>) -> (String, String) {
+pub(crate) fn error_name(r: &Result<impl std::fmt::Debug, zbus::Error>) -> (String, String) {
     match r {
         Err(zbus::Error::MethodError(name, text, _)) => {
             (name.to_string(), text.clone().unwrap_or_default())
@@ -31,41 +31,19 @@ fn error_name(r: &Result<impl std::fmt::Debug, zbus::Error>) -> (String, String)
     }
 }
 
-fn text(map: &HashMap<String, OwnedValue>, key: &str) -> String {
+pub(crate) fn text(map: &HashMap<String, OwnedValue>, key: &str) -> String {
     map.get(key)
         .and_then(|v| v.downcast_ref::<&str>().ok().map(str::to_string))
         .unwrap_or_else(|| panic!("no string {key} in {map:?}"))
 }
 
-fn texts(map: &HashMap<String, OwnedValue>, key: &str) -> Vec<String> {
+pub(crate) fn texts(map: &HashMap<String, OwnedValue>, key: &str) -> Vec<String> {
     map.get(key)
         .and_then(|v| Vec::<String>::try_from(v.clone()).ok())
         .unwrap_or_else(|| panic!("no list {key} in {map:?}"))
 }
 
-async fn daemon_on(
-    nd: &PrivateNetworkd,
-    sim: &SimHost,
-) -> Result<rdma_managerd::dbus::server::Service> {
-    use rdma_managerd::dbus::polkit::Authorizer;
-    use std::sync::Arc;
-    let conn = nd.bus.connect().await?;
-    let config = rdma_managerd::engine::EngineConfig {
-        tick: Duration::from_millis(100),
-        ..Default::default()
-    };
-    Ok(rdma_managerd::dbus::server::serve_with(
-        conn.clone(),
-        Arc::new(sim.clone()),
-        true,
-        config,
-        Authorizer::same_user_for_simulation(&conn),
-        Arc::new(rdma_managerd::system::BusSystemServices::new(&conn)),
-    )
-    .await?)
-}
-
-async fn pending(
+pub(crate) async fn pending(
     conn: &zbus::Connection,
     path: &OwnedObjectPath,
 ) -> Result<PendingChangeProxy<'static>> {
@@ -76,7 +54,7 @@ async fn pending(
         .await?)
 }
 
-async fn ended(
+pub(crate) async fn ended(
     signals: &mut rdma_manager_dbus::proxies::ChangeEndedStream,
     change: &OwnedObjectPath,
     secs: u64,
@@ -96,7 +74,7 @@ async fn ended(
 }
 
 /// Waits until networkd's kernel link has exactly these IPv4 addresses.
-async fn wait_ipv4(nd: &PrivateNetworkd, want: &[&str], secs: u64) -> Result<()> {
+pub(crate) async fn wait_ipv4(nd: &PrivateNetworkd, want: &[&str], secs: u64) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(secs);
     loop {
         let now = nd.ipv4_of("eth0")?;
@@ -129,7 +107,7 @@ async fn ip_settings_through_networkd_are_pending_and_roll_back_by_themselves() 
         "ip link add eth0 type veth peer name eth0p && ip link set eth0p up",
     )
     .await?;
-    let _service = daemon_on(&nd, &sim).await?;
+    let _service = nd.serve(&sim).await?;
     let client = nd.bus.connect().await?;
     let network = NetworkProxy::builder(&client)
         .cache_properties(zbus::proxy::CacheProperties::No)
@@ -263,7 +241,7 @@ async fn a_link_networkd_runs_with_another_file_is_not_touched() -> Result<()> {
     )
     .await?;
     wait_ipv4(&nd, &["192.0.2.10/24"], 10).await?;
-    let _service = daemon_on(&nd, &sim).await?;
+    let _service = nd.serve(&sim).await?;
     let client = nd.bus.connect().await?;
     let network = NetworkProxy::new(&client).await?;
     let r = network
@@ -384,7 +362,7 @@ async fn rdma_tui_sets_an_address_through_networkd() -> Result<()> {
         "ip link add eth0 type veth peer name eth0p && ip link set eth0p up",
     )
     .await?;
-    let _service = daemon_on(&nd, &sim).await?;
+    let _service = nd.serve(&sim).await?;
     let bin = workspace_bin("rdma-tui")?;
     let tui = Tmux::start(
         &format!("{} --address={}", bin.display(), nd.bus.address()),
