@@ -17,10 +17,11 @@ use crate::theme::Theme;
 /// What `GetIpSettings` answered for an interface (by name).
 #[derive(Debug, Clone)]
 pub enum IpState {
-    /// Settings the daemon can change (through NetworkManager or systemd-networkd).
+    /// Settings the daemon can change (through NetworkManager, netplan or systemd-networkd).
     Known(IpSettings),
-    /// No IP manager the daemon changes settings through (none runs, or netplan does): the
-    /// interface's addresses from the kernel, and what the user can do.
+    /// No IP manager the daemon changes settings through (none runs, or netplan's service
+    /// cannot be reached): the interface's addresses from the kernel, and what the user can
+    /// do.
     Unmanaged(IpSettings),
     /// NotSupported (a daemon older than IP managers: NetworkManager is not running).
     NoNm(String),
@@ -32,7 +33,9 @@ impl IpState {
     pub fn from_answer(result: &Result<CallOutput, CallError>) -> Option<IpState> {
         Some(match result {
             Ok(CallOutput::IpSettings(s)) => match s.text("manager").as_str() {
-                "none" | "netplan" => IpState::Unmanaged(s.clone()),
+                "none" => IpState::Unmanaged(s.clone()),
+                // A daemon that drives netplan says nothing to do; one that cannot, what to.
+                "netplan" if !s.text("manager-advice").is_empty() => IpState::Unmanaged(s.clone()),
                 _ => IpState::Known(s.clone()),
             },
             Ok(_) => return None,
@@ -226,6 +229,14 @@ pub fn form(settings: &IpSettings) -> Form {
                 } else {
                     format!("systemd-networkd, {file}")
                 }
+            } else if settings.text("manager") == "netplan" {
+                if file.is_empty() {
+                    "netplan: rdma-manager writes /etc/netplan/90-rdma-manager.yaml, tried with \
+                     netplan try"
+                        .to_string()
+                } else {
+                    format!("netplan, {file}")
+                }
             } else if p.is_empty() {
                 "none yet: NetworkManager makes one".to_string()
             } else {
@@ -399,6 +410,37 @@ mod tests {
         assert!(profile(&nd).ends_with(file), "{}", profile(&nd));
         let nm = settings(&[("manager", "NetworkManager")]);
         assert_eq!(profile(&nm), "none yet: NetworkManager makes one");
+        let np = settings(&[("manager", "netplan")]);
+        assert!(
+            profile(&np).contains("90-rdma-manager.yaml"),
+            "{}",
+            profile(&np)
+        );
+        assert!(!profile(&np).contains("NetworkManager"), "{}", profile(&np));
+    }
+
+    /// netplan is a manager the daemon drives when it says nothing is left to the user, and
+    /// one it cannot reach otherwise.
+    #[test]
+    fn netplan_opens_the_form_unless_the_daemon_gives_advice() {
+        let answer = |pairs: &[(&str, &str)]| {
+            Ok(CallOutput::IpSettings(IpSettings {
+                interface: "ib0".into(),
+                values: pairs
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), IpValue::Text(v.to_string())))
+                    .collect(),
+            }))
+        };
+        let driven =
+            IpState::from_answer(&answer(&[("manager", "netplan"), ("manager-advice", "")]));
+        assert!(matches!(driven, Some(IpState::Known(_))), "{driven:?}");
+        let unreachable = IpState::from_answer(&answer(&[
+            ("manager", "netplan"),
+            ("manager-advice", "install or start netplan-dbus"),
+        ]));
+        let refusal = unreachable.and_then(|s| s.refusal()).unwrap_or_default();
+        assert!(refusal.contains("netplan-dbus"), "{refusal}");
     }
 
     #[test]

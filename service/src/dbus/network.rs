@@ -134,16 +134,18 @@ impl NetworkObject as "org.rdmamanager.RdmaManager1.Network" {
 
     /// The IP settings of an IPoIB interface or of the netdev of a RoCE, rxe or siw port,
     /// whichever IP manager the host runs. Always: kind (ipoib or port), manager
-    /// (networkmanager, systemd-networkd, netplan or none), manager-advice (what the user can
+    /// (networkmanager, netplan, systemd-networkd or none), manager-advice (what the user can
     /// do where the daemon does not change IP settings; empty otherwise), owner
-    /// (networkmanager or systemd-networkd when a profile or the daemon's .network file
-    /// configures it, else empty), keyfile (that profile's or file's path) and addresses (as:
-    /// ADDRESS/PREFIX it has now; NetworkManager's view under NetworkManager, the kernel's
-    /// otherwise). nmcli's keys of its settings (ipv4.method, ipv4.addresses (as),
-    /// ipv4.gateway, ipv4.dns (as), ipv4.dns-search (as), the same under ipv6.) when a
-    /// profile or the daemon's file configures it. Under NetworkManager also: profile, uuid,
-    /// device-state (NetworkManager's, as nmcli prints it, or absent), device-state-reason
-    /// (u), managed (b) and active (b: the profile is active on it).
+    /// (networkmanager, netplan or systemd-networkd when a profile, netplan's configuration
+    /// or the daemon's .network file configures it, else empty), keyfile (that profile's or
+    /// file's path; under netplan the daemon's file when it holds the definition) and
+    /// addresses (as: ADDRESS/PREFIX it has now; NetworkManager's view under
+    /// NetworkManager, the kernel's otherwise). nmcli's keys of its settings (ipv4.method,
+    /// ipv4.addresses (as), ipv4.gateway, ipv4.dns (as), ipv4.dns-search (as), the same under
+    /// ipv6.) when a profile, netplan or the daemon's file configures it. Under
+    /// NetworkManager also: profile, uuid, device-state (NetworkManager's, as nmcli prints
+    /// it, or absent), device-state-reason (u), managed (b) and active (b: the profile is
+    /// active on it).
     async fn get_ip_settings(&self, interface: &str) -> Result<HashMap<String, OwnedValue>, Error> {
         let engine = self.ctx.engine().await?;
         let manager = engine.ip_manager().await;
@@ -164,12 +166,15 @@ impl NetworkObject as "org.rdmamanager.RdmaManager1.Network" {
     /// Changes IP settings, given as nmcli's keys (see GetIpSettings; a key not given keeps
     /// its value), through the host's IP manager: under NetworkManager in the interface's
     /// profile, made when there is none (infiniband for IPoIB, ethernet for a port's netdev,
-    /// named after the interface), and activated, inside a checkpoint; under
-    /// systemd-networkd in the daemon's file /etc/systemd/network/50-rdma-manager-IF.network,
-    /// which networkd reloads (refused, Busy, when networkd runs the interface with an
-    /// earlier file). Returns the pending change: confirm it within `timeout` seconds (0:
-    /// 60; 10 to 3600) or it is rolled back (NetworkManager's checkpoint; the previous
-    /// networkd file). NotSupported, with what the user can do, where neither runs.
+    /// named after the interface), and activated, inside a checkpoint; under netplan in the
+    /// interface's definition in /etc/netplan/90-rdma-manager.yaml, applied with netplan's
+    /// Try (refused, Busy, when netplan defines the interface elsewhere or its other files
+    /// would still change the result); under systemd-networkd in the daemon's file
+    /// /etc/systemd/network/50-rdma-manager-IF.network, which networkd reloads (refused,
+    /// Busy, when networkd runs the interface with an earlier file). Returns the pending
+    /// change: confirm it within `timeout` seconds (0: 60; 10 to 3600) or it is rolled back
+    /// (NetworkManager's checkpoint; netplan's Try, which netplan also rolls back by itself;
+    /// the previous networkd file). NotSupported, with what the user can do, where none runs.
     op set_ip_settings(interface: &str, settings: HashMap<String, OwnedValue>, timeout: u32)
         -> OwnedObjectPath as ManageIp
         = |e| e.set_ip_settings_routed(interface, settings, timeout).await,
