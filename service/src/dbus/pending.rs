@@ -109,29 +109,29 @@ impl PendingChanges {
         ctx: &Arc<Context>,
         pending: IpPending,
     ) -> Result<OwnedObjectPath, Error> {
-        match pending {
-            IpPending::Nm(p) => self.add(ctx, p).await,
-            IpPending::Networkd(p) => {
-                let live = Live {
-                    interface: p.interface.clone(),
-                    description: p.description.clone(),
-                    action: Action::ManageIp,
-                    deadline: SystemTime::now() + Duration::from_secs(u64::from(p.timeout_secs)),
-                    pending: Pending::Networkd(p),
-                };
-                self.publish(ctx, live).await
-            }
-            IpPending::Netplan(p) => {
-                let live = Live {
-                    interface: p.interface.clone(),
-                    description: p.description.clone(),
-                    action: Action::ManageIp,
-                    deadline: SystemTime::now() + Duration::from_secs(u64::from(p.timeout_secs)),
-                    pending: Pending::Netplan(p),
-                };
-                self.publish(ctx, live).await
-            }
-        }
+        let (interface, description, timeout_secs, pending) = match pending {
+            IpPending::Nm(p) => return self.add(ctx, p).await,
+            IpPending::Networkd(p) => (
+                p.interface.clone(),
+                p.description.clone(),
+                p.timeout_secs,
+                Pending::Networkd(p),
+            ),
+            IpPending::Netplan(p) => (
+                p.interface.clone(),
+                p.description.clone(),
+                p.timeout_secs,
+                Pending::Netplan(p),
+            ),
+        };
+        let live = Live {
+            interface,
+            description,
+            action: Action::ManageIp,
+            deadline: SystemTime::now() + Duration::from_secs(u64::from(timeout_secs)),
+            pending,
+        };
+        self.publish(ctx, live).await
     }
 
     /// Publishes an applied state that stays in force for `timeout_secs` unless confirmed;

@@ -232,15 +232,7 @@ impl EngineHandle {
     ) -> Result<(), OpError> {
         nd.reload().await.map_err(networkd_error)?;
         nd.reconfigure(interface).await.map_err(networkd_error)?;
-        let want: Vec<NetdevAddress> = [&ip.ipv4, &ip.ipv6]
-            .into_iter()
-            .filter(|c| c.method != IpMethod::Disabled)
-            .flat_map(|c| c.addresses.iter())
-            .map(|(ip, prefix)| NetdevAddress {
-                ip: *ip,
-                prefix: *prefix,
-            })
-            .collect();
+        let want = static_addresses(ip);
         let ours = networkd_file::path(interface).display().to_string();
         let deadline = Instant::now() + APPLY_WAIT;
         loop {
@@ -318,6 +310,19 @@ impl EngineHandle {
             }
         }
     }
+}
+
+/// The addresses `ip` puts on its link: those of the families not disabled.
+pub(super) fn static_addresses(ip: &IpSettings) -> Vec<NetdevAddress> {
+    [&ip.ipv4, &ip.ipv6]
+        .into_iter()
+        .filter(|c| c.method != IpMethod::Disabled)
+        .flat_map(|c| c.addresses.iter())
+        .map(|(ip, prefix)| NetdevAddress {
+            ip: *ip,
+            prefix: *prefix,
+        })
+        .collect()
 }
 
 /// Whether networkd's `file` for a link keeps winning over the daemon's `ours`: networkd takes

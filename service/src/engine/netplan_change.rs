@@ -17,9 +17,7 @@ use zbus::zvariant::OwnedValue;
 
 use crate::ipmgr::netplan::{Netplan, NetplanError};
 use crate::ipmgr::netplan_yaml::{self, NetplanYamlError, ORIGIN_HINT};
-use crate::model::NetdevAddress;
 use crate::nm::keys::IpSettings;
-use crate::nm::profile::IpMethod;
 
 use super::{EngineHandle, OpError};
 
@@ -190,15 +188,7 @@ impl EngineHandle {
     /// systemd-networkd reports them where it runs (netplan's usual renderer), else as the
     /// kernel does.
     async fn netplan_wait(&self, interface: &str, ip: &IpSettings) -> Result<(), OpError> {
-        let want: Vec<NetdevAddress> = [&ip.ipv4, &ip.ipv6]
-            .into_iter()
-            .filter(|c| c.method != IpMethod::Disabled)
-            .flat_map(|c| c.addresses.iter())
-            .map(|(ip, prefix)| NetdevAddress {
-                ip: *ip,
-                prefix: *prefix,
-            })
-            .collect();
+        let want = super::ip_change::static_addresses(ip);
         let networkd = match self.nm.networkd() {
             Some(nd) if nd.running().await.unwrap_or(false) => Some(nd),
             _ => None,
