@@ -10,7 +10,7 @@
 
 pub use crate::types::HostStep;
 use crate::types::{
-    Gid, LeftChild, ManagedLimits, MovedChild, NamePreview, NameRule, Owner, PersistedChild, Pkey,
+    Gid, HealthCheck, LeftChild, ManagedLimits, MovedChild, NamePreview, NameRule, Owner, PersistedChild, Pkey,
     RdmaModule, SoftLink, StateChange, StateFile, StateStale, SubnetManager, UnitState,
 };
 use zbus::zvariant::OwnedObjectPath;

@@ -15,6 +15,7 @@
 pub mod by_port;
 pub mod clock;
 pub mod history;
+mod health;
 mod host_setup;
 mod ip_change;
 mod leftovers;
