@@ -291,11 +291,11 @@ impl App {
                 Ok(CallOutput::Health(rows)) => Some(crate::model::Health::of(rows)),
                 Ok(_) => None,
                 // No health section in the state directory: InvalidArgument, said in words.
-                Err(e) if e.kind == crate::client::ErrorKind::InvalidArgument => Some(
-                    crate::model::Health::Unavailable(
+                Err(e) if e.kind == crate::client::ErrorKind::InvalidArgument => {
+                    Some(crate::model::Health::Unavailable(
                         "no expectations (a health section in /etc/rdma-manager/state.d)".into(),
-                    ),
-                ),
+                    ))
+                }
                 Err(e) => Some(crate::model::Health::Unavailable(format!(
                     "not checked: {}",
                     e.message

@@ -11,8 +11,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use rdma_manager_dbus::types::{
-    Gid, HealthCheck, HostStep, ManagedLimits, NamePreview, NameRule, Owner, PersistedChild, Pkey, RdmaModule,
-    SoftLink, StateChange, StateFile, StateStale, SubnetManager, UnitState,
+    Gid, HealthCheck, HostStep, ManagedLimits, NamePreview, NameRule, Owner, PersistedChild, Pkey,
+    RdmaModule, SoftLink, StateChange, StateFile, StateStale, SubnetManager, UnitState,
 };
 use rdma_manager_dbus::{Action, Error};
 use zbus::message::Header;

@@ -33,9 +33,7 @@ impl EngineHandle {
             .map(|f| Duration::from_secs(u64::from(f.window_seconds)));
         let wants_mtu = health.ports.iter().flatten().any(|p| p.mtu.is_some());
         let (mut facts, mtu_reads) = self
-            .call(move |e| {
-                Box::pin(async move { Ok(facts_of(&e.state, flap_window, wants_mtu)) })
-            })
+            .call(move |e| Box::pin(async move { Ok(facts_of(&e.state, flap_window, wants_mtu)) }))
             .await?;
         for r in mtu_reads {
             facts.ports[r.port].mtu = self.netdev_mtu(&r.netdev).await;
@@ -149,11 +147,7 @@ fn facts_of(
                     .as_ref()
                     .ok()
                     .map(|s| s.sysfs_name().to_string()),
-                rate_gbps: p
-                    .rate
-                    .as_ref()
-                    .ok()
-                    .map(|r| f64::from(r.deci_gbps) / 10.0),
+                rate_gbps: p.rate.as_ref().ok().map(|r| f64::from(r.deci_gbps) / 10.0),
                 link_layer: p.link_layer.as_ref().ok().map(|l| l.as_str().to_string()),
                 mtu,
                 flaps: flap_window.map(|w| state.state_changes_within(d.index, p.number, w)),

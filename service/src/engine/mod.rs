@@ -14,8 +14,8 @@
 
 pub mod by_port;
 pub mod clock;
-pub mod history;
 mod health;
+pub mod history;
 mod host_setup;
 mod ip_change;
 mod leftovers;

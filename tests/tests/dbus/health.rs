@@ -84,7 +84,11 @@ async fn a_host_as_expected_passes_and_a_port_set_down_fails_naming_it() {
     assert!(failed(&rows).is_empty(), "{rows:#?}");
     // Two values of five ports; present and three values of mlx5_0/1, three of mlx5_1/1,
     // two of mlx4_1/1; the count.
-    assert_eq!(rows.len(), 10 + (1 + 3) + (1 + 3) + (1 + 2) + 1, "{rows:#?}");
+    assert_eq!(
+        rows.len(),
+        10 + (1 + 3) + (1 + 3) + (1 + 2) + 1,
+        "{rows:#?}"
+    );
     let mtu = rows
         .iter()
         .find(|r| r.expectation == "mtu" && r.subject == "mlx5_1/1");
@@ -159,7 +163,10 @@ async fn an_error_counter_rising_within_the_window_fails() {
     let started = Instant::now();
     let rows = check(&m, doc).await;
     raise.await.expect("raise");
-    assert!(started.elapsed() >= Duration::from_secs(1), "the window was not waited out");
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "the window was not waited out"
+    );
     assert_eq!(failed(&rows), [("error-counters", "mlx5_0/1")], "{rows:#?}");
     let bad = rows.iter().find(|r| !r.passed).map(|r| r.observed.as_str());
     assert_eq!(bad, Some("symbol_error +3"));
@@ -206,8 +213,14 @@ async fn bad_expectations_are_refused_with_their_key_path() {
             "health: {ports: [{device: mlx5_0, port: 0}]}",
             "health.ports[0].port: port 0 is not an RDMA port",
         ),
-        ("health:\n  ports: []\n  colour: red\n", "line 3: health.colour: unknown field"),
-        ("health: {flaps: {window-seconds: 60, max: 64}}", "health.flaps.max"),
+        (
+            "health:\n  ports: []\n  colour: red\n",
+            "line 3: health.colour: unknown field",
+        ),
+        (
+            "health: {flaps: {window-seconds: 60, max: 64}}",
+            "health.flaps.max",
+        ),
         ("roce: []", "no health section"),
         ("health: {}", "expects nothing"),
         // No state directory on this host.

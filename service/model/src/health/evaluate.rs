@@ -154,7 +154,9 @@ fn port_entry(e: &PortExpectation, facts: &HostFacts, out: &mut Vec<Verdict>) {
             (Some(d), None) => format!("no device {d}"),
             (None, _) => "the host has no RDMA port".to_string(),
         };
-        out.push(verdict("present", &subject, false, "absent", "present", what));
+        out.push(verdict(
+            "present", &subject, false, "absent", "present", what,
+        ));
         return;
     }
     if e.device.is_some() {

@@ -164,7 +164,10 @@ impl CounterWindow {
     pub fn names(&self) -> Vec<String> {
         match &self.counters {
             Some(c) => c.clone(),
-            None => DEFAULT_ERROR_COUNTERS.iter().map(|s| s.to_string()).collect(),
+            None => DEFAULT_ERROR_COUNTERS
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
         }
     }
 }
@@ -212,7 +215,8 @@ pub fn check(health: &Health) -> Result<(), StateError> {
             for (i, n) in names.iter().enumerate() {
                 let ok = !n.is_empty()
                     && n.len() <= 64
-                    && n.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+                    && n.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
                 if !ok {
                     return Err(StateError::invalid(
                         format!("health.error-counters.counters[{i}]"),

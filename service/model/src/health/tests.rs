@@ -22,7 +22,14 @@ fn port(device: &str, n: u32, state: &str, rate: f64) -> PortFacts {
         device: device.into(),
         port: n,
         state: Some(state.into()),
-        phys_state: Some(if state == "ACTIVE" { "LinkUp" } else { "Disabled" }.into()),
+        phys_state: Some(
+            if state == "ACTIVE" {
+                "LinkUp"
+            } else {
+                "Disabled"
+            }
+            .into(),
+        ),
         rate_gbps: Some(rate),
         link_layer: Some("InfiniBand".into()),
         mtu: Some((2044, "IPoIB interface ib0".into())),
@@ -139,12 +146,27 @@ fn rising_error_counters_and_flaps_fail() {
 #[test]
 fn bad_expectations_are_refused_with_their_key_path() {
     for (doc, path) in [
-        ("health:\n  ports:\n    - min-rate-gbps: -5\n", "health.ports[0].min-rate-gbps"),
-        ("health:\n  ports:\n    - device: mlx5_0\n      port: 0\n", "health.ports[0].port"),
-        ("health:\n  ports:\n    - state: UP\n", "health.ports[0].state"),
+        (
+            "health:\n  ports:\n    - min-rate-gbps: -5\n",
+            "health.ports[0].min-rate-gbps",
+        ),
+        (
+            "health:\n  ports:\n    - device: mlx5_0\n      port: 0\n",
+            "health.ports[0].port",
+        ),
+        (
+            "health:\n  ports:\n    - state: UP\n",
+            "health.ports[0].state",
+        ),
         ("health:\n  portz: []\n", "health.portz"),
-        ("health:\n  error-counters:\n    window-seconds: 600\n", "health.error-counters.window-seconds"),
-        ("health:\n  flaps:\n    window-seconds: 60\n    max: 64\n", "health.flaps.max"),
+        (
+            "health:\n  error-counters:\n    window-seconds: 600\n",
+            "health.error-counters.window-seconds",
+        ),
+        (
+            "health:\n  flaps:\n    window-seconds: 60\n    max: 64\n",
+            "health.flaps.max",
+        ),
         ("health:\n  ports:\n    - port: 1\n", "health.ports[0].port"),
     ] {
         let e = refused(doc);
