@@ -7,6 +7,9 @@ use std::collections::BTreeMap;
 
 use super::expect::{Gbps, Health, PortExpectation};
 
+/// A port's watched error counters at the start and the end of the window, by name.
+pub type CounterReadings = BTreeMap<String, (u64, u64)>;
+
 /// One port as the check sees it; `None` where the kernel did not give the value.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PortFacts {
@@ -24,7 +27,7 @@ pub struct PortFacts {
     /// The watched error counters at the start and the end of the window, by name (a
     /// counter the port lacks is absent), or why they could not be read (filled when the
     /// expectations ask for a counter window).
-    pub counters: Option<Result<BTreeMap<String, (u64, u64)>, String>>,
+    pub counters: Option<Result<CounterReadings, String>>,
 }
 
 impl PortFacts {
