@@ -14,7 +14,8 @@ Exit codes:
   4   not found
   5   rdma-managerd is not running (not on the bus)
   6   rolled back (verification failed, timeout, rollback)
-  10  diff: there are changes";
+  10  diff: there are changes
+  11  health: an expectation is not met";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -144,8 +145,58 @@ pub enum Command {
     },
     /// The subnet manager (opensm)
     Sm { action: SmAction },
+    /// Node health check (NHC style): exit 0 when every expectation holds, 11 and one
+    /// `ERROR:` line per failed expectation otherwise. Expectations: the health section of
+    /// FILE, else the options, else the state directory's health sections
+    Health(HealthArgs),
     /// Print a shell completion script
     Completions { shell: CompletionShell },
+}
+
+/// What `health` checks: a state document's health section, or expectations as options.
+#[derive(Debug, Clone, Default, Args)]
+pub struct HealthArgs {
+    /// A state document (YAML or JSON) whose health section is checked, or - for standard
+    /// input
+    #[arg(value_name = "FILE|-", conflicts_with_all = [
+        "ports", "state", "phys_state", "min_rate", "link_layer", "mtu", "min_ports",
+        "firmware_equal", "counter_window", "max_flaps"
+    ])]
+    pub file: Option<String>,
+    /// The ports the port options apply to: DEVICE or DEVICE/PORT, repeated (default: every
+    /// port); each must be present
+    #[arg(long = "port", value_name = "DEV[/PORT]")]
+    pub ports: Vec<String>,
+    /// Expected logical state (ACTIVE, ...)
+    #[arg(long, value_name = "STATE")]
+    pub state: Option<String>,
+    /// Expected physical state (LinkUp, ...)
+    #[arg(long, value_name = "PHYS")]
+    pub phys_state: Option<String>,
+    /// Expected rate, at least GBPS Gb/s
+    #[arg(long, value_name = "GBPS")]
+    pub min_rate: Option<f64>,
+    /// Expected link layer (InfiniBand or Ethernet)
+    #[arg(long, value_name = "LAYER")]
+    pub link_layer: Option<String>,
+    /// Expected MTU of the ports' network interface (IPoIB interface or netdev)
+    #[arg(long, value_name = "BYTES")]
+    pub mtu: Option<u32>,
+    /// At least N RDMA ports present
+    #[arg(long, value_name = "N")]
+    pub min_ports: Option<u32>,
+    /// Hardware devices of one board run one firmware version
+    #[arg(long)]
+    pub firmware_equal: bool,
+    /// No error counter rises over SECONDS (1 to 20; the check waits them out)
+    #[arg(long, value_name = "SECONDS")]
+    pub counter_window: Option<u32>,
+    /// At most N state changes of each port in the last --flap-window seconds
+    #[arg(long, value_name = "N", requires = "flap_window")]
+    pub max_flaps: Option<u32>,
+    /// The flap window, in seconds
+    #[arg(long, value_name = "SECONDS", requires = "max_flaps")]
+    pub flap_window: Option<u32>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -16,6 +16,7 @@ pub mod code {
     pub const NOT_RUNNING: u8 = 5;
     pub const ROLLED_BACK: u8 = 6;
     pub const CHANGES: u8 = 10;
+    pub const UNHEALTHY: u8 = 11;
 }
 
 /// A failed command: the sentence for `Error: `, and the exit code.

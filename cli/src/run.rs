@@ -5,7 +5,7 @@ use std::time::Duration;
 use crate::args::{Cli, Command};
 use crate::failure::{code, Failure};
 use crate::output::Format;
-use crate::{bus, commands, pending, state, status};
+use crate::{bus, commands, health, pending, state, status};
 
 /// How long a command may take when `-w` does not say (nmcli's default).
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(90);
@@ -86,6 +86,7 @@ async fn dispatch(
         Command::Show { yaml } => state::show(conn, yaml, format).await,
         Command::Diff { file } => state::diff(conn, &file, format).await,
         Command::Apply { file, timeout } => state::apply(conn, &file, timeout, format).await,
+        Command::Health(args) => health::check(conn, &args, format).await,
         Command::Completions { .. } => Ok(code::SUCCESS),
     }
 }

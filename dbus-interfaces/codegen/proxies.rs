@@ -82,6 +82,7 @@ pub const NAMED: &[(&str, &str)] = &[
     ("RdmaManager1.StateDirectory", "Vec<StateFile>"),
     ("RdmaManager1.DiffState", "Vec<StateChange>"),
     ("RdmaManager1.ApplyState.0", "Vec<StateChange>"),
+    ("RdmaManager1.CheckHealth", "Vec<HealthCheck>"),
     ("Port.GetThroughputHistory", "Vec<HistorySample>"),
     ("Port.GetThroughputHistoryCoarse", "Vec<HistorySample>"),
     ("Port.Gids", "Vec<Gid>"),

@@ -300,6 +300,28 @@ pub struct StateFile {
     pub message: String,
 }
 
+/// The verdict on one expectation of a health check for one subject (root `CheckHealth`,
+/// `a(ssbsss)`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Type, Value, OwnedValue)]
+#[zvariant(crate = "zbus::zvariant")]
+pub struct HealthCheck {
+    /// The expectation's key in the health section: `present`, `state`, `phys-state`,
+    /// `min-rate-gbps`, `link-layer`, `mtu`, `min-ports`, `firmware-equal`,
+    /// `error-counters`, `flaps`.
+    pub expectation: String,
+    /// What it concerns: a port (`mlx5_0/1`), a device, a board (`board MT_0000000223`) or
+    /// `host`.
+    pub subject: String,
+    /// Whether the expectation holds.
+    pub passed: bool,
+    /// What was found, as text.
+    pub observed: String,
+    /// What was expected, as text.
+    pub expected: String,
+    /// One sentence saying both.
+    pub message: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -324,6 +346,7 @@ mod tests {
         assert_eq!(LeftChild::SIGNATURE.to_string(), "(ss)");
         assert_eq!(StateChange::SIGNATURE.to_string(), "(sssss)");
         assert_eq!(StateFile::SIGNATURE.to_string(), "(ssss)");
+        assert_eq!(HealthCheck::SIGNATURE.to_string(), "(ssbsss)");
         assert_eq!(
             <Vec<SubnetManager>>::SIGNATURE.to_string(),
             <Vec<(OwnedObjectPath, String, String, u32, String)>>::SIGNATURE.to_string()

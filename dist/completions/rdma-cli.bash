@@ -28,6 +28,9 @@ _rdma__cli() {
             rdma__cli,diff)
                 cmd="rdma__cli__subcmd__diff"
                 ;;
+            rdma__cli,health)
+                cmd="rdma__cli__subcmd__health"
+                ;;
             rdma__cli,help)
                 cmd="rdma__cli__subcmd__help"
                 ;;
@@ -78,6 +81,9 @@ _rdma__cli() {
                 ;;
             rdma__cli__subcmd__help,diff)
                 cmd="rdma__cli__subcmd__help__subcmd__diff"
+                ;;
+            rdma__cli__subcmd__help,health)
+                cmd="rdma__cli__subcmd__help__subcmd__health"
                 ;;
             rdma__cli__subcmd__help,help)
                 cmd="rdma__cli__subcmd__help__subcmd__help"
@@ -233,7 +239,7 @@ _rdma__cli() {
 
     case "${cmd}" in
         rdma__cli)
-            opts="-t -j -w -h -V --terse --json --wait --system --session --address --help --version show status diff apply confirm rollback link roce ipoib ip naming modules memlock nfs sm completions help"
+            opts="-t -j -w -h -V --terse --json --wait --system --session --address --help --version show status diff apply confirm rollback link roce ipoib ip naming modules memlock nfs sm health completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -366,8 +372,74 @@ _rdma__cli() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        rdma__cli__subcmd__health)
+            opts="-t -j -w -h -V --port --state --phys-state --min-rate --link-layer --mtu --min-ports --firmware-equal --counter-window --max-flaps --flap-window --terse --json --wait --system --session --address --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --port)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --phys-state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --min-rate)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --link-layer)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --mtu)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --min-ports)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --counter-window)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-flaps)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --flap-window)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -w)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --address)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         rdma__cli__subcmd__help)
-            opts="show status diff apply confirm rollback link roce ipoib ip naming modules memlock nfs sm completions help"
+            opts="show status diff apply confirm rollback link roce ipoib ip naming modules memlock nfs sm health completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -423,6 +495,20 @@ _rdma__cli() {
             return 0
             ;;
         rdma__cli__subcmd__help__subcmd__diff)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rdma__cli__subcmd__help__subcmd__health)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

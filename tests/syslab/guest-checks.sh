@@ -531,6 +531,53 @@ UNIT
   run systemctl enable syslab-late-netdev.service
 }
 
+# Node health (CheckHealth through rdma-cli health, as Slurm's HealthCheckProgram runs it):
+# a state document's expectations on rxe1 over late0 pass, also for an unprivileged user
+# (reading is open); with late0 down the check exits 11 naming the failed expectations; with
+# it up again the port passes and the two changes count as flaps.
+HEALTH_DOC=/root/health.yml
+rxe1_state() {
+  busctl get-property "$BUS" "$(device_path rxe1)/Port/1" "$BUS.Port" State | grep -q "\"$1\""
+}
+c_health() {
+  cat >"$HEALTH_DOC" <<'DOC'
+health:
+  ports:
+    - device: rxe1
+      port: 1
+      state: ACTIVE
+      phys-state: LinkUp
+      link-layer: Ethernet
+      mtu: 1500
+  min-ports: 1
+DOC
+  run cat "$HEALTH_DOC"
+  local rc=0 text
+  run rdma-cli health "$HEALTH_DOC" || fail "the healthy port failed its check"
+  run setpriv --reuid=65534 --regid=65534 --clear-groups rdma-cli health "$HEALTH_DOC" \
+    || fail "an unprivileged user could not check"
+  run rdma-cli --json health "$HEALTH_DOC" | grep -q '"healthy": true' || fail "--json does not say healthy"
+  run ip link set late0 down
+  wait_for 30 "rxe1/1 published DOWN" rxe1_state DOWN || return 1
+  echo "\$ rdma-cli health $HEALTH_DOC"
+  text=$(rdma-cli health "$HEALTH_DOC") || rc=$?
+  echo "$text"
+  echo "(exit $rc)"
+  [ "$rc" -eq 11 ] || fail "exit $rc with the port down, expected 11"
+  grep -q '^ERROR:  rdma-cli:  Health check failed:  state rxe1/1:  rxe1/1 state is DOWN, expected ACTIVE$' <<<"$text" \
+    || fail "the failed state expectation is not named"
+  run ip link set late0 up
+  wait_for 30 "rxe1/1 published ACTIVE" rxe1_state ACTIVE || return 1
+  run rdma-cli health "$HEALTH_DOC" || fail "the port failed its check once up again"
+  rc=0
+  echo "\$ rdma-cli health --port rxe1/1 --max-flaps 1 --flap-window 600"
+  text=$(rdma-cli health --port rxe1/1 --max-flaps 1 --flap-window 600) || rc=$?
+  echo "$text"
+  echo "(exit $rc)"
+  [ "$rc" -eq 11 ] && grep -q 'flaps rxe1/1:  rxe1/1 changed state 2 times' <<<"$text" \
+    || fail "the port's down and up are not two flaps"
+}
+
 c_late_netdev() {
   wait_for 120 "rxe1 over late0" sh -c 'rdma link show | grep -q "link rxe1/1 .*netdev late0"' || { run rdma link show; return 1; }
   run rdma link show
@@ -965,6 +1012,7 @@ case "$phase" in
     check nm-rollback c_nm_rollback
     check tui c_tui
     check late-setup c_late_setup
+    check health c_health
     echo "phase 2: $failures failed" >>"$out/summary"
     exit 100
     ;;

@@ -63,6 +63,8 @@ pub struct App {
     sequence_call: Option<u64>,
     /// The counters read in flight, if any (see [`App::poll_counters`]).
     counters_call: Option<u64>,
+    /// The health check in flight, if any (see [`App::poll_health`]).
+    health_call: Option<u64>,
     /// Calls to make, taken by the loop.
     outbox: Vec<(u64, Call)>,
     /// The port the user selected last, on any page: the pages that select ports show it.
@@ -91,6 +93,7 @@ impl App {
             done_so_far: Vec::new(),
             sequence_call: None,
             counters_call: None,
+            health_call: None,
             outbox: Vec::new(),
             port: None,
             countdown: Countdown::default(),
@@ -163,6 +166,24 @@ impl App {
             let page = self.current_page();
             self.counters_call = Some(self.queue(page, Call::GetCounters { port }));
         }
+    }
+
+    /// Whether the shown page shows the node's health (the Overview, once connected).
+    pub fn wants_health(&self) -> bool {
+        self.current_page() == PageId::Overview && self.connection == Connection::Connected
+    }
+
+    /// Queues a node health check (every 10 s while the Overview is shown), one at a time:
+    /// a check that waits out a counter window must not pile calls up.
+    pub fn poll_health(&mut self) {
+        if self
+            .health_call
+            .is_some_and(|id| self.pending.contains_key(&id))
+        {
+            return;
+        }
+        let page = self.current_page();
+        self.health_call = Some(self.queue(page, Call::CheckHealth));
     }
 
     fn queue(&mut self, page: PageId, call: Call) -> u64 {
@@ -264,6 +285,24 @@ impl App {
     }
 
     fn call_done(&mut self, id: u64, call: &Call, result: &Result<CallOutput, CallError>) {
+        if matches!(call, Call::CheckHealth) {
+            self.pending.remove(&id);
+            self.model.health = match result {
+                Ok(CallOutput::Health(rows)) => Some(crate::model::Health::of(rows)),
+                Ok(_) => None,
+                // No health section in the state directory: InvalidArgument, said in words.
+                Err(e) if e.kind == crate::client::ErrorKind::InvalidArgument => {
+                    Some(crate::model::Health::Unavailable(
+                        "no expectations (a health section in /etc/rdma-manager/state.d)".into(),
+                    ))
+                }
+                Err(e) => Some(crate::model::Health::Unavailable(format!(
+                    "not checked: {}",
+                    e.message
+                ))),
+            };
+            return;
+        }
         if let Ok(CallOutput::Pending(info)) = result {
             self.countdown.add(info.clone());
         }

@@ -168,6 +168,9 @@ pub enum Call {
     GetCounters {
         port: String,
     },
+    /// Read-only: the node health check of the state directory's expectations (answers
+    /// [`CallOutput::Health`]).
+    CheckHealth,
     /// Host: enable or disable a module in `/etc/rdma/modules/<set>.conf`.
     SetModuleEnabled {
         set: String,
@@ -231,6 +234,7 @@ impl Call {
         matches!(
             self,
             Call::GetCounters { .. }
+                | Call::CheckHealth
                 | Call::PreviewRdmaNames
                 | Call::GetIpSettings { .. }
                 | Call::ReadPendingChange { .. }
@@ -282,6 +286,7 @@ impl Call {
             ),
             Call::PreviewRdmaNames => "preview RDMA names".into(),
             Call::GetCounters { .. } => "read counters".into(),
+            Call::CheckHealth => "check the node's health".into(),
             Call::SetModuleEnabled {
                 set,
                 module,
@@ -354,6 +359,8 @@ pub enum CallOutput {
     Pending(PendingInfo),
     /// `GetIpSettings`' answer.
     IpSettings(IpSettings),
+    /// `CheckHealth`'s verdicts.
+    Health(Vec<rdma_manager_dbus::types::HealthCheck>),
 }
 
 /// A pending change's properties (`PendingChange` interface).
@@ -1049,6 +1056,11 @@ async fn perform_inner(
         | Call::ConfirmChange { .. }
         | Call::RollBackChange { .. } => network_call(conn, call).await,
         Call::GetCounters { port } => read_counters(conn, port, tx).await,
+        Call::CheckHealth => manager_proxy(conn)
+            .await?
+            .check_health("")
+            .await
+            .map(CallOutput::Health),
     }
 }
 

@@ -455,6 +455,34 @@ pub struct Model {
     /// model is then no statement about the host.
     #[serde(skip)]
     pub service_missing: bool,
+    /// The last node health check (`CheckHealth` of the state directory's expectations),
+    /// once one answered.
+    #[serde(skip)]
+    pub health: Option<Health>,
+}
+
+/// The verdict of a node health check, as the Overview shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Health {
+    /// Every expectation checked: how many, and the failed ones' messages (expectation and
+    /// subject first), in the daemon's order.
+    Checked { checks: usize, failed: Vec<String> },
+    /// Nothing to check, or the check failed: why.
+    Unavailable(String),
+}
+
+impl Health {
+    /// The verdict of CheckHealth's answer.
+    pub fn of(rows: &[rdma_manager_dbus::types::HealthCheck]) -> Health {
+        Health::Checked {
+            checks: rows.len(),
+            failed: rows
+                .iter()
+                .filter(|r| !r.passed)
+                .map(|r| format!("{} {}: {}", r.expectation, r.subject, r.message))
+                .collect(),
+        }
+    }
 }
 
 /// One object's interfaces and their properties, as GetManagedObjects and InterfacesAdded

@@ -58,6 +58,10 @@ async fn event_loop(
     let mut events = EventStream::new();
     let mut counters = tokio::time::interval(Duration::from_secs(1));
     counters.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    // The node health check: at once when the Overview is first shown connected, then every
+    // 10 s while it is shown.
+    let mut health = tokio::time::interval(Duration::from_secs(10));
+    health.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut dirty = true;
     loop {
         if dirty {
@@ -91,6 +95,7 @@ async fn event_loop(
                 }
                 dirty = true;
             }
+            _ = health.tick(), if app.wants_health() => app.poll_health(),
             _ = counters.tick(), if app.counters_port().is_some() || app.countdown.is_open() => {
                 app.poll_counters();
                 // The countdown's seconds.

@@ -66,6 +66,71 @@ fn overview_80x24() {
     insta::assert_snapshot!(screen(&mut app, 80, 24));
 }
 
+/// The Overview after its health check answered `rows` (through the call the application
+/// asks for, as the terminal loop makes it every 10 s).
+fn overview_with_health(rows: Vec<rdma_manager_dbus::types::HealthCheck>) -> App {
+    use rdma_tui::client::{Call, CallOutput, Update};
+    let mut app = shown(fixtures::demo_model(), Theme::colored(), PageId::Overview);
+    assert!(app.wants_health());
+    app.poll_health();
+    // One check at a time.
+    app.poll_health();
+    let calls = app.take_calls();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    let (id, call) = calls.into_iter().next().expect("a call");
+    assert_eq!(call, Call::CheckHealth);
+    app.apply(Update::CallDone {
+        id,
+        call,
+        result: Ok(CallOutput::Health(rows)),
+    });
+    app
+}
+
+fn verdict(
+    expectation: &str,
+    subject: &str,
+    passed: bool,
+    message: &str,
+) -> rdma_manager_dbus::types::HealthCheck {
+    rdma_manager_dbus::types::HealthCheck {
+        expectation: expectation.into(),
+        subject: subject.into(),
+        passed,
+        message: message.into(),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn overview_health_failed_80x24() {
+    let mut app = overview_with_health(vec![
+        verdict("state", "mlx4_1/1", true, "mlx4_1/1 state is ACTIVE"),
+        verdict(
+            "state",
+            "mlx5_0/1",
+            false,
+            "mlx5_0/1 state is DOWN, expected ACTIVE",
+        ),
+        verdict(
+            "min-rate-gbps",
+            "mlx5_0/1",
+            false,
+            "mlx5_0/1 runs at 100 Gb/s, expected at least 200 Gb/s",
+        ),
+    ]);
+    insta::assert_snapshot!(screen(&mut app, 80, 24));
+}
+
+#[test]
+fn overview_healthy_80x24() {
+    let mut app = overview_with_health(vec![
+        verdict("state", "mlx4_1/1", true, "mlx4_1/1 state is ACTIVE"),
+        verdict("state", "mlx5_0/1", true, "mlx5_0/1 state is ACTIVE"),
+    ]);
+    insta::assert_snapshot!(screen(&mut app, 80, 24));
+}
+
 #[test]
 fn overview_200x60() {
     let mut app = shown(fixtures::demo_model(), Theme::colored(), PageId::Overview);

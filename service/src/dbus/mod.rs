@@ -14,7 +14,8 @@
 //! - [`guard`]: wraps every interface: exact argument signatures, no reply where none was asked
 //!   for, and the [`limits`] of what one client may have the daemon send it unread.
 //! - [`server`]: connection, name and start-up order.
-//! - [`state`]: the declarative state (GetState, DiffState, ApplyState, the state directory).
+//! - [`state`]: the declarative state (GetState, DiffState, ApplyState, the state directory);
+//!   [`health`]: CheckHealth, the node health check against the state's `health` section.
 //! - `contract` (tests): the served interfaces compared with the committed XML the client
 //!   proxies are generated from.
 
@@ -25,6 +26,7 @@ pub mod direct;
 pub mod document;
 pub mod errors;
 pub mod guard;
+pub mod health;
 pub mod ipoib;
 pub mod limits;
 pub mod managed;

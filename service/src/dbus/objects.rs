@@ -11,8 +11,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use rdma_manager_dbus::types::{
-    Gid, HostStep, ManagedLimits, NamePreview, NameRule, Owner, PersistedChild, Pkey, RdmaModule,
-    SoftLink, StateChange, StateFile, StateStale, SubnetManager, UnitState,
+    Gid, HealthCheck, HostStep, ManagedLimits, NamePreview, NameRule, Owner, PersistedChild, Pkey,
+    RdmaModule, SoftLink, StateChange, StateFile, StateStale, SubnetManager, UnitState,
 };
 use rdma_manager_dbus::{Action, Error};
 use zbus::message::Header;
@@ -299,6 +299,11 @@ bus_object! {
             #[zbus(header)] header: Header<'_>,
         ) -> Result<(Vec<StateChange>, OwnedObjectPath), Error> {
             super::state::apply_state(&self.ctx, &header, document, timeout).await
+        }
+
+        /// A node health check: the verdict on every expectation of the document's `health` section (docs/STATE.md), or, with an empty document, of the health sections of the state directory's files: (expectation, subject such as "mlx5_0/1", "board MT_0000000223" or "host", passed, observed, expected, message). Ports: present, state, phys-state, min-rate-gbps, link-layer, mtu (of the port's IPoIB interface or netdev); min-ports; firmware-equal (per board); error-counters (read at both ends of a window of at most 20 s that the call waits out); flaps (state changes seen in the last window-seconds). A refused or empty document gets InvalidArgument with its key path and line; a device or port the host lacks is a failed "present". Read only: no authorization.
+        async fn check_health(&self, document: &str) -> Result<Vec<HealthCheck>, Error> {
+            super::health::check_health(&self.ctx, document).await
         }
 
         /// One tick's throughput of every port: the tick's time (µs since the epoch) and per

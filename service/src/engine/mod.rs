@@ -14,6 +14,7 @@
 
 pub mod by_port;
 pub mod clock;
+mod health;
 pub mod history;
 mod host_setup;
 mod ip_change;

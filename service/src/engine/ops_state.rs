@@ -136,6 +136,8 @@ fn current_of(st: &ObservedState) -> State {
             enabled: Some(hs.opensm.unit_file_state == "enabled"),
             running: Some(hs.opensm.active_state == "active"),
         }),
+        // Expectations, not settings: the host has none to show.
+        health: None,
     }
 }
 

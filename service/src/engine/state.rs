@@ -4,7 +4,8 @@
 //! Built and refreshed only through [`Host`] reads; a refresh replaces what it read and
 //! returns which keys changed, so the bus layer republishes just those.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use tracing::warn;
@@ -127,7 +128,15 @@ pub struct ObservedState {
     /// Published as each Port's `StateChanges`; not serialized (its keys are pairs).
     #[serde(skip)]
     pub state_changes: BTreeMap<(u32, u32), u64>,
+    /// When each of those changes was seen, the last [`FLAP_MEMORY`] of a port, oldest
+    /// first: `CheckHealth` counts a port's flaps over a window that ends now.
+    #[serde(skip)]
+    pub state_change_times: BTreeMap<(u32, u32), VecDeque<Instant>>,
 }
+
+/// How many state changes of a port are remembered with their time (the health section's
+/// `flaps.max` stays below it).
+pub use rdma_manager_model::health::expect::FLAP_MEMORY;
 
 /// Why the published state may be behind the kernel, and since when.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -324,10 +333,13 @@ impl ObservedState {
                 .and_then(|p| p.state.as_ref().ok());
             if let (Some(before), Ok(now)) = (before, &port.state) {
                 if before != now {
-                    *self
-                        .state_changes
-                        .entry((fresh.index, port.number))
-                        .or_default() += 1;
+                    let key = (fresh.index, port.number);
+                    *self.state_changes.entry(key).or_default() += 1;
+                    let times = self.state_change_times.entry(key).or_default();
+                    if times.len() == FLAP_MEMORY {
+                        times.pop_front();
+                    }
+                    times.push_back(Instant::now());
                 }
             }
         }
@@ -338,6 +350,20 @@ impl ObservedState {
         let devices = &self.devices;
         self.state_changes
             .retain(|(index, _), _| devices.contains_key(index));
+        self.state_change_times
+            .retain(|(index, _), _| devices.contains_key(index));
+    }
+
+    /// A port's state changes seen within `window` before now (at most [`FLAP_MEMORY`]).
+    pub fn state_changes_within(&self, index: u32, port: u32, window: Duration) -> u64 {
+        let Some(times) = self.state_change_times.get(&(index, port)) else {
+            return 0;
+        };
+        let now = Instant::now();
+        times
+            .iter()
+            .filter(|t| now.saturating_duration_since(**t) <= window)
+            .count() as u64
     }
 
     /// A port's state changes so far (see `state_changes`).

@@ -12,7 +12,7 @@ use rdma_manager_tests::service::{attr, own_interfaces, SystemSetup as Setup};
 use rdma_managerd::kernel::Host;
 
 /// Methods that only read; every other method of our interfaces must ask polkit.
-const READ_ONLY: [&str; 7] = [
+const READ_ONLY: [&str; 8] = [
     "GetThroughputHistory",
     "GetThroughputHistoryCoarse",
     "GetCounters",
@@ -20,6 +20,7 @@ const READ_ONLY: [&str; 7] = [
     "GetIpSettings",
     "GetState",
     "DiffState",
+    "CheckHealth",
 ];
 
 /// A state document with one change of RoCE: what ApplyState is called with (a document that
@@ -196,6 +197,7 @@ async fn an_unprivileged_user_is_refused_every_change_and_nothing_changes() -> R
         let args: &[&str] = match method.as_str() {
             "GetState" => &["s", "yaml"],
             "DiffState" => &["s", ROCE_STATE],
+            "CheckHealth" => &["s", "health: {min-ports: 1}"],
             _ => &[],
         };
         let reply = t.call(Some(&user), path, iface, method, args).await?;

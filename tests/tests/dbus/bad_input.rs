@@ -517,6 +517,24 @@ async fn state_methods_refuse_bad_input_and_change_nothing() -> Result<()> {
             "InvalidArgument",
         ));
     }
+    // Health expectations: refused with their key path, nothing checked.
+    for bad in [
+        "health: {ports: [{min-rate-gbps: -5}]}",
+        "health: {ports: [{device: mlx5_0, port: 0}]}",
+        "health: {ports: [{state: UP}]}",
+        "health: {portz: []}",
+        "health: {error-counters: {window-seconds: 600}}",
+        "roce: []",
+        long.as_str(),
+    ] {
+        cases.push(case(
+            ROOT_PATH,
+            "",
+            "CheckHealth",
+            &["s", bad],
+            "InvalidArgument",
+        ));
+    }
     for format in ["xml", "YAML\n", "../yaml"] {
         cases.push(case(
             ROOT_PATH,

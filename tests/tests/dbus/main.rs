@@ -7,6 +7,7 @@ mod authorization;
 mod bad_input;
 mod direct;
 mod file_types;
+mod health;
 mod history;
 mod host;
 mod ipoib;

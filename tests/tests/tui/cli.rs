@@ -707,3 +707,90 @@ fn a_simulated_daemon_on_the_session_bus_serves_its_user() -> Result<()> {
     );
     Ok(())
 }
+
+/// `rdma-cli health` as Slurm's HealthCheckProgram runs it: exit 0 and a summary when every
+/// expectation holds (for anyone: reading is open), exit 11 and one NHC line per failed
+/// expectation once a port is down, every verdict in `--json`, exit 2 with the key path for
+/// an expectation the daemon refuses, and for no expectations at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_exits_11_with_a_line_per_failed_expectation() -> Result<()> {
+    require_harness!();
+    let t = SystemSetup::new(false, PolkitConfig::rdma_manager()).await?;
+    let expect = [
+        "health",
+        "--port",
+        "mlx5_0/1",
+        "--port",
+        "mlx4_1/1",
+        "--state",
+        "ACTIVE",
+        "--phys-state",
+        "LinkUp",
+        "--min-rate",
+        "56",
+    ];
+    let o = cli(&t.bus, None, &expect).await?;
+    exited(&o, 0, "health of a healthy host")?;
+    ensure!(stdout(&o) == "healthy: 8 checks passed\n", "{}", stdout(&o));
+    // SAFETY: no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        let user = Credentials::test_user(false);
+        exited(
+            &cli(&t.bus, Some(&user), &expect).await?,
+            0,
+            "health as a user",
+        )?;
+    }
+
+    t.sim
+        .set_port_state(
+            "mlx5_0",
+            1,
+            rdma_managerd::model::PortState::Down,
+            rdma_managerd::model::PhysState::Disabled,
+        )
+        .context("port down")?;
+    let started = std::time::Instant::now();
+    let o = loop {
+        let o = cli(&t.bus, None, &expect).await?;
+        if o.status.code() != Some(0) || started.elapsed() > std::time::Duration::from_secs(10) {
+            break o;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    exited(&o, 11, "health with mlx5_0/1 down")?;
+    ensure!(
+        stdout(&o)
+            == "ERROR:  rdma-cli:  Health check failed:  state mlx5_0/1:  mlx5_0/1 state is DOWN, \
+                expected ACTIVE\n\
+                ERROR:  rdma-cli:  Health check failed:  phys-state mlx5_0/1:  mlx5_0/1 \
+                physical state is Disabled, expected LinkUp\n",
+        "{}",
+        stdout(&o)
+    );
+    let mut json_args = vec!["--json"];
+    json_args.extend(expect);
+    let o = cli(&t.bus, None, &json_args).await?;
+    exited(&o, 11, "health --json")?;
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).context("JSON")?;
+    ensure!(
+        doc["healthy"] == false && doc["checked"] == 8 && doc["failed"] == 2,
+        "{doc}"
+    );
+    ensure!(
+        doc["checks"][1]["expectation"] == "state" && doc["checks"][1]["observed"] == "DOWN",
+        "{doc}"
+    );
+
+    let o = cli(&t.bus, None, &["health", "--min-rate=-5"]).await?;
+    exited(&o, 2, "a negative rate")?;
+    ensure!(
+        stderr(&o).contains("health.ports[0].min-rate-gbps"),
+        "{}",
+        stderr(&o)
+    );
+    let o = cli(&t.bus, None, &["health"]).await?;
+    exited(&o, 2, "no expectations and no state directory")?;
+    ensure!(stderr(&o).contains("health section"), "{}", stderr(&o));
+    Ok(())
+}

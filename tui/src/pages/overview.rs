@@ -578,6 +578,29 @@ fn summary_line(
     }
 }
 
+/// The node health check's verdict in one line: "Health: healthy (23 checks)", or how many
+/// failed and the first of them, or why there is none.
+fn health_line(health: &crate::model::Health, t: Theme, width: usize) -> Line<'static> {
+    use crate::model::Health;
+    let head = Span::styled("Health: ", t.dim());
+    let (text, style) = match health {
+        Health::Checked { checks, failed } if failed.is_empty() => {
+            (format!("healthy ({checks} checks)"), t.good())
+        }
+        Health::Checked { checks, failed } => (
+            format!(
+                "{} of {checks} failed: {}",
+                failed.len(),
+                failed.first().map(String::as_str).unwrap_or_default()
+            ),
+            t.bad(),
+        ),
+        Health::Unavailable(why) => (why.clone(), t.dim()),
+    };
+    let room = width.saturating_sub(head.content.chars().count());
+    Line::from(vec![head, Span::styled(fit(&text, room), style)])
+}
+
 /// Facts about the selected port that the columns may have cut or left out at this width:
 /// all its interfaces, its GUID, TX and RX apart.
 fn selected_lines(model: &Model, port: &Port, ctx: &RenderCtx, width: usize) -> Vec<Line<'static>> {
@@ -673,7 +696,10 @@ impl Page for OverviewPage {
         // Summary, then the header, then as many ports as fit. A summary on a screen with
         // room for only a few rows would cost a port row: it goes first.
         let with_summary = area.height >= 6;
-        self.rows_top = u16::from(with_summary) + 1;
+        // The health verdict, once one came, under the summary where there is room for it
+        // and a few ports.
+        let health = model.health.as_ref().filter(|_| area.height >= 8);
+        self.rows_top = u16::from(with_summary) + u16::from(health.is_some()) + 1;
         self.visible = (area.height.saturating_sub(self.rows_top)) as usize;
         let pos = self.cursor.position(model);
         if pos < self.offset {
@@ -690,6 +716,9 @@ impl Page for OverviewPage {
                 format!("rows {}-{} of {}", self.offset + 1, last, ports.len())
             });
             line_at(frame, 0, summary_line(model, &ports, t, width, scroll));
+        }
+        if let Some(h) = health {
+            line_at(frame, self.rows_top - 2, health_line(h, t, width));
         }
         let head: Vec<Cell> = cols
             .iter()

@@ -81,6 +81,9 @@ pub fn check(state: &State) -> Result<(), StateError> {
                 .map_err(|e| StateError::invalid("nfs-rdma.port", e.to_string()))?;
         }
     }
+    if let Some(h) = &state.health {
+        crate::health::check(h)?;
+    }
     Ok(())
 }
 

@@ -901,6 +901,7 @@ mod generated {
                 enabled: Some(g.bool()),
                 running: Some(g.bool()),
             }),
+            health: None,
         }
     }
 

@@ -33,6 +33,10 @@ pub struct State {
     pub nfs_rdma: Option<NfsRdma>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subnet_manager: Option<SubnetManager>,
+    /// What a healthy node looks like: checked by `CheckHealth` (`rdma-cli health`), never
+    /// applied, so it takes no part in a difference.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health: Option<crate::health::Health>,
 }
 
 /// Whether a list entry should exist. Absent from the document means `up`.

@@ -223,6 +223,7 @@ mod tests {
                 enabled: g.maybe(Gen::bool),
                 running: g.maybe(Gen::bool),
             }),
+            health: None,
         }
     }
 

@@ -681,6 +681,33 @@ impl SimHost {
         Ok(())
     }
 
+    /// Adds `n` to a port's PMA error counter `name` (`symbol_error`, `link_downed`, ...), as
+    /// a flaky link does: no event, only a later read sees it. NotFound when the port has no
+    /// such counter.
+    pub fn add_port_errors(
+        &self,
+        dev: &str,
+        port: u32,
+        name: &str,
+        n: u64,
+    ) -> Result<(), HostError> {
+        let mut found = false;
+        self.with_port_silent(dev, port, |p| {
+            if let Some(pma) = &mut p.pma {
+                if let Some((_, v)) = pma.errors.iter_mut().find(|(k, _)| k == name) {
+                    *v += n;
+                    found = true;
+                }
+            }
+        })?;
+        if !found {
+            return Err(HostError::NotFound(format!(
+                "counter {name} of {dev}/{port}"
+            )));
+        }
+        Ok(())
+    }
+
     fn with_port(
         &self,
         dev: &str,
