@@ -1,26 +1,25 @@
 //! One scrape's data: the model's view (memory) and every port's counters, asked of the
-//! daemon (`Port.GetCounters`) a few at a time. Scrapes that arrive together share one
-//! collection, and one younger than [`REUSE`] is served again, so that no number of clients
-//! multiplies the daemon's work.
+//! daemon in one call (`GetAllCounters`, which shares a reading among its callers of one
+//! tick). Scrapes that arrive together share one collection, and one younger than [`REUSE`]
+//! is served again, so that no number of clients multiplies the daemon's work.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
-use rdma_manager_dbus::BUS_NAME;
+use rdma_manager_dbus::{BUS_NAME, ROOT_PATH};
+use zbus::zvariant::OwnedObjectPath;
 use zbus::Connection;
 
 use crate::follow::lock;
-use crate::model::{Model, View, PORT_IFACE};
+use crate::model::{Model, View, MANAGER_IFACE};
 
 /// A collection this young is served again instead of asking the daemon once more.
 pub const REUSE: Duration = Duration::from_secs(1);
-/// GetCounters calls in flight at once: the daemon refuses more than 16 calls in progress on
-/// one connection (docs/DBUS-API.md, "Reading large replies").
-const IN_FLIGHT: usize = 8;
-/// One GetCounters call, at most.
-const CALL_TIMEOUT: Duration = Duration::from_secs(5);
+/// The counters' call, at most: past it the scrape is served without counters (and says
+/// so in `rdma_exporter_port_read_errors`) rather than keep Prometheus waiting past its own
+/// scrape timeout (10 s by default).
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A port's counters as GetCounters gives them: (source, saturated, counters by name).
 #[derive(Debug, Clone, Default)]
@@ -36,8 +35,10 @@ pub struct Scrape {
     pub view: View,
     /// By port object path; a port whose counters could not be read is absent.
     pub counters: HashMap<String, Counters>,
-    /// Ports whose GetCounters failed in this collection.
+    /// Ports of the view without counters in this collection.
     pub counter_errors: u64,
+    /// When the daemon read the counters, µs since the epoch (0: not read).
+    pub counters_time_us: u64,
     /// How long the counters took to read.
     pub duration: Duration,
 }
@@ -78,53 +79,51 @@ impl Collector {
     async fn collect(&self) -> Scrape {
         let view = lock(&self.model).view();
         let started = Instant::now();
-        let paths: Vec<String> = view.ports.iter().map(|p| p.path.clone()).collect();
-        let results: Vec<(String, Option<Counters>)> = futures::stream::iter(paths)
-            .map(|path| async move {
-                let r = tokio::time::timeout(CALL_TIMEOUT, self.get_counters(&path)).await;
-                let c = match r {
-                    Ok(Ok(c)) => Some(c),
-                    Ok(Err(e)) => {
-                        tracing::debug!(path, "GetCounters: {e}");
-                        None
-                    }
-                    Err(_) => {
-                        tracing::debug!(path, "GetCounters timed out");
-                        None
-                    }
-                };
-                (path, c)
-            })
-            .buffer_unordered(IN_FLIGHT)
-            .collect()
-            .await;
-        let mut scrape = Scrape {
-            view,
-            ..Scrape::default()
-        };
-        for (path, c) in results {
-            match c {
-                Some(c) => {
-                    scrape.counters.insert(path, c);
-                }
-                None => scrape.counter_errors += 1,
+        let mut scrape = Scrape::default();
+        match tokio::time::timeout(CALL_TIMEOUT, self.get_all_counters()).await {
+            Ok(Ok((time_us, rows))) => {
+                scrape.counters_time_us = time_us;
+                scrape.counters = rows
+                    .into_iter()
+                    .map(|(path, source, saturated, values)| {
+                        (
+                            path.to_string(),
+                            Counters {
+                                source,
+                                saturated,
+                                values,
+                            },
+                        )
+                    })
+                    .collect();
             }
+            Ok(Err(e)) => tracing::debug!("GetAllCounters: {e}"),
+            Err(_) => tracing::debug!("GetAllCounters timed out"),
         }
+        scrape.counter_errors = view
+            .ports
+            .iter()
+            .filter(|p| !scrape.counters.contains_key(&p.path))
+            .count() as u64;
+        scrape.view = view;
         scrape.duration = started.elapsed();
         scrape
     }
 
-    async fn get_counters(&self, path: &str) -> zbus::Result<Counters> {
+    async fn get_all_counters(&self) -> zbus::Result<(u64, Vec<Row>)> {
         let reply = self
             .conn
-            .call_method(Some(BUS_NAME), path, Some(PORT_IFACE), "GetCounters", &())
+            .call_method(
+                Some(BUS_NAME),
+                ROOT_PATH,
+                Some(MANAGER_IFACE),
+                "GetAllCounters",
+                &(),
+            )
             .await?;
-        let (source, saturated, values): (String, bool, HashMap<String, u64>) =
-            reply.body().deserialize()?;
-        Ok(Counters {
-            source,
-            saturated,
-            values,
-        })
+        reply.body().deserialize()
     }
 }
+
+/// One port of GetAllCounters: (object, source, saturated, counters by name).
+type Row = (OwnedObjectPath, String, bool, HashMap<String, u64>);

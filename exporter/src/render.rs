@@ -317,9 +317,17 @@ fn own_metrics(o: &mut Out, scrape: &Scrape) {
     let errors = o.family(
         "rdma_exporter_port_read_errors",
         Kind::Gauge,
-        "Ports whose counters (Port.GetCounters) could not be read in this scrape.",
+        "Ports whose counters could not be read in this scrape (absent from the daemon's GetAllCounters, or the call failed).",
     );
     o.sample(errors, &[], scrape.counter_errors);
+    if scrape.counters_time_us > 0 {
+        let at = o.family(
+            "rdma_exporter_counters_timestamp_seconds",
+            Kind::Gauge,
+            "When rdma-managerd read the counters this scrape shows, in seconds since the Unix epoch (it shares one reading among the requests of one tick).",
+        );
+        o.sample(at, &[], scrape.counters_time_us as f64 / 1e6);
+    }
     let took = o.family(
         "rdma_exporter_counters_read_seconds",
         Kind::Gauge,
