@@ -11,7 +11,8 @@
 pub use crate::types::HostStep;
 use crate::types::{
     Gid, LeftChild, ManagedLimits, MovedChild, NamePreview, NameRule, Owner, PersistedChild, Pkey,
-    RdmaModule, SoftLink, StateChange, StateFile, StateStale, SubnetManager, UnitState,
+    PortCounters, RdmaModule, SoftLink, StateChange, StateFile, StateStale, SubnetManager,
+    UnitState,
 };
 use zbus::zvariant::OwnedObjectPath;
 
