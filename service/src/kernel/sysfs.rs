@@ -129,8 +129,28 @@ fn link_basename(path: &Path) -> Option<String> {
         .and_then(|t| t.file_name().map(|n| n.to_string_lossy().into_owned()))
 }
 
-fn read_u64(path: &Path) -> Field<u64> {
-    read_parsed(path, parse_dec::<u64>)
+/// A counter file's value, as [`read_parsed`] would give it but with one `read` into a small
+/// buffer: no size query, no second read for the end of file and no allocation, which
+/// `fs::read` makes. A reading of every port's counters opens thousands of these; sysfs
+/// gives an attribute's whole text to the first read.
+fn read_counter(path: &Path) -> Field<u64> {
+    use std::io::Read;
+    note(SysfsOp::File, 1);
+    let io = |e: std::io::Error| match e.kind() {
+        ErrorKind::NotFound => AttrError::Missing,
+        _ => AttrError::Unreadable(Errno::from_io(&e)),
+    };
+    let mut f = std::fs::File::open(path).map_err(io)?;
+    // "%llu\n" is at most 21 bytes; anything as long as the buffer is not a counter.
+    let mut buf = [0u8; 32];
+    let n = f.read(&mut buf).map_err(io)?;
+    if n == buf.len() {
+        return Err(AttrError::malformed(
+            &String::from_utf8_lossy(&buf),
+            "not a counter",
+        ));
+    }
+    parse_dec::<u64>(&String::from_utf8_lossy(&buf[..n]))
 }
 
 /// A file's text as C's `fopen` then `fscanf` would see it: `None` when it cannot be opened,
@@ -520,7 +540,7 @@ impl SysRoot {
         };
         match snap.source.clone() {
             CounterSource::Pma(width) => {
-                let words = |f: &str| read_u64(&pma_dir.join(f));
+                let words = |f: &str| read_counter(&pma_dir.join(f));
                 let (tx_w, rx_w) = (words("port_xmit_data"), words("port_rcv_data"));
                 let (tx_p, rx_p) = (words("port_xmit_packets"), words("port_rcv_packets"));
                 if width == CounterWidth::Bits32 {
@@ -555,10 +575,10 @@ impl SysRoot {
             }
             CounterSource::Netdev(ndev) => {
                 let stats = self.netdev_dir(&ndev).join("statistics");
-                snap.tx_bytes = read_u64(&stats.join("tx_bytes"));
-                snap.rx_bytes = read_u64(&stats.join("rx_bytes"));
-                snap.tx_packets = read_u64(&stats.join("tx_packets"));
-                snap.rx_packets = read_u64(&stats.join("rx_packets"));
+                snap.tx_bytes = read_counter(&stats.join("tx_bytes"));
+                snap.rx_bytes = read_counter(&stats.join("rx_bytes"));
+                snap.tx_packets = read_counter(&stats.join("tx_packets"));
+                snap.rx_packets = read_counter(&stats.join("rx_packets"));
             }
             CounterSource::None => {}
         }
@@ -571,7 +591,7 @@ impl SysRoot {
             .unwrap_or_default()
             .into_iter()
             .filter(|n| !skip.contains(&n.as_str()))
-            .filter_map(|n| read_u64(&dir.join(&n)).ok().map(|v| (n, v)))
+            .filter_map(|n| read_counter(&dir.join(&n)).ok().map(|v| (n, v)))
             .collect()
     }
 
