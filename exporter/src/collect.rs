@@ -47,7 +47,9 @@ pub struct Scrape {
 pub struct Collector {
     conn: Connection,
     model: Arc<Mutex<Model>>,
-    last: tokio::sync::Mutex<Option<(Instant, Arc<Scrape>)>>,
+    last: Arc<tokio::sync::Mutex<Option<(Instant, Arc<Scrape>)>>>,
+    /// Why following the daemon stopped, once it has.
+    stopped: tokio::sync::watch::Sender<Option<String>>,
 }
 
 impl Collector {
@@ -55,12 +57,33 @@ impl Collector {
         Collector {
             conn,
             model,
-            last: tokio::sync::Mutex::new(None),
+            last: Arc::new(tokio::sync::Mutex::new(None)),
+            stopped: tokio::sync::watch::Sender::new(None),
         }
     }
 
     pub fn model(&self) -> &Arc<Mutex<Model>> {
         &self.model
+    }
+
+    /// Following the daemon stopped, for `why`.
+    pub(crate) fn stop(&self, why: String) {
+        self.stopped.send_replace(Some(why));
+    }
+
+    /// Waits until following the daemon stops (the bus connection closed), and says why:
+    /// the exporter cannot serve anything current after that.
+    pub async fn follower_stopped(&self) -> String {
+        let mut rx = self.stopped.subscribe();
+        let why = match rx.wait_for(|s| s.is_some()).await {
+            Ok(why) => why.clone(),
+            // The sender lives in `self`: never dropped while this waits.
+            Err(_) => None,
+        };
+        match why {
+            Some(why) => why,
+            None => std::future::pending().await,
+        }
     }
 
     /// The current data, collected now or shared with a collection at most [`REUSE`] old.
@@ -72,7 +95,20 @@ impl Collector {
             }
         }
         let s = Arc::new(self.collect().await);
-        *last = Some((Instant::now(), s.clone()));
+        let at = Instant::now();
+        *last = Some((at, s.clone()));
+        // Once too old to be served again, the collection is dropped rather than held until
+        // the next scrape (a 15 s interval would keep it resident for nothing).
+        let kept = self.last.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(REUSE).await;
+            let mut last = kept.lock().await;
+            if last.as_ref().is_some_and(|(t, _)| *t == at) {
+                *last = None;
+                drop(last);
+                crate::release_freed_memory();
+            }
+        });
         s
     }
 

@@ -73,9 +73,12 @@ fn used(iface: &str, key: &str) -> bool {
     keys.contains(&key)
 }
 
-/// `props` with only what [`used`] keeps; `None` for an interface nothing is kept of.
+/// `props` with only what [`used`] keeps; `None` for an interface nothing is kept of. The
+/// map is shrunk to what it keeps: it was decoded with room for every property of the
+/// interface (a Port has thirty), which the model would otherwise hold for every object.
 fn kept(iface: &str, mut props: Props) -> Option<Props> {
     props.retain(|k, _| used(iface, k));
+    props.shrink_to_fit();
     (!props.is_empty()).then_some(props)
 }
 
@@ -92,27 +95,10 @@ pub enum Link {
 }
 
 /// The objects below the daemon's root, each with its interfaces' properties.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Model {
     objects: BTreeMap<String, HashMap<String, Props>>,
-    /// State transitions of each port seen in PropertiesChanged since this exporter started
-    /// (for a daemon that does not count them itself: see [`PortView::state_changes`]).
-    seen_changes: HashMap<String, u64>,
-    /// Each port's last State, kept across reloads so that a change while the daemon
-    /// restarted still counts.
-    last_state: HashMap<String, String>,
     pub link: Link,
-}
-
-impl Default for Model {
-    fn default() -> Self {
-        Model {
-            objects: BTreeMap::new(),
-            seen_changes: HashMap::new(),
-            last_state: HashMap::new(),
-            link: Link::Connecting,
-        }
-    }
 }
 
 impl Model {
@@ -133,20 +119,6 @@ impl Model {
                 )
             })
             .collect();
-        let ports: Vec<(String, String)> = self
-            .objects
-            .iter()
-            .filter_map(|(path, ifaces)| {
-                Some((path.clone(), text(ifaces.get(PORT_IFACE)?, "State")))
-            })
-            .collect();
-        for (path, state) in ports {
-            self.note_state(&path, &state);
-        }
-        self.seen_changes
-            .retain(|path, _| self.objects.contains_key(path));
-        self.last_state
-            .retain(|path, _| self.objects.contains_key(path));
         self.link = Link::Current;
     }
 
@@ -174,18 +146,11 @@ impl Model {
         for k in invalidated {
             props.remove(k);
         }
-        let state = (iface == PORT_IFACE)
-            .then(|| changed.get("State").map(value_text))
-            .flatten();
         props.extend(changed);
-        if let Some(state) = state {
-            self.note_state(path, &state);
-        }
     }
 
     /// An InterfacesAdded of `path`.
     pub fn add(&mut self, path: &str, interfaces: HashMap<String, Props>) {
-        let state = interfaces.get(PORT_IFACE).map(|p| text(p, "State"));
         let interfaces = interfaces
             .into_iter()
             .filter_map(|(name, props)| kept(&name, props).map(|p| (name, p)));
@@ -193,9 +158,6 @@ impl Model {
             .entry(path.to_string())
             .or_default()
             .extend(interfaces);
-        if let Some(state) = state {
-            self.note_state(path, &state);
-        }
     }
 
     /// An InterfacesRemoved of `path`.
@@ -206,26 +168,6 @@ impl Model {
             }
             if ifaces.is_empty() {
                 self.objects.remove(path);
-                self.seen_changes.remove(path);
-                self.last_state.remove(path);
-            }
-        }
-    }
-
-    /// Counts a port's State moving to another value (the first value seen is no change).
-    fn note_state(&mut self, path: &str, state: &str) {
-        if state.is_empty() {
-            return;
-        }
-        match self.last_state.get(path) {
-            Some(old) if old == state => {}
-            Some(_) => {
-                *self.seen_changes.entry(path.to_string()).or_default() += 1;
-                self.last_state.insert(path.to_string(), state.to_string());
-            }
-            None => {
-                self.seen_changes.entry(path.to_string()).or_default();
-                self.last_state.insert(path.to_string(), state.to_string());
             }
         }
     }
@@ -255,13 +197,6 @@ impl Model {
                         port.device = n.clone();
                     }
                 }
-                // The daemon's own count when it publishes one (it sees every transition
-                // since it started, whoever watches); else what this exporter saw.
-                port.state_changes = p
-                    .get("StateChanges")
-                    .and_then(|v| u64::try_from(&**v).ok())
-                    .or_else(|| self.seen_changes.get(path).copied())
-                    .unwrap_or(0);
                 view.ports.push(port);
             }
         }
@@ -392,8 +327,8 @@ pub struct PortView {
     pub sm_lid: u32,
     pub pkeys: Vec<(u32, u16)>,
     pub counter_source: String,
-    /// State transitions: the daemon's `StateChanges` when it has the property, else those
-    /// this exporter saw in PropertiesChanged since it started.
+    /// The daemon's `StateChanges`: every transition since it started, counted as it
+    /// happened, whoever watched (a flap between two scrapes included).
     pub state_changes: u64,
 }
 
@@ -421,7 +356,10 @@ impl PortView {
                 .and_then(|v| <Vec<(u32, u16)>>::try_from(v).ok())
                 .unwrap_or_default(),
             counter_source: text(p, "CounterSource"),
-            state_changes: 0,
+            state_changes: p
+                .get("StateChanges")
+                .and_then(|v| u64::try_from(&**v).ok())
+                .unwrap_or(0),
         }
     }
 }
