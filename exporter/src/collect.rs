@@ -43,11 +43,14 @@ pub struct Scrape {
     pub duration: Duration,
 }
 
+/// The last collection and when it was made.
+type Collected = (Instant, Arc<Scrape>);
+
 /// The exporter's state shared by its HTTP connections and its textfile loop.
 pub struct Collector {
     conn: Connection,
     model: Arc<Mutex<Model>>,
-    last: Arc<tokio::sync::Mutex<Option<(Instant, Arc<Scrape>)>>>,
+    last: Arc<tokio::sync::Mutex<Option<Collected>>>,
     /// Why following the daemon stopped, once it has.
     stopped: tokio::sync::watch::Sender<Option<String>>,
 }

@@ -144,12 +144,12 @@ pub fn lock(model: &Mutex<Model>) -> std::sync::MutexGuard<'_, Model> {
     model.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The objects as the model keeps them: by path, each interface's kept properties.
+pub type Objects = HashMap<OwnedObjectPath, HashMap<String, Props>>;
+
 /// The root's own properties (GetAll: an object manager lists only the objects below it),
-/// then every object below it; after `delay` when it is a retry.
-async fn read_all(
-    conn: Connection,
-    delay: Option<std::time::Duration>,
-) -> zbus::Result<zbus::fdo::ManagedObjects> {
+/// then every object below it, only what the model keeps; after `delay` when it is a retry.
+async fn read_all(conn: Connection, delay: Option<std::time::Duration>) -> zbus::Result<Objects> {
     if let Some(d) = delay {
         tokio::time::sleep(d).await;
     }
@@ -172,13 +172,42 @@ async fn read_all(
             &(),
         )
         .await?;
-    let mut objects: zbus::fdo::ManagedObjects = reply.body().deserialize()?;
-    let iface = zbus::names::OwnedInterfaceName::try_from(MANAGER_IFACE)?;
+    // Decoded on a worker thread, whose allocations malloc makes in an arena of its own, and
+    // only the kept part encoded again and decoded here. The reply holds every property of
+    // every object (GID tables, for one) and the model keeps a tenth of it: decoded here, what
+    // it keeps would lie scattered over the pages of what it drops, all of them staying
+    // resident; this way the worker's arena is freed whole and the model's pages are its own.
+    let kept = tokio::task::spawn_blocking(move || kept_encoding(&reply))
+        .await
+        .map_err(|e| zbus::Error::Failure(format!("decoding the model: {e}")))??;
+    let (mut objects, _): (Objects, usize) = kept.deserialize()?;
     objects
         .entry(OwnedObjectPath::try_from(ROOT_PATH)?)
         .or_default()
-        .insert(iface, root);
+        .insert(MANAGER_IFACE.to_string(), root);
     Ok(objects)
+}
+
+/// GetManagedObjects' reply with only what the model keeps, encoded as [`Objects`].
+fn kept_encoding(
+    reply: &Message,
+) -> zbus::Result<zbus::zvariant::serialized::Data<'static, 'static>> {
+    let objects: zbus::fdo::ManagedObjects = reply.body().deserialize()?;
+    let kept: Objects = objects
+        .into_iter()
+        .map(|(path, ifaces)| {
+            let ifaces = ifaces
+                .into_iter()
+                .filter_map(|(name, props)| {
+                    let name = name.to_string();
+                    crate::model::kept(&name, props).map(|p| (name, p))
+                })
+                .collect();
+            (path, ifaces)
+        })
+        .collect();
+    let ctxt = zbus::zvariant::serialized::Context::new_dbus(zbus::zvariant::LE, 0);
+    Ok(zbus::zvariant::to_bytes(ctxt, &kept)?)
 }
 
 /// One of the daemon's signals applied; one that does not parse is ignored.

@@ -76,7 +76,7 @@ fn used(iface: &str, key: &str) -> bool {
 /// `props` with only what [`used`] keeps; `None` for an interface nothing is kept of. The
 /// map is shrunk to what it keeps: it was decoded with room for every property of the
 /// interface (a Port has thirty), which the model would otherwise hold for every object.
-fn kept(iface: &str, mut props: Props) -> Option<Props> {
+pub(crate) fn kept(iface: &str, mut props: Props) -> Option<Props> {
     props.retain(|k, _| used(iface, k));
     props.shrink_to_fit();
     (!props.is_empty()).then_some(props)
@@ -102,8 +102,8 @@ pub struct Model {
 }
 
 impl Model {
-    /// Replaces everything with a fresh GetManagedObjects reply.
-    pub fn replace(&mut self, objects: zbus::fdo::ManagedObjects) {
+    /// Replaces everything with a fresh reading of the daemon's objects.
+    pub fn replace(&mut self, objects: crate::follow::Objects) {
         self.objects = objects
             .into_iter()
             .map(|(path, ifaces)| {
@@ -111,10 +111,7 @@ impl Model {
                     path.to_string(),
                     ifaces
                         .into_iter()
-                        .filter_map(|(name, props)| {
-                            let name = name.to_string();
-                            kept(&name, props).map(|p| (name, p))
-                        })
+                        .filter_map(|(name, props)| kept(&name, props).map(|p| (name, p)))
                         .collect(),
                 )
             })
