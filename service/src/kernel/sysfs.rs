@@ -134,13 +134,18 @@ fn link_basename(path: &Path) -> Option<String> {
 /// `fs::read` makes. A reading of every port's counters opens thousands of these; sysfs
 /// gives an attribute's whole text to the first read.
 fn read_counter(path: &Path) -> Field<u64> {
+    counter_of(std::fs::File::open(path))
+}
+
+/// A counter file opened by `opened`, read as [`read_counter`] reads it.
+fn counter_of(opened: std::io::Result<std::fs::File>) -> Field<u64> {
     use std::io::Read;
     note(SysfsOp::File, 1);
     let io = |e: std::io::Error| match e.kind() {
         ErrorKind::NotFound => AttrError::Missing,
         _ => AttrError::Unreadable(Errno::from_io(&e)),
     };
-    let mut f = std::fs::File::open(path).map_err(io)?;
+    let mut f = opened.map_err(io)?;
     // "%llu\n" is at most 21 bytes; anything as long as the buffer is not a counter.
     let mut buf = [0u8; 32];
     let n = f.read(&mut buf).map_err(io)?;
@@ -586,12 +591,32 @@ impl SysRoot {
     }
 
     /// Every readable "%llu" file of a counter directory, sorted by name.
+    ///
+    /// The directory is opened once as the base of an `openat` of each file: the kernel walks
+    /// one name per file instead of the whole path (a dozen names, through the class link on
+    /// sysfs), which was most of what reading every port's counters cost.
     fn read_counter_dir(&self, dir: &Path, skip: &[&str]) -> Vec<(String, u64)> {
-        list_dir(dir)
-            .unwrap_or_default()
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::OpenOptionsExt;
+        let names = list_dir(dir).unwrap_or_default();
+        if names.is_empty() {
+            return Vec::new();
+        }
+        let Ok(base) = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC)
+            .open(dir)
+        else {
+            return Vec::new();
+        };
+        let mut cpath = Vec::with_capacity(64);
+        names
             .into_iter()
             .filter(|n| !skip.contains(&n.as_str()))
-            .filter_map(|n| read_counter(&dir.join(&n)).ok().map(|v| (n, v)))
+            .filter_map(|n| {
+                let opened = super::port_poll::openat(base.as_raw_fd(), n.as_bytes(), &mut cpath);
+                counter_of(opened).ok().map(|v| (n, v))
+            })
             .collect()
     }
 
