@@ -15,9 +15,10 @@ pub const IPOIB_IFACE: &str = "org.rdmamanager.RdmaManager1.Ipoib";
 pub type Props = HashMap<String, OwnedValue>;
 
 /// The properties a scrape shows, by interface: only these are kept (a large host's GID
-/// tables, for one, would be most of the model and are not exported).
-fn used(iface: &str, key: &str) -> bool {
-    let keys: &[&str] = match iface {
+/// tables, for one, would be most of the model and are not exported). The name as this
+/// list spells it, so that the model holds no copy of it per object.
+fn used(iface: &str, key: &str) -> Option<&'static str> {
+    let keys: &[&'static str] = match iface {
         MANAGER_IFACE => &[
             "Version",
             "Simulated",
@@ -70,16 +71,77 @@ fn used(iface: &str, key: &str) -> bool {
         ],
         _ => &[],
     };
-    keys.contains(&key)
+    keys.iter().find(|k| **k == key).copied()
 }
 
-/// `props` with only what [`used`] keeps; `None` for an interface nothing is kept of. The
-/// map is shrunk to what it keeps: it was decoded with room for every property of the
-/// interface (a Port has thirty), which the model would otherwise hold for every object.
+/// The interface's name as the model spells it; `None` for one it keeps nothing of.
+fn iface_name(iface: &str) -> Option<&'static str> {
+    [MANAGER_IFACE, DEVICE_IFACE, PORT_IFACE, IPOIB_IFACE]
+        .into_iter()
+        .find(|i| *i == iface)
+}
+
+/// `props` with only what [`used`] keeps; `None` for an interface nothing is kept of.
 pub(crate) fn kept(iface: &str, mut props: Props) -> Option<Props> {
-    props.retain(|k, _| used(iface, k));
-    props.shrink_to_fit();
+    props.retain(|k, _| used(iface, k).is_some());
     (!props.is_empty()).then_some(props)
+}
+
+/// One interface's kept properties: each name the [`used`] list's own, in a vector (a dozen
+/// entries at most, looked up in order). A map of names copied per object, as decoded, was
+/// most of the exporter's resident set on a large host.
+#[derive(Debug, Default)]
+pub struct Kept(Vec<(&'static str, OwnedValue)>);
+
+impl Kept {
+    /// What [`used`] keeps of `props` for `iface`.
+    fn of(iface: &str, props: Props) -> Kept {
+        let mut k = Kept(Vec::new());
+        k.merge(iface, props);
+        k.0.shrink_to_fit();
+        k
+    }
+
+    fn merge(&mut self, iface: &str, props: Props) {
+        for (name, value) in props {
+            let Some(name) = used(iface, &name) else {
+                continue;
+            };
+            match self.0.iter_mut().find(|(k, _)| *k == name) {
+                Some(e) => e.1 = value,
+                None => self.0.push((name, value)),
+            }
+        }
+    }
+
+    pub fn get(&self, key: &str) -> Option<&OwnedValue> {
+        self.0.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
+    }
+
+    fn remove(&mut self, key: &str) {
+        self.0.retain(|(k, _)| *k != key);
+    }
+}
+
+/// An object's interfaces, each with its kept properties.
+type Interfaces = Vec<(&'static str, Kept)>;
+
+fn interface<'a>(ifaces: &'a Interfaces, name: &str) -> Option<&'a Kept> {
+    ifaces.iter().find(|(n, _)| *n == name).map(|(_, k)| k)
+}
+
+/// The interfaces of `decoded` the model keeps anything of.
+fn interfaces(decoded: HashMap<String, Props>) -> Interfaces {
+    let mut out: Interfaces = decoded
+        .into_iter()
+        .filter_map(|(name, props)| {
+            let name = iface_name(&name)?;
+            let k = Kept::of(name, props);
+            (!k.0.is_empty()).then_some((name, k))
+        })
+        .collect();
+    out.shrink_to_fit();
+    out
 }
 
 /// Where the model stands with the daemon.
@@ -97,7 +159,7 @@ pub enum Link {
 /// The objects below the daemon's root, each with its interfaces' properties.
 #[derive(Debug, Default)]
 pub struct Model {
-    objects: BTreeMap<String, HashMap<String, Props>>,
+    objects: BTreeMap<String, Interfaces>,
     pub link: Link,
 }
 
@@ -106,15 +168,7 @@ impl Model {
     pub fn replace(&mut self, objects: crate::follow::Objects) {
         self.objects = objects
             .into_iter()
-            .map(|(path, ifaces)| {
-                (
-                    path.to_string(),
-                    ifaces
-                        .into_iter()
-                        .filter_map(|(name, props)| kept(&name, props).map(|p| (name, p)))
-                        .collect(),
-                )
-            })
+            .map(|(path, ifaces)| (path.to_string(), interfaces(ifaces)))
             .collect();
         self.link = Link::Current;
     }
@@ -136,33 +190,35 @@ impl Model {
         let Some(ifaces) = self.objects.get_mut(path) else {
             return;
         };
-        let Some(changed) = kept(iface, changed) else {
+        let Some(name) = iface_name(iface) else {
             return;
         };
-        let props = ifaces.entry(iface.to_string()).or_default();
+        let props = match ifaces.iter().position(|(n, _)| *n == name) {
+            Some(i) => &mut ifaces[i].1,
+            None => {
+                ifaces.push((name, Kept::default()));
+                &mut ifaces.last_mut().expect("just pushed").1
+            }
+        };
         for k in invalidated {
             props.remove(k);
         }
-        props.extend(changed);
+        props.merge(name, changed);
     }
 
     /// An InterfacesAdded of `path`.
-    pub fn add(&mut self, path: &str, interfaces: HashMap<String, Props>) {
-        let interfaces = interfaces
-            .into_iter()
-            .filter_map(|(name, props)| kept(&name, props).map(|p| (name, p)));
-        self.objects
-            .entry(path.to_string())
-            .or_default()
-            .extend(interfaces);
+    pub fn add(&mut self, path: &str, added: HashMap<String, Props>) {
+        let object = self.objects.entry(path.to_string()).or_default();
+        for (name, kept) in interfaces(added) {
+            object.retain(|(n, _)| *n != name);
+            object.push((name, kept));
+        }
     }
 
     /// An InterfacesRemoved of `path`.
     pub fn remove(&mut self, path: &str, interfaces: &[String]) {
         if let Some(ifaces) = self.objects.get_mut(path) {
-            for i in interfaces {
-                ifaces.remove(i);
-            }
+            ifaces.retain(|(n, _)| !interfaces.iter().any(|i| i == n));
             if ifaces.is_empty() {
                 self.objects.remove(path);
             }
@@ -177,17 +233,17 @@ impl Model {
         };
         let mut device_names: HashMap<&str, String> = HashMap::new();
         for (path, ifaces) in &self.objects {
-            if let Some(p) = ifaces.get(DEVICE_IFACE) {
+            if let Some(p) = interface(ifaces, DEVICE_IFACE) {
                 let d = DeviceView::from_props(path, p);
                 device_names.insert(path.as_str(), d.name.clone());
                 view.devices.push(d);
             }
         }
         for (path, ifaces) in &self.objects {
-            if let Some(p) = ifaces.get(MANAGER_IFACE) {
+            if let Some(p) = interface(ifaces, MANAGER_IFACE) {
                 view.root = Some(RootView::from_props(p));
             }
-            if let Some(p) = ifaces.get(PORT_IFACE) {
+            if let Some(p) = interface(ifaces, PORT_IFACE) {
                 let mut port = PortView::from_props(path, p);
                 if port.device.is_empty() {
                     if let Some(n) = device_names.get(object(p, "Device").as_str()) {
@@ -198,7 +254,7 @@ impl Model {
             }
         }
         for ifaces in self.objects.values() {
-            if let Some(p) = ifaces.get(IPOIB_IFACE) {
+            if let Some(p) = interface(ifaces, IPOIB_IFACE) {
                 let port_path = object(p, "Port");
                 let port = view.ports.iter().find(|x| x.path == port_path);
                 view.ipoib.push(IpoibView {
@@ -246,7 +302,7 @@ pub struct RootView {
 }
 
 impl RootView {
-    fn from_props(p: &Props) -> RootView {
+    fn from_props(p: &Kept) -> RootView {
         RootView {
             version: text(p, "Version"),
             simulated: bool_of(p, "Simulated"),
@@ -288,7 +344,7 @@ pub struct DeviceView {
 }
 
 impl DeviceView {
-    fn from_props(path: &str, p: &Props) -> DeviceView {
+    fn from_props(path: &str, p: &Kept) -> DeviceView {
         DeviceView {
             path: path.to_string(),
             name: text(p, "Name"),
@@ -330,7 +386,7 @@ pub struct PortView {
 }
 
 impl PortView {
-    fn from_props(path: &str, p: &Props) -> PortView {
+    fn from_props(path: &str, p: &Kept) -> PortView {
         PortView {
             path: path.to_string(),
             device: text(p, "DeviceName"),
@@ -382,30 +438,30 @@ fn value_text(v: &OwnedValue) -> String {
         .unwrap_or_default()
 }
 
-fn text(p: &Props, key: &str) -> String {
+fn text(p: &Kept, key: &str) -> String {
     p.get(key).map(value_text).unwrap_or_default()
 }
 
-fn object(p: &Props, key: &str) -> String {
+fn object(p: &Kept, key: &str) -> String {
     p.get(key)
         .and_then(|v| zbus::zvariant::ObjectPath::try_from(&**v).ok())
         .map(|o| o.to_string())
         .unwrap_or_default()
 }
 
-fn u32_of(p: &Props, key: &str) -> u32 {
+fn u32_of(p: &Kept, key: &str) -> u32 {
     p.get(key)
         .and_then(|v| u32::try_from(&**v).ok())
         .unwrap_or(0)
 }
 
-fn bool_of(p: &Props, key: &str) -> bool {
+fn bool_of(p: &Kept, key: &str) -> bool {
     p.get(key)
         .and_then(|v| bool::try_from(&**v).ok())
         .unwrap_or(false)
 }
 
-fn triple(p: &Props, key: &str) -> (String, String, String) {
+fn triple(p: &Kept, key: &str) -> (String, String, String) {
     p.get(key)
         .and_then(|v| v.try_clone().ok())
         .and_then(|v| <(String, String, String)>::try_from(v).ok())
