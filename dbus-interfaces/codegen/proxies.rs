@@ -74,6 +74,7 @@ pub const INTERFACES: &[(&str, &str, Option<&str>, &str)] = &[
 /// (`RdmaManager1` for the root). The types are those in scope of `src/proxies.rs`.
 pub const NAMED: &[(&str, &str)] = &[
     ("RdmaManager1.PreviewRdmaNames", "Vec<NamePreview>"),
+    ("RdmaManager1.GetAllCounters.1", "Vec<PortCounters>"),
     ("RdmaManager1.ThroughputSampled.samples", "Vec<PortSample>"),
     ("RdmaManager1.SoftLinks", "Vec<SoftLink>"),
     ("RdmaManager1.IpoibNames", "Vec<NameRule>"),

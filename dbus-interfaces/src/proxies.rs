@@ -11,8 +11,8 @@
 pub use crate::types::HostStep;
 use crate::types::{
     Gid, HealthCheck, LeftChild, ManagedLimits, MovedChild, NamePreview, NameRule, Owner,
-    PersistedChild, Pkey, RdmaModule, SoftLink, StateChange, StateFile, StateStale, SubnetManager,
-    UnitState,
+    PersistedChild, Pkey, PortCounters, RdmaModule, SoftLink, StateChange, StateFile, StateStale,
+    SubnetManager, UnitState,
 };
 use zbus::zvariant::OwnedObjectPath;
 

@@ -285,6 +285,20 @@ pub struct StateChange {
     pub action: String,
 }
 
+/// One port's counters in the root's `GetAllCounters` (`a(osba{st})`): what `Port.GetCounters`
+/// gives, with the port's object first.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Type)]
+#[zvariant(crate = "zbus::zvariant")]
+pub struct PortCounters {
+    pub port: OwnedObjectPath,
+    /// The counter source: pma64, pma32, hw_counters, netdev or none.
+    pub source: String,
+    /// A 32-bit PMA data or packet counter sits at all ones.
+    pub saturated: bool,
+    /// The counters by name, as `Port.GetCounters` names them.
+    pub counters: std::collections::HashMap<String, u64>,
+}
+
 /// The outcome of one file of the state directory at start (root `StateDirectory`,
 /// `a(ssss)`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Type, Value, OwnedValue)]
@@ -331,6 +345,7 @@ mod tests {
     fn signatures_are_the_documented_tuples() {
         assert_eq!(RdmaModule::SIGNATURE.to_string(), "(sssbbu)");
         assert_eq!(UnitState::SIGNATURE.to_string(), "(sss)");
+        assert_eq!(PortCounters::SIGNATURE.to_string(), "(osba{st})");
         assert_eq!(ManagedLimits::SIGNATURE.to_string(), "(ss)");
         assert_eq!(SubnetManager::SIGNATURE.to_string(), "(ossus)");
         assert_eq!(HostStep::SIGNATURE.to_string(), "(sss)");

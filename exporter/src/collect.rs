@@ -1,26 +1,25 @@
 //! One scrape's data: the model's view (memory) and every port's counters, asked of the
-//! daemon (`Port.GetCounters`) a few at a time. Scrapes that arrive together share one
-//! collection, and one younger than [`REUSE`] is served again, so that no number of clients
-//! multiplies the daemon's work.
+//! daemon in one call (`GetAllCounters`, which shares a reading among its callers of one
+//! tick). Scrapes that arrive together share one collection, and one younger than [`REUSE`]
+//! is served again, so that no number of clients multiplies the daemon's work.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
-use rdma_manager_dbus::BUS_NAME;
+use rdma_manager_dbus::{BUS_NAME, ROOT_PATH};
+use zbus::zvariant::OwnedObjectPath;
 use zbus::Connection;
 
 use crate::follow::lock;
-use crate::model::{Model, View, PORT_IFACE};
+use crate::model::{Model, View, MANAGER_IFACE};
 
 /// A collection this young is served again instead of asking the daemon once more.
 pub const REUSE: Duration = Duration::from_secs(1);
-/// GetCounters calls in flight at once: the daemon refuses more than 16 calls in progress on
-/// one connection (docs/DBUS-API.md, "Reading large replies").
-const IN_FLIGHT: usize = 8;
-/// One GetCounters call, at most.
-const CALL_TIMEOUT: Duration = Duration::from_secs(5);
+/// The counters' call, at most: past it the scrape is served without counters (and says
+/// so in `rdma_exporter_port_read_errors`) rather than keep Prometheus waiting past its own
+/// scrape timeout (10 s by default).
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A port's counters as GetCounters gives them: (source, saturated, counters by name).
 #[derive(Debug, Clone, Default)]
@@ -36,17 +35,24 @@ pub struct Scrape {
     pub view: View,
     /// By port object path; a port whose counters could not be read is absent.
     pub counters: HashMap<String, Counters>,
-    /// Ports whose GetCounters failed in this collection.
+    /// Ports of the view without counters in this collection.
     pub counter_errors: u64,
+    /// When the daemon read the counters, µs since the epoch (0: not read).
+    pub counters_time_us: u64,
     /// How long the counters took to read.
     pub duration: Duration,
 }
+
+/// The last collection and when it was made.
+type Collected = (Instant, Arc<Scrape>);
 
 /// The exporter's state shared by its HTTP connections and its textfile loop.
 pub struct Collector {
     conn: Connection,
     model: Arc<Mutex<Model>>,
-    last: tokio::sync::Mutex<Option<(Instant, Arc<Scrape>)>>,
+    last: Arc<tokio::sync::Mutex<Option<Collected>>>,
+    /// Why following the daemon stopped, once it has.
+    stopped: tokio::sync::watch::Sender<Option<String>>,
 }
 
 impl Collector {
@@ -54,12 +60,33 @@ impl Collector {
         Collector {
             conn,
             model,
-            last: tokio::sync::Mutex::new(None),
+            last: Arc::new(tokio::sync::Mutex::new(None)),
+            stopped: tokio::sync::watch::Sender::new(None),
         }
     }
 
     pub fn model(&self) -> &Arc<Mutex<Model>> {
         &self.model
+    }
+
+    /// Following the daemon stopped, for `why`.
+    pub(crate) fn stop(&self, why: String) {
+        self.stopped.send_replace(Some(why));
+    }
+
+    /// Waits until following the daemon stops (the bus connection closed), and says why:
+    /// the exporter cannot serve anything current after that.
+    pub async fn follower_stopped(&self) -> String {
+        let mut rx = self.stopped.subscribe();
+        let why = match rx.wait_for(|s| s.is_some()).await {
+            Ok(why) => why.clone(),
+            // The sender lives in `self`: never dropped while this waits.
+            Err(_) => None,
+        };
+        match why {
+            Some(why) => why,
+            None => std::future::pending().await,
+        }
     }
 
     /// The current data, collected now or shared with a collection at most [`REUSE`] old.
@@ -71,60 +98,71 @@ impl Collector {
             }
         }
         let s = Arc::new(self.collect().await);
-        *last = Some((Instant::now(), s.clone()));
+        let at = Instant::now();
+        *last = Some((at, s.clone()));
+        // Once too old to be served again, the collection is dropped rather than held until
+        // the next scrape (a 15 s interval would keep it resident for nothing).
+        let kept = self.last.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(REUSE).await;
+            let mut last = kept.lock().await;
+            if last.as_ref().is_some_and(|(t, _)| *t == at) {
+                *last = None;
+                drop(last);
+                crate::release_freed_memory();
+            }
+        });
         s
     }
 
     async fn collect(&self) -> Scrape {
         let view = lock(&self.model).view();
         let started = Instant::now();
-        let paths: Vec<String> = view.ports.iter().map(|p| p.path.clone()).collect();
-        let results: Vec<(String, Option<Counters>)> = futures::stream::iter(paths)
-            .map(|path| async move {
-                let r = tokio::time::timeout(CALL_TIMEOUT, self.get_counters(&path)).await;
-                let c = match r {
-                    Ok(Ok(c)) => Some(c),
-                    Ok(Err(e)) => {
-                        tracing::debug!(path, "GetCounters: {e}");
-                        None
-                    }
-                    Err(_) => {
-                        tracing::debug!(path, "GetCounters timed out");
-                        None
-                    }
-                };
-                (path, c)
-            })
-            .buffer_unordered(IN_FLIGHT)
-            .collect()
-            .await;
-        let mut scrape = Scrape {
-            view,
-            ..Scrape::default()
-        };
-        for (path, c) in results {
-            match c {
-                Some(c) => {
-                    scrape.counters.insert(path, c);
-                }
-                None => scrape.counter_errors += 1,
+        let mut scrape = Scrape::default();
+        match tokio::time::timeout(CALL_TIMEOUT, self.get_all_counters()).await {
+            Ok(Ok((time_us, rows))) => {
+                scrape.counters_time_us = time_us;
+                scrape.counters = rows
+                    .into_iter()
+                    .map(|(path, source, saturated, values)| {
+                        (
+                            path.to_string(),
+                            Counters {
+                                source,
+                                saturated,
+                                values,
+                            },
+                        )
+                    })
+                    .collect();
             }
+            Ok(Err(e)) => tracing::debug!("GetAllCounters: {e}"),
+            Err(_) => tracing::debug!("GetAllCounters timed out"),
         }
+        scrape.counter_errors = view
+            .ports
+            .iter()
+            .filter(|p| !scrape.counters.contains_key(&p.path))
+            .count() as u64;
+        scrape.view = view;
         scrape.duration = started.elapsed();
         scrape
     }
 
-    async fn get_counters(&self, path: &str) -> zbus::Result<Counters> {
+    async fn get_all_counters(&self) -> zbus::Result<(u64, Vec<Row>)> {
         let reply = self
             .conn
-            .call_method(Some(BUS_NAME), path, Some(PORT_IFACE), "GetCounters", &())
+            .call_method(
+                Some(BUS_NAME),
+                ROOT_PATH,
+                Some(MANAGER_IFACE),
+                "GetAllCounters",
+                &(),
+            )
             .await?;
-        let (source, saturated, values): (String, bool, HashMap<String, u64>) =
-            reply.body().deserialize()?;
-        Ok(Counters {
-            source,
-            saturated,
-            values,
-        })
+        reply.body().deserialize()
     }
 }
+
+/// One port of GetAllCounters: (object, source, saturated, counters by name).
+type Row = (OwnedObjectPath, String, bool, HashMap<String, u64>);

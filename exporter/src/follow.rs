@@ -4,7 +4,7 @@
 //!
 //! Why the bus and not the daemon's direct socket (`/run/rdma-manager/direct`): the socket
 //! answers GetManagedObjects without the bus's relay, which is what a client that reads the
-//! whole model at every scrape should use, but it sends no signal and has no GetCounters.
+//! whole model at every scrape should use, but it sends no signal.
 //! Following signals on the bus makes the whole read happen once per daemon start, so the
 //! relay's cost is paid once, not per scrape.
 
@@ -23,9 +23,13 @@ const PROPERTIES: &str = "org.freedesktop.DBus.Properties";
 const OBJECT_MANAGER: &str = "org.freedesktop.DBus.ObjectManager";
 const DBUS: &str = "org.freedesktop.DBus";
 
-/// Signals kept while a GetManagedObjects is under way, to apply after its reply; past this
-/// many the read starts again (a storm of changes during a load).
-const MAX_BUFFERED: usize = 65_536;
+/// Bytes of signals kept while a GetManagedObjects is under way, to apply after its reply;
+/// past this the read starts again (a storm of changes during a load). Bytes, not signals:
+/// an InterfacesAdded of a device weighs a hundred PropertiesChanged.
+const MAX_BUFFERED_BYTES: usize = 16 << 20;
+/// A read of the model that failed (the daemon busy past the call's timeout, say) is tried
+/// again after this long, for as long as it fails; the daemon's restart reads it at once.
+const RETRY: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Follows the daemon until the bus connection closes (then `Err`).
 pub async fn follow(conn: Connection, model: Arc<Mutex<Model>>) -> zbus::Result<()> {
@@ -59,8 +63,9 @@ pub async fn follow(conn: Connection, model: Arc<Mutex<Model>>) -> zbus::Result<
         dbus.add_match_rule(rule).await?;
     }
 
-    let mut load = Some(Box::pin(read_all(conn.clone())));
+    let mut load = Some(Box::pin(read_all(conn.clone(), None)));
     let mut buffered: Vec<Message> = Vec::new();
+    let mut buffered_bytes = 0;
     loop {
         tokio::select! {
             r = async { load.as_mut().expect("guarded").await }, if load.is_some() => {
@@ -73,6 +78,7 @@ pub async fn follow(conn: Connection, model: Arc<Mutex<Model>>) -> zbus::Result<
                         for msg in buffered.drain(..) {
                             apply(&mut m, &msg);
                         }
+                        buffered_bytes = 0;
                         // The reply was the largest allocation so far (megabytes on a large
                         // host); what the model keeps of it is a fraction.
                         buffered.shrink_to_fit();
@@ -81,8 +87,10 @@ pub async fn follow(conn: Connection, model: Arc<Mutex<Model>>) -> zbus::Result<
                     }
                     Err(e) => {
                         buffered.clear();
-                        tracing::warn!("cannot read rdma-managerd: {e}");
+                        buffered_bytes = 0;
+                        tracing::warn!("cannot read rdma-managerd (again in {RETRY:?}): {e}");
                         m.clear(format!("cannot read rdma-managerd: {e}"));
+                        load = Some(Box::pin(read_all(conn.clone(), Some(RETRY))));
                     }
                 }
             }
@@ -103,21 +111,25 @@ pub async fn follow(conn: Connection, model: Arc<Mutex<Model>>) -> zbus::Result<
                         continue;
                     }
                     buffered.clear();
+                    buffered_bytes = 0;
                     if new.is_empty() {
                         tracing::warn!("rdma-managerd left the bus");
                         load = None;
                         lock(&model).clear("rdma-managerd is not on the bus".into());
                     } else {
                         tracing::info!("rdma-managerd (re)started: reading its model");
-                        load = Some(Box::pin(read_all(conn.clone())));
+                        load = Some(Box::pin(read_all(conn.clone(), None)));
                     }
                     continue;
                 }
                 if load.is_some() {
-                    if buffered.len() >= MAX_BUFFERED {
+                    let size = msg.data().len();
+                    if buffered_bytes + size > MAX_BUFFERED_BYTES {
                         buffered.clear();
-                        load = Some(Box::pin(read_all(conn.clone())));
+                        buffered_bytes = 0;
+                        load = Some(Box::pin(read_all(conn.clone(), None)));
                     }
+                    buffered_bytes += size;
                     buffered.push(msg);
                 } else {
                     apply(&mut lock(&model), &msg);
@@ -132,9 +144,15 @@ pub fn lock(model: &Mutex<Model>) -> std::sync::MutexGuard<'_, Model> {
     model.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The objects as the model keeps them: by path, each interface's kept properties.
+pub type Objects = HashMap<OwnedObjectPath, HashMap<String, Props>>;
+
 /// The root's own properties (GetAll: an object manager lists only the objects below it),
-/// then every object below it.
-async fn read_all(conn: Connection) -> zbus::Result<zbus::fdo::ManagedObjects> {
+/// then every object below it, only what the model keeps; after `delay` when it is a retry.
+async fn read_all(conn: Connection, delay: Option<std::time::Duration>) -> zbus::Result<Objects> {
+    if let Some(d) = delay {
+        tokio::time::sleep(d).await;
+    }
     let reply = conn
         .call_method(
             Some(BUS_NAME),
@@ -154,13 +172,42 @@ async fn read_all(conn: Connection) -> zbus::Result<zbus::fdo::ManagedObjects> {
             &(),
         )
         .await?;
-    let mut objects: zbus::fdo::ManagedObjects = reply.body().deserialize()?;
-    let iface = zbus::names::OwnedInterfaceName::try_from(MANAGER_IFACE)?;
+    // Decoded on a worker thread, whose allocations malloc makes in an arena of its own, and
+    // only the kept part encoded again and decoded here. The reply holds every property of
+    // every object (GID tables, for one) and the model keeps a tenth of it: decoded here, what
+    // it keeps would lie scattered over the pages of what it drops, all of them staying
+    // resident; this way the worker's arena is freed whole and the model's pages are its own.
+    let kept = tokio::task::spawn_blocking(move || kept_encoding(&reply))
+        .await
+        .map_err(|e| zbus::Error::Failure(format!("decoding the model: {e}")))??;
+    let (mut objects, _): (Objects, usize) = kept.deserialize()?;
     objects
         .entry(OwnedObjectPath::try_from(ROOT_PATH)?)
         .or_default()
-        .insert(iface, root);
+        .insert(MANAGER_IFACE.to_string(), root);
     Ok(objects)
+}
+
+/// GetManagedObjects' reply with only what the model keeps, encoded as [`Objects`].
+fn kept_encoding(
+    reply: &Message,
+) -> zbus::Result<zbus::zvariant::serialized::Data<'static, 'static>> {
+    let objects: zbus::fdo::ManagedObjects = reply.body().deserialize()?;
+    let kept: Objects = objects
+        .into_iter()
+        .map(|(path, ifaces)| {
+            let ifaces = ifaces
+                .into_iter()
+                .filter_map(|(name, props)| {
+                    let name = name.to_string();
+                    crate::model::kept(&name, props).map(|p| (name, p))
+                })
+                .collect();
+            (path, ifaces)
+        })
+        .collect();
+    let ctxt = zbus::zvariant::serialized::Context::new_dbus(zbus::zvariant::LE, 0);
+    Ok(zbus::zvariant::to_bytes(ctxt, &kept)?)
 }
 
 /// One of the daemon's signals applied; one that does not parse is ignored.

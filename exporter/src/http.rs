@@ -21,7 +21,7 @@ use tokio::sync::Semaphore;
 use tokio::time::timeout;
 
 use crate::collect::Collector;
-use crate::render::{render, Format};
+use crate::render::{render_with, Format, OwnCounter};
 
 #[derive(Debug, Clone)]
 pub struct Limits {
@@ -172,12 +172,7 @@ async fn connection(
                 "/metrics" => {
                     let format = Format::from_accept(req.accept.as_deref());
                     let scrape = collector.scrape().await;
-                    let mut body = render(&scrape, format);
-                    if format == Format::Prometheus {
-                        body.push_str(&http_metrics(stats));
-                    } else if let Some(cut) = body.strip_suffix("# EOF\n") {
-                        body = format!("{cut}{}# EOF\n", http_metrics(stats));
-                    }
+                    let body = render_with(&scrape, format, &http_counters(stats));
                     ("200 OK", format.content_type(), body)
                 }
                 "/" => ("200 OK", "text/html; charset=utf-8", INDEX.to_string()),
@@ -211,17 +206,19 @@ async fn connection(
 const INDEX: &str = "<html><head><title>rdma-exporter</title></head><body>\
 <h1>rdma-exporter</h1><p><a href=\"/metrics\">Metrics</a></p></body></html>\n";
 
-fn http_metrics(stats: &Stats) -> String {
-    format!(
-        "# HELP rdma_exporter_http_rejected_connections_total Connections closed unread because the most allowed were being served.\n\
-         # TYPE rdma_exporter_http_rejected_connections_total counter\n\
-         rdma_exporter_http_rejected_connections_total {}\n\
-         # HELP rdma_exporter_http_bad_requests_total Requests refused as too large, too slow or malformed.\n\
-         # TYPE rdma_exporter_http_bad_requests_total counter\n\
-         rdma_exporter_http_bad_requests_total {}\n",
-        stats.rejected_connections.load(Ordering::Relaxed),
-        stats.bad_requests.load(Ordering::Relaxed),
-    )
+fn http_counters(stats: &Stats) -> [OwnCounter; 2] {
+    [
+        OwnCounter {
+            name: "rdma_exporter_http_rejected_connections_total",
+            help: "Connections closed unread because the most allowed were being served.",
+            value: stats.rejected_connections.load(Ordering::Relaxed),
+        },
+        OwnCounter {
+            name: "rdma_exporter_http_bad_requests_total",
+            help: "Requests refused as too large, too slow or malformed.",
+            value: stats.bad_requests.load(Ordering::Relaxed),
+        },
+    ]
 }
 
 /// Reads up to the end of a request head (the blank line), within the limits; the bytes after

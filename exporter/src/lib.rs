@@ -32,16 +32,24 @@ pub fn release_freed_memory() {
 }
 
 /// Starts following the daemon on `conn` (a task that lives as long as the connection) and
-/// returns the collector that scrapes read.
+/// returns the collector that scrapes read. When the following stops (the bus connection
+/// closed), the model is cleared, so that nothing stale is served, and
+/// [`Collector::follower_stopped`] says why.
 pub fn start(conn: Connection) -> Arc<Collector> {
     let model = Arc::new(Mutex::new(model::Model::default()));
-    let follower = follow::follow(conn.clone(), model.clone());
+    let collector = Arc::new(Collector::new(conn.clone(), model.clone()));
+    let follower = follow::follow(conn, model.clone());
+    let stopped = collector.clone();
     tokio::spawn(async move {
-        if let Err(e) = follower.await {
-            tracing::error!("following rdma-managerd stopped: {e}");
-        }
+        let why = match follower.await {
+            Ok(()) => "it ended".to_string(),
+            Err(e) => e.to_string(),
+        };
+        tracing::error!("following rdma-managerd stopped: {why}");
+        follow::lock(&model).clear(format!("following rdma-managerd stopped: {why}"));
+        stopped.stop(why);
     });
-    Arc::new(Collector::new(conn, model))
+    collector
 }
 
 /// Waits until the model has been read once (or the daemon found unavailable), at most

@@ -38,7 +38,16 @@ async fn run(args: Args) -> Result<()> {
         .await
         .context("cannot connect to the bus rdma-managerd serves")?;
     let collector = rdma_exporter::start(conn);
+    // Following the daemon ends only with the bus connection: exit then (the unit restarts
+    // the exporter), rather than serve a model that no longer follows anything.
+    tokio::select! {
+        r = serve(&args, collector.clone()) => r,
+        why = collector.follower_stopped() => bail!("following rdma-managerd stopped: {why}"),
+    }
+}
 
+/// Writes the textfile, or serves HTTP, until an error.
+async fn serve(args: &Args, collector: std::sync::Arc<rdma_exporter::Collector>) -> Result<()> {
     if let Some(path) = &args.textfile {
         loop {
             if !rdma_exporter::wait_loaded(&collector, Duration::from_secs(30)).await

@@ -15,9 +15,10 @@ pub const IPOIB_IFACE: &str = "org.rdmamanager.RdmaManager1.Ipoib";
 pub type Props = HashMap<String, OwnedValue>;
 
 /// The properties a scrape shows, by interface: only these are kept (a large host's GID
-/// tables, for one, would be most of the model and are not exported).
-fn used(iface: &str, key: &str) -> bool {
-    let keys: &[&str] = match iface {
+/// tables, for one, would be most of the model and are not exported). The name as this
+/// list spells it, so that the model holds no copy of it per object.
+fn used(iface: &str, key: &str) -> Option<&'static str> {
+    let keys: &[&'static str] = match iface {
         MANAGER_IFACE => &[
             "Version",
             "Simulated",
@@ -70,13 +71,77 @@ fn used(iface: &str, key: &str) -> bool {
         ],
         _ => &[],
     };
-    keys.contains(&key)
+    keys.iter().find(|k| **k == key).copied()
+}
+
+/// The interface's name as the model spells it; `None` for one it keeps nothing of.
+fn iface_name(iface: &str) -> Option<&'static str> {
+    [MANAGER_IFACE, DEVICE_IFACE, PORT_IFACE, IPOIB_IFACE]
+        .into_iter()
+        .find(|i| *i == iface)
 }
 
 /// `props` with only what [`used`] keeps; `None` for an interface nothing is kept of.
-fn kept(iface: &str, mut props: Props) -> Option<Props> {
-    props.retain(|k, _| used(iface, k));
+pub(crate) fn kept(iface: &str, mut props: Props) -> Option<Props> {
+    props.retain(|k, _| used(iface, k).is_some());
     (!props.is_empty()).then_some(props)
+}
+
+/// One interface's kept properties: each name the [`used`] list's own, in a vector (a dozen
+/// entries at most, looked up in order). A map of names copied per object, as decoded, was
+/// most of the exporter's resident set on a large host.
+#[derive(Debug, Default)]
+pub struct Kept(Vec<(&'static str, OwnedValue)>);
+
+impl Kept {
+    /// What [`used`] keeps of `props` for `iface`.
+    fn of(iface: &str, props: Props) -> Kept {
+        let mut k = Kept(Vec::new());
+        k.merge(iface, props);
+        k.0.shrink_to_fit();
+        k
+    }
+
+    fn merge(&mut self, iface: &str, props: Props) {
+        for (name, value) in props {
+            let Some(name) = used(iface, &name) else {
+                continue;
+            };
+            match self.0.iter_mut().find(|(k, _)| *k == name) {
+                Some(e) => e.1 = value,
+                None => self.0.push((name, value)),
+            }
+        }
+    }
+
+    pub fn get(&self, key: &str) -> Option<&OwnedValue> {
+        self.0.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
+    }
+
+    fn remove(&mut self, key: &str) {
+        self.0.retain(|(k, _)| *k != key);
+    }
+}
+
+/// An object's interfaces, each with its kept properties.
+type Interfaces = Vec<(&'static str, Kept)>;
+
+fn interface<'a>(ifaces: &'a Interfaces, name: &str) -> Option<&'a Kept> {
+    ifaces.iter().find(|(n, _)| *n == name).map(|(_, k)| k)
+}
+
+/// The interfaces of `decoded` the model keeps anything of.
+fn interfaces(decoded: HashMap<String, Props>) -> Interfaces {
+    let mut out: Interfaces = decoded
+        .into_iter()
+        .filter_map(|(name, props)| {
+            let name = iface_name(&name)?;
+            let k = Kept::of(name, props);
+            (!k.0.is_empty()).then_some((name, k))
+        })
+        .collect();
+    out.shrink_to_fit();
+    out
 }
 
 /// Where the model stands with the daemon.
@@ -92,61 +157,19 @@ pub enum Link {
 }
 
 /// The objects below the daemon's root, each with its interfaces' properties.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Model {
-    objects: BTreeMap<String, HashMap<String, Props>>,
-    /// State transitions of each port seen in PropertiesChanged since this exporter started
-    /// (for a daemon that does not count them itself: see [`PortView::state_changes`]).
-    seen_changes: HashMap<String, u64>,
-    /// Each port's last State, kept across reloads so that a change while the daemon
-    /// restarted still counts.
-    last_state: HashMap<String, String>,
+    objects: BTreeMap<String, Interfaces>,
     pub link: Link,
 }
 
-impl Default for Model {
-    fn default() -> Self {
-        Model {
-            objects: BTreeMap::new(),
-            seen_changes: HashMap::new(),
-            last_state: HashMap::new(),
-            link: Link::Connecting,
-        }
-    }
-}
-
 impl Model {
-    /// Replaces everything with a fresh GetManagedObjects reply.
-    pub fn replace(&mut self, objects: zbus::fdo::ManagedObjects) {
+    /// Replaces everything with a fresh reading of the daemon's objects.
+    pub fn replace(&mut self, objects: crate::follow::Objects) {
         self.objects = objects
             .into_iter()
-            .map(|(path, ifaces)| {
-                (
-                    path.to_string(),
-                    ifaces
-                        .into_iter()
-                        .filter_map(|(name, props)| {
-                            let name = name.to_string();
-                            kept(&name, props).map(|p| (name, p))
-                        })
-                        .collect(),
-                )
-            })
+            .map(|(path, ifaces)| (path.to_string(), interfaces(ifaces)))
             .collect();
-        let ports: Vec<(String, String)> = self
-            .objects
-            .iter()
-            .filter_map(|(path, ifaces)| {
-                Some((path.clone(), text(ifaces.get(PORT_IFACE)?, "State")))
-            })
-            .collect();
-        for (path, state) in ports {
-            self.note_state(&path, &state);
-        }
-        self.seen_changes
-            .retain(|path, _| self.objects.contains_key(path));
-        self.last_state
-            .retain(|path, _| self.objects.contains_key(path));
         self.link = Link::Current;
     }
 
@@ -167,65 +190,37 @@ impl Model {
         let Some(ifaces) = self.objects.get_mut(path) else {
             return;
         };
-        let Some(changed) = kept(iface, changed) else {
+        let Some(name) = iface_name(iface) else {
             return;
         };
-        let props = ifaces.entry(iface.to_string()).or_default();
+        let props = match ifaces.iter().position(|(n, _)| *n == name) {
+            Some(i) => &mut ifaces[i].1,
+            None => {
+                ifaces.push((name, Kept::default()));
+                &mut ifaces.last_mut().expect("just pushed").1
+            }
+        };
         for k in invalidated {
             props.remove(k);
         }
-        let state = (iface == PORT_IFACE)
-            .then(|| changed.get("State").map(value_text))
-            .flatten();
-        props.extend(changed);
-        if let Some(state) = state {
-            self.note_state(path, &state);
-        }
+        props.merge(name, changed);
     }
 
     /// An InterfacesAdded of `path`.
-    pub fn add(&mut self, path: &str, interfaces: HashMap<String, Props>) {
-        let state = interfaces.get(PORT_IFACE).map(|p| text(p, "State"));
-        let interfaces = interfaces
-            .into_iter()
-            .filter_map(|(name, props)| kept(&name, props).map(|p| (name, p)));
-        self.objects
-            .entry(path.to_string())
-            .or_default()
-            .extend(interfaces);
-        if let Some(state) = state {
-            self.note_state(path, &state);
+    pub fn add(&mut self, path: &str, added: HashMap<String, Props>) {
+        let object = self.objects.entry(path.to_string()).or_default();
+        for (name, kept) in interfaces(added) {
+            object.retain(|(n, _)| *n != name);
+            object.push((name, kept));
         }
     }
 
     /// An InterfacesRemoved of `path`.
     pub fn remove(&mut self, path: &str, interfaces: &[String]) {
         if let Some(ifaces) = self.objects.get_mut(path) {
-            for i in interfaces {
-                ifaces.remove(i);
-            }
+            ifaces.retain(|(n, _)| !interfaces.iter().any(|i| i == n));
             if ifaces.is_empty() {
                 self.objects.remove(path);
-                self.seen_changes.remove(path);
-                self.last_state.remove(path);
-            }
-        }
-    }
-
-    /// Counts a port's State moving to another value (the first value seen is no change).
-    fn note_state(&mut self, path: &str, state: &str) {
-        if state.is_empty() {
-            return;
-        }
-        match self.last_state.get(path) {
-            Some(old) if old == state => {}
-            Some(_) => {
-                *self.seen_changes.entry(path.to_string()).or_default() += 1;
-                self.last_state.insert(path.to_string(), state.to_string());
-            }
-            None => {
-                self.seen_changes.entry(path.to_string()).or_default();
-                self.last_state.insert(path.to_string(), state.to_string());
             }
         }
     }
@@ -238,35 +233,28 @@ impl Model {
         };
         let mut device_names: HashMap<&str, String> = HashMap::new();
         for (path, ifaces) in &self.objects {
-            if let Some(p) = ifaces.get(DEVICE_IFACE) {
+            if let Some(p) = interface(ifaces, DEVICE_IFACE) {
                 let d = DeviceView::from_props(path, p);
                 device_names.insert(path.as_str(), d.name.clone());
                 view.devices.push(d);
             }
         }
         for (path, ifaces) in &self.objects {
-            if let Some(p) = ifaces.get(MANAGER_IFACE) {
+            if let Some(p) = interface(ifaces, MANAGER_IFACE) {
                 view.root = Some(RootView::from_props(p));
             }
-            if let Some(p) = ifaces.get(PORT_IFACE) {
+            if let Some(p) = interface(ifaces, PORT_IFACE) {
                 let mut port = PortView::from_props(path, p);
                 if port.device.is_empty() {
                     if let Some(n) = device_names.get(object(p, "Device").as_str()) {
                         port.device = n.clone();
                     }
                 }
-                // The daemon's own count when it publishes one (it sees every transition
-                // since it started, whoever watches); else what this exporter saw.
-                port.state_changes = p
-                    .get("StateChanges")
-                    .and_then(|v| u64::try_from(&**v).ok())
-                    .or_else(|| self.seen_changes.get(path).copied())
-                    .unwrap_or(0);
                 view.ports.push(port);
             }
         }
         for ifaces in self.objects.values() {
-            if let Some(p) = ifaces.get(IPOIB_IFACE) {
+            if let Some(p) = interface(ifaces, IPOIB_IFACE) {
                 let port_path = object(p, "Port");
                 let port = view.ports.iter().find(|x| x.path == port_path);
                 view.ipoib.push(IpoibView {
@@ -314,7 +302,7 @@ pub struct RootView {
 }
 
 impl RootView {
-    fn from_props(p: &Props) -> RootView {
+    fn from_props(p: &Kept) -> RootView {
         RootView {
             version: text(p, "Version"),
             simulated: bool_of(p, "Simulated"),
@@ -356,7 +344,7 @@ pub struct DeviceView {
 }
 
 impl DeviceView {
-    fn from_props(path: &str, p: &Props) -> DeviceView {
+    fn from_props(path: &str, p: &Kept) -> DeviceView {
         DeviceView {
             path: path.to_string(),
             name: text(p, "Name"),
@@ -392,13 +380,13 @@ pub struct PortView {
     pub sm_lid: u32,
     pub pkeys: Vec<(u32, u16)>,
     pub counter_source: String,
-    /// State transitions: the daemon's `StateChanges` when it has the property, else those
-    /// this exporter saw in PropertiesChanged since it started.
+    /// The daemon's `StateChanges`: every transition since it started, counted as it
+    /// happened, whoever watched (a flap between two scrapes included).
     pub state_changes: u64,
 }
 
 impl PortView {
-    fn from_props(path: &str, p: &Props) -> PortView {
+    fn from_props(path: &str, p: &Kept) -> PortView {
         PortView {
             path: path.to_string(),
             device: text(p, "DeviceName"),
@@ -421,7 +409,10 @@ impl PortView {
                 .and_then(|v| <Vec<(u32, u16)>>::try_from(v).ok())
                 .unwrap_or_default(),
             counter_source: text(p, "CounterSource"),
-            state_changes: 0,
+            state_changes: p
+                .get("StateChanges")
+                .and_then(|v| u64::try_from(&**v).ok())
+                .unwrap_or(0),
         }
     }
 }
@@ -447,30 +438,30 @@ fn value_text(v: &OwnedValue) -> String {
         .unwrap_or_default()
 }
 
-fn text(p: &Props, key: &str) -> String {
+fn text(p: &Kept, key: &str) -> String {
     p.get(key).map(value_text).unwrap_or_default()
 }
 
-fn object(p: &Props, key: &str) -> String {
+fn object(p: &Kept, key: &str) -> String {
     p.get(key)
         .and_then(|v| zbus::zvariant::ObjectPath::try_from(&**v).ok())
         .map(|o| o.to_string())
         .unwrap_or_default()
 }
 
-fn u32_of(p: &Props, key: &str) -> u32 {
+fn u32_of(p: &Kept, key: &str) -> u32 {
     p.get(key)
         .and_then(|v| u32::try_from(&**v).ok())
         .unwrap_or(0)
 }
 
-fn bool_of(p: &Props, key: &str) -> bool {
+fn bool_of(p: &Kept, key: &str) -> bool {
     p.get(key)
         .and_then(|v| bool::try_from(&**v).ok())
         .unwrap_or(false)
 }
 
-fn triple(p: &Props, key: &str) -> (String, String, String) {
+fn triple(p: &Kept, key: &str) -> (String, String, String) {
     p.get(key)
         .and_then(|v| v.try_clone().ok())
         .and_then(|v| <(String, String, String)>::try_from(v).ok())

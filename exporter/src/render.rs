@@ -7,7 +7,7 @@
 
 use std::fmt::Write;
 
-use crate::collect::Scrape;
+use crate::collect::{Counters, Scrape};
 use crate::model::{Link, PortView};
 
 /// The exposition format of a response.
@@ -223,13 +223,32 @@ fn id_of(names: &[&str], name: &str) -> Option<u64> {
     names.iter().position(|n| *n == name).map(|i| i as u64 + 1)
 }
 
+/// A counter of the exporter's own that a scrape shows besides the data (its HTTP server's).
+#[derive(Debug, Clone, Copy)]
+pub struct OwnCounter {
+    /// The sample's name, `_total` included.
+    pub name: &'static str,
+    pub help: &'static str,
+    pub value: u64,
+}
+
 /// The whole scrape in `format`.
 pub fn render(scrape: &Scrape, format: Format) -> String {
+    render_with(scrape, format, &[])
+}
+
+/// The whole scrape in `format`, with `counters` after the data, named as the format wants
+/// (OpenMetrics' TYPE and HELP lines without `_total`).
+pub fn render_with(scrape: &Scrape, format: Format, counters: &[OwnCounter]) -> String {
     let mut o = Out {
         families: Vec::new(),
     };
     node_metrics(&mut o, scrape);
     own_metrics(&mut o, scrape);
+    for c in counters {
+        let f = o.family(c.name, Kind::Counter, c.help);
+        o.sample(f, &[], c.value);
+    }
     o.write(format)
 }
 
@@ -292,16 +311,32 @@ fn node_metrics(o: &mut Out, scrape: &Scrape) {
         let l = [("device", p.device.as_str()), ("port", n.as_str())];
         // node_exporter reads `counters/`: the data and packet counts are the PMA's only.
         if c.source.starts_with("pma") {
-            for ((key, _, _), f) in NODE_DATA.iter().zip(&data) {
-                if let Some(x) = c.values.get(*key) {
-                    o.sample(*f, &l, *x);
-                }
-            }
+            counter_samples(
+                o,
+                c,
+                &l,
+                NODE_DATA.iter().map(|e| e.0).zip(data.iter().copied()),
+            );
         }
-        for ((key, _, _), f) in NODE_PMA.iter().zip(&pma) {
-            if let Some(x) = c.values.get(*key) {
-                o.sample(*f, &l, *x);
-            }
+        counter_samples(
+            o,
+            c,
+            &l,
+            NODE_PMA.iter().map(|e| e.0).zip(pma.iter().copied()),
+        );
+    }
+}
+
+/// A sample in each family of `keys` (counter name, family) for the counters `c` has.
+fn counter_samples<'a>(
+    o: &mut Out,
+    c: &Counters,
+    labels: &[(&str, &str)],
+    keys: impl Iterator<Item = (&'a str, usize)>,
+) {
+    for (key, family) in keys {
+        if let Some(x) = c.values.get(key) {
+            o.sample(family, labels, *x);
         }
     }
 }
@@ -317,9 +352,17 @@ fn own_metrics(o: &mut Out, scrape: &Scrape) {
     let errors = o.family(
         "rdma_exporter_port_read_errors",
         Kind::Gauge,
-        "Ports whose counters (Port.GetCounters) could not be read in this scrape.",
+        "Ports whose counters could not be read in this scrape (absent from the daemon's GetAllCounters, or the call failed).",
     );
     o.sample(errors, &[], scrape.counter_errors);
+    if scrape.counters_time_us > 0 {
+        let at = o.family(
+            "rdma_exporter_counters_timestamp_seconds",
+            Kind::Gauge,
+            "When rdma-managerd read the counters this scrape shows, in seconds since the Unix epoch (it shares one reading among the requests of one tick).",
+        );
+        o.sample(at, &[], scrape.counters_time_us as f64 / 1e6);
+    }
     let took = o.family(
         "rdma_exporter_counters_read_seconds",
         Kind::Gauge,
@@ -499,11 +542,7 @@ fn own_metrics(o: &mut Out, scrape: &Scrape) {
         };
         let n = p.number.to_string();
         let l = [("device", p.device.as_str()), ("port", n.as_str())];
-        for (key, f) in traffic {
-            if let Some(x) = c.values.get(key) {
-                o.sample(f, &l, *x);
-            }
-        }
+        counter_samples(o, c, &l, traffic.into_iter());
         o.sample(saturated, &l, u64::from(c.saturated));
         let mut names: Vec<(&String, &u64)> = c.values.iter().collect();
         names.sort();

@@ -1,6 +1,6 @@
 #!/bin/bash
 # rdma-exporter against node_exporter's infiniband collector on the same simulated host tree:
-# scrape latency, CPU per scrape (the exporter's own, and what its GetCounters calls cost
+# scrape latency, CPU per scrape (the exporter's own, and what its GetAllCounters call costs
 # rdma-managerd and the bus), resident set, and whether node_exporter's series agree.
 #
 #   cargo build --release --workspace --bins      # the daemon with --sim-host

@@ -5,7 +5,7 @@
 # --tui-bin also rdma-tui --ibstat against the real ibstat).
 # Usage: tests/lab/run-lab.sh --scenario-bin PATH [--daemon-bin PATH [--tui-bin PATH]]
 #          [--kernels "6.1 6.12"] [--out DIR] [--compare-with FILE] [--timeout SECS] [--apt-update]
-#          [--no-daemon-checks] [--mem MB] [--append "KERNEL ARGS"] [--with-perf]
+#          [--no-daemon-checks] [--mem MB] [--append "KERNEL ARGS"] [--with-perf] [--extra-bin PATH]...
 # See tests/lab/README.md.
 set -euo pipefail
 shopt -s inherit_errexit
@@ -41,6 +41,7 @@ daemon_checks=1
 mem_mb=1024
 append=""
 with_perf=0
+extra_bins=()
 
 log()  { printf '[lab] %s\n' "$*" >&2; }
 die()  { printf '[lab] ERROR: %s\n' "$*" >&2; exit 1; }
@@ -63,6 +64,7 @@ while [ $# -gt 0 ]; do
     --mem)          [ $# -ge 2 ] || usage; mem_mb=$2; shift 2 ;;
     --append)       [ $# -ge 2 ] || usage; append=$2; shift 2 ;;
     --with-perf)    with_perf=1; shift ;;
+    --extra-bin)    [ $# -ge 2 ] || usage; extra_bins+=("$2"); shift 2 ;;
     -h|--help)      usage 0 ;;
     *)              printf '[lab] unknown argument: %s\n' "$1" >&2; usage ;;
   esac
@@ -88,6 +90,11 @@ if [ -n "$tui_bin" ]; then
   fi
   tui_bin=$(readlink -f "$tui_bin")
 fi
+for i in "${!extra_bins[@]}"; do
+  b=${extra_bins[$i]}
+  [ -f "$b" ] && [ -x "$b" ] || die "--extra-bin not executable: $b"
+  extra_bins[$i]=$(readlink -f "$b")
+done
 if [ -n "$compare_with" ]; then
   [ -f "$compare_with" ] || die "--compare-with file not found: $compare_with"
   compare_with=$(readlink -f "$compare_with")
@@ -440,6 +447,12 @@ build_initramfs() {
   if [ "$with_perf" -eq 1 ]; then
     copy_program "$(host_tool perf)" /usr/bin/perf "$root"
   fi
+  # Programs a scenario runs beside the daemon (rdma-lab-scale's exporter comparison:
+  # rdma-exporter and Debian's prometheus-node-exporter), as /usr/bin/NAME.
+  local x
+  for x in "${extra_bins[@]}"; do
+    copy_program "$x" "/usr/bin/$(basename "$x")" "$root"
+  done
   [ -e "$root/lib64/ld-linux-x86-64.so.2" ] || copy_file /lib64/ld-linux-x86-64.so.2 /lib64/ld-linux-x86-64.so.2 "$root"
 
   printf 'root:x:0:0:root:/root:/bin/sh\n' >"$root/etc/passwd"

@@ -12,6 +12,7 @@ pub mod nm;
 pub mod procfs;
 pub mod reference;
 pub mod scenarios;
+pub mod scrape;
 pub mod service;
 pub mod standins;
 pub mod tmux;

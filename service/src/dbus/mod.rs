@@ -1,7 +1,9 @@
 //! The D-Bus layer: translates between the engine and the bus, and asks polkit before any
-//! change. Nothing here reads the kernel except on an explicit request (GetCounters).
+//! change. Nothing here reads the kernel except on an explicit request (GetCounters,
+//! GetAllCounters).
 //!
 //! - [`objects`]: the interfaces and their property cells; [`ipoib`]: CreateChild's settings.
+//! - [`counters`]: the port counters of GetCounters and GetAllCounters.
 //! - [`view`]: engine state to property values ([`values`]: the conversions the methods share); [`document`]: all of them for one state, as
 //!   the JSON document `rdma-managerd show --json` prints (no bus).
 //! - [`managed`]: the root's ObjectManager, answering GetManagedObjects from cached encodings.
@@ -22,6 +24,7 @@
 pub mod audit;
 #[cfg(test)]
 mod contract;
+pub mod counters;
 pub mod direct;
 pub mod document;
 pub mod errors;
@@ -60,6 +63,8 @@ pub struct Context {
     authorizer: polkit::Authorizer,
     limits: Arc<limits::Limits>,
     changes: pending::PendingChanges,
+    /// The last reading of every port's counters (GetAllCounters).
+    counters: counters::Shared,
 }
 
 impl Context {
@@ -70,12 +75,18 @@ impl Context {
             authorizer,
             limits,
             changes: pending::PendingChanges::default(),
+            counters: counters::Shared::default(),
         }
     }
 
     /// The per-client bounds every interface is guarded by.
     pub fn limits(&self) -> Arc<limits::Limits> {
         self.limits.clone()
+    }
+
+    /// Every port's counters, shared by the calls of one tick.
+    pub fn counters(&self) -> &counters::Shared {
+        &self.counters
     }
 
     /// The changes made through NetworkManager that wait for confirmation.

@@ -12,7 +12,8 @@ use std::sync::{Arc, RwLock};
 
 use rdma_manager_dbus::types::{
     Gid, HealthCheck, HostStep, ManagedLimits, NamePreview, NameRule, Owner, PersistedChild, Pkey,
-    RdmaModule, SoftLink, StateChange, StateFile, StateStale, SubnetManager, UnitState,
+    PortCounters, RdmaModule, SoftLink, StateChange, StateFile, StateStale, SubnetManager,
+    UnitState,
 };
 use rdma_manager_dbus::{Action, Error};
 use zbus::message::Header;
@@ -281,6 +282,14 @@ bus_object! {
                 .collect())
         }
 
+        /// Every port's counters in one reply: when they were read (µs since the epoch) and per port (object, source, saturated, counters by name), each as Port.GetCounters gives them. Calls within one tick of a reading share it (the time says which), so no number of monitors multiplies the reads. Read only: no authorization.
+        async fn get_all_counters(&self) -> Result<(u64, Vec<PortCounters>), Error> {
+            let engine = self.ctx.engine().await?;
+            let reading = self.ctx.counters().all(engine).await?;
+            super::limits::charge_current(reading.bytes);
+            Ok((reading.time_us, reading.ports.as_ref().clone()))
+        }
+
         /// The host's whole RDMA configuration as a state document, in `format` "yaml" or "json": soft links, RoCE mode and ToS per port, IPoIB interfaces, naming, module lists, memlock limits, NFS over RDMA and the subnet manager, every section present (docs/STATE.md). Applying it changes nothing. Read only: no authorization.
         async fn get_state(&self, format: &str) -> Result<String, Error> {
             super::state::get_state(&self.ctx, format).await
@@ -466,27 +475,10 @@ bus_object! {
                 .read_counters(&v.device_name, v.number)
                 .await
                 .map_err(super::errors::op_error)?;
-            let mut out = HashMap::new();
-            for (k, f) in [
-                ("tx_bytes", &snap.tx_bytes),
-                ("rx_bytes", &snap.rx_bytes),
-                ("tx_packets", &snap.tx_packets),
-                ("rx_packets", &snap.rx_packets),
-            ] {
-                if let Ok(x) = f {
-                    out.insert(k.to_string(), *x);
-                }
-            }
-            for (k, x) in &snap.pma {
-                out.insert(k.clone(), *x);
-            }
-            for (k, x) in &snap.hw {
-                out.insert(format!("hw.{k}"), *x);
-            }
             Ok((
                 super::values::counter_source_name(&snap.source).to_string(),
                 snap.saturated,
-                out,
+                super::counters::by_name(&snap),
             ))
         }
     }

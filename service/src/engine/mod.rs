@@ -185,6 +185,39 @@ impl EngineHandle {
             .map_err(OpError::from_host)
     }
 
+    /// Reads the counters of every port the engine knows, in one trip to the host: by
+    /// (device index, port), in the order of the published model.
+    pub async fn read_all_counters(
+        &self,
+    ) -> Result<Vec<((u32, u32), Result<crate::model::CounterSnapshot, OpError>)>, OpError> {
+        let ports: Vec<(u32, String, u32)> = self
+            .call(|e| {
+                Box::pin(async move {
+                    Ok(e.state
+                        .devices
+                        .values()
+                        .flat_map(|d| {
+                            d.snap
+                                .ports
+                                .iter()
+                                .map(move |p| (d.index, d.name().to_string(), p.number))
+                        })
+                        .collect())
+                })
+            })
+            .await?;
+        let keys: Vec<(u32, u32)> = ports.iter().map(|(i, _, n)| (*i, *n)).collect();
+        let read = self
+            .host
+            .read_all_counters(ports.into_iter().map(|(_, d, n)| (d, n)).collect())
+            .await;
+        Ok(keys
+            .into_iter()
+            .zip(read)
+            .map(|(k, r)| (k, r.map_err(OpError::from_host)))
+            .collect())
+    }
+
     /// A port's recorded samples (the fine ring: one a tick), oldest first.
     pub fn history(&self, key: (u32, u32)) -> Vec<Sample> {
         let h = self.history.lock().unwrap_or_else(|p| p.into_inner());

@@ -255,6 +255,26 @@ impl Host for LinuxHost {
         .await
     }
 
+    async fn read_all_counters(
+        &self,
+        ports: Vec<(String, u32)>,
+    ) -> Vec<Result<CounterSnapshot, HostError>> {
+        let n = ports.len();
+        let read = self
+            .blocking(Op::ReadSysfs("port counters".into()), move |s| {
+                Ok(ports
+                    .iter()
+                    .map(|(dev, port)| s.read_counters(dev, *port))
+                    .collect::<Vec<_>>())
+            })
+            .await;
+        match read {
+            Ok(all) => all,
+            // The worker failed: every port's read failed with it.
+            Err(e) => (0..n).map(|_| Err(e.clone())).collect(),
+        }
+    }
+
     async fn port_sources(&self, dev: &str) -> Result<Vec<PortSource>, HostError> {
         let dev = dev.to_string();
         self.blocking(Op::ReadSysfs(dev.clone()), move |s| s.port_sources(&dev))

@@ -229,6 +229,19 @@ pub trait Host: Send + Sync + 'static {
     }
     /// A port's counters, from the best source the port has.
     async fn read_counters(&self, dev: &str, port: u32) -> Result<CounterSnapshot, HostError>;
+    /// The counters of every (device, port) of `ports`, in their order, as
+    /// [`Host::read_counters`] reads each; a host reads them in one trip (one blocking task
+    /// for all, not one per port).
+    async fn read_all_counters(
+        &self,
+        ports: Vec<(String, u32)>,
+    ) -> Vec<Result<CounterSnapshot, HostError>> {
+        let mut out = Vec::with_capacity(ports.len());
+        for (dev, port) in &ports {
+            out.push(self.read_counters(dev, *port).await);
+        }
+        out
+    }
     /// Counter source and netdev of every port of a device.
     async fn port_sources(&self, dev: &str) -> Result<Vec<PortSource>, HostError>;
     /// A poller of port state and traffic counters that keeps its files open between polls.

@@ -644,7 +644,11 @@ impl SysfsPortPoller {
 }
 
 /// `openat(dir, rel, O_RDONLY | O_CLOEXEC)`; `cpath` is reused for the NUL-terminated name.
-fn openat(dir: std::os::fd::RawFd, rel: &[u8], cpath: &mut Vec<u8>) -> std::io::Result<File> {
+pub(crate) fn openat(
+    dir: std::os::fd::RawFd,
+    rel: &[u8],
+    cpath: &mut Vec<u8>,
+) -> std::io::Result<File> {
     use std::os::fd::FromRawFd;
     cpath.clear();
     cpath.extend_from_slice(rel);

@@ -129,8 +129,33 @@ fn link_basename(path: &Path) -> Option<String> {
         .and_then(|t| t.file_name().map(|n| n.to_string_lossy().into_owned()))
 }
 
-fn read_u64(path: &Path) -> Field<u64> {
-    read_parsed(path, parse_dec::<u64>)
+/// A counter file's value, as [`read_parsed`] would give it but with one `read` into a small
+/// buffer: no size query, no second read for the end of file and no allocation, which
+/// `fs::read` makes. A reading of every port's counters opens thousands of these; sysfs
+/// gives an attribute's whole text to the first read.
+fn read_counter(path: &Path) -> Field<u64> {
+    counter_of(std::fs::File::open(path))
+}
+
+/// A counter file opened by `opened`, read as [`read_counter`] reads it.
+fn counter_of(opened: std::io::Result<std::fs::File>) -> Field<u64> {
+    use std::io::Read;
+    note(SysfsOp::File, 1);
+    let io = |e: std::io::Error| match e.kind() {
+        ErrorKind::NotFound => AttrError::Missing,
+        _ => AttrError::Unreadable(Errno::from_io(&e)),
+    };
+    let mut f = opened.map_err(io)?;
+    // "%llu\n" is at most 21 bytes; anything as long as the buffer is not a counter.
+    let mut buf = [0u8; 32];
+    let n = f.read(&mut buf).map_err(io)?;
+    if n == buf.len() {
+        return Err(AttrError::malformed(
+            &String::from_utf8_lossy(&buf),
+            "not a counter",
+        ));
+    }
+    parse_dec::<u64>(&String::from_utf8_lossy(&buf[..n]))
 }
 
 /// A file's text as C's `fopen` then `fscanf` would see it: `None` when it cannot be opened,
@@ -520,7 +545,7 @@ impl SysRoot {
         };
         match snap.source.clone() {
             CounterSource::Pma(width) => {
-                let words = |f: &str| read_u64(&pma_dir.join(f));
+                let words = |f: &str| read_counter(&pma_dir.join(f));
                 let (tx_w, rx_w) = (words("port_xmit_data"), words("port_rcv_data"));
                 let (tx_p, rx_p) = (words("port_xmit_packets"), words("port_rcv_packets"));
                 if width == CounterWidth::Bits32 {
@@ -555,10 +580,10 @@ impl SysRoot {
             }
             CounterSource::Netdev(ndev) => {
                 let stats = self.netdev_dir(&ndev).join("statistics");
-                snap.tx_bytes = read_u64(&stats.join("tx_bytes"));
-                snap.rx_bytes = read_u64(&stats.join("rx_bytes"));
-                snap.tx_packets = read_u64(&stats.join("tx_packets"));
-                snap.rx_packets = read_u64(&stats.join("rx_packets"));
+                snap.tx_bytes = read_counter(&stats.join("tx_bytes"));
+                snap.rx_bytes = read_counter(&stats.join("rx_bytes"));
+                snap.tx_packets = read_counter(&stats.join("tx_packets"));
+                snap.rx_packets = read_counter(&stats.join("rx_packets"));
             }
             CounterSource::None => {}
         }
@@ -566,12 +591,32 @@ impl SysRoot {
     }
 
     /// Every readable "%llu" file of a counter directory, sorted by name.
+    ///
+    /// The directory is opened once as the base of an `openat` of each file: the kernel walks
+    /// one name per file instead of the whole path (a dozen names, through the class link on
+    /// sysfs), which was most of what reading every port's counters cost.
     fn read_counter_dir(&self, dir: &Path, skip: &[&str]) -> Vec<(String, u64)> {
-        list_dir(dir)
-            .unwrap_or_default()
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::OpenOptionsExt;
+        let names = list_dir(dir).unwrap_or_default();
+        if names.is_empty() {
+            return Vec::new();
+        }
+        let Ok(base) = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC)
+            .open(dir)
+        else {
+            return Vec::new();
+        };
+        let mut cpath = Vec::with_capacity(64);
+        names
             .into_iter()
             .filter(|n| !skip.contains(&n.as_str()))
-            .filter_map(|n| read_u64(&dir.join(&n)).ok().map(|v| (n, v)))
+            .filter_map(|n| {
+                let opened = super::port_poll::openat(base.as_raw_fd(), n.as_bytes(), &mut cpath);
+                counter_of(opened).ok().map(|v| (n, v))
+            })
             .collect()
     }
 

@@ -5,6 +5,7 @@
 
 mod authorization;
 mod bad_input;
+mod counters;
 mod direct;
 mod file_types;
 mod health;

@@ -238,6 +238,23 @@ async fn the_exporter_serves_node_exporters_names_and_promtool_finds_nothing_to_
     ensure!(om.ends_with("# EOF\n"));
     ensure!(om.contains("# TYPE node_infiniband_link_downed counter\n"));
     ensure!(om.contains("\nnode_infiniband_link_downed_total{"));
+    // The HTTP server's own counters too: family named without `_total`, samples with it.
+    ensure!(
+        om.contains("# TYPE rdma_exporter_http_bad_requests counter\n")
+            && om.contains("\nrdma_exporter_http_bad_requests_total 0\n")
+            && !om.contains("# TYPE rdma_exporter_http_bad_requests_total"),
+        "{om}"
+    );
+    ensure!(body.contains("# TYPE rdma_exporter_http_bad_requests_total counter\n"));
+    // When the daemon read the counters: within the last few seconds.
+    let read_at = value(&body, "rdma_exporter_counters_timestamp_seconds").context("timestamp")?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_secs_f64();
+    ensure!(
+        read_at <= now && now - read_at < 10.0,
+        "read at {read_at}, now {now}"
+    );
 
     if let Some(promtool) = tool("promtool", "prometheus") {
         promtool_check_metrics(&promtool, &body)?;
@@ -401,6 +418,96 @@ async fn prometheus_scrapes_the_exporter_and_its_query_api_returns_the_demo_host
         }
     }
     drop(s);
+    Ok(())
+}
+
+/// Scrapes every 200 ms until `holds` says yes of one, at most `limit`; that scrape's text.
+async fn scrape_until(
+    addr: SocketAddr,
+    limit: Duration,
+    what: &str,
+    holds: impl Fn(&str) -> bool,
+) -> Result<String> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let (_, body) = metrics(addr, None).await?;
+        if holds(&body) {
+            return Ok(body);
+        }
+        ensure!(
+            Instant::now() < deadline,
+            "{what} not within {limit:?}:\n{body}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_daemon_and_unreadable_counters_show_and_clear() -> Result<()> {
+    let Some(s) = serve(Limits::default()).await else {
+        return Ok(());
+    };
+    let (_, body) = metrics(s.addr, None).await?;
+    ensure!(
+        value(&body, "rdma_daemon_state_stale") == Some(0.0),
+        "{body}"
+    );
+    ensure!(value(&body, "rdma_daemon_state_stale_since_seconds") == Some(0.0));
+    ensure!(value(&body, "rdma_exporter_port_read_errors") == Some(0.0));
+    let ports = body
+        .lines()
+        .filter(|l| l.starts_with("rdma_port_info{"))
+        .count() as f64;
+    ensure!(ports == 5.0, "the demo host's five ports: {body}");
+
+    // Out of descriptors: a port's event cannot be re-read, nor can any counter.
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_secs_f64();
+    s.sim.fail_reads(Some(rdma_managerd::model::Errno::EMFILE));
+    s.sim
+        .set_port_state("mlx5_0", 1, PortState::Down, PhysState::Disabled)?;
+    let stale = scrape_until(s.addr, Duration::from_secs(10), "stale", |b| {
+        value(b, "rdma_daemon_state_stale") == Some(1.0)
+            && value(b, "rdma_exporter_port_read_errors") == Some(ports)
+    })
+    .await?;
+    let since = value(&stale, "rdma_daemon_state_stale_since_seconds").context("since")?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_secs_f64();
+    ensure!(
+        since >= before - 1.0 && since <= now,
+        "stale since {since}, not in [{before}, {now}]"
+    );
+    // The last state read stays published, and is marked as such.
+    ensure!(
+        value(
+            &stale,
+            "node_infiniband_state_id{device=\"mlx5_0\",port=\"1\"}"
+        ) == Some(4.0),
+        "{stale}"
+    );
+    ensure!(
+        !stale.contains("node_infiniband_symbol_error_total{"),
+        "{stale}"
+    );
+
+    // Reads work again: the daemon recovers by itself, the exporter follows.
+    s.sim.fail_reads(None);
+    let fresh = scrape_until(s.addr, Duration::from_secs(15), "recovery", |b| {
+        value(b, "rdma_daemon_state_stale") == Some(0.0)
+            && value(b, "rdma_exporter_port_read_errors") == Some(0.0)
+    })
+    .await?;
+    ensure!(value(&fresh, "rdma_daemon_state_stale_since_seconds") == Some(0.0));
+    ensure!(
+        value(
+            &fresh,
+            "node_infiniband_state_id{device=\"mlx5_0\",port=\"1\"}"
+        ) == Some(1.0),
+        "the true state once read: {fresh}"
+    );
     Ok(())
 }
 

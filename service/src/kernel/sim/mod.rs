@@ -1037,6 +1037,24 @@ impl Host for SimHost {
             .await
     }
 
+    async fn read_all_counters(
+        &self,
+        ports: Vec<(String, u32)>,
+    ) -> Vec<Result<CounterSnapshot, HostError>> {
+        let faults: Vec<Result<(), HostError>> =
+            ports.iter().map(|(dev, _)| self.read_fault(dev)).collect();
+        self.charged(move |h| {
+            ports
+                .iter()
+                .zip(faults)
+                .map(|((dev, port), fault)| {
+                    fault.and_then(|()| h.inner.sys.read_counters(dev, *port))
+                })
+                .collect()
+        })
+        .await
+    }
+
     async fn port_sources(&self, dev: &str) -> Result<Vec<PortSource>, HostError> {
         self.read_fault(dev)?;
         let dev = dev.to_string();

@@ -39,6 +39,8 @@
 //! within 30 s, the
 //! daemon logs "Too many open files", or it maps a libibverbs provider other than rxe's.
 
+mod exporters;
+
 use rdma_managerd::cli::DEFAULT_LOG_FILTER;
 use std::io::Write as _;
 use std::process::{Child, Command, Stdio};
@@ -875,6 +877,12 @@ async fn daemon_phase(devices: usize, only: Only) -> Result<()> {
         let _ = daemon.wait();
         return result;
     }
+    if let Only::Exporter(scrapes) = only {
+        let result = exporters::compare(pid, bus_pid, devices, scrapes).await;
+        let _ = daemon.kill();
+        let _ = daemon.wait();
+        return result;
+    }
 
     // One client process: the first GetManagedObjects, then the same call again and again,
     // as a client that keeps its connection sees it, with the CPU each call costs.
@@ -1202,6 +1210,9 @@ enum Only {
     Memory(usize),
     /// `rdma_lab_scale_idle_runs=N`: idle CPU, N windows of 30 s.
     Idle(usize),
+    /// `rdma_lab_scale_exporter_scrapes=N`: rdma-exporter against node_exporter, N scrapes
+    /// of each.
+    Exporter(usize),
 }
 
 /// `rdma_lab_scale_idle_runs=N`: from 30 s after the daemon's start, its CPU over N windows of
@@ -1311,13 +1322,17 @@ fn main() -> Result<()> {
     let devices = setting("rdma_lab_scale_devices").unwrap_or(256);
     // `rdma_lab_scale_memory_runs=N`: the memory figure N times, and nothing else.
     // `rdma_lab_scale_idle_runs=N`: the idle CPU figure N times (and a profile with perf).
+    // `rdma_lab_scale_exporter_scrapes=N`: rdma-exporter against node_exporter, and nothing
+    // else.
     let only = match (
         setting("rdma_lab_scale_memory_runs"),
         setting("rdma_lab_scale_idle_runs"),
+        setting("rdma_lab_scale_exporter_scrapes"),
     ) {
-        (Some(n), _) => Only::Memory(n),
-        (None, Some(n)) => Only::Idle(n),
-        (None, None) => Only::Everything,
+        (Some(n), _, _) => Only::Memory(n),
+        (None, Some(n), _) => Only::Idle(n),
+        (None, None, Some(n)) => Only::Exporter(n.max(1)),
+        (None, None, None) => Only::Everything,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

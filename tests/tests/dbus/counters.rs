@@ -1,0 +1,143 @@
+//! `GetAllCounters`: every port's counters in one reply, each as `Port.GetCounters` gives
+//! them, one reading shared by the calls of one tick.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use rdma_manager_dbus::{ManagerProxy, PortProxy, BUS_NAME, ROOT_PATH};
+use rdma_manager_tests::service::{serve_sim, session_bus_or_skip, ServedSim};
+use rdma_managerd::engine::EngineConfig;
+use rdma_managerd::kernel::sim::{fixtures, SimHost};
+use rdma_managerd::model::Errno;
+use zbus::Connection;
+
+struct Running {
+    sim: SimHost,
+    client: Connection,
+    _service: ServedSim,
+    _bus: rdma_manager_tests::bus::PrivateBus,
+}
+
+// The default tick: a loaded machine still makes two calls within it.
+const TICK: Duration = Duration::from_secs(1);
+
+async fn start() -> Option<Running> {
+    let bus = session_bus_or_skip()?;
+    let sim = SimHost::new(fixtures::demo_host()).expect("demo");
+    let config = EngineConfig {
+        tick: TICK,
+        ..EngineConfig::default()
+    };
+    let service = serve_sim(&bus, &sim, config).await.expect("service starts");
+    let client = bus.connect().await.expect("client connects");
+    Some(Running {
+        sim,
+        client,
+        _service: service,
+        _bus: bus,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn all_counters_are_every_ports_get_counters() {
+    let Some(r) = start().await else { return };
+    let mgr = ManagerProxy::new(&r.client).await.unwrap();
+    let (time_us, rows) = mgr.get_all_counters().await.unwrap();
+    let now_us = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as u64;
+    assert!(
+        time_us <= now_us && now_us - time_us < 10_000_000,
+        "read at {time_us}, now {now_us}"
+    );
+    let paths: BTreeSet<String> = rows.iter().map(|c| c.port.to_string()).collect();
+    assert_eq!(
+        paths.len(),
+        5,
+        "every port of the demo host once: {paths:?}"
+    );
+    for row in &rows {
+        let p = PortProxy::builder(&r.client)
+            .path(row.port.clone())
+            .unwrap()
+            .build()
+            .await
+            .unwrap();
+        let (source, saturated, one) = p.get_counters().await.unwrap();
+        assert_eq!(row.source, source, "{}", row.port);
+        assert_eq!(row.saturated, saturated, "{}", row.port);
+        assert_eq!(
+            row.counters.keys().collect::<BTreeSet<_>>(),
+            one.keys().collect::<BTreeSet<_>>(),
+            "{}",
+            row.port
+        );
+        // No traffic is added here: the demo host's counters stand still between the reads.
+        assert_eq!(row.counters, one, "{}", row.port);
+    }
+    let mlx4 = rows
+        .iter()
+        .find(|c| c.port.as_str() == "/org/rdmamanager/RdmaManager1/Device/0/Port/1")
+        .expect("mlx4_1 port 1");
+    assert_eq!(mlx4.source, "pma32");
+    assert!(mlx4.counters.contains_key("symbol_error"), "{mlx4:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_reading_a_tick_is_shared_and_the_next_sees_new_traffic() {
+    let Some(r) = start().await else { return };
+    let mgr = ManagerProxy::new(&r.client).await.unwrap();
+    let port = "/org/rdmamanager/RdmaManager1/Device/0/Port/1";
+    let tx = |rows: &[rdma_manager_dbus::types::PortCounters]| {
+        rows.iter()
+            .find(|c| c.port.as_str() == port)
+            .and_then(|c| c.counters.get("tx_bytes").copied())
+            .expect("tx_bytes of mlx4_1 port 1")
+    };
+    let (t0, first) = mgr.get_all_counters().await.unwrap();
+    r.sim.add_traffic("mlx4_1", 1, 4_000_000, 1_000).unwrap();
+    let (t1, again) = mgr.get_all_counters().await.unwrap();
+    assert_eq!(t1, t0, "a call within the tick shares the reading");
+    assert_eq!(tx(&again), tx(&first));
+    tokio::time::sleep(TICK + Duration::from_millis(50)).await;
+    let (t2, next) = mgr.get_all_counters().await.unwrap();
+    assert!(t2 >= t0 + TICK.as_micros() as u64, "{t0} then {t2}");
+    // 4 MB in 4-byte PMA words, which the counters give in bytes.
+    assert_eq!(tx(&next) - tx(&first), 4_000_000);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreadable_ports_are_left_out_not_failed() {
+    let Some(r) = start().await else { return };
+    let mgr = ManagerProxy::new(&r.client).await.unwrap();
+    r.sim.fail_reads(Some(Errno(5)));
+    let (_, rows) = mgr.get_all_counters().await.unwrap();
+    assert!(rows.is_empty(), "nothing readable: {rows:?}");
+    r.sim.fail_reads(None);
+    tokio::time::sleep(TICK + Duration::from_millis(50)).await;
+    let (_, rows) = mgr.get_all_counters().await.unwrap();
+    assert_eq!(rows.len(), 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_argument_is_refused() {
+    let Some(r) = start().await else { return };
+    let err = r
+        .client
+        .call_method(
+            Some(BUS_NAME),
+            ROOT_PATH,
+            Some("org.rdmamanager.RdmaManager1"),
+            "GetAllCounters",
+            &("all",),
+        )
+        .await
+        .expect_err("GetAllCounters takes no argument");
+    match err {
+        zbus::Error::MethodError(name, _, _) => {
+            assert_eq!(name.as_str(), "org.freedesktop.DBus.Error.InvalidArgs")
+        }
+        other => panic!("unexpected error {other:?}"),
+    }
+}
