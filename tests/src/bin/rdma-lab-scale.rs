@@ -117,11 +117,38 @@ fn compare_gids(rt: &tokio::runtime::Runtime) -> Result<()> {
     for name in &names {
         let by_sysfs = sys.read_device(name)?;
         let max: usize = by_sysfs.ports.len() * 1024;
-        let raw = list
-            .gid_table(name, max)
+        let numbers: Vec<u32> = by_sysfs.ports.iter().map(|p| p.number).collect();
+        let tables = list
+            .tables(name, max, &numbers)
             .with_context(|| format!("{name}: ibv_query_gid_table"))?;
-        let by_verbs =
-            rdma_managerd::kernel::verbs::gids_by_port(&raw, rdma_managerd::kernel::verbs::ifname);
+        let by_verbs = rdma_managerd::kernel::verbs::gids_by_port(
+            &tables.gids,
+            rdma_managerd::kernel::verbs::ifname,
+        );
+        // sysfs lists as many `gids` and `pkeys` entries as ibv_query_port's table lengths;
+        // the MTUs only verbs tell. The host's own read below takes them from verbs.
+        let mut expected = by_sysfs.clone();
+        for p in expected.ports.iter_mut() {
+            let attr = match tables.ports.get(&p.number) {
+                Some(Ok(a)) => a.attrs(),
+                other => bail!("{name} port {}: ibv_query_port: {other:?}", p.number),
+            };
+            if p.gid_table_len != Ok(attr.gid_table_len)
+                || p.pkey_table_len != Ok(attr.pkey_table_len)
+            {
+                bail!(
+                    "{name} port {}: table lengths through sysfs {:?}/{:?} differ from \
+                     ibv_query_port's {}/{}",
+                    p.number,
+                    p.gid_table_len,
+                    p.pkey_table_len,
+                    attr.gid_table_len,
+                    attr.pkey_table_len
+                );
+            }
+            p.active_mtu = attr.active_mtu;
+            p.max_mtu = attr.max_mtu;
+        }
         for p in &by_sysfs.ports {
             let v = by_verbs.get(&p.number).cloned().unwrap_or_default();
             if v != p.gids {
@@ -135,8 +162,8 @@ fn compare_gids(rt: &tokio::runtime::Runtime) -> Result<()> {
         }
         // And the host's own read (verbs where it can) gives the same device.
         let by_host = rt.block_on(LinuxHost::new().read_device(name))?;
-        if by_host != by_sysfs {
-            bail!("{name}: LinuxHost::read_device differs from the sysfs read");
+        if by_host != expected {
+            bail!("{name}: LinuxHost::read_device differs from the sysfs and verbs reads");
         }
     }
     drop(list);
@@ -295,7 +322,7 @@ fn profile(rt: &tokio::runtime::Runtime) -> Result<()> {
     figure("profile_verbs_device_list_ms", ms(t));
     let t = Instant::now();
     for name in &names {
-        let _ = std::hint::black_box(list.gid_table(name, 1024));
+        let _ = std::hint::black_box(list.tables(name, 1024, &[]));
     }
     figure("profile_verbs_open_gid_table_close_ms", ms(t));
     drop(list);

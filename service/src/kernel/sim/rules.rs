@@ -274,12 +274,26 @@ fn rxe_port(nd: &SimNetdev) -> SimPort {
         // ib_get_eth_speed maps a 10 Gb/s netdev (veth) to 1X FDR10.
         rate: "10 Gb/sec (1X FDR10)".into(),
         gids,
-        gid_table_len: 16,
+        // RXE_PORT_GID_TBL_LEN, RXE_PORT_PKEY_TBL_LEN.
+        gid_table_len: 1024,
+        rendered_gid_entries: Some(16),
         pkeys: vec![0xffff],
+        max_mtu: 4096,
+        active_mtu: rxe_active_mtu(nd.mtu),
         pma: None,
         hw_counters: RXE_COUNTERS.iter().map(|c| (c.to_string(), 0)).collect(),
         roce_types: vec![GidType::RoceV2],
     }
+}
+
+/// `rxe_set_mtu`: the netdev's MTU less RXE_MAX_HDR_LENGTH (80), rounded down to an IB
+/// MTU, at least 256 and at most 4096.
+pub fn rxe_active_mtu(netdev_mtu: u32) -> u32 {
+    let room = netdev_mtu.saturating_sub(80);
+    [4096, 2048, 1024, 512]
+        .into_iter()
+        .find(|&m| room >= m)
+        .unwrap_or(256)
 }
 
 fn rxe_port_state(nd: &SimNetdev) -> (PortState, PhysState) {
