@@ -300,7 +300,7 @@ fn profile(rt: &tokio::runtime::Runtime) -> Result<()> {
     let t = Instant::now();
     for name in &names {
         let _ = std::hint::black_box(
-            sys.read_device_with(name, Some(&mut |_, _| Some(Default::default()))),
+            sys.read_device_with(name, Some(&mut |_, _, _| Some(Default::default()))),
         );
     }
     figure("profile_read_device_without_gids_ms", ms(t));
