@@ -56,6 +56,10 @@ fn used(iface: &str, key: &str) -> bool {
             "Pkeys",
             "CounterSource",
             "StateChanges",
+            "ActiveMtu",
+            "MaxMtu",
+            "GidTableLength",
+            "PkeyTableLength",
         ],
         IPOIB_IFACE => &[
             "Name",
@@ -395,6 +399,11 @@ pub struct PortView {
     /// State transitions: the daemon's `StateChanges` when it has the property, else those
     /// this exporter saw in PropertiesChanged since it started.
     pub state_changes: u64,
+    /// IB MTUs in bytes, 0 when the daemon does not know them; table lengths.
+    pub active_mtu: u32,
+    pub max_mtu: u32,
+    pub gid_table_length: u32,
+    pub pkey_table_length: u32,
 }
 
 impl PortView {
@@ -422,6 +431,10 @@ impl PortView {
                 .unwrap_or_default(),
             counter_source: text(p, "CounterSource"),
             state_changes: 0,
+            active_mtu: u32_of(p, "ActiveMtu"),
+            max_mtu: u32_of(p, "MaxMtu"),
+            gid_table_length: u32_of(p, "GidTableLength"),
+            pkey_table_length: u32_of(p, "PkeyTableLength"),
         }
     }
 }

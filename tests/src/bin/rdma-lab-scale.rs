@@ -736,6 +736,59 @@ async fn started(conn: &zbus::Connection) -> Option<Duration> {
     .await
 }
 
+/// Waits until the model a client reads is complete: start-up over (`Startup` false) and
+/// the root's `Devices` listing at least `devices` devices, asked every 20 ms; `None` after
+/// 600 s.
+async fn model_complete(conn: &zbus::Connection, devices: usize) -> Option<Duration> {
+    wait_until(Duration::from_secs(600), || async {
+        matches!(startup_now(conn).await, Ok(false))
+            && devices_listed(conn).await.is_ok_and(|n| n >= devices)
+    })
+    .await
+}
+
+/// How many devices the root's `Devices` lists now.
+async fn devices_listed(conn: &zbus::Connection) -> Result<usize> {
+    let props = zbus::fdo::PropertiesProxy::builder(conn)
+        .destination(NAME)?
+        .path(ROOT)?
+        .cache_properties(zbus::proxy::CacheProperties::No)
+        .build()
+        .await?;
+    let v = props
+        .get(
+            zbus::names::InterfaceName::try_from("org.rdmamanager.RdmaManager1")?,
+            "Devices",
+        )
+        .await?;
+    Ok(Vec::<zbus::zvariant::OwnedObjectPath>::try_from(v)?.len())
+}
+
+/// `rdma-tui --ibstat` and `--json` (where the lab put rdma-tui: `run-lab.sh --tui-bin`),
+/// each the median of 3, with whether `--ibstat` printed what `ibstat` prints.
+fn time_rdma_tui() {
+    const TUI: &str = "/usr/bin/rdma-tui";
+    if !std::path::Path::new(TUI).exists() {
+        figure(
+            "rdma_tui_ibstat_ms",
+            "no rdma-tui in the guest (run-lab.sh --tui-bin)",
+        );
+        return;
+    }
+    for (figure_name, arg) in [
+        ("rdma_tui_ibstat_ms", "--ibstat"),
+        ("rdma_tui_json_ms", "--json"),
+    ] {
+        match median_ms(3, || run(Command::new(TUI).arg(arg))) {
+            Ok(v) => figure(figure_name, format!("{v:.0}")),
+            Err(e) => figure(figure_name, format!("FAILED: {e:#}")),
+        }
+    }
+    let out = |cmd: &mut Command| cmd.output().map(|o| o.stdout).unwrap_or_default();
+    let same = out(Command::new(TUI).arg("--ibstat")) == out(&mut Command::new("ibstat"));
+    figure("rdma_tui_ibstat_equal", if same { "yes" } else { "NO" });
+}
+
 /// The root's `Startup`, asked of the daemon now.
 async fn startup_now(conn: &zbus::Connection) -> Result<bool> {
     let props = zbus::fdo::PropertiesProxy::builder(conn)
@@ -872,6 +925,14 @@ async fn daemon_phase(devices: usize, only: Only) -> Result<()> {
         "daemon_start_to_startup_over_ms",
         format!("{:.0}", t0.elapsed().as_secs_f64() * 1e3),
     );
+    // What a client that connects now reads: every device listed.
+    match model_complete(&conn, devices).await {
+        Some(_) => figure(
+            "model_complete_ms",
+            format!("{:.0}", t0.elapsed().as_secs_f64() * 1e3),
+        ),
+        None => figure("model_complete_ms", "not within 600 s"),
+    }
     if let Only::Idle(runs) = only {
         let result = idle_only(pid, t0, runs).await;
         let _ = daemon.kill();
@@ -898,6 +959,7 @@ async fn daemon_phase(devices: usize, only: Only) -> Result<()> {
     for (name, value) in timing.figures() {
         figure(&name, value);
     }
+    time_rdma_tui();
     let target = format!("rxe{}", devices / 2);
     let port_path = objects
         .iter()
@@ -1107,6 +1169,16 @@ async fn daemon_phase(devices: usize, only: Only) -> Result<()> {
     figure(
         "daemon_restart_to_startup_over_ms",
         over.map_or("not within 600 s".into(), |d| {
+            format!("{:.0}", d.as_secs_f64() * 1e3)
+        }),
+    );
+    let complete = match over {
+        Some(_) => model_complete(&conn, devices).await.map(|_| t0.elapsed()),
+        None => None,
+    };
+    figure(
+        "model_complete_after_restart_ms",
+        complete.map_or("not within 600 s".into(), |d| {
             format!("{:.0}", d.as_secs_f64() * 1e3)
         }),
     );
