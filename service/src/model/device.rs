@@ -262,6 +262,22 @@ impl DeviceSnapshot {
 mod tests {
     use super::*;
 
+    /// `enum ibv_mtu` as ibv_devinfo prints it: `1024 (3)`, `4096 (5)`.
+    #[test]
+    fn ibv_mtu_codes_are_bytes() {
+        assert_eq!(PortAttrs::mtu_bytes(1), Ok(256));
+        assert_eq!(PortAttrs::mtu_bytes(3), Ok(1024));
+        assert_eq!(PortAttrs::mtu_bytes(5), Ok(4096));
+        for bad in [0, 6, u32::MAX] {
+            assert!(matches!(
+                PortAttrs::mtu_bytes(bad),
+                Err(AttrError::Malformed(_))
+            ));
+        }
+        assert_eq!(PortAttrs::mtu_code(2048), Some(4));
+        assert_eq!(PortAttrs::mtu_code(1500), None);
+    }
+
     #[test]
     fn node_types() {
         assert_eq!(NodeType::parse_sysfs("1: CA\n"), Ok(NodeType::Ca));

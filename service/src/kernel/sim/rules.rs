@@ -779,3 +779,18 @@ pub fn delete_netdev(
         .collect();
     Ok((gone, soft))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::rxe_active_mtu;
+
+    /// rxe's active MTU for its netdev's (rdma-facts: 1500 gives 1024, 4096 needs 4176).
+    #[test]
+    fn rxe_takes_its_header_off_the_netdev_mtu() {
+        assert_eq!(rxe_active_mtu(1500), 1024);
+        assert_eq!(rxe_active_mtu(4175), 2048);
+        assert_eq!(rxe_active_mtu(4176), 4096);
+        assert_eq!(rxe_active_mtu(9000), 4096);
+        assert_eq!(rxe_active_mtu(68), 256);
+    }
+}
