@@ -57,6 +57,10 @@ fn used(iface: &str, key: &str) -> Option<&'static str> {
             "Pkeys",
             "CounterSource",
             "StateChanges",
+            "ActiveMtu",
+            "MaxMtu",
+            "GidTableLength",
+            "PkeyTableLength",
         ],
         IPOIB_IFACE => &[
             "Name",
@@ -383,6 +387,11 @@ pub struct PortView {
     /// The daemon's `StateChanges`: every transition since it started, counted as it
     /// happened, whoever watched (a flap between two scrapes included).
     pub state_changes: u64,
+    /// IB MTUs in bytes, 0 when the daemon does not know them; table lengths.
+    pub active_mtu: u32,
+    pub max_mtu: u32,
+    pub gid_table_length: u32,
+    pub pkey_table_length: u32,
 }
 
 impl PortView {
@@ -413,6 +422,10 @@ impl PortView {
                 .get("StateChanges")
                 .and_then(|v| u64::try_from(&**v).ok())
                 .unwrap_or(0),
+            active_mtu: u32_of(p, "ActiveMtu"),
+            max_mtu: u32_of(p, "MaxMtu"),
+            gid_table_length: u32_of(p, "GidTableLength"),
+            pkey_table_length: u32_of(p, "PkeyTableLength"),
         }
     }
 }

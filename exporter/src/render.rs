@@ -487,9 +487,11 @@ fn own_metrics(o: &mut Out, scrape: &Scrape) {
         Kind::Gauge,
         "A non-zero P_Key table entry of a port (with the full-membership bit); value is always 1.",
     );
+    let link = port_link_families(o);
     for p in &v.ports {
         let n = p.number.to_string();
         let l = [("device", p.device.as_str()), ("port", n.as_str())];
+        port_link_samples(o, link, p, &l);
         o.sample(
             info,
             &[
@@ -596,6 +598,51 @@ fn own_metrics(o: &mut Out, scrape: &Scrape) {
             u64::from(i.oper_state == "up"),
         );
     }
+}
+
+/// The families of what `ibv_devinfo` tells of a port's link: MTUs and table lengths.
+#[derive(Clone, Copy)]
+struct PortLinkFamilies {
+    active_mtu: usize,
+    max_mtu: usize,
+    gid_table: usize,
+    pkey_table: usize,
+}
+
+fn port_link_families(o: &mut Out) -> PortLinkFamilies {
+    PortLinkFamilies {
+        active_mtu: o.family(
+            "rdma_port_active_mtu_bytes",
+            Kind::Gauge,
+            "A port's IB MTU in use, in bytes (ibv_devinfo's active_mtu); absent when the daemon cannot tell.",
+        ),
+        max_mtu: o.family(
+            "rdma_port_max_mtu_bytes",
+            Kind::Gauge,
+            "The largest IB MTU a port supports, in bytes (ibv_devinfo's max_mtu); absent when the daemon cannot tell.",
+        ),
+        gid_table: o.family(
+            "rdma_port_gid_table_size",
+            Kind::Gauge,
+            "Length of a port's GID table, used entries or not.",
+        ),
+        pkey_table: o.family(
+            "rdma_port_pkey_table_size",
+            Kind::Gauge,
+            "Length of a port's P_Key table, used entries or not.",
+        ),
+    }
+}
+
+fn port_link_samples(o: &mut Out, f: PortLinkFamilies, p: &PortView, l: &[(&str, &str); 2]) {
+    // 0 is the daemon's "not known": no sample rather than a false value.
+    for (family, value) in [(f.active_mtu, p.active_mtu), (f.max_mtu, p.max_mtu)] {
+        if value > 0 {
+            o.sample(family, l, u64::from(value));
+        }
+    }
+    o.sample(f.gid_table, l, u64::from(p.gid_table_length));
+    o.sample(f.pkey_table, l, u64::from(p.pkey_table_length));
 }
 
 /// One sample per known name: 1 for `current`, 0 for the others.

@@ -542,26 +542,13 @@ struct Published {
 /// Reads [`Published`]; the objects through `direct` when given (and the bus if it fails
 /// there), the root's properties through the bus.
 async fn read_published(conn: &Connection, direct: Option<&Connection>) -> zbus::Result<Published> {
-    let direct_objects = match direct {
+    // The root's properties through the bus while the direct socket answers.
+    let (direct_objects, root) = match direct {
         Some(d) => {
-            let reply = d
-                .call_method(
-                    None::<&str>,
-                    ROOT_PATH,
-                    Some("org.freedesktop.DBus.ObjectManager"),
-                    "GetManagedObjects",
-                    &(),
-                )
-                .await;
-            match reply.and_then(|m| m.body().deserialize::<zbus::fdo::ManagedObjects>()) {
-                Ok(objects) => Some(objects),
-                Err(e) => {
-                    tracing::debug!("the direct socket failed, reading through the bus: {e}");
-                    None
-                }
-            }
+            let (objects, root) = tokio::join!(direct_objects(d), read_root(conn));
+            (objects, Some(root))
         }
-        None => None,
+        None => (None, None),
     };
     let objects = match direct_objects {
         Some(objects) => objects,
@@ -572,8 +559,31 @@ async fn read_published(conn: &Connection, direct: Option<&Connection>) -> zbus:
                 .await?
         }
     };
-    let root = read_root(conn).await?;
+    let root = match root {
+        Some(root) => root?,
+        None => read_root(conn).await?,
+    };
     Ok(Published { objects, root })
+}
+
+/// GetManagedObjects on the direct socket; `None` when it fails there (logged).
+async fn direct_objects(direct: &Connection) -> Option<zbus::fdo::ManagedObjects> {
+    let reply = direct
+        .call_method(
+            None::<&str>,
+            ROOT_PATH,
+            Some("org.freedesktop.DBus.ObjectManager"),
+            "GetManagedObjects",
+            &(),
+        )
+        .await;
+    match reply.and_then(|m| m.body().deserialize::<zbus::fdo::ManagedObjects>()) {
+        Ok(objects) => Some(objects),
+        Err(e) => {
+            tracing::debug!("the direct socket failed, reading through the bus: {e}");
+            None
+        }
+    }
 }
 
 /// The root's own properties (GetAll).
@@ -673,6 +683,23 @@ pub async fn read_model(conn: &Connection, direct: Option<&Connection>) -> zbus:
         model.add_object(path.as_str(), &interfaces);
     }
     Ok(model)
+}
+
+/// The objects alone, from the direct socket at `path`, without the bus: what ibstat's
+/// text needs (the root's own properties are left unread). `None` when the socket does not
+/// answer or its read fails: the caller reads through the bus.
+pub async fn read_model_direct(path: &str) -> Option<Model> {
+    let direct = connect_direct(path).await?;
+    let objects = direct_objects(&direct).await?;
+    let mut model = Model::default();
+    for (path, ifaces) in objects {
+        let interfaces: Interfaces = ifaces
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        model.add_object(path.as_str(), &interfaces);
+    }
+    Some(model)
 }
 
 /// Reads every port's throughput history, all calls in flight at once: the fine ring, or

@@ -67,15 +67,26 @@ async fn run(args: cli::Args, started: std::time::Instant) -> anyhow::Result<()>
     // `cli::parse` refuses --demo in a build without it.
     #[cfg(not(feature = "demo"))]
     let bus = args.bus.clone();
-    let conn = client::connect(&bus)
-        .await
-        .with_context(|| cannot_connect(&bus))?;
     // A one-time read takes the objects from the daemon's direct socket when it answers:
     // the same reply without the bus's relay (rdma-managerd(8), --direct-socket).
-    let direct = match (&args.mode, args.direct_socket_path()) {
-        (Mode::Json | Mode::Ibstat(_), Some(path)) => client::connect_direct(&path).await,
+    let mut direct_path = match &args.mode {
+        Mode::Json | Mode::Ibstat(_) => args.direct_socket_path(),
         _ => None,
     };
+    // ibstat's text needs only the objects: when the direct socket gives them, the bus is
+    // not connected at all (its handshake costs as much as the read).
+    if let (Mode::Ibstat(ibstat), Some(path)) = (&args.mode, &direct_path) {
+        if let Some(model) = client::read_model_direct(path).await {
+            return print_ibstat(&model, ibstat);
+        }
+        direct_path = None;
+    }
+    // The bus's handshake and the direct socket's, at once.
+    let (conn, direct) = match &direct_path {
+        Some(path) => tokio::join!(client::connect(&bus), client::connect_direct(path)),
+        None => (client::connect(&bus).await, None),
+    };
+    let conn = conn.with_context(|| cannot_connect(&bus))?;
     match args.mode {
         Mode::Interactive => rdma_tui::terminal::run(conn, args.mouse, started).await,
         Mode::Json => {
@@ -94,18 +105,25 @@ async fn run(args: cli::Args, started: std::time::Instant) -> anyhow::Result<()>
             let model = client::read_model(&conn, direct.as_ref())
                 .await
                 .context(NOT_RUNNING)?;
-            // As ibstat 44.0: what was printed before a failure stays printed, then the
-            // message, and a failure status.
-            let run = rdma_tui::ibstat::run(&model, &ibstat);
-            let mut out = std::io::stdout().lock();
-            out.write_all(run.stdout.as_bytes())?;
-            out.flush()?;
-            match run.error {
-                None => Ok(()),
-                Some(e) => Err(rdma_tui::ibstat::report(e)),
-            }
+            print_ibstat(&model, &ibstat)
         }
         Mode::Help | Mode::Version => Ok(()),
+    }
+}
+
+/// Prints ibstat's text of the model. As ibstat 44.0: what was printed before a failure
+/// stays printed, then the message, and a failure status.
+fn print_ibstat(
+    model: &rdma_tui::model::Model,
+    ibstat: &rdma_manager_dbus::ibstat::IbstatArgs,
+) -> anyhow::Result<()> {
+    let run = rdma_tui::ibstat::run(model, ibstat);
+    let mut out = std::io::stdout().lock();
+    out.write_all(run.stdout.as_bytes())?;
+    out.flush()?;
+    match run.error {
+        None => Ok(()),
+        Some(e) => Err(rdma_tui::ibstat::report(e)),
     }
 }
 

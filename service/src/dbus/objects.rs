@@ -398,6 +398,18 @@ bus_object! {
         rate as "Rate": String,
         /// Rate in Gb/s (2.5 for 1X SDR); 0 when unknown.
         rate_gbps as "RateGbps": f64,
+        /// Active link width as the rate names it ("1X", "2X", "4X", "8X", "12X", as ibv_devinfo's active_width); "" when unknown.
+        active_width as "ActiveWidth": String,
+        /// Active lane speed as the rate names it (SDR, DDR, QDR, FDR10, FDR, EDR, HDR, NDR, XDR); "" when the kernel names none.
+        active_speed as "ActiveSpeed": String,
+        /// IB MTU in use, in bytes (256, 512, 1024, 2048 or 4096), as ibv_devinfo's active_mtu: on RoCE it follows the netdev's MTU (1024 for 1500); 0 when not known (read through libibverbs only: see Unreadable).
+        active_mtu as "ActiveMtu": u32,
+        /// Largest IB MTU the port supports, in bytes, as ibv_devinfo's max_mtu; 0 when not known.
+        max_mtu as "MaxMtu": u32,
+        /// Length of the GID table, used entries or not (ibv_devinfo's gid_tbl_len).
+        gid_table_length as "GidTableLength": u32,
+        /// Length of the P_Key table, used entries or not (ibv_devinfo's pkey_tbl_len).
+        pkey_table_length as "PkeyTableLength": u32,
         /// Base LID assigned by the subnet manager (0 on Ethernet ports or before the SM assigns one).
         lid as "Lid": u32,
         /// LID of the master subnet manager (0 when none was seen).

@@ -144,6 +144,21 @@ pub fn port_view(
             .as_ref()
             .map(|r| f64::from(r.deci_gbps) / 10.0)
             .unwrap_or(0.0),
+        active_width: p
+            .rate
+            .as_ref()
+            .map(|r| format!("{}X", r.width))
+            .unwrap_or_default(),
+        active_speed: p
+            .rate
+            .as_ref()
+            .ok()
+            .and_then(|r| r.speed.clone())
+            .unwrap_or_default(),
+        active_mtu: u.take("ActiveMtu", &p.active_mtu),
+        max_mtu: u.take("MaxMtu", &p.max_mtu),
+        gid_table_length: u.take("GidTableLength", &p.gid_table_len),
+        pkey_table_length: u.take("PkeyTableLength", &p.pkey_table_len),
         lid: u.take("Lid", &p.lid),
         sm_lid: u.take("SmLid", &p.sm_lid),
         lmc: u.take("Lmc", &p.lmc),

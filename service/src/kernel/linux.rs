@@ -97,7 +97,7 @@ fn read_device(s: &SysRoot, name: &str, cache: &VerbsList) -> Result<DeviceSnaps
     };
     s.read_device_with(
         name,
-        Some(&mut |dev, table_len| {
+        Some(&mut |dev, ports, table_len| {
             let guid = super::sysfs::read_attr(&s.device_dir(dev).join("node_guid"))
                 .ok()
                 .and_then(|g| crate::model::Guid::parse_sysfs(&g).ok());
@@ -121,15 +121,15 @@ fn read_device(s: &SysRoot, name: &str, cache: &VerbsList) -> Result<DeviceSnaps
                 if list.node_guid(dev) != guid.map(|g| g.0) && !fresh {
                     continue;
                 }
-                let first = list.gid_table(dev, GIDS_FIRST_GUESS);
-                let table = match first {
+                let first = list.tables(dev, GIDS_FIRST_GUESS, ports);
+                let tables = match first {
                     Err(VerbsError::Query { errno, .. }) if errno.0 == libc::EINVAL => {
-                        list.gid_table(dev, table_len())
+                        list.tables(dev, table_len(), ports)
                     }
                     other => other,
                 };
-                match table {
-                    Ok(raw) => return Some(verbs::gids_by_port(&raw, verbs::ifname)),
+                match tables {
+                    Ok(t) => return Some(verbs_tables(&t)),
                     Err(VerbsError::NoDevice(_) | VerbsError::Open { .. }) if !fresh => continue,
                     Err(e) => {
                         tracing::debug!(error = %e, "GID table read through sysfs");
@@ -140,6 +140,24 @@ fn read_device(s: &SysRoot, name: &str, cache: &VerbsList) -> Result<DeviceSnaps
             None
         }),
     )
+}
+
+/// A verbs context's answers as the sysfs reader takes them.
+fn verbs_tables(t: &verbs::DeviceTables) -> super::sysfs::VerbsTables {
+    super::sysfs::VerbsTables {
+        gids: verbs::gids_by_port(&t.gids, verbs::ifname),
+        ports: t
+            .ports
+            .iter()
+            .map(|(&port, attr)| {
+                let attr = match attr {
+                    Ok(a) => Ok(a.attrs()),
+                    Err(e) => Err(crate::model::AttrError::Unreadable(*e)),
+                };
+                (port, attr)
+            })
+            .collect(),
+    }
 }
 
 /// A libibverbs device list that lists every device of `wanted` as sysfs has it now (the

@@ -11,7 +11,9 @@ use super::observe::{note, SysfsOp};
 use super::{HostError, Op};
 use crate::model::attr::{parse_dec, parse_hex_u32, trim_attr};
 use crate::model::counters::{PortSource, HW_BYTE_COUNTERS, PMA32_SATURATED};
-use crate::model::device::{parse_gid, GidEntry, GidType, NodeType, PkeyEntry, PortSnapshot};
+use crate::model::device::{
+    parse_gid, GidEntry, GidType, NodeType, PkeyEntry, PortAttrs, PortSnapshot,
+};
 use crate::model::netdev::{
     parse_bool01, parse_ipoib_mode, uevent_devtype, IpoibAttrs, ARPHRD_INFINIBAND,
 };
@@ -24,15 +26,21 @@ use crate::naming::rdma_rename::{PciFunction, PciParent, PhysFn, RenameSysfs};
 /// IFF_UP in a netdev's `flags`.
 const IFF_UP: u32 = 0x1;
 
-/// Reads a device's GID tables in one go (see [`SysRoot::read_device_with`]): called with the
-/// device's name and a function giving the sum of its ports' table lengths (which lists the
-/// `gids` directories: 1024 entries a port on rxe, so only asked for when needed), it gives
-/// the used entries by port, or `None` to have them read through sysfs.
+/// Reads a device's GID tables in one go and its ports' attributes (see
+/// [`SysRoot::read_device_with`]): called with the device's name, its port numbers and a
+/// function giving the sum of its ports' table lengths (which lists the `gids` directories:
+/// 1024 entries a port on rxe, so only asked for when needed), it gives the used entries by
+/// port, or `None` to have them read through sysfs.
 pub type GidTableReader<'a> =
-    &'a mut dyn FnMut(
-        &str,
-        &mut dyn FnMut() -> usize,
-    ) -> Option<std::collections::BTreeMap<u32, Vec<GidEntry>>>;
+    &'a mut dyn FnMut(&str, &[u32], &mut dyn FnMut() -> usize) -> Option<VerbsTables>;
+
+/// What a device's verbs context told: the used GID entries by port (a port without any is
+/// absent) and each port's attributes, or why its query failed.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct VerbsTables {
+    pub gids: std::collections::BTreeMap<u32, Vec<GidEntry>>,
+    pub ports: std::collections::BTreeMap<u32, Field<PortAttrs>>,
+}
 
 /// Whether a port of this link layer has LIDs to read. On Ethernet (RoCE, rxe) the kernel's
 /// `lid`, `sm_lid`, `lid_mask_count` and `sm_sl` always read 0: ib_core leaves them zeroed for
@@ -323,15 +331,18 @@ impl SysRoot {
                     .map(|p| list_dir(&self.port_dir(name, *p).join("gids")).map_or(0, |v| v.len()))
                     .sum()
             };
-            read(name, &mut table_len)
+            read(name, &numbers, &mut table_len)
         });
         let mut ports = Vec::new();
-        for number in numbers {
+        for &number in &numbers {
             // A port without valid entries is absent from the table: it has no GIDs.
-            let gids = from_table
-                .as_mut()
-                .map(|t| t.remove(&number).unwrap_or_default());
-            ports.push(self.read_port_with(name, number, gids));
+            let verbs = from_table.as_mut().map(|t| {
+                (
+                    t.gids.remove(&number).unwrap_or_default(),
+                    t.ports.remove(&number).unwrap_or(Err(AttrError::Missing)),
+                )
+            });
+            ports.push(self.read_port_with(name, number, verbs));
         }
         if !is_dir(&dir) {
             // Unplugged while we read it: what we have may be a mix of stale and missing.
@@ -394,9 +405,41 @@ impl SysRoot {
         self.read_port_with(dev, number, None)
     }
 
-    /// One port without counters, with its GIDs when the caller has them already.
-    fn read_port_with(&self, dev: &str, number: u32, gids: Option<Vec<GidEntry>>) -> PortSnapshot {
+    /// One port without counters, with its GIDs and attributes when the caller has them
+    /// from verbs already. Without verbs, the table lengths are those of the `gids` and
+    /// `pkeys` directories (sysfs makes one entry per table slot) and the MTUs are missing.
+    fn read_port_with(
+        &self,
+        dev: &str,
+        number: u32,
+        verbs: Option<(Vec<GidEntry>, Field<PortAttrs>)>,
+    ) -> PortSnapshot {
         let dir = self.port_dir(dev, number);
+        let (pkeys, pkeys_listed) = self.read_pkeys(&dir);
+        let (gids, gids_listed, attrs) = match verbs {
+            Some((gids, attrs)) => (gids, None, Some(attrs)),
+            None => {
+                let (gids, listed) = self.read_gids(&dir);
+                (gids, Some(listed), None)
+            }
+        };
+        let (active_mtu, max_mtu, gid_table_len, pkey_table_len) = match attrs {
+            Some(Ok(a)) => (
+                a.active_mtu,
+                a.max_mtu,
+                Ok(a.gid_table_len),
+                Ok(a.pkey_table_len),
+            ),
+            // The GID directory is not listed for its length: 1024 entries a port on rxe,
+            // which the GID table's one call spares.
+            Some(Err(e)) => (Err(e.clone()), Err(e.clone()), Err(e), Ok(pkeys_listed)),
+            None => (
+                Err(AttrError::Missing),
+                Err(AttrError::Missing),
+                Ok(gids_listed.unwrap_or_default()),
+                Ok(pkeys_listed),
+            ),
+        };
         let link_layer = read_parsed(&dir.join("link_layer"), LinkLayer::parse_sysfs);
         // An Ethernet port (RoCE) has no LIDs and no subnet manager: the kernel reports 0 for
         // all four, so they are not read (four files a port fewer; see has_lids).
@@ -426,17 +469,23 @@ impl SysRoot {
             cap_mask: read_parsed(&dir.join("cap_mask"), parse_hex_u32),
             link_layer,
             rate: read_parsed(&dir.join("rate"), Rate::parse_sysfs),
-            gids: gids.unwrap_or_else(|| self.read_gids(&dir)),
-            pkeys: self.read_pkeys(&dir),
+            gids,
+            pkeys,
+            active_mtu,
+            max_mtu,
+            gid_table_len,
+            pkey_table_len,
         }
     }
 
-    /// Used GID entries. Unused entries are all zero; their `gid_attrs` fail with EINVAL, so
-    /// they are not read at all. An unreadable GID itself is skipped (it can only be unused
-    /// or vanishing).
-    fn read_gids(&self, port_dir: &Path) -> Vec<GidEntry> {
+    /// Used GID entries, and how many entries the table has. Unused entries are all zero;
+    /// their `gid_attrs` fail with EINVAL, so they are not read at all. An unreadable GID
+    /// itself is skipped (it can only be unused or vanishing).
+    fn read_gids(&self, port_dir: &Path) -> (Vec<GidEntry>, u32) {
         let mut out = Vec::new();
-        for index in list_indices(&port_dir.join("gids")) {
+        let indices = list_indices(&port_dir.join("gids"));
+        let listed = indices.len() as u32;
+        for index in indices {
             let Ok(gid) = read_parsed(&port_dir.join(format!("gids/{index}")), parse_gid) else {
                 continue;
             };
@@ -453,7 +502,7 @@ impl SysRoot {
                 ndev: read_text(&port_dir.join(format!("gid_attrs/ndevs/{index}"))),
             });
         }
-        out
+        (out, listed)
     }
 
     /// Every port's used GID entries, by port; ports without any are left out (as
@@ -461,14 +510,17 @@ impl SysRoot {
     pub fn read_gid_tables(&self, dev: &str) -> std::collections::BTreeMap<u32, Vec<GidEntry>> {
         list_indices(&self.device_dir(dev).join("ports"))
             .into_iter()
-            .map(|port| (port, self.read_gids(&self.port_dir(dev, port))))
+            .map(|port| (port, self.read_gids(&self.port_dir(dev, port)).0))
             .filter(|(_, gids)| !gids.is_empty())
             .collect()
     }
 
     /// Non-zero P_Key table entries (the directory exists only when the table is non-empty).
-    fn read_pkeys(&self, port_dir: &Path) -> Vec<PkeyEntry> {
-        list_indices(&port_dir.join("pkeys"))
+    /// Also gives how many entries the table has (listed, zero or not).
+    fn read_pkeys(&self, port_dir: &Path) -> (Vec<PkeyEntry>, u32) {
+        let indices = list_indices(&port_dir.join("pkeys"));
+        let listed = indices.len() as u32;
+        let entries = indices
             .into_iter()
             .filter_map(|index| {
                 let pkey = read_parsed(
@@ -478,7 +530,8 @@ impl SysRoot {
                 .ok()?;
                 (pkey & 0x7fff != 0).then_some(PkeyEntry { index, pkey })
             })
-            .collect()
+            .collect();
+        (entries, listed)
     }
 
     /// Where a port's traffic is counted: PMA `counters/` (64-bit when the kernel added the

@@ -19,7 +19,7 @@ use std::net::Ipv6Addr;
 use std::sync::OnceLock;
 
 use super::verbs_providers::Providers;
-use crate::model::device::{GidEntry, GidType};
+use crate::model::device::{GidEntry, GidType, PortAttrs};
 use crate::model::{AttrError, Errno, Field};
 
 /// The soname rdma-core's libibverbs has had since its first release.
@@ -40,6 +40,62 @@ pub struct RawGidEntry {
 }
 
 const _: () = assert!(std::mem::size_of::<RawGidEntry>() == 32);
+
+/// The head of `struct ibv_port_attr` of `<infiniband/verbs.h>` up to `flags`: the layout
+/// of `struct _compat_ibv_port_attr`, frozen since libibverbs 1.1, which the exported
+/// `ibv_query_port` takes. Providers fill the whole, newer `struct ibv_port_attr` through it
+/// (`port_cap_flags2`, `active_speed_ex` after `flags`), hence the room after it.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RawPortAttr {
+    pub state: u32,
+    /// `enum ibv_mtu`: 1 is 256 bytes ... 5 is 4096.
+    pub max_mtu: u32,
+    pub active_mtu: u32,
+    pub gid_tbl_len: i32,
+    pub port_cap_flags: u32,
+    pub max_msg_sz: u32,
+    pub bad_pkey_cntr: u32,
+    pub qkey_viol_cntr: u32,
+    pub pkey_tbl_len: u16,
+    pub lid: u16,
+    pub sm_lid: u16,
+    pub lmc: u8,
+    pub max_vl_num: u8,
+    pub sm_sl: u8,
+    pub subnet_timeout: u8,
+    pub init_type_reply: u8,
+    pub active_width: u8,
+    pub active_speed: u8,
+    pub phys_state: u8,
+    pub link_layer: u8,
+    pub flags: u8,
+    /// Room for what rdma-core has added after `flags` since (8 bytes so far).
+    pub rest: [u64; 8],
+}
+
+const _: () = assert!(std::mem::offset_of!(RawPortAttr, pkey_tbl_len) == 32);
+const _: () = assert!(std::mem::offset_of!(RawPortAttr, flags) == 47);
+
+impl RawPortAttr {
+    /// The fields the model keeps.
+    pub fn attrs(&self) -> PortAttrs {
+        PortAttrs {
+            active_mtu: PortAttrs::mtu_bytes(self.active_mtu),
+            max_mtu: PortAttrs::mtu_bytes(self.max_mtu),
+            gid_table_len: u32::try_from(self.gid_tbl_len).unwrap_or(0),
+            pkey_table_len: u32::from(self.pkey_tbl_len),
+        }
+    }
+}
+
+/// What one opened context told of a device: its used GID entries and each asked port's
+/// attributes (or the errno of its query).
+#[derive(Debug, Clone, Default)]
+pub struct DeviceTables {
+    pub gids: Vec<RawGidEntry>,
+    pub ports: BTreeMap<u32, Result<RawPortAttr, Errno>>,
+}
 
 const IBV_GID_TYPE_IB: u32 = 0;
 const IBV_GID_TYPE_ROCE_V1: u32 = 1;
@@ -74,6 +130,9 @@ type CloseDevice = unsafe extern "C" fn(*mut c_void) -> c_int;
 /// `_ibv_query_gid_table(context, entries, max_entries, flags, entry_size)`: the exported
 /// function behind the header's inline `ibv_query_gid_table`. Returns the number of entries
 /// or a negative errno.
+/// `ibv_query_port(context, port_num, port_attr)`, the exported function (the header's
+/// inline of that name calls the provider directly): 0 or an errno.
+type QueryPort = unsafe extern "C" fn(*mut c_void, u8, *mut RawPortAttr) -> c_int;
 type QueryGidTable =
     unsafe extern "C" fn(*mut c_void, *mut RawGidEntry, usize, u32, usize) -> isize;
 /// `ibv_get_async_event(context, event)`: 0, or -1 with errno (EAGAIN on a non-blocking fd).
@@ -113,6 +172,7 @@ pub struct Verbs {
     open_device: OpenDevice,
     close_device: CloseDevice,
     query_gid_table: QueryGidTable,
+    query_port: QueryPort,
     get_async_event: GetAsyncEvent,
     ack_async_event: AckAsyncEvent,
     /// The providers loaded before a device list (see `verbs_providers`).
@@ -139,6 +199,7 @@ impl Verbs {
                 open_device: sym(&lib, "ibv_open_device")?,
                 close_device: sym(&lib, "ibv_close_device")?,
                 query_gid_table: sym(&lib, "_ibv_query_gid_table")?,
+                query_port: sym(&lib, "ibv_query_port")?,
                 get_async_event: sym(&lib, "ibv_get_async_event")?,
                 ack_async_event: sym(&lib, "ibv_ack_async_event")?,
                 providers: Providers::beside_mapped_libibverbs(),
@@ -272,10 +333,17 @@ impl DeviceList<'_> {
         }))
     }
 
-    /// Every valid entry of the device's GID tables, all ports, in one call. `max_entries`
-    /// must be at least the number of valid entries (the kernel refuses a shorter buffer
-    /// with EINVAL); the sum of the ports' table lengths always is.
-    pub fn gid_table(&self, dev: &str, max_entries: usize) -> Result<Vec<RawGidEntry>, VerbsError> {
+    /// Every valid entry of the device's GID tables, all ports, in one call, and the
+    /// attributes of each of `ports`, through one opened context. `max_entries` must be at
+    /// least the number of valid entries (the kernel refuses a shorter buffer with EINVAL,
+    /// which fails the whole); the sum of the ports' table lengths always is. A port whose
+    /// query fails has its errno.
+    pub fn tables(
+        &self,
+        dev: &str,
+        max_entries: usize,
+        ports: &[u32],
+    ) -> Result<DeviceTables, VerbsError> {
         let open = self.open(dev)?;
         let mut entries = vec![RawGidEntry::default(); max_entries.max(1)];
         // SAFETY: the buffer holds `entries.len()` entries of the size passed.
@@ -288,13 +356,20 @@ impl DeviceList<'_> {
                 std::mem::size_of::<RawGidEntry>(),
             )
         };
-        drop(open);
         let n = usize::try_from(n).map_err(|_| VerbsError::Query {
             dev: dev.to_string(),
             errno: Errno(i32::try_from(-n).unwrap_or(libc::EIO)),
         })?;
         entries.truncate(n.min(entries.len()));
-        Ok(entries)
+        let ports = ports
+            .iter()
+            .map(|&port| (port, open.query_port(port)))
+            .collect();
+        drop(open);
+        Ok(DeviceTables {
+            gids: entries,
+            ports,
+        })
     }
 }
 
@@ -333,6 +408,20 @@ impl<'a> DeviceList<'a> {
 }
 
 impl OpenContext<'_> {
+    /// One port's attributes (`ibv_query_port`).
+    pub fn query_port(&self, port: u32) -> Result<RawPortAttr, Errno> {
+        let port = u8::try_from(port).map_err(|_| Errno(libc::EINVAL))?;
+        let mut attr = RawPortAttr::default();
+        // SAFETY: `attr` is zeroed and longer than any `struct ibv_port_attr` rdma-core has
+        // defined (see RawPortAttr); the context is open.
+        let rc = unsafe { (self.ctx.verbs.query_port)(self.ctx.ctx, port, &mut attr) };
+        match rc {
+            0 => Ok(attr),
+            e if e > 0 => Err(Errno(e)),
+            _ => Err(Errno(libc::EIO)),
+        }
+    }
+
     fn fd_at(&self, offset: usize) -> c_int {
         // SAFETY: `struct ibv_context` is at least that long (see CONTEXT_CMD_FD_OFFSET);
         // the read is of a plain int.
@@ -540,7 +629,7 @@ mod tests {
                 // A kernel without RDMA (the build machines): the list itself fails, typed.
                 Err(e) => assert!(matches!(e, VerbsError::DeviceList(_)), "{e}"),
                 Ok(list) => assert!(matches!(
-                    list.gid_table("no-such-device", 4),
+                    list.tables("no-such-device", 4, &[1]),
                     Err(VerbsError::NoDevice(_))
                 )),
             },

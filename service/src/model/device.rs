@@ -156,6 +156,34 @@ impl PkeyEntry {
     }
 }
 
+/// What `ibv_query_port` tells of a port that sysfs does not, or only by listing a table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PortAttrs {
+    /// `enum ibv_mtu` turned into bytes.
+    pub active_mtu: Field<u32>,
+    pub max_mtu: Field<u32>,
+    pub gid_table_len: u32,
+    pub pkey_table_len: u32,
+}
+
+impl PortAttrs {
+    /// The bytes of an `enum ibv_mtu` (`IBV_MTU_256` is 1 ... `IBV_MTU_4096` is 5).
+    pub fn mtu_bytes(code: u32) -> Field<u32> {
+        match code {
+            1..=5 => Ok(128 << code),
+            other => Err(AttrError::malformed(
+                &other.to_string(),
+                "expected an enum ibv_mtu of 1 to 5",
+            )),
+        }
+    }
+
+    /// The `enum ibv_mtu` of a byte count (256, 512, 1024, 2048, 4096).
+    pub fn mtu_code(bytes: u32) -> Option<u32> {
+        (1..=5).find(|c| 128u32 << c == bytes)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PortSnapshot {
     pub number: u32,
@@ -170,6 +198,13 @@ pub struct PortSnapshot {
     pub rate: Field<Rate>,
     pub gids: Vec<GidEntry>,
     pub pkeys: Vec<PkeyEntry>,
+    /// The IB MTU in use and the largest the port supports, in bytes (256 to 4096). Only
+    /// `ibv_query_port` tells them: sysfs has no file for either.
+    pub active_mtu: Field<u32>,
+    pub max_mtu: Field<u32>,
+    /// The lengths of the GID and P_Key tables (used entries or not).
+    pub gid_table_len: Field<u32>,
+    pub pkey_table_len: Field<u32>,
 }
 
 impl PortSnapshot {
@@ -226,6 +261,22 @@ impl DeviceSnapshot {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `enum ibv_mtu` as ibv_devinfo prints it: `1024 (3)`, `4096 (5)`.
+    #[test]
+    fn ibv_mtu_codes_are_bytes() {
+        assert_eq!(PortAttrs::mtu_bytes(1), Ok(256));
+        assert_eq!(PortAttrs::mtu_bytes(3), Ok(1024));
+        assert_eq!(PortAttrs::mtu_bytes(5), Ok(4096));
+        for bad in [0, 6, u32::MAX] {
+            assert!(matches!(
+                PortAttrs::mtu_bytes(bad),
+                Err(AttrError::Malformed(_))
+            ));
+        }
+        assert_eq!(PortAttrs::mtu_code(2048), Some(4));
+        assert_eq!(PortAttrs::mtu_code(1500), None);
+    }
 
     #[test]
     fn node_types() {

@@ -166,6 +166,10 @@ mod tests {
                 })
                 .collect(),
             pkeys: vec![],
+            active_mtu: Err(AttrError::Missing),
+            max_mtu: Err(AttrError::Missing),
+            gid_table_len: Ok(types.len() as u32),
+            pkey_table_len: Ok(0),
         }
     }
 

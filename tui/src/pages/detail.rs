@@ -97,6 +97,14 @@ fn device_lines(t: Theme, d: &Device) -> Vec<Line<'static>> {
 }
 
 /// The port part of ibstat, then its interfaces and RoCE settings.
+/// An MTU in bytes; empty when the daemon does not know it (0), so that the reason shows.
+fn mtu_text(bytes: u32) -> String {
+    match bytes {
+        0 => String::new(),
+        b => b.to_string(),
+    }
+}
+
 fn port_lines(t: Theme, model: &Model, p: &Port) -> Vec<Line<'static>> {
     let u = &p.unreadable;
     let field = |label: &str, value: &str, prop: &str, style: Style| {
@@ -127,6 +135,13 @@ fn port_lines(t: Theme, model: &Model, p: &Port) -> Vec<Line<'static>> {
         ),
         field("Physical state", &p.phys_state, "PhysState", phys_style),
         field("Rate", &p.rate, "Rate", t.normal()),
+        field(
+            "Active MTU",
+            &mtu_text(p.active_mtu),
+            "ActiveMtu",
+            t.normal(),
+        ),
+        field("Max MTU", &mtu_text(p.max_mtu), "MaxMtu", t.normal()),
         kv(t, "Base lid", p.lid.to_string(), t.normal()),
         kv(t, "LMC", p.lmc.to_string(), t.normal()),
         kv(t, "SM lid", sm.0, sm.1),
@@ -139,6 +154,18 @@ fn port_lines(t: Theme, model: &Model, p: &Port) -> Vec<Line<'static>> {
         field("Port GUID", &p.port_guid, "PortGuid", t.normal()),
         field("Link layer", &p.link_layer, "LinkLayer", t.normal()),
         kv(t, "SM SL", p.sm_sl.to_string(), t.normal()),
+        kv(
+            t,
+            "GID table",
+            format!("{} used of {}", p.gids.len(), p.gid_table_length),
+            t.normal(),
+        ),
+        kv(
+            t,
+            "P_Key table",
+            format!("{} used of {}", p.pkeys.len(), p.pkey_table_length),
+            t.normal(),
+        ),
         field("Netdev", &p.netdev, "Netdev", t.normal()),
     ];
     let ipoib = model.ipoib_of_port(&p.path);

@@ -144,7 +144,12 @@ fn ib_port(
             ndev: None,
         }],
         gid_table_len: 8,
+        rendered_gid_entries: None,
         pkeys: vec![0xffff, 0, 0, 0, 0, 0, 0, 0],
+        // An InfiniBand HCA's port after the SM's PortInfo: the subnet's MTU, 4096 where
+        // nothing limits it (a host whose IPoIB runs at 2048 sets its own).
+        max_mtu: 4096,
+        active_mtu: 4096,
         pma: Some(SimPma {
             extended: true,
             xmit_data: 0,
@@ -211,7 +216,11 @@ fn roce_port(number: u32, mac: [u8; 6], ndev: &str, rate: &str, ipv4: Option<[u8
         rate: rate.into(),
         gids,
         gid_table_len: 8,
+        rendered_gid_entries: None,
         pkeys: vec![0xffff],
+        // mlx5_query_port_roce: iboe_get_mtu of the netdev's 1500 bytes.
+        max_mtu: 4096,
+        active_mtu: 1024,
         pma: Some(SimPma {
             extended: true,
             xmit_data: 0,
@@ -280,6 +289,8 @@ pub fn guide_mlx4(index: u32, first_ifindex: u32) -> (SimDevice, Vec<SimNetdev>)
         pma.extended = false;
     }
     p1.pkeys = vec![0xffff, 0x8001, 0, 0];
+    // The subnet runs at 2048, as its ib0's datagram MTU of 2044 says.
+    p1.active_mtu = 2048;
     let p2 = roce_port(2, eth_mac, "enp4s0d1", "40 Gb/sec (4X QDR)", None);
     let mut dev = hca(
         index,

@@ -463,11 +463,14 @@ impl SimHost {
     /// the used entries of the tree (read uncharged), charged as one query, after a device
     /// list made anew when the kept one lacks the device. Room for 64 entries first, as the
     /// Linux host asks; when more are used, the tables' length is listed and asked again.
+    /// Each asked port's attributes come from the port as `ibv_query_port` tells them, in
+    /// the same opened context (charged with it).
     fn verbs_gid_tables(
         &self,
         dev: &str,
+        ports: &[u32],
         table_len: &mut dyn FnMut() -> usize,
-    ) -> Option<BTreeMap<u32, Vec<crate::model::device::GidEntry>>> {
+    ) -> Option<super::sysfs::VerbsTables> {
         {
             let mut kept = self
                 .inner
@@ -494,7 +497,30 @@ impl SimHost {
             table_len();
             self.inner.cost.charge(cost::CostOp::VerbsGidTable, 1);
         }
-        Some(tables)
+        let st = self.lock();
+        let device = st.spec.devices.iter().find(|d| d.name == dev);
+        let ports = ports
+            .iter()
+            .map(|&n| {
+                let attrs = match device.and_then(|d| d.ports.iter().find(|p| p.number == n)) {
+                    Some(p) => Ok(crate::model::device::PortAttrs {
+                        active_mtu: Ok(p.active_mtu),
+                        max_mtu: Ok(p.max_mtu),
+                        gid_table_len: p.gid_table_len,
+                        pkey_table_len: p.pkeys.len() as u32,
+                    }),
+                    // ib_query_port of a port the device does not have.
+                    None => Err(crate::model::AttrError::Unreadable(crate::model::Errno(
+                        libc::EINVAL,
+                    ))),
+                };
+                (n, attrs)
+            })
+            .collect();
+        Some(super::sysfs::VerbsTables {
+            gids: tables,
+            ports,
+        })
     }
 
     /// How many RDMA netlink device dumps (`nl_devices`) were answered.
@@ -1024,7 +1050,7 @@ impl Host for SimHost {
         self.charged(move |h| {
             h.inner.sys.read_device_with(
                 &name,
-                Some(&mut |dev, table_len| h.verbs_gid_tables(dev, table_len)),
+                Some(&mut |dev, ports, table_len| h.verbs_gid_tables(dev, ports, table_len)),
             )
         })
         .await

@@ -44,8 +44,16 @@ pub struct SimPort {
     /// The exact `rate` text.
     pub rate: String,
     pub gids: Vec<SimGid>,
-    /// Size of the GID table (unused entries render as all-zero files).
+    /// Size of the GID table, as `ibv_query_port` tells it (unused entries render as
+    /// all-zero files).
     pub gid_table_len: u32,
+    /// How many of the table's entries the tree renders when not all: rxe's 1024 entries a
+    /// port would make a generated host of 256 devices a quarter of a million files, whose
+    /// unused tail the daemon never reads (its GIDs come through verbs).
+    pub rendered_gid_entries: Option<u32>,
+    /// `ibv_query_port`'s largest and active IB MTU, in bytes.
+    pub max_mtu: u32,
+    pub active_mtu: u32,
     /// The full P_Key table; zero entries render as 0x0000.
     pub pkeys: Vec<u16>,
     pub pma: Option<SimPma>,

@@ -190,7 +190,7 @@ fn render_port(root: &Path, dir: &Path, p: &SimPort) -> io::Result<()> {
     let zero = "0000:0000:0000:0000:0000:0000:0000:0000";
     std::fs::create_dir_all(dir.join("gid_attrs/types"))?;
     std::fs::create_dir_all(dir.join("gid_attrs/ndevs"))?;
-    for i in 0..p.gid_table_len {
+    for i in 0..p.rendered_gid_entries.unwrap_or(p.gid_table_len) {
         match p.gids.iter().find(|g| g.index == i) {
             Some(g) => {
                 put(

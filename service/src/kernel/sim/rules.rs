@@ -274,12 +274,26 @@ fn rxe_port(nd: &SimNetdev) -> SimPort {
         // ib_get_eth_speed maps a 10 Gb/s netdev (veth) to 1X FDR10.
         rate: "10 Gb/sec (1X FDR10)".into(),
         gids,
-        gid_table_len: 16,
+        // RXE_PORT_GID_TBL_LEN, RXE_PORT_PKEY_TBL_LEN.
+        gid_table_len: 1024,
+        rendered_gid_entries: Some(16),
         pkeys: vec![0xffff],
+        max_mtu: 4096,
+        active_mtu: rxe_active_mtu(nd.mtu),
         pma: None,
         hw_counters: RXE_COUNTERS.iter().map(|c| (c.to_string(), 0)).collect(),
         roce_types: vec![GidType::RoceV2],
     }
+}
+
+/// `rxe_set_mtu`: the netdev's MTU less RXE_MAX_HDR_LENGTH (80), rounded down to an IB
+/// MTU, at least 256 and at most 4096.
+pub fn rxe_active_mtu(netdev_mtu: u32) -> u32 {
+    let room = netdev_mtu.saturating_sub(80);
+    [4096, 2048, 1024, 512]
+        .into_iter()
+        .find(|&m| room >= m)
+        .unwrap_or(256)
 }
 
 fn rxe_port_state(nd: &SimNetdev) -> (PortState, PhysState) {
@@ -764,4 +778,19 @@ pub fn delete_netdev(
         .map(|d| d.name.clone())
         .collect();
     Ok((gone, soft))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rxe_active_mtu;
+
+    /// rxe's active MTU for its netdev's (rdma-facts: 1500 gives 1024, 4096 needs 4176).
+    #[test]
+    fn rxe_takes_its_header_off_the_netdev_mtu() {
+        assert_eq!(rxe_active_mtu(1500), 1024);
+        assert_eq!(rxe_active_mtu(4175), 2048);
+        assert_eq!(rxe_active_mtu(4176), 4096);
+        assert_eq!(rxe_active_mtu(9000), 4096);
+        assert_eq!(rxe_active_mtu(68), 256);
+    }
 }

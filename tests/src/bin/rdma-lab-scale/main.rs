@@ -119,11 +119,38 @@ fn compare_gids(rt: &tokio::runtime::Runtime) -> Result<()> {
     for name in &names {
         let by_sysfs = sys.read_device(name)?;
         let max: usize = by_sysfs.ports.len() * 1024;
-        let raw = list
-            .gid_table(name, max)
+        let numbers: Vec<u32> = by_sysfs.ports.iter().map(|p| p.number).collect();
+        let tables = list
+            .tables(name, max, &numbers)
             .with_context(|| format!("{name}: ibv_query_gid_table"))?;
-        let by_verbs =
-            rdma_managerd::kernel::verbs::gids_by_port(&raw, rdma_managerd::kernel::verbs::ifname);
+        let by_verbs = rdma_managerd::kernel::verbs::gids_by_port(
+            &tables.gids,
+            rdma_managerd::kernel::verbs::ifname,
+        );
+        // sysfs lists as many `gids` and `pkeys` entries as ibv_query_port's table lengths;
+        // the MTUs only verbs tell. The host's own read below takes them from verbs.
+        let mut expected = by_sysfs.clone();
+        for p in expected.ports.iter_mut() {
+            let attr = match tables.ports.get(&p.number) {
+                Some(Ok(a)) => a.attrs(),
+                other => bail!("{name} port {}: ibv_query_port: {other:?}", p.number),
+            };
+            if p.gid_table_len != Ok(attr.gid_table_len)
+                || p.pkey_table_len != Ok(attr.pkey_table_len)
+            {
+                bail!(
+                    "{name} port {}: table lengths through sysfs {:?}/{:?} differ from \
+                     ibv_query_port's {}/{}",
+                    p.number,
+                    p.gid_table_len,
+                    p.pkey_table_len,
+                    attr.gid_table_len,
+                    attr.pkey_table_len
+                );
+            }
+            p.active_mtu = attr.active_mtu;
+            p.max_mtu = attr.max_mtu;
+        }
         for p in &by_sysfs.ports {
             let v = by_verbs.get(&p.number).cloned().unwrap_or_default();
             if v != p.gids {
@@ -137,8 +164,8 @@ fn compare_gids(rt: &tokio::runtime::Runtime) -> Result<()> {
         }
         // And the host's own read (verbs where it can) gives the same device.
         let by_host = rt.block_on(LinuxHost::new().read_device(name))?;
-        if by_host != by_sysfs {
-            bail!("{name}: LinuxHost::read_device differs from the sysfs read");
+        if by_host != expected {
+            bail!("{name}: LinuxHost::read_device differs from the sysfs and verbs reads");
         }
     }
     drop(list);
@@ -275,7 +302,7 @@ fn profile(rt: &tokio::runtime::Runtime) -> Result<()> {
     let t = Instant::now();
     for name in &names {
         let _ = std::hint::black_box(
-            sys.read_device_with(name, Some(&mut |_, _| Some(Default::default()))),
+            sys.read_device_with(name, Some(&mut |_, _, _| Some(Default::default()))),
         );
     }
     figure("profile_read_device_without_gids_ms", ms(t));
@@ -297,7 +324,7 @@ fn profile(rt: &tokio::runtime::Runtime) -> Result<()> {
     figure("profile_verbs_device_list_ms", ms(t));
     let t = Instant::now();
     for name in &names {
-        let _ = std::hint::black_box(list.gid_table(name, 1024));
+        let _ = std::hint::black_box(list.tables(name, 1024, &[]));
     }
     figure("profile_verbs_open_gid_table_close_ms", ms(t));
     drop(list);
@@ -711,6 +738,59 @@ async fn started(conn: &zbus::Connection) -> Option<Duration> {
     .await
 }
 
+/// Waits until the model a client reads is complete: start-up over (`Startup` false) and
+/// the root's `Devices` listing at least `devices` devices, asked every 20 ms; `None` after
+/// 600 s.
+async fn model_complete(conn: &zbus::Connection, devices: usize) -> Option<Duration> {
+    wait_until(Duration::from_secs(600), || async {
+        matches!(startup_now(conn).await, Ok(false))
+            && devices_listed(conn).await.is_ok_and(|n| n >= devices)
+    })
+    .await
+}
+
+/// How many devices the root's `Devices` lists now.
+async fn devices_listed(conn: &zbus::Connection) -> Result<usize> {
+    let props = zbus::fdo::PropertiesProxy::builder(conn)
+        .destination(NAME)?
+        .path(ROOT)?
+        .cache_properties(zbus::proxy::CacheProperties::No)
+        .build()
+        .await?;
+    let v = props
+        .get(
+            zbus::names::InterfaceName::try_from("org.rdmamanager.RdmaManager1")?,
+            "Devices",
+        )
+        .await?;
+    Ok(Vec::<zbus::zvariant::OwnedObjectPath>::try_from(v)?.len())
+}
+
+/// `rdma-tui --ibstat` and `--json` (where the lab put rdma-tui: `run-lab.sh --tui-bin`),
+/// each the median of 3, with whether `--ibstat` printed what `ibstat` prints.
+fn time_rdma_tui() {
+    const TUI: &str = "/usr/bin/rdma-tui";
+    if !std::path::Path::new(TUI).exists() {
+        figure(
+            "rdma_tui_ibstat_ms",
+            "no rdma-tui in the guest (run-lab.sh --tui-bin)",
+        );
+        return;
+    }
+    for (figure_name, arg) in [
+        ("rdma_tui_ibstat_ms", "--ibstat"),
+        ("rdma_tui_json_ms", "--json"),
+    ] {
+        match median_ms(3, || run(Command::new(TUI).arg(arg))) {
+            Ok(v) => figure(figure_name, format!("{v:.0}")),
+            Err(e) => figure(figure_name, format!("FAILED: {e:#}")),
+        }
+    }
+    let out = |cmd: &mut Command| cmd.output().map(|o| o.stdout).unwrap_or_default();
+    let same = out(Command::new(TUI).arg("--ibstat")) == out(&mut Command::new("ibstat"));
+    figure("rdma_tui_ibstat_equal", if same { "yes" } else { "NO" });
+}
+
 /// The root's `Startup`, asked of the daemon now.
 async fn startup_now(conn: &zbus::Connection) -> Result<bool> {
     let props = zbus::fdo::PropertiesProxy::builder(conn)
@@ -871,6 +951,14 @@ async fn daemon_phase(devices: usize, only: Only) -> Result<()> {
         "daemon_start_to_startup_over_ms",
         format!("{:.0}", t0.elapsed().as_secs_f64() * 1e3),
     );
+    // What a client that connects now reads: every device listed.
+    match model_complete(&conn, devices).await {
+        Some(_) => figure(
+            "model_complete_ms",
+            format!("{:.0}", t0.elapsed().as_secs_f64() * 1e3),
+        ),
+        None => figure("model_complete_ms", "not within 600 s"),
+    }
     if let Only::Idle(runs) = only {
         let result = idle_only(pid, t0, runs).await;
         let _ = daemon.kill();
@@ -903,6 +991,7 @@ async fn daemon_phase(devices: usize, only: Only) -> Result<()> {
     for (name, value) in timing.figures() {
         figure(&name, value);
     }
+    time_rdma_tui();
     let target = format!("rxe{}", devices / 2);
     let port_path = objects
         .iter()
@@ -1123,6 +1212,16 @@ async fn daemon_phase(devices: usize, only: Only) -> Result<()> {
     figure(
         "daemon_restart_to_startup_over_ms",
         over.map_or("not within 600 s".into(), |d| {
+            format!("{:.0}", d.as_secs_f64() * 1e3)
+        }),
+    );
+    let complete = match over {
+        Some(_) => model_complete(&conn, devices).await.map(|_| t0.elapsed()),
+        None => None,
+    };
+    figure(
+        "model_complete_after_restart_ms",
+        complete.map_or("not within 600 s".into(), |d| {
             format!("{:.0}", d.as_secs_f64() * 1e3)
         }),
     );
