@@ -10,8 +10,9 @@
 
 pub use crate::types::HostStep;
 use crate::types::{
-    Gid, LeftChild, ManagedLimits, MovedChild, NamePreview, NameRule, Owner, PersistedChild, Pkey,
-    RdmaModule, SoftLink, StateChange, StateFile, StateStale, SubnetManager, UnitState,
+    Gid, LeftChild, LinkResponder, LinkTestResult, ManagedLimits, MovedChild, NamePreview,
+    NameRule, Owner, PersistedChild, Pkey, RdmaModule, SoftLink, StateChange, StateFile,
+    StateStale, SubnetManager, UnitState,
 };
 use zbus::zvariant::OwnedObjectPath;
 

@@ -416,10 +416,11 @@ fn unit_and_activation_file_agree_with_each_other_and_the_code() -> Result<()> {
     assert_eq!(one(&activation, "D-BUS Service", "User")?, "root");
     assert_eq!(one(&activation, "D-BUS Service", "SystemdService")?, alias);
 
-    // The sandbox: one capability, read-only system, writable where the daemon writes.
+    // The sandbox: one capability for the daemon's work and the three the link tests'
+    // children need to drop to nobody, read-only system, writable where the daemon writes.
     assert_eq!(
         one(&unit, "Service", "CapabilityBoundingSet")?,
-        "CAP_NET_ADMIN"
+        "CAP_NET_ADMIN CAP_SETUID CAP_SETGID CAP_SETPCAP"
     );
     for (key, value) in [
         ("NoNewPrivileges", "yes"),
@@ -428,7 +429,7 @@ fn unit_and_activation_file_agree_with_each_other_and_the_code() -> Result<()> {
         ("PrivateTmp", "yes"),
         ("ProtectKernelTunables", "yes"),
         ("ProtectKernelModules", "yes"),
-        ("RestrictAddressFamilies", "AF_UNIX AF_NETLINK"),
+        ("RestrictAddressFamilies", "AF_UNIX AF_NETLINK AF_INET AF_INET6"),
         ("LockPersonality", "yes"),
         ("RestrictRealtime", "yes"),
         ("SystemCallArchitectures", "native"),
@@ -661,6 +662,7 @@ fn polkit_rules_example_grants_the_network_actions_to_active_sessions_of_group_r
         format!("\"{POLKIT_PREFIX}.manage-ipoib\""),
         format!("\"{POLKIT_PREFIX}.manage-roce\""),
         format!("\"{POLKIT_PREFIX}.manage-naming\""),
+        format!("\"{POLKIT_PREFIX}.test-link\""),
         "subject.active".to_string(),
         "subject.isInGroup(\"rdma\")".to_string(),
         "return polkit.Result.YES;".to_string(),
