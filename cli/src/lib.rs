@@ -8,6 +8,7 @@ pub mod bus;
 pub mod check;
 pub mod commands;
 pub mod failure;
+pub mod linktest;
 pub mod output;
 pub mod pending;
 pub mod run;
