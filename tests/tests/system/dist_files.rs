@@ -1217,7 +1217,7 @@ fn man_pages_format_cleanly_and_name_the_api() -> Result<()> {
         .nth(1)
         .and_then(|rest| rest.split(".SH ").next())
         .context("rdma-cli.1 has no EXIT STATUS")?;
-    for code in ["0", "1", "2", "3", "4", "5", "6", "10"] {
+    for code in ["0", "1", "2", "3", "4", "5", "6", "7", "10"] {
         ensure!(
             exit_status.contains(&format!(".B {code}\n")),
             "rdma-cli.1's EXIT STATUS lacks {code}"
