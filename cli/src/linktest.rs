@@ -20,11 +20,7 @@ pub struct TestLinkArgs {
     pub timeout: u32,
 }
 
-pub async fn test_link(
-    conn: &Connection,
-    a: &TestLinkArgs,
-    format: Format,
-) -> Result<u8, Failure> {
+pub async fn test_link(conn: &Connection, a: &TestLinkArgs, format: Format) -> Result<u8, Failure> {
     let path = Objects::read(conn).await?.port(&a.port)?;
     let result = bus::port_proxy(conn, &path)
         .await?
@@ -125,7 +121,14 @@ fn rows(r: &LinkTestResult) -> Vec<(&'static str, String)> {
     let measured = r.round_trips > 0;
     let opt = |s: String| if measured { s } else { String::new() };
     vec![
-        ("RESULT", if r.passed { "passed".into() } else { "failed".into() }),
+        (
+            "RESULT",
+            if r.passed {
+                "passed".into()
+            } else {
+                "failed".into()
+            },
+        ),
         ("REASON", r.reason.clone()),
         ("DETAIL", r.detail.clone()),
         ("KIND", r.kind.clone()),

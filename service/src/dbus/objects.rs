@@ -12,8 +12,8 @@ use std::sync::{Arc, RwLock};
 
 use rdma_manager_dbus::types::{
     Gid, HostStep, LinkResponder, LinkTestResult, ManagedLimits, NamePreview, NameRule, Owner,
-    PersistedChild, Pkey, RdmaModule, SoftLink, StateChange, StateFile, StateStale,
-    SubnetManager, UnitState,
+    PersistedChild, Pkey, RdmaModule, SoftLink, StateChange, StateFile, StateStale, SubnetManager,
+    UnitState,
 };
 use rdma_manager_dbus::{Action, Error};
 use zbus::message::Header;

@@ -255,7 +255,11 @@ impl LinkTests {
                     "port {}/{} is {}, not ACTIVE: nothing was sent",
                     port.device,
                     port.port,
-                    if port.state.is_empty() { "in no known state" } else { &port.state }
+                    if port.state.is_empty() {
+                        "in no known state"
+                    } else {
+                        &port.state
+                    }
                 ),
             ))
         } else {
@@ -338,26 +342,29 @@ impl LinkTests {
             } else {
                 (&self.config.send_lat, perftest::LAT_PORT)
             };
-            let args = perftest::client_args(
-                bandwidth,
-                &port.device,
-                port.port,
-                source,
-                peer,
-                duration_s,
-            );
-            let what = if bandwidth { "the bandwidth test" } else { "the latency test" };
+            let args =
+                perftest::client_args(bandwidth, &port.device, port.port, source, peer, duration_s);
+            let what = if bandwidth {
+                "the bandwidth test"
+            } else {
+                "the latency test"
+            };
             let mut out = self.run(program, &args, deadline, what).await?;
             // The responder starts each server again after every test: a test that follows
             // another at once may find it starting. One more try, once, within the timeout.
             if out.code != Some(0) {
-                let f = perftest::classify_failure(&format!("{}\n{}", out.stdout, out.stderr), peer, tcp);
+                let f = perftest::classify_failure(
+                    &format!("{}\n{}", out.stdout, out.stderr),
+                    peer,
+                    tcp,
+                );
                 if f.reason != Reason::NoResponder {
                     return Err(f);
                 }
-                tokio::time::sleep(Duration::from_millis(500).min(
-                    deadline.saturating_duration_since(Instant::now()),
-                ))
+                tokio::time::sleep(
+                    Duration::from_millis(500)
+                        .min(deadline.saturating_duration_since(Instant::now())),
+                )
                 .await;
                 out = self.run(program, &args, deadline, what).await?;
                 if out.code != Some(0) {
@@ -492,7 +499,10 @@ mod tests {
             source_address(&gids, "fd00::11".parse().unwrap()),
             Some("fd00::a".parse().unwrap())
         );
-        assert_eq!(source_address(&gids[..2], "192.168.77.11".parse().unwrap()), None);
+        assert_eq!(
+            source_address(&gids[..2], "192.168.77.11".parse().unwrap()),
+            None
+        );
         assert_eq!(
             sysfs_gid("::ffff:192.168.77.10".parse().unwrap()),
             "0000:0000:0000:0000:0000:ffff:c0a8:4d0a"

@@ -143,15 +143,18 @@ mod tests {
         assert!(matches!(parse_peer("0.0.0.0"), Err(PeerError::Unusable(_))));
         assert!(matches!(parse_peer("ff02::1"), Err(PeerError::Unusable(_))));
         assert!(matches!(parse_peer(""), Err(PeerError::Invalid(_))));
-        assert!(matches!(parse_peer("host.example"), Err(PeerError::Invalid(_))));
+        assert!(matches!(
+            parse_peer("host.example"),
+            Err(PeerError::Invalid(_))
+        ));
         assert!(matches!(parse_peer("0"), Err(PeerError::Invalid(_))));
         assert!(matches!(parse_peer("0xc000"), Err(PeerError::Invalid(_))));
     }
 
     #[test]
     fn perftest_gids_are_decimal_bytes() {
-        let g = parse_perftest_gid("00:00:00:00:00:00:00:00:00:00:255:255:192:168:77:10")
-            .expect("gid");
+        let g =
+            parse_perftest_gid("00:00:00:00:00:00:00:00:00:00:255:255:192:168:77:10").expect("gid");
         assert_eq!(g.to_ipv4_mapped(), Some("192.168.77.10".parse().unwrap()));
         assert_eq!(parse_perftest_gid("00:00:256"), None);
         assert_eq!(parse_perftest_gid("1:2:3"), None);

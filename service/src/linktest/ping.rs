@@ -78,10 +78,7 @@ pub fn parse(stdout: &str, stderr: &str, code: Option<i32>, peer: IpAddr) -> Res
     if echo.received == 0 {
         return Err(Failure::new(
             Reason::NoResponder,
-            format!(
-                "{peer} sent no echo reply to {} requests",
-                echo.transmitted
-            ),
+            format!("{peer} sent no echo reply to {} requests", echo.transmitted),
         ));
     }
     if echo.rtts_us.len() as u64 != echo.received {
@@ -97,7 +94,10 @@ fn leading_number(part: Option<&str>) -> Result<u64, Failure> {
 }
 
 fn unexpected(what: &str) -> Failure {
-    Failure::new(Reason::UnexpectedOutput, format!("ping's output has no {what}"))
+    Failure::new(
+        Reason::UnexpectedOutput,
+        format!("ping's output has no {what}"),
+    )
 }
 
 /// The errors ping reports in words, which say more than its exit code.
@@ -168,13 +168,23 @@ mod tests {
     #[test]
     fn errors_keep_their_words() {
         assert_eq!(
-            parse("", "ping: socket: Operation not permitted\n", Some(2), peer())
-                .map_err(|f| f.reason),
+            parse(
+                "",
+                "ping: socket: Operation not permitted\n",
+                Some(2),
+                peer()
+            )
+            .map_err(|f| f.reason),
             Err(Reason::ToolFailed)
         );
         assert_eq!(
-            parse("", "ping: connect: Network is unreachable\n", Some(2), peer())
-                .map_err(|f| f.reason),
+            parse(
+                "",
+                "ping: connect: Network is unreachable\n",
+                Some(2),
+                peer()
+            )
+            .map_err(|f| f.reason),
             Err(Reason::NoRoute)
         );
         assert_eq!(

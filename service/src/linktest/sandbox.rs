@@ -130,7 +130,8 @@ impl Runner for SandboxRunner {
         let out = child.stdout.take();
         let err = child.stderr.take();
         let work = async {
-            let (o, e, status) = tokio::join!(bounded(out, limit), bounded(err, limit), child.wait());
+            let (o, e, status) =
+                tokio::join!(bounded(out, limit), bounded(err, limit), child.wait());
             (o, e, status)
         };
         match tokio::time::timeout(timeout, work).await {
@@ -318,7 +319,11 @@ mod tests {
             .await
             .expect("run");
         assert!(out.timed_out);
-        assert!(start.elapsed() < Duration::from_secs(5), "{:?}", start.elapsed());
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            start.elapsed()
+        );
     }
 
     #[tokio::test]

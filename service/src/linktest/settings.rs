@@ -75,6 +75,9 @@ mod tests {
             parse(b"responder = \"yes\""),
             Err(SettingsError::Malformed(_))
         ));
-        assert!(matches!(parse(b"other = 1"), Err(SettingsError::Malformed(_))));
+        assert!(matches!(
+            parse(b"other = 1"),
+            Err(SettingsError::Malformed(_))
+        ));
     }
 }

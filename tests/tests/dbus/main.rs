@@ -10,6 +10,7 @@ mod file_types;
 mod history;
 mod host;
 mod ipoib;
+mod link_test;
 mod naming;
 mod port_events;
 mod reliability;

@@ -429,7 +429,10 @@ fn unit_and_activation_file_agree_with_each_other_and_the_code() -> Result<()> {
         ("PrivateTmp", "yes"),
         ("ProtectKernelTunables", "yes"),
         ("ProtectKernelModules", "yes"),
-        ("RestrictAddressFamilies", "AF_UNIX AF_NETLINK AF_INET AF_INET6"),
+        (
+            "RestrictAddressFamilies",
+            "AF_UNIX AF_NETLINK AF_INET AF_INET6",
+        ),
         ("LockPersonality", "yes"),
         ("RestrictRealtime", "yes"),
         ("SystemCallArchitectures", "native"),
