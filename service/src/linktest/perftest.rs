@@ -272,6 +272,10 @@ pub fn last_lines(text: &str, n: usize) -> String {
 mod tests {
     use super::*;
 
+    // Written with perftest 4.5-0.17's own format strings (`RESULT_FMT_LAT`, `REPORT_FMT_LAT`,
+    // `RESULT_FMT_G`, `REPORT_FMT`, `PERF_GID_FMT`, the connection block), with figures of an
+    // rxe link; not captured from a run (no RDMA kernel where they were made). The installed-
+    // system lab's `linktest` transcript holds real ones to replace them with.
     const LAT: &str = include_str!("testdata/ib_send_lat.txt");
     const BW: &str = include_str!("testdata/ib_send_bw.txt");
 
