@@ -14,6 +14,7 @@ Exit codes:
   4   not found
   5   rdma-managerd is not running (not on the bus)
   6   rolled back (verification failed, timeout, rollback)
+  7   test-link: the test ran and did not pass (REASON says why)
   10  diff: there are changes
   11  health: an expectation is not met";
 
@@ -149,6 +150,27 @@ pub enum Command {
     /// `ERROR:` line per failed expectation otherwise. Expectations: the health section of
     /// FILE, else the options, else the state directory's health sections
     Health(HealthArgs),
+    /// Test the link from a port to a peer: RDMA (latency and bandwidth through rdma_cm) or
+    /// ICMP over the port's netdev; exit 7 when it ran and did not pass
+    TestLink {
+        /// The port: DEVICE/PORT (rxe0/1)
+        #[arg(value_name = "DEV/PORT")]
+        port: String,
+        /// The peer: an IPv4 or IPv6 address, or a RoCE v2 GID
+        peer: String,
+        /// What to test
+        #[arg(long, value_enum, default_value_t = TestKind::Rdma)]
+        kind: TestKind,
+        /// Seconds: ICMP requests for this long (default 2); RDMA bandwidth for this long
+        /// against a server given -D SECONDS (default: perftest's iteration counts)
+        #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+        duration: u32,
+        /// The most the test may take, 1 to 600 seconds (default 30)
+        #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+        timeout: u32,
+    },
+    /// The link-test responder, which peers test against: on, off, or its status
+    Responder { action: ResponderAction },
     /// Print a shell completion script
     Completions { shell: CompletionShell },
 }
@@ -197,6 +219,33 @@ pub struct HealthArgs {
     /// The flap window, in seconds
     #[arg(long, value_name = "SECONDS", requires = "max_flaps")]
     pub flap_window: Option<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TestKind {
+    /// rdma_cm RC: latency ping-pong, then bandwidth (perftest)
+    Rdma,
+    /// ICMP echo over the port's netdev (ping)
+    Icmp,
+}
+
+impl TestKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TestKind::Rdma => "rdma",
+            TestKind::Icmp => "icmp",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ResponderAction {
+    /// Run the responder, now and at every start
+    On,
+    /// Stop it, and do not run it at start
+    Off,
+    /// Whether it runs, and what it served
+    Status,
 }
 
 #[derive(Debug, Subcommand)]

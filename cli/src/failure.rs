@@ -15,6 +15,8 @@ pub mod code {
     pub const NOT_FOUND: u8 = 4;
     pub const NOT_RUNNING: u8 = 5;
     pub const ROLLED_BACK: u8 = 6;
+    /// `test-link`: the test ran and did not pass.
+    pub const TEST_FAILED: u8 = 7;
     pub const CHANGES: u8 = 10;
     pub const UNHEALTHY: u8 = 11;
 }

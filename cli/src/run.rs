@@ -5,7 +5,7 @@ use std::time::Duration;
 use crate::args::{Cli, Command};
 use crate::failure::{code, Failure};
 use crate::output::Format;
-use crate::{bus, commands, health, pending, state, status};
+use crate::{bus, commands, health, linktest, pending, state, status};
 
 /// How long a command may take when `-w` does not say (nmcli's default).
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(90);
@@ -24,6 +24,8 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
         return Ok(code::SUCCESS);
     }
     let wait = match cli.wait {
+        // A link test may take its whole timeout (600 s at most) and is bounded by it.
+        None if matches!(cli.command, Command::TestLink { timeout, .. } if timeout >= 80) => None,
         None => Some(DEFAULT_WAIT),
         Some(0) => None,
         Some(s) => Some(Duration::from_secs(s)),
@@ -87,6 +89,23 @@ async fn dispatch(
         Command::Diff { file } => state::diff(conn, &file, format).await,
         Command::Apply { file, timeout } => state::apply(conn, &file, timeout, format).await,
         Command::Health(args) => health::check(conn, &args, format).await,
+        Command::TestLink {
+            port,
+            peer,
+            kind,
+            duration,
+            timeout,
+        } => {
+            let a = linktest::TestLinkArgs {
+                port,
+                peer,
+                kind,
+                duration,
+                timeout,
+            };
+            linktest::test_link(conn, &a, format).await
+        }
+        Command::Responder { action } => linktest::responder(conn, action, format).await,
         Command::Completions { .. } => Ok(code::SUCCESS),
     }
 }

@@ -49,16 +49,20 @@ pub enum Action {
     /// IP settings of RDMA netdevs through NetworkManager, bringing them up and down, and
     /// confirming or rolling back such changes.
     ManageIp,
+    /// Running a link test from a port (it spends the link's bandwidth) and enabling or
+    /// disabling the link-test responder. Reading results is open.
+    TestLink,
 }
 
 impl Action {
-    pub const ALL: [Action; 6] = [
+    pub const ALL: [Action; 7] = [
         Action::ManageLinks,
         Action::ManageIpoib,
         Action::ManageNaming,
         Action::ManageRoce,
         Action::ManageHost,
         Action::ManageIp,
+        Action::TestLink,
     ];
 
     /// The polkit action id (`org.rdmamanager.rdmamanager1.manage-links`, ...).
@@ -70,6 +74,7 @@ impl Action {
             Action::ManageRoce => "org.rdmamanager.rdmamanager1.manage-roce",
             Action::ManageHost => "org.rdmamanager.rdmamanager1.manage-host",
             Action::ManageIp => "org.rdmamanager.rdmamanager1.manage-ip",
+            Action::TestLink => "org.rdmamanager.rdmamanager1.test-link",
         }
     }
 }

@@ -10,9 +10,9 @@
 
 pub use crate::types::HostStep;
 use crate::types::{
-    Gid, HealthCheck, LeftChild, ManagedLimits, MovedChild, NamePreview, NameRule, Owner,
-    PersistedChild, Pkey, PortCounters, RdmaModule, SoftLink, StateChange, StateFile, StateStale,
-    SubnetManager, UnitState,
+    Gid, HealthCheck, LeftChild, LinkResponder, LinkTestResult, ManagedLimits, MovedChild,
+    NamePreview, NameRule, Owner, PersistedChild, Pkey, PortCounters, RdmaModule, SoftLink,
+    StateChange, StateFile, StateStale, SubnetManager, UnitState,
 };
 use zbus::zvariant::OwnedObjectPath;
 

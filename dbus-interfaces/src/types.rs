@@ -336,6 +336,82 @@ pub struct HealthCheck {
     pub message: String,
 }
 
+/// One link test's outcome (Port `TestLink`, root `RecentLinkTests`,
+/// `(sssbssttdddddttsusisssyus)`): the measures, why it failed, and the path it took.
+/// Latencies are one-way (half a round trip, as perftest reports them) for `rdma`, round trips
+/// for `icmp`; zero where the test measured none.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Type, Value, OwnedValue)]
+#[zvariant(crate = "zbus::zvariant")]
+pub struct LinkTestResult {
+    /// "rdma" or "icmp".
+    pub kind: String,
+    /// The peer as given (address, GID).
+    pub peer: String,
+    /// The IP address the tools were pointed at.
+    pub address: String,
+    pub passed: bool,
+    /// Empty when passed; else port-down, no-route, no-responder, rejected, timeout,
+    /// tool-failed or unexpected-output.
+    pub reason: String,
+    /// What happened, in words.
+    pub detail: String,
+    /// When the test started, µs since the Unix epoch.
+    pub started_us: u64,
+    /// How long it ran, in ms.
+    pub elapsed_ms: u64,
+    pub latency_p50_us: f64,
+    pub latency_p99_us: f64,
+    pub latency_max_us: f64,
+    pub latency_avg_us: f64,
+    /// Average bandwidth in Gb/s (10^9 bits); 0 for icmp.
+    pub bandwidth_gbps: f64,
+    /// Round trips measured.
+    pub round_trips: u64,
+    /// Probes that failed: echo requests unanswered (icmp); 0 for a completed rdma test,
+    /// which perftest aborts at the first failed completion.
+    pub errors: u64,
+    /// The RDMA device and port tested from.
+    pub device: String,
+    pub port: u32,
+    /// The port's netdev.
+    pub netdev: String,
+    /// The GID table entry the connection used; -1 when not known (icmp, or no entry
+    /// matched).
+    pub gid_index: i32,
+    pub gid: String,
+    /// "IB/RoCE v1", "RoCE v2" or empty.
+    pub gid_type: String,
+    /// rdma_cm's default RoCE mode of the port ("v1", "v2"), empty off RoCE.
+    pub roce_mode: String,
+    /// rdma_cm's default type of service of the port.
+    pub tos: u8,
+    /// The path MTU of the connection (rdma) or the netdev's MTU (icmp), bytes.
+    pub mtu: u32,
+    /// The tools run, as "ib_send_lat+ib_send_bw" or "ping".
+    pub tool: String,
+}
+
+/// The link-test responder (root `GetLinkResponder`, `(bbutsqq)`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Type, Value, OwnedValue)]
+#[zvariant(crate = "zbus::zvariant")]
+pub struct LinkResponder {
+    /// Whether it is enabled (remembered in /etc/rdma-manager/link-test.toml).
+    pub enabled: bool,
+    /// Whether both of its servers are running now.
+    pub running: bool,
+    /// Times a server was started again after it ended (after each test it served, or
+    /// after a failure).
+    pub restarts: u32,
+    /// Tests served to their end (a server that exited with success).
+    pub served: u64,
+    /// The last failure of a server, in words; empty when none.
+    pub detail: String,
+    /// The rdma_cm port of the latency server (ib_send_lat).
+    pub latency_port: u16,
+    /// The rdma_cm port of the bandwidth server (ib_send_bw).
+    pub bandwidth_port: u16,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -362,6 +438,11 @@ mod tests {
         assert_eq!(StateChange::SIGNATURE.to_string(), "(sssss)");
         assert_eq!(StateFile::SIGNATURE.to_string(), "(ssss)");
         assert_eq!(HealthCheck::SIGNATURE.to_string(), "(ssbsss)");
+        assert_eq!(
+            LinkTestResult::SIGNATURE.to_string(),
+            "(sssbssttdddddttsusisssyus)"
+        );
+        assert_eq!(LinkResponder::SIGNATURE.to_string(), "(bbutsqq)");
         assert_eq!(
             <Vec<SubnetManager>>::SIGNATURE.to_string(),
             <Vec<(OwnedObjectPath, String, String, u32, String)>>::SIGNATURE.to_string()

@@ -55,6 +55,9 @@ _rdma__cli() {
             rdma__cli,nfs)
                 cmd="rdma__cli__subcmd__nfs"
                 ;;
+            rdma__cli,responder)
+                cmd="rdma__cli__subcmd__responder"
+                ;;
             rdma__cli,roce)
                 cmd="rdma__cli__subcmd__roce"
                 ;;
@@ -69,6 +72,9 @@ _rdma__cli() {
                 ;;
             rdma__cli,status)
                 cmd="rdma__cli__subcmd__status"
+                ;;
+            rdma__cli,test-link)
+                cmd="rdma__cli__subcmd__test__subcmd__link"
                 ;;
             rdma__cli__subcmd__help,apply)
                 cmd="rdma__cli__subcmd__help__subcmd__apply"
@@ -109,6 +115,9 @@ _rdma__cli() {
             rdma__cli__subcmd__help,nfs)
                 cmd="rdma__cli__subcmd__help__subcmd__nfs"
                 ;;
+            rdma__cli__subcmd__help,responder)
+                cmd="rdma__cli__subcmd__help__subcmd__responder"
+                ;;
             rdma__cli__subcmd__help,roce)
                 cmd="rdma__cli__subcmd__help__subcmd__roce"
                 ;;
@@ -123,6 +132,9 @@ _rdma__cli() {
                 ;;
             rdma__cli__subcmd__help,status)
                 cmd="rdma__cli__subcmd__help__subcmd__status"
+                ;;
+            rdma__cli__subcmd__help,test-link)
+                cmd="rdma__cli__subcmd__help__subcmd__test__subcmd__link"
                 ;;
             rdma__cli__subcmd__help__subcmd__ipoib,add)
                 cmd="rdma__cli__subcmd__help__subcmd__ipoib__subcmd__add"
@@ -239,7 +251,7 @@ _rdma__cli() {
 
     case "${cmd}" in
         rdma__cli)
-            opts="-t -j -w -h -V --terse --json --wait --system --session --address --help --version show status diff apply confirm rollback link roce ipoib ip naming modules memlock nfs sm health completions help"
+            opts="-t -j -w -h -V --terse --json --wait --system --session --address --help --version show status diff apply confirm rollback link roce ipoib ip naming modules memlock nfs sm health test-link responder completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -439,7 +451,7 @@ _rdma__cli() {
             return 0
             ;;
         rdma__cli__subcmd__help)
-            opts="show status diff apply confirm rollback link roce ipoib ip naming modules memlock nfs sm health completions help"
+            opts="show status diff apply confirm rollback link roce ipoib ip naming modules memlock nfs sm health test-link responder completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -774,6 +786,20 @@ _rdma__cli() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        rdma__cli__subcmd__help__subcmd__responder)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         rdma__cli__subcmd__help__subcmd__roce)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -831,6 +857,20 @@ _rdma__cli() {
             return 0
             ;;
         rdma__cli__subcmd__help__subcmd__status)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rdma__cli__subcmd__help__subcmd__test__subcmd__link)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1514,6 +1554,32 @@ _rdma__cli() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        rdma__cli__subcmd__responder)
+            opts="-t -j -w -h -V --terse --json --wait --system --session --address --help --version on off status"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -w)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --address)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         rdma__cli__subcmd__roce)
             opts="-t -j -w -h -V --terse --json --wait --system --session --address --help --version mode tos"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -1625,6 +1691,44 @@ _rdma__cli() {
                 return 0
             fi
             case "${prev}" in
+                --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -w)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --address)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rdma__cli__subcmd__test__subcmd__link)
+            opts="-t -j -w -h -V --kind --duration --timeout --terse --json --wait --system --session --address --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --kind)
+                    COMPREPLY=($(compgen -W "rdma icmp" -- "${cur}"))
+                    return 0
+                    ;;
+                --duration)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --wait)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

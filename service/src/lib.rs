@@ -21,6 +21,7 @@ pub mod ibstat;
 pub mod ipmgr;
 pub mod ipoib_report;
 pub mod kernel;
+pub mod linktest;
 pub mod model;
 pub mod naming;
 pub mod nm;

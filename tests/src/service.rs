@@ -189,6 +189,8 @@ pub async fn system_bus_with_polkit(
 /// policy and a real polkitd: root (`who` = None) is authorized by polkit itself, the test
 /// user (uid 4242) is not unless a rule grants it. Use it for every test of a mutating method.
 pub struct SystemSetup {
+    /// The configuration the daemon was started with (and is restarted with).
+    pub engine: EngineConfig,
     pub users: UserDb,
     pub bus: PrivateBus,
     _polkit: PrivatePolkit,
@@ -207,11 +209,22 @@ impl SystemSetup {
         config: PolkitConfig,
         sim: SimHost,
     ) -> Result<SystemSetup> {
+        Self::with_engine(in_group, config, sim, EngineConfig::default()).await
+    }
+
+    /// As [`SystemSetup::with_host`], with the engine's (and the link tests') configuration.
+    pub async fn with_engine(
+        in_group: bool,
+        config: PolkitConfig,
+        sim: SimHost,
+        engine: EngineConfig,
+    ) -> Result<SystemSetup> {
         let (users, bus, polkit) = system_bus_with_polkit(in_group, &config).await?;
-        let service = serve_sim(&bus, &sim, EngineConfig::default())
+        let service = serve_sim(&bus, &sim, engine.clone())
             .await
             .context("serving")?;
         Ok(SystemSetup {
+            engine,
             users,
             bus,
             _polkit: polkit,
@@ -252,6 +265,7 @@ impl SystemSetup {
             .context("serving")?;
         Ok((
             SystemSetup {
+                engine: EngineConfig::default(),
                 users,
                 bus,
                 _polkit: polkit,
@@ -312,7 +326,7 @@ impl SystemSetup {
             .await
             .context("releasing the bus name")?;
         between(&self.sim);
-        let new = serve_sim(&self.bus, &self.sim, EngineConfig::default())
+        let new = serve_sim(&self.bus, &self.sim, self.engine.clone())
             .await
             .context("serving again")?;
         // The old service must not remove the tree the new one serves.

@@ -838,6 +838,118 @@ c_reboot_nfs() {
   grep -qx 'rdma 20049' /proc/fs/nfsd/portlist || fail "nfsd does not listen on rdma 20049"
 }
 
+# ------------------------------------------------------------------ link tests (two guests)
+# The client guest installs the package and enables its responder; the first guest tests the
+# link to it through the service (RDMA and ICMP), runs perftest's own clients against the same
+# responder for comparison (printed side by side as "linktest:" lines), and checks the
+# failures: an address nobody has, a peer whose responder is off, its own port set down, and
+# an unprivileged caller refused by polkit. Each failure must come within its timeout.
+LT_PEER=192.168.77.2
+LT_PORT=rxe0/1
+# lt_field FILE KEY: one field of a saved `rdma-cli -j test-link` result.
+lt_field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
+# lt_run FILE ARGS...: `rdma-cli -j test-link ARGS` saved in FILE and printed; its exit code.
+lt_run() {
+  local file=$1 rc=0
+  shift
+  echo "\$ rdma-cli -j test-link $*"
+  rdma-cli -j test-link "$@" >"$file" || rc=$?
+  cat "$file"
+  echo "(exit $rc)"
+  return "$rc"
+}
+# lt_fails FILE TIMEOUT REASONS ARGS...: the test must fail (exit 7) with one of REASONS
+# (space-separated) and end within TIMEOUT seconds plus the bus's slack.
+lt_fails() {
+  local file=$1 timeout=$2 reasons=$3 rc=0 t0=$SECONDS reason
+  shift 3
+  lt_run "$file" "$@" --timeout "$timeout" || rc=$?
+  echo "ended after $((SECONDS - t0))s"
+  [ "$rc" -eq 7 ] || fail "exit $rc, not 7 (the test did not pass)"
+  [ $((SECONDS - t0)) -le $((timeout + 10)) ] || fail "took longer than its timeout"
+  reason=$(lt_field "$file" reason)
+  case " $reasons " in *" $reason "*) ;; *) fail "reason $reason, not one of: $reasons" ;; esac
+  echo "linktest: $* -> $reason in $((SECONDS - t0))s"
+}
+# The result row of perftest's output (the line after its #bytes header).
+perftest_row() { awk '/#bytes/ { getline; print; exit }' "$1"; }
+
+c_linktest() {
+  set -o pipefail
+  wait_for 900 "the client's responder" sh -c "[ -e $rdv/responder-ready ] || [ -e $rdv/responder-failed ]" || return 1
+  [ -e "$rdv/responder-ready" ] || fail "the client could not start its responder"
+  run rdma link show
+  run busctl call "$BUS" "$ROOT" "$BUS" GetLinkResponder
+  lt_run /root/lt-rdma.json "$LT_PORT" "$LT_PEER" --kind rdma --timeout 120 || fail "TestLink rdma did not pass"
+  lt_run /root/lt-icmp.json "$LT_PORT" "$LT_PEER" --kind icmp --duration 3 --timeout 30 || fail "TestLink icmp did not pass"
+  # perftest's own clients against the client's responder, by hand, in the same run.
+  run ib_send_lat -R -F -d rxe0 -p 18515 "$LT_PEER" | tee /root/hand-lat.txt || fail "ib_send_lat against the responder failed"
+  run ib_send_bw -R -F -d rxe0 -p 18516 --report_gbits "$LT_PEER" | tee /root/hand-bw.txt || fail "ib_send_bw against the responder failed"
+  # And the service once more after them, so that neither side always runs first.
+  lt_run /root/lt-rdma2.json "$LT_PORT" "$LT_PEER" --kind rdma --timeout 120 || fail "the second TestLink rdma did not pass"
+  local lat bw f
+  lat=$(perftest_row /root/hand-lat.txt)
+  bw=$(perftest_row /root/hand-bw.txt)
+  for f in /root/lt-rdma.json /root/lt-rdma2.json; do
+    echo "linktest: latency p50 service $(lt_field $f latency_p50_us) us, perftest $(echo "$lat" | awk '{print $5}') us (t_typical)"
+    echo "linktest: latency avg service $(lt_field $f latency_avg_us) us, perftest $(echo "$lat" | awk '{print $6}') us"
+    echo "linktest: latency p99 service $(lt_field $f latency_p99_us) us, perftest $(echo "$lat" | awk '{print $8}') us"
+    echo "linktest: bandwidth service $(lt_field $f bandwidth_gbps) Gb/s, perftest $(echo "$bw" | awk '{print $4}') Gb/s"
+  done
+  echo "linktest: path gid_index $(lt_field /root/lt-rdma.json gid_index) gid_type $(lt_field /root/lt-rdma.json gid_type) mtu $(lt_field /root/lt-rdma.json mtu)"
+  [ "$(lt_field /root/lt-rdma.json gid_index)" -ge 0 ] || fail "the GID used is not in the port's table"
+  # An address on the subnet that nobody has.
+  lt_fails /root/lt-wrong.json 20 "no-route timeout" "$LT_PORT" 192.168.77.99 --kind rdma
+  lt_fails /root/lt-wrong-icmp.json 20 "no-route no-responder" "$LT_PORT" 192.168.77.99 --kind icmp
+  # A peer with no responder: the client turns its responder off on request.
+  echo off >"$rdv/responder-off-please"
+  wait_for 60 "the client's responder off" test -e "$rdv/responder-off" || return 1
+  lt_fails /root/lt-noresp.json 30 "no-responder" "$LT_PORT" "$LT_PEER" --kind rdma
+  # An unprivileged caller: polkit refuses (exit 3), nothing runs.
+  echo "\$ runuser -u $USER_NAME -- rdma-cli test-link $LT_PORT $LT_PEER"
+  local rc=0
+  runuser -u "$USER_NAME" -- rdma-cli test-link "$LT_PORT" "$LT_PEER" || rc=$?
+  echo "(exit $rc)"
+  [ "$rc" -eq 3 ] || fail "an unprivileged TestLink was not refused by polkit (exit $rc)"
+  run rdma-cli -t responder status
+  # The port set down: refused with port-down before anything is sent.
+  local port
+  port=$(device_path rxe0)/Port/1
+  run ip link set eth0 down
+  wait_for 30 "rxe0's port DOWN" sh -c "busctl get-property $BUS $port $BUS.Port State | grep -q DOWN"
+  lt_fails /root/lt-down.json 20 "port-down" "$LT_PORT" "$LT_PEER" --kind rdma
+  run ip link set eth0 up
+  wait_for 60 "rxe0's port ACTIVE" sh -c "busctl get-property $BUS $port $BUS.Port State | grep -q ACTIVE" || fail "rxe0 did not come back"
+  run busctl call "$BUS" "$ROOT" "$BUS" RecentLinkTests
+  run journalctl -b -u rdma-managerd.service --no-pager -o cat -n 30
+}
+
+# The client: the package, its responder, and the first guest's requests.
+c_linktest_responder() {
+  local deb
+  deb=$(ls "$share"/rdma-manager_*.deb | head -n 1)
+  [ -f "$deb" ] || fail "no package on the share"
+  cp "$deb" /root/ || return 1
+  run apt-get install -y /root/"${deb##*/}" || return 1
+  wait_for 60 "rdma-managerd active" is_active rdma-managerd.service || return 1
+  run rdma-cli responder on || return 1
+  run cat /etc/rdma-manager/link-test.toml
+  wait_for 30 "both servers running" sh -c 'rdma-cli -t responder status | cut -d: -f2 | grep -qx yes' || return 1
+  run rdma-cli responder status
+  run ps -o user,pid,pgid,args -C ib_send_lat,ib_send_bw
+  ps -o user= -C ib_send_lat,ib_send_bw | grep -qv '^root' || fail "a responder server runs as root"
+  run grep -E '^(CapBnd|CapEff|NoNewPrivs)' "/proc/$(pgrep -o ib_send_lat)/status"
+  echo ready >"$rdv/responder-ready"
+  wait_for 900 "the first guest's request" sh -c "[ -e $rdv/responder-off-please ] || [ -e $rdv/linktest-done ]"
+  if [ -e "$rdv/responder-off-please" ]; then
+    run rdma-cli responder off
+    wait_for 10 "no server left" sh -c '! pgrep -x ib_send_lat && ! pgrep -x ib_send_bw'
+    echo off >"$rdv/responder-off"
+  fi
+  wait_for 600 "the first guest's link tests" test -e "$rdv/linktest-done"
+  run rdma-cli responder status
+}
+
 # ------------------------------------------------------------------ Ansible (issue: the fleet)
 # The first guest is the control node: Debian's ansible-core runs the playbooks of the share's
 # ansible/ against itself (local connection) and, in a two-guest run, the NFS client guest over
@@ -972,6 +1084,8 @@ if [ "$role" = nfs-client ]; then
   check nfs-client-setup c_nfs_client_setup
   check nfs-client-mount c_nfs_client_mount
   [ -e "$rdv/client-done" ] || echo failed >"$rdv/client-failed"
+  check linktest-responder c_linktest_responder
+  [ -e "$rdv/responder-ready" ] || echo failed >"$rdv/responder-failed"
   [ -d "$share/ansible" ] && check ansible-client c_ansible_client
   exit 0
 fi
@@ -1003,6 +1117,10 @@ case "$phase" in
     check reboot-memlock c_reboot_memlock
     check reboot-nfs c_reboot_nfs
     [ -d "$rdv" ] && check nfs-rdma-server c_nfs_rdma_server
+    if [ -d "$rdv" ]; then
+      check linktest c_linktest
+      echo done >"$rdv/linktest-done"
+    fi
     if [ -d "$share/ansible" ]; then
       check ansible c_ansible
       [ -d "$rdv" ] && echo done >"$rdv/ansible-done"

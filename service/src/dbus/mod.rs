@@ -65,6 +65,8 @@ pub struct Context {
     changes: pending::PendingChanges,
     /// The last reading of every port's counters (GetAllCounters).
     counters: counters::Shared,
+    /// The link tests and their responder (run on callers' tasks, never the engine's).
+    link_tests: OnceLock<Arc<crate::linktest::LinkTests>>,
 }
 
 impl Context {
@@ -76,7 +78,21 @@ impl Context {
             limits,
             changes: pending::PendingChanges::default(),
             counters: counters::Shared::default(),
+            link_tests: OnceLock::new(),
         }
+    }
+
+    /// Set once by `server` before start-up ends.
+    pub fn set_link_tests(&self, t: Arc<crate::linktest::LinkTests>) {
+        let _ = self.link_tests.set(t);
+    }
+
+    /// The link tests, once start-up is over (like [`Context::engine`]).
+    pub async fn link_tests(&self) -> Result<&Arc<crate::linktest::LinkTests>, Error> {
+        self.engine().await?;
+        self.link_tests
+            .get()
+            .ok_or_else(|| Error::Busy("rdma-managerd is still starting; try again".into()))
     }
 
     /// The per-client bounds every interface is guarded by.

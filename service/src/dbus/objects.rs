@@ -11,9 +11,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use rdma_manager_dbus::types::{
-    Gid, HealthCheck, HostStep, ManagedLimits, NamePreview, NameRule, Owner, PersistedChild, Pkey,
-    PortCounters, RdmaModule, SoftLink, StateChange, StateFile, StateStale, SubnetManager,
-    UnitState,
+    Gid, HealthCheck, HostStep, LinkResponder, LinkTestResult, ManagedLimits, NamePreview,
+    NameRule, Owner, PersistedChild, Pkey, PortCounters, RdmaModule, SoftLink, StateChange,
+    StateFile, StateStale, SubnetManager, UnitState,
 };
 use rdma_manager_dbus::{Action, Error};
 use zbus::message::Header;
@@ -315,6 +315,38 @@ bus_object! {
             super::health::check_health(&self.ctx, document).await
         }
 
+        /// Enables (true) or disables the link-test responder and remembers it (/etc/rdma-manager/link-test.toml, re-applied at start): perftest's servers, ib_send_lat on rdma_cm port 18515 and ib_send_bw on 18516, run without privileges and started again after every test, so that peers' TestLink and perftest's own clients (`ib_send_lat -R -p 18515 HOST`, `ib_send_bw -R -p 18516 HOST` with the option report_gbits) test against this host.
+        async fn set_link_responder(
+            &self,
+            enabled: bool,
+            #[zbus(header)] header: Header<'_>,
+        ) -> Result<(), Error> {
+            let arguments = crate::audit_args![enabled];
+            self.ctx
+                .change(&header, Action::TestLink, arguments, async {
+                    self.ctx
+                        .link_tests()
+                        .await?
+                        .set_responder(enabled)
+                        .await
+                        .map_err(super::errors::op_error)
+                })
+                .await
+        }
+
+        /// The link-test responder: (enabled, both servers running, restarts, tests served, the last failure, latency port, bandwidth port). Read only: no authorization.
+        async fn get_link_responder(&self) -> Result<LinkResponder, Error> {
+            Ok(self.ctx.link_tests().await?.responder())
+        }
+
+        /// The last link tests run through any port (at most 32), oldest first, as TestLink returned them. Read only: no authorization.
+        async fn recent_link_tests(&self) -> Result<Vec<LinkTestResult>, Error> {
+            let recent = self.ctx.link_tests().await?.recent();
+            // A result is a few hundred bytes; the list is bounded (RECENT).
+            super::limits::charge_current(recent.len() as u64 * 512);
+            Ok(recent)
+        }
+
         /// One tick's throughput of every port: the tick's time (µs since the epoch) and per
         /// port (object, TX bytes/s, RX bytes/s, TX packets/s, RX packets/s, flags).
         /// Flags: 1 = a 32-bit counter saturated (the rate is a lower bound), 2 = no data.
@@ -456,6 +488,39 @@ bus_object! {
         /// remembers it.
         op set_roce_tos(tos: u8) -> () as ManageRoce
             = |e, v| e.set_roce_tos(super::device_index(&v.device), v.number, tos).await;
+
+        /// Tests the link from this port to a peer and returns the result. peer: an IPv4 or IPv6 address, or a GID that is one (a RoCE v2 entry; an InfiniBand LID is NotSupported). kind "rdma": rdma_cm RC from this port (perftest's ib_send_lat, a 1000-message ping-pong, then ib_send_bw) against the peer's responder (SetLinkResponder) or perftest's servers started by hand on ports 18515 and 18516; duration 0 uses perftest's iteration counts, N > 0 runs the bandwidth test N seconds (the peer's server must be given -D N too). kind "icmp": echo requests every 200 ms out of the port's netdev for duration seconds (2 when 0). timeout: the most the test may take, 1 to 600 s (0: 30); the tools are then killed and the result says "timeout". A test that ran returns its result with passed false and the reason (port-down, no-route, no-responder, rejected, timeout, tool-failed, unexpected-output) rather than an error; errors are for bad arguments (InvalidArgument), kinds of peer that cannot be tested (NotSupported) and too many tests at once (Busy). The tools run without the daemon's privileges.
+        async fn test_link(
+            &self,
+            peer: &str,
+            kind: &str,
+            duration: u32,
+            timeout: u32,
+            #[zbus(header)] header: Header<'_>,
+        ) -> Result<LinkTestResult, Error> {
+            let arguments = crate::audit_args![peer, kind, duration, timeout];
+            self.ctx
+                .change(&header, Action::TestLink, arguments, async {
+                    let v = read(&self.view);
+                    let port = crate::linktest::PortInfo {
+                        device: v.device_name,
+                        port: v.number,
+                        state: v.state,
+                        link_layer: v.link_layer,
+                        netdev: v.netdev,
+                        gids: v.gids,
+                        roce_mode: v.roce_mode,
+                        roce_tos: v.roce_tos,
+                    };
+                    self.ctx
+                        .link_tests()
+                        .await?
+                        .test(port, peer, kind, duration, timeout)
+                        .await
+                        .map_err(super::errors::op_error)
+                })
+                .await
+        }
 
         /// The recorded throughput, oldest first: (time µs since the epoch, TX bytes/s,
         /// RX bytes/s, TX packets/s, RX packets/s, flags), one a sampling period for up to

@@ -183,9 +183,16 @@ pub async fn serve_with(
         .await
         .map_err(ServeError::Name)?;
     phases.mark("name");
+    let link_tests = Arc::new(crate::linktest::LinkTests::new(
+        config.link_test.clone(),
+        host.clone(),
+    ));
     let (engine, task) =
         engine::start(host, system, publisher.clone(), config, &mut phases).await?;
     ctx.set_engine(engine.clone());
+    // The responder as remembered, before start-up ends: a peer may test once READY=1.
+    link_tests.restore().await;
+    ctx.set_link_tests(link_tests);
     // Startup false first: a client whose GetManagedObjects was answered finds it false.
     publisher.started().await;
     ctx.mark_started();

@@ -112,6 +112,8 @@ pub struct EngineConfig {
     /// Fills every port's history at start with the rates the seed says it had (the
     /// simulated demo host: its graphs are full at once). `None` on real hosts.
     pub history_seed: Option<Arc<dyn history::HistorySeed>>,
+    /// The link tests' tools, runner and bounds (the D-Bus layer runs them, not the engine).
+    pub link_test: crate::linktest::LinkTestConfig,
 }
 
 impl Default for EngineConfig {
@@ -126,6 +128,7 @@ impl Default for EngineConfig {
             lid_ticks: 10,
             storm_threshold: 64,
             history_seed: None,
+            link_test: crate::linktest::LinkTestConfig::default(),
         }
     }
 }

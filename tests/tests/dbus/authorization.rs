@@ -12,7 +12,7 @@ use rdma_manager_tests::service::{attr, own_interfaces, SystemSetup as Setup};
 use rdma_managerd::kernel::Host;
 
 /// Methods that only read; every other method of our interfaces must ask polkit.
-const READ_ONLY: [&str; 8] = [
+const READ_ONLY: [&str; 10] = [
     "GetThroughputHistory",
     "GetThroughputHistoryCoarse",
     "GetCounters",
@@ -21,6 +21,8 @@ const READ_ONLY: [&str; 8] = [
     "GetState",
     "DiffState",
     "CheckHealth",
+    "GetLinkResponder",
+    "RecentLinkTests",
 ];
 
 /// A state document with one change of RoCE: what ApplyState is called with (a document that
@@ -176,6 +178,8 @@ async fn an_unprivileged_user_is_refused_every_change_and_nothing_changes() -> R
         "Activate",
         "Deactivate",
         "ApplyState",
+        "TestLink",
+        "SetLinkResponder",
     ] {
         assert!(mutating.iter().any(|m| m.2 == want), "{want}: {methods:?}");
     }

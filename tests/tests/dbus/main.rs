@@ -12,6 +12,7 @@ mod health;
 mod history;
 mod host;
 mod ipoib;
+mod link_test;
 mod naming;
 mod port_events;
 mod reliability;

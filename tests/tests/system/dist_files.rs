@@ -416,10 +416,11 @@ fn unit_and_activation_file_agree_with_each_other_and_the_code() -> Result<()> {
     assert_eq!(one(&activation, "D-BUS Service", "User")?, "root");
     assert_eq!(one(&activation, "D-BUS Service", "SystemdService")?, alias);
 
-    // The sandbox: one capability, read-only system, writable where the daemon writes.
+    // The sandbox: one capability for the daemon's work and the three the link tests'
+    // children need to drop to nobody, read-only system, writable where the daemon writes.
     assert_eq!(
         one(&unit, "Service", "CapabilityBoundingSet")?,
-        "CAP_NET_ADMIN"
+        "CAP_NET_ADMIN CAP_SETUID CAP_SETGID CAP_SETPCAP"
     );
     for (key, value) in [
         ("NoNewPrivileges", "yes"),
@@ -428,7 +429,10 @@ fn unit_and_activation_file_agree_with_each_other_and_the_code() -> Result<()> {
         ("PrivateTmp", "yes"),
         ("ProtectKernelTunables", "yes"),
         ("ProtectKernelModules", "yes"),
-        ("RestrictAddressFamilies", "AF_UNIX AF_NETLINK"),
+        (
+            "RestrictAddressFamilies",
+            "AF_UNIX AF_NETLINK AF_INET AF_INET6",
+        ),
         ("LockPersonality", "yes"),
         ("RestrictRealtime", "yes"),
         ("SystemCallArchitectures", "native"),
@@ -661,6 +665,7 @@ fn polkit_rules_example_grants_the_network_actions_to_active_sessions_of_group_r
         format!("\"{POLKIT_PREFIX}.manage-ipoib\""),
         format!("\"{POLKIT_PREFIX}.manage-roce\""),
         format!("\"{POLKIT_PREFIX}.manage-naming\""),
+        format!("\"{POLKIT_PREFIX}.test-link\""),
         "subject.active".to_string(),
         "subject.isInGroup(\"rdma\")".to_string(),
         "return polkit.Result.YES;".to_string(),
@@ -1215,7 +1220,7 @@ fn man_pages_format_cleanly_and_name_the_api() -> Result<()> {
         .nth(1)
         .and_then(|rest| rest.split(".SH ").next())
         .context("rdma-cli.1 has no EXIT STATUS")?;
-    for code in ["0", "1", "2", "3", "4", "5", "6", "10"] {
+    for code in ["0", "1", "2", "3", "4", "5", "6", "7", "10"] {
         ensure!(
             exit_status.contains(&format!(".B {code}\n")),
             "rdma-cli.1's EXIT STATUS lacks {code}"

@@ -1,0 +1,511 @@
+//! Link tests: from a port to a peer, over RDMA (rdma_cm, RC: a latency ping-pong, then
+//! bandwidth) or ICMP over the port's netdev, with a typed reason when they fail; and the
+//! responder that lets a peer test against this host.
+//!
+//! The tests drive the field's tools rather than verbs code of the daemon's own: perftest's
+//! `ib_send_lat`/`ib_send_bw` with `-R` (rdma_cm) and iputils' `ping` (docs/ARCHITECTURE.md,
+//! "Link tests", says why). Each runs in a [`sandbox`] with none of the daemon's privileges,
+//! killed with its process group at the test's timeout; a bounded number run at once
+//! ([`LinkTestConfig::max_concurrent`], then `Busy`).
+//!
+//! - [`peer`]: the peer as given (address, GID, LID) to the address the tools take.
+//! - [`perftest`], [`ping`]: command lines and output parsers, strict.
+//! - [`reason`]: the typed reasons. [`sandbox`]: the child process and its [`sandbox::Runner`].
+//! - [`responder`]: perftest's servers kept running while enabled.
+//! - [`settings`]: the responder's setting, `/etc/rdma-manager/link-test.toml`.
+
+pub mod peer;
+pub mod perftest;
+pub mod ping;
+pub mod reason;
+pub mod responder;
+pub mod sandbox;
+pub mod settings;
+
+use std::collections::VecDeque;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use rdma_manager_dbus::text::quote_capped;
+use rdma_manager_dbus::types::{Gid, LinkResponder, LinkTestResult};
+use tokio::sync::Semaphore;
+
+use crate::engine::OpError;
+use crate::kernel::Host;
+use reason::{Failure, Reason};
+use sandbox::{Runner, SandboxRunner};
+
+/// The tools, the runner and the bounds of the link tests.
+#[derive(Clone)]
+pub struct LinkTestConfig {
+    pub send_lat: PathBuf,
+    pub send_bw: PathBuf,
+    pub ping: PathBuf,
+    pub runner: Arc<dyn Runner>,
+    /// Tests that may run at once; one more is refused with `Busy`.
+    pub max_concurrent: usize,
+}
+
+impl std::fmt::Debug for LinkTestConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LinkTestConfig")
+            .field("send_lat", &self.send_lat)
+            .field("send_bw", &self.send_bw)
+            .field("ping", &self.ping)
+            .field("max_concurrent", &self.max_concurrent)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for LinkTestConfig {
+    fn default() -> Self {
+        LinkTestConfig {
+            send_lat: sandbox::locate("ib_send_lat"),
+            send_bw: sandbox::locate("ib_send_bw"),
+            ping: sandbox::locate("ping"),
+            runner: Arc::new(SandboxRunner {
+                sandbox: sandbox::Sandbox::unprivileged(),
+            }),
+            // Two: a test each way at once, or one while another is being looked at; every
+            // test spends the link, so more would measure each other.
+            max_concurrent: 2,
+        }
+    }
+}
+
+/// The longest test and the longest wait accepted.
+pub const MAX_DURATION_S: u32 = 60;
+pub const MAX_TIMEOUT_S: u32 = 600;
+/// The timeout of a test given 0.
+pub const DEFAULT_TIMEOUT_S: u32 = 30;
+/// The results kept for `RecentLinkTests`.
+pub const RECENT: usize = 32;
+
+/// What a test needs to know of the port it runs from (the Port object's view).
+#[derive(Debug, Clone, Default)]
+pub struct PortInfo {
+    pub device: String,
+    pub port: u32,
+    pub state: String,
+    pub link_layer: String,
+    pub netdev: String,
+    pub gids: Vec<Gid>,
+    pub roce_mode: String,
+    pub roce_tos: u8,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Rdma,
+    Icmp,
+}
+
+impl Kind {
+    pub fn parse(s: &str) -> Result<Kind, OpError> {
+        match s {
+            "rdma" => Ok(Kind::Rdma),
+            "icmp" => Ok(Kind::Icmp),
+            _ => Err(OpError::InvalidArgument(format!(
+                "kind {} is not a link test: rdma or icmp",
+                quote_capped(s)
+            ))),
+        }
+    }
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Kind::Rdma => "rdma",
+            Kind::Icmp => "icmp",
+        }
+    }
+}
+
+/// The daemon's link tests: the tools, the slots, the recent results and the responder.
+pub struct LinkTests {
+    config: LinkTestConfig,
+    slots: Arc<Semaphore>,
+    recent: Mutex<VecDeque<LinkTestResult>>,
+    responder: responder::Responder,
+    host: Arc<dyn Host>,
+    /// Serialises changes of the responder's setting (file and servers together).
+    setting: tokio::sync::Mutex<()>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl LinkTests {
+    pub fn new(config: LinkTestConfig, host: Arc<dyn Host>) -> LinkTests {
+        let responder = responder::Responder::new(
+            config.runner.clone(),
+            config.send_lat.clone(),
+            config.send_bw.clone(),
+        );
+        LinkTests {
+            slots: Arc::new(Semaphore::new(config.max_concurrent)),
+            config,
+            recent: Mutex::new(VecDeque::new()),
+            responder,
+            host,
+            setting: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// Re-applies the remembered responder setting (at start). A file that cannot be read
+    /// leaves the responder off and says why in the log.
+    pub async fn restore(&self) {
+        match settings::load(self.host.as_ref()).await {
+            Ok(s) => self.responder.set(s.responder),
+            Err(e) => tracing::warn!(error = %e, "link-test settings not applied"),
+        }
+    }
+
+    /// Enables or disables the responder and remembers it; a setting that cannot be saved
+    /// changes nothing.
+    pub async fn set_responder(&self, enabled: bool) -> Result<(), OpError> {
+        let _one = self.setting.lock().await;
+        let mut s = settings::load(self.host.as_ref())
+            .await
+            .map_err(|e| OpError::Failed(e.to_string()))?;
+        if s.responder != enabled {
+            s.responder = enabled;
+            settings::save(self.host.as_ref(), &s)
+                .await
+                .map_err(|e| OpError::Failed(e.to_string()))?;
+        }
+        self.responder.set(enabled);
+        Ok(())
+    }
+
+    pub fn responder(&self) -> LinkResponder {
+        self.responder.status()
+    }
+
+    /// The last results, oldest first.
+    pub fn recent(&self) -> Vec<LinkTestResult> {
+        lock(&self.recent).iter().cloned().collect()
+    }
+
+    /// Runs one test from `port`. Bad input is an error with nothing run; a test that ran
+    /// (or could not, the port being down) is a result, passed or with its reason.
+    pub async fn test(
+        &self,
+        port: PortInfo,
+        peer: &str,
+        kind: &str,
+        duration_s: u32,
+        timeout_s: u32,
+    ) -> Result<LinkTestResult, OpError> {
+        let kind = Kind::parse(kind)?;
+        let address = peer::parse_peer(peer).map_err(|e| match e {
+            peer::PeerError::Lid(_) => OpError::NotSupported(e.to_string()),
+            _ => OpError::InvalidArgument(e.to_string()),
+        })?;
+        if duration_s > MAX_DURATION_S {
+            return Err(OpError::InvalidArgument(format!(
+                "duration {duration_s} s is over {MAX_DURATION_S} s"
+            )));
+        }
+        let timeout_s = match timeout_s {
+            0 => DEFAULT_TIMEOUT_S,
+            t if t > MAX_TIMEOUT_S => {
+                return Err(OpError::InvalidArgument(format!(
+                    "timeout {t} s is over {MAX_TIMEOUT_S} s"
+                )))
+            }
+            t => t,
+        };
+        if kind == Kind::Icmp && port.netdev.is_empty() {
+            return Err(OpError::NotSupported(format!(
+                "port {}/{} has no netdev to send ICMP from",
+                port.device, port.port
+            )));
+        }
+        let _slot = self.slots.clone().try_acquire_owned().map_err(|_| {
+            OpError::Busy(format!(
+                "{} link tests are running, the most at once; try again when one ends",
+                self.config.max_concurrent
+            ))
+        })?;
+        let started = Instant::now();
+        let mut result = LinkTestResult {
+            kind: kind.as_str().into(),
+            peer: peer.to_string(),
+            address: address.to_string(),
+            started_us: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_micros() as u64)
+                .unwrap_or(0),
+            device: port.device.clone(),
+            port: port.port,
+            netdev: port.netdev.clone(),
+            gid_index: -1,
+            roce_mode: port.roce_mode.clone(),
+            tos: port.roce_tos,
+            ..LinkTestResult::default()
+        };
+        let deadline = started + Duration::from_secs(u64::from(timeout_s));
+        let outcome = if port.state != "ACTIVE" {
+            Err(Failure::new(
+                Reason::PortDown,
+                format!(
+                    "port {}/{} is {}, not ACTIVE: nothing was sent",
+                    port.device,
+                    port.port,
+                    if port.state.is_empty() {
+                        "in no known state"
+                    } else {
+                        &port.state
+                    }
+                ),
+            ))
+        } else {
+            match kind {
+                Kind::Rdma => {
+                    result.tool = "ib_send_lat+ib_send_bw".into();
+                    self.rdma(&port, address, duration_s, deadline, &mut result)
+                        .await
+                }
+                Kind::Icmp => {
+                    result.tool = "ping".into();
+                    self.icmp(&port, address, duration_s, deadline, &mut result)
+                        .await
+                }
+            }
+        };
+        match outcome {
+            Ok(()) => result.passed = true,
+            Err(f) => {
+                result.reason = f.reason.as_str().into();
+                result.detail = rdma_manager_dbus::text::cap_message(&f.detail);
+            }
+        }
+        result.elapsed_ms = started.elapsed().as_millis() as u64;
+        let mut recent = lock(&self.recent);
+        if recent.len() == RECENT {
+            recent.pop_front();
+        }
+        recent.push_back(result.clone());
+        Ok(result)
+    }
+
+    async fn run(
+        &self,
+        program: &Path,
+        args: &[String],
+        deadline: Instant,
+        what: &str,
+    ) -> Result<sandbox::Output, Failure> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(Failure::new(
+                Reason::Timeout,
+                format!("no time was left for {what} within the timeout"),
+            ));
+        }
+        let out = self
+            .config
+            .runner
+            .run(program, args, left)
+            .await
+            .map_err(|e| {
+                Failure::new(
+                    Reason::ToolFailed,
+                    format!("{} could not run: {e}", program.display()),
+                )
+            })?;
+        if out.timed_out {
+            return Err(Failure::new(
+                Reason::Timeout,
+                format!("{what} did not end within the timeout; it was stopped"),
+            ));
+        }
+        Ok(out)
+    }
+
+    async fn rdma(
+        &self,
+        port: &PortInfo,
+        peer: IpAddr,
+        duration_s: u32,
+        deadline: Instant,
+        result: &mut LinkTestResult,
+    ) -> Result<(), Failure> {
+        let source = source_address(&port.gids, peer);
+        let mut lat_out = None;
+        for bandwidth in [false, true] {
+            let (program, tcp) = if bandwidth {
+                (&self.config.send_bw, perftest::BW_PORT)
+            } else {
+                (&self.config.send_lat, perftest::LAT_PORT)
+            };
+            let args =
+                perftest::client_args(bandwidth, &port.device, port.port, source, peer, duration_s);
+            let what = if bandwidth {
+                "the bandwidth test"
+            } else {
+                "the latency test"
+            };
+            let mut out = self.run(program, &args, deadline, what).await?;
+            // The responder starts each server again after every test: a test that follows
+            // another at once may find it starting. One more try, once, within the timeout.
+            if out.code != Some(0) {
+                let f = perftest::classify_failure(
+                    &format!("{}\n{}", out.stdout, out.stderr),
+                    peer,
+                    tcp,
+                );
+                if f.reason != Reason::NoResponder {
+                    return Err(f);
+                }
+                tokio::time::sleep(
+                    Duration::from_millis(500)
+                        .min(deadline.saturating_duration_since(Instant::now())),
+                )
+                .await;
+                out = self.run(program, &args, deadline, what).await?;
+                if out.code != Some(0) {
+                    return Err(perftest::classify_failure(
+                        &format!("{}\n{}", out.stdout, out.stderr),
+                        peer,
+                        tcp,
+                    ));
+                }
+            }
+            let conn = perftest::parse_connection(&out.stdout)?;
+            if bandwidth {
+                let bw = perftest::parse_bandwidth(&out.stdout)?;
+                result.bandwidth_gbps = bw.avg_gbps;
+            } else {
+                let lat = perftest::parse_latency(&out.stdout)?;
+                result.latency_p50_us = lat.typical;
+                result.latency_p99_us = lat.p99;
+                result.latency_max_us = lat.max;
+                result.latency_avg_us = lat.avg;
+                result.round_trips = lat.iterations;
+                lat_out = Some(conn.clone());
+            }
+            if result.mtu == 0 {
+                result.mtu = conn.mtu;
+            }
+        }
+        if let Some(conn) = lat_out {
+            if let Some(local) = conn.local_gid {
+                result.gid = sysfs_gid(local);
+                if let Some(g) = port
+                    .gids
+                    .iter()
+                    .find(|g| peer::gid_address(&g.gid) == Some(local))
+                {
+                    result.gid_index = g.index as i32;
+                    result.gid_type = g.gid_type.clone();
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn icmp(
+        &self,
+        port: &PortInfo,
+        peer: IpAddr,
+        duration_s: u32,
+        deadline: Instant,
+        result: &mut LinkTestResult,
+    ) -> Result<(), Failure> {
+        let duration_s = if duration_s == 0 { 2 } else { duration_s };
+        let count = duration_s * 1000 / ping::INTERVAL_MS;
+        // One second more than the requests take, for the last reply.
+        let args = ping::args(&port.netdev, peer, count, duration_s + 1);
+        result.mtu = self.netdev_mtu(&port.netdev).await;
+        let out = self.run(&self.config.ping, &args, deadline, "ping").await?;
+        let echo = ping::parse(&out.stdout, &out.stderr, out.code, peer)?;
+        let mut rtts = echo.rtts_us.clone();
+        rtts.sort_by(f64::total_cmp);
+        result.latency_p50_us = ping::percentile(&rtts, 50.0);
+        result.latency_p99_us = ping::percentile(&rtts, 99.0);
+        result.latency_max_us = rtts.last().copied().unwrap_or(0.0);
+        result.latency_avg_us = rtts.iter().sum::<f64>() / rtts.len().max(1) as f64;
+        result.round_trips = echo.received;
+        result.errors = echo.transmitted.saturating_sub(echo.received);
+        Ok(())
+    }
+
+    async fn netdev_mtu(&self, netdev: &str) -> u32 {
+        if crate::model::names::validate_netdev_name(netdev).is_err() {
+            return 0;
+        }
+        let path = PathBuf::from(format!("/sys/class/net/{netdev}/mtu"));
+        match self.host.read_file(&path).await {
+            Ok(Some(b)) => String::from_utf8_lossy(&b).trim().parse().unwrap_or(0),
+            _ => 0,
+        }
+    }
+}
+
+/// The port's address of the peer's family, from its RoCE v2 GIDs (which are its netdev's
+/// addresses), so that rdma_cm leaves from this port; `None` on InfiniBand or where the
+/// port has none (rdma_cm then routes by the peer's address alone).
+fn source_address(gids: &[Gid], peer: IpAddr) -> Option<IpAddr> {
+    gids.iter()
+        .filter(|g| g.gid_type == "RoCE v2")
+        .filter_map(|g| peer::gid_address(&g.gid))
+        .find_map(|a| match (a.to_ipv4_mapped(), peer) {
+            (Some(v4), IpAddr::V4(_)) => Some(IpAddr::V4(v4)),
+            (None, IpAddr::V6(_)) if a.segments()[0] & 0xffc0 != 0xfe80 => Some(IpAddr::V6(a)),
+            _ => None,
+        })
+}
+
+/// A GID in the Port's `Gids` form (eight groups of four hex digits).
+fn sysfs_gid(a: std::net::Ipv6Addr) -> String {
+    a.segments()
+        .iter()
+        .map(|s| format!("{s:04x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gid(index: u32, gid: &str, t: &str) -> Gid {
+        Gid {
+            index,
+            gid: gid.into(),
+            gid_type: t.into(),
+            netdev: "eth0".into(),
+        }
+    }
+
+    #[test]
+    fn the_source_is_the_ports_address_of_the_peers_family() {
+        let gids = [
+            gid(0, "fe80:0000:0000:0000:5054:00ff:fe12:3456", "IB/RoCE v1"),
+            gid(1, "fe80:0000:0000:0000:5054:00ff:fe12:3456", "RoCE v2"),
+            gid(2, "0000:0000:0000:0000:0000:ffff:c0a8:4d0a", "IB/RoCE v1"),
+            gid(3, "0000:0000:0000:0000:0000:ffff:c0a8:4d0a", "RoCE v2"),
+            gid(5, "fd00:0000:0000:0000:0000:0000:0000:000a", "RoCE v2"),
+        ];
+        assert_eq!(
+            source_address(&gids, "192.168.77.11".parse().unwrap()),
+            Some("192.168.77.10".parse().unwrap())
+        );
+        assert_eq!(
+            source_address(&gids, "fd00::11".parse().unwrap()),
+            Some("fd00::a".parse().unwrap())
+        );
+        assert_eq!(
+            source_address(&gids[..2], "192.168.77.11".parse().unwrap()),
+            None
+        );
+        assert_eq!(
+            sysfs_gid("::ffff:192.168.77.10".parse().unwrap()),
+            "0000:0000:0000:0000:0000:ffff:c0a8:4d0a"
+        );
+    }
+}

@@ -1,0 +1,334 @@
+//! Port.TestLink and the link-test responder under real polkitd, on the simulated host with
+//! the stand-in tools (`rdma-standin-linktest`, which prints what perftest and ping print, or
+//! fails as they do, by the peer it is given): the result and its path, each typed reason,
+//! the timeout that kills a hang, the port that is down, the cap on tests at once, refusals
+//! of bad input and of an unprivileged caller, and the responder enabled, persisted,
+//! re-applied at start and disabled.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use rdma_manager_dbus::types::LinkTestResult;
+use rdma_manager_dbus::{port_path, ManagerProxy, PortProxy};
+use rdma_manager_tests::bus::{skip_reason, Credentials, PolkitConfig, Reply};
+use rdma_manager_tests::service::SystemSetup;
+use rdma_managerd::engine::EngineConfig;
+use rdma_managerd::kernel::sim::{fixtures, SimHost};
+use rdma_managerd::linktest::sandbox::{Sandbox, SandboxRunner};
+use rdma_managerd::linktest::LinkTestConfig;
+use rdma_managerd::model::{PhysState, PortState};
+
+const PORT_IFACE: &str = "org.rdmamanager.RdmaManager1.Port";
+/// The demo host's rxe0 over eth0 (kernel index 3): an ACTIVE RoCE port with a netdev.
+const RXE: u32 = 3;
+const FILE: &str = "/etc/rdma-manager/link-test.toml";
+
+macro_rules! require_harness {
+    () => {
+        if let Some(reason) = skip_reason() {
+            eprintln!("skipping: {reason}");
+            return Ok(());
+        }
+    };
+}
+
+fn standin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_rdma-standin-linktest"))
+}
+
+fn config(max_concurrent: usize) -> EngineConfig {
+    EngineConfig {
+        link_test: LinkTestConfig {
+            send_lat: standin(),
+            send_bw: standin(),
+            ping: standin(),
+            runner: Arc::new(SandboxRunner {
+                sandbox: Sandbox::unprivileged(),
+            }),
+            max_concurrent,
+        },
+        ..EngineConfig::default()
+    }
+}
+
+async fn setup(max_concurrent: usize) -> Result<SystemSetup> {
+    SystemSetup::with_engine(
+        false,
+        PolkitConfig::rdma_manager(),
+        SimHost::new(fixtures::demo_host())?,
+        config(max_concurrent),
+    )
+    .await
+}
+
+async fn port(t: &SystemSetup, path: &str) -> Result<PortProxy<'static>> {
+    let conn = t.bus.connect().await?;
+    Ok(PortProxy::builder(&conn)
+        .path(path.to_string())?
+        .cache_properties(zbus::proxy::CacheProperties::No)
+        .build()
+        .await?)
+}
+
+async fn manager(t: &SystemSetup) -> Result<ManagerProxy<'static>> {
+    let conn = t.bus.connect().await?;
+    Ok(ManagerProxy::builder(&conn).build().await?)
+}
+
+/// A test from rxe0/1 as root.
+async fn test(
+    t: &SystemSetup,
+    peer: &str,
+    kind: &str,
+    timeout: u32,
+) -> Result<LinkTestResult, zbus::Error> {
+    let p = port(t, &port_path(RXE, 1))
+        .await
+        .map_err(|e| zbus::Error::Failure(e.to_string()))?;
+    p.test_link(peer, kind, 0, timeout).await
+}
+
+fn dbus_error_name(e: &zbus::Error) -> String {
+    match e {
+        zbus::Error::MethodError(name, _, _) => name.to_string(),
+        other => other.to_string(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_rdma_test_reports_perftests_figures_and_the_path() -> Result<()> {
+    require_harness!();
+    let t = setup(2).await?;
+    let r = test(&t, "192.0.2.10", "rdma", 10).await?;
+    assert!(r.passed, "{r:?}");
+    assert_eq!(r.reason, "");
+    // The stand-in prints perftest's report (testdata/ib_send_lat.txt, ib_send_bw.txt).
+    assert_eq!(r.latency_p50_us, 27.63);
+    assert_eq!(r.latency_p99_us, 61.37);
+    assert_eq!(r.latency_max_us, 148.52);
+    assert_eq!(r.latency_avg_us, 29.18);
+    assert_eq!(r.round_trips, 1000);
+    assert_eq!(r.bandwidth_gbps, 1.87);
+    assert_eq!(r.mtu, 1024);
+    assert_eq!(
+        (r.device.as_str(), r.port, r.netdev.as_str()),
+        ("rxe0", 1, "eth0")
+    );
+    assert_eq!(r.tool, "ib_send_lat+ib_send_bw");
+    // The GID perftest used, as the Port's Gids write it; not in this port's table (the
+    // captured run was on another host), so no index.
+    assert_eq!(r.gid, "0000:0000:0000:0000:0000:ffff:c0a8:4d0a");
+    assert_eq!(r.gid_index, -1);
+    // A GID that names the same address is the same peer.
+    let g = test(&t, "0000:0000:0000:0000:0000:ffff:c000:020a", "rdma", 10).await?;
+    assert!(g.passed, "{g:?}");
+    assert_eq!(g.address, "192.0.2.10");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_icmp_test_gives_percentiles_of_every_reply() -> Result<()> {
+    require_harness!();
+    let t = setup(2).await?;
+    let r = test(&t, "192.0.2.10", "icmp", 10).await?;
+    assert!(r.passed, "{r:?}");
+    // ping_ok.txt: 0.179, 0.045, 0.045, 0.043, 0.042 ms.
+    assert_eq!(r.round_trips, 5);
+    assert_eq!(r.errors, 0);
+    assert_eq!(r.latency_p50_us, 45.0);
+    assert_eq!(r.latency_max_us, 179.0);
+    assert_eq!(r.latency_p99_us, 179.0);
+    assert_eq!(r.bandwidth_gbps, 0.0);
+    assert!(r.mtu > 0, "the netdev's MTU: {r:?}");
+    assert_eq!(r.gid_index, -1);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn each_failure_has_its_reason() -> Result<()> {
+    require_harness!();
+    let t = setup(2).await?;
+    for (peer, kind, reason) in [
+        ("192.0.2.20", "rdma", "no-responder"),
+        ("192.0.2.40", "rdma", "no-route"),
+        ("192.0.2.50", "rdma", "unexpected-output"),
+        ("192.0.2.20", "icmp", "no-responder"),
+        ("192.0.2.40", "icmp", "no-route"),
+        ("192.0.2.50", "icmp", "unexpected-output"),
+    ] {
+        let r = test(&t, peer, kind, 10).await?;
+        assert!(!r.passed, "{peer} {kind}: {r:?}");
+        assert_eq!(r.reason, reason, "{peer} {kind}: {r:?}");
+        assert!(!r.detail.is_empty());
+        assert_eq!(r.round_trips, 0, "{r:?}");
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_test_that_hangs_ends_at_its_timeout() -> Result<()> {
+    require_harness!();
+    let t = setup(2).await?;
+    for kind in ["rdma", "icmp"] {
+        let t0 = Instant::now();
+        let r = test(&t, "192.0.2.30", kind, 1).await?;
+        let took = t0.elapsed();
+        assert_eq!(r.reason, "timeout", "{r:?}");
+        assert!(took < Duration::from_secs(4), "{kind} took {took:?}");
+        assert!(r.elapsed_ms >= 1000, "{r:?}");
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_port_that_is_down_runs_nothing() -> Result<()> {
+    require_harness!();
+    let t = setup(2).await?;
+    // rxe0's netdev goes down; the daemon publishes the port DOWN.
+    t.sim
+        .set_port_state("rxe0", 1, PortState::Down, PhysState::Disabled)?;
+    let path = port_path(RXE, 1);
+    let p = port(&t, &path).await?;
+    let t0 = Instant::now();
+    while p.state().await? != "DOWN" {
+        anyhow::ensure!(t0.elapsed() < Duration::from_secs(10), "rxe0/1 never DOWN");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let down = path;
+    let r = port(&t, &down)
+        .await?
+        .test_link("192.0.2.10", "rdma", 0, 10)
+        .await?;
+    assert_eq!(r.reason, "port-down", "{r:?}");
+    assert!(r.elapsed_ms < 1000, "{r:?}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn one_test_too_many_is_busy() -> Result<()> {
+    require_harness!();
+    let t = setup(1).await?;
+    let first = {
+        let p = port(&t, &port_path(RXE, 1)).await?;
+        tokio::spawn(async move { p.test_link("192.0.2.60", "rdma", 0, 10).await })
+    };
+    // The first holds the only slot for 2 s per tool.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let e = test(&t, "192.0.2.10", "rdma", 10)
+        .await
+        .expect_err("a second test at once");
+    assert!(dbus_error_name(&e).ends_with(".Busy"), "{e:?}");
+    let r = first.await??;
+    assert!(r.passed, "{r:?}");
+    // The slot is free again.
+    assert!(test(&t, "192.0.2.10", "icmp", 10).await?.passed);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_input_is_refused_before_anything_runs() -> Result<()> {
+    require_harness!();
+    let t = setup(2).await?;
+    let p = port(&t, &port_path(RXE, 1)).await?;
+    for (peer, kind, duration, timeout, error) in [
+        ("192.0.2.10", "tcp", 0, 10, "InvalidArgument"),
+        ("peer.example", "rdma", 0, 10, "InvalidArgument"),
+        ("0x12", "rdma", 0, 10, "NotSupported"),
+        (
+            "fe80:0000:0000:0000:0002:c903:0031:78f2",
+            "rdma",
+            0,
+            10,
+            "InvalidArgument",
+        ),
+        ("192.0.2.10", "icmp", 61, 10, "InvalidArgument"),
+        ("192.0.2.10", "icmp", 1, 601, "InvalidArgument"),
+    ] {
+        let e = p
+            .test_link(peer, kind, duration, timeout)
+            .await
+            .expect_err(peer);
+        assert!(dbus_error_name(&e).ends_with(error), "{peer} {kind}: {e:?}");
+    }
+    let m = manager(&t).await?;
+    assert!(m.recent_link_tests().await?.is_empty());
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unprivileged_caller_is_refused_and_reads_the_results() -> Result<()> {
+    require_harness!();
+    let t = setup(2).await?;
+    let user = Credentials::test_user(false);
+    let r = t
+        .call(
+            Some(&user),
+            &port_path(RXE, 1),
+            PORT_IFACE,
+            "TestLink",
+            &["ssuu", "192.0.2.10", "rdma", "0", "10"],
+        )
+        .await?;
+    assert!(
+        matches!(&r, Reply::Err(name, _) if name == "NotAuthorized"),
+        "{r:?}"
+    );
+    let r = t
+        .manager(Some(&user), "SetLinkResponder", &["b", "true"])
+        .await?;
+    assert!(
+        matches!(&r, Reply::Err(name, _) if name == "NotAuthorized"),
+        "{r:?}"
+    );
+    assert!(t.etc_file(FILE).is_none(), "nothing written");
+    // Nothing ran; root's test is then listed, and anyone reads it.
+    assert!(manager(&t).await?.recent_link_tests().await?.is_empty());
+    assert!(test(&t, "192.0.2.10", "icmp", 10).await?.passed);
+    let r = t.manager(Some(&user), "RecentLinkTests", &[]).await?;
+    assert!(
+        matches!(&r, Reply::Ok(text) if text.contains("\"192.0.2.10\"") && text.contains("\"icmp\"")),
+        "{r:?}"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_responder_is_remembered_and_comes_back_at_start() -> Result<()> {
+    require_harness!();
+    let mut t = setup(2).await?;
+    let m = manager(&t).await?;
+    let r = m.get_link_responder().await?;
+    assert!(!r.enabled && !r.running, "{r:?}");
+    assert_eq!((r.latency_port, r.bandwidth_port), (18515, 18516));
+    m.set_link_responder(true).await?;
+    let file = t.etc_file(FILE).context("the setting saved")?;
+    assert!(file.contains("responder = true"), "{file}");
+    wait_running(&m, true).await?;
+    // A restart re-applies it before start-up ends.
+    t.restart_daemon(|_| {}).await?;
+    let m = manager(&t).await?;
+    assert!(m.get_link_responder().await?.enabled);
+    wait_running(&m, true).await?;
+    m.set_link_responder(false).await?;
+    wait_running(&m, false).await?;
+    let r = m.get_link_responder().await?;
+    assert!(!r.enabled, "{r:?}");
+    assert!(t
+        .etc_file(FILE)
+        .is_some_and(|f| f.contains("responder = false")));
+    Ok(())
+}
+
+async fn wait_running(m: &ManagerProxy<'static>, running: bool) -> Result<()> {
+    let t0 = Instant::now();
+    loop {
+        let r = m.get_link_responder().await?;
+        if r.running == running {
+            return Ok(());
+        }
+        anyhow::ensure!(t0.elapsed() < Duration::from_secs(10), "responder: {r:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
