@@ -25,6 +25,7 @@ pub mod linktest;
 pub mod model;
 pub mod naming;
 pub mod nm;
+pub mod op_error;
 #[cfg(feature = "sim")]
 pub mod simulated;
 pub mod system;

@@ -21,7 +21,6 @@ use crate::ipmgr::networkd_file;
 use crate::ipmgr::{is_netplan_config, IpManager, NETPLAN_DIR};
 use crate::model::NetdevAddress;
 use crate::nm::keys::IpSettings;
-use crate::nm::profile::IpMethod;
 
 use super::nm_change::{checked_timeout, NmPending};
 use super::{EngineHandle, OpError};
@@ -232,7 +231,7 @@ impl EngineHandle {
     ) -> Result<(), OpError> {
         nd.reload().await.map_err(networkd_error)?;
         nd.reconfigure(interface).await.map_err(networkd_error)?;
-        let want = static_addresses(ip);
+        let want = crate::ipmgr::static_addresses(ip);
         let ours = networkd_file::path(interface).display().to_string();
         let deadline = Instant::now() + APPLY_WAIT;
         loop {
@@ -310,19 +309,6 @@ impl EngineHandle {
             }
         }
     }
-}
-
-/// The addresses `ip` puts on its link: those of the families not disabled.
-pub(super) fn static_addresses(ip: &IpSettings) -> Vec<NetdevAddress> {
-    [&ip.ipv4, &ip.ipv6]
-        .into_iter()
-        .filter(|c| c.method != IpMethod::Disabled)
-        .flat_map(|c| c.addresses.iter())
-        .map(|(ip, prefix)| NetdevAddress {
-            ip: *ip,
-            prefix: *prefix,
-        })
-        .collect()
 }
 
 /// Whether networkd's `file` for a link keeps winning over the daemon's `ours`: networkd takes

@@ -25,7 +25,6 @@ mod nm_change;
 mod nm_migrate;
 mod nm_owners;
 mod operations;
-mod ops;
 mod ops_host;
 mod ops_ipoib;
 mod ops_naming;
@@ -57,12 +56,12 @@ use futures::future::BoxFuture;
 use tokio::sync::{mpsc, oneshot};
 use tracing::{debug, info, warn};
 
+pub use crate::op_error::OpError;
 pub use clock::TickClock;
 pub use history::{History, Sample};
 #[cfg(any(test, feature = "sim"))]
 pub use host_setup::{simulate_unit_started, simulated_units};
 pub use host_setup::{HostSetupState, ManagedLimits, ModuleRow, Step, StepOutcome, UnitState};
-pub use ops::OpError;
 pub use ops_host::SmVerb;
 pub use ops_naming::NamingState;
 pub use state::{DeviceState, Dirty, IpoibState, ObservedState, PortRoce, Stale};

@@ -188,7 +188,7 @@ impl EngineHandle {
     /// systemd-networkd reports them where it runs (netplan's usual renderer), else as the
     /// kernel does.
     async fn netplan_wait(&self, interface: &str, ip: &IpSettings) -> Result<(), OpError> {
-        let want = super::ip_change::static_addresses(ip);
+        let want = crate::ipmgr::static_addresses(ip);
         let networkd = match self.nm.networkd() {
             Some(nd) if nd.running().await.unwrap_or(false) => Some(nd),
             _ => None,
@@ -200,7 +200,7 @@ impl EngineHandle {
                     .describe(interface)
                     .await
                     .map(|d| d.addresses)
-                    .map_err(super::ip_change::networkd_error)?,
+                    .map_err(|e| OpError::Failed(e.to_string()))?,
                 None => self.kernel_addresses(interface).await?,
             };
             let missing: Vec<String> = want

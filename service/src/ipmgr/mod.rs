@@ -74,3 +74,16 @@ pub fn is_netplan_config(names: &[String]) -> bool {
         .iter()
         .any(|n| n.ends_with(".yaml") && !n.starts_with('.'))
 }
+
+/// The addresses `ip` puts on its link: those of the families not disabled.
+pub fn static_addresses(ip: &crate::nm::keys::IpSettings) -> Vec<crate::model::NetdevAddress> {
+    [&ip.ipv4, &ip.ipv6]
+        .into_iter()
+        .filter(|c| c.method != crate::nm::profile::IpMethod::Disabled)
+        .flat_map(|c| c.addresses.iter())
+        .map(|(ip, prefix)| crate::model::NetdevAddress {
+            ip: *ip,
+            prefix: *prefix,
+        })
+        .collect()
+}

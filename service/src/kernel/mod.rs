@@ -18,6 +18,7 @@ pub mod link_stats;
 pub mod linux;
 pub mod nldev;
 pub mod observe;
+mod openat;
 pub mod port_events;
 pub mod port_poll;
 pub mod rlimit;

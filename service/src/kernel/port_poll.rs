@@ -376,7 +376,7 @@ impl SysfsPortPoller {
     /// it (or may open it within the budget), else by the whole path.
     fn open(&mut self, dev: &str) -> std::io::Result<File> {
         if let (Some(rel), Some(dir)) = (self.rel, self.dir_of(dev)) {
-            match openat(dir, &self.path[rel..], &mut self.cpath) {
+            match super::openat::openat(dir, &self.path[rel..], &mut self.cpath) {
                 Ok(f) => return Ok(f),
                 // The directory may be gone (the device removed, perhaps back under the
                 // same name): dropped, and the whole path says what is there now.
@@ -641,28 +641,6 @@ impl SysfsPortPoller {
             saturated,
         }
     }
-}
-
-/// `openat(dir, rel, O_RDONLY | O_CLOEXEC)`; `cpath` is reused for the NUL-terminated name.
-pub(crate) fn openat(
-    dir: std::os::fd::RawFd,
-    rel: &[u8],
-    cpath: &mut Vec<u8>,
-) -> std::io::Result<File> {
-    use std::os::fd::FromRawFd;
-    cpath.clear();
-    cpath.extend_from_slice(rel);
-    cpath.push(0);
-    let name = std::ffi::CStr::from_bytes_with_nul(cpath)
-        .map_err(|_| std::io::Error::from(ErrorKind::InvalidInput))?;
-    // SAFETY: `name` is NUL-terminated and outlives the call; `dir` is a descriptor the
-    // poller holds open for the call's duration.
-    let fd = unsafe { libc::openat(dir, name.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: `fd` was just opened and is owned by nothing else.
-    Ok(unsafe { File::from_raw_fd(fd) })
 }
 
 impl PortPoller for SysfsPortPoller {

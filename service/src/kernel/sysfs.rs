@@ -667,7 +667,7 @@ impl SysRoot {
             .into_iter()
             .filter(|n| !skip.contains(&n.as_str()))
             .filter_map(|n| {
-                let opened = super::port_poll::openat(base.as_raw_fd(), n.as_bytes(), &mut cpath);
+                let opened = super::openat::openat(base.as_raw_fd(), n.as_bytes(), &mut cpath);
                 counter_of(opened).ok().map(|v| (n, v))
             })
             .collect()

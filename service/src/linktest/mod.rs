@@ -32,8 +32,8 @@ use rdma_manager_dbus::text::quote_capped;
 use rdma_manager_dbus::types::{Gid, LinkResponder, LinkTestResult};
 use tokio::sync::Semaphore;
 
-use crate::engine::OpError;
 use crate::kernel::Host;
+use crate::op_error::OpError;
 use reason::{Failure, Reason};
 use sandbox::{Runner, SandboxRunner};
 

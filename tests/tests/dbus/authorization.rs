@@ -12,10 +12,11 @@ use rdma_manager_tests::service::{attr, own_interfaces, SystemSetup as Setup};
 use rdma_managerd::kernel::Host;
 
 /// Methods that only read; every other method of our interfaces must ask polkit.
-const READ_ONLY: [&str; 10] = [
+const READ_ONLY: [&str; 11] = [
     "GetThroughputHistory",
     "GetThroughputHistoryCoarse",
     "GetCounters",
+    "GetAllCounters",
     "PreviewRdmaNames",
     "GetIpSettings",
     "GetState",
