@@ -125,6 +125,11 @@ struct Inner {
     /// The devices of the simulated libibverbs device list, which a real host keeps between
     /// reads and makes anew when it lacks a device (see `kernel/linux.rs`).
     verbs_list: Mutex<Option<std::collections::BTreeSet<String>>>,
+    /// Devices renamed after this process's libibverbs had listed them: as the kernel lab
+    /// shows on 6.1 and 6.12 (tests/lab, the `renamed` state), libibverbs in the same
+    /// process does not open such a device again, so its GIDs come from sysfs and its port
+    /// MTUs are not known (docs/KERNEL-NOTES.md).
+    verbs_renamed: Mutex<std::collections::BTreeSet<String>>,
     /// Which devices' files were replaced, for the port pollers' kept descriptors.
     replaced: Arc<replaced::TreeChanges>,
 }
@@ -198,6 +203,7 @@ impl SimHost {
                 device_reads: std::sync::atomic::AtomicU64::new(0),
                 cost: Arc::new(cost::SimCost::default()),
                 verbs_list: Mutex::new(None),
+                verbs_renamed: Mutex::new(std::collections::BTreeSet::new()),
                 replaced: Arc::default(),
             }),
         };
@@ -471,6 +477,15 @@ impl SimHost {
         ports: &[u32],
         table_len: &mut dyn FnMut() -> usize,
     ) -> Option<super::sysfs::VerbsTables> {
+        if self
+            .inner
+            .verbs_renamed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(dev)
+        {
+            return None;
+        }
         {
             let mut kept = self
                 .inner
@@ -1239,6 +1254,11 @@ impl Host for SimHost {
         let mut st = self.lock();
         self.take_fault(&mut st, SimOp::DeleteLink)?;
         let name = rules::del_link_check(&st, dev_index)?;
+        self.inner
+            .verbs_renamed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&name);
         self.remove_device_locked(&mut st, &name)
     }
 
@@ -1248,6 +1268,26 @@ impl Host for SimHost {
         let Some(old) = rules::rename_device(&mut st, dev_index, new_name)? else {
             return Ok(());
         };
+        let listed = self
+            .inner
+            .verbs_list
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .is_some_and(|l| l.contains(&old));
+        if listed {
+            self.inner
+                .verbs_renamed
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(new_name.to_string());
+            // Its reads go through sysfs now, which lists every slot of the GID table.
+            if let Some(d) = st.spec.devices.iter_mut().find(|d| d.index == dev_index) {
+                for p in &mut d.ports {
+                    p.rendered_gid_entries = None;
+                }
+            }
+        }
         self.remove_device_files(&old)?;
         if let Some(d) = st.spec.devices.iter().find(|d| d.index == dev_index) {
             self.render_device(d)?;
