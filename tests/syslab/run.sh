@@ -48,7 +48,7 @@ EXPECTED_PHASE1="boot install files activation udev softlink roce rename naming 
 EXPECTED_PHASE2="reboot-softlink reboot-roce reboot-modules reboot-memlock reboot-nfs reboot-boot networkmanager nm-rollback tui late-setup health"
 EXPECTED_PHASE3="late-netdev gmo-dbus-daemon broker-switch"
 EXPECTED_PHASE4="broker-boot broker-daemon gmo-dbus-broker"
-EXPECTED_TWO="nfs-rdma-server nfs-client-setup nfs-client-mount linktest linktest-responder"
+EXPECTED_TWO="nfs-rdma-server nfs-client-setup nfs-client-mount"
 # The Ansible checks (left out with --no-ansible: the share then has no ansible/).
 EXPECTED_ANSIBLE="ansible reboot-ansible"
 EXPECTED_ANSIBLE_TWO="ansible-client"
