@@ -30,6 +30,20 @@ pub const HOST_PATH: &str = "/org/rdmamanager/RdmaManager1/Host";
 pub const DIRECT_SOCKET_PATH: &str = "/run/rdma-manager/direct";
 /// Prefix of every D-Bus error the service returns (`<prefix>.InvalidArgument`, ...).
 pub const ERROR_PREFIX: &str = "org.rdmamanager.RdmaManager1.Error";
+
+/// The words `Port.State` takes, in the order of their InfiniBand ids (1 to 5).
+pub const PORT_STATES: [&str; 5] = ["DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER"];
+
+/// The words `Port.PhysState` takes, in the order of their ids (1 to 7).
+pub const PORT_PHYS_STATES: [&str; 7] = [
+    "Sleep",
+    "Polling",
+    "Disabled",
+    "PortConfigurationTraining",
+    "LinkUp",
+    "LinkErrorRecovery",
+    "Phy Test",
+];
 /// Prefix of the polkit action ids (`<prefix>.manage-links`, ...).
 pub const POLKIT_PREFIX: &str = "org.rdmamanager.rdmamanager1";
 

@@ -206,18 +206,10 @@ const NODE_DATA: [(&str, &str, &str); 4] = [
     ),
 ];
 
-/// The daemon's State names in the order of their InfiniBand ids (1 to 5).
-pub const STATES: [&str; 5] = ["DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER"];
 /// The daemon's PhysState names in the order of their ids (1 to 7).
-pub const PHYS_STATES: [&str; 7] = [
-    "Sleep",
-    "Polling",
-    "Disabled",
-    "PortConfigurationTraining",
-    "LinkUp",
-    "LinkErrorRecovery",
-    "Phy Test",
-];
+pub use rdma_manager_dbus::PORT_PHYS_STATES as PHYS_STATES;
+/// The daemon's State names in the order of their InfiniBand ids (1 to 5).
+pub use rdma_manager_dbus::PORT_STATES as STATES;
 
 fn id_of(names: &[&str], name: &str) -> Option<u64> {
     names.iter().position(|n| *n == name).map(|i| i as u64 + 1)

@@ -37,18 +37,10 @@ pub const DEFAULT_ERROR_COUNTERS: [&str; 9] = [
 ];
 
 /// The logical states a port can be expected in (sysfs's words).
-pub const PORT_STATES: [&str; 5] = ["DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER"];
+pub use rdma_manager_dbus::PORT_STATES;
 
 /// The physical states a port can be expected in (sysfs's words).
-pub const PHYS_STATES: [&str; 7] = [
-    "Sleep",
-    "Polling",
-    "Disabled",
-    "PortConfigurationTraining",
-    "LinkUp",
-    "LinkErrorRecovery",
-    "Phy Test",
-];
+pub use rdma_manager_dbus::PORT_PHYS_STATES as PHYS_STATES;
 
 /// The link layers a port can be expected to have.
 pub const LINK_LAYERS: [&str; 2] = ["InfiniBand", "Ethernet"];
