@@ -115,7 +115,7 @@ pub enum Command {
     /// IPoIB interfaces and their P_Key children
     #[command(subcommand)]
     Ipoib(IpoibCommand),
-    /// IP settings of an RDMA netdev through NetworkManager, with nmcli's keys
+    /// IP settings of an RDMA netdev through the host's IP manager, with nmcli's keys
     Ip {
         /// The interface (an IPoIB interface, or a RoCE port's netdev)
         name: String,

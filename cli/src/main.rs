@@ -8,6 +8,13 @@ use rdma_cli::args::Cli;
 use rdma_cli::failure::code;
 
 fn main() -> ExitCode {
+    // Output into a closed pipe (`rdma-cli show --yaml | head`) ends the program quietly, as
+    // it ends nmcli and ibstat, instead of a panic of `println!`: the default action of
+    // SIGPIPE, which Rust's runtime sets to ignore.
+    // SAFETY: before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

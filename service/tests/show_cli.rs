@@ -263,3 +263,24 @@ fn a_host_without_rdma_shows_nothing_as_ibstat_does() {
         }
     }
 }
+
+/// `show | head`: output into a closed pipe ends the program by SIGPIPE, silently, as it
+/// ends ibstat; not with "Error: Broken pipe".
+#[test]
+fn a_closed_pipe_ends_show_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    let out = Command::new(env!("CARGO_BIN_EXE_rdma-managerd"))
+        .args(["show", "--simulate"])
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("rdma-managerd runs");
+    assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{:?}", out.status);
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

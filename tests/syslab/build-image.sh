@@ -80,7 +80,9 @@ t0=$SECONDS
 # ansible-core and OpenSSH: the first guest drives both guests with the project's Ansible
 # collection (guest-checks.sh, `ansible`); root's key below is authorized on every guest of
 # this image, so the first reaches the second over their wire.
-packages=systemd,systemd-sysv,udev,dbus,dbus-broker,polkitd,iproute2,kmod,procps,rdma-core,ibverbs-utils,ibverbs-providers,infiniband-diags,rdmacm-utils,perftest,iputils-ping,network-manager,nfs-kernel-server,$kernel_pkg,initramfs-tools,tmux,ansible-core,openssh-server,openssh-client
+# netplan.io: the IP settings check (`ip-managers`) drives the daemon under netplan, whose
+# D-Bus service is activated on the system bus; nothing in /etc/netplan until then.
+packages=systemd,systemd-sysv,udev,dbus,dbus-broker,polkitd,iproute2,kmod,procps,rdma-core,ibverbs-utils,ibverbs-providers,infiniband-diags,rdmacm-utils,perftest,iputils-ping,network-manager,netplan.io,nfs-kernel-server,$kernel_pkg,initramfs-tools,tmux,ansible-core,openssh-server,openssh-client
 # Units that cost boot time and do nothing here. systemd-firstboot would prompt on the
 # serial console (every run is a first boot: the machine id is generated at boot).
 mask="e2scrub_reap.service e2scrub_all.timer NetworkManager-wait-online.service apt-daily.timer

@@ -531,6 +531,91 @@ UNIT
   run systemctl enable syslab-late-netdev.service
 }
 
+# IP settings without NetworkManager, as on hosts that run systemd-networkd or netplan
+# (Ubuntu, DGX OS): NetworkManager is stopped, a RoCE port's netdev (np0, a dummy with rxe
+# device rxenp) gets its address through rdma-cli, first under systemd-networkd (the
+# daemon's own .network file: kept when confirmed, put back at the timeout), then under
+# netplan (netplan-dbus activated on the system bus: the daemon's /etc/netplan file through
+# netplan's Try, kept by Apply, undone by Cancel). NetworkManager runs again afterwards.
+NP_IF=np0
+np_has_addr() { ip -4 -o addr show dev "$NP_IF" | grep -q " $1/"; }
+np_manager() { busctl call "$BUS" "$ROOT" "$BUS.Network" GetIpSettings s "$NP_IF" | grep -q "\"manager\" s \"$1\""; }
+no_pending() { busctl get-property "$BUS" "$ROOT" "$BUS.Network" PendingChanges | grep -qx 'ao 0'; }
+ip_managers_restore() {
+  rm -f /etc/netplan/01-syslab.yaml /etc/netplan/90-rdma-manager.yaml \
+    "/etc/systemd/network/50-rdma-manager-$NP_IF.network"
+  systemctl stop systemd-networkd.socket systemd-networkd.service 2>/dev/null
+  rdma link delete rxenp 2>/dev/null
+  ip link delete "$NP_IF" 2>/dev/null
+  systemctl start NetworkManager.service
+}
+c_ip_managers() {
+  local rc=0
+  ( c_ip_managers_steps ) || rc=$?
+  ip_managers_restore
+  wait_for 60 "NetworkManager has eth0 connected again" \
+    sh -c "nmcli -t -f DEVICE,STATE device | grep -qx 'eth0:connected'" || rc=1
+  run nmcli -t -f DEVICE,STATE device
+  return "$rc"
+}
+c_ip_managers_steps() {
+  run systemctl stop NetworkManager.service || return 1
+  run ip link add "$NP_IF" type dummy || return 1
+  run ip link set "$NP_IF" up
+  run rdma link add rxenp type rxe netdev "$NP_IF" || return 1
+  wait_for 30 "the daemon lists rxenp" device_path rxenp || return 1
+  wait_for 10 "no IP manager runs" np_manager none || fail "the manager is not 'none'"
+  echo "\$ rdma-cli ip $NP_IF ipv4.method manual ipv4.addresses 198.51.100.21/24"
+  local text rc=0
+  text=$(rdma-cli ip "$NP_IF" ipv4.method manual ipv4.addresses 198.51.100.21/24 2>&1) || rc=$?
+  echo "$text"
+  echo "(exit $rc)"
+  [ "$rc" -ne 0 ] && grep -q 'no IP manager runs' <<<"$text" || fail "without an IP manager the change was not refused with advice"
+  np_has_addr 198.51.100.21 && fail "an address was set although refused"
+
+  echo "--- systemd-networkd"
+  run systemctl start systemd-networkd.service || return 1
+  wait_for 20 "the daemon sees systemd-networkd" np_manager systemd-networkd || fail "the manager is not systemd-networkd"
+  run rdma-cli ip "$NP_IF" ipv4.method manual ipv4.addresses 198.51.100.21/24 --timeout 30 || fail "SetIpSettings under networkd"
+  run rdma-cli confirm || fail "confirm under networkd"
+  run cat "/etc/systemd/network/50-rdma-manager-$NP_IF.network"
+  grep -qx 'Address=198.51.100.21/24' "/etc/systemd/network/50-rdma-manager-$NP_IF.network" || fail "no Address= in the daemon's file"
+  np_has_addr 198.51.100.21 || fail "198.51.100.21 is not on $NP_IF"
+  run networkctl status "$NP_IF" --no-pager
+  # Not confirmed: the daemon puts its previous file back at the deadline.
+  run rdma-cli ip "$NP_IF" ipv4.method manual ipv4.addresses 198.51.100.22/24 --timeout 10 || fail "the second change under networkd"
+  np_has_addr 198.51.100.22 || fail "198.51.100.22 is not on $NP_IF"
+  wait_for 40 "the unconfirmed change rolled back" no_pending || fail "the change is still pending"
+  wait_for 20 "198.51.100.22 gone" not np_has_addr 198.51.100.22 || fail "198.51.100.22 stayed"
+  np_has_addr 198.51.100.21 || fail "the confirmed 198.51.100.21 did not come back"
+  grep -qx 'Address=198.51.100.21/24' "/etc/systemd/network/50-rdma-manager-$NP_IF.network" || fail "the file was not put back"
+  run ip -br addr show "$NP_IF"
+  # networkd's files go; netplan renders for networkd from here on.
+  rm -f "/etc/systemd/network/50-rdma-manager-$NP_IF.network"
+  run networkctl reload
+
+  echo "--- netplan"
+  printf 'network:\n  version: 2\n  renderer: networkd\n' >/etc/netplan/01-syslab.yaml
+  chmod 600 /etc/netplan/01-syslab.yaml
+  run cat /etc/netplan/01-syslab.yaml
+  wait_for 20 "the daemon sees netplan" np_manager netplan || fail "the manager is not netplan"
+  run rdma-cli ip "$NP_IF" ipv4.method manual ipv4.addresses 198.51.100.31/24 --timeout 60 || fail "SetIpSettings under netplan"
+  np_has_addr 198.51.100.31 || fail "198.51.100.31 is not on $NP_IF during netplan's try"
+  run rdma-cli confirm || fail "confirm under netplan"
+  run cat /etc/netplan/90-rdma-manager.yaml
+  grep -q '198.51.100.31/24' /etc/netplan/90-rdma-manager.yaml || fail "the address is not in the daemon's netplan file"
+  run netplan get "ethernets.$NP_IF"
+  run rdma-cli ip "$NP_IF" ipv4.method manual ipv4.addresses 198.51.100.32/24 --timeout 60 || fail "the second change under netplan"
+  np_has_addr 198.51.100.32 || fail "198.51.100.32 is not on $NP_IF"
+  run rdma-cli rollback || fail "rollback under netplan"
+  wait_for 30 "198.51.100.32 gone" not np_has_addr 198.51.100.32 || fail "198.51.100.32 stayed after the rollback"
+  grep -q '198.51.100.31/24' /etc/netplan/90-rdma-manager.yaml || fail "the confirmed address left the netplan file"
+  grep -q '198.51.100.32' /etc/netplan/90-rdma-manager.yaml && fail "the rolled-back address is in the netplan file"
+  run ip -br addr show "$NP_IF"
+  bcall "$ROOT" "$BUS.Network" GetIpSettings s "$NP_IF"
+  journal_since_boot -u rdma-managerd.service -o cat | grep -Ei 'netplan|networkd' | tail -n 8
+}
+
 # Node health (CheckHealth through rdma-cli health, as Slurm's HealthCheckProgram runs it):
 # a state document's expectations on rxe1 over late0 pass, also for an unprivileged user
 # (reading is open); with late0 down the check exits 11 naming the failed expectations; with
@@ -1139,6 +1224,7 @@ case "$phase" in
     # Only when asked (syslab.health=1): not yet seen to pass in a whole run, and CI takes
     # no check it has not seen pass.
     grep -qw 'syslab.health=1' /proc/cmdline && check health c_health
+    check ip-managers c_ip_managers
     echo "phase 2: $failures failed" >>"$out/summary"
     exit 100
     ;;

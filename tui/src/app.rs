@@ -69,7 +69,7 @@ pub struct App {
     outbox: Vec<(u64, Call)>,
     /// The port the user selected last, on any page: the pages that select ports show it.
     port: Option<String>,
-    /// Changes made through NetworkManager that wait for Keep or Roll back.
+    /// Pending IP changes that wait for Keep or Roll back.
     pub countdown: Countdown,
 }
 

@@ -198,7 +198,7 @@ pub enum Call {
     SetSubnetManagerEnabled {
         enabled: bool,
     },
-    /// Read-only: an interface's IP settings through NetworkManager.
+    /// Read-only: an interface's IP settings, as its IP manager (or the kernel) has them.
     GetIpSettings {
         interface: String,
     },
@@ -355,7 +355,7 @@ pub enum CallOutput {
     Steps(Vec<HostStep>),
     /// Sentences about a change (when it applies, what overrides it).
     Notes(Vec<String>),
-    /// A change made through NetworkManager that waits for confirmation.
+    /// A pending IP change that waits for confirmation.
     Pending(PendingInfo),
     /// `GetIpSettings`' answer.
     IpSettings(IpSettings),

@@ -1,7 +1,8 @@
-//! The countdown dialog of a change made through NetworkManager: "Keep these settings? 52 s".
-//! The daemon returns a pending change for every such change (IP settings, up/down, IPoIB
-//! edits of an interface NetworkManager owns); unless it is confirmed before its deadline,
-//! NetworkManager rolls it back by itself, so a user who cut off their own connection gets it
+//! The countdown dialog of a pending IP change: "Keep these settings? 52 s".
+//! The daemon returns a pending change for every such change (IP settings through
+//! NetworkManager, netplan or systemd-networkd; up/down and IPoIB edits of an interface
+//! NetworkManager owns); unless it is confirmed before its deadline, it is rolled back (by
+//! NetworkManager or netplan themselves, by the daemon under networkd), so a user who cut off their own connection gets it
 //! back. The dialog asks, counts down to the deadline, and closes when `Network.ChangeEnded`
 //! says the change ended (by its keys, another client, or the deadline).
 
@@ -71,7 +72,7 @@ impl Countdown {
         Some(match outcome {
             crate::client::CONFIRMED => format!("Kept: {what}"),
             crate::client::TIMED_OUT => {
-                format!("{what}: rolled back by NetworkManager: not confirmed in time")
+                format!("{what}: rolled back: not confirmed in time")
             }
             crate::client::ROLLED_BACK => format!("{what}: rolled back"),
             other => format!("{what}: ended ({other})"),
@@ -129,7 +130,7 @@ impl Countdown {
             Line::raw(info.description.clone()),
             Line::raw(""),
             Line::styled(
-                "Without an answer NetworkManager rolls the change back by itself.",
+                "Without an answer the change is rolled back at the deadline.",
                 t.dim(),
             ),
         ];

@@ -1,5 +1,5 @@
 //! The "IP settings" form of an RDMA netdev (IPoIB, a RoCE port's netdev) whose IP settings
-//! the daemon changes through NetworkManager or systemd-networkd: IPv4 and IPv6 method,
+//! the daemon changes through NetworkManager, netplan or systemd-networkd: IPv4 and IPv6 method,
 //! addresses with prefixes, gateway, DNS servers and search domains, pre-filled from
 //! `Network.GetIpSettings` and checked before sending as NetworkManager would (or worse,
 //! silently: it drops an address with prefix 33), so that `SetIpSettings` gets only valid
@@ -82,12 +82,15 @@ fn addresses_text(s: &IpSettings) -> String {
 /// The interface's addresses and who manages its IP settings, as GetIpSettings said.
 pub fn ip_lines(ip: &IpState, t: Theme) -> Vec<Line<'static>> {
     match ip {
-        IpState::Known(s) if s.text("manager") == "systemd-networkd" => {
+        IpState::Known(s)
+            if matches!(s.text("manager").as_str(), "systemd-networkd" | "netplan") =>
+        {
+            let manager = s.text("manager");
             let file = s.text("keyfile");
             let by = if file.is_empty() {
-                "systemd-networkd (no file of rdma-manager's yet)".to_string()
+                format!("{manager} (no file of rdma-manager's yet)")
             } else {
-                format!("systemd-networkd, {file}")
+                format!("{manager}, {file}")
             };
             vec![Line::raw(format!(
                 "Addresses: {}; IP settings: {by}",

@@ -8,7 +8,7 @@
 //! - [`form`] and [`edit`]: the popup form and what else the editing pages share;
 //!   [`check`]: the service's rules for typed values, checked before a call; [`ipform`]: the
 //!   IP settings form (NetworkManager) the IPoIB and RoCE pages share.
-//! - [`countdown`]: the "Keep these settings?" dialog of changes made through NetworkManager.
+//! - [`countdown`]: the "Keep these settings?" dialog of pending IP changes.
 //! - [`terminal`]: the event loop that joins them on a real terminal.
 //! - `demo`: a simulated rdma-managerd on a private bus, for `--demo` (the default feature
 //!   `demo`; the packaged rdma-tui is built without it and links no daemon code).

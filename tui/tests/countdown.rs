@@ -1,4 +1,4 @@
-//! The "Keep these settings?" dialog of changes made through NetworkManager: it opens on a
+//! The "Keep these settings?" dialog of pending IP changes: it opens on a
 //! pending change (returned by a call, or listed in `Network.PendingChanges`), counts down to
 //! the deadline, has the keyboard, and closes on `Network.ChangeEnded`.
 
@@ -104,10 +104,7 @@ fn change_ended_closes_the_dialog_and_says_how() {
     for (outcome, said) in [
         ("confirmed", "Kept: set ipv4.addresses"),
         ("rolled-back", "rolled back"),
-        (
-            "timed-out",
-            "rolled back by NetworkManager: not confirmed in time",
-        ),
+        ("timed-out", "rolled back: not confirmed in time"),
     ] {
         let mut app = with_pending();
         press(&mut app, KeyCode::Enter);

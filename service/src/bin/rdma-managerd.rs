@@ -345,7 +345,13 @@ fn run(args: Args) -> anyhow::Result<()> {
             return Ok(());
         }
         Command::Serve => init_logging(),
-        Command::Show { .. } => {}
+        // `show | head` ends quietly, as ibstat does there, not with "Broken pipe": the
+        // default action of SIGPIPE, which Rust's runtime ignores. Only for `show`: the
+        // daemon must live through a client that closes its socket.
+        // SAFETY: before the runtime's threads exist.
+        Command::Show { .. } => unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        },
     }
     // One thread for the async side: the daemon spends its life waiting, and what blocks
     // (sysfs, verbs, reading many devices at once) goes to the blocking pool. The

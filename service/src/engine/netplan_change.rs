@@ -248,10 +248,8 @@ impl EngineHandle {
             }
         };
         match np.cancel(&p.config).await {
-            Ok(()) => {
-                info!(interface = %p.interface, "netplan change rolled back");
-                "netplan rolled the change back".to_string()
-            }
+            // The caller logs it, with how the change ended.
+            Ok(()) => "netplan rolled the change back".to_string(),
             Err(NetplanError::Gone(_)) => "netplan had already rolled the change back".to_string(),
             Err(e) => {
                 warn!(interface = %p.interface, error = %e, "netplan did not cancel its try");

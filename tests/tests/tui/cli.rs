@@ -145,6 +145,33 @@ async fn status_lists_every_port_as_a_table_tersely_and_as_json() -> Result<()> 
     Ok(())
 }
 
+/// `rdma-cli show --yaml | head`: output into a closed pipe ends rdma-cli by SIGPIPE,
+/// silently, as it ends nmcli; not with a panic of the printing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_pipe_ends_rdma_cli_quietly() -> Result<()> {
+    use std::os::unix::process::ExitStatusExt;
+    require_harness!();
+    let t = SystemSetup::new(false, PolkitConfig::rdma_manager()).await?;
+    for args in [&["status"][..], &["show", "--yaml"]] {
+        let (reader, writer) = std::io::pipe()?;
+        drop(reader);
+        let mut cmd = std::process::Command::new(workspace_bin("rdma-cli")?);
+        cmd.arg(format!("--address={}", t.bus.address()))
+            .args(args)
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped());
+        let out = tokio::task::spawn_blocking(move || cmd.output()).await??;
+        ensure!(
+            out.status.signal() == Some(libc::SIGPIPE),
+            "{args:?}: {:?}, stderr:\n{}",
+            out.status,
+            stderr(&out)
+        );
+        ensure!(out.stderr.is_empty(), "{args:?}: {}", stderr(&out));
+    }
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_soft_link_is_added_and_deleted_with_the_documented_exit_codes() -> Result<()> {
     require_harness!();

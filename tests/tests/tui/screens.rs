@@ -72,8 +72,8 @@ fn the_help_is_wrapped_not_cut() -> Result<()> {
         let text = rows.iter().map(|r| r.trim()).collect::<Vec<_>>().join(" ");
         for whole in [
             "change mode, MTU and umcast; re-create an absent child",
-            "IP settings (NetworkManager): method, addresses, gateway, DNS",
-            "keep / roll back a change made through NetworkManager",
+            "IP settings through the host's IP manager: method, addresses, gateway, DNS",
+            "keep / roll back a pending IP change",
         ] {
             ensure!(text.contains(whole), "{whole:?} at {w}x{h}:\n{s}");
         }

@@ -673,13 +673,10 @@ impl Page for IpoibPage {
             ("d or Delete", "delete the selected child, after a question"),
             (
                 "i",
-                "IP settings (NetworkManager): method, addresses, gateway, DNS",
+                "IP settings through the host's IP manager: method, addresses, gateway, DNS",
             ),
             ("u / D", "bring the interface up / down (NetworkManager)"),
-            (
-                "Enter/k, Esc/r",
-                "keep / roll back a change made through NetworkManager",
-            ),
+            ("Enter/k, Esc/r", "keep / roll back a pending IP change"),
         ]
     }
 }

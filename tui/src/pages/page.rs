@@ -130,7 +130,7 @@ pub trait Page {
         None
     }
 
-    /// A change made through NetworkManager ended (kept or rolled back): the read of what it
+    /// A pending IP change ended (kept or rolled back): the read of what it
     /// changed that the page shows, if it shows any (IP settings).
     fn network_changed(&mut self, _model: &Model) -> Option<Call> {
         None

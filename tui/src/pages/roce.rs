@@ -304,7 +304,7 @@ impl Page for RocePage {
             ),
             (
                 "i",
-                "IP settings of the port's netdev (NetworkManager): a RoCE v2 GID needs an address",
+                "IP settings of the port's netdev: a RoCE v2 GID needs an address",
             ),
             ("u / D", "bring the netdev up / down (NetworkManager)"),
         ]
