@@ -490,7 +490,12 @@ c_nm_rollback() {
     [ "$(cat /sys/class/infiniband/rxe0/ports/1/gid_attrs/types/$i)" = "RoCE v2" ] && v2=1
   done
   [ "$v2" = 1 ] || fail "no RoCE v2 GID of $NM_ADDR"
-  wait_for 10 "the daemon publishes the GID" daemon_has_gid || fail "the daemon's Gids lack $NM_GID"
+  if ! wait_for 10 "the daemon publishes the GID" daemon_has_gid; then
+    run busctl get-property "$BUS" "$(device_path rxe0)/Port/1" "$BUS.Port" Gids
+    journal_since_boot -u rdma-managerd.service | tail -n 20
+    wait_for 60 "the daemon publishes the GID, late" daemon_has_gid
+    fail "the daemon's Gids lack $NM_GID after 10 s"
+  fi
   bcall "$ROOT" "$BUS.Network" GetIpSettings s eth0
   # Nobody confirms: NetworkManager rolls back by itself.
   wait_for 30 "NetworkManager rolls $NM_ADDR back" not eth0_has_addr || fail "$NM_ADDR still on eth0"
