@@ -14,7 +14,7 @@
 //! - [`responder`]: perftest's servers kept running while enabled.
 //! - [`settings`]: the responder's setting, `/etc/rdma-manager/link-test.toml`.
 
-pub mod peer;
+pub use rdma_manager_model::linktest as peer;
 pub mod perftest;
 pub mod ping;
 pub mod reason;
@@ -75,11 +75,7 @@ impl Default for LinkTestConfig {
     }
 }
 
-/// The longest test and the longest wait accepted.
-pub const MAX_DURATION_S: u32 = 60;
-pub const MAX_TIMEOUT_S: u32 = 600;
-/// The timeout of a test given 0.
-pub const DEFAULT_TIMEOUT_S: u32 = 30;
+pub use rdma_manager_model::linktest::{DEFAULT_TIMEOUT_S, MAX_DURATION_S, MAX_TIMEOUT_S};
 /// The results kept for `RecentLinkTests`.
 pub const RECENT: usize = 32;
 
@@ -204,20 +200,9 @@ impl LinkTests {
             peer::PeerError::Lid(_) => OpError::NotSupported(e.to_string()),
             _ => OpError::InvalidArgument(e.to_string()),
         })?;
-        if duration_s > MAX_DURATION_S {
-            return Err(OpError::InvalidArgument(format!(
-                "duration {duration_s} s is over {MAX_DURATION_S} s"
-            )));
-        }
-        let timeout_s = match timeout_s {
-            0 => DEFAULT_TIMEOUT_S,
-            t if t > MAX_TIMEOUT_S => {
-                return Err(OpError::InvalidArgument(format!(
-                    "timeout {t} s is over {MAX_TIMEOUT_S} s"
-                )))
-            }
-            t => t,
-        };
+        let bad = |e: peer::BoundError| OpError::InvalidArgument(e.to_string());
+        let duration_s = peer::check_duration(duration_s).map_err(bad)?;
+        let timeout_s = peer::check_timeout(timeout_s).map_err(bad)?;
         if kind == Kind::Icmp && port.netdev.is_empty() {
             return Err(OpError::NotSupported(format!(
                 "port {}/{} has no netdev to send ICMP from",
