@@ -360,12 +360,25 @@ impl LinkTests {
                     ));
                 }
             }
-            let conn = perftest::parse_connection(&out.stdout)?;
+            // A format the parsers do not know is kept in the result (capped) and logged
+            // whole: it is to be read, not guessed at.
+            let keep = |f: Failure| {
+                if f.reason == Reason::UnexpectedOutput {
+                    tracing::warn!(
+                        tool = %program.display(),
+                        stdout = %out.stdout,
+                        stderr = %out.stderr,
+                        "perftest printed what its parser does not know"
+                    );
+                }
+                f.with_output(&out)
+            };
+            let conn = perftest::parse_connection(&out.stdout).map_err(keep)?;
             if bandwidth {
-                let bw = perftest::parse_bandwidth(&out.stdout)?;
+                let bw = perftest::parse_bandwidth(&out.stdout).map_err(keep)?;
                 result.bandwidth_gbps = bw.avg_gbps;
             } else {
-                let lat = perftest::parse_latency(&out.stdout)?;
+                let lat = perftest::parse_latency(&out.stdout).map_err(keep)?;
                 result.latency_p50_us = lat.typical;
                 result.latency_p99_us = lat.p99;
                 result.latency_max_us = lat.max;
@@ -407,7 +420,8 @@ impl LinkTests {
         let args = ping::args(&port.netdev, peer, count, duration_s + 1);
         result.mtu = self.netdev_mtu(&port.netdev).await;
         let out = self.run(&self.config.ping, &args, deadline, "ping").await?;
-        let echo = ping::parse(&out.stdout, &out.stderr, out.code, peer)?;
+        let echo = ping::parse(&out.stdout, &out.stderr, out.code, peer)
+            .map_err(|f| f.with_output(&out))?;
         let mut rtts = echo.rtts_us.clone();
         rtts.sort_by(f64::total_cmp);
         result.latency_p50_us = ping::percentile(&rtts, 50.0);

@@ -163,6 +163,14 @@ async fn each_failure_has_its_reason() -> Result<()> {
         assert_eq!(r.reason, reason, "{peer} {kind}: {r:?}");
         assert!(!r.detail.is_empty());
         assert_eq!(r.round_trips, 0, "{r:?}");
+        // What the parser did not know is in the result, to be read.
+        if reason == "unexpected-output" {
+            assert!(
+                r.detail
+                    .contains("the tool printed (exit status 0): stdout: hello from"),
+                "{r:?}"
+            );
+        }
     }
     Ok(())
 }
