@@ -1,5 +1,5 @@
 //! The application: the model, the pages, the status line, and the keys every page shares
-//! (nmtui/htop conventions: Tab and Shift-Tab or 1..8 between pages, arrows within one,
+//! (nmtui/htop conventions: Tab and Shift-Tab or 1..9 between pages, arrows within one,
 //! Enter to act, Esc to go back, `?`/F1 for help, `q`/F10 to quit). It knows nothing of the
 //! terminal or the bus: [`crate::terminal`] feeds it events and carries out its calls.
 
@@ -166,6 +166,11 @@ impl App {
             let page = self.current_page();
             self.counters_call = Some(self.queue(page, Call::GetCounters { port }));
         }
+    }
+
+    /// Whether the shown page changes with time alone (see [`Page::ticking`]).
+    pub fn ticking(&self) -> bool {
+        self.pages[self.current].ticking()
     }
 
     /// Whether the shown page shows the node's health (the Overview, once connected).
@@ -340,6 +345,14 @@ impl App {
             (!done.is_empty()).then(|| done.join(", "))
         };
         match (call, result) {
+            // A link test that ran says how it ended (failing is a result, not an error).
+            (Call::TestLink { .. }, Ok(CallOutput::LinkTest(r))) => {
+                self.status = if r.passed {
+                    Status::Info(format!("{what}: passed"))
+                } else {
+                    Status::Error(format!("{what}: failed, {}", r.reason))
+                };
+            }
             // A read that ends a sequence: what the sequence did replaces its interim text.
             (c, Ok(_)) if c.is_read() => {
                 if let Some(b) = before {
@@ -451,7 +464,7 @@ impl App {
             KeyCode::F(1) => self.help = true,
             KeyCode::Tab => self.cycle(1),
             KeyCode::BackTab => self.cycle(-1),
-            KeyCode::Char(c @ '1'..='8') if !editing => {
+            KeyCode::Char(c @ '1'..='9') if !editing => {
                 let i = c as usize - '1' as usize;
                 self.show(PageId::ALL[i]);
             }
@@ -733,7 +746,7 @@ impl App {
         lines.push(Line::styled("Every page", t.title()));
         for (k, what) in [
             (
-                "Tab / Shift-Tab, 1..8",
+                "Tab / Shift-Tab, 1..9",
                 "next / previous page, or a page by number",
             ),
             ("Up/Down, PgUp/PgDn", "move in a list; scroll this help"),

@@ -11,6 +11,7 @@ use rdma_manager_model::ipoib::{
     check_mtu, validate_pkey, IpoibError, CONNECTED_MAX_MTU, CONNECTED_MIN_MTU, DATAGRAM_MAX_MTU,
     DATAGRAM_MIN_MTU, PKEY_FULL_MEMBER,
 };
+use rdma_manager_model::linktest::{self, PeerError};
 use rdma_manager_model::names::{validate_netdev_name, validate_rdma_name};
 
 /// A P_Key as typed: 1 to 4 hex digits, `0x` optional (`8002`, `0x8002`).
@@ -197,6 +198,66 @@ pub fn nfs_port(text: &str) -> Result<u16, String> {
     nfs_conf::validate_port(v).map_err(|e| e.to_string())
 }
 
+/// A link test's peer as typed: an IP address or a GID that names one, as `TestLink` takes
+/// it (an InfiniBand LID or a link-local GID is refused here, as the daemon would).
+pub fn peer(text: &str) -> Result<String, String> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Err("give the peer's IP address (IPoIB or RoCE), or a RoCE v2 GID".into());
+    }
+    linktest::parse_peer(t)
+        .map(|_| t.to_string())
+        .map_err(|e| match e {
+            PeerError::Lid(_) => {
+                "a LID is not reachable through rdma_cm: give the peer's IPoIB address".into()
+            }
+            PeerError::LinkLocalGid(_) => {
+                "a link-local GID (fe80:...) maps to no address: give the peer's IP address".into()
+            }
+            PeerError::Unusable(_) => {
+                format!("{t} is unspecified, multicast or broadcast: give one host's address")
+            }
+            PeerError::Invalid(_) => format!("{t:?} is not an IP address or a GID"),
+        })
+}
+
+/// A link test's duration in seconds as typed (empty or 0: the tools' own counts).
+pub fn test_duration(text: &str) -> Result<u32, String> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Ok(0);
+    }
+    let range = || {
+        format!(
+            "give 0 to {} seconds (0: the tools' own counts)",
+            linktest::MAX_DURATION_S
+        )
+    };
+    let v: u32 = t
+        .parse()
+        .map_err(|_| format!("{t:?} is not a number: {}", range()))?;
+    linktest::check_duration(v).map_err(|_| range())
+}
+
+/// A link test's timeout in seconds as typed (empty or 0: the daemon's default).
+pub fn test_timeout(text: &str) -> Result<u32, String> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Ok(0);
+    }
+    let range = || {
+        format!(
+            "give 1 to {} seconds (0: {} s)",
+            linktest::MAX_TIMEOUT_S,
+            linktest::DEFAULT_TIMEOUT_S
+        )
+    };
+    let v: u32 = t
+        .parse()
+        .map_err(|_| format!("{t:?} is not a number: {}", range()))?;
+    linktest::check_timeout(v).map(|_| v).map_err(|_| range())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -277,5 +338,27 @@ mod tests {
         assert!(tos("0x100").is_err());
         assert!(tos("256").is_err());
         assert!(tos("").is_err());
+    }
+
+    #[test]
+    fn link_test_requests() {
+        assert_eq!(peer(" 192.0.2.1 "), Ok("192.0.2.1".into()));
+        assert!(peer("0000:0000:0000:0000:0000:ffff:c0a8:4d0b").is_ok());
+        assert!(peer("fd00::11").is_ok());
+        assert!(peer("").is_err());
+        assert!(peer("0x12").unwrap_err().contains("LID"));
+        assert!(peer("fe80:0000:0000:0000:0002:c903:0031:78f2")
+            .unwrap_err()
+            .contains("link-local"));
+        assert!(peer("224.0.0.1").is_err());
+        assert!(peer("host.example").is_err());
+        assert_eq!(test_duration(""), Ok(0));
+        assert_eq!(test_duration("60"), Ok(60));
+        assert!(test_duration("61").is_err());
+        assert!(test_duration("-1").is_err());
+        assert_eq!(test_timeout(""), Ok(0));
+        assert_eq!(test_timeout("600"), Ok(600));
+        assert!(test_timeout("601").is_err());
+        assert!(test_timeout("1m").is_err());
     }
 }

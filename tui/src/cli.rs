@@ -35,7 +35,7 @@ IBSTAT OPTIONS (with --ibstat), as ibstat 44.0 prints them, byte for byte:
     rdma_manager_dbus::ibstat_options_help!(),
     "
 
-Keys: Tab/Shift-Tab or 1..8 pages, arrows move, Enter acts, Esc back, ? help, q quit.
+Keys: Tab/Shift-Tab or 1..9 pages, arrows move, Enter acts, Esc back, ? help, q quit.
 NO_COLOR=1 draws without colour."
 );
 

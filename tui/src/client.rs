@@ -13,7 +13,7 @@ use rdma_manager_dbus::proxies::{
     DeviceProxy, HostSetupProxy, IpoibProxy, ManagerProxy, NetworkProxy, PendingChangeProxy,
     PortProxy,
 };
-pub use rdma_manager_dbus::types::{HostStep, NamePreview};
+pub use rdma_manager_dbus::types::{HostStep, LinkResponder, LinkTestResult, NamePreview};
 use rdma_manager_dbus::{BUS_NAME, ROOT_PATH};
 use tokio::sync::mpsc::UnboundedSender;
 use zbus::fdo::{DBusProxy, ObjectManagerProxy};
@@ -171,6 +171,22 @@ pub enum Call {
     /// Read-only: the node health check of the state directory's expectations (answers
     /// [`CallOutput::Health`]).
     CheckHealth,
+    /// A link test from a port (answers [`CallOutput::LinkTest`]); it may take its whole
+    /// timeout, and runs like any call, without holding up the screen.
+    TestLink {
+        port: String,
+        peer: String,
+        kind: String,
+        duration: u32,
+        timeout: u32,
+    },
+    /// Read-only: the last link tests' results (answers [`CallOutput::LinkTests`]).
+    RecentLinkTests,
+    /// Read-only: the link-test responder's state (answers [`CallOutput::Responder`]).
+    GetLinkResponder,
+    SetLinkResponder {
+        enabled: bool,
+    },
     /// Host: enable or disable a module in `/etc/rdma/modules/<set>.conf`.
     SetModuleEnabled {
         set: String,
@@ -235,6 +251,8 @@ impl Call {
             self,
             Call::GetCounters { .. }
                 | Call::CheckHealth
+                | Call::RecentLinkTests
+                | Call::GetLinkResponder
                 | Call::PreviewRdmaNames
                 | Call::GetIpSettings { .. }
                 | Call::ReadPendingChange { .. }
@@ -287,6 +305,18 @@ impl Call {
             Call::PreviewRdmaNames => "preview RDMA names".into(),
             Call::GetCounters { .. } => "read counters".into(),
             Call::CheckHealth => "check the node's health".into(),
+            Call::TestLink {
+                port, peer, kind, ..
+            } => format!(
+                "test the link from {} to {peer} ({kind})",
+                port_name(model, port)
+            ),
+            Call::RecentLinkTests => "read the recent link tests".into(),
+            Call::GetLinkResponder => "read the link-test responder".into(),
+            Call::SetLinkResponder { enabled } => format!(
+                "{} the link-test responder",
+                if *enabled { "enable" } else { "disable" }
+            ),
             Call::SetModuleEnabled {
                 set,
                 module,
@@ -361,6 +391,12 @@ pub enum CallOutput {
     IpSettings(IpSettings),
     /// `CheckHealth`'s verdicts.
     Health(Vec<rdma_manager_dbus::types::HealthCheck>),
+    /// `TestLink`'s result (a test that ran and failed is a result too, with its reason).
+    LinkTest(Box<LinkTestResult>),
+    /// `RecentLinkTests`, oldest first.
+    LinkTests(Vec<LinkTestResult>),
+    /// `GetLinkResponder`.
+    Responder(LinkResponder),
 }
 
 /// A pending change's properties (`PendingChange` interface).
@@ -1082,6 +1118,10 @@ async fn perform_inner(
         | Call::ReadPendingChange { .. }
         | Call::ConfirmChange { .. }
         | Call::RollBackChange { .. } => network_call(conn, call).await,
+        Call::TestLink { .. }
+        | Call::RecentLinkTests
+        | Call::GetLinkResponder
+        | Call::SetLinkResponder { .. } => link_test_call(conn, call).await,
         Call::GetCounters { port } => read_counters(conn, port, tx).await,
         Call::CheckHealth => manager_proxy(conn)
             .await?
@@ -1334,6 +1374,39 @@ async fn network_call(conn: &Connection, call: &Call) -> zbus::Result<CallOutput
         Call::RollBackChange { path } => {
             change_proxy(conn, path).await?.roll_back().await.map(done)
         }
+        other => Err(misrouted(other)),
+    }
+}
+
+/// The Test page's calls: a link test, the recent results, the responder.
+async fn link_test_call(conn: &Connection, call: &Call) -> zbus::Result<CallOutput> {
+    match call {
+        Call::TestLink {
+            port,
+            peer,
+            kind,
+            duration,
+            timeout,
+        } => port_proxy(conn, port)
+            .await?
+            .test_link(peer, kind, *duration, *timeout)
+            .await
+            .map(|r| CallOutput::LinkTest(Box::new(r))),
+        Call::RecentLinkTests => manager_proxy(conn)
+            .await?
+            .recent_link_tests()
+            .await
+            .map(CallOutput::LinkTests),
+        Call::GetLinkResponder => manager_proxy(conn)
+            .await?
+            .get_link_responder()
+            .await
+            .map(CallOutput::Responder),
+        Call::SetLinkResponder { enabled } => manager_proxy(conn)
+            .await?
+            .set_link_responder(*enabled)
+            .await
+            .map(done),
         other => Err(misrouted(other)),
     }
 }

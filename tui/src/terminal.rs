@@ -96,10 +96,10 @@ async fn event_loop(
                 dirty = true;
             }
             _ = health.tick(), if app.wants_health() => app.poll_health(),
-            _ = counters.tick(), if app.counters_port().is_some() || app.countdown.is_open() => {
+            _ = counters.tick(), if app.counters_port().is_some() || app.countdown.is_open() || app.ticking() => {
                 app.poll_counters();
-                // The countdown's seconds.
-                dirty |= app.countdown.is_open();
+                // The countdown's seconds, a running test's.
+                dirty |= app.countdown.is_open() || app.ticking();
             }
         }
         for (id, call) in app.take_calls() {

@@ -449,7 +449,7 @@ fn enter_on_a_port_opens_its_detail() {
 fn tab_and_digits_stay_global_unless_a_form_is_open() {
     let mut app = host_app();
     press(&mut app, KeyCode::Tab);
-    assert_eq!(app.current_page(), PageId::Overview);
+    assert_eq!(app.current_page(), PageId::LinkTest);
     press(&mut app, KeyCode::BackTab);
     assert_eq!(app.current_page(), PageId::Host);
     press(&mut app, KeyCode::Char('n'));

@@ -38,12 +38,13 @@ fn add_and_delete_keys_are_the_same_on_every_page() {
 /// `?` lists every key the man page documents for the page, aliases included.
 #[test]
 fn help_lists_every_key_of_the_page() {
-    let cases: [(PageId, &[&str]); 5] = [
+    let cases: [(PageId, &[&str]); 6] = [
         (PageId::Ipoib, &["Insert", "Delete", "Enter or e", "(or n)"]),
         (PageId::SoftLinks, &["a or Insert", "d or Delete"]),
         (PageId::Roce, &["Enter or e"]),
         (PageId::Naming, &["d or Delete", "│p ", "│f ", "│i ", "│r "]),
         (PageId::Bandwidth, &["w ", "+ / -", "stopping at"]),
+        (PageId::LinkTest, &["Enter or t", "│h ", "│r ", "│R "]),
     ];
     for (page, keys) in cases {
         let mut app = app_on(page);

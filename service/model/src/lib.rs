@@ -1,5 +1,5 @@
 //! The rules rdma-managerd and its client share, pure (no I/O, no kernel, no bus): what a
-//! user may ask of names ([`names`]), IPoIB interfaces ([`ipoib`]) and IP settings ([`ip`]),
+//! user may ask of names ([`names`]), IPoIB interfaces ([`ipoib`]) and IP settings ([`ip`]), link tests' requests ([`linktest`]),
 //! the host configuration files of host setup ([`hostconf`]), and the declarative state
 //! document with the steps a difference turns into ([`state`]), and the expectations and
 //! verdicts of a node health check ([`health`]). The daemon checks a request
@@ -11,5 +11,6 @@ pub mod health;
 pub mod hostconf;
 pub mod ip;
 pub mod ipoib;
+pub mod linktest;
 pub mod names;
 pub mod state;

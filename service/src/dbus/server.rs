@@ -189,6 +189,7 @@ pub async fn serve_with(
     ));
     let (engine, task) =
         engine::start(host, system, publisher.clone(), config, &mut phases).await?;
+    engine.set_link_tests(link_tests.clone());
     ctx.set_engine(engine.clone());
     // The responder as remembered, before start-up ends: a peer may test once READY=1.
     link_tests.restore().await;

@@ -35,6 +35,7 @@ pub fn action_of(area: Area) -> Action {
         Area::Host => Action::ManageHost,
         Area::Ipoib => Action::ManageIpoib,
         Area::Ip => Action::ManageIp,
+        Area::LinkTest => Action::TestLink,
     }
 }
 

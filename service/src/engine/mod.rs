@@ -149,6 +149,9 @@ pub struct EngineHandle {
     host_setup: Arc<host_setup::HostSetupShared>,
     /// Which interfaces NetworkManager owns (asked from callers' tasks).
     nm: Arc<nm_owners::NmOwners>,
+    /// The link tests, set once at start (`set_link_tests`): the declarative state's
+    /// `responder` reads and sets their responder. They run on callers' tasks, never here.
+    link_tests: Arc<std::sync::OnceLock<Arc<crate::linktest::LinkTests>>>,
 }
 
 impl EngineHandle {
@@ -389,6 +392,7 @@ pub async fn start(
         host: host.clone(),
         host_setup: host_setup.clone(),
         nm: nm.clone(),
+        link_tests: Arc::default(),
     };
     let mut engine = Engine {
         monitor: Monitor::new(config, clock, history, plan, host.port_poller()),

@@ -11,8 +11,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use rdma_manager_model::state::{
     self, Change, EntryState, Infiniband, InterfaceEntry, InterfaceType, IpFamily, Memlock, Naming,
-    NfsRdma, RoceEntry, RoceVersion, SoftLinkEntry, SoftLinkKind, State, StateIpoibMode, Step,
-    SubnetManager,
+    NfsRdma, Responder, RoceEntry, RoceVersion, SoftLinkEntry, SoftLinkKind, State, StateIpoibMode,
+    Step, SubnetManager,
 };
 use tracing::{info, warn};
 use zbus::zvariant::{OwnedValue, Value};
@@ -136,6 +136,8 @@ fn current_of(st: &ObservedState) -> State {
             enabled: Some(hs.opensm.unit_file_state == "enabled"),
             running: Some(hs.opensm.active_state == "active"),
         }),
+        // Held by the link tests, not the engine: `current_state_and_guids` adds it.
+        responder: None,
         // Expectations, not settings: the host has none to show.
         health: None,
     }
@@ -175,6 +177,18 @@ fn family_of(c: &IpConfig, family: Family) -> IpFamily {
 type StepResult = Result<(), OpError>;
 
 impl EngineHandle {
+    /// Gives the state the link tests' responder (once, at start).
+    pub fn set_link_tests(&self, link_tests: std::sync::Arc<crate::linktest::LinkTests>) {
+        let _ = self.link_tests.set(link_tests);
+    }
+
+    /// The link tests, or why the state cannot reach them (a daemon built without them).
+    fn link_tests(&self) -> Result<&std::sync::Arc<crate::linktest::LinkTests>, OpError> {
+        self.link_tests
+            .get()
+            .ok_or_else(|| OpError::Busy("the link tests are not started yet; try again".into()))
+    }
+
     /// The host the engine reads (the state directory's files are read through it).
     pub fn host(&self) -> &std::sync::Arc<dyn crate::kernel::Host> {
         &self.host
@@ -217,6 +231,11 @@ impl EngineHandle {
                 })
             })
             .await?;
+        if let Some(lt) = self.link_tests.get() {
+            state.responder = Some(Responder {
+                enabled: Some(lt.responder().enabled),
+            });
+        }
         if !nm_candidates.is_empty() {
             // Owners asked once, each profile read once: no re-read per interface.
             self.nm.refresh().await;
@@ -343,6 +362,7 @@ impl EngineHandle {
                 let ifindex = self.ifindex_of(&name).await?;
                 self.ipoib_set_umcast(ifindex, umcast).await
             }
+            Step::SetLinkResponder { enabled } => self.link_tests()?.set_responder(enabled).await,
             Step::SetIp { name, keys } => {
                 let keys: HashMap<String, OwnedValue> = keys
                     .into_iter()

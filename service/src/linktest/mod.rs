@@ -14,7 +14,7 @@
 //! - [`responder`]: perftest's servers kept running while enabled.
 //! - [`settings`]: the responder's setting, `/etc/rdma-manager/link-test.toml`.
 
-pub mod peer;
+pub use rdma_manager_model::linktest as peer;
 pub mod perftest;
 pub mod ping;
 pub mod reason;
@@ -75,11 +75,7 @@ impl Default for LinkTestConfig {
     }
 }
 
-/// The longest test and the longest wait accepted.
-pub const MAX_DURATION_S: u32 = 60;
-pub const MAX_TIMEOUT_S: u32 = 600;
-/// The timeout of a test given 0.
-pub const DEFAULT_TIMEOUT_S: u32 = 30;
+pub use rdma_manager_model::linktest::{DEFAULT_TIMEOUT_S, MAX_DURATION_S, MAX_TIMEOUT_S};
 /// The results kept for `RecentLinkTests`.
 pub const RECENT: usize = 32;
 
@@ -204,20 +200,9 @@ impl LinkTests {
             peer::PeerError::Lid(_) => OpError::NotSupported(e.to_string()),
             _ => OpError::InvalidArgument(e.to_string()),
         })?;
-        if duration_s > MAX_DURATION_S {
-            return Err(OpError::InvalidArgument(format!(
-                "duration {duration_s} s is over {MAX_DURATION_S} s"
-            )));
-        }
-        let timeout_s = match timeout_s {
-            0 => DEFAULT_TIMEOUT_S,
-            t if t > MAX_TIMEOUT_S => {
-                return Err(OpError::InvalidArgument(format!(
-                    "timeout {t} s is over {MAX_TIMEOUT_S} s"
-                )))
-            }
-            t => t,
-        };
+        let bad = |e: peer::BoundError| OpError::InvalidArgument(e.to_string());
+        let duration_s = peer::check_duration(duration_s).map_err(bad)?;
+        let timeout_s = peer::check_timeout(timeout_s).map_err(bad)?;
         if kind == Kind::Icmp && port.netdev.is_empty() {
             return Err(OpError::NotSupported(format!(
                 "port {}/{} has no netdev to send ICMP from",
@@ -375,12 +360,25 @@ impl LinkTests {
                     ));
                 }
             }
-            let conn = perftest::parse_connection(&out.stdout)?;
+            // A format the parsers do not know is kept in the result (capped) and logged
+            // whole: it is to be read, not guessed at.
+            let keep = |f: Failure| {
+                if f.reason == Reason::UnexpectedOutput {
+                    tracing::warn!(
+                        tool = %program.display(),
+                        stdout = %out.stdout,
+                        stderr = %out.stderr,
+                        "perftest printed what its parser does not know"
+                    );
+                }
+                f.with_output(&out)
+            };
+            let conn = perftest::parse_connection(&out.stdout).map_err(keep)?;
             if bandwidth {
-                let bw = perftest::parse_bandwidth(&out.stdout)?;
+                let bw = perftest::parse_bandwidth(&out.stdout).map_err(keep)?;
                 result.bandwidth_gbps = bw.avg_gbps;
             } else {
-                let lat = perftest::parse_latency(&out.stdout)?;
+                let lat = perftest::parse_latency(&out.stdout).map_err(keep)?;
                 result.latency_p50_us = lat.typical;
                 result.latency_p99_us = lat.p99;
                 result.latency_max_us = lat.max;
@@ -422,7 +420,8 @@ impl LinkTests {
         let args = ping::args(&port.netdev, peer, count, duration_s + 1);
         result.mtu = self.netdev_mtu(&port.netdev).await;
         let out = self.run(&self.config.ping, &args, deadline, "ping").await?;
-        let echo = ping::parse(&out.stdout, &out.stderr, out.code, peer)?;
+        let echo = ping::parse(&out.stdout, &out.stderr, out.code, peer)
+            .map_err(|f| f.with_output(&out))?;
         let mut rtts = echo.rtts_us.clone();
         rtts.sort_by(f64::total_cmp);
         result.latency_p50_us = ping::percentile(&rtts, 50.0);

@@ -163,6 +163,14 @@ async fn each_failure_has_its_reason() -> Result<()> {
         assert_eq!(r.reason, reason, "{peer} {kind}: {r:?}");
         assert!(!r.detail.is_empty());
         assert_eq!(r.round_trips, 0, "{r:?}");
+        // What the parser did not know is in the result, to be read.
+        if reason == "unexpected-output" {
+            assert!(
+                r.detail
+                    .contains("the tool printed (exit status 0): stdout: hello from"),
+                "{r:?}"
+            );
+        }
     }
     Ok(())
 }
@@ -331,4 +339,48 @@ async fn wait_running(m: &ManagerProxy<'static>, running: bool) -> Result<()> {
         anyhow::ensure!(t0.elapsed() < Duration::from_secs(10), "responder: {r:?}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// The declarative state's `responder`: shown by GetState, set by ApplyState (under the
+/// test-link action, which an unprivileged caller lacks), remembered like SetLinkResponder,
+/// and a document that says what holds changes nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_state_document_turns_the_responder_on_and_off() -> Result<()> {
+    require_harness!();
+    let t = setup(2).await?;
+    let m = manager(&t).await?;
+    let shown = m.get_state("yaml").await?;
+    assert!(shown.contains("responder:\n  enabled: false"), "{shown}");
+    let on = "responder: {enabled: true}\n";
+    let user = Credentials::test_user(false);
+    let r = t
+        .manager(Some(&user), "ApplyState", &["su", on, "0"])
+        .await?;
+    assert!(
+        matches!(&r, Reply::Err(name, text) if name == "NotAuthorized" && text.contains("test-link")),
+        "{r:?}"
+    );
+    assert!(t.etc_file(FILE).is_none(), "nothing written");
+    let diff = m.diff_state(on).await?;
+    let (changes, _) = m.apply_state(on, 0).await?;
+    assert_eq!(changes, diff);
+    assert_eq!(
+        changes.iter().map(|c| c.path.as_str()).collect::<Vec<_>>(),
+        ["responder.enabled"]
+    );
+    assert!(changes[0].action.ends_with(".test-link"), "{changes:?}");
+    assert!(m.get_link_responder().await?.enabled);
+    assert!(t
+        .etc_file(FILE)
+        .is_some_and(|f| f.contains("responder = true")));
+    wait_running(&m, true).await?;
+    assert_eq!(m.apply_state(on, 0).await?.0, vec![]);
+    let shown = m.get_state("yaml").await?;
+    assert!(shown.contains("responder:\n  enabled: true"), "{shown}");
+    assert_eq!(m.apply_state(&shown, 0).await?.0, vec![]);
+    let (changes, _) = m.apply_state("responder: {enabled: false}\n", 0).await?;
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    wait_running(&m, false).await?;
+    assert!(!m.get_link_responder().await?.enabled);
+    Ok(())
 }

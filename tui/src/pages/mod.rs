@@ -6,6 +6,7 @@ pub mod bandwidth;
 pub mod detail;
 pub mod host;
 pub mod ipoib;
+pub mod link_test;
 pub mod list_view;
 pub mod naming;
 pub mod overview;
@@ -29,5 +30,6 @@ pub fn all_pages() -> Vec<Box<dyn Page>> {
         Box::new(roce::RocePage::default()),
         Box::new(naming::NamingPage::default()),
         Box::new(host::HostPage::default()),
+        Box::new(link_test::LinkTestPage::default()),
     ]
 }

@@ -11,7 +11,7 @@ use crate::client::{Call, CallError, CallOutput};
 use crate::model::Model;
 use crate::theme::Theme;
 
-/// The pages, in tab order (the number keys 1..=8 choose them).
+/// The pages, in tab order (the number keys 1..=9 choose them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PageId {
     Overview,
@@ -22,10 +22,11 @@ pub enum PageId {
     Roce,
     Naming,
     Host,
+    LinkTest,
 }
 
 impl PageId {
-    pub const ALL: [PageId; 8] = [
+    pub const ALL: [PageId; 9] = [
         PageId::Overview,
         PageId::Detail,
         PageId::Bandwidth,
@@ -34,6 +35,7 @@ impl PageId {
         PageId::Roce,
         PageId::Naming,
         PageId::Host,
+        PageId::LinkTest,
     ];
 
     /// The tab's label.
@@ -47,13 +49,15 @@ impl PageId {
             PageId::Roce => "RoCE",
             PageId::Naming => "Naming",
             PageId::Host => "Host",
+            PageId::LinkTest => "Test",
         }
     }
 
-    /// The tab's label where the full ones do not fit (all eight fit in 80 columns).
+    /// The tab's label where the full ones do not fit (all nine fit in 80 columns).
     pub fn short_label(self) -> &'static str {
         match self {
             PageId::SoftLinks => "Links",
+            PageId::Bandwidth => "BW",
             other => other.label(),
         }
     }
@@ -134,6 +138,12 @@ pub trait Page {
     /// changed that the page shows, if it shows any (IP settings).
     fn network_changed(&mut self, _model: &Model) -> Option<Call> {
         None
+    }
+
+    /// True while the page shows something that changes with time alone (a test running
+    /// for N seconds): the screen is drawn again every second meanwhile.
+    fn ticking(&self) -> bool {
+        false
     }
 
     /// The page's keys for the footer: (key, what it does).

@@ -51,6 +51,8 @@ pub enum Area {
     Host,
     Ipoib,
     Ip,
+    /// Link tests and their responder.
+    LinkTest,
 }
 
 /// One engine job, with the arguments its D-Bus method takes.
@@ -113,6 +115,9 @@ pub enum Step {
     SetSubnetManagerRunning {
         running: bool,
     },
+    SetLinkResponder {
+        enabled: bool,
+    },
     CreateChild {
         parent: String,
         pkey: u16,
@@ -163,6 +168,7 @@ impl Step {
             | Step::SetIpoibMtu { .. }
             | Step::SetIpoibUmcast { .. } => Area::Ipoib,
             Step::SetIp { .. } => Area::Ip,
+            Step::SetLinkResponder { .. } => Area::LinkTest,
         }
     }
 }

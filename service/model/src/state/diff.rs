@@ -8,7 +8,7 @@
 //! with [`State::resolve_devices`].
 //!
 //! Order: soft links (removals first), RoCE, naming, modules, memlock, NFS, the subnet
-//! manager, IPoIB children (deletions before creations), IPoIB settings, IP settings; within
+//! manager, the link-test responder, IPoIB children (deletions before creations), IPoIB settings, IP settings; within
 //! a part, the document's order. Rollback runs the undo steps in reverse.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -76,13 +76,14 @@ enum Part {
     Memlock,
     Nfs,
     SubnetManager,
+    Responder,
     ChildDeletions,
     ChildCreations,
     Ipoib,
     Ip,
 }
 
-const PARTS: usize = 12;
+const PARTS: usize = 13;
 
 #[derive(Default)]
 struct Plan {
@@ -124,6 +125,7 @@ pub fn diff(current: &State, wanted: &State) -> Result<Vec<Change>, StateError> 
     memlock(current, wanted, &mut plan)?;
     nfs(current, wanted, &mut plan);
     subnet_manager(current, wanted, &mut plan);
+    responder(current, wanted, &mut plan);
     interfaces(current, wanted, &mut plan)?;
     Ok(plan.into_vec())
 }
@@ -617,6 +619,26 @@ fn subnet_manager(current: &State, wanted: &State, plan: &mut Plan) {
             );
         }
     }
+}
+
+fn responder(current: &State, wanted: &State, plan: &mut Plan) {
+    let Some(enabled) = wanted.responder.as_ref().and_then(|r| r.enabled) else {
+        return;
+    };
+    let now = current.responder.as_ref().and_then(|r| r.enabled);
+    if now == Some(enabled) {
+        return;
+    }
+    plan.push(
+        Part::Responder,
+        "responder.enabled".into(),
+        ChangeOp::Set,
+        (text(now), enabled.to_string()),
+        Step::SetLinkResponder { enabled },
+        Step::SetLinkResponder {
+            enabled: now.unwrap_or(!enabled),
+        },
+    );
 }
 
 /// A current interface's P_Key child identity: its parent and P_Key.

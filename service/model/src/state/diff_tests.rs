@@ -42,6 +42,7 @@ modules:
 memlock: {}
 nfs-rdma: {enabled: false, port: 20049}
 subnet-manager: {enabled: false, running: false}
+responder: {enabled: false}
 ",
     )
     .expect("the host's state")
@@ -453,6 +454,29 @@ fn nfs_and_the_subnet_manager() {
         paths("nfs-rdma: {enabled: true, port: 1234}\n"),
         ["nfs-rdma"]
     );
+}
+
+#[test]
+fn the_responder() {
+    assert_eq!(
+        changes("responder: {enabled: true}\n"),
+        one(
+            "responder.enabled",
+            ChangeOp::Set,
+            "false",
+            "true",
+            Step::SetLinkResponder { enabled: true },
+            Step::SetLinkResponder { enabled: false },
+        )
+    );
+    assert_eq!(changes("responder: {enabled: false}\n"), vec![]);
+    // Left out: left as it is.
+    assert_eq!(changes("responder: {}\n"), vec![]);
+    let c = changes("responder: {enabled: true}\n");
+    assert_eq!(c[0].step.area(), crate::state::Area::LinkTest);
+    // A misspelt key is refused with its path.
+    let e = parse("responder: {enable: true}\n").expect_err("unknown key");
+    assert!(e.to_string().contains("responder"), "{e}");
 }
 
 #[test]
@@ -901,6 +925,9 @@ mod generated {
                 enabled: Some(g.bool()),
                 running: Some(g.bool()),
             }),
+            responder: Some(Responder {
+                enabled: Some(g.bool()),
+            }),
             health: None,
         }
     }
@@ -1015,13 +1042,14 @@ mod generated {
             let a = host(&mut g, true);
             let b = host(&mut g, true);
             // Only the sections whose identities both hosts share can be applied as they are:
-            // naming, modules, memlock, NFS, the subnet manager.
+            // naming, modules, memlock, NFS, the subnet manager, the responder.
             let wanted = State {
                 naming: b.naming.clone(),
                 modules: b.modules.clone(),
                 memlock: b.memlock.clone().filter(|m| m.soft.is_some()),
                 nfs_rdma: b.nfs_rdma.clone(),
                 subnet_manager: b.subnet_manager.clone(),
+                responder: b.responder.clone(),
                 ..State::default()
             };
             let changes = diff(&a, &wanted).unwrap_or_else(|e| panic!("round {round}: {e}"));
@@ -1111,6 +1139,9 @@ mod generated {
                 s.subnet_manager
                     .get_or_insert_with(SubnetManager::default)
                     .running = Some(*running)
+            }
+            Step::SetLinkResponder { enabled } => {
+                s.responder.get_or_insert_with(Responder::default).enabled = Some(*enabled)
             }
             other => panic!("not a host-wide step: {other:?}"),
         }

@@ -33,6 +33,9 @@ pub struct State {
     pub nfs_rdma: Option<NfsRdma>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subnet_manager: Option<SubnetManager>,
+    /// The link-test responder (`SetLinkResponder`), which peers test against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub responder: Option<Responder>,
     /// What a healthy node looks like: checked by `CheckHealth` (`rdma-cli health`), never
     /// applied, so it takes no part in a difference.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -267,4 +270,12 @@ pub struct SubnetManager {
     /// opensm running now.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub running: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Responder {
+    /// perftest's servers run, now and at every start (`/etc/rdma-manager/link-test.toml`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
 }

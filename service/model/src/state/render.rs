@@ -223,6 +223,9 @@ mod tests {
                 enabled: g.maybe(Gen::bool),
                 running: g.maybe(Gen::bool),
             }),
+            responder: g.maybe(|g| Responder {
+                enabled: g.maybe(Gen::bool),
+            }),
             health: None,
         }
     }

@@ -16,7 +16,7 @@ description:
   - Brings the managed host's RDMA configuration to a declarative state document through
     rdma-manager's C(rdma-cli), covering soft links, RoCE mode and ToS per port, IPoIB interfaces and
     P_Key children with their IP settings, device naming, rdma-core's module lists, the
-    memlock limits, NFS over RDMA and the subnet manager.
+    memlock limits, NFS over RDMA, the subnet manager and the link-test responder.
   - >-
     The document is merged with what the host has, as nmstate does; what it does not mention is
     left as it is, and an entry is removed only by C(state: absent). Its format is the one

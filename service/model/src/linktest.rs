@@ -1,9 +1,12 @@
-//! The peer of a link test as the caller gives it: an IP address, a GID, or (on InfiniBand) a
-//! LID. The tools the tests drive reach a peer by IP address (rdma_cm resolves it to a GID and
-//! a route, ping sends to it), so a GID is taken only where it names an address: an
-//! IPv4-mapped GID (`::ffff:a.b.c.d`, a RoCE v2 entry for an IPv4 address) is that address,
-//! and any other non-link-local GID is the IPv6 address itself (RoCE v2 entries are the
-//! netdev's addresses). A LID has no address at all.
+//! The rules of a link test's request that rdma-managerd and its clients share: the peer as
+//! the caller gives it (an IP address, a GID, or on InfiniBand a LID), the kinds, and the
+//! bounds of the duration and timeout.
+//!
+//! The tools the tests drive reach a peer by IP address (rdma_cm resolves it to a GID and a
+//! route, ping sends to it), so a GID is taken only where it names an address: an IPv4-mapped
+//! GID (`::ffff:a.b.c.d`, a RoCE v2 entry for an IPv4 address) is that address, and any other
+//! non-link-local GID is the IPv6 address itself (RoCE v2 entries are the netdev's addresses).
+//! A LID has no address at all.
 
 use std::net::{IpAddr, Ipv6Addr};
 
@@ -20,6 +23,40 @@ pub enum PeerError {
     LinkLocalGid(String),
     #[error("peer {0} is not a usable address (unspecified, multicast or broadcast)")]
     Unusable(String),
+}
+
+/// The kinds of link test, as the API names them.
+pub const KINDS: [&str; 2] = ["rdma", "icmp"];
+/// The longest test and the longest wait accepted.
+pub const MAX_DURATION_S: u32 = 60;
+pub const MAX_TIMEOUT_S: u32 = 600;
+/// The timeout of a test given 0.
+pub const DEFAULT_TIMEOUT_S: u32 = 30;
+
+/// Why a duration or timeout was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BoundError {
+    #[error("duration {0} s is over {MAX_DURATION_S} s")]
+    Duration(u32),
+    #[error("timeout {0} s is over {MAX_TIMEOUT_S} s")]
+    Timeout(u32),
+}
+
+/// A test's duration, checked (0: the tools' own counts).
+pub fn check_duration(duration_s: u32) -> Result<u32, BoundError> {
+    if duration_s > MAX_DURATION_S {
+        return Err(BoundError::Duration(duration_s));
+    }
+    Ok(duration_s)
+}
+
+/// A test's timeout, checked; 0 is [`DEFAULT_TIMEOUT_S`].
+pub fn check_timeout(timeout_s: u32) -> Result<u32, BoundError> {
+    match timeout_s {
+        0 => Ok(DEFAULT_TIMEOUT_S),
+        t if t > MAX_TIMEOUT_S => Err(BoundError::Timeout(t)),
+        t => Ok(t),
+    }
 }
 
 /// The address the tools are pointed at, parsed from what the caller gave.
