@@ -214,7 +214,7 @@ bus_object! {
         coarse_interval_us as "CoarseIntervalUs": u64,
         /// Soft links the daemon remembers and re-creates (name, type rxe or siw, network interface), from soft-links.toml.
         soft_links as "SoftLinks": Vec<SoftLink>,
-        /// Persisted files under /etc/rdma-manager, and udev rules files the daemon manages, that cannot be used, with the reason; changes in their area are refused until they are fixed.
+        /// Files the daemon reads that cannot be used, by path, with the reason. Its persisted files under /etc/rdma-manager and the udev rules files it manages: changes in their area are refused until they are fixed. Host setup files (limits.conf and limits.d, nfs.conf and its drop-ins, the module lists): one not regular, too large or unreadable (with the errno) is read as absent, and lines their readers skip are named with their numbers.
         config_errors as "ConfigErrors": HashMap<String, String>,
         /// IPoIB naming rules of /etc/udev/rules.d/70-persistent-ipoib.rules: (port GUID as ibstat prints it, interface name, managed by rdma-managerd, line number). Rules not managed are the users' own and are never rewritten.
         ipoib_names as "IpoibNames": Vec<NameRule>,

@@ -516,6 +516,9 @@ pub fn root_view(
                 | ConfigError::Unwritable { path, .. } => (path.clone(), e.to_string()),
             })
             .chain(st.naming.errors.clone())
+            // Host setup's files are not the daemon's own, but a problem with one is a
+            // problem with a file the daemon reads: one property tells them all.
+            .chain(st.host_setup.file_problems.clone())
             // The reasons quote the files; each value is capped so that the property stays
             // far below the bus's message limit whatever a file holds.
             .map(|(path, why)| (cap_message(&path), cap_message(&why)))

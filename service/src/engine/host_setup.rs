@@ -17,10 +17,11 @@ use super::{Engine, EngineHandle, OpError};
 use crate::hostconf::memlock::{self, DaemonOutcome, LimitSetting, MemlockValue, NoteKind};
 use crate::hostconf::nfs_conf::{self, NfsRdmaState};
 use crate::hostconf::rdma_modules::{self, ModulesFile};
-use crate::kernel::Host;
+use crate::kernel::{Host, HostError};
 use crate::system::{
     SystemServices, UnitStatus, NFS_SERVER_UNIT, OPENSM_UNIT, RDMA_LOAD_MODULES_UNIT,
 };
+use rdma_manager_dbus::text::quote_capped;
 
 /// Said after every memlock change and shown with the limits: pam_limits applies limits when
 /// a session opens.
@@ -78,7 +79,15 @@ pub struct HostSetupState {
     pub nfs_server: UnitState,
     pub firewalld: bool,
     pub opensm: UnitState,
+    /// What kept a host setup file from being used whole, by its path: not a regular file,
+    /// too large, unreadable (the errno), a directory that cannot be listed, or lines its
+    /// reader skips. Shown in the root's `ConfigErrors`; the rest is read as if the file were
+    /// absent or the lines not there.
+    pub file_problems: FileProblems,
 }
+
+/// Problems of host setup's files, by path (see [`HostSetupState::file_problems`]).
+pub type FileProblems = BTreeMap<String, String>;
 
 /// How one step of a multi-step change ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -130,31 +139,88 @@ pub(super) fn triple(s: &UnitStatus) -> UnitState {
     }
 }
 
-/// A file's bytes; an unreadable file counts as absent (and says so in the log), since one
-/// bad file must not hide the rest of the state.
-pub(super) async fn read_opt(host: &dyn Host, path: &str) -> Option<Vec<u8>> {
+/// A file's bytes; an unreadable file counts as absent, since one bad file must not hide the
+/// rest of the state, and why it was not read goes into `problems` (and the log).
+pub(super) async fn read_opt(
+    host: &dyn Host,
+    path: &str,
+    problems: &mut FileProblems,
+) -> Option<Vec<u8>> {
     match host.read_file(Path::new(path)).await {
         Ok(b) => b,
         Err(e) => {
             tracing::warn!(%path, error = %e, "cannot read a host setup file");
+            problems.insert(path.to_string(), unread_reason(path, &e));
             None
         }
     }
 }
 
-pub(super) async fn list(host: &dyn Host, dir: &str) -> Vec<String> {
+/// Why a host setup file was not read, naming it: a file that is not regular or too large
+/// says so in its own error; any other error is the errno of the open or the read.
+fn unread_reason(path: &str, e: &HostError) -> String {
+    match e {
+        HostError::NotRegular { .. } | HostError::TooLarge { .. } => e.to_string(),
+        HostError::Kernel { errno, .. } => format!(
+            "{path} could not be read: {errno}; rdma-managerd reads host setup as if it were \
+            absent"
+        ),
+        other => format!(
+            "{path} could not be read: {other}; rdma-managerd reads host setup as if it were \
+            absent"
+        ),
+    }
+}
+
+/// The module lists rdma-core ships. A listing leaves directories out, so these are read by
+/// name as well: a directory in place of one is then reported, not passed over.
+const SHIPPED_MODULE_SETS: [&str; 6] = ["rdma", "infiniband", "iwarp", "iwpmd", "opa", "roce"];
+
+/// `names` with `also` added when it is not there: the daemon's own files are read by name
+/// whatever a listing (which leaves directories out) says.
+fn with_name(mut names: Vec<String>, also: &str) -> Vec<String> {
+    if !names.iter().any(|n| n == also) {
+        names.push(also.to_string());
+        names.sort();
+    }
+    names
+}
+
+pub(super) async fn list(host: &dyn Host, dir: &str, problems: &mut FileProblems) -> Vec<String> {
     match host.list_dir(Path::new(dir)).await {
         Ok(names) => names.unwrap_or_default(),
         Err(e) => {
             tracing::warn!(%dir, error = %e, "cannot list a host setup directory");
+            problems.insert(
+                dir.to_string(),
+                format!(
+                    "{dir} could not be listed: {}; rdma-managerd reads host setup as if it \
+                    were empty",
+                    e.errno().map_or_else(|| e.to_string(), |n| n.to_string())
+                ),
+            );
             Vec::new()
         }
     }
 }
 
-pub(super) async fn read_modules(host: &dyn Host) -> Vec<ModuleRow> {
+/// The lines of `path` its reader skips, as one problem: each with its number, its text and
+/// why.
+fn skipped_lines(path: &str, lines: &[(u32, String, String)]) -> String {
+    let each: Vec<String> = lines
+        .iter()
+        .map(|(n, text, why)| format!("line {n} ({}): {why}", quote_capped(text)))
+        .collect();
+    format!("{path} has lines that are skipped: {}", each.join("; "))
+}
+
+pub(super) async fn read_modules(host: &dyn Host, problems: &mut FileProblems) -> Vec<ModuleRow> {
     let mut rows = Vec::new();
-    for name in list(host, rdma_modules::MODULES_DIR).await {
+    let mut names = list(host, rdma_modules::MODULES_DIR, problems).await;
+    for set in SHIPPED_MODULE_SETS {
+        names = with_name(names, &format!("{set}.conf"));
+    }
+    for name in names {
         // rdma-core's units name files by instance: only `<set>.conf` with a valid set name
         // can be loaded by `rdma-load-modules@<set>.service`.
         let Some(set) = name.strip_suffix(".conf") else {
@@ -163,10 +229,20 @@ pub(super) async fn read_modules(host: &dyn Host) -> Vec<ModuleRow> {
         let Ok(path) = rdma_modules::modules_file_path(set) else {
             continue;
         };
-        let Some(bytes) = read_opt(host, &path.to_string_lossy()).await else {
+        let shown = path.to_string_lossy();
+        let Some(bytes) = read_opt(host, &shown, problems).await else {
             continue;
         };
-        for e in ModulesFile::parse(&bytes).modules() {
+        let file = ModulesFile::parse(&bytes);
+        let unusable: Vec<(u32, String, String)> = file
+            .unusable()
+            .into_iter()
+            .map(|u| (u.line, u.text, u.reason))
+            .collect();
+        if !unusable.is_empty() {
+            problems.insert(shown.to_string(), skipped_lines(&shown, &unusable));
+        }
+        for e in file.modules() {
             let loaded = module_loaded(host, &e.module).await;
             rows.push(ModuleRow {
                 set: set.to_string(),
@@ -200,7 +276,9 @@ pub(super) async fn enabled_modules_loaded(
     let Ok(path) = rdma_modules::modules_file_path(set) else {
         return (loaded, missing);
     };
-    let Some(bytes) = read_opt(host, &path.to_string_lossy()).await else {
+    // What is wrong with the file is published by the next read of host setup.
+    let Some(bytes) = read_opt(host, &path.to_string_lossy(), &mut FileProblems::new()).await
+    else {
         return (loaded, missing);
     };
     for e in ModulesFile::parse(&bytes).modules() {
@@ -237,16 +315,25 @@ pub(super) fn modules_step(unit: &str, loaded: &[String], missing: &[String]) ->
     )
 }
 
-pub(super) async fn limits_sources(host: &dyn Host) -> memlock::LimitsSources {
+pub(super) async fn limits_sources(
+    host: &dyn Host,
+    problems: &mut FileProblems,
+) -> memlock::LimitsSources {
     let mut dropins = Vec::new();
-    for name in memlock::dropin_names(&list(host, memlock::LIMITS_D).await) {
+    let names = with_name(
+        list(host, memlock::LIMITS_D, problems).await,
+        memlock::DAEMON_FILE_NAME,
+    );
+    for name in memlock::dropin_names(&names) {
         let path = format!("{}/{name}", memlock::LIMITS_D);
-        if let Some(bytes) = read_opt(host, &path).await {
+        if let Some(bytes) = read_opt(host, &path, problems).await {
             dropins.push(memlock::LimitsFile { path, bytes });
         }
     }
+    let limits_conf = read_opt(host, memlock::LIMITS_CONF, problems).await;
     memlock::LimitsSources {
-        limits_conf: read_opt(host, memlock::LIMITS_CONF).await,
+        limits_conf_unread: limits_conf.is_none() && problems.contains_key(memlock::LIMITS_CONF),
+        limits_conf,
         dropins,
     }
 }
@@ -257,6 +344,20 @@ pub(super) fn limit_text(s: &LimitSetting) -> String {
 
 pub(super) fn read_memlock(st: &mut HostSetupState, sources: &memlock::LimitsSources) {
     let r = memlock::resolve_group_member(sources, memlock::RDMA_GROUP, None);
+    // Lines pam_limits skips (and logs), by file: garbage in the daemon's own file would
+    // otherwise leave its limits unset without a word.
+    let mut skipped: BTreeMap<&str, Vec<(u32, String, String)>> = BTreeMap::new();
+    for n in r.notes.iter().filter(|n| n.kind == NoteKind::Skipped) {
+        skipped.entry(n.origin.file.as_str()).or_default().push((
+            n.origin.line,
+            n.text.clone(),
+            n.reason.clone(),
+        ));
+    }
+    for (file, lines) in skipped {
+        st.file_problems
+            .insert(file.to_string(), skipped_lines(file, &lines));
+    }
     st.memlock_soft = limit_text(&r.soft);
     st.memlock_hard = limit_text(&r.hard);
     st.memlock_origin.clear();
@@ -311,22 +412,33 @@ pub(super) fn read_memlock(st: &mut HostSetupState, sources: &memlock::LimitsSou
     st.memlock_notes = notes;
 }
 
-pub(super) async fn nfs_sources(host: &dyn Host) -> nfs_conf::NfsConfSources {
-    pub(super) async fn dropins(host: &dyn Host, dir: &str) -> Vec<nfs_conf::ConfFile> {
+pub(super) async fn nfs_sources(
+    host: &dyn Host,
+    problems: &mut FileProblems,
+) -> nfs_conf::NfsConfSources {
+    pub(super) async fn dropins(
+        host: &dyn Host,
+        dir: &str,
+        problems: &mut FileProblems,
+    ) -> Vec<nfs_conf::ConfFile> {
         let mut out = Vec::new();
-        for name in nfs_conf::dropin_names(&list(host, dir).await) {
+        let mut names = list(host, dir, problems).await;
+        if dir == nfs_conf::NFS_CONF_D {
+            names = with_name(names, nfs_conf::DAEMON_DROPIN_NAME);
+        }
+        for name in nfs_conf::dropin_names(&names) {
             let path = format!("{dir}/{name}");
-            if let Some(bytes) = read_opt(host, &path).await {
+            if let Some(bytes) = read_opt(host, &path, problems).await {
                 out.push(nfs_conf::ConfFile { path, bytes });
             }
         }
         out
     }
     let mut s = nfs_conf::NfsConfSources {
-        usr_etc_conf: read_opt(host, nfs_conf::USR_NFS_CONF).await,
-        usr_etc_dropins: dropins(host, nfs_conf::USR_NFS_CONF_D).await,
-        etc_conf: read_opt(host, nfs_conf::NFS_CONF).await,
-        etc_dropins: dropins(host, nfs_conf::NFS_CONF_D).await,
+        usr_etc_conf: read_opt(host, nfs_conf::USR_NFS_CONF, problems).await,
+        usr_etc_dropins: dropins(host, nfs_conf::USR_NFS_CONF_D, problems).await,
+        etc_conf: read_opt(host, nfs_conf::NFS_CONF, problems).await,
+        etc_dropins: dropins(host, nfs_conf::NFS_CONF_D, problems).await,
         includes: Vec::new(),
     };
     // Included files are read in rounds until the model names none it lacks; a missing one
@@ -338,7 +450,7 @@ pub(super) async fn nfs_sources(host: &dyn Host) -> nfs_conf::NfsConfSources {
         }
         let mut added = false;
         for path in wanted {
-            if let Some(bytes) = read_opt(host, &path).await {
+            if let Some(bytes) = read_opt(host, &path, problems).await {
                 s.includes.push(nfs_conf::ConfFile { path, bytes });
                 added = true;
             }
@@ -396,7 +508,7 @@ pub async fn simulate_unit_started(
             }
         }
     } else if unit == NFS_SERVER_UNIT {
-        let sources = nfs_sources(sim).await;
+        let sources = nfs_sources(sim, &mut FileProblems::new()).await;
         if matches!(
             nfs_conf::resolve(&sources).state,
             NfsRdmaState::Enabled { .. }
@@ -530,12 +642,17 @@ impl HostSetupState {
 
 /// Reads host setup's files; the units' fields are left empty.
 pub(super) async fn load_host_files(host: &dyn Host) -> HostSetupState {
+    let mut problems = FileProblems::new();
+    let modules = read_modules(host, &mut problems).await;
+    let limits = limits_sources(host, &mut problems).await;
+    let nfs = nfs_sources(host, &mut problems).await;
     let mut st = HostSetupState {
-        modules: read_modules(host).await,
+        modules,
+        file_problems: problems,
         ..HostSetupState::default()
     };
-    read_memlock(&mut st, &limits_sources(host).await);
-    read_nfs(&mut st, &nfs_sources(host).await);
+    read_memlock(&mut st, &limits);
+    read_nfs(&mut st, &nfs);
     st
 }
 

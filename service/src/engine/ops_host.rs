@@ -20,7 +20,8 @@
 use std::path::Path;
 
 use super::host_setup::{
-    enabled_modules_loaded, module_loaded, modules_step, nfs_sources, step, Step, StepOutcome,
+    enabled_modules_loaded, module_loaded, modules_step, nfs_sources, step, FileProblems, Step,
+    StepOutcome,
 };
 use super::{Engine, EngineHandle, OpError};
 use crate::hostconf::memlock::{self, MemlockValue};
@@ -494,7 +495,7 @@ async fn enable_nfs_rdma_files(eng: &Engine, port: u16) -> Vec<Step> {
 /// run.
 async fn disable_nfs_rdma_files(eng: &Engine) -> Vec<Step> {
     let mut steps = Vec::new();
-    let sources = nfs_sources(eng.host.as_ref()).await;
+    let sources = nfs_sources(eng.host.as_ref(), &mut FileProblems::new()).await;
     let r = nfs_conf::resolve(&sources);
     let others_enable = !matches!(r.without_daemon_dropin, NfsRdmaState::Disabled);
     let has_dropin = sources

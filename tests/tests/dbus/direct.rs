@@ -556,3 +556,218 @@ async fn connections_of_one_uid_cannot_keep_another_user_out() {
         "connections that only Ping are closed after the idle bound"
     );
 }
+
+/// A thread of another uid holding connections to the direct socket, Pinging each until told
+/// to stop.
+struct Holder {
+    /// How many of its connections the daemon answered a Ping on, once all were made.
+    served: usize,
+    stop: std::sync::mpsc::Sender<()>,
+    /// How many still answer a Ping when told to stop.
+    thread: std::thread::JoinHandle<usize>,
+}
+
+/// Takes `uid` on the thread only (raw system calls: libc's setresuid would change every
+/// thread of the process).
+fn become_uid(uid: u32) {
+    // SAFETY: plain system calls on this thread's own credentials.
+    let changed = unsafe {
+        libc::syscall(libc::SYS_setgroups, 0, std::ptr::null::<libc::gid_t>()) == 0
+            && libc::syscall(libc::SYS_setresgid, uid, uid, uid) == 0
+            && libc::syscall(libc::SYS_setresuid, uid, uid, uid) == 0
+    };
+    assert!(changed, "cannot take uid {uid}");
+}
+
+async fn pings(conns: &[Connection], wait: Duration) -> usize {
+    let mut answered = 0;
+    for c in conns {
+        let ping = c.call_method(
+            None::<&str>,
+            "/",
+            Some("org.freedesktop.DBus.Peer"),
+            "Ping",
+            &(),
+        );
+        if let Ok(Ok(_)) = tokio::time::timeout(wait, ping).await {
+            answered += 1;
+        }
+    }
+    answered
+}
+
+/// `n` connections of `uid` to the socket at `path`, held and Pinging every 0.5 s.
+fn hold_as(uid: u32, n: usize, path: String) -> Holder {
+    let (stop, stop_rx) = std::sync::mpsc::channel::<()>();
+    let (served_tx, served_rx) = std::sync::mpsc::channel();
+    let thread = std::thread::spawn(move || {
+        become_uid(uid);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async {
+            let mut conns = Vec::new();
+            for _ in 0..n {
+                if let Ok(Ok(c)) =
+                    tokio::time::timeout(Duration::from_secs(2), connect_direct(&path)).await
+                {
+                    conns.push(c);
+                }
+            }
+            served_tx
+                .send(pings(&conns, Duration::from_secs(2)).await)
+                .expect("sent");
+            while stop_rx.try_recv().is_err() {
+                pings(&conns, Duration::from_millis(200)).await;
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            pings(&conns, Duration::from_secs(1)).await
+        })
+    });
+    let served = served_rx.recv().expect("the holder reports");
+    Holder {
+        served,
+        stop,
+        thread,
+    }
+}
+
+impl Holder {
+    async fn stop(self) -> usize {
+        self.stop.send(()).expect("sent");
+        tokio::task::spawn_blocking(move || self.thread.join())
+            .await
+            .expect("joined")
+            .expect("holder")
+    }
+}
+
+/// A GetManagedObjects on the direct socket by a client of `uid` on its own thread: the time
+/// from its connect to the answer, or why not within `wait`.
+fn gmo_as(
+    uid: u32,
+    path: String,
+    wait: Duration,
+) -> std::thread::JoinHandle<Result<Duration, String>> {
+    std::thread::spawn(move || {
+        become_uid(uid);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async {
+            let t = Instant::now();
+            let call = async {
+                let conn = connect_direct(&path).await.map_err(|e| format!("{e:#}"))?;
+                Ok::<_, String>(direct_gmo(&conn).await)
+            };
+            match tokio::time::timeout(wait, call).await {
+                Ok(Ok(_)) => Ok(t.elapsed()),
+                Ok(Err(e)) => Err(e),
+                Err(_) => Err(format!("no answer within {wait:?}")),
+            }
+        })
+    })
+}
+
+/// Four uids holding four connections each fill the 16 slots: a fifth uid's client is served
+/// at once all the same, in the slot of the longest idle connection of a uid holding the
+/// most, and root's after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_uids_cannot_take_every_slot() {
+    use rdma_manager_tests::bus::{skip_reason, TEST_UID};
+    if let Some(reason) = skip_reason() {
+        eprintln!("skipping: {reason}");
+        return;
+    }
+    let Some(r) = start().await else { return };
+    let _socket = r.listen(Bounds::default()).expect("listens");
+    std::fs::set_permissions(r.dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let mut holders = Vec::new();
+    for k in 1..=4 {
+        let path = r.socket_path();
+        let h = tokio::task::spawn_blocking(move || hold_as(TEST_UID + k, 4, path))
+            .await
+            .expect("joined");
+        assert_eq!(h.served, 4, "uid {}: connections served", TEST_UID + k);
+        holders.push(h);
+    }
+    let path = r.socket_path();
+    let t = Instant::now();
+    let fifth = tokio::task::spawn_blocking(move || hold_as(TEST_UID + 5, 1, path))
+        .await
+        .expect("joined");
+    assert_eq!(fifth.served, 1, "a fifth uid's client is served at once");
+    println!("a fifth uid served after {:?}", t.elapsed());
+    let t = Instant::now();
+    let conn = tokio::time::timeout(Duration::from_secs(2), connect_direct(&r.socket_path()))
+        .await
+        .expect("root's client is served at once")
+        .expect("connects");
+    assert_eq!(body(&direct_gmo(&conn).await), body(&bus_gmo(&r).await));
+    println!("root served after {:?}", t.elapsed());
+    let mut still = 0;
+    for h in holders {
+        still += h.stop().await;
+    }
+    // One slot went to the fifth uid's client, one to root's.
+    assert_eq!(still, 14, "the four uids' connections still served");
+    assert_eq!(
+        fifth.stop().await,
+        1,
+        "the fifth uid's connection still served"
+    );
+}
+
+/// Four uids holding one connection each fill 4 slots: a fifth uid's client waits (no uid
+/// holds more than it would), root's is served at once, and the waiting one is served when
+/// root's leaves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn root_always_gets_a_slot_and_others_wait_their_turn() {
+    use rdma_manager_tests::bus::{skip_reason, TEST_UID};
+    if let Some(reason) = skip_reason() {
+        eprintln!("skipping: {reason}");
+        return;
+    }
+    let Some(r) = start().await else { return };
+    let bounds = Bounds {
+        connections: 4,
+        ..Bounds::default()
+    };
+    let _socket = r.listen(bounds).expect("listens");
+    std::fs::set_permissions(r.dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let mut holders = Vec::new();
+    for k in 1..=4 {
+        let path = r.socket_path();
+        let h = tokio::task::spawn_blocking(move || hold_as(TEST_UID + k, 1, path))
+            .await
+            .expect("joined");
+        assert_eq!(h.served, 1, "uid {}: connection served", TEST_UID + k);
+        holders.push(h);
+    }
+    let fifth = gmo_as(TEST_UID + 5, r.socket_path(), Duration::from_secs(20));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(!fifth.is_finished(), "the fifth uid's client waits");
+    let t = Instant::now();
+    let conn = tokio::time::timeout(Duration::from_secs(2), connect_direct(&r.socket_path()))
+        .await
+        .expect("root's client is served at once")
+        .expect("connects");
+    assert_eq!(body(&direct_gmo(&conn).await), body(&bus_gmo(&r).await));
+    println!("root served after {:?}", t.elapsed());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!fifth.is_finished(), "the fifth uid's client still waits");
+    drop(conn);
+    let fifth = tokio::task::spawn_blocking(move || fifth.join())
+        .await
+        .expect("joined")
+        .expect("the fifth uid's client");
+    let waited = fifth.expect("the fifth uid's client is served once root's leaves");
+    println!("the fifth uid served after {waited:?}");
+    let mut still = 0;
+    for h in holders {
+        still += h.stop().await;
+    }
+    assert_eq!(still, 3, "root's client took one holder's slot");
+}

@@ -1,19 +1,24 @@
 //! Every file the daemon reads replaced by something that is not a regular file: a FIFO
 //! (whose read would block forever), a directory, a symlink to a device, a dangling symlink.
-//! Start-up completes each time (`Startup` false, GetManagedObjects answers), and each of its
-//! own files names the file and what it is in `ConfigErrors` (see "Files that are not
-//! regular" in docs/RELIABILITY.md).
+//! Start-up completes each time (`Startup` false, GetManagedObjects answers), and each file
+//! names itself and what it is in `ConfigErrors`: the daemon's own files and the host setup
+//! files alike. Host setup files that cannot be read (an errno) or hold lines their readers
+//! skip are named there too (see "Files that are not regular" in docs/RELIABILITY.md).
 
 use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use rdma_manager_dbus::proxies::ManagerProxy;
-use rdma_manager_dbus::BUS_NAME;
-use rdma_manager_tests::service::{serve_sim, session_bus_or_skip};
+use rdma_manager_dbus::{BUS_NAME, HOST_PATH};
+use rdma_manager_tests::bus::PrivateBus;
+use rdma_manager_tests::service::{serve_sim, session_bus_or_skip, ServedSim};
 use rdma_managerd::engine::EngineConfig;
+use rdma_managerd::hostconf::memlock::{DAEMON_FILE, LIMITS_CONF};
 use rdma_managerd::kernel::sim::{fixtures, SimHost};
+use rdma_managerd::model::Errno;
 use zbus::fdo::ObjectManagerProxy;
+use zbus::Connection;
 
 /// Every file the daemon reads, by the host's path.
 const FILES: [&str; 10] = [
@@ -29,13 +34,7 @@ const FILES: [&str; 10] = [
     "/etc/rdma/modules/rdma.conf",
 ];
 
-/// The files whose errors `ConfigErrors` carries.
-const REPORTED: [&str; 4] = [
-    "/etc/rdma-manager/soft-links.toml",
-    "/etc/rdma-manager/ipoib.toml",
-    "/etc/rdma-manager/roce.toml",
-    "/etc/udev/rules.d/70-persistent-ipoib.rules",
-];
+const HOST_INTERFACE: &str = "org.rdmamanager.RdmaManager1.Host";
 
 #[derive(Clone, Copy, Debug)]
 enum Kind {
@@ -66,21 +65,32 @@ fn replace(sim: &SimHost, path: &str, kind: Kind) -> Result<()> {
     Ok(())
 }
 
+/// The daemon serving `sim` and a client of it, once start-up completed.
+async fn served(bus: &PrivateBus, sim: &SimHost, what: &str) -> Result<(ServedSim, Connection)> {
+    let served = tokio::time::timeout(
+        Duration::from_secs(60),
+        serve_sim(bus, sim, EngineConfig::default()),
+    )
+    .await
+    .with_context(|| format!("{what}: start-up did not complete within 60 s"))??;
+    Ok((served, bus.connect().await?))
+}
+
+async fn memlock_notes(client: &Connection) -> Result<Vec<String>> {
+    let host = zbus::Proxy::new(client, BUS_NAME, HOST_PATH, HOST_INTERFACE).await?;
+    Ok(host.get_property("MemlockNotes").await?)
+}
+
 async fn start_up_completes_with(kind: Kind) -> Result<()> {
     let Some(bus) = session_bus_or_skip() else {
         return Ok(());
     };
     let sim = SimHost::new(fixtures::demo_host())?;
+    fixtures::install_host_setup(&sim)?;
     for f in FILES {
         replace(&sim, f, kind)?;
     }
-    let _served = tokio::time::timeout(
-        Duration::from_secs(60),
-        serve_sim(&bus, &sim, EngineConfig::default()),
-    )
-    .await
-    .with_context(|| format!("{kind:?}: start-up did not complete within 60 s"))??;
-    let client = bus.connect().await?;
+    let (_served, client) = served(&bus, &sim, &format!("{kind:?}")).await?;
     let om = ObjectManagerProxy::builder(&client)
         .destination(BUS_NAME)?
         .path(rdma_manager_dbus::ROOT_PATH)?
@@ -103,7 +113,7 @@ async fn start_up_completes_with(kind: Kind) -> Result<()> {
         // As pam_limits, udev and nfs-utils read it: absent.
         Kind::Dangling => None,
     };
-    for f in REPORTED {
+    for f in FILES {
         match what {
             Some(what) => {
                 let e = errors.get(f).with_context(|| {
@@ -114,7 +124,75 @@ async fn start_up_completes_with(kind: Kind) -> Result<()> {
             None => assert!(!errors.contains_key(f), "{kind:?} {f}: {errors:?}"),
         }
     }
+    if what.is_some() {
+        // limits.conf is there, not missing: what pam_limits reads cannot be told from here.
+        let notes = memlock_notes(&client).await?;
+        assert!(
+            !notes.iter().any(|n| n.contains("limits.conf is missing")),
+            "{kind:?}: {notes:?}"
+        );
+    }
     println!("{kind:?}: start-up completed; ConfigErrors {errors:?}");
+    Ok(())
+}
+
+/// A limits.conf the daemon may not read (what a file of mode 000 is to a daemon without
+/// CAP_DAC_OVERRIDE; the tests run as root, for whom mode 000 reads, so the simulated host
+/// fails the read with EACCES instead): `ConfigErrors` names it with the errno, and the
+/// memlock notes do not call it missing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreadable_limits_conf_is_named_with_its_errno() -> Result<()> {
+    let Some(bus) = session_bus_or_skip() else {
+        return Ok(());
+    };
+    let sim = SimHost::new(fixtures::demo_host())?;
+    fixtures::install_host_setup(&sim)?;
+    sim.fail_reads_of_file(Path::new(LIMITS_CONF), Some(Errno::EACCES));
+    let (_served, client) = served(&bus, &sim, "EACCES").await?;
+    let errors = ManagerProxy::new(&client).await?.config_errors().await?;
+    let e = errors
+        .get(LIMITS_CONF)
+        .with_context(|| format!("no ConfigErrors entry for {LIMITS_CONF}: {errors:?}"))?;
+    assert!(
+        e.contains(LIMITS_CONF) && e.contains("EACCES (Permission denied"),
+        "{e}"
+    );
+    let notes = memlock_notes(&client).await?;
+    assert!(
+        !notes.iter().any(|n| n.contains("is missing"))
+            && notes.iter().any(|n| n.contains("could not be read")),
+        "{notes:?}"
+    );
+    Ok(())
+}
+
+/// Garbage in the daemon's own limits file: pam_limits skips such lines, so the limits it was
+/// written for are not set; `ConfigErrors` names the file and each skipped line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_in_the_daemons_limits_file_is_named_by_line() -> Result<()> {
+    let Some(bus) = session_bus_or_skip() else {
+        return Ok(());
+    };
+    let sim = SimHost::new(fixtures::demo_host())?;
+    fixtures::install_host_setup(&sim)?;
+    let p = sim.root().join(DAEMON_FILE.trim_start_matches('/'));
+    std::fs::create_dir_all(p.parent().context("a directory")?)?;
+    std::fs::write(
+        &p,
+        "# written by hand\n@rdma soft memlock unlimited\ngarbage\n@rdma hard memlock lots\n",
+    )?;
+    let (_served, client) = served(&bus, &sim, "garbage").await?;
+    let errors = ManagerProxy::new(&client).await?.config_errors().await?;
+    let e = errors
+        .get(DAEMON_FILE)
+        .with_context(|| format!("no ConfigErrors entry for {DAEMON_FILE}: {errors:?}"))?;
+    assert!(
+        e.contains(DAEMON_FILE)
+            && e.contains("line 3 (\"garbage\")")
+            && e.contains("line 4 (\"@rdma hard memlock lots\")")
+            && !e.contains("line 2"),
+        "{e}"
+    );
     Ok(())
 }
 

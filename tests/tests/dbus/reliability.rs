@@ -592,9 +592,11 @@ async fn bus_stat(conn: &zbus::Connection, name: &str, field: &str) -> Result<u6
 }
 
 /// An unprivileged connection subscribes to every signal and never reads, on Debian's system
-/// bus, at a tick of 50 ms on the large host (20 kB of ThroughputSampled a tick): what the bus
-/// holds for it, and what rdma-managerd has queued in the bus, stay bounded, while another
-/// client keeps receiving every tick's signal and its calls are answered.
+/// bus, at a tick of 50 ms on the large host (20 kB of ThroughputSampled a tick), beside a
+/// silent caller of the same uid (GetManagedObjects for 160 MiB of replies, unread until the
+/// end): what the bus holds for the subscriber, and what rdma-managerd has queued in the bus,
+/// stay bounded, while another client keeps receiving every tick's signal and its calls are
+/// answered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subscriber_that_never_reads_cannot_fill_the_services_queue() -> Result<()> {
     let users = UserDb::new(false)?;
@@ -645,6 +647,28 @@ async fn a_subscriber_that_never_reads_cannot_fill_the_services_queue() -> Resul
     let silent_name = tokio::task::spawn_blocking(move || name_rx.recv()).await??;
     let other = bus.connect().await?;
     let root = bus.connect().await?;
+    // And a silent caller of the same uid: GetManagedObjects for 160 MiB of replies, none
+    // read until the end.
+    let size = other
+        .call_method(
+            Some(BUS_NAME),
+            ROOT_PATH,
+            Some(OBJECT_MANAGER),
+            "GetManagedObjects",
+            &(),
+        )
+        .await?
+        .body()
+        .len();
+    let (sent_tx, sent_rx) = std::sync::mpsc::channel();
+    let (caller_release_tx, caller_release_rx) = std::sync::mpsc::channel();
+    let caller = unread_client(
+        bus.address().to_string(),
+        (160usize << 20) / size + 1,
+        sent_tx,
+        caller_release_rx,
+    );
+    tokio::task::spawn_blocking(move || sent_rx.recv()).await??;
     // Long enough for the silent subscriber's queue to pass the point where the service
     // stops broadcasting (8 MiB of its own messages queued: about 25 s at this rate), and
     // for a broadcast to everyone to have queued more than the bound (16 MiB in 40 s).
@@ -683,10 +707,23 @@ async fn a_subscriber_that_never_reads_cannot_fill_the_services_queue() -> Resul
     tokio::task::spawn_blocking(move || silent.join())
         .await?
         .map_err(|_| anyhow::anyhow!("the silent client panicked"))??;
+    let _ = caller_release_tx.send(());
+    let (answers, refusals) = tokio::task::spawn_blocking(move || caller.join())
+        .await?
+        .map_err(|_| anyhow::anyhow!("the silent caller panicked"))??;
+    println!("the silent caller: {answers} answered, {refusals} refused");
     let (_, _, queued, own_queued) = samples[samples.len() - 1];
+    let (_, _, _, own_half) = samples[samples.len() / 2];
+    // rdma-managerd's queued bytes are the subscriber's signals and the caller's unread
+    // replies: the signals bounded by the guard (16 MiB), the replies by the uid's bound of
+    // unread replies (24 MiB), and flat once both are reached (the second half of the run).
     assert!(
-        own_queued < 16 << 20 && queued < 16 << 20,
+        own_queued < 40 << 20 && queued < 16 << 20,
         "bounded: {queued} B for the subscriber, {own_queued} B of rdma-managerd's"
+    );
+    assert!(
+        own_queued <= own_half + (1 << 20),
+        "rdma-managerd's queued bytes grew from {own_half} B to {own_queued} B"
     );
     for (signals, sent, _, _) in samples {
         // No signal lost to a client that reads (give or take the windows' edges), and the

@@ -25,10 +25,12 @@
 //!
 //! It is listened on once start-up is over, so that every answer is the complete host; a
 //! client that finds no socket uses the bus. [`Bounds`], so that no client can make the
-//! daemon hold memory or descriptors, nor keep other users out: at most 16 connections at once
-//! (more wait in the listen backlog), of which at most 4 of one uid (a fifth of the same uid
-//! is closed at once: it would otherwise keep a slot that another user waits for), one call at
-//! a time on each (calls sent together are answered in order), the handshake within 5 s, each
+//! daemon hold memory or descriptors, nor keep other users out: at most 16 connections served
+//! at once, shared fairly between uids ([`admission`]: a newcomer of a uid that holds fewer
+//! takes the slot of the longest idle connection of the uid holding the most, root always
+//! gets one, others wait accepted, up to 16 more, then in the listen backlog), at most 4 of
+//! one uid served and waiting (a fifth of the same uid is closed at once: it would otherwise
+//! keep a slot that another user waits for), one call at a time on each (calls sent together are answered in order), the handshake within 5 s, each
 //! reply written within 30 s, and a connection closed after 60 s without a GetManagedObjects
 //! (a Ping or a Hello does not keep it open: they are no work a connection is kept for). A
 //! client that connects and never reads holds one reply for at most 30 s.
@@ -39,18 +41,20 @@ use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use rdma_manager_dbus::ROOT_PATH;
 use tokio::net::{UnixListener, UnixStream};
-use tokio::sync::Semaphore;
+use tokio::sync::Notify;
 use tokio::time::timeout;
 use zbus::message::{Flags, Type};
 use zbus::{Guid, Message};
 
 use super::managed::{reply_message, ManagedCache};
+use admission::{Admission, Arrival, ConnId};
 
+pub mod admission;
 pub mod bounded;
 
 /// What one client may hold of the daemon (see the module's documentation).
@@ -166,6 +170,31 @@ struct Shared {
     cache: Arc<ManagedCache>,
     bounds: Bounds,
     answered: Arc<AtomicU64>,
+    admission: std::sync::Mutex<Admission>,
+    /// Told when a connection ends, so that a waiting one can take its slot.
+    freed: Notify,
+}
+
+impl Shared {
+    fn admission(&self) -> std::sync::MutexGuard<'_, Admission> {
+        // The bookkeeping stays consistent whatever panicked while holding it: each change
+        // is one map operation.
+        self.admission.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Takes a served connection out of the books when its task ends, however it ends (its
+/// client leaving, a bound, or its slot taken by another uid's connection).
+struct Leaving {
+    shared: Arc<Shared>,
+    id: ConnId,
+}
+
+impl Drop for Leaving {
+    fn drop(&mut self) {
+        self.shared.admission().left(self.id);
+        self.shared.freed.notify_one();
+    }
 }
 
 async fn accept_loop(
@@ -176,94 +205,103 @@ async fn accept_loop(
 ) {
     let shared = Arc::new(Shared {
         cache,
+        admission: std::sync::Mutex::new(Admission::new(bounds.connections, bounds.per_uid)),
         bounds,
         answered,
+        freed: Notify::new(),
     });
-    let bounds = &shared.bounds;
-    let slots = Arc::new(Semaphore::new(bounds.connections));
-    let per_uid: Arc<std::sync::Mutex<HashMap<u32, usize>>> = Arc::default();
-    let mut accepted = 0u64;
+    // Accepted but not served yet (see `admission`); beyond this many held, clients wait in
+    // the listen backlog, not in the daemon, except root's (see below).
+    let hold_bound = shared.bounds.connections.saturating_mul(2);
+    let mut waiting: HashMap<ConnId, UnixStream> = HashMap::new();
+    let mut served: HashMap<ConnId, tokio::task::AbortHandle> = HashMap::new();
+    let mut next_id: ConnId = 0;
     // The connections' tasks: aborted with this one when the socket is dropped.
     let mut connections: tokio::task::JoinSet<()> = tokio::task::JoinSet::new();
     loop {
         while connections.try_join_next().is_some() {}
-        // A slot first: beyond the bound, clients wait in the backlog, not in the daemon.
-        let Ok(slot) = slots.clone().acquire_owned().await else {
-            return;
-        };
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => stream,
-            Err(e) => {
-                // EMFILE and the like: the descriptors come back as connections end.
-                tracing::warn!("direct socket: cannot accept a connection: {e}");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
+        served.retain(|_, task| !task.is_finished());
+        let admitted = shared.admission().admissible(Instant::now());
+        for id in admitted {
+            if let Some(stream) = waiting.remove(&id) {
+                let task = spawn_served(&mut connections, &shared, id, stream);
+                served.insert(id, task);
             }
-        };
-        // The uid the kernel gives for the peer; a peer without one is not counted (the
-        // handshake then fails anyway, as EXTERNAL needs it).
-        let counted = match stream.peer_cred() {
-            Ok(cred) => match UidCount::take(&per_uid, cred.uid(), bounds.per_uid) {
-                Some(c) => Some(c),
-                None => {
-                    tracing::debug!(
-                        uid = cred.uid(),
-                        "direct socket: closing a connection past the bound of its uid"
-                    );
+        }
+        let held = shared.admission().held();
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // EMFILE and the like: the descriptors come back as connections end.
+                    tracing::warn!("direct socket: cannot accept a connection: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
                     continue;
                 }
             },
-            Err(_) => None,
+            () = shared.freed.notified() => continue,
         };
-        let shared = shared.clone();
-        accepted += 1;
-        let name = format!(":1.{accepted}");
-        connections.spawn(async move {
-            if let Err(e) = serve_connection(stream, &shared, &name).await {
-                tracing::debug!("direct socket: connection ended: {e}");
-            }
-            drop(counted);
-            drop(slot);
-        });
-    }
-}
-
-/// One connection counted against its uid's bound until dropped.
-struct UidCount {
-    counts: Arc<std::sync::Mutex<HashMap<u32, usize>>>,
-    uid: u32,
-}
-
-impl UidCount {
-    /// Counts a connection of `uid`, or None when the uid has `bound` already.
-    fn take(
-        counts: &Arc<std::sync::Mutex<HashMap<u32, usize>>>,
-        uid: u32,
-        bound: usize,
-    ) -> Option<UidCount> {
-        let mut map = counts.lock().unwrap_or_else(|p| p.into_inner());
-        let n = map.entry(uid).or_default();
-        if *n >= bound {
-            return None;
+        // The uid the kernel gives for the peer; a peer without one is closed (the handshake
+        // would fail anyway, as EXTERNAL needs it).
+        let Ok(uid) = stream.peer_cred().map(|c| c.uid()) else {
+            continue;
+        };
+        // Past the bound of connections held, only root's are considered, so that the
+        // administrator can always look however many uids hold the rest.
+        if held >= hold_bound && uid != 0 {
+            tracing::debug!(uid, "direct socket: closing a connection: too many held");
+            continue;
         }
-        *n += 1;
-        Some(UidCount {
-            counts: counts.clone(),
-            uid,
-        })
-    }
-}
-
-impl Drop for UidCount {
-    fn drop(&mut self) {
-        let mut map = self.counts.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(n) = map.get_mut(&self.uid) {
-            *n -= 1;
-            if *n == 0 {
-                map.remove(&self.uid);
+        next_id += 1;
+        let id = next_id;
+        let arrival = shared.admission().arrive(id, uid, Instant::now());
+        match arrival {
+            Arrival::Admit => {
+                let task = spawn_served(&mut connections, &shared, id, stream);
+                served.insert(id, task);
+            }
+            Arrival::AdmitEvicting(victim) => {
+                tracing::debug!(
+                    uid,
+                    "direct socket: closing another uid's longest idle connection for this one"
+                );
+                if let Some(task) = served.remove(&victim) {
+                    task.abort();
+                }
+                let task = spawn_served(&mut connections, &shared, id, stream);
+                served.insert(id, task);
+            }
+            Arrival::Wait => {
+                waiting.insert(id, stream);
+            }
+            Arrival::Refuse => {
+                tracing::debug!(
+                    uid,
+                    "direct socket: closing a connection past the bound of its uid"
+                );
             }
         }
     }
+}
+
+/// Serves connection `id` in a task of `connections`; the handle aborts it.
+fn spawn_served(
+    connections: &mut tokio::task::JoinSet<()>,
+    shared: &Arc<Shared>,
+    id: ConnId,
+    stream: UnixStream,
+) -> tokio::task::AbortHandle {
+    let leaving = Leaving {
+        shared: shared.clone(),
+        id,
+    };
+    connections.spawn(async move {
+        let name = format!(":1.{id}");
+        if let Err(e) = serve_connection(stream, &leaving.shared, id, &name).await {
+            tracing::debug!("direct socket: connection ended: {e}");
+        }
+        drop(leaving);
+    })
 }
 
 /// Why a connection was closed (logged at debug: every reason is the client's doing).
@@ -281,6 +319,7 @@ enum ConnectionEnd {
 async fn serve_connection(
     stream: UnixStream,
     shared: &Shared,
+    id: ConnId,
     name: &str,
 ) -> Result<(), ConnectionEnd> {
     let bounds = &shared.bounds;
@@ -295,7 +334,7 @@ async fn serve_connection(
     )
     .await
     .map_err(|_| ConnectionEnd::HandshakeTimeout)??;
-    let served = serve_calls(&conn, shared, name).await;
+    let served = serve_calls(&conn, shared, id, name).await;
     // Whatever ended it (the client leaving, a timeout), the socket is closed now, not when
     // zbus's reader notices.
     let _ = timeout(Duration::from_secs(1), conn.close()).await;
@@ -306,6 +345,7 @@ async fn serve_connection(
 async fn serve_calls(
     conn: &zbus::Connection,
     shared: &Shared,
+    id: ConnId,
     name: &str,
 ) -> Result<(), ConnectionEnd> {
     let bounds = &shared.bounds;
@@ -326,13 +366,19 @@ async fn serve_calls(
         }
         // After the filter above: a signal or a no-reply call named GetManagedObjects costs
         // the client nothing and must not hold its slot.
-        if msg.header().member().map(|m| m.as_str()) == Some("GetManagedObjects") {
+        let worked = msg.header().member().map(|m| m.as_str()) == Some("GetManagedObjects");
+        if worked {
             idle_until = tokio::time::Instant::now() + bounds.idle;
         }
+        // While a call is answered the connection is not idle: its slot is not taken.
+        shared.admission().started(id);
         let reply = answer(&msg, shared, name)?;
         timeout(bounds.send, conn.send(&reply))
             .await
             .map_err(|_| ConnectionEnd::SendTimeout)??;
+        shared
+            .admission()
+            .finished(id, worked.then(std::time::Instant::now));
     }
     Ok(())
 }

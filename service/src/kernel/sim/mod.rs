@@ -98,6 +98,8 @@ pub(crate) struct SimState {
     watched: std::collections::BTreeSet<String>,
     /// The changes asked of the host so far (see [`SimHost::writes`]).
     writes: SimWrites,
+    /// Files whose reads fail with an errno (see [`SimHost::fail_reads_of_file`]).
+    file_read_faults: BTreeMap<std::path::PathBuf, Errno>,
 }
 
 /// The changes asked of a simulated host, failed ones included: kernel changes (links, RoCE
@@ -190,6 +192,7 @@ impl SimHost {
             losing_events: false,
             udev_reloads: 0,
             writes: SimWrites::default(),
+            file_read_faults: BTreeMap::new(),
             port_events: true,
             watched: Default::default(),
         };
@@ -391,6 +394,18 @@ impl SimHost {
         self.inner
             .read_fault
             .store(errno.map_or(0, |e| e.0), Ordering::SeqCst);
+    }
+
+    /// While `Some`, every read of the file at `path` (the host's path) fails with that errno,
+    /// as an open of a file of mode 000 fails with EACCES for a daemon without
+    /// CAP_DAC_OVERRIDE, which a test running as root cannot make happen. `None` lets them
+    /// through again.
+    pub fn fail_reads_of_file(&self, path: &Path, errno: Option<Errno>) {
+        let mut st = self.lock();
+        match errno {
+            Some(e) => st.file_read_faults.insert(path.to_path_buf(), e),
+            None => st.file_read_faults.remove(path),
+        };
     }
 
     /// The error of a read while [`SimHost::fail_reads`] is set.
@@ -1418,6 +1433,12 @@ impl Host for SimHost {
     }
 
     async fn read_file(&self, path: &Path) -> Result<Option<Vec<u8>>, HostError> {
+        if let Some(errno) = self.lock().file_read_faults.get(path).copied() {
+            return Err(HostError::kernel(
+                Op::File(path.display().to_string()),
+                errno,
+            ));
+        }
         files::read_for_host(path, &self.sys_path(path))
     }
 

@@ -375,8 +375,11 @@ pub struct LimitsFile {
 /// What pam_limits reads.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct LimitsSources {
-    /// `/etc/security/limits.conf`, `None` when missing.
+    /// `/etc/security/limits.conf`, `None` when missing or not read.
     pub limits_conf: Option<Vec<u8>>,
+    /// `limits.conf` exists but could not be read (not a regular file, unreadable): it is
+    /// left out, and not called missing.
+    pub limits_conf_unread: bool,
     /// Files of `limits.d`, in any order: they are filtered and sorted as pam_limits does.
     pub dropins: Vec<LimitsFile>,
 }

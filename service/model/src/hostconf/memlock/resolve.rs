@@ -229,6 +229,10 @@ pub fn resolve(sources: &LimitsSources, subject: &Subject) -> MemlockResolution 
     let mut files: Vec<(&str, &[u8])> = Vec::new();
     match &sources.limits_conf {
         Some(b) => files.push((LIMITS_CONF, b)),
+        None if sources.limits_conf_unread => caveats.push(format!(
+            "{LIMITS_CONF} exists but could not be read (see ConfigErrors): these limits \
+            leave it out"
+        )),
         None => caveats.push(format!(
             "{LIMITS_CONF} is missing: Linux-PAM 1.5.3 and later skip it, older \
             versions (RHEL 9's 1.5.1, Debian 12's 1.5.2) fail the session instead"

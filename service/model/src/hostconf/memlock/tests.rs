@@ -23,6 +23,7 @@ fn daemon(soft: MemlockValue, hard: MemlockValue) -> LimitsFile {
 fn sources(main: Option<&str>, dropins: Vec<LimitsFile>) -> LimitsSources {
     LimitsSources {
         limits_conf: main.map(|m| m.as_bytes().to_vec()),
+        limits_conf_unread: false,
         dropins,
     }
 }
