@@ -12,9 +12,8 @@ use super::rtnl::Rtnl;
 use super::sysfs::SysRoot;
 use super::verbs::{self, DeviceList, Verbs, VerbsError};
 use super::{
-    CounterPort,
-    files, Host, HostError, HostEvent, NetdevChange, NewIpoibChild, NewLink, NlDevice, NlPort,
-    NlSys, Op,
+    files, CounterPort, Host, HostError, HostEvent, NetdevChange, NewIpoibChild, NewLink, NlDevice,
+    NlPort, NlSys, Op,
 };
 use crate::model::{CounterSnapshot, DeviceSnapshot, NetdevSnapshot, PortSource, RoceMode};
 use crate::naming::rdma_rename::RenameSysfs;

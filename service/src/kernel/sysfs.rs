@@ -963,7 +963,11 @@ mod tests {
         let mut compared = 0;
         for dev in sys.rdma_device_names().expect("names") {
             for port in list_indices(&sys.device_dir(&dev).join("ports")) {
-                let files = sys.read_counters(&dev, port).expect("counters");
+                let before = sim.cost().counts();
+                let files = sim
+                    .cost()
+                    .scoped(|| sys.read_counters(&dev, port).expect("counters"));
+                let all = sim.cost().counts().since(&before);
                 if files.hw.is_empty() {
                     continue;
                 }
@@ -977,9 +981,10 @@ mod tests {
                 });
                 let read = sim.cost().counts().since(&before);
                 assert_eq!(with, files, "{dev} port {port}");
-                assert!(
-                    read.sysfs_files < files.hw.len() as u64,
-                    "{dev} port {port}: {read:?}"
+                assert_eq!(
+                    (read.sysfs_files, read.dir_lists),
+                    (all.sysfs_files - files.hw.len() as u64, all.dir_lists - 1),
+                    "{dev} port {port}: {read:?} against {all:?}"
                 );
                 compared += 1;
             }

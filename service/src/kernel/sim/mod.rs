@@ -24,8 +24,8 @@ use tokio::sync::mpsc;
 use super::port_poll::{PortPoller, SysfsPortPoller};
 use super::sysfs::SysRoot;
 use super::{
-    files, port_events, CounterPort, Host, HostError, HostEvent, NetdevChange, NewIpoibChild, NewLink, NlDevice,
-    NlPort, NlSys, Op,
+    files, port_events, CounterPort, Host, HostError, HostEvent, NetdevChange, NewIpoibChild,
+    NewLink, NlDevice, NlPort, NlSys, Op,
 };
 use crate::model::PortSource;
 use crate::model::{

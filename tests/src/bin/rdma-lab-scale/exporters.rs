@@ -198,7 +198,10 @@ pub async fn compare(daemon: u32, bus: u32, devices: usize, n: usize) -> Result<
     for k in [0, devices / 2, devices.saturating_sub(1)] {
         let dev = format!("rxe{k}");
         let dir = format!("/sys/class/infiniband/{dev}/ports/1/hw_counters");
-        for entry in std::fs::read_dir(&dir).with_context(|| dir.clone())?.flatten() {
+        for entry in std::fs::read_dir(&dir)
+            .with_context(|| dir.clone())?
+            .flatten()
+        {
             let name = entry.file_name().to_string_lossy().into_owned();
             if name == "lifespan" {
                 continue;
@@ -209,7 +212,11 @@ pub async fn compare(daemon: u32, bus: u32, devices: usize, n: usize) -> Result<
             let served = scrape::value(
                 &e_text,
                 "rdma_port_hw_stat_total",
-                &[("device", dev.as_str()), ("port", "1"), ("stat", name.as_str())],
+                &[
+                    ("device", dev.as_str()),
+                    ("port", "1"),
+                    ("stat", name.as_str()),
+                ],
             );
             hw_checked += 1;
             if file.is_none() || file != served {
@@ -296,8 +303,8 @@ pub async fn compare(daemon: u32, bus: u32, devices: usize, n: usize) -> Result<
     let per = |t: u64| t as f64 / HZ * 1e3 / n as f64;
     // Idle CPU per scrape-long stretch: ticks per second while node_exporter was scraped,
     // times the time between two of rdma-exporter's scrapes.
-    let daemon_idle_per_s = (n_cpu[1] + t_cpu[1]) as f64 / HZ * 1e3
-        / (2.0 * n as f64 * gap.as_secs_f64());
+    let daemon_idle_per_s =
+        (n_cpu[1] + t_cpu[1]) as f64 / HZ * 1e3 / (2.0 * n as f64 * gap.as_secs_f64());
     let daemon_idle = daemon_idle_per_s * fresh.as_secs_f64();
     let e_daemon = (per(e_cpu[1]) - daemon_idle).max(0.0);
     let e_total = per(e_cpu[0]) + e_daemon + per(e_cpu[2]);
