@@ -297,15 +297,18 @@ pub async fn compare(daemon: u32, bus: u32, devices: usize, n: usize) -> Result<
     let fresh = DEFAULT_COUNTERS_MAX_AGE + Duration::from_millis(500);
     let gap = Duration::from_millis(1100);
     tokio::time::sleep(fresh).await;
+    let t0 = Instant::now();
     let (e_ms, e_cpu) = cpu_during([e_pid, daemon, bus], scrapes(EXPORTER, n, fresh)).await?;
+    let e_took = t0.elapsed();
+    let t1 = Instant::now();
     let (n_ms, n_cpu) = cpu_during([n_pid, daemon, bus], scrapes(NODE, n, gap)).await?;
     let (t_ms, t_cpu) = cpu_during([t_pid, daemon, bus], scrapes(NODE_TREE, n, gap)).await?;
+    let idle_took = t1.elapsed();
     let per = |t: u64| t as f64 / HZ * 1e3 / n as f64;
-    // Idle CPU per scrape-long stretch: ticks per second while node_exporter was scraped,
-    // times the time between two of rdma-exporter's scrapes.
-    let daemon_idle_per_s =
-        (n_cpu[1] + t_cpu[1]) as f64 / HZ * 1e3 / (2.0 * n as f64 * gap.as_secs_f64());
-    let daemon_idle = daemon_idle_per_s * fresh.as_secs_f64();
+    // The daemon's idle CPU over rdma-exporter's scrapes: its rate while the node_exporters
+    // were scraped (over the time that took, scrapes included), times their duration.
+    let idle_ms = (n_cpu[1] + t_cpu[1]) as f64 / HZ * 1e3;
+    let daemon_idle = idle_ms / idle_took.as_secs_f64() * e_took.as_secs_f64() / n as f64;
     let e_daemon = (per(e_cpu[1]) - daemon_idle).max(0.0);
     let e_total = per(e_cpu[0]) + e_daemon + per(e_cpu[2]);
     let n_total = per(n_cpu[0]);
