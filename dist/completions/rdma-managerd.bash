@@ -31,7 +31,7 @@ _rdma_managerd()
         COMPREPLY=($(compgen -W "${words[*]}" -- "$cur"))
         return
     fi
-    local opts="show --system --session --address= --direct-socket= --no-direct-socket --tick-ms= --simulate --simulate= --sim-host= --sim-cost= -h --help -V --version"
+    local opts="show --system --session --address= --direct-socket= --no-direct-socket --tick-ms= --counters-max-age-ms= --simulate --simulate= --sim-host= --sim-cost= -h --help -V --version"
     [[ $show == 1 ]] && opts="--simulate --simulate= --sim-host= --sim-cost= --json -h --help -V --version -l --list_of_cas -s --short -p --port_list -v --verbose -z --config"
     COMPREPLY=($(compgen -W "$opts" -- "$cur"))
     [[ ${COMPREPLY[*]} == *= ]] && compopt -o nospace 2>/dev/null

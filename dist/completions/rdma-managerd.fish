@@ -10,6 +10,7 @@ complete -c rdma-managerd -n 'not __fish_seen_subcommand_from show' -l address -
 complete -c rdma-managerd -n 'not __fish_seen_subcommand_from show' -l direct-socket -r
 complete -c rdma-managerd -n 'not __fish_seen_subcommand_from show' -l no-direct-socket
 complete -c rdma-managerd -n 'not __fish_seen_subcommand_from show' -l tick-ms -r
+complete -c rdma-managerd -n 'not __fish_seen_subcommand_from show' -l counters-max-age-ms -r
 complete -c rdma-managerd -n 'not __fish_seen_subcommand_from show' -l simulate
 complete -c rdma-managerd -n 'not __fish_seen_subcommand_from show' -l simulate -r
 complete -c rdma-managerd -n 'not __fish_seen_subcommand_from show' -l sim-host -r

@@ -1,6 +1,6 @@
 //! One scrape's data: the model's view (memory) and every port's counters, asked of the
-//! daemon in one call (`GetAllCounters`, which shares a reading among its callers of one
-//! tick). Scrapes that arrive together share one collection, and one younger than [`REUSE`]
+//! daemon in one call (`GetAllCounters`, which shares a reading among its callers within the
+//! daemon's counters max age, 10 s by default). Scrapes that arrive together share one collection, and one younger than [`REUSE`]
 //! is served again, so that no number of clients multiplies the daemon's work.
 
 use std::collections::HashMap;

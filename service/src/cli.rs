@@ -25,6 +25,7 @@ pub const USAGE_HINT: &str = "Try 'rdma-managerd --help' for the options (and rd
 pub const USAGE: &str = concat!(
     "usage: rdma-managerd [--system | --session | --address=ADDRESS] [--simulate[=DIR]]
                      [--sim-host=SPEC] [--sim-cost=PROFILE] [--tick-ms=N]
+                     [--counters-max-age-ms=N]
                      [--direct-socket=PATH | --no-direct-socket]
        rdma-managerd show [--simulate[=DIR]] [--sim-host=SPEC] [--json]
        rdma-managerd show [--simulate[=DIR]] [--sim-host=SPEC] [IBSTAT OPTIONS] [DEVICE [PORT]]
@@ -39,6 +40,9 @@ pub const USAGE: &str = concat!(
   --tick-ms=N     port poll and sampling period in milliseconds (default 1000); the history
                   still keeps 300 samples and 360 averages of 10 per port, so it covers
                   3600 ticks (benchmarks)
+  --counters-max-age-ms=N how old GetAllCounters' reading may be when it is answered
+                  (default 10000): callers within N ms of a reading share it, so the
+                  counters are read at most once per N ms however many scrapers ask
   show            print every RDMA device and port as ibstat does, then the IPoIB interfaces
   --simulate      use the simulated demo host (never without this or a --sim-* option:
                   on a host without RDMA `show` prints nothing, as ibstat does); this and
@@ -64,7 +68,7 @@ IBSTAT OPTIONS (show), as ibstat 44.0 prints them, byte for byte:
 
 /// Every option [`parse`] takes, as `--help`, the man page and completions must list them
 /// (a trailing `=` takes a value in the same argument).
-pub const OPTIONS: [&str; 16] = [
+pub const OPTIONS: [&str; 17] = [
     "show",
     "--system",
     "--session",
@@ -72,6 +76,7 @@ pub const OPTIONS: [&str; 16] = [
     "--direct-socket=",
     "--no-direct-socket",
     "--tick-ms=",
+    "--counters-max-age-ms=",
     "--simulate",
     "--simulate=",
     "--sim-host=",
@@ -105,6 +110,8 @@ pub struct Args {
     #[cfg(feature = "sim")]
     pub sim: SimArgs,
     pub tick_ms: Option<u64>,
+    /// `--counters-max-age-ms=N`: see `EngineConfig::counters_max_age`.
+    pub counters_max_age_ms: Option<u64>,
     /// `--direct-socket=PATH` (`Some(Some)`), `--no-direct-socket` (`Some(None)`), or
     /// neither: the default, [`rdma_manager_dbus::DIRECT_SOCKET_PATH`] on the system bus only.
     pub direct_socket: Option<Option<String>>,
@@ -163,6 +170,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Args, UsageError
         #[cfg(feature = "sim")]
         sim: SimArgs::default(),
         tick_ms: None,
+        counters_max_age_ms: None,
         direct_socket: None,
     };
     let mut it = args.into_iter().peekable();
@@ -215,6 +223,12 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Args, UsageError
                 }
                 out.tick_ms = Some(ms);
             }
+            s if s.starts_with("--counters-max-age-ms=") => {
+                let ms: u64 = s["--counters-max-age-ms=".len()..]
+                    .parse()
+                    .map_err(|_| usage(format!("{s}: expected a number of milliseconds")))?;
+                out.counters_max_age_ms = Some(ms);
+            }
             s => {
                 let taken = ibstat
                     .option(s, || it.next())
@@ -233,6 +247,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Args, UsageError
             serve_only.get_or_insert(a.clone());
         }
         if a.starts_with("--tick-ms=")
+            || a.starts_with("--counters-max-age-ms=")
             || a.starts_with("--direct-socket=")
             || a == "--no-direct-socket"
         {
@@ -340,6 +355,10 @@ mod tests {
         assert!(matches!(a.command, Command::Show { json: true, .. }));
         assert!(p(&["--tick-ms=0"]).is_err());
         assert!(p(&["--tick-ms=x"]).is_err());
+        let a = p(&["--counters-max-age-ms=0"]).expect("parses");
+        assert_eq!(a.counters_max_age_ms, Some(0));
+        assert!(p(&["--counters-max-age-ms=-1"]).is_err());
+        assert!(p(&["show", "--counters-max-age-ms=5"]).is_err());
         assert!(p(&["--address="]).is_err());
         assert!(p(&["--bogus"]).is_err_and(|e| e.to_string() == "unknown option --bogus"));
         assert!(p(&["mlx4_1"]).is_err());

@@ -32,13 +32,14 @@ impl Shell {
 }
 
 /// Options for serving only (refused after `show`).
-const SERVE_ONLY: [&str; 6] = [
+const SERVE_ONLY: [&str; 7] = [
     "--system",
     "--session",
     "--address=",
     "--direct-socket=",
     "--no-direct-socket",
     "--tick-ms=",
+    "--counters-max-age-ms=",
 ];
 
 /// The words offered without `show`: the command, then the serving options.

@@ -14,7 +14,10 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=${BIN:-$ROOT/target/release}
 TREE=$(mktemp -d /dev/shm/rdma-exporter-bench.XXXXXX)
 trap 'kill $E $NE $D 2>/dev/null; rm -rf "$TREE"' EXIT
-"$BIN/rdma-managerd" --session --sim-host="$SPEC" --simulate="$TREE" >/dev/null 2>&1 &
+# Every scrape a read of every port's counters, as a Prometheus every 15 s gets: the daemon
+# would otherwise serve scrapes 1.1 s apart from one reading (its 10 s counters max age).
+"$BIN/rdma-managerd" --session --sim-host="$SPEC" --simulate="$TREE" --counters-max-age-ms=0 \
+  >/dev/null 2>&1 &
 D=$!
 for _ in $(seq 1 300); do
   busctl --user get-property org.rdmamanager.RdmaManager1 /org/rdmamanager/RdmaManager1 \

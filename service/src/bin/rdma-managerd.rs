@@ -150,6 +150,10 @@ async fn daemon(args: &Args) -> anyhow::Result<()> {
             .map(Duration::from_millis)
             .unwrap_or(EngineConfig::default().tick),
         history_seed: sim.as_ref().and_then(Simulation::history_seed),
+        counters_max_age: args
+            .counters_max_age_ms
+            .map(Duration::from_millis)
+            .unwrap_or(EngineConfig::default().counters_max_age),
         ..EngineConfig::default()
     };
     let serving = Instant::now();

@@ -1,13 +1,15 @@
 //! Port counters on the bus: `Port.GetCounters` (one port, read at the call) and the root's
-//! `GetAllCounters` (every port in one reply, one read of the host shared by the callers of
-//! one tick).
+//! `GetAllCounters` (every port in one reply, from a reading shared by every caller while it
+//! is younger than [`EngineHandle::counters_max_age`]).
 //!
 //! Why one call for all ports: a monitor scraping a host of hundreds of ports spent most of
-//! its time (and the daemon's, and the bus's) on one round trip per port. Why shared: the
-//! counters are read from the kernel, file by file; scrapers that ask within one tick of each
-//! other (several Prometheus servers, an exporter and rdma-tui) would otherwise each cost a
-//! full read. A reading younger than the tick is as fresh as the published model's
-//! traffic, which is sampled once a tick.
+//! its time (and the daemon's, and the bus's) on one round trip per port. Why shared, and for
+//! longer than a tick: the counters are read from the kernel, thousands of values on a large
+//! host, and they change without an event, so nothing tells the daemon to read them; a
+//! Prometheus scraping every 15 s, an HA pair of them, an exporter and rdma-tui asking within
+//! seconds of each other would otherwise each cost a full read, and the daemon's CPU would
+//! grow with its scrapers. The reply's time says when its reading was made, so a caller
+//! knows its age. Nothing is read while nobody asks.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -52,21 +54,21 @@ pub struct Reading {
     pub bytes: u64,
 }
 
-/// The last reading, shared by the calls that arrive within a tick of it. The lock is held
-/// while a reading is made, so that calls arriving meanwhile wait for it instead of
-/// starting their own.
+/// The last reading, shared by the calls that arrive while it is younger than the engine's
+/// `counters_max_age`. The lock is held while a reading is made, so that calls arriving
+/// meanwhile wait for it instead of starting their own.
 #[derive(Default)]
 pub struct Shared {
     last: tokio::sync::Mutex<Option<(Instant, Reading)>>,
 }
 
 impl Shared {
-    /// The counters of every port: the last reading when it is younger than the engine's
-    /// tick, else a new one.
+    /// The counters of every port: the last reading when it is younger than
+    /// `engine.counters_max_age`, else a new one.
     pub async fn all(&self, engine: &EngineHandle) -> Result<Reading, Error> {
         let mut last = self.last.lock().await;
         if let Some((at, r)) = last.as_ref() {
-            if at.elapsed() < engine.clock.period() {
+            if at.elapsed() < engine.counters_max_age {
                 return Ok(r.clone());
             }
         }

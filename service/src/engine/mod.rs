@@ -66,7 +66,7 @@ pub use ops_host::SmVerb;
 pub use ops_naming::NamingState;
 pub use state::{DeviceState, Dirty, IpoibState, ObservedState, PortRoce, Stale};
 
-use crate::kernel::{Host, HostEvent};
+use crate::kernel::{CounterPort, Host, HostEvent};
 use crate::system::SystemServices;
 use monitor::{Monitor, PollPlan};
 use operations::Operations;
@@ -113,6 +113,10 @@ pub struct EngineConfig {
     pub history_seed: Option<Arc<dyn history::HistorySeed>>,
     /// The link tests' tools, runner and bounds (the D-Bus layer runs them, not the engine).
     pub link_test: crate::linktest::LinkTestConfig,
+    /// How old a reading of every port's counters (GetAllCounters) may be when a caller
+    /// gets it: callers within this of a reading share it, whoever they are, so the host's
+    /// counter files are read at most once per this however many scrapers ask.
+    pub counters_max_age: Duration,
 }
 
 impl Default for EngineConfig {
@@ -128,6 +132,10 @@ impl Default for EngineConfig {
             storm_threshold: 64,
             history_seed: None,
             link_test: crate::linktest::LinkTestConfig::default(),
+            // Within Prometheus' default scrape interval (15 s), so that a scraper every 15 s
+            // always gets a reading made for it, while an HA pair of servers, an exporter and
+            // rdma-tui asking within a few seconds of each other share one.
+            counters_max_age: DEFAULT_COUNTERS_MAX_AGE,
         }
     }
 }
@@ -139,12 +147,17 @@ impl Default for EngineConfig {
 /// wait for it; host setup calls those services from the caller's task (`ops_host`).
 type Job = Box<dyn for<'a> FnOnce(&'a mut Engine) -> BoxFuture<'a, ()> + Send>;
 
+/// [`EngineConfig::counters_max_age`] by default.
+pub const DEFAULT_COUNTERS_MAX_AGE: Duration = Duration::from_secs(10);
+
 /// The bus layer's handle on the engine.
 #[derive(Clone)]
 pub struct EngineHandle {
     commands: mpsc::Sender<Job>,
     history: Arc<Mutex<History>>,
     pub clock: TickClock,
+    /// See [`EngineConfig::counters_max_age`].
+    pub counters_max_age: Duration,
     host: Arc<dyn Host>,
     host_setup: Arc<host_setup::HostSetupShared>,
     /// Which interfaces NetworkManager owns (asked from callers' tasks).
@@ -214,7 +227,16 @@ impl EngineHandle {
         let keys: Vec<(u32, u32)> = ports.iter().map(|(i, _, n)| (*i, *n)).collect();
         let read = self
             .host
-            .read_all_counters(ports.into_iter().map(|(_, d, n)| (d, n)).collect())
+            .read_all_counters(
+                ports
+                    .into_iter()
+                    .map(|(dev_index, dev, port)| CounterPort {
+                        dev,
+                        dev_index,
+                        port,
+                    })
+                    .collect(),
+            )
             .await;
         Ok(keys
             .into_iter()
@@ -389,6 +411,7 @@ pub async fn start(
         commands: tx.clone(),
         history: history.clone(),
         clock: clock.clone(),
+        counters_max_age: config.counters_max_age,
         host: host.clone(),
         host_setup: host_setup.clone(),
         nm: nm.clone(),

@@ -12,8 +12,8 @@ use super::rtnl::Rtnl;
 use super::sysfs::SysRoot;
 use super::verbs::{self, DeviceList, Verbs, VerbsError};
 use super::{
-    files, Host, HostError, HostEvent, NetdevChange, NewIpoibChild, NewLink, NlDevice, NlPort,
-    NlSys, Op,
+    files, CounterPort, Host, HostError, HostEvent, NetdevChange, NewIpoibChild, NewLink, NlDevice,
+    NlPort, NlSys, Op,
 };
 use crate::model::{CounterSnapshot, DeviceSnapshot, NetdevSnapshot, PortSource, RoceMode};
 use crate::naming::rdma_rename::RenameSysfs;
@@ -70,6 +70,19 @@ impl LinuxHost {
                 op,
                 reason: format!("worker failed: {e}"),
             })?
+    }
+}
+
+/// A port's driver counters through STAT_GET, under the names `hw_counters/` gives them;
+/// `None` when the kernel does not give them so (a driver without port statistics, a device
+/// gone): the files are read instead, which say the same or that there are none.
+fn hw_counters_by_netlink(nl: &NldevClient, p: &CounterPort) -> Option<Vec<(String, u64)>> {
+    match nl.port_stats(p.dev_index, p.port) {
+        Ok(hw) => Some(hw),
+        Err(e) => {
+            tracing::trace!(dev = %p.dev, port = p.port, error = %e, "STAT_GET");
+            None
+        }
     }
 }
 
@@ -275,14 +288,23 @@ impl Host for LinuxHost {
 
     async fn read_all_counters(
         &self,
-        ports: Vec<(String, u32)>,
+        ports: Vec<CounterPort>,
     ) -> Vec<Result<CounterSnapshot, HostError>> {
         let n = ports.len();
         let read = self
             .blocking(Op::ReadSysfs("port counters".into()), move |s| {
+                // The driver's counters of a port in one RDMA netlink message (what `rdma
+                // statistic show` asks) instead of an open, a read and a close of each of its
+                // `hw_counters/` files: most of the files of a RoCE port.
+                let nl = NldevClient::open()
+                    .inspect_err(|e| tracing::debug!(error = %e, "hw counters read from sysfs"))
+                    .ok();
                 Ok(ports
                     .iter()
-                    .map(|(dev, port)| s.read_counters(dev, *port))
+                    .map(|p| {
+                        let hw = nl.as_ref().and_then(|c| hw_counters_by_netlink(c, p));
+                        s.read_counters_with(&p.dev, p.port, hw)
+                    })
                     .collect::<Vec<_>>())
             })
             .await;

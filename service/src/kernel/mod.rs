@@ -204,6 +204,15 @@ pub fn rtnl_fill_ipoib(
     }
 }
 
+/// A port whose counters [`Host::read_all_counters`] reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CounterPort {
+    pub dev: String,
+    /// The kernel's device index, which RDMA netlink names a device by.
+    pub dev_index: u32,
+    pub port: u32,
+}
+
 /// Everything the daemon reads from or does to the kernel and the filesystem.
 ///
 /// Reads never fail as a whole because one attribute is bad: snapshots carry a per-field
@@ -230,16 +239,16 @@ pub trait Host: Send + Sync + 'static {
     }
     /// A port's counters, from the best source the port has.
     async fn read_counters(&self, dev: &str, port: u32) -> Result<CounterSnapshot, HostError>;
-    /// The counters of every (device, port) of `ports`, in their order, as
-    /// [`Host::read_counters`] reads each; a host reads them in one trip (one blocking task
-    /// for all, not one per port).
+    /// The counters of every port of `ports`, in their order, with what
+    /// [`Host::read_counters`] gives each; a host reads them in one trip (one blocking task
+    /// for all, not one per port) and may take the driver's counters from RDMA netlink.
     async fn read_all_counters(
         &self,
-        ports: Vec<(String, u32)>,
+        ports: Vec<CounterPort>,
     ) -> Vec<Result<CounterSnapshot, HostError>> {
         let mut out = Vec::with_capacity(ports.len());
-        for (dev, port) in &ports {
-            out.push(self.read_counters(dev, *port).await);
+        for p in &ports {
+            out.push(self.read_counters(&p.dev, p.port).await);
         }
         out
     }

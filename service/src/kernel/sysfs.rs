@@ -578,6 +578,18 @@ impl SysRoot {
 
     /// A port's counters from the best source it has (see [`crate::model::counters`]).
     pub fn read_counters(&self, dev: &str, port: u32) -> Result<CounterSnapshot, HostError> {
+        self.read_counters_with(dev, port, None)
+    }
+
+    /// [`SysRoot::read_counters`], with the driver's counters given when they were read
+    /// otherwise (RDMA netlink's STAT_GET: the values of `hw_counters/` under the same names,
+    /// in any order) instead of from `hw_counters/`.
+    pub fn read_counters_with(
+        &self,
+        dev: &str,
+        port: u32,
+        hw: Option<Vec<(String, u64)>>,
+    ) -> Result<CounterSnapshot, HostError> {
         let dir = self.port_dir(dev, port);
         if !is_dir(&dir) {
             return Err(HostError::NotFound(format!(
@@ -585,7 +597,13 @@ impl SysRoot {
             )));
         }
         let pma_dir = dir.join("counters");
-        let hw = self.read_counter_dir(&dir.join("hw_counters"), &["lifespan"]);
+        let hw = match hw {
+            Some(mut hw) => {
+                hw.sort_by(|a, b| a.0.cmp(&b.0));
+                hw
+            }
+            None => self.read_counter_dir(&dir.join("hw_counters"), &["lifespan"]),
+        };
         let mut snap = CounterSnapshot {
             source: self.counter_source(dev, port),
             tx_bytes: Err(AttrError::Missing),
@@ -933,6 +951,45 @@ mod tests {
         assert!(
             seen.contains(&Ok(LinkLayer::Ethernet)) && seen.contains(&Ok(LinkLayer::InfiniBand))
         );
+    }
+
+    /// The driver's counters given (from RDMA netlink, which has them by the same names):
+    /// the snapshot is the one read from the files, and `hw_counters/` is not read.
+    #[test]
+    fn counters_with_the_driver_s_given_are_those_of_the_files() {
+        use crate::kernel::sim::{fixtures, SimHost};
+        let sim = SimHost::new(fixtures::demo_host()).expect("sim");
+        let sys = sim.sysroot();
+        let mut compared = 0;
+        for dev in sys.rdma_device_names().expect("names") {
+            for port in list_indices(&sys.device_dir(&dev).join("ports")) {
+                let before = sim.cost().counts();
+                let files = sim
+                    .cost()
+                    .scoped(|| sys.read_counters(&dev, port).expect("counters"));
+                let all = sim.cost().counts().since(&before);
+                if files.hw.is_empty() {
+                    continue;
+                }
+                // STAT_GET lists them in the kernel's order, not by name.
+                let mut given = files.hw.clone();
+                given.reverse();
+                let before = sim.cost().counts();
+                let with = sim.cost().scoped(|| {
+                    sys.read_counters_with(&dev, port, Some(given))
+                        .expect("counters")
+                });
+                let read = sim.cost().counts().since(&before);
+                assert_eq!(with, files, "{dev} port {port}");
+                assert_eq!(
+                    (read.sysfs_files, read.dir_lists),
+                    (all.sysfs_files - files.hw.len() as u64, all.dir_lists - 1),
+                    "{dev} port {port}: {read:?} against {all:?}"
+                );
+                compared += 1;
+            }
+        }
+        assert!(compared > 0, "the demo host has ports with hw_counters");
     }
 
     /// Only IPoIB netdevs are read whole; the result is the full read's IPoIB part.

@@ -1,5 +1,5 @@
 //! `GetAllCounters`: every port's counters in one reply, each as `Port.GetCounters` gives
-//! them, one reading shared by the calls of one tick.
+//! them, one reading shared by the calls within the daemon's `counters_max_age` of it.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -15,26 +15,40 @@ struct Running {
     sim: SimHost,
     client: Connection,
     _service: ServedSim,
-    _bus: rdma_manager_tests::bus::PrivateBus,
+    bus: rdma_manager_tests::bus::PrivateBus,
 }
 
-// The default tick: a loaded machine still makes two calls within it.
+impl Running {
+    /// Another client of the same bus.
+    async fn bus_client(&self) -> Connection {
+        self.bus.connect().await.expect("client connects")
+    }
+}
+
+// The default tick.
 const TICK: Duration = Duration::from_secs(1);
+// Long enough that a loaded machine still makes two calls within it.
+const MAX_AGE: Duration = Duration::from_secs(1);
 
 async fn start() -> Option<Running> {
+    start_with(EngineConfig {
+        tick: TICK,
+        counters_max_age: MAX_AGE,
+        ..EngineConfig::default()
+    })
+    .await
+}
+
+async fn start_with(config: EngineConfig) -> Option<Running> {
     let bus = session_bus_or_skip()?;
     let sim = SimHost::new(fixtures::demo_host()).expect("demo");
-    let config = EngineConfig {
-        tick: TICK,
-        ..EngineConfig::default()
-    };
     let service = serve_sim(&bus, &sim, config).await.expect("service starts");
     let client = bus.connect().await.expect("client connects");
     Some(Running {
         sim,
         client,
         _service: service,
-        _bus: bus,
+        bus,
     })
 }
 
@@ -85,7 +99,7 @@ async fn all_counters_are_every_ports_get_counters() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_reading_a_tick_is_shared_and_the_next_sees_new_traffic() {
+async fn one_reading_is_shared_within_the_max_age_and_the_next_sees_new_traffic() {
     let Some(r) = start().await else { return };
     let mgr = ManagerProxy::new(&r.client).await.unwrap();
     let port = "/org/rdmamanager/RdmaManager1/Device/0/Port/1";
@@ -98,13 +112,55 @@ async fn one_reading_a_tick_is_shared_and_the_next_sees_new_traffic() {
     let (t0, first) = mgr.get_all_counters().await.unwrap();
     r.sim.add_traffic("mlx4_1", 1, 4_000_000, 1_000).unwrap();
     let (t1, again) = mgr.get_all_counters().await.unwrap();
-    assert_eq!(t1, t0, "a call within the tick shares the reading");
+    assert_eq!(t1, t0, "a call within the max age shares the reading");
     assert_eq!(tx(&again), tx(&first));
-    tokio::time::sleep(TICK + Duration::from_millis(50)).await;
+    tokio::time::sleep(MAX_AGE + Duration::from_millis(50)).await;
     let (t2, next) = mgr.get_all_counters().await.unwrap();
-    assert!(t2 >= t0 + TICK.as_micros() as u64, "{t0} then {t2}");
+    assert!(t2 >= t0 + MAX_AGE.as_micros() as u64, "{t0} then {t2}");
     // 4 MB in 4-byte PMA words, which the counters give in bytes.
     assert_eq!(tx(&next) - tx(&first), 4_000_000);
+}
+
+/// Scrapers within the max age of a reading cost no read of the host: the counter files are
+/// read once, whoever asks, and again only once the reading is older than the max age.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_within_the_max_age_read_the_files_once() {
+    const AGE: Duration = Duration::from_secs(3);
+    // No tick after the first: the poll and the sweep read nothing while the test counts.
+    let Some(r) = start_with(EngineConfig {
+        tick: Duration::from_secs(3600),
+        counters_max_age: AGE,
+        ..EngineConfig::default()
+    })
+    .await
+    else {
+        return;
+    };
+    let mgr = ManagerProxy::new(&r.client).await.unwrap();
+    let other = r.bus_client().await;
+    let other = ManagerProxy::new(&other).await.unwrap();
+    let files = || r.sim.cost().counts().sysfs_files;
+
+    // A first reading, then one past the max age, counted: the start's reads are over.
+    let (t0, _) = mgr.get_all_counters().await.unwrap();
+    tokio::time::sleep(AGE + Duration::from_millis(100)).await;
+    let before = files();
+    let (t1, rows) = mgr.get_all_counters().await.unwrap();
+    let one_read = files() - before;
+    assert!(t1 >= t0 + AGE.as_micros() as u64, "{t0} then {t1}");
+    // Every port's counters/ or hw_counters/ files, more than one a port.
+    assert!(
+        one_read > rows.len() as u64,
+        "{one_read} files for {} ports",
+        rows.len()
+    );
+
+    // A second caller on its own connection, and the first again: the same reading.
+    let before = files();
+    let (t2, _) = other.get_all_counters().await.unwrap();
+    let (t3, _) = mgr.get_all_counters().await.unwrap();
+    assert_eq!(files() - before, 0, "no file read within the max age");
+    assert_eq!((t2, t3), (t1, t1), "the time says which reading");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -115,7 +171,7 @@ async fn unreadable_ports_are_left_out_not_failed() {
     let (_, rows) = mgr.get_all_counters().await.unwrap();
     assert!(rows.is_empty(), "nothing readable: {rows:?}");
     r.sim.fail_reads(None);
-    tokio::time::sleep(TICK + Duration::from_millis(50)).await;
+    tokio::time::sleep(MAX_AGE + Duration::from_millis(50)).await;
     let (_, rows) = mgr.get_all_counters().await.unwrap();
     assert_eq!(rows.len(), 5);
 }

@@ -72,6 +72,9 @@ async fn serve(limits: Limits) -> Option<Served> {
     let sim = SimHost::new(fixtures::demo_host()).expect("demo host");
     let config = EngineConfig {
         tick: Duration::from_millis(100),
+        // The tests watch counters fail and recover within seconds: the daemon reads them
+        // again after a second, not the default's ten.
+        counters_max_age: Duration::from_secs(1),
         ..EngineConfig::default()
     };
     let service = serve_sim(&bus, &sim, config).await.expect("daemon");

@@ -24,8 +24,8 @@ use tokio::sync::mpsc;
 use super::port_poll::{PortPoller, SysfsPortPoller};
 use super::sysfs::SysRoot;
 use super::{
-    files, port_events, Host, HostError, HostEvent, NetdevChange, NewIpoibChild, NewLink, NlDevice,
-    NlPort, NlSys, Op,
+    files, port_events, CounterPort, Host, HostError, HostEvent, NetdevChange, NewIpoibChild,
+    NewLink, NlDevice, NlPort, NlSys, Op,
 };
 use crate::model::PortSource;
 use crate::model::{
@@ -1095,17 +1095,15 @@ impl Host for SimHost {
 
     async fn read_all_counters(
         &self,
-        ports: Vec<(String, u32)>,
+        ports: Vec<CounterPort>,
     ) -> Vec<Result<CounterSnapshot, HostError>> {
         let faults: Vec<Result<(), HostError>> =
-            ports.iter().map(|(dev, _)| self.read_fault(dev)).collect();
+            ports.iter().map(|p| self.read_fault(&p.dev)).collect();
         self.charged(move |h| {
             ports
                 .iter()
                 .zip(faults)
-                .map(|((dev, port), fault)| {
-                    fault.and_then(|()| h.inner.sys.read_counters(dev, *port))
-                })
+                .map(|(p, fault)| fault.and_then(|()| h.inner.sys.read_counters(&p.dev, p.port)))
                 .collect()
         })
         .await

@@ -3,12 +3,18 @@
 //! rxe devices in the same guest (docs/PERFORMANCE.md, "rdma-exporter in the kernel lab"):
 //!
 //! - the `node_infiniband_*` series both serve, value for value;
-//! - N scrapes of each, 1.1 s apart (past rdma-exporter's 1 s reuse of a collection and the
-//!   daemon's tick): latency, and CPU per scrape of the exporter itself, of rdma-managerd
-//!   (above its CPU over the same time while node_exporter was scraped, which asks nothing of
-//!   it) and of the bus; rdma-exporter's resident set before any scrape and after;
-//! - rdma-managerd's CPU over 60 s unscraped, then over 60 s with rdma-exporter scraped every
-//!   15 s (Prometheus' default interval);
+//! - N scrapes of rdma-exporter, each past the daemon's sharing of a counter reading
+//!   (`--counters-max-age-ms`, 10 s by default) so that each costs a read of every port's
+//!   counters: latency, and CPU per scrape of the exporter itself, of rdma-managerd (above
+//!   its idle CPU, taken while node_exporter is scraped, which asks nothing of it) and of
+//!   the bus; rdma-exporter's resident set before any scrape and after;
+//! - N scrapes of node_exporter on the rxe devices, where its collector finds nothing to read
+//!   (rxe ports have no `counters/` directory), and N of a second node_exporter on a tree of
+//!   as many InfiniBand ports rendered by the simulated host (`counters/` files as a
+//!   ConnectX HCA's, on tmpfs), its peer for a comparison: its collection reads those files
+//!   at every scrape;
+//! - rdma-managerd's CPU over 60 s windows, unscraped and scraped every 15 s (Prometheus'
+//!   default interval), twice each in turn, so that the difference can be told from noise;
 //! - a port set down and up between two scrapes: rdma-exporter's
 //!   `rdma_port_state_changes_total` counts it (two changes; the run fails otherwise), where
 //!   node_exporter's `node_infiniband_state_id` shows the same state before and after.
@@ -22,11 +28,17 @@ use anyhow::{bail, Context, Result};
 use rdma_manager_tests::gmo::run_quiet as run;
 use rdma_manager_tests::procfs::cpu_ticks;
 use rdma_manager_tests::scrape;
+use rdma_managerd::engine::DEFAULT_COUNTERS_MAX_AGE;
+use rdma_managerd::kernel::sim::{fixtures, SimHost};
 
 use super::{figure, proc_status_kb};
 
 const EXPORTER: &str = "127.0.0.1:19942";
 const NODE: &str = "127.0.0.1:19943";
+/// node_exporter on the rendered InfiniBand tree.
+const NODE_TREE: &str = "127.0.0.1:19944";
+/// Where that tree is rendered (the guest's `/tmp` is tmpfs).
+const TREE: &str = "/tmp/rdma-lab-ib-tree";
 /// USER_HZ on Linux x86-64: what `/proc/PID/stat` counts CPU time in.
 const HZ: f64 = 100.0;
 
@@ -83,16 +95,31 @@ async fn cpu_during<F: std::future::Future<Output = Result<T>>, T>(
     Ok((out, [0, 1, 2].map(|i| after[i].saturating_sub(before[i]))))
 }
 
-/// `n` scrapes of `addr`, 1.1 s apart: their latencies in ms, sorted.
-async fn scrapes(addr: &'static str, n: usize) -> Result<Vec<f64>> {
+/// `n` scrapes of `addr`, `gap` apart: their latencies in ms, sorted.
+async fn scrapes(addr: &'static str, n: usize, gap: Duration) -> Result<Vec<f64>> {
     let mut ms = Vec::with_capacity(n);
     for _ in 0..n {
         let (took, _) = get(addr, "/metrics").await?;
         ms.push(took.as_secs_f64() * 1e3);
-        tokio::time::sleep(Duration::from_millis(1100)).await;
+        tokio::time::sleep(gap).await;
     }
     ms.sort_by(f64::total_cmp);
     Ok(ms)
+}
+
+/// Files under `dir`, recursively (the rendered tree's `counters/` files).
+fn count_files(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| match e.file_type() {
+                    Ok(t) if t.is_dir() => count_files(&e.path()),
+                    Ok(_) => 1,
+                    Err(_) => 0,
+                })
+                .sum()
+        })
+        .unwrap_or(0)
 }
 
 pub async fn compare(daemon: u32, bus: u32, devices: usize, n: usize) -> Result<()> {
@@ -164,78 +191,208 @@ pub async fn compare(daemon: u32, bus: u32, devices: usize, n: usize) -> Result<
         .join(", ");
     figure("exporter_node_collector_success", node_errors);
 
+    // The driver's counters come from RDMA netlink (STAT_GET), not from the files: the
+    // values of `hw_counters/` must be what the exporter serves (rxe ports stand still here).
+    let mut hw_checked = 0;
+    let mut hw_differ = Vec::new();
+    for k in [0, devices / 2, devices.saturating_sub(1)] {
+        let dev = format!("rxe{k}");
+        let dir = format!("/sys/class/infiniband/{dev}/ports/1/hw_counters");
+        for entry in std::fs::read_dir(&dir)
+            .with_context(|| dir.clone())?
+            .flatten()
+        {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name == "lifespan" {
+                continue;
+            }
+            let file: Option<f64> = std::fs::read_to_string(entry.path())
+                .ok()
+                .and_then(|t| t.trim().parse().ok());
+            let served = scrape::value(
+                &e_text,
+                "rdma_port_hw_stat_total",
+                &[
+                    ("device", dev.as_str()),
+                    ("port", "1"),
+                    ("stat", name.as_str()),
+                ],
+            );
+            hw_checked += 1;
+            if file.is_none() || file != served {
+                hw_differ.push(format!("{dev}/{name} file {file:?} served {served:?}"));
+            }
+        }
+    }
+    figure(
+        "exporter_hw_counters_equal_files",
+        format!(
+            "{hw_checked} values of 3 ports, differing {}{}",
+            hw_differ.len(),
+            hw_differ
+                .iter()
+                .take(3)
+                .map(|d| format!("; {d}"))
+                .collect::<String>()
+        ),
+    );
+    // Failed at the end, with the figures taken.
+    let hw_equal = hw_checked > 0 && hw_differ.is_empty();
+
+    // node_exporter's peer: as many InfiniBand ports as there are rxe devices, rendered by
+    // the simulated host, one ConnectX port each.
+    let sim = SimHost::in_dir(
+        std::path::Path::new(TREE),
+        fixtures::large_host(devices as u32, 1, 0),
+    )
+    .context("rendering the InfiniBand tree")?;
+    let tree_sys = format!("--path.sysfs={TREE}/sys");
+    let node_tree = start(
+        "/usr/bin/prometheus-node-exporter",
+        &[
+            &tree_sys,
+            "--collector.disable-defaults",
+            "--collector.infiniband",
+            &format!("--web.listen-address={NODE_TREE}"),
+        ],
+        "/tmp/node-exporter-tree.log",
+    )?;
+    let t_pid = node_tree.0.id();
+    answering(NODE_TREE, "/", Duration::from_secs(60)).await?;
+    let (_, t_text) = get(NODE_TREE, "/metrics").await?;
+    let counter_files: usize = std::fs::read_dir(format!("{TREE}/sys/class/infiniband"))
+        .map(|rd| {
+            rd.flatten()
+                .map(|d| count_files(&d.path().join("ports/1/counters")))
+                .sum()
+        })
+        .unwrap_or(0);
+    figure(
+        "exporter_node_tree",
+        format!(
+            "{devices} InfiniBand ports rendered on tmpfs: {counter_files} counters/ files, node_exporter serves {} node_infiniband_* series, {}",
+            scrape::series(&t_text, "node_infiniband_").len(),
+            scrape::series(&t_text, "node_scrape_collector_success")
+                .into_iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    );
+    // The counter values a scrape of rdma-exporter serves (every port's traffic, PMA and
+    // driver counters), against the files node_exporter reads above.
+    let values = scrape::series(&e_text, "rdma_port_")
+        .keys()
+        .filter(|k| {
+            let name = k.split('{').next().unwrap_or_default();
+            name.ends_with("_total") && name != "rdma_port_state_changes_total"
+        })
+        .count();
+    figure("exporter_counter_values", values);
+
     // Latency and CPU per scrape. node_exporter asks nothing of the daemon: the daemon's CPU
     // meanwhile is its own idle work, taken off what it spends while rdma-exporter scrapes.
-    tokio::time::sleep(Duration::from_millis(1100)).await;
-    let (e_ms, e_cpu) = cpu_during([e_pid, daemon, bus], scrapes(EXPORTER, n)).await?;
-    let (n_ms, n_cpu) = cpu_during([n_pid, daemon, bus], scrapes(NODE, n)).await?;
+    // rdma-exporter is scraped past the daemon's sharing of a reading: each scrape costs a
+    // read of every port's counters, as a Prometheus scraping every 15 s gets.
+    let fresh = DEFAULT_COUNTERS_MAX_AGE + Duration::from_millis(500);
+    let gap = Duration::from_millis(1100);
+    tokio::time::sleep(fresh).await;
+    let t0 = Instant::now();
+    let (e_ms, e_cpu) = cpu_during([e_pid, daemon, bus], scrapes(EXPORTER, n, fresh)).await?;
+    let e_took = t0.elapsed();
+    let t1 = Instant::now();
+    let (n_ms, n_cpu) = cpu_during([n_pid, daemon, bus], scrapes(NODE, n, gap)).await?;
+    let (t_ms, t_cpu) = cpu_during([t_pid, daemon, bus], scrapes(NODE_TREE, n, gap)).await?;
+    let idle_took = t1.elapsed();
     let per = |t: u64| t as f64 / HZ * 1e3 / n as f64;
-    let daemon_idle = per(n_cpu[1]);
-    let e_total = per(e_cpu[0]) + (per(e_cpu[1]) - daemon_idle).max(0.0) + per(e_cpu[2]);
-    let n_total = per(n_cpu[0]) + per(n_cpu[2]);
+    // The daemon's idle CPU over rdma-exporter's scrapes: its rate while the node_exporters
+    // were scraped (over the time that took, scrapes included), times their duration.
+    let idle_ms = (n_cpu[1] + t_cpu[1]) as f64 / HZ * 1e3;
+    let daemon_idle = idle_ms / idle_took.as_secs_f64() * e_took.as_secs_f64() / n as f64;
+    let e_daemon = (per(e_cpu[1]) - daemon_idle).max(0.0);
+    let e_total = per(e_cpu[0]) + e_daemon + per(e_cpu[2]);
+    let n_total = per(n_cpu[0]);
+    let t_total = per(t_cpu[0]);
     figure(
         "exporter_scrape_ms",
         format!(
-            "rdma-exporter p50 {:.1} (min {:.1}, max {:.1}), node_exporter p50 {:.1} (min {:.1}, max {:.1}): {:.1}x",
+            "rdma-exporter p50 {:.1} (min {:.1}, max {:.1}); node_exporter on the InfiniBand tree p50 {:.1} (min {:.1}, max {:.1}): {:.1}x; node_exporter on rxe (reads nothing) p50 {:.1}",
             e_ms[n / 2],
             e_ms[0],
             e_ms[n - 1],
+            t_ms[n / 2],
+            t_ms[0],
+            t_ms[n - 1],
+            t_ms[n / 2] / e_ms[n / 2],
             n_ms[n / 2],
-            n_ms[0],
-            n_ms[n - 1],
-            n_ms[n / 2] / e_ms[n / 2]
         ),
     );
     figure(
         "exporter_cpu_per_scrape_ms",
         format!(
-            "rdma-exporter {:.1} + rdma-managerd {:.1} (its {:.1} less {:.1} idle) + bus {:.1} = {:.1}; node_exporter {:.1} + bus {:.1} = {:.1}: {:.1}x",
+            "rdma-exporter {:.1} + rdma-managerd {:.1} (its {:.1} less {:.1} idle) + bus {:.1} = {:.1}; node_exporter on the InfiniBand tree {:.1}: {:.1}x; node_exporter on rxe (reads nothing) {:.1}",
             per(e_cpu[0]),
-            (per(e_cpu[1]) - daemon_idle).max(0.0),
+            e_daemon,
             per(e_cpu[1]),
             daemon_idle,
             per(e_cpu[2]),
             e_total,
-            per(n_cpu[0]),
-            per(n_cpu[2]),
+            t_total,
+            t_total / e_total.max(0.1),
             n_total,
-            n_total / e_total.max(0.1)
         ),
     );
+    drop(node_tree);
+    drop(sim);
+    let _ = std::fs::remove_dir_all(TREE);
     figure(
         "exporter_rss_kib",
         format!(
             "rdma-exporter before any scrape {}, after {} scrapes {}; node_exporter {}",
             rss_before.map_or("?".into(), |k| k.to_string()),
-            n + 3,
+            n + 1,
             proc_status_kb(e_pid, "VmRSS").map_or("?".into(), |k| k.to_string()),
             proc_status_kb(n_pid, "VmRSS").map_or("?".into(), |k| k.to_string()),
         ),
     );
-    // The daemon's CPU unscraped, then scraped every 15 s.
+    // The daemon's CPU unscraped, then scraped every 15 s, twice in turn.
     let window = Duration::from_secs(60);
-    let idle = ticks(daemon);
-    tokio::time::sleep(window).await;
-    let idle = ticks(daemon).saturating_sub(idle);
-    let scraped = ticks(daemon);
-    let t = Instant::now();
-    while t.elapsed() < window {
-        get(EXPORTER, "/metrics").await?;
-        tokio::time::sleep(Duration::from_secs(15).min(window.saturating_sub(t.elapsed()))).await;
-    }
-    let scraped = ticks(daemon).saturating_sub(scraped);
     let pct = |t: u64| t as f64 / HZ / window.as_secs_f64() * 100.0;
+    let mut unscraped = Vec::new();
+    let mut scraped = Vec::new();
+    for _ in 0..2 {
+        let idle = ticks(daemon);
+        tokio::time::sleep(window).await;
+        unscraped.push(pct(ticks(daemon).saturating_sub(idle)));
+        let busy = ticks(daemon);
+        let t = Instant::now();
+        while t.elapsed() < window {
+            get(EXPORTER, "/metrics").await?;
+            tokio::time::sleep(Duration::from_secs(15).min(window.saturating_sub(t.elapsed())))
+                .await;
+        }
+        scraped.push(pct(ticks(daemon).saturating_sub(busy)));
+    }
+    let list = |v: &[f64]| {
+        v.iter()
+            .map(|p| format!("{p:.2}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     figure(
         "exporter_daemon_cpu_percent_60s",
         format!(
-            "unscraped {:.2}, scraped every 15 s {:.2}",
-            pct(idle),
-            pct(scraped)
+            "unscraped {}, scraped every 15 s {} (in turn)",
+            list(&unscraped),
+            list(&scraped)
         ),
     );
 
     flap(devices).await?;
     drop((exporter, node));
+    if !hw_equal {
+        bail!("rdma-exporter's hw counters differ from the hw_counters files");
+    }
     Ok(())
 }
 
