@@ -386,6 +386,42 @@ mod tests {
         assert_eq!(addresses(" , ", Family::V4), Ok(vec![]));
     }
 
+    /// The detail line names the manager that holds the interface's settings and its file:
+    /// under netplan or networkd, never NetworkManager's device state.
+    #[test]
+    fn the_detail_line_names_netplan_and_networkd_with_their_files() {
+        let text = |pairs: &[(&str, &str)]| {
+            let s = IpSettings {
+                interface: "ib0".into(),
+                values: pairs
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), IpValue::Text(v.to_string())))
+                    .collect(),
+            };
+            ip_lines(&IpState::Known(s), Theme::monochrome())
+                .iter()
+                .map(|l| l.to_string())
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let file = "/etc/netplan/90-rdma-manager.yaml";
+        let np = text(&[("manager", "netplan"), ("keyfile", file)]);
+        assert!(
+            np.ends_with(&format!("IP settings: netplan, {file}")),
+            "{np}"
+        );
+        let np = text(&[("manager", "netplan")]);
+        assert!(
+            np.contains("netplan (no file of rdma-manager's yet)"),
+            "{np}"
+        );
+        let nd = text(&[("manager", "systemd-networkd")]);
+        assert!(nd.contains("systemd-networkd (no file"), "{nd}");
+        for line in [np, nd] {
+            assert!(!line.contains("NetworkManager"), "{line}");
+        }
+    }
+
     /// The form names the manager that applies it: a networkd host gets no NetworkManager
     /// profile.
     #[test]
