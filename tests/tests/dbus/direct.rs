@@ -596,6 +596,23 @@ async fn pings(conns: &[Connection], wait: Duration) -> usize {
     answered
 }
 
+/// The socket opened to every uid, then `n` connections each of the test uids 1 to 4 held
+/// ([`hold_as`]), every one of them served.
+async fn four_uids_hold(r: &Running, n: usize) -> Vec<Holder> {
+    use rdma_manager_tests::bus::TEST_UID;
+    std::fs::set_permissions(r.dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let mut holders = Vec::new();
+    for k in 1..=4 {
+        let path = r.socket_path();
+        let h = tokio::task::spawn_blocking(move || hold_as(TEST_UID + k, n, path))
+            .await
+            .expect("joined");
+        assert_eq!(h.served, n, "uid {}: connections served", TEST_UID + k);
+        holders.push(h);
+    }
+    holders
+}
+
 /// `n` connections of `uid` to the socket at `path`, held and Pinging every 0.5 s.
 fn hold_as(uid: u32, n: usize, path: String) -> Holder {
     let (stop, stop_rx) = std::sync::mpsc::channel::<()>();
@@ -683,16 +700,7 @@ async fn several_uids_cannot_take_every_slot() {
     }
     let Some(r) = start().await else { return };
     let _socket = r.listen(Bounds::default()).expect("listens");
-    std::fs::set_permissions(r.dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    let mut holders = Vec::new();
-    for k in 1..=4 {
-        let path = r.socket_path();
-        let h = tokio::task::spawn_blocking(move || hold_as(TEST_UID + k, 4, path))
-            .await
-            .expect("joined");
-        assert_eq!(h.served, 4, "uid {}: connections served", TEST_UID + k);
-        holders.push(h);
-    }
+    let holders = four_uids_hold(&r, 4).await;
     let path = r.socket_path();
     let t = Instant::now();
     let fifth = tokio::task::spawn_blocking(move || hold_as(TEST_UID + 5, 1, path))
@@ -736,16 +744,7 @@ async fn root_always_gets_a_slot_and_others_wait_their_turn() {
         ..Bounds::default()
     };
     let _socket = r.listen(bounds).expect("listens");
-    std::fs::set_permissions(r.dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    let mut holders = Vec::new();
-    for k in 1..=4 {
-        let path = r.socket_path();
-        let h = tokio::task::spawn_blocking(move || hold_as(TEST_UID + k, 1, path))
-            .await
-            .expect("joined");
-        assert_eq!(h.served, 1, "uid {}: connection served", TEST_UID + k);
-        holders.push(h);
-    }
+    let holders = four_uids_hold(&r, 1).await;
     let fifth = gmo_as(TEST_UID + 5, r.socket_path(), Duration::from_secs(20));
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert!(!fifth.is_finished(), "the fifth uid's client waits");

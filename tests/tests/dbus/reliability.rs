@@ -414,17 +414,7 @@ async fn a_client_that_never_reads_on(kind: Kind) -> Result<()> {
     let sim = large_host()?;
     let _served = serve_sim(&bus, &sim, EngineConfig::default()).await?;
     let other = bus.connect().await?;
-    let size = other
-        .call_method(
-            Some(BUS_NAME),
-            ROOT_PATH,
-            Some(OBJECT_MANAGER),
-            "GetManagedObjects",
-            &(),
-        )
-        .await?
-        .body()
-        .len();
+    let size = gmo_reply_size(&other).await?;
     let calls = (160usize << 20) / size + 1;
     let span = Duration::from_secs(6);
     let (mut before, signals_before) = well_behaved_client(&other, span).await?;
@@ -649,17 +639,7 @@ async fn a_subscriber_that_never_reads_cannot_fill_the_services_queue() -> Resul
     let root = bus.connect().await?;
     // And a silent caller of the same uid: GetManagedObjects for 160 MiB of replies, none
     // read until the end.
-    let size = other
-        .call_method(
-            Some(BUS_NAME),
-            ROOT_PATH,
-            Some(OBJECT_MANAGER),
-            "GetManagedObjects",
-            &(),
-        )
-        .await?
-        .body()
-        .len();
+    let size = gmo_reply_size(&other).await?;
     let (sent_tx, sent_rx) = std::sync::mpsc::channel();
     let (caller_release_tx, caller_release_rx) = std::sync::mpsc::channel();
     let caller = unread_client(
@@ -735,4 +715,19 @@ async fn a_subscriber_that_never_reads_cannot_fill_the_services_queue() -> Resul
         );
     }
     Ok(())
+}
+
+/// The size of a GetManagedObjects reply's body, as `conn` receives it.
+async fn gmo_reply_size(conn: &zbus::Connection) -> Result<usize> {
+    Ok(conn
+        .call_method(
+            Some(BUS_NAME),
+            ROOT_PATH,
+            Some(OBJECT_MANAGER),
+            "GetManagedObjects",
+            &(),
+        )
+        .await?
+        .body()
+        .len())
 }
