@@ -66,10 +66,14 @@ pub enum Action {
     /// Running a link test from a port (it spends the link's bandwidth) and enabling or
     /// disabling the link-test responder. Reading results is open.
     TestLink,
+    /// Adapter settings that can cut a port off or wait for a reboot: the port type
+    /// (InfiniBand or Ethernet), a RoCE port's QoS profile (trust, PFC, ETS, ECN) and SR-IOV
+    /// VF GUIDs.
+    ManageAdapter,
 }
 
 impl Action {
-    pub const ALL: [Action; 7] = [
+    pub const ALL: [Action; 8] = [
         Action::ManageLinks,
         Action::ManageIpoib,
         Action::ManageNaming,
@@ -77,6 +81,7 @@ impl Action {
         Action::ManageHost,
         Action::ManageIp,
         Action::TestLink,
+        Action::ManageAdapter,
     ];
 
     /// The polkit action id (`org.rdmamanager.rdmamanager1.manage-links`, ...).
@@ -89,6 +94,7 @@ impl Action {
             Action::ManageHost => "org.rdmamanager.rdmamanager1.manage-host",
             Action::ManageIp => "org.rdmamanager.rdmamanager1.manage-ip",
             Action::TestLink => "org.rdmamanager.rdmamanager1.test-link",
+            Action::ManageAdapter => "org.rdmamanager.rdmamanager1.manage-adapter",
         }
     }
 }

@@ -673,10 +673,13 @@ fn polkit_rules_example_grants_the_network_actions_to_active_sessions_of_group_r
     ] {
         ensure!(rule.contains(&needle), "the example lacks {needle}");
     }
-    // Host setup stays with an administrator; a prefix match would grant it too.
+    // Host setup and adapter settings stay with an administrator; a prefix match would
+    // grant them too.
     ensure!(
-        !rule.contains("manage-host") && !rule.contains(&format!("\"{POLKIT_PREFIX}.\"")),
-        "the example grants host setup"
+        !rule.contains("manage-host")
+            && !rule.contains("manage-adapter")
+            && !rule.contains(&format!("\"{POLKIT_PREFIX}.\"")),
+        "the example grants host setup or adapter settings"
     );
     // polkit's JavaScript engine (duktape) is ES5: no startsWith, arrow functions or let.
     for es6 in ["startsWith", "=>", "let ", "const "] {
