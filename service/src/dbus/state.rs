@@ -36,6 +36,7 @@ pub fn action_of(area: Area) -> Action {
         Area::Ipoib => Action::ManageIpoib,
         Area::Ip => Action::ManageIp,
         Area::LinkTest => Action::TestLink,
+        Area::Adapter => Action::ManageAdapter,
     }
 }
 

@@ -53,6 +53,8 @@ pub enum Area {
     Ip,
     /// Link tests and their responder.
     LinkTest,
+    /// Adapter settings: port types, RoCE QoS profiles, SR-IOV VF GUIDs.
+    Adapter,
 }
 
 /// One engine job, with the arguments its D-Bus method takes.
