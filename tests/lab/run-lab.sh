@@ -21,11 +21,13 @@ PACKAGES=(qemu-system-x86 busybox-static cpio xz-utils kmod iproute2
 DAEMON_PACKAGES=(dbus-daemon dbus-system-bus-common systemd polkitd)
 # Roots of the module set, in load order. Hard dependencies are added from modules.dep;
 # crc32_generic is a soft dependency of rdma_rxe (requested through the crypto API), so it
-# stays explicit. Modules marked ? are optional.
+# stays explicit. nlmon lets the scenarios compare their netlink requests with iproute2's tools.
+# Modules marked ? are optional.
 MODULES=(configfs udp_tunnel ip6_udp_tunnel crc32_generic veth dummy ib_core ib_uverbs
-         iw_cm ib_cm rdma_cm rdma_ucm rdma_rxe ib_umad ib_ipoib?)
+         iw_cm ib_cm rdma_cm rdma_ucm rdma_rxe ib_umad ib_ipoib? nlmon)
 # Tools from the host copied into the guest: guest path = host program.
-GUEST_TOOLS=(/usr/sbin/ip=ip /usr/sbin/rdma=rdma /usr/sbin/ibstat=ibstat
+GUEST_TOOLS=(/usr/sbin/ip=ip /usr/sbin/rdma=rdma /usr/sbin/dcb=dcb /usr/sbin/devlink=devlink
+             /usr/sbin/ibstat=ibstat
              /usr/sbin/ibstatus=ibstatus /usr/bin/ibv_devices=ibv_devices
              /usr/bin/ibv_devinfo=ibv_devinfo)
 

@@ -8,6 +8,7 @@ pub mod gmo;
 pub mod hostsvc;
 pub mod imports;
 pub mod networkd;
+pub mod nlmon;
 pub mod nm;
 pub mod procfs;
 pub mod reference;
