@@ -45,7 +45,7 @@ t_start=$SECONDS
 # The checks each boot must report, in order; a missing line is a failure (the phase did not
 # get that far).
 EXPECTED_PHASE1="boot install files activation udev softlink roce rename naming modules memlock nfs journal security"
-EXPECTED_PHASE2="reboot-softlink reboot-roce reboot-modules reboot-memlock reboot-nfs reboot-boot networkmanager nm-rollback tui late-setup ip-managers"
+EXPECTED_PHASE2="reboot-softlink reboot-roce reboot-modules reboot-memlock reboot-nfs reboot-boot networkmanager nm-rollback linktest-icmp tui late-setup ip-managers"
 EXPECTED_PHASE3="late-netdev gmo-dbus-daemon broker-switch"
 EXPECTED_PHASE4="broker-boot broker-daemon gmo-dbus-broker"
 EXPECTED_TWO="nfs-rdma-server nfs-client-setup nfs-client-mount"

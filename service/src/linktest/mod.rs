@@ -284,6 +284,18 @@ impl LinkTests {
         deadline: Instant,
         what: &str,
     ) -> Result<sandbox::Output, Failure> {
+        self.run_granted(program, args, deadline, what, false).await
+    }
+
+    /// As `run`; `net_raw` for ping alone (`Runner::run_with_net_raw`).
+    async fn run_granted(
+        &self,
+        program: &Path,
+        args: &[String],
+        deadline: Instant,
+        what: &str,
+        net_raw: bool,
+    ) -> Result<sandbox::Output, Failure> {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return Err(Failure::new(
@@ -291,17 +303,18 @@ impl LinkTests {
                 format!("no time was left for {what} within the timeout"),
             ));
         }
-        let out = self
-            .config
-            .runner
-            .run(program, args, left)
-            .await
-            .map_err(|e| {
-                Failure::new(
-                    Reason::ToolFailed,
-                    format!("{} could not run: {e}", program.display()),
-                )
-            })?;
+        let runner = &self.config.runner;
+        let out = if net_raw {
+            runner.run_with_net_raw(program, args, left).await
+        } else {
+            runner.run(program, args, left).await
+        }
+        .map_err(|e| {
+            Failure::new(
+                Reason::ToolFailed,
+                format!("{} could not run: {e}", program.display()),
+            )
+        })?;
         if out.timed_out {
             return Err(Failure::new(
                 Reason::Timeout,
@@ -419,7 +432,9 @@ impl LinkTests {
         // One second more than the requests take, for the last reply.
         let args = ping::args(&port.netdev, peer, count, duration_s + 1);
         result.mtu = self.netdev_mtu(&port.netdev).await;
-        let out = self.run(&self.config.ping, &args, deadline, "ping").await?;
+        let out = self
+            .run_granted(&self.config.ping, &args, deadline, "ping", true)
+            .await?;
         let echo = ping::parse(&out.stdout, &out.stderr, out.code, peer)
             .map_err(|f| f.with_output(&out))?;
         let mut rtts = echo.rtts_us.clone();

@@ -6,7 +6,12 @@
 //! 0 clears the permitted, effective and ambient sets), clears the ambient set, sets
 //! `no_new_privs` (no set-uid or file capability can give anything back), raises
 //! `RLIMIT_MEMLOCK` to what verbs registers (within the hard limit the daemon has), and gets
-//! no core dumps and no file it could write (`RLIMIT_FSIZE` 0). Its environment is empty but
+//! no core dumps and no file it could write (`RLIMIT_FSIZE` 0). One exception, for `ping`
+//! alone ([`Runner::run_with_net_raw`]): the child keeps `CAP_NET_RAW` and nothing else, in
+//! its bounding, permitted, inheritable and ambient sets. Debian's iputils ping carries the
+//! file capability `cap_net_raw=ep` and the kernel's ICMP datagram sockets are closed
+//! (`net.ipv4.ping_group_range` "1 0"): with an empty bounding set its exec fails with
+//! EPERM, and without the capability it has no socket to send an echo from. Its environment is empty but
 //! for `PATH` and `LC_ALL=C` (the tools' sentences, which the parsers read, in English), its
 //! stdin `/dev/null`; stdout and stderr are read up to a bound each, the rest drained and
 //! dropped, so that a tool that prints without end neither blocks nor grows the daemon.
@@ -81,6 +86,17 @@ pub trait Runner: Send + Sync {
         timeout: Duration,
     ) -> std::io::Result<Output>;
 
+    /// As [`Runner::run`], for `ping`: the child keeps `CAP_NET_RAW` (see the module's
+    /// comment). Runners without a sandbox run it as any other program.
+    async fn run_with_net_raw(
+        &self,
+        program: &Path,
+        args: &[String],
+        timeout: Duration,
+    ) -> std::io::Result<Output> {
+        self.run(program, args, timeout).await
+    }
+
     /// Starts `program` for the responder: the same sandbox, no timeout, output discarded.
     fn spawn(&self, program: &Path, args: &[String]) -> std::io::Result<tokio::process::Child>;
 }
@@ -92,7 +108,7 @@ pub struct SandboxRunner {
 }
 
 impl SandboxRunner {
-    fn command(&self, program: &Path, args: &[String]) -> tokio::process::Command {
+    fn command(&self, program: &Path, args: &[String], net_raw: bool) -> tokio::process::Command {
         let mut c = tokio::process::Command::new(program);
         c.args(args)
             .env_clear()
@@ -106,7 +122,7 @@ impl SandboxRunner {
         // SAFETY: the closure runs in the child between fork and exec and makes only
         // async-signal-safe system calls on values copied in; it allocates nothing.
         unsafe {
-            c.pre_exec(move || confine(identity, memlock));
+            c.pre_exec(move || confine(identity, memlock, net_raw));
         }
         c
     }
@@ -120,8 +136,36 @@ impl Runner for SandboxRunner {
         args: &[String],
         timeout: Duration,
     ) -> std::io::Result<Output> {
+        self.run_confined(program, args, timeout, false).await
+    }
+
+    async fn run_with_net_raw(
+        &self,
+        program: &Path,
+        args: &[String],
+        timeout: Duration,
+    ) -> std::io::Result<Output> {
+        self.run_confined(program, args, timeout, true).await
+    }
+
+    fn spawn(&self, program: &Path, args: &[String]) -> std::io::Result<tokio::process::Child> {
+        self.command(program, args, false)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+    }
+}
+
+impl SandboxRunner {
+    async fn run_confined(
+        &self,
+        program: &Path,
+        args: &[String],
+        timeout: Duration,
+        net_raw: bool,
+    ) -> std::io::Result<Output> {
         let mut child = self
-            .command(program, args)
+            .command(program, args, net_raw)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()?;
@@ -153,13 +197,6 @@ impl Runner for SandboxRunner {
                 })
             }
         }
-    }
-
-    fn spawn(&self, program: &Path, args: &[String]) -> std::io::Result<tokio::process::Child> {
-        self.command(program, args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
     }
 }
 
@@ -196,7 +233,9 @@ async fn bounded<R: AsyncRead + Unpin>(r: Option<R>, limit: usize) -> (String, b
 
 /// In the child: see the module's comment. Each step that fails fails the spawn (the
 /// error reaches the daemon as the spawn's), so a test never runs half-confined.
-fn confine(identity: Option<(u32, u32)>, memlock: u64) -> std::io::Result<()> {
+fn confine(identity: Option<(u32, u32)>, memlock: u64, net_raw: bool) -> std::io::Result<()> {
+    // Only a root daemon can hand a capability on; one that is not root has none to give.
+    let net_raw = net_raw && identity.is_some();
     let check = |r: libc::c_int| {
         if r == -1 {
             Err(std::io::Error::last_os_error())
@@ -212,7 +251,9 @@ fn confine(identity: Option<(u32, u32)>, memlock: u64) -> std::io::Result<()> {
             // bounding set it could not use anyway (no_new_privs below).
             let mut cap = 0;
             while libc::prctl(libc::PR_CAPBSET_READ, cap, 0, 0, 0) >= 0 {
-                check(libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0))?;
+                if !(net_raw && cap == CAP_NET_RAW) {
+                    check(libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0))?;
+                }
                 cap += 1;
             }
         }
@@ -238,6 +279,10 @@ fn confine(identity: Option<(u32, u32)>, memlock: u64) -> std::io::Result<()> {
         if let Some((uid, gid)) = identity {
             check(libc::setgroups(0, std::ptr::null()))?;
             check(libc::setresgid(gid, gid, gid))?;
+            if net_raw {
+                // Keep the permitted set across the change of uid, to narrow it below.
+                check(libc::prctl(libc::PR_SET_KEEPCAPS, 1, 0, 0, 0))?;
+            }
             check(libc::setresuid(uid, uid, uid))?;
         }
         check(libc::prctl(
@@ -247,9 +292,52 @@ fn confine(identity: Option<(u32, u32)>, memlock: u64) -> std::io::Result<()> {
             0,
             0,
         ))?;
+        if net_raw {
+            let only = 1u32 << CAP_NET_RAW;
+            let header = CapHeader {
+                version: LINUX_CAPABILITY_VERSION_3,
+                pid: 0,
+            };
+            let data = [
+                CapData {
+                    effective: only,
+                    permitted: only,
+                    inheritable: only,
+                },
+                CapData::default(),
+            ];
+            check(libc::syscall(libc::SYS_capset, &header, data.as_ptr()) as libc::c_int)?;
+            // Ambient: kept across the exec of a ping without file capabilities (where
+            // `ping_group_range` or a distribution does without them).
+            check(libc::prctl(
+                libc::PR_CAP_AMBIENT,
+                libc::PR_CAP_AMBIENT_RAISE,
+                CAP_NET_RAW,
+                0,
+                0,
+            ))?;
+        }
         check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))?;
     }
     Ok(())
+}
+
+/// linux/capability.h: `CAP_NET_RAW`, and capset(2)'s structures in their version 3.
+const CAP_NET_RAW: libc::c_ulong = 13;
+const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: libc::c_int,
+}
+
+#[repr(C)]
+#[derive(Default)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
 }
 
 /// Where a tool is: the name as given when it is a path, else the first directory of the
@@ -304,6 +392,66 @@ mod tests {
         let lines: Vec<&str> = s.lines().collect();
         assert_eq!(lines[lines.len() - 2], "0", "RLIMIT_FSIZE: {s}");
         assert_eq!(lines[lines.len() - 1], "", "environment: {s}");
+    }
+
+    /// What `ping` runs with: `CAP_NET_RAW` alone, in every set that carries it.
+    #[tokio::test]
+    async fn ping_keeps_cap_net_raw_and_nothing_else() {
+        let out = runner()
+            .run_with_net_raw(
+                Path::new("/bin/sh"),
+                &[
+                    "-c".into(),
+                    "grep -E '^(Uid|Cap[A-Za-z]+|NoNewPrivs)' /proc/self/status".into(),
+                ],
+                Duration::from_secs(10),
+            )
+            .await
+            .expect("run");
+        assert_eq!(out.code, Some(0), "{out:?}");
+        let s = &out.stdout;
+        assert!(s.contains("NoNewPrivs:\t1"), "{s}");
+        // SAFETY: no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            for set in ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"] {
+                assert!(
+                    s.contains(&format!("{set}:\t0000000000002000")),
+                    "{set}: {s}"
+                );
+            }
+            assert!(!s.contains("Uid:\t0\t"), "{s}");
+        }
+    }
+
+    /// Debian's ping (`cap_net_raw=ep`, ICMP datagram sockets closed by
+    /// `ping_group_range`) runs in the sandbox and gets its echo back from the loopback.
+    #[tokio::test]
+    async fn debians_ping_runs_in_the_sandbox() {
+        let ping = locate("ping");
+        // SAFETY: no preconditions.
+        if !ping.exists() || unsafe { libc::geteuid() } != 0 {
+            assert!(
+                std::env::var_os("RDMA_MANAGER_REQUIRE_TOOLS").is_none(),
+                "ping (iputils-ping) and root are needed"
+            );
+            eprintln!("skipping: no ping, or not root");
+            return;
+        }
+        let args: Vec<String> = ["-4", "-n", "-c", "1", "-W", "2", "127.0.0.1"]
+            .map(String::from)
+            .to_vec();
+        let out = runner()
+            .run_with_net_raw(&ping, &args, Duration::from_secs(10))
+            .await
+            .expect("run");
+        assert_eq!(out.code, Some(0), "{out:?}");
+        assert!(out.stdout.contains("1 received"), "{out:?}");
+        // Without the grant, exec itself fails: the file capability cannot be honoured.
+        let refused = runner().run(&ping, &args, Duration::from_secs(10)).await;
+        assert!(
+            refused.as_ref().map_or(true, |o| o.code != Some(0)),
+            "{refused:?}"
+        );
     }
 
     #[tokio::test]

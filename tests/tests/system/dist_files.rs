@@ -416,11 +416,12 @@ fn unit_and_activation_file_agree_with_each_other_and_the_code() -> Result<()> {
     assert_eq!(one(&activation, "D-BUS Service", "User")?, "root");
     assert_eq!(one(&activation, "D-BUS Service", "SystemdService")?, alias);
 
-    // The sandbox: one capability for the daemon's work and the three the link tests'
-    // children need to drop to nobody, read-only system, writable where the daemon writes.
+    // The sandbox: one capability for the daemon's work, the three the link tests'
+    // children need to drop to nobody and the one ping keeps, read-only system, writable
+    // where the daemon writes.
     assert_eq!(
         one(&unit, "Service", "CapabilityBoundingSet")?,
-        "CAP_NET_ADMIN CAP_SETUID CAP_SETGID CAP_SETPCAP"
+        "CAP_NET_ADMIN CAP_NET_RAW CAP_SETUID CAP_SETGID CAP_SETPCAP"
     );
     for (key, value) in [
         ("NoNewPrivileges", "yes"),
