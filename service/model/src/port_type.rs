@@ -303,7 +303,9 @@ fn parse_fw_value(v: &str) -> Result<Option<FwLinkType>, String> {
         (Some(open), Some(inner)) => &inner[open + 1..],
         _ => v,
     };
-    let n: u32 = num.parse().map_err(|_| format!("{v:?} is not a link type"))?;
+    let n: u32 = num
+        .parse()
+        .map_err(|_| format!("{v:?} is not a link type"))?;
     FwLinkType::from_value(n)
         .map(Some)
         .ok_or_else(|| format!("{v:?} is not a link type (1 IB, 2 ETH, 3 VPI)"))
@@ -472,7 +474,10 @@ Configurations:                                         Default         Current 
     fn mlx4_conf_keeps_other_lines_and_comments() {
         let text = "# comment\n0000:0b:00.0 eth eth\n\n0000:04:00.0 ib eth\n0000:04:00.0 ib ib\n";
         let out = mlx4_conf_set(text, "0000:04:00.0", &[PortType::Eth, PortType::Eth]);
-        assert_eq!(out, "# comment\n0000:0b:00.0 eth eth\n\n0000:04:00.0 eth eth\n");
+        assert_eq!(
+            out,
+            "# comment\n0000:0b:00.0 eth eth\n\n0000:04:00.0 eth eth\n"
+        );
         assert_eq!(
             mlx4_conf_get(&out, "0000:04:00.0"),
             Some(vec![PortType::Eth, PortType::Eth])
@@ -481,6 +486,9 @@ Configurations:                                         Default         Current 
         assert!(added.starts_with(MLX4_CONF_HEADER));
         assert!(added.ends_with("\n0000:05:00.0 auto\n"));
         assert_eq!(mlx4_conf_get(text, "0000:0c:00.0"), None);
-        assert_eq!(mlx4_conf_get("0000:0b:00.0 eth roce\n", "0000:0b:00.0"), None);
+        assert_eq!(
+            mlx4_conf_get("0000:0b:00.0 eth roce\n", "0000:0b:00.0"),
+            None
+        );
     }
 }
