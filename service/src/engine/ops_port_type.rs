@@ -230,6 +230,8 @@ pub(super) async fn restore_port_types(eng: &mut Engine, appeared: &Appeared) {
             None
         }
     };
+    // Published at the end: the readings are new to the bus even where nothing changes.
+    let read: BTreeSet<u32> = devices.iter().map(|(i, _, _)| *i).collect();
     for (index, name, pci) in devices {
         let now = match eng.host.port_types(&pci).await {
             Ok(t) => t,
@@ -289,6 +291,11 @@ pub(super) async fn restore_port_types(eng: &mut Engine, appeared: &Appeared) {
             eng.state.port_types.insert(index, now);
         }
     }
+    eng.publish(Dirty {
+        devices: read,
+        ..Dirty::default()
+    })
+    .await;
 }
 
 /// A host error in the words of the operation.

@@ -18,7 +18,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use rdma_manager_model::port_type::{
+// Re-exported for the daemon's tests and clients of this crate.
+pub use rdma_manager_model::port_type::{
     firmware_param, parse_mstconfig_query, FwLinkType, Mlx4PortValue, PortType, RunningType,
 };
 
