@@ -305,6 +305,11 @@ fn explain(e: HostError, dev: &str, port: u32, ty: PortType) -> OpError {
             "{dev} port {port} cannot be set to {ty}: {what} is not available: {why}"
         ));
     }
+    if e.errno() == Some(crate::model::Errno(libc::EROFS)) {
+        return OpError::NotSupported(format!(
+            "{dev} port {port} cannot be set to {ty}: the driver's file is read-only here ({e}); the packaged unit's ProtectKernelTunables= makes /sys read-only, and mlx4's port files live under /sys/devices"
+        ));
+    }
     if crate::kernel::port_type::refused_by_driver(&e) {
         return OpError::NotSupported(format!(
             "the driver refused {ty} on {dev} port {port} ({e}): the card cannot run that combination of port types (some cards need both ports of one type, or cannot sense the type for auto)"
