@@ -16,11 +16,12 @@
 
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What a user asks a port to be: the words of the mlx4 sysfs file, `devlink port set ...
-/// type` and `mlx4.conf`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// type` and `mlx4.conf` (and of the state document's `ports[].type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum PortType {
     Ib,
     Eth,
