@@ -271,7 +271,7 @@ pub fn parse_mstconfig_query(out: &str, param: &str) -> Result<FwQuery, String> 
     let row = out
         .lines()
         .map(|l| l.split_whitespace().collect::<Vec<_>>())
-        .find(|t| t.iter().any(|w| *w == param))
+        .find(|t| t.contains(&param))
         .ok_or_else(|| format!("mstconfig did not list {param}"))?;
     let at = row.iter().position(|w| *w == param).unwrap_or_default();
     let values = &row[at + 1..];
