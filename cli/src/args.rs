@@ -173,6 +173,15 @@ pub enum Command {
     Responder { action: ResponderAction },
     /// Print a shell completion script
     Completions { shell: CompletionShell },
+    /// Port type of a VPI adapter's port: mlx4 switches now, mlx5 at the next boot
+    PortType {
+        /// The port: DEVICE/PORT, the device by name or node GUID (mlx4_0/1)
+        #[arg(value_name = "DEV/PORT")]
+        port: String,
+        /// ib, eth or auto
+        #[arg(value_name = "ib|eth|auto")]
+        value: String,
+    },
 }
 
 /// What `health` checks: a state document's health section, or expectations as options.

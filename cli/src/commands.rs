@@ -74,6 +74,25 @@ pub async fn roce(
     Ok(code::SUCCESS)
 }
 
+pub async fn port_type(conn: &Connection, port: &str, value: &str) -> Result<u8, Failure> {
+    // The value first: bad input is refused without a call.
+    let ty = rdma_manager_model::port_type::PortType::parse(value)
+        .map_err(|e| Failure::usage(e.to_string()))?;
+    let path = Objects::read(conn).await?.port(port)?;
+    let proxy = bus::port_proxy(conn, &path).await?;
+    proxy.set_port_type(ty.as_str()).await?;
+    // mlx5 stages it in firmware: say so rather than pretend it applied.
+    if proxy.port_type_reboot_needed().await? {
+        println!(
+            "Port type of {port} staged as {ty} for the next boot (reboot needed; it runs {} until then).",
+            proxy.port_type().await?
+        );
+    } else {
+        println!("Port type of {port} successfully set to {ty}.");
+    }
+    Ok(code::SUCCESS)
+}
+
 pub async fn ipoib(conn: &Connection, cmd: IpoibCommand) -> Result<u8, Failure> {
     match cmd {
         IpoibCommand::Add { parent, settings } => {

@@ -107,5 +107,6 @@ async fn dispatch(
         }
         Command::Responder { action } => linktest::responder(conn, action, format).await,
         Command::Completions { .. } => Ok(code::SUCCESS),
+        Command::PortType { port, value } => commands::port_type(conn, &port, &value).await,
     }
 }

@@ -55,6 +55,9 @@ _rdma__cli() {
             rdma__cli,nfs)
                 cmd="rdma__cli__subcmd__nfs"
                 ;;
+            rdma__cli,port-type)
+                cmd="rdma__cli__subcmd__port__subcmd__type"
+                ;;
             rdma__cli,responder)
                 cmd="rdma__cli__subcmd__responder"
                 ;;
@@ -114,6 +117,9 @@ _rdma__cli() {
                 ;;
             rdma__cli__subcmd__help,nfs)
                 cmd="rdma__cli__subcmd__help__subcmd__nfs"
+                ;;
+            rdma__cli__subcmd__help,port-type)
+                cmd="rdma__cli__subcmd__help__subcmd__port__subcmd__type"
                 ;;
             rdma__cli__subcmd__help,responder)
                 cmd="rdma__cli__subcmd__help__subcmd__responder"
@@ -251,7 +257,7 @@ _rdma__cli() {
 
     case "${cmd}" in
         rdma__cli)
-            opts="-t -j -w -h -V --terse --json --wait --system --session --address --help --version show status diff apply confirm rollback link roce ipoib ip naming modules memlock nfs sm health test-link responder completions help"
+            opts="-t -j -w -h -V --terse --json --wait --system --session --address --help --version show status diff apply confirm rollback link roce ipoib ip naming modules memlock nfs sm health test-link responder completions port-type help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -451,7 +457,7 @@ _rdma__cli() {
             return 0
             ;;
         rdma__cli__subcmd__help)
-            opts="show status diff apply confirm rollback link roce ipoib ip naming modules memlock nfs sm health test-link responder completions help"
+            opts="show status diff apply confirm rollback link roce ipoib ip naming modules memlock nfs sm health test-link responder completions port-type help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -773,6 +779,20 @@ _rdma__cli() {
             return 0
             ;;
         rdma__cli__subcmd__help__subcmd__nfs)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rdma__cli__subcmd__help__subcmd__port__subcmd__type)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1529,6 +1549,32 @@ _rdma__cli() {
             return 0
             ;;
         rdma__cli__subcmd__nfs)
+            opts="-t -j -w -h -V --terse --json --wait --system --session --address --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -w)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --address)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rdma__cli__subcmd__port__subcmd__type)
             opts="-t -j -w -h -V --terse --json --wait --system --session --address --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

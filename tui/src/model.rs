@@ -170,6 +170,10 @@ record!(
         roce_tos: u8 = "RoceTos",
         roce_modes: Vec<String> = "RoceModes",
         roce_persisted: bool = "RocePersisted",
+        port_type: String = "PortType",
+        port_type_control: String = "PortTypeControl",
+        port_type_next: String = "PortTypeNext",
+        port_type_reboot_needed: bool = "PortTypeRebootNeeded",
     }
 );
 

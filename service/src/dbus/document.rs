@@ -43,6 +43,7 @@ pub fn document(state: &ObservedState, simulated: bool, tick_us: u64) -> Documen
                     state.nm_profiles.as_deref(),
                     &paths,
                     state.state_changes_of(dev.index, port.number),
+                    state.port_types.get(&dev.index),
                 )
                 .all(),
             );

@@ -476,6 +476,14 @@ bus_object! {
         roce_persisted as "RocePersisted": bool,
         /// Changes of the logical state the daemon has seen since it started (down and up again counts two), counted as they happen, on the port's event or the poll that sees it move: a link flap between two reads of a monitor still counts.
         state_changes as "StateChanges": u64,
+        /// The port type the driver or firmware holds: "ib", "eth" or "auto" (mlx4 sensing it, VPI in mlx5 firmware; LinkLayer says what runs); "" when the driver has none (PortTypeControl "").
+        port_type as "PortType": String,
+        /// How the port type changes: "runtime" (mlx4: at once), "firmware" (mlx5: at the next boot, through mstconfig); "" when it cannot (software devices, other drivers, mlx5 without mstconfig installed).
+        port_type_control as "PortTypeControl": String,
+        /// The port type the firmware applies at the next boot ("firmware" control only; "" otherwise).
+        port_type_next as "PortTypeNext": String,
+        /// Whether the firmware holds a port type for the next boot that differs from the one in use: the change waits for a reboot.
+        port_type_reboot_needed as "PortTypeRebootNeeded": bool,
     }
     methods {
         /// Sets rdma_cm's default RoCE version of this port ("v1" or "v2"; "1", "2",
@@ -488,6 +496,14 @@ bus_object! {
         /// remembers it.
         op set_roce_tos(tos: u8) -> () as ManageRoce
             = |e, v| e.set_roce_tos(super::device_index(&v.device), v.number, tos).await;
+
+        /// Sets the port type ("ib", "eth" or "auto"). mlx4: at once (the driver re-registers
+        /// the device), checked first against the driver's rule (port 1 may be eth only when
+        /// port 2 is), and remembered in rdma-core's /etc/rdma/mlx4.conf, re-applied when the
+        /// device appears. mlx5: staged in firmware for the next boot (PortTypeNext,
+        /// PortTypeRebootNeeded). NotSupported where the driver has none or a tool is missing.
+        op set_port_type(port_type: &str) -> () as ManageAdapter
+            = |e, v| e.set_port_type(super::device_index(&v.device), v.number, port_type).await;
 
         /// Tests the link from this port to a peer and returns the result. peer: an IPv4 or IPv6 address, or a GID that is one (a RoCE v2 entry; an InfiniBand LID is NotSupported). kind "rdma": rdma_cm RC from this port (perftest's ib_send_lat, a 1000-message ping-pong, then ib_send_bw) against the peer's responder (SetLinkResponder) or perftest's servers started by hand on ports 18515 and 18516; duration 0 uses perftest's iteration counts, N > 0 runs the bandwidth test N seconds (the peer's server must be given -D N too). kind "icmp": echo requests every 200 ms out of the port's netdev for duration seconds (2 when 0). timeout: the most the test may take, 1 to 600 s (0: 30); the tools are then killed and the result says "timeout". A test that ran returns its result with passed false and the reason (port-down, no-route, no-responder, rejected, timeout, tool-failed, unexpected-output) rather than an error; errors are for bad arguments (InvalidArgument), kinds of peer that cannot be tested (NotSupported) and too many tests at once (Busy). The tools run without the daemon's privileges.
         async fn test_link(

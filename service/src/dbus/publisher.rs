@@ -301,6 +301,7 @@ impl Publisher {
                 state.nm_profiles.as_deref(),
                 paths,
                 state.state_changes_of(index, port.number),
+                state.port_types.get(&index),
             );
             if let Some(c) = self
                 .upsert(&port_path(index, port.number), p.ports.get(&key), view)

@@ -96,7 +96,9 @@ pub fn port_view(
     nm_profiles: Option<&[crate::nm::client::ProfileSummary]>,
     paths: &ObjectPaths,
     state_changes: u64,
+    port_types: Option<&crate::kernel::port_type::PortTypes>,
 ) -> PortView {
+    let port_type = port_types.and_then(|t| Some((t.control, t.port(p.number)?)));
     let mut u = Unreadable::default();
     let source = d.sources.get(&p.number);
     let roce = d.roce.get(&p.number);
@@ -207,6 +209,17 @@ pub fn port_view(
         roce_modes,
         roce_persisted,
         state_changes,
+        port_type: port_type
+            .map(|(_, r)| r.configured.as_str().to_string())
+            .unwrap_or_default(),
+        port_type_control: port_type
+            .map(|(c, _)| c.as_str().to_string())
+            .unwrap_or_default(),
+        port_type_next: port_type
+            .and_then(|(_, r)| r.next_boot)
+            .map(|t| t.as_str().to_string())
+            .unwrap_or_default(),
+        port_type_reboot_needed: port_type.is_some_and(|(_, r)| r.reboot_needed()),
     }
 }
 

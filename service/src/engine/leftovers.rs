@@ -23,6 +23,7 @@ const WRITTEN: &[&str] = &[
     udev_rdma_naming::NAMING_OVERRIDE_PATH,
     memlock::DAEMON_FILE,
     nfs_conf::DAEMON_DROPIN,
+    super::ops_port_type::MLX4_CONF,
 ];
 
 /// The directories the daemon writes files into.
@@ -79,6 +80,7 @@ mod tests {
             dirs,
             [
                 "/etc/nfs.conf.d",
+                "/etc/rdma",
                 "/etc/rdma/modules",
                 "/etc/rdma-manager",
                 "/etc/security/limits.d",

@@ -23,6 +23,26 @@ use crate::model::{DeviceKind, RoceMode};
 use crate::nm::keys::IpSettings;
 use crate::nm::profile::{Family, IpConfig};
 
+/// The port types of the ports that have one: for firmware, the value the firmware holds
+/// for the next boot, which is what a set changes.
+fn ports_of(st: &ObservedState) -> Vec<rdma_manager_model::state::PortEntry> {
+    let mut out = Vec::new();
+    for (index, t) in &st.port_types {
+        let Some(d) = st.devices.get(index) else {
+            continue;
+        };
+        for p in &t.ports {
+            out.push(rdma_manager_model::state::PortEntry {
+                device: d.name().to_string(),
+                port: p.port,
+                kind: Some(p.next_boot.unwrap_or(p.configured)),
+            });
+        }
+    }
+    out.sort_by(|a, b| (&a.device, a.port).cmp(&(&b.device, b.port)));
+    out
+}
+
 /// The host's state from what the engine holds, IP settings aside (they come from
 /// NetworkManager, asked on the caller's task).
 fn current_of(st: &ObservedState) -> State {
@@ -140,6 +160,7 @@ fn current_of(st: &ObservedState) -> State {
         responder: None,
         // Expectations, not settings: the host has none to show.
         health: None,
+        ports: Some(ports_of(st)),
     }
 }
 
@@ -288,6 +309,14 @@ impl EngineHandle {
             Step::SetRoceTos { device, port, tos } => {
                 let index = self.device_index(&device).await?;
                 self.set_roce_tos(index, port, tos).await
+            }
+            Step::SetPortType {
+                device,
+                port,
+                port_type,
+            } => {
+                let index = self.device_index(&device).await?;
+                self.set_port_type(index, port, port_type.as_str()).await
             }
             Step::SetRdmaPolicy { policy } => self.set_rdma_naming_policy(&policy, false).await,
             Step::SetRdmaFixedName { node_guid, name } => {

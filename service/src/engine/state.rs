@@ -132,6 +132,10 @@ pub struct ObservedState {
     /// first: `CheckHealth` counts a port's flaps over a window that ends now.
     #[serde(skip)]
     pub state_change_times: BTreeMap<(u32, u32), VecDeque<Instant>>,
+    /// The port types of the VPI adapters, by device index: read when a device appears and
+    /// after a change (`ops_port_type.rs`), not at every re-read (mlx5's come from a
+    /// firmware tool). A device whose driver has none is absent.
+    pub port_types: BTreeMap<u32, crate::kernel::port_type::PortTypes>,
 }
 
 /// How many state changes of a port are remembered with their time (the health section's

@@ -21,6 +21,7 @@ pub mod observe;
 mod openat;
 pub mod port_events;
 pub mod port_poll;
+pub mod port_type;
 pub mod rlimit;
 pub mod rtnl;
 // The simulated host: for the tests and, with the `sim` feature, `--simulate` and rdma-tui's
@@ -360,5 +361,19 @@ pub trait Host: Send + Sync + 'static {
         &self,
         path: &std::path::Path,
         contents: &[u8],
+    ) -> Result<(), HostError>;
+
+    // ---- port type (see `port_type`) --------------------------------------------------------
+
+    /// The port types of the PCI function `pci`: mlx4's from the driver, mlx5's from the
+    /// firmware (current and next boot). `Unsupported` for a function whose driver has none,
+    /// or an mlx5 function when mstconfig is not installed.
+    async fn port_types(&self, pci: &str) -> Result<port_type::PortTypes, HostError>;
+    /// Sets one port's type now (mlx4) or stages it for the next boot (mlx5).
+    async fn set_port_type(
+        &self,
+        pci: &str,
+        port: u32,
+        ty: rdma_manager_model::port_type::PortType,
     ) -> Result<(), HostError>;
 }

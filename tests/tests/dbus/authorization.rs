@@ -181,6 +181,7 @@ async fn an_unprivileged_user_is_refused_every_change_and_nothing_changes() -> R
         "ApplyState",
         "TestLink",
         "SetLinkResponder",
+        "SetPortType",
     ] {
         assert!(mutating.iter().any(|m| m.2 == want), "{want}: {methods:?}");
     }

@@ -463,6 +463,59 @@ async fn roce_methods_refuse_bad_input_and_change_nothing() -> Result<()> {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn port_type_refuses_bad_input_and_changes_nothing() -> Result<()> {
+    require_harness!();
+    let t = SystemSetup::new(false, PolkitConfig::rdma_manager()).await?;
+    // The demo host: Device/0 mlx4_1 (port 1 ib, port 2 eth), Device/3 rxe0.
+    let mlx4_p1 = format!("{ROOT_PATH}/Device/0/Port/1");
+    let rxe = format!("{ROOT_PATH}/Device/3/Port/1");
+    let gone = format!("{ROOT_PATH}/Device/99/Port/1");
+    let long = "e".repeat(300);
+    let mut cases = Vec::new();
+    for bad in [
+        "",
+        "roce",
+        "eth\nib",
+        "ib eth",
+        "auto (eth)",
+        "1",
+        "../eth",
+        &long,
+    ] {
+        cases.push(case(
+            &mlx4_p1,
+            "Port",
+            "SetPortType",
+            &["s", bad],
+            "InvalidArgument",
+        ));
+    }
+    // mlx4's port rule is covered end to end in port_type.rs; here a soft device and a
+    // device gone.
+    cases.push(case(
+        &rxe,
+        "Port",
+        "SetPortType",
+        &["s", "eth"],
+        "NotSupported",
+    ));
+    cases.push(case(
+        &gone,
+        "Port",
+        "SetPortType",
+        &["s", "eth"],
+        "org.freedesktop.DBus.Error.UnknownObject",
+    ));
+    refused(&t, &cases).await?;
+    let file = t
+        .sim
+        .root()
+        .join("sys/bus/pci/drivers/mlx4_core/0000:04:00.0/mlx4_port2");
+    assert_eq!(std::fs::read_to_string(file)?, "eth\n");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn state_methods_refuse_bad_input_and_change_nothing() -> Result<()> {
     require_harness!();
     let t = SystemSetup::new(false, PolkitConfig::rdma_manager()).await?;

@@ -15,6 +15,7 @@ mod ipoib;
 mod link_test;
 mod naming;
 mod port_events;
+mod port_type;
 mod reliability;
 mod roce;
 mod service;

@@ -455,6 +455,7 @@ fn unit_and_activation_file_agree_with_each_other_and_the_code() -> Result<()> {
         "/etc/security/limits.d",
         "/etc/nfs.conf.d",
         rdma_managerd::ipmgr::networkd_file::NETWORK_DIR,
+        "/etc/rdma",
     ]
     .into();
     assert_eq!(rw, want, "ReadWritePaths=");

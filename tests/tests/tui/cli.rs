@@ -248,6 +248,39 @@ async fn a_roce_tos_is_set_on_the_port_named_by_device_and_number() -> Result<()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_port_type_is_set_now_on_mlx4_and_staged_on_mlx5() -> Result<()> {
+    require_harness!();
+    let t = SystemSetup::new(false, PolkitConfig::rdma_manager()).await?;
+    let o = cli(&t.bus, None, &["port-type", "mlx4_1/1", "eth"]).await?;
+    exited(&o, 0, "port-type mlx4")?;
+    ensure!(
+        stdout(&o).contains("successfully set to eth"),
+        "{}",
+        stdout(&o)
+    );
+    let o = cli(&t.bus, None, &["port-type", "mlx5_1/1", "ib"]).await?;
+    exited(&o, 0, "port-type mlx5")?;
+    ensure!(
+        stdout(&o).contains("for the next boot (reboot needed; it runs eth until then)"),
+        "{}",
+        stdout(&o)
+    );
+    // The port rule: port 2 to ib would leave port 1 eth with port 2 ib.
+    let o = cli(&t.bus, None, &["port-type", "mlx4_1/2", "ib"]).await?;
+    ensure!(
+        stderr(&o).contains("port 1 may be Ethernet only when port 2 is"),
+        "{}",
+        stderr(&o)
+    );
+    exited(
+        &cli(&t.bus, None, &["port-type", "mlx4_1/1", "roce"]).await?,
+        2,
+        "bad word",
+    )?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn invalid_input_is_refused_with_exit_2_and_nothing_changes() -> Result<()> {
     require_harness!();
     let t = SystemSetup::new(false, PolkitConfig::rdma_manager()).await?;

@@ -215,6 +215,28 @@ fn port_lines(t: Theme, model: &Model, p: &Port) -> Vec<Line<'static>> {
             t.normal(),
         ));
     }
+    if !p.port_type_control.is_empty() {
+        lines.push(Line::raw(""));
+        lines.push(title(t, "Port type"));
+        let how = match p.port_type_control.as_str() {
+            "firmware" => "firmware, at the next boot",
+            _ => "driver, at once",
+        };
+        lines.push(kv(
+            t,
+            "Type",
+            format!("{} ({how})", p.port_type),
+            t.normal(),
+        ));
+        if p.port_type_reboot_needed {
+            lines.push(kv(
+                t,
+                "Next boot",
+                format!("{} (reboot needed)", p.port_type_next),
+                t.warn(),
+            ));
+        }
+    }
     lines
 }
 

@@ -146,6 +146,11 @@ pub enum Step {
         name: String,
         keys: BTreeMap<String, String>,
     },
+    SetPortType {
+        device: String,
+        port: u32,
+        port_type: crate::port_type::PortType,
+    },
 }
 
 impl Step {
@@ -171,6 +176,7 @@ impl Step {
             | Step::SetIpoibUmcast { .. } => Area::Ipoib,
             Step::SetIp { .. } => Area::Ip,
             Step::SetLinkResponder { .. } => Area::LinkTest,
+            Step::SetPortType { .. } => Area::Adapter,
         }
     }
 }

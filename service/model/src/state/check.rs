@@ -81,6 +81,9 @@ pub fn check(state: &State) -> Result<(), StateError> {
                 .map_err(|e| StateError::invalid("nfs-rdma.port", e.to_string()))?;
         }
     }
+    if let Some(ports) = &state.ports {
+        check_ports(ports)?;
+    }
     if let Some(h) = &state.health {
         crate::health::check(h)?;
     }
@@ -152,6 +155,39 @@ fn check_roce(roce: &[RoceEntry]) -> Result<(), StateError> {
     let mut seen = BTreeMap::new();
     for (i, e) in roce.iter().enumerate() {
         let p = format!("roce[{i}]");
+        if !is_guid(&e.device) {
+            validate_rdma_name(&e.device).map_err(|err| {
+                StateError::invalid(
+                    format!("{p}.device"),
+                    format!("{err} (give the kernel name or the node GUID, 0002:c903:0031:7f40)"),
+                )
+            })?;
+        }
+        if e.port == 0 {
+            return Err(StateError::invalid(
+                format!("{p}.port"),
+                "port 0 is not an RDMA port: ports count from 1",
+            ));
+        }
+        once(
+            &mut seen,
+            (e.device.to_ascii_lowercase(), e.port),
+            &p,
+            |first| {
+                format!(
+                    "port {}/{} is listed twice (also at {first})",
+                    e.device, e.port
+                )
+            },
+        )?;
+    }
+    Ok(())
+}
+
+fn check_ports(ports: &[PortEntry]) -> Result<(), StateError> {
+    let mut seen = BTreeMap::new();
+    for (i, e) in ports.iter().enumerate() {
+        let p = format!("ports[{i}]");
         if !is_guid(&e.device) {
             validate_rdma_name(&e.device).map_err(|err| {
                 StateError::invalid(
@@ -606,6 +642,22 @@ subnet-manager: {enabled: true, running: true}
         assert_eq!(
             refused("soft-links:\n  - name: \"rxe%d\"\n    state: absent\n"),
             "line 2: soft-links[0].name: the character '%' is not allowed; use ASCII letters, digits, '-', '_' and '.'"
+        );
+    }
+
+    #[test]
+    fn ports() {
+        assert_eq!(
+            refused(
+                "ports:\n  - {device: mlx4_0, port: 1, type: eth}\n  - {device: mlx4_0, port: 1}\n"
+            ),
+            "line 3: ports[1]: port mlx4_0/1 is listed twice (also at ports[0])"
+        );
+        assert!(refused("ports:\n  - {device: mlx4_0, port: 0, type: ib}\n")
+            .contains("ports[0].port: port 0 is not an RDMA port: ports count from 1"));
+        assert!(
+            refused("ports:\n  - {device: mlx4_0, port: 1, type: roce}\n")
+                .contains("ports[0].type")
         );
     }
 

@@ -31,6 +31,19 @@ impl State {
         &mut self,
         name_of: impl Fn(&str) -> Option<String>,
     ) -> Result<(), StateError> {
+        for (i, e) in self.ports.iter_mut().flatten().enumerate() {
+            if is_guid(&e.device) {
+                let guid = e.device.to_ascii_lowercase();
+                e.device = name_of(&guid).ok_or_else(|| {
+                    StateError::not_found(
+                        format!("ports[{i}].device"),
+                        "device with node GUID",
+                        guid,
+                        "",
+                    )
+                })?;
+            }
+        }
         for (i, e) in self.roce.iter_mut().flatten().enumerate() {
             if is_guid(&e.device) {
                 let guid = e.device.to_ascii_lowercase();
@@ -81,9 +94,10 @@ enum Part {
     ChildCreations,
     Ipoib,
     Ip,
+    Ports,
 }
 
-const PARTS: usize = 13;
+const PARTS: usize = 14;
 
 #[derive(Default)]
 struct Plan {
@@ -127,6 +141,7 @@ pub fn diff(current: &State, wanted: &State) -> Result<Vec<Change>, StateError> 
     subnet_manager(current, wanted, &mut plan);
     responder(current, wanted, &mut plan);
     interfaces(current, wanted, &mut plan)?;
+    ports(current, wanted, &mut plan)?;
     Ok(plan.into_vec())
 }
 
@@ -325,6 +340,46 @@ fn roce(
                 );
             }
         }
+    }
+    Ok(())
+}
+
+/// Port types: each listed port must be one whose driver has a port type (the host's
+/// state lists only those).
+fn ports(current: &State, wanted: &State, plan: &mut Plan) -> Result<(), StateError> {
+    let have: BTreeMap<(&str, u32), &PortEntry> = current
+        .ports
+        .iter()
+        .flatten()
+        .map(|e| ((e.device.as_str(), e.port), e))
+        .collect();
+    for (i, e) in wanted.ports.iter().flatten().enumerate() {
+        let id = format!("{}/{}", e.device, e.port);
+        let Some(now) = have.get(&(e.device.as_str(), e.port)) else {
+            return Err(StateError::not_found(
+                format!("ports[{i}]"),
+                "port with a port type",
+                id,
+                " (only mlx4 ports, and mlx5 ports where mstconfig is installed, have one)",
+            ));
+        };
+        let Some(ty) = e.kind else { continue };
+        if now.kind == Some(ty) {
+            continue;
+        }
+        let step = |port_type| Step::SetPortType {
+            device: e.device.clone(),
+            port: e.port,
+            port_type,
+        };
+        plan.push(
+            Part::Ports,
+            format!("ports[{id}].type"),
+            ChangeOp::Set,
+            (text(now.kind.map(|k| k.as_str())), ty.as_str().to_string()),
+            step(ty),
+            step(now.kind.unwrap_or(ty)),
+        );
     }
     Ok(())
 }

@@ -43,6 +43,9 @@ memlock: {}
 nfs-rdma: {enabled: false, port: 20049}
 subnet-manager: {enabled: false, running: false}
 responder: {enabled: false}
+ports:
+  - {device: mlx4_0, port: 1, type: ib}
+  - {device: mlx4_0, port: 2, type: ib}
 ",
     )
     .expect("the host's state")
@@ -929,6 +932,7 @@ mod generated {
                 enabled: Some(g.bool()),
             }),
             health: None,
+            ports: None,
         }
     }
 
@@ -1146,4 +1150,52 @@ mod generated {
             other => panic!("not a host-wide step: {other:?}"),
         }
     }
+}
+
+#[test]
+fn port_types_follow_the_documents_order_with_their_undo() {
+    let c = changes(
+        "ports:\n  - {device: mlx4_0, port: 2, type: eth}\n  - {device: mlx4_0, port: 1, type: eth}\n",
+    );
+    let step = |port, port_type| Step::SetPortType {
+        device: "mlx4_0".into(),
+        port,
+        port_type,
+    };
+    use crate::port_type::PortType::{Eth, Ib};
+    let got: Vec<_> = c
+        .iter()
+        .map(|c| {
+            (
+                c.path.as_str(),
+                c.current.as_str(),
+                c.wanted.as_str(),
+                &c.step,
+                &c.undo,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                "ports[mlx4_0/2].type",
+                "ib",
+                "eth",
+                &step(2, Eth),
+                &step(2, Ib)
+            ),
+            (
+                "ports[mlx4_0/1].type",
+                "ib",
+                "eth",
+                &step(1, Eth),
+                &step(1, Ib)
+            ),
+        ]
+    );
+    assert_eq!(c[0].step.area(), crate::state::Area::Adapter);
+    assert!(paths("ports:\n  - {device: mlx4_0, port: 1, type: ib}\n").is_empty());
+    assert!(paths("ports:\n  - {device: mlx4_0, port: 1}\n").is_empty());
+    assert!(refused("ports:\n  - {device: rxe0, port: 1, type: eth}\n").contains("ports[0]"));
 }

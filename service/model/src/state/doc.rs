@@ -40,6 +40,20 @@ pub struct State {
     /// applied, so it takes no part in a difference.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub health: Option<crate::health::Health>,
+    /// Port types of VPI adapters' ports; identity: `device` and `port`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ports: Option<Vec<PortEntry>>,
+}
+
+/// A port's type (`ib`, `eth`, `auto`): mlx4 switches at once, mlx5 at the next boot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct PortEntry {
+    /// The kernel name, or the node GUID as sysfs prints it.
+    pub device: String,
+    pub port: u32,
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<crate::port_type::PortType>,
 }
 
 /// Whether a list entry should exist. Absent from the document means `up`.

@@ -18,6 +18,9 @@ impl State {
         if let Some(l) = &mut s.interfaces {
             l.sort_by(|a, b| a.name.cmp(&b.name));
         }
+        if let Some(l) = &mut s.ports {
+            l.sort_by(|a, b| (&a.device, a.port).cmp(&(&b.device, b.port)));
+        }
         if let Some(n) = &mut s.naming {
             if let Some(l) = &mut n.rdma_fixed_names {
                 l.sort_by(|a, b| a.node_guid.cmp(&b.node_guid));
@@ -227,6 +230,13 @@ mod tests {
                 enabled: g.maybe(Gen::bool),
             }),
             health: None,
+            ports: g.maybe(|g| {
+                g.list(|g| PortEntry {
+                    device: g.text(),
+                    port: g.below(5) as u32,
+                    kind: g.maybe(|g| crate::port_type::PortType::ALL[g.below(3) as usize]),
+                })
+            }),
         }
     }
 

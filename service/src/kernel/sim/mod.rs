@@ -8,6 +8,7 @@ pub mod cost;
 pub mod fixtures;
 pub mod model;
 pub mod networkd;
+mod port_type;
 mod render;
 pub mod replaced;
 mod rules;
@@ -100,6 +101,8 @@ pub(crate) struct SimState {
     writes: SimWrites,
     /// Files whose reads fail with an errno (see [`SimHost::fail_reads_of_file`]).
     file_read_faults: BTreeMap<std::path::PathBuf, Errno>,
+    /// mlx5's firmware link types and whether mstconfig is installed (`port_type.rs`).
+    port_types: port_type::SimPortTypes,
 }
 
 /// The changes asked of a simulated host, failed ones included: kernel changes (links, RoCE
@@ -179,6 +182,7 @@ impl SimHost {
             .max()
             .unwrap_or(2);
         let cm = spec.kernel.rdma_cm_configfs;
+        let port_types = port_type::SimPortTypes::new(&spec.devices);
         let state = SimState {
             spec,
             next_dev_index,
@@ -195,6 +199,7 @@ impl SimHost {
             file_read_faults: BTreeMap::new(),
             port_events: true,
             watched: Default::default(),
+            port_types,
         };
         let host = SimHost {
             inner: Arc::new(Inner {
@@ -296,6 +301,7 @@ impl SimHost {
         render::render_module(root, "rdma_rxe", st.spec.kernel.rxe_loaded)
             .map_err(Self::render_err)?;
         render::render_module(root, "siw", false).map_err(Self::render_err)?;
+        port_type::render(root, &st).map_err(Self::render_err)?;
         Self::render_rdma_cm(root, &st)
     }
 
@@ -1484,6 +1490,19 @@ impl Host for SimHost {
         }
         files::write_atomic(&p, contents)
             .map_err(|e| HostError::from_io(Op::File(path.display().to_string()), &e))
+    }
+
+    async fn port_types(&self, pci: &str) -> Result<super::port_type::PortTypes, HostError> {
+        self.sim_port_types(pci)
+    }
+
+    async fn set_port_type(
+        &self,
+        pci: &str,
+        port: u32,
+        ty: rdma_manager_model::port_type::PortType,
+    ) -> Result<(), HostError> {
+        self.sim_set_port_type(pci, port, ty)
     }
 }
 

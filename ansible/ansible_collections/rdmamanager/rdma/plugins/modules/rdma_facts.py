@@ -71,7 +71,7 @@ ansible_facts:
       description:
         - The host's declarative RDMA state, as C(rdma-cli -j show) prints it.
         - Sections C(soft-links), C(roce), C(interfaces), C(naming), C(modules), C(memlock),
-          C(nfs-rdma), C(subnet-manager) and C(responder).
+          C(nfs-rdma), C(subnet-manager), C(responder) and C(ports) (port types).
       returned: success
       type: dict
       sample:

@@ -137,6 +137,17 @@ EXAMPLES = r"""
               - ip: 192.0.2.1
                 prefix-length: 24
 
+- name: Both ports of a ConnectX-3 to Ethernet (port 2 first, as mlx4 requires)
+  rdmamanager.rdma.rdma_state:
+    state:
+      ports:
+        - device: mlx4_0
+          port: 2
+          type: eth
+        - device: mlx4_0
+          port: 1
+          type: eth
+
 - name: A document kept on the host, committed at once
   rdmamanager.rdma.rdma_state:
     src: /etc/rdma-manager/site.yml
