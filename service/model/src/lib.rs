@@ -14,3 +14,4 @@ pub mod ipoib;
 pub mod linktest;
 pub mod names;
 pub mod state;
+pub mod vf_guid;
