@@ -179,11 +179,20 @@ mod tests {
 
     #[test]
     fn refuses_malformed_zero_and_all_ones() {
-        for s in ["", "00:11:22", "0011:2233:4455:66777", "0x12", "zz:11:22:33:44:55:66:77"] {
+        for s in [
+            "",
+            "00:11:22",
+            "0011:2233:4455:66777",
+            "0x12",
+            "zz:11:22:33:44:55:66:77",
+        ] {
             assert!(
                 matches!(
                     parse_vf_guid(GuidKind::Port, s),
-                    Err(VfGuidError::Format { kind: GuidKind::Port, .. })
+                    Err(VfGuidError::Format {
+                        kind: GuidKind::Port,
+                        ..
+                    })
                 ),
                 "{s}"
             );
@@ -214,12 +223,13 @@ mod tests {
         assert_eq!(check_request(&ctx(), 1, 1, 1), Ok(()));
         assert!(matches!(
             check_request(&ctx(), 2, 1, 2),
-            Err(VfGuidError::NoSuchVf { vf: 2, numvfs: 2, .. })
+            Err(VfGuidError::NoSuchVf {
+                vf: 2,
+                numvfs: 2,
+                ..
+            })
         ));
-        let none = VfGuidContext {
-            numvfs: 0,
-            ..ctx()
-        };
+        let none = VfGuidContext { numvfs: 0, ..ctx() };
         assert!(matches!(
             check_request(&none, 0, 1, 2),
             Err(VfGuidError::NotSriov { .. })
