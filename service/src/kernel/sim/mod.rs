@@ -11,6 +11,7 @@ pub mod networkd;
 mod render;
 pub mod replaced;
 mod rules;
+mod sriov;
 pub mod traffic;
 
 use std::collections::BTreeMap;
@@ -54,6 +55,8 @@ pub enum SimOp {
     WriteFile,
     RemoveFile,
     ReloadUdev,
+    SetVfGuids,
+    RebindVf,
 }
 
 #[derive(Debug, Clone)]
@@ -100,6 +103,8 @@ pub(crate) struct SimState {
     writes: SimWrites,
     /// Files whose reads fail with an errno (see [`SimHost::fail_reads_of_file`]).
     file_read_faults: BTreeMap<std::path::PathBuf, Errno>,
+    /// The VF GUIDs the PFs' drivers hold (see `sriov`).
+    sriov: sriov::SimSriov,
 }
 
 /// The changes asked of a simulated host, failed ones included: kernel changes (links, RoCE
@@ -195,6 +200,7 @@ impl SimHost {
             file_read_faults: BTreeMap::new(),
             port_events: true,
             watched: Default::default(),
+            sriov: Default::default(),
         };
         let host = SimHost {
             inner: Arc::new(Inner {
@@ -1484,6 +1490,34 @@ impl Host for SimHost {
         }
         files::write_atomic(&p, contents)
             .map_err(|e| HostError::from_io(Op::File(path.display().to_string()), &e))
+    }
+
+    async fn read_sriov(&self, dev: &str) -> Result<Option<super::sriov::SriovPf>, HostError> {
+        self.read_fault(dev)?;
+        let Some(mut pf) = super::sriov::read_pf(&self.inner.sys, dev)? else {
+            return Ok(None);
+        };
+        let reported = sriov::reported(&self.lock(), &pf.pci);
+        super::sriov::fill_guids(&mut pf, &reported);
+        Ok(Some(pf))
+    }
+
+    async fn set_vf_guids(
+        &self,
+        pf_netdev: &str,
+        vf: u32,
+        node_guid: crate::model::Guid,
+        port_guid: crate::model::Guid,
+    ) -> Result<(), HostError> {
+        let mut st = self.lock();
+        self.take_fault(&mut st, SimOp::SetVfGuids)?;
+        sriov::set_vf_guids(&mut st, pf_netdev, vf, node_guid.0, port_guid.0)
+    }
+
+    async fn rebind_vf(&self, vf_pci: &str) -> Result<Option<String>, HostError> {
+        let mut st = self.lock();
+        self.take_fault(&mut st, SimOp::RebindVf)?;
+        self.rebind_vf_locked(&mut st, vf_pci)
     }
 }
 
