@@ -31,6 +31,7 @@ mod ops_naming;
 mod ops_roce;
 mod ops_soft_links;
 mod ops_state;
+mod ops_vf_guid;
 pub mod phases;
 mod renames;
 mod restore;

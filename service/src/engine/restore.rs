@@ -8,6 +8,7 @@
 use super::ops_ipoib::restore_ipoib;
 use super::ops_roce::restore_roce;
 use super::ops_soft_links::restore_soft_links;
+use super::ops_vf_guid::restore_vf_guids;
 use super::wanted::Appeared;
 use super::Engine;
 
@@ -17,4 +18,5 @@ pub(super) async fn restore(eng: &mut Engine, appeared: &Appeared) {
     restore_soft_links(eng, appeared).await;
     restore_ipoib(eng, appeared).await;
     restore_roce(eng, appeared).await;
+    restore_vf_guids(eng, appeared).await;
 }
