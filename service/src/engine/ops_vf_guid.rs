@@ -179,6 +179,7 @@ async fn set_vf_guids(
             driver: None,
             node_guid: None,
             port_guid: None,
+            reported: false,
         });
     let vf_dev = vf_device(eng, &state);
     saved.set(pf_guid, vf, node, port);
@@ -280,16 +281,16 @@ async fn verify(eng: &Engine, pf: &str, vf: u32, node: Guid, port: Guid) -> Resu
         .await
         .map_err(OpError::from_host)?
         .and_then(|p| p.vfs.into_iter().find(|v| v.vf == vf));
-    match now.map(|v| (v.node_guid, v.port_guid)) {
-        Some((Some(n), Some(p))) if n == node && p == port => Ok(()),
-        Some((None, None)) => {
+    match now {
+        Some(v) if !v.reported => {
             info!(device = %pf, vf, "the driver does not report VF GUIDs; not verified");
             Ok(())
         }
+        Some(v) if v.node_guid == Some(node) && v.port_guid == Some(port) => Ok(()),
         other => Err(OpError::Failed(format!(
             "after setting, the driver of {pf} reports {} for VF {vf} instead of {} / {}",
             match other {
-                Some((n, p)) => format!("{} / {}", show(n), show(p)),
+                Some(v) => format!("{} / {}", show(v.node_guid), show(v.port_guid)),
                 None => "no such VF".into(),
             },
             ip_form(node.0),
@@ -376,10 +377,11 @@ pub(super) async fn restore_vf_guids(eng: &mut Engine, appeared: &Appeared) {
             if !here {
                 continue;
             }
-            let needed = match (v.node_guid, v.port_guid) {
-                (Some(n), Some(p)) => (n, p) != (node, port),
-                // A driver that reports none: the VF's device says whether it has them.
-                _ => match &vf_dev {
+            let needed = if v.reported {
+                (v.node_guid, v.port_guid) != (Some(node), Some(port))
+            } else {
+                // A driver that does not report them: the VF's device says whether it has them.
+                match &vf_dev {
                     Some(d) => eng
                         .state
                         .devices
@@ -387,7 +389,7 @@ pub(super) async fn restore_vf_guids(eng: &mut Engine, appeared: &Appeared) {
                         .find(|x| x.name() == d)
                         .is_none_or(|x| x.snap.node_guid.as_ref().ok() != Some(&node)),
                     None => true,
-                },
+                }
             };
             if !needed {
                 continue;

@@ -26,6 +26,9 @@ pub struct VfState {
     pub driver: Option<String>,
     pub node_guid: Option<Guid>,
     pub port_guid: Option<Guid>,
+    /// Whether the PF's driver reports this VF's GUIDs at all (`ndo_get_vf_guid`); when it
+    /// does, `None` means it holds none (it reports zero).
+    pub reported: bool,
 }
 
 /// An RDMA device's PCI function when it is an SR-IOV PF.
@@ -96,6 +99,7 @@ pub fn read_pf(sys: &SysRoot, dev: &str) -> Result<Option<SriovPf>, HostError> {
                 driver,
                 node_guid: None,
                 port_guid: None,
+                reported: false,
             }
         })
         .collect();
@@ -113,6 +117,7 @@ pub fn read_pf(sys: &SysRoot, dev: &str) -> Result<Option<SriovPf>, HostError> {
 pub fn fill_guids(pf: &mut SriovPf, reported: &[super::rtnl::vf_guid::VfGuids]) {
     for r in reported {
         if let Some(v) = pf.vfs.iter_mut().find(|v| v.vf == r.vf) {
+            v.reported = r.node_guid.is_some() || r.port_guid.is_some();
             v.node_guid = r.node_guid.filter(|g| *g != 0).map(Guid);
             v.port_guid = r.port_guid.filter(|g| *g != 0).map(Guid);
         }

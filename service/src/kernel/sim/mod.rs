@@ -434,8 +434,8 @@ impl SimHost {
     pub fn kernel_snapshot(&self) -> String {
         let st = self.lock();
         format!(
-            "{:#?}\nroce {:?}\ncm_groups {:?}",
-            st.spec, st.roce, st.cm_groups
+            "{:#?}\nroce {:?}\ncm_groups {:?}\nsriov {:?}",
+            st.spec, st.roce, st.cm_groups, st.sriov
         )
     }
 
@@ -1497,7 +1497,7 @@ impl Host for SimHost {
         let Some(mut pf) = super::sriov::read_pf(&self.inner.sys, dev)? else {
             return Ok(None);
         };
-        let reported = sriov::reported(&self.lock(), &pf.pci);
+        let reported = sriov::reported(&self.lock(), &pf.pci, pf.numvfs);
         super::sriov::fill_guids(&mut pf, &reported);
         Ok(Some(pf))
     }

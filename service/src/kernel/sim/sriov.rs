@@ -69,16 +69,22 @@ pub(super) fn set_vf_guids(
     Ok(())
 }
 
-/// The GUIDs the driver reports for the VFs of the PF at `pf_pci`.
-pub(super) fn reported(st: &SimState, pf_pci: &str) -> Vec<VfGuids> {
-    st.sriov
-        .guids
-        .iter()
-        .filter(|((pci, _), _)| pci == pf_pci)
-        .map(|((_, vf), (node, port))| VfGuids {
-            vf: *vf,
-            node_guid: Some(*node),
-            port_guid: Some(*port),
+/// The GUIDs the driver reports for the `numvfs` VFs of the PF at `pf_pci`: zero for a VF
+/// it holds none for, as mlx5 reports.
+pub(super) fn reported(st: &SimState, pf_pci: &str, numvfs: u32) -> Vec<VfGuids> {
+    (0..numvfs)
+        .map(|vf| {
+            let (node, port) = st
+                .sriov
+                .guids
+                .get(&(pf_pci.to_string(), vf))
+                .copied()
+                .unwrap_or((0, 0));
+            VfGuids {
+                vf,
+                node_guid: Some(node),
+                port_guid: Some(port),
+            }
         })
         .collect()
 }
