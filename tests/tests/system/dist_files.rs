@@ -454,6 +454,7 @@ fn unit_and_activation_file_agree_with_each_other_and_the_code() -> Result<()> {
         "/etc/security/limits.d",
         "/etc/nfs.conf.d",
         rdma_managerd::ipmgr::networkd_file::NETWORK_DIR,
+        "/sys/bus/pci/drivers",
     ]
     .into();
     assert_eq!(rw, want, "ReadWritePaths=");
