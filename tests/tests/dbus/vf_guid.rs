@@ -143,7 +143,7 @@ async fn guids_are_set_rebound_read_back_and_remembered() -> Result<()> {
     // Another VF may not take them.
     err(
         set(&t, PF, 0, NODE, "00:00:00:00:00:00:00:99").await?,
-        "org.rdmamanager.RdmaManager1.Error.AlreadyExists",
+        "AlreadyExists",
     );
 
     // Forgetting keeps what the driver holds.
@@ -155,7 +155,7 @@ async fn guids_are_set_rebound_read_back_and_remembered() -> Result<()> {
     err(
         t.call(None, &device_path(PF), DEVICE, "ResetVfGuids", &["u", "1"])
             .await?,
-        "org.rdmamanager.RdmaManager1.Error.NotFound",
+        "NotFound",
     );
     Ok(())
 }
@@ -166,7 +166,7 @@ async fn refusals_change_nothing() -> Result<()> {
     let t = setup_with(fixtures::naming_host()).await?;
     let world = |t: &SystemSetup| (t.sim.kernel_snapshot(), tree_files(t.sim.root(), &["etc"]));
     let before = world(&t);
-    let invalid = "org.rdmamanager.RdmaManager1.Error.InvalidArgument";
+    let invalid = "InvalidArgument";
     for (vf, node, port, want, says) in [
         (
             1,
@@ -183,7 +183,7 @@ async fn refusals_change_nothing() -> Result<()> {
             1,
             "94:6d:ae:03:00:12:34:50",
             PORT,
-            "org.rdmamanager.RdmaManager1.Error.AlreadyExists",
+            "AlreadyExists",
             "the node GUID of mlx5_0",
         ),
         // The PF's own port GUID.
@@ -191,7 +191,7 @@ async fn refusals_change_nothing() -> Result<()> {
             1,
             NODE,
             "b8:59:9f:03:00:d4:e6:2a",
-            "org.rdmamanager.RdmaManager1.Error.AlreadyExists",
+            "AlreadyExists",
             "mlx5_1",
         ),
     ] {
@@ -205,10 +205,7 @@ async fn refusals_change_nothing() -> Result<()> {
     }
     // A kernel failure of the change itself leaves nothing behind.
     t.sim.fail_next(SimOp::SetVfGuids, Errno::EIO);
-    err(
-        set(&t, PF, 1, NODE, PORT).await?,
-        "org.rdmamanager.RdmaManager1.Error.Failed",
-    );
+    err(set(&t, PF, 1, NODE, PORT).await?, "Failed");
     assert_eq!(world(&t), before);
     assert!(t.sim.vf_rebinds().is_empty());
     Ok(())
@@ -229,7 +226,7 @@ async fn a_failed_save_puts_the_guids_back() -> Result<()> {
             "00:11:22:33:44:55:66:91",
         )
         .await?,
-        "org.rdmamanager.RdmaManager1.Error.Failed",
+        "Failed",
     );
     assert!(
         msg.contains("has its GUIDs 00:11:22:33:44:55:66:77 / 00:11:22:33:44:55:66:78 again"),
@@ -254,10 +251,7 @@ async fn an_ethernet_pf_is_not_supported_with_the_kernels_reason() -> Result<()>
     let index = roce.index;
     let t = setup_with(spec).await?;
     let before = t.sim.kernel_snapshot();
-    let msg = err(
-        set(&t, index, 0, NODE, PORT).await?,
-        "org.rdmamanager.RdmaManager1.Error.NotSupported",
-    );
+    let msg = err(set(&t, index, 0, NODE, PORT).await?, "NotSupported");
     assert!(
         msg.contains("setting SR-IOV VF GUIDs on ")
             && msg.contains("EOPNOTSUPP (Operation not supported)"),
