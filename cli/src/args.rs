@@ -146,6 +146,9 @@ pub enum Command {
     },
     /// The subnet manager (opensm)
     Sm { action: SmAction },
+    /// SR-IOV VF GUIDs of an InfiniBand PF: set DEVICE VF NODE_GUID PORT_GUID, reset DEVICE VF
+    #[command(subcommand)]
+    VfGuid(VfGuidCommand),
     /// Node health check (NHC style): exit 0 when every expectation holds, 11 and one
     /// `ERROR:` line per failed expectation otherwise. Expectations: the health section of
     /// FILE, else the options, else the state directory's health sections
@@ -300,6 +303,27 @@ pub enum IpoibCommand {
             required = true
         )]
         settings: Vec<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum VfGuidCommand {
+    /// Set a VF's node and port GUID (ip link's 00:11:22:33:44:55:66:77 or sysfs's
+    /// 0011:2233:4455:6677), rebind the VF and remember them
+    Set {
+        /// The PF: its name or node GUID
+        device: String,
+        /// The VF index (ip link set PF vf N)
+        vf: u32,
+        node_guid: String,
+        port_guid: String,
+    },
+    /// Forget the GUIDs remembered for a VF (the driver keeps the current ones)
+    Reset {
+        /// The PF: its name or node GUID
+        device: String,
+        /// The VF index
+        vf: u32,
     },
 }
 

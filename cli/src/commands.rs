@@ -3,14 +3,14 @@
 
 use std::collections::HashMap;
 
-use rdma_manager_dbus::proxies::HostSetupProxy;
+use rdma_manager_dbus::proxies::{DeviceProxy, HostSetupProxy};
 use rdma_manager_dbus::types::HostStep;
 use rdma_manager_dbus::HOST_PATH;
 use rdma_manager_model::ipoib::IpoibMode;
 use zbus::zvariant::Value;
 use zbus::Connection;
 
-use crate::args::{IpoibCommand, LinkCommand, NamingCommand, RoceSetting, SmAction};
+use crate::args::{IpoibCommand, LinkCommand, NamingCommand, RoceSetting, SmAction, VfGuidCommand};
 use crate::bus::{self, Objects};
 use crate::check::{self, IpValue, IP_KEYS};
 use crate::failure::{code, Failure};
@@ -369,5 +369,39 @@ pub async fn sm(conn: &Connection, action: SmAction) -> Result<u8, Failure> {
         }
     };
     println!("Subnet manager successfully {done}.");
+    Ok(code::SUCCESS)
+}
+
+pub async fn vf_guid(conn: &Connection, cmd: VfGuidCommand) -> Result<u8, Failure> {
+    use rdma_manager_model::vf_guid::{ip_form, parse_vf_guid, GuidKind};
+    match cmd {
+        VfGuidCommand::Set {
+            device,
+            vf,
+            node_guid,
+            port_guid,
+        } => {
+            // Bad GUIDs are refused without a call, with the daemon's own rules.
+            let node = parse_vf_guid(GuidKind::Node, &node_guid)
+                .map_err(|e| Failure::usage(e.to_string()))?;
+            let port = parse_vf_guid(GuidKind::Port, &port_guid)
+                .map_err(|e| Failure::usage(e.to_string()))?;
+            let objects = Objects::read(conn).await?;
+            let (path, _) = objects.device(&device)?;
+            let proxy: DeviceProxy<'static> = bus::proxy(conn, path.as_str()).await?;
+            let (node, port) = (ip_form(node), ip_form(port));
+            proxy.set_vf_guids(vf, &node, &port).await?;
+            println!(
+                "VF {vf} of {device} successfully given node GUID {node} and port GUID {port}."
+            );
+        }
+        VfGuidCommand::Reset { device, vf } => {
+            let objects = Objects::read(conn).await?;
+            let (path, _) = objects.device(&device)?;
+            let proxy: DeviceProxy<'static> = bus::proxy(conn, path.as_str()).await?;
+            proxy.reset_vf_guids(vf).await?;
+            println!("GUIDs of VF {vf} of {device} forgotten (the driver keeps the current ones until the VFs are destroyed).");
+        }
+    }
     Ok(code::SUCCESS)
 }

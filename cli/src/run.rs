@@ -73,6 +73,7 @@ async fn dispatch(
         Command::Memlock { words } => commands::memlock(conn, &words).await,
         Command::Nfs { words } => commands::nfs(conn, &words, format).await,
         Command::Sm { action } => commands::sm(conn, action).await,
+        Command::VfGuid(cmd) => commands::vf_guid(conn, cmd).await,
         Command::Confirm { pending: given } => {
             let path = pending::resolve(conn, given.as_deref()).await?;
             pending::confirm(conn, &path).await?;

@@ -103,6 +103,7 @@ pub const NAMED: &[(&str, &str)] = &[
     ("Host.SubnetManagers", "Vec<SubnetManager>"),
     ("Network.MoveToNetworkManager.1", "Vec<MovedChild>"),
     ("Network.MoveToNetworkManager.2", "Vec<LeftChild>"),
+    ("Device.VfGuids", "Vec<VfGuid>"),
 ];
 
 /// Where a type is used: a method's input is borrowed where zbus allows it, everything the

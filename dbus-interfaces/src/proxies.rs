@@ -12,7 +12,7 @@ pub use crate::types::HostStep;
 use crate::types::{
     Gid, HealthCheck, LeftChild, LinkResponder, LinkTestResult, ManagedLimits, MovedChild,
     NamePreview, NameRule, Owner, PersistedChild, Pkey, PortCounters, RdmaModule, SoftLink,
-    StateChange, StateFile, StateStale, SubnetManager, UnitState,
+    StateChange, StateFile, StateStale, SubnetManager, UnitState, VfGuid,
 };
 use zbus::zvariant::OwnedObjectPath;
 

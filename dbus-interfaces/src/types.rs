@@ -412,6 +412,23 @@ pub struct LinkResponder {
     pub bandwidth_port: u16,
 }
 
+/// An SR-IOV VF of a PF with its GUIDs (Device `VfGuids`, `a(usssss)`). GUIDs are written
+/// as `ip link` writes them (`00:11:22:33:44:55:66:77`); empty when there is none.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Type, Value, OwnedValue)]
+#[zvariant(crate = "zbus::zvariant")]
+pub struct VfGuid {
+    /// The VF index (`ip link set <pf> vf N`).
+    pub vf: u32,
+    /// The VF's PCI address; empty when the VF is not enabled.
+    pub pci_address: String,
+    /// What the PF's driver holds now.
+    pub node_guid: String,
+    pub port_guid: String,
+    /// What vf-guids.toml remembers and sets again when the VF appears.
+    pub remembered_node_guid: String,
+    pub remembered_port_guid: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -443,6 +460,7 @@ mod tests {
             "(sssbssttdddddttsusisssyus)"
         );
         assert_eq!(LinkResponder::SIGNATURE.to_string(), "(bbutsqq)");
+        assert_eq!(VfGuid::SIGNATURE.to_string(), "(usssss)");
         assert_eq!(
             <Vec<SubnetManager>>::SIGNATURE.to_string(),
             <Vec<(OwnedObjectPath, String, String, u32, String)>>::SIGNATURE.to_string()

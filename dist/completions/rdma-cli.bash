@@ -79,6 +79,9 @@ _rdma__cli() {
             rdma__cli,test-link)
                 cmd="rdma__cli__subcmd__test__subcmd__link"
                 ;;
+            rdma__cli,vf-guid)
+                cmd="rdma__cli__subcmd__vf__subcmd__guid"
+                ;;
             rdma__cli__subcmd__help,apply)
                 cmd="rdma__cli__subcmd__help__subcmd__apply"
                 ;;
@@ -142,6 +145,9 @@ _rdma__cli() {
             rdma__cli__subcmd__help,test-link)
                 cmd="rdma__cli__subcmd__help__subcmd__test__subcmd__link"
                 ;;
+            rdma__cli__subcmd__help,vf-guid)
+                cmd="rdma__cli__subcmd__help__subcmd__vf__subcmd__guid"
+                ;;
             rdma__cli__subcmd__help__subcmd__ipoib,add)
                 cmd="rdma__cli__subcmd__help__subcmd__ipoib__subcmd__add"
                 ;;
@@ -171,6 +177,12 @@ _rdma__cli() {
                 ;;
             rdma__cli__subcmd__help__subcmd__naming,unfix)
                 cmd="rdma__cli__subcmd__help__subcmd__naming__subcmd__unfix"
+                ;;
+            rdma__cli__subcmd__help__subcmd__vf__subcmd__guid,reset)
+                cmd="rdma__cli__subcmd__help__subcmd__vf__subcmd__guid__subcmd__reset"
+                ;;
+            rdma__cli__subcmd__help__subcmd__vf__subcmd__guid,set)
+                cmd="rdma__cli__subcmd__help__subcmd__vf__subcmd__guid__subcmd__set"
                 ;;
             rdma__cli__subcmd__ipoib,add)
                 cmd="rdma__cli__subcmd__ipoib__subcmd__add"
@@ -250,6 +262,24 @@ _rdma__cli() {
             rdma__cli__subcmd__naming__subcmd__help,unfix)
                 cmd="rdma__cli__subcmd__naming__subcmd__help__subcmd__unfix"
                 ;;
+            rdma__cli__subcmd__vf__subcmd__guid,help)
+                cmd="rdma__cli__subcmd__vf__subcmd__guid__subcmd__help"
+                ;;
+            rdma__cli__subcmd__vf__subcmd__guid,reset)
+                cmd="rdma__cli__subcmd__vf__subcmd__guid__subcmd__reset"
+                ;;
+            rdma__cli__subcmd__vf__subcmd__guid,set)
+                cmd="rdma__cli__subcmd__vf__subcmd__guid__subcmd__set"
+                ;;
+            rdma__cli__subcmd__vf__subcmd__guid__subcmd__help,help)
+                cmd="rdma__cli__subcmd__vf__subcmd__guid__subcmd__help__subcmd__help"
+                ;;
+            rdma__cli__subcmd__vf__subcmd__guid__subcmd__help,reset)
+                cmd="rdma__cli__subcmd__vf__subcmd__guid__subcmd__help__subcmd__reset"
+                ;;
+            rdma__cli__subcmd__vf__subcmd__guid__subcmd__help,set)
+                cmd="rdma__cli__subcmd__vf__subcmd__guid__subcmd__help__subcmd__set"
+                ;;
             *)
                 ;;
         esac
@@ -257,7 +287,7 @@ _rdma__cli() {
 
     case "${cmd}" in
         rdma__cli)
-            opts="-t -j -w -h -V --terse --json --wait --system --session --address --help --version show status diff apply confirm rollback link roce ipoib ip naming modules memlock nfs sm health test-link responder completions port-type help"
+            opts="-t -j -w -h -V --terse --json --wait --system --session --address --help --version show status diff apply confirm rollback link roce ipoib ip naming modules memlock nfs sm vf-guid health test-link responder completions port-type help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -457,7 +487,7 @@ _rdma__cli() {
             return 0
             ;;
         rdma__cli__subcmd__help)
-            opts="show status diff apply confirm rollback link roce ipoib ip naming modules memlock nfs sm health test-link responder completions port-type help"
+            opts="show status diff apply confirm rollback link roce ipoib ip naming modules memlock nfs sm vf-guid health test-link responder completions port-type help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -893,6 +923,48 @@ _rdma__cli() {
         rdma__cli__subcmd__help__subcmd__test__subcmd__link)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rdma__cli__subcmd__help__subcmd__vf__subcmd__guid)
+            opts="set reset"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rdma__cli__subcmd__help__subcmd__vf__subcmd__guid__subcmd__reset)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rdma__cli__subcmd__help__subcmd__vf__subcmd__guid__subcmd__set)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -1775,6 +1847,140 @@ _rdma__cli() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -w)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --address)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rdma__cli__subcmd__vf__subcmd__guid)
+            opts="-t -j -w -h -V --terse --json --wait --system --session --address --help --version set reset help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -w)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --address)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rdma__cli__subcmd__vf__subcmd__guid__subcmd__help)
+            opts="set reset help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rdma__cli__subcmd__vf__subcmd__guid__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rdma__cli__subcmd__vf__subcmd__guid__subcmd__help__subcmd__reset)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rdma__cli__subcmd__vf__subcmd__guid__subcmd__help__subcmd__set)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rdma__cli__subcmd__vf__subcmd__guid__subcmd__reset)
+            opts="-t -j -w -h -V --terse --json --wait --system --session --address --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -w)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --address)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rdma__cli__subcmd__vf__subcmd__guid__subcmd__set)
+            opts="-t -j -w -h -V --terse --json --wait --system --session --address --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 --wait)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

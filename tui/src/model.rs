@@ -9,7 +9,7 @@ use rdma_manager_dbus::proxies::{sample_flags, HistorySample};
 use serde::{Deserialize, Serialize};
 
 /// The interfaces' structured values, as the service writes them.
-pub use rdma_manager_dbus::types::{Gid, NameRule, Owner, PersistedChild, Pkey, SoftLink};
+pub use rdma_manager_dbus::types::{Gid, NameRule, Owner, PersistedChild, Pkey, SoftLink, VfGuid};
 /// The Host object's structured values, as the service writes them.
 pub use rdma_manager_dbus::types::{ManagedLimits, RdmaModule, SubnetManager, UnitState};
 use zbus::zvariant::{OwnedObjectPath, OwnedValue};
@@ -134,6 +134,8 @@ record!(
         ports: Vec<String> = "Ports" via Vec<OwnedObjectPath> => paths,
         unreadable: BTreeMap<String, String> = "Unreadable"
             via HashMap<String, String> => |m| m.into_iter().collect(),
+        /// An SR-IOV PF's VFs with their GUIDs, current and remembered.
+        vf_guids: Vec<VfGuid> = "VfGuids",
     }
 );
 

@@ -15,3 +15,4 @@ pub mod linktest;
 pub mod names;
 pub mod port_type;
 pub mod state;
+pub mod vf_guid;

@@ -10,6 +10,7 @@
 pub mod ipoib;
 pub mod roce;
 pub mod soft_links;
+pub mod vf_guids;
 
 use std::path::Path;
 
@@ -21,6 +22,7 @@ use crate::kernel::{Host, HostError};
 pub use ipoib::{IpoibChildEntry, IpoibConfig, IpoibPortEntry, IpoibSettings};
 pub use roce::{RocePortEntry, RoceSettings};
 pub use soft_links::{SoftLinkEntry, SoftLinks};
+pub use vf_guids::{VfGuidEntry, VfGuidSettings};
 
 /// Where the daemon's own files live.
 pub const CONFIG_DIR: &str = "/etc/rdma-manager";
@@ -136,6 +138,7 @@ pub struct Desired {
     pub soft_links: Loaded<SoftLinks>,
     pub ipoib: Loaded<IpoibConfig>,
     pub roce: Loaded<RoceSettings>,
+    pub vf_guids: Loaded<VfGuidSettings>,
 }
 
 impl Default for Desired {
@@ -144,6 +147,7 @@ impl Default for Desired {
             soft_links: Ok(SoftLinks::default()),
             ipoib: Ok(IpoibConfig::default()),
             roce: Ok(RoceSettings::default()),
+            vf_guids: Ok(VfGuidSettings::default()),
         }
     }
 }
@@ -155,6 +159,7 @@ impl Desired {
             self.soft_links.as_ref().err(),
             self.ipoib.as_ref().err(),
             self.roce.as_ref().err(),
+            self.vf_guids.as_ref().err(),
         ]
         .into_iter()
         .flatten()
@@ -167,6 +172,7 @@ impl Desired {
             soft_links: load(host).await,
             ipoib: load(host).await,
             roce: load(host).await,
+            vf_guids: load(host).await,
         }
     }
 }

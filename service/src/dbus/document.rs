@@ -30,7 +30,7 @@ pub fn document(state: &ObservedState, simulated: bool, tick_us: u64) -> Documen
         add::<DeviceObject>(
             &mut doc,
             &device_path(dev.index),
-            device_view(dev, &paths).all(),
+            device_view(dev, &state.config, &paths).all(),
         );
         for port in &dev.snap.ports {
             add::<PortObject>(

@@ -13,7 +13,7 @@ use std::sync::{Arc, RwLock};
 use rdma_manager_dbus::types::{
     Gid, HealthCheck, HostStep, LinkResponder, LinkTestResult, ManagedLimits, NamePreview,
     NameRule, Owner, PersistedChild, Pkey, PortCounters, RdmaModule, SoftLink, StateChange,
-    StateFile, StateStale, SubnetManager, UnitState,
+    StateFile, StateStale, SubnetManager, UnitState, VfGuid,
 };
 use rdma_manager_dbus::{Action, Error};
 use zbus::message::Header;
@@ -400,10 +400,16 @@ bus_object! {
         ports as "Ports": Vec<OwnedObjectPath>,
         /// Attributes the kernel did not give, with the reason (missing, read failed: EINVAL, malformed ...); their properties show empty or zero.
         unreadable as "Unreadable": HashMap<String, String>,
+        /// The SR-IOV VFs of an InfiniBand PF, by VF index: (vf, PCI address, node GUID and port GUID the PF's driver holds, node GUID and port GUID remembered in vf-guids.toml), GUIDs as `ip link` writes them, empty when none; a remembered VF that is not enabled has an empty PCI address. Empty for any other device.
+        vf_guids as "VfGuids": Vec<VfGuid>,
     }
     methods {
         /// Renames the device now, as `rdma dev set NAME name NEW` does; the kernel forgets it when the device is added again (SetRdmaFixedName persists a name).
         op rename(new_name: &str) -> () as ManageNaming = |e, v| e.rename_device(v.index, new_name).await;
+        /// Sets the node and port GUID of SR-IOV VF `vf` of this PF, as `ip link set PF vf VF node_guid G port_guid G` does, rebinds the VF to its driver so that it takes them, reads them back and remembers them (/etc/rdma-manager/vf-guids.toml, by the PF's node GUID and the VF index), to set them again whenever the VFs are created. GUIDs as `ip link` (00:11:22:33:44:55:66:77) or sysfs (0011:2233:4455:6677) write them; zero, all-ones and a GUID another device, port or VF of the host has or is remembered with are refused (InvalidArgument, AlreadyExists), as is a VF index the PF has not enabled; a PF netdev whose kernel driver cannot set VF GUIDs is NotSupported with the kernel's reason. Nothing is changed on failure.
+        op set_vf_guids(vf: u32, node_guid: &str, port_guid: &str) -> () as ManageAdapter = |e, v| e.set_vf_guids(v.index, vf, node_guid, port_guid).await;
+        /// Forgets the GUIDs remembered for VF `vf` (NotFound when none are); the PF's driver keeps the current ones until the VFs are destroyed (the kernel has no GUID-less state to go back to).
+        op reset_vf_guids(vf: u32) -> () as ManageAdapter = |e, v| e.reset_vf_guids(v.index, vf).await;
     }
 }
 

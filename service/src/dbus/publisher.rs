@@ -287,7 +287,11 @@ impl Publisher {
             self.remove::<PortView>(&port_path(index, *n)).await;
         }
         if let Some(c) = self
-            .upsert(&path, p.devices.get(&index), device_view(dev, paths))
+            .upsert(
+                &path,
+                p.devices.get(&index),
+                device_view(dev, &state.config, paths),
+            )
             .await
         {
             p.devices.insert(index, c);

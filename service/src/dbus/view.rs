@@ -57,7 +57,7 @@ pub fn kind_name(k: DeviceKind) -> &'static str {
     }
 }
 
-pub fn device_view(d: &DeviceState, paths: &ObjectPaths) -> DeviceView {
+pub fn device_view(d: &DeviceState, config: &Desired, paths: &ObjectPaths) -> DeviceView {
     let s = &d.snap;
     let mut u = Unreadable::default();
     DeviceView {
@@ -86,6 +86,7 @@ pub fn device_view(d: &DeviceState, paths: &ObjectPaths) -> DeviceView {
             .map(|p| paths.port(d.index, p.number))
             .collect(),
         unreadable: u.0,
+        vf_guids: super::vf_guid_view::vf_guids(d, config),
     }
 }
 

@@ -32,6 +32,7 @@ mod ops_port_type;
 mod ops_roce;
 mod ops_soft_links;
 mod ops_state;
+mod ops_vf_guid;
 pub mod phases;
 mod renames;
 mod restore;
@@ -341,6 +342,8 @@ pub async fn read_host_timed(
     phases.mark("host_setup");
     let mut dirty = state.refresh_all(host).await?;
     phases.mark("devices");
+    ops_port_type::read_port_types(host, &mut state).await;
+    phases.mark("port types");
     dirty.config = true;
     dirty.host_setup = true;
     Ok((state, dirty))

@@ -18,9 +18,10 @@ use rdma_manager_model::port_type::{
 };
 
 use crate::kernel::port_type::{PortTypeControl, PortTypes};
-use crate::kernel::HostError;
+use crate::kernel::{Host, HostError};
 use crate::model::DeviceKind;
 
+use super::state::ObservedState;
 use super::transaction::Transaction;
 use super::wanted::Appeared;
 use super::{Dirty, Engine, EngineHandle, OpError};
@@ -209,6 +210,27 @@ async fn refresh(eng: &mut Engine, index: u32, pci: &str) {
     .await;
 }
 
+/// Reads the port types of every hardware device into `state`, as part of the host read, so
+/// that the first model published (and `rdma-managerd show`) has them. A device whose driver
+/// has none gets no entry; a failed read is logged and leaves none either.
+pub(super) async fn read_port_types(host: &dyn Host, state: &mut ObservedState) {
+    let devices: Vec<(u32, String, String)> = state
+        .devices
+        .values()
+        .filter(|d| d.snap.kind == DeviceKind::Hardware)
+        .filter_map(|d| Some((d.index, d.name().to_string(), d.snap.pci_address.clone()?)))
+        .collect();
+    for (index, name, pci) in devices {
+        match host.port_types(&pci).await {
+            Ok(t) => {
+                state.port_types.insert(index, t);
+            }
+            Err(HostError::Unsupported { .. }) => {}
+            Err(e) => warn!(device = %name, error = %e, "reading the port types failed"),
+        }
+    }
+}
+
 /// Reads the port types of the devices that appeared and applies what mlx4.conf holds for
 /// them where the driver runs something else, port 2 first when port 1 is to be Ethernet
 /// (the driver refuses port 1 eth while port 2 is ib), as rdma-core's hook does.
@@ -233,7 +255,16 @@ pub(super) async fn restore_port_types(eng: &mut Engine, appeared: &Appeared) {
     // Published at the end: the readings are new to the bus even where nothing changes.
     let read: BTreeSet<u32> = devices.iter().map(|(i, _, _)| *i).collect();
     for (index, name, pci) in devices {
-        let now = match eng.host.port_types(&pci).await {
+        // At start the host read has just read them (`read_port_types`).
+        let cached = appeared
+            .start
+            .then(|| eng.state.port_types.get(&index).cloned());
+        let now = match cached.flatten() {
+            Some(t) => Ok(t),
+            None if appeared.start => continue,
+            None => eng.host.port_types(&pci).await,
+        };
+        let now = match now {
             Ok(t) => t,
             Err(HostError::Unsupported { .. }) => {
                 eng.state.port_types.remove(&index);

@@ -32,6 +32,9 @@ pub struct DeviceState {
     pub sources: ByPort<PortSource>,
     /// Per RoCE port: rdma_cm's defaults as configfs reads them.
     pub roce: ByPort<PortRoce>,
+    /// The device's PCI function as an SR-IOV PF, with its VFs' GUIDs (see `ops_vf_guid`);
+    /// `None` for any other device, or when they could not be read (logged).
+    pub sriov: Option<crate::kernel::sriov::SriovPf>,
 }
 
 /// A RoCE port's `default_roce_mode` and `default_roce_tos`, or why each could not be read
@@ -599,11 +602,20 @@ async fn read_device_state(
     {
         roce.push((p.number, PortRoce::read(host, name, p.number).await));
     }
+    let sriov = match host.read_sriov(name).await {
+        Ok(s) => s,
+        Err(e) if e.is_not_found() => return Ok(None),
+        Err(e) => {
+            tracing::warn!(device = %name, error = %e, "reading the SR-IOV VFs");
+            None
+        }
+    };
     Ok(Some(DeviceState {
         index: nl_dev.index,
         nl: Some(nl_dev.clone()),
         snap,
         sources,
         roce: roce.into_iter().collect(),
+        sriov,
     }))
 }

@@ -627,6 +627,47 @@ impl Host for LinuxHost {
         }
         Err(pt::no_port_type(pci))
     }
+
+    async fn read_sriov(&self, dev: &str) -> Result<Option<super::sriov::SriovPf>, HostError> {
+        let dev = dev.to_string();
+        self.blocking(Op::ReadSysfs("sriov_numvfs".into()), move |sys| {
+            let Some(mut pf) = super::sriov::read_pf(&sys, &dev)? else {
+                return Ok(None);
+            };
+            if let Some(netdev) = &pf.netdev {
+                match super::rtnl::vf_guid::read_vf_link(netdev) {
+                    Ok(link) => super::sriov::fill_guids(&mut pf, &link.vfs),
+                    // The netdev went between the two reads: the VFs without GUIDs.
+                    Err(e) if e.is_not_found() => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(Some(pf))
+        })
+        .await
+    }
+
+    async fn set_vf_guids(
+        &self,
+        pf_netdev: &str,
+        vf: u32,
+        node_guid: crate::model::Guid,
+        port_guid: crate::model::Guid,
+    ) -> Result<(), HostError> {
+        let netdev = pf_netdev.to_string();
+        self.blocking(Op::Rtnl("newlink"), move |_| {
+            super::rtnl::vf_guid::set_vf_guids(&netdev, vf, node_guid.0, port_guid.0)
+        })
+        .await
+    }
+
+    async fn rebind_vf(&self, vf_pci: &str) -> Result<Option<String>, HostError> {
+        let pci = vf_pci.to_string();
+        self.blocking(Op::WriteSysfs("unbind".into()), move |sys| {
+            super::sriov::rebind_vf(&sys, &pci)
+        })
+        .await
+    }
 }
 
 #[cfg(test)]

@@ -28,6 +28,7 @@ pub mod rtnl;
 // demo; the packaged daemon has none.
 #[cfg(any(test, feature = "sim"))]
 pub mod sim;
+pub mod sriov;
 pub mod sysfs;
 pub mod uevents;
 pub mod verbs;
@@ -376,4 +377,24 @@ pub trait Host: Send + Sync + 'static {
         port: u32,
         ty: rdma_manager_model::port_type::PortType,
     ) -> Result<(), HostError>;
+    // ---- SR-IOV VF GUIDs --------------------------------------------------------------------
+
+    /// `dev`'s PCI function as an SR-IOV PF (see [`sriov`]): its VFs, with the GUIDs the PF's
+    /// driver reports over rtnetlink; `Ok(None)` when the function is no PF.
+    async fn read_sriov(&self, dev: &str) -> Result<Option<sriov::SriovPf>, HostError>;
+    /// `ip link set PF_NETDEV vf VF node_guid NODE port_guid PORT` (see `rtnl::vf_guid`).
+    /// A netdev that is not InfiniBand, or whose driver cannot set VF GUIDs, is refused by
+    /// the kernel with EOPNOTSUPP: [`HostError::Unsupported`] naming it, with the kernel's
+    /// reason.
+    async fn set_vf_guids(
+        &self,
+        pf_netdev: &str,
+        vf: u32,
+        node_guid: Guid,
+        port_guid: Guid,
+    ) -> Result<(), HostError>;
+    /// Unbinds the VF at PCI address `vf_pci` from its driver and binds it again, so that
+    /// the driver takes the VF's new GUIDs; the driver's name, or `Ok(None)` when none is
+    /// bound (the GUIDs then apply at the VF's next probe).
+    async fn rebind_vf(&self, vf_pci: &str) -> Result<Option<String>, HostError>;
 }

@@ -25,4 +25,5 @@ mod stale;
 mod startup;
 mod state;
 mod sweep;
+mod vf_guid;
 mod xml;

@@ -456,6 +456,7 @@ fn unit_and_activation_file_agree_with_each_other_and_the_code() -> Result<()> {
         "/etc/nfs.conf.d",
         rdma_managerd::ipmgr::networkd_file::NETWORK_DIR,
         "/etc/rdma",
+        "/sys/bus/pci/drivers",
     ]
     .into();
     assert_eq!(rw, want, "ReadWritePaths=");

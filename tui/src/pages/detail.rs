@@ -93,7 +93,57 @@ fn device_lines(t: Theme, d: &Device) -> Vec<Line<'static>> {
         // A software device (rxe, siw) runs over this interface.
         lines.push(kv(t, "Over netdev", d.parent_netdev.clone(), t.normal()));
     }
+    lines.extend(vf_lines(t, d));
     lines
+}
+
+/// An SR-IOV PF's VFs: where each sits and its node/port GUIDs, now and remembered.
+fn vf_lines(t: Theme, d: &Device) -> Vec<Line<'static>> {
+    let or_dash = |s: &str| {
+        if s.is_empty() {
+            "-".to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    d.vf_guids
+        .iter()
+        .map(|v| {
+            let place = if v.pci_address.is_empty() {
+                "not enabled".to_string()
+            } else {
+                v.pci_address.clone()
+            };
+            let mut text = format!(
+                "{place}  node {}  port {}",
+                or_dash(&v.node_guid),
+                or_dash(&v.port_guid)
+            );
+            let remembered = !v.remembered_node_guid.is_empty();
+            let differs = remembered
+                && (v.remembered_node_guid != v.node_guid || v.remembered_port_guid != v.port_guid);
+            if remembered {
+                text.push_str(if differs {
+                    "  (remembered: "
+                } else {
+                    "  (remembered)"
+                });
+                if differs {
+                    text.push_str(&format!(
+                        "node {} port {})",
+                        v.remembered_node_guid, v.remembered_port_guid
+                    ));
+                }
+            }
+            // A VF without GUIDs cannot be used for RDMA.
+            let style = if v.node_guid.is_empty() || differs {
+                t.warn()
+            } else {
+                t.normal()
+            };
+            kv(t, &format!("VF {}", v.vf), text, style)
+        })
+        .collect()
 }
 
 /// The port part of ibstat, then its interfaces and RoCE settings.
@@ -641,6 +691,7 @@ impl Page for DetailPage {
 mod tests {
     use super::*;
     use crate::fixtures;
+    use crate::model::VfGuid;
     use crate::pages::test_support::{self, key};
     use std::collections::BTreeMap;
 
@@ -727,6 +778,44 @@ mod tests {
         let (x, y) = find(&buf, "link_downed").expect("shown");
         assert_eq!(buf[(x - 2, y)].symbol(), " ");
         assert_ne!(buf[(x, y)].fg, t.warn().fg.expect("warn colour"));
+    }
+
+    #[test]
+    fn vfs_show_their_guids_and_what_is_remembered() {
+        let vf = |vf: u32, pci: &str, now: &str, kept: &str| VfGuid {
+            vf,
+            pci_address: pci.into(),
+            node_guid: now.into(),
+            port_guid: now.into(),
+            remembered_node_guid: kept.into(),
+            remembered_port_guid: kept.into(),
+        };
+        let g = "00:11:22:33:44:55:66:77";
+        let d = Device {
+            vf_guids: vec![
+                vf(0, "", "", g),
+                vf(1, "0000:3b:00.3", g, g),
+                vf(2, "0000:3b:00.4", "", ""),
+            ],
+            ..Device::default()
+        };
+        let t = Theme::colored();
+        let lines = vf_lines(t, &d);
+        let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+        assert!(
+            text[0].contains("VF 0")
+                && text[0].contains("not enabled  node -  port -  (remembered: node 00:11"),
+            "{text:?}"
+        );
+        assert!(text[1].ends_with("0000:3b:00.3  node 00:11:22:33:44:55:66:77  port 00:11:22:33:44:55:66:77  (remembered)"), "{text:?}");
+        assert!(
+            text[2].ends_with("0000:3b:00.4  node -  port -"),
+            "{text:?}"
+        );
+        let style = |i: usize| lines[i].spans[1].style;
+        assert_eq!(style(0), t.warn());
+        assert_eq!(style(1), t.normal());
+        assert_eq!(style(2), t.warn());
     }
 
     #[test]

@@ -23,6 +23,7 @@ mod events;
 pub(crate) mod netns;
 #[cfg(test)]
 mod tests;
+pub mod vf_guid;
 
 use futures::StreamExt;
 use netlink_packet_core::{

@@ -507,6 +507,8 @@ pub fn naming_host() -> HostSpec {
     onboard.placement.acpi_index = Some("1\n".into());
     let mut pf = ib_hca(1, "mlx5_1", "0000:3b:00.0", 0xb859_9f03_00d4_e62a);
     pf.placement.multifunction = true;
+    // Two VFs enabled: VF 1 (0000:3b:00.3) bound with its RDMA device, VF 0 not probed.
+    pf.placement.sriov_numvfs = Some(2);
     let mut vf = ib_hca(2, "mlx5_2", "0000:3b:00.3", 0xb859_9f03_00d4_e62c);
     vf.hca_type = Some("MT4124".into());
     vf.placement.vf = Some(SimVf {

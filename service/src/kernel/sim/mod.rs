@@ -12,6 +12,7 @@ mod port_type;
 mod render;
 pub mod replaced;
 mod rules;
+mod sriov;
 pub mod traffic;
 
 use std::collections::BTreeMap;
@@ -55,6 +56,8 @@ pub enum SimOp {
     WriteFile,
     RemoveFile,
     ReloadUdev,
+    SetVfGuids,
+    RebindVf,
 }
 
 #[derive(Debug, Clone)]
@@ -103,6 +106,8 @@ pub(crate) struct SimState {
     file_read_faults: BTreeMap<std::path::PathBuf, Errno>,
     /// mlx5's firmware link types and whether mstconfig is installed (`port_type.rs`).
     port_types: port_type::SimPortTypes,
+    /// The VF GUIDs the PFs' drivers hold (see `sriov`).
+    sriov: sriov::SimSriov,
 }
 
 /// The changes asked of a simulated host, failed ones included: kernel changes (links, RoCE
@@ -200,6 +205,7 @@ impl SimHost {
             port_events: true,
             watched: Default::default(),
             port_types,
+            sriov: Default::default(),
         };
         let host = SimHost {
             inner: Arc::new(Inner {
@@ -434,8 +440,8 @@ impl SimHost {
     pub fn kernel_snapshot(&self) -> String {
         let st = self.lock();
         format!(
-            "{:#?}\nroce {:?}\ncm_groups {:?}",
-            st.spec, st.roce, st.cm_groups
+            "{:#?}\nroce {:?}\ncm_groups {:?}\nsriov {:?}",
+            st.spec, st.roce, st.cm_groups, st.sriov
         )
     }
 
@@ -1503,6 +1509,34 @@ impl Host for SimHost {
         ty: rdma_manager_model::port_type::PortType,
     ) -> Result<(), HostError> {
         self.sim_set_port_type(pci, port, ty)
+    }
+
+    async fn read_sriov(&self, dev: &str) -> Result<Option<super::sriov::SriovPf>, HostError> {
+        self.read_fault(dev)?;
+        let Some(mut pf) = super::sriov::read_pf(&self.inner.sys, dev)? else {
+            return Ok(None);
+        };
+        let reported = sriov::reported(&self.lock(), &pf.pci, pf.numvfs);
+        super::sriov::fill_guids(&mut pf, &reported);
+        Ok(Some(pf))
+    }
+
+    async fn set_vf_guids(
+        &self,
+        pf_netdev: &str,
+        vf: u32,
+        node_guid: crate::model::Guid,
+        port_guid: crate::model::Guid,
+    ) -> Result<(), HostError> {
+        let mut st = self.lock();
+        self.take_fault(&mut st, SimOp::SetVfGuids)?;
+        sriov::set_vf_guids(&mut st, pf_netdev, vf, node_guid.0, port_guid.0)
+    }
+
+    async fn rebind_vf(&self, vf_pci: &str) -> Result<Option<String>, HostError> {
+        let mut st = self.lock();
+        self.take_fault(&mut st, SimOp::RebindVf)?;
+        self.rebind_vf_locked(&mut st, vf_pci)
     }
 }
 

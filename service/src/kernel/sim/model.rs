@@ -90,6 +90,8 @@ pub struct SimPciPlacement {
     /// A sub-function: the device's parent is the auxiliary device `mlx5_core.sf.<n>` below
     /// the PCI function, with this `sfnum`.
     pub sfnum: Option<u32>,
+    /// An SR-IOV PF: `sriov_numvfs`, the VFs enabled.
+    pub sriov_numvfs: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

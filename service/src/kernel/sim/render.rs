@@ -150,7 +150,12 @@ fn render_pci_function(root: &Path, pci: &str, pl: &SimPciPlacement) -> io::Resu
             put_bytes(root, &dir.join(file), v.as_bytes())?;
         }
     }
+    if let Some(n) = pl.sriov_numvfs {
+        put(root, &dir.join("sriov_numvfs"), &n.to_string())?;
+    }
     if let Some(vf) = &pl.vf {
+        // A VF with an RDMA device is bound to its PF's driver.
+        symlink("../../../bus/pci/drivers/mlx5_core", &dir.join("driver"))?;
         let pf = pci_dir(root, &vf.pf);
         if !pf.join("config").exists() {
             render_pci_dir(root, &pf, vf.pf_multifunction, pl.ari)?;
