@@ -13,4 +13,5 @@ pub mod ip;
 pub mod ipoib;
 pub mod linktest;
 pub mod names;
+pub mod qos;
 pub mod state;

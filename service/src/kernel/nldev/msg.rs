@@ -217,7 +217,7 @@ fn error_code(m: &NlMsg<'_>) -> Result<i32, WireError> {
 
 /// The extended-ack message ("NLMSGERR_ATTR_MSG"), when the kernel sent one: it follows the
 /// error code and the echoed request (only its header when NLM_F_CAPPED).
-fn extack_message(m: &NlMsg<'_>) -> Option<String> {
+pub(crate) fn extack_message(m: &NlMsg<'_>) -> Option<String> {
     if m.flags & NLM_F_ACK_TLVS == 0 {
         return None;
     }

@@ -199,7 +199,7 @@ fn open_error(e: &std::io::Error) -> HostError {
     }
 }
 
-fn send(sock: &Socket, req: &[u8]) -> std::io::Result<()> {
+pub(crate) fn send(sock: &Socket, req: &[u8]) -> std::io::Result<()> {
     loop {
         match sock.send_to(req, &SocketAddr::new(0, 0), 0) {
             Ok(_) => return Ok(()),
@@ -210,7 +210,7 @@ fn send(sock: &Socket, req: &[u8]) -> std::io::Result<()> {
 }
 
 /// What a receive produced; the datagram is in the buffer.
-pub(super) enum Received {
+pub(crate) enum Received {
     FromKernel,
     /// Another process (port id) sent to our socket: never trusted.
     NotFromKernel(u32),
@@ -218,7 +218,7 @@ pub(super) enum Received {
 
 /// Receives one whole datagram into `buf`, growing it when the datagram is larger. A
 /// timeout is `EAGAIN` (WouldBlock); ENOBUFS (lost multicast messages) is passed up.
-pub(super) fn recv_datagram(sock: &Socket, buf: &mut Vec<u8>) -> std::io::Result<Received> {
+pub(crate) fn recv_datagram(sock: &Socket, buf: &mut Vec<u8>) -> std::io::Result<Received> {
     recv_datagram_min(sock, buf, RECV_BUF)
 }
 
@@ -271,7 +271,7 @@ pub(super) fn is_timeout(e: &std::io::Error) -> bool {
     )
 }
 
-fn setsockopt_int(
+pub(crate) fn setsockopt_int(
     sock: &Socket,
     level: libc::c_int,
     name: libc::c_int,
@@ -293,7 +293,7 @@ fn setsockopt_int(
     Ok(())
 }
 
-fn set_recv_timeout(sock: &Socket, timeout: Duration) -> std::io::Result<()> {
+pub(crate) fn set_recv_timeout(sock: &Socket, timeout: Duration) -> std::io::Result<()> {
     let tv = libc::timeval {
         tv_sec: timeout.as_secs() as libc::time_t,
         tv_usec: timeout.subsec_micros() as libc::suseconds_t,

@@ -5,6 +5,7 @@
 #[cfg(test)]
 mod budget;
 pub mod cost;
+mod dcb;
 pub mod fixtures;
 pub mod model;
 pub mod networkd;
@@ -54,6 +55,8 @@ pub enum SimOp {
     WriteFile,
     RemoveFile,
     ReloadUdev,
+    /// A DCB change or a RoCE QoS file written (`Host::dcb_change`, `set_roce_*`).
+    QosWrite,
 }
 
 #[derive(Debug, Clone)]
@@ -100,6 +103,10 @@ pub(crate) struct SimState {
     writes: SimWrites,
     /// Files whose reads fail with an errno (see [`SimHost::fail_reads_of_file`]).
     file_read_faults: BTreeMap<std::path::PathBuf, Errno>,
+    /// DCB state of the netdevs that have it (see `dcb`).
+    dcb: dcb::DcbByIfindex,
+    /// mlx5_ib's `tc/1/traffic_class`, by device index.
+    traffic_class: BTreeMap<u32, i32>,
 }
 
 /// The changes asked of a simulated host, failed ones included: kernel changes (links, RoCE
@@ -193,6 +200,8 @@ impl SimHost {
             udev_reloads: 0,
             writes: SimWrites::default(),
             file_read_faults: BTreeMap::new(),
+            dcb: BTreeMap::new(),
+            traffic_class: BTreeMap::new(),
             port_events: true,
             watched: Default::default(),
         };
@@ -1484,6 +1493,46 @@ impl Host for SimHost {
         }
         files::write_atomic(&p, contents)
             .map_err(|e| HostError::from_io(Op::File(path.display().to_string()), &e))
+    }
+
+    async fn dcb_read(&self, netdev: &str) -> Result<crate::kernel::dcb::DcbConfig, HostError> {
+        self.read_fault("DCB")?;
+        dcb::read(&mut self.lock(), netdev)
+    }
+
+    async fn dcb_change(
+        &self,
+        netdev: &str,
+        change: &crate::kernel::dcb::DcbChange,
+    ) -> Result<(), HostError> {
+        self.delay(SimOp::QosWrite).await;
+        let mut st = self.lock();
+        self.take_fault(&mut st, SimOp::QosWrite)?;
+        dcb::change(&mut st, netdev, change)
+    }
+
+    async fn roce_traffic_class(&self, dev: &str) -> Result<Option<i32>, HostError> {
+        self.read_fault("traffic_class")?;
+        dcb::traffic_class(&self.lock(), dev)
+    }
+
+    async fn set_roce_traffic_class(&self, dev: &str, tc: i32) -> Result<(), HostError> {
+        self.delay(SimOp::QosWrite).await;
+        let mut st = self.lock();
+        self.take_fault(&mut st, SimOp::QosWrite)?;
+        dcb::set_traffic_class(&mut st, dev, tc)
+    }
+
+    async fn roce_ecn(&self, netdev: &str) -> Result<Option<u8>, HostError> {
+        self.read_fault("ecn")?;
+        dcb::ecn(&mut self.lock(), netdev)
+    }
+
+    async fn set_roce_ecn(&self, netdev: &str, mask: u8) -> Result<(), HostError> {
+        self.delay(SimOp::QosWrite).await;
+        let mut st = self.lock();
+        self.take_fault(&mut st, SimOp::QosWrite)?;
+        dcb::set_ecn(&mut st, netdev, mask)
     }
 }
 
