@@ -8,6 +8,7 @@
 //! hand edits are not silently lost.
 
 pub mod ipoib;
+pub mod qos;
 pub mod roce;
 pub mod soft_links;
 
@@ -19,6 +20,7 @@ use serde::Serialize;
 use crate::kernel::{Host, HostError};
 
 pub use ipoib::{IpoibChildEntry, IpoibConfig, IpoibPortEntry, IpoibSettings};
+pub use qos::{QosPortEntry, QosSettings};
 pub use roce::{RocePortEntry, RoceSettings};
 pub use soft_links::{SoftLinkEntry, SoftLinks};
 
@@ -136,6 +138,7 @@ pub struct Desired {
     pub soft_links: Loaded<SoftLinks>,
     pub ipoib: Loaded<IpoibConfig>,
     pub roce: Loaded<RoceSettings>,
+    pub qos: Loaded<QosSettings>,
 }
 
 impl Default for Desired {
@@ -144,6 +147,7 @@ impl Default for Desired {
             soft_links: Ok(SoftLinks::default()),
             ipoib: Ok(IpoibConfig::default()),
             roce: Ok(RoceSettings::default()),
+            qos: Ok(QosSettings::default()),
         }
     }
 }
@@ -155,6 +159,7 @@ impl Desired {
             self.soft_links.as_ref().err(),
             self.ipoib.as_ref().err(),
             self.roce.as_ref().err(),
+            self.qos.as_ref().err(),
         ]
         .into_iter()
         .flatten()
@@ -167,6 +172,7 @@ impl Desired {
             soft_links: load(host).await,
             ipoib: load(host).await,
             roce: load(host).await,
+            qos: load(host).await,
         }
     }
 }

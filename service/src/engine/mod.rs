@@ -28,6 +28,7 @@ mod operations;
 mod ops_host;
 mod ops_ipoib;
 mod ops_naming;
+mod ops_qos;
 mod ops_roce;
 mod ops_soft_links;
 mod ops_state;

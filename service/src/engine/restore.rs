@@ -6,6 +6,7 @@
 //! answers a caller, and a failing step must not turn into a loop.
 
 use super::ops_ipoib::restore_ipoib;
+use super::ops_qos::restore_qos;
 use super::ops_roce::restore_roce;
 use super::ops_soft_links::restore_soft_links;
 use super::wanted::Appeared;
@@ -17,4 +18,5 @@ pub(super) async fn restore(eng: &mut Engine, appeared: &Appeared) {
     restore_soft_links(eng, appeared).await;
     restore_ipoib(eng, appeared).await;
     restore_roce(eng, appeared).await;
+    restore_qos(eng, appeared).await;
 }
