@@ -86,7 +86,6 @@ pub const NAMED: &[(&str, &str)] = &[
     ("RdmaManager1.CheckHealth", "Vec<HealthCheck>"),
     ("Port.GetThroughputHistory", "Vec<HistorySample>"),
     ("Port.GetQosProfile.0", "QosProfile"),
-    ("Port.SetQosProfile.profile", "QosProfile"),
     ("Port.GetThroughputHistoryCoarse", "Vec<HistorySample>"),
     ("Port.Gids", "Vec<Gid>"),
     ("Port.TestLink", "LinkTestResult"),

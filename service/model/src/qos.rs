@@ -66,8 +66,9 @@ pub struct QosProfile {
     /// Absent: ETS is left as it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ets: Option<Ets>,
-    /// DSCP code point to priority.
-    #[serde(default)]
+    /// DSCP code point to priority (keys written as strings: TOML and YAML tables want
+    /// them so).
+    #[serde(default, with = "dscp_keys")]
     pub dscp: BTreeMap<u8, u8>,
     /// mlx5's `tc/1/traffic_class` of the RDMA device (the traffic class, i.e. the IP ToS
     /// byte, of RoCE traffic not made through rdma_cm); absent: left as it is.
@@ -77,6 +78,28 @@ pub struct QosProfile {
     /// `ecn/roce_np` and `ecn/roce_rp`), ascending; absent: left as it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ecn: Option<Vec<u8>>,
+}
+
+mod dscp_keys {
+    use std::collections::BTreeMap;
+
+    use serde::{de::Error, Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(m: &BTreeMap<u8, u8>, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(m.iter().map(|(k, v)| (k.to_string(), *v)))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<u8, u8>, D::Error> {
+        let raw = BTreeMap::<String, u8>::deserialize(d)?;
+        raw.into_iter()
+            .map(|(k, v)| {
+                k.trim()
+                    .parse::<u8>()
+                    .map(|k| (k, v))
+                    .map_err(|_| D::Error::custom(format!("DSCP {k:?} is not a number (0 to 63)")))
+            })
+            .collect()
+    }
 }
 
 /// A profile the rules refuse, with why.

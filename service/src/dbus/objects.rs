@@ -497,8 +497,24 @@ bus_object! {
         /// (-1 leaves it) and an ECN priority mask (-1 leaves it). A port whose driver has no
         /// DCB is NotSupported with the kernel's reason; a read-back that differs undoes
         /// every change. The RoCE ToS is SetRoceTos.
-        op set_qos_profile(profile: QosProfile) -> () as ManageAdapter
-            = |e, v| match super::qos::from_bus(&profile) {
+        op set_qos_profile(
+            trust: &str,
+            pfc: Vec<u8>,
+            ets_bandwidth: Vec<u8>,
+            ets_prio_tc: Vec<u8>,
+            dscp: Vec<(u8, u8)>,
+            traffic_class: i32,
+            ecn: i32,
+        ) -> () as ManageAdapter
+            = |e, v| match super::qos::from_bus(&QosProfile {
+                trust: trust.to_string(),
+                pfc,
+                ets_bandwidth,
+                ets_prio_tc,
+                dscp,
+                traffic_class,
+                ecn,
+            }) {
                 Ok(p) => e.set_qos_profile(super::device_index(&v.device), v.number, p).await,
                 Err(err) => Err(err),
             };

@@ -71,23 +71,25 @@ pub fn from_bus(b: &Bus) -> Result<QosProfile, OpError> {
     })
 }
 
-impl crate::dbus::audit::Shown for Bus {
+impl crate::dbus::audit::Shown for Vec<u8> {
     fn shown(&self) -> String {
-        // The request in the words of the parsers (`trust=dscp pfc=3 ...`): short, and
-        // what an administrator reads back in the journal.
-        let p = from_bus(self);
-        let text = match p {
-            Ok(p) => format!(
-                "trust={} pfc={} ets={} dscp={} traffic_class={} ecn={}",
-                p.trust.name(),
-                rdma_manager_model::qos::format_priorities(&p.pfc),
-                rdma_manager_model::qos::format_ets(p.ets.as_ref()),
-                rdma_manager_model::qos::format_dscp_map(&p.dscp),
-                self.traffic_class,
-                self.ecn
-            ),
-            Err(_) => format!("{self:?}"),
-        };
+        format!("{self:?}")
+    }
+}
+
+impl crate::dbus::audit::Shown for Vec<(u8, u8)> {
+    fn shown(&self) -> String {
+        let text = self
+            .iter()
+            .map(|(a, b)| format!("{a}:{b}"))
+            .collect::<Vec<_>>()
+            .join(",");
         rdma_manager_dbus::text::cap_text(&text, 256).to_string()
+    }
+}
+
+impl crate::dbus::audit::Shown for i32 {
+    fn shown(&self) -> String {
+        self.to_string()
     }
 }

@@ -16,6 +16,7 @@ mod link_test;
 mod naming;
 mod port_events;
 mod reliability;
+mod qos;
 mod roce;
 mod service;
 mod sizes;
