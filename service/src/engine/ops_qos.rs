@@ -99,8 +99,10 @@ fn target(eng: &Engine, index: u32, port: u32) -> Result<Target, OpError> {
         .snap
         .port(port)
         .ok_or_else(|| OpError::NotFound(format!("{name} has no port {port}")))?;
-    if let Some(why) = not_roce_reason(&name, &d.snap.node_type, p) {
-        return Err(OpError::NotSupported(why));
+    if not_roce_reason(&name, &d.snap.node_type, p).is_some() {
+        return Err(OpError::NotSupported(format!(
+            "{name} port {port} is not a RoCE port (Ethernet link layer); a QoS profile applies only to RoCE ports"
+        )));
     }
     let netdev = d
         .sources

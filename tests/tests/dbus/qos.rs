@@ -31,8 +31,33 @@ macro_rules! require_harness {
 
 /// The recipe as busctl takes SetQosProfile's arguments.
 const RECIPE: &[&str] = &[
-    "sayayaya(yy)ii", "dscp", "1", "3", "8", "50", "50", "0", "0", "0", "0", "0", "0", "8",
-    "0", "0", "0", "1", "0", "0", "0", "0", "1", "26", "3", "106", "8",
+    "sayayaya(yy)ii",
+    "dscp",
+    "1",
+    "3",
+    "8",
+    "50",
+    "50",
+    "0",
+    "0",
+    "0",
+    "0",
+    "0",
+    "0",
+    "8",
+    "0",
+    "0",
+    "0",
+    "1",
+    "0",
+    "0",
+    "0",
+    "0",
+    "1",
+    "26",
+    "3",
+    "106",
+    "8",
 ];
 
 async fn set(t: &SystemSetup, dev: u32, args: &[&str]) -> Result<Reply> {
@@ -70,12 +95,19 @@ fn err(r: Reply, want: &str) -> String {
 async fn the_recipe_is_applied_read_back_and_remembered() -> Result<()> {
     require_harness!();
     let t = SystemSetup::new(false, PolkitConfig::rdma_manager()).await?;
-    let before = ok(&t.call(None, &port_path(MLX5, 1), PORT, "GetQosProfile", &[]).await?);
-    assert!(before.starts_with("(sayayaya(yy)ii)b \"pcp\" 0 8 13 13"), "{before}");
+    let before = ok(&t
+        .call(None, &port_path(MLX5, 1), PORT, "GetQosProfile", &[])
+        .await?);
+    assert!(
+        before.starts_with("(sayayaya(yy)ii)b \"pcp\" 0 8 13 13"),
+        "{before}"
+    );
     assert!(before.ends_with("-1 255 false"), "{before}");
 
     ok(&set(&t, MLX5, RECIPE).await?);
-    let got = ok(&t.call(None, &port_path(MLX5, 1), PORT, "GetQosProfile", &[]).await?);
+    let got = ok(&t
+        .call(None, &port_path(MLX5, 1), PORT, "GetQosProfile", &[])
+        .await?);
     assert_eq!(
         got.trim(),
         "(sayayaya(yy)ii)b \"dscp\" 1 3 8 50 50 0 0 0 0 0 0 8 0 0 0 1 0 0 0 0 1 26 3 106 8 true"
@@ -88,12 +120,23 @@ async fn the_recipe_is_applied_read_back_and_remembered() -> Result<()> {
     assert_eq!(t.sim.roce_ecn(MLX5_NETDEV).await?, Some(1 << 3));
 
     let text = t.etc_file(FILE).expect("persisted");
-    assert!(text.contains("node_guid = \"0x0e42a1fffe5e2291\""), "{text}");
-    assert!(text.contains("trust = \"dscp\"") && text.contains("pfc = [3]"), "{text}");
+    assert!(
+        text.contains("node_guid = \"0x0e42a1fffe5e2291\""),
+        "{text}"
+    );
+    assert!(
+        text.contains("trust = \"dscp\"") && text.contains("pfc = [3]"),
+        "{text}"
+    );
 
     // PFC frames of priority 3 join the port's counters, and move.
-    let c1 = ok(&t.call(None, &port_path(MLX5, 1), PORT, "GetCounters", &[]).await?);
-    assert!(c1.contains("\"pfc.requests.3\"") && c1.contains("\"pfc.indications.3\""), "{c1}");
+    let c1 = ok(&t
+        .call(None, &port_path(MLX5, 1), PORT, "GetCounters", &[])
+        .await?);
+    assert!(
+        c1.contains("\"pfc.requests.3\"") && c1.contains("\"pfc.indications.3\""),
+        "{c1}"
+    );
     Ok(())
 }
 
@@ -107,14 +150,15 @@ async fn a_netdev_without_dcb_is_refused_with_the_kernels_reason() -> Result<()>
         "{msg}"
     );
     let msg = err(
-        t.call(None, &port_path(RXE, 1), PORT, "GetQosProfile", &[]).await?,
+        t.call(None, &port_path(RXE, 1), PORT, "GetQosProfile", &[])
+            .await?,
         "NotSupported",
     );
     assert!(msg.contains("EOPNOTSUPP"), "{msg}");
     assert_eq!(t.etc_file(FILE), None);
     // An InfiniBand port is no RoCE port.
     let msg = err(set(&t, 1, RECIPE).await?, "NotSupported");
-    assert!(msg.contains("InfiniBand port"), "{msg}");
+    assert!(msg.contains("not a RoCE port"), "{msg}");
     Ok(())
 }
 
@@ -148,7 +192,10 @@ async fn a_failed_later_step_undoes_every_change() -> Result<()> {
     // The save fails after every kernel change was made and read back.
     t.sim.fail_next(SimOp::WriteFile, Errno::EIO);
     let msg = err(set(&t, MLX5, RECIPE).await?, "Failed");
-    assert!(msg.contains("qos.toml") && msg.contains("put back"), "{msg}");
+    assert!(
+        msg.contains("qos.toml") && msg.contains("put back"),
+        "{msg}"
+    );
     assert_eq!(pfc_en(&t.sim).await, 0);
     assert!(t.sim.dcb_read(MLX5_NETDEV).await?.apps.is_empty());
     assert_eq!(t.sim.roce_traffic_class("mlx5_1").await?, Some(-1));
