@@ -491,14 +491,13 @@ bus_object! {
 
         /// Sets this RoCE port's QoS profile (lossless RoCE) through DCB netlink on its
         /// network interface and mlx5's traffic_class and ecn files, reads it back, and
-        /// remembers it (qos.toml): trust "pcp" or "dscp" (dscp needs a DSCP map, pcp
-        /// none), PFC priorities, ETS (8 bandwidths summing to 100 and the traffic class of
-        /// priorities 0 to 7, or both empty to leave ETS), DSCP to priority, traffic class
+        /// remembers it (qos.toml): PFC priorities, ETS (8 bandwidths summing to 100 and the traffic class of
+        /// priorities 0 to 7, or both empty to leave ETS), DSCP to priority (with entries the
+        /// port trusts DSCP, without it trusts PCP), traffic class
         /// (-1 leaves it) and an ECN priority mask (-1 leaves it). A port whose driver has no
         /// DCB is NotSupported with the kernel's reason; a read-back that differs undoes
         /// every change. The RoCE ToS is SetRoceTos.
         op set_qos_profile(
-            trust: &str,
             pfc: Vec<u8>,
             ets_bandwidth: Vec<u8>,
             ets_prio_tc: Vec<u8>,
@@ -507,7 +506,8 @@ bus_object! {
             ecn: i32,
         ) -> () as ManageAdapter
             = |e, v| match super::qos::from_bus(&QosProfile {
-                trust: trust.to_string(),
+                // Trust follows the DSCP map (see the model's rule): DSCP with one.
+                trust: if dscp.is_empty() { "pcp" } else { "dscp" }.to_string(),
                 pfc,
                 ets_bandwidth,
                 ets_prio_tc,
