@@ -497,6 +497,8 @@ bus_object! {
         /// (-1 leaves it) and an ECN priority mask (-1 leaves it). A port whose driver has no
         /// DCB is NotSupported with the kernel's reason; a read-back that differs undoes
         /// every change. The RoCE ToS is SetRoceTos.
+        // Six fields of the profile, the object and the caller's header.
+        #[allow(clippy::too_many_arguments)]
         op set_qos_profile(
             pfc: Vec<u8>,
             ets_bandwidth: Vec<u8>,
