@@ -85,6 +85,7 @@ pub const NAMED: &[(&str, &str)] = &[
     ("RdmaManager1.ApplyState.0", "Vec<StateChange>"),
     ("RdmaManager1.CheckHealth", "Vec<HealthCheck>"),
     ("Port.GetThroughputHistory", "Vec<HistorySample>"),
+    ("Port.GetQosProfile.0", "QosProfile"),
     ("Port.GetThroughputHistoryCoarse", "Vec<HistorySample>"),
     ("Port.Gids", "Vec<Gid>"),
     ("Port.TestLink", "LinkTestResult"),

@@ -11,8 +11,8 @@
 pub use crate::types::HostStep;
 use crate::types::{
     Gid, HealthCheck, LeftChild, LinkResponder, LinkTestResult, ManagedLimits, MovedChild,
-    NamePreview, NameRule, Owner, PersistedChild, Pkey, PortCounters, RdmaModule, SoftLink,
-    StateChange, StateFile, StateStale, SubnetManager, UnitState, VfGuid,
+    NamePreview, NameRule, Owner, PersistedChild, Pkey, PortCounters, QosProfile, RdmaModule,
+    SoftLink, StateChange, StateFile, StateStale, SubnetManager, UnitState, VfGuid,
 };
 use zbus::zvariant::OwnedObjectPath;
 

@@ -507,3 +507,27 @@ mod tests {
         );
     }
 }
+
+/// A RoCE port's QoS profile (`Port.GetQosProfile`, `Port.SetQosProfile`,
+/// `(sayayaya(yy)ii)`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, Type, Value, OwnedValue)]
+#[zvariant(crate = "zbus::zvariant")]
+pub struct QosProfile {
+    /// "pcp" or "dscp": what a received packet's priority is taken from.
+    pub trust: String,
+    /// Priorities with priority flow control (lossless), 0 to 7.
+    pub pfc: Vec<u8>,
+    /// ETS bandwidth percent of traffic classes 0 to 7 (summing to 100); empty: ETS left
+    /// as it is (on a set) or not reported (on a read).
+    pub ets_bandwidth: Vec<u8>,
+    /// The traffic class of priorities 0 to 7; empty exactly when `ets_bandwidth` is.
+    pub ets_prio_tc: Vec<u8>,
+    /// DSCP code point to priority.
+    pub dscp: Vec<(u8, u8)>,
+    /// mlx5's RoCE traffic class (`tc/1/traffic_class`), 0 to 255; -1: left as it is (on a
+    /// set) or none (on a read).
+    pub traffic_class: i32,
+    /// Bit p: RoCE ECN (notification and reaction point) on priority p; -1: left as it is
+    /// (on a set) or not offered by the driver (on a read).
+    pub ecn: i32,
+}

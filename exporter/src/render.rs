@@ -530,6 +530,16 @@ fn own_metrics(o: &mut Out, scrape: &Scrape) {
         Kind::Counter,
         "A PMA counter of a port (counters/) that node_infiniband_* does not export, by its kernel name.",
     );
+    let pfc_sent = o.family(
+        "rdma_port_pfc_requests_total",
+        Kind::Counter,
+        "PFC pause frames a RoCE port's netdev sent for a priority (DCB netlink, IEEE PFC requests).",
+    );
+    let pfc_received = o.family(
+        "rdma_port_pfc_indications_total",
+        Kind::Counter,
+        "PFC pause frames a RoCE port's netdev received for a priority (DCB netlink, IEEE PFC indications).",
+    );
     for p in &v.ports {
         let Some(c) = scrape.counters.get(&p.path) else {
             continue;
@@ -543,6 +553,10 @@ fn own_metrics(o: &mut Out, scrape: &Scrape) {
         for (name, x) in names {
             if let Some(hw_name) = name.strip_prefix("hw.") {
                 o.sample(hw, &[l[0], l[1], ("stat", hw_name)], *x);
+            } else if let Some(prio) = name.strip_prefix("pfc.requests.") {
+                o.sample(pfc_sent, &[l[0], l[1], ("priority", prio)], *x);
+            } else if let Some(prio) = name.strip_prefix("pfc.indications.") {
+                o.sample(pfc_received, &[l[0], l[1], ("priority", prio)], *x);
             } else if !NODE_DATA.iter().any(|(k, _, _)| k == name)
                 && !NODE_PMA.iter().any(|(k, _, _)| k == name)
             {

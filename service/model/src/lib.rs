@@ -14,5 +14,6 @@ pub mod ipoib;
 pub mod linktest;
 pub mod names;
 pub mod port_type;
+pub mod qos;
 pub mod state;
 pub mod vf_guid;

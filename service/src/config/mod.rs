@@ -8,6 +8,7 @@
 //! hand edits are not silently lost.
 
 pub mod ipoib;
+pub mod qos;
 pub mod roce;
 pub mod soft_links;
 pub mod vf_guids;
@@ -20,6 +21,7 @@ use serde::Serialize;
 use crate::kernel::{Host, HostError};
 
 pub use ipoib::{IpoibChildEntry, IpoibConfig, IpoibPortEntry, IpoibSettings};
+pub use qos::{QosPortEntry, QosSettings};
 pub use roce::{RocePortEntry, RoceSettings};
 pub use soft_links::{SoftLinkEntry, SoftLinks};
 pub use vf_guids::{VfGuidEntry, VfGuidSettings};
@@ -139,6 +141,7 @@ pub struct Desired {
     pub ipoib: Loaded<IpoibConfig>,
     pub roce: Loaded<RoceSettings>,
     pub vf_guids: Loaded<VfGuidSettings>,
+    pub qos: Loaded<QosSettings>,
 }
 
 impl Default for Desired {
@@ -148,6 +151,7 @@ impl Default for Desired {
             ipoib: Ok(IpoibConfig::default()),
             roce: Ok(RoceSettings::default()),
             vf_guids: Ok(VfGuidSettings::default()),
+            qos: Ok(QosSettings::default()),
         }
     }
 }
@@ -160,6 +164,7 @@ impl Desired {
             self.ipoib.as_ref().err(),
             self.roce.as_ref().err(),
             self.vf_guids.as_ref().err(),
+            self.qos.as_ref().err(),
         ]
         .into_iter()
         .flatten()
@@ -173,6 +178,7 @@ impl Desired {
             ipoib: load(host).await,
             roce: load(host).await,
             vf_guids: load(host).await,
+            qos: load(host).await,
         }
     }
 }

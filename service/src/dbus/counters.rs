@@ -80,6 +80,7 @@ impl Shared {
             .read_all_counters()
             .await
             .map_err(super::errors::op_error)?;
+        let mut pfc = engine.all_pfc_counters().await;
         let mut bytes = 0;
         let ports: Vec<PortCounters> = read
             .into_iter()
@@ -93,7 +94,9 @@ impl Shared {
                         return None;
                     }
                 };
-                let counters = by_name(&snap);
+                let mut counters = by_name(&snap);
+                // Per-priority PFC frames, where the netdev has DCB (as GetCounters).
+                counters.extend(pfc.remove(&(index, number)).unwrap_or_default());
                 // (osba{st}): the path, the source, and each entry's name, 8-byte alignment
                 // and value.
                 bytes += 64 + counters.keys().map(|k| k.len() as u64 + 24).sum::<u64>();

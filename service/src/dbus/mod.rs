@@ -39,6 +39,7 @@ pub mod objects;
 pub mod pending;
 pub mod polkit;
 pub mod publisher;
+pub mod qos;
 pub mod server;
 pub mod signal_guard;
 pub mod state;

@@ -12,8 +12,8 @@ use std::sync::{Arc, RwLock};
 
 use rdma_manager_dbus::types::{
     Gid, HealthCheck, HostStep, LinkResponder, LinkTestResult, ManagedLimits, NamePreview,
-    NameRule, Owner, PersistedChild, Pkey, PortCounters, RdmaModule, SoftLink, StateChange,
-    StateFile, StateStale, SubnetManager, UnitState, VfGuid,
+    NameRule, Owner, PersistedChild, Pkey, PortCounters, QosProfile, RdmaModule, SoftLink,
+    StateChange, StateFile, StateStale, SubnetManager, UnitState, VfGuid,
 };
 use rdma_manager_dbus::{Action, Error};
 use zbus::message::Header;
@@ -510,6 +510,52 @@ bus_object! {
         /// PortTypeRebootNeeded). NotSupported where the driver has none or a tool is missing.
         op set_port_type(port_type: &str) -> () as ManageAdapter
             = |e, v| e.set_port_type(super::device_index(&v.device), v.number, port_type).await;
+        /// Sets this RoCE port's QoS profile (lossless RoCE) through DCB netlink on its
+        /// network interface and mlx5's traffic_class and ecn files, reads it back, and
+        /// remembers it (qos.toml): PFC priorities, ETS (8 bandwidths summing to 100 and the traffic class of
+        /// priorities 0 to 7, or both empty to leave ETS), DSCP to priority (with entries the
+        /// port trusts DSCP, without it trusts PCP), traffic class
+        /// (-1 leaves it) and an ECN priority mask (-1 leaves it). A port whose driver has no
+        /// DCB is NotSupported with the kernel's reason; a read-back that differs undoes
+        /// every change. The RoCE ToS is SetRoceTos.
+        // Six fields of the profile, the object and the caller's header.
+        #[allow(clippy::too_many_arguments)]
+        op set_qos_profile(
+            pfc: Vec<u8>,
+            ets_bandwidth: Vec<u8>,
+            ets_prio_tc: Vec<u8>,
+            dscp: Vec<(u8, u8)>,
+            traffic_class: i32,
+            ecn: i32,
+        ) -> () as ManageAdapter
+            = |e, v| match super::qos::from_bus(&QosProfile {
+                // Trust follows the DSCP map (see the model's rule): DSCP with one.
+                trust: if dscp.is_empty() { "pcp" } else { "dscp" }.to_string(),
+                pfc,
+                ets_bandwidth,
+                ets_prio_tc,
+                dscp,
+                traffic_class,
+                ecn,
+            }) {
+                Ok(p) => e.set_qos_profile(super::device_index(&v.device), v.number, p).await,
+                Err(err) => Err(err),
+            };
+
+        /// This RoCE port's QoS profile as the kernel has it (see SetQosProfile; -1 for a
+        /// traffic class or ECN the driver does not offer), and whether the daemon
+        /// remembers one for the port and re-applies it when the device appears.
+        async fn get_qos_profile(&self) -> Result<(QosProfile, bool), Error> {
+            let v = read(&self.view);
+            let (p, persisted) = self
+                .ctx
+                .engine()
+                .await?
+                .qos_profile(super::device_index(&v.device), v.number)
+                .await
+                .map_err(super::errors::op_error)?;
+            Ok((super::qos::to_bus(&p), persisted))
+        }
 
         /// Tests the link from this port to a peer and returns the result. peer: an IPv4 or IPv6 address, or a GID that is one (a RoCE v2 entry; an InfiniBand LID is NotSupported). kind "rdma": rdma_cm RC from this port (perftest's ib_send_lat, a 1000-message ping-pong, then ib_send_bw) against the peer's responder (SetLinkResponder) or perftest's servers started by hand on ports 18515 and 18516; duration 0 uses perftest's iteration counts, N > 0 runs the bandwidth test N seconds (the peer's server must be given -D N too). kind "icmp": echo requests every 200 ms out of the port's netdev for duration seconds (2 when 0). timeout: the most the test may take, 1 to 600 s (0: 30); the tools are then killed and the result says "timeout". A test that ran returns its result with passed false and the reason (port-down, no-route, no-responder, rejected, timeout, tool-failed, unexpected-output) rather than an error; errors are for bad arguments (InvalidArgument), kinds of peer that cannot be tested (NotSupported) and too many tests at once (Busy). The tools run without the daemon's privileges.
         async fn test_link(
@@ -574,10 +620,19 @@ bus_object! {
                 .read_counters(&v.device_name, v.number)
                 .await
                 .map_err(super::errors::op_error)?;
+            let mut counters = super::counters::by_name(&snap);
+            // Per-priority PFC frames, where the netdev has DCB.
+            counters.extend(
+                self.ctx
+                    .engine()
+                    .await?
+                    .pfc_counters(super::device_index(&v.device), v.number)
+                    .await,
+            );
             Ok((
                 super::values::counter_source_name(&snap.source).to_string(),
                 snap.saturated,
-                super::counters::by_name(&snap),
+                counters,
             ))
         }
     }

@@ -29,6 +29,7 @@ mod ops_host;
 mod ops_ipoib;
 mod ops_naming;
 mod ops_port_type;
+mod ops_qos;
 mod ops_roce;
 mod ops_soft_links;
 mod ops_state;

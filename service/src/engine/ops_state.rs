@@ -43,6 +43,30 @@ fn ports_of(st: &ObservedState) -> Vec<rdma_manager_model::state::PortEntry> {
     out
 }
 
+/// The VFs the SR-IOV PFs have enabled, with the GUIDs their drivers hold (none shown where
+/// the driver holds none or does not report them).
+fn vfs_of(st: &ObservedState) -> Vec<rdma_manager_model::state::VfEntry> {
+    use rdma_manager_model::vf_guid::ip_form;
+    let mut out = Vec::new();
+    for d in st.devices.values() {
+        let Some(pf) = &d.sriov else { continue };
+        for v in pf.vfs.iter().filter(|v| v.vf < pf.numvfs) {
+            let (node_guid, port_guid) = match (v.node_guid, v.port_guid) {
+                (Some(n), Some(p)) => (Some(ip_form(n.0)), Some(ip_form(p.0))),
+                _ => (None, None),
+            };
+            out.push(rdma_manager_model::state::VfEntry {
+                device: d.name().to_string(),
+                vf: v.vf,
+                node_guid,
+                port_guid,
+            });
+        }
+    }
+    out.sort_by(|a, b| (&a.device, a.vf).cmp(&(&b.device, b.vf)));
+    out
+}
+
 /// The host's state from what the engine holds, IP settings aside (they come from
 /// NetworkManager, asked on the caller's task).
 fn current_of(st: &ObservedState) -> State {
@@ -71,6 +95,8 @@ fn current_of(st: &ObservedState) -> State {
                     RoceMode::V2 => RoceVersion::V2,
                 }),
                 tos: r.tos.as_ref().ok().copied(),
+                // Read on the engine's task (`ops_qos::profiles`).
+                qos: None,
             });
         }
     }
@@ -161,6 +187,7 @@ fn current_of(st: &ObservedState) -> State {
         // Expectations, not settings: the host has none to show.
         health: None,
         ports: Some(ports_of(st)),
+        sriov_vfs: Some(vfs_of(st)),
     }
 }
 
@@ -229,7 +256,11 @@ impl EngineHandle {
         let (mut state, guids, nm_candidates) = self
             .call(move |e| {
                 Box::pin(async move {
-                    let state = current_of(&e.state);
+                    let mut state = current_of(&e.state);
+                    let qos = super::ops_qos::profiles(e).await;
+                    for r in state.roce.iter_mut().flatten() {
+                        r.qos = qos.get(&(r.device.clone(), r.port)).cloned();
+                    }
                     let guids: BTreeMap<String, String> = e
                         .state
                         .devices
@@ -309,6 +340,27 @@ impl EngineHandle {
             Step::SetRoceTos { device, port, tos } => {
                 let index = self.device_index(&device).await?;
                 self.set_roce_tos(index, port, tos).await
+            }
+            Step::SetQosProfile {
+                device,
+                port,
+                profile,
+            } => {
+                let index = self.device_index(&device).await?;
+                self.set_qos_profile(index, port, profile).await
+            }
+            Step::SetVfGuids {
+                device,
+                vf,
+                node_guid,
+                port_guid,
+            } => {
+                let index = self.device_index(&device).await?;
+                self.set_vf_guids(index, vf, &node_guid, &port_guid).await
+            }
+            Step::ResetVfGuids { device, vf } => {
+                let index = self.device_index(&device).await?;
+                self.reset_vf_guids(index, vf).await
             }
             Step::SetPortType {
                 device,

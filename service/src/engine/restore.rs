@@ -7,6 +7,7 @@
 
 use super::ops_ipoib::restore_ipoib;
 use super::ops_port_type::restore_port_types;
+use super::ops_qos::restore_qos;
 use super::ops_roce::restore_roce;
 use super::ops_soft_links::restore_soft_links;
 use super::ops_vf_guid::restore_vf_guids;
@@ -21,4 +22,5 @@ pub(super) async fn restore(eng: &mut Engine, appeared: &Appeared) {
     restore_roce(eng, appeared).await;
     restore_port_types(eng, appeared).await;
     restore_vf_guids(eng, appeared).await;
+    restore_qos(eng, appeared).await;
 }

@@ -12,6 +12,7 @@
 //! - [`observe`]: what the sysfs readers do, told to whoever asks (the simulated host's cost
 //!   model); the readers know nothing of who listens.
 
+pub mod dcb;
 pub mod error;
 pub mod files;
 pub mod link_stats;
@@ -397,4 +398,20 @@ pub trait Host: Send + Sync + 'static {
     /// the driver takes the VF's new GUIDs; the driver's name, or `Ok(None)` when none is
     /// bound (the GUIDs then apply at the VF's next probe).
     async fn rebind_vf(&self, vf_pci: &str) -> Result<Option<String>, HostError>;
+
+    // ---- DCB and RoCE QoS (see `dcb`) -------------------------------------------------------
+
+    /// DCB_CMD_IEEE_GET of a netdev (what `dcb pfc|ets|app show dev NETDEV` reads). A netdev
+    /// without DCB is [`HostError::Unsupported`] with the kernel's EOPNOTSUPP.
+    async fn dcb_read(&self, netdev: &str) -> Result<dcb::DcbConfig, HostError>;
+    /// One DCB change (one `dcb ... set/add/del` request).
+    async fn dcb_change(&self, netdev: &str, change: &dcb::DcbChange) -> Result<(), HostError>;
+    /// mlx5's `tc/1/traffic_class` of an RDMA device: `Ok(None)` without the file, -1 when
+    /// none is set.
+    async fn roce_traffic_class(&self, dev: &str) -> Result<Option<i32>, HostError>;
+    async fn set_roce_traffic_class(&self, dev: &str, tc: i32) -> Result<(), HostError>;
+    /// mlx5's RoCE ECN of a netdev as a mask of priorities (see `dcb::files`); `Ok(None)`
+    /// when the driver has no `ecn/` directory.
+    async fn roce_ecn(&self, netdev: &str) -> Result<Option<u8>, HostError>;
+    async fn set_roce_ecn(&self, netdev: &str, mask: u8) -> Result<(), HostError>;
 }

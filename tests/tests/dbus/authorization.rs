@@ -12,7 +12,7 @@ use rdma_manager_tests::service::{attr, own_interfaces, SystemSetup as Setup};
 use rdma_managerd::kernel::Host;
 
 /// Methods that only read; every other method of our interfaces must ask polkit.
-const READ_ONLY: [&str; 11] = [
+const READ_ONLY: [&str; 12] = [
     "GetThroughputHistory",
     "GetThroughputHistoryCoarse",
     "GetCounters",
@@ -24,6 +24,7 @@ const READ_ONLY: [&str; 11] = [
     "CheckHealth",
     "GetLinkResponder",
     "RecentLinkTests",
+    "GetQosProfile",
 ];
 
 /// A state document with one change of RoCE: what ApplyState is called with (a document that
@@ -182,6 +183,7 @@ async fn an_unprivileged_user_is_refused_every_change_and_nothing_changes() -> R
         "TestLink",
         "SetLinkResponder",
         "SetPortType",
+        "SetQosProfile",
     ] {
         assert!(mutating.iter().any(|m| m.2 == want), "{want}: {methods:?}");
     }
@@ -196,6 +198,16 @@ async fn an_unprivileged_user_is_refused_every_change_and_nothing_changes() -> R
                 .await?;
             assert!(
                 matches!(&reply, Reply::Ok(text) if text.contains(r#""manager" s "none""#)),
+                "{path} {iface}.{method}: {reply:?}"
+            );
+            continue;
+        }
+        if method == "GetQosProfile" {
+            // Answered to anyone: the profile, or NotSupported where the port has no DCB.
+            let reply = t.call(Some(&user), path, iface, method, &[]).await?;
+            assert!(
+                matches!(&reply, Reply::Ok(_))
+                    || matches!(&reply, Reply::Err(n, _) if n == "NotSupported"),
                 "{path} {iface}.{method}: {reply:?}"
             );
             continue;

@@ -414,6 +414,41 @@ async fn roce_methods_refuse_bad_input_and_change_nothing() -> Result<()> {
         &["y", "32"],
         "NotSupported",
     ));
+    // A QoS profile: no DCB on rxe's netdev, none on InfiniBand, ETS summing to 90.
+    const QOS: [&str; 7] = ["ayayaya(yy)ii", "0", "0", "0", "0", "0", "0"];
+    cases.push(case(&rxe, "Port", "SetQosProfile", &QOS, "NotSupported"));
+    cases.push(case(&ib, "Port", "SetQosProfile", &QOS, "NotSupported"));
+    cases.push(case(
+        &roce,
+        "Port",
+        "SetQosProfile",
+        &[
+            "ayayaya(yy)ii",
+            "0",
+            "8",
+            "50",
+            "40",
+            "0",
+            "0",
+            "0",
+            "0",
+            "0",
+            "0",
+            "8",
+            "0",
+            "0",
+            "0",
+            "1",
+            "0",
+            "0",
+            "0",
+            "0",
+            "0",
+            "0",
+            "0",
+        ],
+        "InvalidArgument",
+    ));
     for (method, args) in [("SetRoceMode", ["s", "v2"]), ("SetRoceTos", ["y", "32"])] {
         cases.push(case(
             &gone,

@@ -16,6 +16,7 @@ mod link_test;
 mod naming;
 mod port_events;
 mod port_type;
+mod qos;
 mod reliability;
 mod roce;
 mod service;

@@ -348,6 +348,18 @@ async fn bad_documents_are_refused_with_their_path_and_nothing_changes() -> Resu
             "NotFound",
             "roce[0].device",
         ),
+        // A QoS profile on a port whose netdev has no DCB (rxe0 over a plain Ethernet netdev).
+        (
+            "roce:\n  - {device: rxe0, port: 1, qos: {trust: pcp, pfc: [3]}}\n",
+            "NotFound",
+            "roce[0].qos",
+        ),
+        // A QoS profile against the rules: DSCP entries while trusting PCP.
+        (
+            "roce:\n  - {device: mlx5_1, port: 1, qos: {trust: pcp, pfc: [3], dscp: {\"26\": 3}}}\n",
+            "InvalidArgument",
+            "roce[0].qos",
+        ),
     ] {
         for apply in [false, true] {
             let r = if apply {
@@ -504,5 +516,84 @@ memlock: {soft: unlimited, hard: unlimited}
     // The RoCE step, which held, was undone too.
     assert_eq!(t.sim.roce_tos("mlx5_1", 1).await.ok(), Some(0));
     assert_eq!(m.get_state("yaml").await?, shown);
+    Ok(())
+}
+
+/// The lossless-RoCE recipe as the state's `roce[].qos`.
+const QOS: &str = "\
+roce:
+  - device: mlx5_1
+    port: 1
+    tos: 106
+    qos:
+      trust: dscp
+      pfc: [3]
+      ets: {bandwidth: [50, 50, 0, 0, 0, 0, 0, 0], prio-tc: [0, 0, 0, 1, 0, 0, 0, 0]}
+      dscp: {\"26\": 3}
+      traffic-class: 106
+      ecn: [3]
+";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_qos_profile_in_the_state_is_applied_shown_and_rolled_back() -> Result<()> {
+    require_harness!();
+    let (t, _s) = setup().await?;
+    let m = manager(&t).await?;
+    const NETDEV: &str = "enp59s0f1np1";
+    let dcb_before = t.sim.dcb_read(NETDEV).await?;
+    let shown = m.get_state("yaml").await?;
+    assert!(
+        shown.contains("qos:") && shown.contains("trust: pcp"),
+        "{shown}"
+    );
+
+    // A failing DCB write after the ToS: both undone, nothing remembered.
+    let files_before = snapshot(&t).await;
+    t.sim.fail_next(SimOp::QosWrite, Errno::EIO);
+    let (name, msg) = error_of(
+        m.apply_state(QOS, 0)
+            .await
+            .expect_err("the DCB write fails"),
+    );
+    assert_eq!(name, "Failed", "{msg}");
+    assert!(
+        msg.contains("roce[mlx5_1/1].qos") && msg.contains("rolled back"),
+        "{msg}"
+    );
+    assert_eq!(t.sim.dcb_read(NETDEV).await?, dcb_before);
+    // The ToS was set and set back: roce.toml now remembers the ToS the port had.
+    let mut after = snapshot(&t).await;
+    let roce = after
+        .0
+        .remove("etc/rdma-manager/roce.toml")
+        .unwrap_or_default();
+    assert!(roce.contains("tos = 0"), "{roce}");
+    assert_eq!(after, files_before, "everything undone");
+    assert!(t
+        .etc_file("/etc/rdma-manager/qos.toml")
+        .is_none_or(|f| !f.contains("26")));
+
+    let diff = m.diff_state(QOS).await?;
+    assert_eq!(paths(&diff), ["roce[mlx5_1/1].tos", "roce[mlx5_1/1].qos"]);
+    let qos = &diff[1];
+    assert_eq!(qos.action, "org.rdmamanager.rdmamanager1.manage-adapter");
+    assert_eq!(
+        qos.wanted,
+        "trust=dscp pfc=3 ets=50,50,0,0,0,0,0,0/0,0,0,1,0,0,0,0 dscp=26:3 traffic-class=106 ecn=3"
+    );
+    assert_eq!(m.apply_state(QOS, 0).await?.0, diff);
+    let dcb = t.sim.dcb_read(NETDEV).await?;
+    assert_eq!(dcb.pfc.map(|p| p.pfc_en), Some(1 << 3));
+    assert!(t
+        .etc_file("/etc/rdma-manager/qos.toml")
+        .is_some_and(|f| f.contains("26")));
+    let shown = m.get_state("yaml").await?;
+    assert!(
+        shown.contains("trust: dscp") && shown.contains("traffic-class: 106"),
+        "{shown}"
+    );
+    // Applied again, or as shown now: nothing to do.
+    assert_eq!(m.apply_state(QOS, 0).await?.0, vec![]);
+    assert_eq!(m.apply_state(&shown, 0).await?.0, vec![]);
     Ok(())
 }

@@ -299,3 +299,62 @@ async fn remembered_guids_return_after_a_restart_and_when_the_vf_is_created_agai
     assert_eq!(t.sim.vf_rebinds().len(), 3);
     Ok(())
 }
+
+/// The declarative state's `sriov-vfs`: GetState lists the PF's VFs, a document sets VF 1's
+/// GUIDs in any form through the same job as SetVfGuids (rebind, read-back, remembered), a
+/// second apply and GetState's own document change nothing, and a failing step is undone.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_state_sets_vf_guids_and_shows_them() -> Result<()> {
+    require_harness!();
+    let t = setup_with(fixtures::naming_host()).await?;
+    let conn = t.bus.connect().await?;
+    let m = rdma_manager_dbus::ManagerProxy::new(&conn).await?;
+    let shown = m.get_state("yaml").await?;
+    assert!(
+        shown.contains("sriov-vfs:\n- device: mlx5_1\n  vf: 0\n- device: mlx5_1\n  vf: 1\n"),
+        "{shown}"
+    );
+    let doc = format!(
+        "sriov-vfs:\n  - {{device: mlx5_1, vf: 1, node-guid: \"{NODE}\", port-guid: \"{PORT}\"}}\n"
+    );
+
+    // The rebind fails: the step fails and nothing is remembered (the VF had no GUIDs, which
+    // the driver cannot go back to: see SetVfGuids).
+    t.sim.fail_next(SimOp::RebindVf, Errno::EIO);
+    assert!(m.apply_state(&doc, 0).await.is_err());
+    assert!(!t.etc_file(FILE).unwrap_or_default().contains("[[vf]]"));
+
+    let diff = m.diff_state(&doc).await?;
+    assert_eq!(diff.len(), 1, "{diff:?}");
+    assert_eq!(diff[0].path, "sriov-vfs[mlx5_1/1]");
+    assert_eq!(
+        diff[0].action,
+        "org.rdmamanager.rdmamanager1.manage-adapter"
+    );
+    assert_eq!(
+        diff[0].wanted,
+        "node-guid=00:11:22:33:44:55:66:77 port-guid=00:11:22:33:44:55:66:78"
+    );
+    assert_eq!(m.apply_state(&doc, 0).await?.0, diff);
+    assert_eq!(held(&t.sim).await, WANT);
+    assert!(t
+        .etc_file(FILE)
+        .is_some_and(|f| f.contains("node_guid = \"00:11:22:33:44:55:66:77\"")));
+    let shown = m.get_state("yaml").await?;
+    assert!(
+        shown.contains(
+            "  vf: 1\n  node-guid: 00:11:22:33:44:55:66:77\n  port-guid: 00:11:22:33:44:55:66:78\n"
+        ),
+        "{shown}"
+    );
+    assert_eq!(m.apply_state(&doc, 0).await?.0, vec![]);
+    assert_eq!(m.apply_state(&shown, 0).await?.0, vec![]);
+
+    // A VF the PF has not enabled: NotFound, with the key path.
+    let e = m
+        .apply_state("sriov-vfs:\n  - {device: mlx5_1, vf: 5, node-guid: \"00:11:22:33:44:55:66:90\", port-guid: \"00:11:22:33:44:55:66:91\"}\n", 0)
+        .await
+        .expect_err("VF 5 is not enabled");
+    assert!(e.to_string().contains("sriov-vfs[0]"), "{e}");
+    Ok(())
+}

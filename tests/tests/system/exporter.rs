@@ -209,6 +209,21 @@ async fn the_exporter_serves_node_exporters_names_and_promtool_finds_nothing_to_
     ensure!(body.contains(
         "rdma_port_hw_stat_total{device=\"rxe0\",port=\"1\",stat=\"duplicate_request\"}"
     ));
+    // PFC frames per priority of the mlx5 RoCE port's netdev (DCB), not as PMA counters.
+    for family in [
+        "rdma_port_pfc_requests_total",
+        "rdma_port_pfc_indications_total",
+    ] {
+        ensure!(
+            value(
+                &body,
+                &format!("{family}{{device=\"mlx5_1\",port=\"1\",priority=\"3\"}}")
+            )
+            .is_some(),
+            "{family}: {body}"
+        );
+    }
+    ensure!(!body.contains("stat=\"pfc."), "{body}");
     // HELP and TYPE for every family, counters ending in _total.
     let mut helped = std::collections::BTreeSet::new();
     for l in body.lines() {

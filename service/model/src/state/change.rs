@@ -151,6 +151,24 @@ pub enum Step {
         port: u32,
         port_type: crate::port_type::PortType,
     },
+    SetQosProfile {
+        device: String,
+        port: u32,
+        profile: crate::qos::QosProfile,
+    },
+    /// GUIDs as `ip link` writes them.
+    SetVfGuids {
+        device: String,
+        vf: u32,
+        node_guid: String,
+        port_guid: String,
+    },
+    /// Forgets the VF's remembered GUIDs (the undo of a first set: the kernel has no
+    /// GUID-less state to go back to).
+    ResetVfGuids {
+        device: String,
+        vf: u32,
+    },
 }
 
 impl Step {
@@ -176,7 +194,10 @@ impl Step {
             | Step::SetIpoibUmcast { .. } => Area::Ipoib,
             Step::SetIp { .. } => Area::Ip,
             Step::SetLinkResponder { .. } => Area::LinkTest,
-            Step::SetPortType { .. } => Area::Adapter,
+            Step::SetPortType { .. }
+            | Step::SetQosProfile { .. }
+            | Step::SetVfGuids { .. }
+            | Step::ResetVfGuids { .. } => Area::Adapter,
         }
     }
 }

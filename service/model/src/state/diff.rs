@@ -22,6 +22,7 @@ use crate::hostconf::memlock::{self, MemlockValue};
 use crate::hostconf::nfs_conf::NFSRDMA_PORT;
 use crate::ip::Family;
 use crate::ipoib::{self, IpoibMode};
+use crate::qos::QosProfile;
 
 impl State {
     /// Replaces each RoCE entry's device given by node GUID with its kernel name, as
@@ -37,6 +38,19 @@ impl State {
                 e.device = name_of(&guid).ok_or_else(|| {
                     StateError::not_found(
                         format!("ports[{i}].device"),
+                        "device with node GUID",
+                        guid,
+                        "",
+                    )
+                })?;
+            }
+        }
+        for (i, e) in self.sriov_vfs.iter_mut().flatten().enumerate() {
+            if is_guid(&e.device) {
+                let guid = e.device.to_ascii_lowercase();
+                e.device = name_of(&guid).ok_or_else(|| {
+                    StateError::not_found(
+                        format!("sriov-vfs[{i}].device"),
                         "device with node GUID",
                         guid,
                         "",
@@ -95,9 +109,10 @@ enum Part {
     Ipoib,
     Ip,
     Ports,
+    Vfs,
 }
 
-const PARTS: usize = 14;
+const PARTS: usize = 15;
 
 #[derive(Default)]
 struct Plan {
@@ -142,6 +157,7 @@ pub fn diff(current: &State, wanted: &State) -> Result<Vec<Change>, StateError> 
     responder(current, wanted, &mut plan);
     interfaces(current, wanted, &mut plan)?;
     ports(current, wanted, &mut plan)?;
+    vfs(current, wanted, &mut plan)?;
     Ok(plan.into_vec())
 }
 
@@ -340,6 +356,31 @@ fn roce(
                 );
             }
         }
+        if let Some(want) = &e.qos {
+            let Some(old) = now.and_then(|c| c.qos.as_ref()) else {
+                return Err(StateError::not_found(
+                    format!("roce[{i}].qos"),
+                    "RoCE port with DCB",
+                    id,
+                    " (the driver of its network interface has no DCB; rxe and siw have none)",
+                ));
+            };
+            if want.over(old) != old.clone().normalized() {
+                let step = |profile: &QosProfile| Step::SetQosProfile {
+                    device: dev.clone(),
+                    port,
+                    profile: profile.clone(),
+                };
+                plan.push(
+                    Part::Roce,
+                    format!("roce[{id}].qos"),
+                    ChangeOp::Set,
+                    (old.summary(), want.clone().normalized().summary()),
+                    step(&want.clone().normalized()),
+                    step(old),
+                );
+            }
+        }
     }
     Ok(())
 }
@@ -379,6 +420,71 @@ fn ports(current: &State, wanted: &State, plan: &mut Plan) -> Result<(), StateEr
             (text(now.kind.map(|k| k.as_str())), ty.as_str().to_string()),
             step(ty),
             step(now.kind.unwrap_or(ty)),
+        );
+    }
+    Ok(())
+}
+
+fn vf_text(g: Option<(u64, u64)>) -> String {
+    g.map(|(n, p)| {
+        format!(
+            "node-guid={} port-guid={}",
+            crate::vf_guid::ip_form(n),
+            crate::vf_guid::ip_form(p)
+        )
+    })
+    .unwrap_or_default()
+}
+
+/// SR-IOV VF GUIDs: each listed VF must be one the PF has enabled (the host's state lists
+/// those). A VF that had GUIDs is set back to them on undo; one that had none has its
+/// remembered GUIDs forgotten (the driver cannot go back to none).
+fn vfs(current: &State, wanted: &State, plan: &mut Plan) -> Result<(), StateError> {
+    let have: BTreeMap<(&str, u32), &VfEntry> = current
+        .sriov_vfs
+        .iter()
+        .flatten()
+        .map(|e| ((e.device.as_str(), e.vf), e))
+        .collect();
+    for (i, e) in wanted.sriov_vfs.iter().flatten().enumerate() {
+        let p = format!("sriov-vfs[{i}]");
+        let id = format!("{}/{}", e.device, e.vf);
+        let Some(now) = have.get(&(e.device.as_str(), e.vf)) else {
+            return Err(StateError::not_found(
+                p,
+                "SR-IOV VF",
+                id,
+                " (give an SR-IOV PF's kernel name and the index of a VF it has enabled)",
+            ));
+        };
+        let Some(want) = super::check::vf_guids(e, &p)? else {
+            continue;
+        };
+        // The host's own reading; one that does not parse counts as none.
+        let old = super::check::vf_guids(now, &p).ok().flatten();
+        if old == Some(want) {
+            continue;
+        }
+        let set = |(n, g): (u64, u64)| Step::SetVfGuids {
+            device: e.device.clone(),
+            vf: e.vf,
+            node_guid: crate::vf_guid::ip_form(n),
+            port_guid: crate::vf_guid::ip_form(g),
+        };
+        let undo = match old {
+            Some(o) => set(o),
+            None => Step::ResetVfGuids {
+                device: e.device.clone(),
+                vf: e.vf,
+            },
+        };
+        plan.push(
+            Part::Vfs,
+            format!("sriov-vfs[{id}]"),
+            ChangeOp::Set,
+            (vf_text(old), vf_text(Some(want))),
+            set(want),
+            undo,
         );
     }
     Ok(())

@@ -831,6 +831,7 @@ mod generated {
                         RoceVersion::V2
                     }),
                     tos: Some(g.below(256) as u8),
+                    qos: None,
                 });
             }
         }
@@ -933,6 +934,7 @@ mod generated {
             }),
             health: None,
             ports: None,
+            sriov_vfs: None,
         }
     }
 
@@ -1198,4 +1200,185 @@ fn port_types_follow_the_documents_order_with_their_undo() {
     assert!(paths("ports:\n  - {device: mlx4_0, port: 1, type: ib}\n").is_empty());
     assert!(paths("ports:\n  - {device: mlx4_0, port: 1}\n").is_empty());
     assert!(refused("ports:\n  - {device: rxe0, port: 1, type: eth}\n").contains("ports[0]"));
+}
+
+/// A host whose mlx5_0 port 1 has DCB (as mlx5 comes up: PCP trust, nothing lossless, all
+/// priorities in traffic class 0) and whose rxe0 has none.
+fn qos_host() -> State {
+    parse(
+        "\
+roce:
+  - device: mlx5_0
+    port: 1
+    mode: v2
+    tos: 0
+    qos:
+      trust: pcp
+      pfc: []
+      ets: {bandwidth: [100, 0, 0, 0, 0, 0, 0, 0], prio-tc: [0, 0, 0, 0, 0, 0, 0, 0]}
+      dscp: {}
+      traffic-class: 0
+      ecn: []
+  - {device: rxe0, port: 1, mode: v2, tos: 0}
+",
+    )
+    .expect("the host's state")
+}
+
+#[test]
+fn a_qos_profile_is_one_change_undone_by_the_profile_before() {
+    let host = qos_host();
+    let want = "roce:\n  - device: mlx5_0\n    port: 1\n    tos: 106\n    qos: {trust: dscp, pfc: [3], dscp: {\"26\": 3}, ecn: [3]}\n";
+    let c = diff(&host, &parse(want).expect("valid")).expect("a diff");
+    let got: Vec<(&str, &str, &str)> = c
+        .iter()
+        .map(|c| (c.path.as_str(), c.current.as_str(), c.wanted.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("roce[mlx5_0/1].tos", "0", "106"),
+            (
+                "roce[mlx5_0/1].qos",
+                "trust=pcp pfc=none ets=100,0,0,0,0,0,0,0/0,0,0,0,0,0,0,0 traffic-class=0 ecn=none",
+                "trust=dscp pfc=3 dscp=26:3 ecn=3"
+            ),
+        ]
+    );
+    let before = host.roce.as_ref().expect("roce")[0]
+        .qos
+        .clone()
+        .expect("qos");
+    match (&c[1].step, &c[1].undo) {
+        (
+            Step::SetQosProfile { profile, .. },
+            Step::SetQosProfile {
+                profile: undo,
+                device,
+                port,
+            },
+        ) => {
+            assert_eq!(profile.dscp.get(&26), Some(&3));
+            // What the document leaves (ETS, traffic class) is left: absent from the step.
+            assert_eq!((profile.ets.as_ref(), profile.traffic_class), (None, None));
+            assert_eq!((undo, device.as_str(), *port), (&before, "mlx5_0", 1));
+        }
+        other => panic!("not a QoS step: {other:?}"),
+    }
+    assert_eq!(c[1].step.area(), crate::state::Area::Adapter);
+}
+
+#[test]
+fn a_qos_profile_the_port_holds_is_no_change() {
+    let host = qos_host();
+    // ETS, traffic class and ECN left out: compared as the port holds them.
+    let same = "roce:\n  - device: mlx5_0\n    port: 1\n    qos: {trust: pcp, pfc: []}\n";
+    assert_eq!(
+        diff(&host, &parse(same).expect("valid")).expect("a diff"),
+        []
+    );
+    let other_ets = "roce:\n  - device: mlx5_0\n    port: 1\n    qos: {trust: pcp, pfc: [], ets: {bandwidth: [50, 50, 0, 0, 0, 0, 0, 0], prio-tc: [0, 0, 0, 1, 0, 0, 0, 0]}}\n";
+    let c = diff(&host, &parse(other_ets).expect("valid")).expect("a diff");
+    assert_eq!(c.len(), 1, "{c:?}");
+}
+
+#[test]
+fn a_qos_profile_on_a_port_without_dcb_or_against_the_rules_is_refused() {
+    let host = qos_host();
+    let rxe = "roce:\n  - device: rxe0\n    port: 1\n    qos: {trust: pcp, pfc: [3]}\n";
+    let e = diff(&host, &parse(rxe).expect("valid")).expect_err("rxe has no DCB");
+    assert!(e.is_not_found(), "{e}");
+    assert!(e.to_string().contains("roce[0].qos"), "{e}");
+    assert!(e.to_string().contains("no DCB"), "{e}");
+    // The model's rules, at parse time: DSCP entries without DSCP trust.
+    let e = parse("roce:\n  - device: mlx5_0\n    port: 1\n    qos: {trust: pcp, pfc: [3], dscp: {\"26\": 3}}\n")
+        .expect_err("the rules refuse it");
+    assert!(e.to_string().contains("roce[0].qos"), "{e}");
+    assert!(e.to_string().contains("trust dscp"), "{e}");
+    // An unknown key is named.
+    let e = parse("roce:\n  - device: mlx5_0\n    port: 1\n    qos: {trust: pcp, lossless: [3]}\n")
+        .expect_err("unknown key");
+    assert!(e.to_string().contains("lossless"), "{e}");
+}
+
+/// A PF with two VFs: VF 0 with GUIDs, VF 1 without.
+fn vf_host() -> State {
+    parse(
+        "\
+sriov-vfs:
+  - {device: mlx5_1, vf: 0, node-guid: \"00:11:22:33:44:55:66:01\", port-guid: \"00:11:22:33:44:55:66:02\"}
+  - {device: mlx5_1, vf: 1}
+",
+    )
+    .expect("the host's state")
+}
+
+#[test]
+fn vf_guids_are_set_in_any_form_and_undone_to_what_the_vf_had() {
+    let host = vf_host();
+    let want = "sriov-vfs:\n  - {device: mlx5_1, vf: 1, node-guid: \"0x0011223344556611\", port-guid: \"0011:2233:4455:6612\"}\n  - {device: mlx5_1, vf: 0, node-guid: \"00:11:22:33:44:55:66:03\", port-guid: \"00:11:22:33:44:55:66:03\"}\n";
+    let c = diff(&host, &parse(want).expect("valid")).expect("a diff");
+    let got: Vec<_> = c
+        .iter()
+        .map(|c| (c.path.as_str(), c.current.as_str(), &c.step, &c.undo))
+        .collect();
+    let set = |vf, n: &str, p: &str| Step::SetVfGuids {
+        device: "mlx5_1".into(),
+        vf,
+        node_guid: n.into(),
+        port_guid: p.into(),
+    };
+    assert_eq!(
+        got,
+        [
+            (
+                "sriov-vfs[mlx5_1/1]",
+                "",
+                &set(1, "00:11:22:33:44:55:66:11", "00:11:22:33:44:55:66:12"),
+                &Step::ResetVfGuids {
+                    device: "mlx5_1".into(),
+                    vf: 1
+                }
+            ),
+            (
+                "sriov-vfs[mlx5_1/0]",
+                "node-guid=00:11:22:33:44:55:66:01 port-guid=00:11:22:33:44:55:66:02",
+                &set(0, "00:11:22:33:44:55:66:03", "00:11:22:33:44:55:66:03"),
+                &set(0, "00:11:22:33:44:55:66:01", "00:11:22:33:44:55:66:02")
+            ),
+        ]
+    );
+    assert_eq!(c[0].step.area(), crate::state::Area::Adapter);
+    // The GUIDs the VF has, in another form, or the VF alone: nothing to do.
+    let same = "sriov-vfs:\n  - {device: mlx5_1, vf: 0, node-guid: \"0011:2233:4455:6601\", port-guid: \"0x0011223344556602\"}\n  - {device: mlx5_1, vf: 1}\n";
+    assert_eq!(
+        diff(&host, &parse(same).expect("valid")).expect("a diff"),
+        []
+    );
+}
+
+#[test]
+fn bad_vf_entries_are_refused_with_their_path() {
+    let host = vf_host();
+    let e = diff(
+        &host,
+        &parse("sriov-vfs:\n  - {device: mlx5_1, vf: 2, node-guid: \"00:11:22:33:44:55:66:21\", port-guid: \"00:11:22:33:44:55:66:22\"}\n").expect("valid"),
+    )
+    .expect_err("VF 2 is not enabled");
+    assert!(
+        e.is_not_found() && e.to_string().contains("mlx5_1/2"),
+        "{e}"
+    );
+    for (doc, says) in [
+        ("sriov-vfs:\n  - {device: mlx5_1, vf: 0, node-guid: \"00:11:22:33:44:55:66:21\"}\n", "both node-guid and port-guid"),
+        ("sriov-vfs:\n  - {device: mlx5_1, vf: 0, node-guid: \"0\", port-guid: \"00:11:22:33:44:55:66:22\"}\n", "sriov-vfs[0].node-guid"),
+        ("sriov-vfs:\n  - {device: mlx5_1, vf: 0, node-guid: \"ff:ff:ff:ff:ff:ff:ff:ff\", port-guid: \"00:11:22:33:44:55:66:22\"}\n", "sriov-vfs[0].node-guid"),
+        ("sriov-vfs:\n  - {device: mlx5_1, vf: 0, node-guid: \"00:11:22:33:44:55:66:zz\", port-guid: \"00:11:22:33:44:55:66:22\"}\n", "sriov-vfs[0].node-guid"),
+        ("sriov-vfs:\n  - {device: mlx5_1, vf: 0}\n  - {device: mlx5_1, vf: 0}\n", "listed twice"),
+        ("sriov-vfs:\n  - {device: mlx5_1, vf: 0, node-guid: \"00:11:22:33:44:55:66:21\", port-guid: \"00:11:22:33:44:55:66:22\"}\n  - {device: mlx5_1, vf: 1, node-guid: \"00:11:22:33:44:55:66:22\", port-guid: \"00:11:22:33:44:55:66:23\"}\n", "given to two VFs"),
+        ("sriov-vfs:\n  - {device: \"a/b\", vf: 0}\n", "sriov-vfs[0].device"),
+    ] {
+        let e = parse(doc).expect_err(doc);
+        assert!(e.to_string().contains(says), "{doc}: {e}");
+    }
 }

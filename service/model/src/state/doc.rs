@@ -43,6 +43,24 @@ pub struct State {
     /// Port types of VPI adapters' ports; identity: `device` and `port`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ports: Option<Vec<PortEntry>>,
+    /// Node and port GUIDs of SR-IOV VFs; identity: `device` (the PF) and `vf`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sriov_vfs: Option<Vec<VfEntry>>,
+}
+
+/// One VF's GUIDs (`SetVfGuids`): set through the PF, remembered by the PF's node GUID.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct VfEntry {
+    /// The PF: its kernel name, or its node GUID as sysfs prints it.
+    pub device: String,
+    /// The VF index, from 0.
+    pub vf: u32,
+    /// In any form `ip link`, sysfs or ibstat print; both or neither.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_guid: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port_guid: Option<String>,
 }
 
 /// A port's type (`ib`, `eth`, `auto`): mlx4 switches at once, mlx5 at the next boot.
@@ -111,6 +129,10 @@ pub struct RoceEntry {
     pub mode: Option<RoceVersion>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tos: Option<u8>,
+    /// The port's QoS profile (lossless RoCE: trust, PFC, ETS, DSCP map, traffic class,
+    /// ECN), as `SetQosProfile` takes it; only on ports whose netdev has DCB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qos: Option<crate::qos::QosProfile>,
 }
 
 /// The only interface type the document knows; nmstate's spelling.

@@ -21,6 +21,9 @@ impl State {
         if let Some(l) = &mut s.ports {
             l.sort_by(|a, b| (&a.device, a.port).cmp(&(&b.device, b.port)));
         }
+        if let Some(l) = &mut s.sriov_vfs {
+            l.sort_by(|a, b| (&a.device, a.vf).cmp(&(&b.device, b.vf)));
+        }
         if let Some(n) = &mut s.naming {
             if let Some(l) = &mut n.rdma_fixed_names {
                 l.sort_by(|a, b| a.node_guid.cmp(&b.node_guid));
@@ -99,6 +102,26 @@ mod tests {
         }
     }
 
+    /// Any profile serde can carry, checked or not: the round trip does not check.
+    fn qos_profile(g: &mut Gen) -> crate::qos::QosProfile {
+        use crate::qos::{Ets, QosProfile, Trust};
+        let prios = |g: &mut Gen| g.list(|g| g.below(8) as u8);
+        QosProfile {
+            trust: if g.bool() { Trust::Dscp } else { Trust::Pcp },
+            pfc: prios(g),
+            ets: g.maybe(|g| Ets {
+                bandwidth: (0..8).map(|_| g.below(101) as u8).collect(),
+                prio_tc: (0..8).map(|_| g.below(8) as u8).collect(),
+            }),
+            dscp: g
+                .list(|g| (g.below(64) as u8, g.below(8) as u8))
+                .into_iter()
+                .collect(),
+            traffic_class: g.maybe(|g| g.below(256) as u8),
+            ecn: g.maybe(prios),
+        }
+    }
+
     fn entry_state(g: &mut Gen) -> EntryState {
         if g.bool() {
             EntryState::Up
@@ -152,6 +175,7 @@ mod tests {
                         }
                     }),
                     tos: g.maybe(|g| g.below(256) as u8),
+                    qos: g.maybe(qos_profile),
                 })
             }),
             interfaces: g.maybe(|g| {
@@ -235,6 +259,14 @@ mod tests {
                     device: g.text(),
                     port: g.below(5) as u32,
                     kind: g.maybe(|g| crate::port_type::PortType::ALL[g.below(3) as usize]),
+                })
+            }),
+            sriov_vfs: g.maybe(|g| {
+                g.list(|g| VfEntry {
+                    device: g.text(),
+                    vf: g.below(4) as u32,
+                    node_guid: g.maybe(Gen::text),
+                    port_guid: g.maybe(Gen::text),
                 })
             }),
         }

@@ -199,7 +199,7 @@ fn open_error(e: &std::io::Error) -> HostError {
     }
 }
 
-fn send(sock: &Socket, req: &[u8]) -> std::io::Result<()> {
+pub(crate) fn send(sock: &Socket, req: &[u8]) -> std::io::Result<()> {
     loop {
         match sock.send_to(req, &SocketAddr::new(0, 0), 0) {
             Ok(_) => return Ok(()),
@@ -271,7 +271,7 @@ pub(crate) fn is_timeout(e: &std::io::Error) -> bool {
     )
 }
 
-fn setsockopt_int(
+pub(crate) fn setsockopt_int(
     sock: &Socket,
     level: libc::c_int,
     name: libc::c_int,

@@ -5,6 +5,7 @@
 #[cfg(test)]
 mod budget;
 pub mod cost;
+mod dcb;
 pub mod fixtures;
 pub mod model;
 pub mod networkd;
@@ -56,6 +57,8 @@ pub enum SimOp {
     WriteFile,
     RemoveFile,
     ReloadUdev,
+    /// A DCB change or a RoCE QoS file written (`Host::dcb_change`, `set_roce_*`).
+    QosWrite,
     SetVfGuids,
     RebindVf,
 }
@@ -108,6 +111,10 @@ pub(crate) struct SimState {
     port_types: port_type::SimPortTypes,
     /// The VF GUIDs the PFs' drivers hold (see `sriov`).
     sriov: sriov::SimSriov,
+    /// DCB state of the netdevs that have it (see `dcb`).
+    dcb: dcb::DcbByIfindex,
+    /// mlx5_ib's `tc/1/traffic_class`, by device index.
+    traffic_class: BTreeMap<u32, i32>,
 }
 
 /// The changes asked of a simulated host, failed ones included: kernel changes (links, RoCE
@@ -206,6 +213,8 @@ impl SimHost {
             watched: Default::default(),
             port_types,
             sriov: Default::default(),
+            dcb: BTreeMap::new(),
+            traffic_class: BTreeMap::new(),
         };
         let host = SimHost {
             inner: Arc::new(Inner {
@@ -1537,6 +1546,46 @@ impl Host for SimHost {
         let mut st = self.lock();
         self.take_fault(&mut st, SimOp::RebindVf)?;
         self.rebind_vf_locked(&mut st, vf_pci)
+    }
+
+    async fn dcb_read(&self, netdev: &str) -> Result<crate::kernel::dcb::DcbConfig, HostError> {
+        self.read_fault("DCB")?;
+        dcb::read(&mut self.lock(), netdev)
+    }
+
+    async fn dcb_change(
+        &self,
+        netdev: &str,
+        change: &crate::kernel::dcb::DcbChange,
+    ) -> Result<(), HostError> {
+        self.delay(SimOp::QosWrite).await;
+        let mut st = self.lock();
+        self.take_fault(&mut st, SimOp::QosWrite)?;
+        dcb::change(&mut st, netdev, change)
+    }
+
+    async fn roce_traffic_class(&self, dev: &str) -> Result<Option<i32>, HostError> {
+        self.read_fault("traffic_class")?;
+        dcb::traffic_class(&self.lock(), dev)
+    }
+
+    async fn set_roce_traffic_class(&self, dev: &str, tc: i32) -> Result<(), HostError> {
+        self.delay(SimOp::QosWrite).await;
+        let mut st = self.lock();
+        self.take_fault(&mut st, SimOp::QosWrite)?;
+        dcb::set_traffic_class(&mut st, dev, tc)
+    }
+
+    async fn roce_ecn(&self, netdev: &str) -> Result<Option<u8>, HostError> {
+        self.read_fault("ecn")?;
+        dcb::ecn(&mut self.lock(), netdev)
+    }
+
+    async fn set_roce_ecn(&self, netdev: &str, mask: u8) -> Result<(), HostError> {
+        self.delay(SimOp::QosWrite).await;
+        let mut st = self.lock();
+        self.take_fault(&mut st, SimOp::QosWrite)?;
+        dcb::set_ecn(&mut st, netdev, mask)
     }
 }
 

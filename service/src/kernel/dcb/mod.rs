@@ -1,0 +1,225 @@
+//! DCB netlink (the kernel's vendor-neutral interface to PFC, ETS, the app table and the
+//! trust order; what iproute2's `dcb` speaks) and the RoCE QoS files of mlx5's sysfs.
+//!
+//! - [`wire`]: the requests, built by pure functions equal to iproute2's, and the answers.
+//! - [`DcbClient`]: one rtnetlink socket, one request at a time (blocking: the Linux host
+//!   runs it through `spawn_blocking`).
+//!
+//! A netdev without DCB (veth, dummy, lo, rxe's netdev) has no `dcbnl_ops`, and the kernel
+//! answers every DCB request with EOPNOTSUPP before looking at it: that is
+//! [`HostError::Unsupported`] carrying the errno and any extended-ack message.
+
+pub mod files;
+#[cfg(test)]
+mod tests;
+pub mod wire;
+
+use std::sync::Mutex;
+
+use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
+use serde::Serialize;
+
+use super::nldev::consts::nl::{
+    NETLINK_CAP_ACK, NETLINK_EXT_ACK, NLMSG_DONE, NLMSG_ERROR, NLMSG_MIN_TYPE,
+};
+use super::nldev::msg::{extack_message, parse_messages};
+use super::nldev::socket::{
+    recv_datagram, send, set_recv_timeout, setsockopt_int, Received, RECV_TIMEOUT,
+};
+use super::{HostError, Op};
+use crate::model::Errno;
+
+pub use wire::{DcbApp, DcbConfig, IeeeEts, IeeePfc};
+
+/// One change of a netdev's DCB state; each is one request, as one `dcb` command sends it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum DcbChange {
+    /// `dcb ets set`: the whole `struct ieee_ets` (bytes).
+    Ets(Vec<u8>),
+    /// `dcb pfc set`: the whole `struct ieee_pfc` (bytes).
+    Pfc(Vec<u8>),
+    /// `dcb app add`: (selector, priority, protocol) entries.
+    AddApps(Vec<(u8, u8, u16)>),
+    /// `dcb app del`.
+    DelApps(Vec<(u8, u8, u16)>),
+    /// `dcb apptrust set order ...`: selectors.
+    Trust(Vec<u8>),
+}
+
+impl DcbChange {
+    /// The complete request (sequence number 0).
+    pub fn request(&self, ifname: &str) -> Result<Vec<u8>, HostError> {
+        let apps = |v: &[(u8, u8, u16)]| -> Vec<DcbApp> {
+            v.iter()
+                .map(|&(selector, priority, protocol)| DcbApp {
+                    selector,
+                    priority,
+                    protocol,
+                })
+                .collect()
+        };
+        let bad = |e: super::nldev::attr::WireError| HostError::Invalid(e.to_string());
+        Ok(match self {
+            DcbChange::Ets(b) => {
+                wire::ieee_set_ets_request(ifname, &IeeeEts::from_bytes(b).map_err(bad)?)
+            }
+            DcbChange::Pfc(b) => {
+                wire::ieee_set_pfc_request(ifname, &IeeePfc::from_bytes(b).map_err(bad)?)
+            }
+            DcbChange::AddApps(v) => wire::ieee_add_apps_request(ifname, &apps(v)),
+            DcbChange::DelApps(v) => wire::ieee_del_apps_request(ifname, &apps(v)),
+            DcbChange::Trust(s) => wire::ieee_set_apptrust_request(ifname, s),
+        })
+    }
+
+    /// What iproute2 command this is, for messages.
+    pub fn what(&self) -> &'static str {
+        match self {
+            DcbChange::Ets(_) => "ETS",
+            DcbChange::Pfc(_) => "PFC",
+            DcbChange::AddApps(_) => "app table (add)",
+            DcbChange::DelApps(_) => "app table (delete)",
+            DcbChange::Trust(_) => "trust order",
+        }
+    }
+}
+
+/// The kernel's refusal of a DCB request on `ifname`, with its reason: EOPNOTSUPP (no DCB,
+/// or not this part of it) is [`HostError::Unsupported`]; other errnos stay kernel errors.
+pub fn refusal(ifname: &str, what: &str, errno: Errno, extack: Option<&str>) -> HostError {
+    let text = errno.description();
+    let text = text.split(" (os error").next().unwrap_or(&text);
+    let mut why = format!("the kernel answered {} ({text})", errno.name());
+    if let Some(m) = extack.filter(|m| !m.is_empty()) {
+        why.push_str(": ");
+        why.push_str(m);
+    }
+    if errno == Errno::EOPNOTSUPP {
+        return HostError::Unsupported {
+            what: format!("DCB {what} on {ifname}"),
+            why,
+        };
+    }
+    HostError::kernel(Op::Rtnl("dcb"), errno)
+}
+
+/// The blocking DCB client.
+pub struct DcbClient {
+    inner: Mutex<(Socket, u32, Vec<u8>)>,
+}
+
+impl std::fmt::Debug for DcbClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DcbClient").finish_non_exhaustive()
+    }
+}
+
+impl DcbClient {
+    pub fn open() -> Result<DcbClient, HostError> {
+        let op = Op::Rtnl("dcb socket");
+        let mut sock =
+            Socket::new(NETLINK_ROUTE).map_err(|e| HostError::from_io(op.clone(), &e))?;
+        // The kernel's explanation of a refusal; old kernels lack it.
+        let _ = setsockopt_int(&sock, libc::SOL_NETLINK, NETLINK_CAP_ACK, 1);
+        let _ = setsockopt_int(&sock, libc::SOL_NETLINK, NETLINK_EXT_ACK, 1);
+        set_recv_timeout(&sock, RECV_TIMEOUT).map_err(|e| HostError::from_io(op.clone(), &e))?;
+        sock.bind(&SocketAddr::new(0, 0))
+            .map_err(|e| HostError::from_io(op, &e))?;
+        let seq = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as u32)
+            .unwrap_or(1);
+        Ok(DcbClient {
+            inner: Mutex::new((sock, seq, Vec::new())),
+        })
+    }
+
+    /// DCB_CMD_IEEE_GET of `ifname`.
+    pub fn get(&self, ifname: &str) -> Result<DcbConfig, HostError> {
+        let body = self
+            .transact(ifname, "read", wire::ieee_get_request(ifname))?
+            .ok_or_else(|| HostError::Protocol {
+                op: Op::Rtnl("dcb get"),
+                reason: "no answer before the acknowledgement".into(),
+            })?;
+        wire::parse_ieee_get(&body).map_err(|e| HostError::Protocol {
+            op: Op::Rtnl("dcb get"),
+            reason: e.to_string(),
+        })
+    }
+
+    /// One change; the kernel's verdict comes in the answer's DCB_ATTR_IEEE or as the
+    /// acknowledgement's errno.
+    pub fn set(&self, ifname: &str, change: &DcbChange) -> Result<(), HostError> {
+        let req = change.request(ifname)?;
+        if let Some(body) = self.transact(ifname, change.what(), req)? {
+            let errno = wire::set_reply_errno(&body).map_err(|e| HostError::Protocol {
+                op: Op::Rtnl("dcb set"),
+                reason: e.to_string(),
+            })?;
+            if errno != 0 {
+                return Err(refusal(ifname, change.what(), Errno(errno), None));
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends a request and returns the body of its data answer, if any, once acknowledged.
+    fn transact(
+        &self,
+        ifname: &str,
+        what: &str,
+        req: Vec<u8>,
+    ) -> Result<Option<Vec<u8>>, HostError> {
+        let op = Op::Rtnl("dcb");
+        let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let (sock, seq, buf) = &mut *g;
+        *seq = seq.wrapping_add(1);
+        let req = wire::with_seq(req, *seq);
+        send(sock, &req).map_err(|e| HostError::from_io(op.clone(), &e))?;
+        let mut data = None;
+        loop {
+            match recv_datagram(sock, buf) {
+                Ok(Received::FromKernel) => {}
+                Ok(Received::NotFromKernel(_)) => continue,
+                Err(e) => return Err(HostError::from_io(op, &e)),
+            }
+            let msgs = parse_messages(buf).map_err(|e| HostError::Protocol {
+                op: op.clone(),
+                reason: e.to_string(),
+            })?;
+            for m in msgs {
+                if m.seq != *seq {
+                    continue;
+                }
+                match m.kind {
+                    NLMSG_ERROR | NLMSG_DONE => {
+                        let err = m
+                            .payload
+                            .get(..4)
+                            .and_then(|b| <[u8; 4]>::try_from(b).ok())
+                            .map(i32::from_ne_bytes)
+                            .unwrap_or(0);
+                        if err != 0 {
+                            let extack = extack_message(&m);
+                            return Err(refusal(
+                                ifname,
+                                what,
+                                Errno(err.saturating_abs()),
+                                extack.as_deref(),
+                            ));
+                        }
+                        return Ok(data);
+                    }
+                    k if k >= NLMSG_MIN_TYPE => data = Some(m.payload.to_vec()),
+                    _ => {}
+                }
+            }
+        }
+    }
+}
+
+/// mlx5's RoCE ECN switches (`/sys/class/net/<if>/ecn/roce_np/enable/<prio>` and
+/// `roce_rp/enable/<prio>`): bit p set when both the notification point and the reaction
+/// point are enabled for priority p.
+pub const ECN_PRIORITIES: u8 = 8;
