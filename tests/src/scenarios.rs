@@ -9,6 +9,7 @@
 //! internal type's `Debug` or serde form, so that reshaping an internal type never changes a
 //! transcript recorded on a real kernel.
 
+mod against_tool;
 pub mod document;
 pub mod format;
 
@@ -39,6 +40,8 @@ pub struct Run {
     /// How many comparisons with those tools were made.
     pub reference_checks: usize,
     reference: Option<Reference>,
+    /// The nlmon capture, started by the first comparison of requests with a tool.
+    capture: Option<crate::nlmon::Capture>,
 }
 
 impl Run {
@@ -51,6 +54,7 @@ impl Run {
             failures: Vec::new(),
             reference_checks: 0,
             reference,
+            capture: None,
         })
     }
 
@@ -439,5 +443,8 @@ pub async fn run_all(run: &mut Run) {
         run.line(format!("delete rxe0: {}", done(&r)));
     }
     run.configfs_dirs().await;
+
+    // Adapter settings over rtnetlink: the requests iproute2 sends for the same settings.
+    run.adapter_requests().await;
     run.line("== end");
 }
