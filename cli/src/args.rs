@@ -176,6 +176,17 @@ pub enum Command {
     Responder { action: ResponderAction },
     /// Print a shell completion script
     Completions { shell: CompletionShell },
+    /// QoS profile of a RoCE port (lossless RoCE): show it, or change the settings named as
+    /// KEY VALUE pairs, the others kept: trust pcp|dscp, pfc 3,4|none,
+    /// ets BW0,..,BW7/TC0,..,TC7, dscp 26:3,48:6|none, traffic-class 0-255, ecn 3|none
+    Qos {
+        /// The port: DEVICE/PORT, the device by name or node GUID (mlx5_0/1)
+        #[arg(value_name = "DEV/PORT")]
+        port: String,
+        /// Settings to change; none: show the profile
+        #[arg(value_name = "KEY VALUE", num_args = 0..)]
+        settings: Vec<String>,
+    },
     /// Port type of a VPI adapter's port: mlx4 switches now, mlx5 at the next boot
     PortType {
         /// The port: DEVICE/PORT, the device by name or node GUID (mlx4_0/1)

@@ -12,6 +12,7 @@ pub mod health;
 pub mod linktest;
 pub mod output;
 pub mod pending;
+pub mod qos;
 pub mod run;
 pub mod state;
 pub mod status;

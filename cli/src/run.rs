@@ -5,7 +5,7 @@ use std::time::Duration;
 use crate::args::{Cli, Command};
 use crate::failure::{code, Failure};
 use crate::output::Format;
-use crate::{bus, commands, health, linktest, pending, state, status};
+use crate::{bus, commands, health, linktest, pending, qos, state, status};
 
 /// How long a command may take when `-w` does not say (nmcli's default).
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(90);
@@ -109,5 +109,6 @@ async fn dispatch(
         Command::Responder { action } => linktest::responder(conn, action, format).await,
         Command::Completions { .. } => Ok(code::SUCCESS),
         Command::PortType { port, value } => commands::port_type(conn, &port, &value).await,
+        Command::Qos { port, settings } => qos::qos(conn, &port, &settings, format).await,
     }
 }

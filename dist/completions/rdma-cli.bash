@@ -58,6 +58,9 @@ _rdma__cli() {
             rdma__cli,port-type)
                 cmd="rdma__cli__subcmd__port__subcmd__type"
                 ;;
+            rdma__cli,qos)
+                cmd="rdma__cli__subcmd__qos"
+                ;;
             rdma__cli,responder)
                 cmd="rdma__cli__subcmd__responder"
                 ;;
@@ -123,6 +126,9 @@ _rdma__cli() {
                 ;;
             rdma__cli__subcmd__help,port-type)
                 cmd="rdma__cli__subcmd__help__subcmd__port__subcmd__type"
+                ;;
+            rdma__cli__subcmd__help,qos)
+                cmd="rdma__cli__subcmd__help__subcmd__qos"
                 ;;
             rdma__cli__subcmd__help,responder)
                 cmd="rdma__cli__subcmd__help__subcmd__responder"
@@ -287,7 +293,7 @@ _rdma__cli() {
 
     case "${cmd}" in
         rdma__cli)
-            opts="-t -j -w -h -V --terse --json --wait --system --session --address --help --version show status diff apply confirm rollback link roce ipoib ip naming modules memlock nfs sm vf-guid health test-link responder completions port-type help"
+            opts="-t -j -w -h -V --terse --json --wait --system --session --address --help --version show status diff apply confirm rollback link roce ipoib ip naming modules memlock nfs sm vf-guid health test-link responder completions qos port-type help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -487,7 +493,7 @@ _rdma__cli() {
             return 0
             ;;
         rdma__cli__subcmd__help)
-            opts="show status diff apply confirm rollback link roce ipoib ip naming modules memlock nfs sm vf-guid health test-link responder completions port-type help"
+            opts="show status diff apply confirm rollback link roce ipoib ip naming modules memlock nfs sm vf-guid health test-link responder completions qos port-type help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -823,6 +829,20 @@ _rdma__cli() {
             return 0
             ;;
         rdma__cli__subcmd__help__subcmd__port__subcmd__type)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rdma__cli__subcmd__help__subcmd__qos)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1647,6 +1667,32 @@ _rdma__cli() {
             return 0
             ;;
         rdma__cli__subcmd__port__subcmd__type)
+            opts="-t -j -w -h -V --terse --json --wait --system --session --address --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -w)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --address)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rdma__cli__subcmd__qos)
             opts="-t -j -w -h -V --terse --json --wait --system --session --address --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 
+use rdma_manager_dbus::types::QosProfile as Bus;
 use serde::{Deserialize, Serialize};
 
 /// Priorities and traffic classes of 802.1Q: 0 to 7.
@@ -342,6 +343,71 @@ pub fn format_ets(e: Option<&Ets>) -> String {
     let Some(e) = e else { return "none".into() };
     let j = |v: &[u8]| v.iter().map(u8::to_string).collect::<Vec<_>>().join(",");
     format!("{}/{}", j(&e.bandwidth), j(&e.prio_tc))
+}
+
+/// The bus form of a profile (`Port.SetQosProfile`'s arguments, `GetQosProfile`'s reply).
+pub fn to_bus(p: &QosProfile) -> Bus {
+    let (ets_bandwidth, ets_prio_tc) = match &p.ets {
+        Some(e) => (e.bandwidth.clone(), e.prio_tc.clone()),
+        None => (Vec::new(), Vec::new()),
+    };
+    Bus {
+        trust: p.trust.name().into(),
+        pfc: p.pfc.clone(),
+        ets_bandwidth,
+        ets_prio_tc,
+        dscp: p.dscp.iter().map(|(&d, &q)| (d, q)).collect(),
+        traffic_class: p.traffic_class.map(i32::from).unwrap_or(-1),
+        ecn: p.ecn.as_deref().map(|e| i32::from(mask(e))).unwrap_or(-1),
+    }
+}
+
+/// The profile of the bus form; the rules ([`QosProfile::check`]) are not checked here.
+pub fn from_bus(b: &Bus) -> Result<QosProfile, QosError> {
+    let bad = QosError;
+    let trust = Trust::parse(&b.trust).map_err(|e| bad(e.0))?;
+    let ets =
+        match (b.ets_bandwidth.is_empty(), b.ets_prio_tc.is_empty()) {
+            (true, true) => None,
+            (false, false) => Some(Ets {
+                bandwidth: b.ets_bandwidth.clone(),
+                prio_tc: b.ets_prio_tc.clone(),
+            }),
+            _ => return Err(bad(
+                "ETS needs both the bandwidths and the priority to traffic class map, or neither"
+                    .into(),
+            )),
+        };
+    let mut dscp = std::collections::BTreeMap::new();
+    for &(d, p) in &b.dscp {
+        if dscp.insert(d, p).is_some() {
+            return Err(bad(format!("DSCP {d} is mapped twice")));
+        }
+    }
+    let traffic_class = match b.traffic_class {
+        -1 => None,
+        t => Some(u8::try_from(t).map_err(|_| {
+            bad(format!(
+                "traffic class {t} is not 0 to 255 (or -1: left as it is)"
+            ))
+        })?),
+    };
+    let ecn = match b.ecn {
+        -1 => None,
+        m => Some(priorities(u8::try_from(m).map_err(|_| {
+            bad(format!(
+                "ECN {m} is not a mask of priorities 0 to 255 (or -1: left as it is)"
+            ))
+        })?)),
+    };
+    Ok(QosProfile {
+        trust,
+        pfc: b.pfc.clone(),
+        ets,
+        dscp,
+        traffic_class,
+        ecn,
+    })
 }
 
 #[cfg(test)]

@@ -130,6 +130,8 @@ impl Run {
 /// The kinds of rtnetlink message compared.
 const RTM_NEWLINK: u16 = 16;
 const RTM_GETDCB: u16 = 78;
+/// nlmsghdr (16 bytes) and ifinfomsg (16 bytes): an RTM_NEWLINK without attributes.
+const IFINFO_REQUEST_LEN: usize = 32;
 
 impl Run {
     /// Adapter settings over rtnetlink on a netdev that has none (veth: no DCB, no SR-IOV):
@@ -165,7 +167,10 @@ impl Run {
                         "00:11:22:33:44:55:66:78",
                     ],
                     protocol: 0,
-                    counts: |m| m.kind() == RTM_NEWLINK,
+                    // iproute2 first sends an empty RTM_NEWLINK (ifinfomsg alone) to learn
+                    // whether the kernel has RTM_NEWLINK at all (`iplink_have_newlink`); the
+                    // request compared is the one that names the interface.
+                    counts: |m| m.kind() == RTM_NEWLINK && m.bytes.len() > IFINFO_REQUEST_LEN,
                 },
                 host.set_vf_guids(
                     super::NETDEV_A,

@@ -280,6 +280,76 @@ async fn a_port_type_is_set_now_on_mlx4_and_staged_on_mlx5() -> Result<()> {
     Ok(())
 }
 
+/// `qos`: shown as nmcli prints, changed setting by setting (the rest kept), read back by
+/// the daemon from the simulated mlx5's DCB; rxe0 has no DCB; bad words exit 2 unasked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_qos_profile_is_shown_and_changed_setting_by_setting() -> Result<()> {
+    require_harness!();
+    let t = SystemSetup::new(false, PolkitConfig::rdma_manager()).await?;
+    let o = cli(&t.bus, None, &["-t", "qos", "mlx5_1/1"]).await?;
+    exited(&o, 0, "qos show")?;
+    let before = stdout(&o);
+    ensure!(before.starts_with("mlx5_1/1:pcp:none:"), "{before}");
+    let o = cli(
+        &t.bus,
+        None,
+        &[
+            "qos",
+            "mlx5_1/1",
+            "dscp",
+            "26:3",
+            "pfc",
+            "3",
+            "traffic-class",
+            "106",
+        ],
+    )
+    .await?;
+    exited(&o, 0, "qos set")?;
+    let o = cli(&t.bus, None, &["-j", "qos", "mlx5_1/1"]).await?;
+    let shown: serde_json::Value = serde_json::from_str(&stdout(&o))?;
+    let row = &shown[0];
+    ensure!(
+        row["trust"] == "dscp"
+            && row["pfc"] == "3"
+            && row["dscp"] == "26:3"
+            && row["traffic-class"] == "106"
+            && row["remembered"] == "yes",
+        "{shown}"
+    );
+    // ETS, not named, is what it was.
+    let ets_before = before.split(':').nth(3).unwrap_or_default();
+    ensure!(row["ets"] == ets_before, "{shown} vs {before}");
+    // trust pcp alone drops the map.
+    exited(
+        &cli(&t.bus, None, &["qos", "mlx5_1/1", "trust", "pcp"]).await?,
+        0,
+        "pcp",
+    )?;
+    let o = cli(&t.bus, None, &["-t", "qos", "mlx5_1/1"]).await?;
+    ensure!(stdout(&o).starts_with("mlx5_1/1:pcp:3:"), "{}", stdout(&o));
+    // rxe0's netdev has no DCB: the kernel's reason, exit 5 (not supported).
+    let o = cli(&t.bus, None, &["qos", "rxe0/1"]).await?;
+    ensure!(o.status.code() != Some(0), "{}", stdout(&o));
+    ensure!(stderr(&o).contains("EOPNOTSUPP"), "{}", stderr(&o));
+    let writes = t.sim.writes();
+    for args in [
+        &["qos", "mlx5_1/1", "pfc", "8"][..],
+        &["qos", "mlx5_1/1", "trust", "dscp", "dscp", "none"],
+        &[
+            "qos",
+            "mlx5_1/1",
+            "ets",
+            "60,60,0,0,0,0,0,0/0,0,0,0,0,0,0,0",
+        ],
+        &["qos", "mlx5_1/1", "lossless", "3"],
+    ] {
+        exited(&cli(&t.bus, None, args).await?, 2, &args.join(" "))?;
+    }
+    ensure!(t.sim.writes() == writes, "a refused qos changed the host");
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn invalid_input_is_refused_with_exit_2_and_nothing_changes() -> Result<()> {
     require_harness!();
