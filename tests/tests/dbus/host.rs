@@ -847,14 +847,22 @@ async fn a_hanging_unit_job_does_not_stall_port_updates() -> Result<()> {
         let t = t.clone();
         tokio::spawn(async move { call(&t, "SetNfsRdma", &["bq", "true", "0"]).await })
     };
-    // Wait until the daemon waits for the restart job.
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    // Wait until the daemon waits for the restart job. A loaded machine may take a while to
+    // get there; a call that ended instead is the failure worth reporting.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while !s
         .systemd
         .calls()
         .iter()
         .any(|c| c.contains("RestartUnit") && c.contains("nfs-server.service"))
     {
+        if caller.is_finished() {
+            let ended = caller.await;
+            panic!(
+                "SetNfsRdma ended before restarting nfs-server: {ended:?}; calls {:?}",
+                s.systemd.calls()
+            );
+        }
         assert!(
             std::time::Instant::now() < deadline,
             "no restart of nfs-server: {:?}",
