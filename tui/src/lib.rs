@@ -7,7 +7,8 @@
 //! - [`app`] and [`pages`]: what is drawn and what keys do, independent of terminal and bus.
 //! - [`form`] and [`edit`]: the popup form and what else the editing pages share;
 //!   [`check`]: the service's rules for typed values, checked before a call; [`ipform`]: the
-//!   IP settings form (NetworkManager) the IPoIB and RoCE pages share.
+//!   IP settings form (NetworkManager) the IPoIB and RoCE pages share; [`qosform`]: the RoCE
+//!   page's QoS profile form.
 //! - [`countdown`]: the "Keep these settings?" dialog of pending IP changes.
 //! - [`terminal`]: the event loop that joins them on a real terminal.
 //! - `demo`: a simulated rdma-managerd on a private bus, for `--demo` (the default feature
@@ -29,6 +30,7 @@ pub mod ibstat;
 pub mod ipform;
 pub mod model;
 pub mod pages;
+pub mod qosform;
 pub mod terminal;
 pub mod theme;
 pub mod units;
