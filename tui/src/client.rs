@@ -252,6 +252,12 @@ pub enum Call {
         port: String,
         profile: QosProfile,
     },
+    /// A VPI port's type (`ib`, `eth` or `auto`): at once through mlx4's driver, staged in
+    /// mlx5's firmware for the next boot.
+    SetPortType {
+        port: String,
+        port_type: String,
+    },
 }
 
 impl Call {
@@ -368,6 +374,20 @@ impl Call {
             }
             Call::SetQosProfile { port, .. } => {
                 format!("set the QoS profile of {}", port_name(model, port))
+            }
+            Call::SetPortType { port, port_type } => {
+                let name = port_name(model, port);
+                if model
+                    .ports
+                    .get(port)
+                    .is_some_and(|p| p.port_type_control == "firmware")
+                {
+                    format!(
+                        "stage port type {port_type} of {name} in firmware (a reboot applies it)"
+                    )
+                } else {
+                    format!("set port type {port_type} of {name}")
+                }
             }
         }
     }
@@ -1147,6 +1167,11 @@ async fn perform_inner(
         | Call::SetLinkResponder { .. } => link_test_call(conn, call).await,
         Call::GetCounters { port } => read_counters(conn, port, tx).await,
         Call::GetQosProfile { .. } | Call::SetQosProfile { .. } => qos_call(conn, call).await,
+        Call::SetPortType { port, port_type } => port_proxy(conn, port)
+            .await?
+            .set_port_type(port_type)
+            .await
+            .map(done),
         Call::CheckHealth => manager_proxy(conn)
             .await?
             .check_health("")
