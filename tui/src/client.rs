@@ -250,7 +250,8 @@ pub enum Call {
     /// or ECN).
     SetQosProfile {
         port: String,
-        profile: QosProfile,
+        // Boxed: the profile is larger than every other call.
+        profile: Box<QosProfile>,
     },
     /// A VPI port's type (`ib`, `eth` or `auto`): at once through mlx4's driver, staged in
     /// mlx5's firmware for the next boot.

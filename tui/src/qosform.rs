@@ -182,7 +182,7 @@ pub fn calls(form: &Form, port: &str, now: &QosProfile) -> Vec<Call> {
     }
     vec![Call::SetQosProfile {
         port: port.to_string(),
-        profile: want,
+        profile: Box::new(want),
     }]
 }
 
@@ -247,7 +247,7 @@ mod tests {
             calls(&f, "/p", &now),
             vec![Call::SetQosProfile {
                 port: "/p".into(),
-                profile: want
+                profile: Box::new(want)
             }]
         );
         set_trust(&mut f, Trust::Pcp);

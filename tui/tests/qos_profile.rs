@@ -110,7 +110,7 @@ fn a_valid_profile_is_sent_whole_and_nothing_unchanged() {
         answer_all(&mut app, Ok(CallOutput::Done)),
         vec![Call::SetQosProfile {
             port,
-            profile: want
+            profile: Box::new(want)
         }]
     );
     assert!(

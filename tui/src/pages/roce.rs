@@ -550,7 +550,7 @@ mod tests {
             sent,
             Outcome::Call(Call::SetQosProfile {
                 port,
-                profile: want
+                profile: Box::new(want)
             })
         );
     }
