@@ -259,6 +259,13 @@ pub enum Call {
         port: String,
         port_type: String,
     },
+    /// An SR-IOV VF's node and port GUID, on its PF (`device`, an object path).
+    SetVfGuids {
+        device: String,
+        vf: u32,
+        node_guid: String,
+        port_guid: String,
+    },
 }
 
 impl Call {
@@ -390,6 +397,14 @@ impl Call {
                     format!("set port type {port_type} of {name}")
                 }
             }
+            Call::SetVfGuids { device, vf, .. } => format!(
+                "set the GUIDs of VF {vf} of {}",
+                model
+                    .devices
+                    .get(device)
+                    .map(|d| d.name.as_str())
+                    .unwrap_or(device)
+            ),
         }
     }
 }
@@ -1171,6 +1186,16 @@ async fn perform_inner(
         Call::SetPortType { port, port_type } => port_proxy(conn, port)
             .await?
             .set_port_type(port_type)
+            .await
+            .map(done),
+        Call::SetVfGuids {
+            device,
+            vf,
+            node_guid,
+            port_guid,
+        } => device_proxy(conn, device)
+            .await?
+            .set_vf_guids(*vf, node_guid, port_guid)
             .await
             .map(done),
         Call::CheckHealth => manager_proxy(conn)

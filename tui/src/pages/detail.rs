@@ -4,7 +4,7 @@
 //! settings, the counters (read once a second while the page is shown) and the properties the
 //! service could not read. Wide screens get two columns; the page scrolls when it is longer
 //! than the screen. A VPI port's type is changed here (`t`): the page of the port, whatever
-//! link layer it runs now.
+//! link layer it runs now; and an SR-IOV PF's VF GUIDs (`v`), which this page lists.
 
 use std::net::Ipv6Addr;
 
@@ -34,8 +34,17 @@ pub struct DetailPage {
     scroll: usize,
     /// Content lines below the header the last frame had room for (PgUp/PgDn step).
     height: usize,
-    /// The open port type form, and the port (object path) it is about.
-    session: Option<Session<String>>,
+    /// The open form, and what it is about.
+    session: Option<Session<DetailEdit>>,
+}
+
+/// What the page's open form changes.
+#[derive(Debug)]
+enum DetailEdit {
+    /// The type of this port (object path).
+    PortType(String),
+    /// The VF GUIDs of this PF (device object path).
+    VfGuids(String),
 }
 
 /// `  Label              value`, the label dim so the values stand out.
@@ -634,13 +643,30 @@ impl DetailPage {
         };
         match crate::porttypeform::form(p) {
             Some(form) => {
-                self.session = Some(Session::new(form, p.path.clone()));
+                self.session = Some(Session::new(form, DetailEdit::PortType(p.path.clone())));
                 Outcome::Handled
             }
             None => Outcome::Message(format!(
                 "{} has no port type to set: only mlx4 (ConnectX-3) and mlx5 ports with \
                  mstconfig installed have one",
                 port_name(p)
+            )),
+        }
+    }
+
+    /// `v`: the VF GUID form of the shown port's device, if it is an SR-IOV PF with VFs.
+    fn open_vf_guids(&mut self, model: &Model) -> Outcome {
+        let Some(d) = self.cursor.current(model).and_then(|p| model.device_of(p)) else {
+            return Outcome::Handled;
+        };
+        match crate::vfguidform::form(d) {
+            Some(form) => {
+                self.session = Some(Session::new(form, DetailEdit::VfGuids(d.path.clone())));
+                Outcome::Handled
+            }
+            None => Outcome::Message(format!(
+                "{} has no enabled SR-IOV virtual functions to give GUIDs",
+                d.name
             )),
         }
     }
@@ -662,11 +688,25 @@ impl Page for DetailPage {
                 &mut self.session,
                 key,
                 model,
-                |_, _| {},
+                |s, changed| {
+                    if let DetailEdit::VfGuids(d) = &s.kind {
+                        if let Some(d) = model.devices.get(d) {
+                            crate::vfguidform::check(&mut s.form, d, changed);
+                        }
+                    }
+                },
                 |s| {
-                    Submit::Calls(match model.ports.get(&s.kind) {
-                        Some(p) => crate::porttypeform::calls(&s.form, p),
-                        None => Vec::new(),
+                    Submit::Calls(match &s.kind {
+                        DetailEdit::PortType(p) => model
+                            .ports
+                            .get(p)
+                            .map(|p| crate::porttypeform::calls(&s.form, p))
+                            .unwrap_or_default(),
+                        DetailEdit::VfGuids(d) => model
+                            .devices
+                            .get(d)
+                            .map(|d| crate::vfguidform::calls(&s.form, d))
+                            .unwrap_or_default(),
                     })
                 },
             )
@@ -691,6 +731,7 @@ impl Page for DetailPage {
                 self.scroll = 0;
             }
             KeyCode::Char('t') => return self.open_port_type(model),
+            KeyCode::Char('v') => return self.open_vf_guids(model),
             KeyCode::Char('g') => {
                 return match self.cursor.current(model) {
                     Some(p) => Outcome::ShowPort(PageId::Bandwidth, p.path.clone()),
@@ -741,7 +782,9 @@ impl Page for DetailPage {
                 ("←→ [ ]", "port"),
                 ("↑↓", "scroll"),
                 ("g", "bandwidth"),
-                ("t", "port type"),
+                // Short enough for the whole footer at 80 columns; the help says more.
+                ("t", "type"),
+                ("v", "VFs"),
             ],
         )
     }
@@ -755,6 +798,11 @@ impl Page for DetailPage {
                 "t",
                 "port type of a VPI port (InfiniBand, Ethernet, auto): mlx4 at once, mlx5 in \
                  firmware at the next boot",
+            ),
+            (
+                "v",
+                "node and port GUID of an SR-IOV VF of the port's device (a PF), remembered and \
+                 set again when the VFs are created",
             ),
         ]
     }
@@ -846,6 +894,54 @@ mod tests {
             Outcome::Call(Call::SetPortType {
                 port: path,
                 port_type: chosen
+            })
+        );
+    }
+
+    /// `v` opens the VF GUID form of the shown port's device when it is a PF with VFs; the
+    /// typed GUIDs are checked, and Enter sends them in `ip link`'s form.
+    #[test]
+    fn v_opens_the_vf_guid_form_of_a_pf() {
+        let mut m = fixtures::demo_model();
+        let mut p = DetailPage::default();
+        let said = p.handle_key(key(KeyCode::Char('v')), &m);
+        assert!(
+            matches!(&said, Outcome::Message(s) if s.contains("no enabled SR-IOV")),
+            "{said:?}"
+        );
+        let port = m.ports_in_order()[0].clone();
+        let Some(dev) = m.device_of(&port).map(|d| d.path.clone()) else {
+            panic!("the first port's device");
+        };
+        if let Some(d) = m.devices.get_mut(&dev) {
+            d.vf_guids = vec![VfGuid {
+                vf: 0,
+                pci_address: "0000:04:00.1".into(),
+                ..VfGuid::default()
+            }];
+        }
+        p.focus_port(&port.path, &m);
+        assert_eq!(p.handle_key(key(KeyCode::Char('v')), &m), Outcome::Handled);
+        // The VF choice, then the node GUID: a VF without GUIDs is refused until it has both.
+        p.handle_key(key(KeyCode::Tab), &m);
+        for c in "0x0011223344556677".chars() {
+            p.handle_key(key(KeyCode::Char(c)), &m);
+        }
+        assert_eq!(p.handle_key(key(KeyCode::Enter), &m), Outcome::Handled);
+        assert!(p.editing(), "refused without a port GUID");
+        // The refusal puts the keyboard on the field at fault.
+        let focused = p.session.as_ref().and_then(|s| s.form.focused());
+        assert_eq!(focused, Some("port"));
+        for c in "0011:2233:4455:6678".chars() {
+            p.handle_key(key(KeyCode::Char(c)), &m);
+        }
+        assert_eq!(
+            p.handle_key(key(KeyCode::Enter), &m),
+            Outcome::Call(Call::SetVfGuids {
+                device: dev,
+                vf: 0,
+                node_guid: "00:11:22:33:44:55:66:77".into(),
+                port_guid: "00:11:22:33:44:55:66:78".into(),
             })
         );
     }
