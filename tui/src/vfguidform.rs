@@ -64,8 +64,18 @@ pub fn check(form: &mut Form, d: &Device, changed: Option<&str>) {
         }
     }
     for (id, kind) in [("node", GuidKind::Node), ("port", GuidKind::Port)] {
-        let err = parse_vf_guid(kind, form.text(id)).err();
-        form.set_error(id, err.map(|e| e.to_string()));
+        let err = if form.text(id).is_empty() {
+            // Shorter than the parser's words: the note under the field shows the forms.
+            Some(format!(
+                "the VF needs a {}: without one it cannot be used for RDMA",
+                kind.as_str()
+            ))
+        } else {
+            parse_vf_guid(kind, form.text(id))
+                .err()
+                .map(|e| e.to_string())
+        };
+        form.set_error(id, err);
     }
 }
 

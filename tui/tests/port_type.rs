@@ -1,5 +1,6 @@
 //! The port page's port type form (`t`): opened on a port whose driver has a type to set,
-//! sent as SetPortType, said as staged for the next boot where the firmware holds it.
+//! sent as SetPortType, said as staged for the next boot where the firmware holds it; and the
+//! same page's VF GUID form (`v`).
 
 mod common;
 
@@ -54,4 +55,35 @@ fn a_port_without_a_type_to_set_opens_no_form() {
     let s = screen(&mut app, 80, 24);
     assert!(!s.contains("[ Apply ]"), "{s}");
     assert!(s.contains("rxe0/1 has no port type to set"), "{s}");
+}
+
+/// The VF GUID form (`v`) of a PF: the demo host's first device given two VFs, one of them
+/// not enabled (its choice is skipped), the enabled one without GUIDs yet.
+#[test]
+fn the_vf_guid_form_of_a_pf_at_80x24() {
+    use rdma_tui::model::VfGuid;
+    let mut app = port_page("mlx4_1/1");
+    let port = app.model.ports_in_order()[0].clone();
+    let Some(dev) = app.model.device_of(&port).map(|d| d.path.clone()) else {
+        panic!("mlx4_1/1's device");
+    };
+    if let Some(d) = app.model.devices.get_mut(&dev) {
+        d.vf_guids = vec![
+            VfGuid {
+                vf: 0,
+                pci_address: "0000:04:00.1".into(),
+                ..VfGuid::default()
+            },
+            VfGuid {
+                vf: 1,
+                remembered_node_guid: "00:11:22:33:44:55:66:70".into(),
+                remembered_port_guid: "00:11:22:33:44:55:66:70".into(),
+                ..VfGuid::default()
+            },
+        ];
+    }
+    press(&mut app, KeyCode::Char('v'));
+    press(&mut app, KeyCode::Enter);
+    assert!(calls(&mut app).is_empty(), "no GUIDs: refused");
+    assert_snapshot!("vf_guid_form_refused_80x24", screen(&mut app, 80, 24));
 }
