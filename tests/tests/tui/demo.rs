@@ -193,6 +193,76 @@ async fn the_qos_form_sets_the_demos_profile_and_reads_it_back() -> Result<()> {
     Ok(())
 }
 
+/// The port page's VF GUID form against the daemon, on the simulated host with an SR-IOV PF
+/// (`naming`: mlx5_1 with two VFs, VF 1 enabled): the GUIDs typed in the forms admins use
+/// are sent in `ip link`'s form, and the PF's VfGuids reads back with them held and
+/// remembered; the form then sends nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_vf_guid_form_sets_a_vfs_guids() -> Result<()> {
+    use rdma_tui::client::{perform, CallOutput, Update};
+    use rdma_tui::vfguidform;
+    if let Some(reason) = rdma_manager_tests::bus::skip_reason() {
+        eprintln!("skipping: {reason}");
+        return Ok(());
+    }
+    let demo = rdma_tui::demo::start_host(Some("naming")).await?;
+    let conn =
+        rdma_tui::client::connect(&rdma_tui::client::BusChoice::Address(demo.address.clone()))
+            .await?;
+    let pf = |m: &rdma_tui::model::Model| {
+        m.devices
+            .values()
+            .find(|d| d.name == "mlx5_1")
+            .cloned()
+            .context("mlx5_1 on the naming host")
+    };
+    let d = pf(&rdma_tui::client::read_model(&conn, None).await?)?;
+    let Some(mut form) = vfguidform::form(&d) else {
+        anyhow::bail!("no VF GUID form for {:?}", d.vf_guids);
+    };
+    ensure!(form.choice("vf") == Some("1"), "the enabled VF first");
+    for (id, value) in [
+        ("node", "0x0011223344556677"),
+        ("port", "0011:2233:4455:6678"),
+    ] {
+        form.set_text(id, value);
+        vfguidform::check(&mut form, &d, Some(id));
+    }
+    ensure!(!form.has_errors(), "{:?}", form.fields);
+    let calls = vfguidform::calls(&form, &d);
+    ensure!(calls.len() == 1, "{calls:?}");
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    for call in calls {
+        perform(&conn, 1, call.clone(), &tx).await;
+        let Some(Update::CallDone { result, .. }) = rx.recv().await else {
+            anyhow::bail!("no answer to {call:?}");
+        };
+        ensure!(
+            matches!(result, Ok(CallOutput::Done)),
+            "{call:?}: {result:?}"
+        );
+    }
+    let after = pf(&rdma_tui::client::read_model(&conn, None).await?)?;
+    let vf1 = after
+        .vf_guids
+        .iter()
+        .find(|v| v.vf == 1)
+        .context("VF 1 listed")?;
+    ensure!(
+        vf1.node_guid == "00:11:22:33:44:55:66:77" && vf1.port_guid == "00:11:22:33:44:55:66:78",
+        "{vf1:?}"
+    );
+    ensure!(
+        vf1.remembered_node_guid == vf1.node_guid && vf1.remembered_port_guid == vf1.port_guid,
+        "{vf1:?}"
+    );
+    let Some(again) = vfguidform::form(&after) else {
+        anyhow::bail!("no form after the change");
+    };
+    ensure!(vfguidform::calls(&again, &after).is_empty());
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn same_user_authorizer_refuses_other_users_without_polkit() -> Result<()> {
     if let Some(reason) = rdma_manager_tests::bus::skip_reason() {
