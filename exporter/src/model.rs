@@ -61,6 +61,10 @@ fn used(iface: &str, key: &str) -> Option<&'static str> {
             "MaxMtu",
             "GidTableLength",
             "PkeyTableLength",
+            "PortType",
+            "PortTypeControl",
+            "PortTypeNext",
+            "PortTypeRebootNeeded",
         ],
         IPOIB_IFACE => &[
             "Name",
@@ -392,6 +396,13 @@ pub struct PortView {
     pub max_mtu: u32,
     pub gid_table_length: u32,
     pub pkey_table_length: u32,
+    /// `ib`, `eth` or `auto`; "" where the driver has no port type.
+    pub port_type: String,
+    /// `runtime` (mlx4), `firmware` (mlx5) or "".
+    pub port_type_control: String,
+    /// The firmware's type for the next boot ("" unless `firmware`).
+    pub port_type_next: String,
+    pub port_type_reboot_needed: bool,
 }
 
 impl PortView {
@@ -426,6 +437,10 @@ impl PortView {
             max_mtu: u32_of(p, "MaxMtu"),
             gid_table_length: u32_of(p, "GidTableLength"),
             pkey_table_length: u32_of(p, "PkeyTableLength"),
+            port_type: text(p, "PortType"),
+            port_type_control: text(p, "PortTypeControl"),
+            port_type_next: text(p, "PortTypeNext"),
+            port_type_reboot_needed: bool_of(p, "PortTypeRebootNeeded"),
         }
     }
 }

@@ -479,8 +479,34 @@ fn own_metrics(o: &mut Out, scrape: &Scrape) {
         Kind::Gauge,
         "A non-zero P_Key table entry of a port (with the full-membership bit); value is always 1.",
     );
+    let port_type = o.family(
+        "rdma_port_type_info",
+        Kind::Gauge,
+        "The type (ib, eth or auto) a VPI adapter's port runs, how it is set (runtime: mlx4; firmware: mlx5, next boot) and the firmware's type for the next boot; value is always 1. Ports without a port type have none.",
+    );
+    let reboot = o.family(
+        "rdma_port_type_reboot_needed",
+        Kind::Gauge,
+        "1 when the firmware holds another port type for the next boot than the port runs now.",
+    );
     let link = port_link_families(o);
     for p in &v.ports {
+        if !p.port_type_control.is_empty() {
+            let n = p.number.to_string();
+            let l = [("device", p.device.as_str()), ("port", n.as_str())];
+            o.sample(
+                port_type,
+                &[
+                    l[0],
+                    l[1],
+                    ("type", &p.port_type),
+                    ("control", &p.port_type_control),
+                    ("next", &p.port_type_next),
+                ],
+                1u64,
+            );
+            o.sample(reboot, &l, u64::from(p.port_type_reboot_needed));
+        }
         let n = p.number.to_string();
         let l = [("device", p.device.as_str()), ("port", n.as_str())];
         port_link_samples(o, link, p, &l);

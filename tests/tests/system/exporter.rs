@@ -224,6 +224,25 @@ async fn the_exporter_serves_node_exporters_names_and_promtool_finds_nothing_to_
         );
     }
     ensure!(!body.contains("stat=\"pfc."), "{body}");
+    // Port types of the VPI adapters (mlx4 at run time, mlx5 in firmware); none for rxe.
+    ensure!(
+        value(
+            &body,
+            "rdma_port_type_info{device=\"mlx5_1\",port=\"1\",type=\"eth\",control=\"firmware\",next=\"eth\"}"
+        ) == Some(1.0),
+        "{body}"
+    );
+    ensure!(
+        value(
+            &body,
+            "rdma_port_type_reboot_needed{device=\"mlx5_1\",port=\"1\"}"
+        ) == Some(0.0),
+        "{body}"
+    );
+    ensure!(
+        !body.contains("rdma_port_type_info{device=\"rxe0\""),
+        "{body}"
+    );
     // HELP and TYPE for every family, counters ending in _total.
     let mut helped = std::collections::BTreeSet::new();
     for l in body.lines() {

@@ -67,7 +67,8 @@ fn not_a_mapping(found: &str) -> StateError {
         line: Some(1),
         reason: format!(
             "the document is {found}; it must be a mapping of sections (soft-links, roce, \
-             interfaces, naming, modules, memlock, nfs-rdma, subnet-manager, responder, health)"
+             interfaces, naming, modules, memlock, nfs-rdma, subnet-manager, responder, health, \
+             ports, sriov-vfs)"
         ),
     }
 }
@@ -304,7 +305,7 @@ subnet-manager: {enabled: true, running: false}
     fn not_a_mapping() {
         assert_eq!(
             err("- a\n- b\n"),
-            "line 1: the document is a list; it must be a mapping of sections (soft-links, roce, interfaces, naming, modules, memlock, nfs-rdma, subnet-manager, responder, health)"
+            "line 1: the document is a list; it must be a mapping of sections (soft-links, roce, interfaces, naming, modules, memlock, nfs-rdma, subnet-manager, responder, health, ports, sriov-vfs)"
         );
         assert!(err("hello\n").starts_with("line 1: the document is a single value;"));
         assert!(err("[]").starts_with("line 1: the document is a list;"));

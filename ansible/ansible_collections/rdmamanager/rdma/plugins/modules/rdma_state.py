@@ -14,9 +14,10 @@ short_description: Apply a declarative RDMA state with rdma-manager, confirmed o
 version_added: 0.1.0
 description:
   - Brings the managed host's RDMA configuration to a declarative state document through
-    rdma-manager's C(rdma-cli), covering soft links, RoCE mode and ToS per port, IPoIB interfaces and
-    P_Key children with their IP settings, device naming, rdma-core's module lists, the
-    memlock limits, NFS over RDMA, the subnet manager and the link-test responder.
+    rdma-manager's C(rdma-cli), covering soft links, RoCE mode, ToS and QoS profile (lossless
+    RoCE) per port, IPoIB interfaces and P_Key children with their IP settings, device naming,
+    rdma-core's module lists, the memlock limits, NFS over RDMA, the subnet manager, the
+    link-test responder, the port types of VPI adapters and the GUIDs of SR-IOV VFs.
   - >-
     The document is merged with what the host has, as nmstate does; what it does not mention is
     left as it is, and an entry is removed only by C(state: absent). Its format is the one
@@ -147,6 +148,30 @@ EXAMPLES = r"""
         - device: mlx4_0
           port: 1
           type: eth
+
+- name: Lossless RoCE on priority 3 (trust DSCP, PFC, ETS, DSCP 26, ToS 106, ECN)
+  rdmamanager.rdma.rdma_state:
+    state:
+      roce:
+        - device: mlx5_0
+          port: 1
+          tos: 106
+          qos:
+            trust: dscp
+            pfc: [3]
+            ets: {bandwidth: [50, 50, 0, 0, 0, 0, 0, 0], prio-tc: [0, 0, 0, 1, 0, 0, 0, 0]}
+            dscp: {"26": 3}
+            traffic-class: 106
+            ecn: [3]
+
+- name: GUIDs for VF 0 of an InfiniBand PF, set again whenever the VF is created
+  rdmamanager.rdma.rdma_state:
+    state:
+      sriov-vfs:
+        - device: mlx5_1
+          vf: 0
+          node-guid: "00:11:22:33:44:55:66:77"
+          port-guid: "00:11:22:33:44:55:66:78"
 
 - name: A document kept on the host, committed at once
   rdmamanager.rdma.rdma_state:
