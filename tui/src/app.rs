@@ -324,7 +324,13 @@ impl App {
         };
         let mut next = None;
         if let Some(p) = page.and_then(|pid| self.pages.iter_mut().find(|p| p.id() == pid)) {
+            let was_editing = p.editing();
             p.call_done(call, result);
+            // A form that opens on an answer (the read of what it edits) starts with a clean
+            // status line too, as one opened by a key does.
+            if !was_editing && p.editing() {
+                self.status = Status::None;
+            }
             next = p.next_call().map(|c| (p.id(), c));
         }
         let in_sequence = self.sequence_call == Some(id);

@@ -15,6 +15,7 @@ use rdma_manager_dbus::proxies::{
 };
 pub use rdma_manager_dbus::types::{HostStep, LinkResponder, LinkTestResult, NamePreview};
 use rdma_manager_dbus::{BUS_NAME, ROOT_PATH};
+use rdma_manager_model::qos::QosProfile;
 use tokio::sync::mpsc::UnboundedSender;
 use zbus::fdo::{DBusProxy, ObjectManagerProxy};
 use zbus::proxy::CacheProperties;
@@ -241,6 +242,30 @@ pub enum Call {
     RollBackChange {
         path: String,
     },
+    /// Read-only: a RoCE port's QoS profile (answers [`CallOutput::QosProfile`]).
+    GetQosProfile {
+        port: String,
+    },
+    /// A RoCE port's whole QoS profile (what it leaves as it is: absent ETS, traffic class
+    /// or ECN).
+    SetQosProfile {
+        port: String,
+        // Boxed: the profile is larger than every other call.
+        profile: Box<QosProfile>,
+    },
+    /// A VPI port's type (`ib`, `eth` or `auto`): at once through mlx4's driver, staged in
+    /// mlx5's firmware for the next boot.
+    SetPortType {
+        port: String,
+        port_type: String,
+    },
+    /// An SR-IOV VF's node and port GUID, on its PF (`device`, an object path).
+    SetVfGuids {
+        device: String,
+        vf: u32,
+        node_guid: String,
+        port_guid: String,
+    },
 }
 
 impl Call {
@@ -256,6 +281,7 @@ impl Call {
                 | Call::PreviewRdmaNames
                 | Call::GetIpSettings { .. }
                 | Call::ReadPendingChange { .. }
+                | Call::GetQosProfile { .. }
         )
     }
 }
@@ -351,6 +377,34 @@ impl Call {
             Call::ReadPendingChange { .. } => "read a pending change".into(),
             Call::ConfirmChange { .. } => "keep the change".into(),
             Call::RollBackChange { .. } => "roll the change back".into(),
+            Call::GetQosProfile { port } => {
+                format!("read the QoS profile of {}", port_name(model, port))
+            }
+            Call::SetQosProfile { port, .. } => {
+                format!("set the QoS profile of {}", port_name(model, port))
+            }
+            Call::SetPortType { port, port_type } => {
+                let name = port_name(model, port);
+                if model
+                    .ports
+                    .get(port)
+                    .is_some_and(|p| p.port_type_control == "firmware")
+                {
+                    format!(
+                        "stage port type {port_type} of {name} in firmware (a reboot applies it)"
+                    )
+                } else {
+                    format!("set port type {port_type} of {name}")
+                }
+            }
+            Call::SetVfGuids { device, vf, .. } => format!(
+                "set the GUIDs of VF {vf} of {}",
+                model
+                    .devices
+                    .get(device)
+                    .map(|d| d.name.as_str())
+                    .unwrap_or(device)
+            ),
         }
     }
 }
@@ -397,6 +451,11 @@ pub enum CallOutput {
     LinkTests(Vec<LinkTestResult>),
     /// `GetLinkResponder`.
     Responder(LinkResponder),
+    /// `GetQosProfile`: the port's profile, and whether the daemon remembers one for it.
+    QosProfile {
+        profile: QosProfile,
+        remembered: bool,
+    },
 }
 
 /// A pending change's properties (`PendingChange` interface).
@@ -1123,6 +1182,22 @@ async fn perform_inner(
         | Call::GetLinkResponder
         | Call::SetLinkResponder { .. } => link_test_call(conn, call).await,
         Call::GetCounters { port } => read_counters(conn, port, tx).await,
+        Call::GetQosProfile { .. } | Call::SetQosProfile { .. } => qos_call(conn, call).await,
+        Call::SetPortType { port, port_type } => port_proxy(conn, port)
+            .await?
+            .set_port_type(port_type)
+            .await
+            .map(done),
+        Call::SetVfGuids {
+            device,
+            vf,
+            node_guid,
+            port_guid,
+        } => device_proxy(conn, device)
+            .await?
+            .set_vf_guids(*vf, node_guid, port_guid)
+            .await
+            .map(done),
         Call::CheckHealth => manager_proxy(conn)
             .await?
             .check_health("")
@@ -1217,6 +1292,38 @@ async fn roce_call(conn: &Connection, call: &Call) -> zbus::Result<CallOutput> {
             .set_roce_tos(*tos)
             .await
             .map(done),
+        other => Err(misrouted(other)),
+    }
+}
+
+/// The RoCE page's QoS profile: read it, set it whole (`SetQosProfile` takes every setting;
+/// the daemon derives trust from the DSCP map).
+async fn qos_call(conn: &Connection, call: &Call) -> zbus::Result<CallOutput> {
+    match call {
+        Call::GetQosProfile { port } => {
+            let (reply, remembered) = port_proxy(conn, port).await?.get_qos_profile().await?;
+            let profile = rdma_manager_model::qos::from_bus(&reply)
+                .map_err(|e| zbus::Error::Failure(format!("the service's QoS profile: {e}")))?;
+            Ok(CallOutput::QosProfile {
+                profile,
+                remembered,
+            })
+        }
+        Call::SetQosProfile { port, profile } => {
+            let b = rdma_manager_model::qos::to_bus(profile);
+            port_proxy(conn, port)
+                .await?
+                .set_qos_profile(
+                    b.pfc,
+                    b.ets_bandwidth,
+                    b.ets_prio_tc,
+                    b.dscp,
+                    b.traffic_class,
+                    b.ecn,
+                )
+                .await
+                .map(done)
+        }
         other => Err(misrouted(other)),
     }
 }

@@ -85,6 +85,12 @@ fn start_bus(config: &Path) -> anyhow::Result<(Child, String)> {
 
 /// Starts the demo: a private bus, and the simulated demo host served on it.
 pub async fn start() -> anyhow::Result<Demo> {
+    start_host(None).await
+}
+
+/// As [`start`], on another of the daemon's simulated hosts (`--sim-host=SPEC`'s names, e.g.
+/// `naming`, whose PF has SR-IOV VFs); `None`: the demo host.
+pub async fn start_host(host: Option<&str>) -> anyhow::Result<Demo> {
     let dir = std::env::temp_dir().join(format!("rdma-tui-demo-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     {
@@ -102,8 +108,11 @@ pub async fn start() -> anyhow::Result<Demo> {
     // systemd, and one traffic model that moves the counters from now on and fills the hour
     // before, so the graphs are full at start (as the man page says of a daemon that has run
     // a while).
-    let sim =
-        Simulation::new(&SimArgs::default(), None).context("cannot build the simulated host")?;
+    let args = SimArgs {
+        host: host.map(str::to_string),
+        ..SimArgs::default()
+    };
+    let sim = Simulation::new(&args, None).context("cannot build the simulated host")?;
     let running = sim.start();
     let conn = server::connect(&Bus::Address(address.clone())).await?;
     let authorizer = Authorizer::same_user_for_simulation(&conn);

@@ -7,7 +7,9 @@
 //! - [`app`] and [`pages`]: what is drawn and what keys do, independent of terminal and bus.
 //! - [`form`] and [`edit`]: the popup form and what else the editing pages share;
 //!   [`check`]: the service's rules for typed values, checked before a call; [`ipform`]: the
-//!   IP settings form (NetworkManager) the IPoIB and RoCE pages share.
+//!   IP settings form (NetworkManager) the IPoIB and RoCE pages share; [`qosform`]: the RoCE
+//!   page's QoS profile form; [`porttypeform`] and
+//!   [`vfguidform`]: the port page's port type and SR-IOV VF GUID forms.
 //! - [`countdown`]: the "Keep these settings?" dialog of pending IP changes.
 //! - [`terminal`]: the event loop that joins them on a real terminal.
 //! - `demo`: a simulated rdma-managerd on a private bus, for `--demo` (the default feature
@@ -29,7 +31,10 @@ pub mod ibstat;
 pub mod ipform;
 pub mod model;
 pub mod pages;
+pub mod porttypeform;
+pub mod qosform;
 pub mod terminal;
 pub mod theme;
 pub mod units;
+pub mod vfguidform;
 pub mod widgets;

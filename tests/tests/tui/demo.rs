@@ -115,6 +115,154 @@ async fn network_calls_go_through_the_demos_networkd() -> Result<()> {
     Ok(())
 }
 
+/// The RoCE page's QoS profile form against the demo's daemon: mlx5_1/1 (DCB on the demo
+/// host) is read, the form's edit (PFC 3, DSCP 26 to priority 3) is sent as the form makes
+/// it, and the port reads back with it, remembered; rxe0/1's netdev has no DCB, so its read
+/// is NotSupported with the kernel's reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_qos_form_sets_the_demos_profile_and_reads_it_back() -> Result<()> {
+    use rdma_tui::client::{perform, Call, CallError, CallOutput, ErrorKind, Update};
+    use rdma_tui::qosform;
+    if let Some(reason) = rdma_manager_tests::bus::skip_reason() {
+        eprintln!("skipping: {reason}");
+        return Ok(());
+    }
+    let demo = rdma_tui::demo::start().await?;
+    let conn =
+        rdma_tui::client::connect(&rdma_tui::client::BusChoice::Address(demo.address.clone()))
+            .await?;
+    let model = rdma_tui::client::read_model(&conn, None).await?;
+    let path = |label: &str| {
+        model
+            .ports_in_order()
+            .into_iter()
+            .find(|p| format!("{}/{}", p.device_name, p.number) == label)
+            .map(|p| p.path.clone())
+            .with_context(|| format!("{label} on the demo host"))
+    };
+    let (mlx5, rxe) = (path("mlx5_1/1")?, path("rxe0/1")?);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut answer = async |call: Call| -> Result<Result<CallOutput, CallError>> {
+        perform(&conn, 1, call.clone(), &tx).await;
+        match rx.recv().await {
+            Some(Update::CallDone { result, .. }) => Ok(result),
+            other => anyhow::bail!("{call:?}: {other:?}"),
+        }
+    };
+    let read = Call::GetQosProfile { port: mlx5.clone() };
+    let Ok(CallOutput::QosProfile {
+        profile: now,
+        remembered,
+    }) = answer(read.clone()).await?
+    else {
+        anyhow::bail!("{read:?} did not answer a profile");
+    };
+    let mut form = qosform::form("mlx5_1/1", &now, remembered);
+    for (id, value) in [("pfc", "3"), ("dscp", "26:3")] {
+        form.set_text(id, value);
+        qosform::check(&mut form, Some(id));
+    }
+    ensure!(!form.has_errors(), "{:?}", form.fields);
+    let calls = qosform::calls(&form, &mlx5, &now);
+    ensure!(calls.len() == 1, "{calls:?}");
+    for call in calls {
+        let result = answer(call.clone()).await?;
+        ensure!(result.is_ok(), "{call:?}: {result:?}");
+    }
+    let Ok(CallOutput::QosProfile {
+        profile: after,
+        remembered,
+    }) = answer(read.clone()).await?
+    else {
+        anyhow::bail!("{read:?} did not answer a profile");
+    };
+    ensure!(remembered, "the daemon remembers the profile it applied");
+    ensure!(after.trust.name() == "dscp", "{after:?}");
+    ensure!(after.pfc == [3], "{after:?}");
+    ensure!(after.dscp.get(&26) == Some(&3), "{after:?}");
+    // Read back, the form holds what was applied and sends nothing.
+    let again = qosform::form("mlx5_1/1", &after, remembered);
+    ensure!(qosform::calls(&again, &mlx5, &after).is_empty());
+    match answer(Call::GetQosProfile { port: rxe }).await? {
+        Err(e) => ensure!(
+            e.kind == ErrorKind::NotSupported && e.message.contains("EOPNOTSUPP"),
+            "{e:?}"
+        ),
+        Ok(out) => anyhow::bail!("rxe0/1 has no DCB, yet answered {out:?}"),
+    }
+    Ok(())
+}
+
+/// The port page's VF GUID form against the daemon, on the simulated host with an SR-IOV PF
+/// (`naming`: mlx5_1 with two VFs, VF 1 enabled): the GUIDs typed in the forms admins use
+/// are sent in `ip link`'s form, and the PF's VfGuids reads back with them held and
+/// remembered; the form then sends nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_vf_guid_form_sets_a_vfs_guids() -> Result<()> {
+    use rdma_tui::client::{perform, CallOutput, Update};
+    use rdma_tui::vfguidform;
+    if let Some(reason) = rdma_manager_tests::bus::skip_reason() {
+        eprintln!("skipping: {reason}");
+        return Ok(());
+    }
+    let demo = rdma_tui::demo::start_host(Some("naming")).await?;
+    let conn =
+        rdma_tui::client::connect(&rdma_tui::client::BusChoice::Address(demo.address.clone()))
+            .await?;
+    let pf = |m: &rdma_tui::model::Model| {
+        m.devices
+            .values()
+            .find(|d| d.name == "mlx5_1")
+            .cloned()
+            .context("mlx5_1 on the naming host")
+    };
+    let d = pf(&rdma_tui::client::read_model(&conn, None).await?)?;
+    let Some(mut form) = vfguidform::form(&d) else {
+        anyhow::bail!("no VF GUID form for {:?}", d.vf_guids);
+    };
+    ensure!(form.choice("vf") == Some("1"), "the enabled VF first");
+    for (id, value) in [
+        ("node", "0x0011223344556677"),
+        ("port", "0011:2233:4455:6678"),
+    ] {
+        form.set_text(id, value);
+        vfguidform::check(&mut form, &d, Some(id));
+    }
+    ensure!(!form.has_errors(), "{:?}", form.fields);
+    let calls = vfguidform::calls(&form, &d);
+    ensure!(calls.len() == 1, "{calls:?}");
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    for call in calls {
+        perform(&conn, 1, call.clone(), &tx).await;
+        let Some(Update::CallDone { result, .. }) = rx.recv().await else {
+            anyhow::bail!("no answer to {call:?}");
+        };
+        ensure!(
+            matches!(result, Ok(CallOutput::Done)),
+            "{call:?}: {result:?}"
+        );
+    }
+    let after = pf(&rdma_tui::client::read_model(&conn, None).await?)?;
+    let vf1 = after
+        .vf_guids
+        .iter()
+        .find(|v| v.vf == 1)
+        .context("VF 1 listed")?;
+    ensure!(
+        vf1.node_guid == "00:11:22:33:44:55:66:77" && vf1.port_guid == "00:11:22:33:44:55:66:78",
+        "{vf1:?}"
+    );
+    ensure!(
+        vf1.remembered_node_guid == vf1.node_guid && vf1.remembered_port_guid == vf1.port_guid,
+        "{vf1:?}"
+    );
+    let Some(again) = vfguidform::form(&after) else {
+        anyhow::bail!("no form after the change");
+    };
+    ensure!(vfguidform::calls(&again, &after).is_empty());
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn same_user_authorizer_refuses_other_users_without_polkit() -> Result<()> {
     if let Some(reason) = rdma_manager_tests::bus::skip_reason() {

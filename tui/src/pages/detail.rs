@@ -3,7 +3,8 @@
 //! PCI address and board, the network interfaces on the port, the GID and P_Key tables, RoCE
 //! settings, the counters (read once a second while the page is shown) and the properties the
 //! service could not read. Wide screens get two columns; the page scrolls when it is longer
-//! than the screen.
+//! than the screen. A VPI port's type is changed here (`t`): the page of the port, whatever
+//! link layer it runs now; and an SR-IOV PF's VF GUIDs (`v`), which this page lists.
 
 use std::net::Ipv6Addr;
 
@@ -15,6 +16,8 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::{Outcome, Page, PageId, RenderCtx};
+use crate::client::{Call, CallError, CallOutput};
+use crate::edit::{self, Session, Submit};
 use crate::model::{Counters, Device, Model, Port};
 use crate::theme::Theme;
 use crate::widgets::{fit, port_name, PortCursor};
@@ -31,6 +34,17 @@ pub struct DetailPage {
     scroll: usize,
     /// Content lines below the header the last frame had room for (PgUp/PgDn step).
     height: usize,
+    /// The open form, and what it is about.
+    session: Option<Session<DetailEdit>>,
+}
+
+/// What the page's open form changes.
+#[derive(Debug)]
+enum DetailEdit {
+    /// The type of this port (object path).
+    PortType(String),
+    /// The VF GUIDs of this PF (device object path).
+    VfGuids(String),
 }
 
 /// `  Label              value`, the label dim so the values stand out.
@@ -532,14 +546,9 @@ impl DetailPage {
         }
         Line::from(spans)
     }
-}
 
-impl Page for DetailPage {
-    fn id(&self) -> PageId {
-        PageId::Detail
-    }
-
-    fn render(&mut self, frame: &mut Frame, area: Rect, ctx: &RenderCtx) {
+    /// The port's sections, scrolled.
+    fn render_port(&mut self, frame: &mut Frame, area: Rect, ctx: &RenderCtx) {
         let t = ctx.theme;
         let model = ctx.model;
         if area.width == 0 || area.height == 0 {
@@ -627,7 +636,83 @@ impl Page for DetailPage {
         }
     }
 
+    /// `t`: the port type form of the port shown, if its driver has a type to set.
+    fn open_port_type(&mut self, model: &Model) -> Outcome {
+        let Some(p) = self.cursor.current(model) else {
+            return Outcome::Handled;
+        };
+        match crate::porttypeform::form(p) {
+            Some(form) => {
+                self.session = Some(Session::new(form, DetailEdit::PortType(p.path.clone())));
+                Outcome::Handled
+            }
+            None => Outcome::Message(format!(
+                "{} has no port type to set: only mlx4 (ConnectX-3) and mlx5 ports with \
+                 mstconfig installed have one",
+                port_name(p)
+            )),
+        }
+    }
+
+    /// `v`: the VF GUID form of the shown port's device, if it is an SR-IOV PF with VFs.
+    fn open_vf_guids(&mut self, model: &Model) -> Outcome {
+        let Some(d) = self.cursor.current(model).and_then(|p| model.device_of(p)) else {
+            return Outcome::Handled;
+        };
+        match crate::vfguidform::form(d) {
+            Some(form) => {
+                self.session = Some(Session::new(form, DetailEdit::VfGuids(d.path.clone())));
+                Outcome::Handled
+            }
+            None => Outcome::Message(format!(
+                "{} has no enabled SR-IOV virtual functions to give GUIDs",
+                d.name
+            )),
+        }
+    }
+}
+
+impl Page for DetailPage {
+    fn id(&self) -> PageId {
+        PageId::Detail
+    }
+
+    fn render(&mut self, frame: &mut Frame, area: Rect, ctx: &RenderCtx) {
+        self.render_port(frame, area, ctx);
+        edit::render_form(frame, area, &self.session, ctx.theme);
+    }
+
     fn handle_key(&mut self, key: KeyEvent, model: &Model) -> Outcome {
+        if let Some(out) = edit::key_to_form(self.session.is_some(), &key, || {
+            edit::form_key(
+                &mut self.session,
+                key,
+                model,
+                |s, changed| {
+                    if let DetailEdit::VfGuids(d) = &s.kind {
+                        if let Some(d) = model.devices.get(d) {
+                            crate::vfguidform::check(&mut s.form, d, changed);
+                        }
+                    }
+                },
+                |s| {
+                    Submit::Calls(match &s.kind {
+                        DetailEdit::PortType(p) => model
+                            .ports
+                            .get(p)
+                            .map(|p| crate::porttypeform::calls(&s.form, p))
+                            .unwrap_or_default(),
+                        DetailEdit::VfGuids(d) => model
+                            .devices
+                            .get(d)
+                            .map(|d| crate::vfguidform::calls(&s.form, d))
+                            .unwrap_or_default(),
+                    })
+                },
+            )
+        }) {
+            return out;
+        }
         let page = self.height.saturating_sub(1).max(1);
         match key.code {
             KeyCode::Up | KeyCode::Char('k') => self.scroll = self.scroll.saturating_sub(1),
@@ -645,6 +730,8 @@ impl Page for DetailPage {
                 self.cursor.step(1, model);
                 self.scroll = 0;
             }
+            KeyCode::Char('t') => return self.open_port_type(model),
+            KeyCode::Char('v') => return self.open_vf_guids(model),
             KeyCode::Char('g') => {
                 return match self.cursor.current(model) {
                     Some(p) => Outcome::ShowPort(PageId::Bandwidth, p.path.clone()),
@@ -682,8 +769,42 @@ impl Page for DetailPage {
         self.cursor.current(model).map(|p| p.path.clone())
     }
 
+    fn call_done(&mut self, call: &Call, result: &Result<CallOutput, CallError>) {
+        edit::answer_and_close(&mut self.session, call, result);
+    }
+
+    edit::form_page_methods!();
+
     fn hints(&self) -> Vec<(&'static str, &'static str)> {
-        vec![("←→ [ ]", "port"), ("↑↓", "scroll"), ("g", "bandwidth")]
+        edit::hints(
+            self.session.as_ref().map(|s| &s.form),
+            vec![
+                ("←→ [ ]", "port"),
+                ("↑↓", "scroll"),
+                ("g", "bandwidth"),
+                // Short enough for the whole footer at 80 columns; the help says more.
+                ("t", "type"),
+                ("v", "VFs"),
+            ],
+        )
+    }
+
+    fn help(&self) -> Vec<(&'static str, &'static str)> {
+        vec![
+            ("Left/Right or [ ]", "the previous / next port"),
+            ("Up/Down, PgUp/PgDn", "scroll"),
+            ("g", "the port's bandwidth graph"),
+            (
+                "t",
+                "port type of a VPI port (InfiniBand, Ethernet, auto): mlx4 at once, mlx5 in \
+                 firmware at the next boot",
+            ),
+            (
+                "v",
+                "node and port GUID of an SR-IOV VF of the port's device (a PF), remembered and \
+                 set again when the VFs are created",
+            ),
+        ]
     }
 }
 
@@ -731,6 +852,98 @@ mod tests {
         );
         assert_eq!(p.handle_key(key(KeyCode::Tab), &m), Outcome::Ignored);
         assert_eq!(p.counters_port(&Model::default()), None);
+    }
+
+    /// `t` opens the port type form of a port whose driver has one, Enter sends the type
+    /// chosen; a port without one says so and opens nothing.
+    #[test]
+    fn t_opens_the_port_type_form_and_sends_the_type_chosen() {
+        let m = fixtures::demo_model();
+        let port_with = |control: &str| {
+            m.ports_in_order()
+                .into_iter()
+                .find(|p| p.port_type_control == control)
+                .map(|p| (p.path.clone(), p.port_type.clone()))
+                .unwrap_or_else(|| panic!("a {control:?} port on the demo host"))
+        };
+        let mut p = DetailPage::default();
+        let (none, _) = port_with("");
+        p.focus_port(&none, &m);
+        let said = p.handle_key(key(KeyCode::Char('t')), &m);
+        assert!(
+            matches!(&said, Outcome::Message(s) if s.contains("no port type")),
+            "{said:?}"
+        );
+        assert!(!p.editing());
+        let (path, now) = port_with("firmware");
+        p.focus_port(&path, &m);
+        assert_eq!(p.handle_key(key(KeyCode::Char('t')), &m), Outcome::Handled);
+        assert!(p.editing());
+        // Keys go to the form: the port does not switch under it.
+        p.handle_key(key(KeyCode::Right), &m);
+        assert_eq!(p.selected_port(&m), Some(path.clone()));
+        let chosen = p
+            .session
+            .as_ref()
+            .and_then(|s| s.form.choice("type"))
+            .map(str::to_string)
+            .unwrap_or_default();
+        assert_ne!(chosen, now, "Right moved to another type");
+        assert_eq!(
+            p.handle_key(key(KeyCode::Enter), &m),
+            Outcome::Call(Call::SetPortType {
+                port: path,
+                port_type: chosen
+            })
+        );
+    }
+
+    /// `v` opens the VF GUID form of the shown port's device when it is a PF with VFs; the
+    /// typed GUIDs are checked, and Enter sends them in `ip link`'s form.
+    #[test]
+    fn v_opens_the_vf_guid_form_of_a_pf() {
+        let mut m = fixtures::demo_model();
+        let mut p = DetailPage::default();
+        let said = p.handle_key(key(KeyCode::Char('v')), &m);
+        assert!(
+            matches!(&said, Outcome::Message(s) if s.contains("no enabled SR-IOV")),
+            "{said:?}"
+        );
+        let port = m.ports_in_order()[0].clone();
+        let Some(dev) = m.device_of(&port).map(|d| d.path.clone()) else {
+            panic!("the first port's device");
+        };
+        if let Some(d) = m.devices.get_mut(&dev) {
+            d.vf_guids = vec![VfGuid {
+                vf: 0,
+                pci_address: "0000:04:00.1".into(),
+                ..VfGuid::default()
+            }];
+        }
+        p.focus_port(&port.path, &m);
+        assert_eq!(p.handle_key(key(KeyCode::Char('v')), &m), Outcome::Handled);
+        // The VF choice, then the node GUID: a VF without GUIDs is refused until it has both.
+        p.handle_key(key(KeyCode::Tab), &m);
+        for c in "0x0011223344556677".chars() {
+            p.handle_key(key(KeyCode::Char(c)), &m);
+        }
+        assert_eq!(p.handle_key(key(KeyCode::Enter), &m), Outcome::Handled);
+        assert!(p.editing(), "refused without a port GUID");
+        // The refusal puts the keyboard on the field at fault.
+        let focused = p.session.as_ref().and_then(|s| s.form.focused());
+        assert_eq!(focused, Some("port"));
+        for c in "0011:2233:4455:6678".chars() {
+            p.handle_key(key(KeyCode::Char(c)), &m);
+        }
+        assert_eq!(
+            p.handle_key(key(KeyCode::Enter), &m),
+            Outcome::Call(Call::SetVfGuids {
+                device: dev,
+                vf: 0,
+                node_guid: "00:11:22:33:44:55:66:77".into(),
+                port_guid: "00:11:22:33:44:55:66:78".into(),
+            })
+        );
     }
 
     #[test]

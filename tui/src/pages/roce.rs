@@ -1,5 +1,6 @@
 //! The RoCE page: rdma_cm's defaults of every RoCE port (the RoCE version and type of service
-//! of connections made through rdma_cm), with a form to change them.
+//! of connections made through rdma_cm), with a form to change them, and the forms of the
+//! port's netdev IP settings and of its QoS profile (lossless RoCE).
 
 use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::layout::Rect;
@@ -14,7 +15,9 @@ use crate::edit::{self, Session, Submit};
 use crate::form::{ChoiceOption, Field, Form};
 use crate::ipform::{ip_lines, IpState};
 use crate::model::{Model, Port};
+use crate::qosform;
 use crate::theme::Theme;
+use rdma_manager_model::qos::QosProfile;
 
 /// RoCE versions, as the API names them, and the GID type each needs.
 const MODES: [(&str, &str); 2] = [("v1", "IB/RoCE v1"), ("v2", "RoCE v2")];
@@ -25,6 +28,9 @@ struct Edit {
     /// The IP settings form of the port's netdev (as they were when it opened), instead of
     /// the RoCE defaults.
     ip: Option<IpSettings>,
+    /// The QoS profile form (the profile as the port had it when it opened), instead of the
+    /// RoCE defaults.
+    qos: Option<QosProfile>,
 }
 
 #[derive(Debug, Default)]
@@ -35,6 +41,9 @@ pub struct RocePage {
     ip: Option<(String, IpState)>,
     /// Open the IP settings form when the settings of this netdev arrive.
     ip_form_for: Option<(String, String)>,
+    /// Open the QoS profile form when the profile of this port (object path) arrives; how
+    /// the form names the port.
+    qos_form_for: Option<(String, String)>,
 }
 
 /// RoCE ports: Ethernet ports that are not iWARP (rdma_cm's RoCE defaults do not apply to
@@ -92,15 +101,18 @@ fn edit_session(port: &Port) -> Session<Edit> {
         Edit {
             port: port.path.clone(),
             ip: None,
+            qos: None,
         },
     );
     check_edit(&mut s.form);
     s
 }
 
-fn check(s: &mut Session<Edit>) {
+fn check(s: &mut Session<Edit>, changed: Option<&str>) {
     if s.kind.ip.is_some() {
         crate::ipform::check(&mut s.form);
+    } else if s.kind.qos.is_some() {
+        qosform::check(&mut s.form, changed);
     } else {
         check_edit(&mut s.form);
     }
@@ -141,13 +153,16 @@ impl RocePage {
             &mut self.session,
             key,
             model,
-            |s, _| check(s),
+            |s, changed| check(s, changed),
             |s| {
-                Submit::Calls(match (&s.kind.ip, model.ports.get(&s.kind.port)) {
-                    (Some(settings), _) => crate::ipform::calls(&s.form, settings),
-                    (None, Some(p)) => edit_calls(&s.form, p),
-                    (None, None) => Vec::new(),
-                })
+                Submit::Calls(
+                    match (&s.kind.ip, &s.kind.qos, model.ports.get(&s.kind.port)) {
+                        (Some(settings), _, _) => crate::ipform::calls(&s.form, settings),
+                        (None, Some(now), _) => qosform::calls(&s.form, &s.kind.port, now),
+                        (None, None, Some(p)) => edit_calls(&s.form, p),
+                        (None, None, None) => Vec::new(),
+                    },
+                )
             },
         )
     }
@@ -176,6 +191,50 @@ impl RocePage {
             }
             Err(o) => o,
         }
+    }
+
+    /// `Q`: reads the selected port's QoS profile afresh and opens the form when it arrives
+    /// (a port without DCB: the read's error is said on the status line, and no form opens).
+    fn open_qos(&mut self, model: &Model) -> Outcome {
+        let ports = roce_ports(model);
+        let Some(p) = ports.get(self.selected) else {
+            return Outcome::Message("No RoCE port selected.".into());
+        };
+        let label = if p.netdev.is_empty() {
+            port_label(p)
+        } else {
+            format!("{} over {}", port_label(p), p.netdev)
+        };
+        self.qos_form_for = Some((p.path.clone(), label));
+        Outcome::Call(Call::GetQosProfile {
+            port: p.path.clone(),
+        })
+    }
+
+    /// The QoS profile read for `port` arrived: the form opens on it, if it was asked for
+    /// and no other form is open.
+    fn qos_read(&mut self, port: &str, result: &Result<CallOutput, CallError>) {
+        let Some((_, label)) = self.qos_form_for.take_if(|(p, _)| p == port) else {
+            return;
+        };
+        let (
+            Ok(CallOutput::QosProfile {
+                profile,
+                remembered,
+            }),
+            None,
+        ) = (result, &self.session)
+        else {
+            return;
+        };
+        self.session = Some(Session::new(
+            qosform::form(&label, profile, *remembered),
+            Edit {
+                port: port.to_string(),
+                ip: None,
+                qos: Some(profile.clone()),
+            },
+        ));
     }
 
     /// `u` / `D`: the netdev up or down through NetworkManager.
@@ -236,6 +295,7 @@ impl Page for RocePage {
         }
         match key.code {
             KeyCode::Char('i') => self.open_ip(model),
+            KeyCode::Char('Q') => self.open_qos(model),
             KeyCode::Char('u') => self.up_down(model, true),
             KeyCode::Char('D') => self.up_down(model, false),
             KeyCode::Enter | KeyCode::Char('e') => match ports.get(self.selected) {
@@ -265,6 +325,10 @@ impl Page for RocePage {
     }
 
     fn call_done(&mut self, call: &Call, result: &Result<CallOutput, CallError>) {
+        if let Call::GetQosProfile { port } = call {
+            self.qos_read(port, result);
+            return;
+        }
         if let Call::GetIpSettings { interface } = call {
             let Some(state) = IpState::from_answer(result) else {
                 return;
@@ -274,6 +338,7 @@ impl Page for RocePage {
                     edit::open_ip_form(&mut self.session, &state, |settings| Edit {
                         port,
                         ip: Some(settings.clone()),
+                        qos: None,
                     });
                 }
             }
@@ -291,6 +356,7 @@ impl Page for RocePage {
             vec![
                 ("Enter", "change version/ToS"),
                 ("i", "IP"),
+                ("Q", "QoS"),
                 ("u/D", "up/down"),
             ],
         )
@@ -305,6 +371,11 @@ impl Page for RocePage {
             (
                 "i",
                 "IP settings of the port's netdev: a RoCE v2 GID needs an address",
+            ),
+            (
+                "Q",
+                "QoS profile of the port (lossless RoCE): trust, PFC, ETS, DSCP map, \
+                 traffic class, ECN",
             ),
             ("u / D", "bring the netdev up / down (NetworkManager)"),
         ]
@@ -414,5 +485,100 @@ mod tests {
         let m = demo_model();
         let labels: Vec<String> = roce_ports(&m).iter().map(|p| port_label(p)).collect();
         assert_eq!(labels, vec!["mlx4_1/2", "mlx5_1/1", "rxe0/1"]);
+    }
+
+    fn select(page: &mut RocePage, m: &Model, label: &str) -> String {
+        let ports = roce_ports(m);
+        let i = ports.iter().position(|p| port_label(p) == label);
+        page.selected = i.unwrap_or_else(|| panic!("{label} on the demo host"));
+        ports[page.selected].path.clone()
+    }
+
+    /// `Q` reads the selected port's profile; the form opens on the answer, is checked as
+    /// it is typed, and Apply sends the changed profile once the values pass.
+    #[test]
+    fn q_reads_the_profile_and_opens_the_form_on_it() {
+        use crate::pages::test_support::key;
+        use rdma_manager_model::qos::{parse_ets, Trust};
+        let m = demo_model();
+        let mut page = RocePage::default();
+        let port = select(&mut page, &m, "mlx5_1/1");
+        let read = page.handle_key(key(KeyCode::Char('Q')), &m);
+        let call = Call::GetQosProfile { port: port.clone() };
+        assert_eq!(read, Outcome::Call(call.clone()));
+        assert!(!page.editing(), "no form before the answer");
+        let now = QosProfile {
+            ets: parse_ets("100,0,0,0,0,0,0,0/0,0,0,0,0,0,0,0").unwrap_or_default(),
+            traffic_class: Some(0),
+            ecn: Some(vec![]),
+            ..QosProfile::default()
+        };
+        page.call_done(
+            &call,
+            &Ok(CallOutput::QosProfile {
+                profile: now.clone(),
+                remembered: false,
+            }),
+        );
+        assert!(page.editing());
+        // Tab from the trust to the PFC field, a priority that does not exist: refused on the field.
+        page.handle_key(key(KeyCode::Tab), &m);
+        let focused = page.session.as_ref().and_then(|s| s.form.focused());
+        assert_eq!(focused, Some("pfc"));
+        page.handle_key(key(KeyCode::Char('9')), &m);
+        let form = page.session.as_ref().map(|s| &s.form);
+        assert_eq!(form.map(|f| f.text("pfc")), Some("none9"));
+        let pfc = form
+            .and_then(|f| f.get("pfc"))
+            .and_then(|f| f.error.clone());
+        assert!(pfc.is_some_and(|e| e.contains("PFC")), "{form:?}");
+        assert_eq!(page.handle_key(key(KeyCode::Enter), &m), Outcome::Handled);
+        assert!(page.editing(), "refused, still open");
+        if let Some(s) = page.session.as_mut() {
+            s.form.set_text("pfc", "3");
+            s.form.set_text("dscp", "26:3");
+            check(s, Some("dscp"));
+        }
+        let sent = page.handle_key(key(KeyCode::Enter), &m);
+        let want = QosProfile {
+            trust: Trust::Dscp,
+            pfc: vec![3],
+            dscp: [(26, 3)].into(),
+            ..now
+        };
+        assert_eq!(
+            sent,
+            Outcome::Call(Call::SetQosProfile {
+                port,
+                profile: Box::new(want)
+            })
+        );
+    }
+
+    /// A port without DCB: the read fails (the application says why) and no form opens;
+    /// an answer for another port than the one asked for opens none either.
+    #[test]
+    fn a_failed_read_opens_no_form() {
+        use crate::client::ErrorKind;
+        use crate::pages::test_support::key;
+        let m = demo_model();
+        let mut page = RocePage::default();
+        let port = select(&mut page, &m, "rxe0/1");
+        page.handle_key(key(KeyCode::Char('Q')), &m);
+        let err = CallError {
+            kind: ErrorKind::NotSupported,
+            message: "rxe0/1 (eth0) has no DCB: Operation not supported".into(),
+        };
+        page.call_done(&Call::GetQosProfile { port }, &Err(err));
+        assert!(!page.editing());
+        let other = select(&mut page, &m, "mlx5_1/1");
+        page.call_done(
+            &Call::GetQosProfile { port: other },
+            &Ok(CallOutput::QosProfile {
+                profile: QosProfile::default(),
+                remembered: false,
+            }),
+        );
+        assert!(!page.editing(), "not asked for");
     }
 }
