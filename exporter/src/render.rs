@@ -566,6 +566,16 @@ fn own_metrics(o: &mut Out, scrape: &Scrape) {
         Kind::Counter,
         "PFC pause frames a RoCE port's netdev received for a priority (DCB netlink, IEEE PFC indications).",
     );
+    let pause_sent = o.family(
+        "rdma_port_pause_tx_frames_total",
+        Kind::Counter,
+        "Link-level (IEEE 802.3x) pause frames a RoCE port's netdev sent (ethtool pause statistics).",
+    );
+    let pause_received = o.family(
+        "rdma_port_pause_rx_frames_total",
+        Kind::Counter,
+        "Link-level (IEEE 802.3x) pause frames a RoCE port's netdev received (ethtool pause statistics).",
+    );
     for p in &v.ports {
         let Some(c) = scrape.counters.get(&p.path) else {
             continue;
@@ -579,6 +589,10 @@ fn own_metrics(o: &mut Out, scrape: &Scrape) {
         for (name, x) in names {
             if let Some(hw_name) = name.strip_prefix("hw.") {
                 o.sample(hw, &[l[0], l[1], ("stat", hw_name)], *x);
+            } else if name == "pause.tx_frames" {
+                o.sample(pause_sent, &l, *x);
+            } else if name == "pause.rx_frames" {
+                o.sample(pause_received, &l, *x);
             } else if let Some(prio) = name.strip_prefix("pfc.requests.") {
                 o.sample(pfc_sent, &[l[0], l[1], ("priority", prio)], *x);
             } else if let Some(prio) = name.strip_prefix("pfc.indications.") {

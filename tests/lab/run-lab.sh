@@ -15,18 +15,19 @@ LAB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_DIR=$(cd "$LAB_DIR/../.." && pwd)
 WORK="${LAB_WORK:-$LAB_DIR/work}"
 
-PACKAGES=(qemu-system-x86 busybox-static cpio xz-utils kmod iproute2
+PACKAGES=(qemu-system-x86 busybox-static cpio xz-utils kmod iproute2 ethtool
           infiniband-diags ibverbs-utils ibverbs-providers)
 # Only with --daemon-bin: the system bus (dbus-daemon and Debian's system.conf) and busctl.
 DAEMON_PACKAGES=(dbus-daemon dbus-system-bus-common systemd polkitd)
 # Roots of the module set, in load order. Hard dependencies are added from modules.dep;
 # crc32_generic is a soft dependency of rdma_rxe (requested through the crypto API), so it
-# stays explicit. nlmon lets the scenarios compare their netlink requests with iproute2's tools.
+# stays explicit. nlmon lets the scenarios compare their netlink requests with iproute2's and ethtool's.
 # Modules marked ? are optional.
 MODULES=(configfs udp_tunnel ip6_udp_tunnel crc32_generic veth dummy ib_core ib_uverbs
          iw_cm ib_cm rdma_cm rdma_ucm rdma_rxe ib_umad ib_ipoib? nlmon)
 # Tools from the host copied into the guest: guest path = host program.
 GUEST_TOOLS=(/usr/sbin/ip=ip /usr/sbin/rdma=rdma /usr/sbin/dcb=dcb /usr/sbin/devlink=devlink
+             /usr/sbin/ethtool=ethtool
              /usr/sbin/ibstat=ibstat
              /usr/sbin/ibstatus=ibstatus /usr/bin/ibv_devices=ibv_devices
              /usr/bin/ibv_devinfo=ibv_devinfo)

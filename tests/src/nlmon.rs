@@ -175,6 +175,33 @@ pub fn requests(messages: &[Message], protocol: u16) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// `message` with the padding after each attribute's payload zeroed, from offset `at` (where
+/// the attributes start) and inside nests flagged NLA_F_NESTED. The kernel never reads those
+/// bytes, and a tool may leave them unwritten (ethtool's buffer keeps what was there).
+pub fn zero_attr_padding(message: &[u8], at: usize) -> Vec<u8> {
+    let mut out = message.to_vec();
+    zero_padding_in(&mut out, at, message.len());
+    out
+}
+
+const NLA_F_NESTED: u16 = 1 << 15;
+
+fn zero_padding_in(b: &mut [u8], mut at: usize, end: usize) {
+    while at + 4 <= end {
+        let len = usize::from(u16::from_ne_bytes([b[at], b[at + 1]]));
+        let kind = u16::from_ne_bytes([b[at + 2], b[at + 3]]);
+        if len < 4 || at + len > end {
+            return;
+        }
+        if kind & NLA_F_NESTED != 0 {
+            zero_padding_in(b, at + 4, at + len);
+        }
+        let padded = (at + len.next_multiple_of(4)).min(end);
+        b[at + len..padded].fill(0);
+        at = padded;
+    }
+}
+
 /// A message as hex, for a failure that shows both sides.
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
@@ -194,6 +221,23 @@ mod tests {
         b.extend(77u32.to_ne_bytes());
         b.extend(payload);
         b
+    }
+
+    /// ethtool's PAUSE_GET of "pa" as strace showed it: the name's padding byte was 0x80.
+    #[test]
+    fn attribute_padding_is_zeroed_inside_nests_and_nothing_else() {
+        let mut m = msg(0x1b, 5, 3, &[0x15, 1, 0, 0]);
+        m.extend([0x14, 0, 0x01, 0x80, 7, 0, 2, 0, b'p', b'a', 0, 0x80]);
+        m.extend([8, 0, 3, 0, 4, 0, 0, 0]);
+        let z = zero_attr_padding(&m, 20);
+        assert_eq!(z[31], 0);
+        let mut want = m.clone();
+        want[31] = 0;
+        assert_eq!(z, want);
+        // A length running past the message stops the walk rather than panicking.
+        let mut bad = m.clone();
+        bad[20] = 0xff;
+        assert_eq!(zero_attr_padding(&bad, 20), bad);
     }
 
     #[test]

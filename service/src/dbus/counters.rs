@@ -80,7 +80,7 @@ impl Shared {
             .read_all_counters()
             .await
             .map_err(super::errors::op_error)?;
-        let mut pfc = engine.all_pfc_counters().await;
+        let mut pfc = engine.all_flow_control_counters().await;
         let mut bytes = 0;
         let ports: Vec<PortCounters> = read
             .into_iter()

@@ -626,7 +626,7 @@ bus_object! {
                 self.ctx
                     .engine()
                     .await?
-                    .pfc_counters(super::device_index(&v.device), v.number)
+                    .flow_control_counters(super::device_index(&v.device), v.number)
                     .await,
             );
             Ok((

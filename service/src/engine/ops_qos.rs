@@ -55,22 +55,24 @@ impl EngineHandle {
         .await
     }
 
-    /// The port's per-priority PFC counters (`pfc.requests.P`: pause frames sent,
+    /// The port's flow-control counters: link-level pause frames (`pause.tx_frames`,
+    /// `pause.rx_frames`, where the driver counts them) and per-priority PFC frames
+    /// (`pfc.requests.P`: pause frames sent,
     /// `pfc.indications.P`: received), empty where the netdev has no DCB.
-    pub async fn pfc_counters(&self, index: u32, port: u32) -> Vec<(String, u64)> {
-        self.call(move |e| Box::pin(async move { Ok(pfc_of(e, index, port).await) }))
+    pub async fn flow_control_counters(&self, index: u32, port: u32) -> Vec<(String, u64)> {
+        self.call(move |e| Box::pin(async move { Ok(flow_control_of(e, index, port).await) }))
             .await
             .unwrap_or_default()
     }
 
-    /// [`Self::pfc_counters`] of every port that has them, in one trip to the engine.
-    pub async fn all_pfc_counters(&self) -> BTreeMap<(u32, u32), Vec<(String, u64)>> {
+    /// [`Self::flow_control_counters`] of every port that has them, in one trip to the engine.
+    pub async fn all_flow_control_counters(&self) -> BTreeMap<(u32, u32), Vec<(String, u64)>> {
         self.call(move |e| {
             Box::pin(async move {
                 let ports: Vec<(u32, u32)> = dcb_ports(e).collect();
                 let mut out = BTreeMap::new();
                 for (index, port) in ports {
-                    let c = pfc_of(e, index, port).await;
+                    let c = flow_control_of(e, index, port).await;
                     if !c.is_empty() {
                         out.insert((index, port), c);
                     }
@@ -93,20 +95,29 @@ fn dcb_ports(eng: &Engine) -> impl Iterator<Item = (u32, u32)> + '_ {
         .flat_map(|d| d.roce.keys().map(move |p| (d.index, *p)))
 }
 
-async fn pfc_of(eng: &Engine, index: u32, port: u32) -> Vec<(String, u64)> {
+async fn flow_control_of(eng: &Engine, index: u32, port: u32) -> Vec<(String, u64)> {
     if !dcb_ports(eng).any(|k| k == (index, port)) {
         return Vec::new();
     }
     let Ok(t) = target(eng, index, port) else {
         return Vec::new();
     };
-    let Ok(Some(pfc)) = eng.host.dcb_read(&t.netdev).await.map(|c| c.pfc) else {
-        return Vec::new();
-    };
-    let mut out = Vec::with_capacity(16);
-    for p in 0..8 {
-        out.push((format!("pfc.requests.{p}"), pfc.requests[p]));
-        out.push((format!("pfc.indications.{p}"), pfc.indications[p]));
+    let mut out = Vec::with_capacity(18);
+    // A driver without pause statistics, or without pause at all, leaves them out; so does
+    // one without DCB for the PFC counters.
+    if let Ok(pause) = eng.host.pause_stats(&t.netdev).await {
+        if let Some(n) = pause.tx_frames {
+            out.push(("pause.tx_frames".to_string(), n));
+        }
+        if let Some(n) = pause.rx_frames {
+            out.push(("pause.rx_frames".to_string(), n));
+        }
+    }
+    if let Ok(Some(pfc)) = eng.host.dcb_read(&t.netdev).await.map(|c| c.pfc) {
+        for p in 0..8 {
+            out.push((format!("pfc.requests.{p}"), pfc.requests[p]));
+            out.push((format!("pfc.indications.{p}"), pfc.indications[p]));
+        }
     }
     out
 }

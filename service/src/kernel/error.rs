@@ -16,6 +16,8 @@ pub enum Op {
     NlSet,
     NlStatGet,
     Rtnl(&'static str),
+    /// A generic netlink family's request (the family's name).
+    Genl(&'static str),
     Uevents,
     File(String),
     /// `udevadm control --reload`.
@@ -34,6 +36,7 @@ impl std::fmt::Display for Op {
             Op::NlSet => write!(f, "RDMA netlink SET"),
             Op::NlStatGet => write!(f, "RDMA netlink STAT_GET"),
             Op::Rtnl(what) => write!(f, "rtnetlink {what}"),
+            Op::Genl(family) => write!(f, "generic netlink {family}"),
             Op::Uevents => write!(f, "watching kernel events"),
             Op::File(p) => write!(f, "file {p}"),
             Op::UdevReload => write!(f, "udevadm control --reload"),

@@ -677,6 +677,12 @@ impl Host for LinuxHost {
         .await
     }
 
+    async fn pause_stats(&self, netdev: &str) -> Result<super::ethtool::PauseStats, HostError> {
+        let n = netdev.to_string();
+        self.blocking(Op::Genl("ethtool"), move |_| super::ethtool::read_pause(&n))
+            .await
+    }
+
     async fn dcb_change(
         &self,
         netdev: &str,

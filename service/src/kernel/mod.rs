@@ -14,6 +14,7 @@
 
 pub mod dcb;
 pub mod error;
+pub mod ethtool;
 pub mod files;
 pub mod link_stats;
 pub mod linux;
@@ -404,6 +405,10 @@ pub trait Host: Send + Sync + 'static {
     /// DCB_CMD_IEEE_GET of a netdev (what `dcb pfc|ets|app show dev NETDEV` reads). A netdev
     /// without DCB is [`HostError::Unsupported`] with the kernel's EOPNOTSUPP.
     async fn dcb_read(&self, netdev: &str) -> Result<dcb::DcbConfig, HostError>;
+    /// Link-level pause of a netdev and its frame counters (ethtool's PAUSE_GET with
+    /// statistics). A netdev whose driver has no pause is [`HostError::Unsupported`] with the
+    /// kernel's EOPNOTSUPP.
+    async fn pause_stats(&self, netdev: &str) -> Result<ethtool::PauseStats, HostError>;
     /// One DCB change (one `dcb ... set/add/del` request).
     async fn dcb_change(&self, netdev: &str, change: &dcb::DcbChange) -> Result<(), HostError>;
     /// mlx5's `tc/1/traffic_class` of an RDMA device: `Ok(None)` without the file, -1 when

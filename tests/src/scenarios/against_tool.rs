@@ -23,6 +23,9 @@ pub struct ToolRequest<'a> {
     pub tool: &'a [&'a str],
     pub protocol: u16,
     pub counts: fn(&Message) -> bool,
+    /// Where the requests' attributes start, when their padding is to be ignored (see
+    /// [`nlmon::zero_attr_padding`]); `None` compares every byte.
+    pub attrs_at: Option<usize>,
 }
 
 impl Run {
@@ -81,7 +84,10 @@ impl Run {
                         .filter(|m| m.protocol == req.protocol && m.is_request()),
                 )
                 .filter(|(_, m)| (req.counts)(m))
-                .map(|(b, _)| b)
+                .map(|(b, _)| match req.attrs_at {
+                    Some(at) => nlmon::zero_attr_padding(&b, at),
+                    None => b,
+                })
                 .collect()
         };
         let (theirs, mine) = (pick(&tool_msgs), pick(&our_msgs));
@@ -130,11 +136,17 @@ impl Run {
 /// The kinds of rtnetlink message compared.
 const RTM_NEWLINK: u16 = 16;
 const RTM_GETDCB: u16 = 78;
+/// The generic netlink controller (family lookups) and ethtool's PAUSE_GET command.
+const GENL_ID_CTRL: u16 = 16;
+const ETHTOOL_MSG_PAUSE_GET: u8 = 21;
+/// Where a generic netlink message's command is: after the 16-byte nlmsghdr.
+const GENL_CMD_AT: usize = 16;
 /// nlmsghdr (16 bytes) and ifinfomsg (16 bytes): an RTM_NEWLINK without attributes.
 const IFINFO_REQUEST_LEN: usize = 32;
 
 impl Run {
-    /// Adapter settings over rtnetlink on a netdev that has none (veth: no DCB, no SR-IOV):
+    /// Adapter settings over netlink on a netdev that has none (veth: no DCB, no SR-IOV, no
+    /// link-level pause):
     /// the request the service sends and iproute2's for the same setting, and the kernel's
     /// refusal of both.
     pub(super) async fn adapter_requests(&mut self) {
@@ -146,8 +158,32 @@ impl Run {
                     tool: &["dcb", "pfc", "show", "dev", super::NETDEV_A],
                     protocol: 0,
                     counts: |m| m.kind() == RTM_GETDCB,
+                    attrs_at: None,
                 },
                 host.dcb_read(super::NETDEV_A),
+            )
+            .await;
+        let _ = self
+            .against_tool(
+                ToolRequest {
+                    label: "ethtool pause read veth0",
+                    tool: &[
+                        "ethtool",
+                        "--include-statistics",
+                        "--show-pause",
+                        super::NETDEV_A,
+                    ],
+                    protocol: libc::NETLINK_GENERIC as u16,
+                    // Both first look the family up (and ethtool its policy); the request
+                    // compared is the PAUSE_GET to the family.
+                    counts: |m| {
+                        m.kind() != GENL_ID_CTRL
+                            && m.bytes.get(GENL_CMD_AT) == Some(&ETHTOOL_MSG_PAUSE_GET)
+                    },
+                    // ethtool leaves the device name's padding unwritten.
+                    attrs_at: Some(GENL_CMD_AT + 4),
+                },
+                host.pause_stats(super::NETDEV_A),
             )
             .await;
         let _ = self
@@ -171,6 +207,7 @@ impl Run {
                     // whether the kernel has RTM_NEWLINK at all (`iplink_have_newlink`); the
                     // request compared is the one that names the interface.
                     counts: |m| m.kind() == RTM_NEWLINK && m.bytes.len() > IFINFO_REQUEST_LEN,
+                    attrs_at: None,
                 },
                 host.set_vf_guids(
                     super::NETDEV_A,

@@ -136,6 +136,25 @@ async fn the_recipe_is_applied_read_back_and_remembered() -> Result<()> {
         c1.contains("\"pfc.requests.3\"") && c1.contains("\"pfc.indications.3\""),
         "{c1}"
     );
+    // Link-level pause frames are counted too; with PFC on, mlx5 turns link-level pause off,
+    // so they stand still while PFC frames move.
+    let c2 = ok(&t
+        .call(None, &port_path(MLX5, 1), PORT, "GetCounters", &[])
+        .await?);
+    let read = |text: &str, name: &str| -> Option<u64> {
+        let rest = text.split(&format!("\"{name}\" ")).nth(1)?;
+        rest.split_whitespace().next()?.parse().ok()
+    };
+    assert!(read(&c1, "pause.tx_frames").is_some(), "{c1}");
+    assert_eq!(
+        read(&c1, "pause.rx_frames"),
+        read(&c2, "pause.rx_frames"),
+        "{c1}\n{c2}"
+    );
+    assert!(
+        read(&c2, "pfc.requests.3") > read(&c1, "pfc.requests.3"),
+        "{c1}\n{c2}"
+    );
     Ok(())
 }
 

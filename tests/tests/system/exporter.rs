@@ -224,6 +224,17 @@ async fn the_exporter_serves_node_exporters_names_and_promtool_finds_nothing_to_
         );
     }
     ensure!(!body.contains("stat=\"pfc."), "{body}");
+    // Link-level pause frames of the same netdev (ethtool's pause statistics).
+    for family in [
+        "rdma_port_pause_tx_frames_total",
+        "rdma_port_pause_rx_frames_total",
+    ] {
+        ensure!(
+            value(&body, &format!("{family}{{device=\"mlx5_1\",port=\"1\"}}")).is_some(),
+            "{family}: {body}"
+        );
+    }
+    ensure!(!body.contains("stat=\"pause."), "{body}");
     // Port types of the VPI adapters (mlx4 at run time, mlx5 in firmware); none for rxe.
     ensure!(
         value(

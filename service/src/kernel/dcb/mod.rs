@@ -16,16 +16,10 @@ pub mod wire;
 
 use std::sync::Mutex;
 
-use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
+use netlink_sys::protocols::NETLINK_ROUTE;
 use serde::Serialize;
 
-use super::nldev::consts::nl::{
-    NETLINK_CAP_ACK, NETLINK_EXT_ACK, NLMSG_DONE, NLMSG_ERROR, NLMSG_MIN_TYPE,
-};
-use super::nldev::msg::{extack_message, parse_messages};
-use super::nldev::socket::{
-    recv_datagram, send, set_recv_timeout, setsockopt_int, Received, RECV_TIMEOUT,
-};
+use super::nldev::socket::AckedSocket;
 use super::{HostError, Op};
 use crate::model::Errno;
 
@@ -105,7 +99,7 @@ pub fn refusal(ifname: &str, what: &str, errno: Errno, extack: Option<&str>) -> 
 
 /// The blocking DCB client.
 pub struct DcbClient {
-    inner: Mutex<(Socket, u32, Vec<u8>)>,
+    inner: Mutex<AckedSocket>,
 }
 
 impl std::fmt::Debug for DcbClient {
@@ -116,21 +110,8 @@ impl std::fmt::Debug for DcbClient {
 
 impl DcbClient {
     pub fn open() -> Result<DcbClient, HostError> {
-        let op = Op::Rtnl("dcb socket");
-        let mut sock =
-            Socket::new(NETLINK_ROUTE).map_err(|e| HostError::from_io(op.clone(), &e))?;
-        // The kernel's explanation of a refusal; old kernels lack it.
-        let _ = setsockopt_int(&sock, libc::SOL_NETLINK, NETLINK_CAP_ACK, 1);
-        let _ = setsockopt_int(&sock, libc::SOL_NETLINK, NETLINK_EXT_ACK, 1);
-        set_recv_timeout(&sock, RECV_TIMEOUT).map_err(|e| HostError::from_io(op.clone(), &e))?;
-        sock.bind(&SocketAddr::new(0, 0))
-            .map_err(|e| HostError::from_io(op, &e))?;
-        let seq = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs() as u32)
-            .unwrap_or(1);
         Ok(DcbClient {
-            inner: Mutex::new((sock, seq, Vec::new())),
+            inner: Mutex::new(AckedSocket::open(NETLINK_ROUTE, Op::Rtnl("dcb socket"))?),
         })
     }
 
@@ -171,51 +152,10 @@ impl DcbClient {
         what: &str,
         req: Vec<u8>,
     ) -> Result<Option<Vec<u8>>, HostError> {
-        let op = Op::Rtnl("dcb");
-        let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        let (sock, seq, buf) = &mut *g;
-        *seq = seq.wrapping_add(1);
-        let req = wire::with_seq(req, *seq);
-        send(sock, &req).map_err(|e| HostError::from_io(op.clone(), &e))?;
-        let mut data = None;
-        loop {
-            match recv_datagram(sock, buf) {
-                Ok(Received::FromKernel) => {}
-                Ok(Received::NotFromKernel(_)) => continue,
-                Err(e) => return Err(HostError::from_io(op, &e)),
-            }
-            let msgs = parse_messages(buf).map_err(|e| HostError::Protocol {
-                op: op.clone(),
-                reason: e.to_string(),
-            })?;
-            for m in msgs {
-                if m.seq != *seq {
-                    continue;
-                }
-                match m.kind {
-                    NLMSG_ERROR | NLMSG_DONE => {
-                        let err = m
-                            .payload
-                            .get(..4)
-                            .and_then(|b| <[u8; 4]>::try_from(b).ok())
-                            .map(i32::from_ne_bytes)
-                            .unwrap_or(0);
-                        if err != 0 {
-                            let extack = extack_message(&m);
-                            return Err(refusal(
-                                ifname,
-                                what,
-                                Errno(err.saturating_abs()),
-                                extack.as_deref(),
-                            ));
-                        }
-                        return Ok(data);
-                    }
-                    k if k >= NLMSG_MIN_TYPE => data = Some(m.payload.to_vec()),
-                    _ => {}
-                }
-            }
-        }
+        let mut sock = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        sock.transact(req, Op::Rtnl("dcb"), &|errno, extack| {
+            refusal(ifname, what, errno, extack)
+        })
     }
 }
 

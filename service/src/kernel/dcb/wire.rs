@@ -10,7 +10,9 @@
 //! Every builder here is pure: sequence number and port id are 0; the socket writes the
 //! sequence number in before sending.
 
-use super::super::nldev::attr::{self, Attrs, WireError};
+use super::super::nldev::attr::{
+    self, finish_message as finish, nest_end, nest_start, Attrs, WireError,
+};
 use super::super::nldev::consts::nl::{NLMSG_HDRLEN, NLM_F_ACK, NLM_F_REQUEST};
 
 pub const RTM_GETDCB: u16 = 78;
@@ -43,7 +45,6 @@ pub const SEL_PCP: u8 = 255;
 pub const TSA_STRICT: u8 = 0;
 pub const TSA_ETS: u8 = 2;
 
-const NLA_F_NESTED: u16 = 1 << 15;
 const MAX_TCS: usize = 8;
 
 /// `struct ieee_pfc`: 136 bytes on every Linux ABI (the u64 arrays are 8-aligned).
@@ -213,25 +214,6 @@ fn prepare(kind: u16, cmd: u8, ifname: &str) -> Vec<u8> {
     b.extend_from_slice(&[0, cmd, 0, 0]);
     attr::put_strz(&mut b, DCB_ATTR_IFNAME, ifname);
     b
-}
-
-fn finish(mut b: Vec<u8>) -> Vec<u8> {
-    let len = u32::try_from(b.len()).unwrap_or(u32::MAX);
-    b[..4].copy_from_slice(&len.to_ne_bytes());
-    b
-}
-
-/// Opens a nest (NLA_F_NESTED set, as `mnl_attr_nest_start` does); returns its offset.
-fn nest_start(b: &mut Vec<u8>, kind: u16) -> usize {
-    let at = b.len();
-    b.extend_from_slice(&0u16.to_ne_bytes());
-    b.extend_from_slice(&(kind | NLA_F_NESTED).to_ne_bytes());
-    at
-}
-
-fn nest_end(b: &mut [u8], at: usize) {
-    let len = u16::try_from(b.len() - at).unwrap_or(u16::MAX);
-    b[at..at + 2].copy_from_slice(&len.to_ne_bytes());
 }
 
 /// A set/delete of one attribute inside DCB_ATTR_IEEE: `dcb_set_attribute_va`.

@@ -174,6 +174,31 @@ pub fn put_strz(buf: &mut Vec<u8>, kind: u16, value: &str) {
     put(buf, kind, &payload);
 }
 
+/// NLA_F_NESTED: set on every nest a request opens, as `mnl_attr_nest_start` sets it (strict
+/// generic netlink families refuse a nest without it).
+pub const NLA_F_NESTED: u16 = 1 << 15;
+
+/// Opens a nest (NLA_F_NESTED set); returns its offset for [`nest_end`].
+pub fn nest_start(buf: &mut Vec<u8>, kind: u16) -> usize {
+    let at = buf.len();
+    buf.extend_from_slice(&0u16.to_ne_bytes());
+    buf.extend_from_slice(&(kind | NLA_F_NESTED).to_ne_bytes());
+    at
+}
+
+/// Closes the nest opened at `at`: its length is what was written since.
+pub fn nest_end(buf: &mut [u8], at: usize) {
+    let len = u16::try_from(buf.len() - at).unwrap_or(u16::MAX);
+    buf[at..at + 2].copy_from_slice(&len.to_ne_bytes());
+}
+
+/// Writes a finished message's length into its netlink header.
+pub fn finish_message(mut buf: Vec<u8>) -> Vec<u8> {
+    let len = u32::try_from(buf.len()).unwrap_or(u32::MAX);
+    buf[..4].copy_from_slice(&len.to_ne_bytes());
+    buf
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

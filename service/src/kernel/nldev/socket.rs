@@ -10,11 +10,13 @@ use std::time::Duration;
 
 use netlink_sys::{Socket, SocketAddr};
 
-use super::consts::nl::{NETLINK_CAP_ACK, NETLINK_EXT_ACK};
+use super::consts::nl::{
+    NETLINK_CAP_ACK, NETLINK_EXT_ACK, NLMSG_DONE, NLMSG_ERROR, NLMSG_MIN_TYPE,
+};
 use super::consts::NETLINK_RDMA;
 use super::decode::{self, OP_DEVICES, OP_PORTS, OP_SYS};
 use super::encode;
-use super::msg::ReplyCollector;
+use super::msg::{extack_message, parse_messages, ReplyCollector};
 use crate::kernel::{HostError, NewLink, NlDevice, NlPort, NlSys, Op};
 use crate::model::Errno;
 
@@ -196,6 +198,82 @@ fn open_error(e: &std::io::Error) -> HostError {
             }
         }
         _ => HostError::from_io(Op::NlDump("socket setup"), e),
+    }
+}
+
+/// A socket of any netlink protocol for one acknowledged request at a time (rtnetlink's DCB,
+/// generic netlink's ethtool): the kernel's explanation of a refusal asked for, each receive
+/// bounded by [`RECV_TIMEOUT`].
+pub(crate) struct AckedSocket {
+    sock: Socket,
+    seq: u32,
+    buf: Vec<u8>,
+}
+
+impl AckedSocket {
+    pub(crate) fn open(protocol: isize, op: Op) -> Result<AckedSocket, HostError> {
+        let mut sock = Socket::new(protocol).map_err(|e| HostError::from_io(op.clone(), &e))?;
+        // Old kernels lack these; the answer is then the errno alone.
+        let _ = setsockopt_int(&sock, libc::SOL_NETLINK, NETLINK_CAP_ACK, 1);
+        let _ = setsockopt_int(&sock, libc::SOL_NETLINK, NETLINK_EXT_ACK, 1);
+        set_recv_timeout(&sock, RECV_TIMEOUT).map_err(|e| HostError::from_io(op.clone(), &e))?;
+        sock.bind(&SocketAddr::new(0, 0))
+            .map_err(|e| HostError::from_io(op, &e))?;
+        Ok(AckedSocket {
+            sock,
+            seq: initial_seq(),
+            buf: Vec::new(),
+        })
+    }
+
+    /// Sends `req` (its sequence number replaced) and returns the payload of its last data
+    /// answer, if any, once the kernel acknowledged it. A refusal becomes `refuse(errno,
+    /// extended-ack message)`.
+    pub(crate) fn transact(
+        &mut self,
+        mut req: Vec<u8>,
+        op: Op,
+        refuse: &dyn Fn(Errno, Option<&str>) -> HostError,
+    ) -> Result<Option<Vec<u8>>, HostError> {
+        self.seq = self.seq.wrapping_add(1);
+        if let Some(field) = req.get_mut(8..12) {
+            field.copy_from_slice(&self.seq.to_ne_bytes());
+        }
+        send(&self.sock, &req).map_err(|e| HostError::from_io(op.clone(), &e))?;
+        let mut data = None;
+        loop {
+            match recv_datagram(&self.sock, &mut self.buf) {
+                Ok(Received::FromKernel) => {}
+                Ok(Received::NotFromKernel(_)) => continue,
+                Err(e) => return Err(HostError::from_io(op, &e)),
+            }
+            let msgs = parse_messages(&self.buf).map_err(|e| HostError::Protocol {
+                op: op.clone(),
+                reason: e.to_string(),
+            })?;
+            for m in msgs {
+                if m.seq != self.seq {
+                    continue;
+                }
+                match m.kind {
+                    NLMSG_ERROR | NLMSG_DONE => {
+                        let err = m
+                            .payload
+                            .get(..4)
+                            .and_then(|b| <[u8; 4]>::try_from(b).ok())
+                            .map(i32::from_ne_bytes)
+                            .unwrap_or(0);
+                        if err != 0 {
+                            let extack = extack_message(&m);
+                            return Err(refuse(Errno(err.saturating_abs()), extack.as_deref()));
+                        }
+                        return Ok(data);
+                    }
+                    k if k >= NLMSG_MIN_TYPE => data = Some(m.payload.to_vec()),
+                    _ => {}
+                }
+            }
+        }
     }
 }
 

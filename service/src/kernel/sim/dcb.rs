@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 use super::SimState;
 use crate::kernel::dcb::{refusal, wire, DcbApp, DcbChange, DcbConfig, IeeeEts, IeeePfc};
+use crate::kernel::ethtool::PauseStats;
 use crate::kernel::HostError;
 use crate::model::{DeviceKind, Errno};
 
@@ -21,6 +22,8 @@ pub(super) struct SimDcb {
     apps: Vec<DcbApp>,
     /// mlx5's `ecn/roce_{np,rp}/enable/<prio>` (both written together here).
     ecn: u8,
+    /// Link-level pause frames sent and received (ethtool's pause statistics).
+    pause_frames: (u64, u64),
 }
 
 impl Default for SimDcb {
@@ -42,6 +45,7 @@ impl Default for SimDcb {
             },
             apps: Vec::new(),
             ecn: 0xff,
+            pause_frames: (0, 0),
         }
     }
 }
@@ -92,6 +96,42 @@ pub(super) fn read(st: &mut SimState, netdev: &str) -> Result<DcbConfig, HostErr
         trust: None,
         // DCB_CAP_DCBX_HOST | DCB_CAP_DCBX_VER_IEEE
         dcbx: Some(0x0c),
+    })
+}
+
+/// ethtool's PAUSE_GET with statistics, as mlx5 answers it: rx and tx pause on while no
+/// priority has PFC (the two exclude each other on mlx5), autoneg off, frames counted while
+/// pause is on. Netdevs modelled without DCB have no `get_pauseparam` either (veth, dummy):
+/// EOPNOTSUPP.
+pub(super) fn pause(st: &mut SimState, netdev: &str) -> Result<PauseStats, HostError> {
+    if !st.spec.netdevs.iter().any(|n| n.name == netdev) {
+        return Err(HostError::NotFound(format!("netdev {netdev}")));
+    }
+    let Some(ifindex) = dcb_ifindex(st, netdev) else {
+        return Err(HostError::Unsupported {
+            what: format!("link-level pause on {netdev}"),
+            why: format!(
+                "the kernel answered EOPNOTSUPP ({})",
+                Errno::EOPNOTSUPP
+                    .description()
+                    .split(" (os error")
+                    .next()
+                    .unwrap_or("")
+            ),
+        });
+    };
+    let d = st.dcb.entry(ifindex).or_default();
+    let on = d.pfc.pfc_en == 0;
+    if on {
+        d.pause_frames.0 += 2;
+        d.pause_frames.1 += 4;
+    }
+    Ok(PauseStats {
+        autoneg: Some(false),
+        rx: Some(on),
+        tx: Some(on),
+        tx_frames: Some(d.pause_frames.0),
+        rx_frames: Some(d.pause_frames.1),
     })
 }
 

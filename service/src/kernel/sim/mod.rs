@@ -1553,6 +1553,14 @@ impl Host for SimHost {
         dcb::read(&mut self.lock(), netdev)
     }
 
+    async fn pause_stats(
+        &self,
+        netdev: &str,
+    ) -> Result<crate::kernel::ethtool::PauseStats, HostError> {
+        self.read_fault("pause")?;
+        dcb::pause(&mut self.lock(), netdev)
+    }
+
     async fn dcb_change(
         &self,
         netdev: &str,
