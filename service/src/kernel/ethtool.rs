@@ -15,6 +15,7 @@
 use netlink_sys::protocols::NETLINK_GENERIC;
 use serde::Serialize;
 
+use super::dcb::kernel_answered;
 use super::nldev::attr::{self, finish_message, nest_end, nest_start, Attrs, WireError};
 use super::nldev::consts::nl::{NLM_F_ACK, NLM_F_REQUEST};
 use super::nldev::socket::AckedSocket;
@@ -119,16 +120,9 @@ fn refusal(ifname: &str, errno: Errno, extack: Option<&str>) -> HostError {
         return HostError::NotFound(format!("netdev {ifname}"));
     }
     if errno == Errno::EOPNOTSUPP {
-        let text = errno.description();
-        let text = text.split(" (os error").next().unwrap_or(&text);
-        let mut why = format!("the kernel answered {} ({text})", errno.name());
-        if let Some(m) = extack.filter(|m| !m.is_empty()) {
-            why.push_str(": ");
-            why.push_str(m);
-        }
         return HostError::Unsupported {
             what: format!("link-level pause on {ifname}"),
-            why,
+            why: kernel_answered(errno, extack),
         };
     }
     HostError::kernel(Op::Genl("ethtool"), errno)

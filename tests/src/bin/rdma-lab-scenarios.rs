@@ -38,7 +38,7 @@ async fn main() -> anyhow::Result<()> {
     }
     if real {
         eprintln!(
-            "reference: {} comparisons with rdma -j dev show, rdma -j link show and ibstat, {} mismatches",
+            "reference: {} comparisons with rdma -j dev show, rdma -j link show, ibstat, dcb, ethtool and ip, {} mismatches",
             run.reference_checks,
             run.failures.len()
         );

@@ -81,6 +81,18 @@ impl DcbChange {
 /// The kernel's refusal of a DCB request on `ifname`, with its reason: EOPNOTSUPP (no DCB,
 /// or not this part of it) is [`HostError::Unsupported`]; other errnos stay kernel errors.
 pub fn refusal(ifname: &str, what: &str, errno: Errno, extack: Option<&str>) -> HostError {
+    if errno == Errno::EOPNOTSUPP {
+        return HostError::Unsupported {
+            what: format!("DCB {what} on {ifname}"),
+            why: kernel_answered(errno, extack),
+        };
+    }
+    HostError::kernel(Op::Rtnl("dcb"), errno)
+}
+
+/// "the kernel answered EOPNOTSUPP (Operation not supported)", and the extended-ack message
+/// after a colon where the kernel gave one: the reason an Unsupported refusal carries.
+pub fn kernel_answered(errno: Errno, extack: Option<&str>) -> String {
     let text = errno.description();
     let text = text.split(" (os error").next().unwrap_or(&text);
     let mut why = format!("the kernel answered {} ({text})", errno.name());
@@ -88,13 +100,7 @@ pub fn refusal(ifname: &str, what: &str, errno: Errno, extack: Option<&str>) -> 
         why.push_str(": ");
         why.push_str(m);
     }
-    if errno == Errno::EOPNOTSUPP {
-        return HostError::Unsupported {
-            what: format!("DCB {what} on {ifname}"),
-            why,
-        };
-    }
-    HostError::kernel(Op::Rtnl("dcb"), errno)
+    why
 }
 
 /// The blocking DCB client.

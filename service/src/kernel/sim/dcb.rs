@@ -9,7 +9,9 @@
 use std::collections::BTreeMap;
 
 use super::SimState;
-use crate::kernel::dcb::{refusal, wire, DcbApp, DcbChange, DcbConfig, IeeeEts, IeeePfc};
+use crate::kernel::dcb::{
+    kernel_answered, refusal, wire, DcbApp, DcbChange, DcbConfig, IeeeEts, IeeePfc,
+};
 use crate::kernel::ethtool::PauseStats;
 use crate::kernel::HostError;
 use crate::model::{DeviceKind, Errno};
@@ -110,14 +112,7 @@ pub(super) fn pause(st: &mut SimState, netdev: &str) -> Result<PauseStats, HostE
     let Some(ifindex) = dcb_ifindex(st, netdev) else {
         return Err(HostError::Unsupported {
             what: format!("link-level pause on {netdev}"),
-            why: format!(
-                "the kernel answered EOPNOTSUPP ({})",
-                Errno::EOPNOTSUPP
-                    .description()
-                    .split(" (os error")
-                    .next()
-                    .unwrap_or("")
-            ),
+            why: kernel_answered(Errno::EOPNOTSUPP, None),
         });
     };
     let d = st.dcb.entry(ifindex).or_default();
