@@ -102,6 +102,11 @@ async fn the_recipe_is_applied_read_back_and_remembered() -> Result<()> {
         "{before}"
     );
     assert!(before.ends_with("-1 255 false"), "{before}");
+    // Link-level pause is on while no priority has PFC: congestion makes pause frames.
+    t.sim.congest(MLX5_NETDEV);
+    let c0 = ok(&t
+        .call(None, &port_path(MLX5, 1), PORT, "GetCounters", &[])
+        .await?);
 
     ok(&set(&t, MLX5, RECIPE).await?);
     let got = ok(&t
@@ -136,8 +141,9 @@ async fn the_recipe_is_applied_read_back_and_remembered() -> Result<()> {
         c1.contains("\"pfc.requests.3\"") && c1.contains("\"pfc.indications.3\""),
         "{c1}"
     );
-    // Link-level pause frames are counted too; with PFC on, mlx5 turns link-level pause off,
-    // so they stand still while PFC frames move.
+    // With PFC on, mlx5 turns link-level pause off: congestion moves PFC frames, not pause
+    // frames.
+    t.sim.congest(MLX5_NETDEV);
     let c2 = ok(&t
         .call(None, &port_path(MLX5, 1), PORT, "GetCounters", &[])
         .await?);
@@ -145,7 +151,8 @@ async fn the_recipe_is_applied_read_back_and_remembered() -> Result<()> {
         let rest = text.split(&format!("\"{name}\" ")).nth(1)?;
         rest.split_whitespace().next()?.parse().ok()
     };
-    assert!(read(&c1, "pause.tx_frames").is_some(), "{c1}");
+    assert_eq!(read(&c0, "pause.tx_frames"), Some(2), "{c0}");
+    assert_eq!(read(&c0, "pause.rx_frames"), Some(4), "{c0}");
     assert_eq!(
         read(&c1, "pause.rx_frames"),
         read(&c2, "pause.rx_frames"),

@@ -102,8 +102,8 @@ pub(super) fn read(st: &mut SimState, netdev: &str) -> Result<DcbConfig, HostErr
 }
 
 /// ethtool's PAUSE_GET with statistics, as mlx5 answers it: rx and tx pause on while no
-/// priority has PFC (the two exclude each other on mlx5), autoneg off, frames counted while
-/// pause is on. Netdevs modelled without DCB have no `get_pauseparam` either (veth, dummy):
+/// priority has PFC (the two exclude each other on mlx5), autoneg off, and the frames that
+/// [`congest`] made. Netdevs modelled without DCB have no `get_pauseparam` either (veth, dummy):
 /// EOPNOTSUPP.
 pub(super) fn pause(st: &mut SimState, netdev: &str) -> Result<PauseStats, HostError> {
     if !st.spec.netdevs.iter().any(|n| n.name == netdev) {
@@ -117,10 +117,6 @@ pub(super) fn pause(st: &mut SimState, netdev: &str) -> Result<PauseStats, HostE
     };
     let d = st.dcb.entry(ifindex).or_default();
     let on = d.pfc.pfc_en == 0;
-    if on {
-        d.pause_frames.0 += 2;
-        d.pause_frames.1 += 4;
-    }
     Ok(PauseStats {
         autoneg: Some(false),
         rx: Some(on),
@@ -128,6 +124,20 @@ pub(super) fn pause(st: &mut SimState, netdev: &str) -> Result<PauseStats, HostE
         tx_frames: Some(d.pause_frames.0),
         rx_frames: Some(d.pause_frames.1),
     })
+}
+
+/// Congestion on a netdev's link: while link-level pause is on, 2 pause frames sent and 4
+/// received; with PFC on instead, none (the PFC counters move at each read). A netdev
+/// without DCB is left alone.
+pub(super) fn congest(st: &mut SimState, netdev: &str) {
+    let Some(ifindex) = dcb_ifindex(st, netdev) else {
+        return;
+    };
+    let d = st.dcb.entry(ifindex).or_default();
+    if d.pfc.pfc_en == 0 {
+        d.pause_frames.0 += 2;
+        d.pause_frames.1 += 4;
+    }
 }
 
 pub(super) fn change(st: &mut SimState, netdev: &str, c: &DcbChange) -> Result<(), HostError> {

@@ -645,6 +645,12 @@ impl SimHost {
         Ok(())
     }
 
+    /// Congestion on `netdev`'s link: pause frames where link-level pause is on (see
+    /// `dcb::congest`).
+    pub fn congest(&self, netdev: &str) {
+        dcb::congest(&mut self.lock(), netdev);
+    }
+
     /// Changes a port's state (a cable pulled, an SM appearing); raises RdmaChanged.
     pub fn set_port_state(
         &self,
