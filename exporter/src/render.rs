@@ -491,9 +491,9 @@ fn own_metrics(o: &mut Out, scrape: &Scrape) {
     );
     let link = port_link_families(o);
     for p in &v.ports {
+        let n = p.number.to_string();
+        let l = [("device", p.device.as_str()), ("port", n.as_str())];
         if !p.port_type_control.is_empty() {
-            let n = p.number.to_string();
-            let l = [("device", p.device.as_str()), ("port", n.as_str())];
             o.sample(
                 port_type,
                 &[
@@ -507,8 +507,6 @@ fn own_metrics(o: &mut Out, scrape: &Scrape) {
             );
             o.sample(reboot, &l, u64::from(p.port_type_reboot_needed));
         }
-        let n = p.number.to_string();
-        let l = [("device", p.device.as_str()), ("port", n.as_str())];
         port_link_samples(o, link, p, &l);
         o.sample(
             info,

@@ -57,8 +57,7 @@ impl EngineHandle {
 
     /// The port's flow-control counters: link-level pause frames (`pause.tx_frames`,
     /// `pause.rx_frames`, where the driver counts them) and per-priority PFC frames
-    /// (`pfc.requests.P`: pause frames sent,
-    /// `pfc.indications.P`: received), empty where the netdev has no DCB.
+    /// (`pfc.requests.P`: sent, `pfc.indications.P`: received, where the netdev has DCB).
     pub async fn flow_control_counters(&self, index: u32, port: u32) -> Vec<(String, u64)> {
         self.call(move |e| Box::pin(async move { Ok(flow_control_of(e, index, port).await) }))
             .await

@@ -128,18 +128,37 @@ fn refusal(ifname: &str, errno: Errno, extack: Option<&str>) -> HostError {
     HostError::kernel(Op::Genl("ethtool"), errno)
 }
 
-/// Reads `ifname`'s pause (blocking: two short requests on a socket of their own).
+/// Reads `ifname`'s pause (blocking, on a socket of its own: the family lookup the first
+/// time, then one request).
 pub fn read_pause(ifname: &str) -> Result<PauseStats, HostError> {
     let op = Op::Genl("ethtool");
     let mut sock = AckedSocket::open(NETLINK_GENERIC, op.clone())?;
-    let protocol = |reason: String| HostError::Protocol {
-        op: op.clone(),
-        reason,
+    let family = match ETHTOOL_FAMILY.get() {
+        Some(&id) => id,
+        None => {
+            let id = family_id(&mut sock, ifname)?;
+            *ETHTOOL_FAMILY.get_or_init(|| id)
+        }
     };
-    let family = sock
+    let body = sock
+        .transact(
+            pause_get_request(family, ifname),
+            op.clone(),
+            &|errno, extack| refusal(ifname, errno, extack),
+        )?
+        .ok_or_else(|| protocol_error("no answer before the acknowledgement"))?;
+    parse_pause(&body).map_err(|e| protocol_error(&e.to_string()))
+}
+
+/// The ethtool family's id, asked once: the kernel registers the built-in family at boot and
+/// its id stays until the next (a failed lookup is asked again).
+static ETHTOOL_FAMILY: std::sync::OnceLock<u16> = std::sync::OnceLock::new();
+
+fn family_id(sock: &mut AckedSocket, ifname: &str) -> Result<u16, HostError> {
+    let body = sock
         .transact(
             get_family_request(ETHTOOL_GENL_NAME),
-            op.clone(),
+            Op::Genl("ethtool"),
             &|errno, _| {
                 if errno == Errno::ENOENT {
                     HostError::Unsupported {
@@ -152,18 +171,17 @@ pub fn read_pause(ifname: &str) -> Result<PauseStats, HostError> {
                 }
             },
         )?
-        .ok_or_else(|| protocol("the controller did not answer for ethtool".into()))?;
-    let family = parse_family_id(&family)
-        .map_err(|e| protocol(e.to_string()))?
-        .ok_or_else(|| protocol("the controller's answer has no family id".into()))?;
-    let body = sock
-        .transact(
-            pause_get_request(family, ifname),
-            op.clone(),
-            &|errno, extack| refusal(ifname, errno, extack),
-        )?
-        .ok_or_else(|| protocol("no answer before the acknowledgement".into()))?;
-    parse_pause(&body).map_err(|e| protocol(e.to_string()))
+        .ok_or_else(|| protocol_error("the controller did not answer for ethtool"))?;
+    parse_family_id(&body)
+        .map_err(|e| protocol_error(&e.to_string()))?
+        .ok_or_else(|| protocol_error("the controller's answer has no family id"))
+}
+
+fn protocol_error(reason: &str) -> HostError {
+    HostError::Protocol {
+        op: Op::Genl("ethtool"),
+        reason: reason.to_string(),
+    }
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@
 use super::super::nldev::attr::{
     self, finish_message as finish, nest_end, nest_start, Attrs, WireError,
 };
-use super::super::nldev::consts::nl::{NLMSG_HDRLEN, NLM_F_ACK, NLM_F_REQUEST};
+use super::super::nldev::consts::nl::{NLM_F_ACK, NLM_F_REQUEST};
 
 pub const RTM_GETDCB: u16 = 78;
 pub const RTM_SETDCB: u16 = 79;
@@ -287,13 +287,7 @@ pub fn ieee_set_apptrust_request(ifname: &str, selectors: &[u8]) -> Vec<u8> {
     })
 }
 
-/// Sets the sequence number of a built request.
-pub fn with_seq(mut req: Vec<u8>, seq: u32) -> Vec<u8> {
-    if req.len() >= NLMSG_HDRLEN {
-        req[8..12].copy_from_slice(&seq.to_ne_bytes());
-    }
-    req
-}
+pub use super::super::nldev::msg::with_seq;
 
 /// The attributes after a DCB message's `struct dcbmsg`.
 fn body_attrs(body: &[u8]) -> Result<Attrs<'_>, WireError> {

@@ -56,6 +56,14 @@ pub fn parse_messages(buf: &[u8]) -> Result<Vec<NlMsg<'_>>, WireError> {
     Ok(out)
 }
 
+/// Sets the sequence number of a built request (left as it is when shorter than a header).
+pub fn with_seq(mut req: Vec<u8>, seq: u32) -> Vec<u8> {
+    if let Some(field) = req.get_mut(8..12) {
+        field.copy_from_slice(&seq.to_ne_bytes());
+    }
+    req
+}
+
 /// A request under construction: the header is written first and its length fixed up last.
 pub struct Request {
     buf: Vec<u8>,

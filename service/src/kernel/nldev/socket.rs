@@ -16,7 +16,7 @@ use super::consts::nl::{
 use super::consts::NETLINK_RDMA;
 use super::decode::{self, OP_DEVICES, OP_PORTS, OP_SYS};
 use super::encode;
-use super::msg::{extack_message, parse_messages, ReplyCollector};
+use super::msg::{extack_message, parse_messages, with_seq, ReplyCollector};
 use crate::kernel::{HostError, NewLink, NlDevice, NlPort, NlSys, Op};
 use crate::model::Errno;
 
@@ -231,14 +231,12 @@ impl AckedSocket {
     /// extended-ack message)`.
     pub(crate) fn transact(
         &mut self,
-        mut req: Vec<u8>,
+        req: Vec<u8>,
         op: Op,
         refuse: &dyn Fn(Errno, Option<&str>) -> HostError,
     ) -> Result<Option<Vec<u8>>, HostError> {
         self.seq = self.seq.wrapping_add(1);
-        if let Some(field) = req.get_mut(8..12) {
-            field.copy_from_slice(&self.seq.to_ne_bytes());
-        }
+        let req = with_seq(req, self.seq);
         send(&self.sock, &req).map_err(|e| HostError::from_io(op.clone(), &e))?;
         let mut data = None;
         loop {
