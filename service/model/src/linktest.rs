@@ -75,7 +75,7 @@ pub fn parse_peer(peer: &str) -> Result<IpAddr, PeerError> {
         }
     } else if let Some(v6) = parse_sysfs_gid(t) {
         mapped_or_v6(v6, q)?
-    } else if is_lid(t) {
+    } else if parse_lid(t).is_some() {
         return Err(PeerError::Lid(q()));
     } else {
         return Err(PeerError::Invalid(q()));
@@ -119,7 +119,7 @@ fn parse_sysfs_gid(s: &str) -> Option<Ipv6Addr> {
 }
 
 /// A LID as ibstat and `ibping -L` take it: decimal or 0x hex, 1 to 0xbfff (unicast).
-fn is_lid(s: &str) -> bool {
+pub fn parse_lid(s: &str) -> Option<u16> {
     let n = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
         Some(h) if !h.is_empty() && h.len() <= 4 => u32::from_str_radix(h, 16).ok(),
         Some(_) => None,
@@ -128,7 +128,10 @@ fn is_lid(s: &str) -> bool {
         }
         None => None,
     };
-    matches!(n, Some(1..=0xbfff))
+    match n {
+        Some(v @ 1..=0xbfff) => u16::try_from(v).ok(),
+        _ => None,
+    }
 }
 
 /// The 16 bytes of a GID as perftest prints them (`GID: 00:00:...:255:255:192:168:77:10`,

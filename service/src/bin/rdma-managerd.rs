@@ -300,6 +300,12 @@ fn main() -> ExitCode {
         libc::mallopt(libc::M_ARENA_MAX, 1);
         libc::mallopt(libc::M_MMAP_THRESHOLD, 256 * 1024);
     }
+    // `rdma-managerd ibping ...`: the InfiniBand ping, run by the daemon in its sandbox
+    // (and usable by hand as root); none of the daemon's set-up applies to it.
+    if std::env::args().nth(1).as_deref() == Some("ibping") {
+        let code = rdma_managerd::linktest::ibping::tool::main(std::env::args().skip(2));
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     let args = match cli::parse(std::env::args().skip(1)) {
         Ok(args) => args,
         Err(e @ cli::UsageError::NoSimulator(_)) => {

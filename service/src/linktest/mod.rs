@@ -15,6 +15,7 @@
 //! - [`settings`]: the responder's setting, `/etc/rdma-manager/link-test.toml`.
 
 pub use rdma_manager_model::linktest as peer;
+pub mod ibping;
 pub mod perftest;
 pub mod ping;
 pub mod reason;
