@@ -6,6 +6,7 @@
 mod ansible;
 mod dist_files;
 mod exporter;
+mod ibping;
 mod lab_transcripts;
 mod netplan;
 mod networkd;
