@@ -2,11 +2,13 @@
 //! the caller gives it (an IP address, a GID, or on InfiniBand a LID), the kinds, and the
 //! bounds of the duration and timeout.
 //!
+//! A LID is for kind `ibping` alone (infiniband-diags' ping, which needs no address).
+//!
 //! The tools the tests drive reach a peer by IP address (rdma_cm resolves it to a GID and a
 //! route, ping sends to it), so a GID is taken only where it names an address: an IPv4-mapped
 //! GID (`::ffff:a.b.c.d`, a RoCE v2 entry for an IPv4 address) is that address, and any other
 //! non-link-local GID is the IPv6 address itself (RoCE v2 entries are the netdev's addresses).
-//! A LID has no address at all.
+//! A LID has no address at all: the kinds that need one refuse it.
 
 use std::net::{IpAddr, Ipv6Addr};
 
@@ -17,7 +19,7 @@ use rdma_manager_dbus::text::quote_capped;
 pub enum PeerError {
     #[error("peer {0} is not an IP address, a GID or a LID")]
     Invalid(String),
-    #[error("peer {0} is an InfiniBand LID: link tests reach a peer through rdma_cm by IP address (an IPoIB address of the peer); give that address instead")]
+    #[error("peer {0} is an InfiniBand LID: kind ibping pings a LID; rdma and icmp reach a peer by IP address (an IPoIB address of the peer)")]
     Lid(String),
     #[error("peer {0} is a link-local GID (an InfiniBand port GID or a RoCE v1 entry), which maps to no routable address; give the peer's IP address")]
     LinkLocalGid(String),
@@ -26,7 +28,7 @@ pub enum PeerError {
 }
 
 /// The kinds of link test, as the API names them.
-pub const KINDS: [&str; 2] = ["rdma", "icmp"];
+pub const KINDS: [&str; 3] = ["rdma", "icmp", "ibping"];
 /// The longest test and the longest wait accepted.
 pub const MAX_DURATION_S: u32 = 60;
 pub const MAX_TIMEOUT_S: u32 = 600;

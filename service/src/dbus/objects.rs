@@ -579,6 +579,7 @@ bus_object! {
                         gids: v.gids,
                         roce_mode: v.roce_mode,
                         roce_tos: v.roce_tos,
+                        active_mtu: v.active_mtu,
                     };
                     self.ctx
                         .link_tests()

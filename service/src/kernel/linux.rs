@@ -677,6 +677,14 @@ impl Host for LinuxHost {
         .await
     }
 
+    async fn open_umad(&self, dev: &str, port: u32) -> Result<std::os::fd::OwnedFd, HostError> {
+        let d = dev.to_string();
+        self.blocking(Op::File(format!("umad of {dev}/{port}")), move |sys| {
+            super::umad::open(&sys, &d, port)
+        })
+        .await
+    }
+
     async fn pause_stats(&self, netdev: &str) -> Result<super::ethtool::PauseStats, HostError> {
         let n = netdev.to_string();
         self.blocking(Op::Genl("ethtool"), move |_| super::ethtool::read_pause(&n))

@@ -33,6 +33,7 @@ pub mod sim;
 pub mod sriov;
 pub mod sysfs;
 pub mod uevents;
+pub mod umad;
 pub mod verbs;
 pub mod verbs_providers;
 
@@ -419,4 +420,7 @@ pub trait Host: Send + Sync + 'static {
     /// when the driver has no `ecn/` directory.
     async fn roce_ecn(&self, netdev: &str) -> Result<Option<u8>, HostError>;
     async fn set_roce_ecn(&self, netdev: &str, mask: u8) -> Result<(), HostError>;
+    /// `dev`'s `port`'s umad device, opened (see [`umad`]): what the InfiniBand ping sends
+    /// and receives MADs on. A port without one is [`HostError::Unsupported`].
+    async fn open_umad(&self, dev: &str, port: u32) -> Result<std::os::fd::OwnedFd, HostError>;
 }

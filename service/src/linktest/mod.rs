@@ -1,15 +1,18 @@
 //! Link tests: from a port to a peer, over RDMA (rdma_cm, RC: a latency ping-pong, then
-//! bandwidth) or ICMP over the port's netdev, with a typed reason when they fail; and the
-//! responder that lets a peer test against this host.
+//! bandwidth), ICMP over the port's netdev, or on InfiniBand infiniband-diags' ping to the
+//! peer port's LID, with a typed reason when they fail; and the responder that lets a peer
+//! test against this host.
 //!
 //! The tests drive the field's tools rather than verbs code of the daemon's own: perftest's
 //! `ib_send_lat`/`ib_send_bw` with `-R` (rdma_cm) and iputils' `ping` (docs/ARCHITECTURE.md,
-//! "Link tests", says why). Each runs in a [`sandbox`] with none of the daemon's privileges,
+//! "Link tests", says why); the InfiniBand ping is the daemon's own `rdma-managerd ibping`
+//! ([`ibping`]), on the umad device the daemon opens for it. Each runs in a [`sandbox`] with none of the daemon's privileges,
 //! killed with its process group at the test's timeout; a bounded number run at once
 //! ([`LinkTestConfig::max_concurrent`], then `Busy`).
 //!
 //! - [`peer`]: the peer as given (address, GID, LID) to the address the tools take.
 //! - [`perftest`], [`ping`]: command lines and output parsers, strict.
+//! - [`ibping`]: the InfiniBand ping (vendor class 0x32), both sides, and its output.
 //! - [`reason`]: the typed reasons. [`sandbox`]: the child process and its [`sandbox::Runner`].
 //! - [`responder`]: perftest's servers kept running while enabled.
 //! - [`settings`]: the responder's setting, `/etc/rdma-manager/link-test.toml`.
@@ -44,6 +47,8 @@ pub struct LinkTestConfig {
     pub send_lat: PathBuf,
     pub send_bw: PathBuf,
     pub ping: PathBuf,
+    /// The program run as `PROGRAM ibping ...`: rdma-managerd itself.
+    pub ibping: PathBuf,
     pub runner: Arc<dyn Runner>,
     /// Tests that may run at once; one more is refused with `Busy`.
     pub max_concurrent: usize,
@@ -55,6 +60,7 @@ impl std::fmt::Debug for LinkTestConfig {
             .field("send_lat", &self.send_lat)
             .field("send_bw", &self.send_bw)
             .field("ping", &self.ping)
+            .field("ibping", &self.ibping)
             .field("max_concurrent", &self.max_concurrent)
             .finish_non_exhaustive()
     }
@@ -66,6 +72,8 @@ impl Default for LinkTestConfig {
             send_lat: sandbox::locate("ib_send_lat"),
             send_bw: sandbox::locate("ib_send_bw"),
             ping: sandbox::locate("ping"),
+            ibping: std::env::current_exe()
+                .unwrap_or_else(|_| PathBuf::from("/usr/bin/rdma-managerd")),
             runner: Arc::new(SandboxRunner {
                 sandbox: sandbox::Sandbox::unprivileged(),
             }),
@@ -91,12 +99,15 @@ pub struct PortInfo {
     pub gids: Vec<Gid>,
     pub roce_mode: String,
     pub roce_tos: u8,
+    /// The port's active IB MTU in bytes (0 when not known).
+    pub active_mtu: u32,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Rdma,
     Icmp,
+    Ibping,
 }
 
 impl Kind {
@@ -104,8 +115,9 @@ impl Kind {
         match s {
             "rdma" => Ok(Kind::Rdma),
             "icmp" => Ok(Kind::Icmp),
+            "ibping" => Ok(Kind::Ibping),
             _ => Err(OpError::InvalidArgument(format!(
-                "kind {} is not a link test: rdma or icmp",
+                "kind {} is not a link test: rdma, icmp or ibping",
                 quote_capped(s)
             ))),
         }
@@ -115,8 +127,34 @@ impl Kind {
         match self {
             Kind::Rdma => "rdma",
             Kind::Icmp => "icmp",
+            Kind::Ibping => "ibping",
         }
     }
+}
+
+/// What a test is pointed at: an IP address (rdma, icmp) or a LID (ibping).
+#[derive(Debug, Clone, Copy)]
+enum Target {
+    Ip(IpAddr),
+    Lid(u16),
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Ip(a) => write!(f, "{a}"),
+            Target::Lid(l) => write!(f, "{l}"),
+        }
+    }
+}
+
+/// What a tool's process is given beyond the sandbox's nothing.
+enum Grant {
+    None,
+    /// `CAP_NET_RAW`, for ping (`Runner::run_with_net_raw`).
+    NetRaw,
+    /// A device as its descriptor 3, for ibping (`Runner::run_with_fd`).
+    Device(std::os::fd::OwnedFd),
 }
 
 /// The daemon's link tests: the tools, the slots, the recent results and the responder.
@@ -197,13 +235,31 @@ impl LinkTests {
         timeout_s: u32,
     ) -> Result<LinkTestResult, OpError> {
         let kind = Kind::parse(kind)?;
-        let address = peer::parse_peer(peer).map_err(|e| match e {
-            peer::PeerError::Lid(_) => OpError::NotSupported(e.to_string()),
-            _ => OpError::InvalidArgument(e.to_string()),
-        })?;
+        // ibping reaches a LID; the other kinds an IP address (or a GID that is one).
+        let target = if kind == Kind::Ibping {
+            Target::Lid(peer::parse_lid(peer.trim()).ok_or_else(|| {
+                OpError::InvalidArgument(format!(
+                    "peer {} is not a LID (1 to 0xbfff, decimal or 0x hex): kind ibping pings the peer port's LID",
+                    quote_capped(peer)
+                ))
+            })?)
+        } else {
+            Target::Ip(peer::parse_peer(peer).map_err(|e| match e {
+                peer::PeerError::Lid(_) => OpError::NotSupported(e.to_string()),
+                _ => OpError::InvalidArgument(e.to_string()),
+            })?)
+        };
         let bad = |e: peer::BoundError| OpError::InvalidArgument(e.to_string());
         let duration_s = peer::check_duration(duration_s).map_err(bad)?;
         let timeout_s = peer::check_timeout(timeout_s).map_err(bad)?;
+        if kind == Kind::Ibping && port.link_layer != "InfiniBand" {
+            return Err(OpError::NotSupported(format!(
+                "port {}/{} is {}, not InfiniBand: ibping pings over InfiniBand's management datagrams; test this port with kind rdma or icmp",
+                port.device,
+                port.port,
+                if port.link_layer.is_empty() { "of no known link layer" } else { &port.link_layer }
+            )));
+        }
         if kind == Kind::Icmp && port.netdev.is_empty() {
             return Err(OpError::NotSupported(format!(
                 "port {}/{} has no netdev to send ICMP from",
@@ -220,7 +276,7 @@ impl LinkTests {
         let mut result = LinkTestResult {
             kind: kind.as_str().into(),
             peer: peer.to_string(),
-            address: address.to_string(),
+            address: target.to_string(),
             started_us: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map(|d| d.as_micros() as u64)
@@ -249,15 +305,20 @@ impl LinkTests {
                 ),
             ))
         } else {
-            match kind {
-                Kind::Rdma => {
-                    result.tool = "ib_send_lat+ib_send_bw".into();
-                    self.rdma(&port, address, duration_s, deadline, &mut result)
+            match target {
+                Target::Lid(lid) => {
+                    result.tool = "ibping".into();
+                    self.ibping(&port, lid, duration_s, deadline, &mut result)
                         .await
                 }
-                Kind::Icmp => {
+                Target::Ip(address) if kind == Kind::Icmp => {
                     result.tool = "ping".into();
                     self.icmp(&port, address, duration_s, deadline, &mut result)
+                        .await
+                }
+                Target::Ip(address) => {
+                    result.tool = "ib_send_lat+ib_send_bw".into();
+                    self.rdma(&port, address, duration_s, deadline, &mut result)
                         .await
                 }
             }
@@ -285,17 +346,18 @@ impl LinkTests {
         deadline: Instant,
         what: &str,
     ) -> Result<sandbox::Output, Failure> {
-        self.run_granted(program, args, deadline, what, false).await
+        self.run_granted(program, args, deadline, what, Grant::None)
+            .await
     }
 
-    /// As `run`; `net_raw` for ping alone (`Runner::run_with_net_raw`).
+    /// As `run`, with what the tool is granted.
     async fn run_granted(
         &self,
         program: &Path,
         args: &[String],
         deadline: Instant,
         what: &str,
-        net_raw: bool,
+        grant: Grant,
     ) -> Result<sandbox::Output, Failure> {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -305,10 +367,10 @@ impl LinkTests {
             ));
         }
         let runner = &self.config.runner;
-        let out = if net_raw {
-            runner.run_with_net_raw(program, args, left).await
-        } else {
-            runner.run(program, args, left).await
+        let out = match grant {
+            Grant::None => runner.run(program, args, left).await,
+            Grant::NetRaw => runner.run_with_net_raw(program, args, left).await,
+            Grant::Device(fd) => runner.run_with_fd(program, args, left, fd).await,
         }
         .map_err(|e| {
             Failure::new(
@@ -434,18 +496,68 @@ impl LinkTests {
         let args = ping::args(&port.netdev, peer, count, duration_s + 1);
         result.mtu = self.netdev_mtu(&port.netdev).await;
         let out = self
-            .run_granted(&self.config.ping, &args, deadline, "ping", true)
+            .run_granted(&self.config.ping, &args, deadline, "ping", Grant::NetRaw)
             .await?;
         let echo = ping::parse(&out.stdout, &out.stderr, out.code, peer)
             .map_err(|f| f.with_output(&out))?;
-        let mut rtts = echo.rtts_us.clone();
-        rtts.sort_by(f64::total_cmp);
-        result.latency_p50_us = ping::percentile(&rtts, 50.0);
-        result.latency_p99_us = ping::percentile(&rtts, 99.0);
-        result.latency_max_us = rtts.last().copied().unwrap_or(0.0);
-        result.latency_avg_us = rtts.iter().sum::<f64>() / rtts.len().max(1) as f64;
-        result.round_trips = echo.received;
-        result.errors = echo.transmitted.saturating_sub(echo.received);
+        fill_round_trips(result, &echo);
+        Ok(())
+    }
+
+    /// infiniband-diags' ping to `lid`, one every [`ping::INTERVAL_MS`] for the duration
+    /// (2 s when 0), each answered within a second or counted lost.
+    async fn ibping(
+        &self,
+        port: &PortInfo,
+        lid: u16,
+        duration_s: u32,
+        deadline: Instant,
+        result: &mut LinkTestResult,
+    ) -> Result<(), Failure> {
+        let duration_s = if duration_s == 0 { 2 } else { duration_s };
+        let count = (duration_s * 1000 / ping::INTERVAL_MS).max(1);
+        let device = self
+            .host
+            .open_umad(&port.device, port.port)
+            .await
+            .map_err(|e| {
+                Failure::new(
+                    Reason::ToolFailed,
+                    format!(
+                        "the umad device of {}/{} could not be opened: {e}",
+                        port.device, port.port
+                    ),
+                )
+            })?;
+        let args: Vec<String> = [
+            "ibping",
+            "--fd",
+            "3",
+            "-c",
+            &count.to_string(),
+            "--interval-ms",
+            &ping::INTERVAL_MS.to_string(),
+            "--timeout-ms",
+            "1000",
+            &lid.to_string(),
+        ]
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+        result.mtu = port.active_mtu;
+        let out = self
+            .run_granted(
+                &self.config.ibping,
+                &args,
+                deadline,
+                "ibping",
+                Grant::Device(device),
+            )
+            .await?;
+        let (echo, host) = ibping::output::parse(&out.stdout, &out.stderr, out.code, lid)
+            .map_err(|f| f.with_output(&out))?;
+        fill_round_trips(result, &echo);
+        result.detail = format!("Lid {lid} answered as {host}");
         Ok(())
     }
 
@@ -459,6 +571,18 @@ impl LinkTests {
             _ => 0,
         }
     }
+}
+
+/// The latency figures and counts of an echo-style test (ping, ibping).
+fn fill_round_trips(result: &mut LinkTestResult, echo: &ping::Echo) {
+    let mut rtts = echo.rtts_us.clone();
+    rtts.sort_by(f64::total_cmp);
+    result.latency_p50_us = ping::percentile(&rtts, 50.0);
+    result.latency_p99_us = ping::percentile(&rtts, 99.0);
+    result.latency_max_us = rtts.last().copied().unwrap_or(0.0);
+    result.latency_avg_us = rtts.iter().sum::<f64>() / rtts.len().max(1) as f64;
+    result.round_trips = echo.received;
+    result.errors = echo.transmitted.saturating_sub(echo.received);
 }
 
 /// The port's address of the peer's family, from its RoCE v2 GIDs (which are its netdev's

@@ -124,7 +124,7 @@ async fn supervise(
             lock(&status).restarts += 1;
         }
         first = false;
-        let mut child = match runner.spawn(&program, &args) {
+        let mut child = match runner.spawn(&program, &args, None) {
             Ok(c) => c,
             Err(e) => {
                 lock(&status).detail = format!("{name} could not start: {e}");

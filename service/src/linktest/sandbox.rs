@@ -16,6 +16,7 @@
 //! stdin `/dev/null`; stdout and stderr are read up to a bound each, the rest drained and
 //! dropped, so that a tool that prints without end neither blocks nor grows the daemon.
 
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -97,8 +98,24 @@ pub trait Runner: Send + Sync {
         self.run(program, args, timeout).await
     }
 
-    /// Starts `program` for the responder: the same sandbox, no timeout, output discarded.
-    fn spawn(&self, program: &Path, args: &[String]) -> std::io::Result<tokio::process::Child>;
+    /// As [`Runner::run`], with `device` given to the program as its descriptor 3: the
+    /// InfiniBand ping's umad device, which only root may open (`rdma-managerd ibping --fd 3`).
+    async fn run_with_fd(
+        &self,
+        program: &Path,
+        args: &[String],
+        timeout: Duration,
+        device: OwnedFd,
+    ) -> std::io::Result<Output>;
+
+    /// Starts `program` for the responder: the same sandbox, no timeout, output discarded;
+    /// with `device` as its descriptor 3 when given.
+    fn spawn(
+        &self,
+        program: &Path,
+        args: &[String],
+        device: Option<OwnedFd>,
+    ) -> std::io::Result<tokio::process::Child>;
 }
 
 /// The runner of the daemon: every run in the [`Sandbox`].
@@ -108,7 +125,13 @@ pub struct SandboxRunner {
 }
 
 impl SandboxRunner {
-    fn command(&self, program: &Path, args: &[String], net_raw: bool) -> tokio::process::Command {
+    fn command(
+        &self,
+        program: &Path,
+        args: &[String],
+        net_raw: bool,
+        device: Option<RawFd>,
+    ) -> tokio::process::Command {
         let mut c = tokio::process::Command::new(program);
         c.args(args)
             .env_clear()
@@ -122,7 +145,12 @@ impl SandboxRunner {
         // SAFETY: the closure runs in the child between fork and exec and makes only
         // async-signal-safe system calls on values copied in; it allocates nothing.
         unsafe {
-            c.pre_exec(move || confine(identity, memlock, net_raw));
+            c.pre_exec(move || {
+                if let Some(fd) = device {
+                    give_as_fd3(fd)?;
+                }
+                confine(identity, memlock, net_raw)
+            });
         }
         c
     }
@@ -136,7 +164,8 @@ impl Runner for SandboxRunner {
         args: &[String],
         timeout: Duration,
     ) -> std::io::Result<Output> {
-        self.run_confined(program, args, timeout, false).await
+        self.run_confined(self.command(program, args, false, None), timeout)
+            .await
     }
 
     async fn run_with_net_raw(
@@ -145,27 +174,63 @@ impl Runner for SandboxRunner {
         args: &[String],
         timeout: Duration,
     ) -> std::io::Result<Output> {
-        self.run_confined(program, args, timeout, true).await
+        self.run_confined(self.command(program, args, true, None), timeout)
+            .await
     }
 
-    fn spawn(&self, program: &Path, args: &[String]) -> std::io::Result<tokio::process::Child> {
-        self.command(program, args, false)
+    async fn run_with_fd(
+        &self,
+        program: &Path,
+        args: &[String],
+        timeout: Duration,
+        device: OwnedFd,
+    ) -> std::io::Result<Output> {
+        // The parent's copy closes when this returns; the child's is its descriptor 3.
+        let cmd = self.command(program, args, false, Some(device.as_raw_fd()));
+        self.run_confined(cmd, timeout).await
+    }
+
+    fn spawn(
+        &self,
+        program: &Path,
+        args: &[String],
+        device: Option<OwnedFd>,
+    ) -> std::io::Result<tokio::process::Child> {
+        let fd = device.as_ref().map(|d| d.as_raw_fd());
+        let child = self
+            .command(program, args, false, fd)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
-            .spawn()
+            .spawn();
+        drop(device);
+        child
     }
+}
+
+/// In the child before exec: `fd` becomes descriptor 3 and stays open across exec (a
+/// `dup2` copy has no close-on-exec; descriptor 3 itself only loses it).
+fn give_as_fd3(fd: RawFd) -> std::io::Result<()> {
+    // SAFETY: system calls on integers.
+    let r = unsafe {
+        if fd == 3 {
+            libc::fcntl(3, libc::F_SETFD, 0)
+        } else {
+            libc::dup2(fd, 3)
+        }
+    };
+    if r == -1 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 impl SandboxRunner {
     async fn run_confined(
         &self,
-        program: &Path,
-        args: &[String],
+        mut command: tokio::process::Command,
         timeout: Duration,
-        net_raw: bool,
     ) -> std::io::Result<Output> {
-        let mut child = self
-            .command(program, args, net_raw)
+        let mut child = command
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()?;

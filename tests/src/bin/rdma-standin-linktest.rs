@@ -14,7 +14,12 @@
 //!
 //! Without a peer (the responder's servers) it waits until it is killed. Which tool it plays
 //! follows from the arguments: `-4`/`-6` is ping, `--report_gbits` with a peer is
-//! ib_send_bw, anything else ib_send_lat.
+//! ib_send_bw, `ibping` first is `rdma-managerd ibping`, anything else ib_send_lat.
+//!
+//! As `rdma-managerd ibping --fd 3 ... LID` it first checks that descriptor 3 was handed
+//! over (the daemon's umad device; `/dev/null` on the simulated host), then by the LID:
+//! 2 answers (rdma-core's ibping output, captured on ibsim), 3 answers nothing, any other
+//! prints what ibping does not. `--serve` waits until killed.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -22,9 +27,37 @@ use std::time::Duration;
 const LAT: &str = include_str!("../../../service/src/linktest/testdata/ib_send_lat.txt");
 const BW: &str = include_str!("../../../service/src/linktest/testdata/ib_send_bw.txt");
 const PING: &str = include_str!("../../../service/src/linktest/testdata/ping_ok.txt");
+const IBPING: &str =
+    include_str!("../../../service/src/linktest/testdata/ibping-rdma-core-3-of-3.out");
+
+fn ibping(args: &[String]) -> ExitCode {
+    // SAFETY: fcntl on a descriptor number; no memory is passed.
+    if unsafe { libc::fcntl(3, libc::F_GETFD) } < 0 {
+        eprintln!("ibping: --fd 3 is not open in this process");
+        return ExitCode::from(1);
+    }
+    if args.iter().any(|a| a == "--serve") {
+        std::thread::sleep(Duration::from_secs(3600));
+        return ExitCode::SUCCESS;
+    }
+    match args.last().map(String::as_str) {
+        Some("2") => print!("{IBPING}"),
+        Some("3") => {
+            for _ in 0..10 {
+                eprintln!("ibping: no reply from Lid 3 within 1000 ms");
+            }
+            print!("\n---  (Lid 3) ibping statistics ---\n10 packets transmitted, 0 received, 100% packet loss, time 10000 ms\nrtt min/avg/max = 0.000/0.000/0.000 ms\n");
+        }
+        _ => println!("hello from something else"),
+    }
+    ExitCode::SUCCESS
+}
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("ibping") {
+        return ibping(&args);
+    }
     let ping = matches!(args.first().map(String::as_str), Some("-4" | "-6"));
     let peer = args
         .last()

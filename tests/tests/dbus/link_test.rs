@@ -44,6 +44,7 @@ fn config(max_concurrent: usize) -> EngineConfig {
             send_lat: standin(),
             send_bw: standin(),
             ping: standin(),
+            ibping: standin(),
             runner: Arc::new(SandboxRunner {
                 sandbox: Sandbox::unprivileged(),
             }),
@@ -143,6 +144,53 @@ async fn an_icmp_test_gives_percentiles_of_every_reply() -> Result<()> {
     assert_eq!(r.bandwidth_gbps, 0.0);
     assert!(r.mtu > 0, "the netdev's MTU: {r:?}");
     assert_eq!(r.gid_index, -1);
+    Ok(())
+}
+
+/// The demo host's mlx4_1 (kernel index 0): an ACTIVE InfiniBand port.
+const IB: u32 = 0;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_ibping_test_pings_a_lid_from_an_infiniband_port() -> Result<()> {
+    require_harness!();
+    let t = setup(2).await?;
+    let p = port(&t, &port_path(IB, 1)).await?;
+    let r = p.test_link("2", "ibping", 0, 10).await?;
+    assert!(r.passed, "{r:?}");
+    assert_eq!(
+        (r.kind.as_str(), r.tool.as_str(), r.address.as_str()),
+        ("ibping", "ibping", "2")
+    );
+    // rdma-core's ibping on ibsim: 0.052, 0.103 and 0.032 ms.
+    assert_eq!((r.round_trips, r.errors), (3, 0));
+    assert_eq!(r.latency_p50_us, 52.0);
+    assert_eq!(r.latency_max_us, 103.0);
+    assert_eq!(r.detail, "Lid 2 answered as vm.(none)");
+    assert_eq!((r.device.as_str(), r.port), ("mlx4_1", 1));
+    assert!(r.mtu > 0, "the port's active MTU: {r:?}");
+    assert_eq!(r.bandwidth_gbps, 0.0);
+    // Nobody at Lid 3; something ibping does not print at Lid 4.
+    let r = p.test_link("0x3", "ibping", 0, 10).await?;
+    assert_eq!(r.reason, "no-responder", "{r:?}");
+    assert!(
+        r.detail.contains("Lid 3 answered none of 10 pings"),
+        "{r:?}"
+    );
+    let r = p.test_link("4", "ibping", 0, 10).await?;
+    assert_eq!(r.reason, "unexpected-output", "{r:?}");
+    // An address is not a LID; a RoCE port has no InfiniBand ping.
+    for (path, peer, error) in [
+        (port_path(IB, 1), "192.0.2.10", "InvalidArgument"),
+        (port_path(IB, 1), "0xc000", "InvalidArgument"),
+        (port_path(RXE, 1), "2", "NotSupported"),
+    ] {
+        let e = port(&t, &path)
+            .await?
+            .test_link(peer, "ibping", 0, 10)
+            .await
+            .expect_err(peer);
+        assert!(dbus_error_name(&e).ends_with(error), "{peer}: {e:?}");
+    }
     Ok(())
 }
 

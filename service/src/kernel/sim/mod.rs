@@ -1590,6 +1590,33 @@ impl Host for SimHost {
         dcb::set_traffic_class(&mut st, dev, tc)
     }
 
+    /// A simulated InfiniBand port's umad device is `/dev/null`: a descriptor to hand over,
+    /// as the daemon hands over the real one; MADs are the ibsim tests' subject
+    /// (tests/tests/system/ibping.rs), not the simulated host's.
+    async fn open_umad(&self, dev: &str, port: u32) -> Result<std::os::fd::OwnedFd, HostError> {
+        self.read_fault("umad")?;
+        let ib = {
+            let st = self.lock();
+            let device = st.spec.devices.iter().find(|d| d.name == dev);
+            match device.and_then(|d| d.ports.iter().find(|p| p.number == port)) {
+                None => return Err(HostError::NotFound(format!("{dev}/{port}"))),
+                Some(p) => p.link_layer == crate::model::LinkLayer::InfiniBand,
+            }
+        };
+        if !ib {
+            return Err(HostError::Unsupported {
+                what: format!("a umad device for {dev}/{port}"),
+                why: "the simulated host gives one to InfiniBand ports only".into(),
+            });
+        }
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/null")
+            .map(std::os::fd::OwnedFd::from)
+            .map_err(|e| HostError::from_io(Op::File("/dev/null".into()), &e))
+    }
+
     async fn roce_ecn(&self, netdev: &str) -> Result<Option<u8>, HostError> {
         self.read_fault("ecn")?;
         dcb::ecn(&mut self.lock(), netdev)
