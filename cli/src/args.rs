@@ -153,19 +153,21 @@ pub enum Command {
     /// `ERROR:` line per failed expectation otherwise. Expectations: the health section of
     /// FILE, else the options, else the state directory's health sections
     Health(HealthArgs),
-    /// Test the link from a port to a peer: RDMA (latency and bandwidth through rdma_cm) or
-    /// ICMP over the port's netdev; exit 7 when it ran and did not pass
+    /// Test the link from a port to a peer: RDMA (latency and bandwidth through rdma_cm),
+    /// ICMP over the port's netdev, or on InfiniBand ibping to a LID; exit 7 when it ran and
+    /// did not pass
     TestLink {
         /// The port: DEVICE/PORT (rxe0/1)
         #[arg(value_name = "DEV/PORT")]
         port: String,
-        /// The peer: an IPv4 or IPv6 address, or a RoCE v2 GID
+        /// The peer: an IPv4 or IPv6 address, or a RoCE v2 GID; for --kind ibping the peer
+        /// port's LID
         peer: String,
         /// What to test
         #[arg(long, value_enum, default_value_t = TestKind::Rdma)]
         kind: TestKind,
-        /// Seconds: ICMP requests for this long (default 2); RDMA bandwidth for this long
-        /// against a server given -D SECONDS (default: perftest's iteration counts)
+        /// Seconds: ICMP or ibping requests for this long (default 2); RDMA bandwidth for
+        /// this long against a server given -D SECONDS (default: perftest's iteration counts)
         #[arg(long, value_name = "SECONDS", default_value_t = 0)]
         duration: u32,
         /// The most the test may take, 1 to 600 seconds (default 30)
@@ -250,6 +252,8 @@ pub enum TestKind {
     Rdma,
     /// ICMP echo over the port's netdev (ping)
     Icmp,
+    /// InfiniBand ping of the peer port's LID (infiniband-diags' ibping, vendor class 0x32)
+    Ibping,
 }
 
 impl TestKind {
@@ -257,6 +261,7 @@ impl TestKind {
         match self {
             TestKind::Rdma => "rdma",
             TestKind::Icmp => "icmp",
+            TestKind::Ibping => "ibping",
         }
     }
 }

@@ -343,11 +343,11 @@ pub struct HealthCheck {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Type, Value, OwnedValue)]
 #[zvariant(crate = "zbus::zvariant")]
 pub struct LinkTestResult {
-    /// "rdma" or "icmp".
+    /// "rdma", "icmp" or "ibping".
     pub kind: String,
     /// The peer as given (address, GID).
     pub peer: String,
-    /// The IP address the tools were pointed at.
+    /// The IP address the tools were pointed at; the LID, in decimal, for ibping.
     pub address: String,
     pub passed: bool,
     /// Empty when passed; else port-down, no-route, no-responder, rejected, timeout,
@@ -367,7 +367,7 @@ pub struct LinkTestResult {
     pub bandwidth_gbps: f64,
     /// Round trips measured.
     pub round_trips: u64,
-    /// Probes that failed: echo requests unanswered (icmp); 0 for a completed rdma test,
+    /// Probes that failed: echo requests or pings unanswered (icmp, ibping); 0 for a completed rdma test,
     /// which perftest aborts at the first failed completion.
     pub errors: u64,
     /// The RDMA device and port tested from.
@@ -385,9 +385,10 @@ pub struct LinkTestResult {
     pub roce_mode: String,
     /// rdma_cm's default type of service of the port.
     pub tos: u8,
-    /// The path MTU of the connection (rdma) or the netdev's MTU (icmp), bytes.
+    /// The path MTU of the connection (rdma), the netdev's MTU (icmp) or the port's active IB MTU
+    /// (ibping), bytes.
     pub mtu: u32,
-    /// The tools run, as "ib_send_lat+ib_send_bw" or "ping".
+    /// The tools run, as "ib_send_lat+ib_send_bw", "ping" or "ibping".
     pub tool: String,
 }
 

@@ -198,10 +198,19 @@ pub fn nfs_port(text: &str) -> Result<u16, String> {
     nfs_conf::validate_port(v).map_err(|e| e.to_string())
 }
 
-/// A link test's peer as typed: an IP address or a GID that names one, as `TestLink` takes
-/// it (an InfiniBand LID or a link-local GID is refused here, as the daemon would).
-pub fn peer(text: &str) -> Result<String, String> {
+/// A link test's peer as typed, for `kind`: an IP address or a GID that names one, as
+/// `TestLink` takes it, or for ibping the peer port's LID (anything else is refused here, as
+/// the daemon would).
+pub fn peer(text: &str, kind: &str) -> Result<String, String> {
     let t = text.trim();
+    if kind == "ibping" {
+        if t.is_empty() {
+            return Err("give the peer port's LID (ibstat's Base lid)".into());
+        }
+        return linktest::parse_lid(t)
+            .map(|_| t.to_string())
+            .ok_or_else(|| format!("{t:?} is not a LID: 1 to 0xbfff, decimal or 0x hex"));
+    }
     if t.is_empty() {
         return Err("give the peer's IP address (IPoIB or RoCE), or a RoCE v2 GID".into());
     }
@@ -209,7 +218,7 @@ pub fn peer(text: &str) -> Result<String, String> {
         .map(|_| t.to_string())
         .map_err(|e| match e {
             PeerError::Lid(_) => {
-                "a LID is not reachable through rdma_cm: give the peer's IPoIB address".into()
+                "a LID is for kind ibping: rdma and icmp need the peer's IP address".into()
             }
             PeerError::LinkLocalGid(_) => {
                 "a link-local GID (fe80:...) maps to no address: give the peer's IP address".into()

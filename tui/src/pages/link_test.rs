@@ -111,6 +111,8 @@ fn test_form(port: &Port, last: &Request) -> TestForm {
             let o = ChoiceOption::new(*k, kind_label(k));
             if *k == "icmp" && port.netdev.is_empty() {
                 o.disabled("the port has no netdev to send ICMP from")
+            } else if *k == "ibping" && port.link_layer != "InfiniBand" {
+                o.disabled("ibping is InfiniBand's: this port is not")
             } else {
                 o
             }
@@ -130,7 +132,7 @@ fn test_form(port: &Port, last: &Request) -> TestForm {
         .field(
             Field::text("peer", "Peer", &last.peer, 64)
                 .placeholder("192.0.2.2")
-                .with_note("the peer's IP address (IPoIB, RoCE) or a RoCE v2 GID"),
+                .with_note("the peer's IP address (IPoIB, RoCE), a RoCE v2 GID, or for ibping its LID"),
         )
         .field(Field::choice("kind", "Kind", kinds, &last.kind))
         .field(
@@ -157,6 +159,7 @@ fn kind_label(kind: &str) -> String {
     match kind {
         "rdma" => "RDMA (perftest)".into(),
         "icmp" => "ICMP (ping)".into(),
+        "ibping" => "InfiniBand ping (LID)".into(),
         other => other.into(),
     }
 }
@@ -164,7 +167,7 @@ fn kind_label(kind: &str) -> String {
 /// Checks the fields; the peer only once typed in or on submit (`all`).
 fn check_form(form: &mut Form, all: bool) {
     let peer = (all || form.touched("peer"))
-        .then(|| check::peer(form.text("peer")).err())
+        .then(|| check::peer(form.text("peer"), form.choice("kind").unwrap_or("rdma")).err())
         .flatten();
     form.set_error("peer", peer);
     let e = check::test_duration(form.text("duration")).err();
@@ -224,7 +227,7 @@ impl LinkTestPage {
         let s = self.session.take()?;
         let f = &s.form;
         let (Ok(peer), Ok(duration), Ok(timeout)) = (
-            check::peer(f.text("peer")),
+            check::peer(f.text("peer"), f.choice("kind").unwrap_or("rdma")),
             check::test_duration(f.text("duration")),
             check::test_timeout(f.text("timeout")),
         ) else {
@@ -663,7 +666,7 @@ fn result_lines(r: &LinkTestResult, now_us: u64, t: Theme) -> Vec<Line<'static>>
         figures.push(format!(
             "errors {}{}",
             r.errors,
-            if r.kind == "icmp" {
+            if r.kind == "icmp" || r.kind == "ibping" {
                 " (unanswered)"
             } else {
                 ""
