@@ -685,6 +685,13 @@ impl Host for LinuxHost {
         .await
     }
 
+    async fn umad_ports(&self) -> Result<Vec<(String, u32)>, HostError> {
+        self.blocking(Op::ReadSysfs("class/infiniband_mad".into()), |sys| {
+            super::umad::infiniband_ports(&sys)
+        })
+        .await
+    }
+
     async fn pause_stats(&self, netdev: &str) -> Result<super::ethtool::PauseStats, HostError> {
         let n = netdev.to_string();
         self.blocking(Op::Genl("ethtool"), move |_| super::ethtool::read_pause(&n))

@@ -423,4 +423,7 @@ pub trait Host: Send + Sync + 'static {
     /// `dev`'s `port`'s umad device, opened (see [`umad`]): what the InfiniBand ping sends
     /// and receives MADs on. A port without one is [`HostError::Unsupported`].
     async fn open_umad(&self, dev: &str, port: u32) -> Result<std::os::fd::OwnedFd, HostError>;
+    /// The InfiniBand ports with a umad device, as (device, port): where the ibping
+    /// responder answers.
+    async fn umad_ports(&self) -> Result<Vec<(String, u32)>, HostError>;
 }

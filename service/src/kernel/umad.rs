@@ -41,6 +41,42 @@ pub fn find(sys: &SysRoot, dev: &str, port: u32) -> Result<Option<u32>, HostErro
     Ok(None)
 }
 
+/// The InfiniBand ports that have a umad device, as (device, port), sorted: where an
+/// ibping responder can answer.
+pub fn infiniband_ports(sys: &SysRoot) -> Result<Vec<(String, u32)>, HostError> {
+    let class = sys.root().join("sys/class/infiniband_mad");
+    let entries = match std::fs::read_dir(&class) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => {
+            return Err(HostError::from_io(
+                Op::ReadSysfs(class.display().to_string()),
+                &e,
+            ))
+        }
+    };
+    let mut ports = Vec::new();
+    for entry in entries.flatten() {
+        if !entry.file_name().to_string_lossy().starts_with("umad") {
+            continue;
+        }
+        let read = |f: &str| std::fs::read_to_string(entry.path().join(f)).unwrap_or_default();
+        let (dev, Ok(port)) = (
+            read("ibdev").trim().to_string(),
+            read("port").trim().parse::<u32>(),
+        ) else {
+            continue;
+        };
+        let layer = std::fs::read_to_string(sys.port_dir(&dev, port).join("link_layer"))
+            .unwrap_or_default();
+        if layer.trim() == "InfiniBand" {
+            ports.push((dev, port));
+        }
+    }
+    ports.sort();
+    Ok(ports)
+}
+
 /// Opens `dev`'s `port`'s umad device (close-on-exec: the sandbox puts it where the child
 /// finds it).
 pub fn open(sys: &SysRoot, dev: &str, port: u32) -> Result<OwnedFd, HostError> {
@@ -79,6 +115,16 @@ mod tests {
             std::fs::write(d.join("port"), format!("{port}\n")).unwrap();
         }
         std::fs::create_dir_all(root.path().join("sys/class/infiniband_mad/issm0")).unwrap();
+        // mlx5_1/2 is InfiniBand, mlx5_0/1 Ethernet (RoCE), mlx5_1/1 of no known layer.
+        for (dev, port, layer) in [("mlx5_1", 2, "InfiniBand\n"), ("mlx5_0", 1, "Ethernet\n")] {
+            let d = sys.port_dir(dev, port);
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("link_layer"), layer).unwrap();
+        }
+        assert_eq!(
+            infiniband_ports(&sys).unwrap(),
+            vec![("mlx5_1".to_string(), 2)]
+        );
         assert_eq!(find(&sys, "mlx5_1", 2).unwrap(), Some(2));
         assert_eq!(find(&sys, "mlx5_0", 1).unwrap(), Some(0));
         assert_eq!(find(&sys, "mlx5_0", 2).unwrap(), None);

@@ -178,6 +178,8 @@ impl LinkTests {
             config.runner.clone(),
             config.send_lat.clone(),
             config.send_bw.clone(),
+            config.ibping.clone(),
+            host.clone(),
         );
         LinkTests {
             slots: Arc::new(Semaphore::new(config.max_concurrent)),

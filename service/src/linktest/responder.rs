@@ -11,6 +11,12 @@
 //! perftest's own clients (`ib_send_lat -R -p 18515 HOST`, `ib_send_bw -R -p 18516
 //! --report_gbits HOST`, with no other option, since perftest 4.5 has the server and the
 //! client agree on parameters only by being given the same ones) test against it.
+//!
+//! On each InfiniBand port with a umad device when it is enabled (or the daemon starts), an
+//! ibping responder too: `rdma-managerd ibping --serve` in the same sandbox, handed the port's
+//! umad device, answering infiniband-diags' `ibping -L LID` (and the ibping link test) with
+//! this host's name. It answers every ping with one reply of a fixed size from one buffer,
+//! so what a peer sends can make it work but never grow; it serves until stopped.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -21,23 +27,29 @@ use tokio::sync::watch;
 
 use super::perftest::{server_args, BW_PORT, LAT_PORT};
 use super::sandbox::{kill_group, Runner};
+use crate::kernel::Host;
 
 /// What the supervisors share with the status readers.
 #[derive(Debug, Default)]
 struct Status {
     enabled: bool,
-    /// Servers alive now (0 to 2).
-    alive: u8,
+    /// Servers alive now, and how many there are to be: perftest's two and an ibping
+    /// responder per InfiniBand port.
+    alive: u16,
+    servers: u16,
     restarts: u32,
     served: u64,
     detail: String,
 }
 
-/// The responder: enabled or not, its two supervisors while enabled.
+/// The responder: enabled or not, its supervisors while enabled.
 pub struct Responder {
     runner: Arc<dyn Runner>,
     lat: PathBuf,
     bw: PathBuf,
+    /// rdma-managerd, run as `ibping --serve`.
+    ibping: PathBuf,
+    host: Arc<dyn Host>,
     status: Arc<Mutex<Status>>,
     /// Dropping the sender (disable) ends the supervisors, which kill their servers.
     stop: Mutex<Option<watch::Sender<()>>>,
@@ -52,11 +64,19 @@ const BACKOFF_FIRST: Duration = Duration::from_secs(1);
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
 
 impl Responder {
-    pub fn new(runner: Arc<dyn Runner>, lat: PathBuf, bw: PathBuf) -> Responder {
+    pub fn new(
+        runner: Arc<dyn Runner>,
+        lat: PathBuf,
+        bw: PathBuf,
+        ibping: PathBuf,
+        host: Arc<dyn Host>,
+    ) -> Responder {
         Responder {
             runner,
             lat,
             bw,
+            ibping,
+            host,
             status: Arc::default(),
             stop: Mutex::new(None),
         }
@@ -69,15 +89,25 @@ impl Responder {
         match (enabled, stop.is_some()) {
             (true, false) => {
                 let (tx, rx) = watch::channel(());
+                lock(&self.status).servers = 2;
                 for (program, bandwidth) in [(self.lat.clone(), false), (self.bw.clone(), true)] {
                     tokio::spawn(supervise(
                         self.runner.clone(),
-                        program,
-                        server_args(bandwidth),
+                        Server::Perftest {
+                            program,
+                            args: server_args(bandwidth),
+                        },
                         self.status.clone(),
                         rx.clone(),
                     ));
                 }
+                tokio::spawn(serve_infiniband_ports(
+                    self.runner.clone(),
+                    self.host.clone(),
+                    self.ibping.clone(),
+                    self.status.clone(),
+                    rx,
+                ));
                 *stop = Some(tx);
             }
             (false, true) => *stop = None,
@@ -89,7 +119,7 @@ impl Responder {
         let s = lock(&self.status);
         LinkResponder {
             enabled: s.enabled,
-            running: s.alive == 2,
+            running: s.servers > 0 && s.alive == s.servers,
             restarts: s.restarts,
             served: s.served,
             detail: s.detail.clone(),
@@ -105,18 +135,97 @@ impl Drop for Responder {
     }
 }
 
+/// What a supervisor keeps running.
+enum Server {
+    /// A perftest server, which serves one test and exits.
+    Perftest { program: PathBuf, args: Vec<String> },
+    /// `rdma-managerd ibping --serve` on a port's umad device, opened afresh for each start.
+    Ibping {
+        program: PathBuf,
+        host: Arc<dyn Host>,
+        device: String,
+        port: u32,
+    },
+}
+
+impl Server {
+    fn name(&self) -> String {
+        match self {
+            Server::Perftest { program, .. } => program
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            Server::Ibping { device, port, .. } => format!("ibping on {device}/{port}"),
+        }
+    }
+
+    async fn start(&self, runner: &dyn Runner) -> Result<tokio::process::Child, String> {
+        match self {
+            Server::Perftest { program, args } => {
+                runner.spawn(program, args, None).map_err(|e| e.to_string())
+            }
+            Server::Ibping {
+                program,
+                host,
+                device,
+                port,
+            } => {
+                let fd = host
+                    .open_umad(device, *port)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let args = ["ibping", "--serve", "--fd", "3"].map(String::from);
+                runner
+                    .spawn(program, &args, Some(fd))
+                    .map_err(|e| e.to_string())
+            }
+        }
+    }
+}
+
+/// Starts an ibping responder on every InfiniBand port there is now.
+async fn serve_infiniband_ports(
+    runner: Arc<dyn Runner>,
+    host: Arc<dyn Host>,
+    program: PathBuf,
+    status: Arc<Mutex<Status>>,
+    stop: watch::Receiver<()>,
+) {
+    let ports = match host.umad_ports().await {
+        Ok(p) => p,
+        Err(e) => {
+            tracing::warn!(error = %e, "no ibping responder: the InfiniBand ports could not be listed");
+            return;
+        }
+    };
+    if stop.has_changed().is_err() {
+        return;
+    }
+    lock(&status).servers += u16::try_from(ports.len()).unwrap_or(u16::MAX);
+    for (device, port) in ports {
+        let server = Server::Ibping {
+            program: program.clone(),
+            host: host.clone(),
+            device,
+            port,
+        };
+        tokio::spawn(supervise(
+            runner.clone(),
+            server,
+            status.clone(),
+            stop.clone(),
+        ));
+    }
+}
+
 /// Keeps one server running until `stop`'s sender is dropped.
 async fn supervise(
     runner: Arc<dyn Runner>,
-    program: PathBuf,
-    args: Vec<String>,
+    server: Server,
     status: Arc<Mutex<Status>>,
     mut stop: watch::Receiver<()>,
 ) {
-    let name = program
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = server.name();
     let mut backoff = BACKOFF_FIRST;
     let mut first = true;
     loop {
@@ -124,11 +233,11 @@ async fn supervise(
             lock(&status).restarts += 1;
         }
         first = false;
-        let mut child = match runner.spawn(&program, &args, None) {
+        let mut child = match server.start(runner.as_ref()).await {
             Ok(c) => c,
             Err(e) => {
                 lock(&status).detail = format!("{name} could not start: {e}");
-                tracing::warn!(program = %program.display(), error = %e, "responder server did not start");
+                tracing::warn!(server = %name, error = %e, "responder server did not start");
                 tokio::select! {
                     _ = stop.changed() => return,
                     _ = tokio::time::sleep(backoff) => {}
@@ -164,7 +273,7 @@ async fn supervise(
             "{name} ended ({what}) after {} ms without serving a test",
             started.elapsed().as_millis()
         );
-        tracing::warn!(program = %program.display(), status = %what, "responder server ended without serving");
+        tracing::warn!(server = %name, status = %what, "responder server ended without serving");
         tokio::select! {
             _ = stop.changed() => return,
             _ = tokio::time::sleep(backoff) => {}

@@ -362,6 +362,22 @@ async fn the_responder_is_remembered_and_comes_back_at_start() -> Result<()> {
     let file = t.etc_file(FILE).context("the setting saved")?;
     assert!(file.contains("responder = true"), "{file}");
     wait_running(&m, true).await?;
+    // An ibping responder on each InfiniBand port, handed the port's umad device (the
+    // stand-in exits at once without descriptor 3).
+    let ib_ports = rdma_managerd::kernel::Host::umad_ports(&t.sim).await?.len();
+    assert!(
+        ib_ports >= 2,
+        "the demo host's InfiniBand ports: {ib_ports}"
+    );
+    let t0 = Instant::now();
+    while ibping_responders() != ib_ports {
+        anyhow::ensure!(
+            t0.elapsed() < Duration::from_secs(10),
+            "{} ibping responders, not {ib_ports}",
+            ibping_responders()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     // A restart re-applies it before start-up ends.
     t.restart_daemon(|_| {}).await?;
     let m = manager(&t).await?;
@@ -375,6 +391,20 @@ async fn the_responder_is_remembered_and_comes_back_at_start() -> Result<()> {
         .etc_file(FILE)
         .is_some_and(|f| f.contains("responder = false")));
     Ok(())
+}
+
+/// The ibping responders this test's daemon (in this process) runs now.
+fn ibping_responders() -> usize {
+    let me = std::process::id();
+    rdma_manager_tests::procfs::pids()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|&p| rdma_manager_tests::procfs::parent_pid(p) == Some(me))
+        .filter(|&p| {
+            rdma_manager_tests::procfs::cmdline(p).get(1..)
+                == Some(&["ibping", "--serve", "--fd", "3"].map(String::from)[..])
+        })
+        .count()
 }
 
 async fn wait_running(m: &ManagerProxy<'static>, running: bool) -> Result<()> {

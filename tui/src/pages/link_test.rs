@@ -132,7 +132,9 @@ fn test_form(port: &Port, last: &Request) -> TestForm {
         .field(
             Field::text("peer", "Peer", &last.peer, 64)
                 .placeholder("192.0.2.2")
-                .with_note("the peer's IP address (IPoIB, RoCE), a RoCE v2 GID, or for ibping its LID"),
+                .with_note(
+                    "the peer's IP address (IPoIB, RoCE), a RoCE v2 GID, or for ibping its LID",
+                ),
         )
         .field(Field::choice("kind", "Kind", kinds, &last.kind))
         .field(

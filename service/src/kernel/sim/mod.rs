@@ -1617,6 +1617,24 @@ impl Host for SimHost {
             .map_err(|e| HostError::from_io(Op::File("/dev/null".into()), &e))
     }
 
+    async fn umad_ports(&self) -> Result<Vec<(String, u32)>, HostError> {
+        self.read_fault("umad")?;
+        let st = self.lock();
+        let mut ports: Vec<(String, u32)> = st
+            .spec
+            .devices
+            .iter()
+            .flat_map(|d| {
+                d.ports
+                    .iter()
+                    .filter(|p| p.link_layer == crate::model::LinkLayer::InfiniBand)
+                    .map(|p| (d.name.clone(), p.number))
+            })
+            .collect();
+        ports.sort();
+        Ok(ports)
+    }
+
     async fn roce_ecn(&self, netdev: &str) -> Result<Option<u8>, HostError> {
         self.read_fault("ecn")?;
         dcb::ecn(&mut self.lock(), netdev)
