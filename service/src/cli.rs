@@ -29,6 +29,8 @@ pub const USAGE: &str = concat!(
                      [--direct-socket=PATH | --no-direct-socket]
        rdma-managerd show [--simulate[=DIR]] [--sim-host=SPEC] [--json]
        rdma-managerd show [--simulate[=DIR]] [--sim-host=SPEC] [IBSTAT OPTIONS] [DEVICE [PORT]]
+       rdma-managerd ibping [--serve] (--umad PATH | --fd N) [-c COUNT] [--interval-ms MS]
+                     [--timeout-ms MS] [LID]
 
   (no command)    serve on the system bus as org.rdmamanager.RdmaManager1
   --system        serve on the system bus (the default)
@@ -44,6 +46,8 @@ pub const USAGE: &str = concat!(
                   (default 10000): callers within N ms of a reading share it, so the
                   counters are read at most once per N ms however many scrapers ask
   show            print every RDMA device and port as ibstat does, then the IPoIB interfaces
+  ibping          infiniband-diags' ibping on a port's umad device: ping LID, or --serve
+                  (the service runs it sandboxed for link tests and its responder)
   --simulate      use the simulated demo host (never without this or a --sim-* option:
                   on a host without RDMA `show` prints nothing, as ibstat does); this and
                   the --sim-* options are in builds with the `sim` feature only
