@@ -1882,7 +1882,7 @@ _rdma__cli() {
             fi
             case "${prev}" in
                 --kind)
-                    COMPREPLY=($(compgen -W "rdma icmp" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "rdma icmp ibping" -- "${cur}"))
                     return 0
                     ;;
                 --duration)

@@ -351,16 +351,24 @@ mod tests {
 
     #[test]
     fn link_test_requests() {
-        assert_eq!(peer(" 192.0.2.1 "), Ok("192.0.2.1".into()));
-        assert!(peer("0000:0000:0000:0000:0000:ffff:c0a8:4d0b").is_ok());
-        assert!(peer("fd00::11").is_ok());
-        assert!(peer("").is_err());
-        assert!(peer("0x12").unwrap_err().contains("LID"));
-        assert!(peer("fe80:0000:0000:0000:0002:c903:0031:78f2")
+        assert_eq!(peer(" 192.0.2.1 ", "rdma"), Ok("192.0.2.1".into()));
+        assert!(peer("0000:0000:0000:0000:0000:ffff:c0a8:4d0b", "rdma").is_ok());
+        assert!(peer("fd00::11", "rdma").is_ok());
+        assert!(peer("", "rdma").is_err());
+        assert!(peer("0x12", "rdma").unwrap_err().contains("LID"));
+        assert!(peer("fe80:0000:0000:0000:0002:c903:0031:78f2", "rdma")
             .unwrap_err()
             .contains("link-local"));
-        assert!(peer("224.0.0.1").is_err());
-        assert!(peer("host.example").is_err());
+        assert!(peer("224.0.0.1", "rdma").is_err());
+        assert!(peer("host.example", "rdma").is_err());
+        // ibping takes a LID and nothing else.
+        assert_eq!(peer(" 0x12 ", "ibping"), Ok("0x12".into()));
+        assert!(peer("2", "ibping").is_ok());
+        assert!(peer("192.0.2.1", "ibping")
+            .unwrap_err()
+            .contains("not a LID"));
+        assert!(peer("0xc000", "ibping").is_err());
+        assert!(peer("", "ibping").unwrap_err().contains("LID"));
         assert_eq!(test_duration(""), Ok(0));
         assert_eq!(test_duration("60"), Ok(60));
         assert!(test_duration("61").is_err());

@@ -270,3 +270,28 @@ fn r_turns_the_responder_off_and_reads_it_again() {
     assert!(s.contains("Responder off"), "{s}");
     assert!(s.contains("Done: disable the link-test responder"), "{s}");
 }
+
+#[test]
+fn an_infiniband_port_pings_a_lid() {
+    let mut app = test_page("mlx4_1/1");
+    press(&mut app, KeyCode::Enter);
+    type_text(&mut app, "0x12");
+    // RDMA, then ICMP, then the InfiniBand ping, which takes the LID.
+    press(&mut app, KeyCode::Tab);
+    press(&mut app, KeyCode::Right);
+    press(&mut app, KeyCode::Right);
+    let form = screen(&mut app, 80, 24);
+    assert!(!form.contains("LID is for kind ibping"), "{form}");
+    press(&mut app, KeyCode::Enter);
+    let taken = app.take_calls();
+    assert_eq!(taken.len(), 1, "{taken:?}\n{form}");
+    let Call::TestLink { peer, kind, .. } = &taken[0].1 else {
+        panic!("{taken:?}");
+    };
+    assert_eq!((peer.as_str(), kind.as_str()), ("0x12", "ibping"));
+    let s = screen(&mut app, 80, 24);
+    assert!(
+        s.contains("Running ibping from mlx4_1/1 to Lid 0x12"),
+        "{s}"
+    );
+}

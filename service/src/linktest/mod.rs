@@ -72,8 +72,7 @@ impl Default for LinkTestConfig {
             send_lat: sandbox::locate("ib_send_lat"),
             send_bw: sandbox::locate("ib_send_bw"),
             ping: sandbox::locate("ping"),
-            ibping: std::env::current_exe()
-                .unwrap_or_else(|_| PathBuf::from("/usr/bin/rdma-managerd")),
+            ibping: ibping_program(),
             runner: Arc::new(SandboxRunner {
                 sandbox: sandbox::Sandbox::unprivileged(),
             }),
@@ -82,6 +81,22 @@ impl Default for LinkTestConfig {
             max_concurrent: 2,
         }
     }
+}
+
+/// The program that runs `ibping`: this one when it is rdma-managerd, else (the demo inside
+/// rdma-tui) the rdma-managerd beside it, or the one on the PATH.
+fn ibping_program() -> PathBuf {
+    let exe = std::env::current_exe().ok();
+    if let Some(exe) = &exe {
+        if exe.file_name().is_some_and(|n| n == "rdma-managerd") {
+            return exe.clone();
+        }
+        let beside = exe.with_file_name("rdma-managerd");
+        if beside.is_file() {
+            return beside;
+        }
+    }
+    sandbox::locate("rdma-managerd")
 }
 
 pub use rdma_manager_model::linktest::{DEFAULT_TIMEOUT_S, MAX_DURATION_S, MAX_TIMEOUT_S};

@@ -566,13 +566,20 @@ impl LinkTestPage {
                 .map_or(0, |s| ctx.now_us.saturating_sub(s) / 1_000_000);
             return vec![Line::from(vec![
                 Span::styled("Running ", t.warn()),
-                Span::raw(format!(
-                    "{} from {} to {}: {secs} s, at most {} s",
-                    r.kind.to_uppercase(),
-                    r.label,
-                    r.peer,
-                    r.timeout_s
-                )),
+                Span::raw(if r.kind == "ibping" {
+                    format!(
+                        "ibping from {} to Lid {}: {secs} s, at most {} s",
+                        r.label, r.peer, r.timeout_s
+                    )
+                } else {
+                    format!(
+                        "{} from {} to {}: {secs} s, at most {} s",
+                        r.kind.to_uppercase(),
+                        r.label,
+                        r.peer,
+                        r.timeout_s
+                    )
+                }),
             ])];
         }
         if let Some((_, why)) = self.refused.as_ref().filter(|(port, _)| *port == p.path) {
