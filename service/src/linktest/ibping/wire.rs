@@ -14,7 +14,7 @@ pub const MAD_LEN: usize = 256;
 /// The vendor class of OpenIB's ping (`IB_VENDOR_OPENIB_PING_CLASS`).
 pub const PING_CLASS: u8 = 0x32;
 /// OpenIB's OUI (`IB_OPENIB_OUI`), which ibping's Get carries and its server registers.
-pub const OPENIB_OUI: u32 = 0x0014_05;
+pub const OPENIB_OUI: u32 = 0x0000_1405;
 /// The well-known Q_Key of QP1.
 pub const QP1_QKEY: u32 = 0x8001_0000;
 /// Where a vendor range 2 MAD's data starts, and how long it is.
