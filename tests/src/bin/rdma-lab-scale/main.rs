@@ -1225,6 +1225,20 @@ async fn daemon_phase(devices: usize, only: Only) -> Result<()> {
             format!("{:.0}", d.as_secs_f64() * 1e3)
         }),
     );
+    // rdma-exporter against node_exporter, on the restarted daemon: one boot serves both
+    // runs (the devices and the guest's set-up are the same).
+    let exporter = match (only, complete) {
+        (Only::Everything { exporter_scrapes: Some(n) }, Some(_)) => {
+            Some(exporters::compare(again.id(), bus_pid, devices, n).await)
+        }
+        (Only::Everything { exporter_scrapes: Some(_) }, None) => {
+            Some(Err(anyhow::anyhow!("the restarted daemon's model was not complete")))
+        }
+        _ => None,
+    };
+    if let Some(Err(e)) = &exporter {
+        figure("exporter", format!("FAILED: {e:#}"));
+    }
     let _ = Command::new("kill")
         .args(["-TERM", &again.id().to_string()])
         .status();
@@ -1238,6 +1252,9 @@ async fn daemon_phase(devices: usize, only: Only) -> Result<()> {
     }
     if owned.is_none() {
         failed.push("the restarted daemon did not own its name within 600 s");
+    }
+    if matches!(exporter, Some(Err(_))) {
+        failed.push("the exporter comparison failed");
     }
 
     if !full_history_figures(&conn, &dbus, &name, &port_path).await {
@@ -1304,7 +1321,9 @@ async fn memory_only(
 /// What a boot measures: everything, or one figure several times.
 #[derive(Clone, Copy)]
 enum Only {
-    Everything,
+    /// Every figure; with `rdma_lab_scale_with_exporter=N` also the exporter comparison
+    /// (N scrapes) on the restarted daemon, in the same boot.
+    Everything { exporter_scrapes: Option<usize> },
     /// `rdma_lab_scale_memory_runs=N`: RSS with a full history, N times.
     Memory(usize),
     /// `rdma_lab_scale_idle_runs=N`: idle CPU, N windows of 30 s.
@@ -1422,7 +1441,7 @@ fn main() -> Result<()> {
     // `rdma_lab_scale_memory_runs=N`: the memory figure N times, and nothing else.
     // `rdma_lab_scale_idle_runs=N`: the idle CPU figure N times (and a profile with perf).
     // `rdma_lab_scale_exporter_scrapes=N`: rdma-exporter against node_exporter, and nothing
-    // else.
+    // else. `rdma_lab_scale_with_exporter=N`: everything, then that comparison as well.
     let only = match (
         setting("rdma_lab_scale_memory_runs"),
         setting("rdma_lab_scale_idle_runs"),
@@ -1431,14 +1450,16 @@ fn main() -> Result<()> {
         (Some(n), _, _) => Only::Memory(n),
         (None, Some(n), _) => Only::Idle(n),
         (None, None, Some(n)) => Only::Exporter(n.max(1)),
-        (None, None, None) => Only::Everything,
+        (None, None, None) => Only::Everything {
+            exporter_scrapes: setting("rdma_lab_scale_with_exporter").map(|n| n.max(1)),
+        },
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
     make_devices(devices)?;
-    if !matches!(only, Only::Everything) {
+    if !matches!(only, Only::Everything { .. }) {
         return rt.block_on(daemon_phase(devices, only));
     }
     let ibstat = median_ms(3, || run(&mut Command::new("ibstat")))?;
@@ -1456,7 +1477,7 @@ fn main() -> Result<()> {
     if let Err(e) = profile(&rt) {
         figure("profile", format!("FAILED: {e:#}"));
     }
-    let daemon = rt.block_on(daemon_phase(devices, Only::Everything));
+    let daemon = rt.block_on(daemon_phase(devices, only));
     if let Err(e) = probe_port_event_forwarding(&rt, devices) {
         figure("port_events_forwarded", format!("FAILED: {e:#}"));
         return Err(e);
