@@ -157,8 +157,8 @@ pub enum Command {
     /// ICMP over the port's netdev, or on InfiniBand ibping to a LID; exit 7 when it ran and
     /// did not pass
     TestLink {
-        /// The port: DEVICE/PORT (rxe0/1)
-        #[arg(value_name = "DEV/PORT")]
+        /// The port: DEVICE/PORT (rxe0/1), or its netdev (eth0, ib0)
+        #[arg(value_name = "DEV/PORT|NETDEV")]
         port: String,
         /// The peer: an IPv4 or IPv6 address, or a RoCE v2 GID; for --kind ibping the peer
         /// port's LID

@@ -139,6 +139,32 @@ impl Objects {
             .ok_or_else(|| Failure::not_found(format!("{dev} has no port {number}")))
     }
 
+    /// A port given as DEVICE/PORT, or by its own netdev (a RoCE port's Ethernet interface,
+    /// an InfiniBand port's IPoIB interface), as `ip` names it.
+    pub fn port_or_netdev(&self, spec: &str) -> Result<String, Failure> {
+        if spec.contains('/') {
+            return self.port(spec);
+        }
+        if let Some((path, _)) = self
+            .with(PORT_IFACE)
+            .into_iter()
+            .find(|(_, p)| !spec.is_empty() && text(p, "Netdev") == spec)
+        {
+            return Ok(path.to_string());
+        }
+        if let Ok((_, p)) = self.ipoib(spec) {
+            let parent = text(p, "ParentName");
+            if !parent.is_empty() && parent != spec {
+                return Err(Failure::usage(format!(
+                    "{spec} is a P_Key child of {parent}: a test runs from the port, whose netdev is {parent}; give {parent} or the port"
+                )));
+            }
+        }
+        Err(Failure::not_found(format!(
+            "{spec:?} is neither DEVICE/PORT (mlx5_0/1) nor the netdev of an RDMA port"
+        )))
+    }
+
     /// The IPoIB interface object named `name`.
     pub fn ipoib(&self, name: &str) -> Result<(String, &Props), Failure> {
         self.with(IPOIB_IFACE)

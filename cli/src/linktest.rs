@@ -21,7 +21,7 @@ pub struct TestLinkArgs {
 }
 
 pub async fn test_link(conn: &Connection, a: &TestLinkArgs, format: Format) -> Result<u8, Failure> {
-    let path = Objects::read(conn).await?.port(&a.port)?;
+    let path = Objects::read(conn).await?.port_or_netdev(&a.port)?;
     let result = bus::port_proxy(conn, &path)
         .await?
         .test_link(&a.peer, a.kind.as_str(), a.duration, a.timeout)

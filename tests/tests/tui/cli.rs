@@ -924,3 +924,79 @@ async fn health_exits_11_with_a_line_per_failed_expectation() -> Result<()> {
     ensure!(stderr(&o).contains("health section"), "{}", stderr(&o));
     Ok(())
 }
+
+/// `test-link` from a port named by its netdev, against the stand-in tools (what perftest,
+/// ping and ibping print, by peer): a RoCE port's Ethernet interface and an InfiniBand port's
+/// IPoIB interface name their ports; a P_Key child and an unknown name are refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_link_test_runs_from_the_port_its_netdev_names() -> Result<()> {
+    use rdma_managerd::linktest::sandbox::{Sandbox, SandboxRunner};
+    require_harness!();
+    let standin = std::path::PathBuf::from(env!("CARGO_BIN_EXE_rdma-standin-linktest"));
+    let engine = rdma_managerd::engine::EngineConfig {
+        link_test: rdma_managerd::linktest::LinkTestConfig {
+            send_lat: standin.clone(),
+            send_bw: standin.clone(),
+            ping: standin.clone(),
+            ibping: standin,
+            runner: std::sync::Arc::new(SandboxRunner {
+                sandbox: Sandbox::unprivileged(),
+            }),
+            max_concurrent: 2,
+        },
+        ..rdma_managerd::engine::EngineConfig::default()
+    };
+    let sim = rdma_managerd::kernel::sim::SimHost::new(
+        rdma_managerd::kernel::sim::fixtures::demo_host(),
+    )?;
+    let t = SystemSetup::with_engine(false, PolkitConfig::rdma_manager(), sim, engine).await?;
+    let json = |o: &Output| -> Result<serde_json::Value> {
+        serde_json::from_str(&stdout(o)).context("test-link -j prints one JSON object")
+    };
+    // eth0 carries rxe0/1.
+    let o = cli(
+        &t.bus,
+        None,
+        &["-j", "test-link", "eth0", "192.0.2.10", "--kind", "icmp"],
+    )
+    .await?;
+    exited(&o, 0, "test-link eth0")?;
+    let r = json(&o)?;
+    ensure!(
+        r["device"] == "rxe0" && r["port"] == 1 && r["kind"] == "icmp",
+        "{r}"
+    );
+    // ib0 is mlx4_1/1's IPoIB interface: an InfiniBand ping of LID 2 from there.
+    let o = cli(
+        &t.bus,
+        None,
+        &["-j", "test-link", "ib0", "2", "--kind", "ibping"],
+    )
+    .await?;
+    exited(&o, 0, "test-link ib0 --kind ibping")?;
+    let r = json(&o)?;
+    ensure!(
+        r["device"] == "mlx4_1" && r["tool"] == "ibping" && r["round_trips"] == 3,
+        "{r}"
+    );
+    // Nobody answers at LID 3: the test ran and did not pass.
+    let o = cli(&t.bus, None, &["test-link", "ib0", "3", "--kind", "ibping"]).await?;
+    exited(&o, 7, "test-link ib0 3")?;
+    ensure!(stdout(&o).contains("no-responder"), "{}", stdout(&o));
+    // A P_Key child runs no test of its own; an unknown name is not found.
+    let o = cli(
+        &t.bus,
+        None,
+        &["test-link", "ibp59s0f0.8002", "2", "--kind", "ibping"],
+    )
+    .await?;
+    exited(&o, 2, "a P_Key child")?;
+    ensure!(
+        stderr(&o).contains("P_Key child of ibp59s0f0"),
+        "{}",
+        stderr(&o)
+    );
+    let o = cli(&t.bus, None, &["test-link", "nosuch0", "192.0.2.10"]).await?;
+    exited(&o, 4, "an unknown netdev")?;
+    Ok(())
+}

@@ -1228,12 +1228,20 @@ async fn daemon_phase(devices: usize, only: Only) -> Result<()> {
     // rdma-exporter against node_exporter, on the restarted daemon: one boot serves both
     // runs (the devices and the guest's set-up are the same).
     let exporter = match (only, complete) {
-        (Only::Everything { exporter_scrapes: Some(n) }, Some(_)) => {
-            Some(exporters::compare(again.id(), bus_pid, devices, n).await)
-        }
-        (Only::Everything { exporter_scrapes: Some(_) }, None) => {
-            Some(Err(anyhow::anyhow!("the restarted daemon's model was not complete")))
-        }
+        (
+            Only::Everything {
+                exporter_scrapes: Some(n),
+            },
+            Some(_),
+        ) => Some(exporters::compare(again.id(), bus_pid, devices, n).await),
+        (
+            Only::Everything {
+                exporter_scrapes: Some(_),
+            },
+            None,
+        ) => Some(Err(anyhow::anyhow!(
+            "the restarted daemon's model was not complete"
+        ))),
         _ => None,
     };
     if let Some(Err(e)) = &exporter {
