@@ -474,12 +474,12 @@ impl Page for LinkTestPage {
         vec![
             (
                 "Enter or t",
-                "test the link from the selected port: peer, RDMA or ICMP, duration, timeout",
+                "test the link from the selected port: peer, RDMA, ICMP or ibping (a LID), duration, timeout",
             ),
             ("h", "the recent tests (every client's) or the ports"),
             (
                 "r",
-                "turn the responder on or off (perftest's servers, so peers can test this host)",
+                "turn the responder on or off (perftest's servers and ibping's, so peers can test this host)",
             ),
             ("R", "read the recent tests and the responder again"),
         ]
@@ -566,20 +566,13 @@ impl LinkTestPage {
                 .map_or(0, |s| ctx.now_us.saturating_sub(s) / 1_000_000);
             return vec![Line::from(vec![
                 Span::styled("Running ", t.warn()),
-                Span::raw(if r.kind == "ibping" {
-                    format!(
-                        "ibping from {} to Lid {}: {secs} s, at most {} s",
-                        r.label, r.peer, r.timeout_s
-                    )
-                } else {
-                    format!(
-                        "{} from {} to {}: {secs} s, at most {} s",
-                        r.kind.to_uppercase(),
-                        r.label,
-                        r.peer,
-                        r.timeout_s
-                    )
-                }),
+                Span::raw(format!(
+                    "{} from {} to {}: {secs} s, at most {} s",
+                    kind_word(&r.kind),
+                    r.label,
+                    peer_words(&r.kind, &r.peer),
+                    r.timeout_s
+                )),
             ])];
         }
         if let Some((_, why)) = self.refused.as_ref().filter(|(port, _)| *port == p.path) {
@@ -630,6 +623,23 @@ fn ago(now_us: u64, then_us: u64) -> String {
     }
 }
 
+/// A kind as a line names it: RDMA, ICMP, ibping (the tool's own name).
+fn kind_word(kind: &str) -> String {
+    match kind {
+        "ibping" => kind.into(),
+        other => other.to_uppercase(),
+    }
+}
+
+/// The peer as a line names it: an ibping peer is a LID.
+fn peer_words(kind: &str, peer: &str) -> String {
+    if kind == "ibping" {
+        format!("Lid {peer}")
+    } else {
+        peer.into()
+    }
+}
+
 /// A result in full: the verdict, the figures, the path it took.
 fn result_lines(r: &LinkTestResult, now_us: u64, t: Theme) -> Vec<Line<'static>> {
     let mut lines = Vec::new();
@@ -640,11 +650,11 @@ fn result_lines(r: &LinkTestResult, now_us: u64, t: Theme) -> Vec<Line<'static>>
     };
     let head = format!(
         " {} from {}/{} to {}{}, {}, took {:.1} s",
-        r.kind.to_uppercase(),
+        kind_word(&r.kind),
         r.device,
         r.port,
-        r.peer,
-        if r.address != r.peer && !r.address.is_empty() {
+        peer_words(&r.kind, &r.peer),
+        if r.address != r.peer && !r.address.is_empty() && r.kind != "ibping" {
             format!(" ({})", r.address)
         } else {
             String::new()
