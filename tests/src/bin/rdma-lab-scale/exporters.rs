@@ -402,9 +402,27 @@ async fn flap(devices: usize) -> Result<()> {
     let (dev, netdev) = (format!("rxe{k}"), format!("dummy{k}"));
     let labels = [("device", dev.as_str()), ("port", "1")];
     let changes = |text: &str| scrape::value(text, "rdma_port_state_changes_total", &labels);
+    let active = |text: &str| {
+        scrape::value(
+            text,
+            "rdma_port_state",
+            &[labels[0], labels[1], ("state", "ACTIVE")],
+        )
+    };
+    // The port starts ACTIVE whatever ran before in this boot (the scale run leaves its
+    // netdev down): past the exporter's reuse of a reading, a scrape shows it.
+    run(Command::new("ip").args(["link", "set", &netdev, "up"]))?;
+    let start = std::time::Instant::now();
+    let mut before = get(EXPORTER, "/metrics").await?.1;
+    while active(&before) != Some(1.0) {
+        if start.elapsed() > Duration::from_secs(60) {
+            bail!("{dev} port 1 is not ACTIVE in rdma-exporter's scrape 60 s after its netdev went up");
+        }
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        before = get(EXPORTER, "/metrics").await?.1;
+    }
     // A node_exporter scraped before and after would show the same state: the flap falls
     // between its reads. rdma-exporter's count comes from the daemon, which saw both moves.
-    let (_, before) = get(EXPORTER, "/metrics").await?;
     let (_, node_before) = get(NODE, "/metrics").await?;
     run(Command::new("ip").args(["link", "set", &netdev, "down"]))?;
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -417,13 +435,7 @@ async fn flap(devices: usize) -> Result<()> {
         scrape::value(text, "node_infiniband_state_id", &labels)
             .map_or("?".into(), |v| v.to_string())
     };
-    let state = |text: &str| {
-        scrape::value(
-            text,
-            "rdma_port_state",
-            &[labels[0], labels[1], ("state", "ACTIVE")],
-        )
-    };
+    let state = active;
     let (c0, c1) = (changes(&before), changes(&after));
     figure(
         "exporter_flap",
