@@ -15,8 +15,9 @@
 //! On each InfiniBand port with a umad device when it is enabled (or the daemon starts), an
 //! ibping responder too: `rdma-managerd ibping --serve` in the same sandbox, handed the port's
 //! umad device, answering infiniband-diags' `ibping -L LID` (and the ibping link test) with
-//! this host's name. It answers every ping with one reply of a fixed size from one buffer,
-//! so what a peer sends can make it work but never grow; it serves until stopped.
+//! this host's name. It answers a ping with one reply of a fixed size from one buffer, at
+//! most as often as `ibping::limit` allows per peer and in all, so what a peer sends can
+//! make it work within a bound but never grow; it serves until stopped.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};

@@ -13,6 +13,7 @@ use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use super::limit::ReplyLimit;
 use super::umad::Umad;
 use super::wire::{self, Hdr, Ping};
 use rdma_manager_model::linktest::parse_lid;
@@ -170,12 +171,14 @@ fn host_and_domain() -> String {
     format!("{host}.{}", text(&domain, d == 0))
 }
 
-/// Answers every ping that reaches the port until killed. One reply per request, of a
-/// fixed size, from one buffer: what a peer sends can make it work, never grow.
+/// Answers the pings that reach the port until killed. One reply per request, of a fixed
+/// size, from one buffer, at most as often as [`ReplyLimit`] allows (the rest are dropped,
+/// as a lost MAD): what a peer sends can make it work, within a bound, and never grow.
 fn serve(umad: &Umad, host: String) -> Result<(), String> {
     let agent = umad
         .register(wire::PING_CLASS, wire::OPENIB_OUI, true)
         .map_err(|e| format!("cannot serve class 0x32 (OUI 0x001405) on this port: {e}"))?;
+    let mut limit = ReplyLimit::new(Instant::now());
     loop {
         let Some((hdr, mad)) = umad
             .recv(Duration::from_secs(3600))
@@ -184,6 +187,9 @@ fn serve(umad: &Umad, host: String) -> Result<(), String> {
             continue;
         };
         if hdr.status != 0 || wire::classify(&mad) != Ping::Request {
+            continue;
+        }
+        if !limit.allow(hdr.addr.lid, Instant::now()) {
             continue;
         }
         let reply = Hdr {
