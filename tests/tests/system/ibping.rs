@@ -115,6 +115,7 @@ fn run_bounded(mut c: Command, limit: Duration) -> (Option<i32>, String, String)
 /// Waits until the responder at `lid` answers (it attaches to ibsim, then registers): one
 /// ping of ours at a time, for up to 20 s.
 fn wait_answering(dir: &Path, shim: &Path, ours: &Path, lid: &str) {
+    let log = || fs::read_to_string(dir.join("ibsim.log")).unwrap_or_default();
     let start = Instant::now();
     let mut last = String::new();
     while start.elapsed() < Duration::from_secs(20) {
@@ -135,7 +136,12 @@ fn wait_answering(dir: &Path, shim: &Path, ours: &Path, lid: &str) {
         }
         last = format!("{out}{err}");
     }
-    panic!("no responder answered at Lid {lid} in 20 s: {last}");
+    let log = log();
+    let tail: Vec<&str> = log.lines().rev().take(30).collect();
+    panic!(
+        "no responder answered at Lid {lid} in 20 s: {last}\nibsim's last lines:\n{}",
+        tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+    );
 }
 
 #[test]
@@ -180,9 +186,17 @@ fn rdma_managerd_ibping_and_rdma_cores_ibping_answer_each_other_on_ibsim() {
         .unwrap_or_default()
         .contains("Network simulator ready")
     {
+        // Another fabric's ibsim holding the names makes this one exit: say so.
+        if let Ok(Some(status)) = running.0[0].try_wait() {
+            panic!(
+                "ibsim exited ({status}) before its fabric was ready:\n{}",
+                fs::read_to_string(&log).unwrap_or_default()
+            );
+        }
         assert!(
             start.elapsed() < Duration::from_secs(20),
-            "ibsim did not start"
+            "ibsim did not start:\n{}",
+            fs::read_to_string(&log).unwrap_or_default()
         );
         std::thread::sleep(Duration::from_millis(50));
     }

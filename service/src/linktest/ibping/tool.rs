@@ -251,8 +251,14 @@ fn ping(umad: &Umad, o: &Options) -> Result<(), String> {
                     last_host = host;
                     answered = true;
                 }
-                // The kernel gives a request back when no reply came in its timeout.
-                _ if h.status != 0 && wire::classify(&mad) == Ping::Request => break,
+                // The kernel gives this ping back when no reply came in its timeout (an
+                // earlier ping's, given back late, is not this one's).
+                _ if h.status != 0
+                    && wire::classify(&mad) == Ping::Request
+                    && wire::tid(&mad) & 0xffff_ffff == tid =>
+                {
+                    break
+                }
                 _ => {}
             }
         }

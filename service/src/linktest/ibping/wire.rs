@@ -130,6 +130,13 @@ pub enum Ping {
     Other,
 }
 
+/// A MAD's transaction id.
+pub fn tid(m: &[u8; MAD_LEN]) -> u64 {
+    let mut t = [0u8; 8];
+    t.copy_from_slice(&m[8..16]);
+    u64::from_be_bytes(t)
+}
+
 fn oui(m: &[u8; MAD_LEN]) -> u32 {
     u32::from_be_bytes([0, m[37], m[38], m[39]])
 }
@@ -144,10 +151,8 @@ pub fn classify(m: &[u8; MAD_LEN]) -> Ping {
         METHOD_GET_RESP if status == 0 => {
             let data = &m[DATA_OFFSET..];
             let end = data.iter().position(|&c| c == 0).unwrap_or(data.len());
-            let mut tid = [0u8; 8];
-            tid.copy_from_slice(&m[8..16]);
             Ping::Reply {
-                tid: u64::from_be_bytes(tid),
+                tid: tid(m),
                 host: String::from_utf8_lossy(&data[..end]).into_owned(),
             }
         }
@@ -235,6 +240,7 @@ mod tests {
         assert_eq!(&q[8..16], &[0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88]);
         assert_eq!(&q[37..40], &[0x00, 0x14, 0x05]);
         assert_eq!(classify(&q), Ping::Request);
+        assert_eq!(tid(&q), 0x1122_3344_5566_7788);
         let r = ping_reply(&q, "node1.(none)");
         assert_eq!(r[3], 0x81);
         assert_eq!(
