@@ -114,11 +114,18 @@ fn run_bounded(mut c: Command, limit: Duration) -> (Option<i32>, String, String)
 
 /// Waits until the responder at `lid` answers (it attaches to ibsim, then registers): one
 /// ping of ours at a time, for up to 20 s.
-fn wait_answering(dir: &Path, shim: &Path, ours: &Path, lid: &str) {
+fn wait_answering(dir: &Path, shim: &Path, ours: &Path, lid: &str, responder: &mut Child) {
     let log = || fs::read_to_string(dir.join("ibsim.log")).unwrap_or_default();
+    let said = || fs::read_to_string(dir.join("responder.log")).unwrap_or_default();
     let start = Instant::now();
     let mut last = String::new();
     while start.elapsed() < Duration::from_secs(20) {
+        if let Ok(Some(status)) = responder.try_wait() {
+            panic!(
+                "the responder exited ({status}) before it answered: {}",
+                said()
+            );
+        }
         let mut probe = on_fabric(dir, shim, "HcaA", false, ours);
         probe.args([
             "ibping",
@@ -139,7 +146,8 @@ fn wait_answering(dir: &Path, shim: &Path, ours: &Path, lid: &str) {
     let log = log();
     let tail: Vec<&str> = log.lines().rev().take(30).collect();
     panic!(
-        "no responder answered at Lid {lid} in 20 s: {last}\nibsim's last lines:\n{}",
+        "no responder answered at Lid {lid} in 20 s: {last}\nthe responder said: {}\nibsim's last lines:\n{}",
+        said(),
         tail.into_iter().rev().collect::<Vec<_>>().join("\n")
     );
 }
@@ -229,9 +237,10 @@ fn rdma_managerd_ibping_and_rdma_cores_ibping_answer_each_other_on_ibsim() {
             "peer-b.example",
         ])
         .stdout(Stdio::null())
-        .stderr(Stdio::null());
+        .stderr(fs::File::create(dir.join("responder.log")).unwrap());
     running.0.push(serve.spawn().expect("our responder"));
-    wait_answering(dir, &shim, &ours, &lid_s);
+    let responder = running.0.last_mut().expect("just pushed");
+    wait_answering(dir, &shim, &ours, &lid_s, responder);
     let mut client = on_fabric(dir, &shim, "HcaA", false, Path::new("/usr/sbin/ibping"));
     client.args(["-c", "3", "-L", &lid_s]);
     let (code, out, err) = run_bounded(client, Duration::from_secs(30));
@@ -246,9 +255,13 @@ fn rdma_managerd_ibping_and_rdma_cores_ibping_answer_each_other_on_ibsim() {
 
     // 2. Our ibping against rdma-core's responder.
     let mut serve = on_fabric(dir, &shim, "HcaB", true, Path::new("/usr/sbin/ibping"));
-    serve.arg("-S").stdout(Stdio::null()).stderr(Stdio::null());
+    serve
+        .arg("-S")
+        .stdout(Stdio::null())
+        .stderr(fs::File::create(dir.join("responder.log")).unwrap());
     running.0.push(serve.spawn().expect("ibping -S"));
-    wait_answering(dir, &shim, &ours, &lid_s);
+    let responder = running.0.last_mut().expect("just pushed");
+    wait_answering(dir, &shim, &ours, &lid_s, responder);
     let mut client = on_fabric(dir, &shim, "HcaA", false, &ours);
     client.args([
         "ibping",
