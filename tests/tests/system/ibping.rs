@@ -158,9 +158,13 @@ fn rdma_managerd_ibping_and_rdma_cores_ibping_answer_each_other_on_ibsim() {
         eprintln!("skipped: {why}");
         return;
     }
-    let ours = workspace_bin("rdma-managerd").expect("rdma-managerd");
+    let built = workspace_bin("rdma-managerd").expect("rdma-managerd");
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path();
+    // A copy of its own: another test's cargo build may replace target/debug/rdma-managerd
+    // while this one runs it.
+    let ours = dir.join("rdma-managerd");
+    fs::copy(&built, &ours).expect("copy rdma-managerd");
     fs::write(dir.join("net"), NET).unwrap();
     fs::write(dir.join("shim.c"), SHIM).unwrap();
     let shim = dir.join("shim.so");
