@@ -10,43 +10,11 @@ use std::path::Path;
 use super::error::{HostError, Op};
 use super::sysfs::SysRoot;
 
-/// The index N of `umadN` for `dev`'s `port`, if the kernel has one (ib_umad loaded, a port
-/// with MADs: InfiniBand, RoCE; not iWARP).
-pub fn find(sys: &SysRoot, dev: &str, port: u32) -> Result<Option<u32>, HostError> {
+/// Every `umadN` entry the kernel lists, as (N, device, port); none without ib_umad.
+fn entries(sys: &SysRoot) -> Result<Vec<(u32, String, u32)>, HostError> {
     let class = sys.root().join("sys/class/infiniband_mad");
-    let entries = match std::fs::read_dir(&class) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
-            return Err(HostError::from_io(
-                Op::ReadSysfs(class.display().to_string()),
-                &e,
-            ))
-        }
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(n) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix("umad"))
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let read = |f: &str| std::fs::read_to_string(entry.path().join(f)).unwrap_or_default();
-        if read("ibdev").trim() == dev && read("port").trim().parse() == Ok(port) {
-            return Ok(Some(n));
-        }
-    }
-    Ok(None)
-}
-
-/// The InfiniBand ports that have a umad device, as (device, port), sorted: where an
-/// ibping responder can answer.
-pub fn infiniband_ports(sys: &SysRoot) -> Result<Vec<(String, u32)>, HostError> {
-    let class = sys.root().join("sys/class/infiniband_mad");
-    let entries = match std::fs::read_dir(&class) {
-        Ok(e) => e,
+    let dir = match std::fs::read_dir(&class) {
+        Ok(d) => d,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => {
             return Err(HostError::from_io(
@@ -55,24 +23,44 @@ pub fn infiniband_ports(sys: &SysRoot) -> Result<Vec<(String, u32)>, HostError> 
             ))
         }
     };
-    let mut ports = Vec::new();
-    for entry in entries.flatten() {
-        if !entry.file_name().to_string_lossy().starts_with("umad") {
-            continue;
-        }
-        let read = |f: &str| std::fs::read_to_string(entry.path().join(f)).unwrap_or_default();
-        let (dev, Ok(port)) = (
-            read("ibdev").trim().to_string(),
-            read("port").trim().parse::<u32>(),
-        ) else {
+    let mut found = Vec::new();
+    for entry in dir.flatten() {
+        let Some(n) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.strip_prefix("umad"))
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
             continue;
         };
-        let layer = std::fs::read_to_string(sys.port_dir(&dev, port).join("link_layer"))
-            .unwrap_or_default();
-        if layer.trim() == "InfiniBand" {
-            ports.push((dev, port));
+        let read = |f: &str| std::fs::read_to_string(entry.path().join(f)).unwrap_or_default();
+        if let Ok(port) = read("port").trim().parse::<u32>() {
+            found.push((n, read("ibdev").trim().to_string(), port));
         }
     }
+    Ok(found)
+}
+
+/// The index N of `umadN` for `dev`'s `port`, if the kernel has one (ib_umad loaded, a port
+/// with MADs: InfiniBand, RoCE; not iWARP).
+pub fn find(sys: &SysRoot, dev: &str, port: u32) -> Result<Option<u32>, HostError> {
+    Ok(entries(sys)?
+        .into_iter()
+        .find(|(_, d, p)| d == dev && *p == port)
+        .map(|(n, _, _)| n))
+}
+
+/// The InfiniBand ports that have a umad device, as (device, port), sorted: where an
+/// ibping responder can answer.
+pub fn infiniband_ports(sys: &SysRoot) -> Result<Vec<(String, u32)>, HostError> {
+    let mut ports: Vec<(String, u32)> = entries(sys)?
+        .into_iter()
+        .filter(|(_, dev, port)| {
+            std::fs::read_to_string(sys.port_dir(dev, *port).join("link_layer"))
+                .is_ok_and(|l| l.trim() == "InfiniBand")
+        })
+        .map(|(_, dev, port)| (dev, port))
+        .collect();
     ports.sort();
     Ok(ports)
 }

@@ -522,7 +522,8 @@ impl LinkTests {
     }
 
     /// infiniband-diags' ping to `lid`, one every [`ping::INTERVAL_MS`] for the duration
-    /// (2 s when 0), each answered within a second or counted lost.
+    /// (2 s when 0), each answered within that interval or counted lost: a peer that never
+    /// answers ends the test in its duration, as no-responder, not at the timeout.
     async fn ibping(
         &self,
         port: &PortInfo,
@@ -555,7 +556,7 @@ impl LinkTests {
             "--interval-ms",
             &ping::INTERVAL_MS.to_string(),
             "--timeout-ms",
-            "1000",
+            &ping::INTERVAL_MS.to_string(),
             &lid.to_string(),
         ]
         .iter()

@@ -217,9 +217,14 @@ fn ping(umad: &Umad, o: &Options) -> Result<(), String> {
     let mut rtts_us: Vec<u64> = Vec::new();
     let mut last_host = String::new();
     let mut out = std::io::stdout().lock();
+    let interval = Duration::from_millis(o.interval_ms);
+    let mut last_sent: Option<Instant> = None;
     for i in 0..o.count {
-        if i > 0 && o.interval_ms > 0 {
-            std::thread::sleep(Duration::from_millis(o.interval_ms));
+        // Pings leave `interval` apart, send to send (as ping's -i), however long the wait
+        // for the one before took: `count` pings take `count` intervals when each waits no
+        // longer than one.
+        if let Some(prev) = last_sent {
+            std::thread::sleep(interval.saturating_sub(prev.elapsed()));
         }
         let tid = u64::from(base.wrapping_add(i));
         let hdr = Hdr {
@@ -229,6 +234,7 @@ fn ping(umad: &Umad, o: &Options) -> Result<(), String> {
             ..Hdr::default()
         };
         let sent = Instant::now();
+        last_sent = Some(sent);
         umad.send(&hdr, &wire::ping_request(tid))
             .map_err(|e| format!("sending to Lid {lid}: {e}"))?;
         let deadline = sent + timeout;
