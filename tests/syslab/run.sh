@@ -5,6 +5,7 @@
 #
 #   tests/syslab/run.sh [--kernel 6.1|6.12] [--deb PATH] [--gmo-bin PATH] [--out DIR]
 #                       [--timeout SECS] [--cache DIR] [--one-guest] [--no-ansible]
+#                       [--append 'KERNEL ARGS']
 #
 # Builds (or restores) the image, builds the package unless --deb is given and the
 # GetManagedObjects timing client (rdma-syslab-gmo) unless --gmo-bin is given, boots the guest
@@ -24,6 +25,7 @@ cache="$REPO_DIR/target/syslab-cache"
 two=1
 ansible=1
 kernel=6.1
+append=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --deb) deb=$2; shift 2 ;;
@@ -34,7 +36,8 @@ while [ $# -gt 0 ]; do
     --one-guest) two=0; shift ;;
     --no-ansible) ansible=0; shift ;;
     --kernel) kernel=$2; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    --append) append=$2; shift 2 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -102,7 +105,7 @@ guest() {
   timeout -k 10 "$timeout_secs" qemu-system-x86_64 \
     -accel tcg -cpu max,la57=off -m 2048 -smp 2 -vga none -display none -monitor none \
     -kernel "$image/vmlinuz" -initrd "$image/initrd.img" \
-    -append "root=/dev/vda rw console=ttyS0 panic=-1 net.ifnames=0 systemd.show_status=1 ${6:-}" \
+    -append "root=/dev/vda rw console=ttyS0 panic=-1 net.ifnames=0 systemd.show_status=1 $append ${6:-}" \
     -drive "file=$2,if=virtio,format=qcow2" \
     -netdev "socket,id=n0,$4" -device "virtio-net-pci,netdev=n0,mac=$3" \
     -virtfs "local,path=$out/share,mount_tag=syslab,security_model=none,id=syslab" \

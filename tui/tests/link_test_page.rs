@@ -193,6 +193,28 @@ fn a_running_test_keeps_the_keys_and_shows_its_result() {
         "{s}"
     );
     assert_snapshot!("link_test_running", s);
+    // The port's traffic is live while it runs: a sample signalled after the start raises
+    // the test's peak and is the figure of now.
+    let port = app
+        .model
+        .ports_in_order()
+        .into_iter()
+        .find(|p| p.device_name == "mlx5_1" && p.number == 1)
+        .map(|p| p.path.clone())
+        .expect("mlx5_1/1 in the demo host");
+    app.apply(rdma_tui::client::Update::Samples {
+        time_us: NOW_US + SECOND,
+        samples: vec![(port, 12.5e9 / 8.0 * 8.0, 1.25e6, 1e6, 1e3, 0)],
+    });
+    let s = screen(&mut app, 80, 24);
+    assert!(
+        s.contains("Port traffic now  TX 100 Gb/s  RX 10.0 Mb/s"),
+        "{s}"
+    );
+    assert!(
+        s.contains("Peak of this test TX 100 Gb/s  RX 48.4 Gb/s"),
+        "{s}"
+    );
     // Keys still work while it runs: the recent list and back; a second test is declined.
     press(&mut app, KeyCode::Char('h'));
     assert!(screen(&mut app, 80, 24).contains("Recent link tests"));

@@ -3,8 +3,8 @@
 //! off with `SetLinkResponder`).
 //!
 //! A test may take its whole timeout (up to 600 s): it is a call like any other, made off the
-//! drawing loop, so the page shows it running and counts its seconds while every key still
-//! works. One test at a time from here: each spends the link and would measure another.
+//! drawing loop, so the page shows it running, counts its seconds and shows the port's
+//! traffic live (the throughput the daemon samples every tick) while every key still works. One test at a time from here: each spends the link and would measure another.
 
 use std::collections::VecDeque;
 
@@ -21,6 +21,8 @@ use crate::edit;
 use crate::form::{ChoiceOption, Field, Form};
 use crate::model::{Model, Port};
 use crate::theme::Theme;
+use crate::units::bits_per_second;
+use crate::widgets::{current_sample, rate_stats, stale_after, Spark};
 
 /// The results kept (the daemon keeps as many).
 const RECENT: usize = 32;
@@ -564,7 +566,7 @@ impl LinkTestPage {
             let secs = r
                 .since_us
                 .map_or(0, |s| ctx.now_us.saturating_sub(s) / 1_000_000);
-            return vec![Line::from(vec![
+            let mut lines = vec![Line::from(vec![
                 Span::styled("Running ", t.warn()),
                 Span::raw(format!(
                     "{} from {} to {}: {secs} s, at most {} s",
@@ -574,6 +576,8 @@ impl LinkTestPage {
                     r.timeout_s
                 )),
             ])];
+            lines.extend(live_traffic(ctx, &p.path, r.since_us.unwrap_or(ctx.now_us)));
+            return lines;
         }
         if let Some((_, why)) = self.refused.as_ref().filter(|(port, _)| *port == p.path) {
             return vec![Line::styled(format!("! Not run: {why}"), t.bad())];
@@ -589,6 +593,55 @@ impl LinkTestPage {
             )],
         }
     }
+}
+
+/// How much of the recent past the running test's sparkline covers.
+const LIVE_WINDOW_US: u64 = 60_000_000;
+/// Its width in columns (fits the details pane at 80 columns).
+const LIVE_COLUMNS: usize = 40;
+
+/// The port's traffic while its test runs, from the throughput the daemon samples at every
+/// tick (the same counters as the Bandwidth page): what the test moves, live, before the
+/// tool reports its own figures at the end.
+fn live_traffic(ctx: &RenderCtx, port: &str, since_us: u64) -> Vec<Line<'static>> {
+    let t = ctx.theme;
+    let model = ctx.model;
+    let interval = model.manager.sample_interval_us;
+    let history = model.history.get(port);
+    let Some(now) = current_sample(history, ctx.now_us, interval) else {
+        return vec![Line::styled(
+            "Port traffic: no sample yet (the daemon samples every tick)",
+            t.dim(),
+        )];
+    };
+    let during = history
+        .into_iter()
+        .flat_map(|h| h.samples.iter())
+        .filter(|s| s.time_us >= since_us);
+    let tx = rate_stats(during.clone(), Some(&now), |s| s.tx_bytes);
+    let rx = rate_stats(during, Some(&now), |s| s.rx_bytes);
+    let rate = |v: Option<f64>| v.map_or("-".to_string(), bits_per_second);
+    let spark = Spark {
+        now_us: ctx.now_us,
+        window_us: LIVE_WINDOW_US,
+        width: LIVE_COLUMNS,
+        full_scale: None,
+        hold_us: stale_after(interval),
+    };
+    vec![
+        Line::from(vec![
+            Span::styled("Port traffic now  ", t.dim()),
+            Span::raw(format!("TX {}  RX {}", rate(tx.current), rate(rx.current))),
+        ]),
+        Line::from(vec![
+            Span::styled("Peak of this test ", t.dim()),
+            Span::raw(format!("TX {}  RX {}", rate(tx.peak), rate(rx.peak))),
+        ]),
+        Line::from(vec![
+            Span::styled("TX, last 60 s     ", t.dim()),
+            Span::styled(spark.render(history, |s| s.tx_bytes), t.good()),
+        ]),
+    ]
 }
 
 /// "passed", or "failed: REASON".
