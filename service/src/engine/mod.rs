@@ -412,6 +412,7 @@ pub async fn start(
         None => TickClock::new(config.tick),
     };
     let host_setup = Arc::new(host_setup::HostSetupShared::new(system));
+    let link_tests: Arc<std::sync::OnceLock<_>> = Arc::default();
     let handle = EngineHandle {
         commands: tx.clone(),
         history: history.clone(),
@@ -420,11 +421,11 @@ pub async fn start(
         host: host.clone(),
         host_setup: host_setup.clone(),
         nm: nm.clone(),
-        link_tests: Arc::default(),
+        link_tests: link_tests.clone(),
     };
     let mut engine = Engine {
         monitor: Monitor::new(config, clock, history, plan, host.port_poller()),
-        ops: Operations::new(host_setup, nm, tx.downgrade()),
+        ops: Operations::new(host_setup, nm, tx.downgrade(), link_tests),
         host,
         sink,
         state,
@@ -730,6 +731,9 @@ impl Engine {
                 .watch_port_events(&self.state.hardware_names())
                 .await;
             self.monitor.replan(&self.state, &watched);
+            if let Some(link_tests) = self.ops.link_tests.get() {
+                link_tests.devices_changed(self.state.present_names().0);
+            }
         }
         self.monitor.retain_history(&self.state);
         self.sink.publish(&self.state, &dirty).await;

@@ -34,6 +34,9 @@ pub(super) struct Operations {
     /// The restore left IPoIB interfaces alone because NetworkManager runs but did not say
     /// which profiles it has: done when it first answers (see `nm_owners`).
     ipoib_restore_deferred: bool,
+    /// The link tests, shared with the handle (`EngineHandle::set_link_tests`): told when
+    /// the devices change, so their responder serves the InfiniBand ports there are.
+    pub(super) link_tests: Arc<std::sync::OnceLock<Arc<crate::linktest::LinkTests>>>,
 }
 
 impl Operations {
@@ -41,6 +44,7 @@ impl Operations {
         host_setup: Arc<HostSetupShared>,
         nm: Arc<NmOwners>,
         commands: mpsc::WeakSender<Job>,
+        link_tests: Arc<std::sync::OnceLock<Arc<crate::linktest::LinkTests>>>,
     ) -> Operations {
         Operations {
             host_setup,
@@ -48,6 +52,7 @@ impl Operations {
             units_status_seq: 0,
             commands,
             ipoib_restore_deferred: false,
+            link_tests,
         }
     }
 

@@ -236,6 +236,12 @@ impl LinkTests {
         self.responder.status()
     }
 
+    /// The engine's devices, (index, name), after they changed: the responder serves the
+    /// InfiniBand ports there are now.
+    pub fn devices_changed(&self, devices: std::collections::BTreeSet<(u32, String)>) {
+        self.responder.devices_changed(devices);
+    }
+
     /// The last results, oldest first.
     pub fn recent(&self) -> Vec<LinkTestResult> {
         lock(&self.recent).iter().cloned().collect()

@@ -12,13 +12,15 @@
 //! --report_gbits HOST`, with no other option, since perftest 4.5 has the server and the
 //! client agree on parameters only by being given the same ones) test against it.
 //!
-//! On each InfiniBand port with a umad device when it is enabled (or the daemon starts), an
-//! ibping responder too: `rdma-managerd ibping --serve` in the same sandbox, handed the port's
+//! On each InfiniBand port with a umad device, an ibping responder too (the ports are listed
+//! again when the engine sees the devices change, so a port that comes later is served and one
+//! that goes has its responder stopped): `rdma-managerd ibping --serve` in the same sandbox, handed the port's
 //! umad device, answering infiniband-diags' `ibping -L LID` (and the ibping link test) with
 //! this host's name. It answers a ping with one reply of a fixed size from one buffer, at
 //! most as often as `ibping::limit` allows per peer and in all, so what a peer sends can
 //! make it work within a bound but never grow; it serves until stopped.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -52,13 +54,26 @@ pub struct Responder {
     ibping: PathBuf,
     host: Arc<dyn Host>,
     status: Arc<Mutex<Status>>,
-    /// Dropping the sender (disable) ends the supervisors, which kill their servers.
+    /// Dropping the sender (disable) ends perftest's supervisors, which kill their servers.
     stop: Mutex<Option<watch::Sender<()>>>,
+    /// The ibping responders by port, each stopped by dropping its sender.
+    ibping_servers: Arc<Mutex<IbpingServers>>,
+    /// Serialises the listings of the InfiniBand ports, so two never race to start one port.
+    listing: Arc<tokio::sync::Mutex<()>>,
+    /// The devices (index, name) the engine last told of: the ports are listed again only
+    /// when they change.
+    devices: Mutex<Option<BTreeSet<(u32, String)>>>,
 }
+
+/// An ibping responder's stop, by (device, port).
+type IbpingServers = BTreeMap<(String, u32), watch::Sender<()>>;
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
+
+/// perftest's servers: `ib_send_lat` and `ib_send_bw`.
+const PERFTEST_SERVERS: u16 = 2;
 
 /// The back-off after a server that ended without serving a test.
 const BACKOFF_FIRST: Duration = Duration::from_secs(1);
@@ -80,6 +95,9 @@ impl Responder {
             host,
             status: Arc::default(),
             stop: Mutex::new(None),
+            ibping_servers: Arc::default(),
+            listing: Arc::default(),
+            devices: Mutex::new(None),
         }
     }
 
@@ -90,7 +108,7 @@ impl Responder {
         match (enabled, stop.is_some()) {
             (true, false) => {
                 let (tx, rx) = watch::channel(());
-                lock(&self.status).servers = 2;
+                lock(&self.status).servers = PERFTEST_SERVERS;
                 for (program, bandwidth) in [(self.lat.clone(), false), (self.bw.clone(), true)] {
                     tokio::spawn(supervise(
                         self.runner.clone(),
@@ -102,18 +120,43 @@ impl Responder {
                         rx.clone(),
                     ));
                 }
-                tokio::spawn(serve_infiniband_ports(
-                    self.runner.clone(),
-                    self.host.clone(),
-                    self.ibping.clone(),
-                    self.status.clone(),
-                    rx,
-                ));
                 *stop = Some(tx);
+                self.list_ports();
             }
-            (false, true) => *stop = None,
+            (false, true) => {
+                *stop = None;
+                lock(&self.ibping_servers).clear();
+            }
             _ => {}
         }
+    }
+
+    /// The engine's devices changed (added, removed, registered again): while enabled, the
+    /// InfiniBand ports are listed again, responders started on new ones and stopped on
+    /// those gone.
+    pub fn devices_changed(&self, devices: BTreeSet<(u32, String)>) {
+        {
+            let mut known = lock(&self.devices);
+            if known.as_ref() == Some(&devices) {
+                return;
+            }
+            *known = Some(devices);
+        }
+        if lock(&self.stop).is_some() {
+            self.list_ports();
+        }
+    }
+
+    /// Lists the InfiniBand ports (off the caller's task) and serves exactly those.
+    fn list_ports(&self) {
+        tokio::spawn(serve_infiniband_ports(
+            self.runner.clone(),
+            self.host.clone(),
+            self.ibping.clone(),
+            self.status.clone(),
+            self.ibping_servers.clone(),
+            self.listing.clone(),
+        ));
     }
 
     pub fn status(&self) -> LinkResponder {
@@ -184,39 +227,53 @@ impl Server {
     }
 }
 
-/// Starts an ibping responder on every InfiniBand port there is now.
+/// Serves the InfiniBand ports there are now: an ibping responder started on each port
+/// that has none, and stopped on each that is gone. Nothing when the responder was disabled
+/// meanwhile.
 async fn serve_infiniband_ports(
     runner: Arc<dyn Runner>,
     host: Arc<dyn Host>,
     program: PathBuf,
     status: Arc<Mutex<Status>>,
-    stop: watch::Receiver<()>,
+    servers: Arc<Mutex<IbpingServers>>,
+    listing: Arc<tokio::sync::Mutex<()>>,
 ) {
-    let ports = match host.umad_ports().await {
-        Ok(p) => p,
+    let _one = listing.lock().await;
+    let ports: BTreeSet<(String, u32)> = match host.umad_ports().await {
+        Ok(p) => p.into_iter().collect(),
         Err(e) => {
             tracing::warn!(error = %e, "no ibping responder: the InfiniBand ports could not be listed");
             return;
         }
     };
-    if stop.has_changed().is_err() {
+    // Read under the servers' lock: `set(false)` turns `enabled` off before it clears them.
+    let mut servers = lock(&servers);
+    if !lock(&status).enabled {
+        servers.clear();
         return;
     }
-    lock(&status).servers += u16::try_from(ports.len()).unwrap_or(u16::MAX);
+    servers.retain(|port, _| {
+        let keep = ports.contains(port);
+        if !keep {
+            tracing::info!(device = %port.0, port = port.1, "ibping responder stopped: the port is gone");
+        }
+        keep
+    });
     for (device, port) in ports {
+        if servers.contains_key(&(device.clone(), port)) {
+            continue;
+        }
+        let (tx, rx) = watch::channel(());
         let server = Server::Ibping {
             program: program.clone(),
             host: host.clone(),
-            device,
+            device: device.clone(),
             port,
         };
-        tokio::spawn(supervise(
-            runner.clone(),
-            server,
-            status.clone(),
-            stop.clone(),
-        ));
+        tokio::spawn(supervise(runner.clone(), server, status.clone(), rx));
+        servers.insert((device, port), tx);
     }
+    lock(&status).servers = PERFTEST_SERVERS + u16::try_from(servers.len()).unwrap_or(u16::MAX);
 }
 
 /// Keeps one server running until `stop`'s sender is dropped.

@@ -369,15 +369,24 @@ async fn the_responder_is_remembered_and_comes_back_at_start() -> Result<()> {
         ib_ports >= 2,
         "the demo host's InfiniBand ports: {ib_ports}"
     );
-    let t0 = Instant::now();
-    while ibping_responders() != ib_ports {
-        anyhow::ensure!(
-            t0.elapsed() < Duration::from_secs(10),
-            "{} ibping responders, not {ib_ports}",
-            ibping_responders()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_ibping_responders(ib_ports).await?;
+    // A device that goes takes its responders with it; one that comes (again) is served
+    // without the responder being enabled again.
+    let mlx5_0 = t
+        .sim
+        .spec()
+        .devices
+        .iter()
+        .find(|d| d.name == "mlx5_0")
+        .cloned()
+        .context("mlx5_0 in the demo host")?;
+    t.sim.unplug("mlx5_0")?;
+    let without = rdma_managerd::kernel::Host::umad_ports(&t.sim).await?.len();
+    assert!(without < ib_ports, "mlx5_0 has an InfiniBand port");
+    wait_ibping_responders(without).await?;
+    t.sim.plug(mlx5_0)?;
+    wait_ibping_responders(ib_ports).await?;
+    wait_running(&m, true).await?;
     // A restart re-applies it before start-up ends.
     t.restart_daemon(|_| {}).await?;
     let m = manager(&t).await?;
@@ -390,6 +399,20 @@ async fn the_responder_is_remembered_and_comes_back_at_start() -> Result<()> {
     assert!(t
         .etc_file(FILE)
         .is_some_and(|f| f.contains("responder = false")));
+    Ok(())
+}
+
+/// Waits until this test's daemon runs `n` ibping responders.
+async fn wait_ibping_responders(n: usize) -> Result<()> {
+    let t0 = Instant::now();
+    while ibping_responders() != n {
+        anyhow::ensure!(
+            t0.elapsed() < Duration::from_secs(10),
+            "{} ibping responders, not {n}",
+            ibping_responders()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     Ok(())
 }
 
