@@ -625,7 +625,7 @@ c_ip_managers_steps() {
 # a state document's expectations on rxe1 over late0 pass, also for an unprivileged user
 # (reading is open); with late0 down the check exits 11 naming the failed expectations; with
 # it up again the port passes and the two changes count as flaps.
-HEALTH_DOC=/root/health.yml
+HEALTH_DOC=/tmp/health.yml
 rxe1_state() {
   busctl get-property "$BUS" "$(device_path rxe1)/Port/1" "$BUS.Port" State | grep -q "\"$1\""
 }
@@ -975,12 +975,10 @@ c_linktest() {
   # perftest's own clients against the client's responder, by hand, in the same run.
   run ib_send_lat -R -F -d rxe0 -p 18515 "$LT_PEER" | tee /root/hand-lat.txt || fail "ib_send_lat against the responder failed"
   run ib_send_bw -R -F -d rxe0 -p 18516 --report_gbits "$LT_PEER" | tee /root/hand-bw.txt || fail "ib_send_bw against the responder failed"
-  # And the service once more after them, so that neither side always runs first.
-  lt_run /root/lt-rdma2.json "$LT_PORT" "$LT_PEER" --kind rdma --timeout 120 || fail "the second TestLink rdma did not pass"
   local lat bw f
   lat=$(perftest_row /root/hand-lat.txt)
   bw=$(perftest_row /root/hand-bw.txt)
-  for f in /root/lt-rdma.json /root/lt-rdma2.json; do
+  for f in /root/lt-rdma.json; do
     echo "linktest: latency p50 service $(lt_field $f latency_p50_us) us, perftest $(echo "$lat" | awk '{print $5}') us (t_typical)"
     echo "linktest: latency avg service $(lt_field $f latency_avg_us) us, perftest $(echo "$lat" | awk '{print $6}') us"
     echo "linktest: latency p99 service $(lt_field $f latency_p99_us) us, perftest $(echo "$lat" | awk '{print $8}') us"
@@ -1048,7 +1046,9 @@ c_linktest_responder() {
   wait_for 900 "the first guest's request" sh -c "[ -e $rdv/responder-off-please ] || [ -e $rdv/linktest-done ]"
   if [ -e "$rdv/responder-off-please" ]; then
     run rdma-cli responder off
-    wait_for 10 "no server left" sh -c '! pgrep -x ib_send_lat && ! pgrep -x ib_send_bw'
+    # Killed servers leave only once the kernel has torn down their rdma_cm IDs (20 s and
+    # more under emulation); until then their listeners take connections nobody accepts.
+    wait_for 120 "no server left" sh -c '! pgrep -x ib_send_lat && ! pgrep -x ib_send_bw'
     echo off >"$rdv/responder-off"
   fi
   wait_for 600 "the first guest's link tests" test -e "$rdv/linktest-done"

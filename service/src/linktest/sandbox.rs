@@ -253,8 +253,12 @@ impl SandboxRunner {
             }),
             Err(_) => {
                 kill_group(pgid);
-                // Reaped here; the pipes close with the group's processes.
-                let _ = child.wait().await;
+                // Reaped off the caller's task: a process killed inside an RDMA call may take
+                // seconds to leave the kernel (rxe tearing down a connection under emulation
+                // took 20), and the test's answer must not wait past its timeout for it.
+                tokio::spawn(async move {
+                    let _ = child.wait().await;
+                });
                 Ok(Output {
                     code: None,
                     timed_out: true,
