@@ -5,7 +5,7 @@
 #
 #   tests/syslab/run.sh [--kernel 6.1|6.12] [--deb PATH] [--gmo-bin PATH] [--out DIR]
 #                       [--timeout SECS] [--cache DIR] [--one-guest] [--no-ansible]
-#                       [--append 'KERNEL ARGS']
+#                       [--no-linktest] [--append 'KERNEL ARGS']
 #
 # Builds (or restores) the image, builds the package unless --deb is given and the
 # GetManagedObjects timing client (rdma-syslab-gmo) unless --gmo-bin is given, boots the guest
@@ -24,6 +24,7 @@ timeout_secs=2700
 cache="$REPO_DIR/target/syslab-cache"
 two=1
 ansible=1
+linktest=1
 kernel=6.1
 append=""
 while [ $# -gt 0 ]; do
@@ -35,6 +36,7 @@ while [ $# -gt 0 ]; do
     --cache) cache=$2; shift 2 ;;
     --one-guest) two=0; shift ;;
     --no-ansible) ansible=0; shift ;;
+    --no-linktest) linktest=0; shift ;;
     --kernel) kernel=$2; shift 2 ;;
     --append) append=$2; shift 2 ;;
     -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
@@ -48,10 +50,13 @@ t_start=$SECONDS
 # The checks each boot must report, in order; a missing line is a failure (the phase did not
 # get that far).
 EXPECTED_PHASE1="boot install files activation udev softlink roce rename naming modules memlock nfs journal security"
-EXPECTED_PHASE2="reboot-softlink reboot-roce reboot-modules reboot-memlock reboot-nfs reboot-boot networkmanager nm-rollback linktest-icmp tui late-setup ip-managers"
+EXPECTED_PHASE2="reboot-softlink reboot-roce reboot-modules reboot-memlock reboot-nfs reboot-boot networkmanager nm-rollback linktest-icmp tui late-setup health ip-managers"
 EXPECTED_PHASE3="late-netdev gmo-dbus-daemon broker-switch"
 EXPECTED_PHASE4="broker-boot broker-daemon gmo-dbus-broker"
 EXPECTED_TWO="nfs-rdma-server nfs-client-setup nfs-client-mount"
+# The link tests between the two guests (left out with --no-linktest: the guests are not
+# told syslab.linktest=1).
+EXPECTED_LINKTEST="linktest linktest-responder"
 # The Ansible checks (left out with --no-ansible: the share then has no ansible/).
 EXPECTED_ANSIBLE="ansible reboot-ansible"
 EXPECTED_ANSIBLE_TWO="ansible-client"
@@ -94,6 +99,7 @@ rm -rf "$out"
 mkdir -p "$out/share/out" "$out/checks"
 cp "$SYSLAB_DIR/guest-checks.sh" "$out/share/"
 [ "$ansible" -eq 0 ] || cp -r "$SYSLAB_DIR/ansible" "$out/share/"
+[ "$linktest" -eq 0 ] || [ "$two" -eq 0 ] || append="syslab.linktest=1 $append"
 cp "$deb" "$out/share/"
 cp "$gmo_bin" "$out/share/rdma-syslab-gmo"
 [ "$two" -eq 0 ] || mkdir -p "$out/share/rdv" "$out/share/out-nfs-client"
@@ -155,6 +161,7 @@ expected="$EXPECTED_PHASE1 $EXPECTED_PHASE2 $EXPECTED_PHASE3 $EXPECTED_PHASE4"
 [ "$two" -eq 0 ] || expected="$expected $EXPECTED_TWO"
 [ "$ansible" -eq 0 ] || expected="$expected $EXPECTED_ANSIBLE"
 [ "$ansible" -eq 0 ] || [ "$two" -eq 0 ] || expected="$expected $EXPECTED_ANSIBLE_TWO"
+[ "$linktest" -eq 0 ] || [ "$two" -eq 0 ] || expected="$expected $EXPECTED_LINKTEST"
 for name in $expected; do
   if ! grep -qx "syslab: \(ok\|FAIL\) $name" "$summary"; then
     echo "syslab: FAIL $name (did not run)" >>"$summary"
