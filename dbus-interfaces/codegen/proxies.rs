@@ -89,6 +89,7 @@ pub const NAMED: &[(&str, &str)] = &[
     ("Port.GetThroughputHistoryCoarse", "Vec<HistorySample>"),
     ("Port.Gids", "Vec<Gid>"),
     ("Port.TestLink", "LinkTestResult"),
+    ("Port.LinkTestProgress.result", "LinkTestResult"),
     ("RdmaManager1.RecentLinkTests", "Vec<LinkTestResult>"),
     ("RdmaManager1.GetLinkResponder", "LinkResponder"),
     ("Port.Pkeys", "Vec<Pkey>"),

@@ -258,6 +258,11 @@ impl App {
                 values,
             } => self.model.set_counters(&port, source, saturated, values),
             Update::CallDone { id, call, result } => self.call_done(id, &call, &result),
+            Update::LinkTestProgress {
+                port,
+                stage,
+                result,
+            } => self.model.link_test_progress(&port, &stage, *result),
             Update::Fatal(e) => self.connection = Connection::Fatal(e),
         }
     }
@@ -290,6 +295,10 @@ impl App {
     }
 
     fn call_done(&mut self, id: u64, call: &Call, result: &Result<CallOutput, CallError>) {
+        // The test ended: its `done` signal came before the answer, unless it was lost.
+        if let Call::TestLink { port, .. } = call {
+            self.model.link_tests_running.remove(port);
+        }
         if matches!(call, Call::CheckHealth) {
             self.pending.remove(&id);
             self.model.health = match result {

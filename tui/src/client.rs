@@ -81,6 +81,13 @@ pub enum Update {
         change: String,
         outcome: String,
     },
+    /// `Port.LinkTestProgress`: a link test from `port` (by any client) reached `stage`
+    /// (`running`, `bandwidth`, `done`), with the result so far.
+    LinkTestProgress {
+        port: String,
+        stage: String,
+        result: Box<LinkTestResult>,
+    },
     /// The connection to the bus failed for good.
     Fatal(String),
 }
@@ -1095,6 +1102,14 @@ pub fn signal_update(msg: &zbus::Message) -> Option<Update> {
                     .into_iter()
                     .map(|(p, a, b, c, d, f)| (p.as_str().to_string(), a, b, c, d, f))
                     .collect(),
+            })
+        }
+        (crate::model::PORT_IFACE, "LinkTestProgress") => {
+            let (stage, result) = body.deserialize::<(String, LinkTestResult)>().ok()?;
+            Some(Update::LinkTestProgress {
+                port: path,
+                stage,
+                result: Box::new(result),
             })
         }
         (crate::model::NETWORK_IFACE, "ChangeEnded") => {

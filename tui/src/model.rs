@@ -471,6 +471,17 @@ pub struct Model {
     /// once one answered.
     #[serde(skip)]
     pub health: Option<Health>,
+    /// The link tests running now, by port path, as `Port.LinkTestProgress` told them (any
+    /// client's): the stage and the result so far. Gone at stage `done`.
+    #[serde(skip)]
+    pub link_tests_running: HashMap<String, LiveLinkTest>,
+}
+
+/// A link test as it goes (see [`Model::link_tests_running`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LiveLinkTest {
+    pub stage: rdma_manager_model::linktest::Stage,
+    pub result: crate::client::LinkTestResult,
 }
 
 /// The verdict of a node health check, as the Overview shows it.
@@ -557,6 +568,7 @@ impl Model {
                 }
                 PORT_IFACE => {
                     self.ports.remove(path);
+                    self.link_tests_running.remove(path);
                     self.history.remove(path);
                     self.history_coarse.remove(path);
                     self.counters.remove(path);
@@ -568,6 +580,26 @@ impl Model {
                     self.host_setup = None;
                 }
                 _ => {}
+            }
+        }
+    }
+
+    /// A link test from `port` reached `stage`: kept while it runs, dropped when done (or
+    /// at a stage this client does not know).
+    pub fn link_test_progress(
+        &mut self,
+        port: &str,
+        stage: &str,
+        result: crate::client::LinkTestResult,
+    ) {
+        use rdma_manager_model::linktest::Stage;
+        match Stage::parse(stage) {
+            Some(stage @ (Stage::Running | Stage::Bandwidth)) => {
+                self.link_tests_running
+                    .insert(port.to_string(), LiveLinkTest { stage, result });
+            }
+            Some(Stage::Done) | None => {
+                self.link_tests_running.remove(port);
             }
         }
     }

@@ -204,7 +204,7 @@ fn a_running_test_keeps_the_keys_and_shows_its_result() {
         .expect("mlx5_1/1 in the demo host");
     app.apply(rdma_tui::client::Update::Samples {
         time_us: NOW_US + SECOND,
-        samples: vec![(port, 12.5e9 / 8.0 * 8.0, 1.25e6, 1e6, 1e3, 0)],
+        samples: vec![(port.clone(), 12.5e9 / 8.0 * 8.0, 1.25e6, 1e6, 1e3, 0)],
     });
     let s = screen(&mut app, 80, 24);
     assert!(
@@ -215,6 +215,35 @@ fn a_running_test_keeps_the_keys_and_shows_its_result() {
         s.contains("Peak of this test TX 100 Gb/s  RX 48.4 Gb/s"),
         "{s}"
     );
+    // The daemon says the test started, then that the latency is measured: shown while
+    // the bandwidth test runs.
+    app.apply(rdma_tui::client::Update::LinkTestProgress {
+        port: port.clone(),
+        stage: "running".into(),
+        result: Box::new(LinkTestResult {
+            kind: "rdma".into(),
+            ..LinkTestResult::default()
+        }),
+    });
+    assert!(screen(&mut app, 80, 24).contains("Latency test running"));
+    app.apply(rdma_tui::client::Update::LinkTestProgress {
+        port: port.clone(),
+        stage: "bandwidth".into(),
+        result: Box::new(LinkTestResult {
+            bandwidth_gbps: 0.0,
+            ..passed_rdma()
+        }),
+    });
+    let s = screen(&mut app, 80, 24);
+    assert!(
+        s.contains("Latency           p50 2.31 µs  p99 3.07 µs  max 9.82 µs  (1000 round trips)"),
+        "{s}"
+    );
+    assert!(
+        s.contains("Bandwidth test running (path MTU 1024, GID index 3)"),
+        "{s}"
+    );
+    assert_snapshot!("link_test_running_bandwidth", s);
     // Keys still work while it runs: the recent list and back; a second test is declined.
     press(&mut app, KeyCode::Char('h'));
     assert!(screen(&mut app, 80, 24).contains("Recent link tests"));

@@ -30,6 +30,33 @@ pub enum PeerError {
 /// The kinds of link test, as the API names them.
 pub const KINDS: [&str; 3] = ["rdma", "icmp", "ibping"];
 /// The longest test and the longest wait accepted.
+/// How far a running test has come, as `Port.LinkTestProgress` says it (its `stage`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Started: the path is known, no figure yet.
+    Running,
+    /// An RDMA test's latency is measured; its bandwidth test runs now.
+    Bandwidth,
+    /// Ended: the result, as `TestLink` returns it.
+    Done,
+}
+
+impl Stage {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Stage::Running => "running",
+            Stage::Bandwidth => "bandwidth",
+            Stage::Done => "done",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Stage> {
+        [Stage::Running, Stage::Bandwidth, Stage::Done]
+            .into_iter()
+            .find(|stage| stage.as_str() == s)
+    }
+}
+
 pub const MAX_DURATION_S: u32 = 60;
 pub const MAX_TIMEOUT_S: u32 = 600;
 /// The timeout of a test given 0.

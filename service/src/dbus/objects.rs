@@ -565,6 +565,7 @@ bus_object! {
             duration: u32,
             timeout: u32,
             #[zbus(header)] header: Header<'_>,
+            #[zbus(signal_emitter)] emitter: SignalEmitter<'_>,
         ) -> Result<LinkTestResult, Error> {
             let arguments = crate::audit_args![peer, kind, duration, timeout];
             self.ctx
@@ -581,15 +582,43 @@ bus_object! {
                         roce_tos: v.roce_tos,
                         active_mtu: v.active_mtu,
                     };
-                    self.ctx
-                        .link_tests()
-                        .await?
-                        .test(port, peer, kind, duration, timeout)
-                        .await
-                        .map_err(super::errors::op_error)
+                    let link_tests = self.ctx.link_tests().await?;
+                    // The stages are sent as signals while the test runs, in order, the
+                    // last (done) before the method returns.
+                    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+                    let progress = move |stage: crate::linktest::Stage, r: &LinkTestResult| {
+                        let _ = tx.send((stage, r.clone()));
+                    };
+                    let test = link_tests.test(port, peer, kind, duration, timeout, &progress);
+                    tokio::pin!(test);
+                    let outcome = loop {
+                        tokio::select! {
+                            biased;
+                            Some((stage, r)) = rx.recv() => {
+                                linktest_progress(&emitter, stage, r).await;
+                            }
+                            outcome = &mut test => break outcome,
+                        }
+                    };
+                    while let Ok((stage, r)) = rx.try_recv() {
+                        linktest_progress(&emitter, stage, r).await;
+                    }
+                    outcome.map_err(super::errors::op_error)
                 })
                 .await
         }
+
+        /// A link test from this port as it goes, to every client (a page that watches the
+        /// port sees a test another client runs): stage "running" when it starts (the path
+        /// known, no figure yet), "bandwidth" when an RDMA test's latency is measured and its
+        /// bandwidth test runs, "done" with the result TestLink returns; the result so far,
+        /// in TestLink's form.
+        #[zbus(signal)]
+        pub async fn link_test_progress(
+            emitter: &SignalEmitter<'_>,
+            stage: &str,
+            result: LinkTestResult,
+        ) -> zbus::Result<()>;
 
         /// The recorded throughput, oldest first: (time µs since the epoch, TX bytes/s,
         /// RX bytes/s, TX packets/s, RX packets/s, flags), one a sampling period for up to
@@ -857,5 +886,18 @@ bus_object! {
                 };
                 e.subnet_manager(verb).await
             };
+    }
+}
+
+/// Sends one stage of a link test (`Port.LinkTestProgress`). Rare (three a test at most, and
+/// tests are few), so broadcast without `signal_guard`'s questions; one that cannot be sent
+/// is logged, and TestLink's answer still carries the result.
+async fn linktest_progress(
+    emitter: &SignalEmitter<'_>,
+    stage: crate::linktest::Stage,
+    result: LinkTestResult,
+) {
+    if let Err(e) = PortObject::link_test_progress(emitter, stage.as_str(), result).await {
+        tracing::debug!(path = %emitter.path(), error = %e, "LinkTestProgress not sent");
     }
 }

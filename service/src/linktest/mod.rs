@@ -99,7 +99,10 @@ fn ibping_program() -> PathBuf {
     sandbox::locate("rdma-managerd")
 }
 
-pub use rdma_manager_model::linktest::{DEFAULT_TIMEOUT_S, MAX_DURATION_S, MAX_TIMEOUT_S};
+pub use rdma_manager_model::linktest::{Stage, DEFAULT_TIMEOUT_S, MAX_DURATION_S, MAX_TIMEOUT_S};
+
+/// Hears a test as it goes: each stage with the result so far.
+pub type Progress<'a> = &'a (dyn Fn(Stage, &LinkTestResult) + Send + Sync);
 /// The results kept for `RecentLinkTests`.
 pub const RECENT: usize = 32;
 
@@ -249,6 +252,7 @@ impl LinkTests {
 
     /// Runs one test from `port`. Bad input is an error with nothing run; a test that ran
     /// (or could not, the port being down) is a result, passed or with its reason.
+    /// `progress` hears the test as it goes (see [`Stage`]): the result so far at each stage.
     pub async fn test(
         &self,
         port: PortInfo,
@@ -256,6 +260,7 @@ impl LinkTests {
         kind: &str,
         duration_s: u32,
         timeout_s: u32,
+        progress: Progress<'_>,
     ) -> Result<LinkTestResult, OpError> {
         let kind = Kind::parse(kind)?;
         // ibping reaches a LID; the other kinds an IP address (or a GID that is one).
@@ -313,6 +318,7 @@ impl LinkTests {
             ..LinkTestResult::default()
         };
         let deadline = started + Duration::from_secs(u64::from(timeout_s));
+        progress(Stage::Running, &result);
         let outcome = if port.state != "ACTIVE" {
             Err(Failure::new(
                 Reason::PortDown,
@@ -341,7 +347,7 @@ impl LinkTests {
                 }
                 Target::Ip(address) => {
                     result.tool = "ib_send_lat+ib_send_bw".into();
-                    self.rdma(&port, address, duration_s, deadline, &mut result)
+                    self.rdma(&port, address, duration_s, deadline, &mut result, progress)
                         .await
                 }
             }
@@ -354,11 +360,14 @@ impl LinkTests {
             }
         }
         result.elapsed_ms = started.elapsed().as_millis() as u64;
-        let mut recent = lock(&self.recent);
-        if recent.len() == RECENT {
-            recent.pop_front();
+        {
+            let mut recent = lock(&self.recent);
+            if recent.len() == RECENT {
+                recent.pop_front();
+            }
+            recent.push_back(result.clone());
         }
-        recent.push_back(result.clone());
+        progress(Stage::Done, &result);
         Ok(result)
     }
 
@@ -417,9 +426,9 @@ impl LinkTests {
         duration_s: u32,
         deadline: Instant,
         result: &mut LinkTestResult,
+        progress: Progress<'_>,
     ) -> Result<(), Failure> {
         let source = source_address(&port.gids, peer);
-        let mut lat_out = None;
         for bandwidth in [false, true] {
             let (program, tcp) = if bandwidth {
                 (&self.config.send_bw, perftest::BW_PORT)
@@ -483,23 +492,19 @@ impl LinkTests {
                 result.latency_max_us = lat.max;
                 result.latency_avg_us = lat.avg;
                 result.round_trips = lat.iterations;
-                lat_out = Some(conn.clone());
-            }
-            if result.mtu == 0 {
                 result.mtu = conn.mtu;
-            }
-        }
-        if let Some(conn) = lat_out {
-            if let Some(local) = conn.local_gid {
-                result.gid = sysfs_gid(local);
-                if let Some(g) = port
-                    .gids
-                    .iter()
-                    .find(|g| peer::gid_address(&g.gid) == Some(local))
-                {
-                    result.gid_index = g.index as i32;
-                    result.gid_type = g.gid_type.clone();
+                if let Some(local) = conn.local_gid {
+                    result.gid = sysfs_gid(local);
+                    if let Some(g) = port
+                        .gids
+                        .iter()
+                        .find(|g| peer::gid_address(&g.gid) == Some(local))
+                    {
+                        result.gid_index = g.index as i32;
+                        result.gid_type = g.gid_type.clone();
+                    }
                 }
+                progress(Stage::Bandwidth, result);
             }
         }
         Ok(())

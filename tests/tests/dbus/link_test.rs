@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use futures::StreamExt;
 use rdma_manager_dbus::types::LinkTestResult;
 use rdma_manager_dbus::{port_path, ManagerProxy, PortProxy};
 use rdma_manager_tests::bus::{skip_reason, Credentials, PolkitConfig, Reply};
@@ -102,16 +103,20 @@ fn dbus_error_name(e: &zbus::Error) -> String {
 async fn an_rdma_test_reports_perftests_figures_and_the_path() -> Result<()> {
     require_harness!();
     let t = setup(2).await?;
-    let r = test(&t, "192.0.2.10", "rdma", 10).await?;
+    // Its stages as signals, to any client that watches the port.
+    let p = port(&t, &port_path(RXE, 1)).await?;
+    let mut progress = p.receive_link_test_progress().await?;
+    let r = p.test_link("192.0.2.10", "rdma", 0, 10).await?;
     assert!(r.passed, "{r:?}");
     assert_eq!(r.reason, "");
-    // The stand-in prints perftest's report (testdata/ib_send_lat.txt, ib_send_bw.txt).
-    assert_eq!(r.latency_p50_us, 27.63);
-    assert_eq!(r.latency_p99_us, 61.37);
-    assert_eq!(r.latency_max_us, 148.52);
-    assert_eq!(r.latency_avg_us, 29.18);
+    // The stand-in prints perftest's report (testdata/ib_send_lat.txt, ib_send_bw.txt,
+    // captured under emulation).
+    assert_eq!(r.latency_p50_us, 25222.49);
+    assert_eq!(r.latency_p99_us, 37654.92);
+    assert_eq!(r.latency_max_us, 87823.69);
+    assert_eq!(r.latency_avg_us, 25587.81);
     assert_eq!(r.round_trips, 1000);
-    assert_eq!(r.bandwidth_gbps, 1.87);
+    assert_eq!(r.bandwidth_gbps, 0.068454);
     assert_eq!(r.mtu, 1024);
     assert_eq!(
         (r.device.as_str(), r.port, r.netdev.as_str()),
@@ -120,8 +125,30 @@ async fn an_rdma_test_reports_perftests_figures_and_the_path() -> Result<()> {
     assert_eq!(r.tool, "ib_send_lat+ib_send_bw");
     // The GID perftest used, as the Port's Gids write it; not in this port's table (the
     // captured run was on another host), so no index.
-    assert_eq!(r.gid, "0000:0000:0000:0000:0000:ffff:c0a8:4d0a");
+    assert_eq!(r.gid, "0000:0000:0000:0000:0000:ffff:c0a8:4d01");
     assert_eq!(r.gid_index, -1);
+    let mut stages = Vec::new();
+    while stages.len() < 3 {
+        let signal = tokio::time::timeout(Duration::from_secs(5), progress.next())
+            .await
+            .context("LinkTestProgress in time")?
+            .context("the signal stream")?;
+        let args = signal.args()?;
+        stages.push((args.stage().to_string(), args.result().clone()));
+    }
+    let names: Vec<&str> = stages.iter().map(|(s, _)| s.as_str()).collect();
+    assert_eq!(names, ["running", "bandwidth", "done"]);
+    // Started: the path, no figure; then the latency, the bandwidth still to come; then
+    // the result as returned.
+    assert_eq!(
+        (stages[0].1.latency_p50_us, stages[0].1.round_trips),
+        (0.0, 0)
+    );
+    assert_eq!(stages[0].1.address, "192.0.2.10");
+    assert_eq!(stages[1].1.latency_p50_us, 25222.49);
+    assert_eq!(stages[1].1.bandwidth_gbps, 0.0);
+    assert_eq!(stages[1].1.mtu, 1024);
+    assert_eq!(stages[2].1, r);
     // A GID that names the same address is the same peer.
     let g = test(&t, "0000:0000:0000:0000:0000:ffff:c000:020a", "rdma", 10).await?;
     assert!(g.passed, "{g:?}");

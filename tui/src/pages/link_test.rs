@@ -12,7 +12,9 @@ use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::Frame;
-use rdma_manager_model::linktest::{DEFAULT_TIMEOUT_S, KINDS, MAX_DURATION_S, MAX_TIMEOUT_S};
+use rdma_manager_model::linktest::{
+    Stage, DEFAULT_TIMEOUT_S, KINDS, MAX_DURATION_S, MAX_TIMEOUT_S,
+};
 
 use super::{list_view, Outcome, Page, PageId, RenderCtx};
 use crate::check;
@@ -498,6 +500,8 @@ impl LinkTestPage {
             .map(|p| {
                 let last = if self.running.as_ref().is_some_and(|r| r.port == p.path) {
                     Span::styled("running", t.warn())
+                } else if ctx.model.link_tests_running.contains_key(&p.path) {
+                    Span::styled("running (another client)", t.warn())
                 } else if let Some(r) = self.recent.iter().rev().find(|r| is_from(r, p)) {
                     verdict_span(r, t)
                 } else {
@@ -576,7 +580,25 @@ impl LinkTestPage {
                     r.timeout_s
                 )),
             ])];
+            lines.extend(live_figures(ctx, &p.path));
             lines.extend(live_traffic(ctx, &p.path, r.since_us.unwrap_or(ctx.now_us)));
+            return lines;
+        }
+        if let Some(live) = ctx.model.link_tests_running.get(&p.path) {
+            // Another client's test (or this page's, from before it was opened).
+            let r = &live.result;
+            let mut lines = vec![Line::from(vec![
+                Span::styled("Running ", t.warn()),
+                Span::raw(format!(
+                    "{} from {} to {} (another client's test)",
+                    kind_word(&r.kind),
+                    port_label(p),
+                    peer_words(&r.kind, &r.peer),
+                )),
+            ])];
+            lines.extend(live_figures(ctx, &p.path));
+            let since = (r.started_us > 0).then_some(r.started_us);
+            lines.extend(live_traffic(ctx, &p.path, since.unwrap_or(ctx.now_us)));
             return lines;
         }
         if let Some((_, why)) = self.refused.as_ref().filter(|(port, _)| *port == p.path) {
@@ -592,6 +614,45 @@ impl LinkTestPage {
                 t.dim(),
             )],
         }
+    }
+}
+
+/// What the daemon has said of the port's running test so far (`Port.LinkTestProgress`):
+/// an RDMA test's latency once measured, while its bandwidth test runs.
+fn live_figures(ctx: &RenderCtx, port: &str) -> Vec<Line<'static>> {
+    let t = ctx.theme;
+    match ctx.model.link_tests_running.get(port) {
+        Some(live) if live.stage == Stage::Bandwidth => {
+            let r = &live.result;
+            vec![
+                Line::from(vec![
+                    Span::styled("Latency           ", t.dim()),
+                    Span::raw(format!(
+                        "p50 {}  p99 {}  max {}  ({} round trips)",
+                        micros(r.latency_p50_us),
+                        micros(r.latency_p99_us),
+                        micros(r.latency_max_us),
+                        r.round_trips
+                    )),
+                ]),
+                Line::styled(
+                    format!(
+                        "Bandwidth test running (path MTU {}, GID index {})",
+                        r.mtu,
+                        if r.gid_index >= 0 {
+                            r.gid_index.to_string()
+                        } else {
+                            "unknown".into()
+                        }
+                    ),
+                    t.warn(),
+                ),
+            ]
+        }
+        Some(live) if live.result.kind == "rdma" => {
+            vec![Line::styled("Latency test running", t.warn())]
+        }
+        _ => Vec::new(),
     }
 }
 
