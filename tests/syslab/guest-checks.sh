@@ -1048,6 +1048,16 @@ c_linktest_icmp() {
 }
 
 # The client: the package, its responder, and the first guest's requests.
+# cpu_ticks PID...: their utime + stime together, in clock ticks.
+cpu_ticks() {
+  local p sum=0
+  for p in "$@"; do
+    sum=$((sum + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0)))
+  done
+  echo "$sum"
+}
+# rss_kib PID: its resident set.
+rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null; }
 c_linktest_responder() {
   local deb
   deb=$(ls "$share"/rdma-manager_*.deb | head -n 1)
@@ -1062,6 +1072,14 @@ c_linktest_responder() {
   run ps -o user,pid,pgid,args -C ib_send_lat,ib_send_bw
   ps -o user= -C ib_send_lat,ib_send_bw | grep -qv '^root' || fail "a responder server runs as root"
   run grep -E '^(CapBnd|CapEff|NoNewPrivs)' "/proc/$(pgrep -o ib_send_lat)/status"
+  # Idle, the servers sleep in rdma_cm: their CPU over 20 s (utime + stime, clock ticks).
+  local servers t0 t1
+  servers=$(pgrep -d ' ' -x 'ib_send_lat|ib_send_bw')
+  t0=$(cpu_ticks $servers)
+  sleep 20
+  t1=$(cpu_ticks $servers)
+  echo "linktest: responder idle 20 s: $((t1 - t0)) clock ticks of CPU in its servers ($servers)"
+  echo "linktest: rdma-managerd RSS before the tests $(rss_kib "$(systemctl show -P MainPID rdma-managerd)") KiB"
   echo ready >"$rdv/responder-ready"
   wait_for 900 "the first guest's request" sh -c "[ -e $rdv/responder-off-please ] || [ -e $rdv/linktest-done ]"
   if [ -e "$rdv/responder-off-please" ]; then
@@ -1073,6 +1091,7 @@ c_linktest_responder() {
   fi
   wait_for 600 "the first guest's link tests" test -e "$rdv/linktest-done"
   run rdma-cli responder status
+  echo "linktest: rdma-managerd RSS after the tests $(rss_kib "$(systemctl show -P MainPID rdma-managerd)") KiB ($(rdma-cli -t responder status | cut -d: -f5) tests served)"
 }
 
 # ------------------------------------------------------------------ Ansible (issue: the fleet)
