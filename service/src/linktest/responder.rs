@@ -13,10 +13,10 @@
 //! client agree on parameters only by being given the same ones) test against it.
 //!
 //! On each InfiniBand port with a umad device, an ibping responder too (the ports are listed
-//! again when the engine sees the devices change, so a port that comes later is served and one
-//! that goes has its responder stopped): `rdma-managerd ibping --serve` in the same sandbox, handed the port's
-//! umad device, answering infiniband-diags' `ibping -L LID` (and the ibping link test) with
-//! this host's name. It answers a ping with one reply of a fixed size from one buffer, at
+//! again when the engine sees the devices change, so a port that comes later is served and
+//! one that goes has its responder stopped): `rdma-managerd ibping --serve` in the same
+//! sandbox, handed the port's umad device, answering infiniband-diags' `ibping -L LID` (and
+//! the ibping link test) with this host's name. It answers a ping with one reply of a fixed size from one buffer, at
 //! most as often as `ibping::limit` allows per peer and in all, so what a peer sends can
 //! make it work within a bound but never grow; it serves until stopped.
 
