@@ -2,7 +2,11 @@
 //! `KEY: value` lines (nmcli's `-f all` form), one `-t` line of fields, or `-j` the result's
 //! JSON object; the exit code says whether it passed (rdma-cli(1), "EXIT STATUS").
 
+use std::io::IsTerminal;
+
+use futures::StreamExt;
 use rdma_manager_dbus::types::{LinkResponder, LinkTestResult};
+use rdma_manager_model::linktest::{Stage, DEFAULT_TIMEOUT_S};
 use zbus::Connection;
 
 use crate::args::{ResponderAction, TestKind};
@@ -22,16 +26,64 @@ pub struct TestLinkArgs {
 
 pub async fn test_link(conn: &Connection, a: &TestLinkArgs, format: Format) -> Result<u8, Failure> {
     let path = Objects::read(conn).await?.port_or_netdev(&a.port)?;
-    let result = bus::port_proxy(conn, &path)
-        .await?
-        .test_link(&a.peer, a.kind.as_str(), a.duration, a.timeout)
-        .await?;
+    let port = bus::port_proxy(conn, &path).await?;
+    // On a terminal, the test's stages on standard error as the daemon says them
+    // (`Port.LinkTestProgress`); standard output keeps the result alone.
+    let mut stages = if std::io::stderr().is_terminal() {
+        Some(port.receive_link_test_progress().await?)
+    } else {
+        None
+    };
+    let call = port.test_link(&a.peer, a.kind.as_str(), a.duration, a.timeout);
+    tokio::pin!(call);
+    let result = loop {
+        let Some(stream) = stages.as_mut() else {
+            break call.await?;
+        };
+        tokio::select! {
+            r = &mut call => break r?,
+            Some(signal) = stream.next() => {
+                if let Ok(args) = signal.args() {
+                    if let Some(line) = stage_line(a, args.stage(), args.result()) {
+                        eprintln!("{line}");
+                    }
+                }
+            }
+        }
+    };
     print!("{}", render(&result, format));
     Ok(if result.passed {
         code::SUCCESS
     } else {
         code::TEST_FAILED
     })
+}
+
+/// What a stage of this test says on the terminal; `None` for the end (the result follows)
+/// and for another client's test from the same port.
+fn stage_line(a: &TestLinkArgs, stage: &str, r: &LinkTestResult) -> Option<String> {
+    if r.peer != a.peer || r.kind != a.kind.as_str() {
+        return None;
+    }
+    match Stage::parse(stage)? {
+        Stage::Running => Some(format!(
+            "Testing {} from {}/{} to {} (at most {} s)...",
+            r.kind,
+            r.device,
+            r.port,
+            r.address,
+            if a.timeout == 0 {
+                DEFAULT_TIMEOUT_S
+            } else {
+                a.timeout
+            }
+        )),
+        Stage::Bandwidth => Some(format!(
+            "Latency p50 {:.2} us, p99 {:.2} us, max {:.2} us ({} round trips); the bandwidth test runs...",
+            r.latency_p50_us, r.latency_p99_us, r.latency_max_us, r.round_trips
+        )),
+        Stage::Done => None,
+    }
 }
 
 pub async fn responder(

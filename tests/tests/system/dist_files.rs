@@ -417,11 +417,11 @@ fn unit_and_activation_file_agree_with_each_other_and_the_code() -> Result<()> {
     assert_eq!(one(&activation, "D-BUS Service", "SystemdService")?, alias);
 
     // The sandbox: one capability for the daemon's work, the three the link tests'
-    // children need to drop to nobody and the one ping keeps, read-only system, writable
-    // where the daemon writes.
+    // children need to drop to nobody, the one that stops them there, and the one ping
+    // keeps, read-only system, writable where the daemon writes.
     assert_eq!(
         one(&unit, "Service", "CapabilityBoundingSet")?,
-        "CAP_NET_ADMIN CAP_NET_RAW CAP_SETUID CAP_SETGID CAP_SETPCAP"
+        "CAP_NET_ADMIN CAP_NET_RAW CAP_SETUID CAP_SETGID CAP_SETPCAP CAP_KILL"
     );
     for (key, value) in [
         ("NoNewPrivileges", "yes"),
@@ -460,6 +460,116 @@ fn unit_and_activation_file_agree_with_each_other_and_the_code() -> Result<()> {
     ]
     .into();
     assert_eq!(rw, want, "ReadWritePaths=");
+    Ok(())
+}
+
+/// The capabilities a daemon running under the shipped unit has (root's, within the unit's
+/// bounding set), as a mask.
+fn unit_capabilities() -> Result<u64> {
+    let unit = parse_ini(&read(&repo().join("dist/systemd").join(UNIT))?)?;
+    let mut mask = 0u64;
+    for name in one(&unit, "Service", "CapabilityBoundingSet")?.split_whitespace() {
+        // linux/capability.h
+        let bit = match name {
+            "CAP_KILL" => 5,
+            "CAP_SETGID" => 6,
+            "CAP_SETUID" => 7,
+            "CAP_SETPCAP" => 8,
+            "CAP_NET_ADMIN" => 12,
+            "CAP_NET_RAW" => 13,
+            other => bail!("{other}: add its number here"),
+        };
+        mask |= 1 << bit;
+    }
+    Ok(mask)
+}
+
+/// Sets this thread's effective capabilities (capabilities are per thread; a child forked
+/// from it starts with them), keeping the permitted set to restore them from.
+fn set_effective_capabilities(mask: u64) -> Result<u64> {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy, Default)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const VERSION_3: u32 = 0x2008_0522;
+    let mut header = Header {
+        version: VERSION_3,
+        pid: 0,
+    };
+    let mut data = [Data::default(); 2];
+    // SAFETY: capget and capset with the version-3 header and its two data structs.
+    unsafe {
+        ensure!(
+            libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) == 0,
+            "capget: {}",
+            std::io::Error::last_os_error()
+        );
+        let before = u64::from(data[0].effective) | u64::from(data[1].effective) << 32;
+        data[0].effective = mask as u32;
+        data[1].effective = (mask >> 32) as u32;
+        ensure!(
+            libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) == 0,
+            "capset: {}",
+            std::io::Error::last_os_error()
+        );
+        Ok(before)
+    }
+}
+
+/// What the link tests do at a timeout (and the responder when turned off): kill the tool's
+/// process group, whose processes run as nobody. Done here with exactly the capabilities
+/// the shipped unit leaves the daemon, every process of the group must be gone.
+#[tokio::test(flavor = "current_thread")]
+async fn the_units_capabilities_let_the_daemon_stop_its_link_test_tools() -> Result<()> {
+    use rdma_managerd::linktest::sandbox::{Runner, Sandbox, SandboxRunner};
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        ensure!(!require_tools(), "needs root");
+        eprintln!("skipped: needs root (the tools drop to nobody)");
+        return Ok(());
+    }
+    // A duration no other process here sleeps: how the tool's processes are found.
+    let marker = format!("{}", 40_000 + std::process::id() % 10_000);
+    let before = set_effective_capabilities(unit_capabilities()?)?;
+    let runner = SandboxRunner {
+        sandbox: Sandbox::unprivileged(),
+    };
+    let out = runner
+        .run(
+            Path::new("/bin/sh"),
+            &["-c".into(), format!("sleep {marker} & sleep {marker}")],
+            std::time::Duration::from_millis(500),
+        )
+        .await;
+    set_effective_capabilities(before)?;
+    ensure!(out?.timed_out, "the tool was to run past its timeout");
+    let left = || -> Vec<String> {
+        std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+            .filter(|c| c.trim_end() == format!("sleep {marker}"))
+            .collect()
+    };
+    let t0 = std::time::Instant::now();
+    while !left().is_empty() {
+        ensure!(
+            t0.elapsed() < std::time::Duration::from_secs(5),
+            "the tool's processes outlived their kill: {:?}",
+            left()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     Ok(())
 }
 

@@ -998,5 +998,31 @@ async fn a_link_test_runs_from_the_port_its_netdev_names() -> Result<()> {
     );
     let o = cli(&t.bus, None, &["test-link", "nosuch0", "192.0.2.10"]).await?;
     exited(&o, 4, "an unknown netdev")?;
+    // On a terminal (script(1)'s pty) the stages come on standard error as the daemon says
+    // them: the start, then the latency while the bandwidth test runs; piped (above), not.
+    ensure!(!stderr(&o).contains("Testing"), "{}", stderr(&o));
+    let bin = workspace_bin("rdma-cli")?;
+    let command = format!(
+        "{} --address={} test-link eth0 192.0.2.10 --kind rdma",
+        bin.display(),
+        t.bus.address()
+    );
+    let o = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("script")
+            .args(["-q", "-e", "-c", &command, "/dev/null"])
+            .stdin(std::process::Stdio::null())
+            .output()
+    })
+    .await??;
+    let screen = stdout(&o);
+    exited(&o, 0, "test-link on a terminal")?;
+    let testing = screen
+        .find("Testing rdma from rxe0/1 to 192.0.2.10 (at most 30 s)...")
+        .context(screen.clone())?;
+    let latency = screen
+        .find("Latency p50 25222.49 us, p99 37654.92 us, max 87823.69 us (1000 round trips); the bandwidth test runs...")
+        .context(screen.clone())?;
+    let result = screen.find("0.07 Gb/s").context(screen.clone())?;
+    ensure!(testing < latency && latency < result, "{screen}");
     Ok(())
 }
