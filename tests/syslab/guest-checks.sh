@@ -1084,9 +1084,8 @@ c_linktest_responder() {
   wait_for 900 "the first guest's request" sh -c "[ -e $rdv/responder-off-please ] || [ -e $rdv/linktest-done ]"
   if [ -e "$rdv/responder-off-please" ]; then
     run rdma-cli responder off
-    # Killed servers leave only once the kernel has torn down their rdma_cm IDs (20 s and
-    # more under emulation); until then their listeners take connections nobody accepts.
-    wait_for 120 "no server left" sh -c '! pgrep -x ib_send_lat && ! pgrep -x ib_send_bw'
+    # Until they are gone their listeners take connections nobody accepts.
+    wait_for 30 "no server left" sh -c '! pgrep -x ib_send_lat && ! pgrep -x ib_send_bw'
     echo off >"$rdv/responder-off"
   fi
   wait_for 600 "the first guest's link tests" test -e "$rdv/linktest-done"

@@ -253,9 +253,8 @@ impl SandboxRunner {
             }),
             Err(_) => {
                 kill_group(pgid);
-                // Reaped off the caller's task: a process killed inside an RDMA call may take
-                // seconds to leave the kernel (rxe tearing down a connection under emulation
-                // took 20), and the test's answer must not wait past its timeout for it.
+                // Reaped off the caller's task: the answer must not wait past the timeout for
+                // a process slow to leave the kernel, nor for one the kill did not reach.
                 tokio::spawn(async move {
                     let _ = child.wait().await;
                 });
