@@ -481,7 +481,7 @@ pub struct Model {
 #[derive(Debug, Clone, PartialEq)]
 pub struct LiveLinkTest {
     pub stage: rdma_manager_model::linktest::Stage,
-    pub result: crate::client::LinkTestResult,
+    pub result: rdma_manager_dbus::types::LinkTestResult,
 }
 
 /// The verdict of a node health check, as the Overview shows it.
@@ -590,7 +590,7 @@ impl Model {
         &mut self,
         port: &str,
         stage: &str,
-        result: crate::client::LinkTestResult,
+        result: rdma_manager_dbus::types::LinkTestResult,
     ) {
         use rdma_manager_model::linktest::Stage;
         match Stage::parse(stage) {
