@@ -1028,6 +1028,16 @@ PY
   run ip link set eth0 up
   wait_for 60 "rxe0's port ACTIVE" sh -c "busctl get-property $BUS $port $BUS.Port State | grep -q ACTIVE" || fail "rxe0 did not come back"
   run busctl call "$BUS" "$ROOT" "$BUS" RecentLinkTests
+  # The other way: this guest's responder, the client's TestLink (RDMA and ICMP) to it.
+  run rdma-cli responder on || fail "this guest's responder did not turn on"
+  wait_for 30 "this guest's servers running" sh -c 'rdma-cli -t responder status | cut -d: -f2 | grep -qx yes' \
+    || fail "this guest's responder does not run"
+  echo ready >"$rdv/back-responder-ready"
+  wait_for 300 "the client's tests to this guest" test -e "$rdv/back-tests-done" || fail "the client did not test back"
+  run cat "$rdv/back-tests.txt"
+  grep -qx 'rdma passed' "$rdv/back-tests.txt" || fail "the client's TestLink rdma to this guest did not pass"
+  grep -qx 'icmp passed' "$rdv/back-tests.txt" || fail "the client's TestLink icmp to this guest did not pass"
+  run rdma-cli responder off
   run journalctl -b -u rdma-managerd.service --no-pager -o cat -n 30
 }
 
@@ -1087,6 +1097,24 @@ c_linktest_responder() {
     # Until they are gone their listeners take connections nobody accepts.
     wait_for 30 "no server left" sh -c '! pgrep -x ib_send_lat && ! pgrep -x ib_send_bw'
     echo off >"$rdv/responder-off"
+  fi
+  # The first guest's responder, tested from here: "KIND passed" or "KIND failed REASON"
+  # lines for it to judge.
+  wait_for 600 "the first guest's responder" sh -c "[ -e $rdv/back-responder-ready ] || [ -e $rdv/linktest-done ]"
+  if [ -e "$rdv/back-responder-ready" ]; then
+    local kind timeout passed
+    : >/root/back-tests.txt
+    for kind in rdma icmp; do
+      timeout=30
+      [ "$kind" = rdma ] && timeout=120
+      echo "\$ rdma-cli -j test-link rxe0/1 192.168.77.1 --kind $kind --timeout $timeout"
+      rdma-cli -j test-link rxe0/1 192.168.77.1 --kind "$kind" --timeout "$timeout" >/root/back-$kind.json || true
+      cat /root/back-$kind.json
+      passed=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print("passed" if r["passed"] else "failed " + r["reason"])' /root/back-$kind.json 2>/dev/null || echo "failed no-result")
+      echo "$kind $passed" >>/root/back-tests.txt
+    done
+    cp /root/back-tests.txt "$rdv/back-tests.txt"
+    echo done >"$rdv/back-tests-done"
   fi
   wait_for 600 "the first guest's link tests" test -e "$rdv/linktest-done"
   run rdma-cli responder status
