@@ -732,7 +732,7 @@ impl Engine {
                 .await;
             self.monitor.replan(&self.state, &watched);
             if let Some(link_tests) = self.ops.link_tests.get() {
-                link_tests.devices_changed(self.state.present_names().0);
+                link_tests.devices_changed(|| self.state.device_keys());
             }
         }
         self.monitor.retain_history(&self.state);

@@ -168,14 +168,19 @@ impl ObservedState {
             .collect()
     }
 
+    /// (index, name) of every device.
+    pub fn device_keys(&self) -> NamedKeys {
+        self.devices
+            .values()
+            .map(|d| (d.index, d.name().to_string()))
+            .collect()
+    }
+
     /// (index, name) of every device and of every IPoIB interface: a pair that is new after a
     /// re-read is something that appeared.
     pub fn present_names(&self) -> (NamedKeys, NamedKeys) {
         (
-            self.devices
-                .values()
-                .map(|d| (d.index, d.name().to_string()))
-                .collect(),
+            self.device_keys(),
             self.ipoib
                 .values()
                 .map(|i| (i.ifindex, i.snap.name.clone()))

@@ -239,9 +239,12 @@ impl LinkTests {
         self.responder.status()
     }
 
-    /// The engine's devices, (index, name), after they changed: the responder serves the
-    /// InfiniBand ports there are now.
-    pub fn devices_changed(&self, devices: std::collections::BTreeSet<(u32, String)>) {
+    /// The engine's devices, (index, name), may have changed: the responder serves the
+    /// InfiniBand ports there are now. `devices` is asked only while it is enabled.
+    pub fn devices_changed(
+        &self,
+        devices: impl FnOnce() -> std::collections::BTreeSet<(u32, String)>,
+    ) {
         self.responder.devices_changed(devices);
     }
 

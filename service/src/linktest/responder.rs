@@ -60,8 +60,8 @@ pub struct Responder {
     ibping_servers: Arc<Mutex<IbpingServers>>,
     /// Serialises the listings of the InfiniBand ports, so two never race to start one port.
     listing: Arc<tokio::sync::Mutex<()>>,
-    /// The devices (index, name) the engine last told of: the ports are listed again only
-    /// when they change.
+    /// The devices (index, name) the engine last told of while enabled: the ports are
+    /// listed again only when they change.
     devices: Mutex<Option<BTreeSet<(u32, String)>>>,
 }
 
@@ -131,10 +131,15 @@ impl Responder {
         }
     }
 
-    /// The engine's devices changed (added, removed, registered again): while enabled, the
-    /// InfiniBand ports are listed again, responders started on new ones and stopped on
-    /// those gone.
-    pub fn devices_changed(&self, devices: BTreeSet<(u32, String)>) {
+    /// The engine's devices may have changed (added, removed, registered again): while
+    /// enabled, when they differ from those last seen, the InfiniBand ports are listed
+    /// again, responders started on new ones and stopped on those gone. Disabled, nothing
+    /// is asked (enabling lists the ports itself).
+    pub fn devices_changed(&self, devices: impl FnOnce() -> BTreeSet<(u32, String)>) {
+        if lock(&self.stop).is_none() {
+            return;
+        }
+        let devices = devices();
         {
             let mut known = lock(&self.devices);
             if known.as_ref() == Some(&devices) {
@@ -142,9 +147,7 @@ impl Responder {
             }
             *known = Some(devices);
         }
-        if lock(&self.stop).is_some() {
-            self.list_ports();
-        }
+        self.list_ports();
     }
 
     /// Lists the InfiniBand ports (off the caller's task) and serves exactly those.
