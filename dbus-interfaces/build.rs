@@ -1,15 +1,18 @@
-//! Generates the client proxies from the committed introspection XML (`xml/`): see
-//! `codegen/proxies.rs`.
+//! Generates the client proxies and records from the committed introspection XML (`xml/`):
+//! see `codegen/proxies.rs` and `codegen/records.rs`.
 
 use std::path::Path;
 
 #[path = "codegen/proxies.rs"]
 mod proxies;
+#[path = "codegen/records.rs"]
+mod records;
 
 fn main() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("xml");
     println!("cargo::rerun-if-changed={}", dir.display());
     println!("cargo::rerun-if-changed=codegen/proxies.rs");
+    println!("cargo::rerun-if-changed=codegen/records.rs");
     let mut files = Vec::new();
     let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     for entry in entries {
@@ -31,6 +34,11 @@ fn main() {
     // Sorted, so that the output does not depend on the directory's order.
     files.sort();
     let code = proxies::generate(&files).unwrap_or_else(|e| panic!("generating the proxies: {e}"));
-    let out = Path::new(&std::env::var_os("OUT_DIR").expect("OUT_DIR")).join("proxies.rs");
-    std::fs::write(&out, code).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
+    let records =
+        records::generate(&files).unwrap_or_else(|e| panic!("generating the records: {e}"));
+    let dir = Path::new(&std::env::var_os("OUT_DIR").expect("OUT_DIR")).to_path_buf();
+    for (name, text) in [("proxies.rs", code), ("records.rs", records)] {
+        let out = dir.join(name);
+        std::fs::write(&out, text).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
+    }
 }

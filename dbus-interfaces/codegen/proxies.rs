@@ -195,7 +195,7 @@ pub fn ident(name: &str) -> String {
 /// The XML comment before each member (`<!-- ... -->` then `<method name="X"`), by
 /// `method X`, `signal X` or `property X`: the service's documentation, which zbus writes
 /// as comments and the XML parser skips.
-fn comments(xml: &str) -> Vec<(String, String)> {
+pub fn comments_of(xml: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let mut rest = xml;
     while let Some(start) = rest.find("<!--") {
@@ -216,7 +216,8 @@ fn comments(xml: &str) -> Vec<(String, String)> {
     out
 }
 
-fn doc(out: &mut String, indent: &str, text: &str) {
+/// Writes `text` as `#[doc]` lines.
+pub fn doc(out: &mut String, indent: &str, text: &str) {
     for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
         let _ = writeln!(out, "{indent}#[doc = {:?}]", format!(" {line}"));
     }
@@ -231,7 +232,7 @@ pub fn generate(files: &[(String, String)]) -> Result<String, String> {
     let mut seen = BTreeSet::new();
     for (file, xml) in files {
         let node = Node::try_from(xml.as_str()).map_err(|e| format!("{file}: {e}"))?;
-        let docs = comments(xml);
+        let docs = comments_of(xml);
         let doc_of = |key: String| {
             docs.iter()
                 .find(|(k, _)| *k == key)
@@ -429,36 +430,15 @@ mod tests {
     #[test]
     fn comments_document_the_member_after_them() {
         let xml = "<node><interface name=\"a.B\">\n<!--\n Does it.\n -->\n<method name=\"Do\"/>\n<!--\n A value.\n -->\n<property name=\"V\" type=\"u\" access=\"read\"/></interface></node>";
-        let c = comments(xml);
+        let c = comments_of(xml);
         assert_eq!(c[0].0, "method Do");
         assert!(c[0].1.contains("Does it."));
         assert_eq!(c[1].0, "property V");
     }
 
-    fn committed() -> Vec<(String, String)> {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("xml");
-        let mut files: Vec<_> = std::fs::read_dir(&dir)
-            .expect("xml/")
-            .map(|e| e.expect("entry").path())
-            .filter(|p| p.extension().is_some_and(|x| x == "xml"))
-            .collect();
-        files.sort();
-        files
-            .iter()
-            .map(|p| {
-                let name = p
-                    .file_name()
-                    .unwrap_or_default()
-                    .to_string_lossy()
-                    .into_owned();
-                (name, std::fs::read_to_string(p).expect("read"))
-            })
-            .collect()
-    }
-
     #[test]
     fn every_committed_interface_and_named_type_is_generated() {
-        let code = generate(&committed()).expect("generates");
+        let code = generate(&super::super::committed()).expect("generates");
         assert_eq!(code.matches("pub trait ").count(), INTERFACES.len());
         assert!(
             code.contains("fn gids(&self) -> zbus::Result<Vec<Gid>>;"),
@@ -472,7 +452,7 @@ mod tests {
     /// A table entry that names no member (a renamed property, say) stops generation.
     #[test]
     fn a_stale_named_entry_is_refused() {
-        let mut files = committed();
+        let mut files = super::super::committed();
         for (_, xml) in &mut files {
             *xml = xml.replace("name=\"Gids\"", "name=\"GidTable\"");
         }

@@ -5,11 +5,12 @@ mod error;
 pub mod ibstat;
 pub mod json;
 pub mod proxies;
+pub mod records;
 pub mod text;
 pub mod types;
 
 #[cfg(test)]
-#[path = "../codegen/proxies.rs"]
+#[path = "../codegen/mod.rs"]
 mod codegen;
 
 pub use error::Error;

@@ -39,15 +39,19 @@ pub const MALFORMED: &str = "malformed value";
 pub struct BusDevice<'a> {
     pub device: &'a Device,
     /// The device's `Ports`, resolved; `Err(path)` for a port object the model does not hold.
-    ports: Vec<Result<&'a Port, &'a str>>,
+    ports: Vec<Result<BusPort<'a>, &'a str>>,
 }
+
+/// A Port object as libibumad would see the port's files.
+#[derive(Debug, Clone, Copy)]
+pub struct BusPort<'a>(&'a Port);
 
 impl<'a> BusDevice<'a> {
     pub fn new(model: &'a Model, device: &'a Device) -> Self {
         let ports = device
             .ports
             .iter()
-            .map(|path| model.ports.get(path).ok_or(path.as_str()))
+            .map(|path| model.ports.get(path).map(BusPort).ok_or(path.as_str()))
             .collect();
         BusDevice { device, ports }
     }
@@ -221,8 +225,8 @@ impl IbstatDevice for BusDevice<'_> {
     }
 }
 
-impl UmadCaFiles for BusDevice<'_> {
-    type Port = Port;
+impl<'a> UmadCaFiles for BusDevice<'a> {
+    type Port = BusPort<'a>;
 
     fn name(&self) -> &str {
         &self.device.name
@@ -251,11 +255,11 @@ impl UmadCaFiles for BusDevice<'_> {
         guid(&d.unreadable, prop, file.file(), value)
     }
 
-    fn ports(&self) -> Result<Vec<&Port>, CaError> {
+    fn ports(&self) -> Result<Vec<&BusPort<'a>>, CaError> {
         self.ports
             .iter()
             .map(|p| {
-                p.map_err(|path| {
+                p.as_ref().map_err(|path| {
                     CaError::Unknown(format!("the client holds no port object {path}"))
                 })
             })
@@ -263,43 +267,43 @@ impl UmadCaFiles for BusDevice<'_> {
     }
 }
 
-impl UmadPortFiles for Port {
+impl UmadPortFiles for BusPort<'_> {
     fn number(&self) -> u32 {
-        self.number
+        self.0.number
     }
 
     fn uint(&self, file: PortUint) -> Result<u32, CaError> {
-        let u = &self.unreadable;
+        let u = &self.0.unreadable;
         let f = file.file();
         match file {
-            PortUint::LidMaskCount => required(u, "Lmc", f, u32::from(self.lmc)),
-            PortUint::SmLid => required(u, "SmLid", f, self.sm_lid),
-            PortUint::SmSl => required(u, "SmSl", f, u32::from(self.sm_sl)),
-            PortUint::Lid => required(u, "Lid", f, self.lid),
-            PortUint::State => word(u, "State", f, &self.state, port_state_number),
-            PortUint::PhysState => word(u, "PhysState", f, &self.phys_state, phys_state_number),
-            PortUint::CapMask => required(u, "CapabilityMask", f, self.capability_mask),
+            PortUint::LidMaskCount => required(u, "Lmc", f, u32::from(self.0.lmc)),
+            PortUint::SmLid => required(u, "SmLid", f, self.0.sm_lid),
+            PortUint::SmSl => required(u, "SmSl", f, u32::from(self.0.sm_sl)),
+            PortUint::Lid => required(u, "Lid", f, self.0.lid),
+            PortUint::State => word(u, "State", f, &self.0.state, port_state_number),
+            PortUint::PhysState => word(u, "PhysState", f, &self.0.phys_state, phys_state_number),
+            PortUint::CapMask => required(u, "CapabilityMask", f, self.0.capability_mask),
         }
     }
 
     fn rate(&self) -> Result<String, CaError> {
-        match reading(&self.unreadable, "Rate", "rate")? {
-            Reading::Read => Ok(format!("{}\n", self.rate)),
+        match reading(&self.0.unreadable, "Rate", "rate")? {
+            Reading::Read => Ok(format!("{}\n", self.0.rate)),
             Reading::Failed(reason) => Err(CaError::Fails(format!("rate: {reason}"))),
         }
     }
 
     fn link_layer(&self) -> Result<Option<String>, CaError> {
         optional_text(
-            &self.unreadable,
+            &self.0.unreadable,
             "LinkLayer",
             "link_layer",
-            &self.link_layer,
+            &self.0.link_layer,
         )
     }
 
     fn port_guid(&self) -> Result<u64, CaError> {
-        match self.port_guid.as_str() {
+        match self.0.port_guid.as_str() {
             "" => Ok(0),
             text => parse_guid(text)
                 .ok_or_else(|| CaError::Unknown(format!("PortGuid {text:?} is not 0x%016x"))),
@@ -308,7 +312,7 @@ impl UmadPortFiles for Port {
 
     /// As in the service: no P_Key at all is "no pkeys found" for libibumad.
     fn has_pkeys(&self) -> bool {
-        !self.pkeys.is_empty()
+        !self.0.pkeys.is_empty()
     }
 }
 

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 pub use rdma_manager_dbus::types::{Gid, NameRule, Owner, PersistedChild, Pkey, SoftLink, VfGuid};
 /// The Host object's structured values, as the service writes them.
 pub use rdma_manager_dbus::types::{ManagedLimits, RdmaModule, SubnetManager, UnitState};
-use zbus::zvariant::{OwnedObjectPath, OwnedValue};
+use zbus::zvariant::OwnedValue;
 
 /// Interface names, as the service publishes them.
 pub const MANAGER_IFACE: &str = "org.rdmamanager.RdmaManager1";
@@ -22,253 +22,11 @@ pub const IPOIB_IFACE: &str = "org.rdmamanager.RdmaManager1.Ipoib";
 pub const HOST_IFACE: &str = "org.rdmamanager.RdmaManager1.Host";
 pub const NETWORK_IFACE: &str = "org.rdmamanager.RdmaManager1.Network";
 
-/// A property whose value had another type than the API declares (a service of another
-/// version): the property is left as it was and the problem is shown, never a panic.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("property {name}: {reason}")]
-pub struct PropertyError {
-    pub name: String,
-    pub reason: String,
-}
-
-/// Converts one property value into the field's type.
-fn convert<T>(name: &str, v: &OwnedValue) -> Result<T, PropertyError>
-where
-    T: TryFrom<OwnedValue>,
-    <T as TryFrom<OwnedValue>>::Error: std::fmt::Display,
-{
-    let owned = v.try_clone().map_err(|e| PropertyError {
-        name: name.to_string(),
-        reason: e.to_string(),
-    })?;
-    T::try_from(owned).map_err(|e| PropertyError {
-        name: name.to_string(),
-        reason: e.to_string(),
-    })
-}
-
-fn paths(v: Vec<OwnedObjectPath>) -> Vec<String> {
-    v.into_iter().map(|p| p.as_str().to_string()).collect()
-}
-
-/// Declares a record of one interface's properties: each field with the D-Bus name it comes
-/// from, and optionally the wire type it is converted from.
-macro_rules! record {
-    ($(#[$m:meta])* $ty:ident {
-        $($(#[$fm:meta])* $field:ident : $t:ty = $name:literal $(via $wire:ty => $conv:expr)?),* $(,)?
-    }) => {
-        $(#[$m])*
-        #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-        pub struct $ty {
-            /// The object path.
-            pub path: String,
-            $($(#[$fm])* pub $field: $t,)*
-        }
-
-        impl $ty {
-            /// Sets the property `name`; `Ok(false)` for a property this client does not know.
-            #[allow(clippy::redundant_closure_call)]
-            pub fn set(&mut self, name: &str, v: &OwnedValue) -> Result<bool, PropertyError> {
-                match name {
-                    $($name => {
-                        record!(@set self, $field, $t, name, v $(, $wire, $conv)?);
-                        Ok(true)
-                    })*
-                    _ => Ok(false),
-                }
-            }
-        }
-    };
-    (@set $self:ident, $field:ident, $t:ty, $name:ident, $v:ident) => {
-        $self.$field = convert::<$t>($name, $v)?;
-    };
-    (@set $self:ident, $field:ident, $t:ty, $name:ident, $v:ident, $wire:ty, $conv:expr) => {
-        let wire: $wire = convert::<$wire>($name, $v)?;
-        let conv: fn($wire) -> $t = $conv;
-        $self.$field = conv(wire);
-    };
-}
-
-record!(
-    /// The root object (`org.rdmamanager.RdmaManager1`).
-    Manager {
-        version: String = "Version",
-        simulated: bool = "Simulated",
-        /// The service owns its name before it has read the host: true until it has.
-        startup: bool = "Startup",
-        devices: Vec<String> = "Devices" via Vec<OwnedObjectPath> => paths,
-        ipoib_interfaces: Vec<String> = "IpoibInterfaces" via Vec<OwnedObjectPath> => paths,
-        sample_interval_us: u64 = "SampleIntervalUs",
-        history_length: u32 = "HistoryLength",
-        coarse_history_length: u32 = "CoarseHistoryLength",
-        coarse_interval_us: u64 = "CoarseIntervalUs",
-        soft_links: Vec<SoftLink> = "SoftLinks",
-        config_errors: BTreeMap<String, String> = "ConfigErrors"
-            via HashMap<String, String> => |m| m.into_iter().collect(),
-        ipoib_names: Vec<NameRule> = "IpoibNames",
-        rdma_naming_policy: String = "RdmaNamingPolicy",
-        rdma_naming_policy_source: String = "RdmaNamingPolicySource",
-        rdma_fixed_names: Vec<NameRule> = "RdmaFixedNames",
-    }
-);
-
-record!(
-    /// An RDMA device (`...Device`).
-    Device {
-        index: u32 = "Index",
-        name: String = "Name",
-        /// `hca`, `rxe`, `siw`, ...
-        kind: String = "Kind",
-        node_type: String = "NodeType",
-        protocol: String = "Protocol",
-        node_guid: String = "NodeGuid",
-        sys_image_guid: String = "SysImageGuid",
-        fw_version: String = "FwVersion",
-        hca_type: String = "HcaType",
-        hw_rev: String = "HwRev",
-        board_id: String = "BoardId",
-        node_desc: String = "NodeDesc",
-        pci_address: String = "PciAddress",
-        parent_netdev: String = "ParentNetdev",
-        netdevs: Vec<String> = "Netdevs",
-        ports: Vec<String> = "Ports" via Vec<OwnedObjectPath> => paths,
-        unreadable: BTreeMap<String, String> = "Unreadable"
-            via HashMap<String, String> => |m| m.into_iter().collect(),
-        /// An SR-IOV PF's VFs with their GUIDs, current and remembered.
-        vf_guids: Vec<VfGuid> = "VfGuids",
-    }
-);
-
-record!(
-    /// A port (`...Port`).
-    Port {
-        device: String = "Device" via OwnedObjectPath => |p| p.as_str().to_string(),
-        device_name: String = "DeviceName",
-        number: u32 = "Number",
-        state: String = "State",
-        phys_state: String = "PhysState",
-        link_layer: String = "LinkLayer",
-        rate: String = "Rate",
-        rate_gbps: f64 = "RateGbps",
-        active_width: String = "ActiveWidth",
-        active_speed: String = "ActiveSpeed",
-        active_mtu: u32 = "ActiveMtu",
-        max_mtu: u32 = "MaxMtu",
-        gid_table_length: u32 = "GidTableLength",
-        pkey_table_length: u32 = "PkeyTableLength",
-        lid: u32 = "Lid",
-        sm_lid: u32 = "SmLid",
-        lmc: u8 = "Lmc",
-        sm_sl: u8 = "SmSl",
-        capability_mask: u32 = "CapabilityMask",
-        port_guid: String = "PortGuid",
-        gids: Vec<Gid> = "Gids",
-        pkeys: Vec<Pkey> = "Pkeys",
-        netdev: String = "Netdev",
-        counter_source: String = "CounterSource",
-        unreadable: BTreeMap<String, String> = "Unreadable"
-            via HashMap<String, String> => |m| m.into_iter().collect(),
-        roce_mode: String = "RoceMode",
-        roce_tos: u8 = "RoceTos",
-        roce_modes: Vec<String> = "RoceModes",
-        roce_persisted: bool = "RocePersisted",
-        port_type: String = "PortType",
-        port_type_control: String = "PortTypeControl",
-        port_type_next: String = "PortTypeNext",
-        port_type_reboot_needed: bool = "PortTypeRebootNeeded",
-    }
-);
-
-record!(
-    /// An IPoIB interface (`...Ipoib`): a port's own or a P_Key child.
-    Ipoib {
-        name: String = "Name",
-        ifindex: u32 = "Ifindex",
-        parent: String = "Parent" via OwnedObjectPath => |p| p.as_str().to_string(),
-        parent_name: String = "ParentName",
-        device: String = "Device" via OwnedObjectPath => |p| p.as_str().to_string(),
-        port: String = "Port" via OwnedObjectPath => |p| p.as_str().to_string(),
-        pkey: u16 = "Pkey",
-        mode: String = "Mode",
-        umcast: bool = "Umcast",
-        mtu: u32 = "Mtu",
-        hw_address: String = "HwAddress",
-        port_guid: String = "PortGuid",
-        oper_state: String = "OperState",
-        connected_mode_supported: bool = "ConnectedModeSupported",
-        children: Vec<String> = "Children" via Vec<OwnedObjectPath> => paths,
-        unreadable: BTreeMap<String, String> = "Unreadable"
-            via HashMap<String, String> => |m| m.into_iter().collect(),
-        persisted: bool = "Persisted",
-        persisted_settings: BTreeMap<String, String> = "PersistedSettings"
-            via HashMap<String, String> => |m| m.into_iter().collect(),
-        persisted_children: Vec<PersistedChild> = "PersistedChildren",
-        owner: Owner = "Owner",
-        /// Carrier: for IPoIB, the partition's broadcast group joined.
-        #[serde(default)]
-        carrier: bool = "Carrier",
-        /// The partition is in the port's P_Key table (true from a service without it).
-        #[serde(default = "yes")]
-        pkey_in_port_table: bool = "PkeyInPortTable",
-        /// Why it does not run ("" when it does).
-        #[serde(default)]
-        down_reason: String = "DownReason",
-    }
-);
-
-/// `true`, for serde: a property a record holds as true until the service says otherwise.
-fn yes() -> bool {
-    true
-}
-
-record!(
-    /// The host's setup (`...Host`): rdma-core's modules, the pinned-memory limits of group
-    /// rdma, NFS over RDMA and the subnet manager.
-    HostSetup {
-        modules: Vec<RdmaModule> = "Modules",
-        modules_unit: String = "ModulesUnit",
-        memlock_soft: String = "MemlockSoft",
-        memlock_hard: String = "MemlockHard",
-        memlock_origin: BTreeMap<String, String> = "MemlockOrigin"
-            via HashMap<String, String> => |m| m.into_iter().collect(),
-        memlock_managed: ManagedLimits = "MemlockManaged",
-        memlock_notes: Vec<String> = "MemlockNotes",
-        nfs_rdma: bool = "NfsRdma",
-        nfs_rdma_port: u16 = "NfsRdmaPort",
-        nfs_rdma_origin: BTreeMap<String, String> = "NfsRdmaOrigin"
-            via HashMap<String, String> => |m| m.into_iter().collect(),
-        nfs_notes: Vec<String> = "NfsNotes",
-        nfs_server: UnitState = "NfsServer",
-        firewalld: bool = "Firewalld",
-        opensm: UnitState = "Opensm",
-        subnet_managers: Vec<SubnetManager> = "SubnetManagers",
-    }
-);
-
-impl Port {
-    /// True for a port whose link is up (ACTIVE).
-    pub fn is_active(&self) -> bool {
-        self.state == "ACTIVE"
-    }
-
-    /// True for an InfiniBand port (as opposed to Ethernet: RoCE, iWARP).
-    pub fn is_infiniband(&self) -> bool {
-        self.link_layer == "InfiniBand"
-    }
-}
-
-impl Ipoib {
-    /// A P_Key child (as opposed to a port's own interface).
-    pub fn is_child(&self) -> bool {
-        !self.parent_name.is_empty()
-    }
-
-    /// The NetworkManager profile that configures it, if one does (the daemon then leaves
-    /// it alone).
-    pub fn nm_profile(&self) -> Option<&str> {
-        self.owner.nm_profile()
-    }
-}
+/// The records of the service's objects, one field per property, generated from the
+/// interfaces' XML: a property the service adds reaches them with no edit here.
+pub use rdma_manager_dbus::records::{
+    Device, HostSetup, Ipoib, Manager, PendingChange, Port, PropertyError,
+};
 
 /// One throughput sample of a port.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -811,8 +569,10 @@ mod tests {
     fn host_properties_fill_the_host_record() {
         let mut m = Model::default();
         let path = rdma_manager_dbus::HOST_PATH;
-        let port = OwnedObjectPath::try_from("/org/rdmamanager/RdmaManager1/Device/1/Port/1")
-            .expect("path");
+        let port = zbus::zvariant::OwnedObjectPath::try_from(
+            "/org/rdmamanager/RdmaManager1/Device/1/Port/1",
+        )
+        .expect("path");
         let props: HashMap<String, OwnedValue> = HashMap::from([
             (
                 "Modules".to_string(),
