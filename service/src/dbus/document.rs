@@ -10,8 +10,8 @@ use zbus::object_server::Interface;
 use zbus::zvariant::Value;
 
 use super::object_paths::ObjectPaths;
+use super::objects::{device_view, host_view, ipoib_view, port_view, root_view, IpoibLinks};
 use super::objects::{DeviceObject, HostSetupObject, IpoibObject, PortObject, RootObject};
-use super::view::{device_view, host_view, ipoib_view, port_view, root_view, IpoibLinks};
 use crate::engine::ObservedState;
 
 /// The document of `state` as a daemon with this `simulated` flag and sampling period

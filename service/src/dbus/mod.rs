@@ -45,7 +45,6 @@ pub mod signal_guard;
 pub mod state;
 pub mod values;
 mod vf_guid_view;
-pub mod view;
 
 use std::sync::{Arc, OnceLock};
 

@@ -20,11 +20,11 @@ use zbus::Connection;
 use super::guard::Guarded;
 use super::managed::{EntryProps, ManagedCache};
 use super::object_paths::ObjectPaths;
+use super::objects::{device_view, host_view, ipoib_view, port_view, root_view, IpoibLinks};
 use super::objects::{
     Cell, DeviceObject, DeviceView, HostSetupObject, HostSetupView, IpoibObject, IpoibView,
     PortObject, PortView, RootObject, RootView,
 };
-use super::view::{device_view, host_view, ipoib_view, port_view, root_view, IpoibLinks};
 use super::Context;
 use crate::engine::{Dirty, ObservedState, Sample, Sink};
 

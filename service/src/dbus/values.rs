@@ -1,5 +1,5 @@
-//! Engine and model values as D-Bus values, for both the views (`view.rs`) and the methods
-//! (`objects.rs`). It imports neither, so the two do not import each other.
+//! Engine and model values as D-Bus values, for the interfaces' views and methods
+//! (`objects/`) and the other D-Bus modules. It imports none of them.
 
 use rdma_manager_dbus::text::cap_message;
 use rdma_manager_dbus::types;
