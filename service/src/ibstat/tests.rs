@@ -104,11 +104,8 @@ fn port(
         rate: field(rate, Rate::parse_sysfs),
         gids,
         pkeys,
-        // ibstat prints none of these.
-        active_mtu: Err(AttrError::Missing),
-        max_mtu: Err(AttrError::Missing),
-        gid_table_len: Err(AttrError::Missing),
-        pkey_table_len: Err(AttrError::Missing),
+        // ibstat prints none of the others.
+        ..PortSnapshot::unread(number)
     }
 }
 

@@ -208,6 +208,30 @@ pub struct PortSnapshot {
 }
 
 impl PortSnapshot {
+    /// Port `number` with nothing read: every attribute missing, no GID or P_Key. Tests build
+    /// the ports they need from it (`PortSnapshot { lid: Ok(3), ..PortSnapshot::unread(1) }`),
+    /// so that a field added to the snapshot is added here only.
+    pub fn unread(number: u32) -> Self {
+        PortSnapshot {
+            number,
+            state: Err(AttrError::Missing),
+            phys_state: Err(AttrError::Missing),
+            lid: Err(AttrError::Missing),
+            sm_lid: Err(AttrError::Missing),
+            lmc: Err(AttrError::Missing),
+            sm_sl: Err(AttrError::Missing),
+            cap_mask: Err(AttrError::Missing),
+            link_layer: Err(AttrError::Missing),
+            rate: Err(AttrError::Missing),
+            gids: Vec::new(),
+            pkeys: Vec::new(),
+            active_mtu: Err(AttrError::Missing),
+            max_mtu: Err(AttrError::Missing),
+            gid_table_len: Err(AttrError::Missing),
+            pkey_table_len: Err(AttrError::Missing),
+        }
+    }
+
     /// The port GUID is the low 64 bits of GID 0 (what ibstat prints as Port GUID).
     pub fn port_guid(&self) -> Option<Guid> {
         self.gids.iter().find(|g| g.index == 0).map(|g| {

@@ -145,16 +145,12 @@ mod tests {
 
     fn port(types: &[GidType], ll: LinkLayer) -> PortSnapshot {
         PortSnapshot {
-            number: 1,
-            state: Err(AttrError::Missing),
-            phys_state: Err(AttrError::Missing),
             lid: Ok(0),
             sm_lid: Ok(0),
             lmc: Ok(0),
             sm_sl: Ok(0),
             cap_mask: Ok(0),
             link_layer: Ok(ll),
-            rate: Err(AttrError::Missing),
             gids: types
                 .iter()
                 .enumerate()
@@ -165,11 +161,9 @@ mod tests {
                     ndev: Ok("eth0".into()),
                 })
                 .collect(),
-            pkeys: vec![],
-            active_mtu: Err(AttrError::Missing),
-            max_mtu: Err(AttrError::Missing),
             gid_table_len: Ok(types.len() as u32),
             pkey_table_len: Ok(0),
+            ..PortSnapshot::unread(1)
         }
     }
 

@@ -2,25 +2,11 @@
 //! veth pair, and generated large hosts for benchmarks. Formats and numbers follow the kernel
 //! (see rdma-facts.md); soft devices are made by the same rules as `rdma link add`.
 
-use std::net::Ipv6Addr;
-
 use super::model::{
-    HostSpec, SimDevice, SimGid, SimIpoib, SimKernel, SimNetdev, SimPciPlacement, SimPma, SimPort,
-    SimVf,
+    HostSpec, SimDevice, SimIpoib, SimKernel, SimNetdev, SimPciPlacement, SimPort, SimVf,
 };
-use crate::model::{
-    DeviceKind, GidType, Guid, IpoibMode, LinkLayer, NodeType, PhysState, PortState, SoftLinkType,
-};
-
-fn gid(prefix: u64, guid: u64) -> Ipv6Addr {
-    Ipv6Addr::from((u128::from(prefix) << 64) | u128::from(guid))
-}
-
-fn v4_mapped(a: [u8; 4]) -> Ipv6Addr {
-    std::net::Ipv4Addr::from(a).to_ipv6_mapped()
-}
-
-const LINK_LOCAL: u64 = 0xfe80_0000_0000_0000;
+use super::port::{ib_port, roce_port, LINK_LOCAL};
+use crate::model::{DeviceKind, Guid, IpoibMode, NodeType, SoftLinkType};
 
 /// An address of a fixture's netdev.
 fn addr(ip: std::net::IpAddr, prefix: u8) -> crate::model::NetdevAddress {
@@ -114,133 +100,6 @@ fn ipoib_netdev(
         tx_packets: 0,
         addresses: vec![link_local(port_guid | 0x0200_0000_0000_0000)],
         rx_packets: 0,
-    }
-}
-
-fn ib_port(
-    number: u32,
-    port_guid: u64,
-    rate: &str,
-    lid: u32,
-    sm_lid: u32,
-    lmc: u8,
-    cap_mask: u32,
-) -> SimPort {
-    SimPort {
-        number,
-        state: PortState::Active,
-        phys_state: PhysState::LinkUp,
-        lid,
-        sm_lid,
-        lmc,
-        sm_sl: 0,
-        cap_mask,
-        link_layer: LinkLayer::InfiniBand,
-        rate: rate.into(),
-        gids: vec![SimGid {
-            index: 0,
-            gid: gid(LINK_LOCAL, port_guid),
-            gid_type: GidType::IbRoceV1,
-            ndev: None,
-        }],
-        gid_table_len: 8,
-        rendered_gid_entries: None,
-        pkeys: vec![0xffff, 0, 0, 0, 0, 0, 0, 0],
-        // An InfiniBand HCA's port after the SM's PortInfo: the subnet's MTU, 4096 where
-        // nothing limits it (a host whose IPoIB runs at 2048 sets its own).
-        max_mtu: 4096,
-        active_mtu: 4096,
-        pma: Some(SimPma {
-            extended: true,
-            xmit_data: 0,
-            rcv_data: 0,
-            xmit_packets: 0,
-            rcv_packets: 0,
-            errors: vec![
-                ("symbol_error".into(), 0),
-                ("link_error_recovery".into(), 0),
-                ("link_downed".into(), 0),
-                ("port_rcv_errors".into(), 0),
-                ("port_xmit_discards".into(), 0),
-                ("excessive_buffer_overrun_errors".into(), 0),
-                ("local_link_integrity_errors".into(), 0),
-                ("VL15_dropped".into(), 0),
-            ],
-        }),
-        hw_counters: vec![],
-        roce_types: vec![GidType::IbRoceV1],
-    }
-}
-
-/// A RoCE port over `ndev` with v1 and v2 GIDs for its link-local and IPv4 addresses.
-fn roce_port(number: u32, mac: [u8; 6], ndev: &str, rate: &str, ipv4: Option<[u8; 4]>) -> SimPort {
-    let ll = gid(LINK_LOCAL, Guid::from_mac_eui64(mac).0);
-    let mut gids = vec![
-        SimGid {
-            index: 0,
-            gid: ll,
-            gid_type: GidType::IbRoceV1,
-            ndev: Some(ndev.into()),
-        },
-        SimGid {
-            index: 1,
-            gid: ll,
-            gid_type: GidType::RoceV2,
-            ndev: Some(ndev.into()),
-        },
-    ];
-    if let Some(a) = ipv4 {
-        gids.push(SimGid {
-            index: 2,
-            gid: v4_mapped(a),
-            gid_type: GidType::IbRoceV1,
-            ndev: Some(ndev.into()),
-        });
-        gids.push(SimGid {
-            index: 3,
-            gid: v4_mapped(a),
-            gid_type: GidType::RoceV2,
-            ndev: Some(ndev.into()),
-        });
-    }
-    SimPort {
-        number,
-        state: PortState::Active,
-        phys_state: PhysState::LinkUp,
-        lid: 0,
-        sm_lid: 0,
-        lmc: 0,
-        sm_sl: 0,
-        cap_mask: 0x0401_0000,
-        link_layer: LinkLayer::Ethernet,
-        rate: rate.into(),
-        gids,
-        gid_table_len: 8,
-        rendered_gid_entries: None,
-        pkeys: vec![0xffff],
-        // mlx5_query_port_roce: iboe_get_mtu of the netdev's 1500 bytes.
-        max_mtu: 4096,
-        active_mtu: 1024,
-        pma: Some(SimPma {
-            extended: true,
-            xmit_data: 0,
-            rcv_data: 0,
-            xmit_packets: 0,
-            rcv_packets: 0,
-            errors: vec![
-                ("port_rcv_errors".into(), 0),
-                ("port_xmit_discards".into(), 0),
-            ],
-        }),
-        hw_counters: vec![
-            ("out_of_buffer".into(), 0),
-            ("out_of_sequence".into(), 0),
-            ("rx_write_requests".into(), 0),
-            ("rx_read_requests".into(), 0),
-            ("np_cnp_sent".into(), 0),
-            ("rp_cnp_handled".into(), 0),
-        ],
-        roce_types: vec![GidType::IbRoceV1, GidType::RoceV2],
     }
 }
 

@@ -9,6 +9,7 @@ mod dcb;
 pub mod fixtures;
 pub mod model;
 pub mod networkd;
+pub mod port;
 mod port_type;
 mod render;
 pub mod replaced;

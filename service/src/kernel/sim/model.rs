@@ -1,66 +1,9 @@
 //! The simulated host's in-memory state: the devices and netdevs a kernel would hold.
 //! The sysfs tree is rendered from it (see `render`), and read back by the real readers.
 
-use std::net::Ipv6Addr;
+use crate::model::{DeviceKind, Guid, IpoibMode, NodeType};
 
-use crate::model::{
-    DeviceKind, GidType, Guid, IpoibMode, LinkLayer, NodeType, PhysState, PortState,
-};
-
-/// PMA PortCounters of a simulated port.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SimPma {
-    /// Extended-width (64-bit) counters.
-    pub extended: bool,
-    /// 4-octet words.
-    pub xmit_data: u64,
-    pub rcv_data: u64,
-    pub xmit_packets: u64,
-    pub rcv_packets: u64,
-    /// Error counters (symbol_error, link_downed, ...): names the fixtures give are static
-    /// text, not a copy per port (4096 of them on the 256x2 host).
-    pub errors: Vec<(std::borrow::Cow<'static, str>, u64)>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct SimGid {
-    pub index: u32,
-    pub gid: Ipv6Addr,
-    pub gid_type: GidType,
-    pub ndev: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct SimPort {
-    pub number: u32,
-    pub state: PortState,
-    pub phys_state: PhysState,
-    pub lid: u32,
-    pub sm_lid: u32,
-    pub lmc: u8,
-    pub sm_sl: u8,
-    pub cap_mask: u32,
-    pub link_layer: LinkLayer,
-    /// The exact `rate` text.
-    pub rate: String,
-    pub gids: Vec<SimGid>,
-    /// Size of the GID table, as `ibv_query_port` tells it (unused entries render as
-    /// all-zero files).
-    pub gid_table_len: u32,
-    /// How many of the table's entries the tree renders when not all: rxe's 1024 entries a
-    /// port would make a generated host of 256 devices a quarter of a million files, whose
-    /// unused tail the daemon never reads (its GIDs come through verbs).
-    pub rendered_gid_entries: Option<u32>,
-    /// `ibv_query_port`'s largest and active IB MTU, in bytes.
-    pub max_mtu: u32,
-    pub active_mtu: u32,
-    /// The full P_Key table; zero entries render as 0x0000.
-    pub pkeys: Vec<u16>,
-    pub pma: Option<SimPma>,
-    pub hw_counters: Vec<(String, u64)>,
-    /// GID types the port supports (what `default_roce_mode` accepts).
-    pub roce_types: Vec<GidType>,
-}
+pub use super::port::{SimGid, SimPma, SimPort};
 
 /// An SR-IOV virtual function's place under its physical function.
 #[derive(Debug, Clone, PartialEq)]

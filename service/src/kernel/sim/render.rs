@@ -171,27 +171,9 @@ fn render_pci_function(root: &Path, pci: &str, pl: &SimPciPlacement) -> io::Resu
 
 fn render_port(root: &Path, dir: &Path, p: &SimPort) -> io::Result<()> {
     std::fs::create_dir_all(dir)?;
-    put(
-        root,
-        &dir.join("state"),
-        &format!("{}: {}", p.state.number(), p.state.sysfs_name()),
-    )?;
-    put(
-        root,
-        &dir.join("phys_state"),
-        &format!("{}: {}", p.phys_state.number(), p.phys_state.sysfs_name()),
-    )?;
-    put(root, &dir.join("lid"), &format!("0x{:x}", p.lid))?;
-    put(root, &dir.join("sm_lid"), &format!("0x{:x}", p.sm_lid))?;
-    put(root, &dir.join("lid_mask_count"), &p.lmc.to_string())?;
-    put(root, &dir.join("sm_sl"), &p.sm_sl.to_string())?;
-    put(
-        root,
-        &dir.join("cap_mask"),
-        &format!("0x{:08x}", p.cap_mask),
-    )?;
-    put(root, &dir.join("link_layer"), p.link_layer.as_str())?;
-    put(root, &dir.join("rate"), &p.rate)?;
+    for (file, text) in p.attribute_files() {
+        put(root, &dir.join(file), &text)?;
+    }
     let zero = "0000:0000:0000:0000:0000:0000:0000:0000";
     std::fs::create_dir_all(dir.join("gid_attrs/types"))?;
     std::fs::create_dir_all(dir.join("gid_attrs/ndevs"))?;

@@ -2,7 +2,8 @@
 //! checks them (drivers/infiniband/core/nldev.c, sw/rxe/rxe.c, ulp/ipoib, net/core/dev.c,
 //! core/cma_configfs.c). The lab scenario suite compares these against a real kernel.
 
-use super::model::{SimDevice, SimGid, SimIpoib, SimNetdev, SimPort};
+use super::model::{SimDevice, SimIpoib, SimNetdev, SimPort};
+use super::port::rxe_port;
 use super::{CmGroup, SimState};
 use crate::kernel::{HostError, NetdevChange, NewIpoibChild, NewLink, NlDevice, NlPort, Op};
 use crate::model::netdev::{ARPHRD_INFINIBAND, IPOIB_FLAGS_RC};
@@ -247,45 +248,6 @@ pub const RXE_COUNTERS: [&str; 15] = [
     "rdma_recvs",
 ];
 
-/// rxe's port as `rxe_query_port` reports it for its netdev.
-fn rxe_port(nd: &SimNetdev) -> SimPort {
-    let (state, phys_state) = rxe_port_state(nd);
-    let gids = nd
-        .mac()
-        .map(|mac| {
-            vec![SimGid {
-                index: 0,
-                gid: super::render::default_gid(mac),
-                gid_type: GidType::RoceV2,
-                ndev: Some(nd.name.clone()),
-            }]
-        })
-        .unwrap_or_default();
-    SimPort {
-        number: 1,
-        state,
-        phys_state,
-        lid: 0,
-        sm_lid: 0,
-        lmc: 0,
-        sm_sl: 0,
-        cap_mask: 0x0001_0000,
-        link_layer: LinkLayer::Ethernet,
-        // ib_get_eth_speed maps a 10 Gb/s netdev (veth) to 1X FDR10.
-        rate: "10 Gb/sec (1X FDR10)".into(),
-        gids,
-        // RXE_PORT_GID_TBL_LEN, RXE_PORT_PKEY_TBL_LEN.
-        gid_table_len: 1024,
-        rendered_gid_entries: Some(16),
-        pkeys: vec![0xffff],
-        max_mtu: 4096,
-        active_mtu: rxe_active_mtu(nd.mtu),
-        pma: None,
-        hw_counters: RXE_COUNTERS.iter().map(|c| (c.to_string(), 0)).collect(),
-        roce_types: vec![GidType::RoceV2],
-    }
-}
-
 /// `rxe_set_mtu`: the netdev's MTU less RXE_MAX_HDR_LENGTH (80), rounded down to an IB
 /// MTU, at least 256 and at most 4096.
 pub fn rxe_active_mtu(netdev_mtu: u32) -> u32 {
@@ -296,7 +258,7 @@ pub fn rxe_active_mtu(netdev_mtu: u32) -> u32 {
         .unwrap_or(256)
 }
 
-fn rxe_port_state(nd: &SimNetdev) -> (PortState, PhysState) {
+pub(super) fn rxe_port_state(nd: &SimNetdev) -> (PortState, PhysState) {
     if nd.up && nd.carrier {
         (PortState::Active, PhysState::LinkUp)
     } else if nd.up {
