@@ -81,6 +81,15 @@ async fn run(args: cli::Args, started: std::time::Instant) -> anyhow::Result<()>
         }
         direct_path = None;
     }
+    // The document likewise, printed as the daemon wrote it (the counters need the bus).
+    if let (Mode::Json, false, Some(path)) = (&args.mode, args.counters, &direct_path) {
+        if let Some(text) = client::read_document_direct(path).await {
+            let mut out = std::io::stdout().lock();
+            out.write_all(text.as_bytes())?;
+            out.flush()?;
+            return Ok(());
+        }
+    }
     // The bus's handshake and the direct socket's, at once.
     let (conn, direct) = match &direct_path {
         Some(path) => tokio::join!(client::connect(&bus), client::connect_direct(path)),

@@ -77,7 +77,13 @@ pub const KEEP_ENCODINGS_IDLE: Duration = Duration::from_secs(5 * 60);
 #[derive(Default)]
 pub struct ManagedCache {
     entries: Mutex<Entries>,
+    /// The root's own interface, which GetManagedObjects leaves out and the JSON document
+    /// has (its first object).
+    root: Mutex<Option<Shared>>,
 }
+
+/// An object's interface and where its properties come from.
+type Shared = (InterfaceName<'static>, Arc<dyn EntryProps>);
 
 #[derive(Default)]
 struct Entries {
@@ -127,6 +133,33 @@ impl ManagedCache {
 
     pub fn remove(&self, path: &str) {
         self.lock().by_path.remove(path);
+    }
+
+    /// The root object's own interface, for [`ManagedCache::document`].
+    pub fn set_root(&self, interface: InterfaceName<'static>, props: Arc<dyn EntryProps>) {
+        *self.root.lock().unwrap_or_else(|p| p.into_inner()) = Some((interface, props));
+    }
+
+    /// The JSON document of docs/JSON.md (`rdma-tui --json`), pretty-printed: the root's
+    /// interface and every object's, as GetManagedObjects and the root's GetAll give them and
+    /// a client would turn them into the document. Built at each call, from the properties as
+    /// published now; the cache's lock is held only to list the objects, never while the
+    /// document is built.
+    pub fn document(&self) -> String {
+        let root = self.root.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let objects: Vec<(Box<str>, Shared)> = self
+            .lock()
+            .by_path
+            .iter()
+            .map(|(path, e)| (path.clone(), (e.interface.clone(), e.props.clone())))
+            .collect();
+        let mut doc = rdma_manager_dbus::json::Document::new();
+        let root = root.map(|shared| (rdma_manager_dbus::ROOT_PATH.into(), shared));
+        for (path, (interface, props)) in root.iter().chain(objects.iter()) {
+            let all = props.all();
+            doc.add(path, interface.as_str(), all.iter().map(|(k, v)| (*k, v)));
+        }
+        doc.to_pretty_string()
     }
 
     /// The body of a GetManagedObjects reply; the encodings are kept for the next call.

@@ -207,13 +207,15 @@ impl Publisher {
             }
             None => {
                 let cell = Arc::new(RwLock::new(new));
-                if path != ROOT_PATH {
-                    // The manager's own object is not among the objects it manages.
-                    self.managed.insert_shared(
-                        path,
-                        <V::Object as Interface>::name(),
-                        cell.clone() as Arc<dyn EntryProps>,
-                    );
+                let props = cell.clone() as Arc<dyn EntryProps>;
+                if path == ROOT_PATH {
+                    // The manager's own object is not among the objects it manages; the
+                    // JSON document has it.
+                    self.managed
+                        .set_root(<V::Object as Interface>::name(), props);
+                } else {
+                    self.managed
+                        .insert_shared(path, <V::Object as Interface>::name(), props);
                 }
                 let obj =
                     Guarded::new(V::object(cell.clone(), self.ctx.clone()), self.ctx.limits());

@@ -192,6 +192,98 @@ async fn the_direct_socket_answers_what_the_bus_answers() {
     assert!(hello.starts_with(":1."), "{hello}");
 }
 
+/// The JSON document a client builds from the bus: GetManagedObjects and the root's GetAll,
+/// as `rdma-tui --json` without the direct socket.
+async fn document_through_the_bus(r: &Running) -> String {
+    let objects: zbus::fdo::ManagedObjects =
+        bus_gmo(r).await.body().deserialize().expect("objects");
+    let root = zbus::fdo::PropertiesProxy::builder(&r.client)
+        .destination(BUS_NAME)
+        .and_then(|b| b.path(ROOT_PATH))
+        .expect("proxy")
+        .build()
+        .await
+        .expect("proxy");
+    let iface = zbus::names::InterfaceName::try_from("org.rdmamanager.RdmaManager1").expect("name");
+    let root = root.get_all(iface).await.expect("GetAll");
+    let mut doc = rdma_manager_dbus::json::Document::new();
+    doc.add(
+        ROOT_PATH,
+        "org.rdmamanager.RdmaManager1",
+        root.iter().map(|(k, v)| (k, &**v)),
+    );
+    for (path, ifaces) in &objects {
+        for (iface, props) in ifaces {
+            doc.add(
+                path.as_str(),
+                iface.as_str(),
+                props.iter().map(|(k, v)| (k, &**v)),
+            );
+        }
+    }
+    doc.to_pretty_string()
+}
+
+async fn direct_document(conn: &Connection) -> String {
+    conn.call_method(
+        None::<&str>,
+        ROOT_PATH,
+        Some(direct::DIRECT),
+        "GetDocument",
+        &(),
+    )
+    .await
+    .expect("GetDocument on the direct socket")
+    .body()
+    .deserialize::<String>()
+    .expect("a string")
+}
+
+/// `Direct.GetDocument` is the document a client would build from what the bus answers, and
+/// follows a change as the bus does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_direct_document_is_the_one_a_client_builds_from_the_bus() {
+    let Some(r) = start().await else { return };
+    let socket = r.listen(Bounds::default()).expect("listens");
+    let conn = connect_direct(&r.socket_path()).await.expect("connects");
+    let before = direct_document(&conn).await;
+    assert_eq!(before, document_through_the_bus(&r).await);
+    assert_eq!(socket.answered(), 1, "GetDocument is counted");
+    let doc: serde_json::Value = serde_json::from_str(&before).expect("JSON");
+    assert_eq!(doc["version"], 1);
+    assert!(doc["objects"][ROOT_PATH]["org.rdmamanager.RdmaManager1"]["Startup"] == false);
+
+    r.sim
+        .set_port_state("mlx5_0", 1, PortState::Down, PhysState::Polling)
+        .expect("port down");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let after = loop {
+        let now = direct_document(&conn).await;
+        if now != before || Instant::now() > deadline {
+            break now;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(
+        after.contains("\"State\": \"DOWN\""),
+        "the port's change is in it"
+    );
+    assert_eq!(after, document_through_the_bus(&r).await);
+
+    let (name, text) = refused(&conn, ROOT_PATH, direct::DIRECT, "GetDocument", &("x",)).await;
+    assert_eq!(name, "org.freedesktop.DBus.Error.InvalidArgs", "{text}");
+    assert!(text.contains("GetDocument takes no arguments"), "{text}");
+    let (name, _) = refused(
+        &conn,
+        "/org/rdmamanager/RdmaManager1/Device/1",
+        direct::DIRECT,
+        "GetDocument",
+        &(),
+    )
+    .await;
+    assert_eq!(name, "org.freedesktop.DBus.Error.UnknownMethod");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_direct_socket_changes_nothing_and_names_the_bus() {
     let Some(r) = start().await else { return };

@@ -10,7 +10,10 @@
 //! reply bytes, without the relay. `gdbus call --address unix:path=/run/rdma-manager/direct`
 //! and zbus's `p2p` connections reach it.
 //!
-//! What it answers: `org.freedesktop.DBus.ObjectManager.GetManagedObjects` at the root and
+//! What it answers: `org.freedesktop.DBus.ObjectManager.GetManagedObjects` at the root;
+//! `org.rdmamanager.RdmaManager1.Direct.GetDocument` at the root, the JSON document of
+//! docs/JSON.md as one string (`s`), built by the daemon from what it publishes, so that
+//! `rdma-tui --json` prints it without decoding a megabyte of D-Bus values;
 //! `org.freedesktop.DBus.Peer.Ping`; and `org.freedesktop.DBus.Hello`, with a name for the
 //! connection, because the usual tools (`busctl --address`, `gdbus call --address`) say
 //! Hello first on any address, as to a bus. Anything else gets `UnknownMethod`, naming the
@@ -32,7 +35,7 @@
 //! one uid served and waiting (a fifth of the same uid is closed at once: it would otherwise
 //! keep a slot that another user waits for), one call at a time on each (calls sent together are answered in order), the handshake within 5 s, each
 //! reply written within 30 s, and a connection closed after 60 s without a GetManagedObjects
-//! (a Ping or a Hello does not keep it open: they are no work a connection is kept for). A
+//! or GetDocument (a Ping or a Hello does not keep it open: they are no work a connection is kept for). A
 //! client that connects and never reads holds one reply for at most 30 s.
 
 use std::collections::HashMap;
@@ -85,6 +88,8 @@ impl Default for Bounds {
 }
 
 const OBJECT_MANAGER: &str = "org.freedesktop.DBus.ObjectManager";
+/// The direct socket's own interface: what only this socket answers.
+pub const DIRECT: &str = "org.rdmamanager.RdmaManager1.Direct";
 const PEER: &str = "org.freedesktop.DBus.Peer";
 const BUS: &str = "org.freedesktop.DBus";
 
@@ -114,7 +119,7 @@ impl DirectSocket {
         &self.path
     }
 
-    /// GetManagedObjects calls answered so far.
+    /// GetManagedObjects and GetDocument calls answered so far.
     pub fn answered(&self) -> u64 {
         self.answered.load(Ordering::Relaxed)
     }
@@ -366,7 +371,10 @@ async fn serve_calls(
         }
         // After the filter above: a signal or a no-reply call named GetManagedObjects costs
         // the client nothing and must not hold its slot.
-        let worked = msg.header().member().map(|m| m.as_str()) == Some("GetManagedObjects");
+        let worked = matches!(
+            msg.header().member().map(|m| m.as_str()),
+            Some("GetManagedObjects" | "GetDocument")
+        );
         if worked {
             idle_until = tokio::time::Instant::now() + bounds.idle;
         }
@@ -409,12 +417,20 @@ fn answer(msg: &Message, shared: &Shared, name: &str) -> zbus::Result<Message> {
             shared.answered.fetch_add(1, Ordering::Relaxed);
             Ok(reply)
         }
-        (Some(OBJECT_MANAGER) | None, "GetManagedObjects") if path == Some(ROOT_PATH) => {
+        (Some(DIRECT) | None, "GetDocument") if path == Some(ROOT_PATH) && no_arguments => {
+            let reply = Message::method_return(&hdr)?.build(&(shared.cache.document(),))?;
+            shared.answered.fetch_add(1, Ordering::Relaxed);
+            Ok(reply)
+        }
+        (Some(OBJECT_MANAGER | DIRECT) | None, member @ ("GetManagedObjects" | "GetDocument"))
+            if path == Some(ROOT_PATH) =>
+        {
             Message::error(&hdr, "org.freedesktop.DBus.Error.InvalidArgs")?
-                .build(&("GetManagedObjects takes no arguments",))
+                .build(&(format!("{member} takes no arguments"),))
         }
         _ => Message::error(&hdr, "org.freedesktop.DBus.Error.UnknownMethod")?.build(&(format!(
-            "the direct socket answers only GetManagedObjects at {ROOT_PATH} and Peer.Ping; \
+            "the direct socket answers only GetManagedObjects and GetDocument at {ROOT_PATH} \
+             and Peer.Ping; \
              call {}.{member} at {} on the system bus",
             interface.unwrap_or("(no interface)"),
             path.unwrap_or("/"),
