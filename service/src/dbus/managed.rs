@@ -24,6 +24,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -80,6 +81,12 @@ pub struct ManagedCache {
     /// The root's own interface, which GetManagedObjects leaves out and the JSON document
     /// has (its first object).
     root: Mutex<Option<Shared>>,
+    /// Moves at every change of an object or the root, so that a kept document is known to
+    /// be current.
+    generation: AtomicU64,
+    /// The last document built and the generation it was built at; dropped with the
+    /// encodings when no call used them lately.
+    document: Mutex<Option<(u64, Arc<str>)>>,
 }
 
 /// An object's interface and where its properties come from.
@@ -122,6 +129,7 @@ impl ManagedCache {
                 bytes: None,
             },
         );
+        self.changed();
     }
 
     /// The object's properties changed.
@@ -129,23 +137,47 @@ impl ManagedCache {
         if let Some(e) = self.lock().by_path.get_mut(path) {
             e.bytes = None;
         }
+        // The root too, which has no entry.
+        self.changed();
     }
 
     pub fn remove(&self, path: &str) {
         self.lock().by_path.remove(path);
+        self.changed();
     }
 
     /// The root object's own interface, for [`ManagedCache::document`].
     pub fn set_root(&self, interface: InterfaceName<'static>, props: Arc<dyn EntryProps>) {
         *self.root.lock().unwrap_or_else(|p| p.into_inner()) = Some((interface, props));
+        self.changed();
+    }
+
+    /// Something the document shows changed.
+    fn changed(&self) {
+        self.generation.fetch_add(1, Ordering::SeqCst);
     }
 
     /// The JSON document of docs/JSON.md (`rdma-tui --json`), pretty-printed: the root's
     /// interface and every object's, as GetManagedObjects and the root's GetAll give them and
-    /// a client would turn them into the document. Built at each call, from the properties as
-    /// published now; the cache's lock is held only to list the objects, never while the
-    /// document is built.
-    pub fn document(&self) -> String {
+    /// a client would turn them into the document. Built from the properties as published
+    /// when first asked for after a change, and kept for the calls after it; the cache's lock
+    /// is held only to list the objects, never while the document is built.
+    pub fn document(&self) -> Arc<str> {
+        let generation = self.generation.load(Ordering::SeqCst);
+        if let Some((kept, text)) = &*self.document.lock().unwrap_or_else(|p| p.into_inner()) {
+            if *kept == generation {
+                return text.clone();
+            }
+        }
+        let text: Arc<str> = self.build_document().into();
+        // Built from what was published at `generation` or later: a change while it was
+        // built moved the generation, and the next call builds again.
+        *self.document.lock().unwrap_or_else(|p| p.into_inner()) = Some((generation, text.clone()));
+        self.lock().last_used = Some(Instant::now());
+        text
+    }
+
+    fn build_document(&self) -> String {
         let root = self.root.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let objects: Vec<(Box<str>, Shared)> = self
             .lock()
@@ -206,7 +238,12 @@ impl ManagedCache {
             return false;
         }
         entries.last_used = None;
-        let mut dropped = false;
+        let mut dropped = self
+            .document
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .is_some();
         for e in entries.by_path.values_mut() {
             dropped |= e.bytes.take().is_some();
         }
@@ -403,6 +440,51 @@ mod tests {
 
     fn iface() -> InterfaceName<'static> {
         InterfaceName::from_static_str_unchecked("org.example.Thing")
+    }
+
+    /// The document is built once after a change, kept for the calls after, and built again
+    /// after any object or the root changes, is added or is removed; dropped when idle.
+    #[test]
+    fn the_document_is_kept_until_something_changes() {
+        let cache = ManagedCache::default();
+        let builds = Arc::new(AtomicU32::new(0));
+        let counted = builds.clone();
+        let value = Arc::new(AtomicU32::new(1));
+        let shown = value.clone();
+        cache.insert("/a", iface(), move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+            vec![("N", Value::from(shown.load(Ordering::SeqCst)))]
+        });
+        cache.set_root(iface(), Arc::new(|| vec![("Root", Value::from(true))]));
+        let first = cache.document();
+        assert!(
+            first.contains("\"N\": 1") && first.contains("\"Root\": true"),
+            "{first}"
+        );
+        assert_eq!(cache.document(), first);
+        assert_eq!(builds.load(Ordering::SeqCst), 1, "kept");
+        value.store(2, Ordering::SeqCst);
+        cache.invalidate("/a");
+        assert!(cache.document().contains("\"N\": 2"));
+        cache.invalidate(rdma_manager_dbus::ROOT_PATH);
+        cache.document();
+        assert_eq!(
+            builds.load(Ordering::SeqCst),
+            3,
+            "the root's change builds again"
+        );
+        cache.remove("/a");
+        assert!(!cache.document().contains("\"N\""));
+        let later = Instant::now() + KEEP_ENCODINGS_IDLE;
+        assert!(
+            cache.forget_if_idle(later, KEEP_ENCODINGS_IDLE),
+            "the document is dropped"
+        );
+        assert!(cache
+            .document
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_none());
     }
 
     #[test]

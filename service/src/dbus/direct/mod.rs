@@ -418,7 +418,7 @@ fn answer(msg: &Message, shared: &Shared, name: &str) -> zbus::Result<Message> {
             Ok(reply)
         }
         (Some(DIRECT) | None, "GetDocument") if path == Some(ROOT_PATH) && no_arguments => {
-            let reply = Message::method_return(&hdr)?.build(&(shared.cache.document(),))?;
+            let reply = Message::method_return(&hdr)?.build(&(&*shared.cache.document(),))?;
             shared.answered.fetch_add(1, Ordering::Relaxed);
             Ok(reply)
         }
