@@ -17,7 +17,7 @@ use zbus::message::Type;
 use zbus::zvariant::{OwnedObjectPath, OwnedValue};
 use zbus::{Connection, MatchRule, Message, MessageStream};
 
-use crate::model::{Model, Props, MANAGER_IFACE};
+use crate::model::{Model, Objects, Props, MANAGER_IFACE};
 
 const PROPERTIES: &str = "org.freedesktop.DBus.Properties";
 const OBJECT_MANAGER: &str = "org.freedesktop.DBus.ObjectManager";
@@ -143,9 +143,6 @@ pub async fn follow(conn: Connection, model: Arc<Mutex<Model>>) -> zbus::Result<
 pub fn lock(model: &Mutex<Model>) -> std::sync::MutexGuard<'_, Model> {
     model.lock().unwrap_or_else(|e| e.into_inner())
 }
-
-/// The objects as the model keeps them: by path, each interface's kept properties.
-pub type Objects = HashMap<OwnedObjectPath, HashMap<String, Props>>;
 
 /// The root's own properties (GetAll: an object manager lists only the objects below it),
 /// then every object below it, only what the model keeps; after `delay` when it is a retry.

@@ -14,6 +14,9 @@ pub const IPOIB_IFACE: &str = "org.rdmamanager.RdmaManager1.Ipoib";
 /// One object's properties of one interface.
 pub type Props = HashMap<String, OwnedValue>;
 
+/// The objects as the model keeps them: by path, each interface's kept properties.
+pub type Objects = HashMap<zbus::zvariant::OwnedObjectPath, HashMap<String, Props>>;
+
 /// The properties a scrape shows, by interface: only these are kept (a large host's GID
 /// tables, for one, would be most of the model and are not exported). The name as this
 /// list spells it, so that the model holds no copy of it per object.
@@ -173,7 +176,7 @@ pub struct Model {
 
 impl Model {
     /// Replaces everything with a fresh reading of the daemon's objects.
-    pub fn replace(&mut self, objects: crate::follow::Objects) {
+    pub fn replace(&mut self, objects: Objects) {
         self.objects = objects
             .into_iter()
             .map(|(path, ifaces)| (path.to_string(), interfaces(ifaces)))

@@ -16,4 +16,5 @@ pub mod names;
 pub mod port_type;
 pub mod qos;
 pub mod state;
+pub mod state_error;
 pub mod vf_guid;

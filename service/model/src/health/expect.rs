@@ -9,7 +9,7 @@ use rdma_manager_dbus::text::quote_capped;
 use serde::{Deserialize, Serialize};
 
 use crate::names::validate_rdma_name;
-use crate::state::StateError;
+use crate::state_error::StateError;
 
 /// The longest counter window: the check waits it out inside one D-Bus call, which clients
 /// give up on after 25 s by default.

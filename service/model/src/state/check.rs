@@ -12,11 +12,11 @@ use std::net::IpAddr;
 use rdma_manager_dbus::text::quote_capped;
 
 use super::doc::*;
-use super::error::StateError;
 use crate::hostconf::{memlock, nfs_conf, rdma_modules};
 use crate::ip::{is_search_domain, Family};
 use crate::ipoib::{self, IpoibMode};
 use crate::names::{validate_netdev_name, validate_rdma_name};
+use crate::state_error::StateError;
 
 /// rdma-core's naming policies (`rdma_rename`'s modes) a document may choose.
 pub const RDMA_POLICIES: [&str; 5] = [

@@ -16,13 +16,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::change::{Change, ChangeOp, Step};
 use super::check::{is_guid, pkey_value};
 use super::doc::*;
-use super::error::StateError;
 use super::parse::Document;
 use crate::hostconf::memlock::{self, MemlockValue};
 use crate::hostconf::nfs_conf::NFSRDMA_PORT;
 use crate::ip::Family;
 use crate::ipoib::{self, IpoibMode};
 use crate::qos::QosProfile;
+use crate::state_error::StateError;
 
 impl State {
     /// Replaces each RoCE entry's device given by node GUID with its kernel name, as

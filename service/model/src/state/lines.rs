@@ -139,6 +139,27 @@ impl MarkedEventReceiver for Recorder {
     }
 }
 
+// Here rather than beside `StateError`, which the health section shares and which knows
+// nothing of the document's lines.
+impl crate::state_error::StateError {
+    /// The same error with its line looked up in `lines` when it has none yet: errors found
+    /// after parsing (by [`diff`](super::diff)) carry the path only.
+    pub fn with_lines(mut self, lines: &Lines) -> Self {
+        let found = lines.line_of(self.path());
+        match &mut self {
+            Self::Syntax { .. } => {}
+            Self::Invalid { line, .. }
+            | Self::Contradiction { line, .. }
+            | Self::NotFound { line, .. } => {
+                if line.is_none() {
+                    *line = found;
+                }
+            }
+        }
+        self
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

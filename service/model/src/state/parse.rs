@@ -3,8 +3,8 @@
 //! is not a mapping), then checking it with [`super::check`].
 
 use super::doc::State;
-use super::error::{capped_reason, StateError};
 use super::lines::Lines;
+use crate::state_error::{capped_reason, StateError};
 
 /// A parsed document and where its keys are, for errors found later ([`StateError::with_lines`]).
 #[derive(Debug, Clone, PartialEq, Eq)]

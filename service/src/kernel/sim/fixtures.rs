@@ -2,10 +2,8 @@
 //! veth pair, and generated large hosts for benchmarks. Formats and numbers follow the kernel
 //! (see rdma-facts.md); soft devices are made by the same rules as `rdma link add`.
 
-use super::model::{
-    HostSpec, SimDevice, SimIpoib, SimKernel, SimNetdev, SimPciPlacement, SimPort, SimVf,
-};
-use super::port::{ib_port, roce_port, LINK_LOCAL};
+use super::model::{HostSpec, SimDevice, SimIpoib, SimKernel, SimNetdev, SimPciPlacement, SimVf};
+use super::port::{ib_port, roce_port, SimPort, LINK_LOCAL};
 use crate::model::{DeviceKind, Guid, IpoibMode, NodeType, SoftLinkType};
 
 /// An address of a fixture's netdev.

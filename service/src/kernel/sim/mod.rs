@@ -37,10 +37,8 @@ use crate::model::{
     RoceMode,
 };
 use crate::naming::rdma_rename::RenameSysfs;
-pub use model::{
-    HostSpec, SimDevice, SimGid, SimIpoib, SimKernel, SimNetdev, SimPciPlacement, SimPma, SimPort,
-    SimVf,
-};
+pub use model::{HostSpec, SimDevice, SimIpoib, SimKernel, SimNetdev, SimPciPlacement, SimVf};
+pub use port::{SimGid, SimPma, SimPort};
 
 /// Operations a fault can be attached to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

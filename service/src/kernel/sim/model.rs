@@ -3,7 +3,7 @@
 
 use crate::model::{DeviceKind, Guid, IpoibMode, NodeType};
 
-pub use super::port::{SimGid, SimPma, SimPort};
+use super::port::SimPort;
 
 /// An SR-IOV virtual function's place under its physical function.
 #[derive(Debug, Clone, PartialEq)]
@@ -117,6 +117,17 @@ impl SimNetdev {
 
     pub fn mac(&self) -> Option<[u8; 6]> {
         <[u8; 6]>::try_from(self.address.as_slice()).ok()
+    }
+
+    /// What an rxe device over this netdev follows of it.
+    pub fn for_rxe(&self) -> super::port::RxeNetdev<'_> {
+        super::port::RxeNetdev {
+            name: &self.name,
+            mac: self.mac(),
+            up: self.up,
+            carrier: self.carrier,
+            mtu: self.mtu,
+        }
     }
 }
 

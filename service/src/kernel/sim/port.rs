@@ -5,8 +5,6 @@
 
 use std::net::Ipv6Addr;
 
-use super::model::SimNetdev;
-use super::rules::{rxe_active_mtu, rxe_port_state, RXE_COUNTERS};
 use crate::model::{GidType, Guid, LinkLayer, PhysState, PortState};
 
 fn gid(prefix: u64, guid: u64) -> Ipv6Addr {
@@ -237,17 +235,26 @@ pub fn roce_port(
     }
 }
 
+/// What rxe's port follows of its netdev ([`super::model::SimNetdev::for_rxe`]).
+pub struct RxeNetdev<'a> {
+    pub name: &'a str,
+    pub mac: Option<[u8; 6]>,
+    pub up: bool,
+    pub carrier: bool,
+    pub mtu: u32,
+}
+
 /// rxe's port as `rxe_query_port` reports it for its netdev.
-pub fn rxe_port(nd: &SimNetdev) -> SimPort {
-    let (state, phys_state) = rxe_port_state(nd);
+pub fn rxe_port(nd: &RxeNetdev<'_>) -> SimPort {
+    let (state, phys_state) = rxe_port_state(nd.up, nd.carrier);
     let gids = nd
-        .mac()
+        .mac
         .map(|mac| {
             vec![SimGid {
                 index: 0,
-                gid: super::render::default_gid(mac),
+                gid: default_gid(mac),
                 gid_type: GidType::RoceV2,
-                ndev: Some(nd.name.clone()),
+                ndev: Some(nd.name.to_string()),
             }]
         })
         .unwrap_or_default();
@@ -274,4 +281,53 @@ pub fn rxe_port(nd: &SimNetdev) -> SimPort {
         hw_counters: RXE_COUNTERS.iter().map(|c| (c.to_string(), 0)).collect(),
         roce_types: vec![GidType::RoceV2],
     }
+}
+
+/// rxe's hw_counters, in the driver's order (rxe_hw_counters.c).
+pub const RXE_COUNTERS: [&str; 15] = [
+    "sent_pkts",
+    "rcvd_pkts",
+    "duplicate_request",
+    "out_of_seq_request",
+    "rcvd_rnr_err",
+    "send_rnr_err",
+    "rcvd_seq_err",
+    "ack_deferred",
+    "retry_exceeded_err",
+    "retry_rnr_exceeded_err",
+    "completer_retry_err",
+    "send_err",
+    "link_downed",
+    "rdma_sends",
+    "rdma_recvs",
+];
+
+/// `rxe_set_mtu`: the netdev's MTU less RXE_MAX_HDR_LENGTH (80), rounded down to an IB
+/// MTU, at least 256 and at most 4096.
+pub fn rxe_active_mtu(netdev_mtu: u32) -> u32 {
+    let room = netdev_mtu.saturating_sub(80);
+    [4096, 2048, 1024, 512]
+        .into_iter()
+        .find(|&m| room >= m)
+        .unwrap_or(256)
+}
+
+pub fn rxe_port_state(up: bool, carrier: bool) -> (PortState, PhysState) {
+    if up && carrier {
+        (PortState::Active, PhysState::LinkUp)
+    } else if up {
+        (PortState::Down, PhysState::Polling)
+    } else {
+        (PortState::Down, PhysState::Disabled)
+    }
+}
+
+/// The RoCE default GID of a netdev: fe80::/64 with the EUI-64 of its MAC.
+pub fn default_gid(mac: [u8; 6]) -> std::net::Ipv6Addr {
+    let guid = Guid::from_mac_eui64(mac).to_be_bytes();
+    let mut o = [0u8; 16];
+    o[0] = 0xfe;
+    o[1] = 0x80;
+    o[8..].copy_from_slice(&guid);
+    std::net::Ipv6Addr::from(o)
 }

@@ -18,7 +18,8 @@ use std::path::Path;
 
 use rdma_manager_model::port_type::{check_mlx4, FwLinkType, Mlx4PortValue, PortType, RunningType};
 
-use super::model::{SimDevice, SimGid, SimPort};
+use super::model::SimDevice;
+use super::port::{SimGid, SimPort};
 use super::{HostEvent, SimHost, SimState};
 use crate::kernel::port_type::{
     firmware_readings, mlx4_dir, mlx4_readings, mlx5_dir, mstconfig_missing, no_port_type,

@@ -4,10 +4,11 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::model::{SimDevice, SimNetdev, SimPciPlacement, SimPort};
+use super::model::{SimDevice, SimNetdev, SimPciPlacement};
+use super::port::SimPort;
 use crate::model::device::gid_sysfs_form;
 use crate::model::netdev::ARPHRD_INFINIBAND;
-use crate::model::{Guid, HwAddress};
+use crate::model::HwAddress;
 
 /// Where files are written before they are renamed into the tree: outside every directory a
 /// reader lists, on the same filesystem as the tree.
@@ -345,14 +346,4 @@ pub fn render_module(root: &Path, module: &str, loaded: bool) -> io::Result<()> 
     } else {
         remove_tree(&dir)
     }
-}
-
-/// The RoCE default GID of a netdev: fe80::/64 with the EUI-64 of its MAC.
-pub fn default_gid(mac: [u8; 6]) -> std::net::Ipv6Addr {
-    let guid = Guid::from_mac_eui64(mac).to_be_bytes();
-    let mut o = [0u8; 16];
-    o[0] = 0xfe;
-    o[1] = 0x80;
-    o[8..].copy_from_slice(&guid);
-    std::net::Ipv6Addr::from(o)
 }

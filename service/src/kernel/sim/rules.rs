@@ -2,14 +2,14 @@
 //! checks them (drivers/infiniband/core/nldev.c, sw/rxe/rxe.c, ulp/ipoib, net/core/dev.c,
 //! core/cma_configfs.c). The lab scenario suite compares these against a real kernel.
 
-use super::model::{SimDevice, SimIpoib, SimNetdev, SimPort};
-use super::port::rxe_port;
+use super::model::{SimDevice, SimIpoib, SimNetdev};
+use super::port::SimPort;
+use super::port::{rxe_port, rxe_port_state};
 use super::{CmGroup, SimState};
 use crate::kernel::{HostError, NetdevChange, NewIpoibChild, NewLink, NlDevice, NlPort, Op};
 use crate::model::netdev::{ARPHRD_INFINIBAND, IPOIB_FLAGS_RC};
 use crate::model::{
-    DeviceKind, Errno, GidType, Guid, IpoibMode, LinkLayer, NodeType, PhysState, PortState,
-    RoceMode, SoftLinkType,
+    DeviceKind, Errno, GidType, Guid, IpoibMode, LinkLayer, NodeType, RoceMode, SoftLinkType,
 };
 use crate::naming::rdma_rename::NAME_ASSIGN_TYPE_USER;
 
@@ -229,45 +229,6 @@ pub fn nl_port_stats(
     Ok(p.hw_counters.clone())
 }
 
-/// rxe's hw_counters, in the driver's order (rxe_hw_counters.c).
-pub const RXE_COUNTERS: [&str; 15] = [
-    "sent_pkts",
-    "rcvd_pkts",
-    "duplicate_request",
-    "out_of_seq_request",
-    "rcvd_rnr_err",
-    "send_rnr_err",
-    "rcvd_seq_err",
-    "ack_deferred",
-    "retry_exceeded_err",
-    "retry_rnr_exceeded_err",
-    "completer_retry_err",
-    "send_err",
-    "link_downed",
-    "rdma_sends",
-    "rdma_recvs",
-];
-
-/// `rxe_set_mtu`: the netdev's MTU less RXE_MAX_HDR_LENGTH (80), rounded down to an IB
-/// MTU, at least 256 and at most 4096.
-pub fn rxe_active_mtu(netdev_mtu: u32) -> u32 {
-    let room = netdev_mtu.saturating_sub(80);
-    [4096, 2048, 1024, 512]
-        .into_iter()
-        .find(|&m| room >= m)
-        .unwrap_or(256)
-}
-
-pub(super) fn rxe_port_state(nd: &SimNetdev) -> (PortState, PhysState) {
-    if nd.up && nd.carrier {
-        (PortState::Active, PhysState::LinkUp)
-    } else if nd.up {
-        (PortState::Down, PhysState::Polling)
-    } else {
-        (PortState::Down, PhysState::Disabled)
-    }
-}
-
 /// RDMA_NLDEV_CMD_NEWLINK, then the link type's `newlink`.
 pub fn new_link(st: &mut SimState, link: &NewLink) -> Result<SimDevice, HostError> {
     let err = |e| nl(Op::NlNewLink, e);
@@ -352,7 +313,7 @@ pub fn eth_rate(mbps: u32) -> &'static str {
 /// netdev's MAC, one port whose state follows the netdev.
 pub fn soft_device(index: u32, name: &str, kind: SoftLinkType, nd: &SimNetdev) -> SimDevice {
     let guid = nd.mac().map(Guid::from_mac_eui64).unwrap_or_default();
-    let mut port = rxe_port(nd);
+    let mut port = rxe_port(&nd.for_rxe());
     let (dev_kind, node_type, protocol, node_desc) = match kind {
         SoftLinkType::Rxe => (DeviceKind::Rxe, NodeType::Ca, "roce", "rxe"),
         SoftLinkType::Siw => {
@@ -644,7 +605,7 @@ fn refresh_soft_ports(st: &mut SimState, netdev: &str) -> Vec<String> {
         .iter_mut()
         .filter(|d| d.parent_netdev.as_deref() == Some(netdev))
     {
-        let (s, p) = rxe_port_state(&nd);
+        let (s, p) = rxe_port_state(nd.up, nd.carrier);
         for port in &mut d.ports {
             port.state = s;
             port.phys_state = p;
@@ -744,7 +705,7 @@ pub fn delete_netdev(
 
 #[cfg(test)]
 mod tests {
-    use super::rxe_active_mtu;
+    use crate::kernel::sim::port::rxe_active_mtu;
 
     /// rxe's active MTU for its netdev's (rdma-facts: 1500 gives 1024, 4096 needs 4176).
     #[test]

@@ -124,23 +124,6 @@ impl StateError {
     pub fn is_not_found(&self) -> bool {
         matches!(self, StateError::NotFound { .. })
     }
-
-    /// The same error with its line looked up in `lines` when it has none yet: errors found
-    /// after parsing (by [`super::diff`]) carry the path only.
-    pub fn with_lines(mut self, lines: &super::lines::Lines) -> StateError {
-        let found = lines.line_of(self.path());
-        match &mut self {
-            StateError::Syntax { .. } => {}
-            StateError::Invalid { line, .. }
-            | StateError::Contradiction { line, .. }
-            | StateError::NotFound { line, .. } => {
-                if line.is_none() {
-                    *line = found;
-                }
-            }
-        }
-        self
-    }
 }
 
 #[cfg(test)]
