@@ -100,6 +100,30 @@ impl Document {
         }
     }
 
+    /// The document of what a client reads: the root's own properties (`GetAll` of
+    /// [`crate::BUS_NAME`]'s interface at [`crate::ROOT_PATH`]) and GetManagedObjects' reply.
+    pub fn of_published(
+        root: &std::collections::HashMap<String, zbus::zvariant::OwnedValue>,
+        objects: &zbus::fdo::ManagedObjects,
+    ) -> Document {
+        let mut doc = Document::new();
+        doc.add(
+            crate::ROOT_PATH,
+            crate::BUS_NAME,
+            root.iter().map(|(k, v)| (k, &**v)),
+        );
+        for (path, ifaces) in objects {
+            for (iface, props) in ifaces {
+                doc.add(
+                    path.as_str(),
+                    iface.as_str(),
+                    props.iter().map(|(k, v)| (k, &**v)),
+                );
+            }
+        }
+        doc
+    }
+
     /// The paths of the objects that have `interface`, in order.
     pub fn paths_with(&self, interface: &str) -> Vec<String> {
         self.objects

@@ -703,22 +703,9 @@ pub async fn read_document(
     direct: Option<&Connection>,
 ) -> zbus::Result<rdma_manager_dbus::json::Document> {
     let Published { objects, root } = read_published(conn, direct).await?;
-    let mut doc = rdma_manager_dbus::json::Document::new();
-    doc.add(
-        ROOT_PATH,
-        crate::model::MANAGER_IFACE,
-        root.iter().map(|(k, v)| (k, &**v)),
-    );
-    for (path, ifaces) in &objects {
-        for (iface, props) in ifaces {
-            doc.add(
-                path.as_str(),
-                iface.as_str(),
-                props.iter().map(|(k, v)| (k, &**v)),
-            );
-        }
-    }
-    Ok(doc)
+    Ok(rdma_manager_dbus::json::Document::of_published(
+        &root, &objects,
+    ))
 }
 
 /// `rdma-tui --json --counters`: adds every port's counters as read now (`counters`: source,

@@ -206,22 +206,7 @@ async fn document_through_the_bus(r: &Running) -> String {
         .expect("proxy");
     let iface = zbus::names::InterfaceName::try_from("org.rdmamanager.RdmaManager1").expect("name");
     let root = root.get_all(iface).await.expect("GetAll");
-    let mut doc = rdma_manager_dbus::json::Document::new();
-    doc.add(
-        ROOT_PATH,
-        "org.rdmamanager.RdmaManager1",
-        root.iter().map(|(k, v)| (k, &**v)),
-    );
-    for (path, ifaces) in &objects {
-        for (iface, props) in ifaces {
-            doc.add(
-                path.as_str(),
-                iface.as_str(),
-                props.iter().map(|(k, v)| (k, &**v)),
-            );
-        }
-    }
-    doc.to_pretty_string()
+    rdma_manager_dbus::json::Document::of_published(&root, &objects).to_pretty_string()
 }
 
 async fn direct_document(conn: &Connection) -> String {
