@@ -777,30 +777,6 @@ pub async fn read_model(conn: &Connection, direct: Option<&Connection>) -> zbus:
 /// The objects alone, from the direct socket at `path`, without the bus: what ibstat's
 /// text needs (the root's own properties are left unread). `None` when the socket does not
 /// answer or its read fails: the caller reads through the bus.
-/// `rdma-tui --json`'s document as the daemon prints it on its direct socket
-/// (`Direct.GetDocument`): the same document this client would build from GetManagedObjects,
-/// without decoding the objects. `None` when the socket or the method is not there (an older
-/// daemon; logged), and the caller reads the objects instead.
-pub async fn read_document_direct(path: &str) -> Option<String> {
-    let direct = connect_direct(path).await?;
-    let reply = direct
-        .call_method(
-            None::<&str>,
-            ROOT_PATH,
-            Some("org.rdmamanager.RdmaManager1.Direct"),
-            "GetDocument",
-            &(),
-        )
-        .await;
-    match reply.and_then(|m| m.body().deserialize::<String>()) {
-        Ok(text) => Some(text),
-        Err(e) => {
-            tracing::debug!("no document on the direct socket, reading the objects: {e}");
-            None
-        }
-    }
-}
-
 /// The objects from the direct socket alone, as a model; `None` when it fails there.
 pub async fn read_model_direct(path: &str) -> Option<Model> {
     let direct = connect_direct(path).await?;

@@ -33,12 +33,39 @@ fn main() -> ExitCode {
         }
         _ => {}
     }
+    // `--json` is one call on the daemon's direct socket when it answers there: made
+    // before any runtime or bus connection is set up, which would cost more than the call.
+    if let (Mode::Json, false, Some(path)) = (&args.mode, args.counters, args.direct_socket_path())
+    {
+        match rdma_tui::direct_document::read(&path) {
+            Ok(reply) => {
+                let mut out = std::io::stdout().lock();
+                return match out.write_all(reply.text()).and_then(|()| out.flush()) {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(e) => {
+                        eprintln!("Error: {e}");
+                        ExitCode::FAILURE
+                    }
+                };
+            }
+            Err(e) => tracing::debug!(path, "no document on the direct socket: {e}"),
+        }
+    }
     // Errors are printed here as messages (the context, then its causes): returning
     // them from main would print a backtrace whenever RUST_BACKTRACE is set.
-    let result = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
+    // A one-time read (--json, --ibstat) makes one call and exits: one thread does it,
+    // without starting workers it would not use.
+    let runtime = match args.mode {
+        Mode::Json | Mode::Ibstat(_) => tokio::runtime::Builder::new_current_thread(),
+        _ => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(2);
+            b
+        }
+    }
+    .enable_all()
+    .build();
+    let result = runtime
         .context("cannot start the async runtime")
         .and_then(|runtime| runtime.block_on(run(args, started)));
     match result {
@@ -80,15 +107,6 @@ async fn run(args: cli::Args, started: std::time::Instant) -> anyhow::Result<()>
             return print_ibstat(&model, ibstat);
         }
         direct_path = None;
-    }
-    // The document likewise, printed as the daemon wrote it (the counters need the bus).
-    if let (Mode::Json, false, Some(path)) = (&args.mode, args.counters, &direct_path) {
-        if let Some(text) = client::read_document_direct(path).await {
-            let mut out = std::io::stdout().lock();
-            out.write_all(text.as_bytes())?;
-            out.flush()?;
-            return Ok(());
-        }
     }
     // The bus's handshake and the direct socket's, at once.
     let (conn, direct) = match &direct_path {
