@@ -780,7 +780,11 @@ pub async fn read_model(conn: &Connection, direct: Option<&Connection>) -> zbus:
 /// The objects from the direct socket alone, as a model; `None` when it fails there.
 pub async fn read_model_direct(path: &str) -> Option<Model> {
     let direct = connect_direct(path).await?;
-    let objects = direct_objects(&direct).await?;
+    Some(model_of(direct_objects(&direct).await?))
+}
+
+/// The model of GetManagedObjects' reply (without the root's own properties).
+pub fn model_of(objects: zbus::fdo::ManagedObjects) -> Model {
     let mut model = Model::default();
     for (path, ifaces) in objects {
         let interfaces: Interfaces = ifaces
@@ -789,7 +793,7 @@ pub async fn read_model_direct(path: &str) -> Option<Model> {
             .collect();
         model.add_object(path.as_str(), &interfaces);
     }
-    Some(model)
+    model
 }
 
 /// Reads every port's throughput history, all calls in flight at once: the fine ring, or

@@ -24,7 +24,7 @@ pub mod client;
 pub mod countdown;
 #[cfg(feature = "demo")]
 pub mod demo;
-pub mod direct_document;
+pub mod direct_call;
 pub mod edit;
 pub mod fixtures;
 pub mod form;

@@ -33,26 +33,14 @@ fn main() -> ExitCode {
         }
         _ => {}
     }
-    // `--json` is one call on the daemon's direct socket when it answers there: made
-    // before any runtime or bus connection is set up, which would cost more than the call.
-    if let (Mode::Json, false, Some(path)) = (&args.mode, args.counters, args.direct_socket_path())
-    {
-        match rdma_tui::direct_document::read(&path) {
-            Ok(reply) => {
-                let mut out = std::io::stdout().lock();
-                return match out.write_all(reply.text()).and_then(|()| out.flush()) {
-                    Ok(()) => ExitCode::SUCCESS,
-                    Err(e) => {
-                        eprintln!("Error: {e}");
-                        ExitCode::FAILURE
-                    }
-                };
-            }
-            Err(e) => tracing::debug!(path, "no document on the direct socket: {e}"),
-        }
+    // `--json` and `--ibstat` are one call on the daemon's direct socket when it answers
+    // there: made before any runtime or bus connection is set up, which would cost more
+    // than the call.
+    if let Some(exit) = one_direct_call(&args) {
+        return exit;
     }
-    // Errors are printed here as messages (the context, then its causes): returning
-    // them from main would print a backtrace whenever RUST_BACKTRACE is set.
+    // Errors are printed as messages (`exit`): returning them from main would print a
+    // backtrace whenever RUST_BACKTRACE is set.
     // A one-time read (--json, --ibstat) makes one call and exits: one thread does it,
     // without starting workers it would not use.
     let runtime = match args.mode {
@@ -68,14 +56,7 @@ fn main() -> ExitCode {
     let result = runtime
         .context("cannot start the async runtime")
         .and_then(|runtime| runtime.block_on(run(args, started)));
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            let top: &(dyn std::error::Error + 'static) = e.as_ref();
-            eprintln!("Error: {}", rdma_manager_dbus::text::error_chain(top));
-            ExitCode::FAILURE
-        }
-    }
+    exit(result)
 }
 
 async fn run(args: cli::Args, started: std::time::Instant) -> anyhow::Result<()> {
@@ -101,7 +82,8 @@ async fn run(args: cli::Args, started: std::time::Instant) -> anyhow::Result<()>
         _ => None,
     };
     // ibstat's text needs only the objects: when the direct socket gives them, the bus is
-    // not connected at all (its handshake costs as much as the read).
+    // not connected at all (its handshake costs as much as the read). `one_direct_call`
+    // tried it without zbus first.
     if let (Mode::Ibstat(ibstat), Some(path)) = (&args.mode, &direct_path) {
         if let Some(model) = client::read_model_direct(path).await {
             return print_ibstat(&model, ibstat);
@@ -135,6 +117,53 @@ async fn run(args: cli::Args, started: std::time::Instant) -> anyhow::Result<()>
             print_ibstat(&model, &ibstat)
         }
         Mode::Help | Mode::Version => Ok(()),
+    }
+}
+
+/// `--json` (without `--counters`) or `--ibstat` answered by one call on the direct socket
+/// (`rdma_tui::direct_call`): the exit, or `None` when the socket did not answer it there
+/// (none, or an older daemon) and the objects are read as usual.
+fn one_direct_call(args: &cli::Args) -> Option<ExitCode> {
+    let path = args.direct_socket_path()?;
+    match &args.mode {
+        Mode::Json if !args.counters => {
+            let reply = rdma_tui::direct_call::document(&path);
+            match reply
+                .as_ref()
+                .map_err(|e| e.to_string())
+                .and_then(|r| rdma_tui::direct_call::text(r).map_err(|e| e.to_string()))
+            {
+                Ok(text) => {
+                    let mut out = std::io::stdout().lock();
+                    let written = out.write_all(text).and_then(|()| out.flush());
+                    Some(exit(written.map_err(anyhow::Error::from)))
+                }
+                Err(e) => {
+                    tracing::debug!(path, "no document on the direct socket: {e}");
+                    None
+                }
+            }
+        }
+        Mode::Ibstat(ibstat) => match rdma_tui::direct_call::managed_objects(&path) {
+            Ok(objects) => Some(exit(print_ibstat(&client::model_of(objects), ibstat))),
+            Err(e) => {
+                tracing::debug!(path, "no objects on the direct socket: {e}");
+                None
+            }
+        },
+        _ => None,
+    }
+}
+
+/// The exit of a run: its error printed as a message (the context, then its causes).
+fn exit(result: anyhow::Result<()>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            let top: &(dyn std::error::Error + 'static) = e.as_ref();
+            eprintln!("Error: {}", rdma_manager_dbus::text::error_chain(top));
+            ExitCode::FAILURE
+        }
     }
 }
 

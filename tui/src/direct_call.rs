@@ -1,12 +1,14 @@
-//! `rdma-tui --json` on the daemon's direct socket: one `Direct.GetDocument` call, made with
-//! a blocking socket and no async runtime or D-Bus connection object, because the whole run
-//! is that one call and the document it prints (docs/DBUS-API.md, "The direct socket").
+//! `rdma-tui --json` and `--ibstat` on the daemon's direct socket: one call
+//! (`Direct.GetDocument`, `GetManagedObjects`), made with a blocking socket and no async
+//! runtime or D-Bus connection object, because the whole run is that one call and what it
+//! prints (docs/DBUS-API.md, "The direct socket").
 //!
 //! The exchange is D-Bus's own: the SASL EXTERNAL handshake (the peer checks our uid on the
 //! socket), `BEGIN`, the method call (built by zbus), then the reply read as the
-//! specification lays it out: a fixed 16-byte header, the header fields, padding to 8, and a
-//! body that is one string. Anything else (an error reply from an older daemon, a closed
-//! socket, a timeout) is `Err`, and the caller reads the objects as before.
+//! specification lays it out: a fixed 16-byte header, the header fields, padding to 8, and
+//! the body, whose signature must be the one asked for. Anything else (an error reply from an
+//! older daemon, a closed socket, a timeout) is `Err`, and the caller reads through zbus as
+//! before.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
@@ -20,7 +22,7 @@ const TIMEOUT: Duration = Duration::from_secs(20);
 /// The largest reply taken: the document of a host of thousands of objects is a few MiB.
 const MAX_REPLY: usize = 64 << 20;
 
-/// Why the document could not be read here.
+/// Why the call could not be made here.
 #[derive(Debug, thiserror::Error)]
 pub enum DirectError {
     #[error("{0}")]
@@ -29,26 +31,66 @@ pub enum DirectError {
     Refused(String),
     #[error("building the call: {0}")]
     Call(#[from] zbus::Error),
-    #[error("the reply is not a document: {0}")]
+    #[error("the reply is not the one asked for: {0}")]
     Reply(String),
 }
 
-/// The reply, kept whole: the document is printed from where it lies in it, not copied.
+/// A method return, kept whole: its body is read from where it lies, not copied.
 #[derive(Debug)]
 pub struct Reply {
     message: Vec<u8>,
-    text: std::ops::Range<usize>,
+    body: usize,
+    endian: zbus::zvariant::Endian,
 }
 
 impl Reply {
-    /// The document's text (UTF-8, checked).
-    pub fn text(&self) -> &[u8] {
-        &self.message[self.text.clone()]
+    /// The body, to deserialize.
+    pub fn body(&self) -> zbus::zvariant::serialized::Data<'_, 'static> {
+        let ctx = zbus::zvariant::serialized::Context::new_dbus(self.endian, 0);
+        zbus::zvariant::serialized::Data::new(&self.message[self.body..], ctx)
     }
 }
 
-/// The document the daemon at `path` writes.
-pub fn read(path: &str) -> Result<Reply, DirectError> {
+/// The text of a reply whose body is one string (`s`): the bytes after its length,
+/// UTF-8 checked.
+pub fn text(reply: &Reply) -> Result<&[u8], DirectError> {
+    let body = reply.body();
+    let len = body
+        .deserialize::<&str>()
+        .map(|(text, _)| text.len())
+        .map_err(|e| DirectError::Reply(format!("body: {e}")))?;
+    let start = reply.body + 4;
+    Ok(&reply.message[start..start + len])
+}
+
+/// `Direct.GetDocument`: the JSON document the daemon at `path` writes.
+pub fn document(path: &str) -> Result<Reply, DirectError> {
+    call(
+        path,
+        "org.rdmamanager.RdmaManager1.Direct",
+        "GetDocument",
+        "s",
+    )
+}
+
+/// `GetManagedObjects` at the root, decoded.
+pub fn managed_objects(path: &str) -> Result<zbus::fdo::ManagedObjects, DirectError> {
+    let reply = call(
+        path,
+        "org.freedesktop.DBus.ObjectManager",
+        "GetManagedObjects",
+        "a{oa{sa{sv}}}",
+    )?;
+    reply
+        .body()
+        .deserialize::<zbus::fdo::ManagedObjects>()
+        .map(|(objects, _)| objects)
+        .map_err(|e| DirectError::Reply(format!("body: {e}")))
+}
+
+/// Calls `interface.member` without arguments at the root of the daemon listening at `path`;
+/// its reply must have the body `signature`.
+fn call(path: &str, interface: &str, member: &str, signature: &str) -> Result<Reply, DirectError> {
     let stream = UnixStream::connect(path)?;
     stream.set_read_timeout(Some(TIMEOUT))?;
     stream.set_write_timeout(Some(TIMEOUT))?;
@@ -67,18 +109,18 @@ pub fn read(path: &str) -> Result<Reply, DirectError> {
     if !line.starts_with("OK ") {
         return Err(DirectError::Refused(line.trim_end().to_string()));
     }
-    let call = zbus::Message::method_call(ROOT_PATH, "GetDocument")?
-        .interface("org.rdmamanager.RdmaManager1.Direct")?
+    let call = zbus::Message::method_call(ROOT_PATH, member)?
+        .interface(interface)?
         .build(&())?;
     let serial = call.primary_header().serial_num().get();
     writer.write_all(b"BEGIN\r\n")?;
     writer.write_all(call.data().bytes())?;
-    reply_body(&mut reader, serial)
+    reply_of(&mut reader, serial, signature)
 }
 
-/// Reads one message and returns it, with where its body's string lies, if it is the method
-/// return of `serial`.
-fn reply_body(reader: &mut impl Read, serial: u32) -> Result<Reply, DirectError> {
+/// Reads one message and returns it if it is the method return of `serial` with a body of
+/// `signature`.
+fn reply_of(reader: &mut impl Read, serial: u32, signature: &str) -> Result<Reply, DirectError> {
     let mut fixed = [0u8; 16];
     reader.read_exact(&mut fixed)?;
     let u32_at = |at: usize| {
@@ -122,30 +164,25 @@ fn reply_body(reader: &mut impl Read, serial: u32) -> Result<Reply, DirectError>
         .deserialize()
         .map_err(|e| DirectError::Reply(format!("header: {e}")))?;
     let field = |code: u8| header.6.iter().find(|(c, _)| *c == code).map(|(_, v)| v);
-    let signature = match field(8) {
+    let got = match field(8) {
         Some(zbus::zvariant::Value::Signature(s)) => s.to_string(),
         _ => String::new(),
     };
     let answers_us = matches!(field(5), Some(zbus::zvariant::Value::U32(s)) if *s == serial);
     match kind {
-        2 if answers_us && signature == "s" => {}
+        2 if answers_us && got == signature => {}
         3 => return Err(DirectError::Reply("an error reply".into())),
         _ => {
             return Err(DirectError::Reply(format!(
-                "message type {kind} with signature {signature:?}"
+                "message type {kind} with signature {got:?}"
             )))
         }
     }
-    let body = zbus::zvariant::serialized::Data::new(&whole[header_len..], ctx);
-    let (text, _) = body
-        .deserialize::<&str>()
-        .map_err(|e| DirectError::Reply(format!("body: {e}")))?;
-    // The string follows its 4-byte length.
-    let start = header_len + 4;
-    let text = start..start + text.len();
+    drop(header);
     Ok(Reply {
         message: whole,
-        text,
+        body: header_len,
+        endian,
     })
 }
 
@@ -171,8 +208,39 @@ mod tests {
         let reply = zbus::Message::method_return(&call.header())
             .and_then(|b| b.build(&("{\"version\": 1}\n",)))
             .expect("a reply");
-        let reply = reply_body(&mut bytes(&reply).as_slice(), serial).expect("read");
-        assert_eq!(reply.text(), b"{\"version\": 1}\n");
+        let reply = reply_of(&mut bytes(&reply).as_slice(), serial, "s").expect("read");
+        assert_eq!(text(&reply).expect("a string"), b"{\"version\": 1}\n");
+    }
+
+    #[test]
+    fn a_managed_objects_reply_decodes() {
+        let call = call();
+        let serial = call.primary_header().serial_num().get();
+        let mut props = std::collections::HashMap::new();
+        props.insert("Lid".to_string(), zbus::zvariant::Value::U32(7));
+        let mut ifaces = std::collections::HashMap::new();
+        ifaces.insert("org.rdmamanager.RdmaManager1.Port".to_string(), props);
+        let path =
+            zbus::zvariant::ObjectPath::try_from("/org/rdmamanager/RdmaManager1/Device/0/Port/1")
+                .expect("path");
+        let mut objects = std::collections::HashMap::new();
+        objects.insert(path, ifaces);
+        let reply = zbus::Message::method_return(&call.header())
+            .and_then(|b| b.build(&(objects,)))
+            .expect("a reply");
+        let sig = "a{oa{sa{sv}}}";
+        let read = reply_of(&mut bytes(&reply).as_slice(), serial, sig).expect("read");
+        let (decoded, _): (zbus::fdo::ManagedObjects, usize) =
+            read.body().deserialize().expect("decodes");
+        let port = decoded.values().next().expect("one object");
+        assert_eq!(
+            u32::try_from(&port["org.rdmamanager.RdmaManager1.Port"]["Lid"]).ok(),
+            Some(7)
+        );
+        assert!(
+            reply_of(&mut bytes(&reply).as_slice(), serial, "s").is_err(),
+            "not a string"
+        );
     }
 
     #[test]
@@ -183,18 +251,18 @@ mod tests {
             zbus::Message::error(&call.header(), "org.freedesktop.DBus.Error.UnknownMethod")
                 .and_then(|b| b.build(&("no",)))
                 .expect("an error");
-        assert!(reply_body(&mut bytes(&error).as_slice(), serial).is_err());
+        assert!(reply_of(&mut bytes(&error).as_slice(), serial, "s").is_err());
         let reply = zbus::Message::method_return(&call.header())
             .and_then(|b| b.build(&("x",)))
             .expect("a reply");
-        assert!(reply_body(&mut bytes(&reply).as_slice(), serial + 1).is_err());
+        assert!(reply_of(&mut bytes(&reply).as_slice(), serial + 1, "s").is_err());
         let number = zbus::Message::method_return(&call.header())
             .and_then(|b| b.build(&(7u32,)))
             .expect("a reply");
-        assert!(reply_body(&mut bytes(&number).as_slice(), serial).is_err());
+        assert!(reply_of(&mut bytes(&number).as_slice(), serial, "s").is_err());
         // Cut short: the socket closed mid-reply.
         let whole = bytes(&reply);
-        assert!(reply_body(&mut &whole[..whole.len() - 1], serial).is_err());
+        assert!(reply_of(&mut &whole[..whole.len() - 1], serial, "s").is_err());
     }
 
     #[test]
@@ -203,7 +271,7 @@ mod tests {
         fixed.extend_from_slice(&(u32::MAX).to_le_bytes());
         fixed.extend_from_slice(&1u32.to_le_bytes());
         fixed.extend_from_slice(&0u32.to_le_bytes());
-        let err = reply_body(&mut fixed.as_slice(), 1).expect_err("too large");
+        let err = reply_of(&mut fixed.as_slice(), 1, "s").expect_err("too large");
         assert!(err.to_string().contains("announced"), "{err}");
     }
 }
