@@ -19,6 +19,14 @@ use super::proxies::{comments_of, doc, rust_type, snake, INTERFACES, NAMED};
 
 /// A record field's type, the wire type its value arrives as, and the conversion from one to
 /// the other (`None` when they are the same).
+/// A record's value for a property until the service gives one, where it is not the type's
+/// default: `Interface.Property` (the interface's last name part) and the Rust expression.
+/// An older service's record, or a recorded model without the property, reads these.
+pub const DEFAULTS: &[(&str, &str)] = &[
+    // Unknown means "not shown as missing from the port's table".
+    ("Ipoib.PkeyInPortTable", "true"),
+];
+
 type FieldType = (String, String, Option<&'static str>);
 
 fn field_type(sig: &Signature, named: Option<&str>) -> Result<FieldType, String> {
@@ -54,6 +62,7 @@ fn field_type(sig: &Signature, named: Option<&str>) -> Result<FieldType, String>
 /// The records of every interface in `files` (file name, contents) that has properties.
 pub fn generate(files: &[(String, String)]) -> Result<String, String> {
     let mut out = String::new();
+    let mut used = std::collections::BTreeSet::new();
     for (file, xml) in files {
         let node = Node::try_from(xml.as_str()).map_err(|e| format!("{file}: {e}"))?;
         let docs = comments_of(xml);
@@ -69,6 +78,8 @@ pub fn generate(files: &[(String, String)]) -> Result<String, String> {
             let short = name.rsplit('.').next().unwrap_or(&name);
             let mut fields = String::new();
             let mut arms = String::new();
+            let mut defaults = String::new();
+            let mut any_default = false;
             for p in iface.properties() {
                 let pname = p.name().to_string();
                 let key = format!("{short}.{pname}");
@@ -80,6 +91,15 @@ pub fn generate(files: &[(String, String)]) -> Result<String, String> {
                 let field = snake(&pname);
                 let _ = writeln!(fields, "    #[doc = \" D-Bus property `{pname}`.\"]");
                 let _ = writeln!(fields, "    pub {field}: {ty},");
+                let value = match DEFAULTS.iter().find(|(k, _)| *k == key) {
+                    Some((k, v)) => {
+                        used.insert(*k);
+                        any_default = true;
+                        v.to_string()
+                    }
+                    None => "Default::default()".to_string(),
+                };
+                let _ = writeln!(defaults, "            {field}: {value},");
                 let value = match conv {
                     Some(c) => format!("convert_with::<{wire}, {ty}>(name, v, {c})?"),
                     None => format!("convert::<{ty}>(name, v)?"),
@@ -91,14 +111,22 @@ pub fn generate(files: &[(String, String)]) -> Result<String, String> {
                 out,
                 "///\n/// A client's copy of its properties, generated from `dbus-interfaces/xml/{file}`."
             );
+            let derives = if any_default { "" } else { "Default, " };
             let _ = writeln!(
                 out,
-                "#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]"
+                "#[derive(Debug, Clone, {derives}PartialEq, serde::Serialize, serde::Deserialize)]"
             );
             let _ = writeln!(out, "#[serde(default)]\npub struct {record} {{");
             let _ = writeln!(out, "    /// The object path.\n    pub path: String,");
             out.push_str(&fields);
             let _ = writeln!(out, "}}\n");
+            if any_default {
+                let _ = writeln!(out, "impl Default for {record} {{");
+                let _ = writeln!(out, "    fn default() -> Self {{\n        {record} {{");
+                let _ = writeln!(out, "            path: String::new(),");
+                out.push_str(&defaults);
+                let _ = writeln!(out, "        }}\n    }}\n}}\n");
+            }
             let _ = writeln!(out, "impl {record} {{");
             let _ = writeln!(
                 out,
@@ -116,6 +144,9 @@ pub fn generate(files: &[(String, String)]) -> Result<String, String> {
                 "            _ => return Ok(false),\n        }}\n        Ok(true)\n    }}\n}}\n"
             );
         }
+    }
+    if let Some((k, _)) = DEFAULTS.iter().find(|(k, _)| !used.contains(k)) {
+        return Err(format!("DEFAULTS entry {k} names no property of the XML"));
     }
     Ok(out)
 }
@@ -145,6 +176,19 @@ mod tests {
         assert!(code.contains("pub unreadable: std::collections::BTreeMap<String, String>,"));
         assert!(code.contains("pub ports: Vec<String>,"));
         assert!(code.contains("\"ActiveMtu\" => self.active_mtu = convert::<u32>(name, v)?,"));
+    }
+
+    #[test]
+    fn a_property_with_its_own_default_has_it() {
+        let code = generate(&super::super::committed()).expect("generates");
+        assert!(code.contains("impl Default for Ipoib {"), "{code}");
+        assert!(code.contains("            pkey_in_port_table: true,"));
+        let mut files = super::super::committed();
+        for (_, xml) in &mut files {
+            *xml = xml.replace("name=\"PkeyInPortTable\"", "name=\"PkeyListed\"");
+        }
+        let err = generate(&files).expect_err("a stale DEFAULTS entry");
+        assert!(err.contains("Ipoib.PkeyInPortTable"), "{err}");
     }
 
     /// A property added to the XML is a field of the record with nothing else edited.

@@ -109,6 +109,15 @@ mod tests {
         assert_eq!(p.lid, 5);
     }
 
+    /// A record without `PkeyInPortTable` (an older service's, or recorded before it) does
+    /// not claim the partition is missing from the port's table.
+    #[test]
+    fn pkey_in_port_table_is_true_until_told() {
+        assert!(Ipoib::default().pkey_in_port_table);
+        let i: Ipoib = serde_json::from_str(r#"{"name":"ib0"}"#).expect("json");
+        assert!(i.pkey_in_port_table);
+    }
+
     /// A record written by an older client (fewer fields) reads back with defaults.
     #[test]
     fn json_without_newer_fields_reads() {

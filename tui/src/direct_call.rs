@@ -16,9 +16,12 @@ use std::time::Duration;
 
 use rdma_manager_dbus::ROOT_PATH;
 
-/// Longer than the daemon takes to build the document of a large host, shorter than its own
-/// bound on writing a reply (30 s).
-const TIMEOUT: Duration = Duration::from_secs(20);
+/// For the handshake: as zbus's connection to the socket is given, so that a daemon that
+/// does not answer (its connections all taken, say) sends us to the bus soon.
+const HANDSHAKE: Duration = Duration::from_secs(2);
+/// For the reply: longer than the daemon takes to build the document of a large host,
+/// shorter than its own bound on writing a reply (30 s).
+const REPLY: Duration = Duration::from_secs(20);
 /// The largest reply taken: the document of a host of thousands of objects is a few MiB.
 const MAX_REPLY: usize = 64 << 20;
 
@@ -92,8 +95,8 @@ pub fn managed_objects(path: &str) -> Result<zbus::fdo::ManagedObjects, DirectEr
 /// its reply must have the body `signature`.
 fn call(path: &str, interface: &str, member: &str, signature: &str) -> Result<Reply, DirectError> {
     let stream = UnixStream::connect(path)?;
-    stream.set_read_timeout(Some(TIMEOUT))?;
-    stream.set_write_timeout(Some(TIMEOUT))?;
+    stream.set_read_timeout(Some(HANDSHAKE))?;
+    stream.set_write_timeout(Some(HANDSHAKE))?;
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut writer = stream;
     // SAFETY: getuid cannot fail and touches no memory.
@@ -115,6 +118,7 @@ fn call(path: &str, interface: &str, member: &str, signature: &str) -> Result<Re
     let serial = call.primary_header().serial_num().get();
     writer.write_all(b"BEGIN\r\n")?;
     writer.write_all(call.data().bytes())?;
+    writer.set_read_timeout(Some(REPLY))?;
     reply_of(&mut reader, serial, signature)
 }
 
@@ -132,13 +136,13 @@ fn reply_of(reader: &mut impl Read, serial: u32, signature: &str) -> Result<Repl
         }
     };
     let (kind, body_len, fields_len) = (fixed[1], u32_at(4)? as usize, u32_at(12)? as usize);
-    let header_len = (16 + fields_len).next_multiple_of(8);
-    if header_len + body_len > MAX_REPLY {
+    if fields_len > MAX_REPLY || body_len > MAX_REPLY || fields_len + body_len > MAX_REPLY {
         return Err(DirectError::Reply(format!(
             "{} bytes announced",
-            header_len + body_len
+            fields_len.saturating_add(body_len)
         )));
     }
+    let header_len = (16 + fields_len).next_multiple_of(8);
     let mut whole = vec![0u8; header_len + body_len];
     whole[..16].copy_from_slice(&fixed);
     reader.read_exact(&mut whole[16..])?;

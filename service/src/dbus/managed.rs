@@ -164,10 +164,14 @@ impl ManagedCache {
     /// is held only to list the objects, never while the document is built.
     pub fn document(&self) -> Arc<str> {
         let generation = self.generation.load(Ordering::SeqCst);
-        if let Some((kept, text)) = &*self.document.lock().unwrap_or_else(|p| p.into_inner()) {
-            if *kept == generation {
-                return text.clone();
-            }
+        let kept = match &*self.document.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some((kept, text)) if *kept == generation => Some(text.clone()),
+            _ => None,
+        };
+        if let Some(text) = kept {
+            // Used: kept as long as calls come, as the encodings are.
+            self.lock().last_used = Some(Instant::now());
+            return text;
         }
         let text: Arc<str> = self.build_document().into();
         // Built from what was published at `generation` or later: a change while it was

@@ -258,6 +258,11 @@ async fn the_direct_document_is_the_one_a_client_builds_from_the_bus() {
     let (name, text) = refused(&conn, ROOT_PATH, direct::DIRECT, "GetDocument", &("x",)).await;
     assert_eq!(name, "org.freedesktop.DBus.Error.InvalidArgs", "{text}");
     assert!(text.contains("GetDocument takes no arguments"), "{text}");
+    // Each method on its own interface only.
+    let (name, _) = refused(&conn, ROOT_PATH, OBJECT_MANAGER, "GetDocument", &()).await;
+    assert_eq!(name, "org.freedesktop.DBus.Error.UnknownMethod");
+    let (name, _) = refused(&conn, ROOT_PATH, direct::DIRECT, "GetManagedObjects", &()).await;
+    assert_eq!(name, "org.freedesktop.DBus.Error.UnknownMethod");
     let (name, _) = refused(
         &conn,
         "/org/rdmamanager/RdmaManager1/Device/1",

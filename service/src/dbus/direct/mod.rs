@@ -369,18 +369,15 @@ async fn serve_calls(
         {
             continue;
         }
-        // After the filter above: a signal or a no-reply call named GetManagedObjects costs
-        // the client nothing and must not hold its slot.
-        let worked = matches!(
-            msg.header().member().map(|m| m.as_str()),
-            Some("GetManagedObjects" | "GetDocument")
-        );
+        // While a call is answered the connection is not idle: its slot is not taken.
+        shared.admission().started(id);
+        let (reply, worked) = answer(&msg, shared, name)?;
+        // Only a call answered with the objects or the document keeps the connection: a
+        // signal, a no-reply call (filtered above) or a refused call costs the client
+        // nothing and must not hold its slot.
         if worked {
             idle_until = tokio::time::Instant::now() + bounds.idle;
         }
-        // While a call is answered the connection is not idle: its slot is not taken.
-        shared.admission().started(id);
-        let reply = answer(&msg, shared, name)?;
         timeout(bounds.send, conn.send(&reply))
             .await
             .map_err(|_| ConnectionEnd::SendTimeout)??;
@@ -400,33 +397,35 @@ fn bounded_socket(stream: UnixStream) -> zbus::connection::socket::BoxedSplit {
     )
 }
 
-/// The reply to one method call of the connection named `name`.
-fn answer(msg: &Message, shared: &Shared, name: &str) -> zbus::Result<Message> {
+/// The reply to one method call of the connection named `name`, and whether it was the
+/// work a connection is kept for (the objects or the document, not a Ping or a refusal).
+fn answer(msg: &Message, shared: &Shared, name: &str) -> zbus::Result<(Message, bool)> {
     let hdr = msg.header();
     let path = hdr.path().map(|p| p.as_str());
     let interface = hdr.interface().map(|i| i.as_str());
     let member = hdr.member().map(|m| m.as_str()).unwrap_or_default();
     let no_arguments = msg.body().signature().to_string().is_empty();
-    match (interface, member) {
+    let at_root = path == Some(ROOT_PATH);
+    let served = matches!(
+        (interface, member),
+        (Some(OBJECT_MANAGER) | None, "GetManagedObjects") | (Some(DIRECT) | None, "GetDocument")
+    ) && at_root;
+    let reply = match (interface, member) {
         (Some(PEER) | None, "Ping") if no_arguments => Message::method_return(&hdr)?.build(&()),
         (Some(BUS), "Hello") if no_arguments => Message::method_return(&hdr)?.build(&(name,)),
-        (Some(OBJECT_MANAGER) | None, "GetManagedObjects")
-            if path == Some(ROOT_PATH) && no_arguments =>
-        {
-            let reply = reply_message(&hdr, &shared.cache)?;
-            shared.answered.fetch_add(1, Ordering::Relaxed);
-            Ok(reply)
-        }
-        (Some(DIRECT) | None, "GetDocument") if path == Some(ROOT_PATH) && no_arguments => {
-            let reply = Message::method_return(&hdr)?.build(&(&*shared.cache.document(),))?;
-            shared.answered.fetch_add(1, Ordering::Relaxed);
-            Ok(reply)
-        }
-        (Some(OBJECT_MANAGER | DIRECT) | None, member @ ("GetManagedObjects" | "GetDocument"))
-            if path == Some(ROOT_PATH) =>
-        {
+        _ if served && !no_arguments => {
             Message::error(&hdr, "org.freedesktop.DBus.Error.InvalidArgs")?
                 .build(&(format!("{member} takes no arguments"),))
+        }
+        (_, "GetManagedObjects") if served => {
+            let reply = reply_message(&hdr, &shared.cache)?;
+            shared.answered.fetch_add(1, Ordering::Relaxed);
+            return Ok((reply, true));
+        }
+        (_, "GetDocument") if served => {
+            let reply = Message::method_return(&hdr)?.build(&(&*shared.cache.document(),))?;
+            shared.answered.fetch_add(1, Ordering::Relaxed);
+            return Ok((reply, true));
         }
         _ => Message::error(&hdr, "org.freedesktop.DBus.Error.UnknownMethod")?.build(&(format!(
             "the direct socket answers only GetManagedObjects and GetDocument at {ROOT_PATH} \
@@ -435,5 +434,6 @@ fn answer(msg: &Message, shared: &Shared, name: &str) -> zbus::Result<Message> {
             interface.unwrap_or("(no interface)"),
             path.unwrap_or("/"),
         ),)),
-    }
+    }?;
+    Ok((reply, false))
 }
