@@ -465,8 +465,15 @@ mod tests {
             first.contains("\"N\": 1") && first.contains("\"Root\": true"),
             "{first}"
         );
+        // Last used long ago; a call that finds it kept uses it again, so it stays.
+        let long_ago = Instant::now().checked_sub(2 * KEEP_ENCODINGS_IDLE);
+        cache.lock().last_used = long_ago;
         assert_eq!(cache.document(), first);
         assert_eq!(builds.load(Ordering::SeqCst), 1, "kept");
+        assert!(
+            !cache.forget_if_idle(Instant::now(), KEEP_ENCODINGS_IDLE),
+            "a kept document in use is not idle"
+        );
         value.store(2, Ordering::SeqCst);
         cache.invalidate("/a");
         assert!(cache.document().contains("\"N\": 2"));

@@ -274,6 +274,63 @@ async fn the_direct_document_is_the_one_a_client_builds_from_the_bus() {
     assert_eq!(name, "org.freedesktop.DBus.Error.UnknownMethod");
 }
 
+/// Only a call the socket served keeps a connection past the idle bound: GetDocument does,
+/// the same method refused (an argument, the wrong interface) does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_a_served_call_keeps_a_connection() {
+    let Some(r) = start().await else { return };
+    let _socket = r
+        .listen(Bounds {
+            idle: Duration::from_secs(2),
+            ..Bounds::default()
+        })
+        .expect("listens");
+    let served = connect_direct(&r.socket_path()).await.expect("connects");
+    let refused = connect_direct(&r.socket_path()).await.expect("connects");
+    let end = Instant::now() + Duration::from_secs(4);
+    while Instant::now() < end {
+        direct_document(&served).await;
+        let _ = refused
+            .call_method(
+                None::<&str>,
+                ROOT_PATH,
+                Some(direct::DIRECT),
+                "GetDocument",
+                &("x",),
+            )
+            .await;
+        let _ = refused
+            .call_method(
+                None::<&str>,
+                ROOT_PATH,
+                Some(OBJECT_MANAGER),
+                "GetDocument",
+                &(),
+            )
+            .await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let ping = |c: &Connection| {
+        let c = c.clone();
+        async move {
+            tokio::time::timeout(
+                Duration::from_secs(1),
+                c.call_method(
+                    None::<&str>,
+                    "/",
+                    Some("org.freedesktop.DBus.Peer"),
+                    "Ping",
+                    &(),
+                ),
+            )
+            .await
+            .is_ok_and(|r| r.is_ok())
+        }
+    };
+    assert!(ping(&served).await, "served calls keep their connection");
+    assert!(!ping(&refused).await, "refused calls do not");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_direct_socket_changes_nothing_and_names_the_bus() {
     let Some(r) = start().await else { return };

@@ -33,6 +33,20 @@ pub struct SimPma {
     pub errors: Vec<(std::borrow::Cow<'static, str>, u64)>,
 }
 
+impl SimPma {
+    /// Extended (64-bit) counters, all zero, with the error counters `errors` names.
+    fn zeroed(errors: &[&'static str]) -> Self {
+        SimPma {
+            extended: true,
+            xmit_data: 0,
+            rcv_data: 0,
+            xmit_packets: 0,
+            rcv_packets: 0,
+            errors: errors.iter().map(|&e| (e.into(), 0)).collect(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimGid {
     pub index: u32,
@@ -135,23 +149,16 @@ pub fn ib_port(
         // nothing limits it (a host whose IPoIB runs at 2048 sets its own).
         max_mtu: 4096,
         active_mtu: 4096,
-        pma: Some(SimPma {
-            extended: true,
-            xmit_data: 0,
-            rcv_data: 0,
-            xmit_packets: 0,
-            rcv_packets: 0,
-            errors: vec![
-                ("symbol_error".into(), 0),
-                ("link_error_recovery".into(), 0),
-                ("link_downed".into(), 0),
-                ("port_rcv_errors".into(), 0),
-                ("port_xmit_discards".into(), 0),
-                ("excessive_buffer_overrun_errors".into(), 0),
-                ("local_link_integrity_errors".into(), 0),
-                ("VL15_dropped".into(), 0),
-            ],
-        }),
+        pma: Some(SimPma::zeroed(&[
+            "symbol_error",
+            "link_error_recovery",
+            "link_downed",
+            "port_rcv_errors",
+            "port_xmit_discards",
+            "excessive_buffer_overrun_errors",
+            "local_link_integrity_errors",
+            "VL15_dropped",
+        ])),
         hw_counters: vec![],
         roce_types: vec![GidType::IbRoceV1],
     }
@@ -212,17 +219,7 @@ pub fn roce_port(
         // mlx5_query_port_roce: iboe_get_mtu of the netdev's 1500 bytes.
         max_mtu: 4096,
         active_mtu: 1024,
-        pma: Some(SimPma {
-            extended: true,
-            xmit_data: 0,
-            rcv_data: 0,
-            xmit_packets: 0,
-            rcv_packets: 0,
-            errors: vec![
-                ("port_rcv_errors".into(), 0),
-                ("port_xmit_discards".into(), 0),
-            ],
-        }),
+        pma: Some(SimPma::zeroed(&["port_rcv_errors", "port_xmit_discards"])),
         hw_counters: vec![
             ("out_of_buffer".into(), 0),
             ("out_of_sequence".into(), 0),
