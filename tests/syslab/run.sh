@@ -182,4 +182,15 @@ boots=$(grep -a -o 'syslab: boot [0-9]*, uptime [0-9.]*s' "$out/console.log" | s
   # The GetManagedObjects figures on each bus (docs/PERFORMANCE.md).
   cat "$out"/checks/gmo-*.txt 2>/dev/null | grep -a '^gmo: ' | sed 's/^/  /' || true
 } | tee "$out/report"
+# What a failed check printed last, so that a run whose directory is gone (CI's) still says
+# why: each FAIL's own output, then the waits that ran out in every check (a guest waiting on
+# the other guest fails later than the cause).
+for name in $(sed -n 's/^syslab: FAIL \([^ ]*\).*/\1/p' "$summary"); do
+  echo "== the last lines of $name's output ($out/checks/$name.txt)"
+  tail -n 25 "$out/checks/$name.txt" 2>/dev/null | cut -c1-200 | sed 's/^/  /' || echo "  (no output)"
+done
+if [ "$failed" -ne 0 ]; then
+  echo "== waits that ran out"
+  grep -a -H 'timed out after\|^FAILED:' "$out"/checks/*.txt 2>/dev/null | cut -c1-200 | sed 's/^/  /' || echo "  none"
+fi
 exit "$failed"
