@@ -979,7 +979,7 @@ c_linktest() {
   : >/root/lt-rounds.txt
   for ((i = 1; i <= rounds; i++)); do
     f=/root/lt-rdma-$i.json
-    lt_run "$f" "$LT_PORT" "$LT_PEER" --kind rdma --timeout 120 || fail "TestLink rdma did not pass (round $i)"
+    lt_run "$f" "$LT_PORT" "$LT_PEER" --kind rdma --timeout 300 || fail "TestLink rdma did not pass (round $i)"
     run ib_send_lat -R -F -d rxe0 -p 18515 "$LT_PEER" | tee /root/hand-lat.txt || fail "ib_send_lat against the responder failed"
     run ib_send_bw -R -F -d rxe0 -p 18516 --report_gbits "$LT_PEER" | tee /root/hand-bw.txt || fail "ib_send_bw against the responder failed"
     lat=$(perftest_row /root/hand-lat.txt)
@@ -1033,7 +1033,7 @@ PY
   wait_for 30 "this guest's servers running" sh -c 'rdma-cli -t responder status | cut -d: -f2 | grep -qx yes' \
     || fail "this guest's responder does not run"
   echo ready >"$rdv/back-responder-ready"
-  wait_for 300 "the client's tests to this guest" test -e "$rdv/back-tests-done" || fail "the client did not test back"
+  wait_for 600 "the client's tests to this guest" test -e "$rdv/back-tests-done" || fail "the client did not test back"
   run cat "$rdv/back-tests.txt"
   grep -qx 'rdma passed' "$rdv/back-tests.txt" || fail "the client's TestLink rdma to this guest did not pass"
   grep -qx 'icmp passed' "$rdv/back-tests.txt" || fail "the client's TestLink icmp to this guest did not pass"
@@ -1106,7 +1106,7 @@ c_linktest_responder() {
     : >/root/back-tests.txt
     for kind in rdma icmp; do
       timeout=30
-      [ "$kind" = rdma ] && timeout=120
+      [ "$kind" = rdma ] && timeout=300
       echo "\$ rdma-cli -j test-link rxe0/1 192.168.77.1 --kind $kind --timeout $timeout"
       rdma-cli -j test-link rxe0/1 192.168.77.1 --kind "$kind" --timeout "$timeout" >/root/back-$kind.json || true
       cat /root/back-$kind.json

@@ -147,6 +147,16 @@ if [ -n "$client_pid" ]; then
     log "the first guest ended before its NFS export was ready: stopping the client"
     kill "$(cat "$out/qemu-client.pid")" 2>/dev/null || true
   fi
+  # Once the first guest is done nothing the client waits for can come: it is given a few
+  # minutes to finish and power off, not the rest of its timeout.
+  for _ in $(seq 1 300); do
+    kill -0 "$client_pid" 2>/dev/null || break
+    sleep 1
+  done
+  if kill -0 "$client_pid" 2>/dev/null && [ -s "$out/qemu-client.pid" ]; then
+    log "the client guest is still running 300s after the first guest ended: stopping it"
+    kill "$(cat "$out/qemu-client.pid")" 2>/dev/null || true
+  fi
   wait "$client_pid" || crc=$?
 fi
 rm -f "$out/run.qcow2" "$out/client.qcow2"
