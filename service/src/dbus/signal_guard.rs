@@ -12,6 +12,11 @@
 //! [`SUBSCRIBER_QUEUE_MAX`] queued: those do not read, and only they miss samples (which
 //! `GetThroughputHistory` still gives them). A bus that does not answer (dbus-broker, which
 //! bounds each receiver's queue itself, or one built without stats) gets the broadcast.
+//!
+//! A decision holds for [`RECHECK`]: the questions are bus round trips made before the
+//! signal goes out, and asked at every tick of a fast tick they would load the bus that
+//! every other client waits on, while the queues they measure move by a sample or two per
+//! tick.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -30,6 +35,11 @@ pub const SUBSCRIBER_QUEUE_MAX: u64 = 4 << 20;
 /// How long a question to the bus may take before the signal is broadcast anyway.
 const ASK_TIMEOUT: Duration = Duration::from_secs(1);
 
+/// How long one decision holds before the bus is asked again: a second's samples are far
+/// below [`OWN_QUEUE_HIGH`]'s margin to the bus's quota, and a subscriber that starts reading
+/// (or a new one) is sent the signal again within it.
+pub const RECHECK: Duration = Duration::from_secs(1);
+
 const DBUS_NAME: &str = "org.freedesktop.DBus";
 const DBUS_PATH: &str = "/org/freedesktop/DBus";
 const STATS: &str = "org.freedesktop.DBus.Debug.Stats";
@@ -43,7 +53,7 @@ pub struct Signal<'a> {
 }
 
 /// Who is sent the signal this tick.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Delivery {
     /// Everyone subscribed: a broadcast.
     Broadcast,
@@ -51,17 +61,42 @@ pub enum Delivery {
     To(Vec<String>),
 }
 
-/// Decides each tick's delivery for one connection, and remembers a bus that does not tell
-/// its queues (dbus-broker has no `GetConnectionStats`; a policy may deny it), so that it is
-/// not asked again at every tick.
+/// Decides each tick's delivery for one connection, keeps a decision for [`RECHECK`], and
+/// remembers a bus that does not tell its queues (dbus-broker has no `GetConnectionStats`; a
+/// policy may deny it), so that it is not asked again at every tick.
 #[derive(Debug, Default)]
 pub struct SignalGuard {
     bus_untold: std::sync::atomic::AtomicBool,
+    /// The last decision and when it was made.
+    last: std::sync::Mutex<Option<(tokio::time::Instant, Delivery)>>,
 }
 
 impl SignalGuard {
     /// How this tick's signal is delivered (see the module's documentation).
     pub async fn delivery(&self, conn: &Connection, signal: &Signal<'_>) -> Delivery {
+        let now = tokio::time::Instant::now();
+        if let Some(kept) = self.kept_at(now) {
+            return kept;
+        }
+        let decided = self.decide(conn, signal).await;
+        self.keep(now, decided.clone());
+        decided
+    }
+
+    /// The decision made less than [`RECHECK`] before `now`, if any.
+    fn kept_at(&self, now: tokio::time::Instant) -> Option<Delivery> {
+        let last = self.last.lock().ok()?;
+        let (at, kept) = last.as_ref()?;
+        (now.duration_since(*at) < RECHECK).then(|| kept.clone())
+    }
+
+    fn keep(&self, at: tokio::time::Instant, delivery: Delivery) {
+        if let Ok(mut last) = self.last.lock() {
+            *last = Some((at, delivery));
+        }
+    }
+
+    async fn decide(&self, conn: &Connection, signal: &Signal<'_>) -> Delivery {
         use std::sync::atomic::Ordering;
         if self.bus_untold.load(Ordering::Relaxed) {
             return Delivery::Broadcast;
@@ -233,6 +268,17 @@ mod tests {
         ] {
             assert!(!rule_matches(rule, &SIGNAL, ":1.9"), "{rule}");
         }
+    }
+
+    #[test]
+    fn a_decision_holds_for_the_recheck_interval_only() {
+        let guard = SignalGuard::default();
+        let t0 = tokio::time::Instant::now();
+        assert_eq!(guard.kept_at(t0), None, "nothing decided yet");
+        let to = Delivery::To(vec![":1.9".to_string()]);
+        guard.keep(t0, to.clone());
+        assert_eq!(guard.kept_at(t0 + RECHECK / 2), Some(to));
+        assert_eq!(guard.kept_at(t0 + RECHECK), None, "the bus is asked again");
     }
 
     #[test]

@@ -306,7 +306,17 @@ fn unread_client(
 
 /// What another client sees: latencies of GetManagedObjects and root GetAll calls, and the
 /// ThroughputSampled signals it receives, over `span`.
-async fn well_behaved_client(conn: &zbus::Connection, span: Duration) -> Result<(Vec<f64>, usize)> {
+/// What [`well_behaved_client`] saw: its GetManagedObjects' and Properties.Get's latencies
+/// (ms) and how many ThroughputSampled it received.
+struct WellBehaved {
+    gmo: Vec<f64>,
+    get: Vec<f64>,
+    signals: usize,
+}
+
+/// A client that reads everything: for `span`, a GetManagedObjects then a Properties.Get of
+/// the root's `Devices` every 100 ms, timing each, while it counts ThroughputSampled.
+async fn well_behaved_client(conn: &zbus::Connection, span: Duration) -> Result<WellBehaved> {
     let rule = zbus::MatchRule::builder()
         .msg_type(Type::Signal)
         .interface("org.rdmamanager.RdmaManager1")?
@@ -321,7 +331,7 @@ async fn well_behaved_client(conn: &zbus::Connection, span: Duration) -> Result<
         }
         n
     });
-    let mut latencies = Vec::new();
+    let (mut latencies, mut gets) = (Vec::new(), Vec::new());
     let end = Instant::now() + span;
     while Instant::now() < end {
         let t = Instant::now();
@@ -338,9 +348,27 @@ async fn well_behaved_client(conn: &zbus::Connection, span: Duration) -> Result<
         .await
         .context("GetManagedObjects not answered within 5 s: the service is frozen")??;
         latencies.push(t.elapsed().as_secs_f64() * 1e3);
+        let t = Instant::now();
+        tokio::time::timeout(
+            Duration::from_secs(5),
+            conn.call_method(
+                Some(BUS_NAME),
+                ROOT_PATH,
+                Some("org.freedesktop.DBus.Properties"),
+                "Get",
+                &(BUS_NAME, "Devices"),
+            ),
+        )
+        .await
+        .context("Properties.Get not answered within 5 s: the service is frozen")??;
+        gets.push(t.elapsed().as_secs_f64() * 1e3);
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    Ok((latencies, counted.await?))
+    Ok(WellBehaved {
+        gmo: latencies,
+        get: gets,
+        signals: counted.await?,
+    })
 }
 
 fn p99(v: &mut [f64]) -> f64 {
@@ -417,7 +445,11 @@ async fn a_client_that_never_reads_on(kind: Kind) -> Result<()> {
     let size = gmo_reply_size(&other).await?;
     let calls = (160usize << 20) / size + 1;
     let span = Duration::from_secs(6);
-    let (mut before, signals_before) = well_behaved_client(&other, span).await?;
+    let WellBehaved {
+        gmo: mut before,
+        signals: signals_before,
+        ..
+    } = well_behaved_client(&other, span).await?;
 
     let (sent_tx, sent_rx) = std::sync::mpsc::channel();
     let (release_tx, release_rx) = std::sync::mpsc::channel();
@@ -428,8 +460,11 @@ async fn a_client_that_never_reads_on(kind: Kind) -> Result<()> {
     let (answers, refusals) = tokio::task::spawn_blocking(move || stuck.join())
         .await?
         .map_err(|_| anyhow::anyhow!("the unread client panicked"))??;
-    let (mut during, signals_during) =
-        during.with_context(|| format!("bus log:\n{}", tail(&bus.log())))?;
+    let WellBehaved {
+        gmo: mut during,
+        signals: signals_during,
+        ..
+    } = during.with_context(|| format!("bus log:\n{}", tail(&bus.log())))?;
     let (p_before, p_during) = (p99(&mut before), p99(&mut during));
     println!(
         "{kind:?}: reply {size} B x {calls} unread calls: {answers} answered, {refusals} \
@@ -670,15 +705,20 @@ async fn a_subscriber_that_never_reads_cannot_fill_the_services_queue() -> Resul
             }
             n
         });
-        let (mut lat, signals) = well_behaved_client(&other, Duration::from_secs(10)).await?;
+        let WellBehaved {
+            gmo: mut lat,
+            get: mut gets,
+            signals,
+        } = well_behaved_client(&other, Duration::from_secs(10)).await?;
         let sent = sent.await?;
         let queued = bus_stat(&root, &silent_name, "OutgoingBytes").await?;
         let own_queued = bus_stat(&root, &own, "IncomingBytes").await?;
-        let p = p99(&mut lat);
+        let (p, p_get) = (p99(&mut lat), p99(&mut gets));
         println!(
             "after {} s: other client {signals} ThroughputSampled in 10 s (a reader of the \
-             signal alone {sent}), Get p99 {p:.1} ms; queued for the silent subscriber \
-             {queued} B, rdma-managerd's queued {own_queued} B",
+             signal alone {sent}), GetManagedObjects p99 {p:.1} ms, Properties.Get p99 \
+             {p_get:.1} ms; queued for the silent subscriber {queued} B, rdma-managerd's \
+             queued {own_queued} B",
             (round + 1) * 10
         );
         samples.push((signals, sent, queued, own_queued));
