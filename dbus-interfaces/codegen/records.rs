@@ -130,6 +130,10 @@ pub fn generate(files: &[(String, String)]) -> Result<String, String> {
             let _ = writeln!(out, "impl {record} {{");
             let _ = writeln!(
                 out,
+                "    /// The D-Bus interface this record holds the properties of.\n    pub const INTERFACE: &'static str = {name:?};\n"
+            );
+            let _ = writeln!(
+                out,
                 "    /// Sets the property `name` from its value as the service sends it; \
                  `Ok(false)` for a\n    /// property this record does not have (a newer service's)."
             );

@@ -1,5 +1,5 @@
 //! `rdma-tui --json` and `--ibstat` on the daemon's direct socket: one call
-//! (`Direct.GetDocument`, `GetManagedObjects`), made with a blocking socket and no async
+//! (`Direct.GetDocument`, `Direct.GetIbstat`, else `GetManagedObjects`), made with a blocking socket and no async
 //! runtime or D-Bus connection object, because the whole run is that one call and what it
 //! prints (docs/DBUS-API.md, "The direct socket").
 //!
@@ -76,6 +76,23 @@ pub fn document(path: &str) -> Result<Reply, DirectError> {
     )
 }
 
+/// `Direct.GetIbstat(argv)`: what ibstat with `argv` prints, ibstat's message when it
+/// stopped on an error, and the daemon's reason behind it (both empty when it did not).
+pub fn ibstat(path: &str, argv: &[String]) -> Result<(String, String, String), DirectError> {
+    let reply = call_with(
+        path,
+        "org.rdmamanager.RdmaManager1.Direct",
+        "GetIbstat",
+        &(argv,),
+        "sss",
+    )?;
+    reply
+        .body()
+        .deserialize::<(String, String, String)>()
+        .map(|(run, _)| run)
+        .map_err(|e| DirectError::Reply(format!("body: {e}")))
+}
+
 /// `GetManagedObjects` at the root, decoded.
 pub fn managed_objects(path: &str) -> Result<zbus::fdo::ManagedObjects, DirectError> {
     let reply = call(
@@ -94,6 +111,20 @@ pub fn managed_objects(path: &str) -> Result<zbus::fdo::ManagedObjects, DirectEr
 /// Calls `interface.member` without arguments at the root of the daemon listening at `path`;
 /// its reply must have the body `signature`.
 fn call(path: &str, interface: &str, member: &str, signature: &str) -> Result<Reply, DirectError> {
+    call_with(path, interface, member, &(), signature)
+}
+
+/// Calls `interface.member` with the arguments `body` (see [`call`]).
+fn call_with<B>(
+    path: &str,
+    interface: &str,
+    member: &str,
+    body: &B,
+    signature: &str,
+) -> Result<Reply, DirectError>
+where
+    B: serde::Serialize + zbus::zvariant::DynamicType,
+{
     let stream = UnixStream::connect(path)?;
     stream.set_read_timeout(Some(HANDSHAKE))?;
     stream.set_write_timeout(Some(HANDSHAKE))?;
@@ -114,7 +145,7 @@ fn call(path: &str, interface: &str, member: &str, signature: &str) -> Result<Re
     }
     let call = zbus::Message::method_call(ROOT_PATH, member)?
         .interface(interface)?
-        .build(&())?;
+        .build(body)?;
     let serial = call.primary_header().serial_num().get();
     writer.write_all(b"BEGIN\r\n")?;
     writer.write_all(call.data().bytes())?;
@@ -169,7 +200,8 @@ fn reply_of(reader: &mut impl Read, serial: u32, signature: &str) -> Result<Repl
         .map_err(|e| DirectError::Reply(format!("header: {e}")))?;
     let field = |code: u8| header.6.iter().find(|(c, _)| *c == code).map(|(_, v)| v);
     let got = match field(8) {
-        Some(zbus::zvariant::Value::Signature(s)) => s.to_string(),
+        // zvariant reads "sss" as one structure: compared without its parentheses.
+        Some(zbus::zvariant::Value::Signature(s)) => s.to_string_no_parens(),
         _ => String::new(),
     };
     let answers_us = matches!(field(5), Some(zbus::zvariant::Value::U32(s)) if *s == serial);
@@ -245,6 +277,20 @@ mod tests {
             reply_of(&mut bytes(&reply).as_slice(), serial, "s").is_err(),
             "not a string"
         );
+    }
+
+    #[test]
+    fn an_ibstat_reply_gives_its_three_strings() {
+        let call = call();
+        let serial = call.primary_header().serial_num().get();
+        let run = ("CA 'a'\n".to_string(), "msg".to_string(), String::new());
+        let reply = zbus::Message::method_return(&call.header())
+            .and_then(|b| b.build(&run))
+            .expect("a reply");
+        let read = reply_of(&mut bytes(&reply).as_slice(), serial, "sss").expect("read");
+        let (decoded, _): ((String, String, String), usize) =
+            read.body().deserialize().expect("decodes");
+        assert_eq!(decoded, run);
     }
 
     #[test]

@@ -144,13 +144,21 @@ fn one_direct_call(args: &cli::Args) -> Option<ExitCode> {
                 }
             }
         }
-        Mode::Ibstat(ibstat) => match rdma_tui::direct_call::managed_objects(&path) {
-            Ok(objects) => Some(exit(print_ibstat(&client::model_of(objects), ibstat))),
-            Err(e) => {
-                tracing::debug!(path, "no objects on the direct socket: {e}");
-                None
+        Mode::Ibstat(ibstat) => {
+            // The daemon renders it (one string to print); a daemon without GetIbstat gives
+            // the objects, rendered here the same way.
+            match rdma_tui::direct_call::ibstat(&path, &ibstat.to_argv()) {
+                Ok(reply) => return Some(exit(rdma_tui::ibstat::print(reply))),
+                Err(e) => tracing::debug!(path, "no GetIbstat on the direct socket: {e}"),
             }
-        },
+            match rdma_tui::direct_call::managed_objects(&path) {
+                Ok(objects) => Some(exit(print_ibstat(&client::model_of(objects), ibstat))),
+                Err(e) => {
+                    tracing::debug!(path, "no objects on the direct socket: {e}");
+                    None
+                }
+            }
+        }
         _ => None,
     }
 }
@@ -167,20 +175,12 @@ fn exit(result: anyhow::Result<()>) -> ExitCode {
     }
 }
 
-/// Prints ibstat's text of the model. As ibstat 44.0: what was printed before a failure
-/// stays printed, then the message, and a failure status.
+/// Prints ibstat's text of the model (see `rdma_tui::ibstat::print`).
 fn print_ibstat(
     model: &rdma_tui::model::Model,
     ibstat: &rdma_manager_dbus::ibstat::IbstatArgs,
 ) -> anyhow::Result<()> {
-    let run = rdma_tui::ibstat::run(model, ibstat);
-    let mut out = std::io::stdout().lock();
-    out.write_all(run.stdout.as_bytes())?;
-    out.flush()?;
-    match run.error {
-        None => Ok(()),
-        Some(e) => Err(rdma_tui::ibstat::report(e)),
-    }
+    rdma_tui::ibstat::print(rdma_tui::ibstat::run(model, ibstat).into_reply())
 }
 
 /// What to say when the bus cannot be reached: which bus, and what to do about it (the

@@ -160,6 +160,49 @@ impl IbstatArgs {
         Ok(())
     }
 
+    /// The arguments as a command line that [`IbstatArgs::from_argv`] reads back to the same
+    /// value (the options, `--`, then DEVICE and PORT as given): how they travel to the
+    /// daemon's `Direct.GetIbstat`.
+    pub fn to_argv(&self) -> Vec<String> {
+        let flags = [
+            (self.list_only, "-l"),
+            (self.short, "-s"),
+            (self.port_list, "-p"),
+        ];
+        let mut argv: Vec<String> = flags
+            .iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, flag)| flag.to_string())
+            .collect();
+        argv.push("--".to_string());
+        argv.extend(self.device.iter().chain(self.port.iter()).cloned());
+        argv
+    }
+
+    /// ibstat's options and then DEVICE and PORT; after `--` every argument is positional,
+    /// before it an argument that starts with `-` and is not ibstat's is refused.
+    pub fn from_argv(argv: &[String]) -> Result<IbstatArgs, IbstatArgError> {
+        let mut out = IbstatArgs::default();
+        let mut it = argv.iter();
+        let mut positional_only = false;
+        while let Some(arg) = it.next() {
+            if !positional_only {
+                if arg == "--" {
+                    positional_only = true;
+                    continue;
+                }
+                if out.option(arg, || it.next().cloned())? {
+                    continue;
+                }
+                if arg.starts_with('-') && arg.len() > 1 {
+                    return Err(IbstatArgError::Extra(arg.clone()));
+                }
+            }
+            out.positional(arg)?;
+        }
+        Ok(out)
+    }
+
     /// ibstat's `dev_port`: `strtol(PORT, NULL, 0)` into an `int`, -1 without a port (and a
     /// negative port means none, as in ibstat's `portnum >= 0` test).
     pub fn dev_port(&self) -> i32 {
@@ -228,6 +271,50 @@ mod tests {
             assert_eq!(a.option(other, || None), Ok(false), "{other}");
             assert_eq!(a, IbstatArgs::default(), "{other} recorded nothing");
         }
+    }
+
+    #[test]
+    fn the_command_line_form_reads_back_to_the_same_arguments() {
+        let cases = [
+            IbstatArgs::default(),
+            IbstatArgs {
+                list_only: true,
+                short: true,
+                port_list: true,
+                ..IbstatArgs::default()
+            },
+            IbstatArgs {
+                short: true,
+                device: Some("mlx5_0".into()),
+                port: Some("0x2".into()),
+                ..IbstatArgs::default()
+            },
+            // A device and a port that look like options, and an empty port (strtol: 0).
+            IbstatArgs {
+                device: Some("-l".into()),
+                port: Some("-1".into()),
+                ..IbstatArgs::default()
+            },
+            IbstatArgs {
+                device: Some("rxe0".into()),
+                port: Some(String::new()),
+                ..IbstatArgs::default()
+            },
+        ];
+        for args in cases {
+            assert_eq!(
+                IbstatArgs::from_argv(&args.to_argv()),
+                Ok(args.clone()),
+                "{args:?}"
+            );
+        }
+        let argv = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            IbstatArgs::from_argv(&argv(&["--json"])),
+            Err(IbstatArgError::Extra("--json".into()))
+        );
+        assert!(IbstatArgs::from_argv(&argv(&["-d"])).is_err());
+        assert!(IbstatArgs::from_argv(&argv(&["--", "a", "1", "x"])).is_err());
     }
 
     #[test]

@@ -88,6 +88,7 @@
 //!   prints GUID 0 from both sources (the all-zero GID of an unused entry).
 
 pub mod args;
+pub mod bus;
 pub mod clib;
 pub mod umad;
 
@@ -164,6 +165,16 @@ pub struct IbstatRun {
 }
 
 impl IbstatRun {
+    /// The run as `Direct.GetIbstat` answers it: the output, then ibstat's message and our
+    /// reason behind it ([`IbstatError::cause`]), both empty when it did not stop.
+    pub fn into_reply(self) -> (String, String, String) {
+        let (message, cause) = match &self.error {
+            Some(e) => (e.to_string(), e.cause().unwrap_or_default().to_string()),
+            None => (String::new(), String::new()),
+        };
+        (self.stdout, message, cause)
+    }
+
     fn stopped(stdout: String, error: IbstatError) -> Self {
         IbstatRun {
             stdout,

@@ -198,6 +198,59 @@ impl ManagedCache {
         doc.to_pretty_string()
     }
 
+    /// What ibstat with `args` prints of the Device and Port objects as published
+    /// (`Direct.GetIbstat`): their records filled as a client fills them from
+    /// GetManagedObjects, rendered by the adapter `rdma-tui --ibstat` renders its records
+    /// with, so that the output is the client's to the byte. Built at each call (the objects
+    /// are not encoded for it); the cache's lock is held only to list the objects.
+    pub fn ibstat(
+        &self,
+        args: &rdma_manager_dbus::ibstat::IbstatArgs,
+    ) -> rdma_manager_dbus::ibstat::IbstatRun {
+        use rdma_manager_dbus::records::{Device, Port};
+        let objects: Vec<(Box<str>, Shared)> = self
+            .lock()
+            .by_path
+            .iter()
+            .filter(|(_, e)| matches!(e.interface.as_str(), Device::INTERFACE | Port::INTERFACE))
+            .map(|(path, e)| (path.clone(), (e.interface.clone(), e.props.clone())))
+            .collect();
+        let mut devices = Vec::new();
+        let mut ports = BTreeMap::new();
+        for (path, (interface, props)) in objects {
+            let values = props.all().into_iter().filter_map(|(name, value)| {
+                // A value the bus could carry is one a record takes; one that cannot be
+                // owned (a file descriptor) is no property of these interfaces.
+                OwnedValue::try_from(value).ok().map(|v| (name, v))
+            });
+            if interface.as_str() == Device::INTERFACE {
+                let mut device = Device {
+                    path: path.to_string(),
+                    ..Device::default()
+                };
+                for (name, value) in values {
+                    if let Err(e) = device.set(name, &value) {
+                        tracing::warn!(%path, error = %e, "ibstat: a published value its record refuses");
+                    }
+                }
+                devices.push(device);
+            } else {
+                let mut port = Port {
+                    path: path.to_string(),
+                    ..Port::default()
+                };
+                for (name, value) in values {
+                    if let Err(e) = port.set(name, &value) {
+                        tracing::warn!(%path, error = %e, "ibstat: a published value its record refuses");
+                    }
+                }
+                ports.insert(path.to_string(), port);
+            }
+        }
+        let devices = rdma_manager_dbus::ibstat::bus::devices(&devices, &ports);
+        rdma_manager_dbus::ibstat::run(&devices, args)
+    }
+
     /// The body of a GetManagedObjects reply; the encodings are kept for the next call.
     pub fn body(&self) -> zbus::Result<Vec<u8>> {
         let mut entries = self.lock();

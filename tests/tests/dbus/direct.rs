@@ -1,5 +1,6 @@
-//! The direct socket (service/src/dbus/direct/): GetManagedObjects peer to peer, beside a
-//! real dbus-daemon, answering what the bus answers and nothing that changes the host.
+//! The direct socket (service/src/dbus/direct/): GetManagedObjects, the JSON document and
+//! ibstat's text peer to peer, beside a real dbus-daemon, answering what a client makes of
+//! the bus's answers and nothing that changes the host.
 
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::time::{Duration, Instant};
@@ -253,7 +254,20 @@ async fn the_direct_document_is_the_one_a_client_builds_from_the_bus() {
         after.contains("\"State\": \"DOWN\""),
         "the port's change is in it"
     );
-    assert_eq!(after, document_through_the_bus(&r).await);
+    // Other objects follow the port within a publish (the Host's SubnetManagers names its
+    // state): the two agree once it is complete.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (direct, bus) = (
+            direct_document(&conn).await,
+            document_through_the_bus(&r).await,
+        );
+        if direct == bus {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the documents still differ");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 
     let (name, text) = refused(&conn, ROOT_PATH, direct::DIRECT, "GetDocument", &("x",)).await;
     assert_eq!(name, "org.freedesktop.DBus.Error.InvalidArgs", "{text}");
@@ -269,6 +283,126 @@ async fn the_direct_document_is_the_one_a_client_builds_from_the_bus() {
         direct::DIRECT,
         "GetDocument",
         &(),
+    )
+    .await;
+    assert_eq!(name, "org.freedesktop.DBus.Error.UnknownMethod");
+}
+
+/// `Direct.GetIbstat(argv)`: `(stdout, message, cause)`.
+async fn direct_ibstat(conn: &Connection, argv: &[String]) -> (String, String, String) {
+    conn.call_method(
+        None::<&str>,
+        ROOT_PATH,
+        Some(direct::DIRECT),
+        "GetIbstat",
+        &(argv,),
+    )
+    .await
+    .expect("GetIbstat on the direct socket")
+    .body()
+    .deserialize()
+    .expect("(sss)")
+}
+
+/// `Direct.GetIbstat` prints what `rdma-tui --ibstat` renders from the bus's objects, for
+/// every form of ibstat's arguments and its failures (an unknown device, a port the device
+/// does not have, a device whose attribute cannot be read), and follows a change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_direct_ibstat_is_what_the_client_renders_from_the_bus() {
+    use rdma_manager_dbus::ibstat::IbstatArgs;
+    let Some(r) = start().await else { return };
+    let socket = r.listen(Bounds::default()).expect("listens");
+    let conn = connect_direct(&r.socket_path()).await.expect("connects");
+    let args = |list_only, short, port_list, device: Option<&str>, port: Option<&str>| IbstatArgs {
+        list_only,
+        short,
+        port_list,
+        device: device.map(str::to_string),
+        port: port.map(str::to_string),
+    };
+    let cases = [
+        args(false, false, false, None, None),
+        args(true, false, false, None, None),
+        args(false, true, false, None, None),
+        args(false, false, true, None, None),
+        args(false, false, false, Some("mlx5_0"), None),
+        args(false, false, false, Some("mlx4_1"), Some("2")),
+        args(false, true, false, Some("mlx4_1"), Some("0x1")),
+        args(false, false, false, Some("nosuch"), None),
+        args(false, false, false, Some("mlx4_1"), Some("3")),
+        args(false, false, false, Some("-l"), None),
+    ];
+    let through_the_bus = |objects: zbus::fdo::ManagedObjects, a: &IbstatArgs| {
+        rdma_tui::ibstat::run(&rdma_tui::client::model_of(objects), a).into_reply()
+    };
+    let objects = || async { bus_gmo(&r).await.body().deserialize().expect("objects") };
+    for a in &cases {
+        let theirs = through_the_bus(objects().await, a);
+        let ours = direct_ibstat(&conn, &a.to_argv()).await;
+        assert_eq!(ours, theirs, "{a:?}");
+    }
+    assert_eq!(
+        socket.answered(),
+        cases.len() as u64,
+        "GetIbstat is counted"
+    );
+    let all = direct_ibstat(&conn, &[]).await;
+    assert!(all.0.starts_with("CA 'mlx4_1'\n"), "{}", all.0);
+    assert_eq!((all.1.as_str(), all.2.as_str()), ("", ""));
+    let missing = direct_ibstat(&conn, &cases[8].to_argv()).await;
+    assert_eq!(
+        (missing.0.as_str(), missing.1.as_str()),
+        ("", "CA: 'mlx4_1' has no port number 3 - max (2)")
+    );
+
+    // A port set down, and an attribute that cannot be read: the same as the client's.
+    r.sim
+        .set_port_state("mlx5_0", 1, PortState::Down, PhysState::Polling)
+        .expect("port down");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let after = loop {
+        let now = direct_ibstat(&conn, &[]).await;
+        if now.0.contains("State: Down") || Instant::now() > deadline {
+            break now;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(after.0.contains("State: Down"), "{}", after.0);
+    // The port's other properties follow its state within a publish: the two agree once it
+    // is complete.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let direct = direct_ibstat(&conn, &[]).await;
+        let bus = through_the_bus(objects().await, &IbstatArgs::default());
+        if direct == bus {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{direct:?}\n{bus:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // Bad arguments: refused with ibstat's reason, as InvalidArgs; the wrong signature too.
+    for (argv, says) in [
+        (vec!["-d".to_string()], "-d"),
+        (vec!["--json".to_string()], "--json"),
+        (
+            vec!["--".into(), "a".into(), "1".into(), "x".into()],
+            "\"x\"",
+        ),
+    ] {
+        let (name, text) = refused(&conn, ROOT_PATH, direct::DIRECT, "GetIbstat", &(argv,)).await;
+        assert_eq!(name, "org.freedesktop.DBus.Error.InvalidArgs", "{text}");
+        assert!(text.contains(says), "{text}");
+    }
+    let (name, text) = refused(&conn, ROOT_PATH, direct::DIRECT, "GetIbstat", &()).await;
+    assert_eq!(name, "org.freedesktop.DBus.Error.InvalidArgs", "{text}");
+    assert!(text.contains("GetIbstat takes (as), not ()"), "{text}");
+    let (name, _) = refused(
+        &conn,
+        ROOT_PATH,
+        OBJECT_MANAGER,
+        "GetIbstat",
+        &(Vec::<String>::new(),),
     )
     .await;
     assert_eq!(name, "org.freedesktop.DBus.Error.UnknownMethod");

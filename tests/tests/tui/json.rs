@@ -212,9 +212,10 @@ async fn tui_reads_through_the_direct_socket_and_prints_the_same() -> Result<()>
         let through_bus = stdout_of(&tui, &[&address, mode]).await?;
         let before = socket.answered();
         let through_direct = stdout_of(&tui, &[&address, &direct_socket, mode]).await?;
+        let answered = socket.answered() - before;
         ensure!(
-            socket.answered() == before + 1,
-            "{mode}: the objects were not read through the direct socket"
+            answered == 1,
+            "{mode}: not one call answered on the direct socket but {answered}"
         );
         ensure!(
             through_direct == through_bus,
@@ -222,6 +223,42 @@ async fn tui_reads_through_the_direct_socket_and_prints_the_same() -> Result<()>
         );
         if mode == "--json" {
             json_through_bus = through_bus;
+        }
+    }
+    // ibstat's failures: the same output, message and status either way.
+    for args in [
+        &["--ibstat", "nosuch"][..],
+        &["--ibstat", "mlx4_1", "3"],
+        &["--ibstat", "-s", "mlx4_1", "0x2"],
+        &["--ibstat", "-p"],
+    ] {
+        let run = |with_direct: bool| {
+            let mut all = vec![address.as_str()];
+            if with_direct {
+                all.push(direct_socket.as_str());
+            }
+            all.extend_from_slice(args);
+            Command::new(&tui).args(all).kill_on_drop(true).output()
+        };
+        let through_bus = tokio::time::timeout(Duration::from_secs(60), run(false)).await??;
+        let before = socket.answered();
+        let through_direct = tokio::time::timeout(Duration::from_secs(60), run(true)).await??;
+        ensure!(
+            socket.answered() == before + 1,
+            "{args:?}: not through the direct socket"
+        );
+        ensure!(
+            (through_direct.status.code(), &through_direct.stdout, &through_direct.stderr)
+                == (through_bus.status.code(), &through_bus.stdout, &through_bus.stderr),
+            "{args:?}: through the direct socket {through_direct:?}, through the bus {through_bus:?}"
+        );
+        if args[1] == "nosuch" {
+            ensure!(
+                !through_direct.status.success()
+                    && String::from_utf8_lossy(&through_direct.stderr)
+                        .contains("'nosuch' IB device can't be found"),
+                "{through_direct:?}"
+            );
         }
     }
     drop(socket);

@@ -14,6 +14,10 @@
 //! `org.rdmamanager.RdmaManager1.Direct.GetDocument` at the root, the JSON document of
 //! docs/JSON.md as one string (`s`), built by the daemon from what it publishes, so that
 //! `rdma-tui --json` prints it without decoding a megabyte of D-Bus values;
+//! `org.rdmamanager.RdmaManager1.Direct.GetIbstat(as)` at the root, what ibstat with those
+//! arguments (its options, `--`, DEVICE and PORT) prints of the published objects, as
+//! `(stdout, message, cause)` where the message is ibstat's when it stopped on an error
+//! (`rdma-tui --ibstat`, rendered by the client's own adapter over the same records);
 //! `org.freedesktop.DBus.Peer.Ping`; and `org.freedesktop.DBus.Hello`, with a name for the
 //! connection, because the usual tools (`busctl --address`, `gdbus call --address`) say
 //! Hello first on any address, as to a bus. Anything else gets `UnknownMethod`, naming the
@@ -34,8 +38,8 @@
 //! gets one, others wait accepted, up to 16 more, then in the listen backlog), at most 4 of
 //! one uid served and waiting (a fifth of the same uid is closed at once: it would otherwise
 //! keep a slot that another user waits for), one call at a time on each (calls sent together are answered in order), the handshake within 5 s, each
-//! reply written within 30 s, and a connection closed after 60 s without a GetManagedObjects
-//! or GetDocument (a Ping or a Hello does not keep it open: they are no work a connection is kept for). A
+//! reply written within 30 s, and a connection closed after 60 s without a GetManagedObjects,
+//! GetDocument or GetIbstat (a Ping or a Hello does not keep it open: they are no work a connection is kept for). A
 //! client that connects and never reads holds one reply for at most 30 s.
 
 use std::collections::HashMap;
@@ -404,32 +408,56 @@ fn answer(msg: &Message, shared: &Shared, name: &str) -> zbus::Result<(Message, 
     let path = hdr.path().map(|p| p.as_str());
     let interface = hdr.interface().map(|i| i.as_str());
     let member = hdr.member().map(|m| m.as_str()).unwrap_or_default();
-    let no_arguments = msg.body().signature().to_string().is_empty();
+    let arguments = msg.body().signature().to_string();
+    let no_arguments = arguments.is_empty();
     let at_root = path == Some(ROOT_PATH);
-    let served = matches!(
-        (interface, member),
-        (Some(OBJECT_MANAGER) | None, "GetManagedObjects") | (Some(DIRECT) | None, "GetDocument")
-    ) && at_root;
+    // The methods a connection is kept for, with the arguments each takes.
+    let served = match (interface, member) {
+        (Some(OBJECT_MANAGER) | None, "GetManagedObjects")
+        | (Some(DIRECT) | None, "GetDocument") => Some(""),
+        (Some(DIRECT) | None, "GetIbstat") => Some("as"),
+        _ => None,
+    }
+    .filter(|_| at_root);
     let reply = match (interface, member) {
         (Some(PEER) | None, "Ping") if no_arguments => Message::method_return(&hdr)?.build(&()),
         (Some(BUS), "Hello") if no_arguments => Message::method_return(&hdr)?.build(&(name,)),
-        _ if served && !no_arguments => {
-            Message::error(&hdr, "org.freedesktop.DBus.Error.InvalidArgs")?
-                .build(&(format!("{member} takes no arguments"),))
+        _ if served.is_some_and(|takes| takes != arguments) => {
+            let takes = served.unwrap_or_default();
+            Message::error(&hdr, "org.freedesktop.DBus.Error.InvalidArgs")?.build(&(
+                if takes.is_empty() {
+                    format!("{member} takes no arguments")
+                } else {
+                    format!("{member} takes ({takes}), not ({arguments})")
+                },
+            ))
         }
-        (_, "GetManagedObjects") if served => {
+        (_, "GetManagedObjects") if served.is_some() => {
             let reply = reply_message(&hdr, &shared.cache)?;
             shared.answered.fetch_add(1, Ordering::Relaxed);
             return Ok((reply, true));
         }
-        (_, "GetDocument") if served => {
+        (_, "GetDocument") if served.is_some() => {
             let reply = Message::method_return(&hdr)?.build(&(&*shared.cache.document(),))?;
             shared.answered.fetch_add(1, Ordering::Relaxed);
             return Ok((reply, true));
         }
+        (_, "GetIbstat") if served.is_some() => {
+            let argv: Vec<String> = msg.body().deserialize()?;
+            match rdma_manager_dbus::ibstat::IbstatArgs::from_argv(&argv) {
+                Ok(args) => {
+                    let reply = Message::method_return(&hdr)?
+                        .build(&shared.cache.ibstat(&args).into_reply())?;
+                    shared.answered.fetch_add(1, Ordering::Relaxed);
+                    return Ok((reply, true));
+                }
+                Err(e) => Message::error(&hdr, "org.freedesktop.DBus.Error.InvalidArgs")?
+                    .build(&(e.to_string(),)),
+            }
+        }
         _ => Message::error(&hdr, "org.freedesktop.DBus.Error.UnknownMethod")?.build(&(format!(
-            "the direct socket answers only GetManagedObjects and GetDocument at {ROOT_PATH} \
-             and Peer.Ping; \
+            "the direct socket answers only GetManagedObjects, GetDocument and GetIbstat at \
+             {ROOT_PATH} and Peer.Ping; \
              call {}.{member} at {} on the system bus",
             interface.unwrap_or("(no interface)"),
             path.unwrap_or("/"),
