@@ -1,6 +1,6 @@
 //! `rdma-tui --json` and `--ibstat` on the daemon's direct socket: one call
-//! (`Direct.GetDocument`, `Direct.GetIbstat`, else `GetManagedObjects`), made with a blocking socket and no async
-//! runtime or D-Bus connection object, because the whole run is that one call and what it
+//! (`Direct.GetDocument`, `Direct.GetIbstat`, else `GetManagedObjects`), made with a blocking
+//! socket and no async runtime or D-Bus connection object, because the whole run is that one call and what it
 //! prints (docs/DBUS-API.md, "The direct socket").
 //!
 //! The exchange is D-Bus's own: the SASL EXTERNAL handshake (the peer checks our uid on the

@@ -223,28 +223,25 @@ impl ManagedCache {
                 // owned (a file descriptor) is no property of these interfaces.
                 OwnedValue::try_from(value).ok().map(|v| (name, v))
             });
+            // A record of `$kind` at `path`, every published value set.
+            macro_rules! filled {
+                ($kind:ident) => {{
+                    let mut record = $kind {
+                        path: path.to_string(),
+                        ..$kind::default()
+                    };
+                    for (name, value) in values {
+                        if let Err(e) = record.set(name, &value) {
+                            tracing::warn!(%path, error = %e, "ibstat: a published value its record refuses");
+                        }
+                    }
+                    record
+                }};
+            }
             if interface.as_str() == Device::INTERFACE {
-                let mut device = Device {
-                    path: path.to_string(),
-                    ..Device::default()
-                };
-                for (name, value) in values {
-                    if let Err(e) = device.set(name, &value) {
-                        tracing::warn!(%path, error = %e, "ibstat: a published value its record refuses");
-                    }
-                }
-                devices.push(device);
+                devices.push(filled!(Device));
             } else {
-                let mut port = Port {
-                    path: path.to_string(),
-                    ..Port::default()
-                };
-                for (name, value) in values {
-                    if let Err(e) = port.set(name, &value) {
-                        tracing::warn!(%path, error = %e, "ibstat: a published value its record refuses");
-                    }
-                }
-                ports.insert(path.to_string(), port);
+                ports.insert(path.to_string(), filled!(Port));
             }
         }
         let devices = rdma_manager_dbus::ibstat::bus::devices(&devices, &ports);
