@@ -19,6 +19,13 @@ pub struct Args {
     /// Reach the daemon on the bus at this D-Bus address.
     #[arg(long, value_name = "ADDRESS")]
     pub address: Option<String>,
+    /// Ask the daemon for the counters on its direct socket at PATH first (default on the
+    /// system bus: /run/rdma-manager/direct; none on another bus unless given).
+    #[arg(long, value_name = "PATH", conflicts_with = "no_direct_socket")]
+    pub direct_socket: Option<PathBuf>,
+    /// Ask for the counters on the bus only.
+    #[arg(long)]
+    pub no_direct_socket: bool,
     /// Write the metrics to this file (for node_exporter's textfile collector; the name must
     /// end in .prom) instead of serving HTTP.
     #[arg(long, value_name = "PATH")]
@@ -40,6 +47,19 @@ pub enum BusChoice {
 }
 
 impl Args {
+    /// Where the counters are asked first, if anywhere: given, or the daemon's default on the
+    /// system bus (a session or private bus's daemon has none unless it was given one).
+    pub fn direct_socket_path(&self) -> Option<PathBuf> {
+        match (&self.direct_socket, self.no_direct_socket, self.bus()) {
+            (_, true, _) => None,
+            (Some(path), false, _) => Some(path.clone()),
+            (None, false, BusChoice::System) => {
+                Some(PathBuf::from(rdma_manager_dbus::DIRECT_SOCKET_PATH))
+            }
+            (None, false, _) => None,
+        }
+    }
+
     pub fn bus(&self) -> BusChoice {
         match (&self.address, self.session) {
             (Some(a), _) => BusChoice::Address(a.clone()),

@@ -1,6 +1,7 @@
 //! One scrape's data: the model's view (memory) and every port's counters, asked of the
 //! daemon in one call (`GetAllCounters`, which shares a reading among its callers within the
-//! daemon's counters max age, 10 s by default). Scrapes that arrive together share one collection, and one younger than [`REUSE`]
+//! daemon's counters max age, 10 s by default), on its direct socket when there is one
+//! ([`crate::direct`]), else on the bus. Scrapes that arrive together share one collection, and one younger than [`REUSE`]
 //! is served again, so that no number of clients multiplies the daemon's work.
 
 use std::collections::HashMap;
@@ -11,6 +12,7 @@ use rdma_manager_dbus::{BUS_NAME, ROOT_PATH};
 use zbus::zvariant::OwnedObjectPath;
 use zbus::Connection;
 
+use crate::direct::DirectSocket;
 use crate::follow::lock;
 use crate::model::{Model, View, MANAGER_IFACE};
 
@@ -49,6 +51,7 @@ type Collected = (Instant, Arc<Scrape>);
 /// The exporter's state shared by its HTTP connections and its textfile loop.
 pub struct Collector {
     conn: Connection,
+    direct: Option<DirectSocket>,
     model: Arc<Mutex<Model>>,
     last: Arc<tokio::sync::Mutex<Option<Collected>>>,
     /// Why following the daemon stopped, once it has.
@@ -56,9 +59,15 @@ pub struct Collector {
 }
 
 impl Collector {
-    pub fn new(conn: Connection, model: Arc<Mutex<Model>>) -> Collector {
+    /// `direct`: the daemon's direct socket, asked for the counters before the bus.
+    pub fn new(
+        conn: Connection,
+        direct: Option<std::path::PathBuf>,
+        model: Arc<Mutex<Model>>,
+    ) -> Collector {
         Collector {
             conn,
+            direct: direct.map(DirectSocket::new),
             model,
             last: Arc::new(tokio::sync::Mutex::new(None)),
             stopped: tokio::sync::watch::Sender::new(None),
@@ -150,6 +159,12 @@ impl Collector {
     }
 
     async fn get_all_counters(&self) -> zbus::Result<(u64, Vec<Row>)> {
+        if let Some(direct) = &self.direct {
+            match direct.all_counters().await {
+                Ok(r) => return Ok(r),
+                Err(e) => tracing::debug!("GetAllCounters on the direct socket: {e}; on the bus"),
+            }
+        }
         let reply = self
             .conn
             .call_method(
@@ -165,4 +180,4 @@ impl Collector {
 }
 
 /// One port of GetAllCounters: (object, source, saturated, counters by name).
-type Row = (OwnedObjectPath, String, bool, HashMap<String, u64>);
+pub(crate) type Row = (OwnedObjectPath, String, bool, HashMap<String, u64>);

@@ -3,6 +3,7 @@
 
 pub mod args;
 pub mod collect;
+pub mod direct;
 pub mod follow;
 pub mod http;
 pub mod model;
@@ -32,12 +33,13 @@ pub fn release_freed_memory() {
 }
 
 /// Starts following the daemon on `conn` (a task that lives as long as the connection) and
-/// returns the collector that scrapes read. When the following stops (the bus connection
+/// returns the collector that scrapes read, which asks the daemon's `direct` socket for the
+/// counters first. When the following stops (the bus connection
 /// closed), the model is cleared, so that nothing stale is served, and
 /// [`Collector::follower_stopped`] says why.
-pub fn start(conn: Connection) -> Arc<Collector> {
+pub fn start(conn: Connection, direct: Option<std::path::PathBuf>) -> Arc<Collector> {
     let model = Arc::new(Mutex::new(model::Model::default()));
-    let collector = Arc::new(Collector::new(conn.clone(), model.clone()));
+    let collector = Arc::new(Collector::new(conn.clone(), direct, model.clone()));
     let follower = follow::follow(conn, model.clone());
     let stopped = collector.clone();
     tokio::spawn(async move {

@@ -37,7 +37,7 @@ async fn run(args: Args) -> Result<()> {
     let conn = rdma_exporter::connect(&args.bus())
         .await
         .context("cannot connect to the bus rdma-managerd serves")?;
-    let collector = rdma_exporter::start(conn);
+    let collector = rdma_exporter::start(conn, args.direct_socket_path());
     // Following the daemon ends only with the bus connection: exit then (the unit restarts
     // the exporter), rather than serve a model that no longer follows anything.
     tokio::select! {

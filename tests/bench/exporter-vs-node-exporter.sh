@@ -16,15 +16,17 @@ TREE=$(mktemp -d /dev/shm/rdma-exporter-bench.XXXXXX)
 trap 'kill $E $NE $D 2>/dev/null; rm -rf "$TREE"' EXIT
 # Every scrape a read of every port's counters, as a Prometheus every 15 s gets: the daemon
 # would otherwise serve scrapes 1.1 s apart from one reading (its 10 s counters max age).
+# rdma-exporter asks for the counters on the daemon's direct socket, as on the system bus.
 "$BIN/rdma-managerd" --session --sim-host="$SPEC" --simulate="$TREE" --counters-max-age-ms=0 \
-  >/dev/null 2>&1 &
+  --direct-socket="$TREE/direct" >/dev/null 2>&1 &
 D=$!
 for _ in $(seq 1 300); do
   busctl --user get-property org.rdmamanager.RdmaManager1 /org/rdmamanager/RdmaManager1 \
     org.rdmamanager.RdmaManager1 Startup 2>/dev/null | grep -q false && break
   sleep 0.2
 done
-"$BIN/rdma-exporter" --session --listen 127.0.0.1:19942 >/dev/null 2>&1 &
+"$BIN/rdma-exporter" --session --direct-socket "$TREE/direct" --listen 127.0.0.1:19942 \
+  >/dev/null 2>&1 &
 E=$!
 prometheus-node-exporter --path.sysfs="$TREE/sys" --collector.disable-defaults \
   --collector.infiniband --web.listen-address=127.0.0.1:19943 >/dev/null 2>&1 &

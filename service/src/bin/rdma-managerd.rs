@@ -193,7 +193,7 @@ async fn daemon(args: &Args) -> anyhow::Result<()> {
     // After start-up, so that every direct answer is the complete host; a client that finds
     // no socket uses the bus. Not fatal: the bus serves the same.
     let _direct = args.direct_socket_path().and_then(|path| {
-        match rdma_managerd::dbus::direct::listen(path.as_ref(), service.managed.clone()) {
+        match rdma_managerd::dbus::direct::listen(path.as_ref(), service.direct_sources()) {
             Ok(socket) => {
                 tracing::info!(path, "GetManagedObjects also on the direct socket");
                 Some(socket)

@@ -50,9 +50,19 @@ pub struct Service {
     /// GetManagedObjects' encoded objects, which the direct socket answers from too
     /// ([`super::direct`]).
     pub managed: Arc<ManagedCache>,
+    /// What every object shares (the direct socket's GetAllCounters reads through it).
+    pub ctx: Arc<Context>,
 }
 
 impl Service {
+    /// What the direct socket answers from ([`super::direct::listen`]).
+    pub fn direct_sources(&self) -> super::direct::Sources {
+        super::direct::Sources {
+            managed: self.managed.clone(),
+            ctx: self.ctx.clone(),
+        }
+    }
+
     /// Waits until the service has lost its bus connection or its name, and says which.
     pub fn wait_lost(&self) -> impl std::future::Future<Output = String> + Send + 'static {
         let mut lost = self.lost.clone();
@@ -231,5 +241,6 @@ pub async fn serve_with(
         task,
         lost,
         managed,
+        ctx,
     })
 }

@@ -67,6 +67,42 @@ struct Raw {
     rx_bytes: Option<u64>,
     tx_packets: Option<u64>,
     rx_packets: Option<u64>,
+    saturated: bool,
+}
+
+/// A port's traffic counters as its last poll read them (what GetAllCounters serves, at most
+/// a tick old, instead of reading them again).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PolledTraffic {
+    pub tx_bytes: Option<u64>,
+    pub rx_bytes: Option<u64>,
+    pub tx_packets: Option<u64>,
+    pub rx_packets: Option<u64>,
+    pub saturated: bool,
+}
+
+impl PolledTraffic {
+    /// Whether the poll read any of them (a port whose files all failed has none).
+    pub fn has_any(&self) -> bool {
+        [
+            self.tx_bytes,
+            self.rx_bytes,
+            self.tx_packets,
+            self.rx_packets,
+        ]
+        .iter()
+        .any(Option::is_some)
+    }
+
+    /// Puts them in `snap` in place of what it read, those the poll did not read `Missing`.
+    pub fn fill(&self, snap: &mut crate::model::CounterSnapshot) {
+        let field = |v: Option<u64>| v.ok_or(crate::model::AttrError::Missing);
+        snap.tx_bytes = field(self.tx_bytes);
+        snap.rx_bytes = field(self.rx_bytes);
+        snap.tx_packets = field(self.tx_packets);
+        snap.rx_packets = field(self.rx_packets);
+        snap.saturated = self.saturated;
+    }
 }
 
 const ZERO: Rates = Rates {
@@ -329,6 +365,7 @@ impl PortHistory {
             rx_bytes: c.rx_bytes.clone().ok(),
             tx_packets: c.tx_packets.clone().ok(),
             rx_packets: c.rx_packets.clone().ok(),
+            saturated: c.saturated,
         };
         let mut fl = if c.saturated { flags::SATURATED } else { 0 };
         let rates = match self.last {
@@ -389,6 +426,17 @@ impl PortHistory {
     /// The fine ring's samples with data, oldest first.
     pub fn samples(&self) -> Vec<Sample> {
         self.fine.samples(|tick| tick)
+    }
+
+    /// The traffic counters of the port's last poll, `None` before its first.
+    pub fn last_traffic(&self) -> Option<PolledTraffic> {
+        self.last.map(|r| PolledTraffic {
+            tx_bytes: r.tx_bytes,
+            rx_bytes: r.rx_bytes,
+            tx_packets: r.tx_packets,
+            rx_packets: r.rx_packets,
+            saturated: r.saturated,
+        })
     }
 
     /// The coarse ring's closed buckets with data, oldest first, each stamped with its last

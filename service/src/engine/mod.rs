@@ -208,35 +208,53 @@ impl EngineHandle {
 
     /// Reads the counters of every port the engine knows, in one trip to the host: by
     /// (device index, port), in the order of the published model.
+    ///
+    /// A port's traffic counters are those of the tick's last poll (at most a tick old),
+    /// which has just read them; the host reads only the others, from the source the engine
+    /// knows. A port not polled yet is read whole.
     pub async fn read_all_counters(
         &self,
     ) -> Result<Vec<((u32, u32), Result<crate::model::CounterSnapshot, OpError>)>, OpError> {
-        let ports: Vec<(u32, String, u32)> = self
+        type Known = (u32, String, u32, Option<crate::model::CounterSource>);
+        let ports: Vec<Known> = self
             .call(|e| {
                 Box::pin(async move {
                     Ok(e.state
                         .devices
                         .values()
                         .flat_map(|d| {
-                            d.snap
-                                .ports
-                                .iter()
-                                .map(move |p| (d.index, d.name().to_string(), p.number))
+                            d.snap.ports.iter().map(move |p| {
+                                let source = d.sources.get(&p.number).map(|s| s.counters.clone());
+                                (d.index, d.name().to_string(), p.number, source)
+                            })
                         })
                         .collect())
                 })
             })
             .await?;
-        let keys: Vec<(u32, u32)> = ports.iter().map(|(i, _, n)| (*i, *n)).collect();
+        let polled: Vec<Option<history::PolledTraffic>> = {
+            let h = self.history.lock().unwrap_or_else(|p| p.into_inner());
+            ports
+                .iter()
+                .map(|(index, _, port, _)| {
+                    h.port((*index, *port))
+                        .and_then(|p| p.last_traffic())
+                        .filter(|t| t.has_any())
+                })
+                .collect()
+        };
+        let keys: Vec<(u32, u32)> = ports.iter().map(|(i, _, n, _)| (*i, *n)).collect();
         let read = self
             .host
             .read_all_counters(
                 ports
                     .into_iter()
-                    .map(|(dev_index, dev, port)| CounterPort {
+                    .zip(&polled)
+                    .map(|((dev_index, dev, port, source), traffic)| CounterPort {
                         dev,
                         dev_index,
                         port,
+                        polled: source.filter(|_| traffic.is_some()),
                     })
                     .collect(),
             )
@@ -244,7 +262,16 @@ impl EngineHandle {
         Ok(keys
             .into_iter()
             .zip(read)
-            .map(|(k, r)| (k, r.map_err(OpError::from_host)))
+            .zip(polled)
+            .map(|((k, r), traffic)| {
+                let r = r.map(|mut snap| {
+                    if let Some(t) = traffic {
+                        t.fill(&mut snap);
+                    }
+                    snap
+                });
+                (k, r.map_err(OpError::from_host))
+            })
             .collect())
     }
 

@@ -303,7 +303,10 @@ impl Host for LinuxHost {
                     .iter()
                     .map(|p| {
                         let hw = nl.as_ref().and_then(|c| hw_counters_by_netlink(c, p));
-                        s.read_counters_with(&p.dev, p.port, hw)
+                        match &p.polled {
+                            Some(source) => s.read_other_counters(&p.dev, p.port, source, hw),
+                            None => s.read_counters_with(&p.dev, p.port, hw),
+                        }
                     })
                     .collect::<Vec<_>>())
             })

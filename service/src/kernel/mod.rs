@@ -216,6 +216,11 @@ pub struct CounterPort {
     /// The kernel's device index, which RDMA netlink names a device by.
     pub dev_index: u32,
     pub port: u32,
+    /// The port's counter source when the engine has its traffic counters from the tick's
+    /// poll: only its other counters are read (the PMA's besides data and packets, the
+    /// driver's), without probing the source again, and the traffic fields may be left
+    /// `Missing`. `None`: everything, as [`Host::read_counters`].
+    pub polled: Option<crate::model::CounterSource>,
 }
 
 /// Everything the daemon reads from or does to the kernel and the filesystem.
@@ -245,8 +250,9 @@ pub trait Host: Send + Sync + 'static {
     /// A port's counters, from the best source the port has.
     async fn read_counters(&self, dev: &str, port: u32) -> Result<CounterSnapshot, HostError>;
     /// The counters of every port of `ports`, in their order, with what
-    /// [`Host::read_counters`] gives each; a host reads them in one trip (one blocking task
-    /// for all, not one per port) and may take the driver's counters from RDMA netlink.
+    /// [`Host::read_counters`] gives each (but the traffic counters of a port with a
+    /// `polled` source, which may be `Missing`); a host reads them in one trip (one blocking
+    /// task for all, not one per port) and may take the driver's counters from RDMA netlink.
     async fn read_all_counters(
         &self,
         ports: Vec<CounterPort>,

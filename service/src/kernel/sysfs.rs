@@ -25,6 +25,13 @@ use crate::naming::rdma_rename::{PciFunction, PciParent, PhysFn, RenameSysfs};
 
 /// IFF_UP in a netdev's `flags`.
 const IFF_UP: u32 = 0x1;
+/// The PMA files the traffic counters come from, which a port's other PMA counters leave out.
+const PMA_TRAFFIC: [&str; 4] = [
+    "port_xmit_data",
+    "port_rcv_data",
+    "port_xmit_packets",
+    "port_rcv_packets",
+];
 
 /// Reads a device's GID tables in one go and its ports' attributes (see
 /// [`SysRoot::read_device_with`]): called with the device's name, its port numbers and a
@@ -581,6 +588,51 @@ impl SysRoot {
         self.read_counters_with(dev, port, None)
     }
 
+    /// A port's counters but its traffic counters (left `Missing`), its source known: the
+    /// PMA's error and other counters of `counters/` and the driver's (`hw`, when read
+    /// otherwise, else `hw_counters/`). Nothing else is opened: no probe of the source, no
+    /// netdev statistics.
+    ///
+    /// Why: this is GetAllCounters' read when the engine's poll has just read every port's
+    /// traffic counters, and the probe and the netdev's files were most of what a port cost
+    /// (each a walk of a dozen names through sysfs's class links).
+    pub fn read_other_counters(
+        &self,
+        dev: &str,
+        port: u32,
+        source: &CounterSource,
+        hw: Option<Vec<(String, u64)>>,
+    ) -> Result<CounterSnapshot, HostError> {
+        let dir = self.port_dir(dev, port);
+        // RDMA netlink answered for the port: it exists. Otherwise its directory says.
+        if hw.is_none() && !is_dir(&dir) {
+            return Err(HostError::NotFound(format!(
+                "port {port} of RDMA device {dev}"
+            )));
+        }
+        let hw = match hw {
+            Some(mut hw) => {
+                hw.sort_by(|a, b| a.0.cmp(&b.0));
+                hw
+            }
+            None => self.read_counter_dir(&dir.join("hw_counters"), &["lifespan"]),
+        };
+        let pma = match source {
+            CounterSource::Pma(_) => self.read_counter_dir(&dir.join("counters"), &PMA_TRAFFIC),
+            _ => Vec::new(),
+        };
+        Ok(CounterSnapshot {
+            source: source.clone(),
+            tx_bytes: Err(AttrError::Missing),
+            rx_bytes: Err(AttrError::Missing),
+            tx_packets: Err(AttrError::Missing),
+            rx_packets: Err(AttrError::Missing),
+            saturated: false,
+            pma,
+            hw,
+        })
+    }
+
     /// [`SysRoot::read_counters`], with the driver's counters given when they were read
     /// otherwise (RDMA netlink's STAT_GET: the values of `hw_counters/` under the same names,
     /// in any order) instead of from `hw_counters/`.
@@ -628,15 +680,7 @@ impl SysRoot {
                 snap.rx_bytes = rx_w.map(|w| w.saturating_mul(4));
                 snap.tx_packets = tx_p;
                 snap.rx_packets = rx_p;
-                snap.pma = self.read_counter_dir(
-                    &pma_dir,
-                    &[
-                        "port_xmit_data",
-                        "port_rcv_data",
-                        "port_xmit_packets",
-                        "port_rcv_packets",
-                    ],
-                );
+                snap.pma = self.read_counter_dir(&pma_dir, &PMA_TRAFFIC);
             }
             CounterSource::HwCounters => {
                 let hw_value =
@@ -990,6 +1034,49 @@ mod tests {
             }
         }
         assert!(compared > 0, "the demo host has ports with hw_counters");
+    }
+
+    /// With its source known and the driver's counters given, a port's other counters are
+    /// the full read's, its traffic counters left out, and nothing is read but its PMA
+    /// counters' directory: no probe of the source, no netdev statistics, no `hw_counters/`.
+    #[test]
+    fn other_counters_are_the_full_read_s_without_the_traffic_and_its_probe() {
+        use crate::kernel::sim::{fixtures, SimHost};
+        let sim = SimHost::new(fixtures::demo_host()).expect("sim");
+        let sys = sim.sysroot();
+        let mut sources = std::collections::BTreeSet::new();
+        for dev in sys.rdma_device_names().expect("names") {
+            for port in list_indices(&sys.device_dir(&dev).join("ports")) {
+                let full = sys.read_counters(&dev, port).expect("counters");
+                let before = sim.cost().counts();
+                let other = sim.cost().scoped(|| {
+                    sys.read_other_counters(&dev, port, &full.source, Some(full.hw.clone()))
+                        .expect("counters")
+                });
+                let read = sim.cost().counts().since(&before);
+                assert_eq!(
+                    (&other.source, &other.pma, &other.hw, other.saturated),
+                    (&full.source, &full.pma, &full.hw, false),
+                    "{dev} port {port}"
+                );
+                assert!(other.tx_bytes.is_err() && other.rx_packets.is_err());
+                let pma_files = if matches!(full.source, CounterSource::Pma(_)) {
+                    full.pma.len() as u64
+                } else {
+                    0
+                };
+                assert_eq!(
+                    read.sysfs_files, pma_files,
+                    "{dev} port {port} ({:?}): {read:?}",
+                    full.source
+                );
+                sources.insert(format!("{:?}", full.source));
+            }
+        }
+        assert!(
+            sources.len() >= 3,
+            "PMA, netdev and other sources: {sources:?}"
+        );
     }
 
     /// Only IPoIB netdevs are read whole; the result is the full read's IPoIB part.

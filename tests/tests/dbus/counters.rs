@@ -115,10 +115,60 @@ async fn one_reading_is_shared_within_the_max_age_and_the_next_sees_new_traffic(
     assert_eq!(t1, t0, "a call within the max age shares the reading");
     assert_eq!(tx(&again), tx(&first));
     tokio::time::sleep(MAX_AGE + Duration::from_millis(50)).await;
-    let (t2, next) = mgr.get_all_counters().await.unwrap();
+    let (t2, mut next) = mgr.get_all_counters().await.unwrap();
     assert!(t2 >= t0 + MAX_AGE.as_micros() as u64, "{t0} then {t2}");
+    // The traffic counters are the tick's poll's: a reading made before the poll after the
+    // traffic shows them at the next.
+    let deadline = std::time::Instant::now() + 4 * TICK + 2 * MAX_AGE;
+    while tx(&next) == tx(&first) && std::time::Instant::now() < deadline {
+        tokio::time::sleep(MAX_AGE + Duration::from_millis(50)).await;
+        next = mgr.get_all_counters().await.unwrap().1;
+    }
     // 4 MB in 4-byte PMA words, which the counters give in bytes.
     assert_eq!(tx(&next) - tx(&first), 4_000_000);
+}
+
+/// The traffic counters come from the tick's poll, not from a read of their files: with no
+/// tick after the first, new traffic is not seen by a new reading, while the port's other
+/// counters are read anew.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_traffic_counters_are_the_polls_and_the_others_are_read_at_the_call() {
+    const AGE: Duration = Duration::from_millis(200);
+    let Some(r) = start_with(EngineConfig {
+        tick: Duration::from_secs(3600),
+        counters_max_age: AGE,
+        ..EngineConfig::default()
+    })
+    .await
+    else {
+        return;
+    };
+    let mgr = ManagerProxy::new(&r.client).await.unwrap();
+    let port = "/org/rdmamanager/RdmaManager1/Device/0/Port/1";
+    let of = |rows: &[rdma_manager_dbus::types::PortCounters], name: &str| {
+        rows.iter()
+            .find(|c| c.port.as_str() == port)
+            .and_then(|c| c.counters.get(name).copied())
+            .unwrap_or_else(|| panic!("{name} of mlx4_1 port 1: {rows:?}"))
+    };
+    let (_, first) = mgr.get_all_counters().await.unwrap();
+    r.sim.add_traffic("mlx4_1", 1, 4_000_000, 1_000).unwrap();
+    r.sim
+        .add_port_errors("mlx4_1", 1, "symbol_error", 7)
+        .unwrap();
+    tokio::time::sleep(AGE + Duration::from_millis(50)).await;
+    let (_, next) = mgr.get_all_counters().await.unwrap();
+    assert_eq!(of(&next, "tx_bytes"), of(&first, "tx_bytes"), "the poll's");
+    assert_eq!(of(&next, "symbol_error"), of(&first, "symbol_error") + 7);
+    // GetCounters reads the port whole at the call.
+    let p = PortProxy::builder(&r.client)
+        .path(port)
+        .unwrap()
+        .build()
+        .await
+        .unwrap();
+    let (_, _, now) = p.get_counters().await.unwrap();
+    assert_eq!(now["tx_bytes"], of(&first, "tx_bytes") + 4_000_000);
 }
 
 /// Scrapers within the max age of a reading cost no read of the host: the counter files are

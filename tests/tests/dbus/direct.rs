@@ -33,7 +33,7 @@ impl Running {
     fn listen(&self, bounds: Bounds) -> Result<DirectSocket, DirectError> {
         direct::listen_with(
             self.socket_path().as_ref(),
-            self.service.service.managed.clone(),
+            self.service.service.direct_sources(),
             bounds,
         )
     }
@@ -410,6 +410,54 @@ async fn the_direct_ibstat_is_what_the_client_renders_from_the_bus() {
 
 /// Only a call the socket served keeps a connection past the idle bound: GetDocument does,
 /// the same method refused (an argument, the wrong interface) does not.
+/// `GetAllCounters` on the direct socket is the bus's method: the same reading (the same
+/// time and rows while it is shared), an argument refused, and a new reading after the max
+/// age shared with the bus's callers in turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_direct_counters_are_the_bus_reading() {
+    use rdma_manager_dbus::types::PortCounters;
+    let Some(r) = start().await else { return };
+    let socket = r.listen(Bounds::default()).expect("listens");
+    let conn = connect_direct(&r.socket_path()).await.expect("connects");
+    let manager = rdma_manager_dbus::MANAGER_INTERFACE;
+    let call = |c: &Connection, dest: Option<&'static str>| {
+        let c = c.clone();
+        async move {
+            c.call_method(dest, ROOT_PATH, Some(manager), "GetAllCounters", &())
+                .await
+                .expect("GetAllCounters")
+                .body()
+                .deserialize::<(u64, Vec<PortCounters>)>()
+                .expect("(ta(osba{st}))")
+        }
+    };
+    let answered = socket.answered();
+    let (t_direct, direct) = call(&conn, None).await;
+    assert_eq!(socket.answered(), answered + 1);
+    let (t_bus, bus) = call(&r.client, Some(BUS_NAME)).await;
+    // The daemon's default max age (10 s) is longer than this test: one reading.
+    assert_eq!(t_direct, t_bus, "one reading shared by both");
+    assert_eq!(direct, bus);
+    assert_eq!(direct.len(), 5, "every port of the demo host: {direct:?}");
+    assert!(
+        direct.iter().all(|p| p.counters.contains_key("tx_bytes")),
+        "{direct:?}"
+    );
+
+    let (name, text) = refused(&conn, ROOT_PATH, manager, "GetAllCounters", &("all",)).await;
+    assert_eq!(name, "org.freedesktop.DBus.Error.InvalidArgs", "{text}");
+    let (name, _) = refused(
+        &conn,
+        "/org/rdmamanager/RdmaManager1/Device/0",
+        manager,
+        "GetAllCounters",
+        &(),
+    )
+    .await;
+    assert_eq!(name, "org.freedesktop.DBus.Error.UnknownMethod");
+    assert_eq!(socket.answered(), answered + 1, "refusals are not answers");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_a_served_call_keeps_a_connection() {
     let Some(r) = start().await else { return };
@@ -680,7 +728,7 @@ async fn a_client_that_never_reads_holds_its_slot_only_until_the_write_times_out
         ..Bounds::default()
     };
     let _socket =
-        direct::listen_with(&path, service.service.managed.clone(), bounds).expect("listens");
+        direct::listen_with(&path, service.service.direct_sources(), bounds).expect("listens");
 
     // The silent client: authenticates, calls GetManagedObjects, reads nothing more.
     let silent_path = path.clone();

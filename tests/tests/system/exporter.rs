@@ -58,6 +58,9 @@ struct Served {
     collector: Arc<Collector>,
     addr: SocketAddr,
     server: tokio::task::JoinHandle<std::io::Result<()>>,
+    /// The daemon's direct socket, which the exporter asks for the counters.
+    direct: rdma_managerd::dbus::direct::DirectSocket,
+    dir: tempfile::TempDir,
     _service: ServedSim,
 }
 
@@ -78,10 +81,16 @@ async fn serve(limits: Limits) -> Option<Served> {
         ..EngineConfig::default()
     };
     let service = serve_sim(&bus, &sim, config).await.expect("daemon");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let direct = rdma_managerd::dbus::direct::listen(
+        &dir.path().join("direct"),
+        service.service.direct_sources(),
+    )
+    .expect("direct socket");
     let conn = rdma_exporter::connect(&BusChoice::Address(bus.address().to_string()))
         .await
         .expect("exporter connects");
-    let collector = rdma_exporter::start(conn);
+    let collector = rdma_exporter::start(conn, Some(direct.path().to_path_buf()));
     assert!(
         rdma_exporter::wait_loaded(&collector, Duration::from_secs(10)).await,
         "the exporter read the daemon"
@@ -97,6 +106,8 @@ async fn serve(limits: Limits) -> Option<Served> {
         collector,
         addr,
         server,
+        direct,
+        dir,
         _service: service,
     })
 }
@@ -490,6 +501,54 @@ async fn scrape_until(
     }
 }
 
+/// The series of a scrape that come from the daemon's counters and model (not the
+/// exporter's own timings), with their values; PFC counters left out, as the simulated host
+/// moves them at every read.
+fn daemon_series(text: &str) -> Vec<&str> {
+    text.lines()
+        .filter(|l| l.starts_with("node_infiniband_") || l.starts_with("rdma_port_"))
+        .filter(|l| !l.starts_with("rdma_port_pfc_"))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_counters_come_through_the_direct_socket_as_the_bus_gives_them() -> Result<()> {
+    let Some(s) = serve(Limits::default()).await else {
+        return Ok(());
+    };
+    let before = s.direct.answered();
+    let (_, direct) = metrics(s.addr, None).await?;
+    ensure!(
+        s.direct.answered() == before + 1,
+        "one GetAllCounters on the direct socket, answered {} then {}",
+        before,
+        s.direct.answered()
+    );
+    ensure!(value(&direct, "rdma_exporter_port_read_errors") == Some(0.0));
+    ensure!(
+        direct.contains("rdma_port_transmitted_bytes_total{")
+            && direct.contains("node_infiniband_symbol_error_total{"),
+        "{direct}"
+    );
+
+    // An exporter asking the bus, and one given a socket that is not there (it falls back
+    // to the bus): the same series, and nothing more asked of the socket.
+    for socket in [None, Some(s.dir.path().join("absent"))] {
+        let conn = rdma_exporter::connect(&BusChoice::Address(s.bus.address().to_string())).await?;
+        let other = rdma_exporter::start(conn, socket.clone());
+        ensure!(rdma_exporter::wait_loaded(&other, Duration::from_secs(10)).await);
+        let scrape = other.scrape().await;
+        ensure!(scrape.counter_errors == 0, "{socket:?}: {scrape:?}");
+        let text = rdma_exporter::render(&scrape, rdma_exporter::Format::Prometheus);
+        ensure!(
+            daemon_series(&text) == daemon_series(&direct),
+            "{socket:?}: through the bus\n{text}\nthrough the socket\n{direct}"
+        );
+    }
+    ensure!(s.direct.answered() == before + 1);
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stale_daemon_and_unreadable_counters_show_and_clear() -> Result<()> {
     let Some(s) = serve(Limits::default()).await else {
@@ -611,7 +670,8 @@ async fn a_port_down_and_up_between_two_scrapes_is_counted_as_two_state_changes(
     // shows it too.
     ensure!(port.state_changes().await? == 2);
     let conn = rdma_exporter::connect(&BusChoice::Address(s.bus.address().to_string())).await?;
-    let late = rdma_exporter::start(conn);
+    // Without the direct socket: the counters through the bus, the same.
+    let late = rdma_exporter::start(conn, None);
     ensure!(rdma_exporter::wait_loaded(&late, Duration::from_secs(10)).await);
     let text = rdma_exporter::render(&*late.scrape().await, rdma_exporter::Format::Prometheus);
     ensure!(value(&text, series) == Some(2.0), "{text}");

@@ -203,7 +203,7 @@ async fn tui_reads_through_the_direct_socket_and_prints_the_same() -> Result<()>
     let served = serve_sim(&bus, &sim, EngineConfig::default()).await?;
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("direct");
-    let socket = direct::listen(&path, served.service.managed.clone())?;
+    let socket = direct::listen(&path, served.service.direct_sources())?;
     let tui = workspace_bin("rdma-tui")?;
     let address = format!("--address={}", bus.address());
     let direct_socket = format!("--direct-socket={}", path.display());

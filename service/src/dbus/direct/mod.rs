@@ -18,6 +18,8 @@
 //! arguments (its options, `--`, DEVICE and PORT) prints of the published objects, as
 //! `(stdout, message, cause)` where the message is ibstat's when it stopped on an error
 //! (`rdma-tui --ibstat`, rendered by the client's own adapter over the same records);
+//! the root's `GetAllCounters`, the bus's method sharing the bus's reading (rdma-exporter's
+//! scrape, whose half-megabyte reply the bus would otherwise relay);
 //! `org.freedesktop.DBus.Peer.Ping`; and `org.freedesktop.DBus.Hello`, with a name for the
 //! connection, because the usual tools (`busctl --address`, `gdbus call --address`) say
 //! Hello first on any address, as to a bus. Anything else gets `UnknownMethod`, naming the
@@ -39,7 +41,7 @@
 //! one uid served and waiting (a fifth of the same uid is closed at once: it would otherwise
 //! keep a slot that another user waits for), one call at a time on each (calls sent together are answered in order), the handshake within 5 s, each
 //! reply written within 30 s, and a connection closed after 60 s without a GetManagedObjects,
-//! GetDocument or GetIbstat (a Ping or a Hello does not keep it open: they are no work a connection is kept for). A
+//! GetDocument, GetIbstat or GetAllCounters (a Ping or a Hello does not keep it open: they are no work a connection is kept for). A
 //! client that connects and never reads holds one reply for at most 30 s.
 
 use std::collections::HashMap;
@@ -59,6 +61,7 @@ use zbus::message::{Flags, Type};
 use zbus::{Guid, Message};
 
 use super::managed::{reply_message, ManagedCache};
+use super::Context;
 use admission::{Admission, Arrival, ConnId};
 
 pub mod admission;
@@ -92,6 +95,7 @@ impl Default for Bounds {
 }
 
 const OBJECT_MANAGER: &str = "org.freedesktop.DBus.ObjectManager";
+const MANAGER: &str = rdma_manager_dbus::MANAGER_INTERFACE;
 /// The direct socket's own interface: what only this socket answers.
 pub const DIRECT: &str = "org.rdmamanager.RdmaManager1.Direct";
 const PEER: &str = "org.freedesktop.DBus.Peer";
@@ -136,17 +140,25 @@ impl Drop for DirectSocket {
     }
 }
 
-/// Listens on `path`, answering GetManagedObjects from `cache`. The directory is made if
-/// missing; a socket left at `path` by an earlier run is replaced (the caller owns the bus
-/// name, so no other instance serves it), anything else there is refused.
-pub fn listen(path: &Path, cache: Arc<ManagedCache>) -> Result<DirectSocket, DirectError> {
-    listen_with(path, cache, Bounds::default())
+/// What the socket answers from: the published objects' encodings and the daemon's
+/// context (GetAllCounters' shared reading, the engine).
+#[derive(Clone)]
+pub struct Sources {
+    pub managed: Arc<ManagedCache>,
+    pub ctx: Arc<Context>,
+}
+
+/// Listens on `path`, answering from `sources`. The directory is made if missing; a socket
+/// left at `path` by an earlier run is replaced (the caller owns the bus name, so no other
+/// instance serves it), anything else there is refused.
+pub fn listen(path: &Path, sources: Sources) -> Result<DirectSocket, DirectError> {
+    listen_with(path, sources, Bounds::default())
 }
 
 /// [`listen`] with other bounds (tests).
 pub fn listen_with(
     path: &Path,
-    cache: Arc<ManagedCache>,
+    sources: Sources,
     bounds: Bounds,
 ) -> Result<DirectSocket, DirectError> {
     let io_err = |source| DirectError::Io {
@@ -166,7 +178,7 @@ pub fn listen_with(
     // Every user may connect, as every user may call GetManagedObjects on the bus.
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666)).map_err(io_err)?;
     let answered = Arc::new(AtomicU64::new(0));
-    let task = tokio::spawn(accept_loop(listener, cache, bounds, answered.clone()));
+    let task = tokio::spawn(accept_loop(listener, sources, bounds, answered.clone()));
     Ok(DirectSocket {
         path: path.to_path_buf(),
         task,
@@ -177,6 +189,7 @@ pub fn listen_with(
 /// What every connection shares.
 struct Shared {
     cache: Arc<ManagedCache>,
+    ctx: Arc<Context>,
     bounds: Bounds,
     answered: Arc<AtomicU64>,
     admission: std::sync::Mutex<Admission>,
@@ -208,12 +221,13 @@ impl Drop for Leaving {
 
 async fn accept_loop(
     listener: UnixListener,
-    cache: Arc<ManagedCache>,
+    sources: Sources,
     bounds: Bounds,
     answered: Arc<AtomicU64>,
 ) {
     let shared = Arc::new(Shared {
-        cache,
+        cache: sources.managed,
+        ctx: sources.ctx,
         admission: std::sync::Mutex::new(Admission::new(bounds.connections, bounds.per_uid)),
         bounds,
         answered,
@@ -375,7 +389,7 @@ async fn serve_calls(
         }
         // While a call is answered the connection is not idle: its slot is not taken.
         shared.admission().started(id);
-        let (reply, worked) = answer(&msg, shared, name)?;
+        let (reply, worked) = answer(&msg, shared, name).await?;
         // Only a call answered with the objects or the document keeps the connection: a
         // signal, a no-reply call (filtered above) or a refused call costs the client
         // nothing and must not hold its slot.
@@ -402,8 +416,9 @@ fn bounded_socket(stream: UnixStream) -> zbus::connection::socket::BoxedSplit {
 }
 
 /// The reply to one method call of the connection named `name`, and whether it was the
-/// work a connection is kept for (the objects or the document, not a Ping or a refusal).
-fn answer(msg: &Message, shared: &Shared, name: &str) -> zbus::Result<(Message, bool)> {
+/// work a connection is kept for (the objects, the document, ibstat's text or the counters,
+/// not a Ping or a refusal).
+async fn answer(msg: &Message, shared: &Shared, name: &str) -> zbus::Result<(Message, bool)> {
     let hdr = msg.header();
     let path = hdr.path().map(|p| p.as_str());
     let interface = hdr.interface().map(|i| i.as_str());
@@ -416,6 +431,7 @@ fn answer(msg: &Message, shared: &Shared, name: &str) -> zbus::Result<(Message, 
         (Some(OBJECT_MANAGER) | None, "GetManagedObjects")
         | (Some(DIRECT) | None, "GetDocument") => Some(""),
         (Some(DIRECT) | None, "GetIbstat") => Some("as"),
+        (Some(MANAGER) | None, "GetAllCounters") => Some(""),
         _ => None,
     }
     .filter(|_| at_root);
@@ -455,8 +471,20 @@ fn answer(msg: &Message, shared: &Shared, name: &str) -> zbus::Result<(Message, 
                     .build(&(e.to_string(),)),
             }
         }
+        (_, "GetAllCounters") if served.is_some() => match all_counters(&shared.ctx).await {
+            Ok((time_us, ports)) => {
+                let reply = Message::method_return(&hdr)?.build(&(time_us, &*ports))?;
+                shared.answered.fetch_add(1, Ordering::Relaxed);
+                return Ok((reply, true));
+            }
+            Err(e) => {
+                use zbus::DBusError;
+                Message::error(&hdr, e.name())?.build(&(e.description().unwrap_or_default(),))
+            }
+        },
         _ => Message::error(&hdr, "org.freedesktop.DBus.Error.UnknownMethod")?.build(&(format!(
-            "the direct socket answers only GetManagedObjects, GetDocument and GetIbstat at \
+            "the direct socket answers only GetManagedObjects, GetDocument, GetIbstat and \
+             GetAllCounters at \
              {ROOT_PATH} and Peer.Ping; \
              call {}.{member} at {} on the system bus",
             interface.unwrap_or("(no interface)"),
@@ -464,4 +492,12 @@ fn answer(msg: &Message, shared: &Shared, name: &str) -> zbus::Result<(Message, 
         ),)),
     }?;
     Ok((reply, false))
+}
+
+/// The root's GetAllCounters: the reading the bus's callers share.
+async fn all_counters(
+    ctx: &Context,
+) -> Result<(u64, Arc<Vec<rdma_manager_dbus::types::PortCounters>>), rdma_manager_dbus::Error> {
+    let reading = ctx.counters().all(ctx.engine().await?).await?;
+    Ok((reading.time_us, reading.ports))
 }

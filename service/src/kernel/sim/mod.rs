@@ -1129,7 +1129,15 @@ impl Host for SimHost {
             ports
                 .iter()
                 .zip(faults)
-                .map(|(p, fault)| fault.and_then(|()| h.inner.sys.read_counters(&p.dev, p.port)))
+                .map(|(p, fault)| {
+                    fault.and_then(|()| match &p.polled {
+                        Some(source) => h
+                            .inner
+                            .sys
+                            .read_other_counters(&p.dev, p.port, source, None),
+                        None => h.inner.sys.read_counters(&p.dev, p.port),
+                    })
+                })
                 .collect()
         })
         .await

@@ -301,16 +301,25 @@ pub async fn compare(daemon: u32, bus: u32, devices: usize, n: usize) -> Result<
     let (e_ms, e_cpu) = cpu_during([e_pid, daemon, bus], scrapes(EXPORTER, n, fresh)).await?;
     let e_took = t0.elapsed();
     let t1 = Instant::now();
+    let exporter_before = ticks(e_pid);
     let (n_ms, n_cpu) = cpu_during([n_pid, daemon, bus], scrapes(NODE, n, gap)).await?;
     let (t_ms, t_cpu) = cpu_during([t_pid, daemon, bus], scrapes(NODE_TREE, n, gap)).await?;
+    let exporter_idle_ticks = ticks(e_pid).saturating_sub(exporter_before);
     let idle_took = t1.elapsed();
     let per = |t: u64| t as f64 / HZ * 1e3 / n as f64;
-    // The daemon's idle CPU over rdma-exporter's scrapes: its rate while the node_exporters
-    // were scraped (over the time that took, scrapes included), times their duration.
-    let idle_ms = (n_cpu[1] + t_cpu[1]) as f64 / HZ * 1e3;
-    let daemon_idle = idle_ms / idle_took.as_secs_f64() * e_took.as_secs_f64() / n as f64;
+    // What rdma-exporter, the daemon and the bus spend without a scrape of rdma-exporter
+    // (the daemon's tick and its signals, the bus relaying them, the exporter following
+    // them): their rates while the node_exporters were scraped (which ask nothing of them),
+    // times the duration of rdma-exporter's scrapes. A scrape's cost is what it adds.
+    let idle =
+        |t: u64| t as f64 / HZ * 1e3 / idle_took.as_secs_f64() * e_took.as_secs_f64() / n as f64;
+    let daemon_idle = idle(n_cpu[1] + t_cpu[1]);
+    let bus_idle = idle(n_cpu[2] + t_cpu[2]);
+    let exporter_idle = idle(exporter_idle_ticks);
+    let e_own = (per(e_cpu[0]) - exporter_idle).max(0.0);
     let e_daemon = (per(e_cpu[1]) - daemon_idle).max(0.0);
-    let e_total = per(e_cpu[0]) + e_daemon + per(e_cpu[2]);
+    let e_bus = (per(e_cpu[2]) - bus_idle).max(0.0);
+    let e_total = e_own + e_daemon + e_bus;
     let n_total = per(n_cpu[0]);
     let t_total = per(t_cpu[0]);
     figure(
@@ -330,12 +339,16 @@ pub async fn compare(daemon: u32, bus: u32, devices: usize, n: usize) -> Result<
     figure(
         "exporter_cpu_per_scrape_ms",
         format!(
-            "rdma-exporter {:.1} + rdma-managerd {:.1} (its {:.1} less {:.1} idle) + bus {:.1} = {:.1}; node_exporter on the InfiniBand tree {:.1}: {:.1}x; node_exporter on rxe (reads nothing) {:.1}",
+            "rdma-exporter {:.1} (its {:.1} less {:.1} idle) + rdma-managerd {:.1} (its {:.1} less {:.1} idle) + bus {:.1} (its {:.1} less {:.1} idle) = {:.1}; node_exporter on the InfiniBand tree {:.1}: {:.1}x; node_exporter on rxe (reads nothing) {:.1}",
+            e_own,
             per(e_cpu[0]),
+            exporter_idle,
             e_daemon,
             per(e_cpu[1]),
             daemon_idle,
+            e_bus,
             per(e_cpu[2]),
+            bus_idle,
             e_total,
             t_total,
             t_total / e_total.max(0.1),

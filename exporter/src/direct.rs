@@ -1,0 +1,111 @@
+//! GetAllCounters on the daemon's direct socket (docs/DBUS-API.md, "The direct socket"), the
+//! same call with the same reply as on the bus, without the bus daemon relaying it: on a host
+//! of hundreds of ports the relay cost the bus about as much CPU as the daemon spent reading.
+//!
+//! One connection is kept between scrapes; the daemon closes one idle for a minute, so a call
+//! that fails on a kept connection is made once more on a new one. A daemon without the
+//! method (an older one) is not asked again for [`RETRY_UNSUPPORTED`]; any failure sends
+//! the scrape to the bus, which answers the same.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use rdma_manager_dbus::{MANAGER_INTERFACE, ROOT_PATH};
+use tokio::net::UnixStream;
+use zbus::Connection;
+
+use crate::collect::Row;
+
+/// How long a daemon that does not answer GetAllCounters on its socket is left alone.
+pub const RETRY_UNSUPPORTED: Duration = Duration::from_secs(300);
+/// Connecting and the handshake, at most: a daemon whose slots are all taken keeps a
+/// connection waiting, and the scrape goes to the bus instead.
+const CONNECT: Duration = Duration::from_secs(2);
+
+/// The socket and what is kept of it.
+pub struct DirectSocket {
+    path: PathBuf,
+    state: tokio::sync::Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    conn: Option<Connection>,
+    /// Set when the daemon answered UnknownMethod: not asked again before then.
+    unsupported_until: Option<Instant>,
+}
+
+impl DirectSocket {
+    pub fn new(path: PathBuf) -> DirectSocket {
+        DirectSocket {
+            path,
+            state: tokio::sync::Mutex::new(State::default()),
+        }
+    }
+
+    /// Every port's counters, or why not (the caller asks the bus then).
+    pub async fn all_counters(&self) -> zbus::Result<(u64, Vec<Row>)> {
+        let mut state = self.state.lock().await;
+        if state.unsupported_until.is_some_and(|t| Instant::now() < t) {
+            return Err(zbus::Error::Failure(
+                "the daemon does not answer GetAllCounters on its direct socket".into(),
+            ));
+        }
+        let kept = state.conn.is_some();
+        for fresh in [!kept, true] {
+            if fresh {
+                state.conn = Some(self.connect().await?);
+            }
+            let Some(conn) = state.conn.clone() else {
+                continue;
+            };
+            match call(&conn).await {
+                Ok(r) => return Ok(r),
+                Err(zbus::Error::MethodError(name, detail, _))
+                    if name.as_str() == "org.freedesktop.DBus.Error.UnknownMethod" =>
+                {
+                    state.unsupported_until = Some(Instant::now() + RETRY_UNSUPPORTED);
+                    state.conn = None;
+                    return Err(zbus::Error::Failure(detail.unwrap_or_default()));
+                }
+                // The daemon's own error (the counters could not be read): the bus gives the
+                // same, no new connection would help.
+                Err(e @ zbus::Error::MethodError(..)) => return Err(e),
+                Err(e) => {
+                    state.conn = None;
+                    if fresh {
+                        return Err(e);
+                    }
+                    tracing::debug!("direct socket: {e}; connecting again");
+                }
+            }
+        }
+        Err(zbus::Error::Failure("not reached".into()))
+    }
+
+    async fn connect(&self) -> zbus::Result<Connection> {
+        let connecting = async {
+            let stream = UnixStream::connect(&self.path).await?;
+            zbus::connection::Builder::unix_stream(stream)
+                .p2p()
+                .build()
+                .await
+        };
+        tokio::time::timeout(CONNECT, connecting)
+            .await
+            .map_err(|_| zbus::Error::Failure("no handshake in time".into()))?
+    }
+}
+
+async fn call(conn: &Connection) -> zbus::Result<(u64, Vec<Row>)> {
+    let reply = conn
+        .call_method(
+            None::<&str>,
+            ROOT_PATH,
+            Some(MANAGER_INTERFACE),
+            "GetAllCounters",
+            &(),
+        )
+        .await?;
+    reply.body().deserialize()
+}
