@@ -52,6 +52,8 @@ type Collected = (Instant, Arc<Scrape>);
 pub struct Collector {
     conn: Connection,
     direct: Option<DirectSocket>,
+    /// The last [`Route`] of the counters.
+    route: std::sync::atomic::AtomicU8,
     model: Arc<Mutex<Model>>,
     last: Arc<tokio::sync::Mutex<Option<Collected>>>,
     /// Why following the daemon stopped, once it has.
@@ -68,6 +70,7 @@ impl Collector {
         Collector {
             conn,
             direct: direct.map(DirectSocket::new),
+            route: std::sync::atomic::AtomicU8::new(Route::Unknown as u8),
             model,
             last: Arc::new(tokio::sync::Mutex::new(None)),
             stopped: tokio::sync::watch::Sender::new(None),
@@ -161,8 +164,18 @@ impl Collector {
     async fn get_all_counters(&self) -> zbus::Result<(u64, Vec<Row>)> {
         if let Some(direct) = &self.direct {
             match direct.all_counters().await {
-                Ok(r) => return Ok(r),
-                Err(e) => tracing::debug!("GetAllCounters on the direct socket: {e}; on the bus"),
+                Ok(r) => {
+                    self.route(Route::Direct, || {
+                        format!("counters on the direct socket {}", direct.path().display())
+                    });
+                    return Ok(r);
+                }
+                Err(e) => self.route(Route::Bus, || {
+                    format!(
+                        "counters on the bus: the direct socket {} did not answer: {e}",
+                        direct.path().display()
+                    )
+                }),
             }
         }
         let reply = self
@@ -176,6 +189,27 @@ impl Collector {
             )
             .await?;
         reply.body().deserialize()
+    }
+}
+
+/// Where the counters were asked last: the log says when that changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum Route {
+    Unknown = 0,
+    Direct = 1,
+    Bus = 2,
+}
+
+impl Collector {
+    /// Logs `what` when the counters' route changes (once, not at every scrape).
+    fn route(&self, now: Route, what: impl FnOnce() -> String) {
+        let before = self
+            .route
+            .swap(now as u8, std::sync::atomic::Ordering::Relaxed);
+        if before != now as u8 {
+            tracing::info!("{}", what());
+        }
     }
 }
 

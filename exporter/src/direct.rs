@@ -43,6 +43,10 @@ impl DirectSocket {
         }
     }
 
+    pub fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+
     /// Every port's counters, or why not (the caller asks the bus then).
     pub async fn all_counters(&self) -> zbus::Result<(u64, Vec<Row>)> {
         let mut state = self.state.lock().await;
@@ -51,36 +55,36 @@ impl DirectSocket {
                 "the daemon does not answer GetAllCounters on its direct socket".into(),
             ));
         }
-        let kept = state.conn.is_some();
-        for fresh in [!kept, true] {
-            if fresh {
-                state.conn = Some(self.connect().await?);
-            }
-            let Some(conn) = state.conn.clone() else {
-                continue;
-            };
-            match call(&conn).await {
-                Ok(r) => return Ok(r),
-                Err(zbus::Error::MethodError(name, detail, _))
-                    if name.as_str() == "org.freedesktop.DBus.Error.UnknownMethod" =>
-                {
-                    state.unsupported_until = Some(Instant::now() + RETRY_UNSUPPORTED);
-                    state.conn = None;
-                    return Err(zbus::Error::Failure(detail.unwrap_or_default()));
-                }
-                // The daemon's own error (the counters could not be read): the bus gives the
-                // same, no new connection would help.
-                Err(e @ zbus::Error::MethodError(..)) => return Err(e),
-                Err(e) => {
-                    state.conn = None;
-                    if fresh {
-                        return Err(e);
-                    }
+        // A kept connection the daemon has closed (idle for a minute) fails at once: once
+        // more on a new one.
+        if let Some(kept) = state.conn.clone() {
+            match self.call(&mut state, &kept).await {
+                Err(e) if is_transport(&e) => {
                     tracing::debug!("direct socket: {e}; connecting again");
                 }
+                answered => return answered,
             }
         }
-        Err(zbus::Error::Failure("not reached".into()))
+        let conn = self.connect().await?;
+        state.conn = Some(conn.clone());
+        self.call(&mut state, &conn).await
+    }
+
+    /// The call on `conn`; a connection that failed is dropped, a daemon without the method
+    /// left alone for a while.
+    async fn call(&self, state: &mut State, conn: &Connection) -> zbus::Result<(u64, Vec<Row>)> {
+        let answered = call(conn).await;
+        match &answered {
+            Err(zbus::Error::MethodError(name, _, _))
+                if name.as_str() == "org.freedesktop.DBus.Error.UnknownMethod" =>
+            {
+                state.unsupported_until = Some(Instant::now() + RETRY_UNSUPPORTED);
+                state.conn = None;
+            }
+            Err(e) if is_transport(e) => state.conn = None,
+            _ => {}
+        }
+        answered
     }
 
     async fn connect(&self) -> zbus::Result<Connection> {
@@ -108,4 +112,9 @@ async fn call(conn: &Connection) -> zbus::Result<(u64, Vec<Row>)> {
         )
         .await?;
     reply.body().deserialize()
+}
+
+/// A failure of the connection rather than an answer of the daemon.
+fn is_transport(e: &zbus::Error) -> bool {
+    !matches!(e, zbus::Error::MethodError(..))
 }

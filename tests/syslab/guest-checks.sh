@@ -793,7 +793,7 @@ c_broker_daemon() {
 
 # The packaged rdma-exporter (docs/METRICS.md) under its unit's sandbox: socket-activated, so
 # the first scrape starts it as user nobody with no capabilities; it reads the daemon
-# over the system bus as any user may. A flap of rxe1's netdev (the late veth) shows in the
+# over the system bus and its direct socket as any user may. A flap of rxe1's netdev (the late veth) shows in the
 # daemon's count of state changes, which the exporter serves.
 scrape() {
   timeout 60 bash -c 'exec 3<>/dev/tcp/127.0.0.1/10041 || exit 1
@@ -841,6 +841,11 @@ c_exporter() {
   is_inactive rdma-exporter.service || fail "the service runs before the first scrape"
   scraped_ok
   is_active rdma-exporter.service || fail "the first scrape did not start the service"
+  # Under its sandbox the exporter reaches the daemon's direct socket (the bus would answer
+  # the same: only its log says which).
+  exporter_journal | grep "counters on" || true
+  exporter_journal | grep -q "counters on the direct socket /run/rdma-manager/direct" \
+    || fail "rdma-exporter did not ask for the counters on the direct socket"
   local before after
   before=$(rxe1_state_changes)
   echo "state changes of rxe1/1 before the flap: $before"

@@ -76,8 +76,11 @@ impl LinuxHost {
 /// A port's driver counters through STAT_GET, under the names `hw_counters/` gives them;
 /// `None` when the kernel does not give them so (a driver without port statistics, a device
 /// gone): the files are read instead, which say the same or that there are none.
-fn hw_counters_by_netlink(nl: &NldevClient, p: &CounterPort) -> Option<Vec<(String, u64)>> {
-    match nl.port_stats(p.dev_index, p.port) {
+fn hw_counters_by_netlink(
+    read: Result<Vec<(String, u64)>, HostError>,
+    p: &CounterPort,
+) -> Option<Vec<(String, u64)>> {
+    match read {
         Ok(hw) => Some(hw),
         Err(e) => {
             tracing::trace!(dev = %p.dev, port = p.port, error = %e, "STAT_GET");
@@ -299,10 +302,16 @@ impl Host for LinuxHost {
                 let nl = NldevClient::open()
                     .inspect_err(|e| tracing::debug!(error = %e, "hw counters read from sysfs"))
                     .ok();
+                let keys: Vec<(u32, u32)> = ports.iter().map(|p| (p.dev_index, p.port)).collect();
+                let mut by_netlink = match &nl {
+                    Some(c) => c.ports_stats(&keys),
+                    None => Vec::new(),
+                }
+                .into_iter();
                 Ok(ports
                     .iter()
                     .map(|p| {
-                        let hw = nl.as_ref().and_then(|c| hw_counters_by_netlink(c, p));
+                        let hw = by_netlink.next().and_then(|r| hw_counters_by_netlink(r, p));
                         match &p.polled {
                             Some(source) => s.read_other_counters(&p.dev, p.port, source, hw),
                             None => s.read_counters_with(&p.dev, p.port, hw),

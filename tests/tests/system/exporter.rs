@@ -61,7 +61,7 @@ struct Served {
     /// The daemon's direct socket, which the exporter asks for the counters.
     direct: rdma_managerd::dbus::direct::DirectSocket,
     dir: tempfile::TempDir,
-    _service: ServedSim,
+    service: ServedSim,
 }
 
 impl Drop for Served {
@@ -108,7 +108,7 @@ async fn serve(limits: Limits) -> Option<Served> {
         server,
         direct,
         dir,
-        _service: service,
+        service,
     })
 }
 
@@ -546,6 +546,41 @@ async fn the_counters_come_through_the_direct_socket_as_the_bus_gives_them() -> 
         );
     }
     ensure!(s.direct.answered() == before + 1);
+    Ok(())
+}
+
+/// A kept connection the daemon closed for idleness is replaced at the next scrape, which
+/// still gets its counters on the socket, not on the bus.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_closed_for_idleness_is_made_again() -> Result<()> {
+    use rdma_managerd::dbus::direct::{self, Bounds};
+    let Some(s) = serve(Limits::default()).await else {
+        return Ok(());
+    };
+    let path = s.dir.path().join("impatient");
+    let idle = Duration::from_millis(300);
+    let socket = direct::listen_with(
+        &path,
+        s.service.service.direct_sources(),
+        Bounds {
+            idle,
+            ..Bounds::default()
+        },
+    )?;
+    let conn = rdma_exporter::connect(&BusChoice::Address(s.bus.address().to_string())).await?;
+    let exporter = rdma_exporter::start(conn, Some(path));
+    ensure!(rdma_exporter::wait_loaded(&exporter, Duration::from_secs(10)).await);
+    for n in 1..=2 {
+        let scrape = exporter.scrape().await;
+        ensure!(scrape.counter_errors == 0, "{scrape:?}");
+        ensure!(
+            socket.answered() == n,
+            "scrape {n}: {} answered",
+            socket.answered()
+        );
+        // Past the exporter's reuse and the socket's idle bound.
+        tokio::time::sleep(idle.max(rdma_exporter::collect::REUSE) * 2).await;
+    }
     Ok(())
 }
 

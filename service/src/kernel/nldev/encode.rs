@@ -38,7 +38,17 @@ pub fn encode_sys_get(seq: u32) -> Vec<u8> {
 /// DEV/PORT`): a doit with DEV_INDEX and PORT_INDEX and no STAT_RES, which makes the kernel
 /// answer with the port's STAT_HWCOUNTERS table.
 pub fn encode_stat_get(seq: u32, dev_index: u32, port: u32) -> Vec<u8> {
-    Request::new(nldev_type(cmd::STAT_GET), DOIT_FLAGS, seq)
+    stat_get(seq, dev_index, port, DOIT_FLAGS)
+}
+
+/// [`encode_stat_get`] without the ACK flag, for a batch ([`super::msg::BatchAnswers`]): the
+/// answer is the data or the error, one message either way.
+pub fn encode_stat_get_unacked(seq: u32, dev_index: u32, port: u32) -> Vec<u8> {
+    stat_get(seq, dev_index, port, NLM_F_REQUEST)
+}
+
+fn stat_get(seq: u32, dev_index: u32, port: u32, flags: u16) -> Vec<u8> {
+    Request::new(nldev_type(cmd::STAT_GET), flags, seq)
         .u32(attr::DEV_INDEX, dev_index)
         .u32(attr::PORT_INDEX, port)
         .finish()

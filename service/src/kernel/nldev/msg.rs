@@ -98,6 +98,73 @@ impl Request {
     }
 }
 
+/// Follows the answers to a batch of doit requests sent together without the ACK flag, with
+/// the sequence numbers `first`, `first + 1`, ...: each ends with one message, its data or
+/// its NLMSG_ERROR. Messages of other sequence numbers (a reply to an earlier batch that
+/// timed out) and acks are skipped; a request's second answer is ignored.
+#[derive(Debug)]
+pub struct BatchAnswers<T> {
+    first: u32,
+    answers: Vec<Option<Result<T, HostError>>>,
+    left: usize,
+    op: Op,
+}
+
+impl<T> BatchAnswers<T> {
+    pub fn new(first: u32, n: usize, op: Op) -> BatchAnswers<T> {
+        BatchAnswers {
+            first,
+            answers: (0..n).map(|_| None).collect(),
+            left: n,
+            op,
+        }
+    }
+
+    /// Requests not answered yet.
+    pub fn left(&self) -> usize {
+        self.left
+    }
+
+    /// Takes one datagram, each data message decoded by `decode`.
+    pub fn feed(
+        &mut self,
+        datagram: &[u8],
+        decode: impl Fn(&[u8]) -> Result<T, WireError>,
+    ) -> Result<(), WireError> {
+        for m in parse_messages(datagram)? {
+            let i = m.seq.wrapping_sub(self.first) as usize;
+            let Some(slot) = self.answers.get_mut(i).filter(|a| a.is_none()) else {
+                continue;
+            };
+            let answer = match m.kind {
+                NLMSG_ERROR => match error_code(&m)? {
+                    0 => continue,
+                    err => Err(HostError::kernel(
+                        self.op.clone(),
+                        Errno(err.saturating_abs()),
+                    )),
+                },
+                k if k >= NLMSG_MIN_TYPE => decode(m.payload).map_err(|e| HostError::Protocol {
+                    op: self.op.clone(),
+                    reason: e.to_string(),
+                }),
+                _ => continue,
+            };
+            *slot = Some(answer);
+            self.left -= 1;
+        }
+        Ok(())
+    }
+
+    /// Every request's answer, in order; one not answered gets `unanswered`.
+    pub fn finish(self, unanswered: impl Fn() -> HostError) -> Vec<Result<T, HostError>> {
+        self.answers
+            .into_iter()
+            .map(|a| a.unwrap_or_else(|| Err(unanswered())))
+            .collect()
+    }
+}
+
 /// Follows the replies to one request.
 ///
 /// Messages with another sequence number are stale (a reply to an earlier request that
@@ -304,6 +371,37 @@ pub(crate) mod testutil {
 mod tests {
     use super::testutil::*;
     use super::*;
+
+    #[test]
+    fn a_batch_matches_answers_to_requests_by_sequence() {
+        let mut b: BatchAnswers<Vec<u8>> = BatchAnswers::new(100, 3, Op::NlStatGet);
+        // Request 101 refused, a stale reply of an earlier batch, an ack: in one datagram.
+        let mut d = error(101, -19, 0x140c);
+        d.extend(kmsg(0x140c, 0, 42, b"stale"));
+        d.extend(error(100, 0, 0x140c));
+        b.feed(&d, |p| Ok(p.to_vec())).expect("parses");
+        assert_eq!(b.left(), 2);
+        b.feed(&kmsg(0x140c, 0, 100, b"data"), |p| Ok(p.to_vec()))
+            .expect("parses");
+        // A second answer to 100 is not taken.
+        b.feed(&kmsg(0x140c, 0, 100, b"late"), |p| Ok(p.to_vec()))
+            .expect("parses");
+        assert_eq!(b.left(), 1);
+        let out = b.finish(|| HostError::Protocol {
+            op: Op::NlStatGet,
+            reason: "no answer".into(),
+        });
+        assert_eq!(out[0].as_ref().expect("data").as_slice(), b"data");
+        assert_eq!(
+            out[1].as_ref().expect_err("refused").errno(),
+            Some(Errno(19))
+        );
+        assert!(
+            matches!(out[2], Err(HostError::Protocol { .. })),
+            "{:?}",
+            out[2]
+        );
+    }
 
     #[test]
     fn request_header_layout() {
