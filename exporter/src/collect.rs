@@ -34,7 +34,7 @@ pub struct Counters {
 /// What one scrape renders.
 #[derive(Debug, Clone, Default)]
 pub struct Scrape {
-    pub view: View,
+    pub view: Arc<View>,
     /// By port object path; a port whose counters could not be read is absent.
     pub counters: HashMap<String, Counters>,
     /// Ports of the view without counters in this collection.
@@ -128,7 +128,7 @@ impl Collector {
     }
 
     async fn collect(&self) -> Scrape {
-        let view = lock(&self.model).view();
+        let view = lock(&self.model).shared_view();
         let started = Instant::now();
         let mut scrape = Scrape::default();
         match tokio::time::timeout(CALL_TIMEOUT, self.get_all_counters()).await {

@@ -172,11 +172,15 @@ pub enum Link {
 pub struct Model {
     objects: BTreeMap<String, Interfaces>,
     pub link: Link,
+    /// The last view read out, until the objects or the link change: the model changes far
+    /// less often than it is scraped, and reading the view out was a fifth of a scrape.
+    view: Option<std::sync::Arc<View>>,
 }
 
 impl Model {
     /// Replaces everything with a fresh reading of the daemon's objects.
     pub fn replace(&mut self, objects: Objects) {
+        self.view = None;
         self.objects = objects
             .into_iter()
             .map(|(path, ifaces)| (path.to_string(), interfaces(ifaces)))
@@ -186,6 +190,7 @@ impl Model {
 
     /// The daemon left the bus: nothing is known until it is back.
     pub fn clear(&mut self, why: String) {
+        self.view = None;
         self.objects.clear();
         self.link = Link::Unavailable(why);
     }
@@ -198,6 +203,7 @@ impl Model {
         changed: HashMap<String, OwnedValue>,
         invalidated: &[String],
     ) {
+        self.view = None;
         let Some(ifaces) = self.objects.get_mut(path) else {
             return;
         };
@@ -219,6 +225,7 @@ impl Model {
 
     /// An InterfacesAdded of `path`.
     pub fn add(&mut self, path: &str, added: HashMap<String, Props>) {
+        self.view = None;
         let object = self.objects.entry(path.to_string()).or_default();
         for (name, kept) in interfaces(added) {
             object.retain(|(n, _)| *n != name);
@@ -228,10 +235,23 @@ impl Model {
 
     /// An InterfacesRemoved of `path`.
     pub fn remove(&mut self, path: &str, interfaces: &[String]) {
+        self.view = None;
         if let Some(ifaces) = self.objects.get_mut(path) {
             ifaces.retain(|(n, _)| !interfaces.iter().any(|i| i == n));
             if ifaces.is_empty() {
                 self.objects.remove(path);
+            }
+        }
+    }
+
+    /// What a scrape shows, shared with the scrapes since the model last changed.
+    pub fn shared_view(&mut self) -> std::sync::Arc<View> {
+        match &self.view {
+            Some(v) if v.link == self.link => v.clone(),
+            _ => {
+                let v = std::sync::Arc::new(self.view());
+                self.view = Some(v.clone());
+                v
             }
         }
     }

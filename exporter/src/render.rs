@@ -125,8 +125,24 @@ trait Value {
 }
 
 impl Value for u64 {
+    /// Digits written directly: most of a scrape's samples are integers, and the formatting
+    /// machinery costs several times the digits.
     fn write(self, s: &mut String) {
-        let _ = write!(s, "{self}");
+        let mut digits = [0u8; 20];
+        let mut i = digits.len();
+        let mut n = self;
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        // ASCII digits: always UTF-8.
+        if let Ok(text) = std::str::from_utf8(&digits[i..]) {
+            s.push_str(text);
+        }
     }
 }
 
@@ -143,6 +159,11 @@ impl Value for f64 {
 }
 
 fn escape_label(s: &mut String, v: &str) {
+    // Nearly every value (names, numbers, GUIDs) has nothing to escape: copied whole.
+    if !v.bytes().any(|b| matches!(b, b'\\' | b'"' | b'\n')) {
+        s.push_str(v);
+        return;
+    }
     for c in v.chars() {
         match c {
             '\\' => s.push_str("\\\\"),
@@ -698,5 +719,35 @@ fn state_set(o: &mut Out, family: usize, p: &PortView, names: &[&str], current: 
             &[("device", &p.device), ("port", &n), ("state", s)],
             u64::from(*s == current),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_are_written_as_formatting_writes_them() {
+        for n in [0u64, 7, 10, 4_096, 1_000_000_007, u64::MAX] {
+            let mut s = String::from("x ");
+            n.write(&mut s);
+            assert_eq!(s, format!("x {n}"));
+        }
+    }
+
+    #[test]
+    fn label_values_are_escaped_only_where_needed() {
+        for (v, want) in [
+            ("mlx5_0", "mlx5_0"),
+            ("0xfe80::1", "0xfe80::1"),
+            ("a\"b", "a\\\"b"),
+            ("back\\slash", "back\\\\slash"),
+            ("two\nlines", "two\\nlines"),
+            ("é", "é"),
+        ] {
+            let mut s = String::new();
+            escape_label(&mut s, v);
+            assert_eq!(s, want, "{v:?}");
+        }
     }
 }
