@@ -178,18 +178,26 @@ impl Collector {
                 }),
             }
         }
-        let reply = self
-            .conn
-            .call_method(
-                Some(BUS_NAME),
-                ROOT_PATH,
-                Some(MANAGER_IFACE),
-                "GetAllCounters",
-                &(),
-            )
-            .await?;
-        reply.body().deserialize()
+        all_counters_on(&self.conn, Some(BUS_NAME)).await
     }
+}
+
+/// GetAllCounters on `conn`: the bus (the daemon's name as `destination`) or the direct
+/// socket (none).
+pub(crate) async fn all_counters_on(
+    conn: &Connection,
+    destination: Option<&str>,
+) -> zbus::Result<(u64, Vec<Row>)> {
+    let reply = conn
+        .call_method(
+            destination,
+            ROOT_PATH,
+            Some(MANAGER_IFACE),
+            "GetAllCounters",
+            &(),
+        )
+        .await?;
+    reply.body().deserialize()
 }
 
 /// Where the counters were asked last: the log says when that changes.

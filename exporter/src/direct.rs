@@ -10,11 +10,10 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use rdma_manager_dbus::{MANAGER_INTERFACE, ROOT_PATH};
 use tokio::net::UnixStream;
 use zbus::Connection;
 
-use crate::collect::Row;
+use crate::collect::{all_counters_on, Row};
 
 /// How long a daemon that does not answer GetAllCounters on its socket is left alone.
 pub const RETRY_UNSUPPORTED: Duration = Duration::from_secs(300);
@@ -73,7 +72,7 @@ impl DirectSocket {
     /// The call on `conn`; a connection that failed is dropped, a daemon without the method
     /// left alone for a while.
     async fn call(&self, state: &mut State, conn: &Connection) -> zbus::Result<(u64, Vec<Row>)> {
-        let answered = call(conn).await;
+        let answered = all_counters_on(conn, None).await;
         match &answered {
             Err(zbus::Error::MethodError(name, _, _))
                 if name.as_str() == "org.freedesktop.DBus.Error.UnknownMethod" =>
@@ -99,19 +98,6 @@ impl DirectSocket {
             .await
             .map_err(|_| zbus::Error::Failure("no handshake in time".into()))?
     }
-}
-
-async fn call(conn: &Connection) -> zbus::Result<(u64, Vec<Row>)> {
-    let reply = conn
-        .call_method(
-            None::<&str>,
-            ROOT_PATH,
-            Some(MANAGER_INTERFACE),
-            "GetAllCounters",
-            &(),
-        )
-        .await?;
-    reply.body().deserialize()
 }
 
 /// A failure of the connection rather than an answer of the daemon.

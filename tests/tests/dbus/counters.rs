@@ -39,6 +39,16 @@ async fn start() -> Option<Running> {
     .await
 }
 
+/// No tick after the first, and readings shared for `max_age`.
+async fn start_without_ticks(max_age: Duration) -> Option<Running> {
+    start_with(EngineConfig {
+        tick: Duration::from_secs(3600),
+        counters_max_age: max_age,
+        ..EngineConfig::default()
+    })
+    .await
+}
+
 async fn start_with(config: EngineConfig) -> Option<Running> {
     let bus = session_bus_or_skip()?;
     let sim = SimHost::new(fixtures::demo_host()).expect("demo");
@@ -50,6 +60,14 @@ async fn start_with(config: EngineConfig) -> Option<Running> {
         _service: service,
         bus,
     })
+}
+
+/// Counter `name` of the port at `port` in a GetAllCounters reply.
+fn counter(rows: &[rdma_manager_dbus::types::PortCounters], port: &str, name: &str) -> u64 {
+    rows.iter()
+        .find(|c| c.port.as_str() == port)
+        .and_then(|c| c.counters.get(name).copied())
+        .unwrap_or_else(|| panic!("{name} of {port}: {rows:?}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -103,12 +121,7 @@ async fn one_reading_is_shared_within_the_max_age_and_the_next_sees_new_traffic(
     let Some(r) = start().await else { return };
     let mgr = ManagerProxy::new(&r.client).await.unwrap();
     let port = "/org/rdmamanager/RdmaManager1/Device/0/Port/1";
-    let tx = |rows: &[rdma_manager_dbus::types::PortCounters]| {
-        rows.iter()
-            .find(|c| c.port.as_str() == port)
-            .and_then(|c| c.counters.get("tx_bytes").copied())
-            .expect("tx_bytes of mlx4_1 port 1")
-    };
+    let tx = |rows: &[rdma_manager_dbus::types::PortCounters]| counter(rows, port, "tx_bytes");
     let (t0, first) = mgr.get_all_counters().await.unwrap();
     r.sim.add_traffic("mlx4_1", 1, 4_000_000, 1_000).unwrap();
     let (t1, again) = mgr.get_all_counters().await.unwrap();
@@ -134,23 +147,13 @@ async fn one_reading_is_shared_within_the_max_age_and_the_next_sees_new_traffic(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_traffic_counters_are_the_polls_and_the_others_are_read_at_the_call() {
     const AGE: Duration = Duration::from_millis(200);
-    let Some(r) = start_with(EngineConfig {
-        tick: Duration::from_secs(3600),
-        counters_max_age: AGE,
-        ..EngineConfig::default()
-    })
-    .await
-    else {
+    let Some(r) = start_without_ticks(AGE).await else {
         return;
     };
     let mgr = ManagerProxy::new(&r.client).await.unwrap();
     let port = "/org/rdmamanager/RdmaManager1/Device/0/Port/1";
-    let of = |rows: &[rdma_manager_dbus::types::PortCounters], name: &str| {
-        rows.iter()
-            .find(|c| c.port.as_str() == port)
-            .and_then(|c| c.counters.get(name).copied())
-            .unwrap_or_else(|| panic!("{name} of mlx4_1 port 1: {rows:?}"))
-    };
+    let of =
+        |rows: &[rdma_manager_dbus::types::PortCounters], name: &str| counter(rows, port, name);
     let (_, first) = mgr.get_all_counters().await.unwrap();
     r.sim.add_traffic("mlx4_1", 1, 4_000_000, 1_000).unwrap();
     r.sim
@@ -177,13 +180,7 @@ async fn the_traffic_counters_are_the_polls_and_the_others_are_read_at_the_call(
 async fn calls_within_the_max_age_read_the_files_once() {
     const AGE: Duration = Duration::from_secs(3);
     // No tick after the first: the poll and the sweep read nothing while the test counts.
-    let Some(r) = start_with(EngineConfig {
-        tick: Duration::from_secs(3600),
-        counters_max_age: AGE,
-        ..EngineConfig::default()
-    })
-    .await
-    else {
+    let Some(r) = start_without_ticks(AGE).await else {
         return;
     };
     let mgr = ManagerProxy::new(&r.client).await.unwrap();
