@@ -8,13 +8,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rdma_manager_dbus::{BUS_NAME, ROOT_PATH};
-use zbus::zvariant::OwnedObjectPath;
+use rdma_manager_dbus::BUS_NAME;
 use zbus::Connection;
 
+use crate::all_counters::{all_counters_on, Row};
 use crate::direct::DirectSocket;
 use crate::follow::lock;
-use crate::model::{Model, View, MANAGER_IFACE};
+use crate::model::{Model, View};
 
 /// A collection this young is served again instead of asking the daemon once more.
 pub const REUSE: Duration = Duration::from_secs(1);
@@ -182,24 +182,6 @@ impl Collector {
     }
 }
 
-/// GetAllCounters on `conn`: the bus (the daemon's name as `destination`) or the direct
-/// socket (none).
-pub(crate) async fn all_counters_on(
-    conn: &Connection,
-    destination: Option<&str>,
-) -> zbus::Result<(u64, Vec<Row>)> {
-    let reply = conn
-        .call_method(
-            destination,
-            ROOT_PATH,
-            Some(MANAGER_IFACE),
-            "GetAllCounters",
-            &(),
-        )
-        .await?;
-    reply.body().deserialize()
-}
-
 /// Where the counters were asked last: the log says when that changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
@@ -220,6 +202,3 @@ impl Collector {
         }
     }
 }
-
-/// One port of GetAllCounters: (object, source, saturated, counters by name).
-pub(crate) type Row = (OwnedObjectPath, String, bool, HashMap<String, u64>);

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use tokio::net::UnixStream;
 use zbus::Connection;
 
-use crate::collect::{all_counters_on, Row};
+use crate::all_counters::{all_counters_on, Row};
 
 /// How long a daemon that does not answer GetAllCounters on its socket is left alone.
 pub const RETRY_UNSUPPORTED: Duration = Duration::from_secs(300);

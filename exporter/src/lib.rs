@@ -1,6 +1,7 @@
 //! rdma-exporter: rdma-managerd's model and counters for Prometheus, over HTTP or as a
 //! textfile for node_exporter. A client of the daemon's D-Bus API only (docs/METRICS.md).
 
+pub mod all_counters;
 pub mod args;
 pub mod collect;
 pub mod direct;
