@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use rdma_manager_dbus::BUS_NAME;
 use zbus::Connection;
 
-use crate::all_counters::{all_counters_on, Row};
+use crate::all_counters::all_counters_on;
 use crate::direct::DirectSocket;
 use crate::follow::lock;
 use crate::model::{Model, View};
@@ -23,13 +23,7 @@ pub const REUSE: Duration = Duration::from_secs(1);
 /// scrape timeout (10 s by default).
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// A port's counters as GetCounters gives them: (source, saturated, counters by name).
-#[derive(Debug, Clone, Default)]
-pub struct Counters {
-    pub source: String,
-    pub saturated: bool,
-    pub values: HashMap<String, u64>,
-}
+pub use crate::all_counters::{Counters, Values};
 
 /// What one scrape renders.
 #[derive(Debug, Clone, Default)]
@@ -134,19 +128,7 @@ impl Collector {
         match tokio::time::timeout(CALL_TIMEOUT, self.get_all_counters()).await {
             Ok(Ok((time_us, rows))) => {
                 scrape.counters_time_us = time_us;
-                scrape.counters = rows
-                    .into_iter()
-                    .map(|(path, source, saturated, values)| {
-                        (
-                            path.to_string(),
-                            Counters {
-                                source,
-                                saturated,
-                                values,
-                            },
-                        )
-                    })
-                    .collect();
+                scrape.counters = rows.into_iter().collect();
             }
             Ok(Err(e)) => tracing::debug!("GetAllCounters: {e}"),
             Err(_) => tracing::debug!("GetAllCounters timed out"),
@@ -161,7 +143,7 @@ impl Collector {
         scrape
     }
 
-    async fn get_all_counters(&self) -> zbus::Result<(u64, Vec<Row>)> {
+    async fn get_all_counters(&self) -> zbus::Result<(u64, Vec<(String, Counters)>)> {
         if let Some(direct) = &self.direct {
             match direct.all_counters().await {
                 Ok(r) => {

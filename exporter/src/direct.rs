@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use tokio::net::UnixStream;
 use zbus::Connection;
 
-use crate::all_counters::{all_counters_on, Row};
+use crate::all_counters::{all_counters_on, Counters};
 
 /// How long a daemon that does not answer GetAllCounters on its socket is left alone.
 pub const RETRY_UNSUPPORTED: Duration = Duration::from_secs(300);
@@ -47,7 +47,7 @@ impl DirectSocket {
     }
 
     /// Every port's counters, or why not (the caller asks the bus then).
-    pub async fn all_counters(&self) -> zbus::Result<(u64, Vec<Row>)> {
+    pub async fn all_counters(&self) -> zbus::Result<(u64, Vec<(String, Counters)>)> {
         let mut state = self.state.lock().await;
         if state.unsupported_until.is_some_and(|t| Instant::now() < t) {
             return Err(zbus::Error::Failure(
@@ -71,7 +71,11 @@ impl DirectSocket {
 
     /// The call on `conn`; a connection that failed is dropped, a daemon without the method
     /// left alone for a while.
-    async fn call(&self, state: &mut State, conn: &Connection) -> zbus::Result<(u64, Vec<Row>)> {
+    async fn call(
+        &self,
+        state: &mut State,
+        conn: &Connection,
+    ) -> zbus::Result<(u64, Vec<(String, Counters)>)> {
         let answered = all_counters_on(conn, None).await;
         match &answered {
             Err(zbus::Error::MethodError(name, _, _))

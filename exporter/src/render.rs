@@ -349,7 +349,7 @@ fn counter_samples<'a>(
 ) {
     for (key, family) in keys {
         if let Some(x) = c.values.get(key) {
-            o.sample(family, labels, *x);
+            o.sample(family, labels, x);
         }
     }
 }
@@ -603,23 +603,22 @@ fn own_metrics(o: &mut Out, scrape: &Scrape) {
         let l = [("device", p.device.as_str()), ("port", n.as_str())];
         counter_samples(o, c, &l, traffic.into_iter());
         o.sample(saturated, &l, u64::from(c.saturated));
-        let mut names: Vec<(&String, &u64)> = c.values.iter().collect();
-        names.sort();
-        for (name, x) in names {
+        // By name, as the values are kept.
+        for (name, x) in c.values.iter() {
             if let Some(hw_name) = name.strip_prefix("hw.") {
-                o.sample(hw, &[l[0], l[1], ("stat", hw_name)], *x);
+                o.sample(hw, &[l[0], l[1], ("stat", hw_name)], x);
             } else if name == "pause.tx_frames" {
-                o.sample(pause_sent, &l, *x);
+                o.sample(pause_sent, &l, x);
             } else if name == "pause.rx_frames" {
-                o.sample(pause_received, &l, *x);
+                o.sample(pause_received, &l, x);
             } else if let Some(prio) = name.strip_prefix("pfc.requests.") {
-                o.sample(pfc_sent, &[l[0], l[1], ("priority", prio)], *x);
+                o.sample(pfc_sent, &[l[0], l[1], ("priority", prio)], x);
             } else if let Some(prio) = name.strip_prefix("pfc.indications.") {
-                o.sample(pfc_received, &[l[0], l[1], ("priority", prio)], *x);
-            } else if !NODE_DATA.iter().any(|(k, _, _)| k == name)
-                && !NODE_PMA.iter().any(|(k, _, _)| k == name)
+                o.sample(pfc_received, &[l[0], l[1], ("priority", prio)], x);
+            } else if !NODE_DATA.iter().any(|(k, _, _)| *k == name)
+                && !NODE_PMA.iter().any(|(k, _, _)| *k == name)
             {
-                o.sample(other, &[l[0], l[1], ("stat", name)], *x);
+                o.sample(other, &[l[0], l[1], ("stat", name)], x);
             }
         }
     }
