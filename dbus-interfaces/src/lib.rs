@@ -115,8 +115,6 @@ pub fn change_path(id: u32) -> String {
     format!("{ROOT_PATH}/Change/{id}")
 }
 
-/// The root's own interface (the manager: Devices, GetAllCounters, ...).
-pub const MANAGER_INTERFACE: &str = "org.rdmamanager.RdmaManager1";
 /// The interface at the root for IP settings through NetworkManager.
 pub const NETWORK_INTERFACE: &str = "org.rdmamanager.RdmaManager1.Network";
 /// The interface of a change waiting for confirmation.

@@ -78,3 +78,31 @@ pub fn long_options() -> Vec<String> {
         .filter_map(|a| a.get_long().map(str::to_string))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Args, clap::Error> {
+        Args::try_parse_from(std::iter::once("rdma-exporter").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn the_direct_socket_is_the_system_daemons_unless_told_otherwise() {
+        let path = |args: &[&str]| parse(args).expect("parses").direct_socket_path();
+        let default = Some(PathBuf::from(rdma_manager_dbus::DIRECT_SOCKET_PATH));
+        assert_eq!(path(&[]), default);
+        assert_eq!(path(&["--session"]), None);
+        assert_eq!(path(&["--address", "unix:path=/run/x"]), None);
+        assert_eq!(
+            path(&["--session", "--direct-socket", "/tmp/d"]),
+            Some(PathBuf::from("/tmp/d"))
+        );
+        assert_eq!(path(&["--no-direct-socket"]), None);
+        let both = parse(&["--direct-socket", "/tmp/d", "--no-direct-socket"]);
+        assert_eq!(
+            both.expect_err("refused").kind(),
+            clap::error::ErrorKind::ArgumentConflict
+        );
+    }
+}

@@ -162,18 +162,7 @@ impl Collector {
         }
         all_counters_on(&self.conn, Some(BUS_NAME)).await
     }
-}
 
-/// Where the counters were asked last: the log says when that changes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-enum Route {
-    Unknown = 0,
-    Direct = 1,
-    Bus = 2,
-}
-
-impl Collector {
     /// Logs `what` when the counters' route changes (once, not at every scrape).
     fn route(&self, now: Route, what: impl FnOnce() -> String) {
         let before = self
@@ -183,4 +172,13 @@ impl Collector {
             tracing::info!("{}", what());
         }
     }
+}
+
+/// Where the counters were asked last: the log says when that changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum Route {
+    Unknown = 0,
+    Direct = 1,
+    Bus = 2,
 }

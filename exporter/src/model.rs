@@ -6,10 +6,12 @@ use std::collections::{BTreeMap, HashMap};
 
 use zbus::zvariant::OwnedValue;
 
-pub const MANAGER_IFACE: &str = "org.rdmamanager.RdmaManager1";
-pub const DEVICE_IFACE: &str = "org.rdmamanager.RdmaManager1.Device";
-pub const PORT_IFACE: &str = "org.rdmamanager.RdmaManager1.Port";
-pub const IPOIB_IFACE: &str = "org.rdmamanager.RdmaManager1.Ipoib";
+use rdma_manager_dbus::records;
+
+pub const MANAGER_IFACE: &str = records::Manager::INTERFACE;
+pub const DEVICE_IFACE: &str = records::Device::INTERFACE;
+pub const PORT_IFACE: &str = records::Port::INTERFACE;
+pub const IPOIB_IFACE: &str = records::Ipoib::INTERFACE;
 
 /// One object's properties of one interface.
 pub type Props = HashMap<String, OwnedValue>;

@@ -63,11 +63,7 @@ struct Raw {
     tick: u64,
     /// When the counters were read, in seconds (see [`PortHistory::record`]).
     read_at: f64,
-    tx_bytes: Option<u64>,
-    rx_bytes: Option<u64>,
-    tx_packets: Option<u64>,
-    rx_packets: Option<u64>,
-    saturated: bool,
+    counters: PolledTraffic,
 }
 
 /// A port's traffic counters as its last poll read them (what GetAllCounters serves, at most
@@ -361,26 +357,29 @@ impl PortHistory {
         let now = Raw {
             tick,
             read_at,
-            tx_bytes: c.tx_bytes.clone().ok(),
-            rx_bytes: c.rx_bytes.clone().ok(),
-            tx_packets: c.tx_packets.clone().ok(),
-            rx_packets: c.rx_packets.clone().ok(),
-            saturated: c.saturated,
+            counters: PolledTraffic {
+                tx_bytes: c.tx_bytes.clone().ok(),
+                rx_bytes: c.rx_bytes.clone().ok(),
+                tx_packets: c.tx_packets.clone().ok(),
+                rx_packets: c.rx_packets.clone().ok(),
+                saturated: c.saturated,
+            },
         };
         let mut fl = if c.saturated { flags::SATURATED } else { 0 };
         let rates = match self.last {
             Some(prev) if prev.tick < tick => {
                 let secs = now.read_at - prev.read_at;
-                let tx = rate(prev.tx_bytes, now.tx_bytes, secs);
-                let rx = rate(prev.rx_bytes, now.rx_bytes, secs);
+                let (p, n) = (prev.counters, now.counters);
+                let tx = rate(p.tx_bytes, n.tx_bytes, secs);
+                let rx = rate(p.rx_bytes, n.rx_bytes, secs);
                 if tx.is_none() && rx.is_none() {
                     fl |= flags::NO_DATA;
                 }
                 Rates {
                     tx_bytes: tx.unwrap_or(0.0),
                     rx_bytes: rx.unwrap_or(0.0),
-                    tx_packets: rate(prev.tx_packets, now.tx_packets, secs).unwrap_or(0.0),
-                    rx_packets: rate(prev.rx_packets, now.rx_packets, secs).unwrap_or(0.0),
+                    tx_packets: rate(p.tx_packets, n.tx_packets, secs).unwrap_or(0.0),
+                    rx_packets: rate(p.rx_packets, n.rx_packets, secs).unwrap_or(0.0),
                 }
             }
             _ => {
@@ -430,13 +429,7 @@ impl PortHistory {
 
     /// The traffic counters of the port's last poll, `None` before its first.
     pub fn last_traffic(&self) -> Option<PolledTraffic> {
-        self.last.map(|r| PolledTraffic {
-            tx_bytes: r.tx_bytes,
-            rx_bytes: r.rx_bytes,
-            tx_packets: r.tx_packets,
-            rx_packets: r.rx_packets,
-            saturated: r.saturated,
-        })
+        self.last.map(|r| r.counters)
     }
 
     /// The coarse ring's closed buckets with data, oldest first, each stamped with its last

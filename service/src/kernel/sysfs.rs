@@ -610,13 +610,7 @@ impl SysRoot {
                 "port {port} of RDMA device {dev}"
             )));
         }
-        let hw = match hw {
-            Some(mut hw) => {
-                hw.sort_by(|a, b| a.0.cmp(&b.0));
-                hw
-            }
-            None => self.read_counter_dir(&dir.join("hw_counters"), &["lifespan"]),
-        };
+        let hw = self.driver_counters(&dir, hw);
         let pma = match source {
             CounterSource::Pma(_) => self.read_counter_dir(&dir.join("counters"), &PMA_TRAFFIC),
             _ => Vec::new(),
@@ -649,13 +643,7 @@ impl SysRoot {
             )));
         }
         let pma_dir = dir.join("counters");
-        let hw = match hw {
-            Some(mut hw) => {
-                hw.sort_by(|a, b| a.0.cmp(&b.0));
-                hw
-            }
-            None => self.read_counter_dir(&dir.join("hw_counters"), &["lifespan"]),
-        };
+        let hw = self.driver_counters(&dir, hw);
         let mut snap = CounterSnapshot {
             source: self.counter_source(dev, port),
             tx_bytes: Err(AttrError::Missing),
@@ -703,6 +691,18 @@ impl SysRoot {
             CounterSource::None => {}
         }
         Ok(snap)
+    }
+
+    /// The driver's counters of the port at `dir`, sorted by name: `hw` when they were read
+    /// otherwise (RDMA netlink lists them in the kernel's order), else its `hw_counters/`.
+    fn driver_counters(&self, dir: &Path, hw: Option<Vec<(String, u64)>>) -> Vec<(String, u64)> {
+        match hw {
+            Some(mut hw) => {
+                hw.sort_by(|a, b| a.0.cmp(&b.0));
+                hw
+            }
+            None => self.read_counter_dir(&dir.join("hw_counters"), &["lifespan"]),
+        }
     }
 
     /// Every readable "%llu" file of a counter directory, sorted by name.

@@ -419,7 +419,7 @@ async fn the_direct_counters_are_the_bus_reading() {
     let Some(r) = start().await else { return };
     let socket = r.listen(Bounds::default()).expect("listens");
     let conn = connect_direct(&r.socket_path()).await.expect("connects");
-    let manager = rdma_manager_dbus::MANAGER_INTERFACE;
+    let manager = rdma_manager_dbus::records::Manager::INTERFACE;
     let call = |c: &Connection, dest: Option<&'static str>| {
         let c = c.clone();
         async move {

@@ -95,7 +95,7 @@ impl Default for Bounds {
 }
 
 const OBJECT_MANAGER: &str = "org.freedesktop.DBus.ObjectManager";
-const MANAGER: &str = rdma_manager_dbus::MANAGER_INTERFACE;
+const MANAGER: &str = rdma_manager_dbus::records::Manager::INTERFACE;
 /// The direct socket's own interface: what only this socket answers.
 pub const DIRECT: &str = "org.rdmamanager.RdmaManager1.Direct";
 const PEER: &str = "org.freedesktop.DBus.Peer";
@@ -390,7 +390,7 @@ async fn serve_calls(
         // While a call is answered the connection is not idle: its slot is not taken.
         shared.admission().started(id);
         let (reply, worked) = answer(&msg, shared, name).await?;
-        // Only a call answered with the objects or the document keeps the connection: a
+        // Only a call answered with what the socket serves keeps the connection: a
         // signal, a no-reply call (filtered above) or a refused call costs the client
         // nothing and must not hold its slot.
         if worked {
