@@ -11,15 +11,26 @@ const SD_LISTEN_FDS_START: i32 = 3;
 
 fn main() -> Result<()> {
     let args = Args::parse();
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        // RDMA_EXPORTER_LOG=debug (or warn, ...) sets the level; info by default.
-        .with_max_level(
-            std::env::var("RDMA_EXPORTER_LOG")
-                .ok()
-                .and_then(|l| l.parse::<tracing::Level>().ok())
-                .unwrap_or(tracing::Level::INFO),
-        )
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    // RDMA_EXPORTER_LOG=debug (or warn, ...) sets the level; info by default.
+    let level = std::env::var("RDMA_EXPORTER_LOG")
+        .ok()
+        .and_then(|l| l.parse::<tracing::Level>().ok())
+        .unwrap_or(tracing::Level::INFO);
+    // zbus warns at every connection to the daemon's direct socket that it refuses file
+    // descriptors, which it does by design (docs/DBUS-API.md): shown only when debugging.
+    let handshake = if level >= tracing::Level::DEBUG {
+        level
+    } else {
+        tracing::Level::ERROR
+    };
+    let filter = tracing_subscriber::filter::Targets::new()
+        .with_default(level)
+        .with_target("zbus::connection::handshake", handshake);
+    tracing_subscriber::registry()
+        .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
+        .with(filter)
         .init();
     // One thread: a scrape is a handful of bus calls and some text, and a small resident set
     // matters more here than parallel scrapes.
