@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use rdma_manager_tests::gmo::run_quiet as run;
-use rdma_manager_tests::procfs::cpu_ticks;
+use rdma_manager_tests::procfs::{cpu_ticks, cpu_user_sys};
 use rdma_manager_tests::scrape;
 use rdma_managerd::engine::DEFAULT_COUNTERS_MAX_AGE;
 use rdma_managerd::kernel::sim::{fixtures, SimHost};
@@ -298,7 +298,9 @@ pub async fn compare(daemon: u32, bus: u32, devices: usize, n: usize) -> Result<
     let gap = Duration::from_millis(1100);
     tokio::time::sleep(fresh).await;
     let t0 = Instant::now();
+    let split_before = [e_pid, daemon].map(cpu_user_sys);
     let (e_ms, e_cpu) = cpu_during([e_pid, daemon, bus], scrapes(EXPORTER, n, fresh)).await?;
+    let split_after = [e_pid, daemon].map(cpu_user_sys);
     let e_took = t0.elapsed();
     let t1 = Instant::now();
     let exporter_before = ticks(e_pid);
@@ -355,6 +357,20 @@ pub async fn compare(daemon: u32, bus: u32, devices: usize, n: usize) -> Result<
             n_total,
         ),
     );
+    // Where the scrapes' CPU went: user space (decoding, rendering, serialising) or the
+    // kernel (the daemon's netlink and sysfs reads, the sockets), idle work included.
+    let split = |i: usize| match (split_before[i], split_after[i]) {
+        (Some((u0, s0)), Some((u1, s1))) => format!(
+            "user {:.1}, system {:.1}",
+            per(u1.saturating_sub(u0)),
+            per(s1.saturating_sub(s0))
+        ),
+        _ => "?".into(),
+    };
+    figure(
+        "exporter_cpu_per_scrape_user_system_ms",
+        format!("rdma-exporter {}; rdma-managerd {}", split(0), split(1)),
+    );
     drop(node_tree);
     drop(sim);
     let _ = std::fs::remove_dir_all(TREE);
@@ -400,6 +416,18 @@ pub async fn compare(daemon: u32, bus: u32, devices: usize, n: usize) -> Result<
             list(&scraped)
         ),
     );
+
+    // Where a scrape's time goes in the guest (with `run-lab.sh --with-perf`): the exporter
+    // and the daemon over three scrapes, each a read of every port's counters.
+    super::perf_profile_during(
+        &format!("{e_pid},{daemon}"),
+        "/tmp/perf-scrapes.data",
+        async {
+            scrapes(EXPORTER, 3, fresh).await?;
+            Ok(())
+        },
+    )
+    .await?;
 
     flap(devices).await?;
     drop((exporter, node));

@@ -1381,36 +1381,52 @@ async fn idle_only(pid: u32, t0: Instant, runs: usize) -> Result<()> {
             format!("{} ({} threads)", line.join(", "), th1.len()),
         );
     }
-    if std::path::Path::new("/usr/bin/perf").exists() {
-        perf_profile(pid)?;
-    }
-    Ok(())
+    // Where the idle daemon's time goes in the guest, over 30 s more.
+    perf_profile_during(&pid.to_string(), "/tmp/perf-idle.data", async {
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        Ok(())
+    })
+    .await
 }
 
-/// `perf record` of the daemon for 30 s at 1 kHz, and the symbols it spent its samples in,
-/// printed as `perf: LINE`.
-fn perf_profile(pid: u32) -> Result<()> {
+/// `perf record` at 1 kHz of the processes `pids` (comma-separated) while `during` runs, and
+/// the symbols they spent their samples in, printed as `perf self: LINE` and `perf
+/// children: LINE`. Only where the image has `perf` (`run-lab.sh --with-perf`): else
+/// `during` runs alone.
+pub(crate) async fn perf_profile_during(
+    pids: &str,
+    data: &str,
+    during: impl std::future::Future<Output = Result<()>>,
+) -> Result<()> {
+    if !std::path::Path::new("/usr/bin/perf").exists() {
+        return during.await;
+    }
     let _ = std::fs::write("/proc/sys/kernel/kptr_restrict", "0");
     let _ = std::fs::write("/proc/sys/kernel/perf_event_paranoid", "-1");
-    let data = "/tmp/perf-idle.data";
-    let status = Command::new("perf")
-        .args(["record", "-q", "-F", "1000", "-g", "-o", data, "-p"])
-        .arg(pid.to_string())
-        .args(["--", "sleep", "30"])
+    let mut record = Command::new("perf")
+        .args(["record", "-q", "-F", "1000", "-g", "-o", data, "-p", pids])
         .stdout(Stdio::null())
-        .status()
+        .spawn()
         .context("perf record")?;
-    if !status.success() {
+    // perf's start: its first samples, not its setup, should meet `during`.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let ran = during.await;
+    // SIGINT: perf writes its data and exits.
+    // SAFETY: kill(2) on a child this function started and has not reaped.
+    unsafe { libc::kill(record.id() as i32, libc::SIGINT) };
+    let status = record.wait().context("perf record")?;
+    ran?;
+    if !status.success() && status.code() != Some(130) {
         bail!("perf record: {status}");
     }
     for (what, args) in [
         (
             "self",
-            &["--no-children", "--sort", "dso,sym", "-g", "none"][..],
+            &["--no-children", "--sort", "comm,dso,sym", "-g", "none"][..],
         ),
         (
             "children",
-            &["--children", "--sort", "sym", "-g", "none"][..],
+            &["--children", "--sort", "comm,sym", "-g", "none"][..],
         ),
     ] {
         let out = Command::new("perf")
