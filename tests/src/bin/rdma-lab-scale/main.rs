@@ -1416,7 +1416,9 @@ pub(crate) async fn perf_profile_during(
     unsafe { libc::kill(record.id() as i32, libc::SIGINT) };
     let status = record.wait().context("perf record")?;
     ran?;
-    if !status.success() && status.code() != Some(130) {
+    // perf stops on the SIGINT by raising it again: that is its normal end.
+    let interrupted = std::os::unix::process::ExitStatusExt::signal(&status) == Some(libc::SIGINT);
+    if !status.success() && !interrupted && status.code() != Some(130) {
         bail!("perf record: {status}");
     }
     for (what, args) in [
