@@ -42,6 +42,16 @@ impl Values {
     }
 }
 
+impl<'a> FromIterator<(&'a str, u64)> for Values {
+    /// Counters given in any order, kept sorted by name.
+    fn from_iter<I: IntoIterator<Item = (&'a str, u64)>>(pairs: I) -> Self {
+        let mut values: Vec<(Arc<str>, u64)> =
+            pairs.into_iter().map(|(n, v)| (Arc::from(n), v)).collect();
+        values.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        Values(values)
+    }
+}
+
 /// GetAllCounters on `conn`: the bus (the daemon's name as `destination`) or the direct
 /// socket (none). Returns when the daemon read them (µs since the epoch) and each port's
 /// counters by its object path.

@@ -21,7 +21,7 @@ use tokio::sync::Semaphore;
 use tokio::time::timeout;
 
 use crate::collect::Collector;
-use crate::render::{render_with, Format, OwnCounter};
+use crate::render::{write_scrape, Format, OwnCounter, Sink};
 
 #[derive(Debug, Clone)]
 pub struct Limits {
@@ -106,6 +106,8 @@ pub struct Request {
     pub path: String,
     pub accept: Option<String>,
     pub keep_alive: bool,
+    /// HTTP/1.1 (else 1.0, which has no chunked responses).
+    pub http_1_1: bool,
 }
 
 async fn connection(
@@ -114,6 +116,9 @@ async fn connection(
     limits: &Limits,
     stats: &Stats,
 ) -> Result<(), RequestError> {
+    // A scrape is written in chunks as it is rendered: each sent at once, not held for the
+    // peer's acknowledgement of the last (Nagle's algorithm).
+    let _ = stream.set_nodelay(true);
     let mut buf: Vec<u8> = Vec::with_capacity(1024);
     loop {
         let head = match read_head(&mut stream, &mut buf, limits).await {
@@ -161,6 +166,13 @@ async fn connection(
         };
         let head_only = req.method == "HEAD";
         let path = req.path.split('?').next().unwrap_or("");
+        if path == "/metrics" && (req.method == "GET" || head_only) {
+            let keep_alive = metrics(&mut stream, collector, limits, stats, &req).await?;
+            if !keep_alive {
+                return Ok(());
+            }
+            continue;
+        }
         let (status, ctype, body) = if req.method != "GET" && !head_only {
             (
                 "405 Method Not Allowed",
@@ -169,12 +181,6 @@ async fn connection(
             )
         } else {
             match path {
-                "/metrics" => {
-                    let format = Format::from_accept(req.accept.as_deref());
-                    let scrape = collector.scrape().await;
-                    let body = render_with(&scrape, format, &http_counters(stats));
-                    ("200 OK", format.content_type(), body)
-                }
                 "/" => ("200 OK", "text/html; charset=utf-8", INDEX.to_string()),
                 _ => (
                     "404 Not Found",
@@ -193,13 +199,81 @@ async fn connection(
             req.keep_alive,
         )
         .await?;
-        if path == "/metrics" {
-            drop(body);
-            crate::release_freed_memory();
-        }
         if !req.keep_alive {
             return Ok(());
         }
+    }
+}
+
+/// A scrape's response, written as it is rendered: chunked (HTTP/1.1 keep-alive), else
+/// ended by closing the connection, as HTTP/1.0 and `Connection: close` have it. Whether the
+/// connection stays open.
+async fn metrics(
+    stream: &mut TcpStream,
+    collector: &Collector,
+    limits: &Limits,
+    stats: &Stats,
+    req: &Request,
+) -> Result<bool, RequestError> {
+    let format = Format::from_accept(req.accept.as_deref());
+    let chunked = req.keep_alive && req.http_1_1;
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: {}\r\n{}\r\n",
+        format.content_type(),
+        if chunked {
+            "Transfer-Encoding: chunked\r\nConnection: keep-alive\r\n"
+        } else {
+            "Connection: close\r\n"
+        },
+    );
+    let write = async {
+        if req.method == "HEAD" {
+            // The head a GET would get, without the scrape.
+            return stream.write_all(head.as_bytes()).await;
+        }
+        let scrape = collector.scrape().await;
+        stream.write_all(head.as_bytes()).await?;
+        let mut body = Body {
+            stream: &mut *stream,
+            chunked,
+            frame: Vec::new(),
+        };
+        write_scrape(&mut body, &scrape, format, &http_counters(stats)).await?;
+        if chunked {
+            stream.write_all(b"0\r\n\r\n").await?;
+        }
+        stream.flush().await
+    };
+    match timeout(limits.write_timeout, write).await {
+        Ok(Ok(())) => Ok(chunked),
+        Ok(Err(e)) => Err(RequestError::Io(e.to_string())),
+        Err(_) => Err(RequestError::Timeout(limits.write_timeout)),
+    }
+}
+
+/// A response's body as the scrape is written: each piece a chunk of its own when chunked,
+/// else the bytes as they are.
+struct Body<'a> {
+    stream: &'a mut TcpStream,
+    chunked: bool,
+    /// A chunk with its framing, sent in one write.
+    frame: Vec<u8>,
+}
+
+impl Sink for Body<'_> {
+    async fn write(&mut self, text: &str) -> std::io::Result<()> {
+        if text.is_empty() {
+            return Ok(());
+        }
+        if !self.chunked {
+            return self.stream.write_all(text.as_bytes()).await;
+        }
+        self.frame.clear();
+        self.frame
+            .extend_from_slice(format!("{:x}\r\n", text.len()).as_bytes());
+        self.frame.extend_from_slice(text.as_bytes());
+        self.frame.extend_from_slice(b"\r\n");
+        self.stream.write_all(&self.frame).await
     }
 }
 
@@ -308,6 +382,7 @@ pub fn parse_head(head: &[u8]) -> Result<Request, RequestError> {
         path: path.to_string(),
         accept,
         keep_alive,
+        http_1_1: version == "HTTP/1.1",
     })
 }
 

@@ -70,7 +70,7 @@ async fn serve(args: &Args, collector: std::sync::Arc<rdma_exporter::Collector>)
                 );
             }
             let scrape = collector.scrape().await;
-            textfile::write_atomic(path, &render(&scrape, Format::Prometheus))?;
+            textfile::write_atomic(path, &render(&scrape, Format::Prometheus).await)?;
             drop(scrape);
             rdma_exporter::release_freed_memory();
             let Some(every) = args.interval else {

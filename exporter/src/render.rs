@@ -4,11 +4,15 @@
 //! units and label sets (node_exporter 1.5, Debian 12's `prometheus-node-exporter`), so that
 //! a dashboard or rule written for it works unchanged; then what it lacks, under `rdma_`
 //! (docs/METRICS.md lists every metric and its source).
+//!
+//! A scrape is written family after family, each going over the ports, into a [`Sink`] a
+//! chunk at a time: an HTTP response streams it rather than holding megabytes of text.
 
 use std::fmt::Write;
+use std::io;
 
-use crate::collect::{Counters, Scrape};
-use crate::model::{Link, PortView};
+use crate::collect::{Counters, Scrape, Values};
+use crate::model::{IpoibView, Link, PortView, RootView};
 
 /// The exposition format of a response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,80 +47,143 @@ enum Kind {
     Gauge,
 }
 
-/// One metric family: its samples are written together under one HELP and TYPE.
-struct Family {
+/// Where an exposition's text goes, a chunk at a time: an HTTP response as it is written
+/// ([`crate::http`]), or a string (the textfile, tests).
+pub trait Sink {
+    fn write(&mut self, text: &str) -> impl std::future::Future<Output = io::Result<()>>;
+}
+
+impl Sink for String {
+    async fn write(&mut self, text: &str) -> io::Result<()> {
+        self.push_str(text);
+        Ok(())
+    }
+}
+
+/// Text held before it goes to the sink. A scrape of a large host is megabytes: written as
+/// it is made, a chunk at a time, it never sits whole in memory.
+const CHUNK: usize = 32 * 1024;
+
+/// The family a sample is written in: its HELP and TYPE come before its first sample, and a
+/// family without samples is not written at all.
+struct Head {
     name: &'static str,
-    help: &'static str,
     kind: Kind,
-    samples: String,
+    help: &'static str,
+    written: bool,
 }
 
-/// The families of a scrape, in order.
-struct Out {
-    families: Vec<Family>,
+/// An exposition being written: families one after another, each sample's line whole.
+struct Exposition<'s, S> {
+    sink: &'s mut S,
+    buf: String,
+    format: Format,
+    family: Head,
 }
 
-impl Out {
-    fn family(&mut self, name: &'static str, kind: Kind, help: &'static str) -> usize {
-        if let Some(i) = self.families.iter().position(|f| f.name == name) {
-            return i;
+impl<'s, S: Sink> Exposition<'s, S> {
+    fn new(sink: &'s mut S, format: Format) -> Self {
+        Exposition {
+            sink,
+            buf: String::with_capacity(CHUNK + 4 * 1024),
+            format,
+            family: Head {
+                name: "",
+                kind: Kind::Gauge,
+                help: "",
+                written: true,
+            },
         }
-        self.families.push(Family {
+    }
+
+    /// The next samples are of the family `name`.
+    fn family(&mut self, name: &'static str, kind: Kind, help: &'static str) {
+        self.family = Head {
             name,
-            help,
             kind,
-            samples: String::new(),
-        });
-        self.families.len() - 1
+            help,
+            written: false,
+        };
     }
 
-    fn sample(&mut self, family: usize, labels: &[(&str, &str)], value: impl Value) {
-        let f = &mut self.families[family];
-        f.samples.push_str(f.name);
-        if !labels.is_empty() {
-            f.samples.push('{');
-            for (i, (k, v)) in labels.iter().enumerate() {
-                if i > 0 {
-                    f.samples.push(',');
-                }
-                f.samples.push_str(k);
-                f.samples.push_str("=\"");
-                escape_label(&mut f.samples, v);
-                f.samples.push('"');
-            }
-            f.samples.push('}');
-        }
-        f.samples.push(' ');
-        value.write(&mut f.samples);
-        f.samples.push('\n');
-    }
-
-    fn write(self, format: Format) -> String {
-        let mut s =
-            String::with_capacity(self.families.iter().map(|f| f.samples.len() + 128).sum());
-        for f in self.families {
-            if f.samples.is_empty() {
-                continue;
-            }
+    /// A sample's name, and before the family's first its HELP and TYPE.
+    fn start_sample(&mut self) {
+        let f = &mut self.family;
+        if !f.written {
+            f.written = true;
             // OpenMetrics names a counter family without the `_total` of its samples.
-            let family_name = match (format, f.kind) {
+            let family_name = match (self.format, f.kind) {
                 (Format::OpenMetrics, Kind::Counter) => {
                     f.name.strip_suffix("_total").unwrap_or(f.name)
                 }
                 _ => f.name,
             };
-            let _ = writeln!(s, "# HELP {family_name} {}", escape_help(f.help));
             let kind = match f.kind {
                 Kind::Counter => "counter",
                 Kind::Gauge => "gauge",
             };
-            let _ = writeln!(s, "# TYPE {family_name} {kind}");
-            s.push_str(&f.samples);
+            let _ = writeln!(self.buf, "# HELP {family_name} {}", escape_help(f.help));
+            let _ = writeln!(self.buf, "# TYPE {family_name} {kind}");
         }
-        if format == Format::OpenMetrics {
-            s.push_str("# EOF\n");
+        self.buf.push_str(f.name);
+    }
+
+    fn end_sample(&mut self, value: impl Value) {
+        self.buf.push(' ');
+        value.write(&mut self.buf);
+        self.buf.push('\n');
+    }
+
+    /// A sample with `labels`.
+    fn sample(&mut self, labels: &[(&str, &str)], value: impl Value) {
+        self.start_sample();
+        if !labels.is_empty() {
+            self.buf.push('{');
+            write_labels(&mut self.buf, labels);
+            self.buf.push('}');
         }
-        s
+        self.end_sample(value);
+    }
+
+    /// A sample of a port: its `device` and `port` labels, then `more`.
+    fn port_sample(&mut self, port: &Port<'_>, more: &[(&str, &str)], value: impl Value) {
+        self.start_sample();
+        self.buf.push('{');
+        self.buf.push_str(&port.labels);
+        if !more.is_empty() {
+            self.buf.push(',');
+            write_labels(&mut self.buf, more);
+        }
+        self.buf.push('}');
+        self.end_sample(value);
+    }
+
+    /// Hands what is held to the sink once it is a chunk.
+    async fn flush_if_full(&mut self) -> io::Result<()> {
+        if self.buf.len() >= CHUNK {
+            self.sink.write(&self.buf).await?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+
+    async fn finish(mut self) -> io::Result<()> {
+        if self.format == Format::OpenMetrics {
+            self.buf.push_str("# EOF\n");
+        }
+        self.sink.write(&self.buf).await
+    }
+}
+
+fn write_labels(s: &mut String, labels: &[(&str, &str)]) {
+    for (i, (k, v)) in labels.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push_str(k);
+        s.push_str("=\"");
+        escape_label(s, v);
+        s.push('"');
     }
 }
 
@@ -246,35 +313,116 @@ pub struct OwnCounter {
 }
 
 /// The whole scrape in `format`.
-pub fn render(scrape: &Scrape, format: Format) -> String {
-    render_with(scrape, format, &[])
+pub async fn render(scrape: &Scrape, format: Format) -> String {
+    render_with(scrape, format, &[]).await
 }
 
-/// The whole scrape in `format`, with `counters` after the data, named as the format wants
-/// (OpenMetrics' TYPE and HELP lines without `_total`).
-pub fn render_with(scrape: &Scrape, format: Format, counters: &[OwnCounter]) -> String {
-    let mut o = Out {
-        families: Vec::new(),
-    };
-    node_metrics(&mut o, scrape);
-    own_metrics(&mut o, scrape);
+/// The whole scrape in `format`, with `counters` after the data, as one string.
+pub async fn render_with(scrape: &Scrape, format: Format, counters: &[OwnCounter]) -> String {
+    let mut text = String::new();
+    // A string takes every write: nothing can fail.
+    let _ = write_scrape(&mut text, scrape, format, counters).await;
+    text
+}
+
+/// The whole scrape in `format` to `sink`, a chunk at a time, with `counters` after the data,
+/// named as the format wants (OpenMetrics' TYPE and HELP lines without `_total`).
+pub async fn write_scrape<S: Sink>(
+    sink: &mut S,
+    scrape: &Scrape,
+    format: Format,
+    counters: &[OwnCounter],
+) -> io::Result<()> {
+    let ports = ports(scrape);
+    let mut o = Exposition::new(sink, format);
+    node_metrics(&mut o, scrape, &ports).await?;
+    own_metrics(&mut o, scrape, &ports).await?;
     for c in counters {
-        let f = o.family(c.name, Kind::Counter, c.help);
-        o.sample(f, &[], c.value);
+        o.family(c.name, Kind::Counter, c.help);
+        o.sample(&[], c.value);
     }
-    o.write(format)
+    o.finish().await
 }
 
-fn node_metrics(o: &mut Out, scrape: &Scrape) {
-    let v = &scrape.view;
-    let info = o.family(
+/// What the families of a port read, made once a scrape rather than once a family.
+struct Port<'a> {
+    view: &'a PortView,
+    /// `device="…",port="…"`, escaped: the labels every sample of the port starts with.
+    labels: String,
+    counters: Option<&'a Counters>,
+    /// node_exporter's counters, [`NODE_DATA`]'s then [`NODE_PMA`]'s, by index.
+    known: [Option<u64>; KNOWN],
+}
+
+/// How many counters node_exporter has: [`NODE_DATA`] and [`NODE_PMA`].
+const KNOWN: usize = NODE_DATA.len() + NODE_PMA.len();
+
+/// node_exporter's counter names, sorted, each with its index in [`Port::known`].
+fn known_names() -> Vec<(&'static str, usize)> {
+    let mut names: Vec<(&'static str, usize)> = NODE_DATA
+        .iter()
+        .chain(NODE_PMA.iter())
+        .enumerate()
+        .map(|(i, (name, _, _))| (*name, i))
+        .collect();
+    names.sort_unstable();
+    names
+}
+
+fn ports(scrape: &Scrape) -> Vec<Port<'_>> {
+    let names = known_names();
+    scrape
+        .view
+        .ports
+        .iter()
+        .map(|p| {
+            let mut labels = String::with_capacity(32);
+            labels.push_str("device=\"");
+            escape_label(&mut labels, &p.device);
+            labels.push_str("\",port=\"");
+            u64::from(p.number).write(&mut labels);
+            labels.push('"');
+            let counters = scrape.counters.get(&p.path);
+            Port {
+                view: p,
+                labels,
+                counters,
+                known: counters.map_or([None; KNOWN], |c| known_values(&names, &c.values)),
+            }
+        })
+        .collect()
+}
+
+/// node_exporter's counters among `values`, in one pass: both lists are sorted by name.
+fn known_values(names: &[(&str, usize)], values: &Values) -> [Option<u64>; KNOWN] {
+    let mut out = [None; KNOWN];
+    let mut names = names.iter().peekable();
+    for (name, value) in values.iter() {
+        while names.next_if(|(n, _)| *n < name).is_some() {}
+        if let Some((_, i)) = names.next_if(|(n, _)| *n == name) {
+            out[*i] = Some(value);
+        }
+    }
+    out
+}
+
+/// The index in [`Port::known`] of the counter `name` of [`NODE_DATA`].
+fn data_index(name: &str) -> Option<usize> {
+    NODE_DATA.iter().position(|(n, _, _)| *n == name)
+}
+
+async fn node_metrics<S: Sink>(
+    o: &mut Exposition<'_, S>,
+    scrape: &Scrape,
+    ports: &[Port<'_>],
+) -> io::Result<()> {
+    o.family(
         "node_infiniband_info",
         Kind::Gauge,
         "Non-numeric data from /sys/class/infiniband/<device>, value is always 1.",
     );
-    for d in &v.devices {
+    for d in &scrape.view.devices {
         o.sample(
-            info,
             // In node_exporter's order (sorted), so that the two outputs compare line by line.
             &[
                 ("board_id", &d.board_id),
@@ -284,172 +432,91 @@ fn node_metrics(o: &mut Out, scrape: &Scrape) {
             ],
             1u64,
         );
+        o.flush_if_full().await?;
     }
-    let state = o.family("node_infiniband_state_id", Kind::Gauge, "State of the InfiniBand port (0: no change, 1: down, 2: init, 3: armed, 4: active, 5: act defer)");
-    let phys = o.family("node_infiniband_physical_state_id", Kind::Gauge, "Physical state of the InfiniBand port (0: no change, 1: sleep, 2: polling, 3: disable, 4: shift, 5: link up, 6: link error recover, 7: phytest)");
-    let rate = o.family(
+    o.family("node_infiniband_state_id", Kind::Gauge, "State of the InfiniBand port (0: no change, 1: down, 2: init, 3: armed, 4: active, 5: act defer)");
+    for p in ports {
+        if let Some(id) = id_of(&STATES, &p.view.state) {
+            o.port_sample(p, &[], id);
+        }
+        o.flush_if_full().await?;
+    }
+    o.family("node_infiniband_physical_state_id", Kind::Gauge, "Physical state of the InfiniBand port (0: no change, 1: sleep, 2: polling, 3: disable, 4: shift, 5: link up, 6: link error recover, 7: phytest)");
+    for p in ports {
+        if let Some(id) = id_of(&PHYS_STATES, &p.view.phys_state) {
+            o.port_sample(p, &[], id);
+        }
+        o.flush_if_full().await?;
+    }
+    o.family(
         "node_infiniband_rate_bytes_per_second",
         Kind::Gauge,
         "Maximum signal transfer rate",
     );
-    for p in &v.ports {
-        let n = p.number.to_string();
-        let l = [("device", p.device.as_str()), ("port", n.as_str())];
-        if let Some(id) = id_of(&STATES, &p.state) {
-            o.sample(state, &l, id);
-        }
-        if let Some(id) = id_of(&PHYS_STATES, &p.phys_state) {
-            o.sample(phys, &l, id);
-        }
+    for p in ports {
         // As node_exporter computes it: Gb/s as a 32-bit float, times 125000000, truncated.
-        o.sample(
-            rate,
-            &l,
-            (f64::from(p.rate_gbps as f32) * 125_000_000.0) as u64,
-        );
+        let rate = (f64::from(p.view.rate_gbps as f32) * 125_000_000.0) as u64;
+        o.port_sample(p, &[], rate);
+        o.flush_if_full().await?;
     }
-    let data: Vec<usize> = NODE_DATA
-        .iter()
-        .map(|(_, name, help)| o.family(name, Kind::Counter, help))
-        .collect();
-    let pma: Vec<usize> = NODE_PMA
-        .iter()
-        .map(|(_, name, help)| o.family(name, Kind::Counter, help))
-        .collect();
-    for p in &v.ports {
-        let Some(c) = scrape.counters.get(&p.path) else {
-            continue;
-        };
-        let n = p.number.to_string();
-        let l = [("device", p.device.as_str()), ("port", n.as_str())];
-        // node_exporter reads `counters/`: the data and packet counts are the PMA's only.
-        if c.source.starts_with("pma") {
-            counter_samples(
-                o,
-                c,
-                &l,
-                NODE_DATA.iter().map(|e| e.0).zip(data.iter().copied()),
-            );
-        }
-        counter_samples(
-            o,
-            c,
-            &l,
-            NODE_PMA.iter().map(|e| e.0).zip(pma.iter().copied()),
-        );
-    }
-}
-
-/// A sample in each family of `keys` (counter name, family) for the counters `c` has.
-fn counter_samples<'a>(
-    o: &mut Out,
-    c: &Counters,
-    labels: &[(&str, &str)],
-    keys: impl Iterator<Item = (&'a str, usize)>,
-) {
-    for (key, family) in keys {
-        if let Some(x) = c.values.get(key) {
-            o.sample(family, labels, x);
+    for (i, (_, name, help)) in NODE_DATA.iter().chain(NODE_PMA.iter()).enumerate() {
+        o.family(name, Kind::Counter, help);
+        for p in ports {
+            // node_exporter reads `counters/`: the data and packet counts are the PMA's only.
+            let pma = p.counters.is_some_and(|c| c.source.starts_with("pma"));
+            if let Some(x) = p.known[i].filter(|_| i >= NODE_DATA.len() || pma) {
+                o.port_sample(p, &[], x);
+            }
+            o.flush_if_full().await?;
         }
     }
+    Ok(())
 }
 
-fn own_metrics(o: &mut Out, scrape: &Scrape) {
+async fn own_metrics<S: Sink>(
+    o: &mut Exposition<'_, S>,
+    scrape: &Scrape,
+    ports: &[Port<'_>],
+) -> io::Result<()> {
     let v = &scrape.view;
-    let up = o.family(
+    o.family(
         "rdma_exporter_daemon_up",
         Kind::Gauge,
         "1 when the exporter has read rdma-managerd's model and follows it; 0 when the daemon is not on the bus or cannot be read.",
     );
-    o.sample(up, &[], u64::from(v.link == Link::Current));
-    let errors = o.family(
+    o.sample(&[], u64::from(v.link == Link::Current));
+    o.family(
         "rdma_exporter_port_read_errors",
         Kind::Gauge,
         "Ports whose counters could not be read in this scrape (absent from the daemon's GetAllCounters, or the call failed).",
     );
-    o.sample(errors, &[], scrape.counter_errors);
+    o.sample(&[], scrape.counter_errors);
     if scrape.counters_time_us > 0 {
-        let at = o.family(
+        o.family(
             "rdma_exporter_counters_timestamp_seconds",
             Kind::Gauge,
             "When rdma-managerd read the counters this scrape shows, in seconds since the Unix epoch (it shares one reading among the requests of one tick).",
         );
-        o.sample(at, &[], scrape.counters_time_us as f64 / 1e6);
+        o.sample(&[], scrape.counters_time_us as f64 / 1e6);
     }
-    let took = o.family(
+    o.family(
         "rdma_exporter_counters_read_seconds",
         Kind::Gauge,
         "Time this scrape took to read every port's counters from the daemon.",
     );
-    o.sample(took, &[], scrape.duration.as_secs_f64());
+    o.sample(&[], scrape.duration.as_secs_f64());
 
     if let Some(r) = &v.root {
-        let f = o.family(
-            "rdma_daemon_info",
-            Kind::Gauge,
-            "rdma-managerd's version and whether it serves a simulated host; value is always 1.",
-        );
-        o.sample(
-            f,
-            &[
-                ("version", &r.version),
-                ("simulated", if r.simulated { "true" } else { "false" }),
-            ],
-            1u64,
-        );
-        let f = o.family(
-            "rdma_daemon_state_stale",
-            Kind::Gauge,
-            "1 while rdma-managerd cannot re-read the host and publishes the last state it read (StateStale).",
-        );
-        o.sample(f, &[], u64::from(r.stale.0));
-        let f = o.family(
-            "rdma_daemon_state_stale_since_seconds",
-            Kind::Gauge,
-            "When the daemon's view became stale, in seconds since the Unix epoch; 0 when it is current.",
-        );
-        o.sample(f, &[], r.stale.2 as f64 / 1e6);
-        let f = o.family(
-            "rdma_daemon_starting",
-            Kind::Gauge,
-            "1 while rdma-managerd starts and has not read the whole host yet (Startup).",
-        );
-        o.sample(f, &[], u64::from(r.startup));
-        let f = o.family(
-            "rdma_daemon_config_errors",
-            Kind::Gauge,
-            "Persisted files and managed udev rules the daemon cannot use (ConfigErrors).",
-        );
-        o.sample(f, &[], r.config_errors as u64);
-        let info = o.family(
-            "rdma_soft_link_info",
-            Kind::Gauge,
-            "A soft RDMA link (rxe, siw) the daemon remembers and re-creates; value is always 1.",
-        );
-        let present = o.family(
-            "rdma_soft_link_present",
-            Kind::Gauge,
-            "1 when the remembered soft link exists as an RDMA device now.",
-        );
-        for (name, kind, netdev) in &r.soft_links {
-            o.sample(
-                info,
-                &[("device", name), ("type", kind), ("netdev", netdev)],
-                1u64,
-            );
-            let here = v.devices.iter().any(|d| &d.name == name);
-            o.sample(present, &[("device", name)], u64::from(here));
-        }
+        daemon_metrics(o, scrape, r).await?;
     }
 
-    let dev = o.family(
+    o.family(
         "rdma_device_info",
         Kind::Gauge,
         "An RDMA device's identity: GUIDs, node type, kind, protocol, PCI address; value is always 1.",
     );
     for d in &v.devices {
         o.sample(
-            dev,
             &[
                 ("device", &d.name),
                 ("node_guid", &d.node_guid),
@@ -463,186 +530,357 @@ fn own_metrics(o: &mut Out, scrape: &Scrape) {
             ],
             1u64,
         );
+        o.flush_if_full().await?;
     }
+    port_metrics(o, ports).await?;
+    counter_metrics(o, ports).await?;
+    ipoib_metrics(o, &v.ipoib).await
+}
 
-    let info = o.family(
-        "rdma_port_info",
+/// The daemon's own state and the soft links it remembers.
+async fn daemon_metrics<S: Sink>(
+    o: &mut Exposition<'_, S>,
+    scrape: &Scrape,
+    r: &RootView,
+) -> io::Result<()> {
+    o.family(
+        "rdma_daemon_info",
         Kind::Gauge,
-        "A port's link layer, network interface, port GUID and counter source; value is always 1.",
+        "rdma-managerd's version and whether it serves a simulated host; value is always 1.",
     );
-    let state = o.family(
-        "rdma_port_state",
+    o.sample(
+        &[
+            ("version", &r.version),
+            ("simulated", if r.simulated { "true" } else { "false" }),
+        ],
+        1u64,
+    );
+    o.family(
+        "rdma_daemon_state_stale",
         Kind::Gauge,
-        "A port's logical state by name: 1 for the state it is in, 0 for the others.",
+        "1 while rdma-managerd cannot re-read the host and publishes the last state it read (StateStale).",
     );
-    let phys = o.family(
-        "rdma_port_physical_state",
+    o.sample(&[], u64::from(r.stale.0));
+    o.family(
+        "rdma_daemon_state_stale_since_seconds",
         Kind::Gauge,
-        "A port's physical state by name: 1 for the state it is in, 0 for the others.",
+        "When the daemon's view became stale, in seconds since the Unix epoch; 0 when it is current.",
     );
-    let changes = o.family(
-        "rdma_port_state_changes_total",
-        Kind::Counter,
-        "Changes of a port's logical state, counted as they happen (events, not scrapes).",
-    );
-    let lid = o.family(
-        "rdma_port_lid",
+    o.sample(&[], r.stale.2 as f64 / 1e6);
+    o.family(
+        "rdma_daemon_starting",
         Kind::Gauge,
-        "A port's base LID (0 on Ethernet ports).",
+        "1 while rdma-managerd starts and has not read the whole host yet (Startup).",
     );
-    let sm_lid = o.family(
-        "rdma_port_sm_lid",
+    o.sample(&[], u64::from(r.startup));
+    o.family(
+        "rdma_daemon_config_errors",
         Kind::Gauge,
-        "LID of the port's master subnet manager (0 when none was seen).",
+        "Persisted files and managed udev rules the daemon cannot use (ConfigErrors).",
     );
-    let pkey = o.family(
-        "rdma_port_pkey_info",
+    o.sample(&[], r.config_errors as u64);
+    o.family(
+        "rdma_soft_link_info",
         Kind::Gauge,
-        "A non-zero P_Key table entry of a port (with the full-membership bit); value is always 1.",
+        "A soft RDMA link (rxe, siw) the daemon remembers and re-creates; value is always 1.",
     );
-    let port_type = o.family(
-        "rdma_port_type_info",
-        Kind::Gauge,
-        "The type (ib, eth or auto) a VPI adapter's port runs, how it is set (runtime: mlx4; firmware: mlx5, next boot) and the firmware's type for the next boot; value is always 1. Ports without a port type have none.",
-    );
-    let reboot = o.family(
-        "rdma_port_type_reboot_needed",
-        Kind::Gauge,
-        "1 when the firmware holds another port type for the next boot than the port runs now.",
-    );
-    let link = port_link_families(o);
-    for p in &v.ports {
-        let n = p.number.to_string();
-        let l = [("device", p.device.as_str()), ("port", n.as_str())];
-        if !p.port_type_control.is_empty() {
-            o.sample(
-                port_type,
-                &[
-                    l[0],
-                    l[1],
-                    ("type", &p.port_type),
-                    ("control", &p.port_type_control),
-                    ("next", &p.port_type_next),
-                ],
-                1u64,
-            );
-            o.sample(reboot, &l, u64::from(p.port_type_reboot_needed));
-        }
-        port_link_samples(o, link, p, &l);
+    for (name, kind, netdev) in &r.soft_links {
         o.sample(
-            info,
+            &[("device", name), ("type", kind), ("netdev", netdev)],
+            1u64,
+        );
+        o.flush_if_full().await?;
+    }
+    o.family(
+        "rdma_soft_link_present",
+        Kind::Gauge,
+        "1 when the remembered soft link exists as an RDMA device now.",
+    );
+    for (name, _, _) in &r.soft_links {
+        let here = scrape.view.devices.iter().any(|d| &d.name == name);
+        o.sample(&[("device", name)], u64::from(here));
+        o.flush_if_full().await?;
+    }
+    Ok(())
+}
+
+/// The family `(name, kind, help)`, its samples those `samples` writes of each port.
+async fn per_port<'s, S: Sink>(
+    o: &mut Exposition<'s, S>,
+    ports: &[Port<'_>],
+    (name, kind, help): (&'static str, Kind, &'static str),
+    mut samples: impl FnMut(&mut Exposition<'s, S>, &Port<'_>),
+) -> io::Result<()> {
+    o.family(name, kind, help);
+    for p in ports {
+        samples(o, p);
+        o.flush_if_full().await?;
+    }
+    Ok(())
+}
+
+/// What the model holds of each port: identity, states, addresses, P_Keys, type, link.
+async fn port_metrics<S: Sink>(o: &mut Exposition<'_, S>, ports: &[Port<'_>]) -> io::Result<()> {
+    use Kind::{Counter, Gauge};
+    per_port(o, ports, ("rdma_port_info", Gauge, "A port's link layer, network interface, port GUID and counter source; value is always 1."), |o, p| {
+        let v = p.view;
+        o.port_sample(
+            p,
             &[
-                l[0],
-                l[1],
-                ("link_layer", &p.link_layer),
-                ("netdev", &p.netdev),
-                ("port_guid", &p.port_guid),
-                ("counter_source", &p.counter_source),
-                ("netdev_owner", &p.netdev_owner),
+                ("link_layer", &v.link_layer),
+                ("netdev", &v.netdev),
+                ("port_guid", &v.port_guid),
+                ("counter_source", &v.counter_source),
+                ("netdev_owner", &v.netdev_owner),
             ],
             1u64,
         );
-        state_set(o, state, p, &STATES, &p.state);
-        state_set(o, phys, p, &PHYS_STATES, &p.phys_state);
-        o.sample(changes, &l, p.state_changes);
-        o.sample(lid, &l, u64::from(p.lid));
-        o.sample(sm_lid, &l, u64::from(p.sm_lid));
-        for (index, key) in &p.pkeys {
+    })
+    .await?;
+    per_port(
+        o,
+        ports,
+        (
+            "rdma_port_state",
+            Gauge,
+            "A port's logical state by name: 1 for the state it is in, 0 for the others.",
+        ),
+        |o, p| {
+            state_set(o, p, &STATES, &p.view.state);
+        },
+    )
+    .await?;
+    per_port(
+        o,
+        ports,
+        (
+            "rdma_port_physical_state",
+            Gauge,
+            "A port's physical state by name: 1 for the state it is in, 0 for the others.",
+        ),
+        |o, p| {
+            state_set(o, p, &PHYS_STATES, &p.view.phys_state);
+        },
+    )
+    .await?;
+    per_port(
+        o,
+        ports,
+        (
+            "rdma_port_state_changes_total",
+            Counter,
+            "Changes of a port's logical state, counted as they happen (events, not scrapes).",
+        ),
+        |o, p| {
+            o.port_sample(p, &[], p.view.state_changes);
+        },
+    )
+    .await?;
+    per_port(
+        o,
+        ports,
+        (
+            "rdma_port_lid",
+            Gauge,
+            "A port's base LID (0 on Ethernet ports).",
+        ),
+        |o, p| {
+            o.port_sample(p, &[], u64::from(p.view.lid));
+        },
+    )
+    .await?;
+    per_port(
+        o,
+        ports,
+        (
+            "rdma_port_sm_lid",
+            Gauge,
+            "LID of the port's master subnet manager (0 when none was seen).",
+        ),
+        |o, p| {
+            o.port_sample(p, &[], u64::from(p.view.sm_lid));
+        },
+    )
+    .await?;
+    per_port(o, ports, ("rdma_port_pkey_info", Gauge, "A non-zero P_Key table entry of a port (with the full-membership bit); value is always 1."), |o, p| {
+        for (index, key) in &p.view.pkeys {
             let i = index.to_string();
             let k = format!("0x{key:04x}");
-            o.sample(pkey, &[l[0], l[1], ("index", &i), ("pkey", &k)], 1u64);
+            o.port_sample(p, &[("index", &i), ("pkey", &k)], 1u64);
         }
-    }
+    })
+    .await?;
+    per_port(o, ports, ("rdma_port_type_info", Gauge, "The type (ib, eth or auto) a VPI adapter's port runs, how it is set (runtime: mlx4; firmware: mlx5, next boot) and the firmware's type for the next boot; value is always 1. Ports without a port type have none."), |o, p| {
+        let v = p.view;
+        if !v.port_type_control.is_empty() {
+            o.port_sample(
+                p,
+                &[
+                    ("type", &v.port_type),
+                    ("control", &v.port_type_control),
+                    ("next", &v.port_type_next),
+                ],
+                1u64,
+            );
+        }
+    })
+    .await?;
+    per_port(
+        o,
+        ports,
+        (
+            "rdma_port_type_reboot_needed",
+            Gauge,
+            "1 when the firmware holds another port type for the next boot than the port runs now.",
+        ),
+        |o, p| {
+            if !p.view.port_type_control.is_empty() {
+                o.port_sample(p, &[], u64::from(p.view.port_type_reboot_needed));
+            }
+        },
+    )
+    .await?;
+    // What `ibv_devinfo` tells of a port's link. An MTU of 0 is the daemon's "not known": no
+    // sample rather than a false value.
+    per_port(o, ports, ("rdma_port_active_mtu_bytes", Gauge, "A port's IB MTU in use, in bytes (ibv_devinfo's active_mtu); absent when the daemon cannot tell."), |o, p| {
+        if p.view.active_mtu > 0 {
+            o.port_sample(p, &[], u64::from(p.view.active_mtu));
+        }
+    })
+    .await?;
+    per_port(o, ports, ("rdma_port_max_mtu_bytes", Gauge, "The largest IB MTU a port supports, in bytes (ibv_devinfo's max_mtu); absent when the daemon cannot tell."), |o, p| {
+        if p.view.max_mtu > 0 {
+            o.port_sample(p, &[], u64::from(p.view.max_mtu));
+        }
+    })
+    .await?;
+    per_port(
+        o,
+        ports,
+        (
+            "rdma_port_gid_table_size",
+            Gauge,
+            "Length of a port's GID table, used entries or not.",
+        ),
+        |o, p| {
+            o.port_sample(p, &[], u64::from(p.view.gid_table_length));
+        },
+    )
+    .await?;
+    per_port(
+        o,
+        ports,
+        (
+            "rdma_port_pkey_table_size",
+            Gauge,
+            "Length of a port's P_Key table, used entries or not.",
+        ),
+        |o, p| {
+            o.port_sample(p, &[], u64::from(p.view.pkey_table_length));
+        },
+    )
+    .await
+}
 
-    let traffic = [
-        ("tx_bytes", o.family("rdma_port_transmitted_bytes_total", Kind::Counter, "Bytes a port sent, from its counter source (PMA words x 4, the driver's hw_counters or the netdev's statistics).")),
-        ("rx_bytes", o.family("rdma_port_received_bytes_total", Kind::Counter, "Bytes a port received, from its counter source.")),
-        ("tx_packets", o.family("rdma_port_transmitted_packets_total", Kind::Counter, "Packets a port sent, from its counter source.")),
-        ("rx_packets", o.family("rdma_port_received_packets_total", Kind::Counter, "Packets a port received, from its counter source.")),
-    ];
-    let saturated = o.family(
-        "rdma_port_counters_saturated",
-        Kind::Gauge,
-        "1 when one of a port's 32-bit PMA data or packet counters sits at all ones (its true value is unknown).",
-    );
-    let hw = o.family(
-        "rdma_port_hw_stat_total",
-        Kind::Counter,
-        "A driver hardware counter of a port (hw_counters: RoCE retries, CNP/ECN, out-of-sequence, duplicate requests, ...), by its kernel name.",
-    );
-    let other = o.family(
-        "rdma_port_pma_stat_total",
-        Kind::Counter,
-        "A PMA counter of a port (counters/) that node_infiniband_* does not export, by its kernel name.",
-    );
-    let pfc_sent = o.family(
-        "rdma_port_pfc_requests_total",
-        Kind::Counter,
-        "PFC pause frames a RoCE port's netdev sent for a priority (DCB netlink, IEEE PFC requests).",
-    );
-    let pfc_received = o.family(
-        "rdma_port_pfc_indications_total",
-        Kind::Counter,
-        "PFC pause frames a RoCE port's netdev received for a priority (DCB netlink, IEEE PFC indications).",
-    );
-    let pause_sent = o.family(
-        "rdma_port_pause_tx_frames_total",
-        Kind::Counter,
-        "Link-level (IEEE 802.3x) pause frames a RoCE port's netdev sent (ethtool pause statistics).",
-    );
-    let pause_received = o.family(
-        "rdma_port_pause_rx_frames_total",
-        Kind::Counter,
-        "Link-level (IEEE 802.3x) pause frames a RoCE port's netdev received (ethtool pause statistics).",
-    );
-    for p in &v.ports {
-        let Some(c) = scrape.counters.get(&p.path) else {
-            continue;
-        };
-        let n = p.number.to_string();
-        let l = [("device", p.device.as_str()), ("port", n.as_str())];
-        counter_samples(o, c, &l, traffic.into_iter());
-        o.sample(saturated, &l, u64::from(c.saturated));
-        // By name, as the values are kept.
-        for (name, x) in c.values.iter() {
-            if let Some(hw_name) = name.strip_prefix("hw.") {
-                o.sample(hw, &[l[0], l[1], ("stat", hw_name)], x);
-            } else if name == "pause.tx_frames" {
-                o.sample(pause_sent, &l, x);
-            } else if name == "pause.rx_frames" {
-                o.sample(pause_received, &l, x);
-            } else if let Some(prio) = name.strip_prefix("pfc.requests.") {
-                o.sample(pfc_sent, &[l[0], l[1], ("priority", prio)], x);
-            } else if let Some(prio) = name.strip_prefix("pfc.indications.") {
-                o.sample(pfc_received, &[l[0], l[1], ("priority", prio)], x);
-            } else if !NODE_DATA.iter().any(|(k, _, _)| *k == name)
-                && !NODE_PMA.iter().any(|(k, _, _)| *k == name)
-            {
-                o.sample(other, &[l[0], l[1], ("stat", name)], x);
+/// One sample per known name: 1 for `current`, 0 for the others.
+fn state_set<S: Sink>(o: &mut Exposition<'_, S>, p: &Port<'_>, names: &[&str], current: &str) {
+    for s in names {
+        o.port_sample(p, &[("state", s)], u64::from(*s == current));
+    }
+}
+
+/// Every port's counters but node_exporter's own: traffic from any source, the driver's, the
+/// other PMA counters, PFC and pause frames.
+async fn counter_metrics<S: Sink>(o: &mut Exposition<'_, S>, ports: &[Port<'_>]) -> io::Result<()> {
+    use Kind::{Counter, Gauge};
+    for (key, name, help) in [
+        ("tx_bytes", "rdma_port_transmitted_bytes_total", "Bytes a port sent, from its counter source (PMA words x 4, the driver's hw_counters or the netdev's statistics)."),
+        ("rx_bytes", "rdma_port_received_bytes_total", "Bytes a port received, from its counter source."),
+        ("tx_packets", "rdma_port_transmitted_packets_total", "Packets a port sent, from its counter source."),
+        ("rx_packets", "rdma_port_received_packets_total", "Packets a port received, from its counter source."),
+    ] {
+        let Some(i) = data_index(key) else { continue };
+        per_port(o, ports, (name, Counter, help), |o, p| {
+            if let Some(x) = p.known[i] {
+                o.port_sample(p, &[], x);
+            }
+        })
+        .await?;
+    }
+    per_port(o, ports, ("rdma_port_counters_saturated", Gauge, "1 when one of a port's 32-bit PMA data or packet counters sits at all ones (its true value is unknown)."), |o, p| {
+        if let Some(c) = p.counters {
+            o.port_sample(p, &[], u64::from(c.saturated));
+        }
+    })
+    .await?;
+    // The others by the kind of their name, as the daemon names them.
+    per_port(o, ports, ("rdma_port_hw_stat_total", Counter, "A driver hardware counter of a port (hw_counters: RoCE retries, CNP/ECN, out-of-sequence, duplicate requests, ...), by its kernel name."), |o, p| {
+        for (name, x) in p.values() {
+            if let Some(stat) = name.strip_prefix("hw.") {
+                o.port_sample(p, &[("stat", stat)], x);
             }
         }
+    })
+    .await?;
+    let names = known_names();
+    per_port(o, ports, ("rdma_port_pma_stat_total", Counter, "A PMA counter of a port (counters/) that node_infiniband_* does not export, by its kernel name."), |o, p| {
+        for (name, x) in p.values() {
+            let elsewhere = ["hw.", "pfc.requests.", "pfc.indications."]
+                .iter()
+                .any(|prefix| name.starts_with(prefix))
+                || name == "pause.tx_frames"
+                || name == "pause.rx_frames"
+                || names.binary_search_by(|(n, _)| (*n).cmp(name)).is_ok();
+            if !elsewhere {
+                o.port_sample(p, &[("stat", name)], x);
+            }
+        }
+    })
+    .await?;
+    for (prefix, name, help) in [
+        ("pfc.requests.", "rdma_port_pfc_requests_total", "PFC pause frames a RoCE port's netdev sent for a priority (DCB netlink, IEEE PFC requests)."),
+        ("pfc.indications.", "rdma_port_pfc_indications_total", "PFC pause frames a RoCE port's netdev received for a priority (DCB netlink, IEEE PFC indications)."),
+    ] {
+        per_port(o, ports, (name, Counter, help), |o, p| {
+            for (name, x) in p.values() {
+                if let Some(priority) = name.strip_prefix(prefix) {
+                    o.port_sample(p, &[("priority", priority)], x);
+                }
+            }
+        })
+        .await?;
     }
+    for (key, name, help) in [
+        ("pause.tx_frames", "rdma_port_pause_tx_frames_total", "Link-level (IEEE 802.3x) pause frames a RoCE port's netdev sent (ethtool pause statistics)."),
+        ("pause.rx_frames", "rdma_port_pause_rx_frames_total", "Link-level (IEEE 802.3x) pause frames a RoCE port's netdev received (ethtool pause statistics)."),
+    ] {
+        per_port(o, ports, (name, Counter, help), |o, p| {
+            if let Some(x) = p.counters.and_then(|c| c.values.get(key)) {
+                o.port_sample(p, &[], x);
+            }
+        })
+        .await?;
+    }
+    Ok(())
+}
 
-    let ipoib = o.family(
+impl Port<'_> {
+    /// The port's counters by name; none when they could not be read.
+    fn values(&self) -> impl Iterator<Item = (&str, u64)> {
+        self.counters.into_iter().flat_map(|c| c.values.iter())
+    }
+}
+
+async fn ipoib_metrics<S: Sink>(o: &mut Exposition<'_, S>, ipoib: &[IpoibView]) -> io::Result<()> {
+    o.family(
         "rdma_ipoib_info",
         Kind::Gauge,
         "An IPoIB interface: its port, parent, P_Key, mode and who configures it; value is always 1.",
     );
-    let mtu = o.family(
-        "rdma_ipoib_mtu_bytes",
-        Kind::Gauge,
-        "An IPoIB interface's MTU in bytes.",
-    );
-    let ip_up = o.family(
-        "rdma_ipoib_up",
-        Kind::Gauge,
-        "1 when an IPoIB interface's operational state is up.",
-    );
-    for i in &v.ipoib {
+    for i in ipoib {
         let port = i.port.map(|p| p.to_string()).unwrap_or_default();
         let pkey = format!("0x{:04x}", i.pkey);
         o.sample(
-            ipoib,
             &[
                 ("interface", &i.name),
                 ("device", &i.device),
@@ -655,75 +893,137 @@ fn own_metrics(o: &mut Out, scrape: &Scrape) {
             ],
             1u64,
         );
-        o.sample(mtu, &[("interface", &i.name)], u64::from(i.mtu));
-        o.sample(
-            ip_up,
-            &[("interface", &i.name)],
-            u64::from(i.oper_state == "up"),
-        );
+        o.flush_if_full().await?;
     }
-}
-
-/// The families of what `ibv_devinfo` tells of a port's link: MTUs and table lengths.
-#[derive(Clone, Copy)]
-struct PortLinkFamilies {
-    active_mtu: usize,
-    max_mtu: usize,
-    gid_table: usize,
-    pkey_table: usize,
-}
-
-fn port_link_families(o: &mut Out) -> PortLinkFamilies {
-    PortLinkFamilies {
-        active_mtu: o.family(
-            "rdma_port_active_mtu_bytes",
-            Kind::Gauge,
-            "A port's IB MTU in use, in bytes (ibv_devinfo's active_mtu); absent when the daemon cannot tell.",
-        ),
-        max_mtu: o.family(
-            "rdma_port_max_mtu_bytes",
-            Kind::Gauge,
-            "The largest IB MTU a port supports, in bytes (ibv_devinfo's max_mtu); absent when the daemon cannot tell.",
-        ),
-        gid_table: o.family(
-            "rdma_port_gid_table_size",
-            Kind::Gauge,
-            "Length of a port's GID table, used entries or not.",
-        ),
-        pkey_table: o.family(
-            "rdma_port_pkey_table_size",
-            Kind::Gauge,
-            "Length of a port's P_Key table, used entries or not.",
-        ),
+    o.family(
+        "rdma_ipoib_mtu_bytes",
+        Kind::Gauge,
+        "An IPoIB interface's MTU in bytes.",
+    );
+    for i in ipoib {
+        o.sample(&[("interface", &i.name)], u64::from(i.mtu));
     }
-}
-
-fn port_link_samples(o: &mut Out, f: PortLinkFamilies, p: &PortView, l: &[(&str, &str); 2]) {
-    // 0 is the daemon's "not known": no sample rather than a false value.
-    for (family, value) in [(f.active_mtu, p.active_mtu), (f.max_mtu, p.max_mtu)] {
-        if value > 0 {
-            o.sample(family, l, u64::from(value));
-        }
+    o.family(
+        "rdma_ipoib_up",
+        Kind::Gauge,
+        "1 when an IPoIB interface's operational state is up.",
+    );
+    for i in ipoib {
+        o.sample(&[("interface", &i.name)], u64::from(i.oper_state == "up"));
     }
-    o.sample(f.gid_table, l, u64::from(p.gid_table_length));
-    o.sample(f.pkey_table, l, u64::from(p.pkey_table_length));
-}
-
-/// One sample per known name: 1 for `current`, 0 for the others.
-fn state_set(o: &mut Out, family: usize, p: &PortView, names: &[&str], current: &str) {
-    let n = p.number.to_string();
-    for s in names {
-        o.sample(
-            family,
-            &[("device", &p.device), ("port", &n), ("state", s)],
-            u64::from(*s == current),
-        );
-    }
+    o.flush_if_full().await
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::DeviceView;
+
+    /// What a sink was given, chunk by chunk.
+    #[derive(Default)]
+    struct Chunks(Vec<String>);
+
+    impl Sink for Chunks {
+        async fn write(&mut self, text: &str) -> io::Result<()> {
+            self.0.push(text.to_string());
+            Ok(())
+        }
+    }
+
+    /// A host of `n` single-port devices, odd ones RoCE (driver counters), even ones
+    /// InfiniBand (PMA counters).
+    fn host(n: usize) -> Scrape {
+        let mut s = Scrape::default();
+        let mut view = crate::model::View::default();
+        for i in 0..n {
+            let (device, path) = (format!("dev{i}"), format!("/p{i}"));
+            view.devices.push(DeviceView {
+                name: device.clone(),
+                ..Default::default()
+            });
+            view.ports.push(PortView {
+                path: path.clone(),
+                device,
+                number: 1,
+                state: "ACTIVE".into(),
+                phys_state: "LinkUp".into(),
+                ..Default::default()
+            });
+            let i = i as u64;
+            let (source, values): (&str, Values) = if i % 2 == 0 {
+                let v = [("tx_bytes", i), ("rx_bytes", 2 * i), ("symbol_error", 3)];
+                ("pma64", v.into_iter().collect())
+            } else {
+                let v = [
+                    ("hw.rx_write_requests", i),
+                    ("tx_bytes", 4),
+                    ("pfc.requests.3", 5),
+                ];
+                ("hw_counters", v.into_iter().collect())
+            };
+            s.counters.insert(
+                path,
+                Counters {
+                    source: source.into(),
+                    saturated: false,
+                    values,
+                },
+            );
+        }
+        s.view = std::sync::Arc::new(view);
+        s
+    }
+
+    #[tokio::test]
+    async fn a_scrape_is_written_in_bounded_chunks_that_make_the_whole_text() {
+        let scrape = host(600);
+        let mut chunks = Chunks::default();
+        write_scrape(&mut chunks, &scrape, Format::OpenMetrics, &[])
+            .await
+            .expect("a sink of strings");
+        assert!(chunks.0.len() > 2, "{} chunks", chunks.0.len());
+        for c in &chunks.0 {
+            assert!(c.len() < CHUNK + 2048, "a chunk of {} bytes", c.len());
+            assert!(c.ends_with('\n'), "a chunk ends with a whole line");
+        }
+        let text = chunks.0.concat();
+        assert_eq!(text, render(&scrape, Format::OpenMetrics).await);
+        assert!(text.ends_with("# EOF\n"));
+        // Each family once, its HELP and TYPE before its samples, never empty.
+        let mut seen = std::collections::BTreeSet::new();
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, l) in lines.iter().enumerate() {
+            if let Some(name) = l.strip_prefix("# TYPE ") {
+                let name = name.split(' ').next().unwrap_or_default();
+                assert!(seen.insert(name.to_string()), "{name} twice");
+                let next = lines.get(i + 1).copied().unwrap_or_default();
+                assert!(next.starts_with(name), "{name} without samples: {next}");
+            }
+        }
+        // node_exporter's data counters from the PMA's ports only; the others' everywhere.
+        let has = |series: &str| text.lines().any(|l| l.starts_with(series));
+        assert!(has(
+            "node_infiniband_port_data_received_bytes_total{device=\"dev2\",port=\"1\"} 4"
+        ));
+        assert!(!has(
+            "node_infiniband_port_data_received_bytes_total{device=\"dev3\""
+        ));
+        assert!(has(
+            "node_infiniband_symbol_error_total{device=\"dev2\",port=\"1\"} 3"
+        ));
+        assert!(has(
+            "rdma_port_transmitted_bytes_total{device=\"dev3\",port=\"1\"} 4"
+        ));
+        assert!(has(
+            "rdma_port_hw_stat_total{device=\"dev3\",port=\"1\",stat=\"rx_write_requests\"} 3"
+        ));
+        assert!(has(
+            "rdma_port_pfc_requests_total{device=\"dev3\",port=\"1\",priority=\"3\"} 5"
+        ));
+        assert!(!has(
+            "rdma_port_pma_stat_total{device=\"dev2\",port=\"1\",stat=\"symbol_error\"}"
+        ));
+    }
 
     #[test]
     fn integers_are_written_as_formatting_writes_them() {

@@ -23,7 +23,7 @@ use rdma_manager_tests::service::{serve_sim, session_bus_or_skip, ServedSim};
 use rdma_managerd::engine::EngineConfig;
 use rdma_managerd::kernel::sim::{fixtures, SimHost};
 use rdma_managerd::model::{PhysState, PortState};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 fn repo() -> PathBuf {
@@ -539,7 +539,7 @@ async fn the_counters_come_through_the_direct_socket_as_the_bus_gives_them() -> 
         ensure!(rdma_exporter::wait_loaded(&other, Duration::from_secs(10)).await);
         let scrape = other.scrape().await;
         ensure!(scrape.counter_errors == 0, "{socket:?}: {scrape:?}");
-        let text = rdma_exporter::render(&scrape, rdma_exporter::Format::Prometheus);
+        let text = rdma_exporter::render(&scrape, rdma_exporter::Format::Prometheus).await;
         ensure!(
             daemon_series(&text) == daemon_series(&direct),
             "{socket:?}: through the bus\n{text}\nthrough the socket\n{direct}"
@@ -708,7 +708,8 @@ async fn a_port_down_and_up_between_two_scrapes_is_counted_as_two_state_changes(
     // Without the direct socket: the counters through the bus, the same.
     let late = rdma_exporter::start(conn, None);
     ensure!(rdma_exporter::wait_loaded(&late, Duration::from_secs(10)).await);
-    let text = rdma_exporter::render(&*late.scrape().await, rdma_exporter::Format::Prometheus);
+    let text =
+        rdma_exporter::render(&*late.scrape().await, rdma_exporter::Format::Prometheus).await;
     ensure!(value(&text, series) == Some(2.0), "{text}");
     Ok(())
 }
@@ -820,6 +821,78 @@ async fn bad_http_input_is_refused_and_bounded_and_scrapes_go_on() -> Result<()>
         "{body}"
     );
     drop(idle);
+    Ok(())
+}
+
+/// One response read off a kept-alive connection: its head and its body, chunked (none
+/// when it answers a HEAD: `body` false).
+async fn chunked_response(c: &mut TcpStream, body: bool) -> Result<(String, String)> {
+    let mut r = tokio::io::BufReader::new(c);
+    let mut head = String::new();
+    loop {
+        let mut line = String::new();
+        ensure!(r.read_line(&mut line).await? > 0, "closed mid-head: {head}");
+        if line == "\r\n" {
+            break;
+        }
+        head.push_str(&line);
+    }
+    ensure!(
+        head.contains("Transfer-Encoding: chunked\r\n"),
+        "not chunked: {head}"
+    );
+    if !body {
+        return Ok((head, String::new()));
+    }
+    let mut body = Vec::new();
+    loop {
+        let mut size = String::new();
+        r.read_line(&mut size).await?;
+        let n = usize::from_str_radix(size.trim_end(), 16).context("a chunk's size")?;
+        let mut chunk = vec![0; n + 2];
+        r.read_exact(&mut chunk).await?;
+        ensure!(chunk.ends_with(b"\r\n"), "a chunk not ended by CRLF");
+        if n == 0 {
+            break;
+        }
+        body.extend_from_slice(&chunk[..n]);
+    }
+    Ok((head, String::from_utf8(body)?))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kept_alive_connection_gets_each_scrape_chunked_and_whole() -> Result<()> {
+    let Some(s) = serve(Limits::default()).await else {
+        return Ok(());
+    };
+    let (_, whole) = metrics(s.addr, None).await?;
+    let series = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| !l.starts_with("rdma_exporter_"))
+            .map(|l| l.rsplit_once(' ').map_or(l, |(k, _)| k).to_string())
+            .collect()
+    };
+    let mut c = TcpStream::connect(s.addr).await?;
+    // A HEAD, then two scrapes, one after another on one connection.
+    c.write_all(b"HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await?;
+    let (head, _) = tokio::time::timeout(Duration::from_secs(20), chunked_response(&mut c, false))
+        .await
+        .context("HEAD answered")??;
+    ensure!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+    for _ in 0..2 {
+        c.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await?;
+        let (head, body) =
+            tokio::time::timeout(Duration::from_secs(20), chunked_response(&mut c, true))
+                .await
+                .context("a scrape answered")??;
+        ensure!(head.contains("Connection: keep-alive\r\n"), "{head}");
+        ensure!(
+            series(&body) == series(&whole),
+            "the chunked scrape differs from the whole"
+        );
+    }
     Ok(())
 }
 
