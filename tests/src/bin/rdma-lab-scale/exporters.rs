@@ -5,9 +5,10 @@
 //! - the `node_infiniband_*` series both serve, value for value;
 //! - N scrapes of rdma-exporter, each past the daemon's sharing of a counter reading
 //!   (`--counters-max-age-ms`, 10 s by default) so that each costs a read of every port's
-//!   counters: latency, and CPU per scrape of the exporter itself, of rdma-managerd (above
-//!   its idle CPU, taken while node_exporter is scraped, which asks nothing of it) and of
-//!   the bus; rdma-exporter's resident set before any scrape and after;
+//!   counters: latency, and CPU per scrape of the exporter itself, of rdma-managerd and of
+//!   the bus, each what a window with a scrape took more than the window as long next to it
+//!   without one (their idle work is in both), split into user and system time;
+//!   rdma-exporter's resident set before any scrape and after;
 //! - N scrapes of node_exporter on the rxe devices, where its collector finds nothing to read
 //!   (rxe ports have no `counters/` directory), and N of a second node_exporter on a tree of
 //!   as many InfiniBand ports rendered by the simulated host (`counters/` files as a
@@ -290,37 +291,53 @@ pub async fn compare(daemon: u32, bus: u32, devices: usize, n: usize) -> Result<
         .count();
     figure("exporter_counter_values", values);
 
-    // Latency and CPU per scrape. node_exporter asks nothing of the daemon: the daemon's CPU
-    // meanwhile is its own idle work, taken off what it spends while rdma-exporter scrapes.
-    // rdma-exporter is scraped past the daemon's sharing of a reading: each scrape costs a
-    // read of every port's counters, as a Prometheus scraping every 15 s gets.
+    // Latency and CPU per scrape. Each scrape of rdma-exporter comes past the daemon's
+    // sharing of a reading, so that each costs a read of every port's counters, as a
+    // Prometheus scraping every 15 s gets; its window is paired with one as long without a
+    // scrape, next to it, and a scrape's cost is what its windows took more than their
+    // pairs: the daemon's tick, the bus relaying its signals and the exporter following them
+    // are in both, and drift no more than a window's length apart.
     let fresh = DEFAULT_COUNTERS_MAX_AGE + Duration::from_millis(500);
     let gap = Duration::from_millis(1100);
     tokio::time::sleep(fresh).await;
-    let t0 = Instant::now();
+    let pids = [e_pid, daemon, bus];
     let split_before = [e_pid, daemon].map(cpu_user_sys);
-    let (e_ms, e_cpu) = cpu_during([e_pid, daemon, bus], scrapes(EXPORTER, n, fresh)).await?;
+    let (mut e_ms, mut scraped, mut quiet) = (Vec::new(), [0u64; 3], [0u64; 3]);
+    let mut split_quiet = [(0u64, 0u64); 2];
+    for _ in 0..n {
+        let t = Instant::now();
+        let (ms, cpu) = cpu_during(pids, async {
+            let (took, _) = get(EXPORTER, "/metrics").await?;
+            tokio::time::sleep(fresh.saturating_sub(t.elapsed())).await;
+            Ok(took.as_secs_f64() * 1e3)
+        })
+        .await?;
+        e_ms.push(ms);
+        let q0 = [e_pid, daemon].map(cpu_user_sys);
+        let ((), idle) = cpu_during(pids, async {
+            tokio::time::sleep(fresh).await;
+            Ok(())
+        })
+        .await?;
+        let q1 = [e_pid, daemon].map(cpu_user_sys);
+        for i in 0..3 {
+            scraped[i] += cpu[i];
+            quiet[i] += idle[i];
+        }
+        for i in 0..2 {
+            if let (Some((u0, s0)), Some((u1, s1))) = (q0[i], q1[i]) {
+                split_quiet[i].0 += u1.saturating_sub(u0);
+                split_quiet[i].1 += s1.saturating_sub(s0);
+            }
+        }
+    }
     let split_after = [e_pid, daemon].map(cpu_user_sys);
-    let e_took = t0.elapsed();
-    let t1 = Instant::now();
-    let exporter_before = ticks(e_pid);
+    e_ms.sort_by(f64::total_cmp);
     let (n_ms, n_cpu) = cpu_during([n_pid, daemon, bus], scrapes(NODE, n, gap)).await?;
     let (t_ms, t_cpu) = cpu_during([t_pid, daemon, bus], scrapes(NODE_TREE, n, gap)).await?;
-    let exporter_idle_ticks = ticks(e_pid).saturating_sub(exporter_before);
-    let idle_took = t1.elapsed();
     let per = |t: u64| t as f64 / HZ * 1e3 / n as f64;
-    // What rdma-exporter, the daemon and the bus spend without a scrape of rdma-exporter
-    // (the daemon's tick and its signals, the bus relaying them, the exporter following
-    // them): their rates while the node_exporters were scraped (which ask nothing of them),
-    // times the duration of rdma-exporter's scrapes. A scrape's cost is what it adds.
-    let idle =
-        |t: u64| t as f64 / HZ * 1e3 / idle_took.as_secs_f64() * e_took.as_secs_f64() / n as f64;
-    let daemon_idle = idle(n_cpu[1] + t_cpu[1]);
-    let bus_idle = idle(n_cpu[2] + t_cpu[2]);
-    let exporter_idle = idle(exporter_idle_ticks);
-    let e_own = (per(e_cpu[0]) - exporter_idle).max(0.0);
-    let e_daemon = (per(e_cpu[1]) - daemon_idle).max(0.0);
-    let e_bus = (per(e_cpu[2]) - bus_idle).max(0.0);
+    let cost = |i: usize| per(scraped[i]) - per(quiet[i]);
+    let (e_own, e_daemon, e_bus) = (cost(0), cost(1), cost(2));
     let e_total = e_own + e_daemon + e_bus;
     let n_total = per(n_cpu[0]);
     let t_total = per(t_cpu[0]);
@@ -341,30 +358,35 @@ pub async fn compare(daemon: u32, bus: u32, devices: usize, n: usize) -> Result<
     figure(
         "exporter_cpu_per_scrape_ms",
         format!(
-            "rdma-exporter {:.1} (its {:.1} less {:.1} idle) + rdma-managerd {:.1} (its {:.1} less {:.1} idle) + bus {:.1} (its {:.1} less {:.1} idle) = {:.1}; node_exporter on the InfiniBand tree {:.1}: {:.1}x; node_exporter on rxe (reads nothing) {:.1}",
+            "rdma-exporter {:.1} (a window with a scrape {:.1}, without {:.1}) + rdma-managerd {:.1} ({:.1}, {:.1}) + bus {:.1} ({:.1}, {:.1}) = {:.1}; node_exporter on the InfiniBand tree {:.1}: {:.1}x; node_exporter on rxe (reads nothing) {:.1}",
             e_own,
-            per(e_cpu[0]),
-            exporter_idle,
+            per(scraped[0]),
+            per(quiet[0]),
             e_daemon,
-            per(e_cpu[1]),
-            daemon_idle,
+            per(scraped[1]),
+            per(quiet[1]),
             e_bus,
-            per(e_cpu[2]),
-            bus_idle,
+            per(scraped[2]),
+            per(quiet[2]),
             e_total,
             t_total,
             t_total / e_total.max(0.1),
             n_total,
         ),
     );
-    // Where the scrapes' CPU went: user space (decoding, rendering, serialising) or the
-    // kernel (the daemon's netlink and sysfs reads, the sockets), idle work included.
+    // Where a scrape's CPU went, user space (decoding, rendering, serialising) or the kernel
+    // (the daemon's netlink reads, the sockets, page faults): the windows with a scrape less
+    // those without.
     let split = |i: usize| match (split_before[i], split_after[i]) {
-        (Some((u0, s0)), Some((u1, s1))) => format!(
-            "user {:.1}, system {:.1}",
-            per(u1.saturating_sub(u0)),
-            per(s1.saturating_sub(s0))
-        ),
+        (Some((u0, s0)), Some((u1, s1))) => {
+            let (u, s) = (u1.saturating_sub(u0), s1.saturating_sub(s0));
+            let (qu, qs) = split_quiet[i];
+            format!(
+                "user {:.1}, system {:.1}",
+                per(u.saturating_sub(qu)) - per(qu),
+                per(s.saturating_sub(qs)) - per(qs)
+            )
+        }
         _ => "?".into(),
     };
     figure(
@@ -377,10 +399,12 @@ pub async fn compare(daemon: u32, bus: u32, devices: usize, n: usize) -> Result<
     figure(
         "exporter_rss_kib",
         format!(
-            "rdma-exporter before any scrape {}, after {} scrapes {}; node_exporter {}",
+            "rdma-exporter before any scrape {}, after {} scrapes {} (anonymous {}, file {}); node_exporter {}",
             rss_before.map_or("?".into(), |k| k.to_string()),
             n + 1,
             proc_status_kb(e_pid, "VmRSS").map_or("?".into(), |k| k.to_string()),
+            proc_status_kb(e_pid, "RssAnon").map_or("?".into(), |k| k.to_string()),
+            proc_status_kb(e_pid, "RssFile").map_or("?".into(), |k| k.to_string()),
             proc_status_kb(n_pid, "VmRSS").map_or("?".into(), |k| k.to_string()),
         ),
     );
