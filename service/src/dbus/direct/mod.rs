@@ -497,7 +497,7 @@ async fn answer(msg: &Message, shared: &Shared, name: &str) -> zbus::Result<(Mes
 /// The root's GetAllCounters: the reading the bus's callers share.
 async fn all_counters(
     ctx: &Context,
-) -> Result<(u64, Arc<Vec<rdma_manager_dbus::types::PortCounters>>), rdma_manager_dbus::Error> {
+) -> Result<(u64, Arc<Vec<super::counters::PortRow>>), rdma_manager_dbus::Error> {
     let reading = ctx.counters().all(ctx.engine().await?).await?;
     Ok((reading.time_us, reading.ports))
 }

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use rdma_manager_dbus::text::cap_message;
 use rdma_manager_dbus::types::{
-    HealthCheck, LinkResponder, LinkTestResult, NamePreview, NameRule, PortCounters, SoftLink,
-    StateChange, StateFile, StateStale,
+    HealthCheck, LinkResponder, LinkTestResult, NamePreview, NameRule, SoftLink, StateChange,
+    StateFile, StateStale,
 };
 use rdma_manager_dbus::{Action, Error};
 use zbus::message::Header;
@@ -117,7 +117,9 @@ bus_object! {
         }
 
         /// Every port's counters in one reply: when they were read (µs since the epoch) and per port (object, source, saturated, counters by name), each as Port.GetCounters gives them, except that the traffic counters (tx_bytes, rx_bytes, tx_packets, rx_packets, and saturated) are those the daemon's port poll read at its last tick, at most a tick before the reading, rather than read again. Also answered on the direct socket. Calls within the daemon's counters max age (its option counters-max-age-ms, 10 s by default) of a reading share it, whoever makes them (the time says which reading), so no number of monitors multiplies the reads; nothing is read while nobody calls. Read only: no authorization.
-        async fn get_all_counters(&self) -> Result<(u64, Vec<PortCounters>), Error> {
+        async fn get_all_counters(
+            &self,
+        ) -> Result<(u64, Vec<crate::dbus::counters::PortRow>), Error> {
             let engine = self.ctx.engine().await?;
             let reading = self.ctx.counters().all(engine).await?;
             crate::dbus::limits::charge_current(reading.bytes);

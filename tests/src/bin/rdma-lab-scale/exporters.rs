@@ -332,6 +332,8 @@ pub async fn compare(daemon: u32, bus: u32, devices: usize, n: usize) -> Result<
         }
     }
     let split_after = [e_pid, daemon].map(cpu_user_sys);
+    // The exporter's memory once its last collection is dropped (a window after the scrape).
+    let rss_scraped = ["VmRSS", "RssAnon"].map(|k| proc_status_kb(e_pid, k));
     e_ms.sort_by(f64::total_cmp);
     let (n_ms, n_cpu) = cpu_during([n_pid, daemon, bus], scrapes(NODE, n, gap)).await?;
     let (t_ms, t_cpu) = cpu_during([t_pid, daemon, bus], scrapes(NODE_TREE, n, gap)).await?;
@@ -399,9 +401,12 @@ pub async fn compare(daemon: u32, bus: u32, devices: usize, n: usize) -> Result<
     figure(
         "exporter_rss_kib",
         format!(
-            "rdma-exporter before any scrape {}, after {} scrapes {} (anonymous {}, file {}); node_exporter {}",
+            "rdma-exporter before any scrape {}, {} s after the last of {} scrapes {} (anonymous {}), at the end {} (anonymous {}, file {}); node_exporter {}",
             rss_before.map_or("?".into(), |k| k.to_string()),
+            fresh.as_secs(),
             n + 1,
+            rss_scraped[0].map_or("?".into(), |k| k.to_string()),
+            rss_scraped[1].map_or("?".into(), |k| k.to_string()),
             proc_status_kb(e_pid, "VmRSS").map_or("?".into(), |k| k.to_string()),
             proc_status_kb(e_pid, "RssAnon").map_or("?".into(), |k| k.to_string()),
             proc_status_kb(e_pid, "RssFile").map_or("?".into(), |k| k.to_string()),
