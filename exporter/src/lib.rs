@@ -22,6 +22,17 @@ pub use render::{render, Format};
 /// Prometheus' port allocation list had filled (docs/METRICS.md, "Port").
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:10041";
 
+/// One malloc arena for every thread. The exporter's work is on one thread, but the
+/// runtime's blocking pool starts threads now and then, and each thread's own arena keeps
+/// what it allocated apart from the heap that [`release_freed_memory`] gives back.
+pub fn one_malloc_arena() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt sets an allocator parameter; called before any other thread exists.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+    }
+}
+
 /// Gives the memory a scrape freed back to the system: a scrape's text and the replies it
 /// came from are the largest allocations, made once per scrape, and malloc keeps freed
 /// memory otherwise, so the resident set would stay at its largest scrape's.

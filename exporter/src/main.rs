@@ -10,6 +10,7 @@ use rdma_exporter::{http, render, textfile, Format};
 const SD_LISTEN_FDS_START: i32 = 3;
 
 fn main() -> Result<()> {
+    rdma_exporter::one_malloc_arena();
     let args = Args::parse();
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;

@@ -81,6 +81,40 @@ async fn answering(addr: &'static str, path: &'static str, limit: Duration) -> R
     }
 }
 
+/// The mappings of `pid` holding at least 64 KiB of anonymous memory, as `START NAME KiB`
+/// (the heap, an arena of a thread, a stack): where a resident set beyond the expected is.
+fn anonymous_mappings(pid: u32) -> String {
+    let Ok(smaps) = std::fs::read_to_string(format!("/proc/{pid}/smaps")) else {
+        return "?".into();
+    };
+    let mut out = Vec::new();
+    let mut mapping = String::new();
+    for l in smaps.lines() {
+        if let Some(kb) = l.strip_prefix("Anonymous:") {
+            let kb: u64 = kb.trim().trim_end_matches("kB").trim().parse().unwrap_or(0);
+            if kb >= 64 {
+                out.push(format!("{mapping} {kb}"));
+            }
+        } else if l
+            .split_whitespace()
+            .next()
+            .is_some_and(|f| f.contains('-') && !f.ends_with(':'))
+        {
+            let mut f = l.split_whitespace();
+            let start = f
+                .next()
+                .unwrap_or_default()
+                .split('-')
+                .next()
+                .unwrap_or_default();
+            let name = f.nth(4).unwrap_or("[anon]");
+            mapping = format!("{start} {name}");
+        }
+    }
+    let threads = std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count());
+    format!("{}; {threads} threads", out.join(", "))
+}
+
 fn ticks(pid: u32) -> u64 {
     cpu_ticks(pid).unwrap_or(0)
 }
@@ -334,6 +368,7 @@ pub async fn compare(daemon: u32, bus: u32, devices: usize, n: usize) -> Result<
     let split_after = [e_pid, daemon].map(cpu_user_sys);
     // The exporter's memory once its last collection is dropped (a window after the scrape).
     let rss_scraped = ["VmRSS", "RssAnon"].map(|k| proc_status_kb(e_pid, k));
+    figure("exporter_anonymous_mappings_kib", anonymous_mappings(e_pid));
     e_ms.sort_by(f64::total_cmp);
     let (n_ms, n_cpu) = cpu_during([n_pid, daemon, bus], scrapes(NODE, n, gap)).await?;
     let (t_ms, t_cpu) = cpu_during([t_pid, daemon, bus], scrapes(NODE_TREE, n, gap)).await?;
