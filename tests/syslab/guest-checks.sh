@@ -309,6 +309,29 @@ c_security() {
 c_boot2() {
   c_boot
   run journalctl -b -1 --no-pager -o short-monotonic -n 5
+  boot_units
+}
+
+# rdma-managerd's start to READY=1 at this boot (the installed package, enabled, started by
+# systemd), beside the units it meets at boot: each unit's start (InactiveExitTimestamp) to
+# active (ActiveEnterTimestamp: READY=1 for a Type=notify unit), in ms, then the daemon's own
+# start-up phases (its journal field PHASES). Figures only: it fails nothing.
+boot_units() {
+  local u start active phases
+  for u in rdma-managerd.service NetworkManager.service dbus.service polkit.service \
+    systemd-udevd.service rdma-load-modules@rdma.service systemd-networkd.service; do
+    start=$(systemctl show "$u" -p InactiveExitTimestampMonotonic --value 2>/dev/null)
+    active=$(systemctl show "$u" -p ActiveEnterTimestampMonotonic --value 2>/dev/null)
+    if [ "${start:-0}" -gt 0 ] 2>/dev/null && [ "${active:-0}" -ge "$start" ] 2>/dev/null; then
+      echo "boot: $u started $((start / 1000)) ms after the kernel, active $(((active - start) / 1000)) ms later"
+    else
+      echo "boot: $u not started at this boot"
+    fi
+  done
+  phases=$(journalctl -b -u rdma-managerd.service -o json --no-pager 2>/dev/null |
+    grep -a -m1 '"start-up phases' | sed -n 's/.*"PHASES":"\([^"]*\)".*/\1/p')
+  echo "boot: rdma-managerd start-up phases, ms: ${phases:-not in the journal}"
+  return 0
 }
 
 c_reboot_softlink() {

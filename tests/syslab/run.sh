@@ -191,6 +191,8 @@ boots=$(grep -a -o 'syslab: boot [0-9]*, uptime [0-9.]*s' "$out/console.log" | s
   sed 's/^/  /' "$summary"
   # The GetManagedObjects figures on each bus (docs/PERFORMANCE.md).
   cat "$out"/checks/gmo-*.txt 2>/dev/null | grep -a '^gmo: ' | sed 's/^/  /' || true
+  # rdma-managerd's start to READY=1 at boot beside the other units (docs/PERFORMANCE.md).
+  grep -a '^boot: ' "$out"/checks/reboot-boot.txt 2>/dev/null | sed 's/^/  /' || true
 } | tee "$out/report"
 # What a failed check printed last, so that a run whose directory is gone (CI's) still says
 # why: each FAIL's own output, then the waits that ran out in every check (a guest waiting on

@@ -366,10 +366,15 @@ pub async fn read_host_timed(
     phases.mark("config");
     state.naming = ops_naming::load_naming(host).await;
     phases.mark("naming");
-    state.host_setup = host_setup::load_host_setup(host, system).await;
-    phases.mark("host_setup");
-    let mut dirty = state.refresh_all(host).await?;
-    phases.mark("devices");
+    // Host setup asks systemd and firewalld over the bus: beside the devices' reads, which
+    // wait on the kernel, rather than before them.
+    let (setup, devices) = tokio::join!(
+        host_setup::load_host_setup(host, system),
+        state.refresh_all(host)
+    );
+    state.host_setup = setup;
+    let mut dirty = devices?;
+    phases.mark("devices and host setup");
     ops_port_type::read_port_types(host, &mut state).await;
     phases.mark("port types");
     dirty.config = true;
@@ -394,12 +399,18 @@ pub async fn start(
     // Before anything is read or written: a write killed half-way left only its temp file.
     leftovers::remove_leftovers(host.as_ref()).await;
     phases.mark("leftovers");
-    let (mut state, dirty) = read_host_timed(host.as_ref(), system.as_ref(), phases).await?;
-    // Asked before the first publish and the restore: an interface NetworkManager owns shows
-    // its profile, and is not re-created or re-applied from the daemon's own file.
+    // NetworkManager is asked before the first publish and the restore (an interface it owns
+    // shows its profile, and is not re-created or re-applied from the daemon's own file), and
+    // beside the host's read, which does not need its answer: at boot it may take seconds to
+    // export its settings (`NM_SETTINGS_WAIT`), and that wait then overlaps the read.
     let nm = Arc::new(nm_owners::NmOwners::new(system.clone()));
-    nm.refresh().await;
+    let (read, ()) = tokio::join!(
+        read_host_timed(host.as_ref(), system.as_ref(), phases),
+        nm.refresh()
+    );
+    let (mut state, dirty) = read?;
     state.nm_profiles = nm.snapshot();
+    // What NetworkManager took beyond the read.
     phases.mark("networkmanager");
     for e in state.config.errors() {
         warn!(error = %e, "persisted configuration is unusable; nothing from it is re-applied");

@@ -196,4 +196,46 @@ mod tests {
         assert!(!owners.unanswered(), "the last answer stands");
         assert!(owners.owner_of("ib0.8002").is_some());
     }
+
+    struct NoSink;
+
+    #[async_trait::async_trait]
+    impl crate::engine::Sink for NoSink {
+        async fn publish(&self, _: &crate::engine::ObservedState, _: &crate::engine::Dirty) {}
+        async fn samples(&self, _: u64, _: &[((u32, u32), crate::engine::Sample)]) {}
+    }
+
+    /// At start NetworkManager is asked beside the host's read, not after it: one that takes
+    /// as long to answer as the read (starting at boot) does not double the start-up, and its
+    /// answer is in the engine's snapshot when start-up ends.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn networkmanager_is_asked_beside_the_host_read_at_start() {
+        use crate::kernel::sim::{fixtures, SimHost, SimOp};
+        use std::time::{Duration, Instant};
+        const HELD: Duration = Duration::from_secs(2);
+        let sim = SimHost::new(fixtures::demo_host()).expect("the demo host");
+        sim.delay_next(SimOp::ReadDevice, HELD);
+        let system = SimSystemServices::new();
+        system.set_network_manager(Some(vec![profile("ib0.8002", "ib0.8002")]));
+        system.set_network_manager_answer_delay(Some(HELD));
+        let t = Instant::now();
+        let (handle, task) = crate::engine::start(
+            Arc::new(sim),
+            Arc::new(system),
+            Arc::new(NoSink),
+            crate::engine::EngineConfig::default(),
+            &mut crate::engine::phases::Phases::new(),
+        )
+        .await
+        .expect("the engine starts");
+        let took = t.elapsed();
+        task.abort();
+        assert!(took >= HELD, "the read was held: {took:?}");
+        // One after the other would take twice HELD.
+        assert!(
+            took < HELD * 3 / 2,
+            "NetworkManager waited for after the read: {took:?}"
+        );
+        assert!(handle.nm.owner_of("ib0.8002").is_some());
+    }
 }

@@ -67,6 +67,9 @@ struct State {
     nm_profiles: Option<Vec<crate::nm::client::ProfileSummary>>,
     /// NetworkManager owns its name but does not answer (hung while starting).
     nm_unanswering: bool,
+    /// NetworkManager answers this long after it is asked (starting at boot, before its
+    /// settings are exported).
+    nm_answer_delay: Option<std::time::Duration>,
 }
 
 /// What a unit that started does, given its name: the caller's, since what units do to a
@@ -157,6 +160,12 @@ impl SimSystemServices {
     /// come), or answer again.
     pub fn set_network_manager_unanswering(&self, unanswering: bool) {
         self.lock().nm_unanswering = unanswering;
+    }
+
+    /// Makes NetworkManager answer `delay` after it is asked, as one still starting does
+    /// (`None`: at once).
+    pub fn set_network_manager_answer_delay(&self, delay: Option<std::time::Duration>) {
+        self.lock().nm_answer_delay = delay;
     }
 
     /// Starts or stops firewalld.
@@ -256,6 +265,10 @@ impl SystemServices for SimSystemServices {
     async fn network_manager_profiles(
         &self,
     ) -> Result<Option<Vec<crate::nm::client::ProfileSummary>>, crate::nm::client::NmError> {
+        let delay = self.lock().nm_answer_delay;
+        if let Some(d) = delay {
+            tokio::time::sleep(d).await;
+        }
         let st = self.lock();
         if st.nm_unanswering {
             return Err(crate::nm::client::NmError::Starting);
