@@ -399,19 +399,18 @@ pub async fn start(
     // Before anything is read or written: a write killed half-way left only its temp file.
     leftovers::remove_leftovers(host.as_ref()).await;
     phases.mark("leftovers");
-    // NetworkManager is asked before the first publish and the restore (an interface it owns
-    // shows its profile, and is not re-created or re-applied from the daemon's own file), and
-    // beside the host's read, which does not need its answer: at boot it may take seconds to
-    // export its settings (`NM_SETTINGS_WAIT`), and that wait then overlaps the read.
+    // NetworkManager is asked now, in a task of its own, and its answer waited for only
+    // before the IPoIB restore (an interface it owns is not re-created or re-applied from
+    // the daemon's own file): at boot it may take seconds to export its settings
+    // (`NM_SETTINGS_WAIT`), and that wait overlaps the host's read and the other areas'
+    // restore. The owners its answer gives are published before start-up ends.
     let nm = Arc::new(nm_owners::NmOwners::new(system.clone()));
-    let (read, ()) = tokio::join!(
-        read_host_timed(host.as_ref(), system.as_ref(), phases),
-        nm.refresh()
-    );
-    let (mut state, dirty) = read?;
+    let asking_nm = tokio::spawn({
+        let nm = nm.clone();
+        async move { nm.refresh().await }
+    });
+    let (mut state, dirty) = read_host_timed(host.as_ref(), system.as_ref(), phases).await?;
     state.nm_profiles = nm.snapshot();
-    // What NetworkManager took beyond the read.
-    phases.mark("networkmanager");
     for e in state.config.errors() {
         warn!(error = %e, "persisted configuration is unusable; nothing from it is re-applied");
     }
@@ -473,8 +472,16 @@ pub async fn start(
     // GetManagedObjects and every change wait (see dbus/server.rs), so no client acts on the
     // values from before the restore. Events the restore causes
     // (a re-created link's add) wait in `events` and find nothing left to change.
-    restore::restore(&mut engine, &wanted::Appeared::start()).await;
+    restore::restore_but_ipoib(&mut engine, &wanted::Appeared::start()).await;
     phases.mark("restore");
+    if let Err(e) = asking_nm.await {
+        warn!(error = %e, "asking NetworkManager for its profiles ended without an answer");
+    }
+    // What NetworkManager took beyond the read and the restore above.
+    phases.mark("networkmanager");
+    ops_ipoib::sync_nm_owners(&mut engine).await;
+    restore::restore_ipoib(&mut engine, &wanted::Appeared::start()).await;
+    phases.mark("ipoib restore");
     let task = tokio::spawn(engine.run(events, rx));
     Ok((handle, task))
 }

@@ -5,7 +5,8 @@
 //! profile would undo the change, or the daemon would fight NetworkManager over it).
 //!
 //! NetworkManager is asked from callers' tasks (before an IPoIB operation, and once at start
-//! before the restore), never from the engine task, whose jobs must not wait on other
+//! in a task of its own, beside the host's read and the other areas' restore, its answer
+//! waited for before the IPoIB restore), never from the engine task, whose jobs must not wait on other
 //! services; the engine reads the snapshot taken last. A profile added to NetworkManager
 //! after that is seen at the next IPoIB operation, the next periodic re-read, or daemon start.
 //!
@@ -205,9 +206,9 @@ mod tests {
         async fn samples(&self, _: u64, _: &[((u32, u32), crate::engine::Sample)]) {}
     }
 
-    /// At start NetworkManager is asked beside the host's read, not after it: one that takes
-    /// as long to answer as the read (starting at boot) does not double the start-up, and its
-    /// answer is in the engine's snapshot when start-up ends.
+    /// At start NetworkManager is asked beside the host's read and the restore, not after
+    /// them: one that takes as long to answer as the read (starting at boot) does not double
+    /// the start-up, and its answer is in the engine's snapshot when start-up ends.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn networkmanager_is_asked_beside_the_host_read_at_start() {
         use crate::kernel::sim::{fixtures, SimHost, SimOp};

@@ -5,7 +5,7 @@
 //! A restore that fails is logged and not retried until the thing appears again: nothing here
 //! answers a caller, and a failing step must not turn into a loop.
 
-use super::ops_ipoib::restore_ipoib;
+pub(super) use super::ops_ipoib::restore_ipoib;
 use super::ops_port_type::restore_port_types;
 use super::ops_qos::restore_qos;
 use super::ops_roce::restore_roce;
@@ -14,11 +14,20 @@ use super::ops_vf_guid::restore_vf_guids;
 use super::wanted::Appeared;
 use super::Engine;
 
-/// Re-applies every area for what appeared. Soft links go first: a restored link is a
-/// device that appears, and its RoCE settings follow on its add event.
+/// Re-applies every area for what appeared: IPoIB last ([`restore_ipoib`]), after the
+/// others ([`restore_but_ipoib`]).
 pub(super) async fn restore(eng: &mut Engine, appeared: &Appeared) {
-    restore_soft_links(eng, appeared).await;
+    restore_but_ipoib(eng, appeared).await;
     restore_ipoib(eng, appeared).await;
+}
+
+/// Every area but IPoIB. Soft links go first: a restored link is a device that appears, and
+/// its RoCE settings follow on its add event. IPoIB is left for last because it is the area
+/// NetworkManager may own, whose answer start-up waits for only after these (see
+/// `engine::start`), and because a port type or a VF's GUID re-applied here may be what
+/// makes its interfaces appear.
+pub(super) async fn restore_but_ipoib(eng: &mut Engine, appeared: &Appeared) {
+    restore_soft_links(eng, appeared).await;
     restore_roce(eng, appeared).await;
     restore_port_types(eng, appeared).await;
     restore_vf_guids(eng, appeared).await;
