@@ -331,6 +331,10 @@ boot_units() {
   phases=$(journalctl -b -u rdma-managerd.service -o json --no-pager 2>/dev/null |
     grep -a -m1 '"start-up phases' | sed -n 's/.*"PHASES":"\([^"]*\)".*/\1/p')
   echo "boot: rdma-managerd start-up phases, ms: ${phases:-not in the journal}"
+  # When NetworkManager exported its settings (what the daemon's `networkmanager` phase waits
+  # for), beside the daemon's own lines, in the check's transcript.
+  run journalctl -b -u NetworkManager.service -u rdma-managerd.service --no-pager \
+    -o short-monotonic 2>/dev/null | head -n 40
   return 0
 }
 
