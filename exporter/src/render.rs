@@ -621,6 +621,15 @@ async fn per_port<'s, S: Sink>(
 
 /// What the model holds of each port: identity, states, addresses, P_Keys, type, link.
 async fn port_metrics<S: Sink>(o: &mut Exposition<'_, S>, ports: &[Port<'_>]) -> io::Result<()> {
+    port_state_metrics(o, ports).await?;
+    port_link_metrics(o, ports).await
+}
+
+/// What a port is and the state it is in: its labels, state, LIDs and P_Keys.
+async fn port_state_metrics<S: Sink>(
+    o: &mut Exposition<'_, S>,
+    ports: &[Port<'_>],
+) -> io::Result<()> {
     use Kind::{Counter, Gauge};
     per_port(o, ports, ("rdma_port_info", Gauge, "A port's link layer, network interface, port GUID and counter source; value is always 1."), |o, p| {
         let v = p.view;
@@ -709,7 +718,15 @@ async fn port_metrics<S: Sink>(o: &mut Exposition<'_, S>, ports: &[Port<'_>]) ->
             o.port_sample(p, &[("index", &i), ("pkey", &k)], 1u64);
         }
     })
-    .await?;
+    .await
+}
+
+/// What a port's link can carry: its type on VPI adapters, its MTUs and its table sizes.
+async fn port_link_metrics<S: Sink>(
+    o: &mut Exposition<'_, S>,
+    ports: &[Port<'_>],
+) -> io::Result<()> {
+    use Kind::Gauge;
     per_port(o, ports, ("rdma_port_type_info", Gauge, "The type (ib, eth or auto) a VPI adapter's port runs, how it is set (runtime: mlx4; firmware: mlx5, next boot) and the firmware's type for the next boot; value is always 1. Ports without a port type have none."), |o, p| {
         let v = p.view;
         if !v.port_type_control.is_empty() {
