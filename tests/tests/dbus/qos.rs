@@ -141,16 +141,25 @@ async fn the_recipe_is_applied_read_back_and_remembered() -> Result<()> {
         c1.contains("\"pfc.requests.3\"") && c1.contains("\"pfc.indications.3\""),
         "{c1}"
     );
+    let read = |text: &str, name: &str| -> Option<u64> {
+        let rest = text.split(&format!("\"{name}\" ")).nth(1)?;
+        rest.split_whitespace().next()?.parse().ok()
+    };
+    // Read again without congestion: reading moves nothing, as on a real NIC.
+    let again = ok(&t
+        .call(None, &port_path(MLX5, 1), PORT, "GetCounters", &[])
+        .await?);
+    assert_eq!(
+        read(&c1, "pfc.requests.3"),
+        read(&again, "pfc.requests.3"),
+        "{c1}\n{again}"
+    );
     // With PFC on, mlx5 turns link-level pause off: congestion moves PFC frames, not pause
     // frames.
     t.sim.congest(MLX5_NETDEV);
     let c2 = ok(&t
         .call(None, &port_path(MLX5, 1), PORT, "GetCounters", &[])
         .await?);
-    let read = |text: &str, name: &str| -> Option<u64> {
-        let rest = text.split(&format!("\"{name}\" ")).nth(1)?;
-        rest.split_whitespace().next()?.parse().ok()
-    };
     assert_eq!(read(&c0, "pause.tx_frames"), Some(2), "{c0}");
     assert_eq!(read(&c0, "pause.rx_frames"), Some(4), "{c0}");
     assert_eq!(

@@ -281,16 +281,27 @@ async fn tui_json_with_counters_adds_every_port_s_counters_and_latest_rates() ->
     };
     let sim = SimHost::new(fixtures::demo_host())?;
     let _served = serve_sim(&bus, &sim, EngineConfig::default()).await?;
-    // Traffic on mlx4_1 port 1 (Device/0/Port/1) across a few samples.
+    // Traffic on mlx4_1 port 1 (Device/0/Port/1) across a few samples, and on until the
+    // documents are read: the latest rate is the last tick's, which a slow start of rdma-tui
+    // on a loaded machine would otherwise find after the traffic stopped.
     for _ in 0..5 {
         sim.add_traffic("mlx4_1", 1, 4_000_000, 1_000)?;
         tokio::time::sleep(Duration::from_millis(600)).await;
     }
+    let flowing = tokio::spawn({
+        let sim = sim.clone();
+        async move {
+            while sim.add_traffic("mlx4_1", 1, 1_000_000, 250).is_ok() {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    });
     let tui = workspace_bin("rdma-tui")?;
     let address = format!("--address={}", bus.address());
     let plain: Json = serde_json::from_str(&stdout_of(&tui, &[&address, "--json"]).await?)?;
     let doc: Json =
         serde_json::from_str(&stdout_of(&tui, &[&address, "--json", "--counters"]).await?)?;
+    flowing.abort();
     ensure!(doc["version"] == 1, "version: {}", doc["version"]);
     let objects = doc["objects"].as_object().context("objects")?;
     let ports: Vec<&String> = objects

@@ -84,13 +84,6 @@ fn lookup<'a>(st: &'a mut SimState, netdev: &str, what: &str) -> Result<&'a mut 
 
 pub(super) fn read(st: &mut SimState, netdev: &str) -> Result<DcbConfig, HostError> {
     let d = lookup(st, netdev, "read")?;
-    // Pause frames flow while PFC is on: each read sees a few more.
-    for p in 0..8 {
-        if d.pfc.pfc_en & (1 << p) != 0 {
-            d.pfc.requests[p] += 3;
-            d.pfc.indications[p] += 5;
-        }
-    }
     Ok(DcbConfig {
         ets: Some(d.ets),
         pfc: Some(d.pfc),
@@ -127,8 +120,9 @@ pub(super) fn pause(st: &mut SimState, netdev: &str) -> Result<PauseStats, HostE
 }
 
 /// Congestion on a netdev's link: while link-level pause is on, 2 pause frames sent and 4
-/// received; with PFC on instead, none (the PFC counters move at each read). A netdev
-/// without DCB is left alone.
+/// received; with PFC on instead, no pause frame but 3 PFC frames sent and 5 received for
+/// each priority it is on for. Like a real NIC's, the counters move only with congestion,
+/// never because they are read. A netdev without DCB is left alone.
 pub(super) fn congest(st: &mut SimState, netdev: &str) {
     let Some(ifindex) = dcb_ifindex(st, netdev) else {
         return;
@@ -137,6 +131,13 @@ pub(super) fn congest(st: &mut SimState, netdev: &str) {
     if d.pfc.pfc_en == 0 {
         d.pause_frames.0 += 2;
         d.pause_frames.1 += 4;
+        return;
+    }
+    for p in 0..8 {
+        if d.pfc.pfc_en & (1 << p) != 0 {
+            d.pfc.requests[p] += 3;
+            d.pfc.indications[p] += 5;
+        }
     }
 }
 
