@@ -121,8 +121,11 @@ fn status_lines_end_with_the_outcome_and_clear_under_a_new_form() -> Result<()> 
     tui.keys(&["4", "Down", "d"])?;
     tui.wait_for_text("only P_Key children can be deleted", WAIT)?;
     tui.keys(&["Enter"])?;
-    let s = tui.wait_for_text("[ Apply ]", WAIT)?;
-    ensure!(!s.contains("only P_Key children can be deleted"), "{s}");
+    // The new form and the cleared status line come in one frame; waiting for both, not for
+    // the first capture that shows an `[ Apply ]`, takes no frame drawn before the key.
+    tui.wait_for("a new form under a cleared status line", WAIT, |s| {
+        s.contains("[ Apply ]") && !s.contains("only P_Key children can be deleted")
+    })?;
     Ok(())
 }
 
