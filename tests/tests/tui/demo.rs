@@ -263,6 +263,108 @@ async fn the_vf_guid_form_sets_a_vfs_guids() -> Result<()> {
     Ok(())
 }
 
+/// The port page's port type form (`t`) against the demo's daemon: the guide's mlx4_1
+/// (port 1 InfiniBand, port 2 Ethernet, switched by the driver at once) takes Ethernet on
+/// port 1 and reads back with it; port 2 back to InfiniBand would leave port 1 Ethernet alone,
+/// which the driver's rule refuses with its reason, changing nothing; mlx5_0's type is staged
+/// in the firmware for the next boot, and a form opened again starts on it and sends nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_port_type_form_switches_mlx4_and_stages_mlx5() -> Result<()> {
+    use rdma_tui::client::{perform, Call, CallError, CallOutput, ErrorKind, Update};
+    use rdma_tui::form::FieldKind;
+    use rdma_tui::model::{Model, Port};
+    use rdma_tui::porttypeform;
+    if let Some(reason) = rdma_manager_tests::bus::skip_reason() {
+        eprintln!("skipping: {reason}");
+        return Ok(());
+    }
+    let demo = rdma_tui::demo::start().await?;
+    let conn =
+        rdma_tui::client::connect(&rdma_tui::client::BusChoice::Address(demo.address.clone()))
+            .await?;
+    let port = |m: &Model, label: &str| -> Result<Port> {
+        m.ports_in_order()
+            .into_iter()
+            .find(|p| format!("{}/{}", p.device_name, p.number) == label)
+            .cloned()
+            .with_context(|| format!("{label} on the demo host"))
+    };
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    // The form of `label` as read now, set to `port_type`, and the answer to its one call.
+    let mut apply = async |label: &str, port_type: &str| -> Result<Result<CallOutput, CallError>> {
+        let p = port(&rdma_tui::client::read_model(&conn, None).await?, label)?;
+        let mut form = porttypeform::form(&p).with_context(|| format!("no form for {label}"))?;
+        if let Some(FieldKind::Choice(c)) = form.get_mut("type").map(|f| &mut f.kind) {
+            c.selected = c
+                .options
+                .iter()
+                .position(|o| o.value == port_type)
+                .with_context(|| format!("no {port_type} in the form"))?;
+        }
+        let calls = porttypeform::calls(&form, &p);
+        ensure!(
+            matches!(calls.as_slice(), [Call::SetPortType { port_type: t, .. }] if t == port_type),
+            "{label}: {calls:?}"
+        );
+        perform(&conn, 1, calls[0].clone(), &tx).await;
+        let Some(Update::CallDone { result, .. }) = rx.recv().await else {
+            anyhow::bail!("no answer for {label}");
+        };
+        Ok(result)
+    };
+
+    let answer = apply("mlx4_1/1", "eth").await?;
+    ensure!(matches!(answer, Ok(CallOutput::Done)), "{answer:?}");
+    let p1 = port(
+        &rdma_tui::client::read_model(&conn, None).await?,
+        "mlx4_1/1",
+    )?;
+    ensure!(
+        p1.port_type == "eth" && p1.link_layer == "Ethernet",
+        "{} {}",
+        p1.port_type,
+        p1.link_layer
+    );
+
+    let answer = apply("mlx4_1/2", "ib").await?;
+    match answer {
+        Err(e) => ensure!(
+            e.kind == ErrorKind::NotSupported
+                && e.message
+                    .contains("port 1 may be Ethernet only when port 2 is"),
+            "{e:?}"
+        ),
+        Ok(out) => anyhow::bail!("port 2 to InfiniBand beside an Ethernet port 1: {out:?}"),
+    }
+    let p2 = port(
+        &rdma_tui::client::read_model(&conn, None).await?,
+        "mlx4_1/2",
+    )?;
+    ensure!(p2.port_type == "eth", "{}", p2.port_type);
+
+    let answer = apply("mlx5_0/1", "eth").await?;
+    ensure!(matches!(answer, Ok(CallOutput::Done)), "{answer:?}");
+    let staged = port(
+        &rdma_tui::client::read_model(&conn, None).await?,
+        "mlx5_0/1",
+    )?;
+    ensure!(
+        staged.port_type_next == "eth" && staged.port_type_reboot_needed,
+        "{} {} {}",
+        staged.port_type,
+        staged.port_type_next,
+        staged.port_type_reboot_needed
+    );
+    let again = porttypeform::form(&staged).context("mlx5_0/1's form again")?;
+    ensure!(
+        again.choice("type") == Some("eth"),
+        "{:?}",
+        again.choice("type")
+    );
+    ensure!(porttypeform::calls(&again, &staged).is_empty());
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn same_user_authorizer_refuses_other_users_without_polkit() -> Result<()> {
     if let Some(reason) = rdma_manager_tests::bus::skip_reason() {
