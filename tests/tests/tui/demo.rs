@@ -11,16 +11,27 @@ use rdma_managerd::dbus::server::{self, Bus};
 use rdma_managerd::engine::EngineConfig;
 use rdma_managerd::kernel::sim::{fixtures, SimHost};
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn demo_serves_changes_to_its_user_and_the_client_sees_them() -> Result<()> {
+/// The demo started on `host` (the default demo host with `None`) and a client connected to
+/// it; `None`, said why, where the harness cannot run here.
+async fn demo_client(
+    host: Option<&str>,
+) -> Result<Option<(rdma_tui::demo::Demo, zbus::Connection)>> {
     if let Some(reason) = rdma_manager_tests::bus::skip_reason() {
         eprintln!("skipping: {reason}");
-        return Ok(());
+        return Ok(None);
     }
-    let demo = rdma_tui::demo::start().await?;
+    let demo = rdma_tui::demo::start_host(host).await?;
     let conn =
         rdma_tui::client::connect(&rdma_tui::client::BusChoice::Address(demo.address.clone()))
             .await?;
+    Ok(Some((demo, conn)))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn demo_serves_changes_to_its_user_and_the_client_sees_them() -> Result<()> {
+    let Some((_demo, conn)) = demo_client(None).await? else {
+        return Ok(());
+    };
     let before = rdma_tui::client::read_model(&conn, None).await?;
     ensure!(before.manager.simulated, "the demo host is simulated");
     ensure!(before.devices.values().any(|d| d.name == "mlx5_0"));
@@ -51,14 +62,9 @@ async fn demo_serves_changes_to_its_user_and_the_client_sees_them() -> Result<()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn network_calls_go_through_the_demos_networkd() -> Result<()> {
     use rdma_tui::client::{perform, Call, CallOutput, ErrorKind, Update};
-    if let Some(reason) = rdma_manager_tests::bus::skip_reason() {
-        eprintln!("skipping: {reason}");
+    let Some((_demo, conn)) = demo_client(None).await? else {
         return Ok(());
-    }
-    let demo = rdma_tui::demo::start().await?;
-    let conn =
-        rdma_tui::client::connect(&rdma_tui::client::BusChoice::Address(demo.address.clone()))
-            .await?;
+    };
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let answer = |call: Call| {
         let conn = conn.clone();
@@ -123,14 +129,9 @@ async fn network_calls_go_through_the_demos_networkd() -> Result<()> {
 async fn the_qos_form_sets_the_demos_profile_and_reads_it_back() -> Result<()> {
     use rdma_tui::client::{perform, Call, CallError, CallOutput, ErrorKind, Update};
     use rdma_tui::qosform;
-    if let Some(reason) = rdma_manager_tests::bus::skip_reason() {
-        eprintln!("skipping: {reason}");
+    let Some((_demo, conn)) = demo_client(None).await? else {
         return Ok(());
-    }
-    let demo = rdma_tui::demo::start().await?;
-    let conn =
-        rdma_tui::client::connect(&rdma_tui::client::BusChoice::Address(demo.address.clone()))
-            .await?;
+    };
     let model = rdma_tui::client::read_model(&conn, None).await?;
     let path = |label: &str| {
         model
@@ -201,14 +202,9 @@ async fn the_qos_form_sets_the_demos_profile_and_reads_it_back() -> Result<()> {
 async fn the_vf_guid_form_sets_a_vfs_guids() -> Result<()> {
     use rdma_tui::client::{perform, CallOutput, Update};
     use rdma_tui::vfguidform;
-    if let Some(reason) = rdma_manager_tests::bus::skip_reason() {
-        eprintln!("skipping: {reason}");
+    let Some((_demo, conn)) = demo_client(Some("naming")).await? else {
         return Ok(());
-    }
-    let demo = rdma_tui::demo::start_host(Some("naming")).await?;
-    let conn =
-        rdma_tui::client::connect(&rdma_tui::client::BusChoice::Address(demo.address.clone()))
-            .await?;
+    };
     let pf = |m: &rdma_tui::model::Model| {
         m.devices
             .values()
@@ -272,17 +268,14 @@ async fn the_vf_guid_form_sets_a_vfs_guids() -> Result<()> {
 async fn the_port_type_form_switches_mlx4_and_stages_mlx5() -> Result<()> {
     use rdma_tui::client::{perform, Call, CallError, CallOutput, ErrorKind, Update};
     use rdma_tui::form::FieldKind;
-    use rdma_tui::model::{Model, Port};
+    use rdma_tui::model::Port;
     use rdma_tui::porttypeform;
-    if let Some(reason) = rdma_manager_tests::bus::skip_reason() {
-        eprintln!("skipping: {reason}");
+    let Some((_demo, conn)) = demo_client(None).await? else {
         return Ok(());
-    }
-    let demo = rdma_tui::demo::start().await?;
-    let conn =
-        rdma_tui::client::connect(&rdma_tui::client::BusChoice::Address(demo.address.clone()))
-            .await?;
-    let port = |m: &Model, label: &str| -> Result<Port> {
+    };
+    // `label` as the daemon publishes it now.
+    let port = async |label: &str| -> Result<Port> {
+        let m = rdma_tui::client::read_model(&conn, None).await?;
         m.ports_in_order()
             .into_iter()
             .find(|p| format!("{}/{}", p.device_name, p.number) == label)
@@ -292,7 +285,7 @@ async fn the_port_type_form_switches_mlx4_and_stages_mlx5() -> Result<()> {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     // The form of `label` as read now, set to `port_type`, and the answer to its one call.
     let mut apply = async |label: &str, port_type: &str| -> Result<Result<CallOutput, CallError>> {
-        let p = port(&rdma_tui::client::read_model(&conn, None).await?, label)?;
+        let p = port(label).await?;
         let mut form = porttypeform::form(&p).with_context(|| format!("no form for {label}"))?;
         if let Some(FieldKind::Choice(c)) = form.get_mut("type").map(|f| &mut f.kind) {
             c.selected = c
@@ -315,10 +308,7 @@ async fn the_port_type_form_switches_mlx4_and_stages_mlx5() -> Result<()> {
 
     let answer = apply("mlx4_1/1", "eth").await?;
     ensure!(matches!(answer, Ok(CallOutput::Done)), "{answer:?}");
-    let p1 = port(
-        &rdma_tui::client::read_model(&conn, None).await?,
-        "mlx4_1/1",
-    )?;
+    let p1 = port("mlx4_1/1").await?;
     ensure!(
         p1.port_type == "eth" && p1.link_layer == "Ethernet",
         "{} {}",
@@ -336,18 +326,12 @@ async fn the_port_type_form_switches_mlx4_and_stages_mlx5() -> Result<()> {
         ),
         Ok(out) => anyhow::bail!("port 2 to InfiniBand beside an Ethernet port 1: {out:?}"),
     }
-    let p2 = port(
-        &rdma_tui::client::read_model(&conn, None).await?,
-        "mlx4_1/2",
-    )?;
+    let p2 = port("mlx4_1/2").await?;
     ensure!(p2.port_type == "eth", "{}", p2.port_type);
 
     let answer = apply("mlx5_0/1", "eth").await?;
     ensure!(matches!(answer, Ok(CallOutput::Done)), "{answer:?}");
-    let staged = port(
-        &rdma_tui::client::read_model(&conn, None).await?,
-        "mlx5_0/1",
-    )?;
+    let staged = port("mlx5_0/1").await?;
     ensure!(
         staged.port_type_next == "eth" && staged.port_type_reboot_needed,
         "{} {} {}",
@@ -532,14 +516,9 @@ async fn demo_history_is_full_at_start_and_healthy() -> Result<()> {
     use rdma_manager_dbus::proxies::{sample_flags, PortProxy};
     use std::time::{SystemTime, UNIX_EPOCH};
 
-    if let Some(reason) = rdma_manager_tests::bus::skip_reason() {
-        eprintln!("skipping: {reason}");
+    let Some((_demo, conn)) = demo_client(None).await? else {
         return Ok(());
-    }
-    let demo = rdma_tui::demo::start().await?;
-    let conn =
-        rdma_tui::client::connect(&rdma_tui::client::BusChoice::Address(demo.address.clone()))
-            .await?;
+    };
     let model = rdma_tui::client::read_model(&conn, None).await?;
     let now_us = SystemTime::now().duration_since(UNIX_EPOCH)?.as_micros() as u64;
     ensure!(!model.ports.is_empty());
