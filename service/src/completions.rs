@@ -9,6 +9,7 @@
 use std::fmt::Write as _;
 
 use crate::cli::{IBSTAT_OPTIONS, IBSTAT_VALUE_OPTIONS, OPTIONS};
+use crate::linktest::ibping::tool::OPTIONS as IBPING_OPTIONS;
 
 /// A shell rdma-managerd has a completion for, and the file it is installed from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,9 +43,20 @@ const SERVE_ONLY: [&str; 7] = [
     "--counters-max-age-ms=",
 ];
 
-/// The words offered without `show`: the command, then the serving options.
+/// The words offered without a command: the commands, then the serving options.
 fn serve_words() -> Vec<&'static str> {
-    OPTIONS.iter().copied().filter(|o| *o != "--json").collect()
+    let mut words: Vec<&str> = OPTIONS.iter().copied().filter(|o| *o != "--json").collect();
+    words.insert(1, "ibping");
+    words
+}
+
+/// ibping's options that take a value in the next argument: all but `--serve`.
+fn ibping_value_options() -> Vec<&'static str> {
+    IBPING_OPTIONS
+        .iter()
+        .copied()
+        .filter(|o| *o != "--serve")
+        .collect()
 }
 
 /// The words offered after `show`: its options and ibstat's.
@@ -80,10 +92,19 @@ _rdma_managerd()
 {{
     local cur=${{COMP_WORDS[COMP_CWORD]}} prev=${{COMP_WORDS[COMP_CWORD - 1]}}
     local sysfs=${{RDMA_MANAGERD_SYSFS:-/sys/class/infiniband}}
-    local i show=0
+    local i show=0 ibping=0
     for ((i = 1; i < COMP_CWORD; i++)); do
         [[ ${{COMP_WORDS[i]}} == show ]] && show=1
+        [[ ${{COMP_WORDS[i]}} == ibping ]] && ibping=1
     done
+    if [[ $ibping == 1 ]]; then
+        case $prev in
+            --umad) COMPREPLY=($(compgen -f -- "${{cur:-/dev/infiniband/umad}}")) ;;
+            {ibping_values}) COMPREPLY=() ;;
+            *) COMPREPLY=($(compgen -W "{ibping}" -- "$cur")) ;;
+        esac
+        return
+    fi
     if [[ $show == 1 && ( $prev == @({values}) ) ]]; then
         COMPREPLY=($(compgen -f -- "$cur"))
         return
@@ -116,6 +137,8 @@ complete -F _rdma_managerd rdma-managerd
         values_words = IBSTAT_VALUE_OPTIONS.join("/"),
         serve = serve_words().join(" "),
         show = show_words().join(" "),
+        ibping = IBPING_OPTIONS.join(" "),
+        ibping_values = ibping_value_options().join(" | "),
     )
 }
 
@@ -132,7 +155,13 @@ fn zsh() -> String {
 
 local sysfs=${{RDMA_MANAGERD_SYSFS:-/sys/class/infiniband}}
 local -a opts
-if (( ${{words[(I)show]}} )); then
+if (( ${{words[(I)ibping]}} )); then
+    case ${{words[CURRENT-1]}} in
+        --umad) _files; return ;;
+        ({ibping_values}) return ;;
+    esac
+    opts=({ibping})
+elif (( ${{words[(I)show]}} )); then
     if [[ ${{words[CURRENT-1]}} == ({values}) ]]; then
         _files
         return
@@ -150,6 +179,8 @@ compadd -- ${{opts:#*=}}
         values = IBSTAT_VALUE_OPTIONS.join("|"),
         show = quoted(show_words()),
         serve = quoted(serve_words()),
+        ibping = quoted(IBPING_OPTIONS.to_vec()),
+        ibping_values = ibping_value_options().join("|"),
     )
 }
 
@@ -157,25 +188,34 @@ fn fish() -> String {
     let mut out = format!(
         "# fish completion for rdma-managerd\n# {HEADER}\n\ncomplete -c rdma-managerd -f\n\
          complete -c rdma-managerd -n '__fish_use_subcommand' -a show -d 'print the host as ibstat does'\n\
-         complete -c rdma-managerd -n '__fish_seen_subcommand_from show' -a '(command ls /sys/class/infiniband 2>/dev/null)'\n"
+         complete -c rdma-managerd -n '__fish_seen_subcommand_from show' -a '(command ls /sys/class/infiniband 2>/dev/null)'\n\
+         complete -c rdma-managerd -n '__fish_use_subcommand' -a ibping -d \"infiniband-diags' ibping on a port's umad device\"\n"
     );
     let line = |out: &mut String, cond: &str, o: &str| {
         let (flag, name) = match o.strip_prefix("--") {
             Some(long) => ("-l", long.trim_end_matches('=')),
             None => ("-s", o.trim_start_matches('-')),
         };
-        let value = o.ends_with('=') || IBSTAT_VALUE_OPTIONS.contains(&o);
+        let value = o.ends_with('=')
+            || IBSTAT_VALUE_OPTIONS.contains(&o)
+            || (cond.contains("ibping") && !cond.starts_with("not") && o != "--serve");
         let _ = writeln!(
             out,
             "complete -c rdma-managerd -n '{cond}' {flag} {name}{}",
             if value { " -r" } else { "" }
         );
     };
-    for o in serve_words().into_iter().filter(|o| *o != "show") {
-        line(&mut out, "not __fish_seen_subcommand_from show", o);
+    for o in serve_words()
+        .into_iter()
+        .filter(|o| *o != "show" && *o != "ibping")
+    {
+        line(&mut out, "not __fish_seen_subcommand_from show ibping", o);
     }
     for o in show_words() {
         line(&mut out, "__fish_seen_subcommand_from show", o);
+    }
+    for o in IBPING_OPTIONS {
+        line(&mut out, "__fish_seen_subcommand_from ibping", o);
     }
     out
 }
@@ -221,6 +261,8 @@ mod tests {
                 .iter()
                 .chain(&IBSTAT_OPTIONS)
                 .chain(&IBSTAT_VALUE_OPTIONS)
+                .chain(&IBPING_OPTIONS)
+                .chain(&["ibping"])
             {
                 let name = o.trim_end_matches('=');
                 let fish = match name.strip_prefix("--") {
@@ -278,6 +320,26 @@ mod tests {
         };
         assert_eq!(complete(&["rdma-managerd", "--ti"]), ["--tick-ms="]);
         assert_eq!(complete(&["rdma-managerd", "sh"]), ["show"]);
+        assert_eq!(complete(&["rdma-managerd", "ib"]), ["ibping"]);
+        assert_eq!(
+            complete(&["rdma-managerd", "ibping", "--"]),
+            [
+                "--fd",
+                "--host",
+                "--interval-ms",
+                "--serve",
+                "--timeout-ms",
+                "--umad"
+            ]
+        );
+        assert!(
+            complete(&["rdma-managerd", "ibping", "-c", ""]).is_empty(),
+            "a count is typed"
+        );
+        assert!(
+            !complete(&["rdma-managerd", "ibping", "-"]).contains(&"--tick-ms=".to_string()),
+            "serving options are not ibping's"
+        );
         assert!(
             complete(&["rdma-managerd", "--j"]).is_empty(),
             "--json is show's"

@@ -21,6 +21,19 @@ use rdma_manager_model::linktest::parse_lid;
 const USAGE: &str = "usage: rdma-managerd ibping --serve (--umad PATH | --fd N) [--host NAME]
        rdma-managerd ibping (--umad PATH | --fd N) [-c COUNT] [--interval-ms MS] [--timeout-ms MS] LID";
 
+/// Every option the command takes (the completions offer them); each but `--serve` takes a
+/// value in the next argument. The parser also takes `-S` and `--count` as infiniband-diags'
+/// ibping spells them.
+pub const OPTIONS: [&str; 7] = [
+    "--serve",
+    "--umad",
+    "--fd",
+    "--host",
+    "-c",
+    "--interval-ms",
+    "--timeout-ms",
+];
+
 /// Bounds of the client's options, as the daemon's link test uses them.
 pub const MAX_COUNT: u32 = 100_000;
 pub const MAX_WAIT_MS: u64 = 60_000;
@@ -329,5 +342,23 @@ mod tests {
     fn the_server_names_itself_as_ibping_does() {
         let name = host_and_domain();
         assert!(name.contains('.'), "{name}");
+    }
+
+    /// The table the completions offer is what the parser takes: each option is known, and
+    /// each but `--serve` wants its value.
+    #[test]
+    fn every_listed_option_is_taken() {
+        for o in OPTIONS {
+            let args: Vec<String> = [o, "--umad", "/dev/infiniband/umad0", "--serve"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+            let e = parse(args).err().unwrap_or_default();
+            assert!(!e.contains("unknown option"), "{o}: {e}");
+            if o != "--serve" {
+                let e = parse(vec![o.to_string()]).err().unwrap_or_default();
+                assert!(e.contains("needs") || e.contains("value"), "{o} alone: {e}");
+            }
+        }
     }
 }
