@@ -1,5 +1,6 @@
 //! rdma-managerd's shell completions (bash, zsh, fish), generated from its list of options
-//! ([`crate::cli::OPTIONS`] and ibstat's, taken after `show`), as rdma-cli's are from its
+//! ([`crate::cli::OPTIONS`], ibstat's, taken after `show`, and ibping's, after `ibping`,
+//! from [`crate::linktest::ibping::tool::OPTIONS`]), as rdma-cli's are from its
 //! command: the files in `dist/completions/` are these texts, and a test says so. After
 //! `show`, device names and ports come from `/sys/class/infiniband`, as ibstat reads them.
 //!
