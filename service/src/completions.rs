@@ -192,14 +192,12 @@ fn fish() -> String {
          complete -c rdma-managerd -n '__fish_seen_subcommand_from show' -a '(command ls /sys/class/infiniband 2>/dev/null)'\n\
          complete -c rdma-managerd -n '__fish_use_subcommand' -a ibping -d \"infiniband-diags' ibping on a port's umad device\"\n"
     );
-    let line = |out: &mut String, cond: &str, o: &str| {
+    // `value`: the option takes one (`-r`), in the same argument (`=`) or the next.
+    let line = |out: &mut String, cond: &str, o: &str, value: bool| {
         let (flag, name) = match o.strip_prefix("--") {
             Some(long) => ("-l", long.trim_end_matches('=')),
             None => ("-s", o.trim_start_matches('-')),
         };
-        let value = o.ends_with('=')
-            || IBSTAT_VALUE_OPTIONS.contains(&o)
-            || (cond.contains("ibping") && !cond.starts_with("not") && o != "--serve");
         let _ = writeln!(
             out,
             "complete -c rdma-managerd -n '{cond}' {flag} {name}{}",
@@ -210,13 +208,22 @@ fn fish() -> String {
         .into_iter()
         .filter(|o| *o != "show" && *o != "ibping")
     {
-        line(&mut out, "not __fish_seen_subcommand_from show ibping", o);
+        let value = o.ends_with('=');
+        line(
+            &mut out,
+            "not __fish_seen_subcommand_from show ibping",
+            o,
+            value,
+        );
     }
     for o in show_words() {
-        line(&mut out, "__fish_seen_subcommand_from show", o);
+        let value = o.ends_with('=') || IBSTAT_VALUE_OPTIONS.contains(&o);
+        line(&mut out, "__fish_seen_subcommand_from show", o, value);
     }
+    let ibping_values = ibping_value_options();
     for o in IBPING_OPTIONS {
-        line(&mut out, "__fish_seen_subcommand_from ibping", o);
+        let value = ibping_values.contains(&o);
+        line(&mut out, "__fish_seen_subcommand_from ibping", o, value);
     }
     out
 }

@@ -6,8 +6,8 @@
 //!
 //! NetworkManager is asked from callers' tasks (before an IPoIB operation, and once at start
 //! in a task of its own, beside the host's read and the other areas' restore, its answer
-//! waited for before the IPoIB restore), never from the engine task, whose jobs must not wait on other
-//! services; the engine reads the snapshot taken last. A profile added to NetworkManager
+//! waited for before the IPoIB restore), never from the engine task, whose jobs must not
+//! wait on other services; the engine reads the snapshot taken last. A profile added to NetworkManager
 //! after that is seen at the next IPoIB operation, the next periodic re-read, or daemon start.
 //!
 //! A NetworkManager that does not answer at start (its settings still not exported after

@@ -357,7 +357,7 @@ mod tests {
             assert!(!e.contains("unknown option"), "{o}: {e}");
             if o != "--serve" {
                 let e = parse(vec![o.to_string()]).err().unwrap_or_default();
-                assert!(e.contains("needs") || e.contains("value"), "{o} alone: {e}");
+                assert!(e.contains("needs a value"), "{o} alone: {e}");
             }
         }
     }
