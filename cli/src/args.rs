@@ -68,9 +68,25 @@ pub enum Command {
     /// The host's state: every setting by key path, or the whole document (--yaml, --json)
     /// that apply takes
     Show {
+        /// Only the settings at or under these key paths (roce[mlx5_0/1], memlock.soft)
+        #[arg(value_name = "PATH")]
+        paths: Vec<String>,
         /// Print the state document as YAML
         #[arg(long)]
         yaml: bool,
+    },
+    /// Set settings by their key paths, as show prints them (roce[mlx5_0/1].tos 106): applied
+    /// as a state document of their own, verified, rolled back on failure
+    Set {
+        /// Key paths and values, in pairs
+        #[arg(value_name = "PATH VALUE", num_args = 1.., required = true)]
+        settings: Vec<String>,
+        /// Only say what would change, as diff does (exit 0 when nothing, 10 when something)
+        #[arg(long, conflicts_with = "timeout")]
+        dry_run: bool,
+        /// Keep the change pending for SECONDS: it is rolled back unless confirmed
+        #[arg(long, value_name = "SECONDS")]
+        timeout: Option<u32>,
     },
     /// Devices and ports, as `nmcli device status` lists devices
     Status,

@@ -9,6 +9,7 @@ pub mod check;
 pub mod commands;
 pub mod failure;
 pub mod health;
+pub mod keypath;
 pub mod linktest;
 pub mod output;
 pub mod pending;

@@ -86,7 +86,12 @@ async fn dispatch(
             println!("Change {path} rolled back.");
             Ok(code::SUCCESS)
         }
-        Command::Show { yaml } => state::show(conn, yaml, format).await,
+        Command::Show { paths, yaml } => state::show(conn, &paths, yaml, format).await,
+        Command::Set {
+            settings,
+            dry_run,
+            timeout,
+        } => state::set(conn, &settings, dry_run, timeout, format).await,
         Command::Diff { file } => state::diff(conn, &file, format).await,
         Command::Apply { file, timeout } => state::apply(conn, &file, timeout, format).await,
         Command::Health(args) => health::check(conn, &args, format).await,

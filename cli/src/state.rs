@@ -129,7 +129,7 @@ pub fn settings(doc: &Value) -> Vec<(String, String)> {
 }
 
 /// The document's sections, in the order GetState writes them.
-const SECTIONS: [&str; 8] = [
+const SECTIONS: [&str; 12] = [
     "soft-links",
     "roce",
     "interfaces",
@@ -138,22 +138,25 @@ const SECTIONS: [&str; 8] = [
     "memlock",
     "nfs-rdma",
     "subnet-manager",
+    "responder",
+    "health",
+    "ports",
+    "sriov-vfs",
 ];
 
-/// The identity of a list entry, and the keys that make it.
-fn identity(entry: &serde_json::Map<String, Value>) -> Option<(String, &'static [&'static str])> {
-    let s = |k: &str| entry.get(k).map(scalar);
-    // A naming entry has a name too, but is identified by its GUID.
-    if let Some(g) = s("node-guid") {
-        return Some((g, &["node-guid"]));
-    }
-    if let Some(g) = s("port-guid") {
-        return Some((g, &["port-guid"]));
-    }
-    if let (Some(d), Some(p)) = (s("device"), s("port")) {
-        return Some((format!("{d}/{p}"), &["device", "port"]));
-    }
-    s("name").map(|n| (n, &["name"] as &'static [&str]))
+/// The identity of an entry of the list at `path`, and the keys that make it
+/// ([`crate::keypath::ENTRY_LISTS`]).
+fn identity(
+    path: &str,
+    entry: &serde_json::Map<String, Value>,
+) -> Option<(String, &'static [&'static str])> {
+    let list = crate::keypath::entry_list(path)?;
+    let parts: Option<Vec<String>> = list
+        .identity
+        .iter()
+        .map(|k| entry.get(*k).map(scalar))
+        .collect();
+    Some((parts?.join("/"), list.identity))
 }
 
 fn scalar(v: &Value) -> String {
@@ -206,7 +209,7 @@ fn flatten(v: &Value, path: &str, out: &mut Vec<(String, String)>) {
                     continue;
                 };
                 let (id, keys) =
-                    identity(m).unwrap_or_else(|| (n.to_string(), &[] as &'static [&str]));
+                    identity(path, m).unwrap_or_else(|| (n.to_string(), &[] as &'static [&str]));
                 let entry = format!("{path}[{id}]");
                 let rest: Vec<(&String, &Value)> = m
                     .iter()
@@ -257,12 +260,23 @@ impl From<StateChange> for Change {
     }
 }
 
-/// `show [--yaml|--json]`: the document as the daemon prints it, or its settings by path.
-pub async fn show(conn: &Connection, yaml: bool, format: Format) -> Result<u8, Failure> {
-    let m = bus::manager(conn).await?;
+/// `show [--yaml|--json]`: the document as the daemon prints it, or its settings by path;
+/// with paths, only the settings at or under them.
+pub async fn show(
+    conn: &Connection,
+    paths: &[String],
+    yaml: bool,
+    format: Format,
+) -> Result<u8, Failure> {
     if yaml && format == Format::Json {
         return Err(Failure::usage("--yaml and --json: choose one"));
     }
+    if !paths.is_empty() && (yaml || format == Format::Json) {
+        return Err(Failure::usage(
+            "show PATH prints settings by path: without --yaml or --json",
+        ));
+    }
+    let m = bus::manager(conn).await?;
     if yaml || format == Format::Json {
         let doc = m.get_state(if yaml { "yaml" } else { "json" }).await?;
         print!("{doc}");
@@ -274,16 +288,42 @@ pub async fn show(conn: &Connection, yaml: bool, format: Format) -> Result<u8, F
     let doc = m.get_state("json").await?;
     let value: Value = serde_json::from_str(&doc)
         .map_err(|e| Failure::failed(format!("the daemon's state is not JSON: {e}")))?;
-    print!("{}", render_settings(&settings(&value), format));
+    let all = settings(&value);
+    let mut shown = Vec::new();
+    for p in paths {
+        let under: Vec<_> = all.iter().filter(|(k, _)| is_under(k, p)).collect();
+        if under.is_empty() {
+            return Err(Failure::new(
+                code::NOT_FOUND,
+                format!("{p}: no such setting (rdma-cli show lists them)"),
+            ));
+        }
+        shown.extend(under.into_iter().cloned());
+    }
+    print!(
+        "{}",
+        render_settings(if paths.is_empty() { &all } else { &shown }, format)
+    );
     Ok(code::SUCCESS)
+}
+
+/// Whether the setting at `path` is `prefix` or inside it (`roce[mlx5_0/1]` holds
+/// `roce[mlx5_0/1].tos`, not `roce[mlx5_0/10].tos`).
+fn is_under(path: &str, prefix: &str) -> bool {
+    path.strip_prefix(prefix)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
 }
 
 /// `diff FILE|-`: exit 0 when nothing would change, 10 when something would.
 pub async fn diff(conn: &Connection, file: &str, format: Format) -> Result<u8, Failure> {
-    let doc = read_document(file)?;
+    diff_document(conn, &read_document(file)?, format).await
+}
+
+/// [`diff`] of the document `doc`.
+async fn diff_document(conn: &Connection, doc: &str, format: Format) -> Result<u8, Failure> {
     let changes: Vec<Change> = bus::manager(conn)
         .await?
-        .diff_state(&doc)
+        .diff_state(doc)
         .await?
         .into_iter()
         .map(Change::from)
@@ -304,6 +344,40 @@ pub async fn apply(
     timeout: Option<u32>,
     format: Format,
 ) -> Result<u8, Failure> {
+    check_timeout(timeout)?;
+    apply_document(conn, &read_document(file)?, timeout, format).await
+}
+
+/// `set PATH VALUE... [--dry-run] [--timeout N]`: the settings as a document of their own,
+/// applied (or diffed) as `apply` (`diff`) would a file holding it.
+pub async fn set(
+    conn: &Connection,
+    words: &[String],
+    dry_run: bool,
+    timeout: Option<u32>,
+    format: Format,
+) -> Result<u8, Failure> {
+    if words.len() % 2 != 0 {
+        return Err(Failure::usage(format!(
+            "{}: a value is missing (set takes PATH VALUE pairs)",
+            words[words.len() - 1]
+        )));
+    }
+    let pairs: Vec<(String, String)> = words
+        .chunks(2)
+        .map(|p| (p[0].clone(), p[1].clone()))
+        .collect();
+    let doc = crate::keypath::document(&pairs).map_err(Failure::usage)?;
+    let done = if dry_run {
+        diff_document(conn, &doc.yaml, format).await
+    } else {
+        check_timeout(timeout)?;
+        apply_document(conn, &doc.yaml, timeout, format).await
+    };
+    done.map_err(|f| Failure::new(f.code, doc.reword(&f.message)))
+}
+
+fn check_timeout(timeout: Option<u32>) -> Result<(), Failure> {
     if let Some(t) = timeout {
         if !(10..=3600).contains(&t) {
             return Err(Failure::usage(format!(
@@ -311,10 +385,19 @@ pub async fn apply(
             )));
         }
     }
-    let doc = read_document(file)?;
+    Ok(())
+}
+
+/// [`apply`] of the document `doc`.
+async fn apply_document(
+    conn: &Connection,
+    doc: &str,
+    timeout: Option<u32>,
+    format: Format,
+) -> Result<u8, Failure> {
     let (changes, pending) = bus::manager(conn)
         .await?
-        .apply_state(&doc, timeout.unwrap_or(0))
+        .apply_state(doc, timeout.unwrap_or(0))
         .await?;
     let changes: Vec<Change> = changes.into_iter().map(Change::from).collect();
     let pending = (pending.as_str() != "/").then(|| pending.to_string());
@@ -388,6 +471,27 @@ mod tests {
             .any(|(p, _)| p.ends_with(".name") && p.starts_with("soft")));
         let terse = render_settings(&s, Format::Terse);
         assert!(terse.contains("naming.rdma-fixed-names[0002\\:c903\\:0031\\:7f40].name:ibp0\n"));
+    }
+
+    #[test]
+    fn a_vf_is_named_by_its_device_and_index_and_a_prefix_selects_settings() {
+        let doc = serde_json::json!({
+            "sriov-vfs": [{"device": "mlx5_0", "vf": 1, "node-guid": "11:22:33:44:55:66:77:88"}]
+        });
+        let s = settings(&doc);
+        assert_eq!(
+            s,
+            vec![(
+                "sriov-vfs[mlx5_0/1].node-guid".to_string(),
+                "11:22:33:44:55:66:77:88".to_string()
+            )]
+        );
+        assert!(is_under("roce[mlx5_0/1].tos", "roce[mlx5_0/1]"));
+        assert!(is_under("roce[mlx5_0/1].tos", "roce"));
+        assert!(is_under("roce[mlx5_0/1].tos", "roce[mlx5_0/1].tos"));
+        assert!(!is_under("roce[mlx5_0/10].tos", "roce[mlx5_0/1"));
+        assert!(!is_under("roce[mlx5_0/10].tos", "roce[mlx5_0/1]"));
+        assert!(!is_under("roce-x", "roce"));
     }
 
     #[test]

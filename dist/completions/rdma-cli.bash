@@ -70,6 +70,9 @@ _rdma__cli() {
             rdma__cli,rollback)
                 cmd="rdma__cli__subcmd__rollback"
                 ;;
+            rdma__cli,set)
+                cmd="rdma__cli__subcmd__set"
+                ;;
             rdma__cli,show)
                 cmd="rdma__cli__subcmd__show"
                 ;;
@@ -138,6 +141,9 @@ _rdma__cli() {
                 ;;
             rdma__cli__subcmd__help,rollback)
                 cmd="rdma__cli__subcmd__help__subcmd__rollback"
+                ;;
+            rdma__cli__subcmd__help,set)
+                cmd="rdma__cli__subcmd__help__subcmd__set"
                 ;;
             rdma__cli__subcmd__help,show)
                 cmd="rdma__cli__subcmd__help__subcmd__show"
@@ -293,7 +299,7 @@ _rdma__cli() {
 
     case "${cmd}" in
         rdma__cli)
-            opts="-t -j -w -h -V --terse --json --wait --system --session --address --help --version show status diff apply confirm rollback link roce ipoib ip naming modules memlock nfs sm vf-guid health test-link responder completions qos port-type help"
+            opts="-t -j -w -h -V --terse --json --wait --system --session --address --help --version show set status diff apply confirm rollback link roce ipoib ip naming modules memlock nfs sm vf-guid health test-link responder completions qos port-type help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -493,7 +499,7 @@ _rdma__cli() {
             return 0
             ;;
         rdma__cli__subcmd__help)
-            opts="show status diff apply confirm rollback link roce ipoib ip naming modules memlock nfs sm vf-guid health test-link responder completions qos port-type help"
+            opts="show set status diff apply confirm rollback link roce ipoib ip naming modules memlock nfs sm vf-guid health test-link responder completions qos port-type help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -885,6 +891,20 @@ _rdma__cli() {
             return 0
             ;;
         rdma__cli__subcmd__help__subcmd__rollback)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rdma__cli__subcmd__help__subcmd__set)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1777,6 +1797,36 @@ _rdma__cli() {
                 return 0
             fi
             case "${prev}" in
+                --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -w)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --address)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rdma__cli__subcmd__set)
+            opts="-t -j -w -h -V --dry-run --timeout --terse --json --wait --system --session --address --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --wait)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

@@ -695,6 +695,122 @@ async fn the_shown_state_applies_as_no_change_and_diff_says_what_differs() -> Re
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_setting_is_set_by_its_key_path_and_a_refused_one_changes_nothing() -> Result<()> {
+    require_harness!();
+    let t = SystemSetup::new(false, PolkitConfig::rdma_manager()).await?;
+    let tos = "roce[mlx5_1/1].tos";
+    let shown = |o: &Output| stdout(o).trim().to_string();
+
+    // Refused before or by the daemon: exit 2, the path as given, nothing changed.
+    let before = host_state(&t);
+    for (args, says) in [
+        (&["set", tos, "300"][..], tos),
+        (&["set", "roce[mlx5_1/1].colour", "red"], "colour"),
+        (&["set", "roce.tos", "1"], "roce[DEVICE/PORT]"),
+        (&["set", tos], "a value is missing"),
+        // The first setting is good, the second is not: neither is made.
+        (
+            &["set", tos, "106", "interfaces[ib0].mtu", "1"],
+            "interfaces[ib0]",
+        ),
+        (
+            &["set", "--dry-run", "health.min-ports", "1"],
+            "rdma-cli health",
+        ),
+    ] {
+        let o = cli(&t.bus, None, args).await?;
+        exited(&o, 2, &args.join(" "))?;
+        let err = stderr(&o);
+        ensure!(
+            err.starts_with("Error: ") && err.contains(says) && !err.contains("line "),
+            "{args:?}: {err}"
+        );
+    }
+    // SAFETY: no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        let user = Credentials::test_user(false);
+        let o = cli(&t.bus, Some(&user), &["set", tos, "106"]).await?;
+        exited(&o, 3, "set as an unprivileged user")?;
+        ensure!(
+            stderr(&o).contains("org.rdmamanager.rdmamanager1.manage-roce"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    ensure!(host_state(&t) == before, "a refused set changed something");
+
+    // A dry run says what would change, as diff does, and changes nothing.
+    let dry = cli(&t.bus, None, &["set", "--dry-run", tos, "106"]).await?;
+    exited(&dry, 10, "set --dry-run")?;
+    ensure!(
+        shown(&dry) == "roce[mlx5_1/1].tos  set     0 -> 106",
+        "{}",
+        shown(&dry)
+    );
+    ensure!(host_state(&t) == before, "a dry run changed something");
+
+    // Set, shown back by its path, and setting it again is no change.
+    let set = cli(
+        &t.bus,
+        None,
+        &["set", tos, "106", "roce[mlx5_1/1].mode", "v1"],
+    )
+    .await?;
+    exited(&set, 0, "set")?;
+    ensure!(
+        stdout(&set).contains("Applied 2 changes."),
+        "{}",
+        stdout(&set)
+    );
+    let show = cli(&t.bus, None, &["-t", "show", tos, "roce[mlx5_1/1].mode"]).await?;
+    exited(&show, 0, "show PATH")?;
+    ensure!(
+        shown(&show) == "roce[mlx5_1/1].tos:106\nroce[mlx5_1/1].mode:v1",
+        "{}",
+        shown(&show)
+    );
+    let again = cli(&t.bus, None, &["set", tos, "106"]).await?;
+    ensure!(
+        stdout(&again).contains("Nothing to change"),
+        "{}",
+        stdout(&again)
+    );
+    exited(
+        &cli(&t.bus, None, &["show", "roce[mlx5_1/9]"]).await?,
+        4,
+        "show of a path that holds no setting",
+    )?;
+
+    // An entry added by its identity, and removed by its state.
+    let add = cli(
+        &t.bus,
+        None,
+        &[
+            "set",
+            "soft-links[rxe7].type",
+            "rxe",
+            "soft-links[rxe7].netdev",
+            "enp4s0d1",
+        ],
+    )
+    .await?;
+    exited(&add, 0, "set of a new soft link")?;
+    let listed = stdout(&cli(&t.bus, None, &["-t", "show", "soft-links[rxe7]"]).await?);
+    ensure!(
+        listed.contains("soft-links[rxe7].netdev:enp4s0d1"),
+        "{listed}"
+    );
+    let remove = cli(&t.bus, None, &["set", "soft-links[rxe7].state", "absent"]).await?;
+    exited(&remove, 0, "set of state absent")?;
+    exited(
+        &cli(&t.bus, None, &["show", "soft-links[rxe7]"]).await?,
+        4,
+        "the removed link",
+    )?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_apply_with_a_timeout_waits_for_confirm_or_rolls_back() -> Result<()> {
     require_harness!();
     let t = SystemSetup::new(false, PolkitConfig::rdma_manager()).await?;
