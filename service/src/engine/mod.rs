@@ -768,20 +768,23 @@ impl Engine {
         if dirty.is_empty() {
             return;
         }
-        if !dirty.devices.is_empty() {
-            // The host is told the devices now; the plan reads the state of those it watches
-            // less often.
+        let devices_changed = !dirty.devices.is_empty();
+        self.monitor.retain_history(&self.state);
+        self.sink.publish(&self.state, &dirty).await;
+        if devices_changed {
+            // The host is told the devices after clients are: watching checks every device
+            // against the kept libibverbs list (a file each) and may make a new list, which
+            // on a host of a thousand devices costs more than the publish.
             let watched = self
                 .host
                 .watch_port_events(&self.state.hardware_names())
                 .await;
+            // The plan reads the state of the devices watched less often.
             self.monitor.replan(&self.state, &watched);
             if let Some(link_tests) = self.ops.link_tests.get() {
                 link_tests.devices_changed(|| self.state.device_keys());
             }
         }
-        self.monitor.retain_history(&self.state);
-        self.sink.publish(&self.state, &dirty).await;
     }
 
     /// Publishes what a re-read read; what it could not read makes the state stale. Whether

@@ -121,9 +121,11 @@ fn read_device(s: &SysRoot, name: &str, cache: &VerbsList) -> Result<DeviceSnaps
                 let list = {
                     let mut kept = cache.lock().unwrap_or_else(|p| p.into_inner());
                     if fresh || kept.is_none() {
-                        // Only the providers this host's devices need, before libibverbs
+                        // Only the providers this host's new devices need, before libibverbs
                         // loads them all (see `verbs_providers`).
-                        verbs.load_providers(super::verbs_providers::needed(s).as_ref());
+                        let listed = |d: &str| kept.as_ref().is_some_and(|l| l.knows(d));
+                        verbs
+                            .load_providers(super::verbs_providers::needed_but(s, listed).as_ref());
                         *kept = match verbs.devices() {
                             Ok(list) => Some(std::sync::Arc::new(list)),
                             Err(e) => {
@@ -199,7 +201,8 @@ fn verbs_list_for(
             return Some(list.clone());
         }
     }
-    verbs.load_providers(super::verbs_providers::needed(s).as_ref());
+    let listed = |d: &str| kept.as_ref().is_some_and(|l| l.knows(d));
+    verbs.load_providers(super::verbs_providers::needed_but(s, listed).as_ref());
     *kept = match verbs.devices() {
         Ok(list) => Some(std::sync::Arc::new(list)),
         Err(e) => {

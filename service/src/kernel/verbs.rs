@@ -322,6 +322,11 @@ impl Drop for Context<'_> {
 }
 
 impl DeviceList<'_> {
+    /// Whether the list has a device of this name.
+    pub fn knows(&self, dev: &str) -> bool {
+        self.names.contains_key(dev)
+    }
+
     /// The node GUID libibverbs has for a listed device, as sysfs's `node_guid` reads it.
     /// A list kept across reads names devices as they were when it was made: a device
     /// renamed since, and another given its old name, differ in their GUIDs.

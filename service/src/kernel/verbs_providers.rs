@@ -70,9 +70,18 @@ pub fn provider_for(kind: DeviceKind, driver: Option<&str>) -> Option<&'static s
 /// The providers every RDMA device of the host needs; `None` when one device's cannot be told
 /// (then loading some would not stop libibverbs from loading all).
 pub fn needed(sys: &SysRoot) -> Option<BTreeSet<&'static str>> {
+    needed_but(sys, |_| false)
+}
+
+/// [`needed`] for the devices `listed` says no libibverbs list has had yet. libibverbs keeps
+/// the devices it matched from one list to the next and matches only the new ones, so those
+/// are all a new list needs; reading the others' drivers would cost a file per device on a
+/// host of a thousand, for each device added.
+pub fn needed_but(sys: &SysRoot, listed: impl Fn(&str) -> bool) -> Option<BTreeSet<&'static str>> {
     let names = sys.rdma_device_names().ok()?;
     names
         .iter()
+        .filter(|name| !listed(name))
         .map(|name| {
             let (kind, driver) = sys.device_origin(name);
             let provider = provider_for(kind, driver.as_deref());
