@@ -396,9 +396,6 @@ pub async fn start(
     let events = host.subscribe().await?;
     phases.mark("subscribe");
     let t = std::time::Instant::now();
-    // Before anything is read or written: a write killed half-way left only its temp file.
-    leftovers::remove_leftovers(host.as_ref()).await;
-    phases.mark("leftovers");
     // NetworkManager is asked now, in a task of its own, and its answer waited for only
     // before the IPoIB restore (an interface it owns is not re-created or re-applied from
     // the daemon's own file): at boot it may take seconds to export its settings
@@ -409,7 +406,13 @@ pub async fn start(
         let nm = nm.clone();
         async move { nm.refresh().await }
     });
-    let (mut state, dirty) = read_host_timed(host.as_ref(), system.as_ref(), phases).await?;
+    // A write killed half-way left only its temporary file: removed before anything is
+    // written, beside the read (which reads files by their own names, never a temporary's).
+    let (_, read) = tokio::join!(
+        leftovers::remove_leftovers(host.as_ref()),
+        read_host_timed(host.as_ref(), system.as_ref(), phases)
+    );
+    let (mut state, dirty) = read?;
     state.nm_profiles = nm.snapshot();
     for e in state.config.errors() {
         warn!(error = %e, "persisted configuration is unusable; nothing from it is re-applied");

@@ -1161,7 +1161,13 @@ async fn daemon_phase(devices: usize, only: Only) -> Result<()> {
         .map(|_| t.elapsed());
         downs.push(down.map(|d| d.as_secs_f64() * 1e3));
         if k > 0 {
+            // Up again, and ACTIVE on D-Bus before the next try: each try times one event
+            // on a daemon that has nothing else to do, not the tail of the one before.
             run(Command::new("ip").args(["link", "set", &netdev, "up"]))?;
+            wait_until(Duration::from_secs(30), || async {
+                port_state(&props).await == "ACTIVE"
+            })
+            .await;
         }
     }
     figure(
@@ -1173,6 +1179,11 @@ async fn daemon_phase(devices: usize, only: Only) -> Result<()> {
     // the Device object's InterfacesAdded.
     let mut added = Vec::new();
     for k in 0..TRIES {
+        if k > 0 {
+            // What the daemon does after publishing a device (a new libibverbs list for its
+            // port events) is not part of the next try.
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        }
         match device_added_ms(&conn, devices + k).await {
             Ok(ms) => added.push(Some(ms)),
             Err(e) => {
