@@ -93,17 +93,7 @@ fn hw_counters_by_netlink(
 /// for each), so a list per device read made an enumeration quadratic in the devices. Shared
 /// behind an `Arc` so that devices are read on several threads at once: the lock is held only
 /// to take (or replace) the list, not while a device is opened and queried.
-type VerbsList = std::sync::Arc<std::sync::Mutex<KeptVerbs>>;
-
-/// The kept libibverbs list, and the devices a single read found missing from it.
-#[derive(Default)]
-struct KeptVerbs {
-    list: Option<std::sync::Arc<DeviceList<'static>>>,
-    /// Devices read once through sysfs because the kept list lacked them: a device added
-    /// reaches clients without waiting for a list of every device (most of a device's
-    /// first read on a host of a thousand). Their next read makes the list anew.
-    unlisted: std::collections::BTreeSet<String>,
-}
+type VerbsList = std::sync::Arc<std::sync::Mutex<Option<std::sync::Arc<DeviceList<'static>>>>>;
 
 /// Room for this many used GIDs of a device in the first query: rxe has 2 or 3 (link-local,
 /// one per address), a RoCE HCA a few per address and port. Only when the kernel says the
@@ -114,17 +104,10 @@ pub(crate) const GIDS_FIRST_GUESS: usize = 64;
 
 /// A device from sysfs, its GID tables through verbs where the list has it (one call for the
 /// whole table instead of a sysfs read of each entry), else through sysfs. The kept list is
-/// made anew when it does not know the device (with `defer_new`, only from the device's
-/// second read: the first is through sysfs, see [`KeptVerbs::unlisted`]), when the device it
-/// has under that name has another node GUID than sysfs's (renamed since, its name reused), or
-/// when opening it fails (removed and added again); then once more, and after that sysfs is
-/// read.
-fn read_device(
-    s: &SysRoot,
-    name: &str,
-    cache: &VerbsList,
-    defer_new: bool,
-) -> Result<DeviceSnapshot, HostError> {
+/// made anew when it does not know the device, when the device it has under that name has
+/// another node GUID than sysfs's (renamed since, its name reused), or when opening it fails
+/// (removed and added again); then once more, and after that sysfs is read.
+fn read_device(s: &SysRoot, name: &str, cache: &VerbsList) -> Result<DeviceSnapshot, HostError> {
     let Some(verbs) = Verbs::shared() else {
         return s.read_device(name);
     };
@@ -137,14 +120,21 @@ fn read_device(
             for fresh in [false, true] {
                 let list = {
                     let mut kept = cache.lock().unwrap_or_else(|p| p.into_inner());
-                    let unknown = kept.list.as_ref().is_some_and(|l| !l.knows(dev));
-                    if unknown && !fresh && defer_new && kept.unlisted.insert(dev.to_string()) {
-                        return None;
+                    if fresh || kept.is_none() {
+                        // Only the providers this host's new devices need, before libibverbs
+                        // loads them all (see `verbs_providers`).
+                        let listed = |d: &str| kept.as_ref().is_some_and(|l| l.knows(d));
+                        verbs
+                            .load_providers(super::verbs_providers::needed_but(s, listed).as_ref());
+                        *kept = match verbs.devices() {
+                            Ok(list) => Some(std::sync::Arc::new(list)),
+                            Err(e) => {
+                                tracing::debug!(error = %e, "GID tables are read through sysfs");
+                                None
+                            }
+                        };
                     }
-                    if fresh || kept.list.is_none() {
-                        renew(s, verbs, &mut kept, "GID tables are read through sysfs");
-                    }
-                    kept.list.clone()?
+                    kept.clone()?
                 };
                 if list.node_guid(dev) != guid.map(|g| g.0) && !fresh {
                     continue;
@@ -203,7 +193,7 @@ fn verbs_list_for(
             .map(|g| g.0)
     };
     let mut kept = cache.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(list) = kept.list.as_ref() {
+    if let Some(list) = kept.as_ref() {
         if wanted
             .iter()
             .all(|d| list.node_guid(d).is_some() && list.node_guid(d) == guid(d))
@@ -211,26 +201,16 @@ fn verbs_list_for(
             return Some(list.clone());
         }
     }
-    renew(s, verbs, &mut kept, "port events not watched");
-    kept.list.clone()
-}
-
-/// Makes the kept list anew (`None` when libibverbs cannot, `why_none` logged), loading first
-/// only the providers of the devices the old list lacked, before libibverbs loads them all
-/// (see `verbs_providers`).
-fn renew(s: &SysRoot, verbs: &'static Verbs, kept: &mut KeptVerbs, why_none: &str) {
-    let listed = |d: &str| kept.list.as_ref().is_some_and(|l| l.knows(d));
+    let listed = |d: &str| kept.as_ref().is_some_and(|l| l.knows(d));
     verbs.load_providers(super::verbs_providers::needed_but(s, listed).as_ref());
-    kept.list = match verbs.devices() {
+    *kept = match verbs.devices() {
         Ok(list) => Some(std::sync::Arc::new(list)),
         Err(e) => {
-            tracing::debug!(error = %e, "{why_none}");
+            tracing::debug!(error = %e, "port events not watched");
             None
         }
     };
-    if let Some(list) = &kept.list {
-        kept.unlisted.retain(|d| !list.knows(d));
-    }
+    kept.clone()
 }
 
 impl LinuxHost {
@@ -282,7 +262,7 @@ impl Host for LinuxHost {
         let name = name.to_string();
         let cache = self.verbs.clone();
         self.blocking(Op::ReadSysfs(name.clone()), move |s| {
-            read_device(&s, &name, &cache, true)
+            read_device(&s, &name, &cache)
         })
         .await
     }
@@ -293,7 +273,7 @@ impl Host for LinuxHost {
         self.blocking(Op::ReadSysfs("infiniband".into()), move |s| {
             let mut out = Vec::new();
             for name in s.rdma_device_names()? {
-                match read_device(&s, &name, &cache, false) {
+                match read_device(&s, &name, &cache) {
                     Ok(d) => out.push(d),
                     Err(e) if e.is_not_found() => continue,
                     Err(e) => return Err(e),
