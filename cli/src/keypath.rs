@@ -19,6 +19,8 @@ pub struct EntryList {
     pub identity: &'static [&'static str],
     /// Keys every entry must have that a path cannot name, with the only value they take.
     pub required: &'static [(&'static str, &'static str)],
+    /// A key of an entry, for the hint to a path that names an entry but no key.
+    pub example: &'static str,
 }
 
 /// Every list of the document whose entries have an identity (service/model/src/state/doc.rs).
@@ -27,36 +29,43 @@ pub const ENTRY_LISTS: &[EntryList] = &[
         path: "soft-links",
         identity: &["name"],
         required: &[],
+        example: "state",
     },
     EntryList {
         path: "roce",
         identity: &["device", "port"],
         required: &[],
+        example: "tos",
     },
     EntryList {
         path: "ports",
         identity: &["device", "port"],
         required: &[],
+        example: "type",
     },
     EntryList {
         path: "sriov-vfs",
         identity: &["device", "vf"],
         required: &[],
+        example: "node-guid",
     },
     EntryList {
         path: "interfaces",
         identity: &["name"],
         required: &[("type", "infiniband")],
+        example: "mtu",
     },
     EntryList {
         path: "naming.rdma-fixed-names",
         identity: &["node-guid"],
         required: &[],
+        example: "name",
     },
     EntryList {
         path: "naming.ipoib-names",
         identity: &["port-guid"],
         required: &[],
+        example: "name",
     },
 ];
 
@@ -161,7 +170,7 @@ fn entry_paths(map: &[(String, Node)], prefix: &str, out: &mut Vec<(String, Stri
 }
 
 fn insert(root: &mut Vec<(String, Node)>, path: &str, value: &str) -> Result<(), String> {
-    if path.starts_with("health") && path[6..].starts_with(['.', '[']) || path == "health" {
+    if path.split(['.', '[']).next() == Some("health") {
         return Err("health is checked, never applied: use rdma-cli health".into());
     }
     let segments = segments(path)?;
@@ -199,11 +208,7 @@ fn insert(root: &mut Vec<(String, Node)>, path: &str, value: &str) -> Result<(),
                 if i == last {
                     return Err(format!(
                         "name a key of the entry, e.g. {walked}[{id}].{}",
-                        if l.path == "soft-links" || l.path == "interfaces" {
-                            "state"
-                        } else {
-                            "name"
-                        }
+                        l.example
                     ));
                 }
                 let entries = match child(map, key, || Node::List(l, Vec::new())) {
@@ -504,7 +509,8 @@ mod tests {
         let refused = |p: &str, v: &str| document(&pairs(&[(p, v)])).expect_err(p);
         assert!(refused("roce.tos", "1").contains("roce[DEVICE/PORT]"));
         assert!(refused("roce[mlx5_0].tos", "1").contains("roce[DEVICE/PORT]"));
-        assert!(refused("roce[mlx5_0/1]", "1").contains("roce[mlx5_0/1].name"));
+        assert!(refused("roce[mlx5_0/1]", "1").contains("roce[mlx5_0/1].tos"));
+        assert!(refused("soft-links[rxe0]", "1").contains("soft-links[rxe0].state"));
         assert!(refused("memlock[x].soft", "1").contains("no entries"));
         assert!(refused("roce[mlx5_0/1.tos", "1").contains("]"));
         assert!(refused("roce..tos", "1").contains("not a key path"));
@@ -516,6 +522,21 @@ mod tests {
         assert!(twice.expect_err("twice").contains("twice"));
         let inside = document(&pairs(&[("memlock", "1"), ("memlock.soft", "2")]));
         assert!(inside.expect_err("inside").contains("a value"));
+    }
+
+    /// The key each list's hint offers is a key of its entries.
+    #[test]
+    fn each_lists_example_key_is_one_of_its_entries() {
+        for l in ENTRY_LISTS {
+            let id = vec!["1"; l.identity.len()].join("/");
+            let path = format!("{}[{id}].{}", l.path, l.example);
+            let doc = document(&pairs(&[(path.as_str(), "1")])).expect("a document");
+            let read = rdma_manager_model::state::parse::read(&doc.yaml);
+            assert!(
+                !read.is_err_and(|e| e.to_string().contains("unknown field")),
+                "{path}"
+            );
+        }
     }
 
     #[test]

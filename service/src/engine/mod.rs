@@ -829,3 +829,76 @@ impl Engine {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use crate::kernel::sim::{fixtures, SimHost, SimOp};
+    use crate::system::sim::SimSystemServices;
+
+    /// Hands every published state's device names to the test.
+    struct Names(tokio::sync::watch::Sender<BTreeSet<String>>);
+
+    #[async_trait::async_trait]
+    impl Sink for Names {
+        async fn publish(&self, state: &ObservedState, _: &Dirty) {
+            let names = state
+                .devices
+                .values()
+                .map(|d| d.name().to_string())
+                .collect();
+            self.0.send_replace(names);
+        }
+        async fn samples(&self, _: u64, _: &[((u32, u32), Sample)]) {}
+    }
+
+    /// A device that appears is published before the port-event watch is renewed: a watch
+    /// as slow as a new libibverbs list of a thousand devices does not hold the device back
+    /// from clients.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_device_added_is_published_before_the_port_event_watch() {
+        const HELD: Duration = Duration::from_secs(3);
+        let sim = SimHost::new(fixtures::demo_host()).expect("the demo host");
+        let (tx, mut names) = tokio::sync::watch::channel(BTreeSet::new());
+        let (_handle, task) = start(
+            Arc::new(sim.clone()),
+            Arc::new(SimSystemServices::new()),
+            Arc::new(Names(tx)),
+            EngineConfig::default(),
+            &mut phases::Phases::new(),
+        )
+        .await
+        .expect("the engine starts");
+        let dev = sim
+            .spec()
+            .devices
+            .iter()
+            .find(|d| d.name == "mlx5_0")
+            .cloned()
+            .expect("the demo's mlx5_0");
+        sim.unplug(&dev.name).expect("unplugged");
+        let gone = tokio::time::timeout(
+            Duration::from_secs(10),
+            names.wait_for(|n| !n.contains("mlx5_0")),
+        )
+        .await
+        .is_ok_and(|r| r.is_ok());
+        assert!(gone, "mlx5_0 still published");
+
+        sim.delay_next(SimOp::WatchPortEvents, HELD);
+        let t = Instant::now();
+        sim.plug(dev).expect("plugged");
+        let back = tokio::time::timeout(
+            Duration::from_secs(10),
+            names.wait_for(|n| n.contains("mlx5_0")),
+        )
+        .await
+        .is_ok_and(|r| r.is_ok());
+        let took = t.elapsed();
+        task.abort();
+        assert!(back, "mlx5_0 not published again");
+        assert!(took < HELD / 2, "published after the watch: {took:?}");
+    }
+}

@@ -300,6 +300,26 @@ mod tests {
         );
     }
 
+    /// A new list needs only the providers of the devices the kept one lacks: the others'
+    /// drivers are not read, and one of them being unknown does not make libibverbs load all.
+    #[test]
+    fn a_new_list_needs_only_the_providers_of_devices_not_listed() {
+        let (_tmp, sys) = host(&[
+            ("rxe0", Some("eth0"), "1: CA", None),
+            ("odd0", None, "1: CA", Some("new_hca")),
+            ("mlx5_0", None, "1: CA", Some("mlx5_core")),
+        ]);
+        let listed = |names: &'static [&'static str]| move |d: &str| names.contains(&d);
+        let mlx5: BTreeSet<&str> = ["mlx5"].into_iter().collect();
+        assert_eq!(needed_but(&sys, listed(&["rxe0", "odd0"])), Some(mlx5));
+        assert_eq!(
+            needed_but(&sys, listed(&["rxe0", "odd0", "mlx5_0"])),
+            Some(BTreeSet::new())
+        );
+        assert_eq!(needed_but(&sys, listed(&["rxe0", "mlx5_0"])), None);
+        assert_eq!(needed_but(&sys, |_| false), needed(&sys));
+    }
+
     #[test]
     fn provider_directories_beside_libibverbs_with_and_without_usr() {
         assert_eq!(

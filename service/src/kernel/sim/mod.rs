@@ -60,6 +60,8 @@ pub enum SimOp {
     QosWrite,
     SetVfGuids,
     RebindVf,
+    /// `Host::watch_port_events` (a new libibverbs list on a real host of many devices).
+    WatchPortEvents,
 }
 
 #[derive(Debug, Clone)]
@@ -1448,6 +1450,7 @@ impl Host for SimHost {
         &self,
         devices: &std::collections::BTreeSet<String>,
     ) -> std::collections::BTreeSet<String> {
+        self.delay(SimOp::WatchPortEvents).await;
         // The simulated hardware stands for mlx5 HCAs, whose driver disassociates.
         let mut st = self.lock();
         let watched: std::collections::BTreeSet<String> = if st.port_events {

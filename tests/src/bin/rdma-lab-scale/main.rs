@@ -1585,3 +1585,20 @@ fn main() -> Result<()> {
     }
     daemon
 }
+
+#[cfg(test)]
+mod tests {
+    use super::tries_text;
+
+    #[test]
+    fn tries_print_the_slowest_then_each_and_say_what_was_not_seen() {
+        assert_eq!(
+            tries_text(&[Some(233.4), Some(456.0), Some(447.2)], "x"),
+            "456 (the slowest of 3 tries: 233 456 447)"
+        );
+        assert_eq!(
+            tries_text(&[Some(90.0), None], "not within 30 s"),
+            "90 (the slowest of 2 tries, 1 not seen: 90 not within 30 s)"
+        );
+    }
+}
