@@ -4,7 +4,7 @@
 
 use std::io::IsTerminal;
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use rdma_manager_dbus::types::{LinkResponder, LinkTestResult};
 use rdma_manager_model::linktest::{Stage, DEFAULT_TIMEOUT_S};
 use zbus::Connection;
@@ -36,18 +36,28 @@ pub async fn test_link(conn: &Connection, a: &TestLinkArgs, format: Format) -> R
     };
     let call = port.test_link(&a.peer, a.kind.as_str(), a.duration, a.timeout);
     tokio::pin!(call);
+    let print_stage = |signal: &rdma_manager_dbus::proxies::LinkTestProgress| {
+        if let Ok(args) = signal.args() {
+            if let Some(line) = stage_line(a, args.stage(), args.result()) {
+                eprintln!("{line}");
+            }
+        }
+    };
     let result = loop {
         let Some(stream) = stages.as_mut() else {
             break call.await?;
         };
+        // The daemon sends each stage before its reply, but the two reach separate queues and
+        // may both be ready at one wake-up: the stages go first, and those already received
+        // when the reply wins are printed before the result.
         tokio::select! {
-            r = &mut call => break r?,
-            Some(signal) = stream.next() => {
-                if let Ok(args) = signal.args() {
-                    if let Some(line) = stage_line(a, args.stage(), args.result()) {
-                        eprintln!("{line}");
-                    }
+            biased;
+            Some(signal) = stream.next() => print_stage(&signal),
+            r = &mut call => {
+                while let Some(Some(signal)) = stream.next().now_or_never() {
+                    print_stage(&signal);
                 }
+                break r?;
             }
         }
     };

@@ -878,6 +878,17 @@ mod tests {
             .find(|d| d.name == "mlx5_0")
             .cloned()
             .expect("the demo's mlx5_0");
+        // The delay must fall on the plug's watch, not on the unplug's, which follows the
+        // unplug's publish: wait for each watch to have seen the device come and go.
+        let watching = &sim;
+        let watched_is = |want: bool| async move {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while watching.watched_devices().contains("mlx5_0") != want {
+                assert!(Instant::now() < deadline, "mlx5_0 watched is not {want}");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        };
+        watched_is(true).await;
         sim.unplug(&dev.name).expect("unplugged");
         let gone = tokio::time::timeout(
             Duration::from_secs(10),
@@ -886,6 +897,7 @@ mod tests {
         .await
         .is_ok_and(|r| r.is_ok());
         assert!(gone, "mlx5_0 still published");
+        watched_is(false).await;
 
         sim.delay_next(SimOp::WatchPortEvents, HELD);
         let t = Instant::now();
