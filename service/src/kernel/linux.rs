@@ -15,7 +15,7 @@ use super::{
     files, CounterPort, Host, HostError, HostEvent, NetdevChange, NewIpoibChild, NewLink, NlDevice,
     NlPort, NlSys, Op,
 };
-use crate::model::{CounterSnapshot, DeviceSnapshot, NetdevSnapshot, PortSource, RoceMode};
+use crate::model::{CounterSnapshot, DeviceSnapshot, NetdevSnapshot, PortSource};
 use crate::naming::rdma_rename::RenameSysfs;
 
 /// udevd's control socket: it exists while udevd runs.
@@ -24,7 +24,7 @@ pub const UDEV_CONTROL: &str = "/run/udev/control";
 const UDEVADM_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 pub struct LinuxHost {
-    sys: SysRoot,
+    pub(super) sys: SysRoot,
     rtnl: OnceCell<Rtnl>,
     verbs: VerbsList,
     /// The device contexts kept for port events (see `port_events`).
@@ -58,7 +58,7 @@ impl LinuxHost {
 
     /// Runs a blocking sysfs or netlink call on the blocking pool, so that a slow kernel
     /// (a module autoload, a hung sysfs read) never stalls the async runtime.
-    async fn blocking<T: Send + 'static>(
+    pub(super) async fn blocking<T: Send + 'static>(
         &self,
         op: Op,
         f: impl FnOnce(SysRoot) -> Result<T, HostError> + Send + 'static,
@@ -390,56 +390,6 @@ impl Host for LinuxHost {
         .await
     }
 
-    async fn roce_mode(&self, dev: &str, port: u32) -> Result<RoceMode, HostError> {
-        let dev = dev.to_string();
-        self.blocking(Op::Configfs(dev.clone()), move |s| s.roce_mode(&dev, port))
-            .await
-    }
-
-    async fn set_roce_mode(&self, dev: &str, port: u32, mode: RoceMode) -> Result<(), HostError> {
-        let dev = dev.to_string();
-        self.blocking(Op::Configfs(dev.clone()), move |s| {
-            s.set_roce_mode(&dev, port, mode)
-        })
-        .await
-    }
-
-    async fn roce_tos(&self, dev: &str, port: u32) -> Result<u8, HostError> {
-        let dev = dev.to_string();
-        self.blocking(Op::Configfs(dev.clone()), move |s| s.roce_tos(&dev, port))
-            .await
-    }
-
-    async fn roce_defaults(
-        &self,
-        dev: &str,
-        port: u32,
-    ) -> (Result<RoceMode, HostError>, Result<u8, HostError>) {
-        let dev = dev.to_string();
-        let both = self
-            .blocking(Op::Configfs(dev.clone()), move |s| {
-                Ok(s.roce_defaults(&dev, port))
-            })
-            .await;
-        match both {
-            Ok(both) => both,
-            Err(e) => (Err(e.clone()), Err(e)),
-        }
-    }
-
-    async fn set_roce_tos(&self, dev: &str, port: u32, tos: u8) -> Result<(), HostError> {
-        let dev = dev.to_string();
-        self.blocking(Op::Configfs(dev.clone()), move |s| {
-            s.set_roce_tos(&dev, port, tos)
-        })
-        .await
-    }
-
-    async fn roce_configfs_dirs(&self) -> Result<Vec<String>, HostError> {
-        self.blocking(Op::Configfs("rdma_cm".into()), |s| s.roce_configfs_dirs())
-            .await
-    }
-
     async fn nl_devices(&self) -> Result<Vec<NlDevice>, HostError> {
         self.blocking(Op::NlDump("GET"), |_| NldevClient::open()?.devices())
             .await
@@ -603,95 +553,6 @@ impl Host for LinuxHost {
         .await
     }
 
-    async fn port_types(&self, pci: &str) -> Result<super::port_type::PortTypes, HostError> {
-        use super::port_type as pt;
-        let bdf = pci.to_string();
-        let mlx4 = self
-            .blocking(Op::ReadSysfs(format!("mlx4_core/{pci}")), move |s| {
-                pt::read_mlx4(&s, &bdf)
-            })
-            .await?;
-        if let Some(v) = mlx4 {
-            return Ok(pt::mlx4_readings(&v));
-        }
-        if pt::mlx5_dir(&self.sys, pci).is_dir() {
-            let program = pt::find_mstconfig().ok_or_else(pt::mstconfig_missing)?;
-            return pt::read_firmware(&program, pci).await;
-        }
-        Err(pt::no_port_type(pci))
-    }
-
-    async fn set_port_type(
-        &self,
-        pci: &str,
-        port: u32,
-        ty: rdma_manager_model::port_type::PortType,
-    ) -> Result<(), HostError> {
-        use super::port_type as pt;
-        if pt::mlx4_dir(&self.sys, pci).is_dir() {
-            let bdf = pci.to_string();
-            return self
-                .blocking(Op::WriteSysfs(format!("mlx4_core/{pci}")), move |s| {
-                    pt::write_mlx4(&s, &bdf, port, ty)
-                })
-                .await;
-        }
-        if pt::mlx5_dir(&self.sys, pci).is_dir() {
-            let program = pt::find_mstconfig().ok_or_else(pt::mstconfig_missing)?;
-            return pt::set_firmware(&program, pci, ty).await;
-        }
-        Err(pt::no_port_type(pci))
-    }
-
-    async fn read_sriov(&self, dev: &str) -> Result<Option<super::sriov::SriovPf>, HostError> {
-        let dev = dev.to_string();
-        self.blocking(Op::ReadSysfs("sriov_numvfs".into()), move |sys| {
-            let Some(mut pf) = super::sriov::read_pf(&sys, &dev)? else {
-                return Ok(None);
-            };
-            if let Some(netdev) = &pf.netdev {
-                match super::rtnl::vf_guid::read_vf_link(netdev) {
-                    Ok(link) => super::sriov::fill_guids(&mut pf, &link.vfs),
-                    // The netdev went between the two reads: the VFs without GUIDs.
-                    Err(e) if e.is_not_found() => {}
-                    Err(e) => return Err(e),
-                }
-            }
-            Ok(Some(pf))
-        })
-        .await
-    }
-
-    async fn set_vf_guids(
-        &self,
-        pf_netdev: &str,
-        vf: u32,
-        node_guid: crate::model::Guid,
-        port_guid: crate::model::Guid,
-    ) -> Result<(), HostError> {
-        let netdev = pf_netdev.to_string();
-        self.blocking(Op::Rtnl("newlink"), move |_| {
-            super::rtnl::vf_guid::set_vf_guids(&netdev, vf, node_guid.0, port_guid.0)
-        })
-        .await
-    }
-
-    async fn rebind_vf(&self, vf_pci: &str) -> Result<Option<String>, HostError> {
-        let pci = vf_pci.to_string();
-        self.blocking(Op::WriteSysfs("unbind".into()), move |sys| {
-            super::sriov::rebind_vf(&sys, &pci)
-        })
-        .await
-    }
-
-    async fn dcb_read(&self, netdev: &str) -> Result<super::dcb::DcbConfig, HostError> {
-        let n = netdev.to_string();
-        self.blocking(Op::Rtnl("dcb"), move |_| {
-            super::dcb::DcbClient::open()?.get(&n)
-        })
-        .await
-    }
-
     async fn open_umad(&self, dev: &str, port: u32) -> Result<std::os::fd::OwnedFd, HostError> {
         let d = dev.to_string();
         self.blocking(Op::File(format!("umad of {dev}/{port}")), move |sys| {
@@ -703,56 +564,6 @@ impl Host for LinuxHost {
     async fn umad_ports(&self) -> Result<Vec<(String, u32)>, HostError> {
         self.blocking(Op::ReadSysfs("class/infiniband_mad".into()), |sys| {
             super::umad::infiniband_ports(&sys)
-        })
-        .await
-    }
-
-    async fn pause_stats(&self, netdev: &str) -> Result<super::ethtool::PauseStats, HostError> {
-        let n = netdev.to_string();
-        self.blocking(Op::Genl("ethtool"), move |_| super::ethtool::read_pause(&n))
-            .await
-    }
-
-    async fn dcb_change(
-        &self,
-        netdev: &str,
-        change: &super::dcb::DcbChange,
-    ) -> Result<(), HostError> {
-        let (n, c) = (netdev.to_string(), change.clone());
-        self.blocking(Op::Rtnl("dcb"), move |_| {
-            super::dcb::DcbClient::open()?.set(&n, &c)
-        })
-        .await
-    }
-
-    async fn roce_traffic_class(&self, dev: &str) -> Result<Option<i32>, HostError> {
-        let d = dev.to_string();
-        self.blocking(Op::ReadSysfs(d.clone()), move |s| {
-            super::dcb::files::read_traffic_class(&s, &d)
-        })
-        .await
-    }
-
-    async fn set_roce_traffic_class(&self, dev: &str, tc: i32) -> Result<(), HostError> {
-        let d = dev.to_string();
-        self.blocking(Op::WriteSysfs(d.clone()), move |s| {
-            super::dcb::files::write_traffic_class(&s, &d, tc)
-        })
-        .await
-    }
-
-    async fn roce_ecn(&self, netdev: &str) -> Result<Option<u8>, HostError> {
-        let n = netdev.to_string();
-        self.blocking(Op::ReadSysfs(n.clone()), move |s| {
-            super::dcb::files::read_ecn(&s, &n)
-        })
-        .await
-    }
-
-    async fn set_roce_ecn(&self, netdev: &str, mask: u8) -> Result<(), HostError> {
-        let n = netdev.to_string();
-        self.blocking(Op::WriteSysfs(n.clone()), move |s| {
-            super::dcb::files::write_ecn(&s, &n, mask)
         })
         .await
     }

@@ -8,6 +8,8 @@
 //! - [`rtnl`]: rtnetlink for IPoIB netdevs.
 //! - [`uevents`]: udev, or the kernel's uevent socket when no udevd runs.
 //! - [`port_events`]: uverbs asynchronous events of hardware ports (state, LIDs, GIDs).
+//! - [`roce`], [`dcb`], [`port_type`], [`sriov`]: the settings areas, each with its part of
+//!   [`Host`] and the real host's implementation of it.
 //! - [`linux`]: the real host. `sim`: the simulated host (the `sim` feature).
 //! - [`observe`]: what the sysfs readers do, told to whoever asks (the simulated host's cost
 //!   model); the readers know nothing of who listens.
@@ -25,6 +27,7 @@ pub mod port_events;
 pub mod port_poll;
 pub mod port_type;
 pub mod rlimit;
+pub mod roce;
 pub mod rtnl;
 // The simulated host: for the tests and, with the `sim` feature, `--simulate` and rdma-tui's
 // demo; the packaged daemon has none.
@@ -42,12 +45,21 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 
 pub use crate::model::PortSource;
+pub use dcb::QosHost;
 pub use error::{HostError, Op};
 pub use port_poll::{LidTurn, PollTarget, PortPoller, PortReading, StatePoll, TrafficCounters};
+pub use port_type::PortTypeHost;
+pub use roce::RoceHost;
+pub use sriov::SriovHost;
+
+/// The host's traits, [`Host`] and each area's part of it, for code that calls them on a
+/// concrete host (`SimHost`, `LinuxHost`); through `dyn Host` they need no import.
+pub mod prelude {
+    pub use super::{Host, PortTypeHost, QosHost, RoceHost, SriovHost};
+}
 
 use crate::model::{
-    CounterSnapshot, DeviceSnapshot, Guid, IpoibMode, NetdevAddress, NetdevSnapshot, RoceMode,
-    SoftLinkType,
+    CounterSnapshot, DeviceSnapshot, Guid, IpoibMode, NetdevAddress, NetdevSnapshot, SoftLinkType,
 };
 use crate::naming::rdma_rename::RenameSysfs;
 
@@ -225,10 +237,16 @@ pub struct CounterPort {
 
 /// Everything the daemon reads from or does to the kernel and the filesystem.
 ///
+/// The reads, events and files every part of the daemon needs are declared here. Each
+/// settings area's reads and writes are a trait of their own beside that area's kernel code
+/// ([`RoceHost`] in `roce.rs`, [`QosHost`] in `dcb/`, [`PortTypeHost`], [`SriovHost`]), with
+/// the real host's implementation in the same file and the simulated host's in
+/// `sim/<area>.rs`: a new operation of an area touches those two files.
+///
 /// Reads never fail as a whole because one attribute is bad: snapshots carry a per-field
 /// result. Mutations return the kernel's errno as a typed [`HostError`].
 #[async_trait]
-pub trait Host: Send + Sync + 'static {
+pub trait Host: QosHost + SriovHost + PortTypeHost + RoceHost + Send + Sync + 'static {
     // ---- sysfs ------------------------------------------------------------------------------
 
     /// Names of the RDMA devices in `/sys/class/infiniband`, sorted.
@@ -292,29 +310,6 @@ pub trait Host: Send + Sync + 'static {
     /// index, bus, PCI function, PF and VFs).
     async fn read_rename_sysfs(&self, dev: &str) -> Result<RenameSysfs, HostError>;
 
-    // ---- configfs (rdma_cm) -----------------------------------------------------------------
-
-    /// `default_roce_mode` of a port, creating `rdma_cm/<dev>` if needed.
-    async fn roce_mode(&self, dev: &str, port: u32) -> Result<RoceMode, HostError>;
-    async fn set_roce_mode(&self, dev: &str, port: u32, mode: RoceMode) -> Result<(), HostError>;
-    async fn roce_tos(&self, dev: &str, port: u32) -> Result<u8, HostError>;
-    /// Both of a port's RoCE defaults: a host may read them in one trip (one check of the
-    /// configfs directory instead of two, one blocking call).
-    async fn roce_defaults(
-        &self,
-        dev: &str,
-        port: u32,
-    ) -> (Result<RoceMode, HostError>, Result<u8, HostError>) {
-        (
-            self.roce_mode(dev, port).await,
-            self.roce_tos(dev, port).await,
-        )
-    }
-    async fn set_roce_tos(&self, dev: &str, port: u32, tos: u8) -> Result<(), HostError>;
-    /// Device directories present under `rdma_cm/` (they keep the name they were made with,
-    /// even after the device is renamed).
-    async fn roce_configfs_dirs(&self) -> Result<Vec<String>, HostError>;
-
     // ---- RDMA netlink -----------------------------------------------------------------------
 
     async fn nl_devices(&self) -> Result<Vec<NlDevice>, HostError>;
@@ -373,59 +368,6 @@ pub trait Host: Send + Sync + 'static {
         contents: &[u8],
     ) -> Result<(), HostError>;
 
-    // ---- port type (see `port_type`) --------------------------------------------------------
-
-    /// The port types of the PCI function `pci`: mlx4's from the driver, mlx5's from the
-    /// firmware (current and next boot). `Unsupported` for a function whose driver has none,
-    /// or an mlx5 function when mstconfig is not installed.
-    async fn port_types(&self, pci: &str) -> Result<port_type::PortTypes, HostError>;
-    /// Sets one port's type now (mlx4) or stages it for the next boot (mlx5).
-    async fn set_port_type(
-        &self,
-        pci: &str,
-        port: u32,
-        ty: rdma_manager_model::port_type::PortType,
-    ) -> Result<(), HostError>;
-    // ---- SR-IOV VF GUIDs --------------------------------------------------------------------
-
-    /// `dev`'s PCI function as an SR-IOV PF (see [`sriov`]): its VFs, with the GUIDs the PF's
-    /// driver reports over rtnetlink; `Ok(None)` when the function is no PF.
-    async fn read_sriov(&self, dev: &str) -> Result<Option<sriov::SriovPf>, HostError>;
-    /// `ip link set PF_NETDEV vf VF node_guid NODE port_guid PORT` (see `rtnl::vf_guid`).
-    /// A netdev that is not InfiniBand, or whose driver cannot set VF GUIDs, is refused by
-    /// the kernel with EOPNOTSUPP: [`HostError::Unsupported`] naming it, with the kernel's
-    /// reason.
-    async fn set_vf_guids(
-        &self,
-        pf_netdev: &str,
-        vf: u32,
-        node_guid: Guid,
-        port_guid: Guid,
-    ) -> Result<(), HostError>;
-    /// Unbinds the VF at PCI address `vf_pci` from its driver and binds it again, so that
-    /// the driver takes the VF's new GUIDs; the driver's name, or `Ok(None)` when none is
-    /// bound (the GUIDs then apply at the VF's next probe).
-    async fn rebind_vf(&self, vf_pci: &str) -> Result<Option<String>, HostError>;
-
-    // ---- DCB and RoCE QoS (see `dcb`) -------------------------------------------------------
-
-    /// DCB_CMD_IEEE_GET of a netdev (what `dcb pfc|ets|app show dev NETDEV` reads). A netdev
-    /// without DCB is [`HostError::Unsupported`] with the kernel's EOPNOTSUPP.
-    async fn dcb_read(&self, netdev: &str) -> Result<dcb::DcbConfig, HostError>;
-    /// Link-level pause of a netdev and its frame counters (ethtool's PAUSE_GET with
-    /// statistics). A netdev whose driver has no pause is [`HostError::Unsupported`] with the
-    /// kernel's EOPNOTSUPP.
-    async fn pause_stats(&self, netdev: &str) -> Result<ethtool::PauseStats, HostError>;
-    /// One DCB change (one `dcb ... set/add/del` request).
-    async fn dcb_change(&self, netdev: &str, change: &dcb::DcbChange) -> Result<(), HostError>;
-    /// mlx5's `tc/1/traffic_class` of an RDMA device: `Ok(None)` without the file, -1 when
-    /// none is set.
-    async fn roce_traffic_class(&self, dev: &str) -> Result<Option<i32>, HostError>;
-    async fn set_roce_traffic_class(&self, dev: &str, tc: i32) -> Result<(), HostError>;
-    /// mlx5's RoCE ECN of a netdev as a mask of priorities (see `dcb::files`); `Ok(None)`
-    /// when the driver has no `ecn/` directory.
-    async fn roce_ecn(&self, netdev: &str) -> Result<Option<u8>, HostError>;
-    async fn set_roce_ecn(&self, netdev: &str, mask: u8) -> Result<(), HostError>;
     /// `dev`'s `port`'s umad device, opened (see [`umad`]): what the InfiniBand ping sends
     /// and receives MADs on. A port without one is [`HostError::Unsupported`].
     async fn open_umad(&self, dev: &str, port: u32) -> Result<std::os::fd::OwnedFd, HostError>;

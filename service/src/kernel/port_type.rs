@@ -281,6 +281,64 @@ pub fn refused_by_driver(e: &HostError) -> bool {
     matches!(e.errno(), Some(Errno::EOPNOTSUPP) | Some(Errno::EINVAL))
 }
 
+/// The port types of a PCI function, read and set; part of [`super::Host`].
+#[async_trait::async_trait]
+pub trait PortTypeHost: Send + Sync {
+    /// The port types of the PCI function `pci`: mlx4's from the driver, mlx5's from the
+    /// firmware (current and next boot). `Unsupported` for a function whose driver has none,
+    /// or an mlx5 function when mstconfig is not installed.
+    async fn port_types(&self, pci: &str) -> Result<PortTypes, HostError>;
+    /// Sets one port's type now (mlx4) or stages it for the next boot (mlx5).
+    async fn set_port_type(
+        &self,
+        pci: &str,
+        port: u32,
+        ty: rdma_manager_model::port_type::PortType,
+    ) -> Result<(), HostError>;
+}
+
+#[async_trait::async_trait]
+impl PortTypeHost for super::linux::LinuxHost {
+    async fn port_types(&self, pci: &str) -> Result<super::port_type::PortTypes, HostError> {
+        use super::port_type as pt;
+        let bdf = pci.to_string();
+        let mlx4 = self
+            .blocking(Op::ReadSysfs(format!("mlx4_core/{pci}")), move |s| {
+                pt::read_mlx4(&s, &bdf)
+            })
+            .await?;
+        if let Some(v) = mlx4 {
+            return Ok(pt::mlx4_readings(&v));
+        }
+        if pt::mlx5_dir(&self.sys, pci).is_dir() {
+            let program = pt::find_mstconfig().ok_or_else(pt::mstconfig_missing)?;
+            return pt::read_firmware(&program, pci).await;
+        }
+        Err(pt::no_port_type(pci))
+    }
+    async fn set_port_type(
+        &self,
+        pci: &str,
+        port: u32,
+        ty: rdma_manager_model::port_type::PortType,
+    ) -> Result<(), HostError> {
+        use super::port_type as pt;
+        if pt::mlx4_dir(&self.sys, pci).is_dir() {
+            let bdf = pci.to_string();
+            return self
+                .blocking(Op::WriteSysfs(format!("mlx4_core/{pci}")), move |s| {
+                    pt::write_mlx4(&s, &bdf, port, ty)
+                })
+                .await;
+        }
+        if pt::mlx5_dir(&self.sys, pci).is_dir() {
+            let program = pt::find_mstconfig().ok_or_else(pt::mstconfig_missing)?;
+            return pt::set_firmware(&program, pci, ty).await;
+        }
+        Err(pt::no_port_type(pci))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

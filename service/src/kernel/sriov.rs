@@ -146,6 +146,71 @@ pub fn rebind_vf(sys: &SysRoot, vf_pci: &str) -> Result<Option<String>, HostErro
     Ok(Some(driver))
 }
 
+/// A PF's SR-IOV VFs and their GUIDs, read and set; part of [`super::Host`].
+#[async_trait::async_trait]
+pub trait SriovHost: Send + Sync {
+    /// `dev`'s PCI function as an SR-IOV PF (see [`sriov`]): its VFs, with the GUIDs the PF's
+    /// driver reports over rtnetlink; `Ok(None)` when the function is no PF.
+    async fn read_sriov(&self, dev: &str) -> Result<Option<SriovPf>, HostError>;
+    /// `ip link set PF_NETDEV vf VF node_guid NODE port_guid PORT` (see `rtnl::vf_guid`).
+    /// A netdev that is not InfiniBand, or whose driver cannot set VF GUIDs, is refused by
+    /// the kernel with EOPNOTSUPP: [`HostError::Unsupported`] naming it, with the kernel's
+    /// reason.
+    async fn set_vf_guids(
+        &self,
+        pf_netdev: &str,
+        vf: u32,
+        node_guid: Guid,
+        port_guid: Guid,
+    ) -> Result<(), HostError>;
+    /// Unbinds the VF at PCI address `vf_pci` from its driver and binds it again, so that
+    /// the driver takes the VF's new GUIDs; the driver's name, or `Ok(None)` when none is
+    /// bound (the GUIDs then apply at the VF's next probe).
+    async fn rebind_vf(&self, vf_pci: &str) -> Result<Option<String>, HostError>;
+}
+
+#[async_trait::async_trait]
+impl SriovHost for super::linux::LinuxHost {
+    async fn read_sriov(&self, dev: &str) -> Result<Option<super::sriov::SriovPf>, HostError> {
+        let dev = dev.to_string();
+        self.blocking(Op::ReadSysfs("sriov_numvfs".into()), move |sys| {
+            let Some(mut pf) = super::sriov::read_pf(&sys, &dev)? else {
+                return Ok(None);
+            };
+            if let Some(netdev) = &pf.netdev {
+                match super::rtnl::vf_guid::read_vf_link(netdev) {
+                    Ok(link) => super::sriov::fill_guids(&mut pf, &link.vfs),
+                    // The netdev went between the two reads: the VFs without GUIDs.
+                    Err(e) if e.is_not_found() => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(Some(pf))
+        })
+        .await
+    }
+    async fn set_vf_guids(
+        &self,
+        pf_netdev: &str,
+        vf: u32,
+        node_guid: crate::model::Guid,
+        port_guid: crate::model::Guid,
+    ) -> Result<(), HostError> {
+        let netdev = pf_netdev.to_string();
+        self.blocking(Op::Rtnl("newlink"), move |_| {
+            super::rtnl::vf_guid::set_vf_guids(&netdev, vf, node_guid.0, port_guid.0)
+        })
+        .await
+    }
+    async fn rebind_vf(&self, vf_pci: &str) -> Result<Option<String>, HostError> {
+        let pci = vf_pci.to_string();
+        self.blocking(Op::WriteSysfs("unbind".into()), move |sys| {
+            super::sriov::rebind_vf(&sys, &pci)
+        })
+        .await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,7 +19,7 @@ use crate::model::netdev::{
 };
 use crate::model::{
     AttrError, CounterSnapshot, CounterSource, CounterWidth, DeviceKind, DeviceSnapshot, Errno,
-    Field, Guid, HwAddress, LinkLayer, NetdevSnapshot, PhysState, PortState, Rate, RoceMode,
+    Field, Guid, HwAddress, LinkLayer, NetdevSnapshot, PhysState, PortState, Rate,
 };
 use crate::naming::rdma_rename::{PciFunction, PciParent, PhysFn, RenameSysfs};
 
@@ -82,7 +82,7 @@ fn read_text(path: &Path) -> Field<String> {
 }
 
 /// Entries of a directory, sorted; a missing directory is empty.
-fn list_dir(path: &Path) -> Result<Vec<String>, std::io::Error> {
+pub(super) fn list_dir(path: &Path) -> Result<Vec<String>, std::io::Error> {
     note(SysfsOp::DirList, 1);
     match std::fs::read_dir(path) {
         Ok(rd) => {
@@ -126,7 +126,7 @@ fn device_kind(
 }
 
 /// Whether a path is a directory (a lookup).
-fn is_dir(path: &Path) -> bool {
+pub(super) fn is_dir(path: &Path) -> bool {
     note(SysfsOp::Lookup, 1);
     path.is_dir()
 }
@@ -845,96 +845,6 @@ impl SysRoot {
     pub fn rdma_cm_missing(&self) -> HostError {
         rdma_cm_missing(self.module_loaded("rdma_cm"), self.configfs_mounted())
     }
-
-    /// Device directories present under rdma_cm's configfs.
-    pub fn roce_configfs_dirs(&self) -> Result<Vec<String>, HostError> {
-        let dir = self.rdma_cm();
-        if !is_dir(&dir) {
-            return Err(self.rdma_cm_missing());
-        }
-        list_dir(&dir).map_err(|e| HostError::from_io(Op::Configfs(dir.display().to_string()), &e))
-    }
-
-    /// The port directory of rdma_cm's configfs for `dev`, made with `mkdir` as the kernel
-    /// wants (ENODEV when no such RDMA device).
-    pub fn roce_port_dir(&self, dev: &str, port: u32) -> Result<PathBuf, HostError> {
-        let cm = self.rdma_cm();
-        if !is_dir(&cm) {
-            return Err(self.rdma_cm_missing());
-        }
-        let dev_dir = cm.join(dev);
-        match std::fs::create_dir(&dev_dir) {
-            Ok(()) => {}
-            Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
-            Err(e) => {
-                return Err(HostError::from_io(
-                    Op::Configfs(format!("mkdir rdma_cm/{dev}")),
-                    &e,
-                ))
-            }
-        }
-        let port_dir = dev_dir.join("ports").join(port.to_string());
-        if !is_dir(&port_dir) {
-            return Err(HostError::NotFound(format!(
-                "port {port} of RDMA device {dev}"
-            )));
-        }
-        Ok(port_dir)
-    }
-
-    pub fn roce_mode(&self, dev: &str, port: u32) -> Result<RoceMode, HostError> {
-        self.roce_mode_in(&self.roce_port_dir(dev, port)?)
-    }
-
-    /// Both RoCE defaults of a port, its configfs directory made and checked once.
-    pub fn roce_defaults(
-        &self,
-        dev: &str,
-        port: u32,
-    ) -> (Result<RoceMode, HostError>, Result<u8, HostError>) {
-        match self.roce_port_dir(dev, port) {
-            Ok(dir) => (self.roce_mode_in(&dir), self.roce_tos_in(&dir)),
-            Err(e) => (Err(e.clone()), Err(e)),
-        }
-    }
-
-    fn roce_mode_in(&self, port_dir: &Path) -> Result<RoceMode, HostError> {
-        let path = port_dir.join("default_roce_mode");
-        let raw = std::fs::read_to_string(&path).map_err(|e| {
-            HostError::from_io(Op::Configfs(format!("read {}", path.display())), &e)
-        })?;
-        RoceMode::parse_configfs(&raw).map_err(|e| HostError::Protocol {
-            op: Op::Configfs(path.display().to_string()),
-            reason: e.to_string(),
-        })
-    }
-
-    pub fn set_roce_mode(&self, dev: &str, port: u32, mode: RoceMode) -> Result<(), HostError> {
-        let path = self.roce_port_dir(dev, port)?.join("default_roce_mode");
-        std::fs::write(&path, mode.configfs_str())
-            .map_err(|e| HostError::from_io(Op::Configfs(format!("write {}", path.display())), &e))
-    }
-
-    pub fn roce_tos(&self, dev: &str, port: u32) -> Result<u8, HostError> {
-        self.roce_tos_in(&self.roce_port_dir(dev, port)?)
-    }
-
-    fn roce_tos_in(&self, port_dir: &Path) -> Result<u8, HostError> {
-        let path = port_dir.join("default_roce_tos");
-        let raw = std::fs::read_to_string(&path).map_err(|e| {
-            HostError::from_io(Op::Configfs(format!("read {}", path.display())), &e)
-        })?;
-        parse_dec::<u8>(&raw).map_err(|e| HostError::Protocol {
-            op: Op::Configfs(path.display().to_string()),
-            reason: e.to_string(),
-        })
-    }
-
-    pub fn set_roce_tos(&self, dev: &str, port: u32, tos: u8) -> Result<(), HostError> {
-        let path = self.roce_port_dir(dev, port)?.join("default_roce_tos");
-        std::fs::write(&path, tos.to_string())
-            .map_err(|e| HostError::from_io(Op::Configfs(format!("write {}", path.display())), &e))
-    }
 }
 
 /// The error for a missing `/sys/kernel/config/rdma_cm`, saying which of its two conditions
@@ -1129,36 +1039,6 @@ mod tests {
             sys.roce_configfs_dirs(),
             Err(HostError::Unsupported { .. })
         ));
-        Ok(())
-    }
-
-    #[test]
-    fn both_roce_defaults_are_read_as_each_alone() -> std::io::Result<()> {
-        use crate::model::RoceMode;
-        let tmp = tempfile::tempdir()?;
-        let sys = SysRoot::new(tmp.path().to_path_buf());
-        let cm = tmp.path().join("sys/kernel/config/rdma_cm");
-        std::fs::create_dir_all(&cm)?;
-        // No port directory (a plain directory where configfs would make one): both fail the
-        // same way, and the device's directory was made, as reading one would.
-        let (mode, tos) = sys.roce_defaults("rxe0", 1);
-        assert!(matches!(mode, Err(HostError::NotFound(_))), "{mode:?}");
-        assert!(matches!(tos, Err(HostError::NotFound(_))), "{tos:?}");
-        assert!(cm.join("rxe0").is_dir());
-        let port = cm.join("rxe0/ports/1");
-        std::fs::create_dir_all(&port)?;
-        std::fs::write(port.join("default_roce_mode"), "RoCE v2\n")?;
-        std::fs::write(port.join("default_roce_tos"), "106\n")?;
-        let (mode, tos) = sys.roce_defaults("rxe0", 1);
-        assert_eq!(mode, Ok(RoceMode::V2));
-        assert_eq!(tos, Ok(106));
-        assert_eq!(mode, sys.roce_mode("rxe0", 1));
-        assert_eq!(tos, sys.roce_tos("rxe0", 1));
-        // One file unreadable: only its half fails.
-        std::fs::write(port.join("default_roce_mode"), "RoCE v3\n")?;
-        let (mode, tos) = sys.roce_defaults("rxe0", 1);
-        assert!(matches!(mode, Err(HostError::Protocol { .. })), "{mode:?}");
-        assert_eq!(tos, Ok(106));
         Ok(())
     }
 }

@@ -14,7 +14,7 @@ use std::time::Instant;
 use anyhow::Result;
 use rdma_manager_tests::gmo::run_quiet as run;
 use rdma_managerd::kernel::linux::LinuxHost;
-use rdma_managerd::kernel::Host;
+use rdma_managerd::kernel::prelude::*;
 
 const RUNS: usize = 30;
 

@@ -11,7 +11,7 @@ use rdma_manager_tests::reference::Reference;
 use rdma_manager_tests::scenarios::{run_all, Run};
 use rdma_managerd::kernel::linux::LinuxHost;
 use rdma_managerd::kernel::sim::{fixtures, SimHost};
-use rdma_managerd::kernel::Host;
+use rdma_managerd::kernel::prelude::*;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {

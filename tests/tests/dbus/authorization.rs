@@ -9,7 +9,7 @@ use rdma_manager_dbus::{BUS_NAME, ROOT_PATH};
 use rdma_manager_tests::audit_log;
 use rdma_manager_tests::bus::{skip_reason, Credentials, PolkitConfig, PrivateBus, Reply};
 use rdma_manager_tests::service::{attr, own_interfaces, SystemSetup as Setup};
-use rdma_managerd::kernel::Host;
+use rdma_managerd::kernel::prelude::*;
 
 /// Methods that only read; every other method of our interfaces must ask polkit.
 const READ_ONLY: [&str; 12] = [

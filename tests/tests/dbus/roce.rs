@@ -9,8 +9,9 @@ use anyhow::Result;
 use rdma_manager_dbus::port_path;
 use rdma_manager_tests::bus::{skip_reason, PolkitConfig, Reply};
 use rdma_manager_tests::service::SystemSetup;
+use rdma_managerd::kernel::prelude::*;
 use rdma_managerd::kernel::sim::{SimHost, SimOp};
-use rdma_managerd::kernel::{Host, HostEvent, NewLink};
+use rdma_managerd::kernel::{HostEvent, NewLink};
 use rdma_managerd::model::{Errno, RoceMode, SoftLinkType};
 
 const FILE: &str = "/etc/rdma-manager/roce.toml";

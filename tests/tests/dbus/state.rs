@@ -14,8 +14,8 @@ use rdma_manager_dbus::{ManagerProxy, PendingChangeProxy};
 use rdma_manager_tests::bus::skip_reason;
 use rdma_manager_tests::service::{tree_files, HostServices, SystemSetup};
 use rdma_manager_tests::standins::StandInUnit;
+use rdma_managerd::kernel::prelude::*;
 use rdma_managerd::kernel::sim::{fixtures, SimHost, SimOp};
-use rdma_managerd::kernel::Host;
 use rdma_managerd::model::{Errno, RoceMode};
 
 macro_rules! require_harness {

@@ -3,8 +3,9 @@
 
 use std::time::Duration;
 
+use rdma_managerd::kernel::prelude::*;
 use rdma_managerd::kernel::sim::{fixtures, SimHost, SimOp};
-use rdma_managerd::kernel::{Host, HostEvent, NetdevChange, NewIpoibChild, NewLink};
+use rdma_managerd::kernel::{HostEvent, NetdevChange, NewIpoibChild, NewLink};
 use rdma_managerd::model::{
     AttrError, CounterSource, CounterWidth, DeviceKind, Errno, IpoibMode, LinkLayer, PortState,
     SoftLinkType,

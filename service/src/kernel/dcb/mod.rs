@@ -169,3 +169,80 @@ impl DcbClient {
 /// `roce_rp/enable/<prio>`): bit p set when both the notification point and the reaction
 /// point are enabled for priority p.
 pub const ECN_PRIORITIES: u8 = 8;
+
+/// A port's DCB, pause and mlx5 RoCE QoS files, read and set; part of [`super::Host`].
+#[async_trait::async_trait]
+pub trait QosHost: Send + Sync {
+    /// DCB_CMD_IEEE_GET of a netdev (what `dcb pfc|ets|app show dev NETDEV` reads). A netdev
+    /// without DCB is [`HostError::Unsupported`] with the kernel's EOPNOTSUPP.
+    async fn dcb_read(&self, netdev: &str) -> Result<DcbConfig, HostError>;
+    /// Link-level pause of a netdev and its frame counters (ethtool's PAUSE_GET with
+    /// statistics). A netdev whose driver has no pause is [`HostError::Unsupported`] with the
+    /// kernel's EOPNOTSUPP.
+    async fn pause_stats(&self, netdev: &str) -> Result<super::ethtool::PauseStats, HostError>;
+    /// One DCB change (one `dcb ... set/add/del` request).
+    async fn dcb_change(&self, netdev: &str, change: &DcbChange) -> Result<(), HostError>;
+    /// mlx5's `tc/1/traffic_class` of an RDMA device: `Ok(None)` without the file, -1 when
+    /// none is set.
+    async fn roce_traffic_class(&self, dev: &str) -> Result<Option<i32>, HostError>;
+    async fn set_roce_traffic_class(&self, dev: &str, tc: i32) -> Result<(), HostError>;
+    /// mlx5's RoCE ECN of a netdev as a mask of priorities (see `dcb::files`); `Ok(None)`
+    /// when the driver has no `ecn/` directory.
+    async fn roce_ecn(&self, netdev: &str) -> Result<Option<u8>, HostError>;
+    async fn set_roce_ecn(&self, netdev: &str, mask: u8) -> Result<(), HostError>;
+}
+
+#[async_trait::async_trait]
+impl QosHost for super::linux::LinuxHost {
+    async fn dcb_read(&self, netdev: &str) -> Result<super::dcb::DcbConfig, HostError> {
+        let n = netdev.to_string();
+        self.blocking(Op::Rtnl("dcb"), move |_| {
+            super::dcb::DcbClient::open()?.get(&n)
+        })
+        .await
+    }
+    async fn pause_stats(&self, netdev: &str) -> Result<super::ethtool::PauseStats, HostError> {
+        let n = netdev.to_string();
+        self.blocking(Op::Genl("ethtool"), move |_| super::ethtool::read_pause(&n))
+            .await
+    }
+    async fn dcb_change(
+        &self,
+        netdev: &str,
+        change: &super::dcb::DcbChange,
+    ) -> Result<(), HostError> {
+        let (n, c) = (netdev.to_string(), change.clone());
+        self.blocking(Op::Rtnl("dcb"), move |_| {
+            super::dcb::DcbClient::open()?.set(&n, &c)
+        })
+        .await
+    }
+    async fn roce_traffic_class(&self, dev: &str) -> Result<Option<i32>, HostError> {
+        let d = dev.to_string();
+        self.blocking(Op::ReadSysfs(d.clone()), move |s| {
+            super::dcb::files::read_traffic_class(&s, &d)
+        })
+        .await
+    }
+    async fn set_roce_traffic_class(&self, dev: &str, tc: i32) -> Result<(), HostError> {
+        let d = dev.to_string();
+        self.blocking(Op::WriteSysfs(d.clone()), move |s| {
+            super::dcb::files::write_traffic_class(&s, &d, tc)
+        })
+        .await
+    }
+    async fn roce_ecn(&self, netdev: &str) -> Result<Option<u8>, HostError> {
+        let n = netdev.to_string();
+        self.blocking(Op::ReadSysfs(n.clone()), move |s| {
+            super::dcb::files::read_ecn(&s, &n)
+        })
+        .await
+    }
+    async fn set_roce_ecn(&self, netdev: &str, mask: u8) -> Result<(), HostError> {
+        let n = netdev.to_string();
+        self.blocking(Op::WriteSysfs(n.clone()), move |s| {
+            super::dcb::files::write_ecn(&s, &n, mask)
+        })
+        .await
+    }
+}

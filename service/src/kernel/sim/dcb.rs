@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use super::SimState;
+use super::{SimHost, SimOp, SimState};
 use crate::kernel::dcb::{
     kernel_answered, refusal, wire, DcbApp, DcbChange, DcbConfig, IeeeEts, IeeePfc,
 };
@@ -283,3 +283,48 @@ pub(super) fn set_ecn(st: &mut SimState, netdev: &str, mask: u8) -> Result<(), H
 
 /// The state kept per netdev and device; part of [`SimState`].
 pub(super) type DcbByIfindex = BTreeMap<u32, SimDcb>;
+
+#[async_trait::async_trait]
+impl crate::kernel::QosHost for SimHost {
+    async fn dcb_read(&self, netdev: &str) -> Result<crate::kernel::dcb::DcbConfig, HostError> {
+        self.read_fault("DCB")?;
+        read(&mut self.lock(), netdev)
+    }
+    async fn pause_stats(
+        &self,
+        netdev: &str,
+    ) -> Result<crate::kernel::ethtool::PauseStats, HostError> {
+        self.read_fault("pause")?;
+        pause(&mut self.lock(), netdev)
+    }
+    async fn dcb_change(
+        &self,
+        netdev: &str,
+        change: &crate::kernel::dcb::DcbChange,
+    ) -> Result<(), HostError> {
+        self.delay(SimOp::QosWrite).await;
+        let mut st = self.lock();
+        self.take_fault(&mut st, SimOp::QosWrite)?;
+        self::change(&mut st, netdev, change)
+    }
+    async fn roce_traffic_class(&self, dev: &str) -> Result<Option<i32>, HostError> {
+        self.read_fault("traffic_class")?;
+        traffic_class(&self.lock(), dev)
+    }
+    async fn set_roce_traffic_class(&self, dev: &str, tc: i32) -> Result<(), HostError> {
+        self.delay(SimOp::QosWrite).await;
+        let mut st = self.lock();
+        self.take_fault(&mut st, SimOp::QosWrite)?;
+        set_traffic_class(&mut st, dev, tc)
+    }
+    async fn roce_ecn(&self, netdev: &str) -> Result<Option<u8>, HostError> {
+        self.read_fault("ecn")?;
+        ecn(&mut self.lock(), netdev)
+    }
+    async fn set_roce_ecn(&self, netdev: &str, mask: u8) -> Result<(), HostError> {
+        self.delay(SimOp::QosWrite).await;
+        let mut st = self.lock();
+        self.take_fault(&mut st, SimOp::QosWrite)?;
+        set_ecn(&mut st, netdev, mask)
+    }
+}

@@ -13,6 +13,7 @@ pub mod port;
 mod port_type;
 mod render;
 pub mod replaced;
+mod roce;
 mod rules;
 mod sriov;
 pub mod traffic;
@@ -985,26 +986,6 @@ impl SimHost {
     }
 }
 
-impl SimHost {
-    /// `default_roce_mode` and `default_roce_tos` of a port: a configfs attribute read,
-    /// after the `mkdir` of the device's group when it has none yet (charged outside the
-    /// state's lock, as the kernel's work runs beside other readers).
-    fn roce_read(&self, dev: &str, port: u32) -> Result<(RoceMode, u8), HostError> {
-        let (got, made) = {
-            let mut st = self.lock();
-            self.take_fault(&mut st, SimOp::RoceRead)?;
-            let groups = st.cm_groups.len();
-            let got = rules::roce_get(&mut st, dev, port);
-            (got, st.cm_groups.len() - groups.min(st.cm_groups.len()))
-        };
-        self.inner
-            .cost
-            .charge(cost::CostOp::ConfigfsMkdir, made as u64);
-        self.inner.cost.charge(cost::CostOp::SysfsFile, 1);
-        got
-    }
-}
-
 /// Every netdev's counters from the simulated kernel at once, as the Linux host's one
 /// RTM_GETSTATS dump a poll gives them, charged per link.
 struct SimLinkStats {
@@ -1213,36 +1194,6 @@ impl Host for SimHost {
     async fn read_rename_sysfs(&self, dev: &str) -> Result<RenameSysfs, HostError> {
         let dev = dev.to_string();
         self.charged(move |h| h.inner.sys.rename_sysfs(&dev)).await
-    }
-
-    async fn roce_mode(&self, dev: &str, port: u32) -> Result<RoceMode, HostError> {
-        self.roce_read(dev, port).map(|(m, _)| m)
-    }
-
-    async fn set_roce_mode(&self, dev: &str, port: u32, mode: RoceMode) -> Result<(), HostError> {
-        self.delay(SimOp::RoceWrite).await;
-        let mut st = self.lock();
-        self.take_fault(&mut st, SimOp::RoceWrite)?;
-        rules::roce_set_mode(&mut st, dev, port, mode)
-    }
-
-    async fn roce_tos(&self, dev: &str, port: u32) -> Result<u8, HostError> {
-        self.roce_read(dev, port).map(|(_, t)| t)
-    }
-
-    async fn set_roce_tos(&self, dev: &str, port: u32, tos: u8) -> Result<(), HostError> {
-        self.delay(SimOp::RoceWrite).await;
-        let mut st = self.lock();
-        self.take_fault(&mut st, SimOp::RoceWrite)?;
-        rules::roce_set_tos(&mut st, dev, port, tos)
-    }
-
-    async fn roce_configfs_dirs(&self) -> Result<Vec<String>, HostError> {
-        let st = self.lock();
-        rules::configfs_present(&st)?;
-        let mut v: Vec<String> = st.cm_groups.iter().map(|g| g.bound_name.clone()).collect();
-        v.sort();
-        Ok(v)
     }
 
     async fn nl_devices(&self) -> Result<Vec<NlDevice>, HostError> {
@@ -1523,83 +1474,6 @@ impl Host for SimHost {
             .map_err(|e| HostError::from_io(Op::File(path.display().to_string()), &e))
     }
 
-    async fn port_types(&self, pci: &str) -> Result<super::port_type::PortTypes, HostError> {
-        self.sim_port_types(pci)
-    }
-
-    async fn set_port_type(
-        &self,
-        pci: &str,
-        port: u32,
-        ty: rdma_manager_model::port_type::PortType,
-    ) -> Result<(), HostError> {
-        self.sim_set_port_type(pci, port, ty)
-    }
-
-    async fn read_sriov(&self, dev: &str) -> Result<Option<super::sriov::SriovPf>, HostError> {
-        self.read_fault(dev)?;
-        let Some(mut pf) = super::sriov::read_pf(&self.inner.sys, dev)? else {
-            return Ok(None);
-        };
-        let reported = sriov::reported(&self.lock(), &pf.pci, pf.numvfs);
-        super::sriov::fill_guids(&mut pf, &reported);
-        Ok(Some(pf))
-    }
-
-    async fn set_vf_guids(
-        &self,
-        pf_netdev: &str,
-        vf: u32,
-        node_guid: crate::model::Guid,
-        port_guid: crate::model::Guid,
-    ) -> Result<(), HostError> {
-        let mut st = self.lock();
-        self.take_fault(&mut st, SimOp::SetVfGuids)?;
-        sriov::set_vf_guids(&mut st, pf_netdev, vf, node_guid.0, port_guid.0)
-    }
-
-    async fn rebind_vf(&self, vf_pci: &str) -> Result<Option<String>, HostError> {
-        let mut st = self.lock();
-        self.take_fault(&mut st, SimOp::RebindVf)?;
-        self.rebind_vf_locked(&mut st, vf_pci)
-    }
-
-    async fn dcb_read(&self, netdev: &str) -> Result<crate::kernel::dcb::DcbConfig, HostError> {
-        self.read_fault("DCB")?;
-        dcb::read(&mut self.lock(), netdev)
-    }
-
-    async fn pause_stats(
-        &self,
-        netdev: &str,
-    ) -> Result<crate::kernel::ethtool::PauseStats, HostError> {
-        self.read_fault("pause")?;
-        dcb::pause(&mut self.lock(), netdev)
-    }
-
-    async fn dcb_change(
-        &self,
-        netdev: &str,
-        change: &crate::kernel::dcb::DcbChange,
-    ) -> Result<(), HostError> {
-        self.delay(SimOp::QosWrite).await;
-        let mut st = self.lock();
-        self.take_fault(&mut st, SimOp::QosWrite)?;
-        dcb::change(&mut st, netdev, change)
-    }
-
-    async fn roce_traffic_class(&self, dev: &str) -> Result<Option<i32>, HostError> {
-        self.read_fault("traffic_class")?;
-        dcb::traffic_class(&self.lock(), dev)
-    }
-
-    async fn set_roce_traffic_class(&self, dev: &str, tc: i32) -> Result<(), HostError> {
-        self.delay(SimOp::QosWrite).await;
-        let mut st = self.lock();
-        self.take_fault(&mut st, SimOp::QosWrite)?;
-        dcb::set_traffic_class(&mut st, dev, tc)
-    }
-
     /// A simulated InfiniBand port's umad device is `/dev/null`: a descriptor to hand over,
     /// as the daemon hands over the real one; MADs are the ibsim tests' subject
     /// (tests/tests/system/ibping.rs), not the simulated host's.
@@ -1643,18 +1517,6 @@ impl Host for SimHost {
             .collect();
         ports.sort();
         Ok(ports)
-    }
-
-    async fn roce_ecn(&self, netdev: &str) -> Result<Option<u8>, HostError> {
-        self.read_fault("ecn")?;
-        dcb::ecn(&mut self.lock(), netdev)
-    }
-
-    async fn set_roce_ecn(&self, netdev: &str, mask: u8) -> Result<(), HostError> {
-        self.delay(SimOp::QosWrite).await;
-        let mut st = self.lock();
-        self.take_fault(&mut st, SimOp::QosWrite)?;
-        dcb::set_ecn(&mut st, netdev, mask)
     }
 }
 

@@ -261,3 +261,21 @@ fn switch_port(p: &mut SimPort, node_guid: u64, to: RunningType) {
         }
     }
 }
+
+#[async_trait::async_trait]
+impl crate::kernel::PortTypeHost for SimHost {
+    async fn port_types(
+        &self,
+        pci: &str,
+    ) -> Result<crate::kernel::port_type::PortTypes, HostError> {
+        self.sim_port_types(pci)
+    }
+    async fn set_port_type(
+        &self,
+        pci: &str,
+        port: u32,
+        ty: rdma_manager_model::port_type::PortType,
+    ) -> Result<(), HostError> {
+        self.sim_set_port_type(pci, port, ty)
+    }
+}

@@ -5,11 +5,11 @@
 use super::model::{SimDevice, SimIpoib, SimNetdev};
 use super::port::SimPort;
 use super::port::{rxe_port, rxe_port_state};
-use super::{CmGroup, SimState};
+use super::SimState;
 use crate::kernel::{HostError, NetdevChange, NewIpoibChild, NewLink, NlDevice, NlPort, Op};
 use crate::model::netdev::{ARPHRD_INFINIBAND, IPOIB_FLAGS_RC};
 use crate::model::{
-    DeviceKind, Errno, GidType, Guid, IpoibMode, LinkLayer, NodeType, RoceMode, SoftLinkType,
+    DeviceKind, Errno, GidType, Guid, IpoibMode, LinkLayer, NodeType, SoftLinkType,
 };
 use crate::naming::rdma_rename::NAME_ASSIGN_TYPE_USER;
 
@@ -22,7 +22,7 @@ const IPOIB_ENCAP_LEN: u32 = 4;
 /// ETH_MAX_MTU (veth, dummy).
 const ETH_MAX_MTU: u32 = 65535;
 
-fn nl(op: Op, errno: Errno) -> HostError {
+pub(super) fn nl(op: Op, errno: Errno) -> HostError {
     HostError::kernel(op, errno)
 }
 
@@ -32,106 +32,6 @@ pub fn find_netdev<'a>(st: &'a SimState, name: &str) -> Result<&'a SimNetdev, Ho
         .iter()
         .find(|n| n.name == name)
         .ok_or_else(|| HostError::NotFound(format!("network interface {name}")))
-}
-
-// ---- rdma_cm configfs ------------------------------------------------------------------------
-
-/// `rdma_cm/` exists only with the module loaded and configfs mounted; the error is the one
-/// the sysfs reader gives for the same tree.
-pub fn configfs_present(st: &SimState) -> Result<(), HostError> {
-    if st.rdma_cm_loaded && st.configfs_mounted {
-        Ok(())
-    } else {
-        Err(crate::kernel::sysfs::rdma_cm_missing(
-            st.rdma_cm_loaded,
-            Some(st.configfs_mounted),
-        ))
-    }
-}
-
-/// `mkdir rdma_cm/<dev>` (EEXIST ignored), then resolve the group's bound name to a device as
-/// `cma_configfs_params_get` does: a group whose device was renamed or removed gives ENODEV.
-fn cm_port<'a>(
-    st: &'a mut SimState,
-    dev: &str,
-    port: u32,
-) -> Result<(&'a SimDevice, u32), HostError> {
-    configfs_present(st)?;
-    if !st.cm_groups.iter().any(|g| g.bound_name == dev) {
-        if !st.spec.devices.iter().any(|d| d.name == dev) {
-            return Err(nl(
-                Op::Configfs(format!("mkdir rdma_cm/{dev}")),
-                Errno::ENODEV,
-            ));
-        }
-        st.cm_groups.push(CmGroup {
-            bound_name: dev.to_string(),
-        });
-    }
-    let d = st
-        .spec
-        .devices
-        .iter()
-        .find(|d| d.name == dev)
-        .ok_or_else(|| nl(Op::Configfs(format!("rdma_cm/{dev}")), Errno::ENODEV))?;
-    if !d.ports.iter().any(|p| p.number == port) {
-        return Err(HostError::NotFound(format!(
-            "port {port} of RDMA device {dev}"
-        )));
-    }
-    Ok((d, port))
-}
-
-fn default_roce(p: &SimPort) -> (RoceMode, u8) {
-    // cma_add_one: RoCE v2 when the port supports it, else the first supported type.
-    if p.roce_types.contains(&GidType::RoceV2) {
-        (RoceMode::V2, 0)
-    } else {
-        (RoceMode::V1, 0)
-    }
-}
-
-pub fn roce_get(st: &mut SimState, dev: &str, port: u32) -> Result<(RoceMode, u8), HostError> {
-    let (d, port) = cm_port(st, dev, port)?;
-    let key = (d.index, port);
-    let default = d.ports.iter().find(|p| p.number == port).map(default_roce);
-    Ok(st
-        .roce
-        .get(&key)
-        .copied()
-        .or(default)
-        .unwrap_or((RoceMode::V1, 0)))
-}
-
-pub fn roce_set_mode(
-    st: &mut SimState,
-    dev: &str,
-    port: u32,
-    mode: RoceMode,
-) -> Result<(), HostError> {
-    let (d, port) = cm_port(st, dev, port)?;
-    let p = d.ports.iter().find(|p| p.number == port);
-    // cma_set_default_gid_type: only GID types the port supports; anything else is EINVAL.
-    if !p.is_some_and(|p| p.roce_types.contains(&mode.gid_type())) {
-        return Err(nl(
-            Op::Configfs(format!(
-                "write rdma_cm/{dev}/ports/{port}/default_roce_mode"
-            )),
-            Errno::EINVAL,
-        ));
-    }
-    let key = (d.index, port);
-    let current = roce_get(st, dev, port)?;
-    st.roce.insert(key, (mode, current.1));
-    Ok(())
-}
-
-pub fn roce_set_tos(st: &mut SimState, dev: &str, port: u32, tos: u8) -> Result<(), HostError> {
-    let (d, port) = cm_port(st, dev, port)?;
-    let key = (d.index, port);
-    let current = roce_get(st, dev, port)?;
-    st.roce.insert(key, (current.0, tos));
-    Ok(())
 }
 
 // ---- RDMA netlink ----------------------------------------------------------------------------

@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{SimHost, SimState};
+use super::{SimHost, SimOp, SimState};
 use crate::kernel::rtnl::vf_guid::{refusal_error, Refusal, VfGuids, ARPHRD_INFINIBAND};
 use crate::kernel::{HostError, Op};
 use crate::model::{Errno, Guid};
@@ -143,10 +143,43 @@ impl SimHost {
     }
 }
 
+#[async_trait::async_trait]
+impl crate::kernel::SriovHost for SimHost {
+    async fn read_sriov(
+        &self,
+        dev: &str,
+    ) -> Result<Option<crate::kernel::sriov::SriovPf>, HostError> {
+        self.read_fault(dev)?;
+        let Some(mut pf) = crate::kernel::sriov::read_pf(&self.inner.sys, dev)? else {
+            return Ok(None);
+        };
+        let reported = reported(&self.lock(), &pf.pci, pf.numvfs);
+        crate::kernel::sriov::fill_guids(&mut pf, &reported);
+        Ok(Some(pf))
+    }
+    async fn set_vf_guids(
+        &self,
+        pf_netdev: &str,
+        vf: u32,
+        node_guid: crate::model::Guid,
+        port_guid: crate::model::Guid,
+    ) -> Result<(), HostError> {
+        let mut st = self.lock();
+        self.take_fault(&mut st, SimOp::SetVfGuids)?;
+        set_vf_guids(&mut st, pf_netdev, vf, node_guid.0, port_guid.0)
+    }
+    async fn rebind_vf(&self, vf_pci: &str) -> Result<Option<String>, HostError> {
+        let mut st = self.lock();
+        self.take_fault(&mut st, SimOp::RebindVf)?;
+        self.rebind_vf_locked(&mut st, vf_pci)
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use crate::kernel::prelude::*;
     use crate::kernel::sim::{fixtures, SimHost};
-    use crate::kernel::{Host, HostError, HostEvent};
+    use crate::kernel::{HostError, HostEvent};
     use crate::model::{Errno, Guid};
 
     #[tokio::test]

@@ -52,7 +52,7 @@ use rdma_manager_tests::procfs::cpu_ticks;
 use rdma_managerd::kernel::linux::LinuxHost;
 use rdma_managerd::kernel::sysfs::SysRoot;
 use rdma_managerd::kernel::verbs::Verbs;
-use rdma_managerd::kernel::Host;
+use rdma_managerd::kernel::prelude::*;
 use zbus::zvariant::OwnedObjectPath;
 
 const PORT_IFACE: &str = "org.rdmamanager.RdmaManager1.Port";
