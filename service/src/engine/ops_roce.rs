@@ -16,11 +16,62 @@ use crate::kernel::HostError;
 use crate::model::roce::{check_supported, not_roce_reason};
 use crate::model::{Errno, RoceMode};
 
+use rdma_manager_model::state::{RoceEntry, RoceStep, RoceVersion};
+
+use super::ops_state::StepResult;
 use super::transaction::Transaction;
 use super::wanted::Appeared;
-use super::{Dirty, Engine, EngineHandle, OpError};
+use super::{Dirty, Engine, EngineHandle, ObservedState, OpError};
+
+/// The state document's `roce` list as the host holds it, QoS profiles aside (read on the
+/// engine's task, `ops_qos::profiles`), sorted by identity.
+pub(super) fn roce_entries(st: &ObservedState) -> Vec<RoceEntry> {
+    let mut roce = Vec::new();
+    for d in st.devices.values() {
+        for (port, r) in d.roce.iter() {
+            roce.push(RoceEntry {
+                device: d.name().to_string(),
+                port: *port,
+                mode: r.mode.as_ref().ok().map(|m| match m {
+                    RoceMode::V1 => RoceVersion::V1,
+                    RoceMode::V2 => RoceVersion::V2,
+                }),
+                tos: r.tos.as_ref().ok().copied(),
+                qos: None,
+            });
+        }
+    }
+    roce.sort_by(|a, b| (&a.device, a.port).cmp(&(&b.device, b.port)));
+    roce
+}
 
 impl EngineHandle {
+    /// Runs a step of the state's `roce` list through the job of its one-shot method.
+    pub(super) async fn run_roce_step(&self, step: RoceStep) -> StepResult {
+        match step {
+            RoceStep::SetMode { device, port, mode } => {
+                let index = self.device_index(&device).await?;
+                let mode = match mode {
+                    RoceVersion::V1 => "v1",
+                    RoceVersion::V2 => "v2",
+                };
+                self.set_roce_mode(index, port, mode).await
+            }
+            RoceStep::SetTos { device, port, tos } => {
+                let index = self.device_index(&device).await?;
+                self.set_roce_tos(index, port, tos).await
+            }
+            RoceStep::SetQosProfile {
+                device,
+                port,
+                profile,
+            } => {
+                let index = self.device_index(&device).await?;
+                self.set_qos_profile(index, port, profile).await
+            }
+        }
+    }
+
     /// Sets a port's default RoCE mode (`v1`/`v2`, `1`/`2`, `IB/RoCE v1`/`RoCE v2`) and
     /// remembers it. `index` is the kernel device index (the object path's).
     pub async fn set_roce_mode(&self, index: u32, port: u32, mode: &str) -> Result<(), OpError> {

@@ -11,15 +11,14 @@ use std::collections::{BTreeMap, HashMap};
 
 use rdma_manager_model::state::{
     self, Change, EntryState, Infiniband, InterfaceEntry, InterfaceType, IpFamily, Memlock, Naming,
-    NfsRdma, Responder, RoceEntry, RoceVersion, SoftLinkEntry, SoftLinkKind, State, StateIpoibMode,
-    Step, SubnetManager,
+    NfsRdma, Responder, SoftLinkEntry, SoftLinkKind, State, StateIpoibMode, Step, SubnetManager,
 };
 use tracing::{info, warn};
 use zbus::zvariant::{OwnedValue, Value};
 
 use super::{EngineHandle, ObservedState, OpError, SmVerb, StepOutcome};
 use crate::config::IpoibSettings;
-use crate::model::{DeviceKind, RoceMode};
+use crate::model::DeviceKind;
 use crate::nm::keys::IpSettings;
 use crate::nm::profile::{Family, IpConfig};
 
@@ -71,7 +70,6 @@ fn vfs_of(st: &ObservedState) -> Vec<rdma_manager_model::state::VfEntry> {
 /// NetworkManager, asked on the caller's task).
 fn current_of(st: &ObservedState) -> State {
     let mut soft_links = Vec::new();
-    let mut roce = Vec::new();
     for d in st.devices.values() {
         let kind = match d.snap.kind {
             DeviceKind::Rxe => Some(SoftLinkKind::Rxe),
@@ -86,22 +84,8 @@ fn current_of(st: &ObservedState) -> State {
                 state: None,
             });
         }
-        for (port, r) in d.roce.iter() {
-            roce.push(RoceEntry {
-                device: d.name().to_string(),
-                port: *port,
-                mode: r.mode.as_ref().ok().map(|m| match m {
-                    RoceMode::V1 => RoceVersion::V1,
-                    RoceMode::V2 => RoceVersion::V2,
-                }),
-                tos: r.tos.as_ref().ok().copied(),
-                // Read on the engine's task (`ops_qos::profiles`).
-                qos: None,
-            });
-        }
     }
     soft_links.sort_by(|a, b| a.name.cmp(&b.name));
-    roce.sort_by(|a, b| (&a.device, a.port).cmp(&(&b.device, b.port)));
 
     let mut interfaces: Vec<InterfaceEntry> = st
         .ipoib
@@ -166,7 +150,7 @@ fn current_of(st: &ObservedState) -> State {
     let nonempty = |s: &str| Some(s.to_string()).filter(|s| !s.is_empty());
     State {
         soft_links: Some(soft_links),
-        roce: Some(roce),
+        roce: Some(super::ops_roce::roce_entries(st)),
         interfaces: Some(interfaces),
         naming: Some(naming),
         modules: Some(modules),
@@ -222,7 +206,7 @@ fn family_of(c: &IpConfig, family: Family) -> IpFamily {
 
 /// What running a step left to settle: a NetworkManager change it made is confirmed at once
 /// (the state's own undo steps are its rollback, and one checkpoint per step would overlap).
-type StepResult = Result<(), OpError>;
+pub(super) type StepResult = Result<(), OpError>;
 
 impl EngineHandle {
     /// Gives the state the link tests' responder (once, at start).
@@ -329,26 +313,7 @@ impl EngineHandle {
                 .await
                 .map(drop),
             Step::RemoveSoftLink { name } => self.remove_soft_link(&name).await,
-            Step::SetRoceMode { device, port, mode } => {
-                let index = self.device_index(&device).await?;
-                let mode = match mode {
-                    RoceVersion::V1 => "v1",
-                    RoceVersion::V2 => "v2",
-                };
-                self.set_roce_mode(index, port, mode).await
-            }
-            Step::SetRoceTos { device, port, tos } => {
-                let index = self.device_index(&device).await?;
-                self.set_roce_tos(index, port, tos).await
-            }
-            Step::SetQosProfile {
-                device,
-                port,
-                profile,
-            } => {
-                let index = self.device_index(&device).await?;
-                self.set_qos_profile(index, port, profile).await
-            }
+            Step::Roce(step) => self.run_roce_step(step).await,
             Step::SetVfGuids {
                 device,
                 vf,
@@ -465,7 +430,7 @@ impl EngineHandle {
     }
 
     /// The kernel index of the device named `name` now.
-    async fn device_index(&self, name: &str) -> Result<u32, OpError> {
+    pub(super) async fn device_index(&self, name: &str) -> Result<u32, OpError> {
         let wanted = name.to_string();
         self.call(move |e| {
             Box::pin(async move {
@@ -684,7 +649,7 @@ mod tests {
             .expect("mlx5_1 port 1");
         assert_eq!(
             (mlx5.port, mlx5.mode, mlx5.tos),
-            (1, Some(RoceVersion::V2), Some(0))
+            (1, Some(state::RoceVersion::V2), Some(0))
         );
         let interfaces = s.interfaces.as_deref().unwrap_or_default();
         let child = interfaces

@@ -10,8 +10,8 @@ use anyhow::{bail, Context};
 use rdma_manager_tests::reference::Reference;
 use rdma_manager_tests::scenarios::{run_all, Run};
 use rdma_managerd::kernel::linux::LinuxHost;
-use rdma_managerd::kernel::sim::{fixtures, SimHost};
 use rdma_managerd::kernel::prelude::*;
+use rdma_managerd::kernel::sim::{fixtures, SimHost};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {

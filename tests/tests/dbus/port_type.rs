@@ -10,8 +10,8 @@ use rdma_manager_dbus::port_path;
 use rdma_manager_tests::bus::{skip_reason, PolkitConfig, Reply};
 use rdma_manager_tests::service::{tree_files, SystemSetup};
 use rdma_managerd::kernel::port_type::{FwLinkType, PortType};
-use rdma_managerd::kernel::sim::SimHost;
 use rdma_managerd::kernel::prelude::*;
+use rdma_managerd::kernel::sim::SimHost;
 
 const PORT: &str = "org.rdmamanager.RdmaManager1.Port";
 const CONF: &str = "/etc/rdma/mlx4.conf";

@@ -9,8 +9,8 @@ use anyhow::Result;
 use rdma_manager_dbus::port_path;
 use rdma_manager_tests::bus::{skip_reason, PolkitConfig, Reply};
 use rdma_manager_tests::service::SystemSetup;
-use rdma_managerd::kernel::sim::{SimHost, SimOp};
 use rdma_managerd::kernel::prelude::*;
+use rdma_managerd::kernel::sim::{SimHost, SimOp};
 use rdma_managerd::model::Errno;
 
 const FILE: &str = "/etc/rdma-manager/qos.toml";

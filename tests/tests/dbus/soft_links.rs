@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use rdma_manager_tests::bus::{skip_reason, PolkitConfig, Reply};
 use rdma_manager_tests::service::SystemSetup;
-use rdma_managerd::kernel::sim::{fixtures, SimHost, SimNetdev, SimOp};
 use rdma_managerd::kernel::prelude::*;
+use rdma_managerd::kernel::sim::{fixtures, SimHost, SimNetdev, SimOp};
 use rdma_managerd::model::Errno;
 
 const FILE: &str = "/etc/rdma-manager/soft-links.toml";

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use rdma_manager_dbus::PortProxy;
 use rdma_manager_tests::service::{port_proxy, serve_demo_or_skip, ServedDemo};
 use rdma_managerd::engine::EngineConfig;
-use rdma_managerd::kernel::sim::fixtures;
 use rdma_managerd::kernel::prelude::*;
+use rdma_managerd::kernel::sim::fixtures;
 
 /// The demo host served with no periodic re-read (`resync_ticks` out of reach), so that only
 /// the sweep (`sweep` devices at a time; 0: none) or an event can find a change.

@@ -12,8 +12,8 @@ use anyhow::Result;
 use rdma_manager_dbus::device_path;
 use rdma_manager_tests::bus::{skip_reason, PolkitConfig, Reply};
 use rdma_manager_tests::service::{tree_files, SystemSetup};
-use rdma_managerd::kernel::sim::{fixtures, HostSpec, SimHost, SimOp};
 use rdma_managerd::kernel::prelude::*;
+use rdma_managerd::kernel::sim::{fixtures, HostSpec, SimHost, SimOp};
 use rdma_managerd::model::{Errno, Guid};
 
 const FILE: &str = "/etc/rdma-manager/vf-guids.toml";

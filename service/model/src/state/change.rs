@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::doc::{RoceVersion, SoftLinkKind, StateIpoibMode};
+use super::doc::{SoftLinkKind, StateIpoibMode};
 
 /// One setting that differs, as `DiffState` reports it: `(path, op, current, wanted, action)`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Change {
     /// The setting's key path: `soft-links[rxe0]`, `roce[mlx5_0/1].tos`, `interfaces[ib0].mtu`.
     pub path: String,
@@ -58,8 +58,7 @@ pub enum Area {
 }
 
 /// One engine job, with the arguments its D-Bus method takes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case", tag = "step")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
     AddSoftLink {
         name: String,
@@ -69,16 +68,8 @@ pub enum Step {
     RemoveSoftLink {
         name: String,
     },
-    SetRoceMode {
-        device: String,
-        port: u32,
-        mode: RoceVersion,
-    },
-    SetRoceTos {
-        device: String,
-        port: u32,
-        tos: u8,
-    },
+    /// The `roce` list's steps.
+    Roce(super::roce::RoceStep),
     SetRdmaPolicy {
         policy: String,
     },
@@ -151,11 +142,6 @@ pub enum Step {
         port: u32,
         port_type: crate::port_type::PortType,
     },
-    SetQosProfile {
-        device: String,
-        port: u32,
-        profile: crate::qos::QosProfile,
-    },
     /// GUIDs as `ip link` writes them.
     SetVfGuids {
         device: String,
@@ -175,7 +161,7 @@ impl Step {
     pub fn area(&self) -> Area {
         match self {
             Step::AddSoftLink { .. } | Step::RemoveSoftLink { .. } => Area::Links,
-            Step::SetRoceMode { .. } | Step::SetRoceTos { .. } => Area::Roce,
+            Step::Roce(s) => s.area(),
             Step::SetRdmaPolicy { .. }
             | Step::SetRdmaFixedName { .. }
             | Step::RemoveRdmaFixedName { .. }
@@ -194,10 +180,9 @@ impl Step {
             | Step::SetIpoibUmcast { .. } => Area::Ipoib,
             Step::SetIp { .. } => Area::Ip,
             Step::SetLinkResponder { .. } => Area::LinkTest,
-            Step::SetPortType { .. }
-            | Step::SetQosProfile { .. }
-            | Step::SetVfGuids { .. }
-            | Step::ResetVfGuids { .. } => Area::Adapter,
+            Step::SetPortType { .. } | Step::SetVfGuids { .. } | Step::ResetVfGuids { .. } => {
+                Area::Adapter
+            }
         }
     }
 }

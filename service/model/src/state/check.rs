@@ -61,7 +61,7 @@ pub fn check(state: &State) -> Result<(), StateError> {
         check_soft_links(links)?;
     }
     if let Some(roce) = &state.roce {
-        check_roce(roce)?;
+        super::roce::check(roce)?;
     }
     if let Some(ifs) = &state.interfaces {
         check_interfaces(ifs)?;
@@ -94,7 +94,7 @@ pub fn check(state: &State) -> Result<(), StateError> {
 }
 
 /// Refuses the second of two entries with one identity.
-fn once<K: Ord>(
+pub(super) fn once<K: Ord>(
     seen: &mut BTreeMap<K, String>,
     key: K,
     path: &str,
@@ -150,43 +150,6 @@ fn check_soft_links(links: &[SoftLinkEntry]) -> Result<(), StateError> {
         };
         validate_netdev_name(netdev)
             .map_err(|err| StateError::invalid(format!("{p}.netdev"), err.to_string()))?;
-    }
-    Ok(())
-}
-
-fn check_roce(roce: &[RoceEntry]) -> Result<(), StateError> {
-    let mut seen = BTreeMap::new();
-    for (i, e) in roce.iter().enumerate() {
-        let p = format!("roce[{i}]");
-        if !is_guid(&e.device) {
-            validate_rdma_name(&e.device).map_err(|err| {
-                StateError::invalid(
-                    format!("{p}.device"),
-                    format!("{err} (give the kernel name or the node GUID, 0002:c903:0031:7f40)"),
-                )
-            })?;
-        }
-        if e.port == 0 {
-            return Err(StateError::invalid(
-                format!("{p}.port"),
-                "port 0 is not an RDMA port: ports count from 1",
-            ));
-        }
-        if let Some(q) = &e.qos {
-            q.check()
-                .map_err(|err| StateError::invalid(format!("{p}.qos"), err.0))?;
-        }
-        once(
-            &mut seen,
-            (e.device.to_ascii_lowercase(), e.port),
-            &p,
-            |first| {
-                format!(
-                    "port {}/{} is listed twice (also at {first})",
-                    e.device, e.port
-                )
-            },
-        )?;
     }
     Ok(())
 }

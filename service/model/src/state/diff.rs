@@ -21,7 +21,6 @@ use crate::hostconf::memlock::{self, MemlockValue};
 use crate::hostconf::nfs_conf::NFSRDMA_PORT;
 use crate::ip::Family;
 use crate::ipoib::{self, IpoibMode};
-use crate::qos::QosProfile;
 use crate::state_error::StateError;
 
 impl State {
@@ -94,7 +93,7 @@ impl Document {
 
 /// The parts of a plan, in the order they run.
 #[derive(Clone, Copy)]
-enum Part {
+pub(super) enum Part {
     LinkRemovals,
     LinkAdditions,
     Roce,
@@ -115,12 +114,12 @@ enum Part {
 const PARTS: usize = 15;
 
 #[derive(Default)]
-struct Plan {
+pub(super) struct Plan {
     parts: [Vec<Change>; PARTS],
 }
 
 impl Plan {
-    fn push(
+    pub(super) fn push(
         &mut self,
         part: Part,
         path: String,
@@ -148,7 +147,7 @@ impl Plan {
 pub fn diff(current: &State, wanted: &State) -> Result<Vec<Change>, StateError> {
     let mut plan = Plan::default();
     let links = soft_links(current, wanted, &mut plan)?;
-    roce(current, wanted, &links, &mut plan)?;
+    super::roce::diff(current, wanted, &links, &mut plan)?;
     naming(current, wanted, &mut plan);
     modules(current, wanted, &mut plan);
     memlock(current, wanted, &mut plan)?;
@@ -161,7 +160,7 @@ pub fn diff(current: &State, wanted: &State) -> Result<Vec<Change>, StateError> 
     Ok(plan.into_vec())
 }
 
-fn text<T: ToString>(v: Option<T>) -> String {
+pub(super) fn text<T: ToString>(v: Option<T>) -> String {
     v.map(|v| v.to_string()).unwrap_or_default()
 }
 
@@ -171,9 +170,9 @@ fn link_text(kind: SoftLinkKind, netdev: &str) -> String {
 
 /// The soft links a document creates and those it removes, by name.
 #[derive(Default)]
-struct LinkNames {
-    created: BTreeSet<String>,
-    removed: BTreeSet<String>,
+pub(super) struct LinkNames {
+    pub(super) created: BTreeSet<String>,
+    pub(super) removed: BTreeSet<String>,
 }
 
 /// Soft links.
@@ -257,132 +256,6 @@ fn soft_links(current: &State, wanted: &State, plan: &mut Plan) -> Result<LinkNa
         );
     }
     Ok(names)
-}
-
-fn roce_text(m: RoceVersion) -> &'static str {
-    match m {
-        RoceVersion::V1 => "v1",
-        RoceVersion::V2 => "v2",
-    }
-}
-
-fn roce(
-    current: &State,
-    wanted: &State,
-    links: &LinkNames,
-    plan: &mut Plan,
-) -> Result<(), StateError> {
-    let have: BTreeMap<(&str, u32), &RoceEntry> = current
-        .roce
-        .iter()
-        .flatten()
-        .map(|e| ((e.device.as_str(), e.port), e))
-        .collect();
-    let mut seen = BTreeMap::new();
-    for (i, e) in wanted.roce.iter().flatten().enumerate() {
-        let id = format!("{}/{}", e.device, e.port);
-        if let Some(first) = seen.insert(id.clone(), i) {
-            return Err(StateError::contradiction(
-                format!("roce[{i}]"),
-                format!("port {id} is listed twice (also at roce[{first}])"),
-            ));
-        }
-        if links.removed.contains(&e.device) {
-            return Err(StateError::contradiction(
-                format!("roce[{i}].device"),
-                format!(
-                    "the soft link {} is removed by this document (soft-links), and its port \
-                     with it",
-                    e.device
-                ),
-            ));
-        }
-        let now = match have.get(&(e.device.as_str(), e.port)) {
-            // A soft link made (or made again) by this document has one port, whose settings
-            // are not known until it exists.
-            _ if links.created.contains(&e.device) && e.port == 1 => None,
-            Some(c) if !links.created.contains(&e.device) => Some(*c),
-            _ if have.keys().any(|(d, _)| *d == e.device) => {
-                return Err(StateError::not_found(
-                    format!("roce[{i}].port"),
-                    "RoCE port",
-                    id,
-                    "",
-                ))
-            }
-            _ => {
-                return Err(StateError::not_found(
-                    format!("roce[{i}].device"),
-                    "RoCE device",
-                    &e.device,
-                    " (give the kernel name or node GUID of a device with RoCE ports)",
-                ))
-            }
-        };
-        let (dev, port) = (e.device.clone(), e.port);
-        if let Some(mode) = e.mode {
-            let old = now.and_then(|c| c.mode);
-            if old != Some(mode) {
-                let step = |mode| Step::SetRoceMode {
-                    device: dev.clone(),
-                    port,
-                    mode,
-                };
-                plan.push(
-                    Part::Roce,
-                    format!("roce[{id}].mode"),
-                    ChangeOp::Set,
-                    (text(old.map(roce_text)), roce_text(mode).to_string()),
-                    step(mode),
-                    step(old.unwrap_or(mode)),
-                );
-            }
-        }
-        if let Some(tos) = e.tos {
-            let old = now.and_then(|c| c.tos);
-            if old != Some(tos) {
-                let step = |tos| Step::SetRoceTos {
-                    device: dev.clone(),
-                    port,
-                    tos,
-                };
-                plan.push(
-                    Part::Roce,
-                    format!("roce[{id}].tos"),
-                    ChangeOp::Set,
-                    (text(old), tos.to_string()),
-                    step(tos),
-                    step(old.unwrap_or(tos)),
-                );
-            }
-        }
-        if let Some(want) = &e.qos {
-            let Some(old) = now.and_then(|c| c.qos.as_ref()) else {
-                return Err(StateError::not_found(
-                    format!("roce[{i}].qos"),
-                    "RoCE port with DCB",
-                    id,
-                    " (the driver of its network interface has no DCB; rxe and siw have none)",
-                ));
-            };
-            if want.over(old) != old.clone().normalized() {
-                let step = |profile: &QosProfile| Step::SetQosProfile {
-                    device: dev.clone(),
-                    port,
-                    profile: profile.clone(),
-                };
-                plan.push(
-                    Part::Roce,
-                    format!("roce[{id}].qos"),
-                    ChangeOp::Set,
-                    (old.summary(), want.clone().normalized().summary()),
-                    step(&want.clone().normalized()),
-                    step(old),
-                );
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Port types: each listed port must be one whose driver has a port type (the host's

@@ -1,6 +1,7 @@
 use super::*;
 use crate::state::parse::{parse, parse_document};
 use crate::state::render::to_yaml;
+use crate::state::roce::RoceStep;
 
 /// A host as the daemon reads it: every section present.
 fn host() -> State {
@@ -160,25 +161,25 @@ fn roce() {
             ChangeOp::Set,
             "106",
             "32",
-            Step::SetRoceTos {
+            Step::Roce(RoceStep::SetTos {
                 device: "mlx5_0".into(),
                 port: 2,
                 tos: 32
-            },
-            Step::SetRoceTos {
+            }),
+            Step::Roce(RoceStep::SetTos {
                 device: "mlx5_0".into(),
                 port: 2,
                 tos: 106
-            },
+            }),
         )
     );
     assert_eq!(
         changes("roce:\n  - {device: mlx5_0, port: 1, mode: v1}\n")[0].undo,
-        Step::SetRoceMode {
+        Step::Roce(RoceStep::SetMode {
             device: "mlx5_0".into(),
             port: 1,
             mode: RoceVersion::V2
-        }
+        })
     );
     assert_eq!(
         refused("roce:\n  - device: mlx5_0\n    port: 3\n    tos: 1\n"),
@@ -1251,12 +1252,12 @@ fn a_qos_profile_is_one_change_undone_by_the_profile_before() {
         .expect("qos");
     match (&c[1].step, &c[1].undo) {
         (
-            Step::SetQosProfile { profile, .. },
-            Step::SetQosProfile {
+            Step::Roce(RoceStep::SetQosProfile { profile, .. }),
+            Step::Roce(RoceStep::SetQosProfile {
                 profile: undo,
                 device,
                 port,
-            },
+            }),
         ) => {
             assert_eq!(profile.dscp.get(&26), Some(&3));
             // What the document leaves (ETS, traffic class) is left: absent from the step.

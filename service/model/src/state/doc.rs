@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+// The types of the lists kept in modules of their own, so that `doc::*` names the whole document.
+pub use super::roce::{RoceEntry, RoceVersion};
 use crate::ipoib::IpoibMode;
 
 /// A whole host's RDMA configuration, or the part of it a document speaks of.
@@ -109,30 +111,6 @@ pub struct SoftLinkEntry {
     pub netdev: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<EntryState>,
-}
-
-/// The RoCE version of a port's default GID type for rdma_cm.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum RoceVersion {
-    V1,
-    V2,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-pub struct RoceEntry {
-    /// The kernel name, or the node GUID as sysfs prints it (`0002:c903:0031:7f40`).
-    pub device: String,
-    pub port: u32,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mode: Option<RoceVersion>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tos: Option<u8>,
-    /// The port's QoS profile (lossless RoCE: trust, PFC, ETS, DSCP map, traffic class,
-    /// ECN), as `SetQosProfile` takes it; only on ports whose netdev has DCB.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub qos: Option<crate::qos::QosProfile>,
 }
 
 /// The only interface type the document knows; nmstate's spelling.

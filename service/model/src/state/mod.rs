@@ -27,6 +27,7 @@ mod lines;
 pub mod nmcli;
 pub mod parse;
 pub mod render;
+pub mod roce;
 
 pub use crate::state_error::StateError;
 pub use change::{Area, Change, ChangeOp, Step};
@@ -36,3 +37,4 @@ pub use doc::*;
 pub use lines::Lines;
 pub use parse::{parse, parse_document, Document};
 pub use render::{to_json, to_yaml};
+pub use roce::{RoceEntry, RoceStep, RoceVersion};

@@ -50,9 +50,9 @@ use anyhow::{bail, Context, Result};
 use rdma_manager_tests::gmo::{self, median_ms, run_quiet as run, NAME, ROOT};
 use rdma_manager_tests::procfs::cpu_ticks;
 use rdma_managerd::kernel::linux::LinuxHost;
+use rdma_managerd::kernel::prelude::*;
 use rdma_managerd::kernel::sysfs::SysRoot;
 use rdma_managerd::kernel::verbs::Verbs;
-use rdma_managerd::kernel::prelude::*;
 use zbus::zvariant::OwnedObjectPath;
 
 const PORT_IFACE: &str = "org.rdmamanager.RdmaManager1.Port";
