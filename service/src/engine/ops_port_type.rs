@@ -17,10 +17,13 @@ use rdma_manager_model::port_type::{
     check_mlx4, mlx4_after, mlx4_conf_get, mlx4_conf_set, Mlx4PortValue, PortType, MLX4_CONF_HEADER,
 };
 
+use rdma_manager_model::state::{PortEntry, PortStep};
+
 use crate::kernel::port_type::{PortTypeControl, PortTypes};
 use crate::kernel::{Host, HostError};
 use crate::model::DeviceKind;
 
+use super::ops_state::StepResult;
 use super::state::ObservedState;
 use super::transaction::Transaction;
 use super::wanted::Appeared;
@@ -29,7 +32,41 @@ use super::{Dirty, Engine, EngineHandle, OpError};
 /// rdma-core's file of mlx4 port types (`<bdf> <p1> [p2]` lines).
 pub const MLX4_CONF: &str = "/etc/rdma/mlx4.conf";
 
+/// The state document's `ports` list: the port types of the ports that have one: for firmware, the value the firmware holds
+/// for the next boot, which is what a set changes.
+pub(super) fn port_entries(st: &ObservedState) -> Vec<PortEntry> {
+    let mut out = Vec::new();
+    for (index, t) in &st.port_types {
+        let Some(d) = st.devices.get(index) else {
+            continue;
+        };
+        for p in &t.ports {
+            out.push(PortEntry {
+                device: d.name().to_string(),
+                port: p.port,
+                kind: Some(p.next_boot.unwrap_or(p.configured)),
+            });
+        }
+    }
+    out.sort_by(|a, b| (&a.device, a.port).cmp(&(&b.device, b.port)));
+    out
+}
+
 impl EngineHandle {
+    /// Runs a step of the state's `ports` list through the job of its one-shot method.
+    pub(super) async fn run_port_step(&self, step: PortStep) -> StepResult {
+        match step {
+            PortStep::SetType {
+                device,
+                port,
+                port_type,
+            } => {
+                let index = self.device_index(&device).await?;
+                self.set_port_type(index, port, port_type.as_str()).await
+            }
+        }
+    }
+
     /// Sets a port's type (`ib`, `eth` or `auto`): now on mlx4 (and remembered in
     /// mlx4.conf), for the next boot on mlx5. `index` is the kernel device index.
     pub async fn set_port_type(&self, index: u32, port: u32, ty: &str) -> Result<(), OpError> {

@@ -22,50 +22,6 @@ use crate::model::DeviceKind;
 use crate::nm::keys::IpSettings;
 use crate::nm::profile::{Family, IpConfig};
 
-/// The port types of the ports that have one: for firmware, the value the firmware holds
-/// for the next boot, which is what a set changes.
-fn ports_of(st: &ObservedState) -> Vec<rdma_manager_model::state::PortEntry> {
-    let mut out = Vec::new();
-    for (index, t) in &st.port_types {
-        let Some(d) = st.devices.get(index) else {
-            continue;
-        };
-        for p in &t.ports {
-            out.push(rdma_manager_model::state::PortEntry {
-                device: d.name().to_string(),
-                port: p.port,
-                kind: Some(p.next_boot.unwrap_or(p.configured)),
-            });
-        }
-    }
-    out.sort_by(|a, b| (&a.device, a.port).cmp(&(&b.device, b.port)));
-    out
-}
-
-/// The VFs the SR-IOV PFs have enabled, with the GUIDs their drivers hold (none shown where
-/// the driver holds none or does not report them).
-fn vfs_of(st: &ObservedState) -> Vec<rdma_manager_model::state::VfEntry> {
-    use rdma_manager_model::vf_guid::ip_form;
-    let mut out = Vec::new();
-    for d in st.devices.values() {
-        let Some(pf) = &d.sriov else { continue };
-        for v in pf.vfs.iter().filter(|v| v.vf < pf.numvfs) {
-            let (node_guid, port_guid) = match (v.node_guid, v.port_guid) {
-                (Some(n), Some(p)) => (Some(ip_form(n.0)), Some(ip_form(p.0))),
-                _ => (None, None),
-            };
-            out.push(rdma_manager_model::state::VfEntry {
-                device: d.name().to_string(),
-                vf: v.vf,
-                node_guid,
-                port_guid,
-            });
-        }
-    }
-    out.sort_by(|a, b| (&a.device, a.vf).cmp(&(&b.device, b.vf)));
-    out
-}
-
 /// The host's state from what the engine holds, IP settings aside (they come from
 /// NetworkManager, asked on the caller's task).
 fn current_of(st: &ObservedState) -> State {
@@ -170,8 +126,8 @@ fn current_of(st: &ObservedState) -> State {
         responder: None,
         // Expectations, not settings: the host has none to show.
         health: None,
-        ports: Some(ports_of(st)),
-        sriov_vfs: Some(vfs_of(st)),
+        ports: Some(super::ops_port_type::port_entries(st)),
+        sriov_vfs: Some(super::ops_vf_guid::vf_entries(st)),
     }
 }
 
@@ -314,27 +270,8 @@ impl EngineHandle {
                 .map(drop),
             Step::RemoveSoftLink { name } => self.remove_soft_link(&name).await,
             Step::Roce(step) => self.run_roce_step(step).await,
-            Step::SetVfGuids {
-                device,
-                vf,
-                node_guid,
-                port_guid,
-            } => {
-                let index = self.device_index(&device).await?;
-                self.set_vf_guids(index, vf, &node_guid, &port_guid).await
-            }
-            Step::ResetVfGuids { device, vf } => {
-                let index = self.device_index(&device).await?;
-                self.reset_vf_guids(index, vf).await
-            }
-            Step::SetPortType {
-                device,
-                port,
-                port_type,
-            } => {
-                let index = self.device_index(&device).await?;
-                self.set_port_type(index, port, port_type.as_str()).await
-            }
+            Step::Port(step) => self.run_port_step(step).await,
+            Step::Vf(step) => self.run_vf_step(step).await,
             Step::SetRdmaPolicy { policy } => self.set_rdma_naming_policy(&policy, false).await,
             Step::SetRdmaFixedName { node_guid, name } => {
                 self.set_rdma_fixed_name(&node_guid, &name, false).await

@@ -14,15 +14,61 @@ use crate::config::VfGuidSettings;
 use crate::kernel::sriov::{SriovPf, VfState};
 use crate::kernel::HostError;
 use crate::model::Guid;
+use rdma_manager_model::state::{VfEntry, VfStep};
 use rdma_manager_model::vf_guid::{
     check_request, ip_form, parse_vf_guid, GuidKind, TakenGuid, VfGuidContext, VfGuidError,
 };
 
+use super::ops_state::StepResult;
+use super::state::ObservedState;
 use super::transaction::Transaction;
 use super::wanted::Appeared;
 use super::{Dirty, Engine, EngineHandle, OpError};
 
+/// The state document's `sriov-vfs` list: the VFs the SR-IOV PFs have enabled, with the GUIDs their drivers hold (none shown where
+/// the driver holds none or does not report them).
+pub(super) fn vf_entries(st: &ObservedState) -> Vec<VfEntry> {
+    use rdma_manager_model::vf_guid::ip_form;
+    let mut out = Vec::new();
+    for d in st.devices.values() {
+        let Some(pf) = &d.sriov else { continue };
+        for v in pf.vfs.iter().filter(|v| v.vf < pf.numvfs) {
+            let (node_guid, port_guid) = match (v.node_guid, v.port_guid) {
+                (Some(n), Some(p)) => (Some(ip_form(n.0)), Some(ip_form(p.0))),
+                _ => (None, None),
+            };
+            out.push(VfEntry {
+                device: d.name().to_string(),
+                vf: v.vf,
+                node_guid,
+                port_guid,
+            });
+        }
+    }
+    out.sort_by(|a, b| (&a.device, a.vf).cmp(&(&b.device, b.vf)));
+    out
+}
+
 impl EngineHandle {
+    /// Runs a step of the state's `sriov-vfs` list through the job of its one-shot method.
+    pub(super) async fn run_vf_step(&self, step: VfStep) -> StepResult {
+        match step {
+            VfStep::SetGuids {
+                device,
+                vf,
+                node_guid,
+                port_guid,
+            } => {
+                let index = self.device_index(&device).await?;
+                self.set_vf_guids(index, vf, &node_guid, &port_guid).await
+            }
+            VfStep::ResetGuids { device, vf } => {
+                let index = self.device_index(&device).await?;
+                self.reset_vf_guids(index, vf).await
+            }
+        }
+    }
+
     /// Sets VF `vf`'s node and port GUID on the PF with kernel index `index`, rebinds the VF
     /// and remembers them. GUIDs as `ip link` (`00:11:...`) or sysfs (`0011:2233:...`) write them.
     pub async fn set_vf_guids(

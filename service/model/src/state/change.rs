@@ -70,6 +70,10 @@ pub enum Step {
     },
     /// The `roce` list's steps.
     Roce(super::roce::RoceStep),
+    /// The `ports` list's steps.
+    Port(super::ports::PortStep),
+    /// The `sriov-vfs` list's steps.
+    Vf(super::sriov_vfs::VfStep),
     SetRdmaPolicy {
         policy: String,
     },
@@ -137,24 +141,6 @@ pub enum Step {
         name: String,
         keys: BTreeMap<String, String>,
     },
-    SetPortType {
-        device: String,
-        port: u32,
-        port_type: crate::port_type::PortType,
-    },
-    /// GUIDs as `ip link` writes them.
-    SetVfGuids {
-        device: String,
-        vf: u32,
-        node_guid: String,
-        port_guid: String,
-    },
-    /// Forgets the VF's remembered GUIDs (the undo of a first set: the kernel has no
-    /// GUID-less state to go back to).
-    ResetVfGuids {
-        device: String,
-        vf: u32,
-    },
 }
 
 impl Step {
@@ -180,9 +166,8 @@ impl Step {
             | Step::SetIpoibUmcast { .. } => Area::Ipoib,
             Step::SetIp { .. } => Area::Ip,
             Step::SetLinkResponder { .. } => Area::LinkTest,
-            Step::SetPortType { .. } | Step::SetVfGuids { .. } | Step::ResetVfGuids { .. } => {
-                Area::Adapter
-            }
+            Step::Port(s) => s.area(),
+            Step::Vf(s) => s.area(),
         }
     }
 }

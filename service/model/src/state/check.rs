@@ -6,7 +6,7 @@
 //! The first refusal in document order is returned, with its key path; [`super::parse`] adds
 //! its line.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use rdma_manager_dbus::text::quote_capped;
@@ -82,10 +82,10 @@ pub fn check(state: &State) -> Result<(), StateError> {
         }
     }
     if let Some(ports) = &state.ports {
-        check_ports(ports)?;
+        super::ports::check(ports)?;
     }
     if let Some(vfs) = &state.sriov_vfs {
-        check_vfs(vfs)?;
+        super::sriov_vfs::check(vfs)?;
     }
     if let Some(h) = &state.health {
         crate::health::check(h)?;
@@ -150,101 +150,6 @@ fn check_soft_links(links: &[SoftLinkEntry]) -> Result<(), StateError> {
         };
         validate_netdev_name(netdev)
             .map_err(|err| StateError::invalid(format!("{p}.netdev"), err.to_string()))?;
-    }
-    Ok(())
-}
-
-/// A VF entry's GUIDs, parsed and checked (both or neither).
-pub(crate) fn vf_guids(e: &VfEntry, p: &str) -> Result<Option<(u64, u64)>, StateError> {
-    use crate::vf_guid::{parse_vf_guid, GuidKind};
-    let parse = |kind: GuidKind, key: &str, v: &str| {
-        parse_vf_guid(kind, v)
-            .map_err(|err| StateError::invalid(format!("{p}.{key}"), err.to_string()))
-    };
-    match (&e.node_guid, &e.port_guid) {
-        (None, None) => Ok(None),
-        (Some(n), Some(g)) => Ok(Some((
-            parse(GuidKind::Node, "node-guid", n)?,
-            parse(GuidKind::Port, "port-guid", g)?,
-        ))),
-        _ => Err(StateError::invalid(
-            p,
-            "give both node-guid and port-guid: a VF's GUIDs are set together",
-        )),
-    }
-}
-
-fn check_vfs(vfs: &[VfEntry]) -> Result<(), StateError> {
-    let mut seen = BTreeMap::new();
-    let mut guids: BTreeMap<u64, String> = BTreeMap::new();
-    for (i, e) in vfs.iter().enumerate() {
-        let p = format!("sriov-vfs[{i}]");
-        if !is_guid(&e.device) {
-            validate_rdma_name(&e.device).map_err(|err| {
-                StateError::invalid(
-                    format!("{p}.device"),
-                    format!("{err} (give the PF's kernel name or node GUID)"),
-                )
-            })?;
-        }
-        once(
-            &mut seen,
-            (e.device.to_ascii_lowercase(), e.vf),
-            &p,
-            |first| {
-                format!(
-                    "VF {} of {} is listed twice (also at {first})",
-                    e.vf, e.device
-                )
-            },
-        )?;
-        if let Some((node, port)) = vf_guids(e, &p)? {
-            // One GUID may be both of one VF, never another VF's.
-            for g in BTreeSet::from([node, port]) {
-                if let Some(first) = guids.insert(g, p.clone()) {
-                    return Err(StateError::contradiction(
-                        p,
-                        format!(
-                            "GUID {} is given to two VFs (also at {first})",
-                            crate::vf_guid::ip_form(g)
-                        ),
-                    ));
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-fn check_ports(ports: &[PortEntry]) -> Result<(), StateError> {
-    let mut seen = BTreeMap::new();
-    for (i, e) in ports.iter().enumerate() {
-        let p = format!("ports[{i}]");
-        if !is_guid(&e.device) {
-            validate_rdma_name(&e.device).map_err(|err| {
-                StateError::invalid(
-                    format!("{p}.device"),
-                    format!("{err} (give the kernel name or the node GUID, 0002:c903:0031:7f40)"),
-                )
-            })?;
-        }
-        if e.port == 0 {
-            return Err(StateError::invalid(
-                format!("{p}.port"),
-                "port 0 is not an RDMA port: ports count from 1",
-            ));
-        }
-        once(
-            &mut seen,
-            (e.device.to_ascii_lowercase(), e.port),
-            &p,
-            |first| {
-                format!(
-                    "port {}/{} is listed twice (also at {first})",
-                    e.device, e.port
-                )
-            },
-        )?;
     }
     Ok(())
 }

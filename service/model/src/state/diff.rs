@@ -155,8 +155,8 @@ pub fn diff(current: &State, wanted: &State) -> Result<Vec<Change>, StateError> 
     subnet_manager(current, wanted, &mut plan);
     responder(current, wanted, &mut plan);
     interfaces(current, wanted, &mut plan)?;
-    ports(current, wanted, &mut plan)?;
-    vfs(current, wanted, &mut plan)?;
+    super::ports::diff(current, wanted, &mut plan)?;
+    super::sriov_vfs::diff(current, wanted, &mut plan)?;
     Ok(plan.into_vec())
 }
 
@@ -256,111 +256,6 @@ fn soft_links(current: &State, wanted: &State, plan: &mut Plan) -> Result<LinkNa
         );
     }
     Ok(names)
-}
-
-/// Port types: each listed port must be one whose driver has a port type (the host's
-/// state lists only those).
-fn ports(current: &State, wanted: &State, plan: &mut Plan) -> Result<(), StateError> {
-    let have: BTreeMap<(&str, u32), &PortEntry> = current
-        .ports
-        .iter()
-        .flatten()
-        .map(|e| ((e.device.as_str(), e.port), e))
-        .collect();
-    for (i, e) in wanted.ports.iter().flatten().enumerate() {
-        let id = format!("{}/{}", e.device, e.port);
-        let Some(now) = have.get(&(e.device.as_str(), e.port)) else {
-            return Err(StateError::not_found(
-                format!("ports[{i}]"),
-                "port with a port type",
-                id,
-                " (only mlx4 ports, and mlx5 ports where mstconfig is installed, have one)",
-            ));
-        };
-        let Some(ty) = e.kind else { continue };
-        if now.kind == Some(ty) {
-            continue;
-        }
-        let step = |port_type| Step::SetPortType {
-            device: e.device.clone(),
-            port: e.port,
-            port_type,
-        };
-        plan.push(
-            Part::Ports,
-            format!("ports[{id}].type"),
-            ChangeOp::Set,
-            (text(now.kind.map(|k| k.as_str())), ty.as_str().to_string()),
-            step(ty),
-            step(now.kind.unwrap_or(ty)),
-        );
-    }
-    Ok(())
-}
-
-fn vf_text(g: Option<(u64, u64)>) -> String {
-    g.map(|(n, p)| {
-        format!(
-            "node-guid={} port-guid={}",
-            crate::vf_guid::ip_form(n),
-            crate::vf_guid::ip_form(p)
-        )
-    })
-    .unwrap_or_default()
-}
-
-/// SR-IOV VF GUIDs: each listed VF must be one the PF has enabled (the host's state lists
-/// those). A VF that had GUIDs is set back to them on undo; one that had none has its
-/// remembered GUIDs forgotten (the driver cannot go back to none).
-fn vfs(current: &State, wanted: &State, plan: &mut Plan) -> Result<(), StateError> {
-    let have: BTreeMap<(&str, u32), &VfEntry> = current
-        .sriov_vfs
-        .iter()
-        .flatten()
-        .map(|e| ((e.device.as_str(), e.vf), e))
-        .collect();
-    for (i, e) in wanted.sriov_vfs.iter().flatten().enumerate() {
-        let p = format!("sriov-vfs[{i}]");
-        let id = format!("{}/{}", e.device, e.vf);
-        let Some(now) = have.get(&(e.device.as_str(), e.vf)) else {
-            return Err(StateError::not_found(
-                p,
-                "SR-IOV VF",
-                id,
-                " (give an SR-IOV PF's kernel name and the index of a VF it has enabled)",
-            ));
-        };
-        let Some(want) = super::check::vf_guids(e, &p)? else {
-            continue;
-        };
-        // The host's own reading; one that does not parse counts as none.
-        let old = super::check::vf_guids(now, &p).ok().flatten();
-        if old == Some(want) {
-            continue;
-        }
-        let set = |(n, g): (u64, u64)| Step::SetVfGuids {
-            device: e.device.clone(),
-            vf: e.vf,
-            node_guid: crate::vf_guid::ip_form(n),
-            port_guid: crate::vf_guid::ip_form(g),
-        };
-        let undo = match old {
-            Some(o) => set(o),
-            None => Step::ResetVfGuids {
-                device: e.device.clone(),
-                vf: e.vf,
-            },
-        };
-        plan.push(
-            Part::Vfs,
-            format!("sriov-vfs[{id}]"),
-            ChangeOp::Set,
-            (vf_text(old), vf_text(Some(want))),
-            set(want),
-            undo,
-        );
-    }
-    Ok(())
 }
 
 fn naming(current: &State, wanted: &State, plan: &mut Plan) {

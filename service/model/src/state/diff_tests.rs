@@ -1,7 +1,7 @@
 use super::*;
 use crate::state::parse::{parse, parse_document};
 use crate::state::render::to_yaml;
-use crate::state::roce::RoceStep;
+use crate::state::{PortStep, RoceStep, VfStep};
 
 /// A host as the daemon reads it: every section present.
 fn host() -> State {
@@ -1160,10 +1160,12 @@ fn port_types_follow_the_documents_order_with_their_undo() {
     let c = changes(
         "ports:\n  - {device: mlx4_0, port: 2, type: eth}\n  - {device: mlx4_0, port: 1, type: eth}\n",
     );
-    let step = |port, port_type| Step::SetPortType {
-        device: "mlx4_0".into(),
-        port,
-        port_type,
+    let step = |port, port_type| {
+        Step::Port(PortStep::SetType {
+            device: "mlx4_0".into(),
+            port,
+            port_type,
+        })
     };
     use crate::port_type::PortType::{Eth, Ib};
     let got: Vec<_> = c
@@ -1323,11 +1325,13 @@ fn vf_guids_are_set_in_any_form_and_undone_to_what_the_vf_had() {
         .iter()
         .map(|c| (c.path.as_str(), c.current.as_str(), &c.step, &c.undo))
         .collect();
-    let set = |vf, n: &str, p: &str| Step::SetVfGuids {
-        device: "mlx5_1".into(),
-        vf,
-        node_guid: n.into(),
-        port_guid: p.into(),
+    let set = |vf, n: &str, p: &str| {
+        Step::Vf(VfStep::SetGuids {
+            device: "mlx5_1".into(),
+            vf,
+            node_guid: n.into(),
+            port_guid: p.into(),
+        })
     };
     assert_eq!(
         got,
@@ -1336,10 +1340,10 @@ fn vf_guids_are_set_in_any_form_and_undone_to_what_the_vf_had() {
                 "sriov-vfs[mlx5_1/1]",
                 "",
                 &set(1, "00:11:22:33:44:55:66:11", "00:11:22:33:44:55:66:12"),
-                &Step::ResetVfGuids {
+                &Step::Vf(VfStep::ResetGuids {
                     device: "mlx5_1".into(),
                     vf: 1
-                }
+                })
             ),
             (
                 "sriov-vfs[mlx5_1/0]",

@@ -8,7 +8,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 // The types of the lists kept in modules of their own, so that `doc::*` names the whole document.
+pub use super::ports::PortEntry;
 pub use super::roce::{RoceEntry, RoceVersion};
+pub use super::sriov_vfs::VfEntry;
 use crate::ipoib::IpoibMode;
 
 /// A whole host's RDMA configuration, or the part of it a document speaks of.
@@ -48,32 +50,6 @@ pub struct State {
     /// Node and port GUIDs of SR-IOV VFs; identity: `device` (the PF) and `vf`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sriov_vfs: Option<Vec<VfEntry>>,
-}
-
-/// One VF's GUIDs (`SetVfGuids`): set through the PF, remembered by the PF's node GUID.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-pub struct VfEntry {
-    /// The PF: its kernel name, or its node GUID as sysfs prints it.
-    pub device: String,
-    /// The VF index, from 0.
-    pub vf: u32,
-    /// In any form `ip link`, sysfs or ibstat print; both or neither.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub node_guid: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub port_guid: Option<String>,
-}
-
-/// A port's type (`ib`, `eth`, `auto`): mlx4 switches at once, mlx5 at the next boot.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-pub struct PortEntry {
-    /// The kernel name, or the node GUID as sysfs prints it.
-    pub device: String,
-    pub port: u32,
-    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<crate::port_type::PortType>,
 }
 
 /// Whether a list entry should exist. Absent from the document means `up`.

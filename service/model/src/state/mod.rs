@@ -26,8 +26,10 @@ mod forms;
 mod lines;
 pub mod nmcli;
 pub mod parse;
+pub mod ports;
 pub mod render;
 pub mod roce;
+pub mod sriov_vfs;
 
 pub use crate::state_error::StateError;
 pub use change::{Area, Change, ChangeOp, Step};
@@ -36,5 +38,7 @@ pub use diff::diff;
 pub use doc::*;
 pub use lines::Lines;
 pub use parse::{parse, parse_document, Document};
+pub use ports::{PortEntry, PortStep};
 pub use render::{to_json, to_yaml};
 pub use roce::{RoceEntry, RoceStep, RoceVersion};
+pub use sriov_vfs::{VfEntry, VfStep};
