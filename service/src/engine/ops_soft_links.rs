@@ -9,12 +9,49 @@ use crate::model::names::{validate_netdev_name, validate_rdma_name};
 use crate::model::softlink::{classify_newlink_error, NewLinkContext};
 use crate::model::{DeviceKind, SoftLinkType};
 
+use super::ops_state::StepResult;
+use super::state::ObservedState;
 use super::transaction::Transaction;
 use super::wanted::Appeared;
 use super::{Engine, EngineHandle, OpError};
 use rdma_manager_dbus::text::quote_capped;
+use rdma_manager_model::state;
+
+/// The state document's `soft-links` list: the rxe and siw devices, by name.
+pub(super) fn soft_link_entries(st: &ObservedState) -> Vec<state::SoftLinkEntry> {
+    let mut out: Vec<state::SoftLinkEntry> = st
+        .devices
+        .values()
+        .filter_map(|d| {
+            let kind = match d.snap.kind {
+                DeviceKind::Rxe => state::SoftLinkKind::Rxe,
+                DeviceKind::Siw => state::SoftLinkKind::Siw,
+                _ => return None,
+            };
+            Some(state::SoftLinkEntry {
+                name: d.name().to_string(),
+                kind: Some(kind),
+                netdev: d.snap.parent_netdev.clone(),
+                state: None,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
 
 impl EngineHandle {
+    /// Runs a step of the state's `soft-links` list through the job of its one-shot method.
+    pub(super) async fn run_link_step(&self, step: state::LinkStep) -> StepResult {
+        match step {
+            state::LinkStep::Add { name, kind, netdev } => self
+                .add_soft_link(&name, kind.as_str(), &netdev)
+                .await
+                .map(drop),
+            state::LinkStep::Remove { name } => self.remove_soft_link(&name).await,
+        }
+    }
+
     /// Creates an rxe or siw device (`rdma link add NAME type TYPE netdev NETDEV`) and
     /// remembers it; returns the new device's kernel index once it is published.
     pub async fn add_soft_link(

@@ -11,38 +11,19 @@ use std::collections::{BTreeMap, HashMap};
 
 use rdma_manager_model::state::{
     self, Change, EntryState, Infiniband, InterfaceEntry, InterfaceType, IpFamily, Memlock, Naming,
-    NfsRdma, Responder, SoftLinkEntry, SoftLinkKind, State, StateIpoibMode, Step, SubnetManager,
+    NfsRdma, Responder, State, StateIpoibMode, Step, SubnetManager,
 };
 use tracing::{info, warn};
 use zbus::zvariant::{OwnedValue, Value};
 
 use super::{EngineHandle, ObservedState, OpError, SmVerb, StepOutcome};
 use crate::config::IpoibSettings;
-use crate::model::DeviceKind;
 use crate::nm::keys::IpSettings;
 use crate::nm::profile::{Family, IpConfig};
 
 /// The host's state from what the engine holds, IP settings aside (they come from
 /// NetworkManager, asked on the caller's task).
 fn current_of(st: &ObservedState) -> State {
-    let mut soft_links = Vec::new();
-    for d in st.devices.values() {
-        let kind = match d.snap.kind {
-            DeviceKind::Rxe => Some(SoftLinkKind::Rxe),
-            DeviceKind::Siw => Some(SoftLinkKind::Siw),
-            _ => None,
-        };
-        if let Some(kind) = kind {
-            soft_links.push(SoftLinkEntry {
-                name: d.name().to_string(),
-                kind: Some(kind),
-                netdev: d.snap.parent_netdev.clone(),
-                state: None,
-            });
-        }
-    }
-    soft_links.sort_by(|a, b| a.name.cmp(&b.name));
-
     let mut interfaces: Vec<InterfaceEntry> = st
         .ipoib
         .values()
@@ -105,7 +86,7 @@ fn current_of(st: &ObservedState) -> State {
     }
     let nonempty = |s: &str| Some(s.to_string()).filter(|s| !s.is_empty());
     State {
-        soft_links: Some(soft_links),
+        soft_links: Some(super::ops_soft_links::soft_link_entries(st)),
         roce: Some(super::ops_roce::roce_entries(st)),
         interfaces: Some(interfaces),
         naming: Some(naming),
@@ -264,11 +245,7 @@ impl EngineHandle {
     pub async fn run_state_step(&self, step: &Step) -> StepResult {
         info!(target: "rdma_managerd::state", ?step, "state step");
         match step.clone() {
-            Step::AddSoftLink { name, kind, netdev } => self
-                .add_soft_link(&name, kind.as_str(), &netdev)
-                .await
-                .map(drop),
-            Step::RemoveSoftLink { name } => self.remove_soft_link(&name).await,
+            Step::Link(step) => self.run_link_step(step).await,
             Step::Roce(step) => self.run_roce_step(step).await,
             Step::Port(step) => self.run_port_step(step).await,
             Step::Vf(step) => self.run_vf_step(step).await,
@@ -577,7 +554,7 @@ mod tests {
         let links = s.soft_links.as_deref().unwrap_or_default();
         assert_eq!(links.len(), 1);
         assert_eq!(links[0].name, "rxe0");
-        assert_eq!(links[0].kind, Some(SoftLinkKind::Rxe));
+        assert_eq!(links[0].kind, Some(state::SoftLinkKind::Rxe));
         assert_eq!(links[0].netdev.as_deref(), Some("eth0"));
         let roce = s.roce.as_deref().unwrap_or_default();
         let mlx5 = roce

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::doc::{SoftLinkKind, StateIpoibMode};
+use super::doc::StateIpoibMode;
 
 /// One setting that differs, as `DiffState` reports it: `(path, op, current, wanted, action)`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,14 +60,8 @@ pub enum Area {
 /// One engine job, with the arguments its D-Bus method takes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
-    AddSoftLink {
-        name: String,
-        kind: SoftLinkKind,
-        netdev: String,
-    },
-    RemoveSoftLink {
-        name: String,
-    },
+    /// The `soft-links` list's steps.
+    Link(super::soft_links::LinkStep),
     /// The `roce` list's steps.
     Roce(super::roce::RoceStep),
     /// The `ports` list's steps.
@@ -146,7 +140,7 @@ pub enum Step {
 impl Step {
     pub fn area(&self) -> Area {
         match self {
-            Step::AddSoftLink { .. } | Step::RemoveSoftLink { .. } => Area::Links,
+            Step::Link(s) => s.area(),
             Step::Roce(s) => s.area(),
             Step::SetRdmaPolicy { .. }
             | Step::SetRdmaFixedName { .. }

@@ -58,7 +58,7 @@ pub fn pkey_value(text: &str) -> Result<u16, String> {
 /// Checks everything a document says that needs no host.
 pub fn check(state: &State) -> Result<(), StateError> {
     if let Some(links) = &state.soft_links {
-        check_soft_links(links)?;
+        super::soft_links::check(links)?;
     }
     if let Some(roce) = &state.roce {
         super::roce::check(roce)?;
@@ -107,51 +107,8 @@ pub(super) fn once<K: Ord>(
     Ok(())
 }
 
-fn is_absent(state: Option<EntryState>) -> bool {
+pub(super) fn is_absent(state: Option<EntryState>) -> bool {
     state == Some(EntryState::Absent)
-}
-
-fn check_soft_links(links: &[SoftLinkEntry]) -> Result<(), StateError> {
-    let mut seen = BTreeMap::new();
-    for (i, e) in links.iter().enumerate() {
-        let p = format!("soft-links[{i}]");
-        validate_rdma_name(&e.name)
-            .map_err(|err| StateError::invalid(format!("{p}.name"), err.to_string()))?;
-        once(&mut seen, e.name.clone(), &p, |first| {
-            format!(
-                "soft link {} is listed twice (also at {first})",
-                quote_capped(&e.name)
-            )
-        })?;
-        if is_absent(e.state) {
-            for (key, given) in [("type", e.kind.is_some()), ("netdev", e.netdev.is_some())] {
-                if given {
-                    return Err(StateError::contradiction(
-                        format!("{p}.{key}"),
-                        "state: absent removes the link and takes only its name",
-                    ));
-                }
-            }
-            continue;
-        }
-        if e.kind.is_none() {
-            return Err(StateError::invalid(
-                &p,
-                "missing field `type` (rxe or siw): a soft link is given with its type and \
-                 netdev, or with state: absent to remove it",
-            ));
-        }
-        let Some(netdev) = &e.netdev else {
-            return Err(StateError::invalid(
-                &p,
-                "missing field `netdev`: a soft link is given with its type and netdev, or \
-                 with state: absent to remove it",
-            ));
-        };
-        validate_netdev_name(netdev)
-            .map_err(|err| StateError::invalid(format!("{p}.netdev"), err.to_string()))?;
-    }
-    Ok(())
 }
 
 fn check_interfaces(ifs: &[InterfaceEntry]) -> Result<(), StateError> {

@@ -146,7 +146,7 @@ impl Plan {
 /// The changes that make `current` (a host's full state) what `wanted` says.
 pub fn diff(current: &State, wanted: &State) -> Result<Vec<Change>, StateError> {
     let mut plan = Plan::default();
-    let links = soft_links(current, wanted, &mut plan)?;
+    let links = super::soft_links::diff(current, wanted, &mut plan)?;
     super::roce::diff(current, wanted, &links, &mut plan)?;
     naming(current, wanted, &mut plan);
     modules(current, wanted, &mut plan);
@@ -162,100 +162,6 @@ pub fn diff(current: &State, wanted: &State) -> Result<Vec<Change>, StateError> 
 
 pub(super) fn text<T: ToString>(v: Option<T>) -> String {
     v.map(|v| v.to_string()).unwrap_or_default()
-}
-
-fn link_text(kind: SoftLinkKind, netdev: &str) -> String {
-    format!("type={} netdev={netdev}", kind.as_str())
-}
-
-/// The soft links a document creates and those it removes, by name.
-#[derive(Default)]
-pub(super) struct LinkNames {
-    pub(super) created: BTreeSet<String>,
-    pub(super) removed: BTreeSet<String>,
-}
-
-/// Soft links.
-fn soft_links(current: &State, wanted: &State, plan: &mut Plan) -> Result<LinkNames, StateError> {
-    let mut names = LinkNames::default();
-    let have: BTreeMap<&str, &SoftLinkEntry> = current
-        .soft_links
-        .iter()
-        .flatten()
-        .map(|e| (e.name.as_str(), e))
-        .collect();
-    for (i, e) in wanted.soft_links.iter().flatten().enumerate() {
-        let path = format!("soft-links[{}]", e.name);
-        let now = have.get(e.name.as_str());
-        let now = match now {
-            Some(c) => {
-                let (Some(kind), Some(netdev)) = (c.kind, c.netdev.clone()) else {
-                    return Err(StateError::invalid(
-                        format!("soft-links[{i}]"),
-                        format!(
-                            "the host's soft link {} has no known type or netdev",
-                            e.name
-                        ),
-                    ));
-                };
-                Some((kind, netdev))
-            }
-            None => None,
-        };
-        let remove = |plan: &mut Plan, kind: SoftLinkKind, netdev: String| {
-            plan.push(
-                Part::LinkRemovals,
-                path.clone(),
-                ChangeOp::Remove,
-                (link_text(kind, &netdev), String::new()),
-                Step::RemoveSoftLink {
-                    name: e.name.clone(),
-                },
-                Step::AddSoftLink {
-                    name: e.name.clone(),
-                    kind,
-                    netdev,
-                },
-            )
-        };
-        if e.state == Some(EntryState::Absent) {
-            if let Some((kind, netdev)) = now {
-                remove(plan, kind, netdev);
-                names.removed.insert(e.name.clone());
-            }
-            continue;
-        }
-        let (Some(kind), Some(netdev)) = (e.kind, e.netdev.clone()) else {
-            return Err(StateError::invalid(
-                format!("soft-links[{i}]"),
-                "a soft link is given with its type and netdev, or with state: absent",
-            ));
-        };
-        if let Some((old_kind, old_netdev)) = now {
-            if (old_kind, old_netdev.as_str()) == (kind, netdev.as_str()) {
-                continue;
-            }
-            // A link's type and netdev are fixed when it is made: it is made again, with new
-            // ports.
-            remove(plan, old_kind, old_netdev);
-        }
-        names.created.insert(e.name.clone());
-        plan.push(
-            Part::LinkAdditions,
-            path.clone(),
-            ChangeOp::Add,
-            (String::new(), link_text(kind, &netdev)),
-            Step::AddSoftLink {
-                name: e.name.clone(),
-                kind,
-                netdev,
-            },
-            Step::RemoveSoftLink {
-                name: e.name.clone(),
-            },
-        );
-    }
-    Ok(names)
 }
 
 fn naming(current: &State, wanted: &State, plan: &mut Plan) {

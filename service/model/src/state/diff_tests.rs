@@ -1,7 +1,7 @@
 use super::*;
 use crate::state::parse::{parse, parse_document};
 use crate::state::render::to_yaml;
-use crate::state::{PortStep, RoceStep, VfStep};
+use crate::state::{LinkStep, PortStep, RoceStep, VfStep};
 
 /// A host as the daemon reads it: every section present.
 fn host() -> State {
@@ -105,14 +105,14 @@ fn soft_links() {
             ChangeOp::Add,
             "",
             "type=siw netdev=eth2",
-            Step::AddSoftLink {
+            Step::Link(LinkStep::Add {
                 name: "siw0".into(),
                 kind: SoftLinkKind::Siw,
                 netdev: "eth2".into()
-            },
-            Step::RemoveSoftLink {
+            }),
+            Step::Link(LinkStep::Remove {
                 name: "siw0".into()
-            },
+            }),
         )
     );
     assert_eq!(
@@ -122,14 +122,14 @@ fn soft_links() {
             ChangeOp::Remove,
             "type=rxe netdev=eth1",
             "",
-            Step::RemoveSoftLink {
+            Step::Link(LinkStep::Remove {
                 name: "rxe0".into()
-            },
-            Step::AddSoftLink {
+            }),
+            Step::Link(LinkStep::Add {
                 name: "rxe0".into(),
                 kind: SoftLinkKind::Rxe,
                 netdev: "eth1".into()
-            },
+            }),
         )
     );
     // Absent and not there: nothing to do.

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 // The types of the lists kept in modules of their own, so that `doc::*` names the whole document.
 pub use super::ports::PortEntry;
 pub use super::roce::{RoceEntry, RoceVersion};
+pub use super::soft_links::{SoftLinkEntry, SoftLinkKind};
 pub use super::sriov_vfs::VfEntry;
 use crate::ipoib::IpoibMode;
 
@@ -58,35 +59,6 @@ pub struct State {
 pub enum EntryState {
     Up,
     Absent,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SoftLinkKind {
-    Rxe,
-    Siw,
-}
-
-impl SoftLinkKind {
-    /// The link type as `rdma link add` and `AddSoftLink` take it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SoftLinkKind::Rxe => "rxe",
-            SoftLinkKind::Siw => "siw",
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-pub struct SoftLinkEntry {
-    pub name: String,
-    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<SoftLinkKind>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub netdev: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state: Option<EntryState>,
 }
 
 /// The only interface type the document knows; nmstate's spelling.

@@ -29,6 +29,7 @@ pub mod parse;
 pub mod ports;
 pub mod render;
 pub mod roce;
+pub mod soft_links;
 pub mod sriov_vfs;
 
 pub use crate::state_error::StateError;
@@ -41,4 +42,5 @@ pub use parse::{parse, parse_document, Document};
 pub use ports::{PortEntry, PortStep};
 pub use render::{to_json, to_yaml};
 pub use roce::{RoceEntry, RoceStep, RoceVersion};
+pub use soft_links::{LinkStep, SoftLinkEntry, SoftLinkKind};
 pub use sriov_vfs::{VfEntry, VfStep};

@@ -9,8 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use super::change::{Area, ChangeOp, Step};
 use super::check::{is_guid, once};
-use super::diff::{text, LinkNames, Part, Plan};
+use super::diff::{text, Part, Plan};
 use super::doc::State;
+use super::soft_links::LinkNames;
 use crate::names::validate_rdma_name;
 use crate::qos::QosProfile;
 use crate::state_error::StateError;
