@@ -26,6 +26,8 @@ use crate::naming::udev_rdma_naming::{
     NAMING_OVERRIDE_PATH, NAMING_VENDOR_PATHS,
 };
 
+use super::ops_state::StepResult;
+use super::state::ObservedState;
 use super::transaction::{Rollback, Transaction, UndoResult};
 use super::{DeviceState, Dirty, Engine, EngineHandle, OpError};
 
@@ -33,6 +35,7 @@ use super::{DeviceState, Dirty, Engine, EngineHandle, OpError};
 type Renames = Vec<(u32, String, String)>;
 use super::renames::follow_netdev_rename;
 use rdma_manager_dbus::text::quote_capped;
+use rdma_manager_model::state;
 
 /// What the naming rules say, as last read; shown on the root object.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -49,7 +52,54 @@ pub struct NamingState {
     pub errors: BTreeMap<String, String>,
 }
 
+/// The state document's `naming` section: the policy, the fixed names and the IPoIB names.
+pub(super) fn naming_section(st: &ObservedState) -> state::Naming {
+    state::Naming {
+        rdma_policy: Some(st.naming.policy.clone()).filter(|p| !p.is_empty()),
+        rdma_fixed_names: Some(
+            st.naming
+                .fixed
+                .iter()
+                .map(|(guid, name, _, _)| state::FixedName {
+                    node_guid: guid.colon_form(),
+                    name: Some(name.clone()),
+                    state: None,
+                })
+                .collect(),
+        ),
+        ipoib_names: Some(
+            st.naming
+                .ipoib_rules
+                .iter()
+                .map(|r| state::IpoibName {
+                    port_guid: r.port_guid.colon_form(),
+                    name: Some(r.name.clone()),
+                    state: None,
+                })
+                .collect(),
+        ),
+    }
+}
+
 impl EngineHandle {
+    /// Runs a step of the state's `naming` section through the job of its one-shot method.
+    pub(super) async fn run_naming_step(&self, step: state::NamingStep) -> StepResult {
+        use state::NamingStep;
+        match step {
+            NamingStep::SetPolicy { policy } => self.set_rdma_naming_policy(&policy, false).await,
+            NamingStep::SetFixedName { node_guid, name } => {
+                self.set_rdma_fixed_name(&node_guid, &name, false).await
+            }
+            NamingStep::RemoveFixedName { node_guid } => {
+                self.remove_rdma_fixed_name(&node_guid).await
+            }
+            NamingStep::SetIpoibName { port_guid, name } => {
+                self.set_ipoib_name(&port_guid, &name, false).await
+            }
+            NamingStep::RemoveIpoibName { port_guid } => self.remove_ipoib_name(&port_guid).await,
+        }
+    }
+
     /// Gives the IPoIB interface of the port with this GUID a persistent name, and renames it
     /// now if `apply_now`.
     pub async fn set_ipoib_name(

@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use rdma_manager_model::state::{
-    self, Change, EntryState, Infiniband, InterfaceEntry, InterfaceType, IpFamily, Memlock, Naming,
+    self, Change, EntryState, Infiniband, InterfaceEntry, InterfaceType, IpFamily, Memlock,
     NfsRdma, Responder, State, StateIpoibMode, Step, SubnetManager,
 };
 use tracing::{info, warn};
@@ -50,32 +50,6 @@ fn current_of(st: &ObservedState) -> State {
         .collect();
     interfaces.sort_by(|a, b| a.name.cmp(&b.name));
 
-    let naming = Naming {
-        rdma_policy: Some(st.naming.policy.clone()).filter(|p| !p.is_empty()),
-        rdma_fixed_names: Some(
-            st.naming
-                .fixed
-                .iter()
-                .map(|(guid, name, _, _)| rdma_manager_model::state::FixedName {
-                    node_guid: guid.colon_form(),
-                    name: Some(name.clone()),
-                    state: None,
-                })
-                .collect(),
-        ),
-        ipoib_names: Some(
-            st.naming
-                .ipoib_rules
-                .iter()
-                .map(|r| rdma_manager_model::state::IpoibName {
-                    port_guid: r.port_guid.colon_form(),
-                    name: Some(r.name.clone()),
-                    state: None,
-                })
-                .collect(),
-        ),
-    };
-
     let hs = &st.host_setup;
     let mut modules: BTreeMap<String, BTreeMap<String, bool>> = BTreeMap::new();
     for m in &hs.modules {
@@ -89,7 +63,7 @@ fn current_of(st: &ObservedState) -> State {
         soft_links: Some(super::ops_soft_links::soft_link_entries(st)),
         roce: Some(super::ops_roce::roce_entries(st)),
         interfaces: Some(interfaces),
-        naming: Some(naming),
+        naming: Some(super::ops_naming::naming_section(st)),
         modules: Some(modules),
         memlock: Some(Memlock {
             soft: nonempty(&hs.memlock_soft),
@@ -249,17 +223,7 @@ impl EngineHandle {
             Step::Roce(step) => self.run_roce_step(step).await,
             Step::Port(step) => self.run_port_step(step).await,
             Step::Vf(step) => self.run_vf_step(step).await,
-            Step::SetRdmaPolicy { policy } => self.set_rdma_naming_policy(&policy, false).await,
-            Step::SetRdmaFixedName { node_guid, name } => {
-                self.set_rdma_fixed_name(&node_guid, &name, false).await
-            }
-            Step::RemoveRdmaFixedName { node_guid } => {
-                self.remove_rdma_fixed_name(&node_guid).await
-            }
-            Step::SetIpoibName { port_guid, name } => {
-                self.set_ipoib_name(&port_guid, &name, false).await
-            }
-            Step::RemoveIpoibName { port_guid } => self.remove_ipoib_name(&port_guid).await,
+            Step::Naming(step) => self.run_naming_step(step).await,
             Step::SetModule {
                 set,
                 module,

@@ -62,29 +62,14 @@ pub enum Area {
 pub enum Step {
     /// The `soft-links` list's steps.
     Link(super::soft_links::LinkStep),
+    /// The `naming` section's steps.
+    Naming(super::naming::NamingStep),
     /// The `roce` list's steps.
     Roce(super::roce::RoceStep),
     /// The `ports` list's steps.
     Port(super::ports::PortStep),
     /// The `sriov-vfs` list's steps.
     Vf(super::sriov_vfs::VfStep),
-    SetRdmaPolicy {
-        policy: String,
-    },
-    SetRdmaFixedName {
-        node_guid: String,
-        name: String,
-    },
-    RemoveRdmaFixedName {
-        node_guid: String,
-    },
-    SetIpoibName {
-        port_guid: String,
-        name: String,
-    },
-    RemoveIpoibName {
-        port_guid: String,
-    },
     SetModule {
         set: String,
         module: String,
@@ -142,11 +127,7 @@ impl Step {
         match self {
             Step::Link(s) => s.area(),
             Step::Roce(s) => s.area(),
-            Step::SetRdmaPolicy { .. }
-            | Step::SetRdmaFixedName { .. }
-            | Step::RemoveRdmaFixedName { .. }
-            | Step::SetIpoibName { .. }
-            | Step::RemoveIpoibName { .. } => Area::Naming,
+            Step::Naming(s) => s.area(),
             Step::SetModule { .. }
             | Step::SetMemlock { .. }
             | Step::ResetMemlock

@@ -15,17 +15,8 @@ use super::doc::*;
 use crate::hostconf::{memlock, nfs_conf, rdma_modules};
 use crate::ip::{is_search_domain, Family};
 use crate::ipoib::{self, IpoibMode};
-use crate::names::{validate_netdev_name, validate_rdma_name};
+use crate::names::validate_netdev_name;
 use crate::state_error::StateError;
-
-/// rdma-core's naming policies (`rdma_rename`'s modes) a document may choose.
-pub const RDMA_POLICIES: [&str; 5] = [
-    "NAME_KERNEL",
-    "NAME_ONBOARD",
-    "NAME_PCI",
-    "NAME_GUID",
-    "NAME_FALLBACK",
-];
 
 /// A GUID as sysfs prints it: four groups of four hex digits joined by `:`
 /// (`0002:c903:0031:7f40`).
@@ -67,7 +58,7 @@ pub fn check(state: &State) -> Result<(), StateError> {
         check_interfaces(ifs)?;
     }
     if let Some(naming) = &state.naming {
-        check_naming(naming)?;
+        super::naming::check(naming)?;
     }
     if let Some(modules) = &state.modules {
         check_modules(modules)?;
@@ -280,101 +271,6 @@ pub(crate) fn check_family(p: &str, f: &IpFamily, family: Family) -> Result<(), 
                 format!("{p}.dns-search[{k}]"),
                 format!("{} is not a DNS search domain", quote_capped(d)),
             ));
-        }
-    }
-    Ok(())
-}
-
-fn check_naming(n: &Naming) -> Result<(), StateError> {
-    if let Some(policy) = &n.rdma_policy {
-        if !RDMA_POLICIES.contains(&policy.as_str()) {
-            return Err(StateError::invalid(
-                "naming.rdma-policy",
-                format!(
-                    "{} is not a naming policy: use one of {}",
-                    quote_capped(policy),
-                    RDMA_POLICIES.join(", ")
-                ),
-            ));
-        }
-    }
-    let fixed = n
-        .rdma_fixed_names
-        .iter()
-        .flatten()
-        .enumerate()
-        .map(|(i, f)| {
-            (
-                format!("naming.rdma-fixed-names[{i}]"),
-                ("node-guid", &f.node_guid),
-                f.name.as_ref(),
-                f.state,
-            )
-        });
-    check_named_guids(fixed.collect(), validate_rdma_name)?;
-    let ipoib = n.ipoib_names.iter().flatten().enumerate().map(|(i, f)| {
-        (
-            format!("naming.ipoib-names[{i}]"),
-            ("port-guid", &f.port_guid),
-            f.name.as_ref(),
-            f.state,
-        )
-    });
-    check_named_guids(ipoib.collect(), validate_netdev_name)
-}
-
-type NamedGuid<'a> = (
-    String,
-    (&'static str, &'a String),
-    Option<&'a String>,
-    Option<EntryState>,
-);
-
-/// Fixed names by GUID: one entry per GUID, one GUID per name, a name unless absent.
-fn check_named_guids(
-    entries: Vec<NamedGuid<'_>>,
-    validate: impl Fn(&str) -> Result<(), crate::names::NameError>,
-) -> Result<(), StateError> {
-    let mut guids = BTreeMap::new();
-    let mut names = BTreeMap::new();
-    for (p, (key, guid), name, state) in entries {
-        if !is_guid(guid) {
-            return Err(StateError::invalid(
-                format!("{p}.{key}"),
-                format!(
-                    "{} is not a GUID as sysfs prints it: four groups of four hex digits, \
-                     0002:c903:0031:7f40",
-                    quote_capped(guid)
-                ),
-            ));
-        }
-        once(&mut guids, guid.to_ascii_lowercase(), &p, |first| {
-            format!("GUID {guid} is listed twice (also at {first})")
-        })?;
-        match (name, is_absent(state)) {
-            (Some(_), true) => {
-                return Err(StateError::contradiction(
-                    format!("{p}.name"),
-                    "state: absent removes the fixed name and takes only the GUID",
-                ))
-            }
-            (None, true) => {}
-            (None, false) => {
-                return Err(StateError::invalid(
-                    &p,
-                    "missing field `name`: give the name, or state: absent to remove it",
-                ))
-            }
-            (Some(name), false) => {
-                validate(name)
-                    .map_err(|err| StateError::invalid(format!("{p}.name"), err.to_string()))?;
-                once(&mut names, name.clone(), &p, |first| {
-                    format!(
-                        "the name {} is given to two GUIDs (also at {first})",
-                        quote_capped(name)
-                    )
-                })?;
-            }
         }
     }
     Ok(())

@@ -148,7 +148,7 @@ pub fn diff(current: &State, wanted: &State) -> Result<Vec<Change>, StateError> 
     let mut plan = Plan::default();
     let links = super::soft_links::diff(current, wanted, &mut plan)?;
     super::roce::diff(current, wanted, &links, &mut plan)?;
-    naming(current, wanted, &mut plan);
+    super::naming::diff(current, wanted, &mut plan);
     modules(current, wanted, &mut plan);
     memlock(current, wanted, &mut plan)?;
     nfs(current, wanted, &mut plan);
@@ -162,104 +162,6 @@ pub fn diff(current: &State, wanted: &State) -> Result<Vec<Change>, StateError> 
 
 pub(super) fn text<T: ToString>(v: Option<T>) -> String {
     v.map(|v| v.to_string()).unwrap_or_default()
-}
-
-fn naming(current: &State, wanted: &State, plan: &mut Plan) {
-    let Some(w) = &wanted.naming else { return };
-    let empty = Naming::default();
-    let c = current.naming.as_ref().unwrap_or(&empty);
-    if let Some(policy) = &w.rdma_policy {
-        if c.rdma_policy.as_ref() != Some(policy) {
-            let step = |policy: &String| Step::SetRdmaPolicy {
-                policy: policy.clone(),
-            };
-            plan.push(
-                Part::Naming,
-                "naming.rdma-policy".into(),
-                ChangeOp::Set,
-                (text(c.rdma_policy.as_ref()), policy.clone()),
-                step(policy),
-                step(c.rdma_policy.as_ref().unwrap_or(policy)),
-            );
-        }
-    }
-    let fixed = |l: &Option<Vec<FixedName>>| -> Vec<(String, Option<String>, Option<EntryState>)> {
-        l.iter()
-            .flatten()
-            .map(|f| (f.node_guid.to_ascii_lowercase(), f.name.clone(), f.state))
-            .collect()
-    };
-    named_guids(
-        plan,
-        "naming.rdma-fixed-names",
-        fixed(&c.rdma_fixed_names),
-        fixed(&w.rdma_fixed_names),
-        |guid, name| match name {
-            Some(name) => Step::SetRdmaFixedName {
-                node_guid: guid,
-                name,
-            },
-            None => Step::RemoveRdmaFixedName { node_guid: guid },
-        },
-    );
-    let ipoib = |l: &Option<Vec<IpoibName>>| -> Vec<(String, Option<String>, Option<EntryState>)> {
-        l.iter()
-            .flatten()
-            .map(|f| (f.port_guid.to_ascii_lowercase(), f.name.clone(), f.state))
-            .collect()
-    };
-    named_guids(
-        plan,
-        "naming.ipoib-names",
-        ipoib(&c.ipoib_names),
-        ipoib(&w.ipoib_names),
-        |guid, name| match name {
-            Some(name) => Step::SetIpoibName {
-                port_guid: guid,
-                name,
-            },
-            None => Step::RemoveIpoibName { port_guid: guid },
-        },
-    );
-}
-
-/// Names kept by GUID: `step(guid, Some(name))` sets one, `step(guid, None)` removes it.
-fn named_guids(
-    plan: &mut Plan,
-    section: &str,
-    current: Vec<(String, Option<String>, Option<EntryState>)>,
-    wanted: Vec<(String, Option<String>, Option<EntryState>)>,
-    step: impl Fn(String, Option<String>) -> Step,
-) {
-    let have: BTreeMap<String, Option<String>> = current
-        .into_iter()
-        .filter(|(_, _, s)| *s != Some(EntryState::Absent))
-        .map(|(g, n, _)| (g, n))
-        .collect();
-    for (guid, name, state) in wanted {
-        let old = have.get(&guid).cloned().flatten();
-        let new = if state == Some(EntryState::Absent) {
-            None
-        } else {
-            name
-        };
-        if old == new {
-            continue;
-        }
-        let op = match (&old, &new) {
-            (None, _) => ChangeOp::Add,
-            (_, None) => ChangeOp::Remove,
-            _ => ChangeOp::Set,
-        };
-        plan.push(
-            Part::Naming,
-            format!("{section}[{guid}]"),
-            op,
-            (text(old.as_ref()), text(new.as_ref())),
-            step(guid.clone(), new),
-            step(guid, old),
-        );
-    }
 }
 
 fn modules(current: &State, wanted: &State, plan: &mut Plan) {

@@ -1,7 +1,7 @@
 use super::*;
 use crate::state::parse::{parse, parse_document};
 use crate::state::render::to_yaml;
-use crate::state::{LinkStep, PortStep, RoceStep, VfStep};
+use crate::state::{LinkStep, NamingStep, PortStep, RoceStep, VfStep};
 
 /// A host as the daemon reads it: every section present.
 fn host() -> State {
@@ -271,51 +271,51 @@ fn naming() {
                 op: ChangeOp::Set,
                 current: "NAME_KERNEL".into(),
                 wanted: "NAME_GUID".into(),
-                step: Step::SetRdmaPolicy {
+                step: Step::Naming(NamingStep::SetPolicy {
                     policy: "NAME_GUID".into()
-                },
-                undo: Step::SetRdmaPolicy {
+                }),
+                undo: Step::Naming(NamingStep::SetPolicy {
                     policy: "NAME_KERNEL".into()
-                },
+                }),
             },
             Change {
                 path: "naming.rdma-fixed-names[0002:c903:0031:7f40]".into(),
                 op: ChangeOp::Remove,
                 current: "ibp0".into(),
                 wanted: "".into(),
-                step: Step::RemoveRdmaFixedName {
+                step: Step::Naming(NamingStep::RemoveFixedName {
                     node_guid: "0002:c903:0031:7f40".into()
-                },
-                undo: Step::SetRdmaFixedName {
+                }),
+                undo: Step::Naming(NamingStep::SetFixedName {
                     node_guid: "0002:c903:0031:7f40".into(),
                     name: "ibp0".into()
-                },
+                }),
             },
             Change {
                 path: "naming.rdma-fixed-names[0002:c903:0031:7f41]".into(),
                 op: ChangeOp::Add,
                 current: "".into(),
                 wanted: "ibp1".into(),
-                step: Step::SetRdmaFixedName {
+                step: Step::Naming(NamingStep::SetFixedName {
                     node_guid: "0002:c903:0031:7f41".into(),
                     name: "ibp1".into()
-                },
-                undo: Step::RemoveRdmaFixedName {
+                }),
+                undo: Step::Naming(NamingStep::RemoveFixedName {
                     node_guid: "0002:c903:0031:7f41".into()
-                },
+                }),
             },
             Change {
                 path: "naming.ipoib-names[0002:c903:0031:7f41]".into(),
                 op: ChangeOp::Add,
                 current: "".into(),
                 wanted: "ibs1".into(),
-                step: Step::SetIpoibName {
+                step: Step::Naming(NamingStep::SetIpoibName {
                     port_guid: "0002:c903:0031:7f41".into(),
                     name: "ibs1".into()
-                },
-                undo: Step::RemoveIpoibName {
+                }),
+                undo: Step::Naming(NamingStep::RemoveIpoibName {
                     port_guid: "0002:c903:0031:7f41".into()
-                },
+                }),
             },
         ]
     );
@@ -1026,7 +1026,7 @@ mod generated {
         assert!(applied > 500, "{applied} rounds changed something");
     }
 
-    const RDMA_POLICY_OF: [&str; 5] = crate::state::check::RDMA_POLICIES;
+    const RDMA_POLICY_OF: [&str; 5] = crate::state::RDMA_POLICIES;
 
     #[test]
     fn every_host_is_its_own_fixed_point() {
@@ -1084,8 +1084,10 @@ mod generated {
     fn apply(s: &mut State, step: &Step) {
         let naming = s.naming.get_or_insert_with(Naming::default);
         match step {
-            Step::SetRdmaPolicy { policy } => naming.rdma_policy = Some(policy.clone()),
-            Step::SetRdmaFixedName { node_guid, name } => {
+            Step::Naming(NamingStep::SetPolicy { policy }) => {
+                naming.rdma_policy = Some(policy.clone())
+            }
+            Step::Naming(NamingStep::SetFixedName { node_guid, name }) => {
                 let l = naming.rdma_fixed_names.get_or_insert_with(Vec::new);
                 l.retain(|f| &f.node_guid != node_guid);
                 l.push(FixedName {
@@ -1094,12 +1096,12 @@ mod generated {
                     state: None,
                 });
             }
-            Step::RemoveRdmaFixedName { node_guid } => {
+            Step::Naming(NamingStep::RemoveFixedName { node_guid }) => {
                 if let Some(l) = &mut naming.rdma_fixed_names {
                     l.retain(|f| &f.node_guid != node_guid);
                 }
             }
-            Step::SetIpoibName { port_guid, name } => {
+            Step::Naming(NamingStep::SetIpoibName { port_guid, name }) => {
                 let l = naming.ipoib_names.get_or_insert_with(Vec::new);
                 l.retain(|f| &f.port_guid != port_guid);
                 l.push(IpoibName {
@@ -1108,7 +1110,7 @@ mod generated {
                     state: None,
                 });
             }
-            Step::RemoveIpoibName { port_guid } => {
+            Step::Naming(NamingStep::RemoveIpoibName { port_guid }) => {
                 if let Some(l) = &mut naming.ipoib_names {
                     l.retain(|f| &f.port_guid != port_guid);
                 }

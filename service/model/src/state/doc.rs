@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 // The types of the lists kept in modules of their own, so that `doc::*` names the whole document.
+pub use super::naming::{FixedName, IpoibName, Naming};
 pub use super::ports::PortEntry;
 pub use super::roce::{RoceEntry, RoceVersion};
 pub use super::soft_links::{SoftLinkEntry, SoftLinkKind};
@@ -160,40 +161,6 @@ pub struct IpFamily {
 pub struct IpAddress {
     pub ip: String,
     pub prefix_length: u8,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-pub struct Naming {
-    /// rdma-core's naming policy for devices no fixed name selects: NAME_KERNEL, ...
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rdma_policy: Option<String>,
-    /// Fixed device names; identity: `node-guid`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rdma_fixed_names: Option<Vec<FixedName>>,
-    /// Persistent IPoIB names; identity: `port-guid`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ipoib_names: Option<Vec<IpoibName>>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-pub struct FixedName {
-    pub node_guid: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state: Option<EntryState>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-pub struct IpoibName {
-    pub port_guid: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state: Option<EntryState>,
 }
 
 /// The memlock limits as `SetMemlockLimits` takes them (`unlimited` or a number of KiB).
