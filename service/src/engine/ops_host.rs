@@ -17,12 +17,17 @@
 //!
 //! No TOML here: the files themselves are the persisted state, as for the naming rules.
 
+use std::collections::BTreeMap;
 use std::path::Path;
+
+use rdma_manager_model::state;
 
 use super::host_setup::{
     enabled_modules_loaded, module_loaded, modules_step, nfs_sources, step, FileProblems, Step,
     StepOutcome,
 };
+use super::ops_state::StepResult;
+use super::state::ObservedState;
 use super::{Engine, EngineHandle, OpError};
 use crate::hostconf::memlock::{self, MemlockValue};
 use crate::hostconf::nfs_conf::{self, NfsRdmaRequest, NfsRdmaState};
@@ -73,7 +78,74 @@ fn not_run(steps: &mut Vec<Step>, names: &[&str]) {
 /// or hung systemd job (up to the job timeout) never holds the engine: the port poll, kernel
 /// events and publishing go on meanwhile. At the end the engine re-reads the files and
 /// publishes the Host object with the units' status asked here.
+/// The state document's host setup sections (`modules`, `memlock`, `nfs-rdma`,
+/// `subnet-manager`), the document's other parts left out.
+pub(super) fn host_setup_sections(st: &ObservedState) -> state::State {
+    let hs = &st.host_setup;
+    let mut modules: BTreeMap<String, BTreeMap<String, bool>> = BTreeMap::new();
+    for m in &hs.modules {
+        modules
+            .entry(m.set.clone())
+            .or_default()
+            .insert(m.module.clone(), m.enabled);
+    }
+    let nonempty = |s: &str| Some(s.to_string()).filter(|s| !s.is_empty());
+    state::State {
+        modules: Some(modules),
+        memlock: Some(state::Memlock {
+            soft: nonempty(&hs.memlock_soft),
+            hard: nonempty(&hs.memlock_hard),
+        }),
+        nfs_rdma: Some(state::NfsRdma {
+            enabled: Some(hs.nfs_rdma),
+            port: hs.nfs_rdma.then_some(hs.nfs_rdma_port),
+        }),
+        subnet_manager: Some(state::SubnetManager {
+            enabled: Some(hs.opensm.unit_file_state == "enabled"),
+            running: Some(hs.opensm.active_state == "active"),
+        }),
+        ..Default::default()
+    }
+}
+
 impl EngineHandle {
+    /// Runs a step of the state's host setup sections through the job of its one-shot
+    /// method.
+    pub(super) async fn run_setup_step(&self, step: state::SetupStep) -> StepResult {
+        use state::SetupStep;
+        match step {
+            SetupStep::SetModule {
+                set,
+                module,
+                enabled,
+            } => self.set_module_enabled(&set, &module, enabled).await,
+            SetupStep::SetMemlock { soft, hard } => {
+                self.set_memlock_limits(&soft, &hard).await.map(drop)
+            }
+            SetupStep::ResetMemlock => self.reset_memlock_limits().await,
+            SetupStep::SetNfsRdma { enabled, port } => {
+                let port = if enabled { port } else { 0 };
+                let steps = self.set_nfs_rdma(enabled, port).await?;
+                match steps.iter().find(|s| s.outcome == StepOutcome::Failed) {
+                    Some(s) => Err(OpError::Failed(format!("{}: {}", s.name, s.detail))),
+                    None => Ok(()),
+                }
+            }
+            SetupStep::SetSubnetManagerEnabled { enabled } => {
+                let verb = if enabled {
+                    SmVerb::Enable
+                } else {
+                    SmVerb::Disable
+                };
+                self.subnet_manager(verb).await
+            }
+            SetupStep::SetSubnetManagerRunning { running } => {
+                let verb = if running { SmVerb::Start } else { SmVerb::Stop };
+                self.subnet_manager(verb).await
+            }
+        }
+    }
+
     pub async fn set_module_enabled(
         &self,
         set: &str,

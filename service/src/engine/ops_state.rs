@@ -10,13 +10,13 @@
 use std::collections::{BTreeMap, HashMap};
 
 use rdma_manager_model::state::{
-    self, Change, EntryState, Infiniband, InterfaceEntry, InterfaceType, IpFamily, Memlock,
-    NfsRdma, Responder, State, StateIpoibMode, Step, SubnetManager,
+    self, Change, EntryState, Infiniband, InterfaceEntry, InterfaceType, IpFamily, Responder,
+    State, StateIpoibMode, Step,
 };
 use tracing::{info, warn};
 use zbus::zvariant::{OwnedValue, Value};
 
-use super::{EngineHandle, ObservedState, OpError, SmVerb, StepOutcome};
+use super::{EngineHandle, ObservedState, OpError};
 use crate::config::IpoibSettings;
 use crate::nm::keys::IpSettings;
 use crate::nm::profile::{Family, IpConfig};
@@ -50,39 +50,18 @@ fn current_of(st: &ObservedState) -> State {
         .collect();
     interfaces.sort_by(|a, b| a.name.cmp(&b.name));
 
-    let hs = &st.host_setup;
-    let mut modules: BTreeMap<String, BTreeMap<String, bool>> = BTreeMap::new();
-    for m in &hs.modules {
-        modules
-            .entry(m.set.clone())
-            .or_default()
-            .insert(m.module.clone(), m.enabled);
-    }
-    let nonempty = |s: &str| Some(s.to_string()).filter(|s| !s.is_empty());
     State {
         soft_links: Some(super::ops_soft_links::soft_link_entries(st)),
         roce: Some(super::ops_roce::roce_entries(st)),
         interfaces: Some(interfaces),
         naming: Some(super::ops_naming::naming_section(st)),
-        modules: Some(modules),
-        memlock: Some(Memlock {
-            soft: nonempty(&hs.memlock_soft),
-            hard: nonempty(&hs.memlock_hard),
-        }),
-        nfs_rdma: Some(NfsRdma {
-            enabled: Some(hs.nfs_rdma),
-            port: hs.nfs_rdma.then_some(hs.nfs_rdma_port),
-        }),
-        subnet_manager: Some(SubnetManager {
-            enabled: Some(hs.opensm.unit_file_state == "enabled"),
-            running: Some(hs.opensm.active_state == "active"),
-        }),
         // Held by the link tests, not the engine: `current_state_and_guids` adds it.
         responder: None,
         // Expectations, not settings: the host has none to show.
         health: None,
         ports: Some(super::ops_port_type::port_entries(st)),
         sriov_vfs: Some(super::ops_vf_guid::vf_entries(st)),
+        ..super::ops_host::host_setup_sections(st)
     }
 }
 
@@ -224,35 +203,7 @@ impl EngineHandle {
             Step::Port(step) => self.run_port_step(step).await,
             Step::Vf(step) => self.run_vf_step(step).await,
             Step::Naming(step) => self.run_naming_step(step).await,
-            Step::SetModule {
-                set,
-                module,
-                enabled,
-            } => self.set_module_enabled(&set, &module, enabled).await,
-            Step::SetMemlock { soft, hard } => {
-                self.set_memlock_limits(&soft, &hard).await.map(drop)
-            }
-            Step::ResetMemlock => self.reset_memlock_limits().await,
-            Step::SetNfsRdma { enabled, port } => {
-                let port = if enabled { port } else { 0 };
-                let steps = self.set_nfs_rdma(enabled, port).await?;
-                match steps.iter().find(|s| s.outcome == StepOutcome::Failed) {
-                    Some(s) => Err(OpError::Failed(format!("{}: {}", s.name, s.detail))),
-                    None => Ok(()),
-                }
-            }
-            Step::SetSubnetManagerEnabled { enabled } => {
-                let verb = if enabled {
-                    SmVerb::Enable
-                } else {
-                    SmVerb::Disable
-                };
-                self.subnet_manager(verb).await
-            }
-            Step::SetSubnetManagerRunning { running } => {
-                let verb = if running { SmVerb::Start } else { SmVerb::Stop };
-                self.subnet_manager(verb).await
-            }
+            Step::Setup(step) => self.run_setup_step(step).await,
             Step::CreateChild { parent, pkey, name } => {
                 let parent = self.ifindex_of(&parent).await?;
                 let created = self
@@ -547,7 +498,7 @@ mod tests {
         assert!(s.modules.as_ref().is_some_and(|m| m.contains_key("rdma")));
         assert_eq!(
             s.subnet_manager,
-            Some(SubnetManager {
+            Some(state::SubnetManager {
                 enabled: Some(false),
                 running: Some(false)
             })

@@ -64,33 +64,14 @@ pub enum Step {
     Link(super::soft_links::LinkStep),
     /// The `naming` section's steps.
     Naming(super::naming::NamingStep),
+    /// The host setup sections' steps.
+    Setup(super::host_setup::SetupStep),
     /// The `roce` list's steps.
     Roce(super::roce::RoceStep),
     /// The `ports` list's steps.
     Port(super::ports::PortStep),
     /// The `sriov-vfs` list's steps.
     Vf(super::sriov_vfs::VfStep),
-    SetModule {
-        set: String,
-        module: String,
-        enabled: bool,
-    },
-    SetMemlock {
-        soft: String,
-        hard: String,
-    },
-    /// Back to no limits file of ours (what `ResetMemlockLimits` does).
-    ResetMemlock,
-    SetNfsRdma {
-        enabled: bool,
-        port: u16,
-    },
-    SetSubnetManagerEnabled {
-        enabled: bool,
-    },
-    SetSubnetManagerRunning {
-        running: bool,
-    },
     SetLinkResponder {
         enabled: bool,
     },
@@ -128,12 +109,7 @@ impl Step {
             Step::Link(s) => s.area(),
             Step::Roce(s) => s.area(),
             Step::Naming(s) => s.area(),
-            Step::SetModule { .. }
-            | Step::SetMemlock { .. }
-            | Step::ResetMemlock
-            | Step::SetNfsRdma { .. }
-            | Step::SetSubnetManagerEnabled { .. }
-            | Step::SetSubnetManagerRunning { .. } => Area::Host,
+            Step::Setup(s) => s.area(),
             Step::CreateChild { .. }
             | Step::DeleteChild { .. }
             | Step::SetIpoibMode { .. }

@@ -12,7 +12,6 @@ use std::net::IpAddr;
 use rdma_manager_dbus::text::quote_capped;
 
 use super::doc::*;
-use crate::hostconf::{memlock, nfs_conf, rdma_modules};
 use crate::ip::{is_search_domain, Family};
 use crate::ipoib::{self, IpoibMode};
 use crate::names::validate_netdev_name;
@@ -60,18 +59,7 @@ pub fn check(state: &State) -> Result<(), StateError> {
     if let Some(naming) = &state.naming {
         super::naming::check(naming)?;
     }
-    if let Some(modules) = &state.modules {
-        check_modules(modules)?;
-    }
-    if let Some(m) = &state.memlock {
-        check_memlock(m)?;
-    }
-    if let Some(nfs) = &state.nfs_rdma {
-        if let Some(port) = nfs.port {
-            nfs_conf::validate_port(u32::from(port))
-                .map_err(|e| StateError::invalid("nfs-rdma.port", e.to_string()))?;
-        }
-    }
+    super::host_setup::check(state)?;
     if let Some(ports) = &state.ports {
         super::ports::check(ports)?;
     }
@@ -272,43 +260,6 @@ pub(crate) fn check_family(p: &str, f: &IpFamily, family: Family) -> Result<(), 
                 format!("{} is not a DNS search domain", quote_capped(d)),
             ));
         }
-    }
-    Ok(())
-}
-
-fn check_modules(modules: &BTreeMap<String, BTreeMap<String, bool>>) -> Result<(), StateError> {
-    for (set, list) in modules {
-        let p = format!("modules.{set}");
-        rdma_modules::modules_file_path(set)
-            .map_err(|err| StateError::invalid(&p, err.to_string()))?;
-        let mut seen: BTreeMap<String, String> = BTreeMap::new();
-        for module in list.keys() {
-            let mp = format!("{p}.{module}");
-            rdma_modules::validate_module_name(module)
-                .map_err(|err| StateError::invalid(&mp, err.to_string()))?;
-            // kmod reads '-' as '_': ib-ipoib and ib_ipoib are one module.
-            once(&mut seen, module.replace('-', "_"), &mp, |first| {
-                format!("{module} is the same module as {first} (kmod reads '-' as '_')")
-            })?;
-        }
-    }
-    Ok(())
-}
-
-fn check_memlock(m: &Memlock) -> Result<(), StateError> {
-    let value = |key: &str, text: &Option<String>| {
-        text.as_deref()
-            .map(|t| {
-                memlock::MemlockValue::parse_setting(t)
-                    .map_err(|e| StateError::invalid(format!("memlock.{key}"), e.to_string()))
-            })
-            .transpose()
-    };
-    let soft = value("soft", &m.soft)?;
-    let hard = value("hard", &m.hard)?;
-    if let (Some(soft), Some(hard)) = (soft, hard) {
-        memlock::validate(soft, hard)
-            .map_err(|e| StateError::contradiction("memlock.soft", e.to_string()))?;
     }
     Ok(())
 }

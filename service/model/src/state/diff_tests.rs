@@ -1,7 +1,7 @@
 use super::*;
 use crate::state::parse::{parse, parse_document};
 use crate::state::render::to_yaml;
-use crate::state::{LinkStep, NamingStep, PortStep, RoceStep, VfStep};
+use crate::state::{LinkStep, NamingStep, PortStep, RoceStep, SetupStep, VfStep};
 
 /// A host as the daemon reads it: every section present.
 fn host() -> State {
@@ -346,22 +346,22 @@ fn modules() {
                 ChangeOp::Add,
                 "",
                 "true",
-                Step::SetModule {
+                Step::Setup(SetupStep::SetModule {
                     set: "rdma".into(),
                     module: "ib_srp".into(),
                     enabled: false
-                }
+                })
             ),
             (
                 "modules.rdma.rpcrdma",
                 ChangeOp::Set,
                 "false",
                 "true",
-                Step::SetModule {
+                Step::Setup(SetupStep::SetModule {
                     set: "rdma".into(),
                     module: "rpcrdma".into(),
                     enabled: false
-                }
+                })
             ),
         ]
     );
@@ -378,11 +378,11 @@ fn memlock() {
             ChangeOp::Add,
             "",
             "soft=unlimited hard=unlimited",
-            Step::SetMemlock {
+            Step::Setup(SetupStep::SetMemlock {
                 soft: "unlimited".into(),
                 hard: "unlimited".into()
-            },
-            Step::ResetMemlock,
+            }),
+            Step::Setup(SetupStep::ResetMemlock),
         )
     );
     assert_eq!(
@@ -402,14 +402,14 @@ fn memlock() {
             ChangeOp::Set,
             "1024",
             "2048",
-            Step::SetMemlock {
+            Step::Setup(SetupStep::SetMemlock {
                 soft: "2048".into(),
                 hard: "unlimited".into()
-            },
-            Step::SetMemlock {
+            }),
+            Step::Setup(SetupStep::SetMemlock {
                 soft: "1024".into(),
                 hard: "unlimited".into()
-            },
+            }),
         ))
     );
     let wanted = parse("memlock: {hard: 512}\n").expect("doc");
@@ -433,22 +433,22 @@ fn nfs_and_the_subnet_manager() {
                 op: ChangeOp::Set,
                 current: "false".into(),
                 wanted: "true".into(),
-                step: Step::SetNfsRdma {
+                step: Step::Setup(SetupStep::SetNfsRdma {
                     enabled: true,
                     port: 20049
-                },
-                undo: Step::SetNfsRdma {
+                }),
+                undo: Step::Setup(SetupStep::SetNfsRdma {
                     enabled: false,
                     port: 20049
-                },
+                }),
             },
             Change {
                 path: "subnet-manager.running".into(),
                 op: ChangeOp::Set,
                 current: "false".into(),
                 wanted: "true".into(),
-                step: Step::SetSubnetManagerRunning { running: true },
-                undo: Step::SetSubnetManagerRunning { running: false },
+                step: Step::Setup(SetupStep::SetSubnetManagerRunning { running: true }),
+                undo: Step::Setup(SetupStep::SetSubnetManagerRunning { running: false }),
             },
         ]
     );
@@ -1115,36 +1115,36 @@ mod generated {
                     l.retain(|f| &f.port_guid != port_guid);
                 }
             }
-            Step::SetModule {
+            Step::Setup(SetupStep::SetModule {
                 set,
                 module,
                 enabled,
-            } => {
+            }) => {
                 s.modules
                     .get_or_insert_with(BTreeMap::new)
                     .entry(set.clone())
                     .or_default()
                     .insert(module.clone(), *enabled);
             }
-            Step::SetMemlock { soft, hard } => {
+            Step::Setup(SetupStep::SetMemlock { soft, hard }) => {
                 s.memlock = Some(Memlock {
                     soft: Some(soft.clone()),
                     hard: Some(hard.clone()),
                 })
             }
-            Step::ResetMemlock => s.memlock = Some(Memlock::default()),
-            Step::SetNfsRdma { enabled, port } => {
+            Step::Setup(SetupStep::ResetMemlock) => s.memlock = Some(Memlock::default()),
+            Step::Setup(SetupStep::SetNfsRdma { enabled, port }) => {
                 s.nfs_rdma = Some(NfsRdma {
                     enabled: Some(*enabled),
                     port: enabled.then_some(*port),
                 })
             }
-            Step::SetSubnetManagerEnabled { enabled } => {
+            Step::Setup(SetupStep::SetSubnetManagerEnabled { enabled }) => {
                 s.subnet_manager
                     .get_or_insert_with(SubnetManager::default)
                     .enabled = Some(*enabled)
             }
-            Step::SetSubnetManagerRunning { running } => {
+            Step::Setup(SetupStep::SetSubnetManagerRunning { running }) => {
                 s.subnet_manager
                     .get_or_insert_with(SubnetManager::default)
                     .running = Some(*running)

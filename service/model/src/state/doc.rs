@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 // The types of the lists kept in modules of their own, so that `doc::*` names the whole document.
+pub use super::host_setup::{Memlock, NfsRdma, SubnetManager};
 pub use super::naming::{FixedName, IpoibName, Naming};
 pub use super::ports::PortEntry;
 pub use super::roce::{RoceEntry, RoceVersion};
@@ -161,44 +162,6 @@ pub struct IpFamily {
 pub struct IpAddress {
     pub ip: String,
     pub prefix_length: u8,
-}
-
-/// The memlock limits as `SetMemlockLimits` takes them (`unlimited` or a number of KiB).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-pub struct Memlock {
-    #[serde(
-        default,
-        deserialize_with = "super::forms::memlock",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub soft: Option<String>,
-    #[serde(
-        default,
-        deserialize_with = "super::forms::memlock",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub hard: Option<String>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-pub struct NfsRdma {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub enabled: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub port: Option<u16>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-pub struct SubnetManager {
-    /// The opensm unit enabled at boot.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub enabled: Option<bool>,
-    /// opensm running now.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub running: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
