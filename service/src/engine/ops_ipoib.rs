@@ -17,12 +17,14 @@ use crate::model::names::validate_netdev_name;
 use crate::model::{Errno, Guid, IpoibMode};
 
 use super::nm_change::{self, NmPending};
-use super::state::IpoibState;
+use super::ops_state::StepResult;
+use super::state::{IpoibState, ObservedState};
 use super::transaction::Transaction;
 use super::wanted::Appeared;
 use super::{Dirty, Engine, EngineHandle, OpError};
 use crate::nm::client::{NetworkManager, ProfileSummary};
 use rdma_manager_dbus::text::quote_capped;
+use rdma_manager_model::state;
 
 /// What creating a P_Key child did.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,7 +36,91 @@ pub enum ChildCreated {
     NetworkManager { name: String, pending: NmPending },
 }
 
+/// The state document's `interfaces` list: the IPoIB interfaces and P_Key children, IP
+/// settings aside (they come from NetworkManager, asked on the caller's task).
+pub(super) fn interface_entries(st: &ObservedState) -> Vec<state::InterfaceEntry> {
+    let mut interfaces: Vec<state::InterfaceEntry> = st
+        .ipoib
+        .values()
+        .filter_map(|i| {
+            let a = i.snap.ipoib.as_ref()?;
+            let child = a.parent.is_some();
+            Some(state::InterfaceEntry {
+                name: i.snap.name.clone(),
+                kind: state::InterfaceType::Infiniband,
+                state: Some(state::EntryState::Up),
+                mtu: i.snap.mtu.as_ref().ok().copied(),
+                infiniband: Some(state::Infiniband {
+                    mode: a
+                        .mode
+                        .as_ref()
+                        .ok()
+                        .map(|m| state::StateIpoibMode::from(*m)),
+                    umcast: a.umcast.as_ref().ok().copied(),
+                    base_iface: a.parent.clone(),
+                    pkey: child
+                        .then(|| a.pkey.as_ref().ok().map(|p| format!("{p:#06x}")))
+                        .flatten(),
+                }),
+                ipv4: None,
+                ipv6: None,
+            })
+        })
+        .collect();
+    interfaces.sort_by(|a, b| a.name.cmp(&b.name));
+
+    interfaces
+}
+
 impl EngineHandle {
+    /// Runs a step of the state's `interfaces` list through the job of its one-shot method.
+    /// A change NetworkManager made is confirmed at once: the state's undo steps take it back.
+    pub(super) async fn run_interface_step(&self, step: state::InterfaceStep) -> StepResult {
+        use state::InterfaceStep;
+        match step {
+            InterfaceStep::CreateChild { parent, pkey, name } => {
+                let parent = self.ifindex_of(&parent).await?;
+                let created = self
+                    .ipoib_create_child(parent, u32::from(pkey), &name, IpoibSettings::default())
+                    .await?;
+                if let super::ChildCreated::NetworkManager { pending, .. } = created {
+                    self.nm_confirm(&pending).await?;
+                }
+                Ok(())
+            }
+            InterfaceStep::DeleteChild { name } => {
+                let ifindex = self.ifindex_of(&name).await?;
+                let pending = self.ipoib_delete(ifindex).await?;
+                self.confirm_if_any(pending).await
+            }
+            InterfaceStep::SetMode { name, mode } => {
+                let ifindex = self.ifindex_of(&name).await?;
+                let mode = match mode {
+                    state::StateIpoibMode::Datagram => "datagram",
+                    state::StateIpoibMode::Connected => "connected",
+                };
+                let pending = self.ipoib_set_mode(ifindex, mode).await?;
+                self.confirm_if_any(pending).await
+            }
+            InterfaceStep::SetMtu { name, mtu } => {
+                let ifindex = self.ifindex_of(&name).await?;
+                let pending = self.ipoib_set_mtu(ifindex, mtu).await?;
+                self.confirm_if_any(pending).await
+            }
+            InterfaceStep::SetUmcast { name, umcast } => {
+                let ifindex = self.ifindex_of(&name).await?;
+                self.ipoib_set_umcast(ifindex, umcast).await
+            }
+            InterfaceStep::SetIp { name, keys } => {
+                let keys = super::ops_state::nm_keys(keys);
+                let pending = self
+                    .set_ip_settings(&name, keys, *super::nm_change::TIMEOUT_RANGE.start())
+                    .await?;
+                self.nm_confirm(&pending).await
+            }
+        }
+    }
+
     /// Publishes the owners NetworkManager has now.
     pub(super) async fn refresh_nm_owners(&self) {
         self.nm.refresh().await;

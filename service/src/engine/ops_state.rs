@@ -9,51 +9,21 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use rdma_manager_model::state::{
-    self, Change, EntryState, Infiniband, InterfaceEntry, InterfaceType, IpFamily, Responder,
-    State, StateIpoibMode, Step,
-};
+use rdma_manager_model::state::{self, Change, IpFamily, Responder, State, Step};
 use tracing::{info, warn};
 use zbus::zvariant::{OwnedValue, Value};
 
 use super::{EngineHandle, ObservedState, OpError};
-use crate::config::IpoibSettings;
 use crate::nm::keys::IpSettings;
 use crate::nm::profile::{Family, IpConfig};
 
 /// The host's state from what the engine holds, IP settings aside (they come from
 /// NetworkManager, asked on the caller's task).
 fn current_of(st: &ObservedState) -> State {
-    let mut interfaces: Vec<InterfaceEntry> = st
-        .ipoib
-        .values()
-        .filter_map(|i| {
-            let a = i.snap.ipoib.as_ref()?;
-            let child = a.parent.is_some();
-            Some(InterfaceEntry {
-                name: i.snap.name.clone(),
-                kind: InterfaceType::Infiniband,
-                state: Some(EntryState::Up),
-                mtu: i.snap.mtu.as_ref().ok().copied(),
-                infiniband: Some(Infiniband {
-                    mode: a.mode.as_ref().ok().map(|m| StateIpoibMode::from(*m)),
-                    umcast: a.umcast.as_ref().ok().copied(),
-                    base_iface: a.parent.clone(),
-                    pkey: child
-                        .then(|| a.pkey.as_ref().ok().map(|p| format!("{p:#06x}")))
-                        .flatten(),
-                }),
-                ipv4: None,
-                ipv6: None,
-            })
-        })
-        .collect();
-    interfaces.sort_by(|a, b| a.name.cmp(&b.name));
-
     State {
         soft_links: Some(super::ops_soft_links::soft_link_entries(st)),
         roce: Some(super::ops_roce::roce_entries(st)),
-        interfaces: Some(interfaces),
+        interfaces: Some(super::ops_ipoib::interface_entries(st)),
         naming: Some(super::ops_naming::naming_section(st)),
         // Held by the link tests, not the engine: `current_state_and_guids` adds it.
         responder: None,
@@ -204,54 +174,12 @@ impl EngineHandle {
             Step::Vf(step) => self.run_vf_step(step).await,
             Step::Naming(step) => self.run_naming_step(step).await,
             Step::Setup(step) => self.run_setup_step(step).await,
-            Step::CreateChild { parent, pkey, name } => {
-                let parent = self.ifindex_of(&parent).await?;
-                let created = self
-                    .ipoib_create_child(parent, u32::from(pkey), &name, IpoibSettings::default())
-                    .await?;
-                if let super::ChildCreated::NetworkManager { pending, .. } = created {
-                    self.nm_confirm(&pending).await?;
-                }
-                Ok(())
-            }
-            Step::DeleteChild { name } => {
-                let ifindex = self.ifindex_of(&name).await?;
-                let pending = self.ipoib_delete(ifindex).await?;
-                self.confirm_if_any(pending).await
-            }
-            Step::SetIpoibMode { name, mode } => {
-                let ifindex = self.ifindex_of(&name).await?;
-                let mode = match mode {
-                    StateIpoibMode::Datagram => "datagram",
-                    StateIpoibMode::Connected => "connected",
-                };
-                let pending = self.ipoib_set_mode(ifindex, mode).await?;
-                self.confirm_if_any(pending).await
-            }
-            Step::SetIpoibMtu { name, mtu } => {
-                let ifindex = self.ifindex_of(&name).await?;
-                let pending = self.ipoib_set_mtu(ifindex, mtu).await?;
-                self.confirm_if_any(pending).await
-            }
-            Step::SetIpoibUmcast { name, umcast } => {
-                let ifindex = self.ifindex_of(&name).await?;
-                self.ipoib_set_umcast(ifindex, umcast).await
-            }
+            Step::Interface(step) => self.run_interface_step(step).await,
             Step::SetLinkResponder { enabled } => self.link_tests()?.set_responder(enabled).await,
-            Step::SetIp { name, keys } => {
-                let keys: HashMap<String, OwnedValue> = keys
-                    .into_iter()
-                    .filter_map(|(k, v)| nm_value(&k, &v).map(|v| (k, v)))
-                    .collect();
-                let pending = self
-                    .set_ip_settings(&name, keys, *super::nm_change::TIMEOUT_RANGE.start())
-                    .await?;
-                self.nm_confirm(&pending).await
-            }
         }
     }
 
-    async fn confirm_if_any(&self, pending: Option<super::NmPending>) -> StepResult {
+    pub(super) async fn confirm_if_any(&self, pending: Option<super::NmPending>) -> StepResult {
         match pending {
             Some(p) => self.nm_confirm(&p).await,
             None => Ok(()),
@@ -272,7 +200,7 @@ impl EngineHandle {
         .await
     }
 
-    async fn ifindex_of(&self, name: &str) -> Result<u32, OpError> {
+    pub(super) async fn ifindex_of(&self, name: &str) -> Result<u32, OpError> {
         self.ipoib_ifindex(name)
             .await
             .ok_or_else(|| OpError::NotFound(format!("there is no IPoIB interface {name}")))
@@ -318,6 +246,13 @@ impl EngineHandle {
             )
         }
     }
+}
+
+/// A `SetIp` step's nmcli keys as the Network interface takes them.
+pub(super) fn nm_keys(keys: BTreeMap<String, String>) -> HashMap<String, OwnedValue> {
+    keys.into_iter()
+        .filter_map(|(k, v)| nm_value(&k, &v).map(|v| (k, v)))
+        .collect()
 }
 
 /// An nmcli key's text value as the Network interface takes it: lists (addresses, dns,

@@ -2,11 +2,7 @@
 //! engine jobs as its one-shot methods, each paired with the step that undoes it, so that a
 //! failed or unconfirmed apply can be rolled back in reverse order.
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
-
-use super::doc::StateIpoibMode;
 
 /// One setting that differs, as `DiffState` reports it: `(path, op, current, wanted, action)`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,66 +53,38 @@ pub enum Area {
     Adapter,
 }
 
-/// One engine job, with the arguments its D-Bus method takes.
+/// One engine job, with the arguments its D-Bus method takes: each part of the document has
+/// its steps in its own module.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
-    /// The `soft-links` list's steps.
+    /// The `soft-links` list's.
     Link(super::soft_links::LinkStep),
-    /// The `naming` section's steps.
-    Naming(super::naming::NamingStep),
-    /// The host setup sections' steps.
-    Setup(super::host_setup::SetupStep),
-    /// The `roce` list's steps.
+    /// The `roce` list's.
     Roce(super::roce::RoceStep),
-    /// The `ports` list's steps.
+    /// The `naming` section's.
+    Naming(super::naming::NamingStep),
+    /// The host setup sections' (`modules`, `memlock`, `nfs-rdma`, `subnet-manager`).
+    Setup(super::host_setup::SetupStep),
+    /// The `responder` section's: `SetLinkResponder`.
+    SetLinkResponder { enabled: bool },
+    /// The `interfaces` list's.
+    Interface(super::interfaces::InterfaceStep),
+    /// The `ports` list's.
     Port(super::ports::PortStep),
-    /// The `sriov-vfs` list's steps.
+    /// The `sriov-vfs` list's.
     Vf(super::sriov_vfs::VfStep),
-    SetLinkResponder {
-        enabled: bool,
-    },
-    CreateChild {
-        parent: String,
-        pkey: u16,
-        name: String,
-    },
-    DeleteChild {
-        name: String,
-    },
-    SetIpoibMode {
-        name: String,
-        mode: StateIpoibMode,
-    },
-    SetIpoibMtu {
-        name: String,
-        mtu: u32,
-    },
-    SetIpoibUmcast {
-        name: String,
-        umcast: bool,
-    },
-    /// nmcli keys (`ipv4.method`, `ipv4.addresses`, ...) to their values, lists joined by
-    /// commas as nmcli prints them.
-    SetIp {
-        name: String,
-        keys: BTreeMap<String, String>,
-    },
 }
 
 impl Step {
+    /// The polkit area of the step's method.
     pub fn area(&self) -> Area {
         match self {
             Step::Link(s) => s.area(),
             Step::Roce(s) => s.area(),
             Step::Naming(s) => s.area(),
             Step::Setup(s) => s.area(),
-            Step::CreateChild { .. }
-            | Step::DeleteChild { .. }
-            | Step::SetIpoibMode { .. }
-            | Step::SetIpoibMtu { .. }
-            | Step::SetIpoibUmcast { .. } => Area::Ipoib,
-            Step::SetIp { .. } => Area::Ip,
             Step::SetLinkResponder { .. } => Area::LinkTest,
+            Step::Interface(s) => s.area(),
             Step::Port(s) => s.area(),
             Step::Vf(s) => s.area(),
         }

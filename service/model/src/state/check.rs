@@ -7,14 +7,10 @@
 //! its line.
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 
 use rdma_manager_dbus::text::quote_capped;
 
 use super::doc::*;
-use crate::ip::{is_search_domain, Family};
-use crate::ipoib::{self, IpoibMode};
-use crate::names::validate_netdev_name;
 use crate::state_error::StateError;
 
 /// A GUID as sysfs prints it: four groups of four hex digits joined by `:`
@@ -42,7 +38,7 @@ pub fn pkey_value(text: &str) -> Result<u16, String> {
         ));
     };
     let raw = u32::from_str_radix(digits, 16).map_err(|e| e.to_string())?;
-    ipoib::validate_pkey(raw).map_err(|e| e.to_string())
+    crate::ipoib::validate_pkey(raw).map_err(|e| e.to_string())
 }
 
 /// Checks everything a document says that needs no host.
@@ -54,7 +50,7 @@ pub fn check(state: &State) -> Result<(), StateError> {
         super::roce::check(roce)?;
     }
     if let Some(ifs) = &state.interfaces {
-        check_interfaces(ifs)?;
+        super::interfaces::check(ifs)?;
     }
     if let Some(naming) = &state.naming {
         super::naming::check(naming)?;
@@ -88,180 +84,6 @@ pub(super) fn once<K: Ord>(
 
 pub(super) fn is_absent(state: Option<EntryState>) -> bool {
     state == Some(EntryState::Absent)
-}
-
-fn check_interfaces(ifs: &[InterfaceEntry]) -> Result<(), StateError> {
-    let mut names = BTreeMap::new();
-    let mut children = BTreeMap::new();
-    for (i, e) in ifs.iter().enumerate() {
-        let p = format!("interfaces[{i}]");
-        validate_netdev_name(&e.name)
-            .map_err(|err| StateError::invalid(format!("{p}.name"), err.to_string()))?;
-        once(&mut names, e.name.clone(), &p, |first| {
-            format!(
-                "interface {} is listed twice (also at {first})",
-                quote_capped(&e.name)
-            )
-        })?;
-        let ib = e.infiniband.as_ref();
-        if is_absent(e.state) {
-            let settings = [
-                ("mtu", e.mtu.is_some()),
-                ("infiniband.mode", ib.is_some_and(|b| b.mode.is_some())),
-                ("infiniband.umcast", ib.is_some_and(|b| b.umcast.is_some())),
-                ("ipv4", e.ipv4.is_some()),
-                ("ipv6", e.ipv6.is_some()),
-            ];
-            if let Some((key, _)) = settings.iter().find(|(_, given)| *given) {
-                return Err(StateError::contradiction(
-                    format!("{p}.{key}"),
-                    "state: absent deletes the interface and takes no settings",
-                ));
-            }
-        }
-        if let Some(ib) = ib {
-            check_child(&p, e, ib, &mut children)?;
-        }
-        if let Some(mtu) = e.mtu {
-            // Without a mode here, the mode the interface has decides; the widest range is
-            // checked now and the interface's mode when the host is known.
-            let mode = ib
-                .and_then(|b| b.mode)
-                .map_or(IpoibMode::Connected, IpoibMode::from);
-            ipoib::check_mtu(mode, mtu)
-                .map_err(|err| StateError::invalid(format!("{p}.mtu"), err.to_string()))?;
-        }
-        if let Some(f) = &e.ipv4 {
-            check_family(&format!("{p}.ipv4"), f, Family::V4)?;
-        }
-        if let Some(f) = &e.ipv6 {
-            check_family(&format!("{p}.ipv6"), f, Family::V6)?;
-        }
-    }
-    Ok(())
-}
-
-/// A P_Key child's `base-iface` and `pkey`: both or neither, and one child per parent and
-/// partition.
-fn check_child(
-    p: &str,
-    e: &InterfaceEntry,
-    ib: &Infiniband,
-    children: &mut BTreeMap<(String, u16), String>,
-) -> Result<(), StateError> {
-    match (&ib.base_iface, &ib.pkey) {
-        (None, None) => Ok(()),
-        (Some(_), None) => Err(StateError::invalid(
-            format!("{p}.infiniband"),
-            "missing field `pkey`: a P_Key child is given with its base-iface and its pkey",
-        )),
-        (None, Some(_)) => Err(StateError::invalid(
-            format!("{p}.infiniband"),
-            "missing field `base-iface`: a P_Key child is given with its parent (base-iface) \
-             and its pkey",
-        )),
-        (Some(parent), Some(pkey)) => {
-            validate_netdev_name(parent).map_err(|err| {
-                StateError::invalid(format!("{p}.infiniband.base-iface"), err.to_string())
-            })?;
-            if *parent == e.name {
-                return Err(StateError::invalid(
-                    format!("{p}.infiniband.base-iface"),
-                    "an interface cannot be its own parent",
-                ));
-            }
-            let value = pkey_value(pkey)
-                .map_err(|r| StateError::invalid(format!("{p}.infiniband.pkey"), r))?;
-            if is_absent(e.state) {
-                return Ok(());
-            }
-            once(
-                children,
-                (parent.clone(), ipoib::full_member(value)),
-                p,
-                |first| {
-                    format!(
-                        "{parent} has one child per partition: P_Key {:#06x} is also at {first} \
-                         (the kernel sets the full-membership bit 0x8000 on every child)",
-                        ipoib::full_member(value)
-                    )
-                },
-            )
-        }
-    }
-}
-
-pub(crate) fn check_family(p: &str, f: &IpFamily, family: Family) -> Result<(), StateError> {
-    let name = family.name();
-    if family == Family::V4 && f.autoconf.is_some() {
-        return Err(StateError::invalid(
-            format!("{p}.autoconf"),
-            "autoconf is IPv6's stateless autoconfiguration; IPv4 has dhcp",
-        ));
-    }
-    if f.enabled == Some(false) {
-        let on = [
-            ("dhcp", f.dhcp == Some(true)),
-            ("autoconf", f.autoconf == Some(true)),
-            ("address", f.address.as_ref().is_some_and(|a| !a.is_empty())),
-            ("gateway", f.gateway.as_ref().is_some_and(|g| !g.is_empty())),
-        ];
-        if let Some((key, _)) = on.iter().find(|(_, given)| *given) {
-            return Err(StateError::contradiction(
-                format!("{p}.{key}"),
-                format!("enabled: false turns {name} off, which leaves no {key} to set"),
-            ));
-        }
-    }
-    let ip_of = |path: String, text: &str, what: &str| -> Result<IpAddr, StateError> {
-        let addr: IpAddr = text.parse().map_err(|_| {
-            StateError::invalid(
-                &path,
-                format!("{} is not an {name} address", quote_capped(text)),
-            )
-        })?;
-        if Family::of(&addr) != family {
-            return Err(StateError::invalid(
-                path,
-                format!("{what} {addr} is not an {name} address, in the {name} settings"),
-            ));
-        }
-        Ok(addr)
-    };
-    for (k, a) in f.address.iter().flatten().enumerate() {
-        ip_of(format!("{p}.address[{k}].ip"), &a.ip, "address")?;
-        if !family.allows_prefix(a.prefix_length) {
-            return Err(StateError::invalid(
-                format!("{p}.address[{k}].prefix-length"),
-                format!(
-                    "prefix length {} is outside 1 to {} (NetworkManager would drop the address)",
-                    a.prefix_length,
-                    family.max_prefix()
-                ),
-            ));
-        }
-    }
-    if let Some(gw) = f.gateway.as_deref().filter(|g| !g.is_empty()) {
-        ip_of(format!("{p}.gateway"), gw, "gateway")?;
-        if f.address.as_ref().is_some_and(|a| a.is_empty()) {
-            return Err(StateError::contradiction(
-                format!("{p}.gateway"),
-                format!("an {name} gateway needs an {name} address, and address is empty"),
-            ));
-        }
-    }
-    for (k, d) in f.dns.iter().flatten().enumerate() {
-        ip_of(format!("{p}.dns[{k}]"), d, "DNS server")?;
-    }
-    for (k, d) in f.dns_search.iter().flatten().enumerate() {
-        if !is_search_domain(d) {
-            return Err(StateError::invalid(
-                format!("{p}.dns-search[{k}]"),
-                format!("{} is not a DNS search domain", quote_capped(d)),
-            ));
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -1,7 +1,11 @@
+use std::collections::{BTreeMap, BTreeSet};
+
 use super::*;
+use crate::ip::Family;
+use crate::ipoib;
 use crate::state::parse::{parse, parse_document};
 use crate::state::render::to_yaml;
-use crate::state::{LinkStep, NamingStep, PortStep, RoceStep, SetupStep, VfStep};
+use crate::state::{InterfaceStep, LinkStep, NamingStep, PortStep, RoceStep, SetupStep, VfStep};
 
 /// A host as the daemon reads it: every section present.
 fn host() -> State {
@@ -492,38 +496,38 @@ fn children() {
         .iter()
         .map(|c| (c.path.as_str(), c.step.clone(), c.undo.clone()))
         .collect();
-    let mode = Step::SetIpoibMode {
+    let mode = Step::Interface(InterfaceStep::SetMode {
         name: "ib1.0003".into(),
         mode: StateIpoibMode::Connected,
-    };
-    let mtu = Step::SetIpoibMtu {
+    });
+    let mtu = Step::Interface(InterfaceStep::SetMtu {
         name: "ib1.0003".into(),
         mtu: 9000,
-    };
+    });
     assert_eq!(
         got,
         [
             (
                 "interfaces[ib0.8002]",
-                Step::DeleteChild {
+                Step::Interface(InterfaceStep::DeleteChild {
                     name: "ib0.8002".into()
-                },
-                Step::CreateChild {
+                }),
+                Step::Interface(InterfaceStep::CreateChild {
                     parent: "ib0".into(),
                     pkey: 0x8002,
                     name: "ib0.8002".into()
-                }
+                })
             ),
             (
                 "interfaces[ib1.0003]",
-                Step::CreateChild {
+                Step::Interface(InterfaceStep::CreateChild {
                     parent: "ib1".into(),
                     pkey: 0x0003,
                     name: "ib1.0003".into()
-                },
-                Step::DeleteChild {
+                }),
+                Step::Interface(InterfaceStep::DeleteChild {
                     name: "ib1.0003".into()
-                }
+                })
             ),
             // To connected mode: the mode first, then the MTU only it allows.
             ("interfaces[ib1.0003].infiniband.mode", mode.clone(), mode),
@@ -584,28 +588,28 @@ fn ipoib_settings() {
                 "interfaces[ib1].mtu",
                 "65520",
                 "2044",
-                Step::SetIpoibMtu {
+                Step::Interface(InterfaceStep::SetMtu {
                     name: "ib1".into(),
                     mtu: 65520
-                }
+                })
             ),
             (
                 "interfaces[ib1].infiniband.mode",
                 "connected",
                 "datagram",
-                Step::SetIpoibMode {
+                Step::Interface(InterfaceStep::SetMode {
                     name: "ib1".into(),
                     mode: StateIpoibMode::Connected
-                }
+                })
             ),
             (
                 "interfaces[ib1].infiniband.umcast",
                 "true",
                 "false",
-                Step::SetIpoibUmcast {
+                Step::Interface(InterfaceStep::SetUmcast {
                     name: "ib1".into(),
                     umcast: true
-                }
+                })
             ),
         ]
     );
@@ -636,36 +640,36 @@ fn ip_settings() {
                 current: "ipv4.addresses= ipv4.gateway= ipv4.method=auto".into(),
                 wanted: "ipv4.addresses=192.0.2.7/24 ipv4.gateway=192.0.2.254 ipv4.method=manual"
                     .into(),
-                step: Step::SetIp {
+                step: Step::Interface(InterfaceStep::SetIp {
                     name: "ib0".into(),
                     keys: keys(&[
                         ("ipv4.addresses", "192.0.2.7/24"),
                         ("ipv4.gateway", "192.0.2.254"),
                         ("ipv4.method", "manual")
                     ])
-                },
-                undo: Step::SetIp {
+                }),
+                undo: Step::Interface(InterfaceStep::SetIp {
                     name: "ib0".into(),
                     keys: keys(&[
                         ("ipv4.addresses", ""),
                         ("ipv4.gateway", ""),
                         ("ipv4.method", "auto")
                     ])
-                },
+                }),
             },
             Change {
                 path: "interfaces[ib0].ipv6".into(),
                 op: ChangeOp::Set,
                 current: "ipv6.method=auto".into(),
                 wanted: "ipv6.method=disabled".into(),
-                step: Step::SetIp {
+                step: Step::Interface(InterfaceStep::SetIp {
                     name: "ib0".into(),
                     keys: keys(&[("ipv6.method", "disabled")])
-                },
-                undo: Step::SetIp {
+                }),
+                undo: Step::Interface(InterfaceStep::SetIp {
                     name: "ib0".into(),
                     keys: keys(&[("ipv6.method", "auto")])
-                },
+                }),
             },
         ]
     );
@@ -673,10 +677,10 @@ fn ip_settings() {
     assert_eq!(
         changes("interfaces:\n  - {name: ib1, type: infiniband, ipv4: {dns: [192.0.2.53]}}\n")[0]
             .step,
-        Step::SetIp {
+        Step::Interface(InterfaceStep::SetIp {
             name: "ib1".into(),
             keys: keys(&[("ipv4.dns", "192.0.2.53")])
-        }
+        })
     );
     // Turning DHCP on keeps ib1's static address; a gateway needs one.
     assert_eq!(
@@ -991,7 +995,7 @@ mod generated {
                 dns_search: None,
                 address,
             };
-            if crate::state::check::check_family("x", &w, fam).is_err() {
+            if crate::state::interfaces::check_family("x", &w, fam).is_err() {
                 continue;
             }
             let with = |f: IpFamily| {
@@ -1010,7 +1014,7 @@ mod generated {
             };
             let mut keys = now.nmcli_full(fam);
             for c in &changes {
-                let Step::SetIp { keys: set, .. } = &c.step else {
+                let Step::Interface(InterfaceStep::SetIp { keys: set, .. }) = &c.step else {
                     panic!("round {round}: {c:?}")
                 };
                 keys.extend(set.clone());
