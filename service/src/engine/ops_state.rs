@@ -6,6 +6,10 @@
 //! Every step is a job of its own (the one its D-Bus method runs): the engine keeps polling
 //! and publishing between steps, and each step persists what it changed as its method does,
 //! so an applied state survives a restart through the areas' own files.
+//!
+//! Each part of the document is read from the engine's state and its steps run beside the
+//! area's operations (`ops_roce::roce_entries` and `run_roce_step`, ...); this module puts the
+//! parts together and runs, undoes and confirms the steps.
 
 use std::collections::{BTreeMap, HashMap};
 

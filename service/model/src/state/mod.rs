@@ -9,11 +9,16 @@
 //! when applied to it.
 //!
 //! All of it is pure (no I/O): the daemon reads the host into a full [`State`], and
-//! - [`doc`] holds the document's types;
-//! - [`parse`](mod@parse) reads a document (YAML or JSON) and [`check`](mod@check) checks what
-//!   needs no host; every refusal is a [`StateError`] naming the key path and the line;
-//! - [`diff`](mod@diff) compares the host's state with a document and returns the
-//!   [`Change`]s, in the order they must run, each with the [`Step`] that makes it and the
+//! - each part of the document has a module of its own holding its types, its checks, its
+//!   difference with the host and its steps: [`soft_links`], [`roce`], [`naming`],
+//!   [`host_setup`] (modules, memlock, NFS, subnet manager), [`interfaces`], [`ports`],
+//!   [`sriov_vfs`]; a new setting of a part touches that module alone here;
+//! - [`doc`] holds the whole document ([`State`]) and names every part's types;
+//! - [`parse`](mod@parse) reads a document (YAML or JSON) and [`check`](mod@check) runs the
+//!   parts' checks that need no host; every refusal is a [`StateError`] naming the key path
+//!   and the line;
+//! - [`diff`](mod@diff) runs the parts' differences with the host's state in the order their
+//!   steps must run and returns the [`Change`]s, each with the [`Step`] that makes it and the
 //!   one that undoes it ([`change`]); names the host lacks are refused there;
 //! - [`nmcli`] maps IP settings between the document's form and nmcli's keys;
 //! - [`render`] prints a state as YAML or JSON, entries sorted by identity.
