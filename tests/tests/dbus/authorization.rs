@@ -7,7 +7,7 @@
 use anyhow::{Context, Result};
 use rdma_manager_dbus::{BUS_NAME, ROOT_PATH};
 use rdma_manager_tests::audit_log;
-use rdma_manager_tests::bus::{skip_reason, Credentials, PolkitConfig, PrivateBus, Reply};
+use rdma_manager_tests::bus::{Credentials, PolkitConfig, PrivateBus, Reply};
 use rdma_manager_tests::service::{attr, own_interfaces, SystemSetup as Setup};
 use rdma_managerd::kernel::prelude::*;
 
@@ -30,15 +30,6 @@ const READ_ONLY: [&str; 12] = [
 /// A state document with one change of RoCE: what ApplyState is called with (a document that
 /// changes nothing asks polkit for nothing).
 const ROCE_STATE: &str = "roce: [{device: mlx5_1, port: 1, tos: 7}]";
-
-macro_rules! require_harness {
-    () => {
-        if let Some(reason) = skip_reason() {
-            eprintln!("skipping: {reason}");
-            return Ok(());
-        }
-    };
-}
 
 /// (object, interface, method, input signature) of every method of our interfaces on the
 /// objects of the demo host, from live introspection.

@@ -10,21 +10,12 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use rdma_manager_dbus::{BUS_NAME, ERROR_PREFIX, HOST_PATH};
-use rdma_manager_tests::bus::{skip_reason, Reply};
+use rdma_manager_tests::bus::Reply;
 use rdma_manager_tests::service::{tree_files, HostServices, SystemSetup};
 use rdma_manager_tests::standins::StandInUnit;
 use rdma_managerd::kernel::sim::{fixtures, SimHost};
 use rdma_managerd::model::{PhysState, PortState};
 use serde_json::Value;
-
-macro_rules! require_harness {
-    () => {
-        if let Some(reason) = skip_reason() {
-            eprintln!("skipping: {reason}");
-            return Ok(());
-        }
-    };
-}
 
 const IFACE: &str = "org.rdmamanager.RdmaManager1.Host";
 

@@ -14,9 +14,13 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use super::bad_input::{bad_names, case, refused};
 use rdma_manager_dbus::types::PersistedChild;
 use rdma_manager_dbus::{ipoib_path, IpoibProxy, BUS_NAME};
+use rdma_manager_tests::bus::PolkitConfig;
 use rdma_manager_tests::bus::PrivateBus;
+use rdma_manager_tests::bus::Reply;
+use rdma_manager_tests::service::SystemSetup;
 use rdma_manager_tests::service::{serve_sim, session_bus_or_skip, ServedSim};
 use rdma_managerd::config::{self, IpoibConfig};
 use rdma_managerd::engine::EngineConfig;
@@ -1088,4 +1092,117 @@ async fn addresses_are_the_kernels_and_follow_its_events() {
         child.addresses().await.expect("Addresses"),
         Vec::<String>::new()
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ipoib_methods_refuse_bad_input_and_change_nothing() -> anyhow::Result<()> {
+    require_harness!();
+    let t = SystemSetup::new(false, PolkitConfig::rdma_manager()).await?;
+    let path = |name: &str| {
+        t.sim
+            .spec()
+            .netdevs
+            .iter()
+            .find(|n| n.name == name)
+            .map(|n| rdma_manager_dbus::ipoib_path(n.ifindex))
+            .unwrap_or_else(|| panic!("the demo host has {name}"))
+    };
+    let (ib0, cx6, child) = (path("ib0"), path("ibp59s0f0"), path("ibp59s0f0.8002"));
+    let create = |p: &str, args: &[&str], want: &'static str| {
+        let mut a = vec!["qsa{sv}"];
+        a.extend_from_slice(args);
+        case(p, "Ipoib", "CreateChild", &a, want)
+    };
+    let mut cases = Vec::new();
+    // An empty name asks for the default one: every other bad name is refused.
+    for (_, bad) in bad_names().into_iter().filter(|(_, b)| !b.is_empty()) {
+        cases.push(create(&ib0, &["2", &bad, "0"], "InvalidArgument"));
+    }
+    for pkey in ["0", "0x8000", "32768"] {
+        cases.push(create(&ib0, &[pkey, "", "0"], "InvalidArgument"));
+    }
+    for settings in [
+        &["1", "pkey", "u", "65538"][..],
+        &["1", "MTU", "u", "2044"],
+        &["1", "mtu", "i", "2044"],
+        &["1", "mtu", "s", "2044"],
+        &["1", "mtu", "t", "2044"],
+        &["1", "mode", "u", "1"],
+        &["1", "umcast", "s", "true"],
+        &["1", "mode", "s", "cm"],
+        &["1", "mode", "s", "../connected"],
+        &["1", "mtu", "u", "71"],
+        &["1", "mtu", "u", "4093"],
+        &["1", "mtu", "u", "4294967295"],
+        &["2", "mode", "s", "connected", "mtu", "u", "65521"],
+        &["2", "mode", "s", "connected", "mtu", "u", "67"],
+    ] {
+        let mut args = vec!["2", ""];
+        args.extend_from_slice(settings);
+        cases.push(create(&ib0, &args, "InvalidArgument"));
+    }
+    // Enhanced IPoIB: no connected mode.
+    cases.push(create(
+        &cx6,
+        &["9", "", "1", "mode", "s", "connected"],
+        "NotSupported",
+    ));
+    cases.push(case(
+        &cx6,
+        "Ipoib",
+        "SetMode",
+        &["s", "connected"],
+        "NotSupported",
+    ));
+    // Taken: the partition on this port (with or without the bit), a name.
+    for pkey in ["0x0002", "0x8002"] {
+        cases.push(create(&cx6, &[pkey, "", "0"], "AlreadyExists"));
+    }
+    cases.push(create(&cx6, &["0x7fff", "", "0"], "AlreadyExists"));
+    cases.push(create(&ib0, &["2", "eth0", "0"], "AlreadyExists"));
+    // A child of a child; deleting a port's own interface.
+    cases.push(create(&child, &["9", "", "0"], "InvalidArgument"));
+    cases.push(case(&ib0, "Ipoib", "Delete", &[], "InvalidArgument"));
+    for mode in ["", "Connected", "datagram\n", "ud", "../datagram"] {
+        cases.push(case(
+            &ib0,
+            "Ipoib",
+            "SetMode",
+            &["s", mode],
+            "InvalidArgument",
+        ));
+    }
+    for mtu in ["0", "67", "71", "4093", "65521", "4294967295"] {
+        cases.push(case(
+            &ib0,
+            "Ipoib",
+            "SetMtu",
+            &["u", mtu],
+            "InvalidArgument",
+        ));
+    }
+    // An object that does not exist (any more).
+    let gone = rdma_manager_dbus::ipoib_path(999);
+    cases.push(case(
+        &gone,
+        "Ipoib",
+        "SetMtu",
+        &["u", "2044"],
+        "org.freedesktop.DBus.Error.UnknownObject",
+    ));
+    refused(&t, &cases).await?;
+
+    // The interface goes while a call waits for the engine: the delete is slowed down in the
+    // kernel, and the SetMtu sent meanwhile finds no such interface when its turn comes.
+    t.sim
+        .delay_next(SimOp::DeleteNetdev, std::time::Duration::from_millis(800));
+    let iface = "org.rdmamanager.RdmaManager1.Ipoib";
+    let (a, b) = tokio::join!(t.call(None, &child, iface, "Delete", &[]), async {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        t.call(None, &child, iface, "SetMtu", &["u", "2000"]).await
+    });
+    let (a, b) = (a?, b?);
+    assert!(matches!(a, Reply::Ok(_)), "{a:?}");
+    assert!(matches!(&b, Reply::Err(n, _) if n == "NotFound"), "{b:?}");
+    Ok(())
 }

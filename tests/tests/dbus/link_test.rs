@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 use futures::StreamExt;
 use rdma_manager_dbus::types::LinkTestResult;
 use rdma_manager_dbus::{port_path, ManagerProxy, PortProxy};
-use rdma_manager_tests::bus::{skip_reason, Credentials, PolkitConfig, Reply};
+use rdma_manager_tests::bus::{Credentials, PolkitConfig, Reply};
 use rdma_manager_tests::service::SystemSetup;
 use rdma_managerd::engine::EngineConfig;
 use rdma_managerd::kernel::sim::{fixtures, SimHost};
@@ -25,15 +25,6 @@ const PORT_IFACE: &str = "org.rdmamanager.RdmaManager1.Port";
 /// The demo host's rxe0 over eth0 (kernel index 3): an ACTIVE RoCE port with a netdev.
 const RXE: u32 = 3;
 const FILE: &str = "/etc/rdma-manager/link-test.toml";
-
-macro_rules! require_harness {
-    () => {
-        if let Some(reason) = skip_reason() {
-            eprintln!("skipping: {reason}");
-            return Ok(());
-        }
-    };
-}
 
 fn standin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_rdma-standin-linktest"))

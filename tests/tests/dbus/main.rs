@@ -3,6 +3,17 @@
 //! service once rather than once per file. Each module is one area of the API; nextest still
 //! runs every test in a process of its own.
 
+/// Returns from a test (as passed) when this machine cannot run a private bus and polkitd,
+/// saying why.
+macro_rules! require_harness {
+    () => {
+        if let Some(reason) = rdma_manager_tests::bus::skip_reason() {
+            eprintln!("skipping: {reason}");
+            return Ok(());
+        }
+    };
+}
+
 mod authorization;
 mod bad_input;
 mod counters;

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use anyhow::Result;
 use rdma_manager_dbus::{device_path, BUS_NAME, ROOT_PATH};
-use rdma_manager_tests::bus::{skip_reason, PolkitConfig, Reply};
+use rdma_manager_tests::bus::{PolkitConfig, Reply};
 use rdma_manager_tests::service::{tree_files, SystemSetup};
 use rdma_managerd::kernel::sim::{fixtures, HostSpec, SimHost, SimOp};
 use rdma_managerd::model::Errno;
@@ -30,15 +30,6 @@ const SHIPPED: &str = "# rdma-core\nACTION==\"add\", SUBSYSTEM==\"infiniband\", 
 /// A user's file: CRLF, rdma-core's template comment, a rule of their own for a port this
 /// host does not have, tabs, and no newline at the end.
 const USER_IPOIB: &str = "# Modern udev is case sensitive and all addresses need to be in lower case.\r\n#\r\n# ACTION==\"add\", SUBSYSTEM==\"net\", DRIVERS==\"?*\", ATTR{type}==\"32\", ATTR{address}==\"?*00:02:c9:03:00:31:78:f2\", NAME=\"mlx4_ib3\"\r\nACTION==\"add\",\tSUBSYSTEM==\"net\", ATTR{address}==\"?*00:02:c9:03:00:31:78:f2\", NAME=\"site_ib\"\r\n# end";
-
-macro_rules! require_harness {
-    () => {
-        if let Some(reason) = skip_reason() {
-            eprintln!("skipping: {reason}");
-            return Ok(());
-        }
-    };
-}
 
 /// The naming host with udevd running and the given files in place before the daemon starts.
 async fn setup_with(spec: HostSpec, files: &[(&str, &str)]) -> Result<SystemSetup> {

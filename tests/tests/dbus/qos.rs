@@ -7,7 +7,7 @@
 
 use anyhow::Result;
 use rdma_manager_dbus::port_path;
-use rdma_manager_tests::bus::{skip_reason, PolkitConfig, Reply};
+use rdma_manager_tests::bus::{PolkitConfig, Reply};
 use rdma_manager_tests::service::SystemSetup;
 use rdma_managerd::kernel::prelude::*;
 use rdma_managerd::kernel::sim::{SimHost, SimOp};
@@ -19,15 +19,6 @@ const PORT: &str = "org.rdmamanager.RdmaManager1.Port";
 const MLX5: u32 = 2;
 const RXE: u32 = 3;
 const MLX5_NETDEV: &str = "enp59s0f1np1";
-
-macro_rules! require_harness {
-    () => {
-        if let Some(reason) = skip_reason() {
-            eprintln!("skipping: {reason}");
-            return Ok(());
-        }
-    };
-}
 
 /// The recipe as busctl takes SetQosProfile's arguments.
 const RECIPE: &[&str] = &[

@@ -5,9 +5,11 @@
 
 use std::time::{Duration, Instant};
 
+use super::bad_input::{case, etc_files, refused, world};
 use anyhow::Result;
 use rdma_manager_dbus::port_path;
-use rdma_manager_tests::bus::{skip_reason, PolkitConfig, Reply};
+use rdma_manager_dbus::ROOT_PATH;
+use rdma_manager_tests::bus::{PolkitConfig, Reply};
 use rdma_manager_tests::service::SystemSetup;
 use rdma_managerd::kernel::prelude::*;
 use rdma_managerd::kernel::sim::{SimHost, SimOp};
@@ -22,15 +24,6 @@ const RXE: u32 = 3;
 /// Their node GUIDs, derived from the MACs of their network interfaces.
 const MLX5_GUID: &str = "0x0e42a1fffe5e2291";
 const RXE_GUID: &str = "0x505400fffe123456";
-
-macro_rules! require_harness {
-    () => {
-        if let Some(reason) = skip_reason() {
-            eprintln!("skipping: {reason}");
-            return Ok(());
-        }
-    };
-}
 
 async fn setup() -> Result<SystemSetup> {
     SystemSetup::new(false, PolkitConfig::rdma_manager()).await
@@ -489,5 +482,132 @@ async fn missing_rdma_cm_or_configfs_is_named_with_the_fix() -> Result<()> {
     ok(&set_tos(&t, RXE, 5).await?);
     assert_eq!(prop(&t, RXE, "RoceTos").await?, "v y 5");
     assert!(!prop(&t, RXE, "Unreadable").await?.contains("Roce"));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn roce_methods_refuse_bad_input_and_change_nothing() -> Result<()> {
+    require_harness!();
+    let t = SystemSetup::new(false, PolkitConfig::rdma_manager()).await?;
+    // The demo host: Device/0 mlx4_1 (InfiniBand), Device/2 mlx5_1 (RoCE v1 and v2),
+    // Device/3 rxe0 (RoCE v2 only).
+    let roce = format!("{ROOT_PATH}/Device/2/Port/1");
+    let rxe = format!("{ROOT_PATH}/Device/3/Port/1");
+    let ib = format!("{ROOT_PATH}/Device/0/Port/1");
+    let gone = format!("{ROOT_PATH}/Device/99/Port/1");
+    let long = "v".repeat(300);
+    let mut cases = Vec::new();
+    for bad in [
+        "", "v3", "RoCE v3", "v2\nv1", "../v2", "/v2", "\"v2\"", "'v2'", "0", "3", "v-1", &long,
+    ] {
+        cases.push(case(
+            &roce,
+            "Port",
+            "SetRoceMode",
+            &["s", bad],
+            "InvalidArgument",
+        ));
+    }
+    cases.push(case(
+        &rxe,
+        "Port",
+        "SetRoceMode",
+        &["s", "v1"],
+        "NotSupported",
+    ));
+    cases.push(case(
+        &ib,
+        "Port",
+        "SetRoceMode",
+        &["s", "v2"],
+        "NotSupported",
+    ));
+    cases.push(case(
+        &ib,
+        "Port",
+        "SetRoceTos",
+        &["y", "32"],
+        "NotSupported",
+    ));
+    // A QoS profile: no DCB on rxe's netdev, none on InfiniBand, ETS summing to 90.
+    const QOS: [&str; 7] = ["ayayaya(yy)ii", "0", "0", "0", "0", "0", "0"];
+    cases.push(case(&rxe, "Port", "SetQosProfile", &QOS, "NotSupported"));
+    cases.push(case(&ib, "Port", "SetQosProfile", &QOS, "NotSupported"));
+    cases.push(case(
+        &roce,
+        "Port",
+        "SetQosProfile",
+        &[
+            "ayayaya(yy)ii",
+            "0",
+            "8",
+            "50",
+            "40",
+            "0",
+            "0",
+            "0",
+            "0",
+            "0",
+            "0",
+            "8",
+            "0",
+            "0",
+            "0",
+            "1",
+            "0",
+            "0",
+            "0",
+            "0",
+            "0",
+            "0",
+            "0",
+        ],
+        "InvalidArgument",
+    ));
+    for (method, args) in [("SetRoceMode", ["s", "v2"]), ("SetRoceTos", ["y", "32"])] {
+        cases.push(case(
+            &gone,
+            "Port",
+            method,
+            &args,
+            "org.freedesktop.DBus.Error.UnknownObject",
+        ));
+    }
+    refused(&t, &cases).await?;
+
+    // Out of range for the D-Bus type itself: busctl refuses to send it, nothing arrives.
+    let before = world(&t);
+    let reply = t
+        .call(
+            None,
+            &roce,
+            &format!("{}.Port", rdma_manager_dbus::BUS_NAME),
+            "SetRoceTos",
+            &["y", "256"],
+        )
+        .await;
+    assert!(
+        !matches!(reply, Ok(Reply::Ok(_))),
+        "a ToS of 256 cannot be sent: {reply:?}"
+    );
+    assert_eq!(world(&t), before);
+
+    // A device unplugged mid-call.
+    t.sim.unplug_during_next(SimOp::RoceWrite, "mlx5_1");
+    let etc = etc_files(t.sim.root());
+    let reply = t
+        .call(
+            None,
+            &roce,
+            &format!("{}.Port", rdma_manager_dbus::BUS_NAME),
+            "SetRoceMode",
+            &["s", "v2"],
+        )
+        .await?;
+    assert!(
+        matches!(&reply, Reply::Err(n, _) if n == "NotFound" || n == "org.freedesktop.DBus.Error.UnknownObject"),
+        "{reply:?}"
+    );
+    assert_eq!(etc_files(t.sim.root()), etc, "nothing written");
     Ok(())
 }

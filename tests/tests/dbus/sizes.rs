@@ -6,21 +6,12 @@
 use anyhow::{Context, Result};
 use rdma_manager_dbus::text::MESSAGE_MAX_BYTES;
 use rdma_manager_dbus::{ManagerProxy, BUS_NAME, ROOT_PATH};
-use rdma_manager_tests::bus::{skip_reason, Credentials, PolkitConfig, Reply};
+use rdma_manager_tests::bus::{Credentials, PolkitConfig, Reply};
 use rdma_manager_tests::service::SystemSetup;
 use rdma_managerd::kernel::sim::{fixtures, SimHost};
 
 const SOFT_LINKS: &str = "/etc/rdma-manager/soft-links.toml";
 const IPOIB: &str = "/etc/rdma-manager/ipoib.toml";
-
-macro_rules! require_harness {
-    () => {
-        if let Some(reason) = skip_reason() {
-            eprintln!("skipping: {reason}");
-            return Ok(());
-        }
-    };
-}
 
 fn write_etc(sim: &SimHost, path: &str, bytes: &[u8]) -> Result<()> {
     let p = sim.root().join(path.trim_start_matches('/'));

@@ -4,23 +4,16 @@
 
 use std::time::{Duration, Instant};
 
+use super::bad_input::{bad_names, case, etc_files, refused};
 use anyhow::Result;
-use rdma_manager_tests::bus::{skip_reason, PolkitConfig, Reply};
+use rdma_manager_dbus::ROOT_PATH;
+use rdma_manager_tests::bus::{PolkitConfig, Reply};
 use rdma_manager_tests::service::SystemSetup;
 use rdma_managerd::kernel::prelude::*;
 use rdma_managerd::kernel::sim::{fixtures, SimHost, SimNetdev, SimOp};
 use rdma_managerd::model::Errno;
 
 const FILE: &str = "/etc/rdma-manager/soft-links.toml";
-
-macro_rules! require_harness {
-    () => {
-        if let Some(reason) = skip_reason() {
-            eprintln!("skipping: {reason}");
-            return Ok(());
-        }
-    };
-}
 
 /// A `dummy` interface: Ethernet that rtnetlink can delete, as a driver unbind would.
 fn eth1() -> SimNetdev {
@@ -296,5 +289,127 @@ async fn a_remembered_link_follows_its_renamed_netdev() -> Result<()> {
             .any(|d| d.name == "rxe1" && d.parent_netdev.as_deref() == Some("lan1"))
     })
     .await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn soft_link_methods_refuse_bad_input_and_change_nothing() -> Result<()> {
+    require_harness!();
+    let t = SystemSetup::new(false, PolkitConfig::rdma_manager()).await?;
+    let mut cases = Vec::new();
+    for (_, bad) in bad_names() {
+        // A bad link name (except the 16-byte one, a valid RDMA name over a taken netdev).
+        if bad.len() != 16 {
+            cases.push(case(
+                ROOT_PATH,
+                "",
+                "AddSoftLink",
+                &["sss", &bad, "rxe", "eth0"],
+                "InvalidArgument",
+            ));
+            cases.push(case(
+                ROOT_PATH,
+                "",
+                "RemoveSoftLink",
+                &["s", &bad],
+                "InvalidArgument",
+            ));
+        }
+        // A bad netdev name.
+        if bad.len() != 64 {
+            cases.push(case(
+                ROOT_PATH,
+                "",
+                "AddSoftLink",
+                &["sss", "rxe5", "rxe", &bad],
+                "InvalidArgument",
+            ));
+        }
+    }
+    for bad_type in ["", "RXE", "roce", "rxe ", "siw\n", "../rxe"] {
+        cases.push(case(
+            ROOT_PATH,
+            "",
+            "AddSoftLink",
+            &["sss", "rxe5", bad_type, "eth0"],
+            "InvalidArgument",
+        ));
+    }
+    // Unknown or taken objects.
+    cases.push(case(
+        ROOT_PATH,
+        "",
+        "AddSoftLink",
+        &["sss", "rxe5", "rxe", "nosuch0"],
+        "NotFound",
+    ));
+    cases.push(case(
+        ROOT_PATH,
+        "",
+        "AddSoftLink",
+        &["sss", "mlx4_1", "siw", "eth0"],
+        "AlreadyExists",
+    ));
+    cases.push(case(
+        ROOT_PATH,
+        "",
+        "RemoveSoftLink",
+        &["s", "nosuch"],
+        "NotFound",
+    ));
+    cases.push(case(
+        ROOT_PATH,
+        "",
+        "RemoveSoftLink",
+        &["s", "mlx4_1"],
+        "InvalidArgument",
+    ));
+    refused(&t, &cases).await?;
+
+    // A device unplugged mid-call: the kernel call finds it gone.
+    t.sim.unplug_during_next(SimOp::DeleteLink, "rxe0");
+    let etc = etc_files(t.sim.root());
+    let reply = t.manager(None, "RemoveSoftLink", &["s", "rxe0"]).await?;
+    assert!(
+        matches!(&reply, Reply::Err(n, _) if n == "NotFound"),
+        "{reply:?}"
+    );
+    assert_eq!(etc_files(t.sim.root()), etc, "nothing written");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn conflicting_soft_link_calls_are_serialised() -> Result<()> {
+    require_harness!();
+    let t = SystemSetup::new(false, PolkitConfig::rdma_manager()).await?;
+    // rxe0 is over eth0: remove it, then race two adds of different names over eth0.
+    let reply = t.manager(None, "RemoveSoftLink", &["s", "rxe0"]).await?;
+    assert!(matches!(reply, Reply::Ok(_)), "{reply:?}");
+    let (a, b) = tokio::join!(
+        t.manager(None, "AddSoftLink", &["sss", "rxe_a", "rxe", "eth0"]),
+        t.manager(None, "AddSoftLink", &["sss", "rxe_b", "rxe", "eth0"]),
+    );
+    let (a, b) = (a?, b?);
+    let won: Vec<&str> = [("rxe_a", &a), ("rxe_b", &b)]
+        .iter()
+        .filter(|(_, r)| matches!(r, Reply::Ok(_)))
+        .map(|(n, _)| *n)
+        .collect();
+    assert_eq!(won.len(), 1, "exactly one wins: {a:?} {b:?}");
+    let lost = if won[0] == "rxe_a" { &b } else { &a };
+    assert!(
+        matches!(lost, Reply::Err(n, _) if n == "AlreadyExists"),
+        "{lost:?}"
+    );
+    let file = t
+        .etc_file("/etc/rdma-manager/soft-links.toml")
+        .expect("persisted");
+    assert!(file.contains(won[0]), "{file}");
+    assert!(
+        !file.contains(if won[0] == "rxe_a" { "rxe_b" } else { "rxe_a" }),
+        "{file}"
+    );
+    let names = t.device_names();
+    assert!(names.contains(&won[0].to_string()), "{names:?}");
     Ok(())
 }

@@ -8,24 +8,17 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use super::bad_input::{case, refused};
 use anyhow::{Context, Result};
 use rdma_manager_dbus::types::StateChange;
+use rdma_manager_dbus::ROOT_PATH;
 use rdma_manager_dbus::{ManagerProxy, PendingChangeProxy};
-use rdma_manager_tests::bus::skip_reason;
+use rdma_manager_tests::bus::PolkitConfig;
 use rdma_manager_tests::service::{tree_files, HostServices, SystemSetup};
 use rdma_manager_tests::standins::StandInUnit;
 use rdma_managerd::kernel::prelude::*;
 use rdma_managerd::kernel::sim::{fixtures, SimHost, SimOp};
 use rdma_managerd::model::{Errno, RoceMode};
-
-macro_rules! require_harness {
-    () => {
-        if let Some(reason) = skip_reason() {
-            eprintln!("skipping: {reason}");
-            return Ok(());
-        }
-    };
-}
 
 /// The state this file applies: one setting of each kind the simulated host can show.
 const WANTED: &str = "\
@@ -596,4 +589,89 @@ async fn a_qos_profile_in_the_state_is_applied_shown_and_rolled_back() -> Result
     assert_eq!(m.apply_state(QOS, 0).await?.0, vec![]);
     assert_eq!(m.apply_state(&shown, 0).await?.0, vec![]);
     Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn state_methods_refuse_bad_input_and_change_nothing() -> Result<()> {
+    require_harness!();
+    let t = SystemSetup::new(false, PolkitConfig::rdma_manager()).await?;
+    let long = format!(
+        "soft-links: [{{name: {}, type: rxe, netdev: eth0}}]",
+        "x".repeat(300)
+    );
+    let huge_key = format!("{}: 1", "k".repeat(5000));
+    let mut cases = Vec::new();
+    for (bad, want) in [
+        ("[1, 2]", "InvalidArgument"),
+        ("just text", "InvalidArgument"),
+        ("roce: {", "InvalidArgument"),
+        ("roce: [{device: mlx5_1, port: 1, tos: 256}]", "InvalidArgument"),
+        ("roce: [{device: mlx5_1, port: 1, mode: v3}]", "InvalidArgument"),
+        ("roce: [{device: mlx5_1, port: 9, tos: 3}]", "NotFound"),
+        ("roce: [{device: \"../mlx5_1\", port: 1, tos: 3}]", "InvalidArgument"),
+        ("soft-links: [{name: \"a/b\", type: rxe, netdev: eth0}]", "InvalidArgument"),
+        ("soft-links: [{name: rxe1, type: roce, netdev: eth0}]", "InvalidArgument"),
+        ("soft-links: [{name: rxe1, type: rxe}]", "InvalidArgument"),
+        ("interfaces: [{name: ib0, type: infiniband, mtu: 70000}]", "InvalidArgument"),
+        ("interfaces: [{name: ib0.0000, type: infiniband, infiniband: {base-iface: ib0, pkey: \"0x0000\"}}]", "InvalidArgument"),
+        ("memlock: {soft: lots, hard: unlimited}", "InvalidArgument"),
+        ("memlock: {soft: unlimited, hard: 1024}", "InvalidArgument"),
+        ("naming: {rdma-policy: NAME_ANYTHING}", "InvalidArgument"),
+        ("modules: {\"../x\": {ib_ipoib: true}}", "InvalidArgument"),
+        (long.as_str(), "InvalidArgument"),
+        (huge_key.as_str(), "InvalidArgument"),
+    ] {
+        cases.push(case(ROOT_PATH, "", "DiffState", &["s", bad], want));
+        cases.push(case(ROOT_PATH, "", "ApplyState", &["su", bad, "0"], want));
+    }
+    // A netdev is not part of the state: the difference shows the link to add, and the apply
+    // is refused by its step, the first, with nothing to undo.
+    cases.push(case(
+        ROOT_PATH,
+        "",
+        "ApplyState",
+        &[
+            "su",
+            "soft-links: [{name: rxe1, type: rxe, netdev: nosuch0}]",
+            "0",
+        ],
+        "NotFound",
+    ));
+    for timeout in ["1", "9", "3601"] {
+        cases.push(case(
+            ROOT_PATH,
+            "",
+            "ApplyState",
+            &["su", "roce: [{device: mlx5_1, port: 1, tos: 3}]", timeout],
+            "InvalidArgument",
+        ));
+    }
+    // Health expectations: refused with their key path, nothing checked.
+    for bad in [
+        "health: {ports: [{min-rate-gbps: -5}]}",
+        "health: {ports: [{device: mlx5_0, port: 0}]}",
+        "health: {ports: [{state: UP}]}",
+        "health: {portz: []}",
+        "health: {error-counters: {window-seconds: 600}}",
+        "roce: []",
+        long.as_str(),
+    ] {
+        cases.push(case(
+            ROOT_PATH,
+            "",
+            "CheckHealth",
+            &["s", bad],
+            "InvalidArgument",
+        ));
+    }
+    for format in ["xml", "YAML\n", "../yaml"] {
+        cases.push(case(
+            ROOT_PATH,
+            "",
+            "GetState",
+            &["s", format],
+            "InvalidArgument",
+        ));
+    }
+    refused(&t, &cases).await
 }

@@ -8,9 +8,11 @@
 
 use std::time::{Duration, Instant};
 
+use super::bad_input::{case, refused};
 use anyhow::Result;
 use rdma_manager_dbus::device_path;
-use rdma_manager_tests::bus::{skip_reason, PolkitConfig, Reply};
+use rdma_manager_dbus::ROOT_PATH;
+use rdma_manager_tests::bus::{PolkitConfig, Reply};
 use rdma_manager_tests::service::{tree_files, SystemSetup};
 use rdma_managerd::kernel::prelude::*;
 use rdma_managerd::kernel::sim::{fixtures, HostSpec, SimHost, SimOp};
@@ -23,15 +25,6 @@ const PF: u32 = 1;
 const VF_PCI: &str = "0000:3b:00.3";
 const NODE: &str = "00:11:22:33:44:55:66:77";
 const PORT: &str = "0011:2233:4455:6678";
-
-macro_rules! require_harness {
-    () => {
-        if let Some(reason) = skip_reason() {
-            eprintln!("skipping: {reason}");
-            return Ok(());
-        }
-    };
-}
 
 async fn setup_with(spec: HostSpec) -> Result<SystemSetup> {
     SystemSetup::with_host(false, PolkitConfig::rdma_manager(), SimHost::new(spec)?).await
@@ -357,4 +350,63 @@ async fn the_state_sets_vf_guids_and_shows_them() -> Result<()> {
         .expect_err("VF 5 is not enabled");
     assert!(e.to_string().contains("sriov-vfs[0]"), "{e}");
     Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn vf_guid_methods_refuse_bad_input_and_change_nothing() -> Result<()> {
+    require_harness!();
+    let sim = rdma_managerd::kernel::sim::SimHost::new(
+        rdma_managerd::kernel::sim::fixtures::naming_host(),
+    )?;
+    let t = SystemSetup::with_host(false, PolkitConfig::rdma_manager(), sim).await?;
+    // The naming host: Device/1 mlx5_1, an SR-IOV PF with two VFs; Device/4 rxe0.
+    let pf = format!("{ROOT_PATH}/Device/1");
+    let rxe = format!("{ROOT_PATH}/Device/4");
+    let gone = format!("{ROOT_PATH}/Device/99");
+    let good = "00:11:22:33:44:55:66:77";
+    let long = "0".repeat(300);
+    let mut cases = Vec::new();
+    for bad in [
+        "",
+        "0",
+        "0x",
+        "00:00:00:00:00:00:00:00",
+        "0000:0000:0000:0000",
+        "ff:ff:ff:ff:ff:ff:ff:ff",
+        "00:11:22:33:44:55:66",
+        "00:11:22:33:44:55:66:77:88",
+        "00-11-22-33-44-55-66-77",
+        "00:11:22:33:44:55:66:7g",
+        " 00:11:22:33:44:55:66:77\n00",
+        &long,
+    ] {
+        for args in [["uss", "1", bad, good], ["uss", "1", good, bad]] {
+            cases.push(case(&pf, "Device", "SetVfGuids", &args, "InvalidArgument"));
+        }
+    }
+    for vf in ["2", "4294967295"] {
+        cases.push(case(
+            &pf,
+            "Device",
+            "SetVfGuids",
+            &["uss", vf, good, good],
+            "InvalidArgument",
+        ));
+    }
+    cases.push(case(
+        &rxe,
+        "Device",
+        "SetVfGuids",
+        &["uss", "0", good, good],
+        "InvalidArgument",
+    ));
+    cases.push(case(&pf, "Device", "ResetVfGuids", &["u", "1"], "NotFound"));
+    cases.push(case(
+        &gone,
+        "Device",
+        "SetVfGuids",
+        &["uss", "0", good, good],
+        "org.freedesktop.DBus.Error.UnknownObject",
+    ));
+    refused(&t, &cases).await
 }
