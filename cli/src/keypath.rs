@@ -23,7 +23,7 @@ pub struct EntryList {
     pub example: &'static str,
 }
 
-/// Every list of the document whose entries have an identity (service/model/src/state/doc.rs).
+/// Every list of the document whose entries have an identity (service/model/src/state/, one module a list).
 pub const ENTRY_LISTS: &[EntryList] = &[
     EntryList {
         path: "soft-links",
