@@ -26,7 +26,6 @@ use super::host_setup::{
     enabled_modules_loaded, module_loaded, modules_step, nfs_sources, step, FileProblems, Step,
     StepOutcome,
 };
-use super::ops_state::StepResult;
 use super::state::ObservedState;
 use super::{Engine, EngineHandle, OpError};
 use crate::hostconf::memlock::{self, MemlockValue};
@@ -111,7 +110,7 @@ pub(super) fn host_setup_sections(st: &ObservedState) -> state::State {
 impl EngineHandle {
     /// Runs a step of the state's host setup sections through the job of its one-shot
     /// method.
-    pub(super) async fn run_setup_step(&self, step: state::SetupStep) -> StepResult {
+    pub(super) async fn run_setup_step(&self, step: state::SetupStep) -> Result<(), OpError> {
         use state::SetupStep;
         match step {
             SetupStep::SetModule {

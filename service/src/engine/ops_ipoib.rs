@@ -17,7 +17,6 @@ use crate::model::names::validate_netdev_name;
 use crate::model::{Errno, Guid, IpoibMode};
 
 use super::nm_change::{self, NmPending};
-use super::ops_state::StepResult;
 use super::state::{IpoibState, ObservedState};
 use super::transaction::Transaction;
 use super::wanted::Appeared;
@@ -75,7 +74,10 @@ pub(super) fn interface_entries(st: &ObservedState) -> Vec<state::InterfaceEntry
 impl EngineHandle {
     /// Runs a step of the state's `interfaces` list through the job of its one-shot method.
     /// A change NetworkManager made is confirmed at once: the state's undo steps take it back.
-    pub(super) async fn run_interface_step(&self, step: state::InterfaceStep) -> StepResult {
+    pub(super) async fn run_interface_step(
+        &self,
+        step: state::InterfaceStep,
+    ) -> Result<(), OpError> {
         use state::InterfaceStep;
         match step {
             InterfaceStep::CreateChild { parent, pkey, name } => {
@@ -112,7 +114,7 @@ impl EngineHandle {
                 self.ipoib_set_umcast(ifindex, umcast).await
             }
             InterfaceStep::SetIp { name, keys } => {
-                let keys = super::ops_state::nm_keys(keys);
+                let keys = nm_change::nm_keys(keys);
                 let pending = self
                     .set_ip_settings(&name, keys, *super::nm_change::TIMEOUT_RANGE.start())
                     .await?;

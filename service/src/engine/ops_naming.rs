@@ -26,7 +26,6 @@ use crate::naming::udev_rdma_naming::{
     NAMING_OVERRIDE_PATH, NAMING_VENDOR_PATHS,
 };
 
-use super::ops_state::StepResult;
 use super::state::ObservedState;
 use super::transaction::{Rollback, Transaction, UndoResult};
 use super::{DeviceState, Dirty, Engine, EngineHandle, OpError};
@@ -83,7 +82,7 @@ pub(super) fn naming_section(st: &ObservedState) -> state::Naming {
 
 impl EngineHandle {
     /// Runs a step of the state's `naming` section through the job of its one-shot method.
-    pub(super) async fn run_naming_step(&self, step: state::NamingStep) -> StepResult {
+    pub(super) async fn run_naming_step(&self, step: state::NamingStep) -> Result<(), OpError> {
         use state::NamingStep;
         match step {
             NamingStep::SetPolicy { policy } => self.set_rdma_naming_policy(&policy, false).await,

@@ -23,7 +23,6 @@ use crate::kernel::port_type::{PortTypeControl, PortTypes};
 use crate::kernel::{Host, HostError};
 use crate::model::DeviceKind;
 
-use super::ops_state::StepResult;
 use super::state::ObservedState;
 use super::transaction::Transaction;
 use super::wanted::Appeared;
@@ -54,7 +53,7 @@ pub(super) fn port_entries(st: &ObservedState) -> Vec<PortEntry> {
 
 impl EngineHandle {
     /// Runs a step of the state's `ports` list through the job of its one-shot method.
-    pub(super) async fn run_port_step(&self, step: PortStep) -> StepResult {
+    pub(super) async fn run_port_step(&self, step: PortStep) -> Result<(), OpError> {
         match step {
             PortStep::SetType {
                 device,

@@ -18,7 +18,6 @@ use crate::model::{Errno, RoceMode};
 
 use rdma_manager_model::state::{RoceEntry, RoceStep, RoceVersion};
 
-use super::ops_state::StepResult;
 use super::transaction::Transaction;
 use super::wanted::Appeared;
 use super::{Dirty, Engine, EngineHandle, ObservedState, OpError};
@@ -47,7 +46,7 @@ pub(super) fn roce_entries(st: &ObservedState) -> Vec<RoceEntry> {
 
 impl EngineHandle {
     /// Runs a step of the state's `roce` list through the job of its one-shot method.
-    pub(super) async fn run_roce_step(&self, step: RoceStep) -> StepResult {
+    pub(super) async fn run_roce_step(&self, step: RoceStep) -> Result<(), OpError> {
         match step {
             RoceStep::SetMode { device, port, mode } => {
                 let index = self.device_index(&device).await?;

@@ -9,7 +9,6 @@ use crate::model::names::{validate_netdev_name, validate_rdma_name};
 use crate::model::softlink::{classify_newlink_error, NewLinkContext};
 use crate::model::{DeviceKind, SoftLinkType};
 
-use super::ops_state::StepResult;
 use super::state::ObservedState;
 use super::transaction::Transaction;
 use super::wanted::Appeared;
@@ -42,7 +41,7 @@ pub(super) fn soft_link_entries(st: &ObservedState) -> Vec<state::SoftLinkEntry>
 
 impl EngineHandle {
     /// Runs a step of the state's `soft-links` list through the job of its one-shot method.
-    pub(super) async fn run_link_step(&self, step: state::LinkStep) -> StepResult {
+    pub(super) async fn run_link_step(&self, step: state::LinkStep) -> Result<(), OpError> {
         match step {
             state::LinkStep::Add { name, kind, netdev } => self
                 .add_soft_link(&name, kind.as_str(), &netdev)

@@ -11,11 +11,10 @@
 //! area's operations (`ops_roce::roce_entries` and `run_roce_step`, ...); this module puts the
 //! parts together and runs, undoes and confirms the steps.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use rdma_manager_model::state::{self, Change, IpFamily, Responder, State, Step};
 use tracing::{info, warn};
-use zbus::zvariant::{OwnedValue, Value};
 
 use super::{EngineHandle, ObservedState, OpError};
 use crate::nm::keys::IpSettings;
@@ -70,7 +69,7 @@ fn family_of(c: &IpConfig, family: Family) -> IpFamily {
 
 /// What running a step left to settle: a NetworkManager change it made is confirmed at once
 /// (the state's own undo steps are its rollback, and one checkpoint per step would overlap).
-pub(super) type StepResult = Result<(), OpError>;
+type StepResult = Result<(), OpError>;
 
 impl EngineHandle {
     /// Gives the state the link tests' responder (once, at start).
@@ -250,30 +249,6 @@ impl EngineHandle {
             )
         }
     }
-}
-
-/// A `SetIp` step's nmcli keys as the Network interface takes them.
-pub(super) fn nm_keys(keys: BTreeMap<String, String>) -> HashMap<String, OwnedValue> {
-    keys.into_iter()
-        .filter_map(|(k, v)| nm_value(&k, &v).map(|v| (k, v)))
-        .collect()
-}
-
-/// An nmcli key's text value as the Network interface takes it: lists (addresses, dns,
-/// dns-search) as arrays of strings, the rest as strings.
-fn nm_value(key: &str, text: &str) -> Option<OwnedValue> {
-    let list = key.ends_with(".addresses") || key.ends_with(".dns") || key.ends_with(".dns-search");
-    let value = if list {
-        let items: Vec<String> = text
-            .split(',')
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
-            .collect();
-        Value::from(items)
-    } else {
-        Value::from(text.to_string())
-    };
-    OwnedValue::try_from(value).ok()
 }
 
 /// A step of an applied state: its key path, the step and the step that undoes it.

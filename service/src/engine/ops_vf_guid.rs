@@ -19,7 +19,6 @@ use rdma_manager_model::vf_guid::{
     check_request, ip_form, parse_vf_guid, GuidKind, TakenGuid, VfGuidContext, VfGuidError,
 };
 
-use super::ops_state::StepResult;
 use super::state::ObservedState;
 use super::transaction::Transaction;
 use super::wanted::Appeared;
@@ -51,7 +50,7 @@ pub(super) fn vf_entries(st: &ObservedState) -> Vec<VfEntry> {
 
 impl EngineHandle {
     /// Runs a step of the state's `sriov-vfs` list through the job of its one-shot method.
-    pub(super) async fn run_vf_step(&self, step: VfStep) -> StepResult {
+    pub(super) async fn run_vf_step(&self, step: VfStep) -> Result<(), OpError> {
         match step {
             VfStep::SetGuids {
                 device,

@@ -114,3 +114,16 @@ impl HostError {
         }
     }
 }
+
+/// "the kernel answered EOPNOTSUPP (Operation not supported)", and the extended-ack message
+/// after a colon where the kernel gave one: the reason an Unsupported refusal carries.
+pub fn kernel_answered(errno: Errno, extack: Option<&str>) -> String {
+    let text = errno.description();
+    let text = text.split(" (os error").next().unwrap_or(&text);
+    let mut why = format!("the kernel answered {} ({text})", errno.name());
+    if let Some(m) = extack.filter(|m| !m.is_empty()) {
+        why.push_str(": ");
+        why.push_str(m);
+    }
+    why
+}

@@ -15,7 +15,7 @@
 use netlink_sys::protocols::NETLINK_GENERIC;
 use serde::Serialize;
 
-use super::dcb::kernel_answered;
+use super::error::kernel_answered;
 use super::nldev::attr::{self, finish_message, nest_end, nest_start, Attrs, WireError};
 use super::nldev::consts::nl::{NLM_F_ACK, NLM_F_REQUEST};
 use super::nldev::socket::AckedSocket;

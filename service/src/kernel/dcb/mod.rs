@@ -19,6 +19,7 @@ use std::sync::Mutex;
 use netlink_sys::protocols::NETLINK_ROUTE;
 use serde::Serialize;
 
+use super::error::kernel_answered;
 use super::nldev::socket::AckedSocket;
 use super::{HostError, Op};
 use crate::model::Errno;
@@ -88,19 +89,6 @@ pub fn refusal(ifname: &str, what: &str, errno: Errno, extack: Option<&str>) -> 
         };
     }
     HostError::kernel(Op::Rtnl("dcb"), errno)
-}
-
-/// "the kernel answered EOPNOTSUPP (Operation not supported)", and the extended-ack message
-/// after a colon where the kernel gave one: the reason an Unsupported refusal carries.
-pub fn kernel_answered(errno: Errno, extack: Option<&str>) -> String {
-    let text = errno.description();
-    let text = text.split(" (os error").next().unwrap_or(&text);
-    let mut why = format!("the kernel answered {} ({text})", errno.name());
-    if let Some(m) = extack.filter(|m| !m.is_empty()) {
-        why.push_str(": ");
-        why.push_str(m);
-    }
-    why
 }
 
 /// The blocking DCB client.

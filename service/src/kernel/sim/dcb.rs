@@ -9,9 +9,8 @@
 use std::collections::BTreeMap;
 
 use super::{SimHost, SimOp, SimState};
-use crate::kernel::dcb::{
-    kernel_answered, refusal, wire, DcbApp, DcbChange, DcbConfig, IeeeEts, IeeePfc,
-};
+use crate::kernel::dcb::{refusal, wire, DcbApp, DcbChange, DcbConfig, IeeeEts, IeeePfc};
+use crate::kernel::error::kernel_answered;
 use crate::kernel::ethtool::PauseStats;
 use crate::kernel::HostError;
 use crate::model::{DeviceKind, Errno};
