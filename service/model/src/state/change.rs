@@ -2,7 +2,7 @@
 //! engine jobs as its one-shot methods, each paired with the step that undoes it, so that a
 //! failed or unconfirmed apply can be rolled back in reverse order.
 
-use serde::Serialize;
+use super::part::{Area, ChangeOp};
 
 /// One setting that differs, as `DiffState` reports it: `(path, op, current, wanted, action)`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,40 +17,6 @@ pub struct Change {
     pub step: Step,
     /// What puts the setting back as it was.
     pub undo: Step,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ChangeOp {
-    Add,
-    Remove,
-    Set,
-}
-
-impl ChangeOp {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ChangeOp::Add => "add",
-            ChangeOp::Remove => "remove",
-            ChangeOp::Set => "set",
-        }
-    }
-}
-
-/// The polkit area a step belongs to; the daemon maps it to its action.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Area {
-    Links,
-    Roce,
-    Naming,
-    Host,
-    Ipoib,
-    Ip,
-    /// Link tests and their responder.
-    LinkTest,
-    /// Adapter settings: port types, RoCE QoS profiles, SR-IOV VF GUIDs.
-    Adapter,
 }
 
 /// One engine job, with the arguments its D-Bus method takes: each part of the document has

@@ -6,40 +6,8 @@
 //! The first refusal in document order is returned, with its key path; [`super::parse`] adds
 //! its line.
 
-use std::collections::BTreeMap;
-
-use rdma_manager_dbus::text::quote_capped;
-
 use super::doc::*;
 use crate::state_error::StateError;
-
-/// A GUID as sysfs prints it: four groups of four hex digits joined by `:`
-/// (`0002:c903:0031:7f40`).
-pub fn is_guid(text: &str) -> bool {
-    let groups: Vec<&str> = text.split(':').collect();
-    groups.len() == 4
-        && groups
-            .iter()
-            .all(|g| g.len() == 4 && g.bytes().all(|b| b.is_ascii_hexdigit()))
-}
-
-/// A P_Key as the document gives it (`"0x8002"`, any case of hex digits), checked as the
-/// kernel checks a child's: the value as given, without the full-membership bit added.
-pub fn pkey_value(text: &str) -> Result<u16, String> {
-    let digits = text
-        .strip_prefix("0x")
-        .or_else(|| text.strip_prefix("0X"))
-        .filter(|d| (1..=4).contains(&d.len()) && d.bytes().all(|b| b.is_ascii_hexdigit()));
-    let Some(digits) = digits else {
-        return Err(format!(
-            "{} is not a P_Key: write it in hex as nmstate does, \"0x\" and up to four digits \
-             (\"0x8002\"), or as an integer",
-            quote_capped(text)
-        ));
-    };
-    let raw = u32::from_str_radix(digits, 16).map_err(|e| e.to_string())?;
-    crate::ipoib::validate_pkey(raw).map_err(|e| e.to_string())
-}
 
 /// Checks everything a document says that needs no host.
 pub fn check(state: &State) -> Result<(), StateError> {
@@ -55,7 +23,7 @@ pub fn check(state: &State) -> Result<(), StateError> {
     if let Some(naming) = &state.naming {
         super::naming::check(naming)?;
     }
-    super::host_setup::check(state)?;
+    super::host_setup::check(&state.host_setup())?;
     if let Some(ports) = &state.ports {
         super::ports::check(ports)?;
     }
@@ -68,28 +36,11 @@ pub fn check(state: &State) -> Result<(), StateError> {
     Ok(())
 }
 
-/// Refuses the second of two entries with one identity.
-pub(super) fn once<K: Ord>(
-    seen: &mut BTreeMap<K, String>,
-    key: K,
-    path: &str,
-    what: impl FnOnce(&str) -> String,
-) -> Result<(), StateError> {
-    if let Some(first) = seen.get(&key) {
-        return Err(StateError::contradiction(path, what(first)));
-    }
-    seen.insert(key, path.to_string());
-    Ok(())
-}
-
-pub(super) fn is_absent(state: Option<EntryState>) -> bool {
-    state == Some(EntryState::Absent)
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
+
     use crate::state::parse::parse;
+    use crate::state::part::{is_guid, pkey_value};
 
     /// The error `text` is refused with, as the user reads it.
     fn refused(text: &str) -> String {

@@ -11,10 +11,11 @@
 //! manager, the link-test responder, IPoIB children (deletions before creations), IPoIB settings, IP settings; within
 //! a part, the document's order. Rollback runs the undo steps in reverse.
 
-use super::change::{Change, ChangeOp, Step};
-use super::check::is_guid;
+use super::change::{Change, Step};
 use super::doc::*;
 use super::parse::Document;
+use super::part::{is_guid, text, ChangeOp, PartPlan, Phase, PHASES};
+use super::{host_setup, interfaces, naming, ports, roce, soft_links, sriov_vfs};
 use crate::state_error::StateError;
 
 impl State {
@@ -85,77 +86,64 @@ impl Document {
     }
 }
 
-/// The parts of a plan, in the order they run.
-#[derive(Clone, Copy)]
-pub(super) enum Part {
-    LinkRemovals,
-    LinkAdditions,
-    Roce,
-    Naming,
-    Modules,
-    Memlock,
-    Nfs,
-    SubnetManager,
-    Responder,
-    ChildDeletions,
-    ChildCreations,
-    Ipoib,
-    Ip,
-    Ports,
-    Vfs,
-}
-
-const PARTS: usize = 15;
-
+/// The changes of every part, by the phase they run in.
 #[derive(Default)]
-pub(super) struct Plan {
-    parts: [Vec<Change>; PARTS],
+struct Plan {
+    phases: [Vec<Change>; PHASES],
 }
 
 impl Plan {
-    pub(super) fn push(
-        &mut self,
-        part: Part,
-        path: String,
-        op: ChangeOp,
-        texts: (String, String),
-        step: Step,
-        undo: Step,
-    ) {
-        self.parts[part as usize].push(Change {
-            path,
-            op,
-            current: texts.0,
-            wanted: texts.1,
-            step,
-            undo,
-        });
+    /// A part's changes, its steps made the document's with `step`.
+    fn add<S>(&mut self, part: PartPlan<S>, step: impl Fn(S) -> Step) {
+        for (phase, path, op, (current, wanted), s, undo) in part.0 {
+            self.phases[phase as usize].push(Change {
+                path,
+                op,
+                current,
+                wanted,
+                step: step(s),
+                undo: step(undo),
+            });
+        }
     }
 
     fn into_vec(self) -> Vec<Change> {
-        self.parts.into_iter().flatten().collect()
+        self.phases.into_iter().flatten().collect()
     }
 }
 
 /// The changes that make `current` (a host's full state) what `wanted` says.
 pub fn diff(current: &State, wanted: &State) -> Result<Vec<Change>, StateError> {
     let mut plan = Plan::default();
-    let links = super::soft_links::diff(current, wanted, &mut plan)?;
-    super::roce::diff(current, wanted, &links, &mut plan)?;
-    super::naming::diff(current, wanted, &mut plan);
-    super::host_setup::diff(current, wanted, &mut plan)?;
-    responder(current, wanted, &mut plan);
-    super::interfaces::diff(current, wanted, &mut plan)?;
-    super::ports::diff(current, wanted, &mut plan)?;
-    super::sriov_vfs::diff(current, wanted, &mut plan)?;
+    let mut links = PartPlan::default();
+    let names = soft_links::diff(&current.soft_links, &wanted.soft_links, &mut links)?;
+    plan.add(links, Step::Link);
+    let mut roce_plan = PartPlan::default();
+    roce::diff(&current.roce, &wanted.roce, &names, &mut roce_plan)?;
+    plan.add(roce_plan, Step::Roce);
+    let mut naming_plan = PartPlan::default();
+    naming::diff(&current.naming, &wanted.naming, &mut naming_plan);
+    plan.add(naming_plan, Step::Naming);
+    let mut setup = PartPlan::default();
+    host_setup::diff(&current.host_setup(), &wanted.host_setup(), &mut setup)?;
+    plan.add(setup, Step::Setup);
+    let mut responder_plan = PartPlan::default();
+    responder(current, wanted, &mut responder_plan);
+    plan.add(responder_plan, |enabled| Step::SetLinkResponder { enabled });
+    let mut ifs = PartPlan::default();
+    interfaces::diff(&current.interfaces, &wanted.interfaces, &mut ifs)?;
+    plan.add(ifs, Step::Interface);
+    let mut ports_plan = PartPlan::default();
+    ports::diff(&current.ports, &wanted.ports, &mut ports_plan)?;
+    plan.add(ports_plan, Step::Port);
+    let mut vfs = PartPlan::default();
+    sriov_vfs::diff(&current.sriov_vfs, &wanted.sriov_vfs, &mut vfs)?;
+    plan.add(vfs, Step::Vf);
     Ok(plan.into_vec())
 }
 
-pub(super) fn text<T: ToString>(v: Option<T>) -> String {
-    v.map(|v| v.to_string()).unwrap_or_default()
-}
-
-fn responder(current: &State, wanted: &State, plan: &mut Plan) {
+/// The link-test responder: its steps are its `enabled`.
+fn responder(current: &State, wanted: &State, plan: &mut PartPlan<bool>) {
     let Some(enabled) = wanted.responder.as_ref().and_then(|r| r.enabled) else {
         return;
     };
@@ -164,14 +152,12 @@ fn responder(current: &State, wanted: &State, plan: &mut Plan) {
         return;
     }
     plan.push(
-        Part::Responder,
+        Phase::Responder,
         "responder.enabled".into(),
         ChangeOp::Set,
         (text(now), enabled.to_string()),
-        Step::SetLinkResponder { enabled },
-        Step::SetLinkResponder {
-            enabled: now.unwrap_or(!enabled),
-        },
+        enabled,
+        now.unwrap_or(!enabled),
     );
 }
 

@@ -13,6 +13,7 @@ pub use super::interfaces::{
     Infiniband, InterfaceEntry, InterfaceType, IpAddress, IpFamily, StateIpoibMode,
 };
 pub use super::naming::{FixedName, IpoibName, Naming};
+pub use super::part::EntryState;
 pub use super::ports::PortEntry;
 pub use super::roce::{RoceEntry, RoceVersion};
 pub use super::soft_links::{SoftLinkEntry, SoftLinkKind};
@@ -57,18 +58,22 @@ pub struct State {
     pub sriov_vfs: Option<Vec<VfEntry>>,
 }
 
-/// Whether a list entry should exist. Absent from the document means `up`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum EntryState {
-    Up,
-    Absent,
-}
-
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct Responder {
     /// perftest's servers run, now and at every start (`/etc/rdma-manager/link-test.toml`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
+}
+
+impl State {
+    /// The host setup sections, as their part reads them.
+    pub(super) fn host_setup(&self) -> super::host_setup::Sections<'_> {
+        super::host_setup::Sections {
+            modules: &self.modules,
+            memlock: &self.memlock,
+            nfs_rdma: &self.nfs_rdma,
+            subnet_manager: &self.subnet_manager,
+        }
+    }
 }

@@ -6,10 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::change::{Area, ChangeOp, Step};
-use super::check::once;
-use super::diff::{text, Part, Plan};
-use super::doc::State;
+use super::part::{once, text, Area, ChangeOp, PartPlan, Phase};
 use crate::hostconf::memlock::{self, MemlockValue};
 use crate::hostconf::nfs_conf::{self, NFSRDMA_PORT};
 use crate::hostconf::rdma_modules;
@@ -53,6 +50,14 @@ pub struct SubnetManager {
     pub running: Option<bool>,
 }
 
+/// The host setup sections of a state, as the checks and the difference read them.
+pub(super) struct Sections<'a> {
+    pub modules: &'a Option<BTreeMap<String, BTreeMap<String, bool>>>,
+    pub memlock: &'a Option<Memlock>,
+    pub nfs_rdma: &'a Option<NfsRdma>,
+    pub subnet_manager: &'a Option<SubnetManager>,
+}
+
 /// One step of the host setup sections, with the arguments of its one-shot method.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SetupStep {
@@ -82,7 +87,7 @@ impl SetupStep {
 }
 
 /// The host setup sections of a document, value by value.
-pub(super) fn check(state: &State) -> Result<(), StateError> {
+pub(super) fn check(state: &Sections) -> Result<(), StateError> {
     if let Some(modules) = &state.modules {
         check_modules(modules)?;
     }
@@ -137,7 +142,11 @@ fn check_memlock(m: &Memlock) -> Result<(), StateError> {
 
 /// The changes of the host setup sections, in the order they run: modules, memlock, NFS,
 /// the subnet manager.
-pub(super) fn diff(current: &State, wanted: &State, plan: &mut Plan) -> Result<(), StateError> {
+pub(super) fn diff(
+    current: &Sections,
+    wanted: &Sections,
+    plan: &mut PartPlan<SetupStep>,
+) -> Result<(), StateError> {
     modules(current, wanted, plan);
     memlock(current, wanted, plan)?;
     nfs(current, wanted, plan);
@@ -145,7 +154,7 @@ pub(super) fn diff(current: &State, wanted: &State, plan: &mut Plan) -> Result<(
     Ok(())
 }
 
-fn modules(current: &State, wanted: &State, plan: &mut Plan) {
+fn modules(current: &Sections, wanted: &Sections, plan: &mut PartPlan<SetupStep>) {
     let empty = BTreeMap::new();
     for (set, list) in wanted.modules.iter().flatten() {
         let have = current
@@ -164,15 +173,13 @@ fn modules(current: &State, wanted: &State, plan: &mut Plan) {
             if old.unwrap_or(false) == enabled {
                 continue;
             }
-            let step = |enabled| {
-                Step::Setup(SetupStep::SetModule {
-                    set: set.clone(),
-                    module: module.clone(),
-                    enabled,
-                })
+            let step = |enabled| SetupStep::SetModule {
+                set: set.clone(),
+                module: module.clone(),
+                enabled,
             };
             plan.push(
-                Part::Modules,
+                Phase::Modules,
                 format!("modules.{set}.{module}"),
                 if old.is_none() {
                     ChangeOp::Add
@@ -191,7 +198,11 @@ fn memlock_value(path: &str, text: &str) -> Result<MemlockValue, StateError> {
     MemlockValue::parse_setting(text).map_err(|e| StateError::invalid(path, e.to_string()))
 }
 
-fn memlock(current: &State, wanted: &State, plan: &mut Plan) -> Result<(), StateError> {
+fn memlock(
+    current: &Sections,
+    wanted: &Sections,
+    plan: &mut PartPlan<SetupStep>,
+) -> Result<(), StateError> {
     let Some(w) = &wanted.memlock else {
         return Ok(());
     };
@@ -247,14 +258,14 @@ fn memlock(current: &State, wanted: &State, plan: &mut Plan) -> Result<(), State
         ),
     };
     let undo = match (cur_soft, cur_hard) {
-        (Some(s), Some(h)) => Step::Setup(SetupStep::SetMemlock {
+        (Some(s), Some(h)) => SetupStep::SetMemlock {
             soft: s.conf_text(),
             hard: h.conf_text(),
-        }),
-        _ => Step::Setup(SetupStep::ResetMemlock),
+        },
+        _ => SetupStep::ResetMemlock,
     };
     plan.push(
-        Part::Memlock,
+        Phase::Memlock,
         path.into(),
         if cur_soft.is_none() && cur_hard.is_none() {
             ChangeOp::Add
@@ -262,16 +273,16 @@ fn memlock(current: &State, wanted: &State, plan: &mut Plan) -> Result<(), State
             ChangeOp::Set
         },
         texts,
-        Step::Setup(SetupStep::SetMemlock {
+        SetupStep::SetMemlock {
             soft: soft.conf_text(),
             hard: hard.conf_text(),
-        }),
+        },
         undo,
     );
     Ok(())
 }
 
-fn nfs(current: &State, wanted: &State, plan: &mut Plan) {
+fn nfs(current: &Sections, wanted: &Sections, plan: &mut PartPlan<SetupStep>) {
     let Some(w) = &wanted.nfs_rdma else { return };
     let empty = NfsRdma::default();
     let c = current.nfs_rdma.as_ref().unwrap_or(&empty);
@@ -293,19 +304,19 @@ fn nfs(current: &State, wanted: &State, plan: &mut Plan) {
         ),
     };
     plan.push(
-        Part::Nfs,
+        Phase::Nfs,
         path.into(),
         ChangeOp::Set,
         texts,
-        Step::Setup(SetupStep::SetNfsRdma { enabled, port }),
-        Step::Setup(SetupStep::SetNfsRdma {
+        SetupStep::SetNfsRdma { enabled, port },
+        SetupStep::SetNfsRdma {
             enabled: c.enabled.unwrap_or(false),
             port: c.port.unwrap_or(NFSRDMA_PORT),
-        }),
+        },
     );
 }
 
-fn subnet_manager(current: &State, wanted: &State, plan: &mut Plan) {
+fn subnet_manager(current: &Sections, wanted: &Sections, plan: &mut PartPlan<SetupStep>) {
     let Some(w) = &wanted.subnet_manager else {
         return;
     };
@@ -314,28 +325,28 @@ fn subnet_manager(current: &State, wanted: &State, plan: &mut Plan) {
     if let Some(enabled) = w.enabled {
         if c.enabled != Some(enabled) {
             plan.push(
-                Part::SubnetManager,
+                Phase::SubnetManager,
                 "subnet-manager.enabled".into(),
                 ChangeOp::Set,
                 (text(c.enabled), enabled.to_string()),
-                Step::Setup(SetupStep::SetSubnetManagerEnabled { enabled }),
-                Step::Setup(SetupStep::SetSubnetManagerEnabled {
+                SetupStep::SetSubnetManagerEnabled { enabled },
+                SetupStep::SetSubnetManagerEnabled {
                     enabled: c.enabled.unwrap_or(!enabled),
-                }),
+                },
             );
         }
     }
     if let Some(running) = w.running {
         if c.running != Some(running) {
             plan.push(
-                Part::SubnetManager,
+                Phase::SubnetManager,
                 "subnet-manager.running".into(),
                 ChangeOp::Set,
                 (text(c.running), running.to_string()),
-                Step::Setup(SetupStep::SetSubnetManagerRunning { running }),
-                Step::Setup(SetupStep::SetSubnetManagerRunning {
+                SetupStep::SetSubnetManagerRunning { running },
+                SetupStep::SetSubnetManagerRunning {
                     running: c.running.unwrap_or(!running),
-                }),
+                },
             );
         }
     }

@@ -8,10 +8,7 @@ use std::net::IpAddr;
 use rdma_manager_dbus::text::quote_capped;
 use serde::{Deserialize, Serialize};
 
-use super::change::{Area, ChangeOp, Step};
-use super::check::{is_absent, once, pkey_value};
-use super::diff::{text, Part, Plan};
-use super::doc::{EntryState, State};
+use super::part::{is_absent, once, pkey_value, text, Area, ChangeOp, EntryState, PartPlan, Phase};
 use crate::ip::{is_search_domain, Family};
 use crate::ipoib::{self, IpoibMode};
 use crate::names::validate_netdev_name;
@@ -346,9 +343,12 @@ fn mode_text(m: StateIpoibMode) -> &'static str {
 
 /// The changes of the `interfaces` list: P_Key children deleted, then created, then each
 /// interface's IPoIB settings and its IP settings.
-pub(super) fn diff(current: &State, wanted: &State, plan: &mut Plan) -> Result<(), StateError> {
+pub(super) fn diff(
+    current: &Option<Vec<InterfaceEntry>>,
+    wanted: &Option<Vec<InterfaceEntry>>,
+    plan: &mut PartPlan<InterfaceStep>,
+) -> Result<(), StateError> {
     let have: BTreeMap<&str, &InterfaceEntry> = current
-        .interfaces
         .iter()
         .flatten()
         .map(|e| (e.name.as_str(), e))
@@ -356,13 +356,12 @@ pub(super) fn diff(current: &State, wanted: &State, plan: &mut Plan) -> Result<(
     // NetworkManager runs when the host's state has IP settings for any interface.
     let nm_runs = have.values().any(|e| e.ipv4.is_some() || e.ipv6.is_some());
     let deleted: BTreeSet<&str> = wanted
-        .interfaces
         .iter()
         .flatten()
         .filter(|e| e.state == Some(EntryState::Absent))
         .map(|e| e.name.as_str())
         .collect();
-    for (i, e) in wanted.interfaces.iter().flatten().enumerate() {
+    for (i, e) in wanted.iter().flatten().enumerate() {
         let p = format!("interfaces[{i}]");
         let path = format!("interfaces[{}]", e.name);
         let now = have.get(e.name.as_str()).copied();
@@ -385,18 +384,18 @@ pub(super) fn diff(current: &State, wanted: &State, plan: &mut Plan) -> Result<(
                 ));
             };
             plan.push(
-                Part::ChildDeletions,
+                Phase::ChildDeletions,
                 path,
                 ChangeOp::Remove,
                 (child_text(parent, pkey), String::new()),
-                Step::Interface(InterfaceStep::DeleteChild {
+                InterfaceStep::DeleteChild {
                     name: e.name.clone(),
-                }),
-                Step::Interface(InterfaceStep::CreateChild {
+                },
+                InterfaceStep::CreateChild {
                     parent: parent.to_string(),
                     pkey,
                     name: e.name.clone(),
-                }),
+                },
             );
             continue;
         }
@@ -454,18 +453,18 @@ pub(super) fn diff(current: &State, wanted: &State, plan: &mut Plan) -> Result<(
                     ));
                 }
                 plan.push(
-                    Part::ChildCreations,
+                    Phase::ChildCreations,
                     path.clone(),
                     ChangeOp::Add,
                     (String::new(), child_text(parent, pkey)),
-                    Step::Interface(InterfaceStep::CreateChild {
+                    InterfaceStep::CreateChild {
                         parent: parent.to_string(),
                         pkey,
                         name: e.name.clone(),
-                    }),
-                    Step::Interface(InterfaceStep::DeleteChild {
+                    },
+                    InterfaceStep::DeleteChild {
                         name: e.name.clone(),
-                    }),
+                    },
                 );
             }
             (None, None) => {
@@ -508,7 +507,7 @@ fn ipoib_settings(
     path: &str,
     e: &InterfaceEntry,
     now: Option<&InterfaceEntry>,
-    plan: &mut Plan,
+    plan: &mut PartPlan<InterfaceStep>,
 ) -> Result<(), StateError> {
     let w = e.infiniband.as_ref();
     let c = now.and_then(|n| n.infiniband.as_ref());
@@ -522,60 +521,58 @@ fn ipoib_settings(
     }
     // Settings of an interface this document creates have no value to go back to: their
     // undo repeats the step, and deleting the interface undoes them all.
-    let back = |old: Option<Step>, step: &Step| match (new, old) {
+    let back = |old: Option<InterfaceStep>, step: &InterfaceStep| match (new, old) {
         (false, Some(old)) => old,
         _ => step.clone(),
     };
     let mut mode_change = None;
     if let Some(mode) = w_mode.filter(|m| c_mode != Some(*m)) {
-        let step = Step::Interface(InterfaceStep::SetMode {
+        let step = InterfaceStep::SetMode {
             name: name.clone(),
             mode,
-        });
+        };
         let undo = back(
-            c_mode.map(|m| {
-                Step::Interface(InterfaceStep::SetMode {
-                    name: name.clone(),
-                    mode: m,
-                })
+            c_mode.map(|m| InterfaceStep::SetMode {
+                name: name.clone(),
+                mode: m,
             }),
             &step,
         );
         mode_change = Some((mode, step, undo));
     }
     let mode_first = matches!(mode_change, Some((StateIpoibMode::Connected, ..)));
-    let push_mode = |plan: &mut Plan, change: Option<(StateIpoibMode, Step, Step)>| {
-        if let Some((mode, step, undo)) = change {
-            plan.push(
-                Part::Ipoib,
-                format!("{path}.infiniband.mode"),
-                ChangeOp::Set,
-                (text(c_mode.map(mode_text)), mode_text(mode).to_string()),
-                step,
-                undo,
-            );
-        }
-    };
+    let push_mode =
+        |plan: &mut PartPlan<InterfaceStep>,
+         change: Option<(StateIpoibMode, InterfaceStep, InterfaceStep)>| {
+            if let Some((mode, step, undo)) = change {
+                plan.push(
+                    Phase::Ipoib,
+                    format!("{path}.infiniband.mode"),
+                    ChangeOp::Set,
+                    (text(c_mode.map(mode_text)), mode_text(mode).to_string()),
+                    step,
+                    undo,
+                );
+            }
+        };
     if mode_first {
         push_mode(plan, mode_change.take());
     }
     let c_mtu = now.and_then(|n| n.mtu);
     if let Some(mtu) = e.mtu.filter(|m| c_mtu != Some(*m)) {
-        let step = Step::Interface(InterfaceStep::SetMtu {
+        let step = InterfaceStep::SetMtu {
             name: name.clone(),
             mtu,
-        });
+        };
         let undo = back(
-            c_mtu.map(|m| {
-                Step::Interface(InterfaceStep::SetMtu {
-                    name: name.clone(),
-                    mtu: m,
-                })
+            c_mtu.map(|m| InterfaceStep::SetMtu {
+                name: name.clone(),
+                mtu: m,
             }),
             &step,
         );
         plan.push(
-            Part::Ipoib,
+            Phase::Ipoib,
             format!("{path}.mtu"),
             ChangeOp::Set,
             (text(c_mtu), mtu.to_string()),
@@ -586,21 +583,19 @@ fn ipoib_settings(
     push_mode(plan, mode_change);
     let c_umcast = c.and_then(|b| b.umcast);
     if let Some(umcast) = w.and_then(|b| b.umcast).filter(|u| c_umcast != Some(*u)) {
-        let step = Step::Interface(InterfaceStep::SetUmcast {
+        let step = InterfaceStep::SetUmcast {
             name: name.clone(),
             umcast,
-        });
+        };
         let undo = back(
-            c_umcast.map(|u| {
-                Step::Interface(InterfaceStep::SetUmcast {
-                    name: name.clone(),
-                    umcast: u,
-                })
+            c_umcast.map(|u| InterfaceStep::SetUmcast {
+                name: name.clone(),
+                umcast: u,
             }),
             &step,
         );
         plan.push(
-            Part::Ipoib,
+            Phase::Ipoib,
             format!("{path}.infiniband.umcast"),
             ChangeOp::Set,
             (text(c_umcast), umcast.to_string()),
@@ -629,7 +624,7 @@ fn ip_settings(
     w: &IpFamily,
     c: Option<&IpFamily>,
     new: bool,
-    plan: &mut Plan,
+    plan: &mut PartPlan<InterfaceStep>,
 ) -> Result<(), StateError> {
     // A new interface starts with nmcli's defaults: DHCP, SLAAC.
     let defaults = IpFamily::from_nmcli(family, &BTreeMap::new());
@@ -658,20 +653,20 @@ fn ip_settings(
         .keys()
         .map(|k| (k.clone(), have.get(k).cloned().unwrap_or_default()))
         .collect();
-    let step = Step::Interface(InterfaceStep::SetIp {
+    let step = InterfaceStep::SetIp {
         name: name.to_string(),
         keys: step_keys.clone(),
-    });
+    };
     let undo = if new {
         step.clone()
     } else {
-        Step::Interface(InterfaceStep::SetIp {
+        InterfaceStep::SetIp {
             name: name.to_string(),
             keys: undo_keys.clone(),
-        })
+        }
     };
     plan.push(
-        Part::Ip,
+        Phase::Ip,
         format!("{path}.{}", family.setting()),
         ChangeOp::Set,
         (keys_text(&undo_keys), keys_text(&step_keys)),

@@ -7,10 +7,7 @@ use std::collections::BTreeMap;
 use rdma_manager_dbus::text::quote_capped;
 use serde::{Deserialize, Serialize};
 
-use super::change::{Area, ChangeOp, Step};
-use super::check::{is_absent, is_guid, once};
-use super::diff::{text, Part, Plan};
-use super::doc::{EntryState, State};
+use super::part::{is_absent, is_guid, once, text, Area, ChangeOp, EntryState, PartPlan, Phase};
 use crate::names::{validate_netdev_name, validate_rdma_name};
 use crate::state_error::StateError;
 
@@ -176,19 +173,21 @@ fn check_named_guids(
 }
 
 /// The changes of the `naming` section: the policy, then fixed names and IPoIB names by GUID.
-pub(super) fn diff(current: &State, wanted: &State, plan: &mut Plan) {
-    let Some(w) = &wanted.naming else { return };
+pub(super) fn diff(
+    current: &Option<Naming>,
+    wanted: &Option<Naming>,
+    plan: &mut PartPlan<NamingStep>,
+) {
+    let Some(w) = &wanted else { return };
     let empty = Naming::default();
-    let c = current.naming.as_ref().unwrap_or(&empty);
+    let c = current.as_ref().unwrap_or(&empty);
     if let Some(policy) = &w.rdma_policy {
         if c.rdma_policy.as_ref() != Some(policy) {
-            let step = |policy: &String| {
-                Step::Naming(NamingStep::SetPolicy {
-                    policy: policy.clone(),
-                })
+            let step = |policy: &String| NamingStep::SetPolicy {
+                policy: policy.clone(),
             };
             plan.push(
-                Part::Naming,
+                Phase::Naming,
                 "naming.rdma-policy".into(),
                 ChangeOp::Set,
                 (text(c.rdma_policy.as_ref()), policy.clone()),
@@ -209,11 +208,11 @@ pub(super) fn diff(current: &State, wanted: &State, plan: &mut Plan) {
         fixed(&c.rdma_fixed_names),
         fixed(&w.rdma_fixed_names),
         |guid, name| match name {
-            Some(name) => Step::Naming(NamingStep::SetFixedName {
+            Some(name) => NamingStep::SetFixedName {
                 node_guid: guid,
                 name,
-            }),
-            None => Step::Naming(NamingStep::RemoveFixedName { node_guid: guid }),
+            },
+            None => NamingStep::RemoveFixedName { node_guid: guid },
         },
     );
     let ipoib = |l: &Option<Vec<IpoibName>>| -> Vec<(String, Option<String>, Option<EntryState>)> {
@@ -228,22 +227,22 @@ pub(super) fn diff(current: &State, wanted: &State, plan: &mut Plan) {
         ipoib(&c.ipoib_names),
         ipoib(&w.ipoib_names),
         |guid, name| match name {
-            Some(name) => Step::Naming(NamingStep::SetIpoibName {
+            Some(name) => NamingStep::SetIpoibName {
                 port_guid: guid,
                 name,
-            }),
-            None => Step::Naming(NamingStep::RemoveIpoibName { port_guid: guid }),
+            },
+            None => NamingStep::RemoveIpoibName { port_guid: guid },
         },
     );
 }
 
 /// Names kept by GUID: `step(guid, Some(name))` sets one, `step(guid, None)` removes it.
 fn named_guids(
-    plan: &mut Plan,
+    plan: &mut PartPlan<NamingStep>,
     section: &str,
     current: Vec<(String, Option<String>, Option<EntryState>)>,
     wanted: Vec<(String, Option<String>, Option<EntryState>)>,
-    step: impl Fn(String, Option<String>) -> Step,
+    step: impl Fn(String, Option<String>) -> NamingStep,
 ) {
     let have: BTreeMap<String, Option<String>> = current
         .into_iter()
@@ -266,7 +265,7 @@ fn named_guids(
             _ => ChangeOp::Set,
         };
         plan.push(
-            Part::Naming,
+            Phase::Naming,
             format!("{section}[{guid}]"),
             op,
             (text(old.as_ref()), text(new.as_ref())),

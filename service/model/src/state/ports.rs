@@ -5,10 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::change::{Area, ChangeOp, Step};
-use super::check::{is_guid, once};
-use super::diff::{text, Part, Plan};
-use super::doc::State;
+use super::part::{is_guid, once, text, Area, ChangeOp, PartPlan, Phase};
 use crate::names::validate_rdma_name;
 use crate::port_type::PortType;
 use crate::state_error::StateError;
@@ -80,14 +77,17 @@ pub(super) fn check(ports: &[PortEntry]) -> Result<(), StateError> {
 
 /// Port types: each listed port must be one whose driver has a port type (the host's
 /// state lists only those).
-pub(super) fn diff(current: &State, wanted: &State, plan: &mut Plan) -> Result<(), StateError> {
+pub(super) fn diff(
+    current: &Option<Vec<PortEntry>>,
+    wanted: &Option<Vec<PortEntry>>,
+    plan: &mut PartPlan<PortStep>,
+) -> Result<(), StateError> {
     let have: BTreeMap<(&str, u32), &PortEntry> = current
-        .ports
         .iter()
         .flatten()
         .map(|e| ((e.device.as_str(), e.port), e))
         .collect();
-    for (i, e) in wanted.ports.iter().flatten().enumerate() {
+    for (i, e) in wanted.iter().flatten().enumerate() {
         let id = format!("{}/{}", e.device, e.port);
         let Some(now) = have.get(&(e.device.as_str(), e.port)) else {
             return Err(StateError::not_found(
@@ -101,15 +101,13 @@ pub(super) fn diff(current: &State, wanted: &State, plan: &mut Plan) -> Result<(
         if now.kind == Some(ty) {
             continue;
         }
-        let step = |port_type| {
-            Step::Port(PortStep::SetType {
-                device: e.device.clone(),
-                port: e.port,
-                port_type,
-            })
+        let step = |port_type| PortStep::SetType {
+            device: e.device.clone(),
+            port: e.port,
+            port_type,
         };
         plan.push(
-            Part::Ports,
+            Phase::Ports,
             format!("ports[{id}].type"),
             ChangeOp::Set,
             (text(now.kind.map(|k| k.as_str())), ty.as_str().to_string()),

@@ -7,10 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::change::{Area, ChangeOp, Step};
-use super::check::{is_guid, once};
-use super::diff::{text, Part, Plan};
-use super::doc::State;
+use super::part::{is_guid, once, text, Area, ChangeOp, PartPlan, Phase};
 use super::soft_links::LinkNames;
 use crate::names::validate_rdma_name;
 use crate::qos::QosProfile;
@@ -117,19 +114,18 @@ fn roce_text(m: RoceVersion) -> &'static str {
 /// The changes of the `roce` list: each entry's port must be a RoCE port of the host, or the
 /// port of a soft link the document makes.
 pub(super) fn diff(
-    current: &State,
-    wanted: &State,
+    current: &Option<Vec<RoceEntry>>,
+    wanted: &Option<Vec<RoceEntry>>,
     links: &LinkNames,
-    plan: &mut Plan,
+    plan: &mut PartPlan<RoceStep>,
 ) -> Result<(), StateError> {
     let have: BTreeMap<(&str, u32), &RoceEntry> = current
-        .roce
         .iter()
         .flatten()
         .map(|e| ((e.device.as_str(), e.port), e))
         .collect();
     let mut seen = BTreeMap::new();
-    for (i, e) in wanted.roce.iter().flatten().enumerate() {
+    for (i, e) in wanted.iter().flatten().enumerate() {
         let id = format!("{}/{}", e.device, e.port);
         if let Some(first) = seen.insert(id.clone(), i) {
             return Err(StateError::contradiction(
@@ -173,15 +169,13 @@ pub(super) fn diff(
         if let Some(mode) = e.mode {
             let old = now.and_then(|c| c.mode);
             if old != Some(mode) {
-                let step = |mode| {
-                    Step::Roce(RoceStep::SetMode {
-                        device: dev.clone(),
-                        port,
-                        mode,
-                    })
+                let step = |mode| RoceStep::SetMode {
+                    device: dev.clone(),
+                    port,
+                    mode,
                 };
                 plan.push(
-                    Part::Roce,
+                    Phase::Roce,
                     format!("roce[{id}].mode"),
                     ChangeOp::Set,
                     (text(old.map(roce_text)), roce_text(mode).to_string()),
@@ -193,15 +187,13 @@ pub(super) fn diff(
         if let Some(tos) = e.tos {
             let old = now.and_then(|c| c.tos);
             if old != Some(tos) {
-                let step = |tos| {
-                    Step::Roce(RoceStep::SetTos {
-                        device: dev.clone(),
-                        port,
-                        tos,
-                    })
+                let step = |tos| RoceStep::SetTos {
+                    device: dev.clone(),
+                    port,
+                    tos,
                 };
                 plan.push(
-                    Part::Roce,
+                    Phase::Roce,
                     format!("roce[{id}].tos"),
                     ChangeOp::Set,
                     (text(old), tos.to_string()),
@@ -220,15 +212,13 @@ pub(super) fn diff(
                 ));
             };
             if want.over(old) != old.clone().normalized() {
-                let step = |profile: &QosProfile| {
-                    Step::Roce(RoceStep::SetQosProfile {
-                        device: dev.clone(),
-                        port,
-                        profile: profile.clone(),
-                    })
+                let step = |profile: &QosProfile| RoceStep::SetQosProfile {
+                    device: dev.clone(),
+                    port,
+                    profile: profile.clone(),
                 };
                 plan.push(
-                    Part::Roce,
+                    Phase::Roce,
                     format!("roce[{id}].qos"),
                     ChangeOp::Set,
                     (old.summary(), want.clone().normalized().summary()),

@@ -7,10 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use rdma_manager_dbus::text::quote_capped;
 use serde::{Deserialize, Serialize};
 
-use super::change::{Area, ChangeOp, Step};
-use super::check::{is_absent, once};
-use super::diff::{Part, Plan};
-use super::doc::{EntryState, State};
+use super::part::{is_absent, once, Area, ChangeOp, EntryState, PartPlan, Phase};
 use crate::names::{validate_netdev_name, validate_rdma_name};
 use crate::state_error::StateError;
 
@@ -120,18 +117,17 @@ pub(super) struct LinkNames {
 
 /// Soft links.
 pub(super) fn diff(
-    current: &State,
-    wanted: &State,
-    plan: &mut Plan,
+    current: &Option<Vec<SoftLinkEntry>>,
+    wanted: &Option<Vec<SoftLinkEntry>>,
+    plan: &mut PartPlan<LinkStep>,
 ) -> Result<LinkNames, StateError> {
     let mut names = LinkNames::default();
     let have: BTreeMap<&str, &SoftLinkEntry> = current
-        .soft_links
         .iter()
         .flatten()
         .map(|e| (e.name.as_str(), e))
         .collect();
-    for (i, e) in wanted.soft_links.iter().flatten().enumerate() {
+    for (i, e) in wanted.iter().flatten().enumerate() {
         let path = format!("soft-links[{}]", e.name);
         let now = have.get(e.name.as_str());
         let now = match now {
@@ -149,20 +145,20 @@ pub(super) fn diff(
             }
             None => None,
         };
-        let remove = |plan: &mut Plan, kind: SoftLinkKind, netdev: String| {
+        let remove = |plan: &mut PartPlan<LinkStep>, kind: SoftLinkKind, netdev: String| {
             plan.push(
-                Part::LinkRemovals,
+                Phase::LinkRemovals,
                 path.clone(),
                 ChangeOp::Remove,
                 (link_text(kind, &netdev), String::new()),
-                Step::Link(LinkStep::Remove {
+                LinkStep::Remove {
                     name: e.name.clone(),
-                }),
-                Step::Link(LinkStep::Add {
+                },
+                LinkStep::Add {
                     name: e.name.clone(),
                     kind,
                     netdev,
-                }),
+                },
             )
         };
         if e.state == Some(EntryState::Absent) {
@@ -188,18 +184,18 @@ pub(super) fn diff(
         }
         names.created.insert(e.name.clone());
         plan.push(
-            Part::LinkAdditions,
+            Phase::LinkAdditions,
             path.clone(),
             ChangeOp::Add,
             (String::new(), link_text(kind, &netdev)),
-            Step::Link(LinkStep::Add {
+            LinkStep::Add {
                 name: e.name.clone(),
                 kind,
                 netdev,
-            }),
-            Step::Link(LinkStep::Remove {
+            },
+            LinkStep::Remove {
                 name: e.name.clone(),
-            }),
+            },
         );
     }
     Ok(names)

@@ -5,10 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::change::{Area, ChangeOp, Step};
-use super::check::{is_guid, once};
-use super::diff::{Part, Plan};
-use super::doc::State;
+use super::part::{is_guid, once, Area, ChangeOp, PartPlan, Phase};
 use crate::names::validate_rdma_name;
 use crate::state_error::StateError;
 
@@ -128,14 +125,17 @@ fn vf_text(g: Option<(u64, u64)>) -> String {
 /// SR-IOV VF GUIDs: each listed VF must be one the PF has enabled (the host's state lists
 /// those). A VF that had GUIDs is set back to them on undo; one that had none has its
 /// remembered GUIDs forgotten (the driver cannot go back to none).
-pub(super) fn diff(current: &State, wanted: &State, plan: &mut Plan) -> Result<(), StateError> {
+pub(super) fn diff(
+    current: &Option<Vec<VfEntry>>,
+    wanted: &Option<Vec<VfEntry>>,
+    plan: &mut PartPlan<VfStep>,
+) -> Result<(), StateError> {
     let have: BTreeMap<(&str, u32), &VfEntry> = current
-        .sriov_vfs
         .iter()
         .flatten()
         .map(|e| ((e.device.as_str(), e.vf), e))
         .collect();
-    for (i, e) in wanted.sriov_vfs.iter().flatten().enumerate() {
+    for (i, e) in wanted.iter().flatten().enumerate() {
         let p = format!("sriov-vfs[{i}]");
         let id = format!("{}/{}", e.device, e.vf);
         let Some(now) = have.get(&(e.device.as_str(), e.vf)) else {
@@ -154,23 +154,21 @@ pub(super) fn diff(current: &State, wanted: &State, plan: &mut Plan) -> Result<(
         if old == Some(want) {
             continue;
         }
-        let set = |(n, g): (u64, u64)| {
-            Step::Vf(VfStep::SetGuids {
-                device: e.device.clone(),
-                vf: e.vf,
-                node_guid: crate::vf_guid::ip_form(n),
-                port_guid: crate::vf_guid::ip_form(g),
-            })
+        let set = |(n, g): (u64, u64)| VfStep::SetGuids {
+            device: e.device.clone(),
+            vf: e.vf,
+            node_guid: crate::vf_guid::ip_form(n),
+            port_guid: crate::vf_guid::ip_form(g),
         };
         let undo = match old {
             Some(o) => set(o),
-            None => Step::Vf(VfStep::ResetGuids {
+            None => VfStep::ResetGuids {
                 device: e.device.clone(),
                 vf: e.vf,
-            }),
+            },
         };
         plan.push(
-            Part::Vfs,
+            Phase::Vfs,
             format!("sriov-vfs[{id}]"),
             ChangeOp::Set,
             (vf_text(old), vf_text(Some(want))),
