@@ -12,7 +12,8 @@
 //! - each part of the document has a module of its own holding its types, its checks, its
 //!   difference with the host and its steps: [`soft_links`], [`roce`], [`naming`],
 //!   [`host_setup`] (modules, memlock, NFS, subnet manager), [`interfaces`], [`ports`],
-//!   [`sriov_vfs`]; a new setting of a part touches that module alone here;
+//!   [`sriov_vfs`]; a new setting of a part touches that module alone here. A part knows
+//!   only its own sections and `part`, what every part is built from;
 //! - [`doc`] holds the whole document ([`State`]) and names every part's types;
 //! - [`parse`](mod@parse) reads a document (YAML or JSON) and [`check`](mod@check) runs the
 //!   parts' checks that need no host; every refusal is a [`StateError`] naming the key path
