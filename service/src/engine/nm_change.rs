@@ -817,6 +817,30 @@ impl EngineHandle {
     }
 }
 
+/// A `SetIp` step's nmcli keys as the Network interface takes them.
+pub(super) fn nm_keys(keys: BTreeMap<String, String>) -> HashMap<String, OwnedValue> {
+    keys.into_iter()
+        .filter_map(|(k, v)| nm_value(&k, &v).map(|v| (k, v)))
+        .collect()
+}
+
+/// An nmcli key's text value as the Network interface takes it: lists (addresses, dns,
+/// dns-search) as arrays of strings, the rest as strings.
+fn nm_value(key: &str, text: &str) -> Option<OwnedValue> {
+    let list = key.ends_with(".addresses") || key.ends_with(".dns") || key.ends_with(".dns-search");
+    let value = if list {
+        let items: Vec<String> = text
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
+        Value::from(items)
+    } else {
+        Value::from(text.to_string())
+    };
+    OwnedValue::try_from(value).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -855,28 +879,4 @@ mod tests {
             OpError::NotFound(_)
         ));
     }
-}
-
-/// A `SetIp` step's nmcli keys as the Network interface takes them.
-pub(super) fn nm_keys(keys: BTreeMap<String, String>) -> HashMap<String, OwnedValue> {
-    keys.into_iter()
-        .filter_map(|(k, v)| nm_value(&k, &v).map(|v| (k, v)))
-        .collect()
-}
-
-/// An nmcli key's text value as the Network interface takes it: lists (addresses, dns,
-/// dns-search) as arrays of strings, the rest as strings.
-fn nm_value(key: &str, text: &str) -> Option<OwnedValue> {
-    let list = key.ends_with(".addresses") || key.ends_with(".dns") || key.ends_with(".dns-search");
-    let value = if list {
-        let items: Vec<String> = text
-            .split(',')
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
-            .collect();
-        Value::from(items)
-    } else {
-        Value::from(text.to_string())
-    };
-    OwnedValue::try_from(value).ok()
 }

@@ -9,9 +9,8 @@ use serde::{Deserialize, Serialize};
 
 // The types of the lists kept in modules of their own, so that `doc::*` names the whole document.
 pub use super::host_setup::{Memlock, NfsRdma, SubnetManager};
-pub use super::interfaces::{
-    Infiniband, InterfaceEntry, InterfaceType, IpAddress, IpFamily, StateIpoibMode,
-};
+pub use super::interfaces::{Infiniband, InterfaceEntry, InterfaceType, StateIpoibMode};
+pub use super::ip_settings::{IpAddress, IpFamily};
 pub use super::naming::{FixedName, IpoibName, Naming};
 pub use super::part::EntryState;
 pub use super::ports::PortEntry;

@@ -8,6 +8,7 @@ use std::net::IpAddr;
 use rdma_manager_dbus::text::quote_capped;
 use serde::{Deserialize, Serialize};
 
+use super::ip_settings::IpFamily;
 use super::part::{is_absent, once, pkey_value, text, Area, ChangeOp, EntryState, PartPlan, Phase};
 use crate::ip::{is_search_domain, Family};
 use crate::ipoib::{self, IpoibMode};
@@ -84,35 +85,6 @@ impl From<IpoibMode> for StateIpoibMode {
             IpoibMode::Connected => StateIpoibMode::Connected,
         }
     }
-}
-
-/// One address family's IP settings, in nmstate's form plus `gateway`, `dns` and
-/// `dns-search` (which nmstate keeps in its routes and dns-resolver sections).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-pub struct IpFamily {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub enabled: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dhcp: Option<bool>,
-    /// IPv6 only: stateless autoconfiguration.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub autoconf: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub address: Option<Vec<IpAddress>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gateway: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dns: Option<Vec<String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dns_search: Option<Vec<String>>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-pub struct IpAddress {
-    pub ip: String,
-    pub prefix_length: u8,
 }
 
 /// One step of the `interfaces` list, with the arguments of its one-shot method.

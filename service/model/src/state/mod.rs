@@ -21,7 +21,8 @@
 //! - [`diff`](mod@diff) runs the parts' differences with the host's state in the order their
 //!   steps must run and returns the [`Change`]s, each with the [`Step`] that makes it and the
 //!   one that undoes it ([`change`]); names the host lacks are refused there;
-//! - [`nmcli`] maps IP settings between the document's form and nmcli's keys;
+//! - [`ip_settings`] holds an interface's IP settings in the document's form, and [`nmcli`]
+//!   maps them to nmcli's keys and back;
 //! - [`render`] prints a state as YAML or JSON, entries sorted by identity.
 
 pub mod change;
@@ -31,6 +32,7 @@ pub mod doc;
 mod forms;
 pub mod host_setup;
 pub mod interfaces;
+pub mod ip_settings;
 mod lines;
 pub mod naming;
 pub mod nmcli;

@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
-use super::doc::{IpAddress, IpFamily};
+use super::ip_settings::{IpAddress, IpFamily};
 use crate::ip::Family;
 
 /// The nmcli methods.
