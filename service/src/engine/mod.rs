@@ -59,6 +59,7 @@ use futures::future::BoxFuture;
 use tokio::sync::{mpsc, oneshot};
 use tracing::{debug, info, warn};
 
+pub use crate::kernel::roce::PortRoce;
 pub use crate::op_error::OpError;
 pub use clock::TickClock;
 pub use history::{History, Sample};
@@ -67,7 +68,7 @@ pub use host_setup::{simulate_unit_started, simulated_units};
 pub use host_setup::{HostSetupState, ManagedLimits, ModuleRow, Step, StepOutcome, UnitState};
 pub use ops_host::SmVerb;
 pub use ops_naming::NamingState;
-pub use state::{DeviceState, Dirty, IpoibState, ObservedState, PortRoce, Stale};
+pub use state::{DeviceState, Dirty, IpoibState, ObservedState, Stale};
 
 use crate::kernel::{CounterPort, Host, HostEvent};
 use crate::system::SystemServices;

@@ -4,6 +4,7 @@
 //! Built and refreshed only through [`Host`] reads; a refresh replaces what it read and
 //! returns which keys changed, so the bus layer republishes just those.
 
+use crate::kernel::roce::PortRoce;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
@@ -13,7 +14,7 @@ use tracing::warn;
 use super::by_port::ByPort;
 use crate::kernel::{Host, HostError, NlDevice, PortSource};
 use crate::model::roce::is_roce_port;
-use crate::model::{DeviceSnapshot, NetdevAddress, NetdevSnapshot, RoceMode};
+use crate::model::{DeviceSnapshot, NetdevAddress, NetdevSnapshot};
 
 /// How many devices a full enumeration reads at once (see [`ObservedState::refresh_all`]): enough
 /// to keep a few CPUs busy, few enough that a 1024-device host does not take as many
@@ -35,25 +36,6 @@ pub struct DeviceState {
     /// The device's PCI function as an SR-IOV PF, with its VFs' GUIDs (see `ops_vf_guid`);
     /// `None` for any other device, or when they could not be read (logged).
     pub sriov: Option<crate::kernel::sriov::SriovPf>,
-}
-
-/// A RoCE port's `default_roce_mode` and `default_roce_tos`, or why each could not be read
-/// (rdma_cm not loaded, configfs not mounted, the device gone).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PortRoce {
-    pub mode: Result<RoceMode, String>,
-    pub tos: Result<u8, String>,
-}
-
-impl PortRoce {
-    /// Reads both (reading makes `rdma_cm/<dev>` in configfs, as the kernel expects).
-    pub async fn read(host: &dyn Host, dev: &str, port: u32) -> PortRoce {
-        let (mode, tos) = host.roce_defaults(dev, port).await;
-        PortRoce {
-            mode: mode.map_err(|e| e.to_string()),
-            tos: tos.map_err(|e| e.to_string()),
-        }
-    }
 }
 
 impl DeviceState {

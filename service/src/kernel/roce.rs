@@ -7,12 +7,33 @@ use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
+use serde::Serialize;
 
 use super::linux::LinuxHost;
 use super::sysfs::{is_dir, list_dir, SysRoot};
 use super::{HostError, Op};
 use crate::model::attr::parse_dec;
 use crate::model::RoceMode;
+
+/// A RoCE port's defaults as the daemon holds them: its `default_roce_mode` and
+/// `default_roce_tos`, or why each could not be read (rdma_cm not loaded, configfs not
+/// mounted, the device gone).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PortRoce {
+    pub mode: Result<RoceMode, String>,
+    pub tos: Result<u8, String>,
+}
+
+impl PortRoce {
+    /// Reads both (reading makes `rdma_cm/<dev>` in configfs, as the kernel expects).
+    pub async fn read(host: &(impl RoceHost + ?Sized), dev: &str, port: u32) -> PortRoce {
+        let (mode, tos) = host.roce_defaults(dev, port).await;
+        PortRoce {
+            mode: mode.map_err(|e| e.to_string()),
+            tos: tos.map_err(|e| e.to_string()),
+        }
+    }
+}
 
 /// What the daemon reads and writes of rdma_cm's configfs; part of [`super::Host`].
 #[async_trait]
