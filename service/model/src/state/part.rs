@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use rdma_manager_dbus::text::quote_capped;
 use serde::{Deserialize, Serialize};
 
+use crate::names::validate_rdma_name;
 use crate::state_error::StateError;
 
 /// Whether a list entry should exist. Absent from the document means `up`.
@@ -149,4 +150,23 @@ pub(super) fn once<K: Ord>(
 
 pub(super) fn is_absent(state: Option<EntryState>) -> bool {
     state == Some(EntryState::Absent)
+}
+
+/// A port entry's identity at `p`: the device's kernel name or node GUID, and a port from 1.
+pub(super) fn check_port_identity(p: &str, device: &str, port: u32) -> Result<(), StateError> {
+    if !is_guid(device) {
+        validate_rdma_name(device).map_err(|err| {
+            StateError::invalid(
+                format!("{p}.device"),
+                format!("{err} (give the kernel name or the node GUID, 0002:c903:0031:7f40)"),
+            )
+        })?;
+    }
+    if port == 0 {
+        return Err(StateError::invalid(
+            format!("{p}.port"),
+            "port 0 is not an RDMA port: ports count from 1",
+        ));
+    }
+    Ok(())
 }

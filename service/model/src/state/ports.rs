@@ -5,8 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::part::{is_guid, once, text, Area, ChangeOp, PartPlan, Phase};
-use crate::names::validate_rdma_name;
+use super::part::{check_port_identity, once, text, Area, ChangeOp, PartPlan, Phase};
 use crate::port_type::PortType;
 use crate::state_error::StateError;
 
@@ -46,20 +45,7 @@ pub(super) fn check(ports: &[PortEntry]) -> Result<(), StateError> {
     let mut seen = BTreeMap::new();
     for (i, e) in ports.iter().enumerate() {
         let p = format!("ports[{i}]");
-        if !is_guid(&e.device) {
-            validate_rdma_name(&e.device).map_err(|err| {
-                StateError::invalid(
-                    format!("{p}.device"),
-                    format!("{err} (give the kernel name or the node GUID, 0002:c903:0031:7f40)"),
-                )
-            })?;
-        }
-        if e.port == 0 {
-            return Err(StateError::invalid(
-                format!("{p}.port"),
-                "port 0 is not an RDMA port: ports count from 1",
-            ));
-        }
+        check_port_identity(&p, &e.device, e.port)?;
         once(
             &mut seen,
             (e.device.to_ascii_lowercase(), e.port),

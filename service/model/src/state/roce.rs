@@ -7,9 +7,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::part::{is_guid, once, text, Area, ChangeOp, PartPlan, Phase};
+use super::part::{check_port_identity, once, text, Area, ChangeOp, PartPlan, Phase};
 use super::soft_links::LinkNames;
-use crate::names::validate_rdma_name;
 use crate::qos::QosProfile;
 use crate::state_error::StateError;
 
@@ -71,20 +70,7 @@ pub(super) fn check(roce: &[RoceEntry]) -> Result<(), StateError> {
     let mut seen = BTreeMap::new();
     for (i, e) in roce.iter().enumerate() {
         let p = format!("roce[{i}]");
-        if !is_guid(&e.device) {
-            validate_rdma_name(&e.device).map_err(|err| {
-                StateError::invalid(
-                    format!("{p}.device"),
-                    format!("{err} (give the kernel name or the node GUID, 0002:c903:0031:7f40)"),
-                )
-            })?;
-        }
-        if e.port == 0 {
-            return Err(StateError::invalid(
-                format!("{p}.port"),
-                "port 0 is not an RDMA port: ports count from 1",
-            ));
-        }
+        check_port_identity(&p, &e.device, e.port)?;
         if let Some(q) = &e.qos {
             q.check()
                 .map_err(|err| StateError::invalid(format!("{p}.qos"), err.0))?;
