@@ -299,43 +299,42 @@ pub trait PortTypeHost: Send + Sync {
 
 #[async_trait::async_trait]
 impl PortTypeHost for super::linux::LinuxHost {
-    async fn port_types(&self, pci: &str) -> Result<super::port_type::PortTypes, HostError> {
-        use super::port_type as pt;
+    async fn port_types(&self, pci: &str) -> Result<PortTypes, HostError> {
         let bdf = pci.to_string();
         let mlx4 = self
             .blocking(Op::ReadSysfs(format!("mlx4_core/{pci}")), move |s| {
-                pt::read_mlx4(&s, &bdf)
+                read_mlx4(&s, &bdf)
             })
             .await?;
         if let Some(v) = mlx4 {
-            return Ok(pt::mlx4_readings(&v));
+            return Ok(mlx4_readings(&v));
         }
-        if pt::mlx5_dir(&self.sys, pci).is_dir() {
-            let program = pt::find_mstconfig().ok_or_else(pt::mstconfig_missing)?;
-            return pt::read_firmware(&program, pci).await;
+        if mlx5_dir(&self.sys, pci).is_dir() {
+            let program = find_mstconfig().ok_or_else(mstconfig_missing)?;
+            return read_firmware(&program, pci).await;
         }
-        Err(pt::no_port_type(pci))
+        Err(no_port_type(pci))
     }
+
     async fn set_port_type(
         &self,
         pci: &str,
         port: u32,
         ty: rdma_manager_model::port_type::PortType,
     ) -> Result<(), HostError> {
-        use super::port_type as pt;
-        if pt::mlx4_dir(&self.sys, pci).is_dir() {
+        if mlx4_dir(&self.sys, pci).is_dir() {
             let bdf = pci.to_string();
             return self
                 .blocking(Op::WriteSysfs(format!("mlx4_core/{pci}")), move |s| {
-                    pt::write_mlx4(&s, &bdf, port, ty)
+                    write_mlx4(&s, &bdf, port, ty)
                 })
                 .await;
         }
-        if pt::mlx5_dir(&self.sys, pci).is_dir() {
-            let program = pt::find_mstconfig().ok_or_else(pt::mstconfig_missing)?;
-            return pt::set_firmware(&program, pci, ty).await;
+        if mlx5_dir(&self.sys, pci).is_dir() {
+            let program = find_mstconfig().ok_or_else(mstconfig_missing)?;
+            return set_firmware(&program, pci, ty).await;
         }
-        Err(pt::no_port_type(pci))
+        Err(no_port_type(pci))
     }
 }
 

@@ -171,15 +171,15 @@ pub trait SriovHost: Send + Sync {
 
 #[async_trait::async_trait]
 impl SriovHost for super::linux::LinuxHost {
-    async fn read_sriov(&self, dev: &str) -> Result<Option<super::sriov::SriovPf>, HostError> {
+    async fn read_sriov(&self, dev: &str) -> Result<Option<SriovPf>, HostError> {
         let dev = dev.to_string();
         self.blocking(Op::ReadSysfs("sriov_numvfs".into()), move |sys| {
-            let Some(mut pf) = super::sriov::read_pf(&sys, &dev)? else {
+            let Some(mut pf) = read_pf(&sys, &dev)? else {
                 return Ok(None);
             };
             if let Some(netdev) = &pf.netdev {
                 match super::rtnl::vf_guid::read_vf_link(netdev) {
-                    Ok(link) => super::sriov::fill_guids(&mut pf, &link.vfs),
+                    Ok(link) => fill_guids(&mut pf, &link.vfs),
                     // The netdev went between the two reads: the VFs without GUIDs.
                     Err(e) if e.is_not_found() => {}
                     Err(e) => return Err(e),
@@ -189,6 +189,7 @@ impl SriovHost for super::linux::LinuxHost {
         })
         .await
     }
+
     async fn set_vf_guids(
         &self,
         pf_netdev: &str,
@@ -202,10 +203,11 @@ impl SriovHost for super::linux::LinuxHost {
         })
         .await
     }
+
     async fn rebind_vf(&self, vf_pci: &str) -> Result<Option<String>, HostError> {
         let pci = vf_pci.to_string();
         self.blocking(Op::WriteSysfs("unbind".into()), move |sys| {
-            super::sriov::rebind_vf(&sys, &pci)
+            rebind_vf(&sys, &pci)
         })
         .await
     }

@@ -93,8 +93,15 @@ struct Plan {
 }
 
 impl Plan {
-    /// A part's changes, its steps made the document's with `step`.
-    fn add<S>(&mut self, part: PartPlan<S>, step: impl Fn(S) -> Step) {
+    /// Runs one part's difference and takes its changes, its steps made the document's with
+    /// `step`.
+    fn part<S, T>(
+        &mut self,
+        step: impl Fn(S) -> Step,
+        run: impl FnOnce(&mut PartPlan<S>) -> Result<T, StateError>,
+    ) -> Result<T, StateError> {
+        let mut part = PartPlan::default();
+        let out = run(&mut part)?;
         for (phase, path, op, (current, wanted), s, undo) in part.0 {
             self.phases[phase as usize].push(Change {
                 path,
@@ -105,6 +112,7 @@ impl Plan {
                 undo: step(undo),
             });
         }
+        Ok(out)
     }
 
     fn into_vec(self) -> Vec<Change> {
@@ -114,31 +122,31 @@ impl Plan {
 
 /// The changes that make `current` (a host's full state) what `wanted` says.
 pub fn diff(current: &State, wanted: &State) -> Result<Vec<Change>, StateError> {
+    let (c, w) = (current, wanted);
     let mut plan = Plan::default();
-    let mut links = PartPlan::default();
-    let names = soft_links::diff(&current.soft_links, &wanted.soft_links, &mut links)?;
-    plan.add(links, Step::Link);
-    let mut roce_plan = PartPlan::default();
-    roce::diff(&current.roce, &wanted.roce, &names, &mut roce_plan)?;
-    plan.add(roce_plan, Step::Roce);
-    let mut naming_plan = PartPlan::default();
-    naming::diff(&current.naming, &wanted.naming, &mut naming_plan);
-    plan.add(naming_plan, Step::Naming);
-    let mut setup = PartPlan::default();
-    host_setup::diff(&current.host_setup(), &wanted.host_setup(), &mut setup)?;
-    plan.add(setup, Step::Setup);
-    let mut responder_plan = PartPlan::default();
-    responder(current, wanted, &mut responder_plan);
-    plan.add(responder_plan, |enabled| Step::SetLinkResponder { enabled });
-    let mut ifs = PartPlan::default();
-    interfaces::diff(&current.interfaces, &wanted.interfaces, &mut ifs)?;
-    plan.add(ifs, Step::Interface);
-    let mut ports_plan = PartPlan::default();
-    ports::diff(&current.ports, &wanted.ports, &mut ports_plan)?;
-    plan.add(ports_plan, Step::Port);
-    let mut vfs = PartPlan::default();
-    sriov_vfs::diff(&current.sriov_vfs, &wanted.sriov_vfs, &mut vfs)?;
-    plan.add(vfs, Step::Vf);
+    let links = plan.part(Step::Link, |p| {
+        soft_links::diff(&c.soft_links, &w.soft_links, p)
+    })?;
+    plan.part(Step::Roce, |p| roce::diff(&c.roce, &w.roce, &links, p))?;
+    plan.part(Step::Naming, |p| {
+        naming::diff(&c.naming, &w.naming, p);
+        Ok(())
+    })?;
+    plan.part(Step::Setup, |p| {
+        host_setup::diff(&c.host_setup(), &w.host_setup(), p)
+    })?;
+    plan.part(
+        |enabled| Step::SetLinkResponder { enabled },
+        |p| {
+            responder(c, w, p);
+            Ok(())
+        },
+    )?;
+    plan.part(Step::Interface, |p| {
+        interfaces::diff(&c.interfaces, &w.interfaces, p)
+    })?;
+    plan.part(Step::Port, |p| ports::diff(&c.ports, &w.ports, p))?;
+    plan.part(Step::Vf, |p| sriov_vfs::diff(&c.sriov_vfs, &w.sriov_vfs, p))?;
     Ok(plan.into_vec())
 }
 

@@ -152,8 +152,14 @@ pub(super) fn is_absent(state: Option<EntryState>) -> bool {
     state == Some(EntryState::Absent)
 }
 
-/// A port entry's identity at `p`: the device's kernel name or node GUID, and a port from 1.
-pub(super) fn check_port_identity(p: &str, device: &str, port: u32) -> Result<(), StateError> {
+/// A port entry's identity at `p`: the device's kernel name or node GUID, a port from 1, and
+/// the port listed once in its list (`seen`, by device and port, to the first path).
+pub(super) fn check_port_entry(
+    seen: &mut BTreeMap<(String, u32), String>,
+    p: &str,
+    device: &str,
+    port: u32,
+) -> Result<(), StateError> {
     if !is_guid(device) {
         validate_rdma_name(device).map_err(|err| {
             StateError::invalid(
@@ -168,5 +174,7 @@ pub(super) fn check_port_identity(p: &str, device: &str, port: u32) -> Result<()
             "port 0 is not an RDMA port: ports count from 1",
         ));
     }
-    Ok(())
+    once(seen, (device.to_ascii_lowercase(), port), p, |first| {
+        format!("port {device}/{port} is listed twice (also at {first})")
+    })
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::part::{check_port_identity, once, text, Area, ChangeOp, PartPlan, Phase};
+use super::part::{check_port_entry, text, Area, ChangeOp, PartPlan, Phase};
 use crate::port_type::PortType;
 use crate::state_error::StateError;
 
@@ -45,18 +45,7 @@ pub(super) fn check(ports: &[PortEntry]) -> Result<(), StateError> {
     let mut seen = BTreeMap::new();
     for (i, e) in ports.iter().enumerate() {
         let p = format!("ports[{i}]");
-        check_port_identity(&p, &e.device, e.port)?;
-        once(
-            &mut seen,
-            (e.device.to_ascii_lowercase(), e.port),
-            &p,
-            |first| {
-                format!(
-                    "port {}/{} is listed twice (also at {first})",
-                    e.device, e.port
-                )
-            },
-        )?;
+        check_port_entry(&mut seen, &p, &e.device, e.port)?;
     }
     Ok(())
 }

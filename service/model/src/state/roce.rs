@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::part::{check_port_identity, once, text, Area, ChangeOp, PartPlan, Phase};
+use super::part::{check_port_entry, text, Area, ChangeOp, PartPlan, Phase};
 use super::soft_links::LinkNames;
 use crate::qos::QosProfile;
 use crate::state_error::StateError;
@@ -70,22 +70,11 @@ pub(super) fn check(roce: &[RoceEntry]) -> Result<(), StateError> {
     let mut seen = BTreeMap::new();
     for (i, e) in roce.iter().enumerate() {
         let p = format!("roce[{i}]");
-        check_port_identity(&p, &e.device, e.port)?;
+        check_port_entry(&mut seen, &p, &e.device, e.port)?;
         if let Some(q) = &e.qos {
             q.check()
                 .map_err(|err| StateError::invalid(format!("{p}.qos"), err.0))?;
         }
-        once(
-            &mut seen,
-            (e.device.to_ascii_lowercase(), e.port),
-            &p,
-            |first| {
-                format!(
-                    "port {}/{} is listed twice (also at {first})",
-                    e.device, e.port
-                )
-            },
-        )?;
     }
     Ok(())
 }

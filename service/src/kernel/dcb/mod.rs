@@ -182,54 +182,50 @@ pub trait QosHost: Send + Sync {
 
 #[async_trait::async_trait]
 impl QosHost for super::linux::LinuxHost {
-    async fn dcb_read(&self, netdev: &str) -> Result<super::dcb::DcbConfig, HostError> {
+    async fn dcb_read(&self, netdev: &str) -> Result<DcbConfig, HostError> {
         let n = netdev.to_string();
-        self.blocking(Op::Rtnl("dcb"), move |_| {
-            super::dcb::DcbClient::open()?.get(&n)
-        })
-        .await
+        self.blocking(Op::Rtnl("dcb"), move |_| DcbClient::open()?.get(&n))
+            .await
     }
+
     async fn pause_stats(&self, netdev: &str) -> Result<super::ethtool::PauseStats, HostError> {
         let n = netdev.to_string();
         self.blocking(Op::Genl("ethtool"), move |_| super::ethtool::read_pause(&n))
             .await
     }
-    async fn dcb_change(
-        &self,
-        netdev: &str,
-        change: &super::dcb::DcbChange,
-    ) -> Result<(), HostError> {
+
+    async fn dcb_change(&self, netdev: &str, change: &DcbChange) -> Result<(), HostError> {
         let (n, c) = (netdev.to_string(), change.clone());
-        self.blocking(Op::Rtnl("dcb"), move |_| {
-            super::dcb::DcbClient::open()?.set(&n, &c)
-        })
-        .await
+        self.blocking(Op::Rtnl("dcb"), move |_| DcbClient::open()?.set(&n, &c))
+            .await
     }
+
     async fn roce_traffic_class(&self, dev: &str) -> Result<Option<i32>, HostError> {
         let d = dev.to_string();
         self.blocking(Op::ReadSysfs(d.clone()), move |s| {
-            super::dcb::files::read_traffic_class(&s, &d)
+            files::read_traffic_class(&s, &d)
         })
         .await
     }
+
     async fn set_roce_traffic_class(&self, dev: &str, tc: i32) -> Result<(), HostError> {
         let d = dev.to_string();
         self.blocking(Op::WriteSysfs(d.clone()), move |s| {
-            super::dcb::files::write_traffic_class(&s, &d, tc)
+            files::write_traffic_class(&s, &d, tc)
         })
         .await
     }
+
     async fn roce_ecn(&self, netdev: &str) -> Result<Option<u8>, HostError> {
         let n = netdev.to_string();
-        self.blocking(Op::ReadSysfs(n.clone()), move |s| {
-            super::dcb::files::read_ecn(&s, &n)
-        })
-        .await
+        self.blocking(Op::ReadSysfs(n.clone()), move |s| files::read_ecn(&s, &n))
+            .await
     }
+
     async fn set_roce_ecn(&self, netdev: &str, mask: u8) -> Result<(), HostError> {
         let n = netdev.to_string();
         self.blocking(Op::WriteSysfs(n.clone()), move |s| {
-            super::dcb::files::write_ecn(&s, &n, mask)
+            files::write_ecn(&s, &n, mask)
         })
         .await
     }

@@ -289,6 +289,7 @@ impl crate::kernel::QosHost for SimHost {
         self.read_fault("DCB")?;
         read(&mut self.lock(), netdev)
     }
+
     async fn pause_stats(
         &self,
         netdev: &str,
@@ -296,6 +297,7 @@ impl crate::kernel::QosHost for SimHost {
         self.read_fault("pause")?;
         pause(&mut self.lock(), netdev)
     }
+
     async fn dcb_change(
         &self,
         netdev: &str,
@@ -306,20 +308,24 @@ impl crate::kernel::QosHost for SimHost {
         self.take_fault(&mut st, SimOp::QosWrite)?;
         self::change(&mut st, netdev, change)
     }
+
     async fn roce_traffic_class(&self, dev: &str) -> Result<Option<i32>, HostError> {
         self.read_fault("traffic_class")?;
         traffic_class(&self.lock(), dev)
     }
+
     async fn set_roce_traffic_class(&self, dev: &str, tc: i32) -> Result<(), HostError> {
         self.delay(SimOp::QosWrite).await;
         let mut st = self.lock();
         self.take_fault(&mut st, SimOp::QosWrite)?;
         set_traffic_class(&mut st, dev, tc)
     }
+
     async fn roce_ecn(&self, netdev: &str) -> Result<Option<u8>, HostError> {
         self.read_fault("ecn")?;
         ecn(&mut self.lock(), netdev)
     }
+
     async fn set_roce_ecn(&self, netdev: &str, mask: u8) -> Result<(), HostError> {
         self.delay(SimOp::QosWrite).await;
         let mut st = self.lock();

@@ -57,7 +57,7 @@ pub enum SimOp {
     WriteFile,
     RemoveFile,
     ReloadUdev,
-    /// A DCB change or a RoCE QoS file written (`Host::dcb_change`, `set_roce_*`).
+    /// A DCB change or a RoCE QoS file written (`QosHost::dcb_change`, `set_roce_*`).
     QosWrite,
     SetVfGuids,
     RebindVf,

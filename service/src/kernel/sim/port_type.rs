@@ -270,6 +270,7 @@ impl crate::kernel::PortTypeHost for SimHost {
     ) -> Result<crate::kernel::port_type::PortTypes, HostError> {
         self.sim_port_types(pci)
     }
+
     async fn set_port_type(
         &self,
         pci: &str,

@@ -157,6 +157,7 @@ impl crate::kernel::SriovHost for SimHost {
         crate::kernel::sriov::fill_guids(&mut pf, &reported);
         Ok(Some(pf))
     }
+
     async fn set_vf_guids(
         &self,
         pf_netdev: &str,
@@ -168,6 +169,7 @@ impl crate::kernel::SriovHost for SimHost {
         self.take_fault(&mut st, SimOp::SetVfGuids)?;
         set_vf_guids(&mut st, pf_netdev, vf, node_guid.0, port_guid.0)
     }
+
     async fn rebind_vf(&self, vf_pci: &str) -> Result<Option<String>, HostError> {
         let mut st = self.lock();
         self.take_fault(&mut st, SimOp::RebindVf)?;
