@@ -8,7 +8,8 @@
 # the system bus (busctl), udev and systemd. Phase 2 (after a real reboot): check what the
 # daemon re-applied at boot before anyone calls it. Each check writes a transcript
 # out/NAME.txt and a line "syslab: ok NAME" or "syslab: FAIL NAME" to out/summary and the
-# console. Exit 100 asks syslab-boot for a reboot, 0 for power off.
+# console. Exit 100 asks syslab-boot for a reboot, 0 for power off: after phase 4, or after
+# phase N when run.sh put syslab.boots=N on the command line (--boots N).
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 set -u
 phase=${1:?phase}
@@ -19,6 +20,13 @@ role=main
 grep -qw 'syslab.role=nfs-client' /proc/cmdline && role=nfs-client
 out=$share/out
 [ "$role" = main ] || out=$share/out-$role
+# The reboot into the next phase, or power off when this boot is the run's last.
+next_boot() {
+  if grep -qw "syslab.boots=$phase" /proc/cmdline; then
+    exit 0
+  fi
+  exit 100
+}
 # Rendezvous of the two guests (files on the shared directory); absent in a one-guest run.
 rdv=$share/rdv
 mkdir -p "$out"
@@ -1314,7 +1322,7 @@ case "$phase" in
     check journal c_journal
     check security c_security
     echo "phase 1: $failures failed" >>"$out/summary"
-    exit 100
+    next_boot
     ;;
   2)
     # Nobody calls the daemon before these have looked.
@@ -1341,7 +1349,7 @@ case "$phase" in
     check health c_health
     check ip-managers c_ip_managers
     echo "phase 2: $failures failed" >>"$out/summary"
-    exit 100
+    next_boot
     ;;
   3)
     [ -d "$share/ansible" ] && check reboot-ansible c_reboot_ansible
@@ -1350,7 +1358,7 @@ case "$phase" in
     check exporter c_exporter
     check broker-switch c_broker_switch
     echo "phase 3: $failures failed" >>"$out/summary"
-    exit 100
+    next_boot
     ;;
   4)
     # dbus-broker is the system bus from this boot on.
