@@ -463,10 +463,11 @@ c_tui() {
   local uid
   uid=$(id -u "$TUI_USER")
   run journalctl -b -u rdma-managerd.service --no-pager -o cat CALLER_UID="$uid"
-  journalctl -b -u rdma-managerd.service -o cat CALLER_UID="$uid" OUTCOME=refused METHOD=SetRoceTos \
-    | grep -q 'by uid' || fail "no audit line of the refused SetRoceTos of uid $uid"
-  journalctl -b -u rdma-managerd.service -o cat CALLER_UID="$uid" OUTCOME=done METHOD=SetRoceTos \
-    | grep -q 'tos=32' || fail "no audit line of the SetRoceTos of uid $uid that was done"
+  # rdma-tui's forms apply their keys as a state document (ApplyState), which the line holds.
+  journalctl -b -u rdma-managerd.service -o cat CALLER_UID="$uid" OUTCOME=refused METHOD=ApplyState \
+    | grep -q 'by uid' || fail "no audit line of the refused ApplyState of uid $uid"
+  journalctl -b -u rdma-managerd.service -o cat CALLER_UID="$uid" OUTCOME=done METHOD=ApplyState \
+    | grep -q 'tos: 32' || fail "no audit line of the ApplyState (tos: 32) of uid $uid that was done"
   # Back to what the reboot checks expect.
   bcall "$(device_path rxe0)/Port/1" "$BUS.Port" SetRoceTos y "$TOS"
 }

@@ -16,6 +16,7 @@ use rdma_manager_dbus::proxies::{
 pub use rdma_manager_dbus::types::{HostStep, LinkResponder, LinkTestResult, NamePreview};
 use rdma_manager_dbus::{BUS_NAME, ROOT_PATH};
 use rdma_manager_model::qos::QosProfile;
+use rdma_manager_model::state::State;
 use tokio::sync::mpsc::UnboundedSender;
 use zbus::fdo::{DBusProxy, ObjectManagerProxy};
 use zbus::proxy::CacheProperties;
@@ -138,13 +139,13 @@ pub enum Call {
         path: String,
         umcast: bool,
     },
-    SetRoceMode {
-        port: String,
-        mode: String,
-    },
-    SetRoceTos {
-        port: String,
-        tos: u8,
+    /// Settings as a document of the declarative state (only the keys that change), applied
+    /// as `ApplyState` applies it: every step in one transaction, each area's polkit action
+    /// asked before the first. A form applies its keys this way, so a key the state gains
+    /// needs no call of its own. `what` says it in words.
+    ApplyState {
+        state: Box<State>,
+        what: String,
     },
     SetIpoibName {
         guid: String,
@@ -316,12 +317,7 @@ impl Call {
                     u8::from(*umcast)
                 )
             }
-            Call::SetRoceMode { port, mode } => {
-                format!("set RoCE mode of {} to {mode}", port_name(model, port))
-            }
-            Call::SetRoceTos { port, tos } => {
-                format!("set RoCE ToS of {} to {tos}", port_name(model, port))
-            }
+            Call::ApplyState { what, .. } => what.clone(),
             Call::SetIpoibName { guid, name, .. } => format!("name IPoIB {guid} {name}"),
             Call::RemoveIpoibName { guid } => format!("remove IPoIB name of {guid}"),
             Call::SetRdmaNamingPolicy { policy, .. } => format!("set naming policy {policy}"),
@@ -1161,7 +1157,11 @@ async fn perform_inner(
         | Call::SetIpoibMode { .. }
         | Call::SetIpoibMtu { .. }
         | Call::SetIpoibUmcast { .. } => ipoib_call(conn, call).await,
-        Call::SetRoceMode { .. } | Call::SetRoceTos { .. } => roce_call(conn, call).await,
+        Call::ApplyState { state, .. } => manager_proxy(conn)
+            .await?
+            .apply_state(&rdma_manager_model::state::to_yaml(state), 0)
+            .await
+            .map(|_| CallOutput::Done),
         Call::SetIpoibName { .. }
         | Call::RemoveIpoibName { .. }
         | Call::SetRdmaNamingPolicy { .. }
@@ -1280,23 +1280,6 @@ async fn ipoib_call(conn: &Connection, call: &Call) -> zbus::Result<CallOutput> 
         Call::SetIpoibUmcast { path, umcast } => ipoib_proxy(conn, path)
             .await?
             .set_umcast(*umcast)
-            .await
-            .map(done),
-        other => Err(misrouted(other)),
-    }
-}
-
-/// The RoCE page's calls: rdma_cm's default RoCE version and type of service.
-async fn roce_call(conn: &Connection, call: &Call) -> zbus::Result<CallOutput> {
-    match call {
-        Call::SetRoceMode { port, mode } => port_proxy(conn, port)
-            .await?
-            .set_roce_mode(mode)
-            .await
-            .map(done),
-        Call::SetRoceTos { port, tos } => port_proxy(conn, port)
-            .await?
-            .set_roce_tos(*tos)
             .await
             .map(done),
         other => Err(misrouted(other)),

@@ -452,52 +452,6 @@ fn soft_link_remove() {
 }
 
 #[test]
-fn roce_changes_only_what_differs() {
-    let mlx5_1 = "/org/rdmamanager/RdmaManager1/Device/2/Port/1";
-    let mut app = app_on(PageId::Roce);
-    press(&mut app, KeyCode::Down);
-    press(&mut app, KeyCode::Enter);
-    press(&mut app, KeyCode::Left);
-    press(&mut app, KeyCode::Tab);
-    ctrl(&mut app, 'u');
-    type_text(&mut app, "106");
-    press(&mut app, KeyCode::Enter);
-    assert_eq!(
-        answer_all(&mut app, Ok(CallOutput::Done)),
-        vec![Call::SetRoceMode {
-            port: mlx5_1.into(),
-            mode: "v1".into()
-        }]
-    );
-    assert_eq!(
-        answer_all(&mut app, Ok(CallOutput::Done)),
-        vec![Call::SetRoceTos {
-            port: mlx5_1.into(),
-            tos: 106
-        }]
-    );
-    // rxe0 knows only v2, and 256 is not a ToS.
-    let mut app = app_on(PageId::Roce);
-    press(&mut app, KeyCode::End);
-    press(&mut app, KeyCode::Enter);
-    press(&mut app, KeyCode::Left);
-    press(&mut app, KeyCode::Tab);
-    ctrl(&mut app, 'u');
-    type_text(&mut app, "256");
-    press(&mut app, KeyCode::Enter);
-    assert!(calls(&mut app).is_empty());
-    press(&mut app, KeyCode::Backspace);
-    press(&mut app, KeyCode::Enter);
-    assert_eq!(
-        calls(&mut app),
-        vec![Call::SetRoceTos {
-            port: "/org/rdmamanager/RdmaManager1/Device/3/Port/1".into(),
-            tos: 25
-        }]
-    );
-}
-
-#[test]
 fn naming_previews_on_show_and_after_a_change() {
     let mut app = app_on(PageId::Naming);
     assert_eq!(calls_peek(&mut app), vec![Call::PreviewRdmaNames]);

@@ -100,17 +100,6 @@ fn soft_link_add() {
 }
 
 #[test]
-fn roce_edit() {
-    let mut app = app_on(PageId::Roce);
-    press(&mut app, KeyCode::End);
-    press(&mut app, KeyCode::Enter);
-    press(&mut app, KeyCode::Tab);
-    ctrl(&mut app, 'u');
-    type_text(&mut app, "300");
-    assert_snapshot!(screen(&mut app, 80, 24));
-}
-
-#[test]
 fn naming_forms() {
     let mut app = app_on(PageId::Naming);
     answer_preview(&mut app);

@@ -121,3 +121,56 @@ async fn a_refused_create_names_the_action_and_keeps_the_form() -> Result<()> {
     ensure!(t.sim.kernel_snapshot() == before, "the kernel changed");
     Ok(())
 }
+
+/// Opens the RoCE form of rxe0/1 and applies ToS `tos`.
+fn set_rxe_tos(tui: &Tmux, tos: &str) -> Result<()> {
+    tui.wait_for_text("mlx5_0", WAIT)?;
+    tui.keys(&["6"])?;
+    tui.wait_for_text("RoCE ports", WAIT)?;
+    tui.keys(&["End", "Enter"])?;
+    tui.wait_for_text("RoCE defaults of rxe0/1", WAIT)?;
+    tui.keys(&["Tab", "C-u"])?;
+    tui.type_text(tos)?;
+    tui.keys(&["Enter"])
+}
+
+/// The RoCE form applies the port's entry of the state document (ApplyState): refused for a
+/// user without the action, with the action named and nothing changed; done for root, shown
+/// in the port's row and remembered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_roce_form_applies_through_the_state() -> Result<()> {
+    if skip() {
+        return Ok(());
+    }
+    let t = SystemSetup::new(false, PolkitConfig::rdma_manager()).await?;
+    // SAFETY: no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        let user = Credentials::test_user(false);
+        let tui = start_client(&t, Some(&user))?;
+        set_rxe_tos(&tui, "32")?;
+        let s = tui.wait_for_text("org.rdmamanager.rdmamanager1.manage-roce", WAIT)?;
+        ensure!(
+            s.contains("RoCE defaults of rxe0/1") && s.contains("[32"),
+            "{s}"
+        );
+        ensure!(
+            t.etc_file("/etc/rdma-manager/roce.toml").is_none(),
+            "remembered although refused"
+        );
+    }
+    let tui = start_client(&t, None)?;
+    set_rxe_tos(&tui, "32")?;
+    let s = tui.wait_for("ToS 32 in rxe0/1's row", WAIT, |s| {
+        !s.contains("RoCE defaults of")
+            && s.lines().any(|l| {
+                let row = l.trim_start_matches(['>', ' ']);
+                row.starts_with("rxe0/1 ") && row.split_whitespace().nth(5) == Some("32")
+            })
+    })?;
+    ensure!(!s.contains("Cannot"), "{s}");
+    let remembered = t
+        .etc_file("/etc/rdma-manager/roce.toml")
+        .unwrap_or_default();
+    ensure!(remembered.contains("tos = 32"), "roce.toml:\n{remembered}");
+    Ok(())
+}

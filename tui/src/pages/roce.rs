@@ -18,6 +18,7 @@ use crate::model::{Model, Port};
 use crate::qosform;
 use crate::theme::Theme;
 use rdma_manager_model::qos::QosProfile;
+use rdma_manager_model::state::{RoceEntry, RoceVersion, State};
 
 /// RoCE versions, as the API names them, and the GID type each needs.
 const MODES: [(&str, &str); 2] = [("v1", "IB/RoCE v1"), ("v2", "RoCE v2")];
@@ -123,28 +124,47 @@ fn check_edit(form: &mut Form) {
     form.set_error("tos", err);
 }
 
-/// The calls an edit makes: only what differs from the port now, the version first.
+/// The call an edit makes: the port's `roce` entry of the state document with the keys that
+/// differ from the port now, applied as one change (none when nothing differs).
 fn edit_calls(form: &Form, port: &Port) -> Vec<Call> {
-    let mut calls = Vec::new();
+    let mut entry = RoceEntry {
+        device: port.device_name.clone(),
+        port: port.number,
+        mode: None,
+        tos: None,
+        qos: None,
+    };
+    let mut what = Vec::new();
     if let Some(mode) = form.choice("mode") {
         // A version the port lacks is never sent (the choice cannot select it, but a port
         // whose modes are unreadable starts on one).
         if mode != port.roce_mode && port.roce_modes.iter().any(|m| m == mode) {
-            calls.push(Call::SetRoceMode {
-                port: port.path.clone(),
-                mode: mode.to_string(),
-            });
+            entry.mode = match mode {
+                "v1" => Some(RoceVersion::V1),
+                "v2" => Some(RoceVersion::V2),
+                _ => None,
+            };
+            what.push(format!("RoCE {mode}"));
         }
     }
     if let Ok(tos) = check::tos(form.text("tos")) {
         if tos != port.roce_tos {
-            calls.push(Call::SetRoceTos {
-                port: port.path.clone(),
-                tos,
-            });
+            entry.tos = Some(tos);
+            what.push(format!("ToS {tos}"));
         }
     }
-    calls
+    if what.is_empty() {
+        return Vec::new();
+    }
+    let what = format!("set {}: {}", port_label(port), what.join(", "));
+    let state = State {
+        roce: Some(vec![entry]),
+        ..State::default()
+    };
+    vec![Call::ApplyState {
+        state: Box::new(state),
+        what,
+    }]
 }
 
 impl RocePage {
@@ -492,6 +512,120 @@ mod tests {
         let i = ports.iter().position(|p| port_label(p) == label);
         page.selected = i.unwrap_or_else(|| panic!("{label} on the demo host"));
         ports[page.selected].path.clone()
+    }
+
+    fn press_in(page: &mut RocePage, m: &Model, codes: &[KeyCode]) -> Vec<Outcome> {
+        use crate::pages::test_support::key;
+        codes.iter().map(|c| page.handle_key(key(*c), m)).collect()
+    }
+
+    fn type_in(page: &mut RocePage, m: &Model, text: &str) {
+        let keys: Vec<KeyCode> = text.chars().map(KeyCode::Char).collect();
+        press_in(page, m, &keys);
+    }
+
+    fn clear_field(page: &mut RocePage, m: &Model) {
+        use crossterm::event::KeyModifiers;
+        page.handle_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL), m);
+    }
+
+    fn roce_change(device: &str, mode: Option<RoceVersion>, tos: Option<u8>, what: &str) -> Call {
+        Call::ApplyState {
+            state: Box::new(State {
+                roce: Some(vec![RoceEntry {
+                    device: device.into(),
+                    port: 1,
+                    mode,
+                    tos,
+                    qos: None,
+                }]),
+                ..State::default()
+            }),
+            what: what.into(),
+        }
+    }
+
+    /// The form sends the port's entry of the state document with only the keys that
+    /// differ, both in one change; a value out of range sends nothing and keeps the form.
+    #[test]
+    fn the_form_applies_only_what_differs_as_one_change() {
+        let m = demo_model();
+        let mut page = RocePage::default();
+        select(&mut page, &m, "mlx5_1/1");
+        // Version v2 -> v1 (Left), then the ToS.
+        press_in(
+            &mut page,
+            &m,
+            &[KeyCode::Enter, KeyCode::Left, KeyCode::Tab],
+        );
+        clear_field(&mut page, &m);
+        type_in(&mut page, &m, "106");
+        let sent = press_in(&mut page, &m, &[KeyCode::Enter]);
+        assert_eq!(
+            sent,
+            vec![Outcome::Call(roce_change(
+                "mlx5_1",
+                Some(RoceVersion::V1),
+                Some(106),
+                "set mlx5_1/1: RoCE v1, ToS 106"
+            ))]
+        );
+
+        // rxe0 knows only v2, and 256 is not a ToS.
+        let mut page = RocePage::default();
+        select(&mut page, &m, "rxe0/1");
+        press_in(
+            &mut page,
+            &m,
+            &[KeyCode::Enter, KeyCode::Left, KeyCode::Tab],
+        );
+        clear_field(&mut page, &m);
+        type_in(&mut page, &m, "256");
+        assert_eq!(
+            press_in(&mut page, &m, &[KeyCode::Enter]),
+            vec![Outcome::Handled]
+        );
+        assert!(page.editing(), "refused, still open");
+        let sent = press_in(&mut page, &m, &[KeyCode::Backspace, KeyCode::Enter]);
+        assert_eq!(
+            sent,
+            vec![
+                Outcome::Handled,
+                Outcome::Call(roce_change("rxe0", None, Some(25), "set rxe0/1: ToS 25"))
+            ]
+        );
+    }
+
+    /// The form at 80x24 with a ToS out of range: the version rxe lacks is offered greyed
+    /// with why, and the field says what a ToS is.
+    #[test]
+    fn the_form_at_80x24() {
+        use crate::pages::test_support::screen;
+        let m = demo_model();
+        let mut page = RocePage::default();
+        select(&mut page, &m, "rxe0/1");
+        press_in(&mut page, &m, &[KeyCode::Enter, KeyCode::Tab]);
+        clear_field(&mut page, &m);
+        type_in(&mut page, &m, "300");
+        insta::assert_snapshot!(screen(&mut page, &m, 80, 24), @r#"
+        RoCE ports: rdma_cm defaults (3)
+          Port           Netdev          State    Version Supported ToS  Remembered
+          mlx4_1/2       enp4s0d1        ACTIVE   v2      v1 v2     0    no
+          mlx5_1/1       enp59s0f1np1    ACTIVE   v2      v1 v2     0    no
+        > rxe0/1         eth0            ACTIVE   v2      v2        0    no
+        ────────────────────────────────────────────────────────────────────────────────
+        rx┌ RoCE defaults of rxe0/1 ─────────────────────────────────────────────────┐
+        No│   Port    rxe0/1 over eth0                                               │
+        Bo│   Version (-) RoCE v1  (*) RoCE v2                                       │
+        ch│           RoCE v1: unavailable (the GID table has no IB/RoCE v1 entries) │
+          │ > ToS     [300 ]                                                         │
+          │           0 to 255: DSCP x 4 + ECN (106: DSCP 26, ECN-capable)           │
+          │           ! "300" is not 0 to 255 (or 0x00 to 0xff); the ToS is one byte │
+          │           (e.g. 106)                                                     │
+          │                                                                          │
+          │                          [ Apply ]   [ Cancel ]                          │
+          └──────────────────────────────────────────────────────────────────────────┘
+        "#);
     }
 
     /// `Q` reads the selected port's profile; the form opens on the answer, is checked as

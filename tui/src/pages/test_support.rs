@@ -25,3 +25,17 @@ pub fn draw(page: &mut dyn Page, model: &Model, w: u16, h: u16) -> TestBackend {
     term.draw(|f| page.render(f, f.area(), &ctx)).expect("draw");
     term.backend().clone()
 }
+
+/// The text of `page` drawn on a `w`×`h` terminal, each line without its trailing blanks, for
+/// an inline snapshot.
+pub fn screen(page: &mut dyn Page, model: &Model, w: u16, h: u16) -> String {
+    let backend = draw(page, model, w, h);
+    let buffer = backend.buffer();
+    let mut out = String::new();
+    for y in 0..h {
+        let line: String = (0..w).map(|x| buffer[(x, y)].symbol()).collect();
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
