@@ -138,13 +138,16 @@ fn edit_calls(form: &Form, port: &Port) -> Vec<Call> {
     if let Some(mode) = form.choice("mode") {
         // A version the port lacks is never sent (the choice cannot select it, but a port
         // whose modes are unreadable starts on one).
+        let version = match mode {
+            "v1" => Some(RoceVersion::V1),
+            "v2" => Some(RoceVersion::V2),
+            _ => None,
+        };
         if mode != port.roce_mode && port.roce_modes.iter().any(|m| m == mode) {
-            entry.mode = match mode {
-                "v1" => Some(RoceVersion::V1),
-                "v2" => Some(RoceVersion::V2),
-                _ => None,
-            };
-            what.push(format!("RoCE {mode}"));
+            if let Some(v) = version {
+                entry.mode = Some(v);
+                what.push(format!("RoCE {mode}"));
+            }
         }
     }
     if let Ok(tos) = check::tos(form.text("tos")) {
