@@ -254,13 +254,6 @@ pub enum Call {
     GetQosProfile {
         port: String,
     },
-    /// A RoCE port's whole QoS profile (what it leaves as it is: absent ETS, traffic class
-    /// or ECN).
-    SetQosProfile {
-        port: String,
-        // Boxed: the profile is larger than every other call.
-        profile: Box<QosProfile>,
-    },
     /// A VPI port's type (`ib`, `eth` or `auto`): at once through mlx4's driver, staged in
     /// mlx5's firmware for the next boot.
     SetPortType {
@@ -382,9 +375,6 @@ impl Call {
             Call::RollBackChange { .. } => "roll the change back".into(),
             Call::GetQosProfile { port } => {
                 format!("read the QoS profile of {}", port_name(model, port))
-            }
-            Call::SetQosProfile { port, .. } => {
-                format!("set the QoS profile of {}", port_name(model, port))
             }
             Call::SetPortType { port, port_type } => {
                 let name = port_name(model, port);
@@ -1189,7 +1179,7 @@ async fn perform_inner(
         | Call::GetLinkResponder
         | Call::SetLinkResponder { .. } => link_test_call(conn, call).await,
         Call::GetCounters { port } => read_counters(conn, port, tx).await,
-        Call::GetQosProfile { .. } | Call::SetQosProfile { .. } => qos_call(conn, call).await,
+        Call::GetQosProfile { port } => read_qos_profile(conn, port).await,
         Call::SetPortType { port, port_type } => port_proxy(conn, port)
             .await?
             .set_port_type(port_type)
@@ -1286,36 +1276,15 @@ async fn ipoib_call(conn: &Connection, call: &Call) -> zbus::Result<CallOutput> 
     }
 }
 
-/// The RoCE page's QoS profile: read it, set it whole (`SetQosProfile` takes every setting;
-/// the daemon derives trust from the DSCP map).
-async fn qos_call(conn: &Connection, call: &Call) -> zbus::Result<CallOutput> {
-    match call {
-        Call::GetQosProfile { port } => {
-            let (reply, remembered) = port_proxy(conn, port).await?.get_qos_profile().await?;
-            let profile = rdma_manager_model::qos::from_bus(&reply)
-                .map_err(|e| zbus::Error::Failure(format!("the service's QoS profile: {e}")))?;
-            Ok(CallOutput::QosProfile {
-                profile,
-                remembered,
-            })
-        }
-        Call::SetQosProfile { port, profile } => {
-            let b = rdma_manager_model::qos::to_bus(profile);
-            port_proxy(conn, port)
-                .await?
-                .set_qos_profile(
-                    b.pfc,
-                    b.ets_bandwidth,
-                    b.ets_prio_tc,
-                    b.dscp,
-                    b.traffic_class,
-                    b.ecn,
-                )
-                .await
-                .map(done)
-        }
-        other => Err(misrouted(other)),
-    }
+/// A RoCE port's QoS profile, as `Port.GetQosProfile` gives it, and whether it is remembered.
+async fn read_qos_profile(conn: &Connection, port: &str) -> zbus::Result<CallOutput> {
+    let (reply, remembered) = port_proxy(conn, port).await?.get_qos_profile().await?;
+    let profile = rdma_manager_model::qos::from_bus(&reply)
+        .map_err(|e| zbus::Error::Failure(format!("the service's QoS profile: {e}")))?;
+    Ok(CallOutput::QosProfile {
+        profile,
+        remembered,
+    })
 }
 
 /// The naming page's calls: policy, fixed names, IPoIB names, a rename and the preview.

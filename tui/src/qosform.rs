@@ -1,7 +1,8 @@
 //! The "QoS profile" form of a RoCE port (lossless RoCE): trust, PFC, ETS, the DSCP map,
 //! mlx5's RoCE traffic class and ECN, pre-filled from `Port.GetQosProfile`, each field checked
 //! as it is typed with the parsers and rules the daemon itself applies
-//! (`rdma_manager_model::qos`), and sent whole (`SetQosProfile`) only when the port would hold
+//! (`rdma_manager_model::qos`), and applied whole (the port's `roce` entry's `qos` in the
+//! state document, the RoCE page's `Call::ApplyState`) only when the port would hold
 //! something else afterwards.
 //!
 //! Trust follows the DSCP map, as on the bus (the daemon derives it from the map): choosing
@@ -12,7 +13,6 @@ use rdma_manager_model::qos::{
     Ets, QosError, QosProfile, Trust,
 };
 
-use crate::client::Call;
 use crate::form::{ChoiceOption, Field, FieldKind, Form};
 
 /// The form of `port` ("mlx5_1/1 over eth2") holding `now`, the profile the port has.
@@ -171,19 +171,11 @@ pub fn wanted(form: &Form) -> Result<QosProfile, QosError> {
     Ok(p)
 }
 
-/// The call the form makes for `port` (an object path) having `now`: none when the port
-/// would hold the same profile afterwards.
-pub fn calls(form: &Form, port: &str, now: &QosProfile) -> Vec<Call> {
-    let Ok(want) = wanted(form) else {
-        return Vec::new();
-    };
-    if want.over(now) == now.clone().normalized() {
-        return Vec::new();
-    }
-    vec![Call::SetQosProfile {
-        port: port.to_string(),
-        profile: Box::new(want),
-    }]
+/// The profile the form applies to a port having `now`: none while a field is wrong, or when
+/// the port would hold the same profile afterwards.
+pub fn changed(form: &Form, now: &QosProfile) -> Option<QosProfile> {
+    let want = wanted(form).ok()?;
+    (want.over(now) != now.clone().normalized()).then_some(want)
 }
 
 #[cfg(test)]
@@ -218,7 +210,7 @@ mod tests {
         assert_eq!((f.text("traffic_class"), f.text("ecn")), ("0", "none"));
         assert!(!f.has_errors());
         assert_eq!(wanted(&f), Ok(now.clone()));
-        assert!(calls(&f, "/p", &now).is_empty());
+        assert!(changed(&f, &now).is_none());
         // A driver without a traffic class or ECN: empty fields leave them, nothing sent.
         let bare = QosProfile::default();
         let f = form("rxe0/1", &bare, false);
@@ -226,7 +218,7 @@ mod tests {
             (f.text("ets"), f.text("traffic_class"), f.text("ecn")),
             ("", "", "")
         );
-        assert!(calls(&f, "/p", &bare).is_empty());
+        assert!(changed(&f, &bare).is_none());
     }
 
     #[test]
@@ -243,13 +235,7 @@ mod tests {
             dscp: [(26, 3)].into(),
             ..now.clone()
         };
-        assert_eq!(
-            calls(&f, "/p", &now),
-            vec![Call::SetQosProfile {
-                port: "/p".into(),
-                profile: Box::new(want)
-            }]
-        );
+        assert_eq!(changed(&f, &now), Some(want));
         set_trust(&mut f, Trust::Pcp);
         check(&mut f, Some("trust"));
         assert_eq!(f.text("dscp"), "none");
@@ -280,7 +266,7 @@ mod tests {
             edit(&mut f, id, bad);
             let err = f.get(id).and_then(|d| d.error.clone()).unwrap_or_default();
             assert!(err.contains(says), "{id}={bad}: {err:?}");
-            assert!(calls(&f, "/p", &now).is_empty(), "{id}={bad}");
+            assert!(changed(&f, &now).is_none(), "{id}={bad}");
         }
     }
 
@@ -297,7 +283,7 @@ mod tests {
             (&None, None, &None)
         );
         // Left as they are: the port would hold what it holds.
-        assert!(calls(&f, "/p", &now).is_empty());
+        assert!(changed(&f, &now).is_none());
         edit(&mut f, "ecn", "none");
         assert_eq!(wanted(&f).map(|p| p.ecn), Ok(Some(vec![])));
     }

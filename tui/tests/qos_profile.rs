@@ -8,6 +8,7 @@ use common::*;
 use crossterm::event::KeyCode;
 use insta::assert_snapshot;
 use rdma_manager_model::qos::{parse_ets, QosProfile, Trust};
+use rdma_manager_model::state::{RoceEntry, State};
 use rdma_tui::app::{App, Status};
 use rdma_tui::client::{Call, CallError, CallOutput, ErrorKind, Update};
 use rdma_tui::pages::PageId;
@@ -78,7 +79,7 @@ fn wrong_input_is_shown_on_its_field_and_refused() {
 
 #[test]
 fn a_valid_profile_is_sent_whole_and_nothing_unchanged() {
-    let (mut app, port) = form_open();
+    let (mut app, _) = form_open();
     press(&mut app, KeyCode::Enter);
     assert!(calls(&mut app).is_empty());
     assert!(
@@ -108,9 +109,18 @@ fn a_valid_profile_is_sent_whole_and_nothing_unchanged() {
     };
     assert_eq!(
         answer_all(&mut app, Ok(CallOutput::Done)),
-        vec![Call::SetQosProfile {
-            port,
-            profile: Box::new(want)
+        vec![Call::ApplyState {
+            state: Box::new(State {
+                roce: Some(vec![RoceEntry {
+                    device: "mlx5_1".into(),
+                    port: 1,
+                    mode: None,
+                    tos: None,
+                    qos: Some(want),
+                }]),
+                ..State::default()
+            }),
+            what: "set the QoS profile of mlx5_1/1".into(),
         }]
     );
     assert!(

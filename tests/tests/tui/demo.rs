@@ -122,26 +122,29 @@ async fn network_calls_go_through_the_demos_networkd() -> Result<()> {
 }
 
 /// The RoCE page's QoS profile form against the demo's daemon: mlx5_1/1 (DCB on the demo
-/// host) is read, the form's edit (PFC 3, DSCP 26 to priority 3) is sent as the form makes
-/// it, and the port reads back with it, remembered; rxe0/1's netdev has no DCB, so its read
+/// host) is read, the form's edit (PFC 3, DSCP 26 to priority 3) is sent as the page makes
+/// it (the port's `roce` entry through ApplyState), and the port reads back with it,
+/// remembered; rxe0/1's netdev has no DCB, so its read
 /// is NotSupported with the kernel's reason.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_qos_form_sets_the_demos_profile_and_reads_it_back() -> Result<()> {
     use rdma_tui::client::{perform, Call, CallError, CallOutput, ErrorKind, Update};
+    use rdma_tui::pages::roce::qos_calls;
     use rdma_tui::qosform;
     let Some((_demo, conn)) = demo_client(None).await? else {
         return Ok(());
     };
     let model = rdma_tui::client::read_model(&conn, None).await?;
-    let path = |label: &str| {
+    let port = |label: &str| {
         model
             .ports_in_order()
             .into_iter()
             .find(|p| format!("{}/{}", p.device_name, p.number) == label)
-            .map(|p| p.path.clone())
+            .cloned()
             .with_context(|| format!("{label} on the demo host"))
     };
-    let (mlx5, rxe) = (path("mlx5_1/1")?, path("rxe0/1")?);
+    let (mlx5_port, rxe) = (port("mlx5_1/1")?, port("rxe0/1")?.path);
+    let mlx5 = mlx5_port.path.clone();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let mut answer = async |call: Call| -> Result<Result<CallOutput, CallError>> {
         perform(&conn, 1, call.clone(), &tx).await;
@@ -164,7 +167,7 @@ async fn the_qos_form_sets_the_demos_profile_and_reads_it_back() -> Result<()> {
         qosform::check(&mut form, Some(id));
     }
     ensure!(!form.has_errors(), "{:?}", form.fields);
-    let calls = qosform::calls(&form, &mlx5, &now);
+    let calls = qos_calls(&form, &mlx5_port, &now);
     ensure!(calls.len() == 1, "{calls:?}");
     for call in calls {
         let result = answer(call.clone()).await?;
@@ -183,7 +186,7 @@ async fn the_qos_form_sets_the_demos_profile_and_reads_it_back() -> Result<()> {
     ensure!(after.dscp.get(&26) == Some(&3), "{after:?}");
     // Read back, the form holds what was applied and sends nothing.
     let again = qosform::form("mlx5_1/1", &after, remembered);
-    ensure!(qosform::calls(&again, &mlx5, &after).is_empty());
+    ensure!(qos_calls(&again, &mlx5_port, &after).is_empty());
     match answer(Call::GetQosProfile { port: rxe }).await? {
         Err(e) => ensure!(
             e.kind == ErrorKind::NotSupported && e.message.contains("EOPNOTSUPP"),

@@ -124,16 +124,34 @@ fn check_edit(form: &mut Form) {
     form.set_error("tos", err);
 }
 
-/// The call an edit makes: the port's `roce` entry of the state document with the keys that
-/// differ from the port now, applied as one change (none when nothing differs).
-fn edit_calls(form: &Form, port: &Port) -> Vec<Call> {
-    let mut entry = RoceEntry {
+/// `port`'s entry of the state document's `roce` list, with no key set yet.
+fn roce_entry(port: &Port) -> RoceEntry {
+    RoceEntry {
         device: port.device_name.clone(),
         port: port.number,
         mode: None,
         tos: None,
         qos: None,
+    }
+}
+
+/// The call that applies `entry`, one port's keys, as a document of the state: its steps
+/// are one change, and polkit is asked as for the methods they stand for.
+fn apply_entry(entry: RoceEntry, what: String) -> Call {
+    let state = State {
+        roce: Some(vec![entry]),
+        ..State::default()
     };
+    Call::ApplyState {
+        state: Box::new(state),
+        what,
+    }
+}
+
+/// The call an edit makes: the port's `roce` entry with the keys that differ from the port
+/// now (none when nothing differs).
+fn edit_calls(form: &Form, port: &Port) -> Vec<Call> {
+    let mut entry = roce_entry(port);
     let mut what = Vec::new();
     if let Some(mode) = form.choice("mode") {
         // A version the port lacks is never sent (the choice cannot select it, but a port
@@ -160,14 +178,21 @@ fn edit_calls(form: &Form, port: &Port) -> Vec<Call> {
         return Vec::new();
     }
     let what = format!("set {}: {}", port_label(port), what.join(", "));
-    let state = State {
-        roce: Some(vec![entry]),
-        ..State::default()
+    vec![apply_entry(entry, what)]
+}
+
+/// The call the QoS profile form makes for a port that had `now`: its `roce` entry's `qos`
+/// (none when the port would hold the same profile afterwards).
+pub fn qos_calls(form: &Form, port: &Port, now: &QosProfile) -> Vec<Call> {
+    let Some(profile) = qosform::changed(form, now) else {
+        return Vec::new();
     };
-    vec![Call::ApplyState {
-        state: Box::new(state),
-        what,
-    }]
+    let entry = RoceEntry {
+        qos: Some(profile),
+        ..roce_entry(port)
+    };
+    let what = format!("set the QoS profile of {}", port_label(port));
+    vec![apply_entry(entry, what)]
 }
 
 impl RocePage {
@@ -181,9 +206,9 @@ impl RocePage {
                 Submit::Calls(
                     match (&s.kind.ip, &s.kind.qos, model.ports.get(&s.kind.port)) {
                         (Some(settings), _, _) => crate::ipform::calls(&s.form, settings),
-                        (None, Some(now), _) => qosform::calls(&s.form, &s.kind.port, now),
+                        (None, Some(now), Some(p)) => qos_calls(&s.form, p, now),
                         (None, None, Some(p)) => edit_calls(&s.form, p),
-                        (None, None, None) => Vec::new(),
+                        (None, _, None) => Vec::new(),
                     },
                 )
             },
@@ -685,9 +710,21 @@ mod tests {
         };
         assert_eq!(
             sent,
-            Outcome::Call(Call::SetQosProfile {
-                port,
-                profile: Box::new(want)
+            Outcome::Call(Call::ApplyState {
+                state: Box::new(State {
+                    roce: Some(vec![RoceEntry {
+                        qos: Some(want),
+                        ..RoceEntry {
+                            device: "mlx5_1".into(),
+                            port: 1,
+                            mode: None,
+                            tos: None,
+                            qos: None,
+                        }
+                    }]),
+                    ..State::default()
+                }),
+                what: "set the QoS profile of mlx5_1/1".into(),
             })
         );
     }
