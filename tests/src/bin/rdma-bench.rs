@@ -78,15 +78,6 @@ fn live() -> usize {
     LIVE.load(Ordering::Relaxed)
 }
 
-/// GetManagedObjects' reply decoded into values that borrow the reply's strings.
-type BorrowedObjects<'m> = std::collections::HashMap<
-    zbus::zvariant::ObjectPath<'m>,
-    std::collections::HashMap<
-        &'m str,
-        std::collections::HashMap<&'m str, zbus::zvariant::Value<'m>>,
-    >,
->;
-
 const USAGE: &str = "usage: rdma-bench [--quick] [--daemon=PATH] [--shape=D:P:I] [--cpu-secs=N]
                   [--only=SECTION,...] [--sim-host=SPEC] [--sim-cost=PROFILE]
 
@@ -616,8 +607,7 @@ async fn idle_daemon(
         vec![cpu_per_call],
     );
     r.add("GetManagedObjects: the same, decoded by zbus", "ms", typed);
-    // The least a zbus client can do to read the objects: values that borrow the reply's
-    // strings instead of owning copies.
+    // The least a zbus client can do to read the objects (gmo::BorrowedObjects).
     let mut borrowed = vec![];
     for _ in 0..opts.gmo_calls.min(20) {
         let t = Instant::now();
@@ -631,7 +621,7 @@ async fn idle_daemon(
             )
             .await?;
         let body = reply.body();
-        let all: BorrowedObjects<'_> = body.deserialize()?;
+        let all: rdma_manager_tests::gmo::BorrowedObjects<'_> = body.deserialize()?;
         borrowed.push(ms(t.elapsed()));
         std::hint::black_box(all);
     }

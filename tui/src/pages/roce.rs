@@ -713,14 +713,11 @@ mod tests {
             Outcome::Call(Call::ApplyState {
                 state: Box::new(State {
                     roce: Some(vec![RoceEntry {
+                        device: "mlx5_1".into(),
+                        port: 1,
+                        mode: None,
+                        tos: None,
                         qos: Some(want),
-                        ..RoceEntry {
-                            device: "mlx5_1".into(),
-                            port: 1,
-                            mode: None,
-                            tos: None,
-                            qos: None,
-                        }
                     }]),
                     ..State::default()
                 }),

@@ -38,7 +38,6 @@ pub fn check(state: &State) -> Result<(), StateError> {
 
 #[cfg(test)]
 mod tests {
-
     use crate::state::parse::parse;
     use crate::state::part::{is_guid, pkey_value};
 

@@ -74,7 +74,7 @@ pub(super) enum Phase {
 }
 
 /// How many phases a plan has.
-pub(super) const PHASES: usize = 15;
+pub(super) const PHASES: usize = Phase::Vfs as usize + 1;
 
 /// One change a part plans: (phase, key path, op, (current, wanted) as text, step, undo).
 pub(super) type Planned<S> = (Phase, String, ChangeOp, (String, String), S, S);
